@@ -1,0 +1,50 @@
+//! The zTensor container layer: magic, footer, 64-byte alignment and bounds-checked blob I/O.
+//!
+//! This crate knows the outer shape of a `.zt` file and nothing about CBOR:
+//!
+//! ```text
+//! "ZTEN1000" | blob | 0-pad to 64 | blob | ... | manifest | u64 LE manifest size | "ZTEN1000"
+//! "ZTEN0001" | blob | 0-pad to 64 | blob | ... | index    | u64 LE index size
+//! ```
+//!
+//! - [`layout`]: the constants (magics, alignment, the 1 GiB manifest cap).
+//! - [`Source`]: where bytes come from (memory map, owned buffer, positional reads), with one
+//!   bounds-checked read call.
+//! - [`Container`]: checks header and tail, finds the manifest, approves blob ranges
+//!   ([`check_blob_range`], [`check_overlaps`]).
+//! - [`BlobWriter`]: writes aligned blobs and the tail to any `io::Write`.
+//! - [`AtomicFile`]: crash-safe replacement of a file (temporary file, then rename).
+//! - [`Error`]: the error type every crate of the workspace reports through.
+//!
+//! # Example
+//!
+//! ```
+//! use zt_container::{BlobWriter, Container, ContainerVersion, Source};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut w = BlobWriter::new(Vec::new(), ContainerVersion::V1)?;
+//! let offset = w.append_blob(&1.5f32.to_le_bytes())?;
+//! let bytes = w.finish(b"\xa0")?; // the manifest: an empty CBOR map, as far as we care here
+//!
+//! let file = Container::parse(Source::from_vec(bytes))?;
+//! assert_eq!(offset, 64);
+//! assert_eq!(&*file.blob(offset, 4)?, &1.5f32.to_le_bytes());
+//! assert_eq!(&*file.manifest_bytes()?, b"\xa0");
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod atomic;
+mod error;
+pub mod layout;
+mod read;
+mod source;
+mod write;
+
+pub use atomic::AtomicFile;
+pub use error::{Error, ErrorKind, Result};
+pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
+pub use source::Source;
+pub use write::BlobWriter;

@@ -1,0 +1,215 @@
+//! Where a file's bytes come from: a memory map, an owned buffer, or positional reads.
+//!
+//! All three hand out byte ranges through one bounds-checked call, [`Source::read_at`], which
+//! borrows from the map or buffer and reads into a fresh buffer only for the unmapped file.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::Path;
+
+use crate::{Error, Result};
+
+/// The bytes of one file.
+///
+/// Choose [`Source::map`] for speed (zero-copy reads), [`Source::unmapped`] when another process
+/// may truncate the file while you read it (a truncated map kills the process with SIGBUS; a
+/// positional read just fails), and [`Source::from_vec`] for bytes already in memory.
+#[derive(Debug)]
+pub enum Source {
+    /// A read-only memory map of a file.
+    Mapped(memmap2::Mmap),
+    /// Bytes owned in memory.
+    Owned(Vec<u8>),
+    /// A file read with positional reads (`pread`), never mapped.
+    File {
+        /// The open file.
+        file: File,
+        /// Its length when opened; reads past it are refused.
+        len: u64,
+    },
+}
+
+impl Source {
+    /// Maps `path` read-only.
+    pub fn map(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::io(e, "cannot open file").in_file(path))?;
+        Self::map_file(&file).map_err(|e| e.in_file(path))
+    }
+
+    /// Maps an open file read-only.
+    pub fn map_file(file: &File) -> Result<Self> {
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(e, "cannot stat file"))?
+            .len();
+        if len == 0 {
+            // Some platforms refuse to map an empty file; an empty buffer is the same thing.
+            return Ok(Source::Owned(Vec::new()));
+        }
+        // SAFETY: the map is read-only. If another process modifies the file the values we read
+        // may change, and if it truncates the file the process gets SIGBUS; both are documented
+        // on `Source`, and `Source::unmapped` exists for callers who cannot rule them out.
+        let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::io(e, "cannot map file"))?;
+        Ok(Source::Mapped(map))
+    }
+
+    /// Opens `path` for positional reads without mapping it.
+    pub fn unmapped(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::io(e, "cannot open file").in_file(path))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(e, "cannot stat file").in_file(path))?
+            .len();
+        Ok(Source::File { file, len })
+    }
+
+    /// Wraps bytes already in memory.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        Source::Owned(bytes)
+    }
+
+    /// The file's length in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Source::Mapped(m) => m.len() as u64,
+            Source::Owned(v) => v.len() as u64,
+            Source::File { len, .. } => *len,
+        }
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All bytes, when they are in memory (mapped or owned); `None` for positional reads.
+    pub fn as_slice(&self) -> Option<&[u8]> {
+        match self {
+            Source::Mapped(m) => Some(m),
+            Source::Owned(v) => Some(v),
+            Source::File { .. } => None,
+        }
+    }
+
+    /// Whether [`Source::read_at`] borrows instead of copying.
+    pub fn is_in_memory(&self) -> bool {
+        self.as_slice().is_some()
+    }
+
+    /// Bytes `[offset, offset + len)`, borrowed when in memory, read otherwise.
+    ///
+    /// The range is checked against the file's length first, so a hostile offset can never
+    /// reach outside the file or cause an allocation larger than the file.
+    pub fn read_at(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        let (start, end) = self.checked_range(offset, len)?;
+        match self {
+            Source::Mapped(m) => m.get(start..end).map(Cow::Borrowed),
+            Source::Owned(v) => v.get(start..end).map(Cow::Borrowed),
+            Source::File { .. } => {
+                let mut buf = vec![0u8; end - start];
+                self.read_into(offset, &mut buf)?;
+                return Ok(Cow::Owned(buf));
+            }
+        }
+        .ok_or_else(|| Error::invalid("range outside the file").at(offset))
+    }
+
+    /// Fills `buf` from `offset`, checked against the file's length.
+    pub fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let (start, end) = self.checked_range(offset, buf.len() as u64)?;
+        match self {
+            Source::Mapped(m) => copy_from(m, start, end, buf, offset),
+            Source::Owned(v) => copy_from(v, start, end, buf, offset),
+            Source::File { file, .. } => read_exact_at(file, buf, offset)
+                .map_err(|e| Error::io(e, format!("cannot read {} bytes", buf.len())).at(offset)),
+        }
+    }
+
+    fn checked_range(&self, offset: u64, len: u64) -> Result<(usize, usize)> {
+        let end = offset.checked_add(len).ok_or_else(|| {
+            Error::invalid(format!("range of {len} bytes overflows 64 bits")).at(offset)
+        })?;
+        if end > self.len() {
+            return Err(Error::invalid(format!(
+                "range of {len} bytes ends at {end}, past the end of the {}-byte file",
+                self.len()
+            ))
+            .at(offset));
+        }
+        // Both fit in the file, whose length fits in memory or in a positional read.
+        let start = usize::try_from(offset).map_err(|_| Error::limit("offset exceeds usize"))?;
+        let end = usize::try_from(end).map_err(|_| Error::limit("range exceeds usize"))?;
+        Ok((start, end))
+    }
+}
+
+fn copy_from(bytes: &[u8], start: usize, end: usize, buf: &mut [u8], offset: u64) -> Result<()> {
+    let src = bytes
+        .get(start..end)
+        .ok_or_else(|| Error::invalid("range outside the file").at(offset))?;
+    buf.copy_from_slice(src);
+    Ok(())
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn sources(bytes: &[u8]) -> (tempfile::NamedTempFile, Vec<Source>) {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        f.flush().unwrap();
+        let all = vec![
+            Source::map(f.path()).unwrap(),
+            Source::unmapped(f.path()).unwrap(),
+            Source::from_vec(bytes.to_vec()),
+        ];
+        (f, all)
+    }
+
+    #[test]
+    fn every_source_reads_the_same_and_refuses_out_of_range() {
+        let (_keep, all) = sources(b"0123456789");
+        for s in &all {
+            assert_eq!(s.len(), 10);
+            assert_eq!(&*s.read_at(2, 3).unwrap(), b"234");
+            assert_eq!(&*s.read_at(10, 0).unwrap(), b"");
+            assert!(s.read_at(8, 3).is_err());
+            assert!(s.read_at(u64::MAX, 2).is_err());
+            let mut b = [0u8; 4];
+            s.read_into(6, &mut b).unwrap();
+            assert_eq!(&b, b"6789");
+        }
+        assert!(matches!(all[0].read_at(0, 1).unwrap(), Cow::Borrowed(_)));
+        assert!(matches!(all[1].read_at(0, 1).unwrap(), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn empty_file_maps_to_empty_source() {
+        let (_keep, all) = sources(b"");
+        for s in &all {
+            assert!(s.is_empty());
+        }
+    }
+}
