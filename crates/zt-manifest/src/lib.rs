@@ -1,1 +1,64 @@
-//! placeholder
+//! The zTensor manifest as Rust types, encoded and decoded with minicbor.
+//!
+//! - [`Manifest`], [`Object`], [`Component`]: the v1 manifest (v1.1 and v1.2 share the layout;
+//!   v1.1 spells some dtypes differently, which `zt-formats` maps). [`Manifest::decode`] is strict
+//!   about structure (duplicate keys, trailing bytes, depth, required fields, major version) and
+//!   lenient about content (unknown fields are skipped, names are kept as spelled).
+//!   [`Manifest::encode`] is deterministic and matches the byte layout of real v1.2 files.
+//! - [`IndexEntry`], [`decode_index`], [`encode_index`]: the v0.1 index.
+//! - [`Value`], [`Attributes`]: attribute values, every CBOR kind real files hold.
+//! - [`DecodeLimits`]: the caps that keep hostile input from exhausting the stack.
+//!
+//! # Example
+//!
+//! ```
+//! use zt_manifest::{Component, DecodeLimits, Manifest, Object, Value};
+//!
+//! # fn main() -> Result<(), zt_manifest::Error> {
+//! let mut m = Manifest { version: "1.2.0".into(), ..Default::default() };
+//! m.attributes.insert("license".into(), Value::from("MIT"));
+//! let mut w = Object { shape: vec![2, 3], format: "dense".into(), ..Default::default() };
+//! w.components.insert(
+//!     "data".into(),
+//!     Component { dtype: "f32".into(), offset: 64, length: 24, ..Default::default() },
+//! );
+//! m.objects.insert("w".into(), w);
+//!
+//! let bytes = m.encode();
+//! assert_eq!(Manifest::decode(&bytes, 0, DecodeLimits::default())?, m);
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod cbor;
+mod encode;
+mod index;
+mod manifest;
+mod value;
+
+pub use index::{decode_index, encode_index, IndexEntry};
+pub use manifest::{decode_value, encode_value, Component, Manifest, Object, SpecVersion, WRITE_VERSION};
+pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};
+pub use zt_container::{Error, ErrorKind, Result};
+
+/// Caps on the manifest's structure, so hostile input cannot exhaust the stack or memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Deepest nesting of CBOR arrays, maps and tags, counting from the root.
+    pub max_depth: usize,
+    /// Most dimensions a shape may have.
+    pub max_rank: usize,
+}
+
+/// Default [`DecodeLimits::max_depth`]: deep enough for any real attribute tree.
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+/// Default [`DecodeLimits::max_rank`]: NumPy's and PyTorch's own limit.
+pub const DEFAULT_MAX_RANK: usize = 64;
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits { max_depth: DEFAULT_MAX_DEPTH, max_rank: DEFAULT_MAX_RANK }
+    }
+}

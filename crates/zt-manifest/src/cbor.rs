@@ -1,0 +1,228 @@
+//! A careful CBOR reader over minicbor: depth-limited, duplicate-key aware, with file offsets.
+
+use std::collections::{BTreeMap, HashSet};
+
+use minicbor::data::Type;
+use minicbor::Decoder;
+use zt_container::{Error, Result};
+
+use crate::value::Value;
+use crate::DecodeLimits;
+
+/// A decoder that reports errors at absolute file offsets and never recurses past a limit.
+pub(crate) struct Reader<'b> {
+    pub d: Decoder<'b>,
+    base: u64,
+    limits: DecodeLimits,
+}
+
+impl<'b> Reader<'b> {
+    pub fn new(bytes: &'b [u8], base: u64, limits: DecodeLimits) -> Self {
+        Reader { d: Decoder::new(bytes), base, limits }
+    }
+
+    /// Absolute file offset of the next item.
+    pub fn offset(&self) -> u64 {
+        self.base + self.d.position() as u64
+    }
+
+    pub fn limits(&self) -> &DecodeLimits {
+        &self.limits
+    }
+
+    pub fn error(&self, msg: impl Into<String>) -> Error {
+        Error::invalid(msg).at(self.offset())
+    }
+
+    fn cbor_error(at: u64, e: minicbor::decode::Error) -> Error {
+        let msg = if e.is_end_of_input() {
+            "CBOR item runs past the end of the manifest".to_string()
+        } else {
+            format!("invalid CBOR: {e}")
+        };
+        Error::invalid(msg).at(at)
+    }
+
+    /// Runs a minicbor call, turning its error into ours at the item's offset.
+    pub fn call<T>(&mut self, f: impl FnOnce(&mut Decoder<'b>) -> Result<T, minicbor::decode::Error>) -> Result<T> {
+        let at = self.offset();
+        f(&mut self.d).map_err(|e| Self::cbor_error(at, e))
+    }
+
+    pub fn datatype(&mut self) -> Result<Type> {
+        self.call(|d| d.datatype())
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.d.position() >= self.d.input().len()
+    }
+
+    /// Fails unless every byte has been consumed.
+    pub fn expect_end(&self, what: &str) -> Result<()> {
+        if self.at_end() {
+            Ok(())
+        } else {
+            let left = self.d.input().len() - self.d.position();
+            Err(self.error(format!("{left} trailing bytes after the {what}")))
+        }
+    }
+
+    fn check_depth(&self, depth: usize) -> Result<()> {
+        if depth > self.limits.max_depth {
+            Err(Error::limit(format!(
+                "CBOR nesting deeper than {} levels",
+                self.limits.max_depth
+            ))
+            .at(self.offset()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Reads a text string (definite or indefinite), borrowing when possible.
+    pub fn text(&mut self, what: &str) -> Result<std::borrow::Cow<'b, str>> {
+        match self.datatype()? {
+            Type::String => self.call(|d| d.str()).map(Into::into),
+            Type::StringIndef => {
+                let mut s = String::new();
+                let at = self.offset();
+                let iter = self.d.str_iter().map_err(|e| Self::cbor_error(at, e))?;
+                for part in iter {
+                    s.push_str(part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?);
+                }
+                Ok(s.into())
+            }
+            t => Err(self.error(format!("{what} must be text, found {t}"))),
+        }
+    }
+
+    /// Reads an unsigned integer; negative numbers, floats and others are errors naming `what`.
+    pub fn uint(&mut self, what: &str) -> Result<u64> {
+        match self.datatype()? {
+            Type::U8 | Type::U16 | Type::U32 | Type::U64 => self.call(|d| d.u64()),
+            Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::Int => {
+                Err(self.error(format!("{what} must be an unsigned integer, found a negative number")))
+            }
+            t => Err(self.error(format!("{what} must be an unsigned integer, found {t}"))),
+        }
+    }
+
+    /// Reads an array header; `None` for indefinite length.
+    pub fn array_header(&mut self, what: &str) -> Result<Option<u64>> {
+        match self.datatype()? {
+            Type::Array | Type::ArrayIndef => self.call(|d| d.array()),
+            t => Err(self.error(format!("{what} must be an array, found {t}"))),
+        }
+    }
+
+    /// Calls `item` for each element of an array (definite or indefinite).
+    pub fn array_items(&mut self, what: &str, mut item: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        let len = self.array_header(what)?;
+        self.items(len, |r| item(r))
+    }
+
+    fn items(&mut self, len: Option<u64>, mut item: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        match len {
+            // A declared length is never used to allocate: each item costs at least one byte of
+            // input, so the loop ends at the input's end whatever the header claims.
+            Some(n) => {
+                for _ in 0..n {
+                    if self.at_end() {
+                        return Err(self.error("CBOR length is larger than the remaining input"));
+                    }
+                    item(self)?;
+                }
+            }
+            None => loop {
+                if self.datatype()? == Type::Break {
+                    self.call(|d| d.skip())?;
+                    break;
+                }
+                item(self)?;
+            },
+        }
+        Ok(())
+    }
+
+    /// Calls `entry` with each key of a text-keyed map; rejects non-text and duplicate keys.
+    /// `entry` must consume the value.
+    pub fn map_entries(
+        &mut self,
+        what: &str,
+        mut entry: impl FnMut(&mut Self, std::borrow::Cow<'b, str>, u64) -> Result<()>,
+    ) -> Result<()> {
+        let len = match self.datatype()? {
+            Type::Map | Type::MapIndef => self.call(|d| d.map())?,
+            t => return Err(self.error(format!("{what} must be a map, found {t}"))),
+        };
+        let mut seen: HashSet<std::borrow::Cow<'b, str>> = HashSet::new();
+        self.items(len, |r| {
+            let at = r.offset();
+            let key = match r.datatype()? {
+                Type::String | Type::StringIndef => r.text("key")?,
+                t => return Err(r.error(format!("keys of {what} must be text, found {t}"))),
+            };
+            if !seen.insert(key.clone()) {
+                return Err(Error::invalid(format!("duplicate key {key:?} in {what}")).at(at));
+            }
+            entry(r, key, at)
+        })
+    }
+
+    /// Skips one item of any kind, within the depth limit.
+    pub fn skip(&mut self, depth: usize) -> Result<()> {
+        self.value(depth).map(drop)
+    }
+
+    /// Reads one item as a [`Value`], within the depth limit.
+    pub fn value(&mut self, depth: usize) -> Result<Value> {
+        self.check_depth(depth)?;
+        let t = self.datatype()?;
+        Ok(match t {
+            Type::Bool => Value::Bool(self.call(|d| d.bool())?),
+            Type::Null => {
+                self.call(|d| d.null())?;
+                Value::Null
+            }
+            Type::U8 | Type::U16 | Type::U32 | Type::U64 | Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::Int => {
+                let i = self.call(|d| d.int())?;
+                Value::Integer(i128::from(i))
+            }
+            Type::F16 => Value::Float(self.call(|d| d.f16())?.into()),
+            Type::F32 => Value::Float(self.call(|d| d.f32())?.into()),
+            Type::F64 => Value::Float(self.call(|d| d.f64())?),
+            Type::String | Type::StringIndef => Value::Text(self.text("text")?.into_owned()),
+            Type::Bytes => Value::Bytes(self.call(|d| d.bytes())?.to_vec()),
+            Type::BytesIndef => {
+                let at = self.offset();
+                let mut v = Vec::new();
+                let iter = self.d.bytes_iter().map_err(|e| Self::cbor_error(at, e))?;
+                for part in iter {
+                    v.extend_from_slice(part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?);
+                }
+                Value::Bytes(v)
+            }
+            Type::Array | Type::ArrayIndef => {
+                let mut v = Vec::new();
+                self.array_items("array", |r| {
+                    v.push(r.value(depth + 1)?);
+                    Ok(())
+                })?;
+                Value::Array(v)
+            }
+            Type::Map | Type::MapIndef => {
+                let mut m = BTreeMap::new();
+                self.map_entries("attribute map", |r, k, _| {
+                    m.insert(k.into_owned(), r.value(depth + 1)?);
+                    Ok(())
+                })?;
+                Value::Map(m)
+            }
+            Type::Tag => {
+                let tag = self.call(|d| d.tag())?;
+                Value::Tag(tag.as_u64(), Box::new(self.value(depth + 1)?))
+            }
+            t => return Err(self.error(format!("unsupported CBOR item {t}"))),
+        })
+    }
+}

@@ -1,0 +1,323 @@
+//! The v1 manifest (v1.1 and v1.2): types, decoding and deterministic encoding.
+
+use std::collections::BTreeMap;
+
+use zt_container::{Error, Result};
+
+use crate::cbor::Reader;
+use crate::encode::{self, Enc};
+use crate::value::{Attributes, Value};
+use crate::DecodeLimits;
+
+/// The version string our writer puts in every manifest.
+pub const WRITE_VERSION: &str = "1.2.0";
+
+/// The root of a v1 manifest.
+///
+/// Field values are kept as the file spells them (`dtype: "f32"`, `format: "dense"`): this layer
+/// is the syntax; `zt-formats` gives them meaning, and an unknown spelling survives a round trip.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Manifest {
+    /// The spec version, e.g. `"1.2.0"`.
+    pub version: String,
+    /// File-level attributes.
+    pub attributes: Attributes,
+    /// Objects by name, sorted bytewise.
+    pub objects: BTreeMap<String, Object>,
+}
+
+/// One object: a shape, a format and named components.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Object {
+    /// Logical dimensions, outermost first.
+    pub shape: Vec<u64>,
+    /// Layout: `dense`, `sparse_csr`, `sparse_coo`, `quantized_group`, or another name.
+    pub format: String,
+    /// Object attributes.
+    pub attributes: Attributes,
+    /// Components by role (`data`, `values`, `scales`, ...), sorted bytewise.
+    pub components: BTreeMap<String, Component>,
+}
+
+/// One component: where a blob is and how to read its bytes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Component {
+    /// Storage type name (`f32`, `u8`, ...).
+    pub dtype: String,
+    /// Logical type name (`f8_e4m3fn`, `complex64`, ...), when present.
+    pub logical_type: Option<String>,
+    /// Absolute offset of the blob.
+    pub offset: u64,
+    /// Bytes on disk (compressed size for zstd).
+    pub length: u64,
+    /// Size before compression, when present.
+    pub uncompressed_length: Option<u64>,
+    /// `raw`, `zstd`, or another name; `None` means the default, `raw`.
+    pub encoding: Option<String>,
+    /// `algorithm:hex` digest of the stored bytes, when present.
+    pub digest: Option<String>,
+}
+
+impl Component {
+    /// The encoding name, with the default applied.
+    pub fn encoding_name(&self) -> &str {
+        self.encoding.as_deref().unwrap_or("raw")
+    }
+}
+
+/// The parsed version string: major, minor, patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SpecVersion {
+    /// Major version; this library reads 1.
+    pub major: u64,
+    /// Minor version: 1 for v1.1, 2 for v1.2.
+    pub minor: u64,
+    /// Patch version.
+    pub patch: u64,
+}
+
+impl SpecVersion {
+    /// Parses `"1.2.0"` (missing parts count as 0: `"1.2"` is 1.2.0).
+    pub fn parse(s: &str) -> Option<Self> {
+        let mut parts = s.split('.');
+        let mut next = |required: bool| -> Option<u64> {
+            match parts.next() {
+                Some(p) => p.parse().ok(),
+                None if required => None,
+                None => Some(0),
+            }
+        };
+        let v = SpecVersion { major: next(true)?, minor: next(false)?, patch: next(false)? };
+        parts.next().is_none().then_some(v)
+    }
+}
+
+impl std::fmt::Display for SpecVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl Manifest {
+    /// The parsed version. [`Manifest::decode`] has already checked it.
+    pub fn spec_version(&self) -> Option<SpecVersion> {
+        SpecVersion::parse(&self.version)
+    }
+
+    /// Decodes a v1 manifest. `base` is the manifest's absolute offset in the file, used in
+    /// error positions.
+    ///
+    /// Unknown fields are skipped (within the depth limit); duplicate keys, trailing bytes, a
+    /// missing `version` or `objects` and a major version other than 1 are errors.
+    pub fn decode(bytes: &[u8], base: u64, limits: DecodeLimits) -> Result<Manifest> {
+        let mut r = Reader::new(bytes, base, limits);
+        let mut version = None;
+        let mut attributes = Attributes::new();
+        let mut objects = None;
+        let root_at = r.offset();
+        r.map_entries("the manifest root", |r, key, at| {
+            match &*key {
+                "version" => {
+                    let v = r.text("version")?.into_owned();
+                    match SpecVersion::parse(&v) {
+                        Some(sv) if sv.major == 1 => {}
+                        Some(sv) => {
+                            return Err(Error::unsupported(format!(
+                                "manifest version {v:?} has major version {}; this reader reads 1.x",
+                                sv.major
+                            ))
+                            .at(at))
+                        }
+                        None => return Err(Error::invalid(format!("version {v:?} is not of the form MAJOR.MINOR.PATCH")).at(at)),
+                    }
+                    version = Some(v);
+                }
+                "attributes" => attributes = attributes_map(r, 1, "file attributes")?,
+                "objects" => {
+                    let mut objs = BTreeMap::new();
+                    r.map_entries("objects", |r, name, at| {
+                        let obj = object(r).map_err(|e| e.in_object(&name))?;
+                        if name.is_empty() {
+                            return Err(Error::invalid("object name is empty").at(at));
+                        }
+                        objs.insert(name.into_owned(), obj);
+                        Ok(())
+                    })?;
+                    objects = Some(objs);
+                }
+                _ => r.skip(1)?,
+            }
+            Ok(())
+        })?;
+        r.expect_end("manifest root")?;
+        let version = version.ok_or_else(|| Error::invalid("manifest has no \"version\"").at(root_at))?;
+        let objects = objects.ok_or_else(|| Error::invalid("manifest has no \"objects\"").at(root_at))?;
+        Ok(Manifest { version, attributes, objects })
+    }
+
+    /// Encodes the manifest deterministically, in the layout real v1.2 writers use: keys in the
+    /// order `version, attributes, objects` / `shape, format, attributes, components` /
+    /// `dtype, type, offset, length, uncompressed_length, encoding, digest`, name-keyed maps
+    /// sorted bytewise, optional fields omitted, numbers in their shortest form.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc::new(Vec::with_capacity(64 + 160 * self.objects.len()));
+        let has_attrs = !self.attributes.is_empty();
+        encode::ok(e.map(2 + u64::from(has_attrs)));
+        encode::text(&mut e, "version");
+        encode::text(&mut e, &self.version);
+        if has_attrs {
+            encode::text(&mut e, "attributes");
+            encode::value_map(&mut e, &self.attributes);
+        }
+        encode::text(&mut e, "objects");
+        encode::ok(e.map(self.objects.len() as u64));
+        for (name, o) in &self.objects {
+            encode::text(&mut e, name);
+            encode_object(&mut e, o);
+        }
+        e.into_writer()
+    }
+}
+
+fn encode_object(e: &mut Enc, o: &Object) {
+    let has_attrs = !o.attributes.is_empty();
+    encode::ok(e.map(3 + u64::from(has_attrs)));
+    encode::text(e, "shape");
+    encode::ok(e.array(o.shape.len() as u64));
+    for &d in &o.shape {
+        encode::uint(e, d);
+    }
+    encode::text(e, "format");
+    encode::text(e, &o.format);
+    if has_attrs {
+        encode::text(e, "attributes");
+        encode::value_map(e, &o.attributes);
+    }
+    encode::text(e, "components");
+    encode::ok(e.map(o.components.len() as u64));
+    for (role, c) in &o.components {
+        encode::text(e, role);
+        let n = 3
+            + u64::from(c.logical_type.is_some())
+            + u64::from(c.uncompressed_length.is_some())
+            + u64::from(c.encoding.is_some())
+            + u64::from(c.digest.is_some());
+        encode::ok(e.map(n));
+        encode::text(e, "dtype");
+        encode::text(e, &c.dtype);
+        if let Some(t) = &c.logical_type {
+            encode::text(e, "type");
+            encode::text(e, t);
+        }
+        encode::text(e, "offset");
+        encode::uint(e, c.offset);
+        encode::text(e, "length");
+        encode::uint(e, c.length);
+        if let Some(u) = c.uncompressed_length {
+            encode::text(e, "uncompressed_length");
+            encode::uint(e, u);
+        }
+        if let Some(x) = &c.encoding {
+            encode::text(e, "encoding");
+            encode::text(e, x);
+        }
+        if let Some(d) = &c.digest {
+            encode::text(e, "digest");
+            encode::text(e, d);
+        }
+    }
+}
+
+pub(crate) fn attributes_map(r: &mut Reader<'_>, depth: usize, what: &str) -> Result<Attributes> {
+    let mut m = Attributes::new();
+    r.map_entries(what, |r, k, _| {
+        m.insert(k.into_owned(), r.value(depth + 1)?);
+        Ok(())
+    })?;
+    Ok(m)
+}
+
+pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<u64>> {
+    let mut dims = Vec::new();
+    let max_rank = r.limits().max_rank;
+    r.array_items("shape", |r| {
+        if dims.len() >= max_rank {
+            return Err(Error::limit(format!("shape has more than {max_rank} dimensions")).at(r.offset()));
+        }
+        dims.push(r.uint("a dimension")?);
+        Ok(())
+    })?;
+    Ok(dims)
+}
+
+fn object(r: &mut Reader<'_>) -> Result<Object> {
+    let start = r.offset();
+    let (mut shp, mut format, mut attributes, mut components) = (None, None, Attributes::new(), None);
+    r.map_entries("an object", |r, key, _| {
+        match &*key {
+            "shape" => shp = Some(shape(r)?),
+            "format" => format = Some(r.text("format")?.into_owned()),
+            "attributes" => attributes = attributes_map(r, 3, "object attributes")?,
+            "components" => {
+                let mut comps = BTreeMap::new();
+                r.map_entries("components", |r, role, at| {
+                    let c = component(r).map_err(|e| e.in_component(&role))?;
+                    if role.is_empty() {
+                        return Err(Error::invalid("component role is empty").at(at));
+                    }
+                    comps.insert(role.into_owned(), c);
+                    Ok(())
+                })?;
+                components = Some(comps);
+            }
+            _ => r.skip(3)?,
+        }
+        Ok(())
+    })?;
+    let missing = |f: &str| Error::invalid(format!("object has no {f:?}")).at(start);
+    Ok(Object {
+        shape: shp.ok_or_else(|| missing("shape"))?,
+        format: format.ok_or_else(|| missing("format"))?,
+        attributes,
+        components: components.ok_or_else(|| missing("components"))?,
+    })
+}
+
+fn component(r: &mut Reader<'_>) -> Result<Component> {
+    let start = r.offset();
+    let mut c = Component::default();
+    let (mut dtype, mut offset, mut length) = (None, None, None);
+    r.map_entries("a component", |r, key, _| {
+        match &*key {
+            "dtype" => dtype = Some(r.text("dtype")?.into_owned()),
+            "type" => c.logical_type = Some(r.text("type")?.into_owned()),
+            "offset" => offset = Some(r.uint("offset")?),
+            "length" => length = Some(r.uint("length")?),
+            "uncompressed_length" => c.uncompressed_length = Some(r.uint("uncompressed_length")?),
+            "encoding" => c.encoding = Some(r.text("encoding")?.into_owned()),
+            "digest" => c.digest = Some(r.text("digest")?.into_owned()),
+            _ => r.skip(5)?,
+        }
+        Ok(())
+    })?;
+    let missing = |f: &str| Error::invalid(format!("component has no {f:?}")).at(start);
+    c.dtype = dtype.ok_or_else(|| missing("dtype"))?;
+    c.offset = offset.ok_or_else(|| missing("offset"))?;
+    c.length = length.ok_or_else(|| missing("length"))?;
+    Ok(c)
+}
+
+/// Decodes a standalone attribute value (for callers holding raw CBOR).
+pub fn decode_value(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
+    let mut r = Reader::new(bytes, 0, limits);
+    let v = r.value(0)?;
+    r.expect_end("value")?;
+    Ok(v)
+}
+
+/// Encodes one attribute value.
+pub fn encode_value(v: &Value) -> Vec<u8> {
+    let mut e = Enc::new(Vec::new());
+    encode::value(&mut e, v);
+    e.into_writer()
+}
