@@ -1,1 +1,46 @@
-//! placeholder
+//! zTensor's meaning layer: storage and logical types, object formats, zstd and digests.
+//!
+//! Where `zt-manifest` keeps a file's spellings, this crate says what they mean:
+//!
+//! - [`DType`], [`LogicalType`], [`ElementType`]: the 13 storage types, the open set of logical
+//!   types (FP8, complex, unknown), and how they must fit ([`ElementType::resolve`]);
+//!   [`element_count`] and [`byte_size`] do the checked size arithmetic.
+//! - [`Element`]: Rust types that elements are read into (`f32`, `half::bf16`, [`Complex`],
+//!   the FP8 newtypes in [`fp8`]).
+//! - [`Format`]: the object formats and their components.
+//! - [`Encoding`], [`zstd_decompress_exact`]: decompression bounded by the declared size.
+//! - [`Digest`], [`DigestAlgorithm`]: `sha256:` and `crc32c:` digests of stored bytes.
+//!
+//! # Example
+//!
+//! ```
+//! use zt_formats::{byte_size, element_count, fp8::Fp8Format, Digest, ElementType};
+//!
+//! # fn main() -> Result<(), zt_formats::Error> {
+//! let t = ElementType::resolve("u8", Some("f8_e4m3fn"))?;
+//! assert_eq!(byte_size(element_count(&[2, 3])?, &t)?, 6);
+//! assert_eq!(Fp8Format::E4M3Fn.decode(0x38), 1.0);
+//!
+//! let d = Digest::parse("crc32c:0xE3069283")?;
+//! d.verify(b"123456789")?;
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod compress;
+mod digest;
+mod dtype;
+mod element;
+mod format;
+pub mod fp8;
+
+pub use compress::{
+    zstd_compress, zstd_decompress_exact, zstd_decompress_into, Encoding, DEFAULT_MAX_DECOMPRESSED,
+};
+pub use digest::{Digest, DigestAlgorithm};
+pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};
+pub use element::{element_matches, Complex, Element};
+pub use format::Format;
+pub use zt_container::{Error, ErrorKind, Result};

@@ -1,0 +1,135 @@
+//! Encodings: raw and zstd, with decompression bounded by the declared size.
+
+use std::fmt;
+
+use zt_container::{Error, Result};
+
+/// How a component's bytes are stored.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// The elements as they are.
+    Raw,
+    /// A zstd stream of the elements.
+    Zstd,
+    /// An encoding this library does not decode; the object stays listed.
+    Unknown(String),
+}
+
+impl Encoding {
+    /// Parses an encoding name.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "raw" => Encoding::Raw,
+            "zstd" => Encoding::Zstd,
+            other => Encoding::Unknown(other.to_owned()),
+        }
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        match self {
+            Encoding::Raw => "raw",
+            Encoding::Zstd => "zstd",
+            Encoding::Unknown(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Default cap on one component's decompressed size: 4 GiB.
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 4 << 30;
+
+/// Decompresses a zstd stream that must inflate to exactly `expected` bytes.
+///
+/// `expected` is checked against `cap` before anything is allocated, and the output buffer is
+/// exactly `expected` bytes: a stream that would inflate past it fails inside zstd, without
+/// growing the buffer, and one that inflates to fewer bytes is an error too.
+pub fn zstd_decompress_exact(src: &[u8], expected: u64, cap: u64) -> Result<Vec<u8>> {
+    if expected > cap {
+        return Err(Error::limit(format!(
+            "declared decompressed size {expected} exceeds the cap of {cap} bytes"
+        )));
+    }
+    let n = usize::try_from(expected).map_err(|_| Error::limit("decompressed size exceeds usize"))?;
+    let mut out = vec![0u8; n];
+    let got = zstd_decompress_into(src, &mut out)?;
+    if got != n {
+        return Err(Error::invalid(format!(
+            "zstd stream inflates to {got} bytes, fewer than the declared {expected}"
+        )));
+    }
+    Ok(out)
+}
+
+/// Decompresses a zstd stream into `dst`, which must be large enough; returns the bytes written.
+/// A stream that needs more room than `dst` is an error.
+pub fn zstd_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    let mut dctx = zstd::zstd_safe::DCtx::create();
+    match dctx.decompress(dst, src) {
+        Ok(n) => Ok(n),
+        Err(code) => {
+            let name = zstd::zstd_safe::get_error_name(code);
+            let msg = if name.contains("Destination buffer is too small") {
+                format!("zstd stream inflates past its declared length of {} bytes", dst.len())
+            } else {
+                format!("corrupt zstd stream: {name}")
+            };
+            Err(Error::invalid(msg))
+        }
+    }
+}
+
+/// Compresses `data` at `level` (1-22; 3 is zstd's default). The output has no content-size
+/// surprises for readers: it is one frame with the size recorded.
+pub fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
+    zstd::bulk::compress(data, level).map_err(|e| Error::io(e, "zstd compression failed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zt_container::ErrorKind;
+
+    #[test]
+    fn exact_round_trip() {
+        let data: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 7).to_le_bytes()).collect();
+        let z = zstd_compress(&data, 3).unwrap();
+        assert_eq!(zstd_decompress_exact(&z, data.len() as u64, 1 << 20).unwrap(), data);
+    }
+
+    #[test]
+    fn too_long_too_short_corrupt_and_over_cap() {
+        let z = zstd_compress(&[7u8; 1000], 3).unwrap();
+        let e = zstd_decompress_exact(&z, 999, 1 << 20).unwrap_err();
+        assert!(e.message().contains("inflates past its declared length of 999"), "{e}");
+        let e = zstd_decompress_exact(&z, 1001, 1 << 20).unwrap_err();
+        assert!(e.message().contains("fewer than the declared 1001"), "{e}");
+        let e = zstd_decompress_exact(&z, 1000, 999).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::LimitExceeded);
+        let e = zstd_decompress_exact(&z[..z.len() - 3], 1000, 1 << 20).unwrap_err();
+        assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
+        let e = zstd_decompress_exact(b"not zstd", 8, 1 << 20).unwrap_err();
+        assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
+    }
+
+    #[test]
+    fn a_bomb_never_allocates_past_the_declared_length() {
+        // 1 GiB of zeros compresses to a few KiB; declared as 1 KiB it must fail, having
+        // allocated only the 1 KiB.
+        let chunk = vec![0u8; 1 << 20];
+        let mut out = Vec::new();
+        let mut enc = zstd::stream::write::Encoder::new(&mut out, 19).unwrap();
+        for _ in 0..64 {
+            std::io::Write::write_all(&mut enc, &chunk).unwrap();
+        }
+        enc.finish().unwrap();
+        assert!(out.len() < 64 << 10);
+        let e = zstd_decompress_exact(&out, 1024, 1 << 20).unwrap_err();
+        assert!(e.message().contains("inflates past"), "{e}");
+    }
+}

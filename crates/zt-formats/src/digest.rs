@@ -1,0 +1,152 @@
+//! Digests of stored bytes: `sha256:<hex>` and `crc32c:<hex>`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::Digest as _;
+use zt_container::{Error, Result};
+
+/// A digest algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DigestAlgorithm {
+    /// SHA-256.
+    Sha256,
+    /// CRC-32C (Castagnoli), as iSCSI and ext4 use; not the IEEE CRC-32.
+    Crc32c,
+}
+
+impl DigestAlgorithm {
+    /// Computes the digest of `bytes`.
+    pub fn compute(self, bytes: &[u8]) -> Digest {
+        match self {
+            DigestAlgorithm::Sha256 => Digest::Sha256(sha2::Sha256::digest(bytes).into()),
+            DigestAlgorithm::Crc32c => Digest::Crc32c(crc32c::crc32c(bytes)),
+        }
+    }
+
+    /// The name used before the colon.
+    pub fn name(self) -> &'static str {
+        match self {
+            DigestAlgorithm::Sha256 => "sha256",
+            DigestAlgorithm::Crc32c => "crc32c",
+        }
+    }
+}
+
+impl FromStr for DigestAlgorithm {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "sha256" => Ok(DigestAlgorithm::Sha256),
+            "crc32c" => Ok(DigestAlgorithm::Crc32c),
+            _ => Err(Error::argument(format!("unknown digest algorithm {s:?}: expected sha256 or crc32c"))),
+        }
+    }
+}
+
+/// A parsed digest value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Digest {
+    /// SHA-256 bytes.
+    Sha256([u8; 32]),
+    /// CRC-32C value.
+    Crc32c(u32),
+}
+
+impl Digest {
+    /// The algorithm.
+    pub fn algorithm(&self) -> DigestAlgorithm {
+        match self {
+            Digest::Sha256(_) => DigestAlgorithm::Sha256,
+            Digest::Crc32c(_) => DigestAlgorithm::Crc32c,
+        }
+    }
+
+    /// Parses a digest string. Accepts the spellings real files use: `sha256:` with 64 hex
+    /// digits, `crc32c:0x` with 8 hex digits (upper or lower case), and `crc32c:` with 8 bare
+    /// hex digits.
+    pub fn parse(s: &str) -> Result<Self> {
+        let (alg, hex) = s
+            .split_once(':')
+            .ok_or_else(|| Error::invalid(format!("digest {s:?} is not of the form algorithm:hex")))?;
+        match alg {
+            "sha256" => {
+                let b = parse_hex(hex, 32).ok_or_else(|| Error::invalid(format!("sha256 digest {s:?} is not 64 hex digits")))?;
+                let mut a = [0u8; 32];
+                a.copy_from_slice(&b);
+                Ok(Digest::Sha256(a))
+            }
+            "crc32c" => {
+                let h = hex.strip_prefix("0x").or_else(|| hex.strip_prefix("0X")).unwrap_or(hex);
+                let b = parse_hex(h, 4).ok_or_else(|| Error::invalid(format!("crc32c digest {s:?} is not 8 hex digits")))?;
+                Ok(Digest::Crc32c(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+            }
+            _ => Err(Error::unsupported(format!("unknown digest algorithm {alg:?}"))),
+        }
+    }
+
+    /// Checks `bytes` against this digest.
+    pub fn verify(&self, bytes: &[u8]) -> Result<()> {
+        let got = self.algorithm().compute(bytes);
+        if got == *self {
+            Ok(())
+        } else {
+            Err(Error::checksum(format!("digest mismatch: stored {self}, computed {got}")))
+        }
+    }
+}
+
+impl fmt::Display for Digest {
+    /// The spelling writers use: `sha256:` lowercase hex, `crc32c:0x` uppercase hex.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Digest::Sha256(b) => {
+                f.write_str("sha256:")?;
+                for x in b {
+                    write!(f, "{x:02x}")?;
+                }
+                Ok(())
+            }
+            Digest::Crc32c(v) => write!(f, "crc32c:0x{v:08X}"),
+        }
+    }
+}
+
+fn parse_hex(s: &str, n: usize) -> Option<Vec<u8>> {
+    if s.len() != 2 * n || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..n).map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_is_castagnoli() {
+        assert_eq!(DigestAlgorithm::Crc32c.compute(b"123456789"), Digest::Crc32c(0xE306_9283));
+        assert_eq!(Digest::Crc32c(0xE306_9283).to_string(), "crc32c:0xE3069283");
+    }
+
+    #[test]
+    fn both_spellings_parse() {
+        for s in ["crc32c:0xE3069283", "crc32c:0xe3069283", "crc32c:e3069283"] {
+            assert_eq!(Digest::parse(s).unwrap(), Digest::Crc32c(0xE306_9283), "{s}");
+        }
+        let sha = DigestAlgorithm::Sha256.compute(b"abc");
+        assert_eq!(sha.to_string(), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(Digest::parse(&sha.to_string()).unwrap(), sha);
+        assert_eq!(Digest::parse(&sha.to_string().to_uppercase().replace("SHA256", "sha256")).unwrap(), sha);
+    }
+
+    #[test]
+    fn malformed_digests_are_errors() {
+        for s in ["crc32c", "crc32c:0x123", "crc32c:0xGGGGGGGG", "sha256:abc", "sha256:", "crc32c:+1234567"] {
+            assert!(Digest::parse(s).is_err(), "{s}");
+        }
+        assert_eq!(Digest::parse("md5:00").unwrap_err().kind(), zt_container::ErrorKind::Unsupported);
+        let e = Digest::Crc32c(1).verify(b"x").unwrap_err();
+        assert_eq!(e.kind(), zt_container::ErrorKind::ChecksumMismatch);
+    }
+}

@@ -1,0 +1,328 @@
+//! Storage types (`dtype`) and logical types (`type`), and how they fit together.
+
+use std::fmt;
+
+use zt_container::{Error, Result};
+
+/// One of the 13 storage primitives. The dtype alone fixes the byte width of an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// IEEE 754 binary64.
+    F64,
+    /// IEEE 754 binary32.
+    F32,
+    /// IEEE 754 binary16.
+    F16,
+    /// bfloat16: the upper half of a binary32.
+    BF16,
+    /// Two's complement 64-bit.
+    I64,
+    /// Two's complement 32-bit.
+    I32,
+    /// Two's complement 16-bit.
+    I16,
+    /// Two's complement 8-bit.
+    I8,
+    /// Unsigned 64-bit.
+    U64,
+    /// Unsigned 32-bit.
+    U32,
+    /// Unsigned 16-bit.
+    U16,
+    /// Unsigned 8-bit.
+    U8,
+    /// One byte, `0x00` false, `0x01` true.
+    Bool,
+}
+
+impl DType {
+    /// Every storage type, in the spec's order.
+    pub const ALL: [DType; 13] = [
+        DType::F64,
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::I32,
+        DType::I16,
+        DType::I8,
+        DType::U64,
+        DType::U32,
+        DType::U16,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// The v1 spelling (`"f32"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F64 => "f64",
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I64 => "i64",
+            DType::I32 => "i32",
+            DType::I16 => "i16",
+            DType::I8 => "i8",
+            DType::U64 => "u64",
+            DType::U32 => "u32",
+            DType::U16 => "u16",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// The v0.1 spelling (`"float32"`).
+    pub fn long_name(self) -> &'static str {
+        match self {
+            DType::F64 => "float64",
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::I64 => "int64",
+            DType::I32 => "int32",
+            DType::I16 => "int16",
+            DType::I8 => "int8",
+            DType::U64 => "uint64",
+            DType::U32 => "uint32",
+            DType::U16 => "uint16",
+            DType::U8 => "uint8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Parses the v1 spelling.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// Parses the v0.1 spelling, and the short one too (some writers used it).
+    pub fn from_long_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.long_name() == s).or_else(|| Self::from_name(s))
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
+    }
+
+    /// Whether this is an unsigned integer type.
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U64 | DType::U32 | DType::U16 | DType::U8)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A logical type: what the storage elements mean, when that differs from the dtype.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LogicalType {
+    /// OCP FP8 E4M3, finite only (NaN = 0x7F/0xFF), stored as u8.
+    F8E4M3Fn,
+    /// OCP FP8 E5M2, IEEE-like with infinities, stored as u8.
+    F8E5M2,
+    /// AMD FP8 E4M3 with unsigned zero (NaN = 0x80), stored as u8.
+    F8E4M3Fnuz,
+    /// AMD FP8 E5M2 with unsigned zero (NaN = 0x80), stored as u8.
+    F8E5M2Fnuz,
+    /// Interleaved `[re, im]` f32 pairs.
+    Complex64,
+    /// Interleaved `[re, im]` f64 pairs.
+    Complex128,
+    /// A type this library does not know; elements are read as the raw dtype.
+    Unknown(String),
+}
+
+impl LogicalType {
+    /// Parses a `type` name; unknown names are kept.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "f8_e4m3fn" => LogicalType::F8E4M3Fn,
+            "f8_e5m2" => LogicalType::F8E5M2,
+            "f8_e4m3fnuz" => LogicalType::F8E4M3Fnuz,
+            "f8_e5m2fnuz" => LogicalType::F8E5M2Fnuz,
+            "complex64" => LogicalType::Complex64,
+            "complex128" => LogicalType::Complex128,
+            other => LogicalType::Unknown(other.to_owned()),
+        }
+    }
+
+    /// The `type` name.
+    pub fn name(&self) -> &str {
+        match self {
+            LogicalType::F8E4M3Fn => "f8_e4m3fn",
+            LogicalType::F8E5M2 => "f8_e5m2",
+            LogicalType::F8E4M3Fnuz => "f8_e4m3fnuz",
+            LogicalType::F8E5M2Fnuz => "f8_e5m2fnuz",
+            LogicalType::Complex64 => "complex64",
+            LogicalType::Complex128 => "complex128",
+            LogicalType::Unknown(s) => s,
+        }
+    }
+
+    /// The dtype this type must be stored as; `None` for unknown types.
+    pub fn required_dtype(&self) -> Option<DType> {
+        match self {
+            LogicalType::F8E4M3Fn | LogicalType::F8E5M2 | LogicalType::F8E4M3Fnuz | LogicalType::F8E5M2Fnuz => {
+                Some(DType::U8)
+            }
+            LogicalType::Complex64 => Some(DType::F32),
+            LogicalType::Complex128 => Some(DType::F64),
+            LogicalType::Unknown(_) => None,
+        }
+    }
+
+    /// Storage elements per logical element (2 for complex).
+    pub fn ratio(&self) -> u64 {
+        match self {
+            LogicalType::Complex64 | LogicalType::Complex128 => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether this is one of the FP8 types.
+    pub fn is_fp8(&self) -> bool {
+        matches!(
+            self,
+            LogicalType::F8E4M3Fn | LogicalType::F8E5M2 | LogicalType::F8E4M3Fnuz | LogicalType::F8E5M2Fnuz
+        )
+    }
+}
+
+impl fmt::Display for LogicalType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one element of a component is: a storage type and, optionally, its meaning.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ElementType {
+    /// Storage type.
+    pub dtype: DType,
+    /// Logical type, when the file gives one.
+    pub logical: Option<LogicalType>,
+}
+
+impl ElementType {
+    /// A plain storage type.
+    pub fn plain(dtype: DType) -> Self {
+        ElementType { dtype, logical: None }
+    }
+
+    /// A logical type stored in its required dtype (`None` for unknown types).
+    pub fn logical(t: LogicalType) -> Option<Self> {
+        Some(ElementType { dtype: t.required_dtype()?, logical: Some(t) })
+    }
+
+    /// Resolves a component's `dtype` and `type` fields: the dtype must be one of the 13, and a
+    /// known type must fit it (FP8 on u8, complex64 on f32, complex128 on f64).
+    pub fn resolve(dtype: &str, logical: Option<&str>) -> Result<Self> {
+        let d = DType::from_name(dtype).ok_or_else(|| Error::invalid(format!("unknown dtype {dtype:?}")))?;
+        Self::with_type(d, logical)
+    }
+
+    /// As [`ElementType::resolve`], for a dtype already parsed.
+    pub fn with_type(dtype: DType, logical: Option<&str>) -> Result<Self> {
+        let logical = logical.map(LogicalType::parse);
+        if let Some(t) = &logical {
+            if let Some(req) = t.required_dtype() {
+                if req != dtype {
+                    return Err(Error::invalid(format!(
+                        "type {t} must be stored as dtype {req}, not {dtype}"
+                    )));
+                }
+            }
+        }
+        Ok(ElementType { dtype, logical })
+    }
+
+    /// Storage elements per logical element.
+    pub fn ratio(&self) -> u64 {
+        self.logical.as_ref().map_or(1, LogicalType::ratio)
+    }
+
+    /// Bytes per logical element.
+    pub fn logical_size(&self) -> u64 {
+        self.dtype.size() as u64 * self.ratio()
+    }
+
+    /// The type's name: the logical type if any, else the dtype.
+    pub fn name(&self) -> &str {
+        match &self.logical {
+            Some(t) => t.name(),
+            None => self.dtype.name(),
+        }
+    }
+
+    /// The logical type name to put in a manifest, if any.
+    pub fn type_field(&self) -> Option<&str> {
+        self.logical.as_ref().map(LogicalType::name)
+    }
+}
+
+/// Product of `shape` with checked arithmetic.
+pub fn element_count(shape: &[u64]) -> Result<u64> {
+    shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or_else(|| {
+        Error::invalid(format!("shape {shape:?} has more elements than fit in 64 bits"))
+    })
+}
+
+/// Bytes that `count` logical elements of `ty` take, with checked arithmetic.
+pub fn byte_size(count: u64, ty: &ElementType) -> Result<u64> {
+    count
+        .checked_mul(ty.logical_size())
+        .ok_or_else(|| Error::invalid(format!("{count} elements of {} take more bytes than fit in 64 bits", ty.name())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_name(d.name()), Some(d));
+            assert_eq!(DType::from_long_name(d.long_name()), Some(d));
+        }
+        assert_eq!(DType::from_name("float32"), None);
+        assert_eq!(DType::from_long_name("f32"), Some(DType::F32));
+    }
+
+    #[test]
+    fn types_must_fit_their_dtype() {
+        assert!(ElementType::resolve("u8", Some("f8_e4m3fn")).is_ok());
+        let e = ElementType::resolve("f32", Some("f8_e4m3fn")).unwrap_err();
+        assert_eq!(e.message(), "type f8_e4m3fn must be stored as dtype u8, not f32");
+        assert!(ElementType::resolve("f64", Some("complex64")).is_err());
+        let t = ElementType::resolve("f64", Some("complex128")).unwrap();
+        assert_eq!(t.logical_size(), 16);
+        let u = ElementType::resolve("i16", Some("my_type")).unwrap();
+        assert_eq!(u.name(), "my_type");
+        assert_eq!(u.logical_size(), 2);
+        assert_eq!(ElementType::resolve("f31", None).unwrap_err().message(), "unknown dtype \"f31\"");
+    }
+
+    #[test]
+    fn sizes_are_checked() {
+        assert_eq!(element_count(&[]).unwrap(), 1);
+        assert_eq!(element_count(&[3, 0, 5]).unwrap(), 0);
+        assert!(element_count(&[1 << 32, 1 << 32]).is_err());
+        let f32t = ElementType::plain(DType::F32);
+        assert!(byte_size(1 << 62, &f32t).is_err(), "shape [2^62] f32 must not wrap to 0 bytes");
+    }
+}
