@@ -7,7 +7,7 @@
 //!   [`element_count`] and [`byte_size`] do the checked size arithmetic.
 //! - [`Element`]: Rust types that elements are read into (`f32`, `half::bf16`, [`Complex`],
 //!   the FP8 newtypes in [`fp8`]).
-//! - [`Format`]: the object formats and their components.
+//! - [`Format`], [`check_layout`]: the object formats, their components and size rules.
 //! - [`Encoding`], [`zstd_decompress_exact`]: decompression bounded by the declared size.
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:` and `crc32c:` digests of stored bytes.
 //!
@@ -35,6 +35,7 @@ mod dtype;
 mod element;
 mod format;
 pub mod fp8;
+mod layout;
 
 pub use compress::{
     zstd_compress, zstd_decompress_exact, zstd_decompress_into, Encoding, DEFAULT_MAX_DECOMPRESSED,
@@ -43,4 +44,5 @@ pub use digest::{Digest, DigestAlgorithm};
 pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};
 pub use element::{element_matches, Complex, Element};
 pub use format::Format;
+pub use layout::{check_layout, dense_len, ComponentLayout};
 pub use zt_container::{Error, ErrorKind, Result};

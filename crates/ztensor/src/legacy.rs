@@ -1,0 +1,153 @@
+//! zTensor v0.1 (`ZTEN0001`): index entries to the same object model as v1.
+
+use zt_container::{check_blob_range, Container, Error, Result};
+use zt_formats::{dense_len, element_count, DType, Digest, ElementType, Encoding, Format};
+use zt_manifest::{decode_index, IndexEntry};
+
+use crate::model::{ByteOrder, ComponentInfo, FileVersion, LegacyPacking, ObjectInfo};
+use crate::reader::{Limits, Parsed};
+use crate::zt_v1::check_no_overlaps;
+
+/// Role of the single component that holds a v0.1 sparse entry's packed blob.
+pub const LEGACY_BLOB_ROLE: &str = "blob";
+
+pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parsed> {
+    let bytes = container.manifest_bytes()?;
+    let entries = decode_index(&bytes, container.manifest_offset(), limits.decode)?;
+    let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
+    for e in entries {
+        let name = e.name.clone();
+        let obj = entry(container, e).map_err(|err| err.in_object(&name))?;
+        objects.push(obj);
+    }
+    objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    if let Some(w) = objects.windows(2).find(|w| w.first().map(|o| &o.name) == w.get(1).map(|o| &o.name)) {
+        let name = w.first().map_or("", |o| o.name.as_str());
+        return Err(Error::invalid("two v0.1 entries have this name").in_object(name));
+    }
+    check_no_overlaps(&objects)?;
+    Ok(Parsed { version: FileVersion::ZTensorV0_1, attributes: Default::default(), objects })
+}
+
+fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
+    let dtype = DType::from_long_name(&e.dtype).ok_or_else(|| Error::invalid(format!("unknown dtype {:?}", e.dtype)))?;
+    let element = ElementType::plain(dtype);
+    element_count(&e.shape)?;
+    check_blob_range(e.offset, e.size, container.data_end())?;
+    let mut defect = None;
+    let encoding = Encoding::parse(&e.encoding);
+    if let Encoding::Unknown(x) = &encoding {
+        defect = Some(format!("unknown v0.1 encoding {x:?}"));
+    }
+    let byte_order = match e.data_endianness.as_deref() {
+        None | Some("little") => ByteOrder::Little,
+        Some("big") => ByteOrder::Big,
+        Some(x) => return Err(Error::invalid(format!("data_endianness {x:?} is neither \"little\" nor \"big\""))),
+    };
+    let checksum = e.checksum.as_deref().map(Digest::parse).transpose().map_err(|err| err.at(e.offset))?;
+    let sparse_format = if e.layout == "sparse" {
+        match e.extra.remove("sparse_format") {
+            Some(v) => v.as_str().map(str::to_owned),
+            None => None,
+        }
+    } else {
+        None
+    };
+    let (format, packing) = match (e.layout.as_str(), sparse_format.as_deref()) {
+        ("dense", _) => (Format::Dense, None),
+        ("sparsecsr", _) | ("sparse", Some("csr")) => (Format::SparseCsr, Some(LegacyPacking::Csr)),
+        ("sparsecoo", _) | ("sparse", Some("coo")) => (Format::SparseCoo, Some(LegacyPacking::Coo)),
+        (layout, sf) => {
+            defect.get_or_insert_with(|| match sf {
+                Some(sf) => format!("unknown v0.1 sparse_format {sf:?}"),
+                None if layout == "sparse" => "v0.1 sparse entry has no sparse_format".into(),
+                None => format!("unknown v0.1 layout {layout:?}"),
+            });
+            (Format::Unknown(layout.to_owned()), None)
+        }
+    };
+    let decoded_len = match (&format, &encoding) {
+        (Format::Dense, _) => Some(dense_len(&e.shape, &element)?),
+        (_, Encoding::Raw) => Some(e.size),
+        // Legacy sparse zstd: the size is data-dependent; the decoder bounds it by the cap.
+        _ => None,
+    };
+    if format == Format::Dense && encoding == Encoding::Raw && decoded_len != Some(e.size) {
+        defect.get_or_insert_with(|| {
+            format!("{} bytes of data, but shape {:?} of {} takes {}", e.size, e.shape, element.name(), decoded_len.unwrap_or(0))
+        });
+    }
+    if let Some(p) = packing {
+        if let Some(d) = legacy_sparse_defect(p, &e.shape, dtype, &encoding, e.size) {
+            defect.get_or_insert(d);
+        }
+    }
+    let component = ComponentInfo {
+        role: if packing.is_some() { LEGACY_BLOB_ROLE.into() } else { "data".into() },
+        element: if packing.is_some() { ElementType::plain(DType::U8) } else { element.clone() },
+        offset: e.offset,
+        length: e.size,
+        encoding,
+        uncompressed_length: None,
+        decoded_len,
+        // A v0.1 checksum covers the entry's stored bytes: exactly this one component.
+        digest: checksum,
+        byte_order: if packing.is_some() { ByteOrder::Little } else { byte_order },
+    };
+    let mut attributes = e.extra;
+    if packing.is_some() {
+        // The packed blob's value type and byte order live here, so the sparse decoder and the
+        // upgrade can find them.
+        attributes.entry("dtype".into()).or_insert_with(|| dtype.long_name().into());
+        if byte_order == ByteOrder::Big {
+            attributes.entry("data_endianness".into()).or_insert_with(|| "big".into());
+        }
+    }
+    Ok(ObjectInfo {
+        name: e.name,
+        shape: e.shape,
+        format,
+        attributes,
+        components: vec![component],
+        range_digests: Vec::new(),
+        legacy_packing: packing,
+        defect,
+    })
+}
+
+/// Why a raw legacy sparse blob cannot hold its shape under any reading, if it cannot.
+fn legacy_sparse_defect(p: LegacyPacking, shape: &[u64], dtype: DType, enc: &Encoding, size: u64) -> Option<String> {
+    if *enc != Encoding::Raw {
+        return None;
+    }
+    match p {
+        LegacyPacking::Csr => {
+            let [rows, _] = shape else {
+                return Some(format!("v0.1 CSR entry must have rank 2, has shape {shape:?}"));
+            };
+            let indptr = rows.checked_add(1).and_then(|n| n.checked_mul(8));
+            match indptr {
+                Some(n) if n <= size => {
+                    let rest = size - n;
+                    (rest % (8 + dtype.size() as u64) != 0).then(|| {
+                        format!("v0.1 CSR blob of {size} bytes: {rest} bytes after indptr is not whole (index, value) pairs")
+                    })
+                }
+                _ => Some(format!(
+                    "v0.1 CSR blob of {size} bytes is too small for the indptr of {} rows",
+                    shape.first().copied().unwrap_or(0)
+                )),
+            }
+        }
+        LegacyPacking::Coo => {
+            if shape.is_empty() {
+                return Some("v0.1 COO entry must have rank 1 or more".into());
+            }
+            let rec = (shape.len() as u64).checked_mul(8).and_then(|n| n.checked_add(dtype.size() as u64));
+            match rec {
+                Some(r) if size % r == 0 => None,
+                _ => Some(format!("v0.1 COO blob of {size} bytes is not a whole number of (coordinates, value) records")),
+            }
+        }
+    }
+}

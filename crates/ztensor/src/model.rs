@@ -1,0 +1,144 @@
+//! The one object model every file kind is read into.
+
+use std::fmt;
+
+use zt_formats::{Digest, ElementType, Encoding, Format};
+use zt_manifest::{Attributes, SpecVersion};
+
+/// Which kind of file, and which version of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileVersion {
+    /// zTensor v0.1 (`ZTEN0001`).
+    ZTensorV0_1,
+    /// zTensor 1.x (`ZTEN1000`) with the manifest's version.
+    ZTensor(SpecVersion),
+    /// A magnetron `.mag` file of the given layout.
+    Mag(zt_mag::Layout),
+}
+
+impl FileVersion {
+    /// `"zt"` or `"mag"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) => "zt",
+            FileVersion::Mag(_) => "mag",
+        }
+    }
+}
+
+impl fmt::Display for FileVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileVersion::ZTensorV0_1 => f.write_str("zTensor 0.1"),
+            FileVersion::ZTensor(v) => write!(f, "zTensor {v}"),
+            FileVersion::Mag(l) => write!(f, "magnetron .mag {l}"),
+        }
+    }
+}
+
+/// Byte order of a component's elements on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ByteOrder {
+    /// Little-endian: every v1 file, and v0.1 files unless they say otherwise.
+    #[default]
+    Little,
+    /// Big-endian: v0.1 `data_endianness: "big"`. Never served zero-copy.
+    Big,
+}
+
+/// One component of an object, validated: its range lies inside the data area, its sizes agree
+/// with the object's shape, and its digest (if any) is well-formed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ComponentInfo {
+    /// Role name (`data`, `values`, ...).
+    pub role: String,
+    /// Element type.
+    pub element: ElementType,
+    /// Absolute offset of the stored bytes.
+    pub offset: u64,
+    /// Stored bytes.
+    pub length: u64,
+    /// Encoding.
+    pub encoding: Encoding,
+    /// The declared uncompressed length, as the file gives it.
+    pub uncompressed_length: Option<u64>,
+    /// Bytes after decoding, when known before reading (always, except for some legacy zstd).
+    pub decoded_len: Option<u64>,
+    /// Digest of the stored bytes.
+    pub digest: Option<Digest>,
+    /// Byte order of the elements.
+    pub byte_order: ByteOrder,
+}
+
+/// A byte range of the file with a digest over it (v0.1 checksums cover a whole tensor entry,
+/// which for the legacy sparse layout spans several components).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeDigest {
+    /// Start offset.
+    pub offset: u64,
+    /// Length.
+    pub length: u64,
+    /// Digest.
+    pub digest: Digest,
+}
+
+/// One object as listed by a reader.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ObjectInfo {
+    /// Name.
+    pub name: String,
+    /// Logical shape.
+    pub shape: Vec<u64>,
+    /// Layout.
+    pub format: Format,
+    /// Attributes (for v0.1 files: the entry's custom fields).
+    pub attributes: Attributes,
+    /// Components, sorted by role.
+    pub components: Vec<ComponentInfo>,
+    /// Digests that cover more than one component (v0.1).
+    pub range_digests: Vec<RangeDigest>,
+    /// How a v0.1 sparse entry packs its arrays into one blob (`None` for everything else).
+    pub legacy_packing: Option<LegacyPacking>,
+    /// Why this object cannot be decoded, for legacy entries that are listed but unreadable
+    /// (an unknown v0.1 layout, a sparse entry too small for its shape).
+    pub defect: Option<String>,
+}
+
+impl ObjectInfo {
+    /// A component by role.
+    pub fn component(&self, role: &str) -> Option<&ComponentInfo> {
+        self.components.iter().find(|c| c.role == role)
+    }
+
+    /// The component that carries the object's values: `data`, `values` or `packed_weight`
+    /// (or the first, for unknown formats).
+    pub fn main_component(&self) -> Option<&ComponentInfo> {
+        ["data", "values", "packed_weight"]
+            .iter()
+            .find_map(|r| self.component(r))
+            .or_else(|| self.components.first())
+    }
+
+    /// The element type of the object's values (see [`ObjectInfo::main_component`]).
+    pub fn element_type(&self) -> Option<&ElementType> {
+        self.main_component().map(|c| &c.element)
+    }
+
+    /// Number of logical elements the shape holds.
+    pub fn element_count(&self) -> u64 {
+        // Checked when the file was opened; saturate rather than trust that here.
+        self.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).unwrap_or(u64::MAX)
+    }
+}
+
+/// The one-blob sparse layouts of zTensor v0.1, as the 0.1.x writer produced them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LegacyPacking {
+    /// `[indptr: u64 x (rows+1)][indices: u64 x nnz][values x nnz]`, nnz = last indptr entry.
+    Csr,
+    /// nnz records of `[coordinates: u64 x ndim][value]`, back to back.
+    Coo,
+}

@@ -1,0 +1,466 @@
+//! Opening a file of any kind, validating it once, and reading its objects.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use bytemuck::Pod;
+use zt_container::{Container, ContainerVersion, Error, Result, Source};
+use zt_formats::{element_matches, Element, ElementType, Encoding, Format, DEFAULT_MAX_DECOMPRESSED};
+use zt_manifest::{Attributes, DecodeLimits};
+
+use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
+use crate::{legacy, zt_v1};
+
+/// Caps that bound what a hostile file can make the reader do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest manifest or index accepted (the spec's 1 GiB by default).
+    pub max_manifest_len: u64,
+    /// Largest decompressed size of one component (4 GiB by default).
+    pub max_decompressed_len: u64,
+    /// Manifest nesting depth and rank caps.
+    pub decode: DecodeLimits,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_manifest_len: zt_container::layout::MAX_MANIFEST_LEN,
+            max_decompressed_len: DEFAULT_MAX_DECOMPRESSED,
+            decode: DecodeLimits::default(),
+        }
+    }
+}
+
+/// How to open a file.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    unmapped: bool,
+    limits: Limits,
+}
+
+impl OpenOptions {
+    /// Defaults: memory-mapped, default limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Read with positional reads instead of a memory map. Slower (every read copies), but a
+    /// file truncated by another process gives an I/O error instead of killing the process
+    /// with SIGBUS.
+    pub fn unmapped(mut self, yes: bool) -> Self {
+        self.unmapped = yes;
+        self
+    }
+
+    /// Replaces all limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Caps one component's decompressed size.
+    pub fn max_decompressed_len(mut self, bytes: u64) -> Self {
+        self.limits.max_decompressed_len = bytes;
+        self
+    }
+
+    /// Opens `path`.
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<Reader> {
+        let path = path.as_ref();
+        let source = if self.unmapped { Source::unmapped(path) } else { Source::map(path) }?;
+        self.open_source(source).map_err(|e| e.in_file(path))
+    }
+
+    /// Opens bytes already in memory.
+    pub fn open_bytes(&self, bytes: Vec<u8>) -> Result<Reader> {
+        self.open_source(Source::from_vec(bytes))
+    }
+
+    /// Opens any [`Source`]: tells the kind from the magic and validates the whole file.
+    pub fn open_source(&self, source: Source) -> Result<Reader> {
+        let mut magic = [0u8; 4];
+        if source.len() >= 4 {
+            source.read_into(0, &mut magic)?;
+        }
+        if zt_mag::is_mag_magic(&magic) {
+            return crate::mag_reader::open(source, &self.limits);
+        }
+        let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
+        let parsed = match container.version() {
+            ContainerVersion::V1 => zt_v1::parse(&container, &self.limits)?,
+            ContainerVersion::V0_1 => legacy::parse_v0_1(&container, &self.limits)?,
+        };
+        Ok(Reader::new(container.into_source(), parsed, self.limits))
+    }
+}
+
+/// What a format-specific parser hands the reader.
+pub(crate) struct Parsed {
+    pub version: FileVersion,
+    pub attributes: Attributes,
+    pub objects: Vec<ObjectInfo>,
+}
+
+/// Options of one read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Check the stored bytes against their digest before decoding.
+    pub verify: bool,
+}
+
+impl ReadOptions {
+    /// Verify digests on this read.
+    pub fn verified() -> Self {
+        ReadOptions { verify: true }
+    }
+}
+
+/// An open file: every object listed and validated, data read on demand.
+///
+/// Reads of raw little-endian components from a memory-mapped file borrow from the map: no
+/// copy, just a pointer and a length.
+#[derive(Debug)]
+pub struct Reader {
+    source: Source,
+    version: FileVersion,
+    attributes: Attributes,
+    objects: Vec<ObjectInfo>,
+    limits: Limits,
+}
+
+/// Opens a file of any kind we read (`.zt` of every version, `.mag` of every layout), mapped.
+pub fn open(path: impl AsRef<Path>) -> Result<Reader> {
+    OpenOptions::new().open(path)
+}
+
+impl Reader {
+    pub(crate) fn new(source: Source, parsed: Parsed, limits: Limits) -> Self {
+        let mut objects = parsed.objects;
+        objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Reader { source, version: parsed.version, attributes: parsed.attributes, objects, limits }
+    }
+
+    /// The file's kind and version.
+    pub fn version(&self) -> &FileVersion {
+        &self.version
+    }
+
+    /// File-level attributes (.mag metadata too).
+    pub fn attributes(&self) -> &Attributes {
+        &self.attributes
+    }
+
+    /// Every object, sorted by name.
+    pub fn objects(&self) -> &[ObjectInfo] {
+        &self.objects
+    }
+
+    /// Object names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.objects.iter().map(|o| o.name.as_str())
+    }
+
+    /// The underlying source (to tell whether reads borrow: [`Source::is_in_memory`]).
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// An object by name.
+    pub fn object(&self, name: &str) -> Result<&ObjectInfo> {
+        self.objects
+            .binary_search_by(|o| o.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.objects.get(i))
+            .ok_or_else(|| Error::argument(format!("no object named {name:?}")))
+    }
+
+    fn component<'s>(&'s self, name: &str, role: &str) -> Result<(&'s ObjectInfo, &'s ComponentInfo)> {
+        let obj = self.object(name)?;
+        let comp = obj
+            .component(role)
+            .ok_or_else(|| Error::argument(format!("object has no component {role:?}")).in_object(name))?;
+        Ok((obj, comp))
+    }
+
+    /// A dense object's elements as `T`: borrowed from the map when raw, little-endian and
+    /// aligned; decoded into a new buffer otherwise.
+    pub fn read<T: Element>(&self, name: &str) -> Result<Cow<'_, [T]>> {
+        self.read_with(name, ReadOptions::default())
+    }
+
+    /// As [`Reader::read`], verifying the digest first.
+    pub fn read_verified<T: Element>(&self, name: &str) -> Result<Cow<'_, [T]>> {
+        self.read_with(name, ReadOptions::verified())
+    }
+
+    /// As [`Reader::read`], with options.
+    pub fn read_with<T: Element>(&self, name: &str, opts: ReadOptions) -> Result<Cow<'_, [T]>> {
+        let obj = self.object(name)?;
+        if obj.format != Format::Dense {
+            return Err(Error::argument(format!(
+                "object is {}, not dense: read its components or convert it to dense",
+                obj.format
+            ))
+            .in_object(name));
+        }
+        self.read_component_with(name, "data", opts)
+    }
+
+    /// One component's decoded elements as `T` (raw typed access, any format).
+    pub fn read_component<T: Element>(&self, name: &str, role: &str) -> Result<Cow<'_, [T]>> {
+        self.read_component_with(name, role, ReadOptions::default())
+    }
+
+    /// As [`Reader::read_component`], with options.
+    pub fn read_component_with<T: Element>(&self, name: &str, role: &str, opts: ReadOptions) -> Result<Cow<'_, [T]>> {
+        let (obj, comp) = self.component(name, role)?;
+        if !element_matches::<T>(&comp.element) {
+            return Err(Error::argument(format!(
+                "holds {} elements, not {}",
+                comp.element.name(),
+                T::element_type().name()
+            ))
+            .in_component(role)
+            .in_object(name));
+        }
+        self.load::<T>(obj, comp, opts)
+    }
+
+    /// A component's decoded elements as their storage type `T` (FP8 as `u8`, complex64 as
+    /// `f32` pairs, unknown logical types as their dtype).
+    pub fn read_storage<T: Element>(&self, name: &str, role: &str, opts: ReadOptions) -> Result<Cow<'_, [T]>> {
+        let (obj, comp) = self.component(name, role)?;
+        if comp.element.dtype != T::DTYPE || T::logical().is_some() {
+            return Err(Error::argument(format!(
+                "stores {} elements, not {}",
+                comp.element.dtype,
+                T::element_type().name()
+            ))
+            .in_component(role)
+            .in_object(name));
+        }
+        self.load::<T>(obj, comp, opts)
+    }
+
+    /// A bool object's elements, checked to be 0 or 1; zero-copy when raw and mapped.
+    pub fn read_bool(&self, name: &str) -> Result<Cow<'_, [bool]>> {
+        self.read_bool_with(name, ReadOptions::default())
+    }
+
+    /// As [`Reader::read_bool`], with options.
+    pub fn read_bool_with(&self, name: &str, opts: ReadOptions) -> Result<Cow<'_, [bool]>> {
+        let (obj, comp) = self.component(name, "data")?;
+        if comp.element != ElementType::plain(zt_formats::DType::Bool) {
+            return Err(Error::argument(format!("holds {} elements, not bool", comp.element.name())).in_object(name));
+        }
+        let bytes = self.load::<u8>(obj, comp, opts)?;
+        check_bools(&bytes).map_err(|e| e.in_component("data").in_object(name))?;
+        Ok(match bytes {
+            Cow::Borrowed(b) => Cow::Borrowed(bytemuck::checked::cast_slice(b)),
+            Cow::Owned(v) => Cow::Owned(v.into_iter().map(|b| b == 1).collect()),
+        })
+    }
+
+    /// A component's decoded bytes (little-endian elements), whatever its type.
+    pub fn component_bytes(&self, name: &str, role: &str, opts: ReadOptions) -> Result<Cow<'_, [u8]>> {
+        let (obj, comp) = self.component(name, role)?;
+        self.load_bytes(obj, comp, opts)
+    }
+
+    /// A component's stored bytes, as they are on disk (compressed for zstd).
+    pub fn stored_bytes(&self, name: &str, role: &str) -> Result<Cow<'_, [u8]>> {
+        let (_, comp) = self.component(name, role)?;
+        self.source.read_at(comp.offset, comp.length)
+    }
+
+    pub(crate) fn load_bytes(&self, obj: &ObjectInfo, comp: &ComponentInfo, opts: ReadOptions) -> Result<Cow<'_, [u8]>> {
+        // Decode as elements of the storage width so byte swapping applies per element.
+        macro_rules! as_bytes {
+            ($t:ty) => {
+                self.load::<$t>(obj, comp, opts).map(|c| match c {
+                    Cow::Borrowed(s) => Cow::Borrowed(bytemuck::cast_slice(s)),
+                    Cow::Owned(v) => Cow::Owned(bytemuck::cast_slice(&v).to_vec()),
+                })
+            };
+        }
+        match comp.element.dtype.size() {
+            8 => as_bytes!(u64),
+            4 => as_bytes!(u32),
+            2 => as_bytes!(u16),
+            _ => self.load::<u8>(obj, comp, opts),
+        }
+    }
+
+    /// Loads one component as `T`, whose size must divide the element size. The caller has
+    /// checked that `T` fits the component's type.
+    fn load<T: Pod>(&self, obj: &ObjectInfo, comp: &ComponentInfo, opts: ReadOptions) -> Result<Cow<'_, [T]>> {
+        let at = |e: Error| e.in_component(&comp.role).in_object(&obj.name);
+        if let Some(d) = &obj.defect {
+            return Err(at(Error::unsupported(d.clone())));
+        }
+        if opts.verify {
+            self.verify_component(comp).map_err(at)?;
+            self.verify_ranges(obj).map_err(at)?;
+        }
+        let data = match &comp.encoding {
+            Encoding::Raw => self.raw::<T>(comp).map_err(at)?,
+            Encoding::Zstd => Cow::Owned(self.inflate::<T>(comp).map_err(at)?),
+            Encoding::Unknown(e) => return Err(at(Error::unsupported(format!("unknown encoding {e:?}")))),
+        };
+        Ok(match comp.byte_order {
+            ByteOrder::Little => data,
+            ByteOrder::Big => {
+                let mut v = data.into_owned();
+                swap_elements(bytemuck::cast_slice_mut(&mut v), comp.element.dtype.size());
+                Cow::Owned(v)
+            }
+        })
+    }
+
+    fn raw<T: Pod>(&self, comp: &ComponentInfo) -> Result<Cow<'_, [T]>> {
+        let size = std::mem::size_of::<T>() as u64;
+        if comp.length % size != 0 {
+            return Err(Error::invalid(format!("{} bytes is not a whole number of {size}-byte elements", comp.length)).at(comp.offset));
+        }
+        if self.source.is_in_memory() {
+            let bytes = self.source.read_at(comp.offset, comp.length)?;
+            return Ok(match bytes {
+                Cow::Borrowed(b) => match bytemuck::try_cast_slice(b) {
+                    Ok(s) => Cow::Borrowed(s),
+                    // Owned buffers carry no alignment promise; copy once into aligned storage.
+                    Err(_) => Cow::Owned(bytemuck::pod_collect_to_vec(b)),
+                },
+                Cow::Owned(v) => Cow::Owned(bytemuck::pod_collect_to_vec(&v)),
+            });
+        }
+        // Positional read straight into typed storage: one copy, the kernel's.
+        let n = usize::try_from(comp.length / size).map_err(|_| Error::limit("component exceeds usize"))?;
+        let mut out = vec![T::zeroed(); n];
+        self.source.read_into(comp.offset, bytemuck::cast_slice_mut(&mut out))?;
+        Ok(Cow::Owned(out))
+    }
+
+    fn inflate<T: Pod>(&self, comp: &ComponentInfo) -> Result<Vec<T>> {
+        let cap = self.limits.max_decompressed_len;
+        let src = self.source.read_at(comp.offset, comp.length)?;
+        let expected = match comp.decoded_len {
+            Some(n) => n,
+            None => legacy_zstd_len(&src, cap).map_err(|e| e.at(comp.offset))?,
+        };
+        if expected > cap {
+            return Err(Error::limit(format!(
+                "declared decompressed size {expected} exceeds the cap of {cap} bytes"
+            ))
+            .at(comp.offset));
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        if expected % size != 0 {
+            return Err(Error::invalid(format!("{expected} bytes is not a whole number of {size}-byte elements")).at(comp.offset));
+        }
+        let n = usize::try_from(expected / size).map_err(|_| Error::limit("component exceeds usize"))?;
+        let mut out = vec![T::zeroed(); n];
+        let got = zt_formats::zstd_decompress_into(&src, bytemuck::cast_slice_mut(&mut out)).map_err(|e| e.at(comp.offset))?;
+        if got as u64 != expected {
+            return Err(Error::invalid(format!(
+                "zstd stream inflates to {got} bytes, fewer than the declared {expected}"
+            ))
+            .at(comp.offset));
+        }
+        Ok(out)
+    }
+
+    /// Checks one component's digest (if it has one) against its stored bytes.
+    fn verify_component(&self, comp: &ComponentInfo) -> Result<()> {
+        if let Some(d) = &comp.digest {
+            let stored = self.source.read_at(comp.offset, comp.length)?;
+            d.verify(&stored).map_err(|e| e.at(comp.offset))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the digests that cover a whole legacy entry.
+    fn verify_ranges(&self, obj: &ObjectInfo) -> Result<()> {
+        for r in &obj.range_digests {
+            let stored = self.source.read_at(r.offset, r.length)?;
+            r.digest.verify(&stored).map_err(|e| e.at(r.offset))?;
+        }
+        Ok(())
+    }
+
+    /// Verifies every digest of one object; returns how many it checked.
+    pub fn verify_object(&self, name: &str) -> Result<usize> {
+        let obj = self.object(name)?;
+        for c in &obj.components {
+            self.verify_component(c).map_err(|e| e.in_component(&c.role).in_object(name))?;
+        }
+        self.verify_ranges(obj).map_err(|e| e.in_object(name))?;
+        Ok(obj.range_digests.len() + obj.components.iter().filter(|c| c.digest.is_some()).count())
+    }
+
+    /// Verifies every digest and checksum in the file; returns how many were checked and the
+    /// failures, one per object and component.
+    pub fn verify(&self) -> VerifyReport {
+        let mut report = VerifyReport::default();
+        for o in &self.objects {
+            match self.verify_object(&o.name) {
+                Ok(n) => report.checked += n,
+                Err(e) => {
+                    report.checked += 1;
+                    report.failures.push(e);
+                }
+            }
+        }
+        report
+    }
+
+    /// The limits this reader was opened with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+/// What [`Reader::verify`] found.
+#[derive(Debug, Default)]
+pub struct VerifyReport {
+    /// Digests checked.
+    pub checked: usize,
+    /// Each mismatch or unreadable range.
+    pub failures: Vec<Error>,
+}
+
+impl VerifyReport {
+    /// Whether every digest matched.
+    pub fn is_ok(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+pub(crate) fn check_bools(bytes: &[u8]) -> Result<()> {
+    match bytes.iter().position(|&b| b > 1) {
+        None => Ok(()),
+        Some(i) => Err(Error::invalid(format!(
+            "bool element {i} is byte {:#04x}, not 0x00 or 0x01",
+            bytes.get(i).copied().unwrap_or(0)
+        ))),
+    }
+}
+
+fn swap_elements(bytes: &mut [u8], size: usize) {
+    if size > 1 {
+        for e in bytes.chunks_exact_mut(size) {
+            e.reverse();
+        }
+    }
+}
+
+/// The decompressed size of a legacy zstd component that declares none: the frame's own
+/// content size if it records one, else an error (callers supply the size implied by the
+/// shape where there is one).
+fn legacy_zstd_len(src: &[u8], cap: u64) -> Result<u64> {
+    match zstd::zstd_safe::get_frame_content_size(src) {
+        Ok(Some(n)) if n <= cap => Ok(n),
+        Ok(Some(n)) => Err(Error::limit(format!("zstd frame declares {n} bytes, over the cap of {cap}"))),
+        _ => Err(Error::invalid("zstd component has no declared length and its frame records none")),
+    }
+}

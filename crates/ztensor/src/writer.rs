@@ -1,0 +1,267 @@
+//! Writing zTensor v1.2 files: blobs streamed as they are added, the manifest last.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use zt_container::{AtomicFile, BlobWriter, ContainerVersion, Error, Result};
+use zt_formats::{check_layout, zstd_compress, ComponentLayout, DType, DigestAlgorithm, Element, ElementType, Format};
+use zt_manifest::{Attributes, Component, Manifest, Object, Value, WRITE_VERSION};
+
+/// Where a [`Writer`] puts the file, and what finishing it means.
+pub trait Sink: Write {
+    /// What [`Writer::finish`] returns.
+    type Output;
+    /// Completes the file: flush, and for [`AtomicFile`] sync and rename over the target.
+    fn complete(self) -> Result<Self::Output>;
+}
+
+impl Sink for AtomicFile {
+    type Output = ();
+    fn complete(self) -> Result<()> {
+        self.commit()
+    }
+}
+
+impl Sink for Vec<u8> {
+    type Output = Vec<u8>;
+    fn complete(self) -> Result<Vec<u8>> {
+        Ok(self)
+    }
+}
+
+impl Sink for std::fs::File {
+    type Output = std::fs::File;
+    fn complete(mut self) -> Result<std::fs::File> {
+        self.flush().map_err(|e| Error::io(e, "cannot flush"))?;
+        Ok(self)
+    }
+}
+
+impl<W: Write> Sink for std::io::BufWriter<W> {
+    type Output = W;
+    fn complete(self) -> Result<W> {
+        self.into_inner().map_err(|e| Error::io(e.into_error(), "cannot flush"))
+    }
+}
+
+/// How to store one object's components.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// zstd level (1-22; 3 is a good default), or `None` for raw.
+    pub compression: Option<i32>,
+    /// Digest to record for each component, over its stored bytes.
+    pub digest: Option<DigestAlgorithm>,
+}
+
+/// One component to write: its role, element type, and little-endian element bytes.
+#[derive(Debug, Clone)]
+pub struct ComponentData<'a> {
+    /// Role name.
+    pub role: String,
+    /// Element type.
+    pub element: ElementType,
+    /// Element bytes, little-endian, uncompressed.
+    pub bytes: Cow<'a, [u8]>,
+}
+
+impl<'a> ComponentData<'a> {
+    /// A component of typed elements (borrowed on little-endian hosts).
+    pub fn of<T: Element>(role: &str, data: &'a [T]) -> Self {
+        ComponentData { role: role.to_owned(), element: T::element_type(), bytes: le_bytes(data) }
+    }
+}
+
+/// An object to write in any format.
+#[derive(Debug, Clone)]
+pub struct ObjectData<'a> {
+    /// Logical shape.
+    pub shape: Vec<u64>,
+    /// Format.
+    pub format: Format,
+    /// Object attributes.
+    pub attributes: Attributes,
+    /// Components (roles must be unique).
+    pub components: Vec<ComponentData<'a>>,
+}
+
+/// Writes a zTensor v1.2 file.
+///
+/// Each object's blobs go to the sink as soon as it is added, so memory stays bounded by the
+/// largest object. [`Writer::create`] writes to a temporary file beside the target and renames
+/// it over the target in [`Writer::finish`]; dropping an unfinished writer leaves the old target
+/// as it was and no temporary file behind. The same objects added in the same order give the
+/// same bytes.
+#[derive(Debug)]
+pub struct Writer<W: Sink> {
+    blobs: BlobWriter<W>,
+    manifest: Manifest,
+    options: WriteOptions,
+}
+
+impl Writer<AtomicFile> {
+    /// Starts a file that replaces `path` when finished.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        Writer::new(AtomicFile::create(path)?).map_err(|e| e.in_file(path))
+    }
+}
+
+impl<W: Sink> Writer<W> {
+    /// Starts a file on any sink.
+    pub fn new(sink: W) -> Result<Self> {
+        let blobs = BlobWriter::new(sink, ContainerVersion::V1).map_err(|e| Error::io(e, "cannot write the header"))?;
+        Ok(Writer {
+            blobs,
+            manifest: Manifest { version: WRITE_VERSION.into(), ..Default::default() },
+            options: WriteOptions::default(),
+        })
+    }
+
+    /// Sets the options used by [`Writer::add`] and friends from now on.
+    pub fn set_options(&mut self, options: WriteOptions) -> &mut Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets a file attribute.
+    pub fn set_attribute(&mut self, key: impl Into<String>, value: impl Into<Value>) -> &mut Self {
+        self.manifest.attributes.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets all file attributes at once.
+    pub fn set_attributes(&mut self, attributes: Attributes) -> &mut Self {
+        self.manifest.attributes = attributes;
+        self
+    }
+
+    /// Adds a dense object of typed elements.
+    pub fn add<T: Element>(&mut self, name: &str, shape: &[u64], data: &[T]) -> Result<()> {
+        self.add_with(name, shape, data, Attributes::new(), self.options)
+    }
+
+    /// Adds a dense object with attributes and its own options.
+    pub fn add_with<T: Element>(
+        &mut self,
+        name: &str,
+        shape: &[u64],
+        data: &[T],
+        attributes: Attributes,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let obj = ObjectData {
+            shape: shape.to_vec(),
+            format: Format::Dense,
+            attributes,
+            components: vec![ComponentData::of("data", data)],
+        };
+        self.add_object_with(name, obj, options)
+    }
+
+    /// Adds a dense bool object.
+    pub fn add_bool(&mut self, name: &str, shape: &[u64], data: &[bool]) -> Result<()> {
+        let obj = ObjectData {
+            shape: shape.to_vec(),
+            format: Format::Dense,
+            attributes: Attributes::new(),
+            components: vec![ComponentData {
+                role: "data".into(),
+                element: ElementType::plain(DType::Bool),
+                bytes: Cow::Borrowed(bytemuck::cast_slice(data)),
+            }],
+        };
+        self.add_object_with(name, obj, self.options)
+    }
+
+    /// Adds an object of any format with the writer's options.
+    pub fn add_object(&mut self, name: &str, obj: ObjectData<'_>) -> Result<()> {
+        self.add_object_with(name, obj, self.options)
+    }
+
+    /// Adds an object of any format. Its components are checked against the format's size
+    /// rules, compressed and digested as `options` say, and written at once.
+    pub fn add_object_with(&mut self, name: &str, obj: ObjectData<'_>, options: WriteOptions) -> Result<()> {
+        self.check_new(name, &obj).map_err(|e| e.in_object(name))?;
+        let mut components = BTreeMap::new();
+        for c in &obj.components {
+            let comp = self.write_component(c, options).map_err(|e| e.in_component(&c.role).in_object(name))?;
+            components.insert(c.role.clone(), comp);
+        }
+        self.manifest.objects.insert(
+            name.to_owned(),
+            Object { shape: obj.shape, format: obj.format.name().to_owned(), attributes: obj.attributes, components },
+        );
+        Ok(())
+    }
+
+    fn check_new(&self, name: &str, obj: &ObjectData<'_>) -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::argument("object name is empty"));
+        }
+        if self.manifest.objects.contains_key(name) {
+            return Err(Error::argument("an object of this name was already added"));
+        }
+        let mut roles: Vec<&str> = obj.components.iter().map(|c| c.role.as_str()).collect();
+        roles.sort_unstable();
+        if let Some(w) = roles.windows(2).find(|w| w.first() == w.get(1)) {
+            return Err(Error::argument(format!("component {:?} given twice", w.first().copied().unwrap_or(""))));
+        }
+        for c in &obj.components {
+            if c.role.is_empty() {
+                return Err(Error::argument("component role is empty"));
+            }
+            if c.element.dtype == DType::Bool {
+                crate::reader::check_bools(&c.bytes).map_err(|e| Error::argument(e.message()).in_component(&c.role))?;
+            }
+        }
+        let layout: Vec<_> = obj
+            .components
+            .iter()
+            .map(|c| ComponentLayout { role: &c.role, element: &c.element, decoded_len: Some(c.bytes.len() as u64) })
+            .collect();
+        // A layout error here is the caller's, not a file's.
+        check_layout(&obj.format, &obj.shape, &layout).map_err(|e| Error::argument(e.to_string().replacen("invalid file: ", "", 1)))
+    }
+
+    fn write_component(&mut self, c: &ComponentData<'_>, options: WriteOptions) -> Result<Component> {
+        let (stored, uncompressed_length, encoding) = match options.compression {
+            None => (Cow::Borrowed(&*c.bytes), None, None),
+            Some(level) => (Cow::Owned(zstd_compress(&c.bytes, level)?), Some(c.bytes.len() as u64), Some("zstd".to_owned())),
+        };
+        let digest = options.digest.map(|d| d.compute(&stored).to_string());
+        let offset = self.blobs.append_blob(&stored).map_err(|e| Error::io(e, "cannot write a blob"))?;
+        Ok(Component {
+            dtype: c.element.dtype.name().to_owned(),
+            logical_type: c.element.type_field().map(str::to_owned),
+            offset,
+            length: stored.len() as u64,
+            uncompressed_length,
+            encoding,
+            digest,
+        })
+    }
+
+    /// Writes the manifest and footer and completes the sink (for [`Writer::create`]: sync
+    /// and rename over the target).
+    pub fn finish(self) -> Result<W::Output> {
+        let manifest = self.manifest.encode();
+        let sink = self.blobs.finish(&manifest).map_err(|e| Error::io(e, "cannot write the manifest"))?;
+        sink.complete()
+    }
+}
+
+/// Elements as little-endian bytes: borrowed on little-endian hosts, swapped copies elsewhere.
+pub(crate) fn le_bytes<T: Element>(data: &[T]) -> Cow<'_, [u8]> {
+    let bytes: &[u8] = bytemuck::cast_slice(data);
+    if cfg!(target_endian = "little") {
+        return Cow::Borrowed(bytes);
+    }
+    let size = T::DTYPE.size();
+    let mut v = bytes.to_vec();
+    for e in v.chunks_exact_mut(size) {
+        e.reverse();
+    }
+    Cow::Owned(v)
+}

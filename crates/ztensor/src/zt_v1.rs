@@ -1,0 +1,133 @@
+//! zTensor 1.x files (v1.1 and v1.2): manifest to validated objects.
+
+use zt_container::{check_overlaps, BlobRange, Container, Error, Result};
+use zt_formats::{check_layout, dense_len, ComponentLayout, DType, Digest, ElementType, Encoding, Format, LogicalType};
+use zt_manifest::{Manifest, SpecVersion};
+
+use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
+use crate::reader::{Limits, Parsed};
+
+pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
+    let bytes = container.manifest_bytes()?;
+    let manifest = Manifest::decode(&bytes, container.manifest_offset(), limits.decode)?;
+    let version = manifest
+        .spec_version()
+        .ok_or_else(|| Error::invalid("manifest version is not MAJOR.MINOR.PATCH"))?;
+    let mut objects = Vec::with_capacity(manifest.objects.len());
+    for (name, o) in manifest.objects {
+        let obj = object(container, version, name.clone(), o).map_err(|e| e.in_object(&name))?;
+        objects.push(obj);
+    }
+    check_no_overlaps(&objects)?;
+    Ok(Parsed { version: FileVersion::ZTensor(version), attributes: manifest.attributes, objects })
+}
+
+fn object(container: &Container, version: SpecVersion, name: String, o: zt_manifest::Object) -> Result<ObjectInfo> {
+    let format = Format::parse(&o.format);
+    let mut components = Vec::with_capacity(o.components.len());
+    for (role, c) in o.components {
+        let comp = component(container, version, role.clone(), c).map_err(|e| e.in_component(&role))?;
+        components.push(comp);
+    }
+    // v1.1 zstd components declare no uncompressed size; for dense data the shape implies it.
+    if format == Format::Dense {
+        if let Some(data) = components.iter_mut().find(|c| c.role == "data") {
+            if data.decoded_len.is_none() {
+                data.decoded_len = Some(dense_len(&o.shape, &data.element)?);
+            }
+        }
+    }
+    let layout: Vec<_> = components
+        .iter()
+        .map(|c| ComponentLayout { role: &c.role, element: &c.element, decoded_len: c.decoded_len })
+        .collect();
+    check_layout(&format, &o.shape, &layout)?;
+    Ok(ObjectInfo {
+        name,
+        shape: o.shape,
+        format,
+        attributes: o.attributes,
+        components,
+        range_digests: Vec::new(),
+        legacy_packing: None,
+        defect: None,
+    })
+}
+
+fn component(container: &Container, version: SpecVersion, role: String, c: zt_manifest::Component) -> Result<ComponentInfo> {
+    let element = if version.minor <= 1 {
+        v1_1_element(&c.dtype, c.logical_type.as_deref())?
+    } else {
+        ElementType::resolve(&c.dtype, c.logical_type.as_deref())?
+    };
+    container.check_blob(c.offset, c.length)?;
+    let encoding = Encoding::parse(c.encoding_name());
+    let decoded_len = match encoding {
+        Encoding::Raw => {
+            if c.uncompressed_length.is_some_and(|u| u != c.length) {
+                return Err(Error::invalid(format!(
+                    "raw component declares uncompressed_length {:?} but is {} bytes",
+                    c.uncompressed_length, c.length
+                ))
+                .at(c.offset));
+            }
+            Some(c.length)
+        }
+        Encoding::Zstd => {
+            if c.uncompressed_length.is_none() && version.minor >= 2 {
+                return Err(Error::invalid("zstd component has no uncompressed_length").at(c.offset));
+            }
+            c.uncompressed_length
+        }
+        Encoding::Unknown(_) => c.uncompressed_length,
+    };
+    let digest = c.digest.as_deref().map(Digest::parse).transpose().map_err(|e| e.at(c.offset))?;
+    Ok(ComponentInfo {
+        role,
+        element,
+        offset: c.offset,
+        length: c.length,
+        encoding,
+        uncompressed_length: c.uncompressed_length,
+        decoded_len,
+        digest,
+        byte_order: ByteOrder::Little,
+    })
+}
+
+/// v1.1 spelled FP8 and complex as dtypes; they map onto the v1.2 model.
+fn v1_1_element(dtype: &str, logical: Option<&str>) -> Result<ElementType> {
+    let mapped = match dtype {
+        "f8_e4m3" => Some((DType::U8, LogicalType::F8E4M3Fn)),
+        "f8_e5m2" => Some((DType::U8, LogicalType::F8E5M2)),
+        "complex64" => Some((DType::F32, LogicalType::Complex64)),
+        "complex128" => Some((DType::F64, LogicalType::Complex128)),
+        _ => None,
+    };
+    match mapped {
+        Some((d, t)) => Ok(ElementType { dtype: d, logical: Some(t) }),
+        None => ElementType::resolve(dtype, logical),
+    }
+}
+
+/// Rejects partially overlapping blobs across the whole file (identical aliases are allowed).
+pub(crate) fn check_no_overlaps(objects: &[ObjectInfo]) -> Result<()> {
+    let mut ranges: Vec<BlobRange<(usize, usize)>> = objects
+        .iter()
+        .enumerate()
+        .flat_map(|(i, o)| {
+            o.components
+                .iter()
+                .enumerate()
+                .map(move |(j, c)| BlobRange { offset: c.offset, length: c.length, id: (i, j) })
+        })
+        .collect();
+    check_overlaps(&mut ranges).map_err(|((ai, aj), (bi, bj), at)| {
+        let name = |i: usize, j: usize| {
+            let o = objects.get(i);
+            let c = o.and_then(|o| o.components.get(j));
+            format!("{}/{}", o.map_or("?", |o| &o.name), c.map_or("?", |c| &c.role))
+        };
+        Error::invalid(format!("blobs of {} and {} partially overlap", name(ai, aj), name(bi, bj))).at(at)
+    })
+}
