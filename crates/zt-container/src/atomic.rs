@@ -34,7 +34,9 @@ impl AtomicFile {
             .prefix(&prefix)
             .suffix(".tmp")
             .tempfile_in(dir)
-            .map_err(|e| Error::io(e, "cannot create a temporary file beside the target").in_file(target))?;
+            .map_err(|e| {
+                Error::io(e, "cannot create a temporary file beside the target").in_file(target)
+            })?;
         Ok(AtomicFile {
             target: target.to_owned(),
             temp: BufWriter::with_capacity(1 << 20, temp),
@@ -50,15 +52,15 @@ impl AtomicFile {
     /// itself survives a power loss.
     pub fn commit(self) -> Result<()> {
         let target = self.target;
-        let temp = self
-            .temp
-            .into_inner()
-            .map_err(|e| Error::io(e.into_error(), "cannot flush the temporary file").in_file(&target))?;
+        let temp = self.temp.into_inner().map_err(|e| {
+            Error::io(e.into_error(), "cannot flush the temporary file").in_file(&target)
+        })?;
         temp.as_file()
             .sync_all()
             .map_err(|e| Error::io(e, "cannot sync the temporary file").in_file(&target))?;
-        temp.persist(&target)
-            .map_err(|e| Error::io(e.error, "cannot rename the temporary file over the target").in_file(&target))?;
+        temp.persist(&target).map_err(|e| {
+            Error::io(e.error, "cannot rename the temporary file over the target").in_file(&target)
+        })?;
         #[cfg(unix)]
         if let Some(dir) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             // Best effort: some file systems refuse to sync a folder; the data itself is synced.
@@ -103,7 +105,11 @@ mod tests {
 
         let mut f = AtomicFile::create(&target).unwrap();
         f.write_all(b"new, unfinished").unwrap();
-        assert_eq!(entries(dir.path()).len(), 2, "the temporary file sits beside the target");
+        assert_eq!(
+            entries(dir.path()).len(),
+            2,
+            "the temporary file sits beside the target"
+        );
         drop(f);
         assert_eq!(std::fs::read(&target).unwrap(), b"old");
         assert_eq!(entries(dir.path()), vec!["a.zt"], "no stray file");

@@ -235,7 +235,11 @@ mod tests {
 
     #[test]
     fn first_location_wins() {
-        let e = Error::invalid("x").at(1).at(2).in_object("a").in_object("b");
+        let e = Error::invalid("x")
+            .at(1)
+            .at(2)
+            .in_object("a")
+            .in_object("b");
         assert_eq!(e.offset(), Some(1));
         assert_eq!(e.object(), Some("a"));
     }

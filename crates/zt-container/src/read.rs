@@ -165,7 +165,10 @@ pub fn check_blob_range(offset: u64, length: u64, data_end: u64) -> Result<u64> 
         return Err(Error::invalid(format!("offset {offset} lies inside the header")).at(offset));
     }
     let end = offset.checked_add(length).ok_or_else(|| {
-        Error::invalid(format!("offset {offset} + length {length} overflows 64 bits")).at(offset)
+        Error::invalid(format!(
+            "offset {offset} + length {length} overflows 64 bits"
+        ))
+        .at(offset)
     })?;
     if end > data_end {
         return Err(Error::invalid(format!(
@@ -191,7 +194,9 @@ pub struct BlobRange<Id> {
 /// are allowed. Ranges must already have passed [`check_blob_range`] (no overflow).
 ///
 /// On failure returns the ids of the two overlapping blobs and the offset where they meet.
-pub fn check_overlaps<Id: Copy>(ranges: &mut [BlobRange<Id>]) -> std::result::Result<(), (Id, Id, u64)> {
+pub fn check_overlaps<Id: Copy>(
+    ranges: &mut [BlobRange<Id>],
+) -> std::result::Result<(), (Id, Id, u64)> {
     ranges.sort_unstable_by_key(|r| (r.offset, r.length));
     let mut prev: Option<BlobRange<Id>> = None;
     for r in ranges.iter().filter(|r| r.length > 0) {
@@ -223,7 +228,10 @@ fn show_magic(b: &[u8]) -> String {
     if b.iter().all(|c| c.is_ascii_graphic()) {
         format!("{:?}", String::from_utf8_lossy(b))
     } else {
-        b.iter().map(|c| format!("{c:02x}")).collect::<Vec<_>>().join(" ")
+        b.iter()
+            .map(|c| format!("{c:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -268,7 +276,10 @@ mod tests {
         let kind = |b: Vec<u8>| parse(b).unwrap_err().kind();
         assert_eq!(kind(vec![]), ErrorKind::InvalidFile);
         assert_eq!(kind(b"ZTEN1000".to_vec()), ErrorKind::InvalidFile);
-        assert_eq!(kind(b"NOTZTEN!xxxxxxxxxxxxxxxx".to_vec()), ErrorKind::InvalidFile);
+        assert_eq!(
+            kind(b"NOTZTEN!xxxxxxxxxxxxxxxx".to_vec()),
+            ErrorKind::InvalidFile
+        );
         let mut f = v1_file(b"\xa0", 0);
         *f.last_mut().unwrap() = b'1';
         assert!(parse(f).unwrap_err().message().contains("footer magic"));
@@ -278,7 +289,10 @@ mod tests {
         assert!(parse(f).unwrap_err().message().contains("size is 0"));
         let mut f = v1_file(b"\xa0", 0);
         f[9..17].copy_from_slice(&2u64.to_le_bytes());
-        assert!(parse(f).unwrap_err().message().contains("between header and footer"));
+        assert!(parse(f)
+            .unwrap_err()
+            .message()
+            .contains("between header and footer"));
         let mut f = v1_file(b"\xa0", 0);
         f[9..17].copy_from_slice(&(MAX_MANIFEST_LEN + 1).to_le_bytes());
         assert_eq!(parse(f).unwrap_err().kind(), ErrorKind::LimitExceeded);
@@ -288,9 +302,21 @@ mod tests {
     fn checks_blob_ranges() {
         let c = parse(v1_file(b"\xa0", 120)).unwrap();
         assert_eq!(c.check_blob(64, 64).unwrap(), 128);
-        assert!(c.check_blob(64, 65).unwrap_err().message().contains("past the data area"));
-        assert!(c.check_blob(65, 0).unwrap_err().message().contains("multiple of 64"));
-        assert!(c.check_blob(0, 8).unwrap_err().message().contains("inside the header"));
+        assert!(c
+            .check_blob(64, 65)
+            .unwrap_err()
+            .message()
+            .contains("past the data area"));
+        assert!(c
+            .check_blob(65, 0)
+            .unwrap_err()
+            .message()
+            .contains("multiple of 64"));
+        assert!(c
+            .check_blob(0, 8)
+            .unwrap_err()
+            .message()
+            .contains("inside the header"));
         let e = c.check_blob(u64::MAX - 63, 128).unwrap_err();
         assert!(e.message().contains("overflows"));
     }
@@ -299,9 +325,18 @@ mod tests {
     fn overlap_rules() {
         let r = |offset, length, id| BlobRange { offset, length, id };
         assert!(check_overlaps(&mut [r(64, 64, 0), r(128, 64, 1)]).is_ok());
-        assert!(check_overlaps(&mut [r(64, 64, 0), r(64, 64, 1)]).is_ok(), "aliases are fine");
-        assert!(check_overlaps(&mut [r(64, 0, 0), r(64, 64, 1)]).is_ok(), "empty blobs are fine");
-        assert_eq!(check_overlaps(&mut [r(128, 64, 1), r(64, 65, 0)]), Err((0, 1, 128)));
+        assert!(
+            check_overlaps(&mut [r(64, 64, 0), r(64, 64, 1)]).is_ok(),
+            "aliases are fine"
+        );
+        assert!(
+            check_overlaps(&mut [r(64, 0, 0), r(64, 64, 1)]).is_ok(),
+            "empty blobs are fine"
+        );
+        assert_eq!(
+            check_overlaps(&mut [r(128, 64, 1), r(64, 65, 0)]),
+            Err((0, 1, 128))
+        );
         // A blob inside a larger one overlaps it partially.
         assert!(check_overlaps(&mut [r(64, 256, 0), r(128, 64, 1)]).is_err());
     }

@@ -49,7 +49,8 @@ impl Source {
         // SAFETY: the map is read-only. If another process modifies the file the values we read
         // may change, and if it truncates the file the process gets SIGBUS; both are documented
         // on `Source`, and `Source::unmapped` exists for callers who cannot rule them out.
-        let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::io(e, "cannot map file"))?;
+        let map =
+            unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::io(e, "cannot map file"))?;
         Ok(Source::Mapped(map))
     }
 

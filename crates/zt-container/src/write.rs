@@ -26,7 +26,11 @@ impl<W: Write> BlobWriter<W> {
             ContainerVersion::V0_1 => MAGIC_V0_1,
         };
         sink.write_all(&magic)?;
-        Ok(BlobWriter { sink, position: HEADER_LEN, version })
+        Ok(BlobWriter {
+            sink,
+            position: HEADER_LEN,
+            version,
+        })
     }
 
     /// The number of bytes written so far.
@@ -62,7 +66,8 @@ impl<W: Write> BlobWriter<W> {
     /// v1, the footer magic. Returns the sink, flushed.
     pub fn finish(mut self, manifest: &[u8]) -> io::Result<W> {
         self.sink.write_all(manifest)?;
-        self.sink.write_all(&(manifest.len() as u64).to_le_bytes())?;
+        self.sink
+            .write_all(&(manifest.len() as u64).to_le_bytes())?;
         if self.version == ContainerVersion::V1 {
             self.sink.write_all(&MAGIC_V1)?;
         }

@@ -55,7 +55,8 @@ pub fn zstd_decompress_exact(src: &[u8], expected: u64, cap: u64) -> Result<Vec<
             "declared decompressed size {expected} exceeds the cap of {cap} bytes"
         )));
     }
-    let n = usize::try_from(expected).map_err(|_| Error::limit("decompressed size exceeds usize"))?;
+    let n =
+        usize::try_from(expected).map_err(|_| Error::limit("decompressed size exceeds usize"))?;
     let mut out = vec![0u8; n];
     let got = zstd_decompress_into(src, &mut out)?;
     if got != n {
@@ -75,7 +76,10 @@ pub fn zstd_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize> {
         Err(code) => {
             let name = zstd::zstd_safe::get_error_name(code);
             let msg = if name.contains("Destination buffer is too small") {
-                format!("zstd stream inflates past its declared length of {} bytes", dst.len())
+                format!(
+                    "zstd stream inflates past its declared length of {} bytes",
+                    dst.len()
+                )
             } else {
                 format!("corrupt zstd stream: {name}")
             };
@@ -99,14 +103,21 @@ mod tests {
     fn exact_round_trip() {
         let data: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 7).to_le_bytes()).collect();
         let z = zstd_compress(&data, 3).unwrap();
-        assert_eq!(zstd_decompress_exact(&z, data.len() as u64, 1 << 20).unwrap(), data);
+        assert_eq!(
+            zstd_decompress_exact(&z, data.len() as u64, 1 << 20).unwrap(),
+            data
+        );
     }
 
     #[test]
     fn too_long_too_short_corrupt_and_over_cap() {
         let z = zstd_compress(&[7u8; 1000], 3).unwrap();
         let e = zstd_decompress_exact(&z, 999, 1 << 20).unwrap_err();
-        assert!(e.message().contains("inflates past its declared length of 999"), "{e}");
+        assert!(
+            e.message()
+                .contains("inflates past its declared length of 999"),
+            "{e}"
+        );
         let e = zstd_decompress_exact(&z, 1001, 1 << 20).unwrap_err();
         assert!(e.message().contains("fewer than the declared 1001"), "{e}");
         let e = zstd_decompress_exact(&z, 1000, 999).unwrap_err();

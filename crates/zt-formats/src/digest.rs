@@ -39,7 +39,9 @@ impl FromStr for DigestAlgorithm {
         match s {
             "sha256" => Ok(DigestAlgorithm::Sha256),
             "crc32c" => Ok(DigestAlgorithm::Crc32c),
-            _ => Err(Error::argument(format!("unknown digest algorithm {s:?}: expected sha256 or crc32c"))),
+            _ => Err(Error::argument(format!(
+                "unknown digest algorithm {s:?}: expected sha256 or crc32c"
+            ))),
         }
     }
 }
@@ -66,22 +68,31 @@ impl Digest {
     /// digits, `crc32c:0x` with 8 hex digits (upper or lower case), and `crc32c:` with 8 bare
     /// hex digits.
     pub fn parse(s: &str) -> Result<Self> {
-        let (alg, hex) = s
-            .split_once(':')
-            .ok_or_else(|| Error::invalid(format!("digest {s:?} is not of the form algorithm:hex")))?;
+        let (alg, hex) = s.split_once(':').ok_or_else(|| {
+            Error::invalid(format!("digest {s:?} is not of the form algorithm:hex"))
+        })?;
         match alg {
             "sha256" => {
-                let b = parse_hex(hex, 32).ok_or_else(|| Error::invalid(format!("sha256 digest {s:?} is not 64 hex digits")))?;
+                let b = parse_hex(hex, 32).ok_or_else(|| {
+                    Error::invalid(format!("sha256 digest {s:?} is not 64 hex digits"))
+                })?;
                 let mut a = [0u8; 32];
                 a.copy_from_slice(&b);
                 Ok(Digest::Sha256(a))
             }
             "crc32c" => {
-                let h = hex.strip_prefix("0x").or_else(|| hex.strip_prefix("0X")).unwrap_or(hex);
-                let b = parse_hex(h, 4).ok_or_else(|| Error::invalid(format!("crc32c digest {s:?} is not 8 hex digits")))?;
+                let h = hex
+                    .strip_prefix("0x")
+                    .or_else(|| hex.strip_prefix("0X"))
+                    .unwrap_or(hex);
+                let b = parse_hex(h, 4).ok_or_else(|| {
+                    Error::invalid(format!("crc32c digest {s:?} is not 8 hex digits"))
+                })?;
                 Ok(Digest::Crc32c(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
             }
-            _ => Err(Error::unsupported(format!("unknown digest algorithm {alg:?}"))),
+            _ => Err(Error::unsupported(format!(
+                "unknown digest algorithm {alg:?}"
+            ))),
         }
     }
 
@@ -91,7 +102,9 @@ impl Digest {
         if got == *self {
             Ok(())
         } else {
-            Err(Error::checksum(format!("digest mismatch: stored {self}, computed {got}")))
+            Err(Error::checksum(format!(
+                "digest mismatch: stored {self}, computed {got}"
+            )))
         }
     }
 }
@@ -116,7 +129,9 @@ fn parse_hex(s: &str, n: usize) -> Option<Vec<u8>> {
     if s.len() != 2 * n || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
         return None;
     }
-    (0..n).map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()).collect()
+    (0..n)
+        .map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -125,27 +140,50 @@ mod tests {
 
     #[test]
     fn crc32c_is_castagnoli() {
-        assert_eq!(DigestAlgorithm::Crc32c.compute(b"123456789"), Digest::Crc32c(0xE306_9283));
+        assert_eq!(
+            DigestAlgorithm::Crc32c.compute(b"123456789"),
+            Digest::Crc32c(0xE306_9283)
+        );
         assert_eq!(Digest::Crc32c(0xE306_9283).to_string(), "crc32c:0xE3069283");
     }
 
     #[test]
     fn both_spellings_parse() {
         for s in ["crc32c:0xE3069283", "crc32c:0xe3069283", "crc32c:e3069283"] {
-            assert_eq!(Digest::parse(s).unwrap(), Digest::Crc32c(0xE306_9283), "{s}");
+            assert_eq!(
+                Digest::parse(s).unwrap(),
+                Digest::Crc32c(0xE306_9283),
+                "{s}"
+            );
         }
         let sha = DigestAlgorithm::Sha256.compute(b"abc");
-        assert_eq!(sha.to_string(), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sha.to_string(),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         assert_eq!(Digest::parse(&sha.to_string()).unwrap(), sha);
-        assert_eq!(Digest::parse(&sha.to_string().to_uppercase().replace("SHA256", "sha256")).unwrap(), sha);
+        assert_eq!(
+            Digest::parse(&sha.to_string().to_uppercase().replace("SHA256", "sha256")).unwrap(),
+            sha
+        );
     }
 
     #[test]
     fn malformed_digests_are_errors() {
-        for s in ["crc32c", "crc32c:0x123", "crc32c:0xGGGGGGGG", "sha256:abc", "sha256:", "crc32c:+1234567"] {
+        for s in [
+            "crc32c",
+            "crc32c:0x123",
+            "crc32c:0xGGGGGGGG",
+            "sha256:abc",
+            "sha256:",
+            "crc32c:+1234567",
+        ] {
             assert!(Digest::parse(s).is_err(), "{s}");
         }
-        assert_eq!(Digest::parse("md5:00").unwrap_err().kind(), zt_container::ErrorKind::Unsupported);
+        assert_eq!(
+            Digest::parse("md5:00").unwrap_err().kind(),
+            zt_container::ErrorKind::Unsupported
+        );
         let e = Digest::Crc32c(1).verify(b"x").unwrap_err();
         assert_eq!(e.kind(), zt_container::ErrorKind::ChecksumMismatch);
     }

@@ -98,7 +98,10 @@ impl DType {
 
     /// Parses the v0.1 spelling, and the short one too (some writers used it).
     pub fn from_long_name(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.long_name() == s).or_else(|| Self::from_name(s))
+        Self::ALL
+            .into_iter()
+            .find(|d| d.long_name() == s)
+            .or_else(|| Self::from_name(s))
     }
 
     /// Bytes per element.
@@ -177,9 +180,10 @@ impl LogicalType {
     /// The dtype this type must be stored as; `None` for unknown types.
     pub fn required_dtype(&self) -> Option<DType> {
         match self {
-            LogicalType::F8E4M3Fn | LogicalType::F8E5M2 | LogicalType::F8E4M3Fnuz | LogicalType::F8E5M2Fnuz => {
-                Some(DType::U8)
-            }
+            LogicalType::F8E4M3Fn
+            | LogicalType::F8E5M2
+            | LogicalType::F8E4M3Fnuz
+            | LogicalType::F8E5M2Fnuz => Some(DType::U8),
             LogicalType::Complex64 => Some(DType::F32),
             LogicalType::Complex128 => Some(DType::F64),
             LogicalType::Unknown(_) => None,
@@ -198,7 +202,10 @@ impl LogicalType {
     pub fn is_fp8(&self) -> bool {
         matches!(
             self,
-            LogicalType::F8E4M3Fn | LogicalType::F8E5M2 | LogicalType::F8E4M3Fnuz | LogicalType::F8E5M2Fnuz
+            LogicalType::F8E4M3Fn
+                | LogicalType::F8E5M2
+                | LogicalType::F8E4M3Fnuz
+                | LogicalType::F8E5M2Fnuz
         )
     }
 }
@@ -221,18 +228,25 @@ pub struct ElementType {
 impl ElementType {
     /// A plain storage type.
     pub fn plain(dtype: DType) -> Self {
-        ElementType { dtype, logical: None }
+        ElementType {
+            dtype,
+            logical: None,
+        }
     }
 
     /// A logical type stored in its required dtype (`None` for unknown types).
     pub fn logical(t: LogicalType) -> Option<Self> {
-        Some(ElementType { dtype: t.required_dtype()?, logical: Some(t) })
+        Some(ElementType {
+            dtype: t.required_dtype()?,
+            logical: Some(t),
+        })
     }
 
     /// Resolves a component's `dtype` and `type` fields: the dtype must be one of the 13, and a
     /// known type must fit it (FP8 on u8, complex64 on f32, complex128 on f64).
     pub fn resolve(dtype: &str, logical: Option<&str>) -> Result<Self> {
-        let d = DType::from_name(dtype).ok_or_else(|| Error::invalid(format!("unknown dtype {dtype:?}")))?;
+        let d = DType::from_name(dtype)
+            .ok_or_else(|| Error::invalid(format!("unknown dtype {dtype:?}")))?;
         Self::with_type(d, logical)
     }
 
@@ -277,16 +291,24 @@ impl ElementType {
 
 /// Product of `shape` with checked arithmetic.
 pub fn element_count(shape: &[u64]) -> Result<u64> {
-    shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or_else(|| {
-        Error::invalid(format!("shape {shape:?} has more elements than fit in 64 bits"))
-    })
+    shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "shape {shape:?} has more elements than fit in 64 bits"
+            ))
+        })
 }
 
 /// Bytes that `count` logical elements of `ty` take, with checked arithmetic.
 pub fn byte_size(count: u64, ty: &ElementType) -> Result<u64> {
-    count
-        .checked_mul(ty.logical_size())
-        .ok_or_else(|| Error::invalid(format!("{count} elements of {} take more bytes than fit in 64 bits", ty.name())))
+    count.checked_mul(ty.logical_size()).ok_or_else(|| {
+        Error::invalid(format!(
+            "{count} elements of {} take more bytes than fit in 64 bits",
+            ty.name()
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -307,14 +329,20 @@ mod tests {
     fn types_must_fit_their_dtype() {
         assert!(ElementType::resolve("u8", Some("f8_e4m3fn")).is_ok());
         let e = ElementType::resolve("f32", Some("f8_e4m3fn")).unwrap_err();
-        assert_eq!(e.message(), "type f8_e4m3fn must be stored as dtype u8, not f32");
+        assert_eq!(
+            e.message(),
+            "type f8_e4m3fn must be stored as dtype u8, not f32"
+        );
         assert!(ElementType::resolve("f64", Some("complex64")).is_err());
         let t = ElementType::resolve("f64", Some("complex128")).unwrap();
         assert_eq!(t.logical_size(), 16);
         let u = ElementType::resolve("i16", Some("my_type")).unwrap();
         assert_eq!(u.name(), "my_type");
         assert_eq!(u.logical_size(), 2);
-        assert_eq!(ElementType::resolve("f31", None).unwrap_err().message(), "unknown dtype \"f31\"");
+        assert_eq!(
+            ElementType::resolve("f31", None).unwrap_err().message(),
+            "unknown dtype \"f31\""
+        );
     }
 
     #[test]
@@ -323,6 +351,9 @@ mod tests {
         assert_eq!(element_count(&[3, 0, 5]).unwrap(), 0);
         assert!(element_count(&[1 << 32, 1 << 32]).is_err());
         let f32t = ElementType::plain(DType::F32);
-        assert!(byte_size(1 << 62, &f32t).is_err(), "shape [2^62] f32 must not wrap to 0 bytes");
+        assert!(
+            byte_size(1 << 62, &f32t).is_err(),
+            "shape [2^62] f32 must not wrap to 0 bytes"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Rust types that zTensor elements can be read into and written from.
 
-use crate::fp8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz};
+use crate::fp8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 use crate::{DType, ElementType, LogicalType};
 
 /// A complex number stored as interleaved `[re, im]`, the layout of `complex64` (`Complex<f32>`)
@@ -35,7 +35,10 @@ pub trait Element: bytemuck::Pod + Send + Sync + 'static {
     }
     /// The element type.
     fn element_type() -> ElementType {
-        ElementType { dtype: Self::DTYPE, logical: Self::logical() }
+        ElementType {
+            dtype: Self::DTYPE,
+            logical: Self::logical(),
+        }
     }
 }
 

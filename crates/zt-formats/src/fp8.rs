@@ -29,7 +29,12 @@ pub enum Fp8Format {
 
 impl Fp8Format {
     /// All four formats.
-    pub const ALL: [Fp8Format; 4] = [Fp8Format::E4M3Fn, Fp8Format::E5M2, Fp8Format::E4M3Fnuz, Fp8Format::E5M2Fnuz];
+    pub const ALL: [Fp8Format; 4] = [
+        Fp8Format::E4M3Fn,
+        Fp8Format::E5M2,
+        Fp8Format::E4M3Fnuz,
+        Fp8Format::E5M2Fnuz,
+    ];
 
     /// The format of a logical type, if it is FP8.
     pub fn of(t: &LogicalType) -> Option<Self> {
@@ -158,7 +163,13 @@ impl Fp8Format {
         } else {
             // a = f * 2^e with f in [1, 2): e is the unbiased exponent of a.
             let e = (a.log2().floor() as i32).clamp(-200, 200);
-            let e = if pow2f64(e) > a { e - 1 } else if pow2f64(e + 1) <= a { e + 1 } else { e };
+            let e = if pow2f64(e) > a {
+                e - 1
+            } else if pow2f64(e + 1) <= a {
+                e + 1
+            } else {
+                e
+            };
             let biased = e + bias;
             if biased >= 1 {
                 // Normal: n counts quanta of 2^(e-m); n in [2^m, 2^(m+1)] after rounding.
@@ -273,13 +284,21 @@ mod tests {
         // Between 1.0 (0x38) and 1.125 (0x39): the tie goes to the even code 0x38.
         assert_eq!(f.encode(1.0625), 0x38);
         assert_eq!(f.encode(1.0626), 0x39);
-        assert_eq!(f.encode(464.0), 0x7E, "below the rounding midpoint to 480 stays at max");
+        assert_eq!(
+            f.encode(464.0),
+            0x7E,
+            "below the rounding midpoint to 480 stays at max"
+        );
         assert_eq!(f.encode(480.0), 0x7F, "overflow is NaN without infinities");
         assert_eq!(f.encode_saturating(1e9), 0x7E);
         assert_eq!(f.encode_saturating(-1e9), 0xFE);
         assert_eq!(Fp8Format::E5M2.encode(1e9), 0x7C);
         assert_eq!(Fp8Format::E4M3Fnuz.encode(-0.0), 0x00);
         assert_eq!(Fp8Format::E4M3Fnuz.encode(f32::NAN), 0x80);
-        assert_eq!(f.encode(2f32.powi(-11)), 0x00, "half the smallest subnormal ties to even zero");
+        assert_eq!(
+            f.encode(2f32.powi(-11)),
+            0x00,
+            "half the smallest subnormal ties to even zero"
+        );
     }
 }

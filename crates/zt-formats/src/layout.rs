@@ -23,13 +23,16 @@ pub fn check_layout(format: &Format, shape: &[u64], comps: &[ComponentLayout<'_>
     let find = |role: &str| comps.iter().find(|c| c.role == role);
     for role in format.required_components() {
         if find(role).is_none() {
-            return Err(Error::invalid(format!("{format} object has no {role:?} component")));
+            return Err(Error::invalid(format!(
+                "{format} object has no {role:?} component"
+            )));
         }
     }
     let count = element_count(shape)?;
     match format {
         Format::Dense => {
-            let data = find("data").ok_or_else(|| Error::invalid("dense object has no \"data\" component"))?;
+            let data = find("data")
+                .ok_or_else(|| Error::invalid("dense object has no \"data\" component"))?;
             let expected = byte_size(count, data.element)?;
             if let Some(len) = data.decoded_len {
                 if len != expected {

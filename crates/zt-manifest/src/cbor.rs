@@ -18,7 +18,11 @@ pub(crate) struct Reader<'b> {
 
 impl<'b> Reader<'b> {
     pub fn new(bytes: &'b [u8], base: u64, limits: DecodeLimits) -> Self {
-        Reader { d: Decoder::new(bytes), base, limits }
+        Reader {
+            d: Decoder::new(bytes),
+            base,
+            limits,
+        }
     }
 
     /// Absolute file offset of the next item.
@@ -44,7 +48,10 @@ impl<'b> Reader<'b> {
     }
 
     /// Runs a minicbor call, turning its error into ours at the item's offset.
-    pub fn call<T>(&mut self, f: impl FnOnce(&mut Decoder<'b>) -> Result<T, minicbor::decode::Error>) -> Result<T> {
+    pub fn call<T>(
+        &mut self,
+        f: impl FnOnce(&mut Decoder<'b>) -> Result<T, minicbor::decode::Error>,
+    ) -> Result<T> {
         let at = self.offset();
         f(&mut self.d).map_err(|e| Self::cbor_error(at, e))
     }
@@ -88,7 +95,9 @@ impl<'b> Reader<'b> {
                 let at = self.offset();
                 let iter = self.d.str_iter().map_err(|e| Self::cbor_error(at, e))?;
                 for part in iter {
-                    s.push_str(part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?);
+                    s.push_str(
+                        part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?,
+                    );
                 }
                 Ok(s.into())
             }
@@ -100,9 +109,9 @@ impl<'b> Reader<'b> {
     pub fn uint(&mut self, what: &str) -> Result<u64> {
         match self.datatype()? {
             Type::U8 | Type::U16 | Type::U32 | Type::U64 => self.call(|d| d.u64()),
-            Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::Int => {
-                Err(self.error(format!("{what} must be an unsigned integer, found a negative number")))
-            }
+            Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::Int => Err(self.error(format!(
+                "{what} must be an unsigned integer, found a negative number"
+            ))),
             t => Err(self.error(format!("{what} must be an unsigned integer, found {t}"))),
         }
     }
@@ -116,12 +125,20 @@ impl<'b> Reader<'b> {
     }
 
     /// Calls `item` for each element of an array (definite or indefinite).
-    pub fn array_items(&mut self, what: &str, mut item: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+    pub fn array_items(
+        &mut self,
+        what: &str,
+        mut item: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         let len = self.array_header(what)?;
         self.items(len, |r| item(r))
     }
 
-    fn items(&mut self, len: Option<u64>, mut item: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+    fn items(
+        &mut self,
+        len: Option<u64>,
+        mut item: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         match len {
             // A declared length is never used to allocate: each item costs at least one byte of
             // input, so the loop ends at the input's end whatever the header claims.
@@ -184,7 +201,15 @@ impl<'b> Reader<'b> {
                 self.call(|d| d.null())?;
                 Value::Null
             }
-            Type::U8 | Type::U16 | Type::U32 | Type::U64 | Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::Int => {
+            Type::U8
+            | Type::U16
+            | Type::U32
+            | Type::U64
+            | Type::I8
+            | Type::I16
+            | Type::I32
+            | Type::I64
+            | Type::Int => {
                 let i = self.call(|d| d.int())?;
                 Value::Integer(i128::from(i))
             }
@@ -198,7 +223,9 @@ impl<'b> Reader<'b> {
                 let mut v = Vec::new();
                 let iter = self.d.bytes_iter().map_err(|e| Self::cbor_error(at, e))?;
                 for part in iter {
-                    v.extend_from_slice(part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?);
+                    v.extend_from_slice(
+                        part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?,
+                    );
                 }
                 Value::Bytes(v)
             }

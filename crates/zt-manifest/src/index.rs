@@ -34,7 +34,17 @@ pub struct IndexEntry {
 }
 
 /// Keys with a meaning in v0.1; everything else lands in [`IndexEntry::extra`].
-const KNOWN: [&str; 9] = ["name", "offset", "size", "dtype", "shape", "encoding", "layout", "data_endianness", "checksum"];
+const KNOWN: [&str; 9] = [
+    "name",
+    "offset",
+    "size",
+    "dtype",
+    "shape",
+    "encoding",
+    "layout",
+    "data_endianness",
+    "checksum",
+];
 
 /// Decodes a v0.1 index. `base` is its absolute offset in the file.
 pub fn decode_index(bytes: &[u8], base: u64, limits: DecodeLimits) -> Result<Vec<IndexEntry>> {
@@ -82,7 +92,11 @@ fn entry(r: &mut Reader<'_>) -> Result<IndexEntry> {
         Ok(())
     })?;
     let name = name.ok_or_else(|| Error::invalid("v0.1 tensor entry has no \"name\"").at(start))?;
-    let missing = |f: &str| Error::invalid(format!("v0.1 tensor entry has no {f:?}")).at(start).in_object(&name);
+    let missing = |f: &str| {
+        Error::invalid(format!("v0.1 tensor entry has no {f:?}"))
+            .at(start)
+            .in_object(&name)
+    };
     e.offset = offset.ok_or_else(|| missing("offset"))?;
     e.size = size.ok_or_else(|| missing("size"))?;
     e.dtype = dtype.ok_or_else(|| missing("dtype"))?;
@@ -118,7 +132,10 @@ pub fn encode_index(entries: &[IndexEntry]) -> Vec<u8> {
         }
         encode::text(&mut e, "encoding");
         encode::text(&mut e, &x.encoding);
-        for (k, v) in [("data_endianness", &x.data_endianness), ("checksum", &x.checksum)] {
+        for (k, v) in [
+            ("data_endianness", &x.data_endianness),
+            ("checksum", &x.checksum),
+        ] {
             if let Some(v) = v {
                 encode::text(&mut e, k);
                 encode::text(&mut e, v);

@@ -39,7 +39,9 @@ mod manifest;
 mod value;
 
 pub use index::{decode_index, encode_index, IndexEntry};
-pub use manifest::{decode_value, encode_value, Component, Manifest, Object, SpecVersion, WRITE_VERSION};
+pub use manifest::{
+    decode_value, encode_value, Component, Manifest, Object, SpecVersion, WRITE_VERSION,
+};
 pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};
 pub use zt_container::{Error, ErrorKind, Result};
 
@@ -59,6 +61,9 @@ pub const DEFAULT_MAX_RANK: usize = 64;
 
 impl Default for DecodeLimits {
     fn default() -> Self {
-        DecodeLimits { max_depth: DEFAULT_MAX_DEPTH, max_rank: DEFAULT_MAX_RANK }
+        DecodeLimits {
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_rank: DEFAULT_MAX_RANK,
+        }
     }
 }

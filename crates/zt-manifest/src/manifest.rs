@@ -87,7 +87,11 @@ impl SpecVersion {
                 None => Some(0),
             }
         };
-        let v = SpecVersion { major: next(true)?, minor: next(false)?, patch: next(false)? };
+        let v = SpecVersion {
+            major: next(true)?,
+            minor: next(false)?,
+            patch: next(false)?,
+        };
         parts.next().is_none().then_some(v)
     }
 }
@@ -123,12 +127,17 @@ impl Manifest {
                         Some(sv) if sv.major == 1 => {}
                         Some(sv) => {
                             return Err(Error::unsupported(format!(
-                                "manifest version {v:?} has major version {}; this reader reads 1.x",
-                                sv.major
+                            "manifest version {v:?} has major version {}; this reader reads 1.x",
+                            sv.major
+                        ))
+                            .at(at))
+                        }
+                        None => {
+                            return Err(Error::invalid(format!(
+                                "version {v:?} is not of the form MAJOR.MINOR.PATCH"
                             ))
                             .at(at))
                         }
-                        None => return Err(Error::invalid(format!("version {v:?} is not of the form MAJOR.MINOR.PATCH")).at(at)),
                     }
                     version = Some(v);
                 }
@@ -150,9 +159,15 @@ impl Manifest {
             Ok(())
         })?;
         r.expect_end("manifest root")?;
-        let version = version.ok_or_else(|| Error::invalid("manifest has no \"version\"").at(root_at))?;
-        let objects = objects.ok_or_else(|| Error::invalid("manifest has no \"objects\"").at(root_at))?;
-        Ok(Manifest { version, attributes, objects })
+        let version =
+            version.ok_or_else(|| Error::invalid("manifest has no \"version\"").at(root_at))?;
+        let objects =
+            objects.ok_or_else(|| Error::invalid("manifest has no \"objects\"").at(root_at))?;
+        Ok(Manifest {
+            version,
+            attributes,
+            objects,
+        })
     }
 
     /// Encodes the manifest deterministically, in the layout real v1.2 writers use: keys in the
@@ -242,7 +257,9 @@ pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<u64>> {
     let max_rank = r.limits().max_rank;
     r.array_items("shape", |r| {
         if dims.len() >= max_rank {
-            return Err(Error::limit(format!("shape has more than {max_rank} dimensions")).at(r.offset()));
+            return Err(
+                Error::limit(format!("shape has more than {max_rank} dimensions")).at(r.offset()),
+            );
         }
         dims.push(r.uint("a dimension")?);
         Ok(())
@@ -252,7 +269,8 @@ pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<u64>> {
 
 fn object(r: &mut Reader<'_>) -> Result<Object> {
     let start = r.offset();
-    let (mut shp, mut format, mut attributes, mut components) = (None, None, Attributes::new(), None);
+    let (mut shp, mut format, mut attributes, mut components) =
+        (None, None, Attributes::new(), None);
     r.map_entries("an object", |r, key, _| {
         match &*key {
             "shape" => shp = Some(shape(r)?),

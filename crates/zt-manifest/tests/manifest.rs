@@ -8,7 +8,10 @@ fn lim() -> DecodeLimits {
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.split_whitespace().collect();
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 /// {"version": "1.2.0", "objects": {}}
@@ -25,7 +28,11 @@ fn empty_manifest_round_trips_to_the_same_bytes() {
 #[test]
 fn real_v123_manifest_reencodes_byte_identically() {
     // The manifest of shared/interop/zt/v123_all.zt, copied to fixtures/interop/.
-    let file = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/v123_all.zt")).unwrap();
+    let file = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/interop/v123_all.zt"
+    ))
+    .unwrap();
     let n = u64::from_le_bytes(file[file.len() - 16..file.len() - 8].try_into().unwrap()) as usize;
     let bytes = &file[file.len() - 16 - n..file.len() - 16];
     let m = Manifest::decode(bytes, 0, lim()).unwrap();
@@ -35,8 +42,15 @@ fn real_v123_manifest_reencodes_byte_identically() {
     assert_eq!(fp8.attributes["neg"], Value::Integer(-3));
     assert_eq!(fp8.attributes["b"], Value::Bytes(vec![1, 2]));
     assert_eq!(fp8.attributes["none"], Value::Null);
-    assert_eq!(fp8.components["data"].logical_type.as_deref(), Some("f8_e4m3fn"));
-    assert_eq!(m.encode(), bytes, "our encoder lays out a manifest exactly as ztensor 1.2.3 does");
+    assert_eq!(
+        fp8.components["data"].logical_type.as_deref(),
+        Some("f8_e4m3fn")
+    );
+    assert_eq!(
+        m.encode(),
+        bytes,
+        "our encoder lays out a manifest exactly as ztensor 1.2.3 does"
+    );
 }
 
 #[test]
@@ -45,23 +59,41 @@ fn structural_errors() {
     // trailing byte
     let e = err(&format!("{EMPTY} 00"));
     assert!(e.message().contains("trailing"), "{e}");
-    assert_eq!(e.offset(), Some(100 + 24), "the 24-byte manifest ends there");
+    assert_eq!(
+        e.offset(),
+        Some(100 + 24),
+        "the 24-byte manifest ends there"
+    );
     // duplicate key
-    let e = err("a3 67 76657273696f6e 65 312e322e30 67 6f626a65637473 a0 67 76657273696f6e 65 312e322e30");
+    let e = err(
+        "a3 67 76657273696f6e 65 312e322e30 67 6f626a65637473 a0 67 76657273696f6e 65 312e322e30",
+    );
     assert!(e.message().contains("duplicate key \"version\""), "{e}");
     // missing objects / version
-    assert!(err("a1 67 76657273696f6e 65 312e322e30").message().contains("no \"objects\""));
-    assert!(err("a1 67 6f626a65637473 a0").message().contains("no \"version\""));
+    assert!(err("a1 67 76657273696f6e 65 312e322e30")
+        .message()
+        .contains("no \"objects\""));
+    assert!(err("a1 67 6f626a65637473 a0")
+        .message()
+        .contains("no \"version\""));
     // major version 2
     let e = err("a2 67 76657273696f6e 65 322e302e30 67 6f626a65637473 a0");
     assert_eq!(e.kind(), ErrorKind::Unsupported);
     // root not a map, not CBOR at all, length larger than input
     assert!(err("80").message().contains("must be a map"));
     assert!(err("ff").message().contains("must be a map, found break"));
-    assert!(err("a1 78 ff 61").message().contains("runs past the end"), "{}", err("a1 78 ff 61"));
-    assert!(err("bb 00000000ffffffff").message().contains("larger than the remaining input"));
+    assert!(
+        err("a1 78 ff 61").message().contains("runs past the end"),
+        "{}",
+        err("a1 78 ff 61")
+    );
+    assert!(err("bb 00000000ffffffff")
+        .message()
+        .contains("larger than the remaining input"));
     // non-text key
-    assert!(err("a1 01 02").message().contains("keys of the manifest root must be text"));
+    assert!(err("a1 01 02")
+        .message()
+        .contains("keys of the manifest root must be text"));
 }
 
 #[test]
@@ -84,23 +116,44 @@ fn one_component(fields: &str, n: u8) -> Vec<u8> {
 
 #[test]
 fn component_fields_are_checked_and_located() {
-    let ok = one_component("65 6474797065 63 663332 66 6f6666736574 18 40 66 6c656e677468 08", 3);
+    let ok = one_component(
+        "65 6474797065 63 663332 66 6f6666736574 18 40 66 6c656e677468 08",
+        3,
+    );
     let m = Manifest::decode(&ok, 0, lim()).unwrap();
     assert_eq!(m.objects["w"].components["data"].offset, 64);
     assert_eq!(Manifest::decode(&m.encode(), 0, lim()).unwrap(), m);
 
-    let neg = one_component("65 6474797065 63 663332 66 6f6666736574 38 3f 66 6c656e677468 08", 3);
+    let neg = one_component(
+        "65 6474797065 63 663332 66 6f6666736574 38 3f 66 6c656e677468 08",
+        3,
+    );
     let e = Manifest::decode(&neg, 0, lim()).unwrap_err();
-    assert!(e.message().contains("offset must be an unsigned integer"), "{e}");
+    assert!(
+        e.message().contains("offset must be an unsigned integer"),
+        "{e}"
+    );
     assert_eq!((e.object(), e.component()), (Some("w"), Some("data")));
 
-    let float = one_component("65 6474797065 63 663332 66 6f6666736574 f9 3c00 66 6c656e677468 08", 3);
-    assert!(Manifest::decode(&float, 0, lim()).unwrap_err().message().contains("found f16"));
+    let float = one_component(
+        "65 6474797065 63 663332 66 6f6666736574 f9 3c00 66 6c656e677468 08",
+        3,
+    );
+    assert!(Manifest::decode(&float, 0, lim())
+        .unwrap_err()
+        .message()
+        .contains("found f16"));
 
     let missing = one_component("65 6474797065 63 663332 66 6f6666736574 18 40", 2);
-    assert!(Manifest::decode(&missing, 0, lim()).unwrap_err().message().contains("no \"length\""));
+    assert!(Manifest::decode(&missing, 0, lim())
+        .unwrap_err()
+        .message()
+        .contains("no \"length\""));
 
-    let bad_utf8 = one_component("65 6474797065 63 66ff32 66 6f6666736574 18 40 66 6c656e677468 08", 3);
+    let bad_utf8 = one_component(
+        "65 6474797065 63 66ff32 66 6f6666736574 18 40 66 6c656e677468 08",
+        3,
+    );
     assert!(Manifest::decode(&bad_utf8, 0, lim()).is_err());
 
     // Unknown fields are ignored, whatever their kind.
@@ -114,7 +167,10 @@ fn component_fields_are_checked_and_located() {
 #[test]
 fn values_of_every_kind_round_trip() {
     let mut map = std::collections::BTreeMap::new();
-    map.insert("k".to_string(), Value::Array(vec![Value::Null, Value::Bool(true)]));
+    map.insert(
+        "k".to_string(),
+        Value::Array(vec![Value::Null, Value::Bool(true)]),
+    );
     for v in [
         Value::Integer(0),
         Value::Integer(CBOR_INT_MAX),
@@ -160,7 +216,10 @@ fn v0_1_index_round_trips_with_custom_fields() {
     };
     e.extra.insert("my_key".into(), Value::from("hello"));
     let b = encode_index(std::slice::from_ref(&e));
-    assert_eq!(b[1], 0xbf, "indefinite-length maps, as the 0.1.x writers used");
+    assert_eq!(
+        b[1], 0xbf,
+        "indefinite-length maps, as the 0.1.x writers used"
+    );
     assert_eq!(decode_index(&b, 0, lim()).unwrap(), vec![e]);
     assert_eq!(decode_index(&[0x80], 0, lim()).unwrap(), vec![]);
     let e = decode_index(&hex("81 a1 64 6e616d65 61 78"), 0, lim()).unwrap_err();

@@ -21,16 +21,24 @@ pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parse
         objects.push(obj);
     }
     objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    if let Some(w) = objects.windows(2).find(|w| w.first().map(|o| &o.name) == w.get(1).map(|o| &o.name)) {
+    if let Some(w) = objects
+        .windows(2)
+        .find(|w| w.first().map(|o| &o.name) == w.get(1).map(|o| &o.name))
+    {
         let name = w.first().map_or("", |o| o.name.as_str());
         return Err(Error::invalid("two v0.1 entries have this name").in_object(name));
     }
     check_no_overlaps(&objects)?;
-    Ok(Parsed { version: FileVersion::ZTensorV0_1, attributes: Default::default(), objects })
+    Ok(Parsed {
+        version: FileVersion::ZTensorV0_1,
+        attributes: Default::default(),
+        objects,
+    })
 }
 
 fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
-    let dtype = DType::from_long_name(&e.dtype).ok_or_else(|| Error::invalid(format!("unknown dtype {:?}", e.dtype)))?;
+    let dtype = DType::from_long_name(&e.dtype)
+        .ok_or_else(|| Error::invalid(format!("unknown dtype {:?}", e.dtype)))?;
     let element = ElementType::plain(dtype);
     element_count(&e.shape)?;
     check_blob_range(e.offset, e.size, container.data_end())?;
@@ -42,9 +50,18 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
     let byte_order = match e.data_endianness.as_deref() {
         None | Some("little") => ByteOrder::Little,
         Some("big") => ByteOrder::Big,
-        Some(x) => return Err(Error::invalid(format!("data_endianness {x:?} is neither \"little\" nor \"big\""))),
+        Some(x) => {
+            return Err(Error::invalid(format!(
+                "data_endianness {x:?} is neither \"little\" nor \"big\""
+            )))
+        }
     };
-    let checksum = e.checksum.as_deref().map(Digest::parse).transpose().map_err(|err| err.at(e.offset))?;
+    let checksum = e
+        .checksum
+        .as_deref()
+        .map(Digest::parse)
+        .transpose()
+        .map_err(|err| err.at(e.offset))?;
     let sparse_format = if e.layout == "sparse" {
         match e.extra.remove("sparse_format") {
             Some(v) => v.as_str().map(str::to_owned),
@@ -74,7 +91,13 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
     };
     if format == Format::Dense && encoding == Encoding::Raw && decoded_len != Some(e.size) {
         defect.get_or_insert_with(|| {
-            format!("{} bytes of data, but shape {:?} of {} takes {}", e.size, e.shape, element.name(), decoded_len.unwrap_or(0))
+            format!(
+                "{} bytes of data, but shape {:?} of {} takes {}",
+                e.size,
+                e.shape,
+                element.name(),
+                decoded_len.unwrap_or(0)
+            )
         });
     }
     if let Some(p) = packing {
@@ -83,8 +106,16 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
         }
     }
     let component = ComponentInfo {
-        role: if packing.is_some() { LEGACY_BLOB_ROLE.into() } else { "data".into() },
-        element: if packing.is_some() { ElementType::plain(DType::U8) } else { element.clone() },
+        role: if packing.is_some() {
+            LEGACY_BLOB_ROLE.into()
+        } else {
+            "data".into()
+        },
+        element: if packing.is_some() {
+            ElementType::plain(DType::U8)
+        } else {
+            element.clone()
+        },
         offset: e.offset,
         length: e.size,
         encoding,
@@ -92,15 +123,23 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
         decoded_len,
         // A v0.1 checksum covers the entry's stored bytes: exactly this one component.
         digest: checksum,
-        byte_order: if packing.is_some() { ByteOrder::Little } else { byte_order },
+        byte_order: if packing.is_some() {
+            ByteOrder::Little
+        } else {
+            byte_order
+        },
     };
     let mut attributes = e.extra;
     if packing.is_some() {
         // The packed blob's value type and byte order live here, so the sparse decoder and the
         // upgrade can find them.
-        attributes.entry("dtype".into()).or_insert_with(|| dtype.long_name().into());
+        attributes
+            .entry("dtype".into())
+            .or_insert_with(|| dtype.long_name().into());
         if byte_order == ByteOrder::Big {
-            attributes.entry("data_endianness".into()).or_insert_with(|| "big".into());
+            attributes
+                .entry("data_endianness".into())
+                .or_insert_with(|| "big".into());
         }
     }
     Ok(ObjectInfo {
@@ -116,14 +155,22 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
 }
 
 /// Why a raw legacy sparse blob cannot hold its shape under any reading, if it cannot.
-fn legacy_sparse_defect(p: LegacyPacking, shape: &[u64], dtype: DType, enc: &Encoding, size: u64) -> Option<String> {
+fn legacy_sparse_defect(
+    p: LegacyPacking,
+    shape: &[u64],
+    dtype: DType,
+    enc: &Encoding,
+    size: u64,
+) -> Option<String> {
     if *enc != Encoding::Raw {
         return None;
     }
     match p {
         LegacyPacking::Csr => {
             let [rows, _] = shape else {
-                return Some(format!("v0.1 CSR entry must have rank 2, has shape {shape:?}"));
+                return Some(format!(
+                    "v0.1 CSR entry must have rank 2, has shape {shape:?}"
+                ));
             };
             let indptr = rows.checked_add(1).and_then(|n| n.checked_mul(8));
             match indptr {
@@ -143,7 +190,9 @@ fn legacy_sparse_defect(p: LegacyPacking, shape: &[u64], dtype: DType, enc: &Enc
             if shape.is_empty() {
                 return Some("v0.1 COO entry must have rank 1 or more".into());
             }
-            let rec = (shape.len() as u64).checked_mul(8).and_then(|n| n.checked_add(dtype.size() as u64));
+            let rec = (shape.len() as u64)
+                .checked_mul(8)
+                .and_then(|n| n.checked_add(dtype.size() as u64));
             match rec {
                 Some(r) if size % r == 0 => None,
                 _ => Some(format!("v0.1 COO blob of {size} bytes is not a whole number of (coordinates, value) records")),

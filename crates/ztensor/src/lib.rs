@@ -53,6 +53,7 @@ pub use reader::{open, Limits, OpenOptions, ReadOptions, Reader, VerifyReport};
 pub use writer::{ComponentData, ObjectData, Sink, WriteOptions, Writer};
 pub use zt_container::{Error, ErrorKind, Result, Source};
 pub use zt_formats::{
-    fp8, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding, Format, LogicalType,
+    fp8, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding, Format,
+    LogicalType,
 };
 pub use zt_manifest::{Attributes, Value};

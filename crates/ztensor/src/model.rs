@@ -130,7 +130,10 @@ impl ObjectInfo {
     /// Number of logical elements the shape holds.
     pub fn element_count(&self) -> u64 {
         // Checked when the file was opened; saturate rather than trust that here.
-        self.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).unwrap_or(u64::MAX)
+        self.shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d))
+            .unwrap_or(u64::MAX)
     }
 }
 

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use bytemuck::Pod;
 use zt_container::{Container, ContainerVersion, Error, Result, Source};
-use zt_formats::{element_matches, Element, ElementType, Encoding, Format, DEFAULT_MAX_DECOMPRESSED};
+use zt_formats::{
+    element_matches, Element, ElementType, Encoding, Format, DEFAULT_MAX_DECOMPRESSED,
+};
 use zt_manifest::{Attributes, DecodeLimits};
 
 use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
@@ -68,7 +70,11 @@ impl OpenOptions {
     /// Opens `path`.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Reader> {
         let path = path.as_ref();
-        let source = if self.unmapped { Source::unmapped(path) } else { Source::map(path) }?;
+        let source = if self.unmapped {
+            Source::unmapped(path)
+        } else {
+            Source::map(path)
+        }?;
         self.open_source(source).map_err(|e| e.in_file(path))
     }
 
@@ -138,7 +144,13 @@ impl Reader {
     pub(crate) fn new(source: Source, parsed: Parsed, limits: Limits) -> Self {
         let mut objects = parsed.objects;
         objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        Reader { source, version: parsed.version, attributes: parsed.attributes, objects, limits }
+        Reader {
+            source,
+            version: parsed.version,
+            attributes: parsed.attributes,
+            objects,
+            limits,
+        }
     }
 
     /// The file's kind and version.
@@ -175,11 +187,15 @@ impl Reader {
             .ok_or_else(|| Error::argument(format!("no object named {name:?}")))
     }
 
-    fn component<'s>(&'s self, name: &str, role: &str) -> Result<(&'s ObjectInfo, &'s ComponentInfo)> {
+    fn component<'s>(
+        &'s self,
+        name: &str,
+        role: &str,
+    ) -> Result<(&'s ObjectInfo, &'s ComponentInfo)> {
         let obj = self.object(name)?;
-        let comp = obj
-            .component(role)
-            .ok_or_else(|| Error::argument(format!("object has no component {role:?}")).in_object(name))?;
+        let comp = obj.component(role).ok_or_else(|| {
+            Error::argument(format!("object has no component {role:?}")).in_object(name)
+        })?;
         Ok((obj, comp))
     }
 
@@ -213,7 +229,12 @@ impl Reader {
     }
 
     /// As [`Reader::read_component`], with options.
-    pub fn read_component_with<T: Element>(&self, name: &str, role: &str, opts: ReadOptions) -> Result<Cow<'_, [T]>> {
+    pub fn read_component_with<T: Element>(
+        &self,
+        name: &str,
+        role: &str,
+        opts: ReadOptions,
+    ) -> Result<Cow<'_, [T]>> {
         let (obj, comp) = self.component(name, role)?;
         if !element_matches::<T>(&comp.element) {
             return Err(Error::argument(format!(
@@ -229,7 +250,12 @@ impl Reader {
 
     /// A component's decoded elements as their storage type `T` (FP8 as `u8`, complex64 as
     /// `f32` pairs, unknown logical types as their dtype).
-    pub fn read_storage<T: Element>(&self, name: &str, role: &str, opts: ReadOptions) -> Result<Cow<'_, [T]>> {
+    pub fn read_storage<T: Element>(
+        &self,
+        name: &str,
+        role: &str,
+        opts: ReadOptions,
+    ) -> Result<Cow<'_, [T]>> {
         let (obj, comp) = self.component(name, role)?;
         if comp.element.dtype != T::DTYPE || T::logical().is_some() {
             return Err(Error::argument(format!(
@@ -252,7 +278,11 @@ impl Reader {
     pub fn read_bool_with(&self, name: &str, opts: ReadOptions) -> Result<Cow<'_, [bool]>> {
         let (obj, comp) = self.component(name, "data")?;
         if comp.element != ElementType::plain(zt_formats::DType::Bool) {
-            return Err(Error::argument(format!("holds {} elements, not bool", comp.element.name())).in_object(name));
+            return Err(Error::argument(format!(
+                "holds {} elements, not bool",
+                comp.element.name()
+            ))
+            .in_object(name));
         }
         let bytes = self.load::<u8>(obj, comp, opts)?;
         check_bools(&bytes).map_err(|e| e.in_component("data").in_object(name))?;
@@ -263,7 +293,12 @@ impl Reader {
     }
 
     /// A component's decoded bytes (little-endian elements), whatever its type.
-    pub fn component_bytes(&self, name: &str, role: &str, opts: ReadOptions) -> Result<Cow<'_, [u8]>> {
+    pub fn component_bytes(
+        &self,
+        name: &str,
+        role: &str,
+        opts: ReadOptions,
+    ) -> Result<Cow<'_, [u8]>> {
         let (obj, comp) = self.component(name, role)?;
         self.load_bytes(obj, comp, opts)
     }
@@ -274,7 +309,12 @@ impl Reader {
         self.source.read_at(comp.offset, comp.length)
     }
 
-    pub(crate) fn load_bytes(&self, obj: &ObjectInfo, comp: &ComponentInfo, opts: ReadOptions) -> Result<Cow<'_, [u8]>> {
+    pub(crate) fn load_bytes(
+        &self,
+        obj: &ObjectInfo,
+        comp: &ComponentInfo,
+        opts: ReadOptions,
+    ) -> Result<Cow<'_, [u8]>> {
         // Decode as elements of the storage width so byte swapping applies per element.
         macro_rules! as_bytes {
             ($t:ty) => {
@@ -294,7 +334,12 @@ impl Reader {
 
     /// Loads one component as `T`, whose size must divide the element size. The caller has
     /// checked that `T` fits the component's type.
-    fn load<T: Pod>(&self, obj: &ObjectInfo, comp: &ComponentInfo, opts: ReadOptions) -> Result<Cow<'_, [T]>> {
+    fn load<T: Pod>(
+        &self,
+        obj: &ObjectInfo,
+        comp: &ComponentInfo,
+        opts: ReadOptions,
+    ) -> Result<Cow<'_, [T]>> {
         let at = |e: Error| e.in_component(&comp.role).in_object(&obj.name);
         if let Some(d) = &obj.defect {
             return Err(at(Error::unsupported(d.clone())));
@@ -306,7 +351,9 @@ impl Reader {
         let data = match &comp.encoding {
             Encoding::Raw => self.raw::<T>(comp).map_err(at)?,
             Encoding::Zstd => Cow::Owned(self.inflate::<T>(comp).map_err(at)?),
-            Encoding::Unknown(e) => return Err(at(Error::unsupported(format!("unknown encoding {e:?}")))),
+            Encoding::Unknown(e) => {
+                return Err(at(Error::unsupported(format!("unknown encoding {e:?}"))))
+            }
         };
         Ok(match comp.byte_order {
             ByteOrder::Little => data,
@@ -321,7 +368,11 @@ impl Reader {
     fn raw<T: Pod>(&self, comp: &ComponentInfo) -> Result<Cow<'_, [T]>> {
         let size = std::mem::size_of::<T>() as u64;
         if comp.length % size != 0 {
-            return Err(Error::invalid(format!("{} bytes is not a whole number of {size}-byte elements", comp.length)).at(comp.offset));
+            return Err(Error::invalid(format!(
+                "{} bytes is not a whole number of {size}-byte elements",
+                comp.length
+            ))
+            .at(comp.offset));
         }
         if self.source.is_in_memory() {
             let bytes = self.source.read_at(comp.offset, comp.length)?;
@@ -335,9 +386,11 @@ impl Reader {
             });
         }
         // Positional read straight into typed storage: one copy, the kernel's.
-        let n = usize::try_from(comp.length / size).map_err(|_| Error::limit("component exceeds usize"))?;
+        let n = usize::try_from(comp.length / size)
+            .map_err(|_| Error::limit("component exceeds usize"))?;
         let mut out = vec![T::zeroed(); n];
-        self.source.read_into(comp.offset, bytemuck::cast_slice_mut(&mut out))?;
+        self.source
+            .read_into(comp.offset, bytemuck::cast_slice_mut(&mut out))?;
         Ok(Cow::Owned(out))
     }
 
@@ -356,11 +409,16 @@ impl Reader {
         }
         let size = std::mem::size_of::<T>() as u64;
         if expected % size != 0 {
-            return Err(Error::invalid(format!("{expected} bytes is not a whole number of {size}-byte elements")).at(comp.offset));
+            return Err(Error::invalid(format!(
+                "{expected} bytes is not a whole number of {size}-byte elements"
+            ))
+            .at(comp.offset));
         }
-        let n = usize::try_from(expected / size).map_err(|_| Error::limit("component exceeds usize"))?;
+        let n = usize::try_from(expected / size)
+            .map_err(|_| Error::limit("component exceeds usize"))?;
         let mut out = vec![T::zeroed(); n];
-        let got = zt_formats::zstd_decompress_into(&src, bytemuck::cast_slice_mut(&mut out)).map_err(|e| e.at(comp.offset))?;
+        let got = zt_formats::zstd_decompress_into(&src, bytemuck::cast_slice_mut(&mut out))
+            .map_err(|e| e.at(comp.offset))?;
         if got as u64 != expected {
             return Err(Error::invalid(format!(
                 "zstd stream inflates to {got} bytes, fewer than the declared {expected}"
@@ -392,7 +450,8 @@ impl Reader {
     pub fn verify_object(&self, name: &str) -> Result<usize> {
         let obj = self.object(name)?;
         for c in &obj.components {
-            self.verify_component(c).map_err(|e| e.in_component(&c.role).in_object(name))?;
+            self.verify_component(c)
+                .map_err(|e| e.in_component(&c.role).in_object(name))?;
         }
         self.verify_ranges(obj).map_err(|e| e.in_object(name))?;
         Ok(obj.range_digests.len() + obj.components.iter().filter(|c| c.digest.is_some()).count())
@@ -460,7 +519,11 @@ fn swap_elements(bytes: &mut [u8], size: usize) {
 fn legacy_zstd_len(src: &[u8], cap: u64) -> Result<u64> {
     match zstd::zstd_safe::get_frame_content_size(src) {
         Ok(Some(n)) if n <= cap => Ok(n),
-        Ok(Some(n)) => Err(Error::limit(format!("zstd frame declares {n} bytes, over the cap of {cap}"))),
-        _ => Err(Error::invalid("zstd component has no declared length and its frame records none")),
+        Ok(Some(n)) => Err(Error::limit(format!(
+            "zstd frame declares {n} bytes, over the cap of {cap}"
+        ))),
+        _ => Err(Error::invalid(
+            "zstd component has no declared length and its frame records none",
+        )),
     }
 }

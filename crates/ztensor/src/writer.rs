@@ -6,7 +6,10 @@ use std::io::Write;
 use std::path::Path;
 
 use zt_container::{AtomicFile, BlobWriter, ContainerVersion, Error, Result};
-use zt_formats::{check_layout, zstd_compress, ComponentLayout, DType, DigestAlgorithm, Element, ElementType, Format};
+use zt_formats::{
+    check_layout, zstd_compress, ComponentLayout, DType, DigestAlgorithm, Element, ElementType,
+    Format,
+};
 use zt_manifest::{Attributes, Component, Manifest, Object, Value, WRITE_VERSION};
 
 /// Where a [`Writer`] puts the file, and what finishing it means.
@@ -42,7 +45,8 @@ impl Sink for std::fs::File {
 impl<W: Write> Sink for std::io::BufWriter<W> {
     type Output = W;
     fn complete(self) -> Result<W> {
-        self.into_inner().map_err(|e| Error::io(e.into_error(), "cannot flush"))
+        self.into_inner()
+            .map_err(|e| Error::io(e.into_error(), "cannot flush"))
     }
 }
 
@@ -69,7 +73,11 @@ pub struct ComponentData<'a> {
 impl<'a> ComponentData<'a> {
     /// A component of typed elements (borrowed on little-endian hosts).
     pub fn of<T: Element>(role: &str, data: &'a [T]) -> Self {
-        ComponentData { role: role.to_owned(), element: T::element_type(), bytes: le_bytes(data) }
+        ComponentData {
+            role: role.to_owned(),
+            element: T::element_type(),
+            bytes: le_bytes(data),
+        }
     }
 }
 
@@ -111,10 +119,14 @@ impl Writer<AtomicFile> {
 impl<W: Sink> Writer<W> {
     /// Starts a file on any sink.
     pub fn new(sink: W) -> Result<Self> {
-        let blobs = BlobWriter::new(sink, ContainerVersion::V1).map_err(|e| Error::io(e, "cannot write the header"))?;
+        let blobs = BlobWriter::new(sink, ContainerVersion::V1)
+            .map_err(|e| Error::io(e, "cannot write the header"))?;
         Ok(Writer {
             blobs,
-            manifest: Manifest { version: WRITE_VERSION.into(), ..Default::default() },
+            manifest: Manifest {
+                version: WRITE_VERSION.into(),
+                ..Default::default()
+            },
             options: WriteOptions::default(),
         })
     }
@@ -182,16 +194,28 @@ impl<W: Sink> Writer<W> {
 
     /// Adds an object of any format. Its components are checked against the format's size
     /// rules, compressed and digested as `options` say, and written at once.
-    pub fn add_object_with(&mut self, name: &str, obj: ObjectData<'_>, options: WriteOptions) -> Result<()> {
+    pub fn add_object_with(
+        &mut self,
+        name: &str,
+        obj: ObjectData<'_>,
+        options: WriteOptions,
+    ) -> Result<()> {
         self.check_new(name, &obj).map_err(|e| e.in_object(name))?;
         let mut components = BTreeMap::new();
         for c in &obj.components {
-            let comp = self.write_component(c, options).map_err(|e| e.in_component(&c.role).in_object(name))?;
+            let comp = self
+                .write_component(c, options)
+                .map_err(|e| e.in_component(&c.role).in_object(name))?;
             components.insert(c.role.clone(), comp);
         }
         self.manifest.objects.insert(
             name.to_owned(),
-            Object { shape: obj.shape, format: obj.format.name().to_owned(), attributes: obj.attributes, components },
+            Object {
+                shape: obj.shape,
+                format: obj.format.name().to_owned(),
+                attributes: obj.attributes,
+                components,
+            },
         );
         Ok(())
     }
@@ -206,32 +230,52 @@ impl<W: Sink> Writer<W> {
         let mut roles: Vec<&str> = obj.components.iter().map(|c| c.role.as_str()).collect();
         roles.sort_unstable();
         if let Some(w) = roles.windows(2).find(|w| w.first() == w.get(1)) {
-            return Err(Error::argument(format!("component {:?} given twice", w.first().copied().unwrap_or(""))));
+            return Err(Error::argument(format!(
+                "component {:?} given twice",
+                w.first().copied().unwrap_or("")
+            )));
         }
         for c in &obj.components {
             if c.role.is_empty() {
                 return Err(Error::argument("component role is empty"));
             }
             if c.element.dtype == DType::Bool {
-                crate::reader::check_bools(&c.bytes).map_err(|e| Error::argument(e.message()).in_component(&c.role))?;
+                crate::reader::check_bools(&c.bytes)
+                    .map_err(|e| Error::argument(e.message()).in_component(&c.role))?;
             }
         }
         let layout: Vec<_> = obj
             .components
             .iter()
-            .map(|c| ComponentLayout { role: &c.role, element: &c.element, decoded_len: Some(c.bytes.len() as u64) })
+            .map(|c| ComponentLayout {
+                role: &c.role,
+                element: &c.element,
+                decoded_len: Some(c.bytes.len() as u64),
+            })
             .collect();
         // A layout error here is the caller's, not a file's.
-        check_layout(&obj.format, &obj.shape, &layout).map_err(|e| Error::argument(e.to_string().replacen("invalid file: ", "", 1)))
+        check_layout(&obj.format, &obj.shape, &layout)
+            .map_err(|e| Error::argument(e.to_string().replacen("invalid file: ", "", 1)))
     }
 
-    fn write_component(&mut self, c: &ComponentData<'_>, options: WriteOptions) -> Result<Component> {
+    fn write_component(
+        &mut self,
+        c: &ComponentData<'_>,
+        options: WriteOptions,
+    ) -> Result<Component> {
         let (stored, uncompressed_length, encoding) = match options.compression {
             None => (Cow::Borrowed(&*c.bytes), None, None),
-            Some(level) => (Cow::Owned(zstd_compress(&c.bytes, level)?), Some(c.bytes.len() as u64), Some("zstd".to_owned())),
+            Some(level) => (
+                Cow::Owned(zstd_compress(&c.bytes, level)?),
+                Some(c.bytes.len() as u64),
+                Some("zstd".to_owned()),
+            ),
         };
         let digest = options.digest.map(|d| d.compute(&stored).to_string());
-        let offset = self.blobs.append_blob(&stored).map_err(|e| Error::io(e, "cannot write a blob"))?;
+        let offset = self
+            .blobs
+            .append_blob(&stored)
+            .map_err(|e| Error::io(e, "cannot write a blob"))?;
         Ok(Component {
             dtype: c.element.dtype.name().to_owned(),
             logical_type: c.element.type_field().map(str::to_owned),
@@ -247,7 +291,10 @@ impl<W: Sink> Writer<W> {
     /// and rename over the target).
     pub fn finish(self) -> Result<W::Output> {
         let manifest = self.manifest.encode();
-        let sink = self.blobs.finish(&manifest).map_err(|e| Error::io(e, "cannot write the manifest"))?;
+        let sink = self
+            .blobs
+            .finish(&manifest)
+            .map_err(|e| Error::io(e, "cannot write the manifest"))?;
         sink.complete()
     }
 }

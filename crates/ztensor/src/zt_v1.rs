@@ -1,7 +1,10 @@
 //! zTensor 1.x files (v1.1 and v1.2): manifest to validated objects.
 
 use zt_container::{check_overlaps, BlobRange, Container, Error, Result};
-use zt_formats::{check_layout, dense_len, ComponentLayout, DType, Digest, ElementType, Encoding, Format, LogicalType};
+use zt_formats::{
+    check_layout, dense_len, ComponentLayout, DType, Digest, ElementType, Encoding, Format,
+    LogicalType,
+};
 use zt_manifest::{Manifest, SpecVersion};
 
 use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
@@ -19,14 +22,24 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
         objects.push(obj);
     }
     check_no_overlaps(&objects)?;
-    Ok(Parsed { version: FileVersion::ZTensor(version), attributes: manifest.attributes, objects })
+    Ok(Parsed {
+        version: FileVersion::ZTensor(version),
+        attributes: manifest.attributes,
+        objects,
+    })
 }
 
-fn object(container: &Container, version: SpecVersion, name: String, o: zt_manifest::Object) -> Result<ObjectInfo> {
+fn object(
+    container: &Container,
+    version: SpecVersion,
+    name: String,
+    o: zt_manifest::Object,
+) -> Result<ObjectInfo> {
     let format = Format::parse(&o.format);
     let mut components = Vec::with_capacity(o.components.len());
     for (role, c) in o.components {
-        let comp = component(container, version, role.clone(), c).map_err(|e| e.in_component(&role))?;
+        let comp =
+            component(container, version, role.clone(), c).map_err(|e| e.in_component(&role))?;
         components.push(comp);
     }
     // v1.1 zstd components declare no uncompressed size; for dense data the shape implies it.
@@ -39,7 +52,11 @@ fn object(container: &Container, version: SpecVersion, name: String, o: zt_manif
     }
     let layout: Vec<_> = components
         .iter()
-        .map(|c| ComponentLayout { role: &c.role, element: &c.element, decoded_len: c.decoded_len })
+        .map(|c| ComponentLayout {
+            role: &c.role,
+            element: &c.element,
+            decoded_len: c.decoded_len,
+        })
         .collect();
     check_layout(&format, &o.shape, &layout)?;
     Ok(ObjectInfo {
@@ -54,7 +71,12 @@ fn object(container: &Container, version: SpecVersion, name: String, o: zt_manif
     })
 }
 
-fn component(container: &Container, version: SpecVersion, role: String, c: zt_manifest::Component) -> Result<ComponentInfo> {
+fn component(
+    container: &Container,
+    version: SpecVersion,
+    role: String,
+    c: zt_manifest::Component,
+) -> Result<ComponentInfo> {
     let element = if version.minor <= 1 {
         v1_1_element(&c.dtype, c.logical_type.as_deref())?
     } else {
@@ -75,13 +97,20 @@ fn component(container: &Container, version: SpecVersion, role: String, c: zt_ma
         }
         Encoding::Zstd => {
             if c.uncompressed_length.is_none() && version.minor >= 2 {
-                return Err(Error::invalid("zstd component has no uncompressed_length").at(c.offset));
+                return Err(
+                    Error::invalid("zstd component has no uncompressed_length").at(c.offset)
+                );
             }
             c.uncompressed_length
         }
         Encoding::Unknown(_) => c.uncompressed_length,
     };
-    let digest = c.digest.as_deref().map(Digest::parse).transpose().map_err(|e| e.at(c.offset))?;
+    let digest = c
+        .digest
+        .as_deref()
+        .map(Digest::parse)
+        .transpose()
+        .map_err(|e| e.at(c.offset))?;
     Ok(ComponentInfo {
         role,
         element,
@@ -105,7 +134,10 @@ fn v1_1_element(dtype: &str, logical: Option<&str>) -> Result<ElementType> {
         _ => None,
     };
     match mapped {
-        Some((d, t)) => Ok(ElementType { dtype: d, logical: Some(t) }),
+        Some((d, t)) => Ok(ElementType {
+            dtype: d,
+            logical: Some(t),
+        }),
         None => ElementType::resolve(dtype, logical),
     }
 }
@@ -119,15 +151,28 @@ pub(crate) fn check_no_overlaps(objects: &[ObjectInfo]) -> Result<()> {
             o.components
                 .iter()
                 .enumerate()
-                .map(move |(j, c)| BlobRange { offset: c.offset, length: c.length, id: (i, j) })
+                .map(move |(j, c)| BlobRange {
+                    offset: c.offset,
+                    length: c.length,
+                    id: (i, j),
+                })
         })
         .collect();
     check_overlaps(&mut ranges).map_err(|((ai, aj), (bi, bj), at)| {
         let name = |i: usize, j: usize| {
             let o = objects.get(i);
             let c = o.and_then(|o| o.components.get(j));
-            format!("{}/{}", o.map_or("?", |o| &o.name), c.map_or("?", |c| &c.role))
+            format!(
+                "{}/{}",
+                o.map_or("?", |o| &o.name),
+                c.map_or("?", |c| &c.role)
+            )
         };
-        Error::invalid(format!("blobs of {} and {} partially overlap", name(ai, aj), name(bi, bj))).at(at)
+        Error::invalid(format!(
+            "blobs of {} and {} partially overlap",
+            name(ai, aj),
+            name(bi, bj)
+        ))
+        .at(at)
     })
 }

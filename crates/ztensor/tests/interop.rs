@@ -5,14 +5,20 @@ use half::bf16;
 use ztensor::{ErrorKind, FileVersion, Format, OpenOptions, Reader};
 
 fn fixture(name: &str) -> String {
-    format!("{}/../../fixtures/interop/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/../../fixtures/interop/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 /// Every sample, opened both mapped and unmapped.
 fn open_both(name: &str) -> [Reader; 2] {
     [
         ztensor::open(fixture(name)).unwrap(),
-        OpenOptions::new().unmapped(true).open(fixture(name)).unwrap(),
+        OpenOptions::new()
+            .unmapped(true)
+            .open(fixture(name))
+            .unwrap(),
     ]
 }
 
@@ -21,7 +27,9 @@ fn arange12() -> Vec<f32> {
 }
 
 fn every_seventh() -> Vec<f32> {
-    (0..1000).map(|i| if i % 7 == 0 { 1.5 } else { 0.0 }).collect()
+    (0..1000)
+        .map(|i| if i % 7 == 0 { 1.5 } else { 0.0 })
+        .collect()
 }
 
 #[test]
@@ -30,22 +38,48 @@ fn v123_all_dense_objects() {
         assert!(matches!(r.version(), FileVersion::ZTensor(v) if v.minor == 2));
         assert_eq!(r.objects().len(), 13);
         for name in ["dense_f32", "crc_f32", "sha_f32"] {
-            assert_eq!(&r.read_verified::<f32>(name).unwrap()[..], &arange12()[..], "{name}");
+            assert_eq!(
+                &r.read_verified::<f32>(name).unwrap()[..],
+                &arange12()[..],
+                "{name}"
+            );
         }
         assert_eq!(r.object("dense_f32").unwrap().shape, [3, 4]);
-        assert_eq!(&r.read::<f32>("zstd_f32").unwrap()[..], &every_seventh()[..]);
-        assert_eq!(&r.read_verified::<i64>("zstd_sha_i64").unwrap()[..], &[0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(
+            &r.read::<f32>("zstd_f32").unwrap()[..],
+            &every_seventh()[..]
+        );
+        assert_eq!(
+            &r.read_verified::<i64>("zstd_sha_i64").unwrap()[..],
+            &[0, 1, 2, 3, 4, 5, 6, 7]
+        );
         assert_eq!(&r.read::<f64>("scalar_f64").unwrap()[..], &[3.5]);
-        assert_eq!(&r.read::<bf16>("bf16_t").unwrap()[..], &[bf16::from_f32(1.0), bf16::from_f32(-2.0), bf16::from_f32(0.5)]);
+        assert_eq!(
+            &r.read::<bf16>("bf16_t").unwrap()[..],
+            &[
+                bf16::from_f32(1.0),
+                bf16::from_f32(-2.0),
+                bf16::from_f32(0.5)
+            ]
+        );
         assert_eq!(&r.read_bool("bool_t").unwrap()[..], &[true, false, true]);
         assert_eq!(r.object("csr").unwrap().format, Format::SparseCsr);
         assert_eq!(r.object("qg").unwrap().format, Format::QuantizedGroup);
         assert!(r.verify().is_ok());
         assert_eq!(r.verify().checked, 3);
         // A typed read of the wrong type, or a dense read of a sparse object, is the caller's error.
-        assert_eq!(r.read::<f64>("dense_f32").unwrap_err().kind(), ErrorKind::InvalidArgument);
-        assert_eq!(r.read::<f32>("csr").unwrap_err().kind(), ErrorKind::InvalidArgument);
-        assert_eq!(r.read::<f32>("nope").unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            r.read::<f64>("dense_f32").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            r.read::<f32>("csr").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            r.read::<f32>("nope").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
     }
 }
 
@@ -56,7 +90,10 @@ fn v123_rust_and_savefile() {
         assert_eq!(r.attributes()["n"].as_i64(), Some(3));
         assert_eq!(r.object("scalar").unwrap().shape, Vec::<u64>::new());
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
-        assert_eq!(&r.read_verified::<f32>("w").unwrap()[..], &[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(
+            &r.read_verified::<f32>("w").unwrap()[..],
+            &[1.0, 2.0, 3.0, 4.0]
+        );
         assert_eq!(&r.read::<u8>("appended").unwrap()[..], &[7, 8, 9]);
     }
     for r in open_both("v123_savefile.zt") {
@@ -70,15 +107,28 @@ fn v111_dense_objects() {
     for r in open_both("v111.zt") {
         assert!(matches!(r.version(), FileVersion::ZTensor(v) if v.minor == 1));
         assert_eq!(&r.read::<f32>("dense_f32").unwrap()[..], &arange12()[..]);
-        assert_eq!(&r.read::<f32>("zstd_f32").unwrap()[..], &every_seventh()[..], "v1.1 zstd: size from the shape");
-        assert_eq!(&r.read::<i64>("zstd9_i64").unwrap()[..], &[0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(
+            &r.read::<f32>("zstd_f32").unwrap()[..],
+            &every_seventh()[..],
+            "v1.1 zstd: size from the shape"
+        );
+        assert_eq!(
+            &r.read::<i64>("zstd9_i64").unwrap()[..],
+            &[0, 1, 2, 3, 4, 5, 6, 7]
+        );
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
         assert_eq!(r.read::<bf16>("bf16").unwrap().len(), 3);
     }
     for r in open_both("v111_rust.zt") {
         assert_eq!(r.attributes()["license"].as_str(), Some("Apache-2.0"));
-        assert_eq!(&r.read_verified::<f32>("crc_f32").unwrap()[..], &arange12()[..]);
-        assert_eq!(&r.read_verified::<f32>("sha_zstd_f32").unwrap()[..], &arange12()[..]);
+        assert_eq!(
+            &r.read_verified::<f32>("crc_f32").unwrap()[..],
+            &arange12()[..]
+        );
+        assert_eq!(
+            &r.read_verified::<f32>("sha_zstd_f32").unwrap()[..],
+            &arange12()[..]
+        );
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
         assert!(r.verify().is_ok());
         assert_eq!(r.verify().checked, 5);
@@ -103,15 +153,31 @@ fn v014_samples() {
         let be = r.read_verified::<f32>("be_f32").unwrap();
         assert_eq!(&be[..], &arange12()[..]);
         assert!(matches!(be, std::borrow::Cow::Owned(_)));
-        assert_eq!(&r.read_verified::<f32>("zstd_crc_f32").unwrap()[..], &every_seventh()[..]);
+        assert_eq!(
+            &r.read_verified::<f32>("zstd_crc_f32").unwrap()[..],
+            &every_seventh()[..]
+        );
         assert_eq!(&r.read::<i32>("scalar_i32").unwrap()[..], &[7]);
         let s = r.object("scalar_i32").unwrap();
-        assert_eq!(s.attributes["my_key"].as_str(), Some("hello"), "custom fields become attributes");
+        assert_eq!(
+            s.attributes["my_key"].as_str(),
+            Some("hello"),
+            "custom fields become attributes"
+        );
         assert_eq!(s.attributes["sparse_format"].as_str(), Some("csr"));
         // csr_try is too small for any reading: listed, and only its decode fails.
         let csr = r.object("csr_try").unwrap();
-        assert!(csr.defect.as_deref().unwrap().contains("too small for the indptr"), "{:?}", csr.defect);
-        let e = r.component_bytes("csr_try", ztensor::LEGACY_BLOB_ROLE, Default::default()).unwrap_err();
+        assert!(
+            csr.defect
+                .as_deref()
+                .unwrap()
+                .contains("too small for the indptr"),
+            "{:?}",
+            csr.defect
+        );
+        let e = r
+            .component_bytes("csr_try", ztensor::LEGACY_BLOB_ROLE, Default::default())
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert_eq!(e.object(), Some("csr_try"));
         assert!(r.verify().is_ok());

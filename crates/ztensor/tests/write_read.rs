@@ -4,34 +4,55 @@ use std::borrow::Cow;
 
 use half::{bf16, f16};
 use ztensor::{
-    Complex, ComponentData, DigestAlgorithm, ErrorKind, Format, ObjectData, OpenOptions, ReadOptions, Value, WriteOptions,
-    Writer,
+    Complex, ComponentData, DigestAlgorithm, ErrorKind, Format, ObjectData, OpenOptions,
+    ReadOptions, Value, WriteOptions, Writer,
 };
 
 fn write_sample(options: WriteOptions) -> Vec<u8> {
     let mut w = Writer::new(Vec::new()).unwrap();
     w.set_options(options);
-    w.set_attribute("framework", "test").set_attribute("n", -3i64);
-    w.add("f32", &[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    w.set_attribute("framework", "test")
+        .set_attribute("n", -3i64);
+    w.add("f32", &[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])
+        .unwrap();
     w.add("f64", &[], &[0.5f64]).unwrap();
-    w.add("f16", &[2], &[f16::from_f32(1.5), f16::from_f32(-2.0)]).unwrap();
+    w.add("f16", &[2], &[f16::from_f32(1.5), f16::from_f32(-2.0)])
+        .unwrap();
     w.add("bf16", &[1], &[bf16::from_f32(3.0)]).unwrap();
     w.add("i8", &[3], &[-1i8, 0, 1]).unwrap();
     w.add("u64", &[2], &[u64::MAX, 0]).unwrap();
     w.add("empty", &[0, 4], &[] as &[i32]).unwrap();
     w.add_bool("mask", &[3], &[true, false, true]).unwrap();
-    w.add("c64", &[1], &[Complex { re: 1.0f32, im: -1.0 }]).unwrap();
+    w.add(
+        "c64",
+        &[1],
+        &[Complex {
+            re: 1.0f32,
+            im: -1.0,
+        }],
+    )
+    .unwrap();
     w.finish().unwrap()
 }
 
 #[test]
 fn round_trip_every_option() {
     for compression in [None, Some(3)] {
-        for digest in [None, Some(DigestAlgorithm::Crc32c), Some(DigestAlgorithm::Sha256)] {
-            let bytes = write_sample(WriteOptions { compression, digest });
+        for digest in [
+            None,
+            Some(DigestAlgorithm::Crc32c),
+            Some(DigestAlgorithm::Sha256),
+        ] {
+            let bytes = write_sample(WriteOptions {
+                compression,
+                digest,
+            });
             let r = OpenOptions::new().open_bytes(bytes).unwrap();
             assert_eq!(r.attributes()["n"], Value::Integer(-3));
-            assert_eq!(&r.read_verified::<f32>("f32").unwrap()[..], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+            assert_eq!(
+                &r.read_verified::<f32>("f32").unwrap()[..],
+                &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+            );
             assert_eq!(&r.read::<f64>("f64").unwrap()[..], &[0.5]);
             assert_eq!(r.read::<f16>("f16").unwrap()[1], f16::from_f32(-2.0));
             assert_eq!(&r.read::<bf16>("bf16").unwrap()[..], &[bf16::from_f32(3.0)]);
@@ -39,7 +60,10 @@ fn round_trip_every_option() {
             assert_eq!(&r.read::<u64>("u64").unwrap()[..], &[u64::MAX, 0]);
             assert!(r.read::<i32>("empty").unwrap().is_empty());
             assert_eq!(&r.read_bool("mask").unwrap()[..], &[true, false, true]);
-            assert_eq!(&r.read::<Complex<f32>>("c64").unwrap()[..], &[Complex { re: 1.0, im: -1.0 }]);
+            assert_eq!(
+                &r.read::<Complex<f32>>("c64").unwrap()[..],
+                &[Complex { re: 1.0, im: -1.0 }]
+            );
             let report = r.verify();
             assert!(report.is_ok());
             assert_eq!(report.checked, if digest.is_some() { 9 } else { 0 });
@@ -49,9 +73,15 @@ fn round_trip_every_option() {
 
 #[test]
 fn writing_twice_gives_identical_bytes() {
-    let opts = WriteOptions { compression: Some(5), digest: Some(DigestAlgorithm::Sha256) };
+    let opts = WriteOptions {
+        compression: Some(5),
+        digest: Some(DigestAlgorithm::Sha256),
+    };
     assert_eq!(write_sample(opts), write_sample(opts));
-    assert_eq!(write_sample(WriteOptions::default()), write_sample(WriteOptions::default()));
+    assert_eq!(
+        write_sample(WriteOptions::default()),
+        write_sample(WriteOptions::default())
+    );
 }
 
 #[test]
@@ -67,9 +97,15 @@ fn raw_f32_from_a_mapped_file_points_into_the_map() {
     let map = r.source().as_slice().unwrap();
     let map_range = map.as_ptr_range();
     let x = r.read::<f32>("x").unwrap();
-    let Cow::Borrowed(slice) = x else { panic!("a raw little-endian read must borrow") };
+    let Cow::Borrowed(slice) = x else {
+        panic!("a raw little-endian read must borrow")
+    };
     let comp = r.object("x").unwrap().component("data").unwrap();
-    assert_eq!(slice.as_ptr().cast::<u8>(), map[comp.offset as usize..].as_ptr(), "the slice starts at the blob");
+    assert_eq!(
+        slice.as_ptr().cast::<u8>(),
+        map[comp.offset as usize..].as_ptr(),
+        "the slice starts at the blob"
+    );
     assert!(map_range.contains(&slice.as_ptr().cast()));
     assert_eq!(slice, &data[..]);
 
@@ -91,7 +127,10 @@ fn an_unfinished_writer_leaves_the_old_file_and_no_stray_file() {
     w.add("new", &[1 << 16], &vec![0u8; 1 << 16]).unwrap();
     drop(w);
     assert_eq!(std::fs::read(&path).unwrap(), old);
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, ["m.zt"]);
 }
 
@@ -100,10 +139,20 @@ fn writer_refuses_bad_arguments() {
     let mut w = Writer::new(Vec::new()).unwrap();
     let e = w.add("x", &[2, 2], &[1.0f32; 3]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains("12 bytes of data, but shape [2, 2] of f32 takes 16"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("12 bytes of data, but shape [2, 2] of f32 takes 16"),
+        "{e}"
+    );
     w.add("x", &[1], &[1.0f32]).unwrap();
-    assert_eq!(w.add("x", &[1], &[1.0f32]).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(w.add("", &[1], &[1.0f32]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        w.add("x", &[1], &[1.0f32]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        w.add("", &[1], &[1.0f32]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     let bad_bool = ObjectData {
         shape: vec![1],
         format: Format::Dense,
@@ -114,17 +163,29 @@ fn writer_refuses_bad_arguments() {
             bytes: Cow::Borrowed(&[2u8]),
         }],
     };
-    assert_eq!(w.add_object("b", bad_bool).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        w.add_object("b", bad_bool).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
 }
 
 /// Builds a v1.2 file whose one zstd component declares `declared` decompressed bytes.
 fn zstd_file(payload: &[u8], declared: u64) -> Vec<u8> {
     use ztensor::manifest::{Component, Manifest, Object};
     let z = zstd::bulk::compress(payload, 19).unwrap();
-    let mut blobs = ztensor::container::BlobWriter::new(Vec::new(), ztensor::container::ContainerVersion::V1).unwrap();
+    let mut blobs =
+        ztensor::container::BlobWriter::new(Vec::new(), ztensor::container::ContainerVersion::V1)
+            .unwrap();
     let offset = blobs.append_blob(&z).unwrap();
-    let mut m = Manifest { version: "1.2.0".into(), ..Default::default() };
-    let mut o = Object { shape: vec![declared], format: "dense".into(), ..Default::default() };
+    let mut m = Manifest {
+        version: "1.2.0".into(),
+        ..Default::default()
+    };
+    let mut o = Object {
+        shape: vec![declared],
+        format: "dense".into(),
+        ..Default::default()
+    };
     o.components.insert(
         "data".into(),
         Component {
@@ -147,34 +208,57 @@ fn zstd_past_its_declared_length_or_over_the_cap_is_an_error() {
     let r = OpenOptions::new().open_bytes(bomb).unwrap();
     let e = r.read::<u8>("z").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidFile);
-    assert!(e.message().contains("inflates past its declared length of 1024"), "{e}");
+    assert!(
+        e.message()
+            .contains("inflates past its declared length of 1024"),
+        "{e}"
+    );
 
     // Declared above the cap: refused before allocating.
     let big = zstd_file(&[1u8; 4096], 4096);
-    let r = OpenOptions::new().max_decompressed_len(4095).open_bytes(big.clone()).unwrap();
+    let r = OpenOptions::new()
+        .max_decompressed_len(4095)
+        .open_bytes(big.clone())
+        .unwrap();
     let e = r.read::<u8>("z").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::LimitExceeded);
     assert_eq!((e.object(), e.component()), (Some("z"), Some("data")));
-    assert!(OpenOptions::new().open_bytes(big).unwrap().read::<u8>("z").is_ok());
+    assert!(OpenOptions::new()
+        .open_bytes(big)
+        .unwrap()
+        .read::<u8>("z")
+        .is_ok());
 
     // Fewer bytes than declared: never silently zero-padded.
     let short = zstd_file(&[1u8; 100], 101);
-    let e = OpenOptions::new().open_bytes(short).unwrap().read::<u8>("z").unwrap_err();
+    let e = OpenOptions::new()
+        .open_bytes(short)
+        .unwrap()
+        .read::<u8>("z")
+        .unwrap_err();
     assert!(e.message().contains("fewer than the declared 101"), "{e}");
 }
 
 #[test]
 fn a_wrong_digest_fails_verified_reads_on_every_path() {
-    let mut bytes = write_sample(WriteOptions { compression: None, digest: Some(DigestAlgorithm::Crc32c) });
+    let mut bytes = write_sample(WriteOptions {
+        compression: None,
+        digest: Some(DigestAlgorithm::Crc32c),
+    });
     let r = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
     let off = r.object("f32").unwrap().components[0].offset as usize;
     bytes[off] ^= 1;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.zt");
     std::fs::write(&path, &bytes).unwrap();
-    for r in [ztensor::open(&path).unwrap(), OpenOptions::new().unmapped(true).open(&path).unwrap()] {
+    for r in [
+        ztensor::open(&path).unwrap(),
+        OpenOptions::new().unmapped(true).open(&path).unwrap(),
+    ] {
         assert!(r.read::<f32>("f32").is_ok(), "unverified reads do not hash");
-        let e = r.read_with::<f32>("f32", ReadOptions::verified()).unwrap_err();
+        let e = r
+            .read_with::<f32>("f32", ReadOptions::verified())
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ChecksumMismatch);
         assert_eq!(e.object(), Some("f32"));
         let report = r.verify();

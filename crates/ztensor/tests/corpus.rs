@@ -1,0 +1,170 @@
+//! The generated corpus (fixtures/valid, fixtures/invalid): every valid file reads back what
+//! was written, and every invalid file gives exactly the error listed for it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use ztensor::{Error, ErrorKind, Format, OpenOptions, ReadOptions, Reader};
+
+fn dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(name)
+}
+
+fn tsv(name: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(dir(name).join("EXPECTED.tsv")).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect()
+}
+
+fn files_in(name: &str) -> BTreeSet<String> {
+    std::fs::read_dir(dir(name))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "EXPECTED.tsv")
+        .collect()
+}
+
+fn readers(path: &Path) -> Vec<ztensor::Result<Reader>> {
+    vec![
+        OpenOptions::new().open(path),
+        OpenOptions::new().unmapped(true).open(path),
+    ]
+}
+
+fn hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+#[test]
+fn every_valid_file_reads_back_its_values() {
+    let lines = tsv("valid");
+    let mut by_file: BTreeMap<&str, Vec<&Vec<String>>> = BTreeMap::new();
+    for l in &lines {
+        by_file.entry(&l[0]).or_default().push(l);
+    }
+    let listed: BTreeSet<String> = by_file
+        .keys()
+        .map(|s| s.to_string())
+        .chain(["empty.zt".to_string()])
+        .collect();
+    assert_eq!(
+        listed,
+        files_in("valid"),
+        "every valid fixture is listed in EXPECTED.tsv"
+    );
+    for file in files_in("valid") {
+        for r in readers(&dir("valid").join(&file)) {
+            let r = r.unwrap_or_else(|e| panic!("{file}: {e}"));
+            let expected = by_file.get(file.as_str()).cloned().unwrap_or_default();
+            let n_components: usize = r.objects().iter().map(|o| o.components.len()).sum();
+            assert_eq!(
+                n_components,
+                expected.len(),
+                "{file}: every component is listed"
+            );
+            for l in expected {
+                let (object, role, ty, shape, sha) = (&l[1], &l[2], &l[3], &l[4], &l[5]);
+                let o = r.object(object).unwrap();
+                assert_eq!(&format!("{:?}", o.shape), shape, "{file}/{object}");
+                let c = o.component(role).unwrap();
+                assert_eq!(c.element.name(), ty, "{file}/{object}/{role}");
+                let bytes = r
+                    .component_bytes(object, role, ReadOptions::verified())
+                    .unwrap();
+                assert_eq!(&hex(&bytes), sha, "{file}/{object}/{role}");
+                if o.format == Format::Dense && ty == "bool" {
+                    r.read_bool(object).unwrap();
+                }
+            }
+            assert!(r.verify().is_ok(), "{file}");
+        }
+    }
+}
+
+/// Opens and reads everything; returns the first error and the stage it came from.
+fn first_error(path: &Path, mapped: bool) -> Option<(&'static str, Error)> {
+    let r = match OpenOptions::new().unmapped(!mapped).open(path) {
+        Ok(r) => r,
+        Err(e) => return Some(("open", e)),
+    };
+    for o in r.objects() {
+        for c in &o.components {
+            if let Err(e) = r.component_bytes(&o.name, &c.role, ReadOptions::default()) {
+                return Some(("read", e));
+            }
+        }
+        if o.format == Format::Dense && o.element_type().map(|t| t.name()) == Some("bool") {
+            if let Err(e) = r.read_bool(&o.name) {
+                return Some(("read", e));
+            }
+        }
+    }
+    r.verify()
+        .failures
+        .into_iter()
+        .next()
+        .map(|e| ("verify", e))
+}
+
+#[test]
+fn every_invalid_file_gives_its_error() {
+    let lines = tsv("invalid");
+    let listed: BTreeSet<String> = lines.iter().map(|l| l[0].clone()).collect();
+    assert_eq!(
+        listed,
+        files_in("invalid"),
+        "every invalid fixture is listed in EXPECTED.tsv"
+    );
+    let mut failures = Vec::new();
+    for l in &lines {
+        let (file, stage, kind, message) = (&l[0], &l[1], &l[2], &l[3]);
+        for mapped in [true, false] {
+            match first_error(&dir("invalid").join(file), mapped) {
+                None => failures.push(format!("{file}: no error at all")),
+                Some((got_stage, e)) => {
+                    let got_kind = format!("{:?}", e.kind());
+                    if got_stage != stage
+                        || &got_kind != kind
+                        || !e.message().contains(message.as_str())
+                    {
+                        failures.push(format!(
+                            "{file} (mapped={mapped}): expected {stage}/{kind}/{message:?}, got {got_stage}/{got_kind}/{:?}",
+                            e.to_string()
+                        ));
+                    }
+                    assert!(
+                        e.path().is_some() || got_stage != "open",
+                        "{file}: open errors name the file"
+                    );
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn errors_say_whose_fault_it_is() {
+    for l in tsv("invalid") {
+        assert!(
+            [
+                "InvalidFile",
+                "Unsupported",
+                "ChecksumMismatch",
+                "LimitExceeded"
+            ]
+            .contains(&l[2].as_str()),
+            "{}: a bad file is never blamed on the caller or the OS",
+            l[0]
+        );
+    }
+    let _ = ErrorKind::InvalidFile;
+}

@@ -1,0 +1,985 @@
+//! The fixture corpus: valid files with the values they hold, invalid files with the error
+//! each must give. Every file is built from code here, so the corpus is reproducible.
+//!
+//! `valid/EXPECTED.tsv`: `file  object  role  type  shape  sha256-of-decoded-bytes`, one line
+//! per component. `invalid/EXPECTED.tsv`: `file  stage  kind  message`, where stage is `open`
+//! (opening fails), `read` (opening succeeds, reading an object fails) or `verify` (only
+//! digest verification fails), kind is the `ErrorKind`, and message is a substring of it.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use half::{bf16, f16};
+use sha2::{Digest as _, Sha256};
+use ztensor::manifest::{Component, Manifest, Object};
+use ztensor::{Attributes, Complex, DigestAlgorithm, Element, Value, WriteOptions, Writer};
+
+use crate::Tree;
+
+/// One expectation line of a hand-built valid file: object, role, type, shape, decoded bytes.
+type ExpectedComponent<'a> = (&'a str, &'a str, &'a str, &'a [u64], &'a [u8]);
+
+/// Collects files and their expectation lines.
+#[derive(Default)]
+struct Corpus {
+    tree: Tree,
+    valid: Vec<String>,
+    invalid: Vec<String>,
+}
+
+/// A valid file being written, recording what each object must read back as.
+struct ValidFile<'c> {
+    corpus: &'c mut Corpus,
+    name: String,
+    writer: Writer<Vec<u8>>,
+    lines: Vec<String>,
+}
+
+impl ValidFile<'_> {
+    fn add<T: Element>(
+        &mut self,
+        object: &str,
+        shape: &[u64],
+        data: &[T],
+        opts: WriteOptions,
+    ) -> &mut Self {
+        self.add_attrs(object, shape, data, Attributes::new(), opts)
+    }
+
+    fn add_attrs<T: Element>(
+        &mut self,
+        object: &str,
+        shape: &[u64],
+        data: &[T],
+        attrs: Attributes,
+        opts: WriteOptions,
+    ) -> &mut Self {
+        self.writer
+            .add_with(object, shape, data, attrs, opts)
+            .expect("valid fixture object");
+        self.record(
+            object,
+            "data",
+            T::element_type().name(),
+            shape,
+            bytemuck::cast_slice(data),
+        );
+        self
+    }
+
+    fn add_bool(&mut self, object: &str, shape: &[u64], data: &[bool]) -> &mut Self {
+        self.writer
+            .add_bool(object, shape, data)
+            .expect("valid fixture object");
+        self.record(object, "data", "bool", shape, bytemuck::cast_slice(data));
+        self
+    }
+
+    fn record(&mut self, object: &str, role: &str, ty: &str, shape: &[u64], bytes: &[u8]) {
+        self.lines.push(format!(
+            "{}\t{object}\t{role}\t{ty}\t{shape:?}\t{}",
+            self.name,
+            sha256_hex(bytes)
+        ));
+    }
+
+    fn done(self) {
+        let bytes = self.writer.finish().expect("finishing a fixture");
+        self.corpus.valid.extend(self.lines);
+        self.corpus
+            .tree
+            .insert(format!("valid/{}", self.name), bytes);
+    }
+}
+
+impl Corpus {
+    fn file(&mut self, name: &str) -> ValidFile<'_> {
+        ValidFile {
+            corpus: self,
+            name: name.into(),
+            writer: Writer::new(Vec::new()).expect("writer"),
+            lines: Vec::new(),
+        }
+    }
+
+    /// A valid file built by hand, with its expectation lines.
+    fn valid_raw(&mut self, name: &str, bytes: Vec<u8>, lines: &[ExpectedComponent<'_>]) {
+        for (object, role, ty, shape, data) in lines {
+            self.valid.push(format!(
+                "{name}\t{object}\t{role}\t{ty}\t{shape:?}\t{}",
+                sha256_hex(data)
+            ));
+        }
+        self.tree.insert(format!("valid/{name}"), bytes);
+    }
+
+    fn invalid(&mut self, name: &str, bytes: Vec<u8>, stage: &str, kind: &str, message: &str) {
+        assert!(
+            !self.tree.contains_key(&format!("invalid/{name}")),
+            "duplicate fixture {name}"
+        );
+        self.invalid
+            .push(format!("{name}\t{stage}\t{kind}\t{message}"));
+        self.tree.insert(format!("invalid/{name}"), bytes);
+    }
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Deterministic values for each element type.
+fn values<T>(n: usize, f: impl Fn(usize) -> T) -> Vec<T> {
+    (0..n).map(f).collect()
+}
+
+const RAW: WriteOptions = WriteOptions {
+    compression: None,
+    digest: None,
+};
+const ZSTD: WriteOptions = WriteOptions {
+    compression: Some(3),
+    digest: None,
+};
+
+pub fn generate() -> Result<Tree> {
+    let mut c = Corpus::default();
+    valid_dense(&mut c);
+    valid_unusual(&mut c);
+    invalid_container(&mut c);
+    invalid_manifest(&mut c);
+    invalid_objects(&mut c);
+    let mut tree = std::mem::take(&mut c.tree);
+    tree.insert(
+        "valid/EXPECTED.tsv".into(),
+        tsv("file\tobject\trole\ttype\tshape\tsha256", &c.valid),
+    );
+    tree.insert(
+        "invalid/EXPECTED.tsv".into(),
+        tsv("file\tstage\tkind\tmessage", &c.invalid),
+    );
+    Ok(tree)
+}
+
+fn tsv(header: &str, lines: &[String]) -> Vec<u8> {
+    let mut s = format!("{header}\n");
+    for l in lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s.into_bytes()
+}
+
+fn every_dtype(f: &mut ValidFile<'_>, opts: WriteOptions) {
+    let s: &[u64] = &[2, 3];
+    f.add("f64", s, &values(6, |i| i as f64 * 0.25 - 1.0), opts);
+    f.add("f32", s, &values(6, |i| i as f32 * 1.5 - 2.0), opts);
+    f.add(
+        "f16",
+        s,
+        &values(6, |i| f16::from_f32(i as f32 - 2.5)),
+        opts,
+    );
+    f.add(
+        "bf16",
+        s,
+        &values(6, |i| bf16::from_f32(i as f32 * 3.0)),
+        opts,
+    );
+    f.add("i64", s, &values(6, |i| i as i64 * -1_000_000_007), opts);
+    f.add("i32", s, &values(6, |i| i as i32 * -70_000), opts);
+    f.add("i16", s, &values(6, |i| i as i16 * -300), opts);
+    f.add("i8", s, &values(6, |i| i as i8 * -20), opts);
+    f.add("u64", s, &values(6, |i| u64::MAX - i as u64), opts);
+    f.add("u32", s, &values(6, |i| u32::MAX - i as u32), opts);
+    f.add("u16", s, &values(6, |i| 65_000 + i as u16), opts);
+    f.add("u8", s, &values(6, |i| 250 + i as u8), opts);
+}
+
+fn valid_dense(c: &mut Corpus) {
+    let mut f = c.file("dtypes.zt");
+    every_dtype(&mut f, RAW);
+    f.add_bool("bool", &[2, 3], &[true, false, false, true, true, false]);
+    f.done();
+
+    let mut f = c.file("dtypes_zstd.zt");
+    every_dtype(&mut f, ZSTD);
+    f.done();
+
+    let mut f = c.file("digests.zt");
+    let data = values(100, |i| (i as f32).sin());
+    for (name, compression, digest) in [
+        ("crc32c_raw", None, DigestAlgorithm::Crc32c),
+        ("crc32c_zstd", Some(9), DigestAlgorithm::Crc32c),
+        ("sha256_raw", None, DigestAlgorithm::Sha256),
+        ("sha256_zstd", Some(1), DigestAlgorithm::Sha256),
+    ] {
+        f.add(
+            name,
+            &[10, 10],
+            &data,
+            WriteOptions {
+                compression,
+                digest: Some(digest),
+            },
+        );
+    }
+    f.done();
+
+    let mut f = c.file("scalars.zt");
+    f.add("rank0", &[], &[2.5f32], RAW);
+    f.add("rank1", &[1], &[-7i64], RAW);
+    f.add("rank0_zstd", &[], &[1.0f64], ZSTD);
+    f.done();
+
+    let mut f = c.file("zero_size.zt");
+    f.add("n0", &[0], &[] as &[f32], RAW);
+    f.add("n0x3", &[0, 3], &[] as &[i16], RAW);
+    f.add("n3x0x2", &[3, 0, 2], &[] as &[u8], RAW);
+    f.add("n0_zstd", &[0], &[] as &[f64], ZSTD);
+    f.add("after", &[2], &[1u8, 2], RAW);
+    f.done();
+
+    let mut f = c.file("complex_fp8.zt");
+    f.add(
+        "c64",
+        &[2],
+        &[
+            Complex {
+                re: 1.0f32,
+                im: 2.0,
+            },
+            Complex { re: -3.0, im: 0.5 },
+        ],
+        RAW,
+    );
+    f.add(
+        "c128",
+        &[1],
+        &[Complex {
+            re: 1e300f64,
+            im: -1e-300,
+        }],
+        ZSTD,
+    );
+    f.add(
+        "e4m3fn",
+        &[4],
+        &[0x38u8, 0x40, 0xb8, 0x00].map(ztensor::fp8::F8E4M3Fn),
+        RAW,
+    );
+    f.add(
+        "e5m2",
+        &[3],
+        &[0x3cu8, 0x7c, 0xfc].map(ztensor::fp8::F8E5M2),
+        RAW,
+    );
+    f.add(
+        "e4m3fnuz",
+        &[2],
+        &[0x40u8, 0x80].map(ztensor::fp8::F8E4M3Fnuz),
+        RAW,
+    );
+    f.add(
+        "e5m2fnuz",
+        &[2],
+        &[0x40u8, 0x7f].map(ztensor::fp8::F8E5M2Fnuz),
+        RAW,
+    );
+    f.done();
+
+    let mut f = c.file("attributes.zt");
+    f.writer.set_attributes(every_kind_attributes());
+    f.add_attrs("w", &[1], &[1.0f32], every_kind_attributes(), RAW);
+    f.done();
+
+    let f = c.file("empty.zt");
+    f.done();
+}
+
+fn every_kind_attributes() -> Attributes {
+    let mut nested = BTreeMap::new();
+    nested.insert(
+        "inner".to_string(),
+        Value::Array(vec![
+            Value::Integer(1),
+            Value::Text("a".into()),
+            Value::Null,
+        ]),
+    );
+    let mut a = Attributes::new();
+    a.insert("uint".into(), Value::Integer(u64::MAX.into()));
+    a.insert("nint".into(), Value::Integer(-(1i128 << 64)));
+    a.insert("small".into(), Value::Integer(-3));
+    a.insert("half".into(), Value::Float(1.25));
+    a.insert("single".into(), Value::Float(0.1f32.into()));
+    a.insert("double".into(), Value::Float(0.1));
+    a.insert("text".into(), Value::Text("héllo ✓".into()));
+    a.insert("bytes".into(), Value::Bytes(vec![0, 1, 0xff]));
+    a.insert("yes".into(), Value::Bool(true));
+    a.insert("none".into(), Value::Null);
+    a.insert(
+        "list".into(),
+        Value::Array(vec![Value::Integer(1), Value::Float(2.5)]),
+    );
+    a.insert("map".into(), Value::Map(nested));
+    a.insert(
+        "tagged".into(),
+        Value::Tag(1, Box::new(Value::Integer(1_700_000_000))),
+    );
+    a
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-built files.
+
+/// Assembles a v1 file: header, blobs at the given offsets (zero gaps), manifest, size, footer.
+fn file_v1(blobs: &[(u64, &[u8])], manifest: &[u8]) -> Vec<u8> {
+    let mut f = b"ZTEN1000".to_vec();
+    for (offset, bytes) in blobs {
+        let off = *offset as usize;
+        if f.len() < off {
+            f.resize(off, 0);
+        }
+        f.truncate(off);
+        f.extend_from_slice(bytes);
+    }
+    f.extend_from_slice(manifest);
+    f.extend_from_slice(&(manifest.len() as u64).to_le_bytes());
+    f.extend_from_slice(b"ZTEN1000");
+    f
+}
+
+/// A manifest with one dense object `w` whose `data` component is `c`.
+fn one(shape: &[u64], c: Component) -> Manifest {
+    let mut m = Manifest {
+        version: "1.2.0".into(),
+        ..Default::default()
+    };
+    let mut o = Object {
+        shape: shape.to_vec(),
+        format: "dense".into(),
+        ..Default::default()
+    };
+    o.components.insert("data".into(), c);
+    m.objects.insert("w".into(), o);
+    m
+}
+
+fn comp(dtype: &str, offset: u64, length: u64) -> Component {
+    Component {
+        dtype: dtype.into(),
+        offset,
+        length,
+        ..Default::default()
+    }
+}
+
+/// Replaces the first occurrence of `from` in `bytes`.
+fn patch(mut bytes: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("patch target present");
+    bytes.splice(at..at + from.len(), to.iter().copied());
+    bytes
+}
+
+/// A CBOR text string.
+fn t(s: &str) -> Vec<u8> {
+    let mut v = vec![0x60 + s.len() as u8];
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+const EIGHT: &[u8] = &[0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]; // f32 [1.0, 2.0]
+
+fn good() -> Vec<u8> {
+    file_v1(&[(64, EIGHT)], &one(&[2], comp("f32", 64, 8)).encode())
+}
+
+fn valid_unusual(c: &mut Corpus) {
+    // An unknown logical type reads as its dtype, and keeps its name.
+    let mut co = comp("i16", 64, 4);
+    co.logical_type = Some("my_int_type".into());
+    let bytes = file_v1(&[(64, &[1, 0, 2, 0])], &one(&[2], co).encode());
+    c.valid_raw(
+        "unknown_type.zt",
+        bytes,
+        &[("w", "data", "my_int_type", &[2], &[1, 0, 2, 0])],
+    );
+
+    // An unknown format stays listed; its components read one by one.
+    let mut m = one(&[3], comp("u8", 64, 3));
+    let o = m.objects.get_mut("w").expect("w");
+    o.format = "my_format".into();
+    let cs = std::mem::take(&mut o.components);
+    o.components
+        .insert("payload".into(), cs.into_values().next().expect("one"));
+    o.components.insert("aux".into(), comp("u16", 128, 2));
+    let bytes = file_v1(&[(64, &[9, 8, 7]), (128, &[1, 1])], &m.encode());
+    c.valid_raw(
+        "unknown_format.zt",
+        bytes,
+        &[
+            ("w", "payload", "u8", &[3], &[9, 8, 7]),
+            ("w", "aux", "u16", &[3], &[1, 1]),
+        ],
+    );
+
+    // Two objects sharing one blob (identical ranges) are allowed.
+    let mut m = one(&[2], comp("f32", 64, 8));
+    let alias = m.objects.get("w").expect("w").clone();
+    m.objects.insert("v".into(), alias);
+    let bytes = file_v1(&[(64, EIGHT)], &m.encode());
+    c.valid_raw(
+        "aliased_blobs.zt",
+        bytes,
+        &[
+            ("v", "data", "f32", &[2], EIGHT),
+            ("w", "data", "f32", &[2], EIGHT),
+        ],
+    );
+
+    // Non-zero padding: writers must zero it, readers may ignore it.
+    let mut bytes = good();
+    bytes[8..64].fill(0xAA);
+    c.valid_raw(
+        "nonzero_padding.zt",
+        bytes,
+        &[("w", "data", "f32", &[2], EIGHT)],
+    );
+
+    // Unknown fields everywhere are ignored.
+    let m = one(&[2], comp("f32", 64, 8)).encode();
+    let m = patch(
+        m,
+        &[0xa2, 0x67],
+        &[
+            0xa3, 0x63, b'x', b'y', b'z', 0xa1, 0x61, b'k', 0x82, 0x01, 0xf6, 0x67,
+        ],
+    );
+    c.valid_raw(
+        "unknown_fields.zt",
+        file_v1(&[(64, EIGHT)], &m),
+        &[("w", "data", "f32", &[2], EIGHT)],
+    );
+}
+
+fn invalid_container(c: &mut Corpus) {
+    c.invalid(
+        "empty_file.zt",
+        vec![],
+        "open",
+        "InvalidFile",
+        "shorter than the 8-byte header",
+    );
+    c.invalid(
+        "header_only.zt",
+        b"ZTEN1000".to_vec(),
+        "open",
+        "InvalidFile",
+        "shorter than header and footer (24 bytes)",
+    );
+    c.invalid(
+        "short_footer.zt",
+        b"ZTEN1000\x01\0\0\0\0\0\0\0ZTEN".to_vec(),
+        "open",
+        "InvalidFile",
+        "shorter than header and footer",
+    );
+    let mut b = good();
+    b[0] = b'X';
+    c.invalid(
+        "bad_header_magic.zt",
+        b,
+        "open",
+        "InvalidFile",
+        "bad header magic",
+    );
+    let mut b = good();
+    let n = b.len();
+    b[n - 1] = b'1';
+    c.invalid(
+        "bad_footer_magic.zt",
+        b,
+        "open",
+        "InvalidFile",
+        "bad footer magic",
+    );
+    let size_at = |b: &[u8]| b.len() - 16;
+    let mut b = good();
+    let s = size_at(&b);
+    b[s..s + 8].copy_from_slice(&0u64.to_le_bytes());
+    c.invalid(
+        "manifest_size_zero.zt",
+        b,
+        "open",
+        "InvalidFile",
+        "manifest size is 0",
+    );
+    let mut b = good();
+    let s = size_at(&b);
+    let past = b.len() as u64;
+    b[s..s + 8].copy_from_slice(&past.to_le_bytes());
+    c.invalid(
+        "manifest_size_past_file.zt",
+        b,
+        "open",
+        "InvalidFile",
+        "is larger than the",
+    );
+    let mut b = good();
+    let s = size_at(&b);
+    b[s..s + 8].copy_from_slice(&((1u64 << 30) + 1).to_le_bytes());
+    c.invalid(
+        "manifest_size_over_cap.zt",
+        b,
+        "open",
+        "LimitExceeded",
+        "exceeds the cap of 1073741824 bytes",
+    );
+    let mut b = good();
+    let s = size_at(&b);
+    let reach = (b.len() - 16 - 4) as u64;
+    b[s..s + 8].copy_from_slice(&reach.to_le_bytes());
+    c.invalid(
+        "manifest_into_header.zt",
+        b,
+        "open",
+        "InvalidFile",
+        "between header and footer",
+    );
+}
+
+fn invalid_manifest(c: &mut Corpus) {
+    let m = |manifest: &[u8]| file_v1(&[(64, EIGHT)], manifest);
+    let good_m = one(&[2], comp("f32", 64, 8)).encode();
+    c.invalid(
+        "not_cbor.zt",
+        m(&[0xff, 0xff, 0xff]),
+        "open",
+        "InvalidFile",
+        "must be a map, found break",
+    );
+    let mut trailing = good_m.clone();
+    trailing.push(0x00);
+    c.invalid(
+        "trailing_after_manifest.zt",
+        m(&trailing),
+        "open",
+        "InvalidFile",
+        "1 trailing bytes after the manifest root",
+    );
+    c.invalid(
+        "root_not_map.zt",
+        m(&[0x82, 0x01, 0x02]),
+        "open",
+        "InvalidFile",
+        "the manifest root must be a map, found array",
+    );
+    let no_version = [vec![0xa1], t("objects"), vec![0xa0]].concat();
+    c.invalid(
+        "missing_version.zt",
+        m(&no_version),
+        "open",
+        "InvalidFile",
+        "manifest has no \"version\"",
+    );
+    let no_objects = [vec![0xa1], t("version"), t("1.2.0")].concat();
+    c.invalid(
+        "missing_objects.zt",
+        m(&no_objects),
+        "open",
+        "InvalidFile",
+        "manifest has no \"objects\"",
+    );
+    let v2 = patch(good_m.clone(), &t("1.2.0"), &t("2.0.0"));
+    c.invalid(
+        "major_version_2.zt",
+        m(&v2),
+        "open",
+        "Unsupported",
+        "has major version 2",
+    );
+    let junk_version = patch(good_m.clone(), &t("1.2.0"), &t("one"));
+    c.invalid(
+        "version_not_numeric.zt",
+        m(&junk_version),
+        "open",
+        "InvalidFile",
+        "is not of the form MAJOR.MINOR.PATCH",
+    );
+    c.invalid(
+        "cbor_map_length_huge.zt",
+        m(&[0xbb, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x61]),
+        "open",
+        "InvalidFile",
+        "larger than the remaining input",
+    );
+    c.invalid(
+        "cbor_text_length_huge.zt",
+        m(&[0xa1, 0x7b, 0, 0, 0, 0xff, 0, 0, 0, 0]),
+        "open",
+        "InvalidFile",
+        "runs past the end of the manifest",
+    );
+    let mut deep = [
+        vec![0xa3],
+        t("version"),
+        t("1.2.0"),
+        t("objects"),
+        vec![0xa0],
+        t("x"),
+    ]
+    .concat();
+    deep.extend(std::iter::repeat_n(0x81, 10_000));
+    deep.push(0x00);
+    c.invalid(
+        "nesting_10000.zt",
+        m(&deep),
+        "open",
+        "LimitExceeded",
+        "CBOR nesting deeper than 128 levels",
+    );
+    let dup = [
+        vec![0xa3],
+        t("version"),
+        t("1.2.0"),
+        t("objects"),
+        vec![0xa0],
+        t("version"),
+        t("1.2.0"),
+    ]
+    .concat();
+    c.invalid(
+        "duplicate_root_key.zt",
+        m(&dup),
+        "open",
+        "InvalidFile",
+        "duplicate key \"version\" in the manifest root",
+    );
+    let mut two = one(&[2], comp("f32", 64, 8));
+    let w = two.objects.get("w").expect("w").clone();
+    two.objects.insert("x".into(), w);
+    let dup_obj = patch(two.encode(), &t("x"), &t("w"));
+    c.invalid(
+        "duplicate_object.zt",
+        m(&dup_obj),
+        "open",
+        "InvalidFile",
+        "duplicate key \"w\" in objects",
+    );
+    let non_text = [
+        vec![0xa3],
+        t("version"),
+        t("1.2.0"),
+        t("objects"),
+        vec![0xa0, 0x01, 0x02],
+    ]
+    .concat();
+    c.invalid(
+        "non_text_key.zt",
+        m(&non_text),
+        "open",
+        "InvalidFile",
+        "keys of the manifest root must be text, found u8",
+    );
+    let bad_utf8 = patch(good_m.clone(), &t("w"), &[0x61, 0xff]);
+    c.invalid(
+        "invalid_utf8_name.zt",
+        m(&bad_utf8),
+        "open",
+        "InvalidFile",
+        "invalid CBOR",
+    );
+    let neg_offset = patch(
+        good_m.clone(),
+        &[t("offset").as_slice(), &[0x18, 0x40]].concat(),
+        &[t("offset").as_slice(), &[0x38, 0x3f]].concat(),
+    );
+    c.invalid(
+        "negative_offset.zt",
+        m(&neg_offset),
+        "open",
+        "InvalidFile",
+        "offset must be an unsigned integer, found a negative number",
+    );
+    let float_len = patch(
+        good_m.clone(),
+        &[t("length").as_slice(), &[0x08]].concat(),
+        &[t("length").as_slice(), &[0xf9, 0x48, 0x00]].concat(),
+    );
+    c.invalid(
+        "float_length.zt",
+        m(&float_len),
+        "open",
+        "InvalidFile",
+        "length must be an unsigned integer, found f16",
+    );
+    let neg_dim = patch(
+        good_m.clone(),
+        &[t("shape").as_slice(), &[0x81, 0x02]].concat(),
+        &[t("shape").as_slice(), &[0x81, 0x21]].concat(),
+    );
+    c.invalid(
+        "negative_dimension.zt",
+        m(&neg_dim),
+        "open",
+        "InvalidFile",
+        "a dimension must be an unsigned integer, found a negative number",
+    );
+    let mut rank = patch(
+        good_m.clone(),
+        &[t("shape").as_slice(), &[0x81, 0x02]].concat(),
+        &[t("shape").as_slice(), &[0x1a, 0x00, 0x0f, 0x42, 0x40]].concat(),
+    );
+    // Array header for 1,000,000 dimensions, followed by 100 ones: the rank cap stops it.
+    let at = rank
+        .windows(5)
+        .position(|w| w == [0x1a, 0x00, 0x0f, 0x42, 0x40])
+        .expect("marker");
+    rank.splice(
+        at..at + 5,
+        [0x9a, 0x00, 0x0f, 0x42, 0x40]
+            .into_iter()
+            .chain(std::iter::repeat_n(0x01, 100)),
+    );
+    c.invalid(
+        "rank_1000000.zt",
+        m(&rank),
+        "open",
+        "LimitExceeded",
+        "shape has more than 64 dimensions",
+    );
+    let missing_dtype = patch(
+        good_m.clone(),
+        &[t("dtype").as_slice(), &t("f32")].concat(),
+        &[t("dtypx").as_slice(), &t("f32")].concat(),
+    );
+    c.invalid(
+        "missing_dtype.zt",
+        m(&missing_dtype),
+        "open",
+        "InvalidFile",
+        "component has no \"dtype\"",
+    );
+}
+
+fn invalid_objects(c: &mut Corpus) {
+    let one_file = |shape: &[u64], co: Component, blobs: &[(u64, &[u8])]| {
+        file_v1(blobs, &one(shape, co).encode())
+    };
+    c.invalid(
+        "offset_unaligned.zt",
+        one_file(&[2], comp("f32", 65, 8), &[(65, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "offset 65 is not a multiple of 64",
+    );
+    c.invalid(
+        "offset_in_header.zt",
+        one_file(&[2], comp("f32", 0, 8), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "offset 0 lies inside the header",
+    );
+    c.invalid(
+        "offset_length_overflow.zt",
+        one_file(&[2], comp("f32", 64, u64::MAX - 10), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "overflows 64 bits",
+    );
+    c.invalid(
+        "blob_into_manifest.zt",
+        one_file(&[4], comp("f32", 64, 16), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "reaches past the data area",
+    );
+    c.invalid(
+        "blob_past_end.zt",
+        one_file(&[2], comp("f32", 1 << 20, 8), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "reaches past the data area",
+    );
+    c.invalid(
+        "raw_length_mismatch.zt",
+        one_file(&[3], comp("f32", 64, 8), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "8 bytes of data, but shape [3] of f32 takes 12",
+    );
+    c.invalid(
+        "shape_count_overflow.zt",
+        one_file(&[1 << 32, 1 << 32, 2], comp("f32", 64, 8), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "more elements than fit in 64 bits",
+    );
+    c.invalid(
+        "shape_bytes_overflow.zt",
+        one_file(&[1 << 62], comp("f32", 64, 8), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "take more bytes than fit in 64 bits",
+    );
+    c.invalid(
+        "unknown_dtype.zt",
+        one_file(&[2], comp("f31", 64, 8), &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "unknown dtype \"f31\"",
+    );
+    let mut co = comp("f32", 64, 8);
+    co.logical_type = Some("f8_e4m3fn".into());
+    c.invalid(
+        "fp8_on_f32.zt",
+        one_file(&[2], co, &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "type f8_e4m3fn must be stored as dtype u8, not f32",
+    );
+    let mut co = comp("f64", 64, 16);
+    co.logical_type = Some("complex64".into());
+    c.invalid(
+        "complex64_on_f64.zt",
+        one_file(&[1], co, &[(64, &[0; 16])]),
+        "open",
+        "InvalidFile",
+        "type complex64 must be stored as dtype f32, not f64",
+    );
+    let mut co = comp("f32", 64, 12);
+    co.logical_type = Some("complex64".into());
+    c.invalid(
+        "complex_odd_count.zt",
+        one_file(&[1], co, &[(64, &[0; 12])]),
+        "open",
+        "InvalidFile",
+        "12 bytes of data, but shape [1] of complex64 takes 8",
+    );
+    let bools = [0u8, 1, 2];
+    c.invalid(
+        "bool_byte_2.zt",
+        one_file(&[3], comp("bool", 64, 3), &[(64, &bools)]),
+        "read",
+        "InvalidFile",
+        "bool element 2 is byte 0x02",
+    );
+
+    // Partial overlap between two objects.
+    let mut m = one(&[2], comp("f32", 64, 8));
+    let mut o = m.objects.get("w").expect("w").clone();
+    o.components.insert("data".into(), comp("f32", 64, 16));
+    o.shape = vec![4];
+    m.objects.insert("v".into(), o);
+    c.invalid(
+        "partial_overlap.zt",
+        file_v1(&[(64, &[0; 16])], &m.encode()),
+        "open",
+        "InvalidFile",
+        "partially overlap",
+    );
+    let mut m = one(&[2], comp("f32", 64, 8));
+    m.objects.get_mut("w").expect("w").components.clear();
+    c.invalid(
+        "dense_without_data.zt",
+        file_v1(&[(64, EIGHT)], &m.encode()),
+        "open",
+        "InvalidFile",
+        "dense object has no \"data\" component",
+    );
+
+    // zstd.
+    let data = [7u8; 64];
+    let z = zstd::bulk::compress(&data, 3).expect("zstd");
+    let zc = |declared: Option<u64>, len: usize| Component {
+        dtype: "u8".into(),
+        offset: 64,
+        length: len as u64,
+        uncompressed_length: declared,
+        encoding: Some("zstd".into()),
+        ..Default::default()
+    };
+    c.invalid(
+        "zstd_no_uncompressed_length.zt",
+        one_file(&[64], zc(None, z.len()), &[(64, &z)]),
+        "open",
+        "InvalidFile",
+        "zstd component has no uncompressed_length",
+    );
+    c.invalid(
+        "zstd_inflates_more.zt",
+        one_file(&[32], zc(Some(32), z.len()), &[(64, &z)]),
+        "read",
+        "InvalidFile",
+        "inflates past its declared length of 32 bytes",
+    );
+    c.invalid(
+        "zstd_inflates_fewer.zt",
+        one_file(&[65], zc(Some(65), z.len()), &[(64, &z)]),
+        "read",
+        "InvalidFile",
+        "inflates to 64 bytes, fewer than the declared 65",
+    );
+    let mut corrupt = z.clone();
+    let n = corrupt.len();
+    corrupt[n / 2] ^= 0x55;
+    corrupt.truncate(n - 2);
+    c.invalid(
+        "zstd_corrupt.zt",
+        one_file(&[64], zc(Some(64), corrupt.len()), &[(64, &corrupt)]),
+        "read",
+        "InvalidFile",
+        "corrupt zstd stream",
+    );
+    let bomb = zstd::bulk::compress(&vec![0u8; 8 << 20], 19).expect("zstd");
+    c.invalid(
+        "zstd_bomb.zt",
+        one_file(&[4096], zc(Some(4096), bomb.len()), &[(64, &bomb)]),
+        "read",
+        "InvalidFile",
+        "inflates past its declared length of 4096",
+    );
+    c.invalid(
+        "zstd_declared_2e40.zt",
+        one_file(&[1 << 40], zc(Some(1 << 40), z.len()), &[(64, &z)]),
+        "read",
+        "LimitExceeded",
+        "exceeds the cap",
+    );
+
+    // Digests.
+    let mut co = comp("f32", 64, 8);
+    co.digest = Some("crc32c:0x1234".into());
+    c.invalid(
+        "digest_malformed.zt",
+        one_file(&[2], co, &[(64, EIGHT)]),
+        "open",
+        "InvalidFile",
+        "is not 8 hex digits",
+    );
+    let mut co = comp("f32", 64, 8);
+    co.digest = Some("md5:00".into());
+    c.invalid(
+        "digest_unknown_algorithm.zt",
+        one_file(&[2], co, &[(64, EIGHT)]),
+        "open",
+        "Unsupported",
+        "unknown digest algorithm \"md5\"",
+    );
+    let mut co = comp("f32", 64, 8);
+    co.digest = Some("crc32c:0x00000000".into());
+    c.invalid(
+        "digest_mismatch.zt",
+        one_file(&[2], co, &[(64, EIGHT)]),
+        "verify",
+        "ChecksumMismatch",
+        "digest mismatch: stored crc32c:0x00000000",
+    );
+}
