@@ -88,6 +88,27 @@ pub fn zstd_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize> {
     }
 }
 
+/// Decompresses a zstd stream of unknown size, refusing to produce more than `cap` bytes.
+/// Used only for legacy components that declare no size (v1.1, v0.1 sparse); the buffer grows
+/// with the output, so memory follows what the stream really holds, up to the cap.
+pub fn zstd_decompress_bounded(src: &[u8], cap: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut dec = zstd::stream::read::Decoder::with_buffer(src)
+        .map_err(|e| Error::io(e, "cannot start zstd"))?;
+    let mut out = Vec::new();
+    let limit = cap.saturating_add(1);
+    (&mut dec)
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::invalid(format!("corrupt zstd stream: {e}")))?;
+    if out.len() as u64 > cap {
+        return Err(Error::limit(format!(
+            "zstd stream inflates past the cap of {cap} bytes"
+        )));
+    }
+    Ok(out)
+}
+
 /// Compresses `data` at `level` (1-22; 3 is zstd's default). The output has no content-size
 /// surprises for readers: it is one frame with the size recorded.
 pub fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
@@ -126,6 +147,17 @@ mod tests {
         assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
         let e = zstd_decompress_exact(b"not zstd", 8, 1 << 20).unwrap_err();
         assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
+    }
+
+    #[test]
+    fn bounded_decompression_of_unknown_size() {
+        let z = zstd_compress(&[5u8; 3000], 3).unwrap();
+        assert_eq!(zstd_decompress_bounded(&z, 3000).unwrap().len(), 3000);
+        assert_eq!(
+            zstd_decompress_bounded(&z, 2999).unwrap_err().kind(),
+            ErrorKind::LimitExceeded
+        );
+        assert!(zstd_decompress_bounded(b"junk", 100).is_err());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 
 use zt_container::{Error, Result};
 
-use crate::{byte_size, element_count, ElementType, Format};
+use zt_manifest::Attributes;
+
+use crate::{byte_size, element_count, DType, ElementType, Format, QuantParams};
 
 /// What the layout check needs to know of one component.
 #[derive(Debug, Clone, Copy)]
@@ -19,7 +21,12 @@ pub struct ComponentLayout<'a> {
 /// Checks the components an object of `format` and `shape` must have, and the sizes that follow
 /// from the shape alone. Rules that need the data (CSR row pointers, COO coordinates) are checked
 /// when the object is decoded.
-pub fn check_layout(format: &Format, shape: &[u64], comps: &[ComponentLayout<'_>]) -> Result<()> {
+pub fn check_layout(
+    format: &Format,
+    shape: &[u64],
+    attributes: &Attributes,
+    comps: &[ComponentLayout<'_>],
+) -> Result<()> {
     let find = |role: &str| comps.iter().find(|c| c.role == role);
     for role in format.required_components() {
         if find(role).is_none() {
@@ -45,7 +52,10 @@ pub fn check_layout(format: &Format, shape: &[u64], comps: &[ComponentLayout<'_>
                 }
             }
         }
-        Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup | Format::Unknown(_) => {}
+        Format::SparseCsr => check_csr_sizes(shape, &find)?,
+        Format::SparseCoo => check_coo_sizes(shape, &find)?,
+        Format::QuantizedGroup => check_quantized_sizes(count, attributes, &find)?,
+        Format::Unknown(_) => {}
     }
     // Every component with a known size must hold whole elements.
     for c in comps {
@@ -56,6 +66,136 @@ pub fn check_layout(format: &Format, shape: &[u64], comps: &[ComponentLayout<'_>
                     "{len} bytes is not a whole number of {}-byte {} elements",
                     size,
                     c.element.name()
+                ))
+                .in_component(c.role));
+            }
+        }
+    }
+    Ok(())
+}
+
+type Find<'f, 'a> = dyn Fn(&str) -> Option<&'f ComponentLayout<'a>> + 'f;
+
+/// Elements of a component whose size is known.
+fn count_of(c: &ComponentLayout<'_>) -> Option<u64> {
+    c.decoded_len.map(|n| n / c.element.logical_size())
+}
+
+/// Index components hold plain unsigned integers.
+fn check_index(c: &ComponentLayout<'_>) -> Result<()> {
+    if c.element.logical.is_some() || !c.element.dtype.is_unsigned() {
+        return Err(Error::invalid(format!(
+            "index component must hold unsigned integers, not {}",
+            c.element.name()
+        ))
+        .in_component(c.role));
+    }
+    Ok(())
+}
+
+fn check_csr_sizes(shape: &[u64], find: &Find<'_, '_>) -> Result<()> {
+    let [rows, _] = shape else {
+        return Err(Error::invalid(format!(
+            "sparse_csr object must have rank 2, not shape {shape:?}"
+        )));
+    };
+    let (values, indices, indptr) = match (find("values"), find("indices"), find("indptr")) {
+        (Some(v), Some(i), Some(p)) => (v, i, p),
+        _ => return Err(Error::invalid("sparse_csr object lacks a component")),
+    };
+    check_index(indices)?;
+    check_index(indptr)?;
+    if let Some(n) = count_of(indptr) {
+        let want = rows
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid("row count overflows"))?;
+        if n != want {
+            return Err(Error::invalid(format!(
+                "indptr has {n} entries, expected rows + 1 = {want}"
+            ))
+            .in_component("indptr"));
+        }
+    }
+    if let (Some(v), Some(i)) = (count_of(values), count_of(indices)) {
+        if v != i {
+            return Err(
+                Error::invalid(format!("{i} indices for {v} values")).in_component("indices")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_coo_sizes(shape: &[u64], find: &Find<'_, '_>) -> Result<()> {
+    if shape.is_empty() {
+        return Err(Error::invalid("sparse_coo object must have rank 1 or more"));
+    }
+    let (values, coords) = match (find("values"), find("coords")) {
+        (Some(v), Some(c)) => (v, c),
+        _ => return Err(Error::invalid("sparse_coo object lacks a component")),
+    };
+    check_index(coords)?;
+    if let (Some(v), Some(c)) = (count_of(values), count_of(coords)) {
+        let want = v
+            .checked_mul(shape.len() as u64)
+            .ok_or_else(|| Error::invalid("coordinate count overflows"))?;
+        if c != want {
+            return Err(Error::invalid(format!(
+                "coords has {c} entries, expected ndim x nnz = {} x {v}",
+                shape.len()
+            ))
+            .in_component("coords"));
+        }
+    }
+    Ok(())
+}
+
+fn check_quantized_sizes(count: u64, attributes: &Attributes, find: &Find<'_, '_>) -> Result<()> {
+    let p = QuantParams::from_attributes(attributes)?;
+    let (packed, scales, zeros) = match (find("packed_weight"), find("scales"), find("zeros")) {
+        (Some(p), Some(s), Some(z)) => (p, s, z),
+        _ => return Err(Error::invalid("quantized_group object lacks a component")),
+    };
+    let word_ok = match p.word {
+        DType::I32 => matches!(packed.element.dtype, DType::I32 | DType::U32),
+        _ => packed.element.dtype == DType::U8,
+    };
+    if !word_ok || packed.element.logical.is_some() {
+        return Err(Error::invalid(format!(
+            "packing {} needs {} words, not {}",
+            p.packing(),
+            p.word,
+            packed.element.name()
+        ))
+        .in_component("packed_weight"));
+    }
+    if let Some(n) = count_of(packed) {
+        let want = p.packed_words(count);
+        if n != want {
+            return Err(Error::invalid(format!(
+                "{n} packed words, but {count} elements of {} bits need {want}",
+                p.bits
+            ))
+            .in_component("packed_weight"));
+        }
+    }
+    for c in [scales, zeros] {
+        if c.element.logical.is_some()
+            || !matches!(c.element.dtype, DType::F16 | DType::BF16 | DType::F32)
+        {
+            return Err(Error::invalid(format!(
+                "{} must be f16, bf16 or f32, not {}",
+                c.role,
+                c.element.name()
+            ))
+            .in_component(c.role));
+        }
+        if let Some(n) = count_of(c) {
+            let want = p.groups(count);
+            if n != want {
+                return Err(Error::invalid(format!(
+                    "{n} {}, but {count} elements in groups of {} need {want}",
+                    c.role, p.group_size
                 ))
                 .in_component(c.role));
             }

@@ -8,6 +8,8 @@
 //! - [`Element`]: Rust types that elements are read into (`f32`, `half::bf16`, [`Complex`],
 //!   the FP8 newtypes in [`fp8`]).
 //! - [`Format`], [`check_layout`]: the object formats, their components and size rules.
+//! - [`check_csr`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the sparse rules that
+//!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
 //! - [`Encoding`], [`zstd_decompress_exact`]: decompression bounded by the declared size.
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:` and `crc32c:` digests of stored bytes.
 //!
@@ -36,13 +38,18 @@ mod element;
 mod format;
 pub mod fp8;
 mod layout;
+mod quant;
+mod sparse;
 
 pub use compress::{
-    zstd_compress, zstd_decompress_exact, zstd_decompress_into, Encoding, DEFAULT_MAX_DECOMPRESSED,
+    zstd_compress, zstd_decompress_bounded, zstd_decompress_exact, zstd_decompress_into, Encoding,
+    DEFAULT_MAX_DECOMPRESSED,
 };
 pub use digest::{Digest, DigestAlgorithm};
 pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};
 pub use element::{element_matches, Complex, Element};
 pub use format::Format;
 pub use layout::{check_layout, dense_len, ComponentLayout};
+pub use quant::QuantParams;
+pub use sparse::{check_coo, check_csr, coo_to_dense, csr_to_dense, Accumulate};
 pub use zt_container::{Error, ErrorKind, Result};

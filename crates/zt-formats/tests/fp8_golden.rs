@@ -13,9 +13,15 @@ fn format(name: &str) -> Fp8Format {
 }
 
 fn table(name: &str) -> Vec<Vec<String>> {
-    let path = format!("{}/../../fixtures/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../fixtures/golden/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(path).unwrap();
-    text.lines().skip(1).map(|l| l.split('\t').map(str::to_owned).collect()).collect()
+    text.lines()
+        .skip(1)
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect()
 }
 
 #[test]
@@ -30,7 +36,12 @@ fn all_4x256_decodes_match_ml_dtypes() {
             assert!(got.is_nan(), "{} {code:#04x}: got {got}", r[0]);
         } else {
             let want = f32::from_bits(u32::from_str_radix(&r[2], 16).unwrap());
-            assert_eq!(got.to_bits(), want.to_bits(), "{} {code:#04x}: got {got}, want {want}", r[0]);
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{} {code:#04x}: got {got}, want {want}",
+                r[0]
+            );
         }
     }
 }
@@ -48,8 +59,17 @@ fn encode_sweep_matches_ml_dtypes() {
         // Exact codes, NaN codes included: ml_dtypes keeps the sign of a NaN where it can.
         let same = got == want;
         if !same {
-            wrong.push(format!("{} {x:e} ({}): got {got:#04x}, want {want:#04x}", r[0], r[1]));
+            wrong.push(format!(
+                "{} {x:e} ({}): got {got:#04x}, want {want:#04x}",
+                r[0], r[1]
+            ));
         }
     }
-    assert!(wrong.is_empty(), "{} of {} encodes differ:\n{}", wrong.len(), rows.len(), wrong[..wrong.len().min(20)].join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {} encodes differ:\n{}",
+        wrong.len(),
+        rows.len(),
+        wrong[..wrong.len().min(20)].join("\n")
+    );
 }

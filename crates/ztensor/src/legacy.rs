@@ -4,7 +4,9 @@ use zt_container::{check_blob_range, Container, Error, Result};
 use zt_formats::{dense_len, element_count, DType, Digest, ElementType, Encoding, Format};
 use zt_manifest::{decode_index, IndexEntry};
 
-use crate::model::{ByteOrder, ComponentInfo, FileVersion, LegacyPacking, ObjectInfo};
+use crate::model::{
+    ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
+};
 use crate::reader::{Limits, Parsed};
 use crate::zt_v1::check_no_overlaps;
 
@@ -72,8 +74,8 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
     };
     let (format, packing) = match (e.layout.as_str(), sparse_format.as_deref()) {
         ("dense", _) => (Format::Dense, None),
-        ("sparsecsr", _) | ("sparse", Some("csr")) => (Format::SparseCsr, Some(LegacyPacking::Csr)),
-        ("sparsecoo", _) | ("sparse", Some("coo")) => (Format::SparseCoo, Some(LegacyPacking::Coo)),
+        ("sparsecsr", _) | ("sparse", Some("csr")) => (Format::SparseCsr, Some(LegacyLayout::Csr)),
+        ("sparsecoo", _) | ("sparse", Some("coo")) => (Format::SparseCoo, Some(LegacyLayout::Coo)),
         (layout, sf) => {
             defect.get_or_insert_with(|| match sf {
                 Some(sf) => format!("unknown v0.1 sparse_format {sf:?}"),
@@ -129,34 +131,25 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
             byte_order
         },
     };
-    let mut attributes = e.extra;
-    if packing.is_some() {
-        // The packed blob's value type and byte order live here, so the sparse decoder and the
-        // upgrade can find them.
-        attributes
-            .entry("dtype".into())
-            .or_insert_with(|| dtype.long_name().into());
-        if byte_order == ByteOrder::Big {
-            attributes
-                .entry("data_endianness".into())
-                .or_insert_with(|| "big".into());
-        }
-    }
     Ok(ObjectInfo {
         name: e.name,
         shape: e.shape,
         format,
-        attributes,
+        attributes: e.extra,
         components: vec![component],
         range_digests: Vec::new(),
-        legacy_packing: packing,
+        legacy_packing: packing.map(|layout| LegacyPacking {
+            layout,
+            values: dtype,
+            byte_order,
+        }),
         defect,
     })
 }
 
 /// Why a raw legacy sparse blob cannot hold its shape under any reading, if it cannot.
 fn legacy_sparse_defect(
-    p: LegacyPacking,
+    p: LegacyLayout,
     shape: &[u64],
     dtype: DType,
     enc: &Encoding,
@@ -166,7 +159,7 @@ fn legacy_sparse_defect(
         return None;
     }
     match p {
-        LegacyPacking::Csr => {
+        LegacyLayout::Csr => {
             let [rows, _] = shape else {
                 return Some(format!(
                     "v0.1 CSR entry must have rank 2, has shape {shape:?}"
@@ -186,7 +179,7 @@ fn legacy_sparse_defect(
                 )),
             }
         }
-        LegacyPacking::Coo => {
+        LegacyLayout::Coo => {
             if shape.is_empty() {
                 return Some("v0.1 COO entry must have rank 1 or more".into());
             }

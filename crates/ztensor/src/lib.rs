@@ -39,6 +39,7 @@ mod legacy;
 mod mag_reader;
 mod model;
 mod reader;
+mod sparse;
 mod writer;
 mod zt_v1;
 
@@ -48,12 +49,15 @@ pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
 pub use legacy::LEGACY_BLOB_ROLE;
-pub use model::{ByteOrder, ComponentInfo, FileVersion, LegacyPacking, ObjectInfo, RangeDigest};
+pub use model::{
+    ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest,
+};
 pub use reader::{open, Limits, OpenOptions, ReadOptions, Reader, VerifyReport};
+pub use sparse::{Coo, Csr, Quantized};
 pub use writer::{ComponentData, ObjectData, Sink, WriteOptions, Writer};
 pub use zt_container::{Error, ErrorKind, Result, Source};
 pub use zt_formats::{
-    fp8, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding, Format,
-    LogicalType,
+    fp8, Accumulate, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding,
+    Format, LogicalType, QuantParams,
 };
 pub use zt_manifest::{Attributes, Value};

@@ -139,7 +139,18 @@ impl ObjectInfo {
 
 /// The one-blob sparse layouts of zTensor v0.1, as the 0.1.x writer produced them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LegacyPacking {
+pub struct LegacyPacking {
+    /// CSR or COO.
+    pub layout: LegacyLayout,
+    /// The values' storage type.
+    pub values: zt_formats::DType,
+    /// Byte order of every multi-byte number in the blob.
+    pub byte_order: ByteOrder,
+}
+
+/// How a v0.1 sparse blob is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LegacyLayout {
     /// `[indptr: u64 x (rows+1)][indices: u64 x nnz][values x nnz]`, nnz = last indptr entry.
     Csr,
     /// nnz records of `[coordinates: u64 x ndim][value]`, back to back.

@@ -397,9 +397,23 @@ impl Reader {
     fn inflate<T: Pod>(&self, comp: &ComponentInfo) -> Result<Vec<T>> {
         let cap = self.limits.max_decompressed_len;
         let src = self.source.read_at(comp.offset, comp.length)?;
-        let expected = match comp.decoded_len {
+        let size = std::mem::size_of::<T>() as u64;
+        let expected = match comp.decoded_len.or_else(|| frame_content_size(&src)) {
             Some(n) => n,
-            None => legacy_zstd_len(&src, cap).map_err(|e| e.at(comp.offset))?,
+            None => {
+                // Legacy stream of unknown size: bounded by the cap, then one copy into typed
+                // storage (only v1.1 and v0.1 sparse components take this path).
+                let bytes = zt_formats::zstd_decompress_bounded(&src, cap)
+                    .map_err(|e| e.at(comp.offset))?;
+                if bytes.len() as u64 % size != 0 {
+                    return Err(Error::invalid(format!(
+                        "{} bytes is not a whole number of {size}-byte elements",
+                        bytes.len()
+                    ))
+                    .at(comp.offset));
+                }
+                return Ok(bytemuck::pod_collect_to_vec(&bytes));
+            }
         };
         if expected > cap {
             return Err(Error::limit(format!(
@@ -407,7 +421,6 @@ impl Reader {
             ))
             .at(comp.offset));
         }
-        let size = std::mem::size_of::<T>() as u64;
         if expected % size != 0 {
             return Err(Error::invalid(format!(
                 "{expected} bytes is not a whole number of {size}-byte elements"
@@ -513,17 +526,7 @@ fn swap_elements(bytes: &mut [u8], size: usize) {
     }
 }
 
-/// The decompressed size of a legacy zstd component that declares none: the frame's own
-/// content size if it records one, else an error (callers supply the size implied by the
-/// shape where there is one).
-fn legacy_zstd_len(src: &[u8], cap: u64) -> Result<u64> {
-    match zstd::zstd_safe::get_frame_content_size(src) {
-        Ok(Some(n)) if n <= cap => Ok(n),
-        Ok(Some(n)) => Err(Error::limit(format!(
-            "zstd frame declares {n} bytes, over the cap of {cap}"
-        ))),
-        _ => Err(Error::invalid(
-            "zstd component has no declared length and its frame records none",
-        )),
-    }
+/// The content size a zstd frame records, if it records one.
+fn frame_content_size(src: &[u8]) -> Option<u64> {
+    zstd::zstd_safe::get_frame_content_size(src).ok().flatten()
 }

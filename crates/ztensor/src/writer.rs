@@ -137,6 +137,11 @@ impl<W: Sink> Writer<W> {
         self
     }
 
+    /// The options in force.
+    pub fn options(&self) -> WriteOptions {
+        self.options
+    }
+
     /// Sets a file attribute.
     pub fn set_attribute(&mut self, key: impl Into<String>, value: impl Into<Value>) -> &mut Self {
         self.manifest.attributes.insert(key.into(), value.into());
@@ -254,7 +259,7 @@ impl<W: Sink> Writer<W> {
             })
             .collect();
         // A layout error here is the caller's, not a file's.
-        check_layout(&obj.format, &obj.shape, &layout)
+        check_layout(&obj.format, &obj.shape, &obj.attributes, &layout)
             .map_err(|e| Error::argument(e.to_string().replacen("invalid file: ", "", 1)))
     }
 

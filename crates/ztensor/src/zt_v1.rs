@@ -58,7 +58,7 @@ fn object(
             decoded_len: c.decoded_len,
         })
         .collect();
-    check_layout(&format, &o.shape, &layout)?;
+    check_layout(&format, &o.shape, &o.attributes, &layout)?;
     Ok(ObjectInfo {
         name,
         shape: o.shape,

@@ -183,3 +183,72 @@ fn v014_samples() {
         assert!(r.verify().is_ok());
     }
 }
+
+#[test]
+fn v123_all_every_format_and_logical_type() {
+    use ztensor::fp8::F8E4M3Fn;
+    use ztensor::Complex;
+    for r in open_both("v123_all.zt") {
+        let csr = r.read_csr::<f32>("csr").unwrap();
+        assert_eq!(csr.shape, [3, 4]);
+        let dense = r.to_dense::<f32>("csr").unwrap();
+        let mut want = vec![0.0f32; 12];
+        want[0] = 1.0;
+        want[2 * 4 + 2] = 2.0;
+        want[2 * 4 + 3] = 3.0;
+        assert_eq!(&dense[..], &want[..]);
+        assert_eq!(r.read_f32("csr").unwrap(), want);
+
+        let coo = r.to_dense::<f32>("coo").unwrap();
+        let mut want = vec![0.0f32; 12];
+        want[1] = 5.0;
+        want[2 * 4 + 3] = 6.0;
+        assert_eq!(&coo[..], &want[..]);
+
+        let fp8: Vec<f32> = r
+            .read::<F8E4M3Fn>("fp8")
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f32())
+            .collect();
+        assert_eq!(fp8, [1.0, 2.0, -1.0, 0.0]);
+        assert_eq!(r.read_f32("fp8").unwrap(), [1.0, 2.0, -1.0, 0.0]);
+        assert_eq!(
+            r.object("fp8").unwrap().attributes["note"].as_str(),
+            Some("fp8 e4m3fn")
+        );
+
+        let c = r.read::<Complex<f32>>("complex").unwrap();
+        assert_eq!(
+            &c[..],
+            &[Complex { re: 1.0, im: 2.0 }, Complex { re: 3.0, im: 4.0 }]
+        );
+        assert_eq!(r.read_f32("bf16_t").unwrap(), [1.0, -2.0, 0.5]);
+
+        let q = r.read_quantized("qg").unwrap();
+        assert_eq!(
+            (q.params.bits, q.params.group_size, q.params.packing()),
+            (4, 16, "8_per_i32".into())
+        );
+        let mut want = vec![0.0, -0.5, -1.0, -1.5, -2.0, -2.5, -3.0, -3.5];
+        want.extend([-4.0; 8]);
+        assert_eq!(q.dequantize().unwrap(), want);
+        assert_eq!(r.read_f32("qg").unwrap(), want);
+    }
+}
+
+#[test]
+fn v111_sparse_objects_with_zstd_and_no_declared_length() {
+    for r in open_both("v111.zt") {
+        let d = r.to_dense::<f32>("csr").unwrap();
+        assert_eq!(d.iter().filter(|&&x| x != 0.0).count(), 3);
+        let d = r.to_dense::<f32>("coo").unwrap();
+        assert_eq!(d.iter().filter(|&&x| x != 0.0).count(), 2);
+    }
+    for r in open_both("v111_rust.zt") {
+        // Every component zstd-compressed, none with uncompressed_length.
+        let csr = r.read_csr::<f32>("csr").unwrap();
+        assert_eq!(csr.shape, [3, 4]);
+        assert_eq!(csr.indptr.len(), 4);
+    }
+}

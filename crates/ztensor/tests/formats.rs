@@ -1,0 +1,242 @@
+//! Sparse, quantized, FP8 and complex objects: round trips through our writer and reader, and
+//! property tests over random inputs.
+
+use half::f16;
+use proptest::prelude::*;
+use ztensor::fp8::{F8E4M3Fnuz, F8E5M2};
+use ztensor::{
+    Complex, DType, DigestAlgorithm, ErrorKind, OpenOptions, QuantParams, ReadOptions,
+    WriteOptions, Writer,
+};
+
+fn options() -> Vec<WriteOptions> {
+    let mut v = Vec::new();
+    for compression in [None, Some(3)] {
+        for digest in [
+            None,
+            Some(DigestAlgorithm::Crc32c),
+            Some(DigestAlgorithm::Sha256),
+        ] {
+            v.push(WriteOptions {
+                compression,
+                digest,
+            });
+        }
+    }
+    v
+}
+
+#[test]
+fn every_format_round_trips_with_every_option() {
+    for opts in options() {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.set_options(opts);
+        w.add_csr(
+            "csr",
+            [3, 4],
+            &[1.0f64, 2.0, 3.0],
+            &[0, 2, 3],
+            &[0, 1, 1, 3],
+        )
+        .unwrap();
+        w.add_coo(
+            "coo",
+            &[2, 3, 4],
+            &[f16::from_f32(5.0), f16::from_f32(6.0)],
+            &[0, 1, 2, 0, 3, 1],
+        )
+        .unwrap();
+        let p = QuantParams::new(2, 3, DType::U8).unwrap();
+        let packed = p.pack(&[0, 1, 2, 3, 3, 2, 1]).unwrap();
+        w.add_quantized(
+            "q",
+            &[7],
+            p,
+            &packed,
+            &[1.0f32, 2.0, 0.5],
+            &[1.0f32, 0.0, 2.0],
+        )
+        .unwrap();
+        w.add(
+            "fp8",
+            &[2],
+            &[F8E5M2::from_f32(1.5), F8E5M2::from_f32(-0.25)],
+        )
+        .unwrap();
+        w.add("fnuz", &[1], &[F8E4M3Fnuz::from_f32(2.0)]).unwrap();
+        w.add(
+            "c128",
+            &[2, 1],
+            &[
+                Complex {
+                    re: 1.0f64,
+                    im: 2.0,
+                },
+                Complex {
+                    re: -0.5,
+                    im: 1e-300,
+                },
+            ],
+        )
+        .unwrap();
+        let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+        assert!(r.verify().is_ok());
+
+        let csr = r.read_csr::<f64>("csr").unwrap();
+        assert_eq!(
+            (&csr.values[..], &csr.indices[..], &csr.indptr[..]),
+            (&[1.0, 2.0, 3.0][..], &[0, 2, 3][..], &[0, 1, 1, 3][..])
+        );
+        let d = r.to_dense::<f64>("csr").unwrap();
+        assert_eq!(
+            &d[..],
+            &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 3.0]
+        );
+        let coo = r.read_coo::<f16>("coo").unwrap();
+        assert_eq!(&coo.coords[..], &[0, 1, 2, 0, 3, 1]);
+        let d = r.read_f32("coo").unwrap();
+        // 5.0 at (0, 2, 3) and 6.0 at (1, 0, 1) in shape [2, 3, 4].
+        assert_eq!((d[2 * 4 + 3], d[12 + 1]), (5.0, 6.0));
+        assert_eq!(d.iter().sum::<f32>(), 11.0);
+        // Groups of 3: codes [0,1,2 | 3,3,2 | 1], (code - zero) * scale per group.
+        assert_eq!(
+            r.read_f32("q").unwrap(),
+            [-1.0, 0.0, 1.0, 6.0, 6.0, 4.0, -0.5]
+        );
+        assert_eq!(r.read_f32("fp8").unwrap(), [1.5, -0.25]);
+        assert_eq!(r.read_f32("fnuz").unwrap(), [2.0]);
+        assert_eq!(
+            r.read::<Complex<f64>>("c128").unwrap()[1],
+            Complex {
+                re: -0.5,
+                im: 1e-300
+            }
+        );
+        assert_eq!(
+            r.read_f32("c128").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            r.read::<f64>("c128").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            r.read_storage::<f64>("c128", "data", ReadOptions::default())
+                .unwrap()
+                .len(),
+            4
+        );
+    }
+}
+
+#[test]
+fn writers_refuse_inconsistent_sparse_data() {
+    let mut w = Writer::new(Vec::new()).unwrap();
+    let e = w
+        .add_csr("a", [2, 2], &[1.0f32], &[2], &[0, 1, 1])
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("column index 2"), "{e}");
+    let e = w.add_coo("b", &[2], &[1.0f32], &[0, 1]).unwrap_err();
+    assert!(e.message().contains("expected ndim x nnz"), "{e}");
+    let p = QuantParams::new(4, 4, DType::I32).unwrap();
+    let e = w
+        .add_quantized("q", &[8], p, &[0u8; 4], &[1.0f32], &[0.0f32])
+        .unwrap_err();
+    assert!(e.to_string().contains("groups of 4 need 2"), "{e}");
+}
+
+/// A random CSR matrix: shape, values, column indices and row pointers.
+fn csr_strategy() -> impl Strategy<Value = ([u64; 2], Vec<f32>, Vec<u64>, Vec<u64>)> {
+    (1u64..20, 1u64..20).prop_flat_map(|(rows, cols)| {
+        proptest::collection::vec(
+            proptest::collection::btree_set(0..cols, 0..=cols as usize),
+            rows as usize,
+        )
+        .prop_flat_map(move |row_sets| {
+            let indices: Vec<u64> = row_sets.iter().flatten().copied().collect();
+            let mut indptr = vec![0u64];
+            for s in &row_sets {
+                indptr.push(indptr.last().unwrap() + s.len() as u64);
+            }
+            let n = indices.len();
+            (
+                Just([rows, cols]),
+                proptest::collection::vec(-1e6f32..1e6, n),
+                Just(indices),
+                Just(indptr),
+            )
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_csr_survives(m in csr_strategy(), zstd in any::<bool>()) {
+        let (shape, values, indices, indptr) = m;
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.set_options(WriteOptions { compression: zstd.then_some(1), digest: Some(DigestAlgorithm::Crc32c) });
+        w.add_csr("m", shape, &values, &indices, &indptr).unwrap();
+        let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+        let got = r.read_csr::<f32>("m").unwrap();
+        prop_assert_eq!(&got.values[..], &values[..]);
+        prop_assert_eq!(&got.indices[..], &indices[..]);
+        prop_assert_eq!(&got.indptr[..], &indptr[..]);
+        let dense = r.to_dense::<f32>("m").unwrap();
+        prop_assert_eq!(dense.iter().filter(|&&x| x != 0.0).count(), values.iter().filter(|&&x| x != 0.0).count());
+    }
+
+    #[test]
+    fn random_coo_survives(
+        shape in proptest::collection::vec(1u64..6, 1..4),
+        seed in proptest::collection::vec((any::<u64>(), -100i32..100), 0..40),
+    ) {
+        let nnz = seed.len();
+        let mut coords = vec![0u64; shape.len() * nnz];
+        for (i, (s, _)) in seed.iter().enumerate() {
+            let mut x = *s;
+            for (d, &dim) in shape.iter().enumerate() {
+                coords[d * nnz + i] = x % dim;
+                x /= dim;
+            }
+        }
+        let values: Vec<i32> = seed.iter().map(|(_, v)| *v).collect();
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.add_coo("t", &shape, &values, &coords).unwrap();
+        let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+        let got = r.read_coo::<i32>("t").unwrap();
+        prop_assert_eq!(&got.values[..], &values[..]);
+        prop_assert_eq!(&got.coords[..], &coords[..]);
+        // The dense sum equals the sum of values (duplicates add up).
+        let dense = r.to_dense::<i32>("t").unwrap();
+        prop_assert_eq!(dense.iter().map(|&x| i64::from(x)).sum::<i64>(), values.iter().map(|&x| i64::from(x)).sum::<i64>());
+    }
+
+    #[test]
+    fn random_quantized_survives(
+        bits in prop_oneof![Just(2u32), Just(4), Just(8)],
+        word in prop_oneof![Just(DType::I32), Just(DType::U8)],
+        group_size in 1u64..10,
+        count in 0usize..100,
+        seed in any::<u64>(),
+    ) {
+        let p = QuantParams::new(bits, group_size, word).unwrap();
+        let codes: Vec<u8> = (0..count).map(|i| ((seed >> (i % 60)) as u8 ^ i as u8) & ((1u16 << bits) - 1) as u8).collect();
+        let groups = p.groups(count as u64) as usize;
+        let scales: Vec<f32> = (0..groups).map(|g| 0.5 + g as f32).collect();
+        let zeros: Vec<f32> = (0..groups).map(|g| (g % 3) as f32).collect();
+        let packed = p.pack(&codes).unwrap();
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.add_quantized("q", &[count as u64], p, &packed, &scales, &zeros).unwrap();
+        let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+        let q = r.read_quantized("q").unwrap();
+        prop_assert_eq!(&q.packed[..], &packed[..]);
+        let want: Vec<f32> = codes.iter().enumerate().map(|(k, &c)| {
+            let g = k / group_size as usize;
+            (f32::from(c) - zeros[g]) * scales[g]
+        }).collect();
+        prop_assert_eq!(q.dequantize().unwrap(), want);
+    }
+}
