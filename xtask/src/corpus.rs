@@ -12,7 +12,9 @@ use anyhow::Result;
 use half::{bf16, f16};
 use sha2::{Digest as _, Sha256};
 use ztensor::manifest::{Component, Manifest, Object};
-use ztensor::{Attributes, Complex, DType, DigestAlgorithm, Element, Format, Value, WriteOptions, Writer};
+use ztensor::{
+    Attributes, Complex, DType, DigestAlgorithm, Element, Format, Value, WriteOptions, Writer,
+};
 
 use crate::Tree;
 
@@ -76,11 +78,27 @@ impl ValidFile<'_> {
     }
 
     /// Adds an object of any format, recording every component.
-    fn add_object(&mut self, object: &str, obj: ztensor::ObjectData<'_>, opts: WriteOptions) -> &mut Self {
+    fn add_object(
+        &mut self,
+        object: &str,
+        obj: ztensor::ObjectData<'_>,
+        opts: WriteOptions,
+    ) -> &mut Self {
         let shape = obj.shape.clone();
-        let lines: Vec<(String, String, Vec<u8>)> =
-            obj.components.iter().map(|c| (c.role.clone(), c.element.name().to_owned(), c.bytes.to_vec())).collect();
-        self.writer.add_object_with(object, obj, opts).expect("valid fixture object");
+        let lines: Vec<(String, String, Vec<u8>)> = obj
+            .components
+            .iter()
+            .map(|c| {
+                (
+                    c.role.clone(),
+                    c.element.name().to_owned(),
+                    c.bytes.to_vec(),
+                )
+            })
+            .collect();
+        self.writer
+            .add_object_with(object, obj, opts)
+            .expect("valid fixture object");
         for (role, ty, bytes) in lines {
             self.record(object, &role, &ty, &shape, &bytes);
         }
@@ -1005,29 +1023,116 @@ fn part<'a, T: Element>(role: &str, data: &'a [T]) -> ztensor::ComponentData<'a>
     ztensor::ComponentData::of(role, data)
 }
 
-fn object<'a>(shape: &[u64], format: Format, attributes: Attributes, components: Vec<ztensor::ComponentData<'a>>) -> ztensor::ObjectData<'a> {
-    ztensor::ObjectData { shape: shape.to_vec(), format, attributes, components }
+fn object<'a>(
+    shape: &[u64],
+    format: Format,
+    attributes: Attributes,
+    components: Vec<ztensor::ComponentData<'a>>,
+) -> ztensor::ObjectData<'a> {
+    ztensor::ObjectData {
+        shape: shape.to_vec(),
+        format,
+        attributes,
+        components,
+    }
 }
 
-fn csr_parts<'a>(values: &'a [f32], indices: &'a [u64], indptr: &'a [u64]) -> Vec<ztensor::ComponentData<'a>> {
-    vec![part("values", values), part("indices", indices), part("indptr", indptr)]
+fn csr_parts<'a>(
+    values: &'a [f32],
+    indices: &'a [u64],
+    indptr: &'a [u64],
+) -> Vec<ztensor::ComponentData<'a>> {
+    vec![
+        part("values", values),
+        part("indices", indices),
+        part("indptr", indptr),
+    ]
 }
 
 fn valid_formats(c: &mut Corpus) {
     let mut f = c.file("sparse.zt");
     let (v, i, p) = ([1.0f32, 2.0, 3.0], [0u64, 2, 3], [0u64, 1, 1, 3]);
-    f.add_object("csr", object(&[3, 4], Format::SparseCsr, Attributes::new(), csr_parts(&v, &i, &p)), RAW);
-    f.add_object("csr_zstd_sha", object(&[3, 4], Format::SparseCsr, Attributes::new(), csr_parts(&v, &i, &p)), WriteOptions { compression: Some(3), digest: Some(DigestAlgorithm::Sha256) });
+    f.add_object(
+        "csr",
+        object(
+            &[3, 4],
+            Format::SparseCsr,
+            Attributes::new(),
+            csr_parts(&v, &i, &p),
+        ),
+        RAW,
+    );
+    f.add_object(
+        "csr_zstd_sha",
+        object(
+            &[3, 4],
+            Format::SparseCsr,
+            Attributes::new(),
+            csr_parts(&v, &i, &p),
+        ),
+        WriteOptions {
+            compression: Some(3),
+            digest: Some(DigestAlgorithm::Sha256),
+        },
+    );
     let (i32s, p32) = ([0u32, 2, 3], [0u32, 1, 1, 3]);
-    f.add_object("csr_u32_index", object(&[3, 4], Format::SparseCsr, Attributes::new(), vec![part("values", &v), part("indices", &i32s), part("indptr", &p32)]), RAW);
-    f.add_object("csr_empty", object(&[2, 5], Format::SparseCsr, Attributes::new(), csr_parts(&[], &[], &[0, 0, 0])), RAW);
+    f.add_object(
+        "csr_u32_index",
+        object(
+            &[3, 4],
+            Format::SparseCsr,
+            Attributes::new(),
+            vec![
+                part("values", &v),
+                part("indices", &i32s),
+                part("indptr", &p32),
+            ],
+        ),
+        RAW,
+    );
+    f.add_object(
+        "csr_empty",
+        object(
+            &[2, 5],
+            Format::SparseCsr,
+            Attributes::new(),
+            csr_parts(&[], &[], &[0, 0, 0]),
+        ),
+        RAW,
+    );
     let coords = [0u64, 2, 2, /* axis 1 */ 1, 3, 3];
-    f.add_object("coo_dups", object(&[3, 4], Format::SparseCoo, Attributes::new(), vec![part("values", &[5.0f64, 6.0, 1.0]), part("coords", &coords)]), RAW);
-    f.add_object("coo_3d_crc", object(&[2, 2, 2], Format::SparseCoo, Attributes::new(), vec![part("values", &[7i16]), part("coords", &[1u64, 0, 1])]), WriteOptions { compression: Some(1), digest: Some(DigestAlgorithm::Crc32c) });
+    f.add_object(
+        "coo_dups",
+        object(
+            &[3, 4],
+            Format::SparseCoo,
+            Attributes::new(),
+            vec![part("values", &[5.0f64, 6.0, 1.0]), part("coords", &coords)],
+        ),
+        RAW,
+    );
+    f.add_object(
+        "coo_3d_crc",
+        object(
+            &[2, 2, 2],
+            Format::SparseCoo,
+            Attributes::new(),
+            vec![part("values", &[7i16]), part("coords", &[1u64, 0, 1])],
+        ),
+        WriteOptions {
+            compression: Some(1),
+            digest: Some(DigestAlgorithm::Crc32c),
+        },
+    );
     f.done();
 
     let mut f = c.file("quantized.zt");
-    for (name, bits, word, gs) in [("q4_i32", 4, DType::I32, 16), ("q2_u8", 2, DType::U8, 5), ("q8_u8", 8, DType::U8, 7), ("q8_i32", 8, DType::I32, 3)] {
+    for (name, bits, word, gs) in [
+        ("q4_i32", 4, DType::I32, 16),
+        ("q2_u8", 2, DType::U8, 5),
+        ("q8_u8", 8, DType::U8, 7),
+        ("q8_i32", 8, DType::I32, 3),
+    ] {
         let p = ztensor::QuantParams::new(bits, gs, word).expect("params");
         let n = 2 * 8u64;
         let codes: Vec<u8> = (0..n).map(|k| (k * 7 % (1 << bits)) as u8).collect();
@@ -1036,32 +1141,62 @@ fn valid_formats(c: &mut Corpus) {
         let scales: Vec<f16> = (0..g).map(|i| f16::from_f32(0.5 + i as f32)).collect();
         let zeros: Vec<f16> = (0..g).map(|i| f16::from_f32(i as f32)).collect();
         let comps = vec![
-            ztensor::ComponentData { role: "packed_weight".into(), element: ztensor::ElementType::plain(word), bytes: packed.into() },
+            ztensor::ComponentData {
+                role: "packed_weight".into(),
+                element: ztensor::ElementType::plain(word),
+                bytes: packed.into(),
+            },
             part("scales", &scales),
             part("zeros", &zeros),
         ];
-        f.add_object(name, object(&[2, 8], Format::QuantizedGroup, p.attributes(), comps), RAW);
+        f.add_object(
+            name,
+            object(&[2, 8], Format::QuantizedGroup, p.attributes(), comps),
+            RAW,
+        );
     }
     let p = ztensor::QuantParams::new(4, 4, DType::I32).expect("params");
     let packed = p.pack(&[1, 2, 3, 4, 5, 6]).expect("pack");
     let zeros = [bf16::from_f32(0.0), bf16::from_f32(1.0)];
     let comps = vec![
-        ztensor::ComponentData { role: "packed_weight".into(), element: ztensor::ElementType::plain(DType::I32), bytes: packed.into() },
+        ztensor::ComponentData {
+            role: "packed_weight".into(),
+            element: ztensor::ElementType::plain(DType::I32),
+            bytes: packed.into(),
+        },
         part("scales", &[1.0f32, 2.0]),
         part("zeros", &zeros),
     ];
-    f.add_object("q4_partial_group_bf16_zeros", object(&[6], Format::QuantizedGroup, p.attributes(), comps), ZSTD);
+    f.add_object(
+        "q4_partial_group_bf16_zeros",
+        object(&[6], Format::QuantizedGroup, p.attributes(), comps),
+        ZSTD,
+    );
     f.done();
 }
 
 /// A file with one object `x` of the given parts, built without the writer's checks.
-fn raw_object(shape: &[u64], format: &str, attributes: Attributes, parts: &[(&str, &str, &[u8])]) -> Vec<u8> {
-    let mut m = Manifest { version: "1.2.0".into(), ..Default::default() };
-    let mut o = Object { shape: shape.to_vec(), format: format.into(), attributes, ..Default::default() };
+fn raw_object(
+    shape: &[u64],
+    format: &str,
+    attributes: Attributes,
+    parts: &[(&str, &str, &[u8])],
+) -> Vec<u8> {
+    let mut m = Manifest {
+        version: "1.2.0".into(),
+        ..Default::default()
+    };
+    let mut o = Object {
+        shape: shape.to_vec(),
+        format: format.into(),
+        attributes,
+        ..Default::default()
+    };
     let mut blobs = Vec::new();
     let mut offset = 64u64;
     for (role, dtype, bytes) in parts {
-        o.components.insert((*role).into(), comp(dtype, offset, bytes.len() as u64));
+        o.components
+            .insert((*role).into(), comp(dtype, offset, bytes.len() as u64));
         blobs.push((offset, *bytes));
         offset += (bytes.len() as u64).div_ceil(64).max(1) * 64;
     }
@@ -1080,33 +1215,191 @@ fn f32s(v: &[f32]) -> Vec<u8> {
 fn invalid_formats(c: &mut Corpus) {
     let none = Attributes::new;
     let v3 = f32s(&[1.0, 2.0, 3.0]);
-    let csr = |name: &str, shape: &[u64], indices: &[u64], indptr: &[u64], stage: &str, msg: &str, c: &mut Corpus| {
-        let bytes = raw_object(shape, "sparse_csr", none(), &[("values", "f32", &v3), ("indices", "u64", &u64s(indices)), ("indptr", "u64", &u64s(indptr))]);
+    let csr = |name: &str,
+               shape: &[u64],
+               indices: &[u64],
+               indptr: &[u64],
+               stage: &str,
+               msg: &str,
+               c: &mut Corpus| {
+        let bytes = raw_object(
+            shape,
+            "sparse_csr",
+            none(),
+            &[
+                ("values", "f32", &v3),
+                ("indices", "u64", &u64s(indices)),
+                ("indptr", "u64", &u64s(indptr)),
+            ],
+        );
         c.invalid(name, bytes, stage, "InvalidFile", msg);
     };
-    csr("csr_rank_3.zt", &[3, 4, 1], &[0, 2, 3], &[0, 1, 1, 3], "open", "sparse_csr object must have rank 2", c);
-    csr("csr_indptr_count.zt", &[3, 4], &[0, 2, 3], &[0, 1, 3], "open", "indptr has 3 entries, expected rows + 1 = 4", c);
-    csr("csr_indptr_not_zero.zt", &[3, 4], &[0, 2, 3], &[1, 1, 1, 3], "read", "indptr does not start at 0", c);
-    csr("csr_indptr_decreasing.zt", &[3, 4], &[0, 2, 3], &[0, 2, 1, 3], "read", "indptr decreases after row 1", c);
-    csr("csr_indptr_end.zt", &[3, 4], &[0, 2, 3], &[0, 1, 1, 2], "read", "indptr ends at 2, but there are 3 values", c);
-    csr("csr_index_out_of_range.zt", &[3, 4], &[0, 4, 3], &[0, 1, 1, 3], "read", "column index 4 at position 1 is not below the 4 columns", c);
-    csr("csr_values_indices_count.zt", &[3, 4], &[0, 2], &[0, 1, 1, 3], "open", "2 indices for 3 values", c);
-    let bytes = raw_object(&[3, 4], "sparse_csr", none(), &[("values", "f32", &v3), ("indices", "i64", &u64s(&[0, 2, 3])), ("indptr", "u64", &u64s(&[0, 1, 1, 3]))]);
-    c.invalid("csr_signed_indices.zt", bytes, "open", "InvalidFile", "index component must hold unsigned integers, not i64");
-    let bytes = raw_object(&[3, 4], "sparse_csr", none(), &[("values", "f32", &v3), ("indices", "u64", &u64s(&[0, 2, 3])), ("indptr", "f64", &u64s(&[0, 1, 1, 3]))]);
-    c.invalid("csr_float_indptr.zt", bytes, "open", "InvalidFile", "index component must hold unsigned integers, not f64");
-    let bytes = raw_object(&[3, 4], "sparse_csr", none(), &[("values", "f32", &v3), ("indices", "u64", &u64s(&[0, 2, 3]))]);
-    c.invalid("csr_missing_indptr.zt", bytes, "open", "InvalidFile", "sparse_csr object has no \"indptr\" component");
+    csr(
+        "csr_rank_3.zt",
+        &[3, 4, 1],
+        &[0, 2, 3],
+        &[0, 1, 1, 3],
+        "open",
+        "sparse_csr object must have rank 2",
+        c,
+    );
+    csr(
+        "csr_indptr_count.zt",
+        &[3, 4],
+        &[0, 2, 3],
+        &[0, 1, 3],
+        "open",
+        "indptr has 3 entries, expected rows + 1 = 4",
+        c,
+    );
+    csr(
+        "csr_indptr_not_zero.zt",
+        &[3, 4],
+        &[0, 2, 3],
+        &[1, 1, 1, 3],
+        "read",
+        "indptr does not start at 0",
+        c,
+    );
+    csr(
+        "csr_indptr_decreasing.zt",
+        &[3, 4],
+        &[0, 2, 3],
+        &[0, 2, 1, 3],
+        "read",
+        "indptr decreases after row 1",
+        c,
+    );
+    csr(
+        "csr_indptr_end.zt",
+        &[3, 4],
+        &[0, 2, 3],
+        &[0, 1, 1, 2],
+        "read",
+        "indptr ends at 2, but there are 3 values",
+        c,
+    );
+    csr(
+        "csr_index_out_of_range.zt",
+        &[3, 4],
+        &[0, 4, 3],
+        &[0, 1, 1, 3],
+        "read",
+        "column index 4 at position 1 is not below the 4 columns",
+        c,
+    );
+    csr(
+        "csr_values_indices_count.zt",
+        &[3, 4],
+        &[0, 2],
+        &[0, 1, 1, 3],
+        "open",
+        "2 indices for 3 values",
+        c,
+    );
+    let bytes = raw_object(
+        &[3, 4],
+        "sparse_csr",
+        none(),
+        &[
+            ("values", "f32", &v3),
+            ("indices", "i64", &u64s(&[0, 2, 3])),
+            ("indptr", "u64", &u64s(&[0, 1, 1, 3])),
+        ],
+    );
+    c.invalid(
+        "csr_signed_indices.zt",
+        bytes,
+        "open",
+        "InvalidFile",
+        "index component must hold unsigned integers, not i64",
+    );
+    let bytes = raw_object(
+        &[3, 4],
+        "sparse_csr",
+        none(),
+        &[
+            ("values", "f32", &v3),
+            ("indices", "u64", &u64s(&[0, 2, 3])),
+            ("indptr", "f64", &u64s(&[0, 1, 1, 3])),
+        ],
+    );
+    c.invalid(
+        "csr_float_indptr.zt",
+        bytes,
+        "open",
+        "InvalidFile",
+        "index component must hold unsigned integers, not f64",
+    );
+    let bytes = raw_object(
+        &[3, 4],
+        "sparse_csr",
+        none(),
+        &[
+            ("values", "f32", &v3),
+            ("indices", "u64", &u64s(&[0, 2, 3])),
+        ],
+    );
+    c.invalid(
+        "csr_missing_indptr.zt",
+        bytes,
+        "open",
+        "InvalidFile",
+        "sparse_csr object has no \"indptr\" component",
+    );
 
     let v2 = f32s(&[5.0, 6.0]);
-    let coo = |name: &str, shape: &[u64], dtype: &str, coords: &[u64], stage: &str, msg: &str, c: &mut Corpus| {
-        let bytes = raw_object(shape, "sparse_coo", none(), &[("values", "f32", &v2), ("coords", dtype, &u64s(coords))]);
+    let coo = |name: &str,
+               shape: &[u64],
+               dtype: &str,
+               coords: &[u64],
+               stage: &str,
+               msg: &str,
+               c: &mut Corpus| {
+        let bytes = raw_object(
+            shape,
+            "sparse_coo",
+            none(),
+            &[("values", "f32", &v2), ("coords", dtype, &u64s(coords))],
+        );
         c.invalid(name, bytes, stage, "InvalidFile", msg);
     };
-    coo("coo_coords_count.zt", &[3, 4], "u64", &[0, 2, 1], "open", "coords has 3 entries, expected ndim x nnz = 2 x 2", c);
-    coo("coo_out_of_shape.zt", &[3, 4], "u64", &[0, 2, 1, 4], "read", "coordinate 4 of value 1 on axis 1 is not below 4", c);
-    coo("coo_signed_coords.zt", &[3, 4], "i64", &[0, 2, 1, 3], "open", "index component must hold unsigned integers, not i64", c);
-    coo("coo_rank_0.zt", &[], "u64", &[], "open", "sparse_coo object must have rank 1 or more", c);
+    coo(
+        "coo_coords_count.zt",
+        &[3, 4],
+        "u64",
+        &[0, 2, 1],
+        "open",
+        "coords has 3 entries, expected ndim x nnz = 2 x 2",
+        c,
+    );
+    coo(
+        "coo_out_of_shape.zt",
+        &[3, 4],
+        "u64",
+        &[0, 2, 1, 4],
+        "read",
+        "coordinate 4 of value 1 on axis 1 is not below 4",
+        c,
+    );
+    coo(
+        "coo_signed_coords.zt",
+        &[3, 4],
+        "i64",
+        &[0, 2, 1, 3],
+        "open",
+        "index component must hold unsigned integers, not i64",
+        c,
+    );
+    coo(
+        "coo_rank_0.zt",
+        &[],
+        "u64",
+        &[],
+        "open",
+        "sparse_coo object must have rank 1 or more",
+        c,
+    );
 
     let q = |bits: u64, gs: u64, packing: &str| {
         let mut a = Attributes::new();
@@ -1118,20 +1411,106 @@ fn invalid_formats(c: &mut Corpus) {
     let scale = f32s(&[0.5]);
     let zero = f32s(&[8.0]);
     let packed = [0x78u8, 0x56, 0x34, 0x12, 0, 0, 0, 0];
-    let quant = |name: &str, attrs: Attributes, parts: &[(&str, &str, &[u8])], msg: &str, c: &mut Corpus| {
-        c.invalid(name, raw_object(&[2, 8], "quantized_group", attrs, parts), "open", "InvalidFile", msg);
+    let quant = |name: &str,
+                 attrs: Attributes,
+                 parts: &[(&str, &str, &[u8])],
+                 msg: &str,
+                 c: &mut Corpus| {
+        c.invalid(
+            name,
+            raw_object(&[2, 8], "quantized_group", attrs, parts),
+            "open",
+            "InvalidFile",
+            msg,
+        );
     };
-    let good_parts: [(&str, &str, &[u8]); 3] = [("packed_weight", "i32", &packed), ("scales", "f32", &scale), ("zeros", "f32", &zero)];
-    quant("qg_bits_3.zt", q(3, 16, "8_per_i32"), &good_parts, "bits 3 is not 2, 4 or 8", c);
-    quant("qg_group_size_0.zt", q(4, 0, "8_per_i32"), &good_parts, "group_size is 0", c);
-    quant("qg_packing_mismatch.zt", q(4, 16, "4_per_i32"), &good_parts, "packing \"4_per_i32\" does not fit bits 4", c);
-    quant("qg_packing_unknown.zt", q(4, 16, "8_per_i64"), &good_parts, "is not N_per_i32 or N_per_u8", c);
+    let good_parts: [(&str, &str, &[u8]); 3] = [
+        ("packed_weight", "i32", &packed),
+        ("scales", "f32", &scale),
+        ("zeros", "f32", &zero),
+    ];
+    quant(
+        "qg_bits_3.zt",
+        q(3, 16, "8_per_i32"),
+        &good_parts,
+        "bits 3 is not 2, 4 or 8",
+        c,
+    );
+    quant(
+        "qg_group_size_0.zt",
+        q(4, 0, "8_per_i32"),
+        &good_parts,
+        "group_size is 0",
+        c,
+    );
+    quant(
+        "qg_packing_mismatch.zt",
+        q(4, 16, "4_per_i32"),
+        &good_parts,
+        "packing \"4_per_i32\" does not fit bits 4",
+        c,
+    );
+    quant(
+        "qg_packing_unknown.zt",
+        q(4, 16, "8_per_i64"),
+        &good_parts,
+        "is not N_per_i32 or N_per_u8",
+        c,
+    );
     let mut no_bits = q(4, 16, "8_per_i32");
     no_bits.remove("bits");
-    quant("qg_no_bits.zt", no_bits, &good_parts, "quantized_group object has no \"bits\" attribute", c);
-    quant("qg_packed_count.zt", q(4, 16, "8_per_i32"), &[("packed_weight", "i32", &packed[..4]), ("scales", "f32", &scale), ("zeros", "f32", &zero)], "1 packed words, but 16 elements of 4 bits need 2", c);
-    quant("qg_scales_count.zt", q(4, 8, "8_per_i32"), &good_parts, "1 scales, but 16 elements in groups of 8 need 2", c);
-    quant("qg_int_zeros.zt", q(4, 16, "8_per_i32"), &[("packed_weight", "i32", &packed), ("scales", "f32", &scale), ("zeros", "i32", &[8, 0, 0, 0])], "zeros must be f16, bf16 or f32, not i32", c);
-    quant("qg_packed_dtype.zt", q(4, 16, "8_per_i32"), &[("packed_weight", "u16", &packed), ("scales", "f32", &scale), ("zeros", "f32", &zero)], "packing 8_per_i32 needs i32 words, not u16", c);
-    quant("qg_missing_zeros.zt", q(4, 16, "8_per_i32"), &good_parts[..2], "quantized_group object has no \"zeros\" component", c);
+    quant(
+        "qg_no_bits.zt",
+        no_bits,
+        &good_parts,
+        "quantized_group object has no \"bits\" attribute",
+        c,
+    );
+    quant(
+        "qg_packed_count.zt",
+        q(4, 16, "8_per_i32"),
+        &[
+            ("packed_weight", "i32", &packed[..4]),
+            ("scales", "f32", &scale),
+            ("zeros", "f32", &zero),
+        ],
+        "1 packed words, but 16 elements of 4 bits need 2",
+        c,
+    );
+    quant(
+        "qg_scales_count.zt",
+        q(4, 8, "8_per_i32"),
+        &good_parts,
+        "1 scales, but 16 elements in groups of 8 need 2",
+        c,
+    );
+    quant(
+        "qg_int_zeros.zt",
+        q(4, 16, "8_per_i32"),
+        &[
+            ("packed_weight", "i32", &packed),
+            ("scales", "f32", &scale),
+            ("zeros", "i32", &[8, 0, 0, 0]),
+        ],
+        "zeros must be f16, bf16 or f32, not i32",
+        c,
+    );
+    quant(
+        "qg_packed_dtype.zt",
+        q(4, 16, "8_per_i32"),
+        &[
+            ("packed_weight", "u16", &packed),
+            ("scales", "f32", &scale),
+            ("zeros", "f32", &zero),
+        ],
+        "packing 8_per_i32 needs i32 words, not u16",
+        c,
+    );
+    quant(
+        "qg_missing_zeros.zt",
+        q(4, 16, "8_per_i32"),
+        &good_parts[..2],
+        "quantized_group object has no \"zeros\" component",
+        c,
+    );
 }

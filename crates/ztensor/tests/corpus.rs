@@ -83,8 +83,12 @@ fn every_valid_file_reads_back_its_values() {
                 if o.format == Format::Dense && ty == "bool" {
                     r.read_bool(object).unwrap();
                 }
-                if matches!(o.format, Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup) {
-                    r.read_f32(object).unwrap_or_else(|e| panic!("{file}/{object}: {e}"));
+                if matches!(
+                    o.format,
+                    Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup
+                ) {
+                    r.read_f32(object)
+                        .unwrap_or_else(|e| panic!("{file}/{object}: {e}"));
                 }
             }
             assert!(r.verify().is_ok(), "{file}");

@@ -192,7 +192,7 @@ fn v123_all_every_format_and_logical_type() {
         let csr = r.read_csr::<f32>("csr").unwrap();
         assert_eq!(csr.shape, [3, 4]);
         let dense = r.to_dense::<f32>("csr").unwrap();
-        let mut want = vec![0.0f32; 12];
+        let mut want = [0.0f32; 12];
         want[0] = 1.0;
         want[2 * 4 + 2] = 2.0;
         want[2 * 4 + 3] = 3.0;
@@ -200,7 +200,7 @@ fn v123_all_every_format_and_logical_type() {
         assert_eq!(r.read_f32("csr").unwrap(), want);
 
         let coo = r.to_dense::<f32>("coo").unwrap();
-        let mut want = vec![0.0f32; 12];
+        let mut want = [0.0f32; 12];
         want[1] = 5.0;
         want[2 * 4 + 3] = 6.0;
         assert_eq!(&coo[..], &want[..]);
