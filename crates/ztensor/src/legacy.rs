@@ -4,6 +4,7 @@ use zt_container::{check_blob_range, Container, Error, Result};
 use zt_formats::{dense_len, element_count, DType, Digest, ElementType, Encoding, Format};
 use zt_manifest::{decode_index, IndexEntry};
 
+use crate::model::Defect;
 use crate::model::{
     ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
 };
@@ -47,7 +48,7 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
     let mut defect = None;
     let encoding = Encoding::parse(&e.encoding);
     if let Encoding::Unknown(x) = &encoding {
-        defect = Some(format!("unknown v0.1 encoding {x:?}"));
+        defect = Some(Defect::unsupported(format!("unknown v0.1 encoding {x:?}")));
     }
     let byte_order = match e.data_endianness.as_deref() {
         None | Some("little") => ByteOrder::Little,
@@ -77,10 +78,12 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
         ("sparsecsr", _) | ("sparse", Some("csr")) => (Format::SparseCsr, Some(LegacyLayout::Csr)),
         ("sparsecoo", _) | ("sparse", Some("coo")) => (Format::SparseCoo, Some(LegacyLayout::Coo)),
         (layout, sf) => {
-            defect.get_or_insert_with(|| match sf {
-                Some(sf) => format!("unknown v0.1 sparse_format {sf:?}"),
-                None if layout == "sparse" => "v0.1 sparse entry has no sparse_format".into(),
-                None => format!("unknown v0.1 layout {layout:?}"),
+            defect.get_or_insert_with(|| {
+                Defect::unsupported(match sf {
+                    Some(sf) => format!("unknown v0.1 sparse_format {sf:?}"),
+                    None if layout == "sparse" => "v0.1 sparse entry has no sparse_format".into(),
+                    None => format!("unknown v0.1 layout {layout:?}"),
+                })
             });
             (Format::Unknown(layout.to_owned()), None)
         }
@@ -93,18 +96,18 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
     };
     if format == Format::Dense && encoding == Encoding::Raw && decoded_len != Some(e.size) {
         defect.get_or_insert_with(|| {
-            format!(
+            Defect::invalid(format!(
                 "{} bytes of data, but shape {:?} of {} takes {}",
                 e.size,
                 e.shape,
                 element.name(),
                 decoded_len.unwrap_or(0)
-            )
+            ))
         });
     }
     if let Some(p) = packing {
         if let Some(d) = legacy_sparse_defect(p, &e.shape, dtype, &encoding, e.size) {
-            defect.get_or_insert(d);
+            defect.get_or_insert(Defect::invalid(d));
         }
     }
     let component = ComponentInfo {

@@ -35,6 +35,7 @@
 
 #![deny(missing_docs)]
 
+pub mod convert;
 mod legacy;
 mod mag_reader;
 mod model;
@@ -48,6 +49,7 @@ pub use zt_formats as formats;
 pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
+pub use convert::{upgrade, ConvertOptions, Keep};
 pub use legacy::LEGACY_BLOB_ROLE;
 pub use model::{
     ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest,

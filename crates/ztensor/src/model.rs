@@ -104,7 +104,7 @@ pub struct ObjectInfo {
     pub legacy_packing: Option<LegacyPacking>,
     /// Why this object cannot be decoded, for legacy entries that are listed but unreadable
     /// (an unknown v0.1 layout, a sparse entry too small for its shape).
-    pub defect: Option<String>,
+    pub defect: Option<Defect>,
 }
 
 impl ObjectInfo {
@@ -155,4 +155,40 @@ pub enum LegacyLayout {
     Csr,
     /// nnz records of `[coordinates: u64 x ndim][value]`, back to back.
     Coo,
+}
+
+/// Why a listed object cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Defect {
+    /// `Unsupported` (an unknown layout or encoding) or `InvalidFile` (sizes that cannot fit).
+    pub kind: zt_container::ErrorKind,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Defect {
+    pub(crate) fn unsupported(message: impl Into<String>) -> Self {
+        Defect {
+            kind: zt_container::ErrorKind::Unsupported,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Defect {
+            kind: zt_container::ErrorKind::InvalidFile,
+            message: message.into(),
+        }
+    }
+
+    /// The error reading the object gives.
+    pub fn to_error(&self) -> zt_container::Error {
+        zt_container::Error::new(self.kind, self.message.clone())
+    }
+}
+
+impl std::fmt::Display for Defect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }

@@ -342,7 +342,7 @@ impl Reader {
     ) -> Result<Cow<'_, [T]>> {
         let at = |e: Error| e.in_component(&comp.role).in_object(&obj.name);
         if let Some(d) = &obj.defect {
-            return Err(at(Error::unsupported(d.clone())));
+            return Err(at(d.to_error()));
         }
         if opts.verify {
             self.verify_component(comp).map_err(at)?;

@@ -216,6 +216,37 @@ impl Reader {
         }
     }
 
+    /// A v0.1 CSR entry's parts: value bytes (little-endian), indices, indptr; checked.
+    pub(crate) fn legacy_csr_bytes(
+        &self,
+        obj: &ObjectInfo,
+    ) -> Result<(Vec<u8>, Vec<u64>, Vec<u64>)> {
+        let parts = self.sparse_parts(obj)?;
+        let [rows, cols] = obj.shape[..] else {
+            return Err(Error::invalid(format!(
+                "sparse_csr object must have rank 2, not {:?}",
+                obj.shape
+            ))
+            .in_object(&obj.name));
+        };
+        let nnz = parts.values.len() / parts.value_type.dtype.size();
+        check_csr(rows, cols, &parts.second, &parts.first, nnz)
+            .map_err(|e| e.in_object(&obj.name))?;
+        Ok((
+            parts.values.into_owned(),
+            parts.first.into_owned(),
+            parts.second.into_owned(),
+        ))
+    }
+
+    /// A v0.1 COO entry's parts: value bytes (little-endian) and SoA coordinates; checked.
+    pub(crate) fn legacy_coo_bytes(&self, obj: &ObjectInfo) -> Result<(Vec<u8>, Vec<u64>)> {
+        let parts = self.sparse_parts(obj)?;
+        let nnz = parts.values.len() / parts.value_type.dtype.size();
+        check_coo(&obj.shape, &parts.first, nnz).map_err(|e| e.in_object(&obj.name))?;
+        Ok((parts.values.into_owned(), parts.first.into_owned()))
+    }
+
     /// A `sparse_csr` object (v1 components, or a v0.1 one-blob entry), checked.
     pub fn read_csr<V: Element>(&self, name: &str) -> Result<Csr<'_, V>> {
         let obj = self.expect_format(name, Format::SparseCsr)?;
