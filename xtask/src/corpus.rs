@@ -23,7 +23,7 @@ type ExpectedComponent<'a> = (&'a str, &'a str, &'a str, &'a [u64], &'a [u8]);
 
 /// Collects files and their expectation lines.
 #[derive(Default)]
-struct Corpus {
+pub struct Corpus {
     tree: Tree,
     valid: Vec<String>,
     invalid: Vec<String>,
@@ -132,6 +132,23 @@ impl Corpus {
         }
     }
 
+    /// A valid file built by hand, with owned expectation lines (object, role, type, shape,
+    /// decoded bytes).
+    pub fn add_valid_raw_lines(
+        &mut self,
+        name: &str,
+        bytes: Vec<u8>,
+        lines: &[(String, String, String, Vec<u64>, Vec<u8>)],
+    ) {
+        for (object, role, ty, shape, data) in lines {
+            self.valid.push(format!(
+                "{name}\t{object}\t{role}\t{ty}\t{shape:?}\t{}",
+                sha256_hex(data)
+            ));
+        }
+        self.tree.insert(format!("valid/{name}"), bytes);
+    }
+
     /// A valid file built by hand, with its expectation lines.
     fn valid_raw(&mut self, name: &str, bytes: Vec<u8>, lines: &[ExpectedComponent<'_>]) {
         for (object, role, ty, shape, data) in lines {
@@ -143,7 +160,7 @@ impl Corpus {
         self.tree.insert(format!("valid/{name}"), bytes);
     }
 
-    fn invalid(&mut self, name: &str, bytes: Vec<u8>, stage: &str, kind: &str, message: &str) {
+    pub fn invalid(&mut self, name: &str, bytes: Vec<u8>, stage: &str, kind: &str, message: &str) {
         assert!(
             !self.tree.contains_key(&format!("invalid/{name}")),
             "duplicate fixture {name}"
@@ -181,6 +198,7 @@ pub fn generate() -> Result<Tree> {
     valid_unusual(&mut c);
     valid_formats(&mut c);
     invalid_formats(&mut c);
+    crate::legacy::generate(&mut c);
     invalid_container(&mut c);
     invalid_manifest(&mut c);
     invalid_objects(&mut c);

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 mod corpus;
+mod legacy;
 
 /// A generated file tree: relative path to bytes.
 pub type Tree = BTreeMap<String, Vec<u8>>;

@@ -34,21 +34,38 @@ pub struct ConvertOptions {
     pub digest: Keep<DigestAlgorithm>,
     /// Verify every digest of the source while reading it.
     pub verify: bool,
+    /// Leave out objects the source lists but cannot decode (legacy entries with a defect)
+    /// instead of failing; they are named in the [`ConvertReport`].
+    pub skip_unreadable: bool,
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertReport {
+    /// Objects written.
+    pub written: usize,
+    /// Objects left out, with the reason (only with [`ConvertOptions::skip_unreadable`]).
+    pub skipped: Vec<(String, String)>,
 }
 
 /// Upgrades (or converts) `input`, any file [`crate::open`] reads, to a zTensor v1.2 file at
 /// `output`, crash-safely. Every object, value, shape and attribute is kept; v0.1 sparse entries
 /// become v1.2 `sparse_csr`/`sparse_coo` objects with u64 indices; big-endian data becomes
 /// little-endian; digests are recomputed over the new stored bytes.
+///
+/// An object the source lists but cannot decode makes the upgrade fail, naming it, unless
+/// [`ConvertOptions::skip_unreadable`] is set. The output appears only when everything succeeded.
 pub fn upgrade(
     input: impl AsRef<Path>,
     output: impl AsRef<Path>,
     options: ConvertOptions,
-) -> Result<()> {
+) -> Result<ConvertReport> {
+    let input = input.as_ref();
     let reader = crate::open(input)?;
     let mut writer = Writer::create(output)?;
-    copy_into(&reader, &mut writer, options)?;
-    writer.finish()
+    let report = copy_into(&reader, &mut writer, options).map_err(|e| e.in_file(input))?;
+    writer.finish()?;
+    Ok(report)
 }
 
 /// Copies every object and the file attributes of `reader` into `writer`.
@@ -56,12 +73,18 @@ pub fn copy_into<W: Sink>(
     reader: &Reader,
     writer: &mut Writer<W>,
     options: ConvertOptions,
-) -> Result<()> {
+) -> Result<ConvertReport> {
     writer.set_attributes(reader.attributes().clone());
+    let mut report = ConvertReport::default();
     for obj in reader.objects() {
+        if let (Some(d), true) = (&obj.defect, options.skip_unreadable) {
+            report.skipped.push((obj.name.clone(), d.message.clone()));
+            continue;
+        }
         copy_object(reader, obj, writer, options)?;
+        report.written += 1;
     }
-    Ok(())
+    Ok(report)
 }
 
 /// Copies one object (by its own name).

@@ -179,8 +179,16 @@ fn v014_samples() {
         let e = r
             .component_bytes("csr_try", ztensor::LEGACY_BLOB_ROLE, Default::default())
             .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidFile, "sizes that fit no reading are a bad file");
-        assert!(e.message().contains("16 bytes is too small for the indptr of 2 rows"), "{e}");
+        assert_eq!(
+            e.kind(),
+            ErrorKind::InvalidFile,
+            "sizes that fit no reading are a bad file"
+        );
+        assert!(
+            e.message()
+                .contains("16 bytes is too small for the indptr of 2 rows"),
+            "{e}"
+        );
         assert_eq!(e.object(), Some("csr_try"));
         assert!(r.read_f32("csr_try").is_err());
         assert!(r.verify().is_ok());
