@@ -13,12 +13,20 @@ fn main() -> ztensor::Result<()> {
         eprintln!("usage: upgrade OUTDIR FILE...");
         std::process::exit(2);
     };
-    std::fs::create_dir_all(out).map_err(|e| ztensor::Error::io(e, "cannot create the output folder"))?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| ztensor::Error::io(e, "cannot create the output folder"))?;
     let mut tsv = String::from("file\tobject\trole\ttype\tshape\tsha256\n");
     for input in inputs {
-        let name = std::path::Path::new(input).file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = std::path::Path::new(input)
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let target = std::path::Path::new(out).join(&name);
-        let opts = ztensor::ConvertOptions { skip_unreadable: true, ..Default::default() };
+        let opts = ztensor::ConvertOptions {
+            skip_unreadable: true,
+            ..Default::default()
+        };
         let report = ztensor::upgrade(input, &target, opts)?;
         for (object, why) in &report.skipped {
             println!("{name}: skipped {object}: {why}");
@@ -26,12 +34,28 @@ fn main() -> ztensor::Result<()> {
         let r = ztensor::open(&target)?;
         for o in r.objects() {
             for c in &o.components {
-                let bytes = r.component_bytes(&o.name, &c.role, ztensor::ReadOptions::verified())?;
-                let sha: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-                let _ = writeln!(tsv, "{name}\t{}\t{}\t{}\t{:?}\t{sha}", o.name, c.role, c.element.name(), o.shape);
+                let bytes =
+                    r.component_bytes(&o.name, &c.role, ztensor::ReadOptions::verified())?;
+                let sha: String = Sha256::digest(&bytes)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                let _ = writeln!(
+                    tsv,
+                    "{name}\t{}\t{}\t{}\t{:?}\t{sha}",
+                    o.name,
+                    c.role,
+                    c.element.name(),
+                    o.shape
+                );
             }
         }
-        println!("{input} -> {} ({} objects)", target.display(), report.written);
+        println!(
+            "{input} -> {} ({} objects)",
+            target.display(),
+            report.written
+        );
     }
-    std::fs::write(std::path::Path::new(out).join("EXPECTED.tsv"), tsv).map_err(|e| ztensor::Error::io(e, "cannot write EXPECTED.tsv"))
+    std::fs::write(std::path::Path::new(out).join("EXPECTED.tsv"), tsv)
+        .map_err(|e| ztensor::Error::io(e, "cannot write EXPECTED.tsv"))
 }

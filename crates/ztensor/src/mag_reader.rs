@@ -1,9 +1,48 @@
-//! `.mag` files in the facade's object model.
+//! `.mag` files in the facade's object model: each tensor a dense object with one raw `data`
+//! component at its absolute range; the metadata as file attributes.
 
-use zt_container::{Error, Result, Source};
+use zt_container::{Result, Source};
+use zt_formats::{Encoding, Format};
+use zt_mag::{parse, ParseOptions};
 
-use crate::reader::{Limits, Reader};
+use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
+use crate::reader::{Limits, Parsed, Reader};
 
-pub(crate) fn open(_source: Source, _limits: &Limits) -> Result<Reader> {
-    Err(Error::unsupported(".mag files are not readable yet"))
+pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Result<Reader> {
+    let file = parse(&source, ParseOptions { verify_checksum })?;
+    let byte_order = if file.big_endian {
+        ByteOrder::Big
+    } else {
+        ByteOrder::Little
+    };
+    let objects = file
+        .tensors
+        .into_iter()
+        .map(|t| ObjectInfo {
+            components: vec![ComponentInfo {
+                role: "data".into(),
+                element: t.element,
+                offset: t.offset,
+                length: t.length,
+                encoding: Encoding::Raw,
+                uncompressed_length: None,
+                decoded_len: Some(t.length),
+                digest: None,
+                byte_order,
+            }],
+            name: t.name,
+            shape: t.shape,
+            format: Format::Dense,
+            attributes: Default::default(),
+            range_digests: Vec::new(),
+            legacy_packing: None,
+            defect: None,
+        })
+        .collect();
+    let parsed = Parsed {
+        version: FileVersion::Mag(file.layout),
+        attributes: file.metadata,
+        objects,
+    };
+    Ok(Reader::new(source, parsed, *limits))
 }

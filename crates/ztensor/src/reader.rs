@@ -39,6 +39,7 @@ impl Default for Limits {
 pub struct OpenOptions {
     unmapped: bool,
     limits: Limits,
+    skip_mag_checksum: bool,
 }
 
 impl OpenOptions {
@@ -52,6 +53,13 @@ impl OpenOptions {
     /// with SIGBUS.
     pub fn unmapped(mut self, yes: bool) -> Self {
         self.unmapped = yes;
+        self
+    }
+
+    /// Whether to verify the CRC-32C of `.mag` layouts that have one (default: yes). magnetron
+    /// itself never checks it; turn this off to read a damaged file.
+    pub fn verify_mag_checksum(mut self, yes: bool) -> Self {
+        self.skip_mag_checksum = !yes;
         self
     }
 
@@ -90,7 +98,7 @@ impl OpenOptions {
             source.read_into(0, &mut magic)?;
         }
         if zt_mag::is_mag_magic(&magic) {
-            return crate::mag_reader::open(source, &self.limits);
+            return crate::mag_reader::open(source, &self.limits, !self.skip_mag_checksum);
         }
         let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
         let parsed = match container.version() {
