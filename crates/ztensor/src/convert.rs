@@ -201,3 +201,126 @@ fn legacy_sparse_object<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<Obje
         components,
     })
 }
+
+/// Options of [`write_mag`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MagOptions {
+    /// Layout to write.
+    pub version: zt_mag::WriteVersion,
+    /// Write sparse objects dense and quantized objects dequantized to f32, instead of failing.
+    pub densify: bool,
+}
+
+/// Writes every object of `reader` to a `.mag` file at `output`, crash-safely, with the file
+/// attributes as metadata. Objects the layout cannot hold (sparse or quantized without
+/// `densify`, types or shapes outside the layout) are an error naming the object; nothing is
+/// written then.
+pub fn write_mag(reader: &Reader, output: impl AsRef<Path>, options: MagOptions) -> Result<()> {
+    let output = output.as_ref();
+    let mut specs = Vec::with_capacity(reader.objects().len());
+    for obj in reader.objects() {
+        specs.push(mag_spec(obj, options.densify).map_err(|e| e.in_object(&obj.name))?);
+    }
+    let sink = zt_container::AtomicFile::create(output)?;
+    let meta = reader.attributes().iter().map(|(k, v)| (k.as_str(), v));
+    let mut w = zt_mag::MagWriter::new(sink, options.version, meta, &specs)
+        .map_err(|e| e.in_file(output))?;
+    for (obj, spec) in reader.objects().iter().zip(&specs) {
+        let bytes: Cow<'_, [u8]> = match obj.format {
+            Format::Dense => reader.component_bytes(&obj.name, "data", ReadOptions::default())?,
+            Format::QuantizedGroup => Cow::Owned(
+                reader
+                    .read_f32(&obj.name)?
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect(),
+            ),
+            _ => dense_bytes(reader, obj)?,
+        };
+        debug_assert_eq!(spec.name, obj.name);
+        w.write_tensor(&bytes)?;
+    }
+    w.finish()?.commit()
+}
+
+/// The `.mag` tensor an object becomes.
+fn mag_spec(obj: &ObjectInfo, densify: bool) -> Result<zt_mag::TensorSpec> {
+    if let Some(d) = &obj.defect {
+        return Err(d.to_error());
+    }
+    let element = match obj.format {
+        Format::Dense => obj
+            .element_type()
+            .cloned()
+            .ok_or_else(|| Error::invalid("no data component"))?,
+        Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup if !densify => {
+            return Err(Error::argument(format!(
+                "a {} object cannot be stored in .mag as it is (use densify)",
+                obj.format
+            )))
+        }
+        Format::QuantizedGroup => ElementType::plain(DType::F32),
+        Format::SparseCsr | Format::SparseCoo => match obj.legacy_packing {
+            Some(p) => ElementType::plain(p.values),
+            None => obj
+                .component("values")
+                .map(|c| c.element.clone())
+                .ok_or_else(|| Error::invalid("no values component"))?,
+        },
+        ref f => {
+            return Err(Error::argument(format!(
+                "a {f} object cannot be stored in .mag"
+            )))
+        }
+    };
+    Ok(zt_mag::TensorSpec {
+        name: obj.name.clone(),
+        element,
+        shape: obj.shape.clone(),
+    })
+}
+
+/// A sparse object's dense little-endian bytes, in its own value type.
+pub(crate) fn dense_bytes<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<Cow<'r, [u8]>> {
+    use zt_formats::fp8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
+    use zt_formats::{Complex, LogicalType};
+    let ty = match obj.legacy_packing {
+        Some(p) => ElementType::plain(p.values),
+        None => obj
+            .main_component()
+            .map(|c| c.element.clone())
+            .ok_or_else(|| Error::invalid("no values").in_object(&obj.name))?,
+    };
+    let name = obj.name.as_str();
+    macro_rules! dense {
+        ($t:ty) => {
+            reader
+                .to_dense::<$t>(name)
+                .map(|d| Cow::Owned(bytemuck::cast_slice::<$t, u8>(&d).to_vec()))
+        };
+    }
+    match (&ty.logical, ty.dtype) {
+        (Some(LogicalType::F8E4M3Fn), _) => dense!(F8E4M3Fn),
+        (Some(LogicalType::F8E5M2), _) => dense!(F8E5M2),
+        (Some(LogicalType::F8E4M3Fnuz), _) => dense!(F8E4M3Fnuz),
+        (Some(LogicalType::F8E5M2Fnuz), _) => dense!(F8E5M2Fnuz),
+        (Some(LogicalType::Complex64), _) => dense!(Complex<f32>),
+        (Some(LogicalType::Complex128), _) => dense!(Complex<f64>),
+        (_, DType::F64) => dense!(f64),
+        (_, DType::F32) => dense!(f32),
+        (_, DType::F16) => dense!(half::f16),
+        (_, DType::BF16) => dense!(half::bf16),
+        (_, DType::I64) => dense!(i64),
+        (_, DType::I32) => dense!(i32),
+        (_, DType::I16) => dense!(i16),
+        (_, DType::I8) => dense!(i8),
+        (_, DType::U64) => dense!(u64),
+        (_, DType::U32) => dense!(u32),
+        (_, DType::U16) => dense!(u16),
+        (_, DType::U8) => dense!(u8),
+        // Summing duplicate bools has no meaning that keeps them bools.
+        (_, DType::Bool) => {
+            Err(Error::unsupported("sparse bool objects cannot be densified").in_object(name))
+        }
+    }
+}

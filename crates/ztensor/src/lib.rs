@@ -49,7 +49,7 @@ pub use zt_formats as formats;
 pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
-pub use convert::{upgrade, ConvertOptions, ConvertReport, Keep};
+pub use convert::{upgrade, write_mag, ConvertOptions, ConvertReport, Keep, MagOptions};
 pub use legacy::LEGACY_BLOB_ROLE;
 pub use model::{
     ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest,
