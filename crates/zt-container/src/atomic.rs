@@ -30,9 +30,17 @@ impl AtomicFile {
         let mut prefix = std::ffi::OsString::from(".");
         prefix.push(name);
         prefix.push(".");
-        let temp = tempfile::Builder::new()
-            .prefix(&prefix)
-            .suffix(".tmp")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        // tempfile makes private (0600) files; a replacement should look like any new file
+        // (0666 less the umask), or keep the mode of the file it replaces.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(target).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o666);
+            builder.permissions(std::fs::Permissions::from_mode(mode));
+        }
+        let temp = builder
             .tempfile_in(dir)
             .map_err(|e| {
                 Error::io(e, "cannot create a temporary file beside the target").in_file(target)
@@ -87,6 +95,20 @@ impl Write for AtomicFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_follow_the_umask_and_replacements_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("p.zt");
+        AtomicFile::create(&target).unwrap().commit().unwrap();
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_ne!(mode, 0o600, "not tempfile's private default");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        AtomicFile::create(&target).unwrap().commit().unwrap();
+        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o640);
+    }
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut v: Vec<_> = std::fs::read_dir(dir)
