@@ -21,6 +21,9 @@ use crate::Tree;
 /// One expectation line of a hand-built valid file: object, role, type, shape, decoded bytes.
 type ExpectedComponent<'a> = (&'a str, &'a str, &'a str, &'a [u64], &'a [u8]);
 
+/// An owned expectation line: object, role, type, shape, decoded bytes.
+pub type Line = (String, String, String, Vec<u64>, Vec<u8>);
+
 /// Collects files and their expectation lines.
 #[derive(Default)]
 pub struct Corpus {
@@ -134,12 +137,7 @@ impl Corpus {
 
     /// A valid file built by hand, with owned expectation lines (object, role, type, shape,
     /// decoded bytes).
-    pub fn add_valid_raw_lines(
-        &mut self,
-        name: &str,
-        bytes: Vec<u8>,
-        lines: &[(String, String, String, Vec<u64>, Vec<u8>)],
-    ) {
+    pub fn add_valid_raw_lines(&mut self, name: &str, bytes: Vec<u8>, lines: &[Line]) {
         for (object, role, ty, shape, data) in lines {
             self.valid.push(format!(
                 "{name}\t{object}\t{role}\t{ty}\t{shape:?}\t{}",
@@ -199,6 +197,7 @@ pub fn generate() -> Result<Tree> {
     valid_formats(&mut c);
     invalid_formats(&mut c);
     crate::legacy::generate(&mut c);
+    crate::mag::generate(&mut c);
     invalid_container(&mut c);
     invalid_manifest(&mut c);
     invalid_objects(&mut c);

@@ -5,7 +5,17 @@ use ztensor::container::{BlobWriter, ContainerVersion};
 use ztensor::manifest::{encode_index, Component, IndexEntry, Manifest, Object};
 use ztensor::{DType, Value};
 
-use crate::corpus::Corpus;
+use crate::corpus::{Corpus, Line};
+
+/// A v1.1 object for the manifest: name, shape, format, components by role.
+type V11Object<'a> = (&'a str, Vec<u64>, &'a str, Vec<(&'a str, Component)>);
+/// A v1.1 object to write: name, shape, format, and per component: role, dtype, bytes, zstd.
+type V11Blobs<'a> = (
+    &'a str,
+    Vec<u64>,
+    &'a str,
+    Vec<(&'a str, &'a str, Vec<u8>, bool)>,
+);
 
 /// One v0.1 entry: metadata (offset and size are filled in) and its stored bytes.
 struct Entry {
@@ -255,7 +265,7 @@ fn sparse_entries() -> Vec<Entry> {
 }
 
 /// Expectation lines of the sparse file: the one component of each entry is its decoded blob.
-fn sparse_lines() -> Vec<(String, String, String, Vec<u64>, Vec<u8>)> {
+fn sparse_lines() -> Vec<Line> {
     let blob = |name: &str, b: Vec<u8>| {
         (
             name.to_string(),
@@ -472,7 +482,7 @@ fn v01_invalid(c: &mut Corpus) {
     );
 }
 
-fn v11_manifest(objects: Vec<(&str, Vec<u64>, &str, Vec<(&str, Component)>)>) -> Manifest {
+fn v11_manifest(objects: Vec<V11Object<'_>>) -> Manifest {
     let mut m = Manifest {
         version: "1.1.0".into(),
         ..Default::default()
@@ -492,10 +502,7 @@ fn v11_manifest(objects: Vec<(&str, Vec<u64>, &str, Vec<(&str, Component)>)>) ->
 }
 
 /// A v1.1 file: blobs appended in order, components pointed at them.
-fn v11_file(
-    blobs: Vec<(&str, Vec<u64>, &str, Vec<(&str, &str, Vec<u8>, bool)>)>,
-    attrs: &[(&str, &str)],
-) -> Vec<u8> {
+fn v11_file(blobs: Vec<V11Blobs<'_>>, attrs: &[(&str, &str)]) -> Vec<u8> {
     let mut w = BlobWriter::new(Vec::new(), ContainerVersion::V1).expect("in memory");
     let mut objects = Vec::new();
     for (name, shape, format, comps) in blobs {

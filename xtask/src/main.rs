@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 
 mod corpus;
 mod legacy;
+mod mag;
 
 /// A generated file tree: relative path to bytes.
 pub type Tree = BTreeMap<String, Vec<u8>>;

@@ -37,14 +37,14 @@ impl AtomicFile {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(target).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o666);
+            let mode = std::fs::metadata(target)
+                .map(|m| m.permissions().mode() & 0o7777)
+                .unwrap_or(0o666);
             builder.permissions(std::fs::Permissions::from_mode(mode));
         }
-        let temp = builder
-            .tempfile_in(dir)
-            .map_err(|e| {
-                Error::io(e, "cannot create a temporary file beside the target").in_file(target)
-            })?;
+        let temp = builder.tempfile_in(dir).map_err(|e| {
+            Error::io(e, "cannot create a temporary file beside the target").in_file(target)
+        })?;
         Ok(AtomicFile {
             target: target.to_owned(),
             temp: BufWriter::with_capacity(1 << 20, temp),
@@ -107,7 +107,10 @@ mod tests {
         assert_ne!(mode, 0o600, "not tempfile's private default");
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
         AtomicFile::create(&target).unwrap().commit().unwrap();
-        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o640);
+        assert_eq!(
+            std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
     }
 
     fn entries(dir: &Path) -> Vec<String> {

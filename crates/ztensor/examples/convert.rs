@@ -6,11 +6,18 @@ fn main() {
         eprintln!("usage: convert IN OUT [--mag-version 1|300] [--densify]");
         std::process::exit(2);
     };
-    let v1 = args.windows(2).any(|w| w[0] == "--mag-version" && w[1] == "1");
+    let v1 = args
+        .windows(2)
+        .any(|w| w[0] == "--mag-version" && w[1] == "1");
     let densify = args.iter().any(|a| a == "--densify");
     let result = if output.ends_with(".mag") {
-        let version = if v1 { ztensor::mag::WriteVersion::V1 } else { ztensor::mag::WriteVersion::V300 };
-        ztensor::open(input).and_then(|r| ztensor::write_mag(&r, output, ztensor::MagOptions { version, densify }))
+        let version = if v1 {
+            ztensor::mag::WriteVersion::V1
+        } else {
+            ztensor::mag::WriteVersion::V300
+        };
+        ztensor::open(input)
+            .and_then(|r| ztensor::write_mag(&r, output, ztensor::MagOptions { version, densify }))
     } else {
         ztensor::upgrade(input, output, Default::default()).map(drop)
     };

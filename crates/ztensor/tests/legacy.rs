@@ -76,17 +76,18 @@ fn v11_legacy_dtypes_map_onto_the_v12_model() {
     assert!(r.verify().is_ok());
 }
 
-/// Every array of every object, as a reader sees it: per component decoded bytes (with the
-/// element type), plus the f32 view of sparse and quantized objects.
-fn arrays(
-    r: &Reader,
-) -> Vec<(
+/// Name, shape, format, components (role, type, decoded bytes), and the f32 view as bits.
+type ObjectArrays = (
     String,
     Vec<u64>,
     String,
     Vec<(String, String, Vec<u8>)>,
     Option<Vec<u32>>,
-)> {
+);
+
+/// Every array of every object, as a reader sees it: per component decoded bytes (with the
+/// element type), plus the f32 view of sparse and quantized objects.
+fn arrays(r: &Reader) -> Vec<ObjectArrays> {
     r.objects()
         .iter()
         .filter(|o| o.defect.is_none())
