@@ -51,6 +51,13 @@ impl AtomicFile {
         })
     }
 
+    /// Where the bytes go until the commit: for writers that insist on opening a path
+    /// themselves (they must write the whole file there; nothing written through this value
+    /// may be mixed in).
+    pub fn temp_path(&self) -> &Path {
+        self.temp.get_ref().path()
+    }
+
     /// The path the file will have after the commit.
     pub fn target(&self) -> &Path {
         &self.target

@@ -145,6 +145,46 @@ pub fn copy_object<W: Sink>(
     })
 }
 
+/// Copies one object without decoding it when its stored bytes are valid v1.2 as they are
+/// (little-endian, raw or zstd with a known size); otherwise decodes and re-encodes it as
+/// [`copy_object`] does. Returns whether the bytes were copied as stored.
+pub fn copy_stored<W: Sink>(
+    reader: &Reader,
+    obj: &ObjectInfo,
+    writer: &mut Writer<W>,
+) -> Result<bool> {
+    let as_is = obj.defect.is_none()
+        && obj.legacy_packing.is_none()
+        && obj.components.iter().all(|c| {
+            c.byte_order == crate::ByteOrder::Little
+                && (c.encoding == Encoding::Raw
+                    || (c.encoding == Encoding::Zstd && c.decoded_len.is_some()))
+        });
+    if !as_is {
+        copy_object(reader, obj, writer, ConvertOptions::default())?;
+        return Ok(false);
+    }
+    let mut comps = Vec::with_capacity(obj.components.len());
+    for c in &obj.components {
+        comps.push(crate::writer::EncodedComponent {
+            role: c.role.clone(),
+            element: c.element.clone(),
+            stored: reader.stored_bytes(&obj.name, &c.role)?,
+            encoding: c.encoding.clone(),
+            uncompressed_length: c.decoded_len,
+            digest: c.digest,
+        });
+    }
+    writer.add_encoded_object(
+        &obj.name,
+        obj.shape.clone(),
+        obj.format.clone(),
+        obj.attributes.clone(),
+        comps,
+    )?;
+    Ok(true)
+}
+
 /// A v0.1 one-blob sparse entry as v1.2 components (u64 indices, as the spec requires).
 fn legacy_sparse_object<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<ObjectData<'r>> {
     let p = obj

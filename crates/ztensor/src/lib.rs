@@ -40,6 +40,7 @@ mod legacy;
 mod mag_reader;
 mod model;
 mod reader;
+mod safetensors_io;
 mod sparse;
 mod writer;
 mod zt_v1;
@@ -55,8 +56,9 @@ pub use model::{
     ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest,
 };
 pub use reader::{open, Limits, OpenOptions, ReadOptions, Reader, VerifyReport};
+pub use safetensors_io::write_safetensors;
 pub use sparse::{Coo, Csr, Quantized};
-pub use writer::{ComponentData, ObjectData, Sink, WriteOptions, Writer};
+pub use writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
 pub use zt_container::{Error, ErrorKind, Result, Source};
 pub use zt_formats::{
     fp8, Accumulate, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding,

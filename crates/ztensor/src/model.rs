@@ -15,6 +15,8 @@ pub enum FileVersion {
     ZTensor(SpecVersion),
     /// A magnetron `.mag` file of the given layout.
     Mag(zt_mag::Layout),
+    /// A `.safetensors` file.
+    Safetensors,
 }
 
 impl FileVersion {
@@ -23,6 +25,7 @@ impl FileVersion {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) => "zt",
             FileVersion::Mag(_) => "mag",
+            FileVersion::Safetensors => "safetensors",
         }
     }
 }
@@ -33,6 +36,7 @@ impl fmt::Display for FileVersion {
             FileVersion::ZTensorV0_1 => f.write_str("zTensor 0.1"),
             FileVersion::ZTensor(v) => write!(f, "zTensor {v}"),
             FileVersion::Mag(l) => write!(f, "magnetron .mag {l}"),
+            FileVersion::Safetensors => f.write_str("safetensors"),
         }
     }
 }

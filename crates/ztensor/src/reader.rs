@@ -93,12 +93,19 @@ impl OpenOptions {
 
     /// Opens any [`Source`]: tells the kind from the magic and validates the whole file.
     pub fn open_source(&self, source: Source) -> Result<Reader> {
-        let mut magic = [0u8; 4];
-        if source.len() >= 4 {
-            source.read_into(0, &mut magic)?;
+        // Tell the kind by the first bytes: .mag magics, then zTensor's, then a safetensors
+        // header (u64 size, then '{'); anything else gets the zTensor container's magic error.
+        let mut head = [0u8; 9];
+        let n = source.len().min(9) as usize;
+        source.read_into(0, head.get_mut(..n).unwrap_or(&mut []))?;
+        let head = head.get(..n).unwrap_or(&[]);
+        if let Some(magic) = head.first_chunk::<4>() {
+            if zt_mag::is_mag_magic(magic) {
+                return crate::mag_reader::open(source, &self.limits, !self.skip_mag_checksum);
+            }
         }
-        if zt_mag::is_mag_magic(&magic) {
-            return crate::mag_reader::open(source, &self.limits, !self.skip_mag_checksum);
+        if !head.starts_with(b"ZTEN") && crate::safetensors_io::looks_like(head) {
+            return crate::safetensors_io::open(source, &self.limits);
         }
         let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
         let parsed = match container.version() {

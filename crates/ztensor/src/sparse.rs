@@ -331,6 +331,39 @@ impl Reader {
         dense.map(Cow::Owned).map_err(|e| e.in_object(name))
     }
 
+    /// Any object's dense form as little-endian bytes and their element type: dense data as
+    /// stored, sparse objects densified in their value type, quantized objects dequantized to
+    /// f32. This is what formats without sparse or quantized objects (.mag, .safetensors) hold.
+    pub fn dense_form(&self, name: &str) -> Result<(Cow<'_, [u8]>, ElementType)> {
+        let o = self.object(name)?;
+        match o.format {
+            Format::Dense => {
+                let ty = component(o, "data")?.element.clone();
+                Ok((
+                    self.component_bytes(name, "data", ReadOptions::default())?,
+                    ty,
+                ))
+            }
+            Format::QuantizedGroup => {
+                let v = self.read_f32(name)?;
+                Ok((
+                    Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                    ElementType::plain(DType::F32),
+                ))
+            }
+            Format::SparseCsr | Format::SparseCoo => {
+                let ty = match o.legacy_packing {
+                    Some(p) => ElementType::plain(p.values),
+                    None => component(o, "values")?.element.clone(),
+                };
+                Ok((crate::convert::dense_bytes(self, o)?, ty))
+            }
+            ref f => {
+                Err(Error::argument(format!("a {f} object has no dense form")).in_object(name))
+            }
+        }
+    }
+
     /// Any numeric object as `f32` values, row-major: dense data converted, FP8 decoded, sparse
     /// objects densified, quantized objects dequantized. Complex values and unknown formats are
     /// refused.

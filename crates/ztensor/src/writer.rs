@@ -81,6 +81,23 @@ impl<'a> ComponentData<'a> {
     }
 }
 
+/// A component whose bytes are already stored form (see [`Writer::add_encoded_object`]).
+#[derive(Debug, Clone)]
+pub struct EncodedComponent<'a> {
+    /// Role name.
+    pub role: String,
+    /// Element type.
+    pub element: ElementType,
+    /// The stored bytes (compressed for zstd).
+    pub stored: Cow<'a, [u8]>,
+    /// Raw or zstd.
+    pub encoding: zt_formats::Encoding,
+    /// Decompressed size, required for zstd.
+    pub uncompressed_length: Option<u64>,
+    /// Digest of the stored bytes.
+    pub digest: Option<zt_formats::Digest>,
+}
+
 /// An object to write in any format.
 #[derive(Debug, Clone)]
 pub struct ObjectData<'a> {
@@ -290,6 +307,61 @@ impl<W: Sink> Writer<W> {
             encoding,
             digest,
         })
+    }
+
+    /// Adds an object whose components are already encoded: stored bytes are written as they
+    /// are, with their encoding, uncompressed length and digest (used to copy objects between
+    /// files without decoding them).
+    pub fn add_encoded_object(
+        &mut self,
+        name: &str,
+        shape: Vec<u64>,
+        format: Format,
+        attributes: Attributes,
+        components: Vec<EncodedComponent<'_>>,
+    ) -> Result<()> {
+        if name.is_empty() || self.manifest.objects.contains_key(name) {
+            return Err(Error::argument("object name is empty or already added").in_object(name));
+        }
+        let layout: Vec<_> = components
+            .iter()
+            .map(|c| ComponentLayout {
+                role: &c.role,
+                element: &c.element,
+                decoded_len: Some(c.uncompressed_length.unwrap_or(c.stored.len() as u64)),
+            })
+            .collect();
+        check_layout(&format, &shape, &attributes, &layout).map_err(|e| e.in_object(name))?;
+        let mut comps = BTreeMap::new();
+        for c in components {
+            let offset = self
+                .blobs
+                .append_blob(&c.stored)
+                .map_err(|e| Error::io(e, "cannot write a blob"))?;
+            let zstd = c.encoding == zt_formats::Encoding::Zstd;
+            comps.insert(
+                c.role.clone(),
+                Component {
+                    dtype: c.element.dtype.name().to_owned(),
+                    logical_type: c.element.type_field().map(str::to_owned),
+                    offset,
+                    length: c.stored.len() as u64,
+                    uncompressed_length: if zstd { c.uncompressed_length } else { None },
+                    encoding: zstd.then(|| "zstd".to_owned()),
+                    digest: c.digest.map(|d| d.to_string()),
+                },
+            );
+        }
+        self.manifest.objects.insert(
+            name.to_owned(),
+            Object {
+                shape,
+                format: format.name().to_owned(),
+                attributes,
+                components: comps,
+            },
+        );
+        Ok(())
     }
 
     /// Writes the manifest and footer and completes the sink (for [`Writer::create`]: sync

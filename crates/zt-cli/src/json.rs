@@ -1,0 +1,158 @@
+//! JSON forms of attribute values, file descriptions and element values (docs/cli.md).
+
+use serde_json::{json, Map, Value as J};
+use ztensor::fp8::Fp8Format;
+use ztensor::{
+    Attributes, ComponentInfo, DType, ElementType, LogicalType, ObjectInfo, Reader, Value,
+};
+
+/// An attribute value as JSON: integers beyond 64 bits and non-finite floats as strings,
+/// byte strings as `{"bytes": "<hex>"}`, tags as `{"tag": N, "value": ...}`.
+pub fn value(v: &Value) -> J {
+    match v {
+        Value::Integer(i) => i64::try_from(*i)
+            .map(J::from)
+            .or_else(|_| u64::try_from(*i).map(J::from))
+            .unwrap_or_else(|_| J::from(i.to_string())),
+        Value::Float(f) => float(*f),
+        Value::Text(s) => J::from(s.as_str()),
+        Value::Bytes(b) => {
+            json!({ "bytes": b.iter().map(|x| format!("{x:02x}")).collect::<String>() })
+        }
+        Value::Bool(b) => J::from(*b),
+        Value::Null => J::Null,
+        Value::Array(a) => J::Array(a.iter().map(value).collect()),
+        Value::Map(m) => attributes(m),
+        Value::Tag(t, x) => json!({ "tag": t, "value": value(x) }),
+    }
+}
+
+/// A float as a JSON number, or `"NaN"`, `"Infinity"`, `"-Infinity"`.
+pub fn float(f: f64) -> J {
+    serde_json::Number::from_f64(f)
+        .map(J::Number)
+        .unwrap_or_else(|| {
+            J::from(if f.is_nan() {
+                "NaN"
+            } else if f > 0.0 {
+                "Infinity"
+            } else {
+                "-Infinity"
+            })
+        })
+}
+
+pub fn attributes(a: &Attributes) -> J {
+    J::Object(a.iter().map(|(k, v)| (k.clone(), value(v))).collect())
+}
+
+fn component(c: &ComponentInfo) -> J {
+    json!({
+        "dtype": c.element.dtype.name(),
+        "type": c.element.type_field(),
+        "offset": c.offset,
+        "length": c.length,
+        "encoding": c.encoding.name(),
+        "uncompressed_length": c.decoded_len.filter(|_| c.encoding == ztensor::Encoding::Zstd),
+        "digest": c.digest.map(|d| d.to_string()),
+    })
+}
+
+/// The object part of `zt info --json`.
+pub fn object(o: &ObjectInfo) -> J {
+    let el = o.element_type();
+    let mut m = Map::new();
+    m.insert("name".into(), J::from(o.name.as_str()));
+    m.insert("format".into(), J::from(o.format.name()));
+    m.insert("shape".into(), J::from(o.shape.clone()));
+    m.insert(
+        "dtype".into(),
+        el.map_or(J::Null, |e| J::from(e.dtype.name())),
+    );
+    m.insert(
+        "type".into(),
+        el.and_then(|e| e.type_field()).map_or(J::Null, J::from),
+    );
+    m.insert("attributes".into(), attributes(&o.attributes));
+    m.insert(
+        "components".into(),
+        J::Object(
+            o.components
+                .iter()
+                .map(|c| (c.role.clone(), component(c)))
+                .collect(),
+        ),
+    );
+    if let Some(d) = &o.defect {
+        m.insert("unreadable".into(), J::from(d.message.as_str()));
+    }
+    J::Object(m)
+}
+
+/// `zt info --json`.
+pub fn info(r: &Reader) -> J {
+    let v = r.version();
+    let version = match v {
+        ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
+        ztensor::FileVersion::ZTensor(s) => s.to_string(),
+        ztensor::FileVersion::Mag(l) => mag_version(*l).to_string(),
+        ztensor::FileVersion::Safetensors => String::new(),
+        _ => v.to_string(),
+    };
+    json!({
+        "kind": v.kind(),
+        "version": version,
+        "attributes": attributes(r.attributes()),
+        "objects": r.objects().iter().map(object).collect::<Vec<_>>(),
+    })
+}
+
+pub fn mag_version(l: ztensor::mag::Layout) -> &'static str {
+    use ztensor::mag::Layout::*;
+    match l {
+        GenA => "MAG&1",
+        V1 => "1",
+        V100 => "100",
+        V200 => "200",
+        V300 => "300",
+    }
+}
+
+/// Decoded little-endian elements of `ty` as JSON values: numbers (floats that are not finite
+/// as strings), booleans, and `[re, im]` pairs for complex types.
+pub fn elements(bytes: &[u8], ty: &ElementType) -> Vec<J> {
+    fn each<const N: usize>(b: &[u8], f: impl Fn([u8; N]) -> J) -> Vec<J> {
+        b.chunks_exact(N)
+            .map(|c| f(c.try_into().unwrap_or([0; N])))
+            .collect()
+    }
+    if let Some(f) = ty.logical.as_ref().and_then(Fp8Format::of) {
+        return bytes.iter().map(|&b| float(f.decode(b).into())).collect();
+    }
+    match (&ty.logical, ty.dtype) {
+        (Some(LogicalType::Complex64), _) => each::<8>(bytes, |c| {
+            let re = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            let im = f32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+            json!([float(re.into()), float(im.into())])
+        }),
+        (Some(LogicalType::Complex128), _) => each::<16>(bytes, |c| {
+            let (a, b) = c.split_at(8);
+            let re = f64::from_le_bytes(a.try_into().unwrap_or([0; 8]));
+            let im = f64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+            json!([float(re), float(im)])
+        }),
+        (_, DType::F64) => each::<8>(bytes, |c| float(f64::from_le_bytes(c))),
+        (_, DType::F32) => each::<4>(bytes, |c| float(f32::from_le_bytes(c).into())),
+        (_, DType::F16) => each::<2>(bytes, |c| float(half::f16::from_le_bytes(c).into())),
+        (_, DType::BF16) => each::<2>(bytes, |c| float(half::bf16::from_le_bytes(c).into())),
+        (_, DType::I64) => each::<8>(bytes, |c| J::from(i64::from_le_bytes(c))),
+        (_, DType::I32) => each::<4>(bytes, |c| J::from(i32::from_le_bytes(c))),
+        (_, DType::I16) => each::<2>(bytes, |c| J::from(i16::from_le_bytes(c))),
+        (_, DType::I8) => bytes.iter().map(|&b| J::from(b as i8)).collect(),
+        (_, DType::U64) => each::<8>(bytes, |c| J::from(u64::from_le_bytes(c))),
+        (_, DType::U32) => each::<4>(bytes, |c| J::from(u32::from_le_bytes(c))),
+        (_, DType::U16) => each::<2>(bytes, |c| J::from(u16::from_le_bytes(c))),
+        (_, DType::U8) => bytes.iter().map(|&b| J::from(b)).collect(),
+        (_, DType::Bool) => bytes.iter().map(|&b| J::from(b != 0)).collect(),
+    }
+}
