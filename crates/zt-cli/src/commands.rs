@@ -46,7 +46,14 @@ fn stored_len(o: &ObjectInfo) -> u64 {
 pub fn info(path: &Path, as_json: bool) -> Outcome {
     let r = open(path)?;
     if as_json {
-        return out(&format!("{}\n", json::info(&r)));
+        let mut buf = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        return match json::write_info(&r, &mut buf)
+            .and_then(|_| std::io::Write::flush(&mut buf).map_err(serde_json::Error::io))
+        {
+            Ok(()) => Ok(()),
+            Err(e) if e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe) => Ok(()),
+            Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
+        };
     }
     let mut s = String::new();
     let total: u64 = r.objects().iter().map(stored_len).sum();

@@ -1,6 +1,6 @@
 //! JSON forms of attribute values, file descriptions and element values (docs/cli.md).
 
-use serde_json::{json, Map, Value as J};
+use serde_json::{json, Value as J};
 use ztensor::fp8::Fp8Format;
 use ztensor::{
     Attributes, ComponentInfo, DType, ElementType, LogicalType, ObjectInfo, Reader, Value,
@@ -46,51 +46,100 @@ pub fn attributes(a: &Attributes) -> J {
     J::Object(a.iter().map(|(k, v)| (k.clone(), value(v))).collect())
 }
 
-fn component(c: &ComponentInfo) -> J {
-    json!({
-        "dtype": c.element.dtype.name(),
-        "type": c.element.type_field(),
-        "offset": c.offset,
-        "length": c.length,
-        "encoding": c.encoding.name(),
-        "uncompressed_length": c.decoded_len.filter(|_| c.encoding == ztensor::Encoding::Zstd),
-        "digest": c.digest.map(|d| d.to_string()),
-    })
+/// `zt info --json` object entries, serialized straight from the reader's data (no tree of
+/// JSON values per object: 100,000 objects must print fast and in little memory).
+#[derive(serde::Serialize)]
+struct InfoComponent<'a> {
+    dtype: &'a str,
+    r#type: Option<&'a str>,
+    offset: u64,
+    length: u64,
+    encoding: &'a str,
+    uncompressed_length: Option<u64>,
+    digest: Option<String>,
 }
 
-/// The object part of `zt info --json`.
-pub fn object(o: &ObjectInfo) -> J {
-    let el = o.element_type();
-    let mut m = Map::new();
-    m.insert("name".into(), J::from(o.name.as_str()));
-    m.insert("format".into(), J::from(o.format.name()));
-    m.insert("shape".into(), J::from(o.shape.clone()));
-    m.insert(
-        "dtype".into(),
-        el.map_or(J::Null, |e| J::from(e.dtype.name())),
-    );
-    m.insert(
-        "type".into(),
-        el.and_then(|e| e.type_field()).map_or(J::Null, J::from),
-    );
-    m.insert("attributes".into(), attributes(&o.attributes));
-    m.insert(
-        "components".into(),
-        J::Object(
-            o.components
-                .iter()
-                .map(|c| (c.role.clone(), component(c)))
-                .collect(),
-        ),
-    );
-    if let Some(d) = &o.defect {
-        m.insert("unreadable".into(), J::from(d.message.as_str()));
+#[derive(serde::Serialize)]
+struct InfoObject<'a> {
+    name: &'a str,
+    format: &'a str,
+    shape: &'a [u64],
+    dtype: Option<&'a str>,
+    r#type: Option<&'a str>,
+    attributes: Attrs<'a>,
+    components: BTreeMapRef<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unreadable: Option<&'a str>,
+}
+
+/// Attributes, serialized as [`value`] maps them.
+struct Attrs<'a>(&'a Attributes);
+
+impl serde::Serialize for Attrs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_empty() {
+            return serde::Serialize::serialize(&serde_json::Map::new(), s);
+        }
+        serde::Serialize::serialize(&attributes(self.0), s)
     }
-    J::Object(m)
 }
 
-/// `zt info --json`.
-pub fn info(r: &Reader) -> J {
+/// Components by role.
+struct BTreeMapRef<'a>(&'a [ComponentInfo]);
+
+impl serde::Serialize for BTreeMapRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for c in self.0 {
+            m.serialize_entry(
+                &c.role,
+                &InfoComponent {
+                    dtype: c.element.dtype.name(),
+                    r#type: c.element.type_field(),
+                    offset: c.offset,
+                    length: c.length,
+                    encoding: c.encoding.name(),
+                    uncompressed_length: c
+                        .decoded_len
+                        .filter(|_| c.encoding == ztensor::Encoding::Zstd),
+                    digest: c.digest.map(|d| d.to_string()),
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+fn info_object(o: &ObjectInfo) -> InfoObject<'_> {
+    let el = o.element_type();
+    InfoObject {
+        name: &o.name,
+        format: o.format.name(),
+        shape: &o.shape,
+        dtype: el.map(|e| e.dtype.name()),
+        r#type: el.and_then(|e| e.type_field()),
+        attributes: Attrs(&o.attributes),
+        components: BTreeMapRef(&o.components),
+        unreadable: o.defect.as_ref().map(|d| d.message.as_str()),
+    }
+}
+
+/// Writes `zt info --json` to `w`, one object at a time.
+pub fn write_info(r: &Reader, w: &mut impl std::io::Write) -> serde_json::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Info<'a> {
+        kind: &'a str,
+        version: String,
+        attributes: Attrs<'a>,
+        objects: Objects<'a>,
+    }
+    struct Objects<'a>(&'a [ObjectInfo]);
+    impl serde::Serialize for Objects<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.iter().map(info_object))
+        }
+    }
     let v = r.version();
     let version = match v {
         ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
@@ -99,12 +148,16 @@ pub fn info(r: &Reader) -> J {
         ztensor::FileVersion::Safetensors => String::new(),
         _ => v.to_string(),
     };
-    json!({
-        "kind": v.kind(),
-        "version": version,
-        "attributes": attributes(r.attributes()),
-        "objects": r.objects().iter().map(object).collect::<Vec<_>>(),
-    })
+    serde_json::to_writer(
+        &mut *w,
+        &Info {
+            kind: v.kind(),
+            version,
+            attributes: Attrs(r.attributes()),
+            objects: Objects(r.objects()),
+        },
+    )?;
+    writeln!(w).map_err(serde_json::Error::io)
 }
 
 pub fn mag_version(l: ztensor::mag::Layout) -> &'static str {
