@@ -1,0 +1,113 @@
+//! The damage sweep: every valid fixture, truncated at every length (sampled for large files)
+//! and with single bytes changed across its header, manifest or records and footer. Opening and
+//! reading everything must give data or an error, never a panic.
+
+use std::path::{Path, PathBuf};
+
+use ztensor::{Format, OpenOptions, ReadOptions};
+
+fn valid_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut v = Vec::new();
+    for dir in ["valid", "interop", "interop/mag", "interop/safetensors"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() && p.extension().is_some_and(|x| x != "tsv") {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Opens and reads everything; errors are fine, panics are not (caught by the caller).
+fn exercise(bytes: Vec<u8>) {
+    let opts = OpenOptions::new()
+        .max_decompressed_len(64 << 20)
+        .verify_mag_checksum(false);
+    let Ok(r) = opts.open_bytes(bytes) else {
+        return;
+    };
+    for o in r.objects() {
+        for c in &o.components {
+            let _ = r.component_bytes(&o.name, &c.role, ReadOptions::verified());
+        }
+        let complex = o.element_type().is_some_and(|t| t.ratio() == 2);
+        if !complex && !matches!(o.format, Format::Unknown(_)) {
+            let _ = r.read_f32(&o.name);
+        }
+        let _ = r.read_bool(&o.name);
+        let _ = r.dense_form(&o.name);
+    }
+    let _ = r.verify();
+}
+
+/// The offsets worth damaging: the first 512 bytes (header, records, .mag metadata) and the
+/// last 4096 (manifest and footer), or all of a small file.
+fn interesting(len: usize) -> Vec<usize> {
+    if len <= 4096 {
+        return (0..len).collect();
+    }
+    (0..512).chain(len.saturating_sub(4096)..len).collect()
+}
+
+/// Truncation lengths: every one for small files, the ends and a stride in between otherwise.
+fn cuts(len: usize) -> Vec<usize> {
+    if len <= 8192 {
+        return (0..len).collect();
+    }
+    let stride = len / 1024;
+    (0..1024)
+        .chain(len - 1024..len)
+        .chain((0..len).step_by(stride))
+        .collect()
+}
+
+fn sweep(path: &Path) -> Vec<String> {
+    let orig = std::fs::read(path).unwrap();
+    let mut failures = Vec::new();
+    let mut run = |label: String, bytes: Vec<u8>| {
+        if std::panic::catch_unwind(|| exercise(bytes)).is_err() {
+            failures.push(format!("{}: {label}", path.display()));
+        }
+    };
+    for n in cuts(orig.len()) {
+        run(format!("truncated to {n}"), orig[..n].to_vec());
+    }
+    for at in interesting(orig.len()) {
+        for v in [0x00, 0xff, 0x80, orig[at].wrapping_add(1), orig[at] ^ 0x40] {
+            if v != orig[at] {
+                let mut b = orig.clone();
+                b[at] = v;
+                run(format!("byte {at} set to {v:#04x}"), b);
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn no_damage_makes_the_reader_panic() {
+    // Silence the default hook: a caught panic would otherwise print for every case.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let files = valid_files();
+    assert!(files.len() > 40, "the sweep covers the corpus");
+    // Both cores: half the files each.
+    let (a, b) = files.split_at(files.len() / 2);
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let ha = s.spawn(|| a.iter().flat_map(|p| sweep(p)).collect::<Vec<_>>());
+        let hb = s.spawn(|| b.iter().flat_map(|p| sweep(p)).collect::<Vec<_>>());
+        let mut f = ha.join().unwrap();
+        f.extend(hb.join().unwrap());
+        f
+    });
+    std::panic::set_hook(hook);
+    assert!(
+        failures.is_empty(),
+        "{} panics:\n{}",
+        failures.len(),
+        failures[..failures.len().min(30)].join("\n")
+    );
+}
