@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `gen-fixtures` | writes `fixtures/valid` and `fixtures/invalid` from code, deterministically |
 //! | `gen-fixtures --check` | fails when the files on disk differ from what the code generates |
+//! | `fuzz [--seconds N] [--target T]` | seeds and runs every cargo-fuzz target (nightly) for N seconds |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 mod corpus;
+mod fuzz;
 mod legacy;
 mod mag;
 
@@ -26,8 +28,9 @@ fn main() -> Result<()> {
     match args.as_slice() {
         ["gen-fixtures"] => gen_fixtures(false),
         ["gen-fixtures", "--check"] => gen_fixtures(true),
+        ["fuzz", rest @ ..] => fuzz::run(rest),
         _ => {
-            eprintln!("usage: cargo xtask gen-fixtures [--check]");
+            eprintln!("usage: cargo xtask gen-fixtures [--check] | cargo xtask fuzz [--seconds N] [--target T]");
             std::process::exit(2);
         }
     }

@@ -1,0 +1,91 @@
+//! `cargo xtask fuzz --seconds N [--target T]`: seeds each cargo-fuzz target from fixtures/ and
+//! runs it for N seconds with an allocation limit, two targets at a time (one per core).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+/// Each target and the fixture files that seed it.
+const TARGETS: [(&str, &[&str]); 4] = [
+    ("read_zt", &["zt"]),
+    ("read_mag", &["mag"]),
+    ("read_safetensors", &["safetensors"]),
+    ("decode_manifest", &["zt"]),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Copies the seeds of one target into fuzz/corpus/TARGET (which git ignores).
+fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
+    let corpus = root().join("fuzz/corpus").join(target);
+    std::fs::create_dir_all(&corpus)?;
+    let mut stack = vec![root().join("fixtures")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().and_then(|x| x.to_str()).is_some_and(|x| exts.contains(&x)) {
+                let name = p.strip_prefix(root().join("fixtures"))?.to_string_lossy().replace('/', "_");
+                let bytes = std::fs::read(&p)?;
+                // decode_manifest wants the manifest itself: cut it out of .zt files.
+                let bytes = if target == "decode_manifest" { manifest_of(&bytes).unwrap_or(bytes) } else { bytes };
+                std::fs::write(corpus.join(name), bytes)?;
+            }
+        }
+    }
+    Ok(corpus)
+}
+
+fn manifest_of(b: &[u8]) -> Option<Vec<u8>> {
+    let tail = b.len().checked_sub(16)?;
+    let size = u64::from_le_bytes(b.get(tail..tail + 8)?.try_into().ok()?) as usize;
+    Some(b.get(tail.checked_sub(size)?..tail)?.to_vec())
+}
+
+pub fn run(args: &[&str]) -> Result<()> {
+    let mut seconds = 60u64;
+    let mut only: Option<String> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "--seconds" => seconds = it.next().context("--seconds needs a number")?.parse()?,
+            "--target" => only = Some(it.next().context("--target needs a name")?.to_string()),
+            other => bail!("unknown fuzz argument {other}"),
+        }
+    }
+    let targets: Vec<_> = TARGETS.iter().filter(|(t, _)| only.as_deref().is_none_or(|o| o == *t)).collect();
+    let status = Command::new("cargo").args(["+nightly", "fuzz", "build", "-O"]).current_dir(root()).status()?;
+    if !status.success() {
+        bail!("cargo +nightly fuzz build failed");
+    }
+    for pair in targets.chunks(2) {
+        let mut children = Vec::new();
+        for (target, exts) in pair {
+            let corpus = seed(target, exts)?;
+            let log = root().join("fuzz").join(format!("{target}.log"));
+            let child = Command::new("cargo")
+                .args(["+nightly", "fuzz", "run", "-O", target])
+                .arg(&corpus)
+                .args(["--", &format!("-max_total_time={seconds}"), "-rss_limit_mb=2048", "-malloc_limit_mb=1024", "-print_final_stats=1"])
+                .current_dir(root())
+                .stdout(std::fs::File::create(&log)?)
+                .stderr(std::fs::File::create(log.with_extension("err"))?)
+                .spawn()?;
+            children.push((target, child, log));
+        }
+        for (target, mut child, log) in children {
+            let ok = child.wait()?.success();
+            let err = std::fs::read_to_string(log.with_extension("err")).unwrap_or_default();
+            let runs = err.lines().rev().find(|l| l.contains("stat::number_of_executed_units")).unwrap_or("").trim().to_owned();
+            println!("{target}: {} in {seconds} s; {runs}", if ok { "no crash" } else { "CRASH (see fuzz/artifacts)" });
+            if !ok {
+                bail!("fuzz target {target} found a crash; its log is {}", log.with_extension("err").display());
+            }
+        }
+    }
+    Ok(())
+}
