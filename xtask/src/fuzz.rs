@@ -28,11 +28,22 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
             let p = e?.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().and_then(|x| x.to_str()).is_some_and(|x| exts.contains(&x)) {
-                let name = p.strip_prefix(root().join("fixtures"))?.to_string_lossy().replace('/', "_");
+            } else if p
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| exts.contains(&x))
+            {
+                let name = p
+                    .strip_prefix(root().join("fixtures"))?
+                    .to_string_lossy()
+                    .replace('/', "_");
                 let bytes = std::fs::read(&p)?;
                 // decode_manifest wants the manifest itself: cut it out of .zt files.
-                let bytes = if target == "decode_manifest" { manifest_of(&bytes).unwrap_or(bytes) } else { bytes };
+                let bytes = if target == "decode_manifest" {
+                    manifest_of(&bytes).unwrap_or(bytes)
+                } else {
+                    bytes
+                };
                 std::fs::write(corpus.join(name), bytes)?;
             }
         }
@@ -57,8 +68,14 @@ pub fn run(args: &[&str]) -> Result<()> {
             other => bail!("unknown fuzz argument {other}"),
         }
     }
-    let targets: Vec<_> = TARGETS.iter().filter(|(t, _)| only.as_deref().is_none_or(|o| o == *t)).collect();
-    let status = Command::new("cargo").args(["+nightly", "fuzz", "build", "-O"]).current_dir(root()).status()?;
+    let targets: Vec<_> = TARGETS
+        .iter()
+        .filter(|(t, _)| only.as_deref().is_none_or(|o| o == *t))
+        .collect();
+    let status = Command::new("cargo")
+        .args(["+nightly", "fuzz", "build", "-O"])
+        .current_dir(root())
+        .status()?;
     if !status.success() {
         bail!("cargo +nightly fuzz build failed");
     }
@@ -70,7 +87,13 @@ pub fn run(args: &[&str]) -> Result<()> {
             let child = Command::new("cargo")
                 .args(["+nightly", "fuzz", "run", "-O", target])
                 .arg(&corpus)
-                .args(["--", &format!("-max_total_time={seconds}"), "-rss_limit_mb=2048", "-malloc_limit_mb=1024", "-print_final_stats=1"])
+                .args([
+                    "--",
+                    &format!("-max_total_time={seconds}"),
+                    "-rss_limit_mb=2048",
+                    "-malloc_limit_mb=1024",
+                    "-print_final_stats=1",
+                ])
                 .current_dir(root())
                 .stdout(std::fs::File::create(&log)?)
                 .stderr(std::fs::File::create(log.with_extension("err"))?)
@@ -80,10 +103,26 @@ pub fn run(args: &[&str]) -> Result<()> {
         for (target, mut child, log) in children {
             let ok = child.wait()?.success();
             let err = std::fs::read_to_string(log.with_extension("err")).unwrap_or_default();
-            let runs = err.lines().rev().find(|l| l.contains("stat::number_of_executed_units")).unwrap_or("").trim().to_owned();
-            println!("{target}: {} in {seconds} s; {runs}", if ok { "no crash" } else { "CRASH (see fuzz/artifacts)" });
+            let runs = err
+                .lines()
+                .rev()
+                .find(|l| l.contains("stat::number_of_executed_units"))
+                .unwrap_or("")
+                .trim()
+                .to_owned();
+            println!(
+                "{target}: {} in {seconds} s; {runs}",
+                if ok {
+                    "no crash"
+                } else {
+                    "CRASH (see fuzz/artifacts)"
+                }
+            );
             if !ok {
-                bail!("fuzz target {target} found a crash; its log is {}", log.with_extension("err").display());
+                bail!(
+                    "fuzz target {target} found a crash; its log is {}",
+                    log.with_extension("err").display()
+                );
             }
         }
     }

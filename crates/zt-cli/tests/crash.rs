@@ -13,7 +13,9 @@ fn make_input(path: &Path) {
     let mut w = ztensor::Writer::create(path).unwrap();
     for i in 0..16u32 {
         // Low-entropy but not constant, so zstd has real work to do.
-        let data: Vec<f32> = (0..(1u32 << 20)).map(|j| ((j ^ i).wrapping_mul(2_654_435_761) >> 20) as f32).collect();
+        let data: Vec<f32> = (0..(1u32 << 20))
+            .map(|j| ((j ^ i).wrapping_mul(2_654_435_761) >> 20) as f32)
+            .collect();
         w.add(&format!("t{i}"), &[1 << 20], &data).unwrap();
     }
     w.finish().unwrap();
@@ -21,7 +23,15 @@ fn make_input(path: &Path) {
 
 fn convert(input: &Path, output: &Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_zt"))
-        .args(["convert", input.to_str().unwrap(), output.to_str().unwrap(), "--compress=6", "--digest", "sha256", "--force"])
+        .args([
+            "convert",
+            input.to_str().unwrap(),
+            output.to_str().unwrap(),
+            "--compress=6",
+            "--digest",
+            "sha256",
+            "--force",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -41,7 +51,10 @@ fn a_killed_writer_leaves_the_old_file_intact() {
 
     // How long a full write takes here, then kills spread over that span.
     let start = Instant::now();
-    assert!(convert(&input, &dir.path().join("reference.zt")).wait().unwrap().success());
+    assert!(convert(&input, &dir.path().join("reference.zt"))
+        .wait()
+        .unwrap()
+        .success());
     let full = start.elapsed();
     let reference = std::fs::read(dir.path().join("reference.zt")).unwrap();
 
@@ -63,9 +76,15 @@ fn a_killed_writer_leaves_the_old_file_intact() {
             // Restore the previous version for the next round.
             std::fs::write(&target, &previous).unwrap();
         } else {
-            assert_eq!(now, previous, "killed after {delay:?}: the previous version must be intact");
+            assert_eq!(
+                now, previous,
+                "killed after {delay:?}: the previous version must be intact"
+            );
             killed_mid_write += 1;
         }
     }
-    assert!(killed_mid_write >= 3, "the kills must land mid-write ({killed_mid_write} did, {completed} completed)");
+    assert!(
+        killed_mid_write >= 3,
+        "the kills must land mid-write ({killed_mid_write} did, {completed} completed)"
+    );
 }

@@ -109,10 +109,53 @@ pub fn zstd_decompress_bounded(src: &[u8], cap: u64) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Compresses `data` at `level` (1-22; 3 is zstd's default). The output has no content-size
-/// surprises for readers: it is one frame with the size recorded.
+/// Inputs at least this large are compressed by zstd's own worker threads.
+pub const ZSTD_PARALLEL_MIN: usize = 4 << 20;
+
+/// Compresses `data` at `level` (1-22; 3 is zstd's default) into one frame that records its
+/// content size. Large inputs use every core through zstd's multithreaded mode, whose output
+/// does not depend on the number of workers or their timing: equal input gives equal bytes.
 pub fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
-    zstd::bulk::compress(data, level).map_err(|e| Error::io(e, "zstd compression failed"))
+    // Large inputs always take the multithreaded mode, even with one core: its output differs
+    // from the single-threaded mode's, and must not depend on the machine.
+    let workers = if data.len() >= ZSTD_PARALLEL_MIN {
+        available_threads()
+    } else {
+        0
+    };
+    zstd_compress_with_threads(data, level, workers)
+}
+
+/// As [`zstd_compress`] with an explicit number of zstd worker threads (0: zstd's
+/// single-threaded mode; 1 or more: its multithreaded mode, whose output is the same for any
+/// number of workers).
+pub fn zstd_compress_with_threads(data: &[u8], level: i32, threads: usize) -> Result<Vec<u8>> {
+    use zstd::zstd_safe::{CCtx, CParameter};
+    let fail = |code: usize| {
+        Error::io(
+            std::io::Error::other(zstd::zstd_safe::get_error_name(code)),
+            "zstd compression failed",
+        )
+    };
+    let mut cctx = CCtx::create();
+    cctx.set_parameter(CParameter::CompressionLevel(level))
+        .map_err(fail)?;
+    cctx.set_parameter(CParameter::ContentSizeFlag(true))
+        .map_err(fail)?;
+    if threads > 0 {
+        cctx.set_parameter(CParameter::NbWorkers(
+            u32::try_from(threads).unwrap_or(u32::MAX),
+        ))
+        .map_err(fail)?;
+    }
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(data.len()));
+    cctx.compress2(&mut out, data).map_err(fail)?;
+    Ok(out)
+}
+
+/// Cores this process may use.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 #[cfg(test)]
@@ -147,6 +190,34 @@ mod tests {
         assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
         let e = zstd_decompress_exact(b"not zstd", 8, 1 << 20).unwrap_err();
         assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
+    }
+
+    #[test]
+    fn multithreaded_output_is_deterministic_and_decodes() {
+        let data: Vec<u8> = (0..(6u32 << 20))
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 27) as u8)
+            .collect();
+        let a = zstd_compress_with_threads(&data, 3, 2).unwrap();
+        assert_eq!(a, zstd_compress_with_threads(&data, 3, 2).unwrap());
+        assert_eq!(
+            a,
+            zstd_compress_with_threads(&data, 3, 1).unwrap(),
+            "independent of the worker count"
+        );
+        assert_eq!(
+            a,
+            zstd_compress_with_threads(&data, 3, 4).unwrap(),
+            "independent of the worker count"
+        );
+        assert_eq!(
+            a,
+            zstd_compress(&data, 3).unwrap(),
+            "what the writer uses, on any machine"
+        );
+        assert_eq!(
+            zstd_decompress_exact(&a, data.len() as u64, 1 << 30).unwrap(),
+            data
+        );
     }
 
     #[test]

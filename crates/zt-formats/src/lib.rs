@@ -42,8 +42,9 @@ mod quant;
 mod sparse;
 
 pub use compress::{
-    zstd_compress, zstd_decompress_bounded, zstd_decompress_exact, zstd_decompress_into, Encoding,
-    DEFAULT_MAX_DECOMPRESSED,
+    available_threads, zstd_compress, zstd_compress_with_threads, zstd_decompress_bounded,
+    zstd_decompress_exact, zstd_decompress_into, Encoding, DEFAULT_MAX_DECOMPRESSED,
+    ZSTD_PARALLEL_MIN,
 };
 pub use digest::{Digest, DigestAlgorithm};
 pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};

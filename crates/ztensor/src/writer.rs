@@ -12,6 +12,9 @@ use zt_formats::{
 };
 use zt_manifest::{Attributes, Component, Manifest, Object, Value, WRITE_VERSION};
 
+/// Blobs at least this large are hashed on a second thread while they are written.
+const PARALLEL_HASH_MIN: usize = 1 << 20;
+
 /// Where a [`Writer`] puts the file, and what finishing it means.
 pub trait Sink: Write {
     /// What [`Writer::finish`] returns.
@@ -293,11 +296,31 @@ impl<W: Sink> Writer<W> {
                 Some("zstd".to_owned()),
             ),
         };
-        let digest = options.digest.map(|d| d.compute(&stored).to_string());
-        let offset = self
-            .blobs
-            .append_blob(&stored)
-            .map_err(|e| Error::io(e, "cannot write a blob"))?;
+        let blobs = &mut self.blobs;
+        let write = |blobs: &mut BlobWriter<W>| {
+            blobs
+                .append_blob(&stored)
+                .map_err(|e| Error::io(e, "cannot write a blob"))
+        };
+        let (offset, digest) = match options.digest {
+            None => (write(blobs)?, None),
+            // Large blobs: hash on a second core while this one writes, so a digest costs no
+            // time when writing is the slower of the two.
+            Some(alg)
+                if stored.len() >= PARALLEL_HASH_MIN && zt_formats::available_threads() > 1 =>
+            {
+                std::thread::scope(|s| {
+                    let hash = s.spawn(|| alg.compute(&stored));
+                    let offset = write(blobs);
+                    let digest = hash.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    offset.map(|o| (o, Some(digest)))
+                })?
+            }
+            Some(alg) => {
+                let d = alg.compute(&stored);
+                (write(blobs)?, Some(d))
+            }
+        };
         Ok(Component {
             dtype: c.element.dtype.name().to_owned(),
             logical_type: c.element.type_field().map(str::to_owned),
@@ -305,7 +328,7 @@ impl<W: Sink> Writer<W> {
             length: stored.len() as u64,
             uncompressed_length,
             encoding,
-            digest,
+            digest: digest.map(|d| d.to_string()),
         })
     }
 
