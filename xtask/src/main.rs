@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `gen-fixtures` | writes `fixtures/valid` and `fixtures/invalid` from code, deterministically |
 //! | `gen-fixtures --check` | fails when the files on disk differ from what the code generates |
+//! | `bench [--scale N]` | benchmarks against safetensors and the machine's limits (release build) |
 //! | `fuzz [--seconds N] [--target T]` | seeds and runs every cargo-fuzz target (nightly) for N seconds |
 
 use std::collections::BTreeMap;
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+mod bench;
 mod corpus;
 mod fuzz;
 mod legacy;
@@ -29,6 +31,7 @@ fn main() -> Result<()> {
         ["gen-fixtures"] => gen_fixtures(false),
         ["gen-fixtures", "--check"] => gen_fixtures(true),
         ["fuzz", rest @ ..] => fuzz::run(rest),
+        ["bench", rest @ ..] => bench::run(rest),
         _ => {
             eprintln!("usage: cargo xtask gen-fixtures [--check] | cargo xtask fuzz [--seconds N] [--target T]");
             std::process::exit(2);
