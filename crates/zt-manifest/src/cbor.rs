@@ -1,5 +1,6 @@
 //! A careful CBOR reader over minicbor: depth-limited, duplicate-key aware, with file offsets.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use minicbor::data::Type;
@@ -8,6 +9,42 @@ use zt_container::{Error, Result};
 
 use crate::value::Value;
 use crate::DecodeLimits;
+
+/// Keys seen in one map. Small maps (every object and component map) are checked against a
+/// fixed array of borrowed keys without allocating; large ones switch to a hash set.
+#[derive(Default)]
+struct SeenKeys<'b> {
+    small: [Option<Cow<'b, str>>; 16],
+    len: usize,
+    large: Option<HashSet<Cow<'b, str>>>,
+}
+
+impl<'b> SeenKeys<'b> {
+    /// Records `key`; false when it was seen before.
+    fn insert(&mut self, key: &Cow<'b, str>) -> bool {
+        if let Some(set) = &mut self.large {
+            return set.insert(key.clone());
+        }
+        if self
+            .small
+            .iter()
+            .take(self.len)
+            .any(|k| k.as_deref() == Some(&**key))
+        {
+            return false;
+        }
+        if let Some(slot) = self.small.get_mut(self.len) {
+            *slot = Some(key.clone());
+            self.len += 1;
+            return true;
+        }
+        let mut set: HashSet<Cow<'b, str>> =
+            self.small.iter_mut().filter_map(Option::take).collect();
+        let fresh = set.insert(key.clone());
+        self.large = Some(set);
+        fresh
+    }
+}
 
 /// A decoder that reports errors at absolute file offsets and never recurses past a limit.
 pub(crate) struct Reader<'b> {
@@ -172,16 +209,37 @@ impl<'b> Reader<'b> {
             Type::Map | Type::MapIndef => self.call(|d| d.map())?,
             t => return Err(self.error(format!("{what} must be a map, found {t}"))),
         };
-        let mut seen: HashSet<std::borrow::Cow<'b, str>> = HashSet::new();
+        let mut seen = SeenKeys::default();
         self.items(len, |r| {
             let at = r.offset();
             let key = match r.datatype()? {
                 Type::String | Type::StringIndef => r.text("key")?,
                 t => return Err(r.error(format!("keys of {what} must be text, found {t}"))),
             };
-            if !seen.insert(key.clone()) {
+            if !seen.insert(&key) {
                 return Err(Error::invalid(format!("duplicate key {key:?} in {what}")).at(at));
             }
+            entry(r, key, at)
+        })
+    }
+
+    /// As [`Reader::map_entries`], without the duplicate check: for maps whose caller detects
+    /// duplicates more cheaply itself (the objects map, checked after sorting).
+    pub fn map_entries_unchecked(
+        &mut self,
+        what: &str,
+        mut entry: impl FnMut(&mut Self, std::borrow::Cow<'b, str>, u64) -> Result<()>,
+    ) -> Result<()> {
+        let len = match self.datatype()? {
+            Type::Map | Type::MapIndef => self.call(|d| d.map())?,
+            t => return Err(self.error(format!("{what} must be a map, found {t}"))),
+        };
+        self.items(len, |r| {
+            let at = r.offset();
+            let key = match r.datatype()? {
+                Type::String | Type::StringIndef => r.text("key")?,
+                t => return Err(r.error(format!("keys of {what} must be text, found {t}"))),
+            };
             entry(r, key, at)
         })
     }

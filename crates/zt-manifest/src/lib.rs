@@ -40,7 +40,8 @@ mod value;
 
 pub use index::{decode_index, encode_index, IndexEntry};
 pub use manifest::{
-    decode_value, encode_value, Component, Manifest, Object, SpecVersion, WRITE_VERSION,
+    decode_objects, decode_value, encode_value, Component, ComponentRef, Manifest, ManifestHead,
+    Object, ObjectRef, SpecVersion, WRITE_VERSION,
 };
 pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};
 pub use zt_container::{Error, ErrorKind, Result};

@@ -1,5 +1,6 @@
 //! The v1 manifest (v1.1 and v1.2): types, decoding and deterministic encoding.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use zt_container::{Error, Result};
@@ -114,58 +115,18 @@ impl Manifest {
     /// Unknown fields are skipped (within the depth limit); duplicate keys, trailing bytes, a
     /// missing `version` or `objects` and a major version other than 1 are errors.
     pub fn decode(bytes: &[u8], base: u64, limits: DecodeLimits) -> Result<Manifest> {
-        let mut r = Reader::new(bytes, base, limits);
-        let mut version = None;
-        let mut attributes = Attributes::new();
-        let mut objects = None;
-        let root_at = r.offset();
-        r.map_entries("the manifest root", |r, key, at| {
-            match &*key {
-                "version" => {
-                    let v = r.text("version")?.into_owned();
-                    match SpecVersion::parse(&v) {
-                        Some(sv) if sv.major == 1 => {}
-                        Some(sv) => {
-                            return Err(Error::unsupported(format!(
-                            "manifest version {v:?} has major version {}; this reader reads 1.x",
-                            sv.major
-                        ))
-                            .at(at))
-                        }
-                        None => {
-                            return Err(Error::invalid(format!(
-                                "version {v:?} is not of the form MAJOR.MINOR.PATCH"
-                            ))
-                            .at(at))
-                        }
-                    }
-                    version = Some(v);
-                }
-                "attributes" => attributes = attributes_map(r, 1, "file attributes")?,
-                "objects" => {
-                    let mut objs = BTreeMap::new();
-                    r.map_entries("objects", |r, name, at| {
-                        let obj = object(r).map_err(|e| e.in_object(&name))?;
-                        if name.is_empty() {
-                            return Err(Error::invalid("object name is empty").at(at));
-                        }
-                        objs.insert(name.into_owned(), obj);
-                        Ok(())
-                    })?;
-                    objects = Some(objs);
-                }
-                _ => r.skip(1)?,
+        let mut objects = BTreeMap::new();
+        let head = decode_objects(bytes, base, limits, |o, at| {
+            let name = o.name.clone().into_owned();
+            if objects.contains_key(&name) {
+                return Err(Error::invalid(format!("duplicate key {name:?} in objects")).at(at));
             }
+            objects.insert(name, o.into_owned());
             Ok(())
         })?;
-        r.expect_end("manifest root")?;
-        let version =
-            version.ok_or_else(|| Error::invalid("manifest has no \"version\"").at(root_at))?;
-        let objects =
-            objects.ok_or_else(|| Error::invalid("manifest has no \"objects\"").at(root_at))?;
         Ok(Manifest {
-            version,
-            attributes,
+            version: head.version,
+            attributes: head.attributes,
             objects,
         })
     }
@@ -267,23 +228,23 @@ pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<u64>> {
     Ok(dims)
 }
 
-fn object(r: &mut Reader<'_>) -> Result<Object> {
+fn object<'b>(r: &mut Reader<'b>, name: Cow<'b, str>) -> Result<ObjectRef<'b>> {
     let start = r.offset();
     let (mut shp, mut format, mut attributes, mut components) =
         (None, None, Attributes::new(), None);
     r.map_entries("an object", |r, key, _| {
         match &*key {
             "shape" => shp = Some(shape(r)?),
-            "format" => format = Some(r.text("format")?.into_owned()),
+            "format" => format = Some(r.text("format")?),
             "attributes" => attributes = attributes_map(r, 3, "object attributes")?,
             "components" => {
-                let mut comps = BTreeMap::new();
+                let mut comps = Vec::new();
                 r.map_entries("components", |r, role, at| {
-                    let c = component(r).map_err(|e| e.in_component(&role))?;
                     if role.is_empty() {
                         return Err(Error::invalid("component role is empty").at(at));
                     }
-                    comps.insert(role.into_owned(), c);
+                    let c = component(r, role.clone()).map_err(|e| e.in_component(&role))?;
+                    comps.push(c);
                     Ok(())
                 })?;
                 components = Some(comps);
@@ -293,36 +254,182 @@ fn object(r: &mut Reader<'_>) -> Result<Object> {
         Ok(())
     })?;
     let missing = |f: &str| Error::invalid(format!("object has no {f:?}")).at(start);
-    Ok(Object {
+    Ok(ObjectRef {
         shape: shp.ok_or_else(|| missing("shape"))?,
         format: format.ok_or_else(|| missing("format"))?,
         attributes,
         components: components.ok_or_else(|| missing("components"))?,
+        name,
     })
 }
 
-fn component(r: &mut Reader<'_>) -> Result<Component> {
+fn component<'b>(r: &mut Reader<'b>, role: Cow<'b, str>) -> Result<ComponentRef<'b>> {
     let start = r.offset();
-    let mut c = Component::default();
-    let (mut dtype, mut offset, mut length) = (None, None, None);
+    let (mut dtype, mut logical_type, mut offset, mut length) = (None, None, None, None);
+    let (mut uncompressed_length, mut encoding, mut digest) = (None, None, None);
     r.map_entries("a component", |r, key, _| {
         match &*key {
-            "dtype" => dtype = Some(r.text("dtype")?.into_owned()),
-            "type" => c.logical_type = Some(r.text("type")?.into_owned()),
+            "dtype" => dtype = Some(r.text("dtype")?),
+            "type" => logical_type = Some(r.text("type")?),
             "offset" => offset = Some(r.uint("offset")?),
             "length" => length = Some(r.uint("length")?),
-            "uncompressed_length" => c.uncompressed_length = Some(r.uint("uncompressed_length")?),
-            "encoding" => c.encoding = Some(r.text("encoding")?.into_owned()),
-            "digest" => c.digest = Some(r.text("digest")?.into_owned()),
+            "uncompressed_length" => uncompressed_length = Some(r.uint("uncompressed_length")?),
+            "encoding" => encoding = Some(r.text("encoding")?),
+            "digest" => digest = Some(r.text("digest")?),
             _ => r.skip(5)?,
         }
         Ok(())
     })?;
     let missing = |f: &str| Error::invalid(format!("component has no {f:?}")).at(start);
-    c.dtype = dtype.ok_or_else(|| missing("dtype"))?;
-    c.offset = offset.ok_or_else(|| missing("offset"))?;
-    c.length = length.ok_or_else(|| missing("length"))?;
-    Ok(c)
+    Ok(ComponentRef {
+        dtype: dtype.ok_or_else(|| missing("dtype"))?,
+        offset: offset.ok_or_else(|| missing("offset"))?,
+        length: length.ok_or_else(|| missing("length"))?,
+        logical_type,
+        uncompressed_length,
+        encoding,
+        digest,
+        role,
+    })
+}
+
+/// One object as decoded, borrowing its text from the manifest bytes: what a reader builds its
+/// own model from without allocating a string per field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectRef<'b> {
+    /// Name.
+    pub name: Cow<'b, str>,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Format name.
+    pub format: Cow<'b, str>,
+    /// Attributes.
+    pub attributes: Attributes,
+    /// Components in file order.
+    pub components: Vec<ComponentRef<'b>>,
+}
+
+/// One component as decoded, borrowing its text from the manifest bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComponentRef<'b> {
+    /// Role.
+    pub role: Cow<'b, str>,
+    /// Storage type name.
+    pub dtype: Cow<'b, str>,
+    /// Logical type name.
+    pub logical_type: Option<Cow<'b, str>>,
+    /// Absolute offset.
+    pub offset: u64,
+    /// Stored length.
+    pub length: u64,
+    /// Declared uncompressed length.
+    pub uncompressed_length: Option<u64>,
+    /// Encoding name.
+    pub encoding: Option<Cow<'b, str>>,
+    /// Digest text.
+    pub digest: Option<Cow<'b, str>>,
+}
+
+impl ObjectRef<'_> {
+    /// The owned [`Object`]. Duplicate component roles are an error here, as in the file.
+    pub fn into_owned(self) -> Object {
+        Object {
+            shape: self.shape,
+            format: self.format.into_owned(),
+            attributes: self.attributes,
+            components: self
+                .components
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.role.into_owned(),
+                        Component {
+                            dtype: c.dtype.into_owned(),
+                            logical_type: c.logical_type.map(Cow::into_owned),
+                            offset: c.offset,
+                            length: c.length,
+                            uncompressed_length: c.uncompressed_length,
+                            encoding: c.encoding.map(Cow::into_owned),
+                            digest: c.digest.map(Cow::into_owned),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The root of a manifest without its objects (see [`decode_objects`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestHead {
+    /// Version string (checked: major version 1).
+    pub version: String,
+    /// File attributes.
+    pub attributes: Attributes,
+}
+
+/// Decodes a v1 manifest, handing each object to `on_object` as it is decoded (with the
+/// absolute offset of its name) instead of building a map: the fast path for readers with a
+/// model of their own. Object names are not checked for duplicates here; the caller does that
+/// (for instance after sorting). Every other rule of [`Manifest::decode`] applies.
+pub fn decode_objects<'b>(
+    bytes: &'b [u8],
+    base: u64,
+    limits: DecodeLimits,
+    mut on_object: impl FnMut(ObjectRef<'b>, u64) -> Result<()>,
+) -> Result<ManifestHead> {
+    let mut r = Reader::new(bytes, base, limits);
+    let mut version = None;
+    let mut attributes = Attributes::new();
+    let mut seen_objects = false;
+    let root_at = r.offset();
+    r.map_entries("the manifest root", |r, key, at| {
+        match &*key {
+            "version" => {
+                let v = r.text("version")?.into_owned();
+                match SpecVersion::parse(&v) {
+                    Some(sv) if sv.major == 1 => {}
+                    Some(sv) => {
+                        return Err(Error::unsupported(format!(
+                            "manifest version {v:?} has major version {}; this reader reads 1.x",
+                            sv.major
+                        ))
+                        .at(at))
+                    }
+                    None => {
+                        return Err(Error::invalid(format!(
+                            "version {v:?} is not of the form MAJOR.MINOR.PATCH"
+                        ))
+                        .at(at))
+                    }
+                }
+                version = Some(v);
+            }
+            "attributes" => attributes = attributes_map(r, 1, "file attributes")?,
+            "objects" => {
+                seen_objects = true;
+                r.map_entries_unchecked("objects", |r, name, at| {
+                    if name.is_empty() {
+                        return Err(Error::invalid("object name is empty").at(at));
+                    }
+                    let obj = object(r, name.clone()).map_err(|e| e.in_object(&name))?;
+                    on_object(obj, at)
+                })?;
+            }
+            _ => r.skip(1)?,
+        }
+        Ok(())
+    })?;
+    r.expect_end("manifest root")?;
+    let version =
+        version.ok_or_else(|| Error::invalid("manifest has no \"version\"").at(root_at))?;
+    if !seen_objects {
+        return Err(Error::invalid("manifest has no \"objects\"").at(root_at));
+    }
+    Ok(ManifestHead {
+        version,
+        attributes,
+    })
 }
 
 /// Decodes a standalone attribute value (for callers holding raw CBOR).

@@ -124,7 +124,7 @@ pub fn copy_object<W: Sink>(
         let mut components = Vec::with_capacity(obj.components.len());
         for c in &obj.components {
             components.push(ComponentData {
-                role: c.role.clone(),
+                role: c.role.to_string(),
                 element: c.element.clone(),
                 bytes: reader.component_bytes(name, &c.role, read)?,
             });
@@ -167,7 +167,7 @@ pub fn copy_stored<W: Sink>(
     let mut comps = Vec::with_capacity(obj.components.len());
     for c in &obj.components {
         comps.push(crate::writer::EncodedComponent {
-            role: c.role.clone(),
+            role: c.role.to_string(),
             element: c.element.clone(),
             stored: reader.stored_bytes(&obj.name, &c.role)?,
             encoding: c.encoding.clone(),

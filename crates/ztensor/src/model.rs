@@ -56,8 +56,8 @@ pub enum ByteOrder {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ComponentInfo {
-    /// Role name (`data`, `values`, ...).
-    pub role: String,
+    /// Role name (`data`, `values`, ...); common roles are shared, not allocated.
+    pub role: std::borrow::Cow<'static, str>,
     /// Element type.
     pub element: ElementType,
     /// Absolute offset of the stored bytes.

@@ -1,47 +1,64 @@
 //! zTensor 1.x files (v1.1 and v1.2): manifest to validated objects.
 
+use std::borrow::Cow;
 use zt_container::{check_overlaps, BlobRange, Container, Error, Result};
 use zt_formats::{
     check_layout, dense_len, ComponentLayout, DType, Digest, ElementType, Encoding, Format,
     LogicalType,
 };
-use zt_manifest::{Manifest, SpecVersion};
+
+use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
 use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
 use crate::reader::{Limits, Parsed};
 
 pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     let bytes = container.manifest_bytes()?;
-    let manifest = Manifest::decode(&bytes, container.manifest_offset(), limits.decode)?;
-    let version = manifest
-        .spec_version()
+    // Collect the borrowed objects first: how to read dtypes depends on the version, which
+    // the root map may give after the objects.
+    let mut refs = Vec::new();
+    let head = decode_objects(
+        &bytes,
+        container.manifest_offset(),
+        limits.decode,
+        |o, _| {
+            refs.push(o);
+            Ok(())
+        },
+    )?;
+    let version = SpecVersion::parse(&head.version)
         .ok_or_else(|| Error::invalid("manifest version is not MAJOR.MINOR.PATCH"))?;
-    let mut objects = Vec::with_capacity(manifest.objects.len());
-    for (name, o) in manifest.objects {
-        let obj = object(container, version, name.clone(), o).map_err(|e| e.in_object(&name))?;
-        objects.push(obj);
+    let v1_1 = version.minor <= 1;
+    let mut objects = Vec::with_capacity(refs.len());
+    for o in refs {
+        let name = o.name.clone();
+        objects.push(build_object(container, o, v1_1).map_err(|e| e.in_object(&name))?);
+    }
+    objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    if let Some(w) = objects
+        .windows(2)
+        .find(|w| w.first().map(|o| &o.name) == w.get(1).map(|o| &o.name))
+    {
+        let name = w.first().map_or("", |o| o.name.as_str());
+        return Err(Error::invalid(format!("duplicate key {name:?} in objects")));
     }
     check_no_overlaps(&objects)?;
     Ok(Parsed {
         version: FileVersion::ZTensor(version),
-        attributes: manifest.attributes,
+        attributes: head.attributes,
         objects,
     })
 }
 
-fn object(
-    container: &Container,
-    version: SpecVersion,
-    name: String,
-    o: zt_manifest::Object,
-) -> Result<ObjectInfo> {
+fn build_object(container: &Container, o: ObjectRef<'_>, v1_1: bool) -> Result<ObjectInfo> {
     let format = Format::parse(&o.format);
     let mut components = Vec::with_capacity(o.components.len());
-    for (role, c) in o.components {
-        let comp =
-            component(container, version, role.clone(), c).map_err(|e| e.in_component(&role))?;
+    for c in o.components {
+        let role = c.role.clone();
+        let comp = component(container, v1_1, c).map_err(|e| e.in_component(&role))?;
         components.push(comp);
     }
+    components.sort_unstable_by(|a, b| a.role.cmp(&b.role));
     // v1.1 zstd components declare no uncompressed size; for dense data the shape implies it.
     if format == Format::Dense {
         if let Some(data) = components.iter_mut().find(|c| c.role == "data") {
@@ -60,7 +77,7 @@ fn object(
         .collect();
     check_layout(&format, &o.shape, &o.attributes, &layout)?;
     Ok(ObjectInfo {
-        name,
+        name: o.name.into_owned(),
         shape: o.shape,
         format,
         attributes: o.attributes,
@@ -71,19 +88,33 @@ fn object(
     })
 }
 
-fn component(
-    container: &Container,
-    version: SpecVersion,
-    role: String,
-    c: zt_manifest::Component,
-) -> Result<ComponentInfo> {
-    let element = if version.minor <= 1 {
+/// Roles every format uses, shared instead of allocated per component.
+const ROLES: [&str; 8] = [
+    "data",
+    "values",
+    "indices",
+    "indptr",
+    "coords",
+    "packed_weight",
+    "scales",
+    "zeros",
+];
+
+pub(crate) fn intern_role(role: Cow<'_, str>) -> Cow<'static, str> {
+    match ROLES.iter().find(|r| **r == role) {
+        Some(r) => Cow::Borrowed(r),
+        None => Cow::Owned(role.into_owned()),
+    }
+}
+
+fn component(container: &Container, v1_1: bool, c: ComponentRef<'_>) -> Result<ComponentInfo> {
+    let element = if v1_1 {
         v1_1_element(&c.dtype, c.logical_type.as_deref())?
     } else {
         ElementType::resolve(&c.dtype, c.logical_type.as_deref())?
     };
     container.check_blob(c.offset, c.length)?;
-    let encoding = Encoding::parse(c.encoding_name());
+    let encoding = Encoding::parse(c.encoding.as_deref().unwrap_or("raw"));
     let decoded_len = match encoding {
         Encoding::Raw => {
             if c.uncompressed_length.is_some_and(|u| u != c.length) {
@@ -96,7 +127,7 @@ fn component(
             Some(c.length)
         }
         Encoding::Zstd => {
-            if c.uncompressed_length.is_none() && version.minor >= 2 {
+            if c.uncompressed_length.is_none() && !v1_1 {
                 return Err(
                     Error::invalid("zstd component has no uncompressed_length").at(c.offset)
                 );
@@ -112,7 +143,7 @@ fn component(
         .transpose()
         .map_err(|e| e.at(c.offset))?;
     Ok(ComponentInfo {
-        role,
+        role: intern_role(c.role),
         element,
         offset: c.offset,
         length: c.length,

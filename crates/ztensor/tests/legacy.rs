@@ -99,7 +99,7 @@ fn arrays(r: &Reader) -> Vec<ObjectArrays> {
                     .iter()
                     .map(|c| {
                         (
-                            c.role.clone(),
+                            c.role.to_string(),
                             c.element.name().to_owned(),
                             r.component_bytes(&o.name, &c.role, ReadOptions::default())
                                 .unwrap()
