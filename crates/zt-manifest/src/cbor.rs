@@ -21,9 +21,9 @@ struct SeenKeys<'b> {
 
 impl<'b> SeenKeys<'b> {
     /// Records `key`; false when it was seen before.
-    fn insert(&mut self, key: &Cow<'b, str>) -> bool {
+    fn insert(&mut self, key: Cow<'b, str>) -> bool {
         if let Some(set) = &mut self.large {
-            return set.insert(key.clone());
+            return set.insert(key);
         }
         if self
             .small
@@ -34,13 +34,13 @@ impl<'b> SeenKeys<'b> {
             return false;
         }
         if let Some(slot) = self.small.get_mut(self.len) {
-            *slot = Some(key.clone());
+            *slot = Some(key);
             self.len += 1;
             return true;
         }
         let mut set: HashSet<Cow<'b, str>> =
             self.small.iter_mut().filter_map(Option::take).collect();
-        let fresh = set.insert(key.clone());
+        let fresh = set.insert(key);
         self.large = Some(set);
         fresh
     }
@@ -216,7 +216,7 @@ impl<'b> Reader<'b> {
                 Type::String | Type::StringIndef => r.text("key")?,
                 t => return Err(r.error(format!("keys of {what} must be text, found {t}"))),
             };
-            if !seen.insert(&key) {
+            if !seen.insert(key.clone()) {
                 return Err(Error::invalid(format!("duplicate key {key:?} in {what}")).at(at));
             }
             entry(r, key, at)
