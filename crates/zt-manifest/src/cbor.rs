@@ -29,7 +29,7 @@ impl<'b> SeenKeys<'b> {
             .small
             .iter()
             .take(self.len)
-            .any(|k| k.as_deref() == Some(&**key))
+            .any(|k| k.as_deref() == Some(&*key))
         {
             return false;
         }
