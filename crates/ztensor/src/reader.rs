@@ -238,6 +238,65 @@ impl Reader {
         self.read_component_with(name, "data", opts)
     }
 
+    /// Reads a dense object into `out`, reusing its allocation: the way to read many tensors
+    /// without a map at the kernel's copy rate (a fresh buffer per tensor costs a page fault
+    /// and a zeroing per page). `out` ends up exactly the object's length.
+    pub fn read_into<T: Element>(&self, name: &str, out: &mut Vec<T>) -> Result<()> {
+        let (obj, comp) = self.component(name, "data")?;
+        let at = |e: Error| e.in_component("data").in_object(name);
+        if obj.format != Format::Dense || !element_matches::<T>(&comp.element) {
+            return Err(at(Error::argument(format!(
+                "read_into needs a dense object of {}",
+                T::element_type().name()
+            ))));
+        }
+        if let Some(d) = &obj.defect {
+            return Err(at(d.to_error()));
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let len = comp
+            .decoded_len
+            .ok_or_else(|| at(Error::unsupported("size unknown before decoding")))?;
+        if len > self.limits.max_decompressed_len && comp.encoding != Encoding::Raw {
+            return Err(at(Error::limit(format!(
+                "declared decompressed size {len} exceeds the cap"
+            ))));
+        }
+        let n =
+            usize::try_from(len / size).map_err(|_| at(Error::limit("object exceeds usize")))?;
+        // Shrinking keeps the buffer; growing zeroes only the new tail.
+        if out.len() > n {
+            out.truncate(n);
+        } else {
+            out.resize(n, T::zeroed());
+        }
+        let dst: &mut [u8] = bytemuck::cast_slice_mut(out.as_mut_slice());
+        match &comp.encoding {
+            Encoding::Raw => self.source.read_into(comp.offset, dst).map_err(at)?,
+            Encoding::Zstd => {
+                let src = self.source.read_at(comp.offset, comp.length).map_err(at)?;
+                let got = zt_formats::zstd_decompress_into(&src, dst)
+                    .map_err(|e| at(e.at(comp.offset)))?;
+                if got as u64 != len {
+                    return Err(at(Error::invalid(format!(
+                        "zstd stream inflates to {got} bytes, fewer than the declared {len}"
+                    ))
+                    .at(comp.offset)));
+                }
+            }
+            Encoding::Unknown(e) => {
+                return Err(at(Error::unsupported(format!("unknown encoding {e:?}"))))
+            }
+        }
+        if comp.byte_order == ByteOrder::Big {
+            swap_elements(
+                bytemuck::cast_slice_mut(out.as_mut_slice()),
+                comp.element.dtype.size(),
+            );
+        }
+        Ok(())
+    }
+
     /// One component's decoded elements as `T` (raw typed access, any format).
     pub fn read_component<T: Element>(&self, name: &str, role: &str) -> Result<Cow<'_, [T]>> {
         self.read_component_with(name, role, ReadOptions::default())

@@ -265,3 +265,44 @@ fn a_wrong_digest_fails_verified_reads_on_every_path() {
         assert_eq!(report.failures.len(), 1);
     }
 }
+
+#[test]
+fn read_into_reuses_the_buffer_on_every_path() {
+    let mut w = Writer::new(Vec::new()).unwrap();
+    w.add("a", &[4], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    w.set_options(WriteOptions {
+        compression: Some(3),
+        digest: None,
+    });
+    w.add("b", &[2], &[5.0f32, 6.0]).unwrap();
+    let bytes = w.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.zt");
+    std::fs::write(&path, &bytes).unwrap();
+    for r in [
+        OpenOptions::new().open(&path).unwrap(),
+        OpenOptions::new().unmapped(true).open(&path).unwrap(),
+    ] {
+        let mut buf: Vec<f32> = Vec::with_capacity(16);
+        let ptr = buf.as_ptr();
+        r.read_into("a", &mut buf).unwrap();
+        assert_eq!(buf, [1.0, 2.0, 3.0, 4.0]);
+        r.read_into("b", &mut buf).unwrap();
+        assert_eq!(buf, [5.0, 6.0]);
+        assert_eq!(buf.as_ptr(), ptr, "no reallocation");
+        let mut wrong: Vec<f64> = Vec::new();
+        assert_eq!(
+            r.read_into("a", &mut wrong).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    // Legacy big-endian data comes out swapped here too.
+    let r = ztensor::open(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/interop/v014_rust.zt"
+    ))
+    .unwrap();
+    let mut buf = Vec::new();
+    r.read_into::<f32>("be_f32", &mut buf).unwrap();
+    assert_eq!(buf, (0..12).map(|i| i as f32).collect::<Vec<_>>());
+}
