@@ -248,6 +248,19 @@ fn check_tensors(file: &mut MagFile, file_len: u64) -> Result<()> {
     })
 }
 
+/// A record's element count must be the product of its shape (checked arithmetic).
+fn check_numel(numel: u64, shape: &[u64], name: &str, at: u64) -> Result<()> {
+    let count = element_count(shape).map_err(|e| e.in_object(name).at(at))?;
+    if count != numel {
+        return Err(Error::invalid(format!(
+            "element count {numel} is not the product {count} of shape {shape:?}"
+        ))
+        .at(at)
+        .in_object(name));
+    }
+    Ok(())
+}
+
 fn rank_ok(rank: u64, max: u64, at: u64) -> Result<usize> {
     if rank > max {
         return Err(Error::invalid(format!("rank {rank} exceeds {max}")).at(at));
@@ -417,14 +430,7 @@ fn gen_b(c: &mut Cur<'_>) -> Result<MagFile> {
         }
         let klen = c.u32("key length")?;
         let name = c.key(u64::from(klen))?;
-        let count = element_count(&shape).map_err(|e| e.in_object(&name).at(at))?;
-        if count != numel {
-            return Err(Error::invalid(format!(
-                "element count {numel} is not the product {count} of shape {shape:?}"
-            ))
-            .at(at)
-            .in_object(&name));
-        }
+        check_numel(numel, &shape, &name, at)?;
         if offset % 64 != 0 {
             return Err(
                 Error::invalid(format!("data offset {offset} is not a multiple of 64"))
@@ -526,14 +532,7 @@ fn gen_cd(c: &mut Cur<'_>, layout: Layout) -> Result<MagFile> {
         for _ in 0..rank {
             shape.push(c.u64("dimension")?);
         }
-        let count = element_count(&shape).map_err(|e| e.in_object(&name).at(at))?;
-        if count != numel {
-            return Err(Error::invalid(format!(
-                "element count {numel} is not the product {count} of shape {shape:?}"
-            ))
-            .at(at)
-            .in_object(&name));
-        }
+        check_numel(numel, &shape, &name, at)?;
         descs.push((at, name, element, shape, rel));
     }
     let crc_end = c.pos;

@@ -203,19 +203,10 @@ impl<'b> Reader<'b> {
     pub fn map_entries(
         &mut self,
         what: &str,
-        mut entry: impl FnMut(&mut Self, std::borrow::Cow<'b, str>, u64) -> Result<()>,
+        mut entry: impl FnMut(&mut Self, Cow<'b, str>, u64) -> Result<()>,
     ) -> Result<()> {
-        let len = match self.datatype()? {
-            Type::Map | Type::MapIndef => self.call(|d| d.map())?,
-            t => return Err(self.error(format!("{what} must be a map, found {t}"))),
-        };
         let mut seen = SeenKeys::default();
-        self.items(len, |r| {
-            let at = r.offset();
-            let key = match r.datatype()? {
-                Type::String | Type::StringIndef => r.text("key")?,
-                t => return Err(r.error(format!("keys of {what} must be text, found {t}"))),
-            };
+        self.map_entries_unchecked(what, |r, key, at| {
             if !seen.insert(key.clone()) {
                 return Err(Error::invalid(format!("duplicate key {key:?} in {what}")).at(at));
             }

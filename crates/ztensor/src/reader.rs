@@ -311,13 +311,12 @@ impl Reader {
     ) -> Result<Cow<'_, [T]>> {
         let (obj, comp) = self.component(name, role)?;
         if !element_matches::<T>(&comp.element) {
-            return Err(Error::argument(format!(
-                "holds {} elements, not {}",
+            return Err(wrong_type(
                 comp.element.name(),
-                T::element_type().name()
-            ))
-            .in_component(role)
-            .in_object(name));
+                &T::element_type(),
+                name,
+                role,
+            ));
         }
         self.load::<T>(obj, comp, opts)
     }
@@ -332,13 +331,12 @@ impl Reader {
     ) -> Result<Cow<'_, [T]>> {
         let (obj, comp) = self.component(name, role)?;
         if comp.element.dtype != T::DTYPE || T::logical().is_some() {
-            return Err(Error::argument(format!(
-                "stores {} elements, not {}",
-                comp.element.dtype,
-                T::element_type().name()
-            ))
-            .in_component(role)
-            .in_object(name));
+            return Err(wrong_type(
+                comp.element.dtype.name(),
+                &T::element_type(),
+                name,
+                role,
+            ));
         }
         self.load::<T>(obj, comp, opts)
     }
@@ -638,6 +636,13 @@ impl VerifyReport {
     pub fn is_ok(&self) -> bool {
         self.failures.is_empty()
     }
+}
+
+/// The caller asked for the wrong element type.
+fn wrong_type(stored: &str, asked: &ElementType, name: &str, role: &str) -> Error {
+    Error::argument(format!("holds {stored} elements, not {}", asked.name()))
+        .in_component(role)
+        .in_object(name)
 }
 
 pub(crate) fn check_bools(bytes: &[u8]) -> Result<()> {
