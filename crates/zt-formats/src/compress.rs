@@ -110,7 +110,10 @@ pub fn zstd_decompress_bounded(src: &[u8], cap: u64) -> Result<Vec<u8>> {
 }
 
 /// Inputs at least this large are compressed by zstd's own worker threads.
-pub const ZSTD_PARALLEL_MIN: usize = 4 << 20;
+pub const ZSTD_PARALLEL_MIN: usize = 2 << 20;
+
+/// The size of one zstd job in multithreaded mode.
+const ZSTD_JOB_SIZE: u32 = 1 << 20;
 
 /// Compresses `data` at `level` (1-22; 3 is zstd's default) into one frame that records its
 /// content size. Large inputs use every core through zstd's multithreaded mode, whose output
@@ -131,26 +134,38 @@ pub fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
 /// number of workers).
 pub fn zstd_compress_with_threads(data: &[u8], level: i32, threads: usize) -> Result<Vec<u8>> {
     use zstd::zstd_safe::{CCtx, CParameter};
+    thread_local! {
+        // One context per thread, kept: a multithreaded context owns a pool of workers, and
+        // starting that pool for every tensor would cost more than it saves.
+        static CCTX: std::cell::RefCell<CCtx<'static>> = std::cell::RefCell::new(CCtx::create());
+    }
     let fail = |code: usize| {
         Error::io(
             std::io::Error::other(zstd::zstd_safe::get_error_name(code)),
             "zstd compression failed",
         )
     };
-    let mut cctx = CCtx::create();
-    cctx.set_parameter(CParameter::CompressionLevel(level))
-        .map_err(fail)?;
-    cctx.set_parameter(CParameter::ContentSizeFlag(true))
-        .map_err(fail)?;
-    if threads > 0 {
-        cctx.set_parameter(CParameter::NbWorkers(
-            u32::try_from(threads).unwrap_or(u32::MAX),
-        ))
-        .map_err(fail)?;
-    }
-    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(data.len()));
-    cctx.compress2(&mut out, data).map_err(fail)?;
-    Ok(out)
+    CCTX.with(|cell| {
+        let mut cctx = cell.borrow_mut();
+        cctx.reset(zstd::zstd_safe::ResetDirective::SessionAndParameters)
+            .map_err(fail)?;
+        cctx.set_parameter(CParameter::CompressionLevel(level))
+            .map_err(fail)?;
+        cctx.set_parameter(CParameter::ContentSizeFlag(true))
+            .map_err(fail)?;
+        // A fixed job size: small enough that a few-MiB tensor splits into jobs for every
+        // core, and fixed so the output never depends on the machine.
+        let workers = u32::try_from(threads).unwrap_or(u32::MAX);
+        cctx.set_parameter(CParameter::NbWorkers(workers))
+            .map_err(fail)?;
+        if workers > 0 {
+            cctx.set_parameter(CParameter::JobSize(ZSTD_JOB_SIZE))
+                .map_err(fail)?;
+        }
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(data.len()));
+        cctx.compress2(&mut out, data).map_err(fail)?;
+        Ok(out)
+    })
 }
 
 /// Cores this process may use.

@@ -116,7 +116,7 @@ impl Manifest {
     /// missing `version` or `objects` and a major version other than 1 are errors.
     pub fn decode(bytes: &[u8], base: u64, limits: DecodeLimits) -> Result<Manifest> {
         let mut objects = BTreeMap::new();
-        let head = decode_objects(bytes, base, limits, |o, at| {
+        let head = decode_objects(bytes, base, limits, |o, at, _| {
             let name = o.name.clone().into_owned();
             if objects.contains_key(&name) {
                 return Err(Error::invalid(format!("duplicate key {name:?} in objects")).at(at));
@@ -369,17 +369,19 @@ pub struct ManifestHead {
 }
 
 /// Decodes a v1 manifest, handing each object to `on_object` as it is decoded (with the
-/// absolute offset of its name) instead of building a map: the fast path for readers with a
+/// absolute offset of its name, and the version if the root gave it before the objects, as
+/// every real writer does) instead of building a map: the fast path for readers with a
 /// model of their own. Object names are not checked for duplicates here; the caller does that
 /// (for instance after sorting). Every other rule of [`Manifest::decode`] applies.
 pub fn decode_objects<'b>(
     bytes: &'b [u8],
     base: u64,
     limits: DecodeLimits,
-    mut on_object: impl FnMut(ObjectRef<'b>, u64) -> Result<()>,
+    mut on_object: impl FnMut(ObjectRef<'b>, u64, Option<SpecVersion>) -> Result<()>,
 ) -> Result<ManifestHead> {
     let mut r = Reader::new(bytes, base, limits);
     let mut version = None;
+    let mut parsed_version = None;
     let mut attributes = Attributes::new();
     let mut seen_objects = false;
     let root_at = r.offset();
@@ -388,7 +390,7 @@ pub fn decode_objects<'b>(
             "version" => {
                 let v = r.text("version")?.into_owned();
                 match SpecVersion::parse(&v) {
-                    Some(sv) if sv.major == 1 => {}
+                    Some(sv) if sv.major == 1 => parsed_version = Some(sv),
                     Some(sv) => {
                         return Err(Error::unsupported(format!(
                             "manifest version {v:?} has major version {}; this reader reads 1.x",
@@ -413,7 +415,7 @@ pub fn decode_objects<'b>(
                         return Err(Error::invalid("object name is empty").at(at));
                     }
                     let obj = object(r, name.clone()).map_err(|e| e.in_object(&name))?;
-                    on_object(obj, at)
+                    on_object(obj, at, parsed_version)
                 })?;
             }
             _ => r.skip(1)?,

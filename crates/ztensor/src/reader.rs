@@ -147,7 +147,68 @@ pub struct Reader {
     version: FileVersion,
     attributes: Attributes,
     objects: Vec<ObjectInfo>,
+    index: NameIndex,
     limits: Limits,
+}
+
+/// Finds an object's position by name: an open-addressing table of (hash, position) pairs
+/// over the sorted object list. No owned keys: the names stay in the objects.
+#[derive(Debug, Default)]
+struct NameIndex {
+    slots: Vec<(u64, u32)>,
+    mask: usize,
+}
+
+const EMPTY_SLOT: u32 = u32::MAX;
+
+fn name_hash(s: &str) -> u64 {
+    // FNV-1a over 8-byte words, then a final mix: quick for the long, similar names of
+    // real models; collisions only cost a string comparison.
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut chunks = s.as_bytes().chunks_exact(8);
+    for c in &mut chunks {
+        h = (h ^ u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).wrapping_mul(0x0100_0000_01b3);
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 29;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^ (h >> 32)
+}
+
+impl NameIndex {
+    fn build(objects: &[ObjectInfo]) -> Self {
+        let cap = (objects.len() * 2).next_power_of_two().max(8);
+        let mut slots = vec![(0u64, EMPTY_SLOT); cap];
+        let mask = cap - 1;
+        for (i, o) in objects.iter().enumerate() {
+            let h = name_hash(&o.name);
+            let mut at = h as usize & mask;
+            while slots.get(at).is_some_and(|s| s.1 != EMPTY_SLOT) {
+                at = (at + 1) & mask;
+            }
+            if let Some(slot) = slots.get_mut(at) {
+                *slot = (h, i as u32);
+            }
+        }
+        NameIndex { slots, mask }
+    }
+
+    fn find(&self, objects: &[ObjectInfo], name: &str) -> Option<usize> {
+        let h = name_hash(name);
+        let mut at = h as usize & self.mask;
+        loop {
+            let &(sh, i) = self.slots.get(at)?;
+            if i == EMPTY_SLOT {
+                return None;
+            }
+            if sh == h && objects.get(i as usize).is_some_and(|o| o.name == name) {
+                return Some(i as usize);
+            }
+            at = (at + 1) & self.mask;
+        }
+    }
 }
 
 /// Opens a file of any kind we read (`.zt` of every version, `.mag` of every layout), mapped.
@@ -158,12 +219,20 @@ pub fn open(path: impl AsRef<Path>) -> Result<Reader> {
 impl Reader {
     pub(crate) fn new(source: Source, parsed: Parsed, limits: Limits) -> Self {
         let mut objects = parsed.objects;
-        objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        // Parsers of sorted formats hand over sorted lists; checking is one pass.
+        if !objects
+            .windows(2)
+            .all(|w| w.first().map(|o| &o.name) <= w.get(1).map(|o| &o.name))
+        {
+            objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        }
+        let index = NameIndex::build(&objects);
         Reader {
             source,
             version: parsed.version,
             attributes: parsed.attributes,
             objects,
+            index,
             limits,
         }
     }
@@ -195,9 +264,8 @@ impl Reader {
 
     /// An object by name.
     pub fn object(&self, name: &str) -> Result<&ObjectInfo> {
-        self.objects
-            .binary_search_by(|o| o.name.as_str().cmp(name))
-            .ok()
+        self.index
+            .find(&self.objects, name)
             .and_then(|i| self.objects.get(i))
             .ok_or_else(|| Error::argument(format!("no object named {name:?}")))
     }

@@ -14,25 +14,34 @@ use crate::reader::{Limits, Parsed};
 
 pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     let bytes = container.manifest_bytes()?;
-    // Collect the borrowed objects first: how to read dtypes depends on the version, which
-    // the root map may give after the objects.
-    let mut refs = Vec::new();
+    // How to read dtypes depends on the version. Every real writer puts it before the objects,
+    // so objects are built as they are decoded; a manifest that gives it later has its
+    // objects kept (borrowed) and built at the end.
+    let mut objects = Vec::new();
+    let mut late = Vec::new();
     let head = decode_objects(
         &bytes,
         container.manifest_offset(),
         limits.decode,
-        |o, _| {
-            refs.push(o);
+        |o, _, version| {
+            match version {
+                Some(v) => {
+                    let name = o.name.clone();
+                    objects.push(
+                        build_object(container, o, v.minor <= 1).map_err(|e| e.in_object(&name))?,
+                    );
+                }
+                None => late.push(o),
+            }
             Ok(())
         },
     )?;
     let version = SpecVersion::parse(&head.version)
         .ok_or_else(|| Error::invalid("manifest version is not MAJOR.MINOR.PATCH"))?;
-    let v1_1 = version.minor <= 1;
-    let mut objects = Vec::with_capacity(refs.len());
-    for o in refs {
+    for o in late {
         let name = o.name.clone();
-        objects.push(build_object(container, o, v1_1).map_err(|e| e.in_object(&name))?);
+        objects
+            .push(build_object(container, o, version.minor <= 1).map_err(|e| e.in_object(&name))?);
     }
     objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     if let Some(w) = objects
@@ -67,15 +76,18 @@ fn build_object(container: &Container, o: ObjectRef<'_>, v1_1: bool) -> Result<O
             }
         }
     }
-    let layout: Vec<_> = components
-        .iter()
-        .map(|c| ComponentLayout {
-            role: &c.role,
-            element: &c.element,
-            decoded_len: c.decoded_len,
-        })
-        .collect();
-    check_layout(&format, &o.shape, &o.attributes, &layout)?;
+    {
+        // On the stack: no allocation per object.
+        let layout: smallvec::SmallVec<[ComponentLayout<'_>; 4]> = components
+            .iter()
+            .map(|c| ComponentLayout {
+                role: &c.role,
+                element: &c.element,
+                decoded_len: c.decoded_len,
+            })
+            .collect();
+        check_layout(&format, &o.shape, &o.attributes, &layout)?;
+    }
     Ok(ObjectInfo {
         name: o.name.into_owned(),
         shape: o.shape,
