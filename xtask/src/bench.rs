@@ -124,6 +124,9 @@ fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
     f()?; // warm-up: page cache, allocator, lazy statics
     let mut t = Vec::with_capacity(runs);
     for _ in 0..runs {
+        // Start every run with no dirty pages left by the previous one: otherwise write rows
+        // measure the kernel's writeback of earlier runs.
+        let _ = Command::new("sync").status();
         let s = Instant::now();
         f()?;
         t.push(s.elapsed());
