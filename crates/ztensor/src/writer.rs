@@ -21,12 +21,17 @@ pub trait Sink: Write {
     type Output;
     /// Completes the file: flush, and for [`AtomicFile`] sync and rename over the target.
     fn complete(self) -> Result<Self::Output>;
+    /// Called after each large blob: a file sink may start writing it back to disk now.
+    fn blob_written(&mut self) {}
 }
 
 impl Sink for AtomicFile {
     type Output = ();
     fn complete(self) -> Result<()> {
         self.commit()
+    }
+    fn blob_written(&mut self) {
+        self.start_writeback();
     }
 }
 
@@ -321,6 +326,9 @@ impl<W: Sink> Writer<W> {
                 (write(blobs)?, Some(d))
             }
         };
+        if stored.len() >= PARALLEL_HASH_MIN {
+            self.blobs.sink_mut().blob_written();
+        }
         Ok(Component {
             dtype: c.element.dtype.name().to_owned(),
             logical_type: c.element.type_field().map(str::to_owned),
