@@ -455,21 +455,9 @@ impl Reader {
         comp: &ComponentInfo,
         opts: ReadOptions,
     ) -> Result<Cow<'_, [u8]>> {
-        // Decode as elements of the storage width so byte swapping applies per element.
-        macro_rules! as_bytes {
-            ($t:ty) => {
-                self.load::<$t>(obj, comp, opts).map(|c| match c {
-                    Cow::Borrowed(s) => Cow::Borrowed(bytemuck::cast_slice(s)),
-                    Cow::Owned(v) => Cow::Owned(bytemuck::cast_slice(&v).to_vec()),
-                })
-            };
-        }
-        match comp.element.dtype.size() {
-            8 => as_bytes!(u64),
-            4 => as_bytes!(u32),
-            2 => as_bytes!(u16),
-            _ => self.load::<u8>(obj, comp, opts),
-        }
+        // Bytes need no alignment, and `load` swaps big-endian data per element by the
+        // component's own element size: no typed detour, no second copy.
+        self.load::<u8>(obj, comp, opts)
     }
 
     /// Loads one component as `T`, whose size must divide the element size. The caller has
