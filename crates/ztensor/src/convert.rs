@@ -192,45 +192,30 @@ fn legacy_sparse_object<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<Obje
         .ok_or_else(|| Error::invalid("not a legacy sparse entry"))?;
     let name = &obj.name;
     let values_type = ElementType::plain(p.values);
-    let u64_bytes = |v: &[u64]| -> Cow<'r, [u8]> {
-        Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    // Index arrays are written as u64, as the spec requires.
+    let index = |role: &str, v: &[u64]| ComponentData {
+        role: role.into(),
+        element: ElementType::plain(DType::U64),
+        bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+    };
+    let values = |bytes: Vec<u8>| ComponentData {
+        role: "values".into(),
+        element: values_type.clone(),
+        bytes: Cow::Owned(bytes),
     };
     // The value type is only known at run time; copy through the byte-level parts.
     let components = match obj.format {
         Format::SparseCsr => {
-            let (values, indices, indptr) = reader.legacy_csr_bytes(obj)?;
+            let (v, indices, indptr) = reader.legacy_csr_bytes(obj)?;
             vec![
-                ComponentData {
-                    role: "values".into(),
-                    element: values_type,
-                    bytes: Cow::Owned(values),
-                },
-                ComponentData {
-                    role: "indices".into(),
-                    element: ElementType::plain(DType::U64),
-                    bytes: u64_bytes(&indices),
-                },
-                ComponentData {
-                    role: "indptr".into(),
-                    element: ElementType::plain(DType::U64),
-                    bytes: u64_bytes(&indptr),
-                },
+                values(v),
+                index("indices", &indices),
+                index("indptr", &indptr),
             ]
         }
         Format::SparseCoo => {
-            let (values, coords) = reader.legacy_coo_bytes(obj)?;
-            vec![
-                ComponentData {
-                    role: "values".into(),
-                    element: values_type,
-                    bytes: Cow::Owned(values),
-                },
-                ComponentData {
-                    role: "coords".into(),
-                    element: ElementType::plain(DType::U64),
-                    bytes: u64_bytes(&coords),
-                },
-            ]
+            let (v, coords) = reader.legacy_coo_bytes(obj)?;
+            vec![values(v), index("coords", &coords)]
         }
         _ => return Err(Error::invalid("legacy packing on a non-sparse object").in_object(name)),
     };
