@@ -158,7 +158,7 @@ pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> O
                 )));
             }
             let (b, ty) = dense_view(&r, o).map_err(|e| e.in_file(path))?;
-            (b, ty, o.shape.clone())
+            (b, ty, o.shape.to_vec())
         }
     };
     if as_json {
@@ -471,7 +471,7 @@ pub fn convert(
                 if densify && o.format != Format::Dense {
                     let (bytes, ty) = dense_view(&r, o).map_err(in_file)?;
                     let obj = ztensor::ObjectData {
-                        shape: o.shape.clone(),
+                        shape: o.shape.to_vec(),
                         format: Format::Dense,
                         attributes: o.attributes.clone(),
                         components: vec![ztensor::ComponentData {

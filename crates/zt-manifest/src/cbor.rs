@@ -5,44 +5,40 @@ use std::collections::{BTreeMap, HashSet};
 
 use minicbor::data::Type;
 use minicbor::Decoder;
+use smallvec::SmallVec;
 use zt_container::{Error, Result};
 
 use crate::value::Value;
 use crate::DecodeLimits;
 
 /// Keys seen in one map. Small maps (every object and component map) are checked against a
-/// fixed array of borrowed keys without allocating; large ones switch to a hash set.
+/// short inline list of borrowed keys: no allocation, nothing to drop. Large maps, and keys
+/// that had to be assembled from chunks, go to a hash set.
 #[derive(Default)]
 struct SeenKeys<'b> {
-    small: [Option<Cow<'b, str>>; 16],
-    len: usize,
+    small: SmallVec<[&'b str; 8]>,
     large: Option<HashSet<Cow<'b, str>>>,
 }
 
 impl<'b> SeenKeys<'b> {
     /// Records `key`; false when it was seen before.
     fn insert(&mut self, key: Cow<'b, str>) -> bool {
-        if let Some(set) = &mut self.large {
-            return set.insert(key);
+        if self.large.is_none() {
+            if let Cow::Borrowed(k) = key {
+                if self.small.contains(&k) {
+                    return false;
+                }
+                if self.small.len() < self.small.inline_size() {
+                    self.small.push(k);
+                    return true;
+                }
+            }
         }
-        if self
-            .small
-            .iter()
-            .take(self.len)
-            .any(|k| k.as_deref() == Some(&*key))
-        {
-            return false;
-        }
-        if let Some(slot) = self.small.get_mut(self.len) {
-            *slot = Some(key);
-            self.len += 1;
-            return true;
-        }
-        let mut set: HashSet<Cow<'b, str>> =
-            self.small.iter_mut().filter_map(Option::take).collect();
-        let fresh = set.insert(key);
-        self.large = Some(set);
-        fresh
+        let small = &mut self.small;
+        let set = self
+            .large
+            .get_or_insert_with(|| small.drain(..).map(Cow::Borrowed).collect());
+        set.insert(key)
     }
 }
 
@@ -123,8 +119,48 @@ impl<'b> Reader<'b> {
         }
     }
 
+    /// The next item's header when it is a small definite-length item of `major` type: its
+    /// argument (a length or a value) and the header's size. `None` sends the caller to the
+    /// general path, which handles (and reports) everything else. Manifests are almost all
+    /// short strings, small maps and integers; decoding those here skips minicbor's type
+    /// dispatch, the largest cost of opening a file with many objects.
+    fn small_head(&self, major: u8) -> Option<(u64, usize)> {
+        let input = self.d.input();
+        let pos = self.d.position();
+        let initial = *input.get(pos)?;
+        if initial >> 5 != major {
+            return None;
+        }
+        let arg = |n: usize| -> Option<u64> {
+            let bytes = input.get(pos.checked_add(1)?..pos.checked_add(1 + n)?)?;
+            Some(bytes.iter().fold(0u64, |a, &b| a << 8 | u64::from(b)))
+        };
+        match initial & 0x1f {
+            small @ 0..=23 => Some((u64::from(small), 1)),
+            24 => Some((arg(1)?, 2)),
+            25 => Some((arg(2)?, 3)),
+            26 => Some((arg(4)?, 5)),
+            27 => Some((arg(8)?, 9)),
+            _ => None,
+        }
+    }
+
+    /// A definite-length text string that lies inside the input and is valid UTF-8.
+    fn definite_text(&mut self) -> Option<&'b str> {
+        let (len, head) = self.small_head(3)?;
+        let input = self.d.input();
+        let start = self.d.position().checked_add(head)?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        let text = std::str::from_utf8(input.get(start..end)?).ok()?;
+        self.d.set_position(end);
+        Some(text)
+    }
+
     /// Reads a text string (definite or indefinite), borrowing when possible.
-    pub fn text(&mut self, what: &str) -> Result<std::borrow::Cow<'b, str>> {
+    pub fn text(&mut self, what: &str) -> Result<Cow<'b, str>> {
+        if let Some(text) = self.definite_text() {
+            return Ok(Cow::Borrowed(text));
+        }
         match self.datatype()? {
             Type::String => self.call(|d| d.str()).map(Into::into),
             Type::StringIndef => {
@@ -144,6 +180,10 @@ impl<'b> Reader<'b> {
 
     /// Reads an unsigned integer; negative numbers, floats and others are errors naming `what`.
     pub fn uint(&mut self, what: &str) -> Result<u64> {
+        if let Some((value, head)) = self.small_head(0) {
+            self.d.set_position(self.d.position() + head);
+            return Ok(value);
+        }
         match self.datatype()? {
             Type::U8 | Type::U16 | Type::U32 | Type::U64 => self.call(|d| d.u64()),
             Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::Int => Err(self.error(format!(
@@ -155,6 +195,10 @@ impl<'b> Reader<'b> {
 
     /// Reads an array header; `None` for indefinite length.
     pub fn array_header(&mut self, what: &str) -> Result<Option<u64>> {
+        if let Some((len, head)) = self.small_head(4) {
+            self.d.set_position(self.d.position() + head);
+            return Ok(Some(len));
+        }
         match self.datatype()? {
             Type::Array | Type::ArrayIndef => self.call(|d| d.array()),
             t => Err(self.error(format!("{what} must be an array, found {t}"))),
@@ -219,14 +263,22 @@ impl<'b> Reader<'b> {
     pub fn map_entries_unchecked(
         &mut self,
         what: &str,
-        mut entry: impl FnMut(&mut Self, std::borrow::Cow<'b, str>, u64) -> Result<()>,
+        mut entry: impl FnMut(&mut Self, Cow<'b, str>, u64) -> Result<()>,
     ) -> Result<()> {
-        let len = match self.datatype()? {
-            Type::Map | Type::MapIndef => self.call(|d| d.map())?,
-            t => return Err(self.error(format!("{what} must be a map, found {t}"))),
+        let len = if let Some((len, head)) = self.small_head(5) {
+            self.d.set_position(self.d.position() + head);
+            Some(len)
+        } else {
+            match self.datatype()? {
+                Type::Map | Type::MapIndef => self.call(|d| d.map())?,
+                t => return Err(self.error(format!("{what} must be a map, found {t}"))),
+            }
         };
         self.items(len, |r| {
             let at = r.offset();
+            if let Some(key) = r.definite_text() {
+                return entry(r, Cow::Borrowed(key), at);
+            }
             let key = match r.datatype()? {
                 Type::String | Type::StringIndef => r.text("key")?,
                 t => return Err(r.error(format!("keys of {what} must be text, found {t}"))),

@@ -100,7 +100,7 @@ fn entry(r: &mut Reader<'_>) -> Result<IndexEntry> {
     e.offset = offset.ok_or_else(|| missing("offset"))?;
     e.size = size.ok_or_else(|| missing("size"))?;
     e.dtype = dtype.ok_or_else(|| missing("dtype"))?;
-    e.shape = shp.ok_or_else(|| missing("shape"))?;
+    e.shape = shp.ok_or_else(|| missing("shape"))?.into_vec();
     e.encoding = encoding.unwrap_or_else(|| "raw".into());
     e.layout = layout.unwrap_or_else(|| "dense".into());
     e.name = name;

@@ -8,7 +8,7 @@ use zt_container::{Error, Result};
 use crate::cbor::Reader;
 use crate::encode::{self, Enc};
 use crate::value::{Attributes, Value};
-use crate::DecodeLimits;
+use crate::{DecodeLimits, Shape, SmallVec};
 
 /// The version string our writer puts in every manifest.
 pub const WRITE_VERSION: &str = "1.2.0";
@@ -213,8 +213,8 @@ pub(crate) fn attributes_map(r: &mut Reader<'_>, depth: usize, what: &str) -> Re
     Ok(m)
 }
 
-pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Vec<u64>> {
-    let mut dims = Vec::new();
+pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Shape> {
+    let mut dims = Shape::new();
     let max_rank = r.limits().max_rank;
     r.array_items("shape", |r| {
         if dims.len() >= max_rank {
@@ -238,7 +238,7 @@ fn object<'b>(r: &mut Reader<'b>, name: Cow<'b, str>) -> Result<ObjectRef<'b>> {
             "format" => format = Some(r.text("format")?),
             "attributes" => attributes = attributes_map(r, 3, "object attributes")?,
             "components" => {
-                let mut comps = Vec::new();
+                let mut comps = SmallVec::new();
                 r.map_entries("components", |r, role, at| {
                     if role.is_empty() {
                         return Err(Error::invalid("component role is empty").at(at));
@@ -299,14 +299,14 @@ fn component<'b>(r: &mut Reader<'b>, role: Cow<'b, str>) -> Result<ComponentRef<
 pub struct ObjectRef<'b> {
     /// Name.
     pub name: Cow<'b, str>,
-    /// Shape.
-    pub shape: Vec<u64>,
+    /// Shape (up to four dimensions inline).
+    pub shape: Shape,
     /// Format name.
     pub format: Cow<'b, str>,
     /// Attributes.
     pub attributes: Attributes,
-    /// Components in file order.
-    pub components: Vec<ComponentRef<'b>>,
+    /// Components in file order (up to two inline).
+    pub components: SmallVec<[ComponentRef<'b>; 2]>,
 }
 
 /// One component as decoded, borrowing its text from the manifest bytes.
@@ -334,7 +334,7 @@ impl ObjectRef<'_> {
     /// The owned [`Object`]. Duplicate component roles are an error here, as in the file.
     pub fn into_owned(self) -> Object {
         Object {
-            shape: self.shape,
+            shape: self.shape.into_vec(),
             format: self.format.into_owned(),
             attributes: self.attributes,
             components: self

@@ -130,7 +130,7 @@ pub fn copy_object<W: Sink>(
             });
         }
         ObjectData {
-            shape: obj.shape.clone(),
+            shape: obj.shape.to_vec(),
             format: obj.format.clone(),
             attributes: obj.attributes.clone(),
             components,
@@ -177,7 +177,7 @@ pub fn copy_stored<W: Sink>(
     }
     writer.add_encoded_object(
         &obj.name,
-        obj.shape.clone(),
+        obj.shape.to_vec(),
         obj.format.clone(),
         obj.attributes.clone(),
         comps,
@@ -220,7 +220,7 @@ fn legacy_sparse_object<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<Obje
         _ => return Err(Error::invalid("legacy packing on a non-sparse object").in_object(name)),
     };
     Ok(ObjectData {
-        shape: obj.shape.clone(),
+        shape: obj.shape.to_vec(),
         format: obj.format.clone(),
         attributes: obj.attributes.clone(),
         components,
@@ -301,7 +301,7 @@ fn mag_spec(obj: &ObjectInfo, densify: bool) -> Result<zt_mag::TensorSpec> {
     Ok(zt_mag::TensorSpec {
         name: obj.name.clone(),
         element,
-        shape: obj.shape.clone(),
+        shape: obj.shape.to_vec(),
     })
 }
 

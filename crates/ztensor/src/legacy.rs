@@ -1,5 +1,6 @@
 //! zTensor v0.1 (`ZTEN0001`): index entries to the same object model as v1.
 
+use smallvec::smallvec;
 use zt_container::{check_blob_range, Container, Error, Result};
 use zt_formats::{dense_len, element_count, DType, Digest, ElementType, Encoding, Format};
 use zt_manifest::{decode_index, IndexEntry};
@@ -8,7 +9,7 @@ use crate::model::Defect;
 use crate::model::{
     ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
 };
-use crate::reader::{Limits, Parsed};
+use crate::reader::{sort_by_name, Limits, Parsed};
 use crate::zt_v1::check_no_overlaps;
 
 /// Role of the single component that holds a v0.1 sparse entry's packed blob.
@@ -23,12 +24,7 @@ pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parse
         let obj = entry(container, e).map_err(|err| err.in_object(&name))?;
         objects.push(obj);
     }
-    objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    if let Some(w) = objects
-        .windows(2)
-        .find(|w| w.first().map(|o| &o.name) == w.get(1).map(|o| &o.name))
-    {
-        let name = w.first().map_or("", |o| o.name.as_str());
+    if let Some(name) = sort_by_name(&mut objects) {
         return Err(Error::invalid("two v0.1 entries have this name").in_object(name));
     }
     check_no_overlaps(&objects)?;
@@ -136,10 +132,10 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
     };
     Ok(ObjectInfo {
         name: e.name,
-        shape: e.shape,
+        shape: e.shape.into(),
         format,
         attributes: e.extra,
-        components: vec![component],
+        components: smallvec![component],
         range_digests: Vec::new(),
         legacy_packing: packing.map(|layout| LegacyPacking {
             layout,

@@ -53,7 +53,8 @@ pub use zt_manifest as manifest;
 pub use convert::{upgrade, write_mag, ConvertOptions, ConvertReport, Keep, MagOptions};
 pub use legacy::LEGACY_BLOB_ROLE;
 pub use model::{
-    ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest,
+    ByteOrder, ComponentInfo, Components, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
+    RangeDigest,
 };
 pub use reader::{open, Limits, OpenOptions, ReadOptions, Reader, VerifyReport};
 pub use safetensors_io::write_safetensors;

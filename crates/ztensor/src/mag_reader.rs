@@ -1,12 +1,13 @@
 //! `.mag` files in the facade's object model: each tensor a dense object with one raw `data`
 //! component at its absolute range; the metadata as file attributes.
 
+use smallvec::smallvec;
 use zt_container::{Result, Source};
 use zt_formats::{Encoding, Format};
 use zt_mag::{parse, ParseOptions};
 
 use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
-use crate::reader::{Limits, Parsed, Reader};
+use crate::reader::{sort_by_name, Limits, Parsed, Reader};
 
 pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Result<Reader> {
     let file = parse(&source, ParseOptions { verify_checksum })?;
@@ -15,11 +16,11 @@ pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Re
     } else {
         ByteOrder::Little
     };
-    let objects = file
+    let mut objects: Vec<ObjectInfo> = file
         .tensors
         .into_iter()
         .map(|t| ObjectInfo {
-            components: vec![ComponentInfo {
+            components: smallvec![ComponentInfo {
                 role: "data".into(),
                 element: t.element,
                 offset: t.offset,
@@ -31,7 +32,7 @@ pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Re
                 byte_order,
             }],
             name: t.name,
-            shape: t.shape,
+            shape: t.shape.into(),
             format: Format::Dense,
             attributes: Default::default(),
             range_digests: Vec::new(),
@@ -39,6 +40,8 @@ pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Re
             defect: None,
         })
         .collect();
+    // Duplicate names were refused while parsing.
+    sort_by_name(&mut objects);
     let parsed = Parsed {
         version: FileVersion::Mag(file.layout),
         attributes: file.metadata,

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use zt_formats::{Digest, ElementType, Encoding, Format};
-use zt_manifest::{Attributes, SpecVersion};
+use zt_manifest::{Attributes, Shape, SmallVec, SpecVersion};
 
 /// Which kind of file, and which version of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,20 +88,23 @@ pub struct RangeDigest {
     pub digest: Digest,
 }
 
+/// An object's components: the one of a dense object is stored inline, without an allocation.
+pub type Components = SmallVec<[ComponentInfo; 1]>;
+
 /// One object as listed by a reader.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ObjectInfo {
     /// Name.
     pub name: String,
-    /// Logical shape.
-    pub shape: Vec<u64>,
+    /// Logical shape (a slice; up to four dimensions inline).
+    pub shape: Shape,
     /// Layout.
     pub format: Format,
     /// Attributes (for v0.1 files: the entry's custom fields).
     pub attributes: Attributes,
-    /// Components, sorted by role.
-    pub components: Vec<ComponentInfo>,
+    /// Components, sorted by role (a slice; one inline, as dense objects have).
+    pub components: Components,
     /// Digests that cover more than one component (v0.1).
     pub range_digests: Vec<RangeDigest>,
     /// How a v0.1 sparse entry packs its arrays into one blob (`None` for everything else).

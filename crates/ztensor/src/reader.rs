@@ -116,10 +116,28 @@ impl OpenOptions {
     }
 }
 
+/// Sorts objects by name and returns a name that occurs twice, if any. Real files list their
+/// objects sorted already, so this is usually one pass of comparisons that also finds
+/// duplicates; only an unsorted list is sorted and then checked.
+pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
+    let strictly_increasing = objects
+        .windows(2)
+        .all(|w| matches!(w, [a, b] if a.name < b.name));
+    if !strictly_increasing {
+        objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let twice = objects
+            .windows(2)
+            .position(|w| matches!(w, [a, b] if a.name == b.name));
+        return twice.and_then(|i| objects.get(i)).map(|o| o.name.as_str());
+    }
+    None
+}
+
 /// What a format-specific parser hands the reader.
 pub(crate) struct Parsed {
     pub version: FileVersion,
     pub attributes: Attributes,
+    /// Sorted by name, each name once ([`sort_by_name`]).
     pub objects: Vec<ObjectInfo>,
 }
 
@@ -217,15 +235,9 @@ pub fn open(path: impl AsRef<Path>) -> Result<Reader> {
 }
 
 impl Reader {
+    /// `parsed.objects` must be sorted by name with no name twice ([`sort_by_name`]).
     pub(crate) fn new(source: Source, parsed: Parsed, limits: Limits) -> Self {
-        let mut objects = parsed.objects;
-        // Parsers of sorted formats hand over sorted lists; checking is one pass.
-        if !objects
-            .windows(2)
-            .all(|w| w.first().map(|o| &o.name) <= w.get(1).map(|o| &o.name))
-        {
-            objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        }
+        let objects = parsed.objects;
         let index = NameIndex::build(&objects);
         Reader {
             source,

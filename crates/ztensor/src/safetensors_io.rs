@@ -2,6 +2,7 @@
 //! crate. `F8_E4M3`, `F8_E5M2`, `F8_E4M3FNUZ`, `F8_E5M2FNUZ` and `C64` map to our logical
 //! types; `__metadata__` maps to text file attributes.
 
+use smallvec::smallvec;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,7 +14,7 @@ use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value};
 
 use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
-use crate::reader::{Limits, Parsed, Reader};
+use crate::reader::{sort_by_name, Limits, Parsed, Reader};
 
 /// Whether bytes look like a safetensors file: a u64 header size, then a JSON object.
 pub(crate) fn looks_like(head: &[u8]) -> bool {
@@ -110,7 +111,7 @@ pub(crate) fn open(source: Source, limits: &Limits) -> Result<Reader> {
         })?;
         let length = (end - start) as u64;
         objects.push(ObjectInfo {
-            components: vec![ComponentInfo {
+            components: smallvec![ComponentInfo {
                 role: "data".into(),
                 element,
                 offset: base + *start as u64,
@@ -136,6 +137,8 @@ pub(crate) fn open(source: Source, limits: &Limits) -> Result<Reader> {
         .flatten()
         .map(|(k, v)| (k.clone(), Value::Text(v.clone())))
         .collect();
+    // Duplicate names were refused while parsing.
+    sort_by_name(&mut objects);
     let parsed = Parsed {
         version: FileVersion::Safetensors,
         attributes,

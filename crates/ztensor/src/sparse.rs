@@ -278,7 +278,7 @@ impl Reader {
             .map_err(|e| e.in_component("values").in_object(name))?;
         check_coo(&obj.shape, &parts.first, values.len()).map_err(|e| e.in_object(name))?;
         Ok(Coo {
-            shape: obj.shape.clone(),
+            shape: obj.shape.to_vec(),
             values,
             coords: parts.first,
         })
@@ -290,7 +290,7 @@ impl Reader {
         let params =
             QuantParams::from_attributes(&obj.attributes).map_err(|e| e.in_object(name))?;
         Ok(Quantized {
-            shape: obj.shape.clone(),
+            shape: obj.shape.to_vec(),
             params,
             packed: self.component_bytes(name, "packed_weight", ReadOptions::default())?,
             scales: self.component_f32(obj, "scales")?,

@@ -9,8 +9,8 @@ use zt_formats::{
 
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
-use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
-use crate::reader::{Limits, Parsed};
+use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
+use crate::reader::{sort_by_name, Limits, Parsed};
 
 pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     let bytes = container.manifest_bytes()?;
@@ -43,12 +43,7 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
         objects
             .push(build_object(container, o, version.minor <= 1).map_err(|e| e.in_object(&name))?);
     }
-    objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    if let Some(w) = objects
-        .windows(2)
-        .find(|w| w.first().map(|o| &o.name) == w.get(1).map(|o| &o.name))
-    {
-        let name = w.first().map_or("", |o| o.name.as_str());
+    if let Some(name) = sort_by_name(&mut objects) {
         return Err(Error::invalid(format!("duplicate key {name:?} in objects")));
     }
     check_no_overlaps(&objects)?;
@@ -61,7 +56,7 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
 
 fn build_object(container: &Container, o: ObjectRef<'_>, v1_1: bool) -> Result<ObjectInfo> {
     let format = Format::parse(&o.format);
-    let mut components = Vec::with_capacity(o.components.len());
+    let mut components = Components::with_capacity(o.components.len());
     for c in o.components {
         let role = c.role.clone();
         let comp = component(container, v1_1, c).map_err(|e| e.in_component(&role))?;

@@ -44,7 +44,7 @@ fn v123_all_dense_objects() {
                 "{name}"
             );
         }
-        assert_eq!(r.object("dense_f32").unwrap().shape, [3, 4]);
+        assert_eq!(r.object("dense_f32").unwrap().shape[..], [3, 4]);
         assert_eq!(
             &r.read::<f32>("zstd_f32").unwrap()[..],
             &every_seventh()[..]
@@ -88,7 +88,7 @@ fn v123_rust_and_savefile() {
     for r in open_both("v123_rust.zt") {
         assert_eq!(r.attributes()["framework"].as_str(), Some("PyTorch"));
         assert_eq!(r.attributes()["n"].as_i64(), Some(3));
-        assert_eq!(r.object("scalar").unwrap().shape, Vec::<u64>::new());
+        assert_eq!(r.object("scalar").unwrap().shape[..], [0u64; 0]);
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
         assert_eq!(
             &r.read_verified::<f32>("w").unwrap()[..],

@@ -121,7 +121,7 @@ fn arrays(r: &Reader) -> Vec<ObjectArrays> {
             });
             (
                 o.name.clone(),
-                o.shape.clone(),
+                o.shape.to_vec(),
                 o.format.name().to_owned(),
                 comps,
                 f32s,

@@ -38,11 +38,11 @@ fn gen_b_version_1_from_magnetron_0_1_2() {
             &r.read::<f32>("w").unwrap()[..],
             &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
         );
-        assert_eq!(r.object("w").unwrap().shape, [2, 3]);
+        assert_eq!(r.object("w").unwrap().shape[..], [2, 3]);
         assert_eq!(&r.read::<i32>("idx").unwrap()[..], &[7, -1, 258]);
         assert_eq!(&r.read::<f16>("h").unwrap()[..], &f16s(&[-2.0, -2.0])[..]);
         assert_eq!(&r.read_bool("m").unwrap()[..], &[true, false, false, true]);
-        assert_eq!(r.object("m").unwrap().shape, [2, 2]);
+        assert_eq!(r.object("m").unwrap().shape[..], [2, 2]);
     }
 }
 
@@ -69,7 +69,7 @@ fn gen_c_version_100_from_magnetron_0_1_6() {
         assert_eq!(r.objects().len(), 7);
     }
     for r in both("scalar_v100_0.1.6.mag") {
-        assert_eq!(r.object("scalar").unwrap().shape, Vec::<u64>::new());
+        assert_eq!(r.object("scalar").unwrap().shape[..], [0u64; 0]);
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[3.5]);
     }
 }
@@ -122,7 +122,7 @@ fn gen_e_version_300_from_magnetron_0_2_2() {
         let w = r.read::<f32>("w").unwrap();
         assert_eq!(&w[..], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         assert_eq!(&r.read::<i32>("idx").unwrap()[..], &[7, -1, 258]);
-        assert_eq!(r.object("empty").unwrap().shape, [0, 4]);
+        assert_eq!(r.object("empty").unwrap().shape[..], [0, 4]);
         assert!(r.read::<f16>("empty").unwrap().is_empty());
         assert_eq!(&r.read_bool("m").unwrap()[..], &[true, false, true]);
     }
@@ -138,8 +138,8 @@ fn gen_e_version_300_from_magnetron_0_2_2() {
 fn gen_a_mag_ampersand() {
     for r in both("genA_out_8cbdeb3.mag") {
         assert_eq!(r.version(), &FileVersion::Mag(Layout::GenA));
-        assert_eq!(r.object("fc1_w").unwrap().shape, [128, 784]);
-        assert_eq!(r.object("fc2_b").unwrap().shape, [10]);
+        assert_eq!(r.object("fc1_w").unwrap().shape[..], [128, 784]);
+        assert_eq!(r.object("fc2_b").unwrap().shape[..], [10]);
         let w = r.read::<f32>("fc1_w").unwrap();
         assert_eq!(w.len(), 128 * 784);
         assert_eq!(w[0], -0.027_900_774);
@@ -166,7 +166,7 @@ fn our_version_1_writer_reproduces_magnetron_0_1_2_byte_for_byte() {
             TensorSpec {
                 name: (*n).into(),
                 element: o.element_type().unwrap().clone(),
-                shape: o.shape.clone(),
+                shape: o.shape.to_vec(),
             }
         })
         .collect();
@@ -330,8 +330,8 @@ fn round_trip(
         for x in [&m, &b] {
             let o = x.object(name).unwrap();
             assert_eq!(
-                (&o.shape, o.element_type().unwrap()),
-                (shape, el),
+                (&o.shape[..], o.element_type().unwrap()),
+                (&shape[..], el),
                 "{version:?} {name}"
             );
             assert_eq!(
