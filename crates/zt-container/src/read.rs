@@ -193,10 +193,11 @@ pub struct BlobRange<Id> {
 /// Rejects blobs that partially overlap. Blobs with identical ranges (aliases) and empty blobs
 /// are allowed. Ranges must already have passed [`check_blob_range`] (no overflow).
 ///
-/// On failure returns the ids of the two overlapping blobs and the offset where they meet.
+/// On failure returns the two overlapping blobs, the earlier first; they meet at the second
+/// one's offset.
 pub fn check_overlaps<Id: Copy>(
     ranges: &mut [BlobRange<Id>],
-) -> std::result::Result<(), (Id, Id, u64)> {
+) -> std::result::Result<(), (BlobRange<Id>, BlobRange<Id>)> {
     ranges.sort_unstable_by_key(|r| (r.offset, r.length));
     let mut prev: Option<BlobRange<Id>> = None;
     for r in ranges.iter().filter(|r| r.length > 0) {
@@ -207,7 +208,7 @@ pub fn check_overlaps<Id: Copy>(
             // Sorted by start and free of overlaps so far, so `p` ends last; no overflow
             // after check_blob_range.
             if r.offset < p.offset + p.length {
-                return Err((p.id, r.id, r.offset));
+                return Err((p, *r));
             }
         }
         prev = Some(*r);
@@ -335,7 +336,7 @@ mod tests {
         );
         assert_eq!(
             check_overlaps(&mut [r(128, 64, 1), r(64, 65, 0)]),
-            Err((0, 1, 128))
+            Err((r(64, 65, 0), r(128, 64, 1)))
         );
         // A blob inside a larger one overlaps it partially.
         assert!(check_overlaps(&mut [r(64, 256, 0), r(128, 64, 1)]).is_err());

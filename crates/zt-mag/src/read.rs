@@ -237,14 +237,19 @@ fn check_tensors(file: &mut MagFile, file_len: u64) -> Result<()> {
             id: i,
         })
         .collect();
-    zt_container::check_overlaps(&mut ranges).map_err(|(a, b, at)| {
+    zt_container::check_overlaps(&mut ranges).map_err(|(a, b)| {
         let n = |i: usize| {
             file.tensors
                 .get(i)
                 .map_or("?", |t| t.name.as_str())
                 .to_owned()
         };
-        Error::invalid(format!("data of tensors {:?} and {:?} overlap", n(a), n(b))).at(at)
+        Error::invalid(format!(
+            "data of tensors {:?} and {:?} overlap",
+            n(a.id),
+            n(b.id)
+        ))
+        .at(b.offset)
     })
 }
 

@@ -8,7 +8,7 @@ use zt_container::{Error, Result};
 use crate::cbor::Reader;
 use crate::encode::{self, Enc};
 use crate::value::{Attributes, Value};
-use crate::{DecodeLimits, Shape, SmallVec};
+use crate::{DecodeLimits, Shape};
 
 /// The version string our writer puts in every manifest.
 pub const WRITE_VERSION: &str = "1.2.0";
@@ -121,7 +121,7 @@ impl Manifest {
             if objects.contains_key(&name) {
                 return Err(Error::invalid(format!("duplicate key {name:?} in objects")).at(at));
             }
-            objects.insert(name, o.into_owned());
+            objects.insert(name, o.to_owned());
             Ok(())
         })?;
         Ok(Manifest {
@@ -228,39 +228,48 @@ pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Shape> {
     Ok(dims)
 }
 
-fn object<'b>(r: &mut Reader<'b>, name: Cow<'b, str>) -> Result<ObjectRef<'b>> {
+/// Decodes one object into `o`, reusing its buffers: no allocation per object once the
+/// component list has grown to the largest count, and nothing large is moved.
+fn object<'b>(r: &mut Reader<'b>, o: &mut ObjectRef<'b>) -> Result<()> {
     let start = r.offset();
-    let (mut shp, mut format, mut attributes, mut components) =
-        (None, None, Attributes::new(), None);
+    let (mut has_shape, mut has_format, mut has_components) = (false, false, false);
+    o.shape.clear();
+    o.attributes.clear();
+    o.components.clear();
     r.map_entries("an object", |r, key, _| {
         match &*key {
-            "shape" => shp = Some(shape(r)?),
-            "format" => format = Some(r.text("format")?),
-            "attributes" => attributes = attributes_map(r, 3, "object attributes")?,
+            "shape" => {
+                o.shape = shape(r)?;
+                has_shape = true;
+            }
+            "format" => {
+                o.format = r.text("format")?;
+                has_format = true;
+            }
+            "attributes" => o.attributes = attributes_map(r, 3, "object attributes")?,
             "components" => {
-                let mut comps = SmallVec::new();
+                has_components = true;
+                let components = &mut o.components;
                 r.map_entries("components", |r, role, at| {
                     if role.is_empty() {
                         return Err(Error::invalid("component role is empty").at(at));
                     }
                     let c = component(r, role.clone()).map_err(|e| e.in_component(&role))?;
-                    comps.push(c);
+                    components.push(c);
                     Ok(())
                 })?;
-                components = Some(comps);
             }
             _ => r.skip(3)?,
         }
         Ok(())
     })?;
-    let missing = |f: &str| Error::invalid(format!("object has no {f:?}")).at(start);
-    Ok(ObjectRef {
-        shape: shp.ok_or_else(|| missing("shape"))?,
-        format: format.ok_or_else(|| missing("format"))?,
-        attributes,
-        components: components.ok_or_else(|| missing("components"))?,
-        name,
-    })
+    let missing = |f: &str| Err(Error::invalid(format!("object has no {f:?}")).at(start));
+    match (has_shape, has_format, has_components) {
+        (false, _, _) => missing("shape"),
+        (_, false, _) => missing("format"),
+        (_, _, false) => missing("components"),
+        _ => Ok(()),
+    }
 }
 
 fn component<'b>(r: &mut Reader<'b>, role: Cow<'b, str>) -> Result<ComponentRef<'b>> {
@@ -295,7 +304,7 @@ fn component<'b>(r: &mut Reader<'b>, role: Cow<'b, str>) -> Result<ComponentRef<
 
 /// One object as decoded, borrowing its text from the manifest bytes: what a reader builds its
 /// own model from without allocating a string per field.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ObjectRef<'b> {
     /// Name.
     pub name: Cow<'b, str>,
@@ -305,8 +314,8 @@ pub struct ObjectRef<'b> {
     pub format: Cow<'b, str>,
     /// Attributes.
     pub attributes: Attributes,
-    /// Components in file order (up to two inline).
-    pub components: SmallVec<[ComponentRef<'b>; 2]>,
+    /// Components in file order.
+    pub components: Vec<ComponentRef<'b>>,
 }
 
 /// One component as decoded, borrowing its text from the manifest bytes.
@@ -331,26 +340,27 @@ pub struct ComponentRef<'b> {
 }
 
 impl ObjectRef<'_> {
-    /// The owned [`Object`]. Duplicate component roles are an error here, as in the file.
-    pub fn into_owned(self) -> Object {
+    /// The owned [`Object`].
+    pub fn to_owned(&self) -> Object {
+        let owned = |t: &Option<Cow<'_, str>>| t.as_deref().map(str::to_owned);
         Object {
-            shape: self.shape.into_vec(),
-            format: self.format.into_owned(),
-            attributes: self.attributes,
+            shape: self.shape.to_vec(),
+            format: self.format.clone().into_owned(),
+            attributes: self.attributes.clone(),
             components: self
                 .components
-                .into_iter()
+                .iter()
                 .map(|c| {
                     (
-                        c.role.into_owned(),
+                        c.role.clone().into_owned(),
                         Component {
-                            dtype: c.dtype.into_owned(),
-                            logical_type: c.logical_type.map(Cow::into_owned),
+                            dtype: c.dtype.clone().into_owned(),
+                            logical_type: owned(&c.logical_type),
                             offset: c.offset,
                             length: c.length,
                             uncompressed_length: c.uncompressed_length,
-                            encoding: c.encoding.map(Cow::into_owned),
-                            digest: c.digest.map(Cow::into_owned),
+                            encoding: owned(&c.encoding),
+                            digest: owned(&c.digest),
                         },
                     )
                 })
@@ -377,7 +387,7 @@ pub fn decode_objects<'b>(
     bytes: &'b [u8],
     base: u64,
     limits: DecodeLimits,
-    mut on_object: impl FnMut(ObjectRef<'b>, u64, Option<SpecVersion>) -> Result<()>,
+    mut on_object: impl FnMut(&ObjectRef<'b>, u64, Option<SpecVersion>) -> Result<()>,
 ) -> Result<ManifestHead> {
     let mut r = Reader::new(bytes, base, limits);
     let mut version = None;
@@ -410,12 +420,14 @@ pub fn decode_objects<'b>(
             "attributes" => attributes = attributes_map(r, 1, "file attributes")?,
             "objects" => {
                 seen_objects = true;
+                let mut o = ObjectRef::default();
                 r.map_entries_unchecked("objects", |r, name, at| {
                     if name.is_empty() {
                         return Err(Error::invalid("object name is empty").at(at));
                     }
-                    let obj = object(r, name.clone()).map_err(|e| e.in_object(&name))?;
-                    on_object(obj, at, parsed_version)
+                    object(r, &mut o).map_err(|e| e.in_object(&name))?;
+                    o.name = name;
+                    on_object(&o, at, parsed_version)
                 })?;
             }
             _ => r.skip(1)?,

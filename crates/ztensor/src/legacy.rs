@@ -9,8 +9,8 @@ use crate::model::Defect;
 use crate::model::{
     ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
 };
-use crate::reader::{sort_by_name, Limits, Parsed};
-use crate::zt_v1::check_no_overlaps;
+use crate::reader::{Limits, Parsed};
+use crate::zt_v1::{finish_objects, push_ranges};
 
 /// Role of the single component that holds a v0.1 sparse entry's packed blob.
 pub const LEGACY_BLOB_ROLE: &str = "blob";
@@ -19,19 +19,21 @@ pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parse
     let bytes = container.manifest_bytes()?;
     let entries = decode_index(&bytes, container.manifest_offset(), limits.decode)?;
     let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
+    let mut ranges = Vec::new();
     for e in entries {
         let name = e.name.clone();
         let obj = entry(container, e).map_err(|err| err.in_object(&name))?;
+        push_ranges(&obj, &mut ranges);
         objects.push(obj);
     }
-    if let Some(name) = sort_by_name(&mut objects) {
-        return Err(Error::invalid("two v0.1 entries have this name").in_object(name));
-    }
-    check_no_overlaps(&objects)?;
+    let index = finish_objects(&mut objects, ranges, |name| {
+        Error::invalid("two v0.1 entries have this name").in_object(name)
+    })?;
     Ok(Parsed {
         version: FileVersion::ZTensorV0_1,
         attributes: Default::default(),
         objects,
+        index: Some(index),
     })
 }
 

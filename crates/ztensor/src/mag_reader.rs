@@ -46,6 +46,7 @@ pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Re
         version: FileVersion::Mag(file.layout),
         attributes: file.metadata,
         objects,
+        index: None,
     };
     Ok(Reader::new(source, parsed, *limits))
 }

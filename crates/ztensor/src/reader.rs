@@ -139,6 +139,8 @@ pub(crate) struct Parsed {
     pub attributes: Attributes,
     /// Sorted by name, each name once ([`sort_by_name`]).
     pub objects: Vec<ObjectInfo>,
+    /// The name index over `objects`, when the parser built it already.
+    pub index: Option<NameIndex>,
 }
 
 /// Options of one read.
@@ -172,7 +174,7 @@ pub struct Reader {
 /// Finds an object's position by name: an open-addressing table of (hash, position) pairs
 /// over the sorted object list. No owned keys: the names stay in the objects.
 #[derive(Debug, Default)]
-struct NameIndex {
+pub(crate) struct NameIndex {
     slots: Vec<(u64, u32)>,
     mask: usize,
 }
@@ -196,7 +198,7 @@ fn name_hash(s: &str) -> u64 {
 }
 
 impl NameIndex {
-    fn build(objects: &[ObjectInfo]) -> Self {
+    pub(crate) fn build(objects: &[ObjectInfo]) -> Self {
         let cap = (objects.len() * 2).next_power_of_two().max(8);
         let mut slots = vec![(0u64, EMPTY_SLOT); cap];
         let mask = cap - 1;
@@ -238,7 +240,7 @@ impl Reader {
     /// `parsed.objects` must be sorted by name with no name twice ([`sort_by_name`]).
     pub(crate) fn new(source: Source, parsed: Parsed, limits: Limits) -> Self {
         let objects = parsed.objects;
-        let index = NameIndex::build(&objects);
+        let index = parsed.index.unwrap_or_else(|| NameIndex::build(&objects));
         Reader {
             source,
             version: parsed.version,

@@ -143,6 +143,7 @@ pub(crate) fn open(source: Source, limits: &Limits) -> Result<Reader> {
         version: FileVersion::Safetensors,
         attributes,
         objects,
+        index: None,
     };
     Ok(Reader::new(source, parsed, *limits))
 }

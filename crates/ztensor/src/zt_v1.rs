@@ -10,7 +10,7 @@ use zt_formats::{
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
 use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
-use crate::reader::{sort_by_name, Limits, Parsed};
+use crate::reader::{sort_by_name, Limits, NameIndex, Parsed};
 
 pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     let bytes = container.manifest_bytes()?;
@@ -18,6 +18,7 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     // so objects are built as they are decoded; a manifest that gives it later has its
     // objects kept (borrowed) and built at the end.
     let mut objects = Vec::new();
+    let mut ranges = Vec::new();
     let mut late = Vec::new();
     let head = decode_objects(
         &bytes,
@@ -26,41 +27,40 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
         |o, _, version| {
             match version {
                 Some(v) => {
-                    let name = o.name.clone();
-                    objects.push(
-                        build_object(container, o, v.minor <= 1).map_err(|e| e.in_object(&name))?,
-                    );
+                    let object = build_object(container, o, v.minor <= 1)
+                        .map_err(|e| e.in_object(&o.name))?;
+                    push_ranges(&object, &mut ranges);
+                    objects.push(object);
                 }
-                None => late.push(o),
+                None => late.push(o.clone()),
             }
             Ok(())
         },
     )?;
     let version = SpecVersion::parse(&head.version)
         .ok_or_else(|| Error::invalid("manifest version is not MAJOR.MINOR.PATCH"))?;
-    for o in late {
-        let name = o.name.clone();
-        objects
-            .push(build_object(container, o, version.minor <= 1).map_err(|e| e.in_object(&name))?);
+    for o in &late {
+        let object =
+            build_object(container, o, version.minor <= 1).map_err(|e| e.in_object(&o.name))?;
+        push_ranges(&object, &mut ranges);
+        objects.push(object);
     }
-    if let Some(name) = sort_by_name(&mut objects) {
-        return Err(Error::invalid(format!("duplicate key {name:?} in objects")));
-    }
-    check_no_overlaps(&objects)?;
+    let index = finish_objects(&mut objects, ranges, |name| {
+        Error::invalid(format!("duplicate key {name:?} in objects"))
+    })?;
     Ok(Parsed {
         version: FileVersion::ZTensor(version),
         attributes: head.attributes,
         objects,
+        index: Some(index),
     })
 }
 
-fn build_object(container: &Container, o: ObjectRef<'_>, v1_1: bool) -> Result<ObjectInfo> {
+fn build_object(container: &Container, o: &ObjectRef<'_>, v1_1: bool) -> Result<ObjectInfo> {
     let format = Format::parse(&o.format);
     let mut components = Components::with_capacity(o.components.len());
-    for c in o.components {
-        let role = c.role.clone();
-        let comp = component(container, v1_1, c).map_err(|e| e.in_component(&role))?;
-        components.push(comp);
+    for c in &o.components {
+        components.push(component(container, v1_1, c).map_err(|e| e.in_component(&c.role))?);
     }
     components.sort_unstable_by(|a, b| a.role.cmp(&b.role));
     // v1.1 zstd components declare no uncompressed size; for dense data the shape implies it.
@@ -84,10 +84,10 @@ fn build_object(container: &Container, o: ObjectRef<'_>, v1_1: bool) -> Result<O
         check_layout(&format, &o.shape, &o.attributes, &layout)?;
     }
     Ok(ObjectInfo {
-        name: o.name.into_owned(),
-        shape: o.shape,
+        name: o.name.to_string(),
+        shape: o.shape.clone(),
         format,
-        attributes: o.attributes,
+        attributes: o.attributes.clone(),
         components,
         range_digests: Vec::new(),
         legacy_packing: None,
@@ -107,14 +107,14 @@ const ROLES: [&str; 8] = [
     "zeros",
 ];
 
-pub(crate) fn intern_role(role: Cow<'_, str>) -> Cow<'static, str> {
+pub(crate) fn intern_role(role: &str) -> Cow<'static, str> {
     match ROLES.iter().find(|r| **r == role) {
         Some(r) => Cow::Borrowed(r),
-        None => Cow::Owned(role.into_owned()),
+        None => Cow::Owned(role.to_owned()),
     }
 }
 
-fn component(container: &Container, v1_1: bool, c: ComponentRef<'_>) -> Result<ComponentInfo> {
+fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<ComponentInfo> {
     let element = if v1_1 {
         v1_1_element(&c.dtype, c.logical_type.as_deref())?
     } else {
@@ -150,7 +150,7 @@ fn component(container: &Container, v1_1: bool, c: ComponentRef<'_>) -> Result<C
         .transpose()
         .map_err(|e| e.at(c.offset))?;
     Ok(ComponentInfo {
-        role: intern_role(c.role),
+        role: intern_role(&c.role),
         element,
         offset: c.offset,
         length: c.length,
@@ -180,37 +180,68 @@ fn v1_1_element(dtype: &str, logical: Option<&str>) -> Result<ElementType> {
     }
 }
 
-/// Rejects partially overlapping blobs across the whole file (identical aliases are allowed).
-pub(crate) fn check_no_overlaps(objects: &[ObjectInfo]) -> Result<()> {
-    let mut ranges: Vec<BlobRange<(usize, usize)>> = objects
-        .iter()
-        .enumerate()
-        .flat_map(|(i, o)| {
-            o.components
-                .iter()
-                .enumerate()
-                .map(move |(j, c)| BlobRange {
-                    offset: c.offset,
-                    length: c.length,
-                    id: (i, j),
-                })
+/// Appends the stored ranges of `o`'s components, for [`finish_objects`].
+pub(crate) fn push_ranges(o: &ObjectInfo, ranges: &mut Vec<BlobRange<()>>) {
+    ranges.extend(o.components.iter().map(|c| BlobRange {
+        offset: c.offset,
+        length: c.length,
+        id: (),
+    }));
+}
+
+/// Files with at least this many objects check blob overlaps on a second thread while the
+/// name index is built; below it a thread costs more than it saves.
+const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
+
+/// The last steps of listing a zTensor file: sorts `objects` by name (a name given twice is
+/// `duplicate(name)`), rejects partially overlapping blobs across the whole file (identical
+/// aliases are allowed) and builds the name index. `ranges` holds every component's range
+/// ([`push_ranges`]). For large files the overlap check runs on a second core.
+pub(crate) fn finish_objects(
+    objects: &mut [ObjectInfo],
+    mut ranges: Vec<BlobRange<()>>,
+    duplicate: impl FnOnce(&str) -> Error,
+) -> Result<NameIndex> {
+    let (twice, overlap, index) = if objects.len() >= PARALLEL_FINISH_MIN_OBJECTS {
+        std::thread::scope(|s| {
+            let overlap = s.spawn(move || check_overlaps(&mut ranges));
+            let twice = sort_by_name(objects).map(str::to_owned);
+            let index = twice.is_none().then(|| NameIndex::build(objects));
+            let overlap = overlap
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (twice, overlap, index)
         })
-        .collect();
-    check_overlaps(&mut ranges).map_err(|((ai, aj), (bi, bj), at)| {
-        let name = |i: usize, j: usize| {
-            let o = objects.get(i);
-            let c = o.and_then(|o| o.components.get(j));
-            format!(
-                "{}/{}",
-                o.map_or("?", |o| &o.name),
-                c.map_or("?", |c| &c.role)
-            )
+    } else {
+        let twice = sort_by_name(objects).map(str::to_owned);
+        let overlap = check_overlaps(&mut ranges);
+        let index = twice.is_none().then(|| NameIndex::build(objects));
+        (twice, overlap, index)
+    };
+    if let Some(name) = twice {
+        return Err(duplicate(&name));
+    }
+    if let Err((a, b)) = overlap {
+        // Name the blobs by their ranges: the first component with each (an alias, if any,
+        // has the same range and is just as much at fault).
+        let name = |r: BlobRange<()>| {
+            objects
+                .iter()
+                .find_map(|o| {
+                    let c = o
+                        .components
+                        .iter()
+                        .find(|c| (c.offset, c.length) == (r.offset, r.length))?;
+                    Some(format!("{}/{}", o.name, c.role))
+                })
+                .unwrap_or_else(|| "?".to_owned())
         };
-        Error::invalid(format!(
+        return Err(Error::invalid(format!(
             "blobs of {} and {} partially overlap",
-            name(ai, aj),
-            name(bi, bj)
+            name(a),
+            name(b)
         ))
-        .at(at)
-    })
+        .at(b.offset));
+    }
+    Ok(index.unwrap_or_default())
 }
