@@ -15,6 +15,7 @@
 //! - [`BlobWriter`]: writes aligned blobs and the tail to any `io::Write`.
 //! - [`AtomicFile`]: crash-safe replacement of a file (temporary file, then rename).
 //! - [`Error`]: the error type every crate of the workspace reports through.
+//! - [`prefer_huge_pages`]: a page-size hint for the large tables readers build.
 //!
 //! # Example
 //!
@@ -39,12 +40,14 @@
 mod atomic;
 mod error;
 pub mod layout;
+mod memory;
 mod read;
 mod source;
 mod write;
 
 pub use atomic::AtomicFile;
 pub use error::{Error, ErrorKind, Result};
+pub use memory::prefer_huge_pages;
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
 pub use source::Source;
 pub use write::BlobWriter;

@@ -10,7 +10,7 @@ use crate::model::{
     ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
 };
 use crate::reader::{Limits, Parsed};
-use crate::zt_v1::{finish_objects, push_ranges};
+use crate::zt_v1::{finish_objects, Collected};
 
 /// Role of the single component that holds a v0.1 sparse entry's packed blob.
 pub const LEGACY_BLOB_ROLE: &str = "blob";
@@ -19,14 +19,14 @@ pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parse
     let bytes = container.manifest_bytes()?;
     let entries = decode_index(&bytes, container.manifest_offset(), limits.decode)?;
     let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
-    let mut ranges = Vec::new();
+    let mut collected = Collected::default();
     for e in entries {
         let name = e.name.clone();
         let obj = entry(container, e).map_err(|err| err.in_object(&name))?;
-        push_ranges(&obj, &mut ranges);
+        collected.add(Some(&obj));
         objects.push(obj);
     }
-    let index = finish_objects(&mut objects, ranges, |name| {
+    let index = finish_objects(&mut objects, collected, |name| {
         Error::invalid("two v0.1 entries have this name").in_object(name)
     })?;
     Ok(Parsed {
@@ -144,7 +144,7 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
             values: dtype,
             byte_order,
         }),
-        defect,
+        defect: defect.map(Box::new),
     })
 }
 

@@ -110,8 +110,9 @@ pub struct ObjectInfo {
     /// How a v0.1 sparse entry packs its arrays into one blob (`None` for everything else).
     pub legacy_packing: Option<LegacyPacking>,
     /// Why this object cannot be decoded, for legacy entries that are listed but unreadable
-    /// (an unknown v0.1 layout, a sparse entry too small for its shape).
-    pub defect: Option<Defect>,
+    /// (an unknown v0.1 layout, a sparse entry too small for its shape). Boxed: rare, and
+    /// every object pays for the field.
+    pub defect: Option<Box<Defect>>,
 }
 
 impl ObjectInfo {

@@ -120,10 +120,7 @@ impl OpenOptions {
 /// objects sorted already, so this is usually one pass of comparisons that also finds
 /// duplicates; only an unsorted list is sorted and then checked.
 pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
-    let strictly_increasing = objects
-        .windows(2)
-        .all(|w| matches!(w, [a, b] if a.name < b.name));
-    if !strictly_increasing {
+    if !names_strictly_increasing(objects) {
         objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let twice = objects
             .windows(2)
@@ -131,6 +128,13 @@ pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
         return twice.and_then(|i| objects.get(i)).map(|o| o.name.as_str());
     }
     None
+}
+
+/// Whether the objects are sorted by name with no name twice: one pass of comparisons.
+pub(crate) fn names_strictly_increasing(objects: &[ObjectInfo]) -> bool {
+    objects
+        .windows(2)
+        .all(|w| matches!(w, [a, b] if a.name < b.name))
 }
 
 /// What a format-specific parser hands the reader.
@@ -181,7 +185,7 @@ pub(crate) struct NameIndex {
 
 const EMPTY_SLOT: u32 = u32::MAX;
 
-fn name_hash(s: &str) -> u64 {
+pub(crate) fn name_hash(s: &str) -> u64 {
     // FNV-1a over 8-byte words, then a final mix: quick for the long, similar names of
     // real models; collisions only cost a string comparison.
     let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -199,11 +203,18 @@ fn name_hash(s: &str) -> u64 {
 
 impl NameIndex {
     pub(crate) fn build(objects: &[ObjectInfo]) -> Self {
-        let cap = (objects.len() * 2).next_power_of_two().max(8);
-        let mut slots = vec![(0u64, EMPTY_SLOT); cap];
+        let hashes: Vec<u64> = objects.iter().map(|o| name_hash(&o.name)).collect();
+        Self::from_hashes(&hashes)
+    }
+
+    /// The index of objects whose names have these hashes ([`name_hash`]), in order.
+    pub(crate) fn from_hashes(hashes: &[u64]) -> Self {
+        let cap = (hashes.len() * 2).next_power_of_two().max(8);
+        let mut slots = Vec::with_capacity(cap);
+        zt_container::prefer_huge_pages(&mut slots);
+        slots.resize(cap, (0u64, EMPTY_SLOT));
         let mask = cap - 1;
-        for (i, o) in objects.iter().enumerate() {
-            let h = name_hash(&o.name);
+        for (i, &h) in hashes.iter().enumerate() {
             let mut at = h as usize & mask;
             while slots.get(at).is_some_and(|s| s.1 != EMPTY_SLOT) {
                 at = (at + 1) & mask;

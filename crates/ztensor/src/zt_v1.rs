@@ -10,15 +10,20 @@ use zt_formats::{
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
 use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
-use crate::reader::{sort_by_name, Limits, NameIndex, Parsed};
+use crate::reader::{
+    name_hash, names_strictly_increasing, sort_by_name, Limits, NameIndex, Parsed,
+};
 
 pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     let bytes = container.manifest_bytes()?;
     // How to read dtypes depends on the version. Every real writer puts it before the objects,
     // so objects are built as they are decoded; a manifest that gives it later has its
     // objects kept (borrowed) and built at the end.
-    let mut objects = Vec::new();
-    let mut ranges = Vec::new();
+    // Real objects take 100 bytes of manifest or more: reserving for that many avoids growing
+    // (and copying) the list again and again. Over-reserving costs only untouched memory.
+    let mut objects = Vec::with_capacity(bytes.len() / 96);
+    zt_container::prefer_huge_pages(&mut objects);
+    let mut collected = Collected::default();
     let mut late = Vec::new();
     let head = decode_objects(
         &bytes,
@@ -27,10 +32,9 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
         |o, _, version| {
             match version {
                 Some(v) => {
-                    let object = build_object(container, o, v.minor <= 1)
+                    build_object(container, o, v.minor <= 1, &mut objects)
                         .map_err(|e| e.in_object(&o.name))?;
-                    push_ranges(&object, &mut ranges);
-                    objects.push(object);
+                    collected.add(objects.last());
                 }
                 None => late.push(o.clone()),
             }
@@ -40,12 +44,11 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     let version = SpecVersion::parse(&head.version)
         .ok_or_else(|| Error::invalid("manifest version is not MAJOR.MINOR.PATCH"))?;
     for o in &late {
-        let object =
-            build_object(container, o, version.minor <= 1).map_err(|e| e.in_object(&o.name))?;
-        push_ranges(&object, &mut ranges);
-        objects.push(object);
+        build_object(container, o, version.minor <= 1, &mut objects)
+            .map_err(|e| e.in_object(&o.name))?;
+        collected.add(objects.last());
     }
-    let index = finish_objects(&mut objects, ranges, |name| {
+    let index = finish_objects(&mut objects, collected, |name| {
         Error::invalid(format!("duplicate key {name:?} in objects"))
     })?;
     Ok(Parsed {
@@ -56,9 +59,16 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     })
 }
 
-fn build_object(container: &Container, o: &ObjectRef<'_>, v1_1: bool) -> Result<ObjectInfo> {
+/// Validates `o` and appends it to `objects` (built in place there: an object is a few hundred
+/// bytes, and moving it through a `Result` showed in profiles of files with many objects).
+fn build_object(
+    container: &Container,
+    o: &ObjectRef<'_>,
+    v1_1: bool,
+    objects: &mut Vec<ObjectInfo>,
+) -> Result<()> {
     let format = Format::parse(&o.format);
-    let mut components = Components::with_capacity(o.components.len());
+    let mut components = Components::new();
     for c in &o.components {
         components.push(component(container, v1_1, c).map_err(|e| e.in_component(&c.role))?);
     }
@@ -83,7 +93,7 @@ fn build_object(container: &Container, o: &ObjectRef<'_>, v1_1: bool) -> Result<
             .collect();
         check_layout(&format, &o.shape, &o.attributes, &layout)?;
     }
-    Ok(ObjectInfo {
+    objects.push(ObjectInfo {
         name: o.name.to_string(),
         shape: o.shape.clone(),
         format,
@@ -92,7 +102,8 @@ fn build_object(container: &Container, o: &ObjectRef<'_>, v1_1: bool) -> Result<
         range_digests: Vec::new(),
         legacy_packing: None,
         defect: None,
-    })
+    });
+    Ok(())
 }
 
 /// Roles every format uses, shared instead of allocated per component.
@@ -180,47 +191,64 @@ fn v1_1_element(dtype: &str, logical: Option<&str>) -> Result<ElementType> {
     }
 }
 
-/// Appends the stored ranges of `o`'s components, for [`finish_objects`].
-pub(crate) fn push_ranges(o: &ObjectInfo, ranges: &mut Vec<BlobRange<()>>) {
-    ranges.extend(o.components.iter().map(|c| BlobRange {
-        offset: c.offset,
-        length: c.length,
-        id: (),
-    }));
+/// What listing a zTensor file collects about each object as it is built, for
+/// [`finish_objects`]: every component's stored range and the name's hash, taken while the
+/// object is hot in cache instead of in later passes over the whole list.
+#[derive(Default)]
+pub(crate) struct Collected {
+    ranges: Vec<BlobRange<()>>,
+    hashes: Vec<u64>,
 }
 
-/// Files with at least this many objects check blob overlaps on a second thread while the
-/// name index is built; below it a thread costs more than it saves.
+impl Collected {
+    pub(crate) fn add(&mut self, o: Option<&ObjectInfo>) {
+        let Some(o) = o else { return };
+        self.hashes.push(name_hash(&o.name));
+        self.ranges.extend(o.components.iter().map(|c| BlobRange {
+            offset: c.offset,
+            length: c.length,
+            id: (),
+        }));
+    }
+}
+
+/// Files with at least this many objects check blob overlaps and build the name index on a
+/// second thread while the name order is checked; below it a thread costs more than it saves.
 const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
 
 /// The last steps of listing a zTensor file: sorts `objects` by name (a name given twice is
 /// `duplicate(name)`), rejects partially overlapping blobs across the whole file (identical
-/// aliases are allowed) and builds the name index. `ranges` holds every component's range
-/// ([`push_ranges`]). For large files the overlap check runs on a second core.
+/// aliases are allowed) and builds the name index. `collected` holds what [`Collected::add`]
+/// took from each object, in the order of `objects`.
 pub(crate) fn finish_objects(
     objects: &mut [ObjectInfo],
-    mut ranges: Vec<BlobRange<()>>,
+    collected: Collected,
     duplicate: impl FnOnce(&str) -> Error,
 ) -> Result<NameIndex> {
-    let (twice, overlap, index) = if objects.len() >= PARALLEL_FINISH_MIN_OBJECTS {
+    let Collected { mut ranges, hashes } = collected;
+    let mut work = move || (check_overlaps(&mut ranges), NameIndex::from_hashes(&hashes));
+    let (in_order, (overlap, index)) = if objects.len() >= PARALLEL_FINISH_MIN_OBJECTS {
         std::thread::scope(|s| {
-            let overlap = s.spawn(move || check_overlaps(&mut ranges));
-            let twice = sort_by_name(objects).map(str::to_owned);
-            let index = twice.is_none().then(|| NameIndex::build(objects));
-            let overlap = overlap
+            let worker = s.spawn(work);
+            let in_order = names_strictly_increasing(objects);
+            let done = worker
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (twice, overlap, index)
+            (in_order, done)
         })
     } else {
-        let twice = sort_by_name(objects).map(str::to_owned);
-        let overlap = check_overlaps(&mut ranges);
-        let index = twice.is_none().then(|| NameIndex::build(objects));
-        (twice, overlap, index)
+        (names_strictly_increasing(objects), work())
     };
-    if let Some(name) = twice {
-        return Err(duplicate(&name));
-    }
+    // Files list their objects sorted, so the index built from the hashes in file order is
+    // usually the final one; otherwise sort, refuse duplicates and index again.
+    let index = if in_order {
+        index
+    } else {
+        if let Some(name) = sort_by_name(objects) {
+            return Err(duplicate(name));
+        }
+        NameIndex::build(objects)
+    };
     if let Err((a, b)) = overlap {
         // Name the blobs by their ranges: the first component with each (an alias, if any,
         // has the same range and is just as much at fault).
@@ -243,5 +271,5 @@ pub(crate) fn finish_objects(
         ))
         .at(b.offset));
     }
-    Ok(index.unwrap_or_default())
+    Ok(index)
 }
