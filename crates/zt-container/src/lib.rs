@@ -49,5 +49,5 @@ pub use atomic::AtomicFile;
 pub use error::{Error, ErrorKind, Result};
 pub use memory::prefer_huge_pages;
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
-pub use source::Source;
+pub use source::{Map, Source};
 pub use write::BlobWriter;

@@ -306,3 +306,101 @@ fn read_into_reuses_the_buffer_on_every_path() {
     r.read_into::<f32>("be_f32", &mut buf).unwrap();
     assert_eq!(buf, (0..12).map(|i| i as f32).collect::<Vec<_>>());
 }
+
+#[test]
+fn read_chunked_hands_out_every_element_in_order_on_every_path() {
+    let values: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+    let mut w = Writer::new(Vec::new()).unwrap();
+    w.add("raw", &[1000], &values).unwrap();
+    w.set_options(WriteOptions {
+        compression: Some(3),
+        digest: None,
+    });
+    w.add("zstd", &[1000], &values).unwrap();
+    let bytes = w.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.zt");
+    std::fs::write(&path, &bytes).unwrap();
+    for unmapped in [false, true] {
+        let r = OpenOptions::new().unmapped(unmapped).open(&path).unwrap();
+        for name in ["raw", "zstd"] {
+            // 1000 elements in pieces of 7 (a short last piece), 1000 and the default.
+            for capacity in [7usize, 1000, 0] {
+                let mut buf: Vec<f32> = Vec::with_capacity(capacity);
+                let (mut got, mut pieces) = (Vec::new(), Vec::new());
+                r.read_chunked(name, &mut buf, |piece| {
+                    pieces.push(piece.len());
+                    got.extend_from_slice(piece);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(
+                    got, values,
+                    "{name} unmapped={unmapped} capacity={capacity}"
+                );
+                if name == "raw" && capacity == 7 {
+                    assert_eq!(pieces.len(), 143, "pieces of at most 7");
+                    assert_eq!(pieces.last(), Some(&6));
+                }
+            }
+        }
+        // The consumer's error ends the read.
+        let mut calls = 0;
+        let e = r
+            .read_chunked("raw", &mut Vec::<f32>::with_capacity(10), |_| {
+                calls += 1;
+                Err(ztensor::Error::argument("stop"))
+            })
+            .unwrap_err();
+        assert_eq!((calls, e.kind()), (1, ErrorKind::InvalidArgument));
+        let wrong = r.read_chunked("raw", &mut Vec::<f64>::new(), |_| Ok(()));
+        assert_eq!(wrong.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+    // Legacy big-endian data comes out swapped.
+    let legacy = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/interop/v014_rust.zt"
+    );
+    let r = OpenOptions::new().unmapped(true).open(legacy).unwrap();
+    let name = "be_f32";
+    let mut got = Vec::new();
+    r.read_chunked::<f32>(name, &mut Vec::with_capacity(5), |p| {
+        got.extend_from_slice(p);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got, *r.read::<f32>(name).unwrap());
+    assert_eq!(got.first(), Some(&0.0));
+}
+
+#[test]
+fn populated_maps_read_the_same_bytes_and_say_so() {
+    // 40 MiB: more than one step of the populating thread.
+    let big: Vec<u32> = (0..10u32 << 20).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.zt");
+    let mut w = Writer::create(&path).unwrap();
+    w.add("big", &[big.len() as u64], &big).unwrap();
+    w.add("small", &[3], &[1.5f32, 2.5, 3.5]).unwrap();
+    w.finish().unwrap();
+    let populated = OpenOptions::new().populate(true).open(&path).unwrap();
+    let plain = ztensor::open(&path).unwrap();
+    let shown = format!("{:?}", populated.source());
+    assert!(shown.contains("populated_in_background: true"), "{shown}");
+    assert!(format!("{:?}", plain.source()).contains("populated_in_background: false"));
+    assert_eq!(*populated.read::<u32>("big").unwrap(), *big);
+    assert_eq!(*populated.read::<f32>("small").unwrap(), [1.5, 2.5, 3.5]);
+    // Dropping a reader while its thread may still be populating is fine, and so is reading
+    // the file again afterwards.
+    drop(populated);
+    let again = OpenOptions::new().populate(true).open(&path).unwrap();
+    drop(again);
+    assert_eq!(*plain.read::<u32>("big").unwrap(), *big);
+    // Unmapped readers ignore the option.
+    let unmapped = OpenOptions::new()
+        .unmapped(true)
+        .populate(true)
+        .open(&path)
+        .unwrap();
+    assert!(!unmapped.source().is_in_memory());
+}
