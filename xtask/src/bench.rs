@@ -135,6 +135,32 @@ fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
     Ok(t[runs / 2])
 }
 
+/// Medians of several measurements taken in turns (A B C, A B C, ...), so that drift in the
+/// machine (other tenants, the page cache, CPU frequency) lands on every row alike instead of
+/// on whichever row ran during it.
+fn interleaved<const N: usize>(
+    runs: usize,
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
+    for f in fs.iter_mut() {
+        f()?; // warm-up
+    }
+    let mut t = vec![Vec::with_capacity(runs); N];
+    for _ in 0..runs {
+        for (f, times) in fs.iter_mut().zip(t.iter_mut()) {
+            let s = Instant::now();
+            f()?;
+            times.push(s.elapsed());
+        }
+    }
+    let mut out = [Duration::ZERO; N];
+    for (o, mut times) in out.iter_mut().zip(t) {
+        times.sort();
+        *o = times[runs / 2];
+    }
+    Ok(out)
+}
+
 struct Table {
     rows: Vec<(String, String, Duration, Option<String>)>,
 }
@@ -201,8 +227,8 @@ fn write_zt(tensors: &[Tensor], path: &Path, opts: WriteOptions) -> Result<()> {
     Ok(())
 }
 
-fn read_zt(path: &Path, unmapped: bool) -> Result<u64> {
-    let r = OpenOptions::new().unmapped(unmapped).open(path)?;
+fn read_zt(path: &Path, options: OpenOptions) -> Result<u64> {
+    let r = options.open(path)?;
     let mut acc = 0;
     for o in r.objects() {
         acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
@@ -237,6 +263,12 @@ pub fn run(args: &[&str]) -> Result<()> {
         .and_then(|w| w[1].parse().ok())
         .unwrap_or(1);
     let runs = 5;
+    // `--only read,open`: just those sections (files they need are made once, untimed).
+    let only: Option<Vec<&str>> = args
+        .windows(2)
+        .find(|w| w[0] == "--only")
+        .map(|w| w[1].split(',').collect());
+    let want = |section: &str| only.as_ref().is_none_or(|o| o.contains(&section));
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data");
     std::fs::create_dir_all(&dir)?;
     let mut table = Table { rows: Vec::new() };
@@ -249,397 +281,486 @@ pub fn run(args: &[&str]) -> Result<()> {
         ztensor::formats::available_threads()
     );
 
-    // --- write ---
     let zt = dir.join("model.zt");
     let st = dir.join("model.safetensors");
-    let plain = dir.join("model.raw");
-    let t_plain = median(runs, || {
-        let mut f = BufWriter::with_capacity(1 << 20, File::create(&plain)?);
-        for t in &tensors {
-            f.write_all(&t.bytes)?;
-        }
-        f.into_inner().context("flush")?.sync_all()?;
-        Ok(())
-    })?;
-    table.add("write", "plain write_all + fsync (limit)", t_plain, None);
-    let t_ours = median(runs, || write_zt(&tensors, &zt, WriteOptions::default()))?;
-    table.add(
-        "write",
-        "ztensor Writer (temp file, fsync, rename)",
-        t_ours,
-        Some((t_plain, "plain")),
-    );
-    let t_st = median(runs, || {
-        let views: Vec<(&str, View<'_>)> =
-            tensors.iter().map(|t| (t.name.as_str(), View(t))).collect();
-        safetensors::serialize_to_file(views, None, &st)?;
-        File::open(&st)?.sync_all()?;
-        Ok(())
-    })?;
-    table.add(
-        "write",
-        "safetensors serialize_to_file + fsync",
-        t_st,
-        Some((t_plain, "plain")),
-    );
-    let t_hash = median(runs, || {
-        for t in &tensors {
-            std::hint::black_box(sha2::Sha256::digest(&t.bytes));
-        }
-        Ok(())
-    })?;
-    table.add(
-        "write",
-        "sha256 of every tensor, one core (no I/O)",
-        t_hash,
-        None,
-    );
     let zt_sha = dir.join("model_sha256.zt");
-    let t_ours_sha = median(runs, || {
-        write_zt(
-            &tensors,
-            &zt_sha,
-            WriteOptions {
+    let (mut t_plain, mut t_sha_raw) = (None, None);
+    if want("write") {
+        // --- write ---
+        let plain = dir.join("model.raw");
+        let plain_write = median(runs, || {
+            let mut f = BufWriter::with_capacity(1 << 20, File::create(&plain)?);
+            for t in &tensors {
+                f.write_all(&t.bytes)?;
+            }
+            f.into_inner().context("flush")?.sync_all()?;
+            Ok(())
+        })?;
+        table.add(
+            "write",
+            "plain write_all + fsync (limit)",
+            plain_write,
+            None,
+        );
+        let t_ours = median(runs, || write_zt(&tensors, &zt, WriteOptions::default()))?;
+        table.add(
+            "write",
+            "ztensor Writer (temp file, fsync, rename)",
+            t_ours,
+            Some((plain_write, "plain")),
+        );
+        let t_st = median(runs, || {
+            let views: Vec<(&str, View<'_>)> =
+                tensors.iter().map(|t| (t.name.as_str(), View(t))).collect();
+            safetensors::serialize_to_file(views, None, &st)?;
+            File::open(&st)?.sync_all()?;
+            Ok(())
+        })?;
+        table.add(
+            "write",
+            "safetensors serialize_to_file + fsync",
+            t_st,
+            Some((plain_write, "plain")),
+        );
+        let t_hash = median(runs, || {
+            for t in &tensors {
+                std::hint::black_box(sha2::Sha256::digest(&t.bytes));
+            }
+            Ok(())
+        })?;
+        table.add(
+            "write",
+            "sha256 of every tensor, one core (no I/O)",
+            t_hash,
+            None,
+        );
+        let t_ours_sha = median(runs, || {
+            write_zt(
+                &tensors,
+                &zt_sha,
+                WriteOptions {
+                    compression: None,
+                    digest: Some(DigestAlgorithm::Sha256),
+                },
+            )
+        })?;
+        table.add(
+            "write",
+            "ztensor Writer with sha256 digests",
+            t_ours_sha,
+            Some((plain_write.max(t_hash), "max(plain, sha256)")),
+        );
+        t_plain = Some(plain_write);
+    } else {
+        // Later sections read these files: make them once, untimed.
+        if !zt.exists() {
+            write_zt(&tensors, &zt, WriteOptions::default())?;
+        }
+        if !st.exists() {
+            let views: Vec<(&str, View<'_>)> =
+                tensors.iter().map(|t| (t.name.as_str(), View(t))).collect();
+            safetensors::serialize_to_file(views, None, &st)?;
+        }
+        if !zt_sha.exists() {
+            let sha = WriteOptions {
                 compression: None,
                 digest: Some(DigestAlgorithm::Sha256),
-            },
-        )
-    })?;
-    table.add(
-        "write",
-        "ztensor Writer with sha256 digests",
-        t_ours_sha,
-        Some((t_plain.max(t_hash), "max(plain, sha256)")),
-    );
-
-    // --- read every tensor ---
-    let whole = std::fs::read(&zt)?;
-    let ranges: Vec<(u64, u64)> = {
-        let r = ztensor::open(&zt)?;
-        r.objects()
-            .iter()
-            .map(|o| (o.components[0].offset, o.components[0].length))
-            .collect()
-    };
-    let t_scan = median(runs, || {
-        let mut acc = 0;
-        for &(o, l) in &ranges {
-            acc ^= touch(&whole[o as usize..(o + l) as usize]);
-        }
-        std::hint::black_box(acc);
-        Ok(())
-    })?;
-    drop(whole);
-    table.add(
-        "read",
-        "in-memory scan of the same bytes (limit)",
-        t_scan,
-        None,
-    );
-    let t_mapped = median(runs, || {
-        read_zt(&zt, false).map(|x| {
-            std::hint::black_box(x);
-        })
-    })?;
-    table.add(
-        "read",
-        "ztensor mapped (open, typed views, touch all)",
-        t_mapped,
-        Some((t_scan, "scan")),
-    );
-    let t_st_read = median(runs, || {
-        let f = File::open(&st)?;
-        // SAFETY: benchmark file, not modified while mapped.
-        let map = unsafe { memmap2::Mmap::map(&f)? };
-        let s = safetensors::SafeTensors::deserialize(&map)?;
-        let mut acc = 0;
-        for (_, v) in s.iter() {
-            acc ^= touch_any(v.data());
-        }
-        std::hint::black_box(acc);
-        Ok(())
-    })?;
-    table.add(
-        "read",
-        "safetensors over memmap2",
-        t_st_read,
-        Some((t_scan, "scan")),
-    );
-    let t_kernel = median(runs, || {
-        let mut f = File::open(&zt)?;
-        let mut buf = vec![0u8; 1 << 20];
-        let mut acc = 0;
-        loop {
-            let n = f.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            acc ^= touch_any(&buf[..n]);
-        }
-        std::hint::black_box(acc);
-        Ok(())
-    })?;
-    table.add(
-        "read",
-        "1 MiB reads into one reused buffer (kernel copy)",
-        t_kernel,
-        Some((t_scan, "scan")),
-    );
-    let t_unmapped = median(runs, || {
-        read_zt(&zt, true).map(|x| {
-            std::hint::black_box(x);
-        })
-    })?;
-    table.add(
-        "read",
-        "ztensor without a map, a fresh buffer per tensor",
-        t_unmapped,
-        Some((t_kernel, "kernel copy")),
-    );
-    let t_into = median(runs, || {
-        let r = OpenOptions::new().unmapped(true).open(&zt)?;
-        let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
-        let mut acc = 0;
-        for o in r.objects() {
-            acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
-                r.read_into(&o.name, &mut b)?;
-                touch(bytemuck::cast_slice(&b))
-            } else {
-                r.read_into(&o.name, &mut f)?;
-                touch(bytemuck::cast_slice(&f))
             };
+            write_zt(&tensors, &zt_sha, sha)?;
         }
-        std::hint::black_box(acc);
-        Ok(())
-    })?;
-    table.add(
-        "read",
-        "ztensor without a map, read_into a reused buffer",
-        t_into,
-        Some((t_kernel, "kernel copy")),
-    );
-    println!(
-        "  read rates: scan {:.1} GiB/s, mapped {:.1} GiB/s",
-        gib_per_s(total, t_scan),
-        gib_per_s(total, t_mapped)
-    );
-
-    // --- open only: 100,000 small tensors ---
-    let many_zt = dir.join("many.zt");
-    let many_st = dir.join("many.safetensors");
-    let names: Vec<String> = (0..100_000)
-        .map(|i| format!("model.layers.{}.block.{}.weight", i / 100, i % 100))
-        .collect();
-    {
-        let mut w = Writer::create(&many_zt)?;
-        let mut views = Vec::new();
-        let small: Vec<Tensor> = names
-            .iter()
-            .map(|n| Tensor {
-                name: n.clone(),
-                shape: vec![2, 2],
-                dims: vec![2, 2],
-                bf16: false,
-                bytes: vec![0; 16],
-            })
-            .collect();
-        for t in &small {
-            w.add(&t.name, &[2, 2], &[0f32; 4])?;
-            views.push((t.name.as_str(), View(t)));
-        }
-        w.finish()?;
-        safetensors::serialize_to_file(views, None, &many_st)?;
     }
-    let t_open_st = median(runs, || {
-        let f = File::open(&many_st)?;
-        // SAFETY: benchmark file, not modified while mapped.
-        let map = unsafe { memmap2::Mmap::map(&f)? };
-        let s = safetensors::SafeTensors::deserialize(&map)?;
-        for n in &names {
-            std::hint::black_box(s.tensor(n)?);
-        }
-        Ok(())
-    })?;
-    table.add(
-        "open",
-        "safetensors: parse header, look up each once",
-        t_open_st,
-        None,
-    );
-    let t_open = median(runs, || {
-        let r = ztensor::open(&many_zt)?;
-        for n in &names {
-            std::hint::black_box(r.object(n)?);
-        }
-        Ok(())
-    })?;
-    table.add(
-        "open",
-        "ztensor: open (full validation), look up each",
-        t_open,
-        Some((t_open_st, "safetensors")),
-    );
 
-    // --- zstd, level 3 ---
-    let ztensors = workload(true, scale.max(4));
-    let zbytes: u64 = ztensors.iter().map(|t| t.bytes.len() as u64).sum();
-    for threads in [1usize, 2] {
-        let d = median(3, || {
-            for t in &ztensors {
-                std::hint::black_box(ztensor::formats::zstd_compress_with_threads(
-                    &t.bytes, 3, threads,
-                )?);
+    if want("read") {
+        // --- read every tensor ---
+        let whole = std::fs::read(&zt)?;
+        let ranges: Vec<(u64, u64)> = {
+            let r = ztensor::open(&zt)?;
+            r.objects()
+                .iter()
+                .map(|o| (o.components[0].offset, o.components[0].length))
+                .collect()
+        };
+        let mut scan = || {
+            let mut acc = 0;
+            for &(o, l) in &ranges {
+                acc ^= touch(&whole[o as usize..(o + l) as usize]);
+            }
+            std::hint::black_box(acc);
+            Ok(())
+        };
+        let mut mapped = || {
+            read_zt(&zt, OpenOptions::new()).map(|x| {
+                std::hint::black_box(x);
+            })
+        };
+        let mut populated = || {
+            read_zt(&zt, OpenOptions::new().populate(true)).map(|x| {
+                std::hint::black_box(x);
+            })
+        };
+        let mut st_mapped = || {
+            let f = File::open(&st)?;
+            // SAFETY: benchmark file, not modified while mapped.
+            let map = unsafe { memmap2::Mmap::map(&f)? };
+            let s = safetensors::SafeTensors::deserialize(&map)?;
+            let mut acc = 0;
+            for (_, v) in s.iter() {
+                acc ^= touch_any(v.data());
+            }
+            std::hint::black_box(acc);
+            Ok(())
+        };
+        let mut kernel = || {
+            let mut f = File::open(&zt)?;
+            let mut buf = vec![0u8; 1 << 20];
+            let mut acc = 0;
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                acc ^= touch_any(&buf[..n]);
+            }
+            std::hint::black_box(acc);
+            Ok(())
+        };
+        let mut fresh = || {
+            read_zt(&zt, OpenOptions::new().unmapped(true)).map(|x| {
+                std::hint::black_box(x);
+            })
+        };
+        let mut into = || {
+            let r = OpenOptions::new().unmapped(true).open(&zt)?;
+            let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
+            let mut acc = 0;
+            for o in r.objects() {
+                acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
+                    r.read_into(&o.name, &mut b)?;
+                    touch(bytemuck::cast_slice(&b))
+                } else {
+                    r.read_into(&o.name, &mut f)?;
+                    touch(bytemuck::cast_slice(&f))
+                };
+            }
+            std::hint::black_box(acc);
+            Ok(())
+        };
+        let mut chunked = || {
+            let r = OpenOptions::new().unmapped(true).open(&zt)?;
+            let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
+            let mut acc = 0;
+            for o in r.objects() {
+                if o.element_type().map(|t| t.name()) == Some("bf16") {
+                    r.read_chunked(&o.name, &mut b, |p| {
+                        acc ^= touch(bytemuck::cast_slice(p));
+                        Ok(())
+                    })?;
+                } else {
+                    r.read_chunked(&o.name, &mut f, |p| {
+                        acc ^= touch(bytemuck::cast_slice(p));
+                        Ok(())
+                    })?;
+                }
+            }
+            std::hint::black_box(acc);
+            Ok(())
+        };
+        let [t_scan, t_mapped, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked] =
+            interleaved(
+                runs,
+                &mut [
+                    &mut scan,
+                    &mut mapped,
+                    &mut populated,
+                    &mut st_mapped,
+                    &mut kernel,
+                    &mut fresh,
+                    &mut into,
+                    &mut chunked,
+                ],
+            )?;
+        drop(whole);
+        table.add(
+            "read",
+            "in-memory scan of the same bytes (limit)",
+            t_scan,
+            None,
+        );
+        table.add(
+            "read",
+            "ztensor mapped (open, typed views, touch all)",
+            t_mapped,
+            Some((t_scan, "scan")),
+        );
+        table.add(
+            "read",
+            "ztensor mapped, populate(true): faults on core 2",
+            t_populated,
+            Some((t_scan, "scan")),
+        );
+        table.add(
+            "read",
+            "safetensors over memmap2",
+            t_st_read,
+            Some((t_scan, "scan")),
+        );
+        table.add(
+            "read",
+            "1 MiB reads into one reused buffer (kernel copy)",
+            t_kernel,
+            Some((t_scan, "scan")),
+        );
+        table.add(
+            "read",
+            "ztensor without a map, a fresh buffer per tensor",
+            t_unmapped,
+            Some((t_kernel, "kernel copy")),
+        );
+        table.add(
+            "read",
+            "ztensor without a map, read_into a reused buffer",
+            t_into,
+            Some((t_kernel, "kernel copy")),
+        );
+        table.add(
+            "read",
+            "ztensor without a map, read_chunked (1 MiB pieces)",
+            t_chunked,
+            Some((t_kernel, "kernel copy")),
+        );
+        println!(
+            "  read rates: scan {:.1} GiB/s, mapped {:.1} GiB/s",
+            gib_per_s(total, t_scan),
+            gib_per_s(total, t_mapped)
+        );
+    }
+
+    if want("open") {
+        // --- open only: 100,000 small tensors ---
+        let many_zt = dir.join("many.zt");
+        let many_st = dir.join("many.safetensors");
+        let names: Vec<String> = (0..100_000)
+            .map(|i| format!("model.layers.{}.block.{}.weight", i / 100, i % 100))
+            .collect();
+        {
+            let mut w = Writer::create(&many_zt)?;
+            let mut views = Vec::new();
+            let small: Vec<Tensor> = names
+                .iter()
+                .map(|n| Tensor {
+                    name: n.clone(),
+                    shape: vec![2, 2],
+                    dims: vec![2, 2],
+                    bf16: false,
+                    bytes: vec![0; 16],
+                })
+                .collect();
+            for t in &small {
+                w.add(&t.name, &[2, 2], &[0f32; 4])?;
+                views.push((t.name.as_str(), View(t)));
+            }
+            w.finish()?;
+            safetensors::serialize_to_file(views, None, &many_st)?;
+        }
+        let t_open_st = median(runs, || {
+            let f = File::open(&many_st)?;
+            // SAFETY: benchmark file, not modified while mapped.
+            let map = unsafe { memmap2::Mmap::map(&f)? };
+            let s = safetensors::SafeTensors::deserialize(&map)?;
+            for n in &names {
+                std::hint::black_box(s.tensor(n)?);
+            }
+            Ok(())
+        })?;
+        table.add(
+            "open",
+            "safetensors: parse header, look up each once",
+            t_open_st,
+            None,
+        );
+        let t_open = median(runs, || {
+            let r = ztensor::open(&many_zt)?;
+            for n in &names {
+                std::hint::black_box(r.object(n)?);
+            }
+            Ok(())
+        })?;
+        table.add(
+            "open",
+            "ztensor: open (full validation), look up each",
+            t_open,
+            Some((t_open_st, "safetensors")),
+        );
+    }
+
+    if want("zstd") {
+        // --- zstd, level 3 ---
+        let ztensors = workload(true, scale.max(4));
+        let zbytes: u64 = ztensors.iter().map(|t| t.bytes.len() as u64).sum();
+        for threads in [1usize, 2] {
+            let d = median(3, || {
+                for t in &ztensors {
+                    std::hint::black_box(ztensor::formats::zstd_compress_with_threads(
+                        &t.bytes, 3, threads,
+                    )?);
+                }
+                Ok(())
+            })?;
+            table.add(
+                "zstd",
+                &format!(
+                    "compress {:.0} MiB, {threads} zstd worker(s)",
+                    zbytes as f64 / 1048576.0
+                ),
+                d,
+                None,
+            );
+        }
+        let zzt = dir.join("model_zstd.zt");
+        let t_zw = median(3, || {
+            write_zt(
+                &ztensors,
+                &zzt,
+                WriteOptions {
+                    compression: Some(3),
+                    digest: None,
+                },
+            )
+        })?;
+        table.add(
+            "zstd",
+            "ztensor Writer, zstd level 3 (both cores)",
+            t_zw,
+            None,
+        );
+        let zr = ztensor::open(&zzt)?;
+        // The stored frames in memory, each with its declared size (objects are sorted by name).
+        let stored: Vec<(Vec<u8>, u64)> = zr
+            .objects()
+            .iter()
+            .map(|o| {
+                Ok((
+                    zr.stored_bytes(&o.name, "data")?.into_owned(),
+                    o.components[0].decoded_len.unwrap_or(0),
+                ))
+            })
+            .collect::<ztensor::Result<_>>()?;
+        let t_z1 = median(runs, || {
+            for (s, n) in &stored {
+                std::hint::black_box(ztensor::formats::zstd_decompress_exact(s, *n, u64::MAX)?);
             }
             Ok(())
         })?;
         table.add(
             "zstd",
-            &format!(
-                "compress {:.0} MiB, {threads} zstd worker(s)",
-                zbytes as f64 / 1048576.0
-            ),
-            d,
+            "decompress in memory, one core (baseline)",
+            t_z1,
             None,
         );
-    }
-    let zzt = dir.join("model_zstd.zt");
-    let t_zw = median(3, || {
-        write_zt(
-            &ztensors,
-            &zzt,
-            WriteOptions {
-                compression: Some(3),
-                digest: None,
-            },
-        )
-    })?;
-    table.add(
-        "zstd",
-        "ztensor Writer, zstd level 3 (both cores)",
-        t_zw,
-        None,
-    );
-    let zr = ztensor::open(&zzt)?;
-    // The stored frames in memory, each with its declared size (objects are sorted by name).
-    let stored: Vec<(Vec<u8>, u64)> = zr
-        .objects()
-        .iter()
-        .map(|o| {
-            Ok((
-                zr.stored_bytes(&o.name, "data")?.into_owned(),
-                o.components[0].decoded_len.unwrap_or(0),
-            ))
-        })
-        .collect::<ztensor::Result<_>>()?;
-    let t_z1 = median(runs, || {
-        for (s, n) in &stored {
-            std::hint::black_box(ztensor::formats::zstd_decompress_exact(s, *n, u64::MAX)?);
-        }
-        Ok(())
-    })?;
-    table.add(
-        "zstd",
-        "decompress in memory, one core (baseline)",
-        t_z1,
-        None,
-    );
-    let t_z2 = median(runs, || {
-        let res = zr.parallel_objects(2, |o| {
-            zr.component_bytes(&o.name, "data", Default::default())
-                .map(|b| touch_any(&b))
-        });
-        for r in res {
-            std::hint::black_box(r?);
-        }
-        Ok(())
-    })?;
-    table.add(
-        "zstd",
-        "ztensor read every tensor, two cores",
-        t_z2,
-        Some((t_z1, "one-core decompress")),
-    );
-
-    // --- verify ---
-    let crc = dir.join("model_crc32c.zt");
-    write_zt(
-        &tensors,
-        &crc,
-        WriteOptions {
-            compression: None,
-            digest: Some(DigestAlgorithm::Crc32c),
-        },
-    )?;
-    let rs = ztensor::open(&zt_sha)?;
-    let rc = ztensor::open(&crc)?;
-    for (label, r) in [("sha256", &rs), ("crc32c", &rc)] {
-        let one = median(runs, || {
-            anyhow::ensure!(r.verify_with_threads(1).is_ok());
+        let t_z2 = median(runs, || {
+            let res = zr.parallel_objects(2, |o| {
+                zr.component_bytes(&o.name, "data", Default::default())
+                    .map(|b| touch_any(&b))
+            });
+            for r in res {
+                std::hint::black_box(r?);
+            }
             Ok(())
         })?;
-        table.add("verify", &format!("{label}: ztensor, one core"), one, None);
-        let two = median(runs, || {
-            anyhow::ensure!(r.verify_with_threads(2).is_ok());
+        table.add(
+            "zstd",
+            "ztensor read every tensor, two cores",
+            t_z2,
+            Some((t_z1, "one-core decompress")),
+        );
+    }
+
+    if want("verify") {
+        // --- verify ---
+        let crc = dir.join("model_crc32c.zt");
+        write_zt(
+            &tensors,
+            &crc,
+            WriteOptions {
+                compression: None,
+                digest: Some(DigestAlgorithm::Crc32c),
+            },
+        )?;
+        let rs = ztensor::open(&zt_sha)?;
+        let rc = ztensor::open(&crc)?;
+        for (label, r) in [("sha256", &rs), ("crc32c", &rc)] {
+            let one = median(runs, || {
+                anyhow::ensure!(r.verify_with_threads(1).is_ok());
+                Ok(())
+            })?;
+            table.add("verify", &format!("{label}: ztensor, one core"), one, None);
+            let two = median(runs, || {
+                anyhow::ensure!(r.verify_with_threads(2).is_ok());
+                Ok(())
+            })?;
+            table.add(
+                "verify",
+                &format!("{label}: ztensor, two cores"),
+                two,
+                Some((one, "one core")),
+            );
+        }
+        let sha_raw = median(runs, || {
+            for o in rs.objects() {
+                std::hint::black_box(sha2::Sha256::digest(&rs.stored_bytes(&o.name, "data")?));
+            }
             Ok(())
         })?;
         table.add(
             "verify",
-            &format!("{label}: ztensor, two cores"),
-            two,
-            Some((one, "one core")),
+            "sha256: the sha2 crate alone, one core",
+            sha_raw,
+            None,
         );
+        t_sha_raw = Some(sha_raw);
     }
-    let t_sha_raw = median(runs, || {
-        for o in rs.objects() {
-            std::hint::black_box(sha2::Sha256::digest(&rs.stored_bytes(&o.name, "data")?));
-        }
-        Ok(())
-    })?;
-    table.add(
-        "verify",
-        "sha256: the sha2 crate alone, one core",
-        t_sha_raw,
-        None,
-    );
 
-    // --- the zt binary, whole processes ---
-    let zt_bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/zt");
-    if zt_bin.exists() {
-        let out = dir.join("converted.zt");
-        let t_v = median(3, || {
-            anyhow::ensure!(Command::new(&zt_bin)
-                .args(["verify"])
-                .arg(&zt_sha)
-                .output()?
-                .status
-                .success());
-            Ok(())
-        })?;
-        table.add(
-            "zt",
-            "zt verify (sha256, 1 GiB)",
-            t_v,
-            Some((t_sha_raw, "sha2 one core")),
-        );
-        let t_c = median(3, || {
-            anyhow::ensure!(Command::new(&zt_bin)
-                .args(["convert"])
-                .arg(&st)
-                .arg(&out)
-                .arg("--force")
-                .output()?
-                .status
-                .success());
-            Ok(())
-        })?;
-        table.add(
-            "zt",
-            "zt convert safetensors -> zt",
-            t_c,
-            Some((t_plain, "plain write")),
-        );
-    } else {
-        println!("  (build target/release/zt for the whole-process rows: cargo build --release -p zt-cli)");
+    if want("zt") {
+        // --- the zt binary, whole processes ---
+        let zt_bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/zt");
+        if zt_bin.exists() {
+            let out = dir.join("converted.zt");
+            let t_v = median(3, || {
+                anyhow::ensure!(Command::new(&zt_bin)
+                    .args(["verify"])
+                    .arg(&zt_sha)
+                    .output()?
+                    .status
+                    .success());
+                Ok(())
+            })?;
+            table.add(
+                "zt",
+                "zt verify (sha256, 1 GiB)",
+                t_v,
+                t_sha_raw.map(|t| (t, "sha2 one core")),
+            );
+            let t_c = median(3, || {
+                anyhow::ensure!(Command::new(&zt_bin)
+                    .args(["convert"])
+                    .arg(&st)
+                    .arg(&out)
+                    .arg("--force")
+                    .output()?
+                    .status
+                    .success());
+                Ok(())
+            })?;
+            table.add(
+                "zt",
+                "zt convert safetensors -> zt",
+                t_c,
+                t_plain.map(|t| (t, "plain write")),
+            );
+        } else {
+            println!("  (build target/release/zt for the whole-process rows: cargo build --release -p zt-cli)");
+        }
     }
+
     Ok(())
 }
