@@ -15,7 +15,19 @@ use crate::{Error, Result};
 pub struct AtomicFile {
     target: PathBuf,
     temp: BufWriter<tempfile::NamedTempFile>,
+    /// Bytes written so far.
+    written: u64,
+    /// Bytes whose writeback has been started ([`AtomicFile::start_writeback`]).
+    writeback_started: u64,
 }
+
+/// Writeback is started in whole units of this size, a multiple of every page size in use.
+const WRITEBACK_UNIT: u64 = 64 << 10;
+
+/// Writeback starts by itself whenever this much more has been written: large writes are
+/// split into pieces of this size so the disk works while the rest is still being written,
+/// and the final sync waits for at most about this much.
+const WRITEBACK_STEP: usize = 8 << 20;
 
 impl AtomicFile {
     /// Starts writing a replacement for `target`.
@@ -48,6 +60,8 @@ impl AtomicFile {
         Ok(AtomicFile {
             target: target.to_owned(),
             temp: BufWriter::with_capacity(1 << 20, temp),
+            written: 0,
+            writeback_started: 0,
         })
     }
 
@@ -59,24 +73,37 @@ impl AtomicFile {
     }
 
     /// Asks the operating system to start writing what has been written so far to disk, without
-    /// waiting. Called after each large blob, it lets the disk work while the writer goes on
-    /// (hashing, compressing), so the final sync has little left to do. A hint: errors are
+    /// waiting, so the disk works while the writer goes on (hashing, compressing) and the final
+    /// sync has little left to do. [`Write::write_all`] calls it after every 8 MiB by itself;
+    /// callers may add calls at natural breaks (the end of a blob). A hint: errors are
     /// ignored, and on systems without the call it does nothing.
+    ///
+    /// Only whole 64 KiB units are started, each once: the page the next blob will continue is
+    /// left alone. Writing to a page that is under writeback can wait for the disk (devices
+    /// with stable pages), and on this project's virtual disk that wait, once per blob, made a
+    /// 1 GiB write twice as slow as a plain one.
     pub fn start_writeback(&mut self) {
-        if self.temp.flush().is_err() {
+        let end = self.written - self.written % WRITEBACK_UNIT;
+        if end <= self.writeback_started || self.temp.flush().is_err() {
             return;
         }
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
             let fd = self.temp.get_ref().as_file().as_raw_fd();
-            // SAFETY: `fd` is our open file; sync_file_range only reads its arguments. Offset 0
-            // and length 0 mean the whole file; SYNC_FILE_RANGE_WRITE starts writeback and
-            // returns without waiting for it.
+            let (Ok(start), Ok(len)) = (
+                libc::off64_t::try_from(self.writeback_started),
+                libc::off64_t::try_from(end - self.writeback_started),
+            ) else {
+                return;
+            };
+            // SAFETY: `fd` is our open file; sync_file_range only reads its arguments.
+            // SYNC_FILE_RANGE_WRITE starts writeback of the range and returns without waiting.
             unsafe {
-                libc::sync_file_range(fd, 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+                libc::sync_file_range(fd, start, len, libc::SYNC_FILE_RANGE_WRITE);
             }
         }
+        self.writeback_started = end;
     }
 
     /// The path the file will have after the commit.
@@ -110,10 +137,19 @@ impl AtomicFile {
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.temp.write(buf)
+        let n = self.temp.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.temp.write_all(buf)
+        for piece in buf.chunks(WRITEBACK_STEP) {
+            self.temp.write_all(piece)?;
+            self.written += piece.len() as u64;
+            if self.written - self.writeback_started >= WRITEBACK_STEP as u64 {
+                self.start_writeback();
+            }
+        }
+        Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
         self.temp.flush()
@@ -139,6 +175,31 @@ mod tests {
             std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
             0o640
         );
+    }
+
+    #[test]
+    fn large_writes_start_writeback_in_whole_units_and_keep_every_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("big.zt");
+        let bytes: Vec<u8> = (0..20_000_003u32).map(|i| (i % 251) as u8).collect();
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.write_all(&bytes[..7]).unwrap();
+        assert_eq!(f.writeback_started, 0, "nothing started for small writes");
+        f.write_all(&bytes[7..]).unwrap();
+        assert_eq!(f.written, bytes.len() as u64);
+        // Started by itself along the way, in whole units, never past what was written.
+        assert!(f.writeback_started >= 16 << 20, "{}", f.writeback_started);
+        assert_eq!(f.writeback_started % WRITEBACK_UNIT, 0);
+        f.start_writeback();
+        let started = f.writeback_started;
+        assert_eq!(
+            started,
+            bytes.len() as u64 / WRITEBACK_UNIT * WRITEBACK_UNIT
+        );
+        f.start_writeback();
+        assert_eq!(f.writeback_started, started, "each unit once");
+        f.commit().unwrap();
+        assert!(std::fs::read(&target).unwrap() == bytes);
     }
 
     fn entries(dir: &Path) -> Vec<String> {
