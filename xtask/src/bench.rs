@@ -142,12 +142,42 @@ fn interleaved<const N: usize>(
     runs: usize,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
 ) -> Result<[Duration; N]> {
+    measure_in_turns(runs, None, fs)
+}
+
+/// As [`interleaved`], with a `sync` before every measurement, so that write rows do not
+/// measure the kernel's writeback of earlier runs.
+///
+/// Each row's output file (`outputs`) is removed first, untimed. Otherwise a row that
+/// truncates its old file (plain, safetensors) reuses the pages just freed, while one that
+/// writes a new file and renames it over the old one (ours, for crash safety) needs fresh
+/// memory; in a virtual machine whose host reclaims freed guest memory, the first touch of
+/// fresh pages is slow, and that alone made our writes look up to 2x slower.
+fn interleaved_synced<const N: usize>(
+    runs: usize,
+    outputs: [Option<&Path>; N],
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
+    measure_in_turns(runs, Some(outputs), fs)
+}
+
+fn measure_in_turns<const N: usize>(
+    runs: usize,
+    outputs: Option<[Option<&Path>; N]>,
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
     for f in fs.iter_mut() {
         f()?; // warm-up
     }
     let mut t = vec![Vec::with_capacity(runs); N];
     for _ in 0..runs {
-        for (f, times) in fs.iter_mut().zip(t.iter_mut()) {
+        for (i, (f, times)) in fs.iter_mut().zip(t.iter_mut()).enumerate() {
+            if let Some(outputs) = &outputs {
+                if let Some(path) = outputs.get(i).copied().flatten() {
+                    let _ = std::fs::remove_file(path);
+                }
+                let _ = Command::new("sync").status();
+            }
             let s = Instant::now();
             f()?;
             times.push(s.elapsed());
@@ -288,68 +318,110 @@ pub fn run(args: &[&str]) -> Result<()> {
     if want("write") {
         // --- write ---
         let plain = dir.join("model.raw");
-        let plain_write = median(runs, || {
+        let sha = WriteOptions {
+            compression: None,
+            digest: Some(DigestAlgorithm::Sha256),
+        };
+        let mut plain_all = || {
             let mut f = BufWriter::with_capacity(1 << 20, File::create(&plain)?);
             for t in &tensors {
                 f.write_all(&t.bytes)?;
             }
             f.into_inner().context("flush")?.sync_all()?;
             Ok(())
-        })?;
+        };
+        let mut ours = || write_zt(&tensors, &zt, WriteOptions::default());
+        let mut st_write = || {
+            let views: Vec<(&str, View<'_>)> =
+                tensors.iter().map(|t| (t.name.as_str(), View(t))).collect();
+            safetensors::serialize_to_file(views, None, &st)?;
+            File::open(&st)?.sync_all()?;
+            Ok(())
+        };
+        let mut hash_only = || {
+            for t in &tensors {
+                std::hint::black_box(sha2::Sha256::digest(&t.bytes));
+            }
+            Ok(())
+        };
+        let mut ours_sha = || write_zt(&tensors, &zt_sha, sha);
+        // Into memory (tmpfs), where the disk cannot blur whether hashing overlaps writing.
+        let shm = Path::new("/dev/shm");
+        let in_memory = shm
+            .is_dir()
+            .then(|| shm.join(format!("zt-bench-{}.zt", std::process::id())));
+        let mut ours_mem = || match &in_memory {
+            Some(p) => write_zt(&tensors, p, WriteOptions::default()),
+            None => Ok(()),
+        };
+        let mut ours_sha_mem = || match &in_memory {
+            Some(p) => write_zt(&tensors, p, sha),
+            None => Ok(()),
+        };
+        let outputs = [
+            Some(plain.as_path()),
+            Some(zt.as_path()),
+            Some(st.as_path()),
+            None,
+            Some(zt_sha.as_path()),
+            in_memory.as_deref(),
+            in_memory.as_deref(),
+        ];
+        let [plain_write, t_ours, t_st, t_hash, t_ours_sha, t_mem, t_sha_mem] = interleaved_synced(
+            runs,
+            outputs,
+            &mut [
+                &mut plain_all,
+                &mut ours,
+                &mut st_write,
+                &mut hash_only,
+                &mut ours_sha,
+                &mut ours_mem,
+                &mut ours_sha_mem,
+            ],
+        )?;
+        if let Some(p) = &in_memory {
+            let _ = std::fs::remove_file(p);
+        }
         table.add(
             "write",
             "plain write_all + fsync (limit)",
             plain_write,
             None,
         );
-        let t_ours = median(runs, || write_zt(&tensors, &zt, WriteOptions::default()))?;
         table.add(
             "write",
             "ztensor Writer (temp file, fsync, rename)",
             t_ours,
             Some((plain_write, "plain")),
         );
-        let t_st = median(runs, || {
-            let views: Vec<(&str, View<'_>)> =
-                tensors.iter().map(|t| (t.name.as_str(), View(t))).collect();
-            safetensors::serialize_to_file(views, None, &st)?;
-            File::open(&st)?.sync_all()?;
-            Ok(())
-        })?;
         table.add(
             "write",
             "safetensors serialize_to_file + fsync",
             t_st,
             Some((plain_write, "plain")),
         );
-        let t_hash = median(runs, || {
-            for t in &tensors {
-                std::hint::black_box(sha2::Sha256::digest(&t.bytes));
-            }
-            Ok(())
-        })?;
         table.add(
             "write",
             "sha256 of every tensor, one core (no I/O)",
             t_hash,
             None,
         );
-        let t_ours_sha = median(runs, || {
-            write_zt(
-                &tensors,
-                &zt_sha,
-                WriteOptions {
-                    compression: None,
-                    digest: Some(DigestAlgorithm::Sha256),
-                },
-            )
-        })?;
         table.add(
             "write",
             "ztensor Writer with sha256 digests",
             t_ours_sha,
             Some((plain_write.max(t_hash), "max(plain, sha256)")),
         );
+        if in_memory.is_some() {
+            table.add("write", "ztensor Writer into tmpfs (no disk)", t_mem, None);
+            table.add(
+                "write",
+                "ztensor Writer into tmpfs, sha256 digests",
+                t_sha_mem,
+                Some((t_mem.max(t_hash), "max(tmpfs write, sha256)")),
+            );
+        }
         t_plain = Some(plain_write);
     } else {
         // Later sections read these files: make them once, untimed.
