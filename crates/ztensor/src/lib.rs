@@ -8,6 +8,9 @@
 //!   magic, validates every offset, length, size and overlap once, and lists [`ObjectInfo`]s.
 //!   [`Reader::read`] returns a dense object as `Cow<[T]>`: borrowed straight from the memory
 //!   map when the data is raw, little-endian and aligned.
+//! - Loading every tensor fast: [`OpenOptions::populate`] maps the file's pages on a second
+//!   core ahead of the reads; without a map, [`Reader::read_chunked`] hands tensors out in
+//!   cache-sized pieces and [`Reader::read_into`] reuses one buffer.
 //! - [`Writer`]: streams a v1.2 file to a temporary file and renames it into place.
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
