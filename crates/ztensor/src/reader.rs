@@ -766,16 +766,25 @@ impl Reader {
                 .iter()
                 .map(|(_, idx)| {
                     let f = &f;
-                    s.spawn(move || {
+                    // Only shared references inside: the closure is `Copy`, so a bin whose
+                    // thread cannot be started runs on this one instead.
+                    let run = move || {
                         idx.iter()
                             .filter_map(|&i| Some((i, f(self.objects.get(i)?))))
                             .collect::<Vec<_>>()
-                    })
+                    };
+                    std::thread::Builder::new()
+                        .spawn_scoped(s, run)
+                        .map_err(|_| run)
                 })
                 .collect();
             for h in handles {
-                // A panic in `f` is the caller's; pass it on.
-                for (i, r) in h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+                let done = match h {
+                    // A panic in `f` is the caller's; pass it on.
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(run) => run(),
+                };
+                for (i, r) in done {
                     if let Some(slot) = out.get_mut(i) {
                         *slot = Some(r);
                     }

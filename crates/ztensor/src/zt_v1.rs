@@ -20,8 +20,9 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     // so objects are built as they are decoded; a manifest that gives it later has its
     // objects kept (borrowed) and built at the end.
     // Real objects take 100 bytes of manifest or more: reserving for that many avoids growing
-    // (and copying) the list again and again. Over-reserving costs only untouched memory.
-    let mut objects = Vec::with_capacity(bytes.len() / 96);
+    // (and copying) the list again and again. Over-reserving costs only untouched memory, and
+    // the cap keeps a manifest of one huge attribute from reserving GiBs for no objects.
+    let mut objects = Vec::with_capacity((bytes.len() / 96).min(MAX_RESERVED_OBJECTS));
     zt_container::prefer_huge_pages(&mut objects);
     let mut collected = Collected::default();
     let mut late = Vec::new();
@@ -212,6 +213,10 @@ impl Collected {
     }
 }
 
+/// The most objects whose room is reserved before any is decoded (about 350 MiB); larger
+/// lists grow as they go.
+const MAX_RESERVED_OBJECTS: usize = 1 << 20;
+
 /// Files with at least this many objects check blob overlaps and build the name index on a
 /// second thread while the name order is checked; below it a thread costs more than it saves.
 const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
@@ -226,19 +231,26 @@ pub(crate) fn finish_objects(
     duplicate: impl FnOnce(&str) -> Error,
 ) -> Result<NameIndex> {
     let Collected { mut ranges, hashes } = collected;
-    let mut work = move || (check_overlaps(&mut ranges), NameIndex::from_hashes(&hashes));
-    let (in_order, (overlap, index)) = if objects.len() >= PARALLEL_FINISH_MIN_OBJECTS {
-        std::thread::scope(|s| {
-            let worker = s.spawn(work);
-            let in_order = names_strictly_increasing(objects);
-            let done = worker
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (in_order, done)
-        })
-    } else {
-        (names_strictly_increasing(objects), work())
-    };
+    let (in_order, done) = std::thread::scope(|s| {
+        let worker = (objects.len() >= PARALLEL_FINISH_MIN_OBJECTS)
+            .then(|| {
+                std::thread::Builder::new()
+                    .spawn_scoped(s, || {
+                        (check_overlaps(&mut ranges), NameIndex::from_hashes(&hashes))
+                    })
+                    .ok()
+            })
+            .flatten();
+        let in_order = names_strictly_increasing(objects);
+        let done = worker.map(|w| {
+            w.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (in_order, done)
+    });
+    // A small file, or no thread to be had: the same work here.
+    let (overlap, index) =
+        done.unwrap_or_else(|| (check_overlaps(&mut ranges), NameIndex::from_hashes(&hashes)));
     // Files list their objects sorted, so the index built from the hashes in file order is
     // usually the final one; otherwise sort, refuse duplicates and index again.
     let index = if in_order {
