@@ -354,3 +354,65 @@ impl<'b> Reader<'b> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader(bytes: &[u8]) -> Reader<'_> {
+        Reader::new(bytes, 100, DecodeLimits::default())
+    }
+
+    #[test]
+    fn every_head_size_decodes_as_minicbor_does() {
+        // "ab" with its length in 0, 1, 2, 4 and 8 extra bytes (the longer ones non-canonical).
+        for bytes in [
+            &b"\x62ab"[..],
+            b"\x78\x02ab",
+            b"\x79\x00\x02ab",
+            b"\x7a\x00\x00\x00\x02ab",
+            b"\x7b\x00\x00\x00\x00\x00\x00\x00\x02ab",
+        ] {
+            let mut r = reader(bytes);
+            assert_eq!(r.text("t").unwrap(), "ab", "{bytes:x?}");
+            assert!(r.at_end());
+        }
+        for (bytes, value) in [
+            (&b"\x17"[..], 23u64),
+            (b"\x18\xff", 255),
+            (b"\x19\x01\x00", 256),
+            (b"\x1a\x00\x01\x00\x00", 65536),
+            (b"\x1b\xff\xff\xff\xff\xff\xff\xff\xff", u64::MAX),
+        ] {
+            let mut r = reader(bytes);
+            assert_eq!(r.uint("u").unwrap(), value);
+            assert!(r.at_end());
+            assert_eq!(Decoder::new(bytes).u64().unwrap(), value);
+        }
+        assert_eq!(reader(b"\x98\x03").array_header("a").unwrap(), Some(3));
+        assert_eq!(reader(b"\x9f").array_header("a").unwrap(), None);
+    }
+
+    #[test]
+    fn what_the_fast_path_declines_still_gets_the_general_errors() {
+        // Runs past the end, invalid UTF-8, truncated heads, reserved additional info.
+        for (bytes, expect) in [
+            (&b"\x63ab"[..], "past the end"),
+            (b"\x78", "past the end"),
+            (b"\x62\xff\xfe", "invalid CBOR"),
+            (b"\x19\x01", "past the end"),
+            (b"\x1c", "found 0x1c"),
+        ] {
+            let mut r = reader(bytes);
+            let e = if bytes[0] >> 5 == 3 {
+                r.text("t").unwrap_err()
+            } else {
+                r.uint("u").unwrap_err()
+            };
+            assert!(e.to_string().contains(expect), "{bytes:x?}: {e}");
+            assert_eq!(e.offset(), Some(100), "{bytes:x?}");
+        }
+        let e = reader(b"\x38\x01").uint("a dimension").unwrap_err();
+        assert!(e.to_string().contains("negative"), "{e}");
+    }
+}
