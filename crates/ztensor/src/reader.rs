@@ -349,17 +349,8 @@ impl Reader {
     /// without a map at the kernel's copy rate (a fresh buffer per tensor costs a page fault
     /// and a zeroing per page). `out` ends up exactly the object's length.
     pub fn read_into<T: Element>(&self, name: &str, out: &mut Vec<T>) -> Result<()> {
-        let (obj, comp) = self.component(name, "data")?;
+        let comp = self.dense_data::<T>(name, "read_into")?;
         let at = |e: Error| e.in_component("data").in_object(name);
-        if obj.format != Format::Dense || !element_matches::<T>(&comp.element) {
-            return Err(at(Error::argument(format!(
-                "read_into needs a dense object of {}",
-                T::element_type().name()
-            ))));
-        }
-        if let Some(d) = &obj.defect {
-            return Err(at(d.to_error()));
-        }
         let size = std::mem::size_of::<T>() as u64;
         let len = comp
             .decoded_len
@@ -404,6 +395,23 @@ impl Reader {
         Ok(())
     }
 
+    /// The `data` component of dense object `name`, if its elements are `T` and it has no
+    /// defect; `api` names the caller in the error.
+    fn dense_data<T: Element>(&self, name: &str, api: &str) -> Result<&ComponentInfo> {
+        let (obj, comp) = self.component(name, "data")?;
+        let at = |e: Error| e.in_component("data").in_object(name);
+        if obj.format != Format::Dense || !element_matches::<T>(&comp.element) {
+            return Err(at(Error::argument(format!(
+                "{api} needs a dense object of {}",
+                T::element_type().name()
+            ))));
+        }
+        match &obj.defect {
+            Some(d) => Err(at(d.to_error())),
+            None => Ok(comp),
+        }
+    }
+
     /// Reads a dense object piece by piece: calls `each` with consecutive runs of its elements,
     /// in order, each at most `buf`'s capacity long (1 MiB of elements when `buf` has none).
     ///
@@ -419,23 +427,8 @@ impl Reader {
         buf: &mut Vec<T>,
         mut each: impl FnMut(&[T]) -> Result<()>,
     ) -> Result<()> {
-        let (obj, comp) = self.component(name, "data")?;
+        let comp = self.dense_data::<T>(name, "read_chunked")?;
         let at = |e: Error| e.in_component("data").in_object(name);
-        if obj.format != Format::Dense || !element_matches::<T>(&comp.element) {
-            return Err(at(Error::argument(format!(
-                "read_chunked needs a dense object of {}",
-                T::element_type().name()
-            ))));
-        }
-        if let Some(d) = &obj.defect {
-            return Err(at(d.to_error()));
-        }
-        if comp.encoding != Encoding::Raw || comp.byte_order == ByteOrder::Big {
-            // Decoded (and byte-swapped) whole, then handed out in pieces.
-            self.read_into(name, buf)?;
-            let piece = buf.len().max(1);
-            return buf.chunks(piece).try_for_each(each);
-        }
         let size = std::mem::size_of::<T>();
         let piece = if buf.capacity() > 0 {
             buf.capacity()
@@ -443,6 +436,11 @@ impl Reader {
             (1 << 20) / size.max(1)
         }
         .max(1);
+        if comp.encoding != Encoding::Raw || comp.byte_order == ByteOrder::Big {
+            // Decoded (and byte-swapped) whole, then handed out in pieces all the same.
+            self.read_into(name, buf)?;
+            return buf.chunks(piece).try_for_each(each);
+        }
         // Checked when the file was opened: the range lies inside the file.
         let (offset, length) = (comp.offset, comp.length);
         if let Some(bytes) = self.source.as_slice() {
