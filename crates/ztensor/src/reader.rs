@@ -627,7 +627,11 @@ impl Reader {
         // Positional read straight into typed storage: one copy, the kernel's.
         let n = usize::try_from(comp.length / size)
             .map_err(|_| Error::limit("component exceeds usize"))?;
-        let mut out = vec![T::zeroed(); n];
+        let mut out = Vec::with_capacity(n);
+        // A fresh buffer is faulted in page by page as it is filled; a large one in 2 MiB
+        // pages costs 512 times fewer faults.
+        zt_container::prefer_huge_pages(&mut out);
+        out.resize(n, T::zeroed());
         self.source
             .read_into(comp.offset, bytemuck::cast_slice_mut(&mut out))?;
         Ok(Cow::Owned(out))
