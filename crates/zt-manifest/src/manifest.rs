@@ -121,7 +121,7 @@ impl Manifest {
             if objects.contains_key(&name) {
                 return Err(Error::invalid(format!("duplicate key {name:?} in objects")).at(at));
             }
-            objects.insert(name, o.to_owned());
+            objects.insert(name, o.to_object());
             Ok(())
         })?;
         Ok(Manifest {
@@ -341,7 +341,7 @@ pub struct ComponentRef<'b> {
 
 impl ObjectRef<'_> {
     /// The owned [`Object`].
-    pub fn to_owned(&self) -> Object {
+    pub fn to_object(&self) -> Object {
         let owned = |t: &Option<Cow<'_, str>>| t.as_deref().map(str::to_owned);
         Object {
             shape: self.shape.to_vec(),
