@@ -387,36 +387,27 @@ pub fn run(args: &[&str]) -> Result<()> {
         if let Some(p) = &in_memory {
             let _ = std::fs::remove_file(p);
         }
-        table.add(
-            "write",
-            "plain write_all + fsync (limit)",
-            plain_write,
-            None,
-        );
-        table.add(
-            "write",
-            "ztensor Writer (temp file, fsync, rename)",
-            t_ours,
-            Some((plain_write, "plain")),
-        );
-        table.add(
-            "write",
-            "safetensors serialize_to_file + fsync",
-            t_st,
-            Some((plain_write, "plain")),
-        );
-        table.add(
-            "write",
-            "sha256 of every tensor, one core (no I/O)",
-            t_hash,
-            None,
-        );
-        table.add(
-            "write",
-            "ztensor Writer with sha256 digests",
-            t_ours_sha,
-            Some((plain_write.max(t_hash), "max(plain, sha256)")),
-        );
+        for (row, time, baseline) in [
+            ("plain write_all + fsync (limit)", plain_write, None),
+            (
+                "ztensor Writer (temp file, fsync, rename)",
+                t_ours,
+                Some((plain_write, "plain")),
+            ),
+            (
+                "safetensors serialize_to_file + fsync",
+                t_st,
+                Some((plain_write, "plain")),
+            ),
+            ("sha256 of every tensor, one core (no I/O)", t_hash, None),
+            (
+                "ztensor Writer with sha256 digests",
+                t_ours_sha,
+                Some((plain_write.max(t_hash), "max(plain, sha256)")),
+            ),
+        ] {
+            table.add("write", row, time, baseline);
+        }
         if in_memory.is_some() {
             table.add("write", "ztensor Writer into tmpfs (no disk)", t_mem, None);
             table.add(
@@ -556,54 +547,46 @@ pub fn run(args: &[&str]) -> Result<()> {
                 ],
             )?;
         drop(whole);
-        table.add(
-            "read",
-            "in-memory scan of the same bytes (limit)",
-            t_scan,
-            None,
-        );
-        table.add(
-            "read",
-            "ztensor mapped (open, typed views, touch all)",
-            t_mapped,
-            Some((t_scan, "scan")),
-        );
-        table.add(
-            "read",
-            "ztensor mapped, populate(true): faults on core 2",
-            t_populated,
-            Some((t_scan, "scan")),
-        );
-        table.add(
-            "read",
-            "safetensors over memmap2",
-            t_st_read,
-            Some((t_scan, "scan")),
-        );
-        table.add(
-            "read",
-            "1 MiB reads into one reused buffer (kernel copy)",
-            t_kernel,
-            Some((t_scan, "scan")),
-        );
-        table.add(
-            "read",
-            "ztensor without a map, a fresh buffer per tensor",
-            t_unmapped,
-            Some((t_kernel, "kernel copy")),
-        );
-        table.add(
-            "read",
-            "ztensor without a map, read_into a reused buffer",
-            t_into,
-            Some((t_kernel, "kernel copy")),
-        );
-        table.add(
-            "read",
-            "ztensor without a map, read_chunked (1 MiB pieces)",
-            t_chunked,
-            Some((t_kernel, "kernel copy")),
-        );
+        for (row, time, baseline) in [
+            ("in-memory scan of the same bytes (limit)", t_scan, None),
+            (
+                "ztensor mapped (open, typed views, touch all)",
+                t_mapped,
+                Some((t_scan, "scan")),
+            ),
+            (
+                "ztensor mapped, populate(true): faults on core 2",
+                t_populated,
+                Some((t_scan, "scan")),
+            ),
+            (
+                "safetensors over memmap2",
+                t_st_read,
+                Some((t_scan, "scan")),
+            ),
+            (
+                "1 MiB reads into one reused buffer (kernel copy)",
+                t_kernel,
+                Some((t_scan, "scan")),
+            ),
+            (
+                "ztensor without a map, a fresh buffer per tensor",
+                t_unmapped,
+                Some((t_kernel, "kernel copy")),
+            ),
+            (
+                "ztensor without a map, read_into a reused buffer",
+                t_into,
+                Some((t_kernel, "kernel copy")),
+            ),
+            (
+                "ztensor without a map, read_chunked (1 MiB pieces)",
+                t_chunked,
+                Some((t_kernel, "kernel copy")),
+            ),
+        ] {
+            table.add("read", row, time, baseline);
+        }
         println!(
             "  read rates: scan {:.1} GiB/s, mapped {:.1} GiB/s",
             gib_per_s(total, t_scan),

@@ -49,7 +49,9 @@ impl Source {
     /// pages itself, so it cannot be the one to get SIGBUS). Linux only; elsewhere this is
     /// [`Source::map`].
     pub fn map_populated(path: &Path) -> Result<Self> {
+        #[allow(unused_mut)] // only Linux populates
         let mut source = Self::map(path)?;
+        #[cfg(target_os = "linux")]
         if let Source::Mapped(map) = &mut source {
             map.populate_in_background();
         }
@@ -185,6 +187,7 @@ impl std::fmt::Debug for Map {
 
 /// How much of a map the populating thread maps per step; it checks between steps whether
 /// the map is still wanted.
+#[cfg(target_os = "linux")]
 const POPULATE_STEP: usize = 32 << 20;
 
 impl Map {
@@ -198,10 +201,8 @@ impl Map {
     /// way. The thread keeps a reference and lets go of it only once this map is dropped, so
     /// the unmapping (for a large file, page tables of GiBs) happens on that thread too,
     /// off the caller's path.
+    #[cfg(target_os = "linux")]
     fn populate_in_background(&mut self) {
-        if !cfg!(target_os = "linux") {
-            return;
-        }
         let (stop, stopped) = mpsc::channel::<()>();
         let map = Arc::clone(&self.map);
         let spawned = std::thread::Builder::new()
@@ -211,13 +212,8 @@ impl Map {
                 while at < map.len() && matches!(stopped.try_recv(), Err(mpsc::TryRecvError::Empty))
                 {
                     let step = POPULATE_STEP.min(map.len() - at);
-                    #[cfg(target_os = "linux")]
-                    let populated = map
-                        .advise_range(memmap2::Advice::PopulateRead, at, step)
-                        .is_ok();
-                    #[cfg(not(target_os = "linux"))]
-                    let populated = false;
-                    if !populated {
+                    let advised = map.advise_range(memmap2::Advice::PopulateRead, at, step);
+                    if advised.is_err() {
                         break;
                     }
                     at += step;

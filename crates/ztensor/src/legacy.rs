@@ -23,7 +23,7 @@ pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parse
     for e in entries {
         let name = e.name.clone();
         let obj = entry(container, e).map_err(|err| err.in_object(&name))?;
-        collected.add(Some(&obj));
+        collected.add(&obj);
         objects.push(obj);
     }
     let index = finish_objects(&mut objects, collected, |name| {

@@ -35,7 +35,9 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
                 Some(v) => {
                     build_object(container, o, v.minor <= 1, &mut objects)
                         .map_err(|e| e.in_object(&o.name))?;
-                    collected.add(objects.last());
+                    if let Some(built) = objects.last() {
+                        collected.add(built);
+                    }
                 }
                 None => late.push(o.clone()),
             }
@@ -47,7 +49,9 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
     for o in &late {
         build_object(container, o, version.minor <= 1, &mut objects)
             .map_err(|e| e.in_object(&o.name))?;
-        collected.add(objects.last());
+        if let Some(built) = objects.last() {
+            collected.add(built);
+        }
     }
     let index = finish_objects(&mut objects, collected, |name| {
         Error::invalid(format!("duplicate key {name:?} in objects"))
@@ -202,8 +206,7 @@ pub(crate) struct Collected {
 }
 
 impl Collected {
-    pub(crate) fn add(&mut self, o: Option<&ObjectInfo>) {
-        let Some(o) = o else { return };
+    pub(crate) fn add(&mut self, o: &ObjectInfo) {
         self.hashes.push(name_hash(&o.name));
         self.ranges.extend(o.components.iter().map(|c| BlobRange {
             offset: c.offset,
