@@ -3,7 +3,7 @@
 
 use zt_formats::{DType, ElementType, LogicalType};
 
-use crate::Layout;
+use crate::layout::Layout;
 
 /// Version 1 and `MAG&`: magnetron 0.1.2's four types.
 const GEN_AB: [Code; 4] = [

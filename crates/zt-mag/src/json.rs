@@ -8,6 +8,8 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use zt_container::{Error, Result};
 use zt_manifest::{Attributes, Value};
 
+use crate::limits::MAX_RANK;
+
 /// A JSON value as an attribute [`Value`], refusing duplicate object keys (serde_json would
 /// keep the last one silently, so two readers could disagree about the file).
 struct JsonValue(Value);
@@ -125,7 +127,7 @@ pub(crate) fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
             })
         };
         let shape = match t.get("shape") {
-            Some(Value::Array(a)) if a.len() <= crate::read::MAX_RANK => a
+            Some(Value::Array(a)) if a.len() <= MAX_RANK => a
                 .iter()
                 .map(|d| {
                     d.as_u64().ok_or_else(|| {
@@ -135,11 +137,10 @@ pub(crate) fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
                 })
                 .collect::<Result<Vec<u64>>>()?,
             Some(Value::Array(_)) => {
-                return Err(Error::invalid(format!(
-                    "shape has more than {} dimensions",
-                    crate::read::MAX_RANK
-                ))
-                .in_object(&name))
+                return Err(
+                    Error::invalid(format!("shape has more than {MAX_RANK} dimensions"))
+                        .in_object(&name),
+                )
             }
             _ => return Err(Error::invalid("tensor_map entry has no shape array").in_object(&name)),
         };

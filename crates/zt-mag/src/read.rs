@@ -7,14 +7,10 @@ use zt_container::{Error, Result, Source};
 use zt_formats::{byte_size, element_count, ElementType};
 use zt_manifest::{Attributes, Value};
 
-use crate::dtype::{element_of, name_of_code_de};
+use crate::dtype::{code_count, element_of, name_of_code_de};
 use crate::json;
-use crate::Layout;
-
-/// Most dimensions a tensor may have in any layout we read (magnetron's own cap is 6 or 16).
-pub const MAX_RANK: usize = 64;
-/// Longest key.
-pub const MAX_KEY_LEN: u64 = 65_535;
+use crate::layout::Layout;
+use crate::limits::{MAX_KEY_LEN, MAX_RANK};
 
 /// One tensor of a `.mag` file, validated: its data range lies inside the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,7 +273,7 @@ fn element(layout: Layout, code: u32, at: u64) -> Result<ElementType> {
     element_of(layout, code).ok_or_else(|| {
         Error::invalid(format!(
             "dtype code {code} is not one of the {} codes of {layout}",
-            crate::dtype::code_count(layout)
+            code_count(layout)
         ))
         .at(at)
     })

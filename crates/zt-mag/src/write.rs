@@ -11,7 +11,9 @@ use zt_formats::{byte_size, element_count, ElementType};
 use zt_manifest::Value;
 
 use crate::dtype::{code_of, name_of_code_de};
-use crate::Layout;
+use crate::json::to_json;
+use crate::layout::Layout;
+use crate::limits::MAX_KEY_LEN;
 
 /// A tensor to write: its key, element type and shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,9 +66,9 @@ fn check_key(name: &str, what: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::argument(format!("{what} key is empty")));
     }
-    if name.len() > 65_535 {
+    if name.len() as u64 > MAX_KEY_LEN {
         return Err(Error::argument(format!(
-            "{what} key {name:?} is longer than 65535 bytes"
+            "{what} key {name:?} is longer than {MAX_KEY_LEN} bytes"
         )));
     }
     if name.contains('\0') {
@@ -266,7 +268,7 @@ impl<W: Write> MagWriter<W> {
         }
         let mut usr = serde_json::Map::new();
         for &(k, v) in metadata {
-            usr.insert(k.to_owned(), crate::json::to_json(k, v)?);
+            usr.insert(k.to_owned(), to_json(k, v)?);
         }
         let mut root = serde_json::Map::new();
         root.insert("manifest_ver".into(), 1.into());
