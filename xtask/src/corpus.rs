@@ -1,43 +1,24 @@
-//! The fixture corpus: valid files with the values they hold, invalid files with the error
-//! each must give. Every file is built from code here, so the corpus is reproducible.
-//!
-//! `valid/EXPECTED.tsv`: `file  object  role  type  shape  sha256-of-decoded-bytes`, one line
-//! per component. `invalid/EXPECTED.tsv`: `file  stage  kind  message`, where stage is `open`
-//! (opening fails), `read` (opening succeeds, reading an object fails) or `verify` (only
-//! digest verification fails), kind is the `ErrorKind`, and message is a substring of it.
+//! Current-format zTensor fixtures: valid files with the values they hold (dense, unusual and
+//! every object format), and invalid files for every container, manifest, object and format
+//! rule the reader checks. Every file is built from code here, so it is reproducible; the
+//! order the generators run in is decided by `gen_fixtures`.
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
 use half::{bf16, f16};
-use sha2::{Digest as _, Sha256};
 use ztensor::manifest::{Component, Manifest, Object};
 use ztensor::{
     Attributes, Complex, DType, DigestAlgorithm, Element, Format, Value, WriteOptions, Writer,
 };
 
-use crate::Tree;
-
-/// One expectation line of a hand-built valid file: object, role, type, shape, decoded bytes.
-type ExpectedComponent<'a> = (&'a str, &'a str, &'a str, &'a [u64], &'a [u8]);
-
-/// An owned expectation line: object, role, type, shape, decoded bytes.
-pub type Line = (String, String, String, Vec<u64>, Vec<u8>);
-
-/// Collects files and their expectation lines.
-#[derive(Default)]
-pub struct Corpus {
-    tree: Tree,
-    valid: Vec<String>,
-    invalid: Vec<String>,
-}
+use crate::fixture_set::{Corpus, Line};
 
 /// A valid file being written, recording what each object must read back as.
 struct ValidFile<'c> {
     corpus: &'c mut Corpus,
     name: String,
     writer: Writer<Vec<u8>>,
-    lines: Vec<String>,
+    lines: Vec<Line>,
 }
 
 impl ValidFile<'_> {
@@ -109,22 +90,24 @@ impl ValidFile<'_> {
     }
 
     fn record(&mut self, object: &str, role: &str, ty: &str, shape: &[u64], bytes: &[u8]) {
-        self.lines.push(format!(
-            "{}\t{object}\t{role}\t{ty}\t{shape:?}\t{}",
-            self.name,
-            sha256_hex(bytes)
+        self.lines.push((
+            object.into(),
+            role.into(),
+            ty.into(),
+            shape.to_vec(),
+            bytes.to_vec(),
         ));
     }
 
     fn done(self) {
         let bytes = self.writer.finish().expect("finishing a fixture");
-        self.corpus.valid.extend(self.lines);
         self.corpus
-            .tree
-            .insert(format!("valid/{}", self.name), bytes);
+            .add_valid_raw_lines(&self.name, bytes, &self.lines);
     }
 }
 
+/// Valid files written with our own `Writer`; only this module writes fixtures that way, so
+/// the constructor lives here rather than beside `Corpus`.
 impl Corpus {
     fn file(&mut self, name: &str) -> ValidFile<'_> {
         ValidFile {
@@ -134,46 +117,6 @@ impl Corpus {
             lines: Vec::new(),
         }
     }
-
-    /// A valid file built by hand, with owned expectation lines (object, role, type, shape,
-    /// decoded bytes).
-    pub fn add_valid_raw_lines(&mut self, name: &str, bytes: Vec<u8>, lines: &[Line]) {
-        for (object, role, ty, shape, data) in lines {
-            self.valid.push(format!(
-                "{name}\t{object}\t{role}\t{ty}\t{shape:?}\t{}",
-                sha256_hex(data)
-            ));
-        }
-        self.tree.insert(format!("valid/{name}"), bytes);
-    }
-
-    /// A valid file built by hand, with its expectation lines.
-    fn valid_raw(&mut self, name: &str, bytes: Vec<u8>, lines: &[ExpectedComponent<'_>]) {
-        for (object, role, ty, shape, data) in lines {
-            self.valid.push(format!(
-                "{name}\t{object}\t{role}\t{ty}\t{shape:?}\t{}",
-                sha256_hex(data)
-            ));
-        }
-        self.tree.insert(format!("valid/{name}"), bytes);
-    }
-
-    pub fn invalid(&mut self, name: &str, bytes: Vec<u8>, stage: &str, kind: &str, message: &str) {
-        assert!(
-            !self.tree.contains_key(&format!("invalid/{name}")),
-            "duplicate fixture {name}"
-        );
-        self.invalid
-            .push(format!("{name}\t{stage}\t{kind}\t{message}"));
-        self.tree.insert(format!("invalid/{name}"), bytes);
-    }
-}
-
-fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
 }
 
 /// Deterministic values for each element type.
@@ -189,38 +132,6 @@ const ZSTD: WriteOptions = WriteOptions {
     compression: Some(3),
     digest: None,
 };
-
-pub fn generate() -> Result<Tree> {
-    let mut c = Corpus::default();
-    valid_dense(&mut c);
-    valid_unusual(&mut c);
-    valid_formats(&mut c);
-    invalid_formats(&mut c);
-    crate::legacy::generate(&mut c);
-    crate::mag::generate(&mut c);
-    invalid_container(&mut c);
-    invalid_manifest(&mut c);
-    invalid_objects(&mut c);
-    let mut tree = std::mem::take(&mut c.tree);
-    tree.insert(
-        "valid/EXPECTED.tsv".into(),
-        tsv("file\tobject\trole\ttype\tshape\tsha256", &c.valid),
-    );
-    tree.insert(
-        "invalid/EXPECTED.tsv".into(),
-        tsv("file\tstage\tkind\tmessage", &c.invalid),
-    );
-    Ok(tree)
-}
-
-fn tsv(header: &str, lines: &[String]) -> Vec<u8> {
-    let mut s = format!("{header}\n");
-    for l in lines {
-        s.push_str(l);
-        s.push('\n');
-    }
-    s.into_bytes()
-}
 
 fn every_dtype(f: &mut ValidFile<'_>, opts: WriteOptions) {
     let s: &[u64] = &[2, 3];
@@ -248,7 +159,7 @@ fn every_dtype(f: &mut ValidFile<'_>, opts: WriteOptions) {
     f.add("u8", s, &values(6, |i| 250 + i as u8), opts);
 }
 
-fn valid_dense(c: &mut Corpus) {
+pub fn valid_dense(c: &mut Corpus) {
     let mut f = c.file("dtypes.zt");
     every_dtype(&mut f, RAW);
     f.add_bool("bool", &[2, 3], &[true, false, false, true, true, false]);
@@ -450,7 +361,7 @@ fn good() -> Vec<u8> {
     file_v1(&[(64, EIGHT)], &one(&[2], comp("f32", 64, 8)).encode())
 }
 
-fn valid_unusual(c: &mut Corpus) {
+pub fn valid_unusual(c: &mut Corpus) {
     // An unknown logical type reads as its dtype, and keeps its name.
     let mut co = comp("i16", 64, 4);
     co.logical_type = Some("my_int_type".into());
@@ -518,7 +429,7 @@ fn valid_unusual(c: &mut Corpus) {
     );
 }
 
-fn invalid_container(c: &mut Corpus) {
+pub fn invalid_container(c: &mut Corpus) {
     c.invalid(
         "empty_file.zt",
         vec![],
@@ -604,7 +515,7 @@ fn invalid_container(c: &mut Corpus) {
     );
 }
 
-fn invalid_manifest(c: &mut Corpus) {
+pub fn invalid_manifest(c: &mut Corpus) {
     let m = |manifest: &[u8]| file_v1(&[(64, EIGHT)], manifest);
     let good_m = one(&[2], comp("f32", 64, 8)).encode();
     c.invalid(
@@ -818,7 +729,7 @@ fn invalid_manifest(c: &mut Corpus) {
     );
 }
 
-fn invalid_objects(c: &mut Corpus) {
+pub fn invalid_objects(c: &mut Corpus) {
     let one_file = |shape: &[u64], co: Component, blobs: &[(u64, &[u8])]| {
         file_v1(blobs, &one(shape, co).encode())
     };
@@ -1066,7 +977,7 @@ fn csr_parts<'a>(
     ]
 }
 
-fn valid_formats(c: &mut Corpus) {
+pub fn valid_formats(c: &mut Corpus) {
     let mut f = c.file("sparse.zt");
     let (v, i, p) = ([1.0f32, 2.0, 3.0], [0u64, 2, 3], [0u64, 1, 1, 3]);
     f.add_object(
@@ -1229,7 +1140,7 @@ fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn invalid_formats(c: &mut Corpus) {
+pub fn invalid_formats(c: &mut Corpus) {
     let none = Attributes::new;
     let v3 = f32s(&[1.0, 2.0, 3.0]);
     let csr = |name: &str,

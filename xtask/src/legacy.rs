@@ -5,7 +5,7 @@ use ztensor::container::{BlobWriter, ContainerVersion};
 use ztensor::manifest::{encode_index, Component, IndexEntry, Manifest, Object};
 use ztensor::{DType, Value};
 
-use crate::corpus::{Corpus, Line};
+use crate::fixture_set::{Corpus, Line};
 
 /// A v1.1 object for the manifest: name, shape, format, components by role.
 type V11Object<'a> = (&'a str, Vec<u64>, &'a str, Vec<(&'a str, Component)>);

@@ -5,7 +5,7 @@
 use ztensor::mag::{MagWriter, TensorSpec, WriteVersion};
 use ztensor::{DType, ElementType, LogicalType, Value};
 
-use crate::corpus::Corpus;
+use crate::fixture_set::{Corpus, Line};
 
 fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -129,8 +129,6 @@ fn ours(
     }
     w.finish().expect("finish")
 }
-
-use crate::corpus::Line;
 
 fn line(object: &str, ty: &str, shape: &[u64], data: &[u8]) -> Line {
     (
