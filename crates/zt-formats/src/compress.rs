@@ -1,7 +1,12 @@
 //! Encodings: raw and zstd, with decompression bounded by the declared size.
+//!
+//! [`Encoding`] (the vocabulary) is always available; the zstd codec functions need the
+//! `zstd` feature (on by default). [`zstd_decode_into`] is the one decode path for components
+//! of declared size; [`zstd_decompress_bounded`] serves legacy streams of unknown size.
 
 use std::fmt;
 
+#[cfg(feature = "zstd")]
 use zt_container::{Error, Result};
 
 /// How a component's bytes are stored.
@@ -46,9 +51,9 @@ pub const DEFAULT_MAX_DECOMPRESSED: u64 = 4 << 30;
 
 /// Decompresses a zstd stream that must inflate to exactly `expected` bytes.
 ///
-/// `expected` is checked against `cap` before anything is allocated, and the output buffer is
-/// exactly `expected` bytes: a stream that would inflate past it fails inside zstd, without
-/// growing the buffer, and one that inflates to fewer bytes is an error too.
+/// `expected` is checked against `cap` before anything is allocated; the output buffer is then
+/// exactly `expected` bytes and is filled by [`zstd_decode_into`], with its rules and errors.
+#[cfg(feature = "zstd")]
 pub fn zstd_decompress_exact(src: &[u8], expected: u64, cap: u64) -> Result<Vec<u8>> {
     if expected > cap {
         return Err(Error::limit(format!(
@@ -58,39 +63,70 @@ pub fn zstd_decompress_exact(src: &[u8], expected: u64, cap: u64) -> Result<Vec<
     let n =
         usize::try_from(expected).map_err(|_| Error::limit("decompressed size exceeds usize"))?;
     let mut out = vec![0u8; n];
-    let got = zstd_decompress_into(src, &mut out)?;
-    if got != n {
-        return Err(Error::invalid(format!(
-            "zstd stream inflates to {got} bytes, fewer than the declared {expected}"
-        )));
-    }
+    zstd_decode_into(src, &mut out)?;
     Ok(out)
 }
 
-/// Decompresses a zstd stream into `dst`, which must be large enough; returns the bytes written.
-/// A stream that needs more room than `dst` is an error.
-pub fn zstd_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize> {
-    let mut dctx = zstd::zstd_safe::DCtx::create();
-    match dctx.decompress(dst, src) {
-        Ok(n) => Ok(n),
-        Err(code) => {
-            let name = zstd::zstd_safe::get_error_name(code);
-            let msg = if name.contains("Destination buffer is too small") {
-                format!(
-                    "zstd stream inflates past its declared length of {} bytes",
-                    dst.len()
-                )
-            } else {
-                format!("corrupt zstd stream: {name}")
-            };
-            Err(Error::invalid(msg))
-        }
+/// Decodes a zstd stream that must inflate to exactly `dst.len()` bytes, into `dst`.
+///
+/// This is the canonical decode path for components whose decoded size is declared. Nothing
+/// is allocated for the output: a stream that would inflate past `dst` fails inside zstd
+/// ("inflates past its declared length"), and one that inflates to fewer bytes fails after it
+/// ("inflates to N bytes, fewer than the declared M"). Both, and a corrupt stream, are
+/// [`ErrorKind::InvalidFile`](zt_container::ErrorKind::InvalidFile) errors.
+#[cfg(feature = "zstd")]
+pub fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let got = decompress_frames(src, dst)?;
+    if got != dst.len() {
+        return Err(Error::invalid(format!(
+            "zstd stream inflates to {got} bytes, fewer than the declared {}",
+            dst.len()
+        )));
     }
+    Ok(())
+}
+
+/// Decompresses a zstd stream into `dst`, which must be large enough; returns the bytes written.
+/// A stream that needs more room than `dst` is an error; one that fills less of it is not.
+///
+/// Transitional: kept only so that existing callers compile while they move to
+/// [`zstd_decode_into`], which also rejects a short stream; it will be removed.
+#[cfg(feature = "zstd")]
+pub fn zstd_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    decompress_frames(src, dst)
+}
+
+/// The one call into zstd's one-shot decoder, and its error mapping: decodes every frame of
+/// `src` into `dst` and returns the bytes written, never writing past `dst`.
+#[cfg(feature = "zstd")]
+fn decompress_frames(src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    let mut dctx = zstd::zstd_safe::DCtx::create();
+    dctx.decompress(dst, src).map_err(|code| {
+        let name = zstd::zstd_safe::get_error_name(code);
+        if name.contains("Destination buffer is too small") {
+            Error::invalid(format!(
+                "zstd stream inflates past its declared length of {} bytes",
+                dst.len()
+            ))
+        } else {
+            Error::invalid(format!("corrupt zstd stream: {name}"))
+        }
+    })
+}
+
+/// The decompressed size the header of the zstd frame at the start of `src` records, if it
+/// records one. `None` when the frame omits it (streams written without a known size) or `src`
+/// does not start with a valid frame header. The value is the file's claim, not a checked
+/// fact: decode with [`zstd_decode_into`] into a buffer of that size, after capping it.
+#[cfg(feature = "zstd")]
+pub fn zstd_frame_content_size(src: &[u8]) -> Option<u64> {
+    zstd::zstd_safe::get_frame_content_size(src).ok().flatten()
 }
 
 /// Decompresses a zstd stream of unknown size, refusing to produce more than `cap` bytes.
 /// Used only for legacy components that declare no size (v1.1, v0.1 sparse); the buffer grows
 /// with the output, so memory follows what the stream really holds, up to the cap.
+#[cfg(feature = "zstd")]
 pub fn zstd_decompress_bounded(src: &[u8], cap: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut dec = zstd::stream::read::Decoder::with_buffer(src)
@@ -110,14 +146,17 @@ pub fn zstd_decompress_bounded(src: &[u8], cap: u64) -> Result<Vec<u8>> {
 }
 
 /// Inputs at least this large are compressed by zstd's own worker threads.
+#[cfg(feature = "zstd")]
 pub const ZSTD_PARALLEL_MIN: usize = 2 << 20;
 
 /// The size of one zstd job in multithreaded mode.
+#[cfg(feature = "zstd")]
 const ZSTD_JOB_SIZE: u32 = 1 << 20;
 
 /// Compresses `data` at `level` (1-22; 3 is zstd's default) into one frame that records its
 /// content size. Large inputs use every core through zstd's multithreaded mode, whose output
 /// does not depend on the number of workers or their timing: equal input gives equal bytes.
+#[cfg(feature = "zstd")]
 pub fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
     // Large inputs always take the multithreaded mode, even with one core: its output differs
     // from the single-threaded mode's, and must not depend on the machine.
@@ -132,6 +171,7 @@ pub fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
 /// As [`zstd_compress`] with an explicit number of zstd worker threads (0: zstd's
 /// single-threaded mode; 1 or more: its multithreaded mode, whose output is the same for any
 /// number of workers).
+#[cfg(feature = "zstd")]
 pub fn zstd_compress_with_threads(data: &[u8], level: i32, threads: usize) -> Result<Vec<u8>> {
     use zstd::zstd_safe::{CCtx, CParameter};
     thread_local! {
@@ -173,7 +213,7 @@ pub fn available_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "zstd"))]
 mod tests {
     use super::*;
     use zt_container::ErrorKind;
@@ -205,6 +245,79 @@ mod tests {
         assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
         let e = zstd_decompress_exact(b"not zstd", 8, 1 << 20).unwrap_err();
         assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
+    }
+
+    #[test]
+    fn decode_into_exact_short_long_and_corrupt() {
+        let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+        let z = zstd_compress(&data, 3).unwrap();
+
+        let mut exact = vec![0u8; data.len()];
+        zstd_decode_into(&z, &mut exact).unwrap();
+        assert_eq!(exact, data);
+
+        // The buffer is shorter than the stream: it inflates past the declared length.
+        let mut short = vec![0u8; data.len() - 1];
+        let e = zstd_decode_into(&z, &mut short).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile);
+        assert!(
+            e.message()
+                .contains("inflates past its declared length of 3999 bytes"),
+            "{e}"
+        );
+
+        // The buffer is longer than the stream: it inflates to fewer bytes than declared.
+        let mut long = vec![0u8; data.len() + 1];
+        let e = zstd_decode_into(&z, &mut long).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile);
+        assert!(
+            e.message()
+                .contains("inflates to 4000 bytes, fewer than the declared 4001"),
+            "{e}"
+        );
+
+        // A stream without a recorded size takes the same checks.
+        let unsized_z = zstd::stream::encode_all(&data[..], 3).unwrap();
+        let e = zstd_decode_into(&unsized_z, &mut long).unwrap_err();
+        assert!(e.message().contains("fewer than the declared 4001"), "{e}");
+        zstd_decode_into(&unsized_z, &mut exact).unwrap();
+        assert_eq!(exact, data);
+
+        for corrupt in [&z[..z.len() - 3], b"not zstd"] {
+            let e = zstd_decode_into(corrupt, &mut exact).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidFile);
+            assert!(e.message().starts_with("corrupt zstd stream"), "{e}");
+        }
+        // No frames at all inflate to nothing: short of any non-empty declared length.
+        let e = zstd_decode_into(&[], &mut exact).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile);
+        assert!(e.message().contains("inflates to 0 bytes"), "{e}");
+    }
+
+    #[test]
+    fn frame_content_size_with_and_without_a_recorded_size() {
+        let data = [9u8; 1234];
+        assert_eq!(
+            zstd_frame_content_size(&zstd_compress(&data, 3).unwrap()),
+            Some(1234)
+        );
+        assert_eq!(
+            zstd_frame_content_size(&zstd_compress(&[], 3).unwrap()),
+            Some(0)
+        );
+        let unsized_z = zstd::stream::encode_all(&data[..], 3).unwrap();
+        assert_eq!(zstd_frame_content_size(&unsized_z), None);
+        assert_eq!(zstd_frame_content_size(b"not zstd"), None);
+        assert_eq!(zstd_frame_content_size(&[]), None);
+    }
+
+    #[test]
+    fn the_transitional_wrapper_reports_the_bytes_written() {
+        let z = zstd_compress(&[1u8; 100], 3).unwrap();
+        let mut buf = [0u8; 150];
+        assert_eq!(zstd_decompress_into(&z, &mut buf).unwrap(), 100);
+        let e = zstd_decompress_into(&z, &mut buf[..99]).unwrap_err();
+        assert!(e.message().contains("inflates past"), "{e}");
     }
 
     #[test]

@@ -10,8 +10,20 @@
 //! - [`Format`], [`check_layout`]: the object formats, their components and size rules.
 //! - [`check_csr`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the sparse rules that
 //!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
-//! - [`Encoding`], [`zstd_decompress_exact`]: decompression bounded by the declared size.
+//! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
+//!   decompression bounded by the declared size.
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:` and `crc32c:` digests of stored bytes.
+//!
+//! # Features
+//!
+//! Both are on by default; without them the crate is the vocabulary alone (types, formats,
+//! layouts, quantization, sparse checks, FP8, [`Encoding`], and [`Digest`] as a parsed value),
+//! with no codec dependencies, for crates such as `zt-mag` that need only that.
+//!
+//! - `zstd`: the zstd codec (`zstd_*` functions, [`ZSTD_PARALLEL_MIN`]); brings in the `zstd`
+//!   crate.
+//! - `digests`: computing and checking digests ([`DigestAlgorithm::compute`],
+//!   [`Digest::verify`]); brings in `sha2` and `crc32c`.
 //!
 //! # Example
 //!
@@ -24,6 +36,7 @@
 //! assert_eq!(Fp8Format::E4M3Fn.decode(0x38), 1.0);
 //!
 //! let d = Digest::parse("crc32c:0xE3069283")?;
+//! # #[cfg(feature = "digests")]
 //! d.verify(b"123456789")?;
 //! # Ok(())
 //! # }
@@ -41,10 +54,11 @@ mod layout;
 mod quant;
 mod sparse;
 
+pub use compress::{available_threads, Encoding, DEFAULT_MAX_DECOMPRESSED};
+#[cfg(feature = "zstd")]
 pub use compress::{
-    available_threads, zstd_compress, zstd_compress_with_threads, zstd_decompress_bounded,
-    zstd_decompress_exact, zstd_decompress_into, Encoding, DEFAULT_MAX_DECOMPRESSED,
-    ZSTD_PARALLEL_MIN,
+    zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decompress_bounded,
+    zstd_decompress_exact, zstd_decompress_into, zstd_frame_content_size, ZSTD_PARALLEL_MIN,
 };
 pub use digest::{Digest, DigestAlgorithm};
 pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};
