@@ -11,13 +11,20 @@ use zt_container::{Error, Result};
 use crate::value::Value;
 use crate::DecodeLimits;
 
-/// Keys seen in one map. Small maps (every object and component map) are checked against a
-/// short inline list of borrowed keys: no allocation, nothing to drop. Large maps, and keys
-/// that had to be assembled from chunks, go to a hash set.
+/// Most keys of one map checked by a linear scan; past this, [`SeenKeys`] moves to a hash set.
+const LINEAR_KEYS: usize = 8;
+
+/// Keys seen in one map: the duplicate-key check, whose keys the file controls.
+///
+/// Small maps (every object and component map) are checked against a short inline list of
+/// borrowed keys: no allocation, nothing to drop, and at most [`LINEAR_KEYS`] comparisons per
+/// key. Larger maps, and keys that had to be assembled from chunks, go to a std `HashSet`,
+/// whose `RandomState` hasher (SipHash) is keyed afresh for each set: a file cannot choose keys
+/// that collide, so a map of n keys costs O(n) expected, never O(n²).
 #[derive(Default)]
 struct SeenKeys<'b> {
-    small: SmallVec<[&'b str; 8]>,
-    large: Option<HashSet<Cow<'b, str>>>,
+    small: SmallVec<[&'b str; LINEAR_KEYS]>,
+    large: Option<HashSet<SetKey<'b>>>,
 }
 
 impl<'b> SeenKeys<'b> {
@@ -25,10 +32,12 @@ impl<'b> SeenKeys<'b> {
     fn insert(&mut self, key: Cow<'b, str>) -> bool {
         if self.large.is_none() {
             if let Cow::Borrowed(k) = key {
+                #[cfg(test)]
+                count::add(self.small.len());
                 if self.small.contains(&k) {
                     return false;
                 }
-                if self.small.len() < self.small.inline_size() {
+                if self.small.len() < LINEAR_KEYS {
                     self.small.push(k);
                     return true;
                 }
@@ -37,8 +46,38 @@ impl<'b> SeenKeys<'b> {
         let small = &mut self.small;
         let set = self
             .large
-            .get_or_insert_with(|| small.drain(..).map(Cow::Borrowed).collect());
-        set.insert(key)
+            .get_or_insert_with(|| small.drain(..).map(|k| SetKey(Cow::Borrowed(k))).collect());
+        set.insert(SetKey(key))
+    }
+}
+
+/// A key in [`SeenKeys`]'s hash set, hashed and compared as its text. Tests count the
+/// comparisons, which a flood of colliding keys would make quadratic.
+#[derive(Hash, Eq)]
+struct SetKey<'b>(Cow<'b, str>);
+
+impl PartialEq for SetKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(test)]
+        count::add(1);
+        self.0 == other.0
+    }
+}
+
+/// Key comparisons made by [`SeenKeys`] on this thread, for the tests that bound them.
+#[cfg(test)]
+mod count {
+    use std::cell::Cell;
+
+    thread_local!(static COMPARED: Cell<usize> = const { Cell::new(0) });
+
+    pub fn add(n: usize) {
+        COMPARED.with(|c| c.set(c.get() + n));
+    }
+
+    /// Returns the count and starts it again from zero.
+    pub fn take() -> usize {
+        COMPARED.with(|c| c.replace(0))
     }
 }
 
@@ -361,6 +400,80 @@ mod tests {
 
     fn reader(bytes: &[u8]) -> Reader<'_> {
         Reader::new(bytes, 100, DecodeLimits::default())
+    }
+
+    /// A definite-length CBOR map of `keys`, each mapped to 0.
+    fn map_of(keys: &[String]) -> Vec<u8> {
+        let mut out = vec![0xba];
+        out.extend_from_slice(&u32::try_from(keys.len()).unwrap().to_be_bytes());
+        for k in keys {
+            out.push(0x78);
+            out.push(u8::try_from(k.len()).unwrap());
+            out.extend_from_slice(k.as_bytes());
+            out.push(0);
+        }
+        out
+    }
+
+    #[test]
+    fn duplicate_checks_of_a_large_map_cost_a_bounded_number_of_comparisons_per_key() {
+        const N: usize = 50_000;
+        let keys: Vec<String> = (0..N)
+            .map(|i| format!("model.layers.attention.projection.{i:08}"))
+            .collect();
+        let bytes = map_of(&keys);
+        count::take();
+        let mut n = 0;
+        reader(&bytes)
+            .map_entries("m", |r, _, _| {
+                n += 1;
+                r.skip(1)
+            })
+            .unwrap();
+        assert_eq!(n, N);
+        // The linear scan compares only the first LINEAR_KEYS + 1 keys (0 + 1 + ... + 8); the
+        // keyed hash set compares a key only when a 7-bit tag of its hash matches another's,
+        // a small fraction of the keys. A scan over every key, or an unkeyed hash flooded
+        // with collisions, would make about N * N / 2 comparisons.
+        let compared = count::take();
+        assert!(
+            compared <= LINEAR_KEYS * (LINEAR_KEYS + 1) / 2 + N / 4,
+            "{compared} key comparisons for {N} keys"
+        );
+
+        // A duplicate at the end of the large map is still found.
+        let mut dup = keys.clone();
+        dup.push(keys[0].clone());
+        let e = reader(&map_of(&dup))
+            .map_entries("m", |r, _, _| r.skip(1))
+            .unwrap_err();
+        assert!(e.message().contains("duplicate key"), "{e}");
+    }
+
+    #[test]
+    fn seen_keys_moves_from_the_list_to_the_set_past_linear_keys() {
+        let keys: Vec<String> = (0..20).map(|i| format!("key{i}")).collect();
+        let mut seen = SeenKeys::default();
+        for k in &keys[..LINEAR_KEYS] {
+            assert!(seen.insert(Cow::Borrowed(k)));
+        }
+        assert!(seen.large.is_none());
+        assert!(!seen.insert(Cow::Borrowed(&keys[3])));
+        for k in &keys[LINEAR_KEYS..] {
+            assert!(seen.insert(Cow::Borrowed(k)));
+        }
+        assert_eq!(seen.large.as_ref().map(HashSet::len), Some(keys.len()));
+        for k in &keys {
+            assert!(!seen.insert(Cow::Borrowed(k)), "{k}");
+            assert!(!seen.insert(Cow::Owned(k.clone())), "{k}");
+        }
+
+        // An owned (chunked) key moves a small map to the set, and still finds a borrowed
+        // duplicate.
+        let mut small = SeenKeys::default();
+        assert!(small.insert(Cow::Borrowed(&keys[0])));
+        assert!(!small.insert(Cow::Owned(keys[0].clone())));
+        assert!(small.large.is_some());
     }
 
     #[test]
