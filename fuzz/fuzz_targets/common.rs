@@ -7,15 +7,15 @@ pub fn read_everything(data: &[u8]) {
     let opts = OpenOptions::new().max_decompressed_len(16 << 20);
     for verify_mag in [true, false] {
         let Ok(r) = opts.clone().verify_mag_checksum(verify_mag).open_bytes(data.to_vec()) else { continue };
-        for o in r.objects() {
-            for c in &o.components {
-                let _ = r.component_bytes(&o.name, &c.role, ReadOptions::verified());
+        for o in &r {
+            for c in o.components() {
+                let _ = c.bytes_with(ReadOptions::verified());
             }
             if !matches!(o.format, Format::Unknown(_)) && o.element_type().is_some_and(|t| t.ratio() == 1) {
-                let _ = r.read_f32(&o.name);
+                let _ = o.read_f32();
             }
-            let _ = r.read_bool(&o.name);
-            let _ = r.dense_form(&o.name);
+            let _ = o.read_bool();
+            let _ = o.dense_form();
         }
         let _ = r.verify();
     }

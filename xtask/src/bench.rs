@@ -500,12 +500,12 @@ pub fn run(args: &[&str]) -> Result<()> {
             let r = OpenOptions::new().unmapped(true).open(&zt)?;
             let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
             let mut acc = 0;
-            for o in r.objects() {
+            for o in &r {
                 acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
-                    r.read_into(&o.name, &mut b)?;
+                    o.read_into(&mut b)?;
                     touch(bytemuck::cast_slice(&b))
                 } else {
-                    r.read_into(&o.name, &mut f)?;
+                    o.read_into(&mut f)?;
                     touch(bytemuck::cast_slice(&f))
                 };
             }
@@ -516,14 +516,14 @@ pub fn run(args: &[&str]) -> Result<()> {
             let r = OpenOptions::new().unmapped(true).open(&zt)?;
             let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
             let mut acc = 0;
-            for o in r.objects() {
+            for o in &r {
                 if o.element_type().map(|t| t.name()) == Some("bf16") {
-                    r.read_chunked(&o.name, &mut b, |p| {
+                    o.read_chunked(&mut b, |p| {
                         acc ^= touch(bytemuck::cast_slice(p));
                         Ok(())
                     })?;
                 } else {
-                    r.read_chunked(&o.name, &mut f, |p| {
+                    o.read_chunked(&mut f, |p| {
                         acc ^= touch(bytemuck::cast_slice(p));
                         Ok(())
                     })?;
@@ -695,11 +695,10 @@ pub fn run(args: &[&str]) -> Result<()> {
         let zr = ztensor::open(&zzt)?;
         // The stored frames in memory, each with its declared size (objects are sorted by name).
         let stored: Vec<(Vec<u8>, u64)> = zr
-            .objects()
             .iter()
             .map(|o| {
                 Ok((
-                    zr.stored_bytes(&o.name, "data")?.into_owned(),
+                    o.component("data")?.stored_bytes()?.into_owned(),
                     o.components[0].decoded_len.unwrap_or(0),
                 ))
             })
@@ -717,10 +716,7 @@ pub fn run(args: &[&str]) -> Result<()> {
             None,
         );
         let t_z2 = median(runs, || {
-            let res = zr.parallel_objects(2, |o| {
-                zr.component_bytes(&o.name, "data", Default::default())
-                    .map(|b| touch_any(&b))
-            });
+            let res = zr.parallel_objects(|o| o.bytes().map(|b| touch_any(&b)));
             for r in res {
                 std::hint::black_box(r?);
             }
@@ -765,8 +761,8 @@ pub fn run(args: &[&str]) -> Result<()> {
             );
         }
         let sha_raw = median(runs, || {
-            for o in rs.objects() {
-                std::hint::black_box(sha2::Sha256::digest(&rs.stored_bytes(&o.name, "data")?));
+            for o in &rs {
+                std::hint::black_box(sha2::Sha256::digest(o.component("data")?.stored_bytes()?));
             }
             Ok(())
         })?;

@@ -1,7 +1,6 @@
 //! The commands. Each returns `Ok(())`, or a [`Failure`] that `main` turns into a message and
 //! an exit status.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -10,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use ztensor::{
     convert, ConvertOptions, DigestAlgorithm, ElementType, Format, Keep, MagOptions, ObjectInfo,
-    ReadOptions, Reader, Writer,
+    ObjectView, Reader, Writer,
 };
 
 use crate::{json, out, progress, DigestArg, Failure, Kind, MagVersion, Outcome};
@@ -131,22 +130,15 @@ pub fn ls(path: &Path) -> Outcome {
     out(&s)
 }
 
-/// An object's dense bytes and element type (see `Reader::dense_form`).
-fn dense_view<'r>(r: &'r Reader, o: &ObjectInfo) -> ztensor::Result<(Cow<'r, [u8]>, ElementType)> {
-    r.dense_form(&o.name)
-}
-
 pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> Outcome {
     let r = open(path)?;
     let o = r.object(name).map_err(|e| e.in_file(path))?;
     let (bytes, ty, shape) = match component {
         Some(role) => {
-            let c = o.component(role).ok_or_else(|| {
+            let c = o.component(role).map_err(|_| {
                 Failure::Usage(format!("object {name:?} has no component {role:?}"))
             })?;
-            let b = r
-                .component_bytes(name, role, ReadOptions::default())
-                .map_err(|e| e.in_file(path))?;
+            let b = c.bytes().map_err(|e| e.in_file(path))?;
             let n = b.len() as u64 / c.element.logical_size();
             (b, c.element.clone(), vec![n])
         }
@@ -157,7 +149,7 @@ pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> O
                     o.format
                 )));
             }
-            let (b, ty) = dense_view(&r, o).map_err(|e| e.in_file(path))?;
+            let (b, ty) = o.dense_form().map_err(|e| e.in_file(path))?;
             (b, ty, o.shape.to_vec())
         }
     };
@@ -191,9 +183,9 @@ fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
     // A .mag CRC was checked when the file was opened.
     let mag_crc = matches!(r.version(), ztensor::FileVersion::Mag(l) if !matches!(l, ztensor::mag::Layout::GenA | ztensor::mag::Layout::V300));
     let bar = progress(r.objects().len(), "verify");
-    for o in r.objects() {
+    for o in &r {
         bar.inc(1);
-        if let Err(e) = decode_all(&r, o) {
+        if let Err(e) = decode_all(o) {
             failures.push(e);
         }
     }
@@ -207,17 +199,17 @@ fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
 }
 
 /// Decodes every component and applies every data rule (sparse indices, bool bytes).
-fn decode_all(r: &Reader, o: &ObjectInfo) -> ztensor::Result<()> {
-    for c in &o.components {
-        r.component_bytes(&o.name, &c.role, ReadOptions::default())?;
+fn decode_all(o: ObjectView<'_>) -> ztensor::Result<()> {
+    for c in o.components() {
+        c.bytes()?;
     }
     let complex = o.element_type().is_some_and(|t| t.ratio() == 2);
     match o.format {
         Format::Dense if o.element_type().map(ElementType::name) == Some("bool") => {
-            r.read_bool(&o.name).map(drop)
+            o.read_bool().map(drop)
         }
         Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup if !complex => {
-            r.read_f32(&o.name).map(drop)
+            o.read_f32().map(drop)
         }
         _ => Ok(()),
     }
@@ -329,17 +321,14 @@ pub fn diff(a: &Path, b: &Path, as_json: bool) -> Outcome {
             });
         }
     }
-    let common: Vec<&ObjectInfo> = ra
+    let common: Vec<_> = ra
         .objects()
         .iter()
-        .filter(|o| rb.object(&o.name).is_ok())
+        .filter_map(|o| Some((ra.get(&o.name)?, rb.get(&o.name)?)))
         .collect();
     let bar = progress(common.len(), "diff");
-    for oa in common {
+    for (oa, ob) in common {
         bar.inc(1);
-        let Ok(ob) = rb.object(&oa.name) else {
-            continue;
-        };
         let name = Some(oa.name.clone());
         if oa.shape != ob.shape {
             diffs.push(Difference {
@@ -350,7 +339,7 @@ pub fn diff(a: &Path, b: &Path, as_json: bool) -> Outcome {
             });
             continue;
         }
-        let (va, vb) = (dense_view(&ra, oa), dense_view(&rb, ob));
+        let (va, vb) = (oa.dense_form(), ob.dense_form());
         let ((ba, ta), (bb, tb)) = match (va, vb) {
             (Ok(x), Ok(y)) => (x, y),
             (Err(e), _) | (_, Err(e)) => {
@@ -466,10 +455,10 @@ pub fn convert(
             let mut w = Writer::create(output).map_err(in_file)?;
             w.set_attributes(r.attributes().clone());
             let bar = progress(r.objects().len(), "convert");
-            for o in r.objects() {
+            for o in &r {
                 bar.inc(1);
                 if densify && o.format != Format::Dense {
-                    let (bytes, ty) = dense_view(&r, o).map_err(in_file)?;
+                    let (bytes, ty) = o.dense_form().map_err(in_file)?;
                     let obj = ztensor::ObjectData {
                         shape: o.shape.to_vec(),
                         format: Format::Dense,
@@ -489,7 +478,7 @@ pub fn convert(
                     };
                     w.add_object_with(&o.name, obj, wo).map_err(in_file)?;
                 } else {
-                    convert::copy_object(&r, o, &mut w, opts).map_err(in_file)?;
+                    convert::copy_object(o, &mut w, opts).map_err(in_file)?;
                 }
             }
             bar.finish_and_clear();
@@ -540,9 +529,9 @@ pub fn merge(inputs: &[PathBuf], output: &Path) -> Outcome {
     let total = readers.iter().map(|(_, r)| r.objects().len()).sum();
     let bar = progress(total, "merge");
     for (p, r) in &readers {
-        for o in r.objects() {
+        for o in r {
             bar.inc(1);
-            convert::copy_stored(r, o, &mut w).map_err(|e| e.in_file(p))?;
+            convert::copy_stored(o, &mut w).map_err(|e| e.in_file(p))?;
         }
     }
     bar.finish_and_clear();
@@ -556,8 +545,8 @@ pub fn rm(input: &Path, names: &[String], output: &Path) -> Outcome {
     }
     let mut w = Writer::create(output)?;
     w.set_attributes(r.attributes().clone());
-    for o in r.objects().iter().filter(|o| !names.contains(&o.name)) {
-        convert::copy_stored(&r, o, &mut w).map_err(|e| e.in_file(input))?;
+    for o in r.iter().filter(|o| !names.contains(&o.name)) {
+        convert::copy_stored(o, &mut w).map_err(|e| e.in_file(input))?;
     }
     Ok(w.finish()?)
 }

@@ -148,7 +148,9 @@ impl From<ztensor::Error> for Failure {
     /// errors; everything a file or the system did wrong is a failure.
     fn from(e: ztensor::Error) -> Self {
         match e.kind() {
-            ztensor::ErrorKind::InvalidArgument => Failure::Usage(e.to_string()),
+            ztensor::ErrorKind::InvalidArgument | ztensor::ErrorKind::NotFound => {
+                Failure::Usage(e.to_string())
+            }
             _ => Failure::Failed(e.to_string()),
         }
     }

@@ -27,10 +27,13 @@ pub enum ErrorKind {
     /// A size declared by the file exceeds a configured limit; raising the limit may help.
     #[error("limit exceeded")]
     LimitExceeded,
-    /// The caller asked for something that does not exist or does not fit (a missing object,
-    /// a wrong element type, an unwritable value).
+    /// The caller asked for something that does not fit (a wrong element type, an unwritable
+    /// value, a read the object's format does not have).
     #[error("invalid argument")]
     InvalidArgument,
+    /// The caller asked for an object or component the file does not have.
+    #[error("not found")]
+    NotFound,
     /// The operating system failed a read or write.
     #[error("I/O error")]
     Io,
@@ -93,6 +96,11 @@ impl Error {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// The caller asked for something the file does not have.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
     /// A digest or checksum does not match.
     pub fn checksum(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::ChecksumMismatch, message)
@@ -138,6 +146,21 @@ impl Error {
         if self.inner.path.is_none() {
             self.inner.path = Some(path.to_owned());
         }
+        self
+    }
+
+    /// The same error, blamed on someone else: for a layer that knows better whose fault it
+    /// is (a value the caller handed over that turns out to come from a file, say). Message
+    /// and location stay.
+    ///
+    /// ```
+    /// use zt_container::{Error, ErrorKind};
+    /// let e = Error::argument("bad shape").with_kind(ErrorKind::InvalidFile);
+    /// assert_eq!(e.kind(), ErrorKind::InvalidFile);
+    /// assert_eq!(e.message(), "bad shape");
+    /// ```
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.inner.kind = kind;
         self
     }
 

@@ -32,10 +32,11 @@ fn main() -> ztensor::Result<()> {
             println!("{name}: skipped {object}: {why}");
         }
         let r = ztensor::open(&target)?;
-        for o in r.objects() {
-            for c in &o.components {
-                let bytes =
-                    r.component_bytes(&o.name, &c.role, ztensor::ReadOptions::verified())?;
+        // By name: the order the cross-check script lists them in.
+        for info in r.objects() {
+            let o = r.object(&info.name)?;
+            for c in o.components() {
+                let bytes = c.bytes_with(ztensor::ReadOptions::verified())?;
                 let sha: String = Sha256::digest(&bytes)
                     .iter()
                     .map(|b| format!("{b:02x}"))

@@ -1,14 +1,21 @@
-//! Converting any readable file to zTensor v1.2: upgrades of old zTensor files, and `.mag`.
+//! Converting between kinds: any readable file to zTensor v1.2 ([`upgrade`], [`copy_into`]),
+//! and to `.mag` ([`write_mag`]) and `.safetensors` ([`write_safetensors`]).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::Path;
 
-use zt_container::{Error, Result};
+use safetensors::tensor::{Dtype, View};
+use zt_container::{AtomicFile, Error, Result};
 use zt_formats::{DType, DigestAlgorithm, ElementType, Encoding, Format};
+use zt_manifest::Value;
 
-use crate::model::ObjectInfo;
-use crate::reader::{ReadOptions, Reader};
-use crate::writer::{ComponentData, ObjectData, Sink, WriteOptions, Writer};
+use crate::decode::ReadOptions;
+use crate::files::safetensors::dtype_of;
+use crate::model::{ByteOrder, ObjectInfo};
+use crate::reader::Reader;
+use crate::view::ObjectView;
+use crate::writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
 
 /// What to do with compression or digests when converting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -76,12 +83,12 @@ pub fn copy_into<W: Sink>(
 ) -> Result<ConvertReport> {
     writer.set_attributes(reader.attributes().clone());
     let mut report = ConvertReport::default();
-    for obj in reader.objects() {
+    for obj in reader {
         if let (Some(d), true) = (&obj.defect, options.skip_unreadable) {
             report.skipped.push((obj.name.clone(), d.message.clone()));
             continue;
         }
-        copy_object(reader, obj, writer, options)?;
+        copy_object(obj, writer, options)?;
         report.written += 1;
     }
     Ok(report)
@@ -89,8 +96,7 @@ pub fn copy_into<W: Sink>(
 
 /// Copies one object (by its own name).
 pub fn copy_object<W: Sink>(
-    reader: &Reader,
-    obj: &ObjectInfo,
+    obj: ObjectView<'_>,
     writer: &mut Writer<W>,
     options: ConvertOptions,
 ) -> Result<()> {
@@ -117,16 +123,16 @@ pub fn copy_object<W: Sink>(
     };
     let data = if obj.legacy_packing.is_some() {
         if read.verify {
-            reader.verify_object(name)?;
+            obj.verify()?;
         }
-        legacy_sparse_object(reader, obj)?
+        legacy_sparse_object(obj)?
     } else {
         let mut components = Vec::with_capacity(obj.components.len());
-        for c in &obj.components {
+        for c in obj.components() {
             components.push(ComponentData {
                 role: c.role.to_string(),
                 element: c.element.clone(),
-                bytes: reader.component_bytes(name, &c.role, read)?,
+                bytes: c.bytes_with(read)?,
             });
         }
         ObjectData {
@@ -137,8 +143,9 @@ pub fn copy_object<W: Sink>(
         }
     };
     writer.add_object_with(name, data, write).map_err(|e| {
+        // What the writer refuses here came from the source file, not from the caller.
         if e.kind() == zt_container::ErrorKind::InvalidArgument {
-            Error::invalid(e.message()).in_object(name)
+            e.with_kind(zt_container::ErrorKind::InvalidFile)
         } else {
             e
         }
@@ -148,28 +155,24 @@ pub fn copy_object<W: Sink>(
 /// Copies one object without decoding it when its stored bytes are valid v1.2 as they are
 /// (little-endian, raw or zstd with a known size); otherwise decodes and re-encodes it as
 /// [`copy_object`] does. Returns whether the bytes were copied as stored.
-pub fn copy_stored<W: Sink>(
-    reader: &Reader,
-    obj: &ObjectInfo,
-    writer: &mut Writer<W>,
-) -> Result<bool> {
+pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Result<bool> {
     let as_is = obj.defect.is_none()
         && obj.legacy_packing.is_none()
         && obj.components.iter().all(|c| {
-            c.byte_order == crate::ByteOrder::Little
+            c.byte_order == ByteOrder::Little
                 && (c.encoding == Encoding::Raw
                     || (c.encoding == Encoding::Zstd && c.decoded_len.is_some()))
         });
     if !as_is {
-        copy_object(reader, obj, writer, ConvertOptions::default())?;
+        copy_object(obj, writer, ConvertOptions::default())?;
         return Ok(false);
     }
     let mut comps = Vec::with_capacity(obj.components.len());
-    for c in &obj.components {
-        comps.push(crate::writer::EncodedComponent {
+    for c in obj.components() {
+        comps.push(EncodedComponent {
             role: c.role.to_string(),
             element: c.element.clone(),
-            stored: reader.stored_bytes(&obj.name, &c.role)?,
+            stored: c.stored_bytes()?,
             encoding: c.encoding.clone(),
             uncompressed_length: c.decoded_len,
             digest: c.digest,
@@ -186,7 +189,7 @@ pub fn copy_stored<W: Sink>(
 }
 
 /// A v0.1 one-blob sparse entry as v1.2 components (u64 indices, as the spec requires).
-fn legacy_sparse_object<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<ObjectData<'r>> {
+fn legacy_sparse_object(obj: ObjectView<'_>) -> Result<ObjectData<'static>> {
     let p = obj
         .legacy_packing
         .ok_or_else(|| Error::invalid("not a legacy sparse entry"))?;
@@ -206,7 +209,7 @@ fn legacy_sparse_object<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<Obje
     // The value type is only known at run time; copy through the byte-level parts.
     let components = match obj.format {
         Format::SparseCsr => {
-            let (v, indices, indptr) = reader.legacy_csr_bytes(obj)?;
+            let (v, indices, indptr) = obj.legacy_csr_bytes()?;
             vec![
                 values(v),
                 index("indices", &indices),
@@ -214,7 +217,7 @@ fn legacy_sparse_object<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<Obje
             ]
         }
         Format::SparseCoo => {
-            let (v, coords) = reader.legacy_coo_bytes(obj)?;
+            let (v, coords) = obj.legacy_coo_bytes()?;
             vec![values(v), index("coords", &coords)]
         }
         _ => return Err(Error::invalid("legacy packing on a non-sparse object").in_object(name)),
@@ -250,18 +253,10 @@ pub fn write_mag(reader: &Reader, output: impl AsRef<Path>, options: MagOptions)
     let meta = reader.attributes().iter().map(|(k, v)| (k.as_str(), v));
     let mut w = zt_mag::MagWriter::new(sink, options.version, meta, &specs)
         .map_err(|e| e.in_file(output))?;
-    for (obj, spec) in reader.objects().iter().zip(&specs) {
-        let bytes: Cow<'_, [u8]> = match obj.format {
-            Format::Dense => reader.component_bytes(&obj.name, "data", ReadOptions::default())?,
-            Format::QuantizedGroup => Cow::Owned(
-                reader
-                    .read_f32(&obj.name)?
-                    .iter()
-                    .flat_map(|x| x.to_le_bytes())
-                    .collect(),
-            ),
-            _ => dense_bytes(reader, obj)?,
-        };
+    for (info, spec) in reader.objects().iter().zip(&specs) {
+        let obj = reader.object(&info.name)?;
+        // Dense data as stored, sparse densified, quantized dequantized: what mag_spec chose.
+        let (bytes, _) = obj.dense_form()?;
         debug_assert_eq!(spec.name, obj.name);
         w.write_tensor(&bytes)?;
     }
@@ -305,47 +300,84 @@ fn mag_spec(obj: &ObjectInfo, densify: bool) -> Result<zt_mag::TensorSpec> {
     })
 }
 
-/// A sparse object's dense little-endian bytes, in its own value type.
-pub(crate) fn dense_bytes<'r>(reader: &'r Reader, obj: &ObjectInfo) -> Result<Cow<'r, [u8]>> {
-    use zt_formats::fp8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
-    use zt_formats::{Complex, LogicalType};
-    let ty = match obj.legacy_packing {
-        Some(p) => ElementType::plain(p.values),
-        None => obj
-            .main_component()
-            .map(|c| c.element.clone())
-            .ok_or_else(|| Error::invalid("no values").in_object(&obj.name))?,
-    };
-    let name = obj.name.as_str();
-    macro_rules! dense {
-        ($t:ty) => {
-            reader
-                .to_dense::<$t>(name)
-                .map(|d| Cow::Owned(bytemuck::cast_slice::<$t, u8>(&d).to_vec()))
+struct Tensor<'a> {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data: Cow<'a, [u8]>,
+}
+
+impl View for &Tensor<'_> {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.data)
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// Writes every object of `reader` as a `.safetensors` file at `output`, crash-safely. File
+/// attributes become `__metadata__` and must be text. Sparse and quantized objects need
+/// `densify`; types safetensors lacks are an error naming the object.
+pub fn write_safetensors(reader: &Reader, output: impl AsRef<Path>, densify: bool) -> Result<()> {
+    let output = output.as_ref();
+    let mut meta = HashMap::new();
+    for (k, v) in reader.attributes() {
+        match v {
+            Value::Text(s) => meta.insert(k.clone(), s.clone()),
+            other => {
+                return Err(Error::argument(format!(
+                    "attribute {k:?} is {}; safetensors metadata holds text only",
+                    other.kind_name()
+                )))
+            }
         };
     }
-    match (&ty.logical, ty.dtype) {
-        (Some(LogicalType::F8E4M3Fn), _) => dense!(F8E4M3Fn),
-        (Some(LogicalType::F8E5M2), _) => dense!(F8E5M2),
-        (Some(LogicalType::F8E4M3Fnuz), _) => dense!(F8E4M3Fnuz),
-        (Some(LogicalType::F8E5M2Fnuz), _) => dense!(F8E5M2Fnuz),
-        (Some(LogicalType::Complex64), _) => dense!(Complex<f32>),
-        (Some(LogicalType::Complex128), _) => dense!(Complex<f64>),
-        (_, DType::F64) => dense!(f64),
-        (_, DType::F32) => dense!(f32),
-        (_, DType::F16) => dense!(half::f16),
-        (_, DType::BF16) => dense!(half::bf16),
-        (_, DType::I64) => dense!(i64),
-        (_, DType::I32) => dense!(i32),
-        (_, DType::I16) => dense!(i16),
-        (_, DType::I8) => dense!(i8),
-        (_, DType::U64) => dense!(u64),
-        (_, DType::U32) => dense!(u32),
-        (_, DType::U16) => dense!(u16),
-        (_, DType::U8) => dense!(u8),
-        // Summing duplicate bools has no meaning that keeps them bools.
-        (_, DType::Bool) => {
-            Err(Error::unsupported("sparse bool objects cannot be densified").in_object(name))
-        }
+    let mut tensors = Vec::with_capacity(reader.objects().len());
+    for obj in reader {
+        let at = |e: Error| e.in_object(&obj.name);
+        let (data, element) = match obj.format {
+            Format::Dense => obj.dense_form()?,
+            Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup if densify => {
+                obj.dense_form()?
+            }
+            ref f => {
+                return Err(at(Error::argument(format!(
+                    "a {f} object cannot be stored in .safetensors as it is (use densify)"
+                ))))
+            }
+        };
+        let dtype = dtype_of(&element).ok_or_else(|| {
+            at(Error::argument(format!(
+                "safetensors has no {} type",
+                element.name()
+            )))
+        })?;
+        let shape = obj
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| at(Error::limit("dimension exceeds usize"))))
+            .collect::<Result<_>>()?;
+        tensors.push((obj.name.clone(), Tensor { dtype, shape, data }));
     }
+    let file = AtomicFile::create(output)?;
+    let views = tensors.iter().map(|(n, t)| (n.as_str(), t));
+    safetensors::serialize_to_file(
+        views,
+        if meta.is_empty() { None } else { Some(meta) },
+        file.temp_path(),
+    )
+    .map_err(|e| {
+        Error::io(
+            std::io::Error::other(e.to_string()),
+            "cannot write safetensors",
+        )
+        .in_file(output)
+    })?;
+    file.commit()
 }

@@ -31,7 +31,7 @@
 //! assert_eq!(r.names().collect::<Vec<_>>(), ["b", "w"]);
 //! let w = r.read::<f32>("w")?; // zero-copy: points into the memory map
 //! assert_eq!(&w[..], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-//! assert_eq!(&r.read_verified::<i64>("b")?[..], &[1, 2, 3]);
+//! assert_eq!(&r.object("b")?.read_verified::<i64>()?[..], &[1, 2, 3]);
 //! # Ok(())
 //! # }
 //! ```
@@ -39,29 +39,34 @@
 #![deny(missing_docs)]
 
 pub mod convert;
-mod legacy;
-mod mag_reader;
+mod decode;
+mod files;
+mod listing;
 mod model;
+mod open;
 mod reader;
-mod safetensors_io;
 mod sparse;
+mod view;
 mod writer;
-mod zt_v1;
 
 pub use zt_container as container;
 pub use zt_formats as formats;
 pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
-pub use convert::{upgrade, write_mag, ConvertOptions, ConvertReport, Keep, MagOptions};
-pub use legacy::LEGACY_BLOB_ROLE;
-pub use model::{
-    ByteOrder, ComponentInfo, Components, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
-    RangeDigest,
+pub use convert::{
+    upgrade, write_mag, write_safetensors, ConvertOptions, ConvertReport, Keep, MagOptions,
 };
-pub use reader::{open, Limits, OpenOptions, ReadOptions, Reader, VerifyReport};
-pub use safetensors_io::write_safetensors;
+pub use decode::ReadOptions;
+pub use listing::Limits;
+pub use model::{
+    ByteOrder, ComponentInfo, Components, Defect, FileVersion, LegacyLayout, LegacyPacking,
+    ObjectInfo, RangeDigest, LEGACY_BLOB_ROLE,
+};
+pub use open::{open, OpenOptions};
+pub use reader::{Iter, Reader, VerifyReport};
 pub use sparse::{Coo, Csr, Quantized};
+pub use view::{ComponentView, ObjectView};
 pub use writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
 pub use zt_container::{Error, ErrorKind, Result, Source};
 pub use zt_formats::{

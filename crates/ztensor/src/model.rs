@@ -5,6 +5,9 @@ use std::fmt;
 use zt_formats::{Digest, ElementType, Encoding, Format};
 use zt_manifest::{Attributes, Shape, SmallVec, SpecVersion};
 
+/// Role of the single component that holds a v0.1 sparse entry's packed blob.
+pub const LEGACY_BLOB_ROLE: &str = "blob";
+
 /// Which kind of file, and which version of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -1,16 +1,18 @@
-//! Sparse and quantized objects through the facade: typed reads, dense conversion, writing.
+//! Sparse and quantized objects: their reads on [`ObjectView`] (typed parts, dense forms,
+//! f32), their writes on [`Writer`], and the v0.1 one-blob layouts split into the same parts.
 
 use std::borrow::Cow;
 
 use bytemuck::Pod;
-use zt_container::{Error, Result};
+use zt_container::{Error, ErrorKind, Result};
 use zt_formats::{
     check_coo, check_csr, coo_to_dense, csr_to_dense, fp8::Fp8Format, Accumulate, DType, Element,
     ElementType, Format, LogicalType, QuantParams,
 };
 
-use crate::model::{ByteOrder, ComponentInfo, LegacyLayout, LegacyPacking, ObjectInfo};
-use crate::reader::{ReadOptions, Reader};
+use crate::decode::ReadOptions;
+use crate::model::{ByteOrder, LegacyLayout, LegacyPacking, ObjectInfo, LEGACY_BLOB_ROLE};
+use crate::view::{ComponentView, ObjectView};
 use crate::writer::{le_bytes, ComponentData, ObjectData, Sink, WriteOptions, Writer};
 
 /// A CSR matrix: row `r` holds `values[indptr[r]..indptr[r+1]]` at columns
@@ -73,28 +75,29 @@ struct SparseParts<'a> {
     second: Cow<'a, [u64]>,
 }
 
-impl Reader {
-    fn expect_format(&self, name: &str, f: Format) -> Result<&ObjectInfo> {
-        let obj = self.object(name)?;
+impl<'r> ObjectView<'r> {
+    fn expect_format(&self, f: Format) -> Result<&'r ObjectInfo> {
+        let obj = self.info();
         if obj.format != f {
             return Err(
-                Error::argument(format!("object is {}, not {f}", obj.format)).in_object(name),
+                Error::argument(format!("object is {}, not {f}", obj.format)).in_object(&obj.name),
             );
         }
         Ok(obj)
     }
 
-    fn index_component(&self, obj: &ObjectInfo, role: &str) -> Result<Cow<'_, [u64]>> {
-        let comp = component(obj, role)?;
-        fn widen<T: Pod + Into<u64>>(v: Cow<'_, [T]>) -> Cow<'_, [u64]> {
+    fn index_component(&self, role: &str) -> Result<Cow<'r, [u64]>> {
+        let obj = self.info();
+        let comp = self.required(role)?;
+        fn widen<T: Pod + Into<u64>>(v: Cow<'_, [T]>) -> Cow<'static, [u64]> {
             Cow::Owned(v.iter().map(|&x| x.into()).collect())
         }
         let o = ReadOptions::default();
         Ok(match comp.element.dtype {
-            DType::U64 => self.read_storage::<u64>(&obj.name, role, o)?,
-            DType::U32 => widen(self.read_storage::<u32>(&obj.name, role, o)?),
-            DType::U16 => widen(self.read_storage::<u16>(&obj.name, role, o)?),
-            DType::U8 => widen(self.read_storage::<u8>(&obj.name, role, o)?),
+            DType::U64 => comp.read_storage::<u64>(o)?,
+            DType::U32 => widen(comp.read_storage::<u32>(o)?),
+            DType::U16 => widen(comp.read_storage::<u16>(o)?),
+            DType::U8 => widen(comp.read_storage::<u8>(o)?),
             d => {
                 return Err(Error::invalid(format!(
                     "index component holds {d}, not an unsigned integer"
@@ -105,21 +108,21 @@ impl Reader {
         })
     }
 
-    fn sparse_parts(&self, obj: &ObjectInfo) -> Result<SparseParts<'_>> {
-        let name = &obj.name;
+    fn sparse_parts(&self) -> Result<SparseParts<'r>> {
+        let obj = self.info();
         if let Some(p) = obj.legacy_packing {
-            return self.legacy_parts(obj, p).map_err(|e| e.in_object(name));
+            return self.legacy_parts(p).map_err(|e| e.in_object(&obj.name));
         }
-        let values = component(obj, "values")?;
+        let values = self.required("values")?;
         let (first, second) = match obj.format {
             Format::SparseCsr => (
-                self.index_component(obj, "indices")?,
-                self.index_component(obj, "indptr")?,
+                self.index_component("indices")?,
+                self.index_component("indptr")?,
             ),
-            _ => (self.index_component(obj, "coords")?, Cow::Borrowed(&[][..])),
+            _ => (self.index_component("coords")?, Cow::Borrowed(&[][..])),
         };
         Ok(SparseParts {
-            values: self.component_bytes(name, "values", ReadOptions::default())?,
+            values: values.bytes()?,
             value_type: values.element.clone(),
             first,
             second,
@@ -127,9 +130,9 @@ impl Reader {
     }
 
     /// Splits a v0.1 one-blob sparse entry, swapping byte order where the entry says so.
-    fn legacy_parts(&self, obj: &ObjectInfo, p: LegacyPacking) -> Result<SparseParts<'_>> {
-        let blob =
-            self.component_bytes(&obj.name, crate::LEGACY_BLOB_ROLE, ReadOptions::default())?;
+    fn legacy_parts(&self, p: LegacyPacking) -> Result<SparseParts<'r>> {
+        let obj = self.info();
+        let blob = self.required(LEGACY_BLOB_ROLE)?.bytes()?;
         let vsize = p.values.size();
         let u64s = |b: &[u8]| -> Vec<u64> {
             b.chunks_exact(8)
@@ -217,11 +220,9 @@ impl Reader {
     }
 
     /// A v0.1 CSR entry's parts: value bytes (little-endian), indices, indptr; checked.
-    pub(crate) fn legacy_csr_bytes(
-        &self,
-        obj: &ObjectInfo,
-    ) -> Result<(Vec<u8>, Vec<u64>, Vec<u64>)> {
-        let parts = self.sparse_parts(obj)?;
+    pub(crate) fn legacy_csr_bytes(&self) -> Result<(Vec<u8>, Vec<u64>, Vec<u64>)> {
+        let obj = self.info();
+        let parts = self.sparse_parts()?;
         let [rows, cols] = obj.shape[..] else {
             return Err(Error::invalid(format!(
                 "sparse_csr object must have rank 2, not {:?}",
@@ -240,16 +241,18 @@ impl Reader {
     }
 
     /// A v0.1 COO entry's parts: value bytes (little-endian) and SoA coordinates; checked.
-    pub(crate) fn legacy_coo_bytes(&self, obj: &ObjectInfo) -> Result<(Vec<u8>, Vec<u64>)> {
-        let parts = self.sparse_parts(obj)?;
+    pub(crate) fn legacy_coo_bytes(&self) -> Result<(Vec<u8>, Vec<u64>)> {
+        let obj = self.info();
+        let parts = self.sparse_parts()?;
         let nnz = parts.values.len() / parts.value_type.dtype.size();
         check_coo(&obj.shape, &parts.first, nnz).map_err(|e| e.in_object(&obj.name))?;
         Ok((parts.values.into_owned(), parts.first.into_owned()))
     }
 
     /// A `sparse_csr` object (v1 components, or a v0.1 one-blob entry), checked.
-    pub fn read_csr<V: Element>(&self, name: &str) -> Result<Csr<'_, V>> {
-        let obj = self.expect_format(name, Format::SparseCsr)?;
+    pub fn read_csr<V: Element>(&self) -> Result<Csr<'r, V>> {
+        let obj = self.expect_format(Format::SparseCsr)?;
+        let name = &obj.name;
         let [rows, cols] = obj.shape[..] else {
             return Err(Error::invalid(format!(
                 "sparse_csr object must have rank 2, not {:?}",
@@ -257,7 +260,7 @@ impl Reader {
             ))
             .in_object(name));
         };
-        let parts = self.sparse_parts(obj)?;
+        let parts = self.sparse_parts()?;
         let values = typed::<V>(parts.values, &parts.value_type)
             .map_err(|e| e.in_component("values").in_object(name))?;
         check_csr(rows, cols, &parts.second, &parts.first, values.len())
@@ -271,9 +274,10 @@ impl Reader {
     }
 
     /// A `sparse_coo` object (v1 components, or a v0.1 one-blob entry), checked.
-    pub fn read_coo<V: Element>(&self, name: &str) -> Result<Coo<'_, V>> {
-        let obj = self.expect_format(name, Format::SparseCoo)?;
-        let parts = self.sparse_parts(obj)?;
+    pub fn read_coo<V: Element>(&self) -> Result<Coo<'r, V>> {
+        let obj = self.expect_format(Format::SparseCoo)?;
+        let name = &obj.name;
+        let parts = self.sparse_parts()?;
         let values = typed::<V>(parts.values, &parts.value_type)
             .map_err(|e| e.in_component("values").in_object(name))?;
         check_coo(&obj.shape, &parts.first, values.len()).map_err(|e| e.in_object(name))?;
@@ -285,40 +289,47 @@ impl Reader {
     }
 
     /// A `quantized_group` object's parts.
-    pub fn read_quantized(&self, name: &str) -> Result<Quantized<'_>> {
-        let obj = self.expect_format(name, Format::QuantizedGroup)?;
+    pub fn read_quantized(&self) -> Result<Quantized<'r>> {
+        let obj = self.expect_format(Format::QuantizedGroup)?;
         let params =
-            QuantParams::from_attributes(&obj.attributes).map_err(|e| e.in_object(name))?;
+            QuantParams::from_attributes(&obj.attributes).map_err(|e| e.in_object(&obj.name))?;
         Ok(Quantized {
             shape: obj.shape.to_vec(),
             params,
-            packed: self.component_bytes(name, "packed_weight", ReadOptions::default())?,
-            scales: self.component_f32(obj, "scales")?,
-            zeros: self.component_f32(obj, "zeros")?,
+            packed: self.required("packed_weight")?.bytes()?,
+            scales: self.component_f32("scales")?,
+            zeros: self.component_f32("zeros")?,
         })
     }
 
-    fn component_f32(&self, obj: &ObjectInfo, role: &str) -> Result<Vec<f32>> {
-        let comp = component(obj, role)?;
-        let bytes = self.component_bytes(&obj.name, role, ReadOptions::default())?;
-        to_f32(&bytes, &comp.element).map_err(|e| e.in_component(role).in_object(&obj.name))
+    fn component_f32(&self, role: &str) -> Result<Vec<f32>> {
+        let comp = self.required(role)?;
+        let bytes = comp.bytes()?;
+        to_f32(&bytes, &comp.element).map_err(|e| e.in_component(role).in_object(self.name()))
+    }
+
+    /// A component the object's format requires: missing, the file is at fault.
+    fn required(&self, role: &str) -> Result<ComponentView<'r>> {
+        self.component(role)
+            .map_err(|_| Error::invalid(format!("no {role:?} component")).in_object(self.name()))
     }
 
     /// Any dense, CSR or COO object as a dense row-major array of `V` (duplicates summed). The
     /// dense size is capped by [`crate::Limits::max_decompressed_len`].
-    pub fn to_dense<V: Element + Accumulate>(&self, name: &str) -> Result<Cow<'_, [V]>> {
-        let obj = self.object(name)?;
-        let cap = self.limits().max_decompressed_len;
+    pub fn to_dense<V: Element + Accumulate>(&self) -> Result<Cow<'r, [V]>> {
+        let obj = self.info();
+        let name = &obj.name;
+        let cap = self.backing().limits.max_decompressed_len;
         let dense = match obj.format {
-            Format::Dense => return self.read::<V>(name),
+            Format::Dense => return self.read::<V>(),
             Format::SparseCsr => {
-                let c = self.read_csr::<V>(name)?;
+                let c = self.read_csr::<V>()?;
                 csr_to_dense(
                     c.shape[0], c.shape[1], &c.indptr, &c.indices, &c.values, cap,
                 )
             }
             Format::SparseCoo => {
-                let c = self.read_coo::<V>(name)?;
+                let c = self.read_coo::<V>()?;
                 coo_to_dense(&c.shape, &c.coords, &c.values, cap)
             }
             ref f => {
@@ -331,21 +342,56 @@ impl Reader {
         dense.map(Cow::Owned).map_err(|e| e.in_object(name))
     }
 
+    /// A sparse object's dense little-endian bytes, in its own value type.
+    fn dense_bytes(&self, ty: &ElementType) -> Result<Cow<'r, [u8]>> {
+        use zt_formats::fp8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
+        use zt_formats::Complex;
+        let name = self.name();
+        macro_rules! dense {
+            ($t:ty) => {
+                self.to_dense::<$t>()
+                    .map(|d| Cow::Owned(bytemuck::cast_slice::<$t, u8>(&d).to_vec()))
+            };
+        }
+        match (&ty.logical, ty.dtype) {
+            (Some(LogicalType::F8E4M3Fn), _) => dense!(F8E4M3Fn),
+            (Some(LogicalType::F8E5M2), _) => dense!(F8E5M2),
+            (Some(LogicalType::F8E4M3Fnuz), _) => dense!(F8E4M3Fnuz),
+            (Some(LogicalType::F8E5M2Fnuz), _) => dense!(F8E5M2Fnuz),
+            (Some(LogicalType::Complex64), _) => dense!(Complex<f32>),
+            (Some(LogicalType::Complex128), _) => dense!(Complex<f64>),
+            (_, DType::F64) => dense!(f64),
+            (_, DType::F32) => dense!(f32),
+            (_, DType::F16) => dense!(half::f16),
+            (_, DType::BF16) => dense!(half::bf16),
+            (_, DType::I64) => dense!(i64),
+            (_, DType::I32) => dense!(i32),
+            (_, DType::I16) => dense!(i16),
+            (_, DType::I8) => dense!(i8),
+            (_, DType::U64) => dense!(u64),
+            (_, DType::U32) => dense!(u32),
+            (_, DType::U16) => dense!(u16),
+            (_, DType::U8) => dense!(u8),
+            // Summing duplicate bools has no meaning that keeps them bools.
+            (_, DType::Bool) => {
+                Err(Error::unsupported("sparse bool objects cannot be densified").in_object(name))
+            }
+        }
+    }
+
     /// Any object's dense form as little-endian bytes and their element type: dense data as
     /// stored, sparse objects densified in their value type, quantized objects dequantized to
     /// f32. This is what formats without sparse or quantized objects (.mag, .safetensors) hold.
-    pub fn dense_form(&self, name: &str) -> Result<(Cow<'_, [u8]>, ElementType)> {
-        let o = self.object(name)?;
+    pub fn dense_form(&self) -> Result<(Cow<'r, [u8]>, ElementType)> {
+        let o = self.info();
+        let name = &o.name;
         match o.format {
             Format::Dense => {
-                let ty = component(o, "data")?.element.clone();
-                Ok((
-                    self.component_bytes(name, "data", ReadOptions::default())?,
-                    ty,
-                ))
+                let data = self.required("data")?;
+                Ok((data.bytes()?, data.element.clone()))
             }
             Format::QuantizedGroup => {
-                let v = self.read_f32(name)?;
+                let v = self.read_f32()?;
                 Ok((
                     Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
                     ElementType::plain(DType::F32),
@@ -354,9 +400,9 @@ impl Reader {
             Format::SparseCsr | Format::SparseCoo => {
                 let ty = match o.legacy_packing {
                     Some(p) => ElementType::plain(p.values),
-                    None => component(o, "values")?.element.clone(),
+                    None => self.required("values")?.element.clone(),
                 };
-                Ok((crate::convert::dense_bytes(self, o)?, ty))
+                Ok((self.dense_bytes(&ty)?, ty))
             }
             ref f => {
                 Err(Error::argument(format!("a {f} object has no dense form")).in_object(name))
@@ -367,15 +413,15 @@ impl Reader {
     /// Any numeric object as `f32` values, row-major: dense data converted, FP8 decoded, sparse
     /// objects densified, quantized objects dequantized. Complex values and unknown formats are
     /// refused.
-    pub fn read_f32(&self, name: &str) -> Result<Vec<f32>> {
-        let obj = self.object(name)?;
-        let cap = self.limits().max_decompressed_len;
-        let at = |e: Error| e.in_object(name);
+    pub fn read_f32(&self) -> Result<Vec<f32>> {
+        let obj = self.info();
+        let cap = self.backing().limits.max_decompressed_len;
+        let at = |e: Error| e.in_object(&obj.name);
         match obj.format {
-            Format::Dense => self.component_f32(obj, "data"),
-            Format::QuantizedGroup => self.read_quantized(name)?.dequantize().map_err(at),
+            Format::Dense => self.component_f32("data"),
+            Format::QuantizedGroup => self.read_quantized()?.dequantize().map_err(at),
             Format::SparseCsr | Format::SparseCoo => {
-                let parts = self.sparse_parts(obj)?;
+                let parts = self.sparse_parts()?;
                 let values = to_f32(&parts.values, &parts.value_type)
                     .map_err(|e| at(e.in_component("values")))?;
                 if obj.format == Format::SparseCsr {
@@ -395,11 +441,6 @@ impl Reader {
             )))),
         }
     }
-}
-
-fn component<'o>(obj: &'o ObjectInfo, role: &str) -> Result<&'o ComponentInfo> {
-    obj.component(role)
-        .ok_or_else(|| Error::invalid(format!("no {role:?} component")).in_object(&obj.name))
 }
 
 /// Little-endian element bytes as `V`, if `V` is their type: borrowed when aligned.
@@ -470,7 +511,7 @@ impl<W: Sink> Writer<W> {
         indptr: &[u64],
     ) -> Result<()> {
         check_csr(shape[0], shape[1], indptr, indices, values.len())
-            .map_err(|e| Error::argument(e.message()).in_object(name))?;
+            .map_err(|e| e.with_kind(ErrorKind::InvalidArgument).in_object(name))?;
         let obj = ObjectData {
             shape: shape.to_vec(),
             format: Format::SparseCsr,
@@ -493,7 +534,7 @@ impl<W: Sink> Writer<W> {
         coords: &[u64],
     ) -> Result<()> {
         check_coo(shape, coords, values.len())
-            .map_err(|e| Error::argument(e.message()).in_object(name))?;
+            .map_err(|e| e.with_kind(ErrorKind::InvalidArgument).in_object(name))?;
         let obj = ObjectData {
             shape: shape.to_vec(),
             format: Format::SparseCoo,

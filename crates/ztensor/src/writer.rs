@@ -270,8 +270,10 @@ impl<W: Sink> Writer<W> {
                 return Err(Error::argument("component role is empty"));
             }
             if c.element.dtype == DType::Bool {
-                crate::reader::check_bools(&c.bytes)
-                    .map_err(|e| Error::argument(e.message()).in_component(&c.role))?;
+                crate::decode::check_bools(&c.bytes).map_err(|e| {
+                    e.with_kind(zt_container::ErrorKind::InvalidArgument)
+                        .in_component(&c.role)
+                })?;
             }
         }
         let layout: Vec<_> = obj

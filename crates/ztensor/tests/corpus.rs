@@ -76,18 +76,16 @@ fn every_valid_file_reads_back_its_values() {
                 assert_eq!(&format!("{:?}", o.shape), shape, "{file}/{object}");
                 let c = o.component(role).unwrap();
                 assert_eq!(c.element.name(), ty, "{file}/{object}/{role}");
-                let bytes = r
-                    .component_bytes(object, role, ReadOptions::verified())
-                    .unwrap();
+                let bytes = c.bytes_with(ReadOptions::verified()).unwrap();
                 assert_eq!(&hex(&bytes), sha, "{file}/{object}/{role}");
                 if o.format == Format::Dense && ty == "bool" {
-                    r.read_bool(object).unwrap();
+                    o.read_bool().unwrap();
                 }
                 if matches!(
                     o.format,
                     Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup
                 ) {
-                    r.read_f32(object)
+                    o.read_f32()
                         .unwrap_or_else(|e| panic!("{file}/{object}: {e}"));
                 }
             }
@@ -102,20 +100,22 @@ fn first_error(path: &Path, mapped: bool) -> Option<(&'static str, Error)> {
         Ok(r) => r,
         Err(e) => return Some(("open", e)),
     };
-    for o in r.objects() {
-        for c in &o.components {
-            if let Err(e) = r.component_bytes(&o.name, &c.role, ReadOptions::default()) {
+    // In name order, the order the expected errors were recorded in.
+    for info in r.objects() {
+        let o = r.object(&info.name).unwrap();
+        for c in o.components() {
+            if let Err(e) = c.bytes() {
                 return Some(("read", e));
             }
         }
         let complex = o.element_type().is_some_and(|t| t.ratio() == 2);
         if o.format != Format::Dense && !complex && !matches!(o.format, Format::Unknown(_)) {
-            if let Err(e) = r.read_f32(&o.name) {
+            if let Err(e) = o.read_f32() {
                 return Some(("read", e));
             }
         }
         if o.format == Format::Dense && o.element_type().map(|t| t.name()) == Some("bool") {
-            if let Err(e) = r.read_bool(&o.name) {
+            if let Err(e) = o.read_bool() {
                 return Some(("read", e));
             }
         }

@@ -29,16 +29,16 @@ fn exercise(bytes: Vec<u8>) {
     let Ok(r) = opts.open_bytes(bytes) else {
         return;
     };
-    for o in r.objects() {
-        for c in &o.components {
-            let _ = r.component_bytes(&o.name, &c.role, ReadOptions::verified());
+    for o in &r {
+        for c in o.components() {
+            let _ = c.bytes_with(ReadOptions::verified());
         }
         let complex = o.element_type().is_some_and(|t| t.ratio() == 2);
         if !complex && !matches!(o.format, Format::Unknown(_)) {
-            let _ = r.read_f32(&o.name);
+            let _ = o.read_f32();
         }
-        let _ = r.read_bool(&o.name);
-        let _ = r.dense_form(&o.name);
+        let _ = o.read_bool();
+        let _ = o.dense_form();
     }
     let _ = r.verify();
 }

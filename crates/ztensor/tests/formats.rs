@@ -82,29 +82,29 @@ fn every_format_round_trips_with_every_option() {
         let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
         assert!(r.verify().is_ok());
 
-        let csr = r.read_csr::<f64>("csr").unwrap();
+        let csr = r.object("csr").unwrap().read_csr::<f64>().unwrap();
         assert_eq!(
             (&csr.values[..], &csr.indices[..], &csr.indptr[..]),
             (&[1.0, 2.0, 3.0][..], &[0, 2, 3][..], &[0, 1, 1, 3][..])
         );
-        let d = r.to_dense::<f64>("csr").unwrap();
+        let d = r.object("csr").unwrap().to_dense::<f64>().unwrap();
         assert_eq!(
             &d[..],
             &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 3.0]
         );
-        let coo = r.read_coo::<f16>("coo").unwrap();
+        let coo = r.object("coo").unwrap().read_coo::<f16>().unwrap();
         assert_eq!(&coo.coords[..], &[0, 1, 2, 0, 3, 1]);
-        let d = r.read_f32("coo").unwrap();
+        let d = r.object("coo").unwrap().read_f32().unwrap();
         // 5.0 at (0, 2, 3) and 6.0 at (1, 0, 1) in shape [2, 3, 4].
         assert_eq!((d[2 * 4 + 3], d[12 + 1]), (5.0, 6.0));
         assert_eq!(d.iter().sum::<f32>(), 11.0);
         // Groups of 3: codes [0,1,2 | 3,3,2 | 1], (code - zero) * scale per group.
         assert_eq!(
-            r.read_f32("q").unwrap(),
+            r.object("q").unwrap().read_f32().unwrap(),
             [-1.0, 0.0, 1.0, 6.0, 6.0, 4.0, -0.5]
         );
-        assert_eq!(r.read_f32("fp8").unwrap(), [1.5, -0.25]);
-        assert_eq!(r.read_f32("fnuz").unwrap(), [2.0]);
+        assert_eq!(r.object("fp8").unwrap().read_f32().unwrap(), [1.5, -0.25]);
+        assert_eq!(r.object("fnuz").unwrap().read_f32().unwrap(), [2.0]);
         assert_eq!(
             r.read::<Complex<f64>>("c128").unwrap()[1],
             Complex {
@@ -113,7 +113,7 @@ fn every_format_round_trips_with_every_option() {
             }
         );
         assert_eq!(
-            r.read_f32("c128").unwrap_err().kind(),
+            r.object("c128").unwrap().read_f32().unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
         assert_eq!(
@@ -121,7 +121,11 @@ fn every_format_round_trips_with_every_option() {
             ErrorKind::InvalidArgument
         );
         assert_eq!(
-            r.read_storage::<f64>("c128", "data", ReadOptions::default())
+            r.object("c128")
+                .unwrap()
+                .component("data")
+                .unwrap()
+                .read_storage::<f64>(ReadOptions::default())
                 .unwrap()
                 .len(),
             4
@@ -180,11 +184,11 @@ proptest! {
         w.set_options(WriteOptions { compression: zstd.then_some(1), digest: Some(DigestAlgorithm::Crc32c) });
         w.add_csr("m", shape, &values, &indices, &indptr).unwrap();
         let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
-        let got = r.read_csr::<f32>("m").unwrap();
+        let got = r.object("m").unwrap().read_csr::<f32>().unwrap();
         prop_assert_eq!(&got.values[..], &values[..]);
         prop_assert_eq!(&got.indices[..], &indices[..]);
         prop_assert_eq!(&got.indptr[..], &indptr[..]);
-        let dense = r.to_dense::<f32>("m").unwrap();
+        let dense = r.object("m").unwrap().to_dense::<f32>().unwrap();
         prop_assert_eq!(dense.iter().filter(|&&x| x != 0.0).count(), values.iter().filter(|&&x| x != 0.0).count());
     }
 
@@ -206,11 +210,11 @@ proptest! {
         let mut w = Writer::new(Vec::new()).unwrap();
         w.add_coo("t", &shape, &values, &coords).unwrap();
         let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
-        let got = r.read_coo::<i32>("t").unwrap();
+        let got = r.object("t").unwrap().read_coo::<i32>().unwrap();
         prop_assert_eq!(&got.values[..], &values[..]);
         prop_assert_eq!(&got.coords[..], &coords[..]);
         // The dense sum equals the sum of values (duplicates add up).
-        let dense = r.to_dense::<i32>("t").unwrap();
+        let dense = r.object("t").unwrap().to_dense::<i32>().unwrap();
         prop_assert_eq!(dense.iter().map(|&x| i64::from(x)).sum::<i64>(), values.iter().map(|&x| i64::from(x)).sum::<i64>());
     }
 
@@ -231,7 +235,7 @@ proptest! {
         let mut w = Writer::new(Vec::new()).unwrap();
         w.add_quantized("q", &[count as u64], p, &packed, &scales, &zeros).unwrap();
         let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
-        let q = r.read_quantized("q").unwrap();
+        let q = r.object("q").unwrap().read_quantized().unwrap();
         prop_assert_eq!(&q.packed[..], &packed[..]);
         let want: Vec<f32> = codes.iter().enumerate().map(|(k, &c)| {
             let g = k / group_size as usize;

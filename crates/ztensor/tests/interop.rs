@@ -39,7 +39,7 @@ fn v123_all_dense_objects() {
         assert_eq!(r.objects().len(), 13);
         for name in ["dense_f32", "crc_f32", "sha_f32"] {
             assert_eq!(
-                &r.read_verified::<f32>(name).unwrap()[..],
+                &r.object(name).unwrap().read_verified::<f32>().unwrap()[..],
                 &arange12()[..],
                 "{name}"
             );
@@ -50,7 +50,10 @@ fn v123_all_dense_objects() {
             &every_seventh()[..]
         );
         assert_eq!(
-            &r.read_verified::<i64>("zstd_sha_i64").unwrap()[..],
+            &r.object("zstd_sha_i64")
+                .unwrap()
+                .read_verified::<i64>()
+                .unwrap()[..],
             &[0, 1, 2, 3, 4, 5, 6, 7]
         );
         assert_eq!(&r.read::<f64>("scalar_f64").unwrap()[..], &[3.5]);
@@ -62,7 +65,10 @@ fn v123_all_dense_objects() {
                 bf16::from_f32(0.5)
             ]
         );
-        assert_eq!(&r.read_bool("bool_t").unwrap()[..], &[true, false, true]);
+        assert_eq!(
+            &r.object("bool_t").unwrap().read_bool().unwrap()[..],
+            &[true, false, true]
+        );
         assert_eq!(r.object("csr").unwrap().format, Format::SparseCsr);
         assert_eq!(r.object("qg").unwrap().format, Format::QuantizedGroup);
         assert!(r.verify().is_ok());
@@ -76,9 +82,10 @@ fn v123_all_dense_objects() {
             r.read::<f32>("csr").unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
+        // A name the file does not have is its own kind.
         assert_eq!(
             r.read::<f32>("nope").unwrap_err().kind(),
-            ErrorKind::InvalidArgument
+            ErrorKind::NotFound
         );
     }
 }
@@ -91,7 +98,7 @@ fn v123_rust_and_savefile() {
         assert_eq!(r.object("scalar").unwrap().shape[..], [0u64; 0]);
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
         assert_eq!(
-            &r.read_verified::<f32>("w").unwrap()[..],
+            &r.object("w").unwrap().read_verified::<f32>().unwrap()[..],
             &[1.0, 2.0, 3.0, 4.0]
         );
         assert_eq!(&r.read::<u8>("appended").unwrap()[..], &[7, 8, 9]);
@@ -122,11 +129,14 @@ fn v111_dense_objects() {
     for r in open_both("v111_rust.zt") {
         assert_eq!(r.attributes()["license"].as_str(), Some("Apache-2.0"));
         assert_eq!(
-            &r.read_verified::<f32>("crc_f32").unwrap()[..],
+            &r.object("crc_f32").unwrap().read_verified::<f32>().unwrap()[..],
             &arange12()[..]
         );
         assert_eq!(
-            &r.read_verified::<f32>("sha_zstd_f32").unwrap()[..],
+            &r.object("sha_zstd_f32")
+                .unwrap()
+                .read_verified::<f32>()
+                .unwrap()[..],
             &arange12()[..]
         );
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
@@ -142,7 +152,10 @@ fn v014_samples() {
         assert_eq!(&r.read::<f32>("dense_f32").unwrap()[..], &arange12()[..]);
         assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[0, 1, 2, 3, 4]);
         assert_eq!(r.read::<bf16>("bf16").unwrap()[1], bf16::from_f32(-2.0));
-        assert_eq!(&r.read_bool("bool").unwrap()[..], &[true, false]);
+        assert_eq!(
+            &r.object("bool").unwrap().read_bool().unwrap()[..],
+            &[true, false]
+        );
         assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
     }
     for r in open_both("v014_empty.zt") {
@@ -150,11 +163,14 @@ fn v014_samples() {
     }
     for r in open_both("v014_rust.zt") {
         // Big-endian data comes back as its values, byte-swapped, never zero-copy.
-        let be = r.read_verified::<f32>("be_f32").unwrap();
+        let be = r.object("be_f32").unwrap().read_verified::<f32>().unwrap();
         assert_eq!(&be[..], &arange12()[..]);
         assert!(matches!(be, std::borrow::Cow::Owned(_)));
         assert_eq!(
-            &r.read_verified::<f32>("zstd_crc_f32").unwrap()[..],
+            &r.object("zstd_crc_f32")
+                .unwrap()
+                .read_verified::<f32>()
+                .unwrap()[..],
             &every_seventh()[..]
         );
         assert_eq!(&r.read::<i32>("scalar_i32").unwrap()[..], &[7]);
@@ -177,7 +193,11 @@ fn v014_samples() {
             csr.defect
         );
         let e = r
-            .component_bytes("csr_try", ztensor::LEGACY_BLOB_ROLE, Default::default())
+            .object("csr_try")
+            .unwrap()
+            .component(ztensor::LEGACY_BLOB_ROLE)
+            .unwrap()
+            .bytes()
             .unwrap_err();
         assert_eq!(
             e.kind(),
@@ -190,7 +210,7 @@ fn v014_samples() {
             "{e}"
         );
         assert_eq!(e.object(), Some("csr_try"));
-        assert!(r.read_f32("csr_try").is_err());
+        assert!(r.object("csr_try").unwrap().read_f32().is_err());
         assert!(r.verify().is_ok());
     }
 }
@@ -200,17 +220,17 @@ fn v123_all_every_format_and_logical_type() {
     use ztensor::fp8::F8E4M3Fn;
     use ztensor::Complex;
     for r in open_both("v123_all.zt") {
-        let csr = r.read_csr::<f32>("csr").unwrap();
+        let csr = r.object("csr").unwrap().read_csr::<f32>().unwrap();
         assert_eq!(csr.shape, [3, 4]);
-        let dense = r.to_dense::<f32>("csr").unwrap();
+        let dense = r.object("csr").unwrap().to_dense::<f32>().unwrap();
         let mut want = [0.0f32; 12];
         want[0] = 1.0;
         want[2 * 4 + 2] = 2.0;
         want[2 * 4 + 3] = 3.0;
         assert_eq!(&dense[..], &want[..]);
-        assert_eq!(r.read_f32("csr").unwrap(), want);
+        assert_eq!(r.object("csr").unwrap().read_f32().unwrap(), want);
 
-        let coo = r.to_dense::<f32>("coo").unwrap();
+        let coo = r.object("coo").unwrap().to_dense::<f32>().unwrap();
         let mut want = [0.0f32; 12];
         want[1] = 5.0;
         want[2 * 4 + 3] = 6.0;
@@ -223,7 +243,10 @@ fn v123_all_every_format_and_logical_type() {
             .map(|x| x.to_f32())
             .collect();
         assert_eq!(fp8, [1.0, 2.0, -1.0, 0.0]);
-        assert_eq!(r.read_f32("fp8").unwrap(), [1.0, 2.0, -1.0, 0.0]);
+        assert_eq!(
+            r.object("fp8").unwrap().read_f32().unwrap(),
+            [1.0, 2.0, -1.0, 0.0]
+        );
         assert_eq!(
             r.object("fp8").unwrap().attributes["note"].as_str(),
             Some("fp8 e4m3fn")
@@ -234,9 +257,12 @@ fn v123_all_every_format_and_logical_type() {
             &c[..],
             &[Complex { re: 1.0, im: 2.0 }, Complex { re: 3.0, im: 4.0 }]
         );
-        assert_eq!(r.read_f32("bf16_t").unwrap(), [1.0, -2.0, 0.5]);
+        assert_eq!(
+            r.object("bf16_t").unwrap().read_f32().unwrap(),
+            [1.0, -2.0, 0.5]
+        );
 
-        let q = r.read_quantized("qg").unwrap();
+        let q = r.object("qg").unwrap().read_quantized().unwrap();
         assert_eq!(
             (q.params.bits, q.params.group_size, q.params.packing()),
             (4, 16, "8_per_i32".into())
@@ -244,21 +270,21 @@ fn v123_all_every_format_and_logical_type() {
         let mut want = vec![0.0, -0.5, -1.0, -1.5, -2.0, -2.5, -3.0, -3.5];
         want.extend([-4.0; 8]);
         assert_eq!(q.dequantize().unwrap(), want);
-        assert_eq!(r.read_f32("qg").unwrap(), want);
+        assert_eq!(r.object("qg").unwrap().read_f32().unwrap(), want);
     }
 }
 
 #[test]
 fn v111_sparse_objects_with_zstd_and_no_declared_length() {
     for r in open_both("v111.zt") {
-        let d = r.to_dense::<f32>("csr").unwrap();
+        let d = r.object("csr").unwrap().to_dense::<f32>().unwrap();
         assert_eq!(d.iter().filter(|&&x| x != 0.0).count(), 3);
-        let d = r.to_dense::<f32>("coo").unwrap();
+        let d = r.object("coo").unwrap().to_dense::<f32>().unwrap();
         assert_eq!(d.iter().filter(|&&x| x != 0.0).count(), 2);
     }
     for r in open_both("v111_rust.zt") {
         // Every component zstd-compressed, none with uncompressed_length.
-        let csr = r.read_csr::<f32>("csr").unwrap();
+        let csr = r.object("csr").unwrap().read_csr::<f32>().unwrap();
         assert_eq!(csr.shape, [3, 4]);
         assert_eq!(csr.indptr.len(), 4);
     }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ztensor::{ConvertOptions, ErrorKind, FileVersion, Format, Keep, ReadOptions, Reader};
+use ztensor::{ConvertOptions, ErrorKind, FileVersion, Format, Keep, Reader};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
@@ -21,19 +21,31 @@ fn v01_sparse_in_every_spelling() {
         "coo_writer_spelling",
         "coo_spec_spelling",
     ] {
-        assert_eq!(r.read_f32(name).unwrap(), SPARSE_DENSE, "{name}");
         assert_eq!(
-            &r.to_dense::<f32>(name).unwrap()[..],
+            r.object(name).unwrap().read_f32().unwrap(),
+            SPARSE_DENSE,
+            "{name}"
+        );
+        assert_eq!(
+            &r.object(name).unwrap().to_dense::<f32>().unwrap()[..],
             &SPARSE_DENSE,
             "{name}"
         );
     }
-    let csr = r.read_csr::<f32>("csr_big_endian").unwrap();
+    let csr = r
+        .object("csr_big_endian")
+        .unwrap()
+        .read_csr::<f32>()
+        .unwrap();
     assert_eq!(
         (&csr.indptr[..], &csr.indices[..], &csr.values[..]),
         (&[0, 1, 1, 3][..], &[0, 2, 3][..], &[1.0, 2.0, 3.0][..])
     );
-    let coo = r.read_coo::<f32>("coo_writer_spelling").unwrap();
+    let coo = r
+        .object("coo_writer_spelling")
+        .unwrap()
+        .read_coo::<f32>()
+        .unwrap();
     assert_eq!(
         &coo.coords[..],
         &[0, 2, 2, 0, 2, 3],
@@ -68,11 +80,18 @@ fn v11_legacy_dtypes_map_onto_the_v12_model() {
     assert_eq!(r.read::<F8E4M3Fn>("e4m3").unwrap()[0].to_f32(), 1.0);
     assert_eq!(r.read::<F8E5M2>("e5m2").unwrap()[0], F8E5M2(0x38));
     assert_eq!(
-        &r.read_csr::<f32>("csr_narrow").unwrap().indptr[..],
+        &r.object("csr_narrow")
+            .unwrap()
+            .read_csr::<f32>()
+            .unwrap()
+            .indptr[..],
         &[0, 1, 1, 3],
         "u32 indptr widened"
     );
-    assert_eq!(r.read_f32("csr_narrow").unwrap(), SPARSE_DENSE);
+    assert_eq!(
+        r.object("csr_narrow").unwrap().read_f32().unwrap(),
+        SPARSE_DENSE
+    );
     assert!(r.verify().is_ok());
 }
 
@@ -92,18 +111,16 @@ fn arrays(r: &Reader) -> Vec<ObjectArrays> {
         .iter()
         .filter(|o| o.defect.is_none())
         .map(|o| {
+            let o = r.object(&o.name).unwrap();
             let comps = if o.legacy_packing.is_some() {
                 Vec::new()
             } else {
-                o.components
-                    .iter()
+                o.components()
                     .map(|c| {
                         (
                             c.role.to_string(),
                             c.element.name().to_owned(),
-                            r.component_bytes(&o.name, &c.role, ReadOptions::default())
-                                .unwrap()
-                                .into_owned(),
+                            c.bytes().unwrap().into_owned(),
                         )
                     })
                     .collect()
@@ -112,13 +129,7 @@ fn arrays(r: &Reader) -> Vec<ObjectArrays> {
                 o.format,
                 Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup
             )
-            .then(|| {
-                r.read_f32(&o.name)
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.to_bits())
-                    .collect()
-            });
+            .then(|| o.read_f32().unwrap().iter().map(|x| x.to_bits()).collect());
             (
                 o.name.clone(),
                 o.shape.to_vec(),

@@ -44,7 +44,10 @@ fn gen_b_version_1_from_magnetron_0_1_2() {
         assert_eq!(r.object("w").unwrap().shape[..], [2, 3]);
         assert_eq!(&r.read::<i32>("idx").unwrap()[..], &[7, -1, 258]);
         assert_eq!(&r.read::<f16>("h").unwrap()[..], &f16s(&[-2.0, -2.0])[..]);
-        assert_eq!(&r.read_bool("m").unwrap()[..], &[true, false, false, true]);
+        assert_eq!(
+            &r.object("m").unwrap().read_bool().unwrap()[..],
+            &[true, false, false, true]
+        );
         assert_eq!(r.object("m").unwrap().shape[..], [2, 2]);
     }
 }
@@ -66,7 +69,10 @@ fn gen_c_version_100_from_magnetron_0_1_6() {
             &r.read::<bf16>("b16").unwrap()[..],
             &[bf16::from_f32(1.0), bf16::from_f32(-2.0)]
         );
-        assert_eq!(&r.read_bool("m").unwrap()[..], &[true, false, true]);
+        assert_eq!(
+            &r.object("m").unwrap().read_bool().unwrap()[..],
+            &[true, false, true]
+        );
         assert_eq!(&r.read::<u8>("u8").unwrap()[..], &[1, 2, 255]);
         assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[-3]);
         assert_eq!(r.objects().len(), 7);
@@ -90,9 +96,15 @@ fn gen_d_version_200_from_magnetron_0_1_9() {
             &r.read::<f16>("h").unwrap()[..],
             &f16s(&[1.0, -2.0, 0.5])[..]
         );
-        assert_eq!(&r.read_bool("m").unwrap()[..], &[true, false, true]);
+        assert_eq!(
+            &r.object("m").unwrap().read_bool().unwrap()[..],
+            &[true, false, true]
+        );
         assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[-3]);
-        assert_eq!(r.read_f32("f8").unwrap(), [1.0, -2.0, 0.5]);
+        assert_eq!(
+            r.object("f8").unwrap().read_f32().unwrap(),
+            [1.0, -2.0, 0.5]
+        );
         assert_eq!(
             r.object("f8").unwrap().element_type().unwrap().name(),
             "f8_e4m3fn"
@@ -127,7 +139,10 @@ fn gen_e_version_300_from_magnetron_0_2_2() {
         assert_eq!(&r.read::<i32>("idx").unwrap()[..], &[7, -1, 258]);
         assert_eq!(r.object("empty").unwrap().shape[..], [0, 4]);
         assert!(r.read::<f16>("empty").unwrap().is_empty());
-        assert_eq!(&r.read_bool("m").unwrap()[..], &[true, false, true]);
+        assert_eq!(
+            &r.object("m").unwrap().read_bool().unwrap()[..],
+            &[true, false, true]
+        );
     }
     // 4096-aligned data is served zero-copy from the map.
     let r = ztensor::open(sample("snap_v300_0.2.2.mag")).unwrap();
@@ -228,8 +243,8 @@ fn round_trip(
                 "{version:?} {name}"
             );
             assert_eq!(
-                x.component_bytes(name, "data", Default::default()).unwrap(),
-                a.component_bytes(name, "data", Default::default()).unwrap(),
+                x.object(name).unwrap().bytes().unwrap(),
+                a.object(name).unwrap().bytes().unwrap(),
                 "{version:?} {name}"
             );
         }

@@ -60,14 +60,14 @@ fn read_everything(path: &Path, unmapped: bool) {
     else {
         return;
     };
-    for o in r.objects() {
-        for c in &o.components {
-            let _ = r.component_bytes(&o.name, &c.role, ReadOptions::verified());
+    for o in &r {
+        for c in o.components() {
+            let _ = c.bytes_with(ReadOptions::verified());
         }
         if !matches!(o.format, Format::Unknown(_))
             && o.element_type().is_some_and(|t| t.ratio() == 1)
         {
-            let _ = r.read_f32(&o.name);
+            let _ = o.read_f32();
         }
     }
     let _ = r.verify();

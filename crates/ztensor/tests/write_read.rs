@@ -50,7 +50,7 @@ fn round_trip_every_option() {
             let r = OpenOptions::new().open_bytes(bytes).unwrap();
             assert_eq!(r.attributes()["n"], Value::Integer(-3));
             assert_eq!(
-                &r.read_verified::<f32>("f32").unwrap()[..],
+                &r.object("f32").unwrap().read_verified::<f32>().unwrap()[..],
                 &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
             );
             assert_eq!(&r.read::<f64>("f64").unwrap()[..], &[0.5]);
@@ -59,7 +59,10 @@ fn round_trip_every_option() {
             assert_eq!(&r.read::<i8>("i8").unwrap()[..], &[-1, 0, 1]);
             assert_eq!(&r.read::<u64>("u64").unwrap()[..], &[u64::MAX, 0]);
             assert!(r.read::<i32>("empty").unwrap().is_empty());
-            assert_eq!(&r.read_bool("mask").unwrap()[..], &[true, false, true]);
+            assert_eq!(
+                &r.object("mask").unwrap().read_bool().unwrap()[..],
+                &[true, false, true]
+            );
             assert_eq!(
                 &r.read::<Complex<f32>>("c64").unwrap()[..],
                 &[Complex { re: 1.0, im: -1.0 }]
@@ -172,7 +175,7 @@ fn writer_refuses_bad_arguments() {
 /// Builds a v1.2 file whose one zstd component declares `declared` decompressed bytes.
 fn zstd_file(payload: &[u8], declared: u64) -> Vec<u8> {
     use ztensor::manifest::{Component, Manifest, Object};
-    let z = zstd::bulk::compress(payload, 19).unwrap();
+    let z = ztensor::formats::zstd_compress(payload, 19).unwrap();
     let mut blobs =
         ztensor::container::BlobWriter::new(Vec::new(), ztensor::container::ContainerVersion::V1)
             .unwrap();
@@ -257,7 +260,9 @@ fn a_wrong_digest_fails_verified_reads_on_every_path() {
     ] {
         assert!(r.read::<f32>("f32").is_ok(), "unverified reads do not hash");
         let e = r
-            .read_with::<f32>("f32", ReadOptions::verified())
+            .object("f32")
+            .unwrap()
+            .read_with::<f32>(ReadOptions::verified())
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ChecksumMismatch);
         assert_eq!(e.object(), Some("f32"));
@@ -285,14 +290,18 @@ fn read_into_reuses_the_buffer_on_every_path() {
     ] {
         let mut buf: Vec<f32> = Vec::with_capacity(16);
         let ptr = buf.as_ptr();
-        r.read_into("a", &mut buf).unwrap();
+        r.object("a").unwrap().read_into(&mut buf).unwrap();
         assert_eq!(buf, [1.0, 2.0, 3.0, 4.0]);
-        r.read_into("b", &mut buf).unwrap();
+        r.object("b").unwrap().read_into(&mut buf).unwrap();
         assert_eq!(buf, [5.0, 6.0]);
         assert_eq!(buf.as_ptr(), ptr, "no reallocation");
         let mut wrong: Vec<f64> = Vec::new();
         assert_eq!(
-            r.read_into("a", &mut wrong).unwrap_err().kind(),
+            r.object("a")
+                .unwrap()
+                .read_into(&mut wrong)
+                .unwrap_err()
+                .kind(),
             ErrorKind::InvalidArgument
         );
     }
@@ -303,7 +312,10 @@ fn read_into_reuses_the_buffer_on_every_path() {
     ))
     .unwrap();
     let mut buf = Vec::new();
-    r.read_into::<f32>("be_f32", &mut buf).unwrap();
+    r.object("be_f32")
+        .unwrap()
+        .read_into::<f32>(&mut buf)
+        .unwrap();
     assert_eq!(buf, (0..12).map(|i| i as f32).collect::<Vec<_>>());
 }
 
@@ -328,12 +340,14 @@ fn read_chunked_hands_out_every_element_in_order_on_every_path() {
             for capacity in [7usize, 1000, 0] {
                 let mut buf: Vec<f32> = Vec::with_capacity(capacity);
                 let (mut got, mut pieces) = (Vec::new(), Vec::new());
-                r.read_chunked(name, &mut buf, |piece| {
-                    pieces.push(piece.len());
-                    got.extend_from_slice(piece);
-                    Ok(())
-                })
-                .unwrap();
+                r.object(name)
+                    .unwrap()
+                    .read_chunked(&mut buf, |piece| {
+                        pieces.push(piece.len());
+                        got.extend_from_slice(piece);
+                        Ok(())
+                    })
+                    .unwrap();
                 assert_eq!(
                     got, values,
                     "{name} unmapped={unmapped} capacity={capacity}"
@@ -346,14 +360,15 @@ fn read_chunked_hands_out_every_element_in_order_on_every_path() {
         }
         // The consumer's error ends the read.
         let mut calls = 0;
-        let e = r
-            .read_chunked("raw", &mut Vec::<f32>::with_capacity(10), |_| {
+        let raw = r.object("raw").unwrap();
+        let e = raw
+            .read_chunked(&mut Vec::<f32>::with_capacity(10), |_| {
                 calls += 1;
                 Err(ztensor::Error::argument("stop"))
             })
             .unwrap_err();
         assert_eq!((calls, e.kind()), (1, ErrorKind::InvalidArgument));
-        let wrong = r.read_chunked("raw", &mut Vec::<f64>::new(), |_| Ok(()));
+        let wrong = raw.read_chunked(&mut Vec::<f64>::new(), |_| Ok(()));
         assert_eq!(wrong.unwrap_err().kind(), ErrorKind::InvalidArgument);
     }
     // Legacy big-endian data comes out swapped.
@@ -364,11 +379,13 @@ fn read_chunked_hands_out_every_element_in_order_on_every_path() {
     let r = OpenOptions::new().unmapped(true).open(legacy).unwrap();
     let name = "be_f32";
     let mut got = Vec::new();
-    r.read_chunked::<f32>(name, &mut Vec::with_capacity(5), |p| {
-        got.extend_from_slice(p);
-        Ok(())
-    })
-    .unwrap();
+    r.object(name)
+        .unwrap()
+        .read_chunked::<f32>(&mut Vec::with_capacity(5), |p| {
+            got.extend_from_slice(p);
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(got, *r.read::<f32>(name).unwrap());
     assert_eq!(got.first(), Some(&0.0));
 }

@@ -1,7 +1,6 @@
-//! zTensor 1.x files (v1.1 and v1.2): manifest to validated objects.
+//! zTensor 1.x files (v1.1 and v1.2): the manifest decoded into validated objects.
 
-use std::borrow::Cow;
-use zt_container::{check_overlaps, BlobRange, Container, Error, Result};
+use zt_container::{Container, Error, Result};
 use zt_formats::{
     check_layout, dense_len, ComponentLayout, DType, Digest, ElementType, Encoding, Format,
     LogicalType,
@@ -9,12 +8,11 @@ use zt_formats::{
 
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
+use crate::listing::{intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS};
 use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
-use crate::reader::{
-    name_hash, names_strictly_increasing, sort_by_name, Limits, NameIndex, Parsed,
-};
 
-pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
+/// Lists a zTensor 1.x file whose container has been parsed.
+pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let bytes = container.manifest_bytes()?;
     // How to read dtypes depends on the version. Every real writer puts it before the objects,
     // so objects are built as they are decoded; a manifest that gives it later has its
@@ -53,15 +51,12 @@ pub(crate) fn parse(container: &Container, limits: &Limits) -> Result<Parsed> {
             collected.add(built);
         }
     }
-    let index = finish_objects(&mut objects, collected, |name| {
-        Error::invalid(format!("duplicate key {name:?} in objects"))
-    })?;
-    Ok(Parsed {
-        version: FileVersion::ZTensor(version),
-        attributes: head.attributes,
+    collected.finish(
+        FileVersion::ZTensor(version),
+        head.attributes,
         objects,
-        index: Some(index),
-    })
+        |name| Error::invalid(format!("duplicate key {name:?} in objects")),
+    )
 }
 
 /// Validates `o` and appends it to `objects` (built in place there: an object is a few hundred
@@ -109,25 +104,6 @@ fn build_object(
         defect: None,
     });
     Ok(())
-}
-
-/// Roles every format uses, shared instead of allocated per component.
-const ROLES: [&str; 8] = [
-    "data",
-    "values",
-    "indices",
-    "indptr",
-    "coords",
-    "packed_weight",
-    "scales",
-    "zeros",
-];
-
-pub(crate) fn intern_role(role: &str) -> Cow<'static, str> {
-    match ROLES.iter().find(|r| **r == role) {
-        Some(r) => Cow::Borrowed(r),
-        None => Cow::Owned(role.to_owned()),
-    }
 }
 
 fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<ComponentInfo> {
@@ -194,97 +170,4 @@ fn v1_1_element(dtype: &str, logical: Option<&str>) -> Result<ElementType> {
         }),
         None => ElementType::resolve(dtype, logical),
     }
-}
-
-/// What listing a zTensor file collects about each object as it is built, for
-/// [`finish_objects`]: every component's stored range and the name's hash, taken while the
-/// object is hot in cache instead of in later passes over the whole list.
-#[derive(Default)]
-pub(crate) struct Collected {
-    ranges: Vec<BlobRange<()>>,
-    hashes: Vec<u64>,
-}
-
-impl Collected {
-    pub(crate) fn add(&mut self, o: &ObjectInfo) {
-        self.hashes.push(name_hash(&o.name));
-        self.ranges.extend(o.components.iter().map(|c| BlobRange {
-            offset: c.offset,
-            length: c.length,
-            id: (),
-        }));
-    }
-}
-
-/// The most objects whose room is reserved before any is decoded (about 350 MiB); larger
-/// lists grow as they go.
-const MAX_RESERVED_OBJECTS: usize = 1 << 20;
-
-/// Files with at least this many objects check blob overlaps and build the name index on a
-/// second thread while the name order is checked; below it a thread costs more than it saves.
-const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
-
-/// The last steps of listing a zTensor file: sorts `objects` by name (a name given twice is
-/// `duplicate(name)`), rejects partially overlapping blobs across the whole file (identical
-/// aliases are allowed) and builds the name index. `collected` holds what [`Collected::add`]
-/// took from each object, in the order of `objects`.
-pub(crate) fn finish_objects(
-    objects: &mut [ObjectInfo],
-    collected: Collected,
-    duplicate: impl FnOnce(&str) -> Error,
-) -> Result<NameIndex> {
-    let Collected { mut ranges, hashes } = collected;
-    let (in_order, done) = std::thread::scope(|s| {
-        let worker = (objects.len() >= PARALLEL_FINISH_MIN_OBJECTS)
-            .then(|| {
-                std::thread::Builder::new()
-                    .spawn_scoped(s, || {
-                        (check_overlaps(&mut ranges), NameIndex::from_hashes(&hashes))
-                    })
-                    .ok()
-            })
-            .flatten();
-        let in_order = names_strictly_increasing(objects);
-        let done = worker.map(|w| {
-            w.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        (in_order, done)
-    });
-    // A small file, or no thread to be had: the same work here.
-    let (overlap, index) =
-        done.unwrap_or_else(|| (check_overlaps(&mut ranges), NameIndex::from_hashes(&hashes)));
-    // Files list their objects sorted, so the index built from the hashes in file order is
-    // usually the final one; otherwise sort, refuse duplicates and index again.
-    let index = if in_order {
-        index
-    } else {
-        if let Some(name) = sort_by_name(objects) {
-            return Err(duplicate(name));
-        }
-        NameIndex::build(objects)
-    };
-    if let Err((a, b)) = overlap {
-        // Name the blobs by their ranges: the first component with each (an alias, if any,
-        // has the same range and is just as much at fault).
-        let name = |r: BlobRange<()>| {
-            objects
-                .iter()
-                .find_map(|o| {
-                    let c = o
-                        .components
-                        .iter()
-                        .find(|c| (c.offset, c.length) == (r.offset, r.length))?;
-                    Some(format!("{}/{}", o.name, c.role))
-                })
-                .unwrap_or_else(|| "?".to_owned())
-        };
-        return Err(Error::invalid(format!(
-            "blobs of {} and {} partially overlap",
-            name(a),
-            name(b)
-        ))
-        .at(b.offset));
-    }
-    Ok(index)
 }

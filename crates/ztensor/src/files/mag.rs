@@ -6,17 +6,18 @@ use zt_container::{Result, Source};
 use zt_formats::{Encoding, Format};
 use zt_mag::{parse, ParseOptions};
 
+use crate::listing::Listing;
 use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
-use crate::reader::{sort_by_name, Limits, Parsed, Reader};
 
-pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Result<Reader> {
-    let file = parse(&source, ParseOptions { verify_checksum })?;
+/// Lists a `.mag` file of any layout.
+pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {
+    let file = parse(source, ParseOptions { verify_checksum })?;
     let byte_order = if file.big_endian {
         ByteOrder::Big
     } else {
         ByteOrder::Little
     };
-    let mut objects: Vec<ObjectInfo> = file
+    let objects: Vec<ObjectInfo> = file
         .tensors
         .into_iter()
         .map(|t| ObjectInfo {
@@ -41,12 +42,9 @@ pub(crate) fn open(source: Source, limits: &Limits, verify_checksum: bool) -> Re
         })
         .collect();
     // Duplicate names were refused while parsing.
-    sort_by_name(&mut objects);
-    let parsed = Parsed {
-        version: FileVersion::Mag(file.layout),
-        attributes: file.metadata,
+    Ok(Listing::of_unique(
+        FileVersion::Mag(file.layout),
+        file.metadata,
         objects,
-        index: None,
-    };
-    Ok(Reader::new(source, parsed, *limits))
+    ))
 }

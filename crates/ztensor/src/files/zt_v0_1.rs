@@ -1,21 +1,18 @@
-//! zTensor v0.1 (`ZTEN0001`): index entries to the same object model as v1.
+//! zTensor v0.1 (`ZTEN0001`): index entries listed in the same object model as v1.
 
 use smallvec::smallvec;
 use zt_container::{check_blob_range, Container, Error, Result};
 use zt_formats::{dense_len, element_count, DType, Digest, ElementType, Encoding, Format};
 use zt_manifest::{decode_index, IndexEntry};
 
-use crate::model::Defect;
+use crate::listing::{Collected, Limits, Listing};
 use crate::model::{
-    ByteOrder, ComponentInfo, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
+    ByteOrder, ComponentInfo, Defect, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
+    LEGACY_BLOB_ROLE,
 };
-use crate::reader::{Limits, Parsed};
-use crate::zt_v1::{finish_objects, Collected};
 
-/// Role of the single component that holds a v0.1 sparse entry's packed blob.
-pub const LEGACY_BLOB_ROLE: &str = "blob";
-
-pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parsed> {
+/// Lists a zTensor v0.1 file whose container has been parsed.
+pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let bytes = container.manifest_bytes()?;
     let entries = decode_index(&bytes, container.manifest_offset(), limits.decode)?;
     let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
@@ -26,15 +23,12 @@ pub(crate) fn parse_v0_1(container: &Container, limits: &Limits) -> Result<Parse
         collected.add(&obj);
         objects.push(obj);
     }
-    let index = finish_objects(&mut objects, collected, |name| {
-        Error::invalid("two v0.1 entries have this name").in_object(name)
-    })?;
-    Ok(Parsed {
-        version: FileVersion::ZTensorV0_1,
-        attributes: Default::default(),
+    collected.finish(
+        FileVersion::ZTensorV0_1,
+        Default::default(),
         objects,
-        index: Some(index),
-    })
+        |name| Error::invalid("two v0.1 entries have this name").in_object(name),
+    )
 }
 
 fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {

@@ -1,0 +1,325 @@
+//! The one path from a listed component to its decoded elements: raw bytes borrowed from the
+//! map or read positionally, zstd decoded to exactly the declared size under the cap, big-endian
+//! elements swapped, digests checked. Every read of [`crate::ObjectView`] ends here.
+
+use std::borrow::Cow;
+
+use bytemuck::Pod;
+use zt_container::{Error, Result, Source};
+use zt_formats::Encoding;
+
+use crate::listing::Limits;
+use crate::model::{ByteOrder, ComponentInfo, ObjectInfo};
+
+/// Options of one read.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let r = ztensor::open(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/v123_all.zt"))?;
+/// # let name = r.names().next().unwrap().to_owned();
+/// let bytes = r.object(&name)?.bytes_with(ztensor::ReadOptions::verified())?;
+/// # let _ = bytes;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Check the stored bytes against their digest before decoding.
+    pub verify: bool,
+}
+
+impl ReadOptions {
+    /// Verify digests on this read.
+    pub fn verified() -> Self {
+        ReadOptions { verify: true }
+    }
+}
+
+/// What reads go through: the file's bytes and the caps it was opened with.
+#[derive(Debug)]
+pub(crate) struct Backing {
+    pub source: Source,
+    pub limits: Limits,
+}
+
+/// Where an error of component `comp` of `obj` happened.
+pub(crate) fn locate<'a>(
+    obj: &'a ObjectInfo,
+    comp: &'a ComponentInfo,
+) -> impl Fn(Error) -> Error + 'a {
+    let (name, role) = (obj.name.as_str(), comp.role.as_ref());
+    move |e: Error| e.in_component(role).in_object(name)
+}
+
+impl Backing {
+    /// Loads one component as `T`, whose size must divide the element size. The caller has
+    /// checked that `T` fits the component's type.
+    pub fn load<T: Pod>(
+        &self,
+        obj: &ObjectInfo,
+        comp: &ComponentInfo,
+        opts: ReadOptions,
+    ) -> Result<Cow<'_, [T]>> {
+        let at = locate(obj, comp);
+        if let Some(d) = &obj.defect {
+            return Err(at(d.to_error()));
+        }
+        if opts.verify {
+            self.verify_component(comp).map_err(&at)?;
+            self.verify_ranges(obj).map_err(&at)?;
+        }
+        let data = match &comp.encoding {
+            Encoding::Raw if self.source.is_in_memory() => self.borrow::<T>(comp).map_err(&at)?,
+            _ => Cow::Owned(self.decode_new::<T>(comp).map_err(&at)?),
+        };
+        Ok(match comp.byte_order {
+            ByteOrder::Little => data,
+            ByteOrder::Big => {
+                let mut v = data.into_owned();
+                swap_elements(bytemuck::cast_slice_mut(&mut v), comp.element.dtype.size());
+                Cow::Owned(v)
+            }
+        })
+    }
+
+    /// A raw component of an in-memory source, borrowed when aligned for `T`.
+    fn borrow<T: Pod>(&self, comp: &ComponentInfo) -> Result<Cow<'_, [T]>> {
+        whole_elements::<T>(comp.length).map_err(|e| e.at(comp.offset))?;
+        Ok(match self.source.read_at(comp.offset, comp.length)? {
+            Cow::Borrowed(b) => match bytemuck::try_cast_slice(b) {
+                Ok(s) => Cow::Borrowed(s),
+                // Owned buffers carry no alignment promise; copy once into aligned storage.
+                Err(_) => Cow::Owned(bytemuck::pod_collect_to_vec(b)),
+            },
+            Cow::Owned(v) => Cow::Owned(bytemuck::pod_collect_to_vec(&v)),
+        })
+    }
+
+    /// The decoded size of a component, checked against the cap, or `None` for a legacy zstd
+    /// stream that records no size. `stored` is the component's stored bytes, needed only for
+    /// zstd streams without a declared size.
+    fn decoded_size(&self, comp: &ComponentInfo, stored: Option<&[u8]>) -> Result<Option<u64>> {
+        let len = match (&comp.encoding, comp.decoded_len) {
+            (Encoding::Raw, _) => return Ok(Some(comp.length)),
+            (Encoding::Unknown(e), _) => {
+                return Err(Error::unsupported(format!("unknown encoding {e:?}")))
+            }
+            (Encoding::Zstd, Some(n)) => n,
+            (Encoding::Zstd, None) => match stored.and_then(zt_formats::zstd_frame_content_size) {
+                Some(n) => n,
+                None => return Ok(None),
+            },
+        };
+        let cap = self.limits.max_decompressed_len;
+        if len > cap {
+            return Err(Error::limit(format!(
+                "declared decompressed size {len} exceeds the cap of {cap} bytes"
+            ))
+            .at(comp.offset));
+        }
+        Ok(Some(len))
+    }
+
+    /// Decodes a component into `dst`, which is exactly its decoded size: raw bytes read
+    /// positionally (the kernel's copy), zstd decoded straight into it.
+    fn decode_into(
+        &self,
+        comp: &ComponentInfo,
+        stored: Option<&[u8]>,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        match (&comp.encoding, stored) {
+            (Encoding::Raw, _) => self.source.read_into(comp.offset, dst),
+            (_, Some(src)) => zt_formats::zstd_decode_into(src, dst).map_err(|e| e.at(comp.offset)),
+            (_, None) => {
+                let src = self.source.read_at(comp.offset, comp.length)?;
+                zt_formats::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
+            }
+        }
+    }
+
+    /// A component's decoded elements in a new buffer.
+    fn decode_new<T: Pod>(&self, comp: &ComponentInfo) -> Result<Vec<T>> {
+        let stored = match comp.encoding {
+            Encoding::Raw => None,
+            _ => Some(self.source.read_at(comp.offset, comp.length)?),
+        };
+        let Some(len) = self.decoded_size(comp, stored.as_deref())? else {
+            // Legacy stream of unknown size: bounded by the cap, then one copy into typed
+            // storage (only v1.1 and v0.1 sparse components take this path).
+            let cap = self.limits.max_decompressed_len;
+            let bytes = zt_formats::zstd_decompress_bounded(stored.as_deref().unwrap_or(&[]), cap)
+                .map_err(|e| e.at(comp.offset))?;
+            whole_elements::<T>(bytes.len() as u64).map_err(|e| e.at(comp.offset))?;
+            return Ok(bytemuck::pod_collect_to_vec(&bytes));
+        };
+        let n = whole_elements::<T>(len).map_err(|e| e.at(comp.offset))?;
+        let mut out = Vec::with_capacity(n);
+        // A fresh buffer is faulted in page by page as it is filled; a large one in 2 MiB
+        // pages costs 512 times fewer faults.
+        zt_container::prefer_huge_pages(&mut out);
+        out.resize(n, T::zeroed());
+        self.decode_into(comp, stored.as_deref(), bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+
+    /// Decodes a component into `out`, reusing its allocation; `out` ends up exactly the
+    /// component's length. Shrinking keeps the buffer; growing zeroes only the new tail.
+    pub fn read_into<T: Pod>(
+        &self,
+        obj: &ObjectInfo,
+        comp: &ComponentInfo,
+        out: &mut Vec<T>,
+    ) -> Result<()> {
+        let at = locate(obj, comp);
+        if let Some(d) = &obj.defect {
+            return Err(at(d.to_error()));
+        }
+        let stored = match comp.encoding {
+            Encoding::Raw => None,
+            _ => Some(self.source.read_at(comp.offset, comp.length).map_err(&at)?),
+        };
+        let len = self
+            .decoded_size(comp, stored.as_deref())
+            .map_err(&at)?
+            .ok_or_else(|| at(Error::unsupported("size unknown before decoding")))?;
+        let n = whole_elements::<T>(len).map_err(|e| at(e.at(comp.offset)))?;
+        if out.len() > n {
+            out.truncate(n);
+        } else {
+            out.resize(n, T::zeroed());
+        }
+        self.decode_into(
+            comp,
+            stored.as_deref(),
+            bytemuck::cast_slice_mut(out.as_mut_slice()),
+        )
+        .map_err(&at)?;
+        if comp.byte_order == ByteOrder::Big {
+            swap_elements(
+                bytemuck::cast_slice_mut(out.as_mut_slice()),
+                comp.element.dtype.size(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Hands a component out in consecutive pieces of at most `buf`'s capacity (1 MiB of
+    /// elements when it has none): borrowed from the map when raw, little-endian and aligned;
+    /// read piece by piece through `buf` when raw and unmapped; decoded whole first otherwise.
+    pub fn read_chunked<T: Pod>(
+        &self,
+        obj: &ObjectInfo,
+        comp: &ComponentInfo,
+        buf: &mut Vec<T>,
+        mut each: impl FnMut(&[T]) -> Result<()>,
+    ) -> Result<()> {
+        let at = locate(obj, comp);
+        let size = std::mem::size_of::<T>();
+        let piece = if buf.capacity() > 0 {
+            buf.capacity()
+        } else {
+            (1 << 20) / size.max(1)
+        }
+        .max(1);
+        if comp.encoding != Encoding::Raw || comp.byte_order == ByteOrder::Big {
+            // Decoded (and byte-swapped) whole, then handed out in pieces all the same.
+            self.read_into(obj, comp, buf)?;
+            return buf.chunks(piece).try_for_each(each);
+        }
+        if let Some(d) = &obj.defect {
+            return Err(at(d.to_error()));
+        }
+        // Checked when the file was opened: the range lies inside the file.
+        let (offset, length) = (comp.offset, comp.length);
+        if let Some(bytes) = self.source.as_slice() {
+            let whole = usize::try_from(offset)
+                .ok()
+                .zip(usize::try_from(length).ok())
+                .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
+                .ok_or_else(|| at(Error::invalid("range outside the file").at(offset)))?;
+            if let Ok(elements) = bytemuck::try_cast_slice::<u8, T>(whole) {
+                return elements.chunks(piece).try_for_each(each);
+            }
+        }
+        whole_elements::<T>(length).map_err(|e| at(e.at(offset)))?;
+        if buf.len() < piece {
+            buf.resize(piece, T::zeroed());
+        }
+        let mut done = 0u64;
+        while done < length {
+            let n = usize::try_from((length - done) / size as u64)
+                .map_or(piece, |left| left.min(piece));
+            let chunk = buf.get_mut(..n).unwrap_or_default();
+            self.source
+                .read_into(offset + done, bytemuck::cast_slice_mut(chunk))
+                .map_err(&at)?;
+            each(chunk)?;
+            done += (n * size) as u64;
+        }
+        Ok(())
+    }
+
+    /// A component's stored bytes, as they are on disk (compressed for zstd).
+    pub fn stored(&self, comp: &ComponentInfo) -> Result<Cow<'_, [u8]>> {
+        self.source.read_at(comp.offset, comp.length)
+    }
+
+    /// Checks one component's digest (if it has one) against its stored bytes.
+    pub fn verify_component(&self, comp: &ComponentInfo) -> Result<()> {
+        if let Some(d) = &comp.digest {
+            d.verify(&self.stored(comp)?)
+                .map_err(|e| e.at(comp.offset))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the digests that cover a whole legacy entry.
+    pub fn verify_ranges(&self, obj: &ObjectInfo) -> Result<()> {
+        for r in &obj.range_digests {
+            let stored = self.source.read_at(r.offset, r.length)?;
+            r.digest.verify(&stored).map_err(|e| e.at(r.offset))?;
+        }
+        Ok(())
+    }
+
+    /// Verifies every digest of one object; returns how many it checked.
+    pub fn verify_object(&self, obj: &ObjectInfo) -> Result<usize> {
+        for c in &obj.components {
+            self.verify_component(c).map_err(locate(obj, c))?;
+        }
+        self.verify_ranges(obj)
+            .map_err(|e| e.in_object(&obj.name))?;
+        Ok(obj.range_digests.len() + obj.components.iter().filter(|c| c.digest.is_some()).count())
+    }
+}
+
+/// How many `T` a run of `len` bytes holds, if it holds a whole number that fits in memory.
+fn whole_elements<T>(len: u64) -> Result<usize> {
+    let size = std::mem::size_of::<T>() as u64;
+    if len % size != 0 {
+        return Err(Error::invalid(format!(
+            "{len} bytes is not a whole number of {size}-byte elements"
+        )));
+    }
+    usize::try_from(len / size).map_err(|_| Error::limit("component exceeds usize"))
+}
+
+/// Checks that every byte of a bool array is 0 or 1.
+pub(crate) fn check_bools(bytes: &[u8]) -> Result<()> {
+    match bytes.iter().position(|&b| b > 1) {
+        None => Ok(()),
+        Some(i) => Err(Error::invalid(format!(
+            "bool element {i} is byte {:#04x}, not 0x00 or 0x01",
+            bytes.get(i).copied().unwrap_or(0)
+        ))),
+    }
+}
+
+fn swap_elements(bytes: &mut [u8], size: usize) {
+    if size > 1 {
+        for e in bytes.chunks_exact_mut(size) {
+            e.reverse();
+        }
+    }
+}

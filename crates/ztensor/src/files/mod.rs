@@ -1,0 +1,10 @@
+//! One module per kind of file: each turns a file's bytes into the shared
+//! [`Listing`](crate::listing::Listing) and knows nothing of the reader, of the other kinds or
+//! of how objects are read. [`crate::open`] alone chooses among them.
+//!
+//! A new kind of file is a new module here plus one line of dispatch in [`crate::open`].
+
+pub(crate) mod mag;
+pub(crate) mod safetensors;
+pub(crate) mod zt_v0_1;
+pub(crate) mod zt_v1;

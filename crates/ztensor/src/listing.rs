@@ -1,0 +1,251 @@
+//! The shared vocabulary of a listed file: what every file-kind module in [`crate::files`]
+//! hands back ([`Listing`]), the caps it works under ([`Limits`]), and the steps every kind
+//! shares (sorting by name, refusing duplicates and overlaps, the name index).
+//!
+//! The file-kind modules use this module; it never uses them, and it knows nothing of
+//! [`crate::Reader`].
+
+use std::borrow::Cow;
+use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+use zt_container::{check_overlaps, BlobRange, Error, Result};
+use zt_formats::DEFAULT_MAX_DECOMPRESSED;
+use zt_manifest::{Attributes, DecodeLimits};
+
+use crate::model::{FileVersion, ObjectInfo};
+
+/// Caps that bound what a hostile file can make the reader do.
+///
+/// ```
+/// let limits = ztensor::Limits { max_decompressed_len: 1 << 20, ..Default::default() };
+/// let options = ztensor::OpenOptions::new().limits(limits);
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest manifest or index accepted (the spec's 1 GiB by default).
+    pub max_manifest_len: u64,
+    /// Largest decompressed size of one component (4 GiB by default).
+    pub max_decompressed_len: u64,
+    /// Manifest nesting depth and rank caps.
+    pub decode: DecodeLimits,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_manifest_len: zt_container::layout::MAX_MANIFEST_LEN,
+            max_decompressed_len: DEFAULT_MAX_DECOMPRESSED,
+            decode: DecodeLimits::default(),
+        }
+    }
+}
+
+/// What a file-kind module hands back: the file's kind, its attributes, and its objects
+/// validated, sorted by name with each name once, and indexed.
+pub(crate) struct Listing {
+    pub version: FileVersion,
+    pub attributes: Attributes,
+    /// Sorted by name, each name once.
+    pub objects: Vec<ObjectInfo>,
+    /// The name index over `objects`.
+    pub index: NameIndex,
+}
+
+impl Listing {
+    /// A listing of objects that are known to carry each name once (the file-kind module
+    /// refused duplicates itself): sorts them and indexes them.
+    pub fn of_unique(
+        version: FileVersion,
+        attributes: Attributes,
+        mut objects: Vec<ObjectInfo>,
+    ) -> Self {
+        sort_by_name(&mut objects);
+        let index = NameIndex::build(&objects);
+        Listing {
+            version,
+            attributes,
+            objects,
+            index,
+        }
+    }
+}
+
+/// Finds an object's position by name: a hash table of positions in the sorted object list,
+/// with no owned keys (the names stay in the objects).
+///
+/// The hash is keyed per process ([`RandomState`]), so a file cannot choose names that all
+/// land in one bucket: with a fixed hash, 200,000 such names made an open take 30 times
+/// longer, and the time grew with the square of the count.
+#[derive(Debug, Default)]
+pub(crate) struct NameIndex {
+    table: HashTable<u32>,
+    state: RandomState,
+}
+
+impl NameIndex {
+    /// The index of `objects`, hashing every name.
+    pub fn build(objects: &[ObjectInfo]) -> Self {
+        let state = RandomState::default();
+        let hashes: Vec<u64> = objects.iter().map(|o| state.hash_one(&o.name)).collect();
+        Self::from_hashes(state, &hashes)
+    }
+
+    /// The index of objects whose names have these hashes under `state`, in order.
+    fn from_hashes(state: RandomState, hashes: &[u64]) -> Self {
+        let mut table = HashTable::with_capacity(hashes.len());
+        for (i, &h) in hashes.iter().enumerate() {
+            // With the capacity reserved, the table never rehashes and never calls this.
+            let rehash = |&j: &u32| hashes.get(j as usize).copied().unwrap_or(0);
+            table.insert_unique(h, i as u32, rehash);
+        }
+        NameIndex { table, state }
+    }
+
+    /// The position of the object named `name`.
+    pub fn find(&self, objects: &[ObjectInfo], name: &str) -> Option<usize> {
+        let h = self.state.hash_one(name);
+        let at = |&i: &u32| objects.get(i as usize).is_some_and(|o| o.name == name);
+        self.table.find(h, at).map(|&i| i as usize)
+    }
+}
+
+/// Sorts objects by name and returns a name that occurs twice, if any. Real files list their
+/// objects sorted already, so this is usually one pass of comparisons that also finds
+/// duplicates; only an unsorted list is sorted and then checked.
+pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
+    if !names_strictly_increasing(objects) {
+        objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let twice = objects
+            .windows(2)
+            .position(|w| matches!(w, [a, b] if a.name == b.name));
+        return twice.and_then(|i| objects.get(i)).map(|o| o.name.as_str());
+    }
+    None
+}
+
+/// Whether the objects are sorted by name with no name twice: one pass of comparisons.
+fn names_strictly_increasing(objects: &[ObjectInfo]) -> bool {
+    objects
+        .windows(2)
+        .all(|w| matches!(w, [a, b] if a.name < b.name))
+}
+
+/// Roles every format uses, shared instead of allocated per component.
+const ROLES: [&str; 8] = [
+    "data",
+    "values",
+    "indices",
+    "indptr",
+    "coords",
+    "packed_weight",
+    "scales",
+    "zeros",
+];
+
+/// A component role, shared when it is one of the common ones.
+pub(crate) fn intern_role(role: &str) -> Cow<'static, str> {
+    match ROLES.iter().find(|r| **r == role) {
+        Some(r) => Cow::Borrowed(r),
+        None => Cow::Owned(role.to_owned()),
+    }
+}
+
+/// What listing a zTensor file collects about each object as it is built, for
+/// [`Collected::finish`]: every component's stored range and the name's hash, taken while
+/// the object is hot in cache instead of in later passes over the whole list.
+#[derive(Default)]
+pub(crate) struct Collected {
+    ranges: Vec<BlobRange<()>>,
+    hashes: Vec<u64>,
+    state: RandomState,
+}
+
+/// Files with at least this many objects check blob overlaps and build the name index on a
+/// second core while the name order is checked; below it the hand-off costs more than it saves.
+const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
+
+/// The most objects whose room is reserved before any is decoded (about 350 MiB); larger
+/// lists grow as they go.
+pub(crate) const MAX_RESERVED_OBJECTS: usize = 1 << 20;
+
+impl Collected {
+    /// Takes what [`Collected::finish`] needs from `o`, the object just listed.
+    pub fn add(&mut self, o: &ObjectInfo) {
+        self.hashes.push(self.state.hash_one(&o.name));
+        self.ranges.extend(o.components.iter().map(|c| BlobRange {
+            offset: c.offset,
+            length: c.length,
+            id: (),
+        }));
+    }
+
+    /// The last steps of listing a zTensor file: sorts `objects` by name (a name given twice
+    /// is `duplicate(name)`), rejects partially overlapping blobs across the whole file
+    /// (identical aliases are allowed) and indexes the names. `self` holds what
+    /// [`Collected::add`] took from each object, in the order of `objects`.
+    pub fn finish(
+        self,
+        version: FileVersion,
+        attributes: Attributes,
+        mut objects: Vec<ObjectInfo>,
+        duplicate: impl FnOnce(&str) -> Error,
+    ) -> Result<Listing> {
+        let Collected {
+            mut ranges,
+            hashes,
+            state,
+        } = self;
+        let checks = move || {
+            (
+                check_overlaps(&mut ranges),
+                NameIndex::from_hashes(state, &hashes),
+            )
+        };
+        let ((overlap, index), in_order) = if objects.len() >= PARALLEL_FINISH_MIN_OBJECTS {
+            rayon::join(checks, || names_strictly_increasing(&objects))
+        } else {
+            (checks(), names_strictly_increasing(&objects))
+        };
+        // Files list their objects sorted, so the index built from the hashes in file order
+        // is usually the final one; otherwise sort, refuse duplicates and index again.
+        let index = if in_order {
+            index
+        } else {
+            if let Some(name) = sort_by_name(&mut objects) {
+                return Err(duplicate(name));
+            }
+            NameIndex::build(&objects)
+        };
+        if let Err((a, b)) = overlap {
+            // Name the blobs by their ranges: the first component with each (an alias, if any,
+            // has the same range and is just as much at fault).
+            let name = |r: BlobRange<()>| {
+                objects
+                    .iter()
+                    .find_map(|o| {
+                        let c = o
+                            .components
+                            .iter()
+                            .find(|c| (c.offset, c.length) == (r.offset, r.length))?;
+                        Some(format!("{}/{}", o.name, c.role))
+                    })
+                    .unwrap_or_else(|| "?".to_owned())
+            };
+            return Err(Error::invalid(format!(
+                "blobs of {} and {} partially overlap",
+                name(a),
+                name(b)
+            ))
+            .at(b.offset));
+        }
+        Ok(Listing {
+            version,
+            attributes,
+            objects,
+            index,
+        })
+    }
+}

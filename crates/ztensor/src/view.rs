@@ -1,0 +1,331 @@
+//! Borrowed views of one object and one component: the name is looked up once, by
+//! [`Reader::object`](crate::Reader::object), and every read hangs off the view.
+//!
+//! Reads of sparse and quantized objects ([`ObjectView::read_csr`], [`ObjectView::to_dense`],
+//! ...) are added to the view by [`crate::sparse`].
+
+use std::borrow::Cow;
+use std::ops::Deref;
+
+use zt_container::{Error, Result};
+use zt_formats::{element_matches, DType, Element, ElementType, Format};
+
+use crate::decode::{check_bools, locate, Backing, ReadOptions};
+use crate::model::{ComponentInfo, ObjectInfo};
+
+/// One object of an open file: its listing (through `Deref` to [`ObjectInfo`]) and its reads.
+///
+/// A view is two references, so it is `Copy`; what it reads borrows from the reader, not from
+/// the view.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let path = dir.path().join("m.zt");
+/// let mut w = ztensor::Writer::create(&path)?;
+/// w.add("w", &[2, 2], &[1.0f32, 2.0, 3.0, 4.0])?;
+/// w.finish()?;
+///
+/// let r = ztensor::open(&path)?;
+/// let w = r.object("w")?;
+/// assert_eq!(w.shape(), &[2, 2]);
+/// assert_eq!(w.dims()?, vec![2usize, 2]);
+/// assert_eq!(&w.read::<f32>()?[..], &[1.0, 2.0, 3.0, 4.0]);
+/// assert_eq!(w.bytes()?.len(), 16);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectView<'r> {
+    backing: &'r Backing,
+    info: &'r ObjectInfo,
+}
+
+impl<'r> Deref for ObjectView<'r> {
+    type Target = ObjectInfo;
+
+    fn deref(&self) -> &ObjectInfo {
+        self.info
+    }
+}
+
+impl<'r> ObjectView<'r> {
+    pub(crate) fn new(backing: &'r Backing, info: &'r ObjectInfo) -> Self {
+        ObjectView { backing, info }
+    }
+
+    pub(crate) fn backing(&self) -> &'r Backing {
+        self.backing
+    }
+
+    /// The object's listing.
+    pub fn info(&self) -> &'r ObjectInfo {
+        self.info
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &'r str {
+        &self.info.name
+    }
+
+    /// The logical shape, row-major.
+    pub fn shape(&self) -> &'r [u64] {
+        &self.info.shape
+    }
+
+    /// The shape as `usize`, for indexing memory with it; an error where a dimension does
+    /// not fit (32-bit targets).
+    pub fn dims(&self) -> Result<Vec<usize>> {
+        self.info
+            .shape
+            .iter()
+            .map(|&d| {
+                usize::try_from(d).map_err(|_| {
+                    Error::limit(format!("dimension {d} exceeds usize")).in_object(self.name())
+                })
+            })
+            .collect()
+    }
+
+    /// The object's components, sorted by role.
+    pub fn components(&self) -> impl ExactSizeIterator<Item = ComponentView<'r>> + 'r {
+        let object = *self;
+        self.info
+            .components
+            .iter()
+            .map(move |info| ComponentView { object, info })
+    }
+
+    /// A component by role; a missing role is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+    pub fn component(&self, role: &str) -> Result<ComponentView<'r>> {
+        let info = self.info.component(role).ok_or_else(|| {
+            Error::not_found(format!("object has no component {role:?}")).in_object(self.name())
+        })?;
+        Ok(ComponentView {
+            object: *self,
+            info,
+        })
+    }
+
+    /// The `data` component of a dense object whose elements are `T`; `api` names the call
+    /// in the error.
+    fn dense_data<T: Element>(&self, api: &str) -> Result<ComponentView<'r>> {
+        let info = self.info;
+        if api == "read" && info.format != Format::Dense {
+            return Err(Error::argument(format!(
+                "object is {}, not dense: read its components or convert it to dense",
+                info.format
+            ))
+            .in_object(self.name()));
+        }
+        let data = self.component("data")?;
+        if info.format == Format::Dense && element_matches::<T>(&data.element) {
+            return Ok(data);
+        }
+        if api == "read" {
+            return Err(wrong_type(&data.element, &T::element_type(), data));
+        }
+        Err(Error::argument(format!(
+            "{api} needs a dense object of {}",
+            T::element_type().name()
+        ))
+        .in_component("data")
+        .in_object(self.name()))
+    }
+
+    /// A dense object's elements as `T`: borrowed from the map when raw, little-endian and
+    /// aligned; decoded into a new buffer otherwise.
+    pub fn read<T: Element>(&self) -> Result<Cow<'r, [T]>> {
+        self.read_with(ReadOptions::default())
+    }
+
+    /// As [`ObjectView::read`], verifying the digest first.
+    pub fn read_verified<T: Element>(&self) -> Result<Cow<'r, [T]>> {
+        self.read_with(ReadOptions::verified())
+    }
+
+    /// As [`ObjectView::read`], with options.
+    pub fn read_with<T: Element>(&self, opts: ReadOptions) -> Result<Cow<'r, [T]>> {
+        self.dense_data::<T>("read")?.load::<T>(opts)
+    }
+
+    /// Reads a dense object into `out`, reusing its allocation: the way to read many tensors
+    /// without a map at the kernel's copy rate (a fresh buffer per tensor costs a page fault
+    /// and a zeroing per page). `out` ends up exactly the object's length.
+    pub fn read_into<T: Element>(&self, out: &mut Vec<T>) -> Result<()> {
+        let data = self.dense_data::<T>("read_into")?;
+        self.backing.read_into(self.info, data.info, out)
+    }
+
+    /// Reads a dense object piece by piece: calls `each` with consecutive runs of its elements,
+    /// in order, each at most `buf`'s capacity long (1 MiB of elements when `buf` has none).
+    ///
+    /// For consumers that take a tensor piecewise (a copy to a device, a checksum, a format
+    /// conversion) this is the fastest read without a map: the pieces go through one buffer
+    /// that stays in the CPU cache, so the cost is the kernel's copy alone. From a memory map,
+    /// raw little-endian pieces are borrowed from the map and `buf` is not used. zstd
+    /// components are decoded whole first (bounded by the cap, as [`ObjectView::read`] does).
+    /// An error from `each` ends the read and is returned.
+    pub fn read_chunked<T: Element>(
+        &self,
+        buf: &mut Vec<T>,
+        each: impl FnMut(&[T]) -> Result<()>,
+    ) -> Result<()> {
+        let data = self.dense_data::<T>("read_chunked")?;
+        self.backing.read_chunked(self.info, data.info, buf, each)
+    }
+
+    /// A bool object's elements, checked to be 0 or 1; zero-copy when raw and mapped.
+    pub fn read_bool(&self) -> Result<Cow<'r, [bool]>> {
+        self.read_bool_with(ReadOptions::default())
+    }
+
+    /// As [`ObjectView::read_bool`], with options.
+    pub fn read_bool_with(&self, opts: ReadOptions) -> Result<Cow<'r, [bool]>> {
+        let data = self.component("data")?;
+        if data.element != ElementType::plain(DType::Bool) {
+            return Err(wrong_type(
+                &data.element,
+                &ElementType::plain(DType::Bool),
+                data,
+            ));
+        }
+        let bytes = data.load::<u8>(opts)?;
+        check_bools(&bytes).map_err(locate(self.info, data.info))?;
+        Ok(match bytes {
+            Cow::Borrowed(b) => Cow::Borrowed(bytemuck::checked::cast_slice(b)),
+            Cow::Owned(v) => Cow::Owned(v.into_iter().map(|b| b == 1).collect()),
+        })
+    }
+
+    /// The decoded bytes (little-endian elements) of the component that carries the object's
+    /// values ([`ObjectInfo::main_component`]), whatever the object's format and type.
+    pub fn bytes(&self) -> Result<Cow<'r, [u8]>> {
+        self.bytes_with(ReadOptions::default())
+    }
+
+    /// As [`ObjectView::bytes`], with options.
+    pub fn bytes_with(&self, opts: ReadOptions) -> Result<Cow<'r, [u8]>> {
+        let info = self
+            .info
+            .main_component()
+            .ok_or_else(|| Error::not_found("object has no components").in_object(self.name()))?;
+        ComponentView {
+            object: *self,
+            info,
+        }
+        .bytes_with(opts)
+    }
+
+    /// Verifies every digest of the object; returns how many it checked.
+    pub fn verify(&self) -> Result<usize> {
+        self.backing.verify_object(self.info)
+    }
+}
+
+/// One component of an object: its listing (through `Deref` to [`ComponentInfo`]) and its
+/// reads.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let path = dir.path().join("m.zt");
+/// let mut w = ztensor::Writer::create(&path)?;
+/// w.add_csr("m", [2, 3], &[5.0f32, 6.0], &[0, 2], &[0, 1, 2])?;
+/// w.finish()?;
+///
+/// let r = ztensor::open(&path)?;
+/// let indptr = r.object("m")?.component("indptr")?;
+/// assert_eq!(&indptr.read::<u64>()?[..], &[0, 1, 2]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ComponentView<'r> {
+    object: ObjectView<'r>,
+    info: &'r ComponentInfo,
+}
+
+impl<'r> Deref for ComponentView<'r> {
+    type Target = ComponentInfo;
+
+    fn deref(&self) -> &ComponentInfo {
+        self.info
+    }
+}
+
+impl<'r> ComponentView<'r> {
+    /// The component's listing.
+    pub fn info(&self) -> &'r ComponentInfo {
+        self.info
+    }
+
+    /// The object the component belongs to.
+    pub fn object(&self) -> ObjectView<'r> {
+        self.object
+    }
+
+    /// The decoded elements as `T` (raw typed access: `T` must be the element type, logical
+    /// types included).
+    pub fn read<T: Element>(&self) -> Result<Cow<'r, [T]>> {
+        self.read_with(ReadOptions::default())
+    }
+
+    /// As [`ComponentView::read`], with options.
+    pub fn read_with<T: Element>(&self, opts: ReadOptions) -> Result<Cow<'r, [T]>> {
+        if !element_matches::<T>(&self.info.element) {
+            return Err(wrong_type(&self.info.element, &T::element_type(), *self));
+        }
+        self.load::<T>(opts)
+    }
+
+    /// The decoded elements as their storage type `T` (FP8 as `u8`, complex64 as `f32` pairs,
+    /// unknown logical types as their dtype).
+    pub fn read_storage<T: Element>(&self, opts: ReadOptions) -> Result<Cow<'r, [T]>> {
+        if self.info.element.dtype != T::DTYPE || T::logical().is_some() {
+            return Err(wrong_type(
+                &ElementType::plain(self.info.element.dtype),
+                &T::element_type(),
+                *self,
+            ));
+        }
+        self.load::<T>(opts)
+    }
+
+    /// The decoded bytes (little-endian elements), whatever the type.
+    pub fn bytes(&self) -> Result<Cow<'r, [u8]>> {
+        self.bytes_with(ReadOptions::default())
+    }
+
+    /// As [`ComponentView::bytes`], with options.
+    pub fn bytes_with(&self, opts: ReadOptions) -> Result<Cow<'r, [u8]>> {
+        // Bytes need no alignment, and the load swaps big-endian data per element by the
+        // component's own element size: no typed detour, no second copy.
+        self.load::<u8>(opts)
+    }
+
+    /// The stored bytes, as they are on disk (compressed for zstd).
+    pub fn stored_bytes(&self) -> Result<Cow<'r, [u8]>> {
+        self.object
+            .backing
+            .stored(self.info)
+            .map_err(locate(self.object.info, self.info))
+    }
+
+    fn load<T: bytemuck::Pod>(&self, opts: ReadOptions) -> Result<Cow<'r, [T]>> {
+        self.object
+            .backing
+            .load::<T>(self.object.info, self.info, opts)
+    }
+}
+
+/// The caller asked for the wrong element type.
+fn wrong_type(stored: &ElementType, asked: &ElementType, at: ComponentView<'_>) -> Error {
+    Error::argument(format!(
+        "holds {} elements, not {}",
+        stored.name(),
+        asked.name()
+    ))
+    .in_component(&at.info.role)
+    .in_object(at.object.name())
+}
