@@ -6,6 +6,7 @@
 //! | `gen-fixtures --check` | fails when the files on disk differ from what the code generates |
 //! | `bench [--scale N]` | benchmarks against safetensors and the machine's limits (release build) |
 //! | `fuzz [--seconds N] [--target T]` | seeds and runs every cargo-fuzz target (nightly) for N seconds |
+//! | `check-modules` | fails when the modules of a crate import each other in a cycle |
 
 use anyhow::Result;
 
@@ -16,6 +17,7 @@ mod fuzz;
 mod gen_fixtures;
 mod legacy;
 mod mag;
+mod modules;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,8 +27,9 @@ fn main() -> Result<()> {
         ["gen-fixtures", "--check"] => gen_fixtures::run(true),
         ["fuzz", rest @ ..] => fuzz::run(rest),
         ["bench", rest @ ..] => bench::run(rest),
+        ["check-modules"] => modules::run(),
         _ => {
-            eprintln!("usage: cargo xtask gen-fixtures [--check] | cargo xtask fuzz [--seconds N] [--target T]");
+            eprintln!("usage: cargo xtask gen-fixtures [--check] | cargo xtask fuzz [--seconds N] [--target T] | cargo xtask check-modules");
             std::process::exit(2);
         }
     }

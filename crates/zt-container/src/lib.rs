@@ -15,7 +15,7 @@
 //! - [`BlobWriter`]: writes aligned blobs and the tail to any `io::Write`.
 //! - [`AtomicFile`]: crash-safe replacement of a file (temporary file, then rename).
 //! - [`Error`]: the error type every crate of the workspace reports through.
-//! - [`prefer_huge_pages`]: a page-size hint for the large tables readers build.
+//! - `internal`: hints the crates above share (hidden from the docs; not a stable API).
 //!
 //! # Example
 //!
@@ -47,7 +47,12 @@ mod write;
 
 pub use atomic::AtomicFile;
 pub use error::{Error, ErrorKind, Result};
-pub use memory::prefer_huge_pages;
+
+/// Shared with the crates of this workspace, not part of the stable API.
+#[doc(hidden)]
+pub mod internal {
+    pub use crate::memory::prefer_huge_pages;
+}
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
 pub use source::{Map, Source};
 pub use write::BlobWriter;

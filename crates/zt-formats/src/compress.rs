@@ -86,16 +86,6 @@ pub fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
-/// Decompresses a zstd stream into `dst`, which must be large enough; returns the bytes written.
-/// A stream that needs more room than `dst` is an error; one that fills less of it is not.
-///
-/// Transitional: kept only so that existing callers compile while they move to
-/// [`zstd_decode_into`], which also rejects a short stream; it will be removed.
-#[cfg(feature = "zstd")]
-pub fn zstd_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize> {
-    decompress_frames(src, dst)
-}
-
 /// The one call into zstd's one-shot decoder, and its error mapping: decodes every frame of
 /// `src` into `dst` and returns the bytes written, never writing past `dst`.
 #[cfg(feature = "zstd")]
@@ -309,15 +299,6 @@ mod tests {
         assert_eq!(zstd_frame_content_size(&unsized_z), None);
         assert_eq!(zstd_frame_content_size(b"not zstd"), None);
         assert_eq!(zstd_frame_content_size(&[]), None);
-    }
-
-    #[test]
-    fn the_transitional_wrapper_reports_the_bytes_written() {
-        let z = zstd_compress(&[1u8; 100], 3).unwrap();
-        let mut buf = [0u8; 150];
-        assert_eq!(zstd_decompress_into(&z, &mut buf).unwrap(), 100);
-        let e = zstd_decompress_into(&z, &mut buf[..99]).unwrap_err();
-        assert!(e.message().contains("inflates past"), "{e}");
     }
 
     #[test]

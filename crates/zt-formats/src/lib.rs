@@ -58,7 +58,7 @@ pub use compress::{available_threads, Encoding, DEFAULT_MAX_DECOMPRESSED};
 #[cfg(feature = "zstd")]
 pub use compress::{
     zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decompress_bounded,
-    zstd_decompress_exact, zstd_decompress_into, zstd_frame_content_size, ZSTD_PARALLEL_MIN,
+    zstd_decompress_exact, zstd_frame_content_size, ZSTD_PARALLEL_MIN,
 };
 pub use digest::{Digest, DigestAlgorithm};
 pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};

@@ -36,6 +36,7 @@ mod cbor;
 mod encode;
 mod index;
 mod manifest;
+mod shape;
 mod value;
 
 pub use index::{decode_index, encode_index, IndexEntry};
@@ -43,13 +44,9 @@ pub use manifest::{
     decode_objects, decode_value, encode_value, Component, ComponentRef, Manifest, ManifestHead,
     Object, ObjectRef, SpecVersion, WRITE_VERSION,
 };
-pub use smallvec::{self, SmallVec};
+pub use shape::Shape;
 pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};
 pub use zt_container::{Error, ErrorKind, Result};
-
-/// A tensor shape: up to four dimensions are stored inline, so the common shapes cost no
-/// allocation per object.
-pub type Shape = SmallVec<[u64; 4]>;
 
 /// Caps on the manifest's structure, so hostile input cannot exhaust the stack or memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

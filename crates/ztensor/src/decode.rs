@@ -157,7 +157,7 @@ impl Backing {
         let mut out = Vec::with_capacity(n);
         // A fresh buffer is faulted in page by page as it is filled; a large one in 2 MiB
         // pages costs 512 times fewer faults.
-        zt_container::prefer_huge_pages(&mut out);
+        zt_container::internal::prefer_huge_pages(&mut out);
         out.resize(n, T::zeroed());
         self.decode_into(comp, stored.as_deref(), bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)

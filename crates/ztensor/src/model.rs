@@ -3,7 +3,8 @@
 use std::fmt;
 
 use zt_formats::{Digest, ElementType, Encoding, Format};
-use zt_manifest::{Attributes, Shape, SmallVec, SpecVersion};
+use smallvec::SmallVec;
+use zt_manifest::{Attributes, Shape, SpecVersion};
 
 /// Role of the single component that holds a v0.1 sparse entry's packed blob.
 pub const LEGACY_BLOB_ROLE: &str = "blob";
@@ -91,8 +92,34 @@ pub struct RangeDigest {
     pub digest: Digest,
 }
 
-/// An object's components: the one of a dense object is stored inline, without an allocation.
-pub type Components = SmallVec<[ComponentInfo; 1]>;
+/// An object's components, sorted by role; reads as a `&[ComponentInfo]` (through `Deref`).
+/// The one component of a dense object is stored inline, without an allocation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Components(pub(crate) SmallVec<[ComponentInfo; 1]>);
+
+impl Components {
+    /// The components of an object that has just one.
+    pub(crate) fn one(c: ComponentInfo) -> Self {
+        Components(smallvec::smallvec![c])
+    }
+}
+
+impl std::ops::Deref for Components {
+    type Target = [ComponentInfo];
+
+    fn deref(&self) -> &[ComponentInfo] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Components {
+    type Item = &'a ComponentInfo;
+    type IntoIter = std::slice::Iter<'a, ComponentInfo>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
 
 /// One object as listed by a reader.
 #[derive(Debug, Clone, PartialEq)]

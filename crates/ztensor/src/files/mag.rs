@@ -1,13 +1,13 @@
 //! `.mag` files in the facade's object model: each tensor a dense object with one raw `data`
 //! component at its absolute range; the metadata as file attributes.
 
-use smallvec::smallvec;
 use zt_container::{Result, Source};
 use zt_formats::{Encoding, Format};
 use zt_mag::{parse, ParseOptions};
 
 use crate::listing::Listing;
-use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
+use crate::model::{
+    Components,ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
 
 /// Lists a `.mag` file of any layout.
 pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {
@@ -21,7 +21,7 @@ pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {
         .tensors
         .into_iter()
         .map(|t| ObjectInfo {
-            components: smallvec![ComponentInfo {
+            components: Components::one(ComponentInfo {
                 role: "data".into(),
                 element: t.element,
                 offset: t.offset,
@@ -31,7 +31,7 @@ pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {
                 decoded_len: Some(t.length),
                 digest: None,
                 byte_order,
-            }],
+            }),
             name: t.name,
             shape: t.shape.into(),
             format: Format::Dense,

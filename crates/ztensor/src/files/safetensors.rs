@@ -3,13 +3,13 @@
 //! types; `__metadata__` maps to text file attributes.
 
 use safetensors::tensor::{Dtype, Metadata, TensorInfo};
-use smallvec::smallvec;
 use zt_container::{Error, Result, Source};
 use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value};
 
 use crate::listing::Listing;
-use crate::model::{ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
+use crate::model::{
+    Components,ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
 
 /// Whether bytes look like a safetensors file: a u64 header size, then a JSON object.
 pub(crate) fn looks_like(head: &[u8]) -> bool {
@@ -125,7 +125,7 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
         })?;
         let length = (end - start) as u64;
         objects.push(ObjectInfo {
-            components: smallvec![ComponentInfo {
+            components: Components::one(ComponentInfo {
                 role: "data".into(),
                 element,
                 offset: base + *start as u64,
@@ -135,7 +135,7 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
                 decoded_len: Some(length),
                 digest: None,
                 byte_order: ByteOrder::Little,
-            }],
+            }),
             shape: shape.iter().map(|&d| d as u64).collect(),
             format: Format::Dense,
             attributes: Attributes::new(),

@@ -1,12 +1,12 @@
 //! zTensor v0.1 (`ZTEN0001`): index entries listed in the same object model as v1.
 
-use smallvec::smallvec;
 use zt_container::{check_blob_range, Container, Error, Result};
 use zt_formats::{dense_len, element_count, DType, Digest, ElementType, Encoding, Format};
 use zt_manifest::{decode_index, IndexEntry};
 
 use crate::listing::{Collected, Limits, Listing};
 use crate::model::{
+    Components,
     ByteOrder, ComponentInfo, Defect, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
     LEGACY_BLOB_ROLE,
 };
@@ -131,7 +131,7 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
         shape: e.shape.into(),
         format,
         attributes: e.extra,
-        components: smallvec![component],
+        components: Components::one(component),
         range_digests: Vec::new(),
         legacy_packing: packing.map(|layout| LegacyPacking {
             layout,

@@ -21,7 +21,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     // (and copying) the list again and again. Over-reserving costs only untouched memory, and
     // the cap keeps a manifest of one huge attribute from reserving GiBs for no objects.
     let mut objects = Vec::with_capacity((bytes.len() / 96).min(MAX_RESERVED_OBJECTS));
-    zt_container::prefer_huge_pages(&mut objects);
+    zt_container::internal::prefer_huge_pages(&mut objects);
     let mut collected = Collected::default();
     let mut late = Vec::new();
     let head = decode_objects(
@@ -68,14 +68,15 @@ fn build_object(
     objects: &mut Vec<ObjectInfo>,
 ) -> Result<()> {
     let format = Format::parse(&o.format);
-    let mut components = Components::new();
+    let mut components = Components::default();
     for c in &o.components {
-        components.push(component(container, v1_1, c).map_err(|e| e.in_component(&c.role))?);
+        let listed = component(container, v1_1, c).map_err(|e| e.in_component(&c.role))?;
+        components.0.push(listed);
     }
-    components.sort_unstable_by(|a, b| a.role.cmp(&b.role));
+    components.0.sort_unstable_by(|a, b| a.role.cmp(&b.role));
     // v1.1 zstd components declare no uncompressed size; for dense data the shape implies it.
     if format == Format::Dense {
-        if let Some(data) = components.iter_mut().find(|c| c.role == "data") {
+        if let Some(data) = components.0.iter_mut().find(|c| c.role == "data") {
             if data.decoded_len.is_none() {
                 data.decoded_len = Some(dense_len(&o.shape, &data.element)?);
             }
