@@ -1,20 +1,27 @@
-//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version) and
-//! magnetron's `.mag`.
+//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version),
+//! magnetron's `.mag` and `.safetensors`, all listed into one object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
 //! and then go down:
 //!
-//! - [`open`] / [`OpenOptions`] → [`Reader`]: opens any file we read, tells its kind from the
-//!   magic, validates every offset, length, size and overlap once, and lists [`ObjectInfo`]s.
-//!   [`Reader::read`] returns a dense object as `Cow<[T]>`: borrowed straight from the memory
-//!   map when the data is raw, little-endian and aligned.
-//! - Loading every tensor fast: [`OpenOptions::populate`] maps the file's pages on a second
-//!   core ahead of the reads; without a map, [`Reader::read_chunked`] hands tensors out in
-//!   cache-sized pieces and [`Reader::read_into`] reuses one buffer.
+//! - [`open`] / [`OpenOptions`] → [`Reader`]: opens any file we read, tells its kind from its
+//!   first bytes, validates every offset, length, size and overlap once, and lists
+//!   [`ObjectInfo`]s.
+//! - [`Reader::object`] → [`ObjectView`]: one object, looked up once; every read hangs off it.
+//!   [`ObjectView::read`] returns a dense object as `Cow<[T]>`, borrowed straight from the
+//!   memory map when the data is raw, little-endian and aligned.
+//! - Loading every tensor fast: iterate the reader (`for o in &reader`, file order);
+//!   [`OpenOptions::populate`] maps the file's pages on a second core ahead of the reads;
+//!   without a map, [`ObjectView::read_chunked`] hands tensors out in cache-sized pieces and
+//!   [`ObjectView::read_into`] reuses one buffer.
 //! - [`Writer`]: streams a v1.2 file to a temporary file and renames it into place.
+//! - [`convert`]: any file to v1.2 ([`upgrade`]), `.mag` ([`write_mag`]) or `.safetensors`
+//!   ([`write_safetensors`]).
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
-//! # Example
+//! # Common tasks
+//!
+//! Write a file with attributes, compression and digests:
 //!
 //! ```
 //! # fn main() -> ztensor::Result<()> {
@@ -25,13 +32,53 @@
 //! w.add("w", &[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
 //! w.set_options(ztensor::WriteOptions { compression: Some(3), digest: Some(ztensor::DigestAlgorithm::Sha256) });
 //! w.add("b", &[3], &[1i64, 2, 3])?;
-//! w.finish()?;
+//! w.finish()?; // nothing is at `path` until here
+//! # Ok(())
+//! # }
+//! ```
 //!
+//! Open a file and iterate its objects; read one typed, and the bytes of any object:
+//!
+//! ```
+//! # fn main() -> ztensor::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("model.zt");
+//! # let mut w = ztensor::Writer::create(&path)?;
+//! # w.add("w", &[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+//! # w.add("b", &[3], &[1i64, 2, 3])?;
+//! # w.finish()?;
 //! let r = ztensor::open(&path)?;
-//! assert_eq!(r.names().collect::<Vec<_>>(), ["b", "w"]);
+//! for object in &r {
+//!     // Any format and type: the decoded little-endian bytes of its values.
+//!     let bytes = object.bytes()?;
+//!     println!("{} {:?} {} bytes", object.name(), object.dims()?, bytes.len());
+//! }
 //! let w = r.read::<f32>("w")?; // zero-copy: points into the memory map
 //! assert_eq!(&w[..], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-//! assert_eq!(&r.object("b")?.read_verified::<i64>()?[..], &[1, 2, 3]);
+//! let b = r.object("b")?;
+//! assert_eq!(b.dims()?, [3]);
+//! assert_eq!(&b.read_verified::<i64>()?[..], &[1, 2, 3]);
+//! // A wrong type is the caller's error; a missing name is its own kind.
+//! assert_eq!(b.read::<f32>().unwrap_err().kind(), ztensor::ErrorKind::InvalidArgument);
+//! assert_eq!(r.object("c").unwrap_err().kind(), ztensor::ErrorKind::NotFound);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Convert: any file we read to zTensor v1.2, `.safetensors` or `.mag`:
+//!
+//! ```
+//! # fn main() -> ztensor::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let zt = dir.path().join("model.zt");
+//! # let mut w = ztensor::Writer::create(&zt)?;
+//! # w.add("w", &[2], &[1.0f32, 2.0])?;
+//! # w.finish()?;
+//! let st = dir.path().join("model.safetensors");
+//! ztensor::write_safetensors(&ztensor::open(&zt)?, &st, false)?;
+//! let back = dir.path().join("back.zt");
+//! ztensor::upgrade(&st, &back, ztensor::ConvertOptions::default())?;
+//! assert_eq!(&ztensor::open(&back)?.read::<f32>("w")?[..], &[1.0, 2.0]);
 //! # Ok(())
 //! # }
 //! ```
