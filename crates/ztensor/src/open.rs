@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use zt_container::{Container, ContainerVersion, Result, Source};
+use zt_container::{Container, ContainerVersion, Error, Result, Source};
 
 use crate::files;
 use crate::listing::{Limits, Listing};
@@ -117,22 +117,30 @@ impl OpenOptions {
         Ok(Reader::new(source, listing, self.limits))
     }
 
-    /// Tells the kind by the first bytes: .mag magics, then zTensor's, then a safetensors
-    /// header (u64 size, then '{'); anything else gets the zTensor container's magic error.
+    /// Tells the kind by the first bytes: .mag magics, then zTensor's, then files we
+    /// recognise but do not read (GGUF, zTensor v2, zip, .npy, a sharded checkpoint's JSON
+    /// index: [`not_read_yet`]), then a safetensors header (u64 size, then '{'), then a bare
+    /// pickle; anything else gets the zTensor container's magic error.
     fn list(&self, source: Source) -> Result<(Source, Listing)> {
-        let mut head = [0u8; 9];
-        let n = source.len().min(9) as usize;
-        let head = head.get_mut(..n).unwrap_or(&mut []);
-        source.read_into(0, head)?;
+        let mut head = vec![0u8; source.len().min(SNIFF_LEN) as usize];
+        source.read_into(0, &mut head)?;
         if let Some(magic) = head.first_chunk::<4>() {
             if zt_mag::is_mag_magic(magic) {
                 let listing = files::mag::list(&source, !self.skip_mag_checksum)?;
                 return Ok((source, listing));
             }
         }
-        if !head.starts_with(b"ZTEN") && files::safetensors::looks_like(head) {
-            let listing = files::safetensors::list(&source)?;
-            return Ok((source, listing));
+        if !head.starts_with(b"ZTEN") {
+            if let Some(what) = not_read_yet(&head, source.len()) {
+                return Err(Error::unsupported(what));
+            }
+            if files::safetensors::looks_like(&head) {
+                let listing = files::safetensors::list(&source)?;
+                return Ok((source, listing));
+            }
+            if let Some(what) = pickle(&head) {
+                return Err(Error::unsupported(what));
+            }
         }
         let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
         let listing = match container.version() {
@@ -140,5 +148,95 @@ impl OpenOptions {
             ContainerVersion::V0_1 => files::zt_v0_1::list(&container, &self.limits),
         }?;
         Ok((container.into_source(), listing))
+    }
+}
+
+/// Bytes read from the start of a file to tell its kind (a JSON index is recognised by a key
+/// within them).
+const SNIFF_LEN: u64 = 4096;
+
+/// What a file is, for the kinds recognised by their first bytes but not read: the message
+/// of the `Unsupported` error. None of these magics can start a safetensors file that
+/// [`files::safetensors::list`] would accept (read as a header size they exceed its cap or
+/// the file), so they are checked first.
+fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
+    let u32_at = |i: usize| {
+        head.get(i..i + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+    };
+    if head.starts_with(b"GGUF") {
+        let version = u32_at(4).map_or_else(|| "?".to_owned(), |v| v.to_string());
+        return Some(format!("a GGUF file (version {version}): not read yet"));
+    }
+    if head.starts_with(b"\x89ZT2\r\n\x1a\n") {
+        return Some("a zTensor v2 file (ztensor 2.x): not read yet".to_owned());
+    }
+    if head.starts_with(b"\x93NUMPY") {
+        let version = match head.get(6..8) {
+            Some([major, minor]) => format!(" (format {major}.{minor})"),
+            _ => String::new(),
+        };
+        return Some(format!("a NumPy .npy array{version}: not read yet"));
+    }
+    if head.starts_with(b"PK\x03\x04") {
+        return Some(format!("{}: not read yet", zip_kind(head)));
+    }
+    if is_json_index(head, file_len) {
+        return Some(
+            "a sharded checkpoint index (model.safetensors.index.json): open the shards, \
+             sharded sets are not read yet"
+                .to_owned(),
+        );
+    }
+    None
+}
+
+/// A zip archive told apart by the name of its first entry: PyTorch's `torch.save` writes
+/// `<archive>/data.pkl` (or its `.data/` and `byteorder` records) first, NumPy's `savez`
+/// writes `<array>.npy` entries.
+fn zip_kind(head: &[u8]) -> &'static str {
+    // Local file header: the name's length at 26, the extra field's at 28, the name at 30.
+    let name = head
+        .get(26..28)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+        .and_then(|n| head.get(30..30 + n));
+    match name {
+        Some(n) if n.ends_with(b".npy") => "a NumPy .npz archive",
+        Some(n)
+            if n.ends_with(b"data.pkl")
+                || n.ends_with(b"byteorder")
+                || n.ends_with(b".format_version")
+                || n.windows(7).any(|w| w == b"/.data/") =>
+        {
+            "a PyTorch checkpoint (zip archive)"
+        }
+        _ => "a zip archive (PyTorch checkpoint or .npz)",
+    }
+}
+
+/// A JSON object naming a `"weight_map"` in its first bytes, whose first 8 bytes do not make
+/// a safetensors header size that fits the file.
+fn is_json_index(head: &[u8], file_len: u64) -> bool {
+    let starts_object = head
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{');
+    let safetensors_size_fits = head.first_chunk::<8>().is_some_and(|n| {
+        u64::from_le_bytes(*n)
+            .checked_add(8)
+            .is_some_and(|e| e <= file_len)
+    });
+    starts_object && !safetensors_size_fits && head.windows(12).any(|w| w == b"\"weight_map\"")
+}
+
+/// A file that starts with a pickle protocol 2-5 opcode: the legacy (pre-1.6, non-zip)
+/// `torch.save` format. Checked after safetensors, whose header size can start the same way.
+fn pickle(head: &[u8]) -> Option<String> {
+    match head {
+        [0x80, p @ 2..=5, ..] => Some(format!(
+            "a pickle (protocol {p}; a legacy PyTorch checkpoint): not read yet"
+        )),
+        _ => None,
     }
 }

@@ -1,0 +1,130 @@
+//! Files we recognise by their first bytes but do not read get an `Unsupported` error that
+//! says what they are, instead of the zTensor container's "bad header magic".
+
+use ztensor::{ErrorKind, OpenOptions};
+
+fn open_err(bytes: &[u8]) -> ztensor::Error {
+    match OpenOptions::new().open_bytes(bytes.to_vec()) {
+        Ok(_) => panic!("{bytes:?} opened"),
+        Err(e) => e,
+    }
+}
+
+fn unsupported(bytes: &[u8], message: &str) {
+    let e = open_err(bytes);
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert_eq!(e.message(), message);
+}
+
+/// A zip local file header naming its first entry `name`.
+fn zip(name: &str) -> Vec<u8> {
+    let mut b = b"PK\x03\x04".to_vec();
+    b.extend([0u8; 22]);
+    b.extend((name.len() as u16).to_le_bytes());
+    b.extend([0u8; 2]);
+    b.extend(name.as_bytes());
+    b.extend(b"payload");
+    b
+}
+
+#[test]
+fn gguf() {
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes());
+    // 123 tensors: byte 8 is '{', as a safetensors header would have it.
+    b.extend(123u64.to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    unsupported(&b, "a GGUF file (version 3): not read yet");
+    unsupported(b"GGUF", "a GGUF file (version ?): not read yet");
+}
+
+#[test]
+fn ztensor_v2() {
+    let mut b = b"\x89ZT2\r\n\x1a\n".to_vec();
+    b.resize(4096 + 48, 0);
+    unsupported(&b, "a zTensor v2 file (ztensor 2.x): not read yet");
+}
+
+#[test]
+fn zips() {
+    unsupported(
+        &zip("archive/data.pkl"),
+        "a PyTorch checkpoint (zip archive): not read yet",
+    );
+    unsupported(
+        &zip("model/.data/version"),
+        "a PyTorch checkpoint (zip archive): not read yet",
+    );
+    unsupported(&zip("weights.npy"), "a NumPy .npz archive: not read yet");
+    unsupported(
+        &zip("readme.txt"),
+        "a zip archive (PyTorch checkpoint or .npz): not read yet",
+    );
+    // A header cut short: no name to look at.
+    unsupported(
+        b"PK\x03\x04\x14\x00",
+        "a zip archive (PyTorch checkpoint or .npz): not read yet",
+    );
+}
+
+#[test]
+fn npy() {
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend(b"v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n");
+    b.extend([0u8; 8]);
+    unsupported(&b, "a NumPy .npy array (format 1.0): not read yet");
+}
+
+#[test]
+fn sharded_index() {
+    let index = "a sharded checkpoint index (model.safetensors.index.json): open the shards, \
+                 sharded sets are not read yet";
+    let json = br#"{
+  "metadata": {"total_size": 16},
+  "weight_map": {"a": "model-00001-of-00002.safetensors"}
+}"#;
+    unsupported(json, index);
+    let mut padded = b" \n\t".to_vec();
+    padded.extend(json);
+    unsupported(&padded, index);
+    // Other JSON is not an index: the zTensor error stays.
+    let e = open_err(br#"{"metadata": {"total_size": 16}}"#);
+    assert!(e.message().contains("magic"), "{e}");
+}
+
+#[test]
+fn legacy_pickle() {
+    for p in 2u8..=5 {
+        let mut b = vec![0x80, p, 0x8a, 0x0a];
+        b.extend([0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19]);
+        b.extend([b'.'; 20]);
+        unsupported(
+            &b,
+            &format!("a pickle (protocol {p}; a legacy PyTorch checkpoint): not read yet"),
+        );
+    }
+}
+
+/// A safetensors file whose header size starts with the bytes of a pickle opcode is still
+/// read as safetensors.
+#[test]
+fn safetensors_that_starts_like_a_pickle() {
+    let mut header = br#"{"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#.to_vec();
+    header.resize(0x280, b' ');
+    let mut b = (header.len() as u64).to_le_bytes().to_vec();
+    assert_eq!(b[..2], [0x80, 0x02]);
+    b.extend(header);
+    b.push(7);
+    let r = OpenOptions::new().open_bytes(b).unwrap();
+    assert_eq!(&r.read::<u8>("t").unwrap()[..], &[7]);
+}
+
+#[test]
+fn everything_else_keeps_the_magic_error() {
+    for bytes in [&b"hello world, not a tensor file"[..], b"", b"\x80"] {
+        let e = open_err(bytes);
+        assert_ne!(e.kind(), ErrorKind::Unsupported, "{e}");
+    }
+    let e = open_err(b"hello world, not a tensor file at all, really");
+    assert!(e.message().contains("ZTEN1000"), "{e}");
+}
