@@ -12,7 +12,7 @@ use zt_formats::{
 
 use crate::decode::ReadOptions;
 use crate::model::{ByteOrder, LegacyLayout, LegacyPacking, ObjectInfo, LEGACY_BLOB_ROLE};
-use crate::view::{ComponentView, ObjectView};
+use crate::view::ObjectView;
 use crate::writer::{le_bytes, ComponentData, ObjectData, Sink, WriteOptions, Writer};
 
 /// A CSR matrix: row `r` holds `values[indptr[r]..indptr[r+1]]` at columns
@@ -88,7 +88,7 @@ impl<'r> ObjectView<'r> {
 
     fn index_component(&self, role: &str) -> Result<Cow<'r, [u64]>> {
         let obj = self.info();
-        let comp = self.required(role)?;
+        let comp = self.component(role)?;
         fn widen<T: Pod + Into<u64>>(v: Cow<'_, [T]>) -> Cow<'static, [u64]> {
             Cow::Owned(v.iter().map(|&x| x.into()).collect())
         }
@@ -113,7 +113,7 @@ impl<'r> ObjectView<'r> {
         if let Some(p) = obj.legacy_packing {
             return self.legacy_parts(p).map_err(|e| e.in_object(&obj.name));
         }
-        let values = self.required("values")?;
+        let values = self.component("values")?;
         let (first, second) = match obj.format {
             Format::SparseCsr => (
                 self.index_component("indices")?,
@@ -132,7 +132,7 @@ impl<'r> ObjectView<'r> {
     /// Splits a v0.1 one-blob sparse entry, swapping byte order where the entry says so.
     fn legacy_parts(&self, p: LegacyPacking) -> Result<SparseParts<'r>> {
         let obj = self.info();
-        let blob = self.required(LEGACY_BLOB_ROLE)?.bytes()?;
+        let blob = self.component(LEGACY_BLOB_ROLE)?.bytes()?;
         let vsize = p.values.size();
         let u64s = |b: &[u8]| -> Vec<u64> {
             b.chunks_exact(8)
@@ -296,22 +296,16 @@ impl<'r> ObjectView<'r> {
         Ok(Quantized {
             shape: obj.shape.to_vec(),
             params,
-            packed: self.required("packed_weight")?.bytes()?,
+            packed: self.component("packed_weight")?.bytes()?,
             scales: self.component_f32("scales")?,
             zeros: self.component_f32("zeros")?,
         })
     }
 
     fn component_f32(&self, role: &str) -> Result<Vec<f32>> {
-        let comp = self.required(role)?;
+        let comp = self.component(role)?;
         let bytes = comp.bytes()?;
         to_f32(&bytes, &comp.element).map_err(|e| e.in_component(role).in_object(self.name()))
-    }
-
-    /// A component the object's format requires: missing, the file is at fault.
-    fn required(&self, role: &str) -> Result<ComponentView<'r>> {
-        self.component(role)
-            .map_err(|_| Error::invalid(format!("no {role:?} component")).in_object(self.name()))
     }
 
     /// Any dense, CSR or COO object as a dense row-major array of `V` (duplicates summed). The
@@ -387,7 +381,7 @@ impl<'r> ObjectView<'r> {
         let name = &o.name;
         match o.format {
             Format::Dense => {
-                let data = self.required("data")?;
+                let data = self.component("data")?;
                 Ok((data.bytes()?, data.element.clone()))
             }
             Format::QuantizedGroup => {
@@ -400,7 +394,7 @@ impl<'r> ObjectView<'r> {
             Format::SparseCsr | Format::SparseCoo => {
                 let ty = match o.legacy_packing {
                     Some(p) => ElementType::plain(p.values),
-                    None => self.required("values")?.element.clone(),
+                    None => self.component("values")?.element.clone(),
                 };
                 Ok((self.dense_bytes(&ty)?, ty))
             }
