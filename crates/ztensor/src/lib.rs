@@ -85,6 +85,7 @@
 
 #![deny(missing_docs)]
 
+mod codec;
 pub mod convert;
 mod decode;
 mod files;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use zt_container::{AtomicFile, BlobWriter, ContainerVersion, Error, Result};
 use zt_formats::{
-    check_layout, zstd_compress, ComponentLayout, DType, DigestAlgorithm, Element, ElementType,
+    check_layout, ComponentLayout, DType, DigestAlgorithm, Element, ElementType,
     Format,
 };
 use zt_manifest::{Attributes, Component, Manifest, Object, Value, WRITE_VERSION};
@@ -298,7 +298,7 @@ impl<W: Sink> Writer<W> {
         let (stored, uncompressed_length, encoding) = match options.compression {
             None => (Cow::Borrowed(&*c.bytes), None, None),
             Some(level) => (
-                Cow::Owned(zstd_compress(&c.bytes, level)?),
+                Cow::Owned(crate::codec::zstd_compress(&c.bytes, level)?),
                 Some(c.bytes.len() as u64),
                 Some("zstd".to_owned()),
             ),
