@@ -1,15 +1,7 @@
-//! Maps keyed by file-controlled text must not be made quadratic by the file: decoding 4n
-//! distinct keys (attribute maps, the objects map) takes a few times as long as n keys, not 16x,
-//! and a duplicate is still found at the end of a large map.
-//!
-//! The timing check is coarse on purpose. Near-linear decoding does not give exactly 4x: the
-//! maps are n log n, and 4n keys' hash set and tree fall out of a cache that n keys' fit in (on
-//! a machine with 2 MiB of L2, std's `HashSet` alone takes 7-8x as long for 200,000 keys as for
-//! 50,000, and the attribute map decodes in about 6x). So the bound is 12x, still well clear of
-//! the 16x (and more) of a quadratic check. The exact bound, a count of key comparisons, is the
-//! unit test in `src/cbor.rs`.
-
-use std::time::{Duration, Instant};
+//! Maps keyed by file-controlled text, at sizes where a quadratic duplicate check would show:
+//! 200,000 distinct keys decode whole, and a duplicate is still found at the end of a large
+//! map. That the check is not quadratic is proved by counting key comparisons (the unit test
+//! in `src/cbor.rs`), not by timing: a test never asserts a time.
 
 use zt_manifest::{decode_value, DecodeLimits, Manifest, Value};
 
@@ -84,68 +76,17 @@ fn manifest(n: usize) -> Vec<u8> {
     out
 }
 
-/// The fastest of a few runs: the least disturbed by whatever else the machine is doing.
-fn fastest(mut run: impl FnMut()) -> Duration {
-    (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            run();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
-}
-
-/// Time of 4n keys over time of n keys: 4 to 8 when decoding is near-linear (n log n, and
-/// caches), 16 or more when it is quadratic.
-fn growth(small: &[u8], large: &[u8], decode: impl Fn(&[u8])) -> f64 {
-    decode(small); // warm up: page in the input, grow the allocator
-    let a = fastest(|| decode(small));
-    let b = fastest(|| decode(large));
-    let ratio = b.as_secs_f64() / a.as_secs_f64().max(1e-9);
-    eprintln!(
-        "{} bytes: {a:?}, {} bytes: {b:?}, ratio {ratio:.2}",
-        small.len(),
-        large.len()
-    );
-    ratio
-}
-
 const N: usize = 50_000;
 
-/// Most time 4n keys may take, as a multiple of n keys' time (see the module docs).
-const MAX_GROWTH: f64 = 12.0;
-
 #[test]
-fn many_keys_decode_in_near_linear_time() {
-    // One test, so the measurements do not run alongside each other.
-    let (small, large) = (attribute_map(N), attribute_map(4 * N));
-    let check = |bytes: &[u8], n: usize| {
-        let Value::Map(m) = decode_value(bytes, DecodeLimits::default()).unwrap() else {
-            panic!("not a map")
-        };
-        assert_eq!(m.len(), n);
+fn large_maps_of_distinct_keys_decode_whole() {
+    let Value::Map(m) = decode_value(&attribute_map(4 * N), DecodeLimits::default()).unwrap()
+    else {
+        panic!("not a map")
     };
-    check(&small, N);
-    check(&large, 4 * N);
-    let ratio = growth(&small, &large, |b| {
-        decode_value(b, DecodeLimits::default()).unwrap();
-    });
-    assert!(
-        ratio < MAX_GROWTH,
-        "attribute map: 4x the keys took {ratio:.1}x the time"
-    );
-
-    let (small, large) = (manifest(N), manifest(4 * N));
-    let m = Manifest::decode(&large, 0, DecodeLimits::default()).unwrap();
+    assert_eq!(m.len(), 4 * N);
+    let m = Manifest::decode(&manifest(4 * N), 0, DecodeLimits::default()).unwrap();
     assert_eq!(m.objects.len(), 4 * N);
-    let ratio = growth(&small, &large, |b| {
-        Manifest::decode(b, 0, DecodeLimits::default()).unwrap();
-    });
-    assert!(
-        ratio < MAX_GROWTH,
-        "objects map: 4x the objects took {ratio:.1}x the time"
-    );
 }
 
 #[test]

@@ -116,6 +116,12 @@ impl Reader {
         self.objects.get(i).map(|o| self.view(o))
     }
 
+    /// The sorted objects and their name index, for the index's own tests.
+    #[cfg(test)]
+    pub(crate) fn listing_parts(&self) -> (&[ObjectInfo], &NameIndex) {
+        (&self.objects, &self.index)
+    }
+
     fn view<'r>(&'r self, info: &'r ObjectInfo) -> ObjectView<'r> {
         ObjectView::new(&self.backing, info)
     }
