@@ -263,7 +263,6 @@ mod tests {
     //! earlier ones: 200,000 crafted names took 17.5 s to open. The tests count how many names
     //! share a bucket instead of timing the open: a test never asserts a time.
 
-    use super::*;
     use crate::{OpenOptions, Writer};
 
     const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
