@@ -321,7 +321,10 @@ mod tests {
         let buckets = (objects.len() * 8 / 7 + 1).next_power_of_two();
         let mut load = vec![0usize; buckets];
         for o in objects {
-            assert_eq!(index.find(objects, &o.name).map(|i| &objects[i].name), Some(&o.name));
+            assert_eq!(
+                index.find(objects, &o.name).map(|i| &objects[i].name),
+                Some(&o.name)
+            );
             load[index.hash(&o.name) as usize & (buckets - 1)] += 1;
         }
         load.into_iter().max().unwrap_or(0)
