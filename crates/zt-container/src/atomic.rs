@@ -6,6 +6,35 @@ use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
 
+/// What a finished file survives.
+///
+/// Both keep the temporary-file-and-rename: a killed process never leaves a torn target.
+///
+/// ```
+/// # fn main() -> zt_container::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use std::io::Write;
+/// use zt_container::{AtomicFile, Durability};
+/// let path = dir.path().join("scratch.bin");
+/// let mut f = AtomicFile::create_with(&path, Durability::Unsynced)?;
+/// f.write_all(b"cache")?;
+/// f.commit()?; // renamed into place, not waited for on disk
+/// assert_eq!(std::fs::read(&path)?, b"cache");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Durability {
+    /// The file and its folder are synced before [`AtomicFile::commit`] returns: the new file
+    /// survives a power loss or an operating-system crash from then on. The default.
+    #[default]
+    Synced,
+    /// Nothing is synced: the new file survives a killed process, but a power loss soon after
+    /// the commit may lose it (the old target or an empty file may be there instead). For
+    /// scratch output that can be made again; saves the wait for the disk.
+    Unsynced,
+}
+
 /// A file being written that replaces `target` only when [`AtomicFile::commit`] succeeds.
 ///
 /// The bytes go to a temporary file in the target's folder (so the final rename stays on one
@@ -19,6 +48,7 @@ pub struct AtomicFile {
     written: u64,
     /// Bytes whose writeback has been started ([`AtomicFile::start_writeback`]).
     writeback_started: u64,
+    durability: Durability,
 }
 
 /// Writeback is started in whole units of this size, a multiple of every page size in use.
@@ -30,8 +60,13 @@ const WRITEBACK_UNIT: u64 = 64 << 10;
 const WRITEBACK_STEP: usize = 8 << 20;
 
 impl AtomicFile {
-    /// Starts writing a replacement for `target`.
+    /// Starts writing a replacement for `target`, synced on commit ([`Durability::Synced`]).
     pub fn create(target: &Path) -> Result<Self> {
+        Self::create_with(target, Durability::Synced)
+    }
+
+    /// Starts writing a replacement for `target` with the given durability.
+    pub fn create_with(target: &Path, durability: Durability) -> Result<Self> {
         let dir = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -62,6 +97,7 @@ impl AtomicFile {
             temp: BufWriter::with_capacity(1 << 20, temp),
             written: 0,
             writeback_started: 0,
+            durability,
         })
     }
 
@@ -82,7 +118,13 @@ impl AtomicFile {
     /// left alone. Writing to a page that is under writeback can wait for the disk (devices
     /// with stable pages), and on this project's virtual disk that wait, once per blob, made a
     /// 1 GiB write twice as slow as a plain one.
+    ///
+    /// Nothing is started for [`Durability::Unsynced`] files: nothing waits for the disk, and
+    /// the kernel writes back at its own pace.
     pub fn start_writeback(&mut self) {
+        if self.durability == Durability::Unsynced {
+            return;
+        }
         let end = self.written - self.written % WRITEBACK_UNIT;
         if end <= self.writeback_started || self.temp.flush().is_err() {
             return;
@@ -111,21 +153,29 @@ impl AtomicFile {
         &self.target
     }
 
-    /// Flushes, syncs to disk and renames over the target; then syncs the folder so the rename
-    /// itself survives a power loss.
+    /// Flushes and renames over the target. For [`Durability::Synced`] files (the default) it
+    /// syncs the file to disk first, and the folder after, so the rename itself survives a
+    /// power loss.
     pub fn commit(self) -> Result<()> {
         let target = self.target;
+        let synced = self.durability == Durability::Synced;
         let temp = self.temp.into_inner().map_err(|e| {
             Error::io(e.into_error(), "cannot flush the temporary file").in_file(&target)
         })?;
-        temp.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(e, "cannot sync the temporary file").in_file(&target))?;
+        if synced {
+            temp.as_file()
+                .sync_all()
+                .map_err(|e| Error::io(e, "cannot sync the temporary file").in_file(&target))?;
+        }
         temp.persist(&target).map_err(|e| {
             Error::io(e.error, "cannot rename the temporary file over the target").in_file(&target)
         })?;
         #[cfg(unix)]
-        if let Some(dir) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Some(dir) = synced
+            .then(|| target.parent())
+            .flatten()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
             // Best effort: some file systems refuse to sync a folder; the data itself is synced.
             if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
@@ -213,11 +263,30 @@ mod tests {
 
     #[test]
     fn commit_replaces_and_drop_keeps_the_old_file() {
+        for durability in [Durability::Synced, Durability::Unsynced] {
+            replace_or_keep(durability);
+        }
+    }
+
+    #[test]
+    fn unsynced_files_start_no_writeback() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("big.bin");
+        let mut f = AtomicFile::create_with(&target, Durability::Unsynced).unwrap();
+        let bytes = vec![7u8; 3 * WRITEBACK_STEP];
+        f.write_all(&bytes).unwrap();
+        f.start_writeback();
+        assert_eq!(f.writeback_started, 0, "nothing waits for the disk");
+        f.commit().unwrap();
+        assert!(std::fs::read(&target).unwrap() == bytes);
+    }
+
+    fn replace_or_keep(durability: Durability) {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("a.zt");
         std::fs::write(&target, b"old").unwrap();
 
-        let mut f = AtomicFile::create(&target).unwrap();
+        let mut f = AtomicFile::create_with(&target, durability).unwrap();
         f.write_all(b"new, unfinished").unwrap();
         assert_eq!(
             entries(dir.path()).len(),
@@ -228,7 +297,7 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"old");
         assert_eq!(entries(dir.path()), vec!["a.zt"], "no stray file");
 
-        let mut f = AtomicFile::create(&target).unwrap();
+        let mut f = AtomicFile::create_with(&target, durability).unwrap();
         f.write_all(b"new").unwrap();
         f.commit().unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"new");

@@ -45,7 +45,7 @@ mod read;
 mod source;
 mod write;
 
-pub use atomic::AtomicFile;
+pub use atomic::{AtomicFile, Durability};
 pub use error::{Error, ErrorKind, Result};
 
 /// Shared with the crates of this workspace, not part of the stable API.

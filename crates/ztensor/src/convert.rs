@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use safetensors::tensor::{Dtype, View};
-use zt_container::{AtomicFile, Error, Result};
+use zt_container::{AtomicFile, Durability, Error, Result};
 use zt_formats::{DType, DigestAlgorithm, ElementType, Encoding, Format};
 use zt_manifest::Value;
 
@@ -44,6 +44,8 @@ pub struct ConvertOptions {
     /// Leave out objects the source lists but cannot decode (legacy entries with a defect)
     /// instead of failing; they are named in the [`ConvertReport`].
     pub skip_unreadable: bool,
+    /// Whether the output is synced to disk before [`upgrade`] returns (default: yes).
+    pub durability: Durability,
 }
 
 /// What a conversion did.
@@ -69,7 +71,7 @@ pub fn upgrade(
 ) -> Result<ConvertReport> {
     let input = input.as_ref();
     let reader = crate::open(input)?;
-    let mut writer = Writer::create(output)?;
+    let mut writer = Writer::create_with(output, options.durability)?;
     let report = copy_into(&reader, &mut writer, options).map_err(|e| e.in_file(input))?;
     writer.finish()?;
     Ok(report)

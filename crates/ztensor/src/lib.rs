@@ -116,7 +116,7 @@ pub use reader::{Iter, Reader, VerifyReport};
 pub use sparse::{Coo, Csr, Quantized};
 pub use view::{ComponentView, ObjectView};
 pub use writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
-pub use zt_container::{Error, ErrorKind, Result, Source};
+pub use zt_container::{Durability, Error, ErrorKind, Result, Source};
 pub use zt_formats::{
     fp8, Accumulate, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding,
     Format, LogicalType, QuantParams,

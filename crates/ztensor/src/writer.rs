@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use zt_container::{AtomicFile, BlobWriter, ContainerVersion, Error, Result};
+use zt_container::{AtomicFile, BlobWriter, ContainerVersion, Durability, Error, Result};
 use zt_formats::{
-    check_layout, ComponentLayout, DType, DigestAlgorithm, Element, ElementType,
-    Format,
+    check_layout, ComponentLayout, DType, DigestAlgorithm, Element, ElementType, Format,
 };
 use zt_manifest::{Attributes, Component, Manifest, Object, Value, WRITE_VERSION};
 
@@ -134,10 +133,28 @@ pub struct Writer<W: Sink> {
 }
 
 impl Writer<AtomicFile> {
-    /// Starts a file that replaces `path` when finished.
+    /// Starts a file that replaces `path` when finished, synced to disk then
+    /// ([`Durability::Synced`]).
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        Self::create_with(path, Durability::Synced)
+    }
+
+    /// As [`Writer::create`], choosing whether [`Writer::finish`] waits for the disk. Both
+    /// ways a killed process leaves the old file intact.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("scratch.zt");
+    /// let mut w = ztensor::Writer::create_with(&path, ztensor::Durability::Unsynced)?;
+    /// w.add("x", &[1], &[1.0f32])?;
+    /// w.finish()?; // in place, but not waited for on disk
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn create_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self> {
         let path = path.as_ref();
-        Writer::new(AtomicFile::create(path)?).map_err(|e| e.in_file(path))
+        Writer::new(AtomicFile::create_with(path, durability)?).map_err(|e| e.in_file(path))
     }
 }
 
