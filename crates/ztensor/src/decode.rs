@@ -105,10 +105,12 @@ impl Backing {
                 return Err(Error::unsupported(format!("unknown encoding {e:?}")))
             }
             (Encoding::Zstd, Some(n)) => n,
-            (Encoding::Zstd, None) => match stored.and_then(crate::codec::zstd_frame_content_size) {
-                Some(n) => n,
-                None => return Ok(None),
-            },
+            (Encoding::Zstd, None) => {
+                match stored.and_then(crate::codec::zstd_frame_content_size) {
+                    Some(n) => n,
+                    None => return Ok(None),
+                }
+            }
         };
         let cap = self.limits.max_decompressed_len;
         if len > cap {
@@ -130,7 +132,9 @@ impl Backing {
     ) -> Result<()> {
         match (&comp.encoding, stored) {
             (Encoding::Raw, _) => self.source.read_into(comp.offset, dst),
-            (_, Some(src)) => crate::codec::zstd_decode_into(src, dst).map_err(|e| e.at(comp.offset)),
+            (_, Some(src)) => {
+                crate::codec::zstd_decode_into(src, dst).map_err(|e| e.at(comp.offset))
+            }
             (_, None) => {
                 let src = self.source.read_at(comp.offset, comp.length)?;
                 crate::codec::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
@@ -148,8 +152,9 @@ impl Backing {
             // Legacy stream of unknown size: bounded by the cap, then one copy into typed
             // storage (only v1.1 and v0.1 sparse components take this path).
             let cap = self.limits.max_decompressed_len;
-            let bytes = crate::codec::zstd_decompress_bounded(stored.as_deref().unwrap_or(&[]), cap)
-                .map_err(|e| e.at(comp.offset))?;
+            let bytes =
+                crate::codec::zstd_decompress_bounded(stored.as_deref().unwrap_or(&[]), cap)
+                    .map_err(|e| e.at(comp.offset))?;
             whole_elements::<T>(bytes.len() as u64).map_err(|e| e.at(comp.offset))?;
             return Ok(bytemuck::pod_collect_to_vec(&bytes));
         };

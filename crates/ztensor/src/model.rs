@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use zt_formats::{Digest, ElementType, Encoding, Format};
 use smallvec::SmallVec;
+use zt_formats::{Digest, ElementType, Encoding, Format};
 use zt_manifest::{Attributes, Shape, SpecVersion};
 
 /// Role of the single component that holds a v0.1 sparse entry's packed blob.

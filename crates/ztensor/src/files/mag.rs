@@ -6,8 +6,7 @@ use zt_formats::{Encoding, Format};
 use zt_mag::{parse, ParseOptions};
 
 use crate::listing::Listing;
-use crate::model::{
-    Components,ByteOrder, ComponentInfo, FileVersion, ObjectInfo};
+use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
 
 /// Lists a `.mag` file of any layout.
 pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {

@@ -6,9 +6,8 @@ use zt_manifest::{decode_index, IndexEntry};
 
 use crate::listing::{Collected, Limits, Listing};
 use crate::model::{
-    Components,
-    ByteOrder, ComponentInfo, Defect, FileVersion, LegacyLayout, LegacyPacking, ObjectInfo,
-    LEGACY_BLOB_ROLE,
+    ByteOrder, ComponentInfo, Components, Defect, FileVersion, LegacyLayout, LegacyPacking,
+    ObjectInfo, LEGACY_BLOB_ROLE,
 };
 
 /// Lists a zTensor v0.1 file whose container has been parsed.
