@@ -238,7 +238,16 @@ impl safetensors::View for View<'_> {
 }
 
 fn write_zt(tensors: &[Tensor], path: &Path, opts: WriteOptions) -> Result<()> {
-    let mut w = Writer::create(path)?;
+    write_zt_with(tensors, path, opts, ztensor::Durability::Synced)
+}
+
+fn write_zt_with(
+    tensors: &[Tensor],
+    path: &Path,
+    opts: WriteOptions,
+    durability: ztensor::Durability,
+) -> Result<()> {
+    let mut w = Writer::create_with(path, durability)?;
     w.set_options(opts);
     for t in tensors {
         let obj = ztensor::ObjectData {
@@ -334,6 +343,21 @@ pub fn run(args: &[&str]) -> Result<()> {
             f.into_inner().context("flush")?.sync_all()?;
             Ok(())
         };
+        // Into the page cache only: what a user who asks for no durability waits for.
+        let plain_nosync = dir.join("model-nosync.raw");
+        let zt_nosync = dir.join("model-nosync.zt");
+        let mut plain_cached = || {
+            let mut f = BufWriter::with_capacity(1 << 20, File::create(&plain_nosync)?);
+            for t in &tensors {
+                f.write_all(&t.bytes)?;
+            }
+            f.flush()?;
+            Ok(())
+        };
+        let mut ours_unsynced = || {
+            let unsynced = ztensor::Durability::Unsynced;
+            write_zt_with(&tensors, &zt_nosync, WriteOptions::default(), unsynced)
+        };
         let mut ours = || write_zt(&tensors, &zt, WriteOptions::default());
         let mut st_write = || {
             let views: Vec<(&str, View<'_>)> =
@@ -370,20 +394,27 @@ pub fn run(args: &[&str]) -> Result<()> {
             Some(zt_sha.as_path()),
             in_memory.as_deref(),
             in_memory.as_deref(),
+            Some(plain_nosync.as_path()),
+            Some(zt_nosync.as_path()),
         ];
-        let [plain_write, t_ours, t_st, t_hash, t_ours_sha, t_mem, t_sha_mem] = interleaved_synced(
-            runs,
-            outputs,
-            &mut [
-                &mut plain_all,
-                &mut ours,
-                &mut st_write,
-                &mut hash_only,
-                &mut ours_sha,
-                &mut ours_mem,
-                &mut ours_sha_mem,
-            ],
-        )?;
+        let [plain_write, t_ours, t_st, t_hash, t_ours_sha, t_mem, t_sha_mem, t_plain_cached, t_unsynced] =
+            interleaved_synced(
+                runs,
+                outputs,
+                &mut [
+                    &mut plain_all,
+                    &mut ours,
+                    &mut st_write,
+                    &mut hash_only,
+                    &mut ours_sha,
+                    &mut ours_mem,
+                    &mut ours_sha_mem,
+                    &mut plain_cached,
+                    &mut ours_unsynced,
+                ],
+            )?;
+        let _ = std::fs::remove_file(&plain_nosync);
+        let _ = std::fs::remove_file(&zt_nosync);
         if let Some(p) = &in_memory {
             let _ = std::fs::remove_file(p);
         }
@@ -398,6 +429,12 @@ pub fn run(args: &[&str]) -> Result<()> {
                 "safetensors serialize_to_file + fsync",
                 t_st,
                 Some((plain_write, "plain")),
+            ),
+            ("plain write_all, no fsync (limit)", t_plain_cached, None),
+            (
+                "ztensor Writer, Durability::Unsynced (temp file, rename)",
+                t_unsynced,
+                Some((t_plain_cached, "plain, no fsync")),
             ),
             ("sha256 of every tensor, one core (no I/O)", t_hash, None),
             (
