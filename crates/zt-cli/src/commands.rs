@@ -12,10 +12,15 @@ use ztensor::{
     ObjectView, Reader, Writer,
 };
 
-use crate::{json, out, progress, DigestArg, Failure, Kind, MagVersion, Outcome};
+use crate::{json, out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome};
 
 fn open(path: &Path) -> Result<Reader, Failure> {
     ztensor::open(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
+}
+
+/// For `diff`, a file that cannot be opened is trouble (exit 2), as for diff(1).
+pub(crate) fn open_for_diff(path: &Path) -> Result<Reader, Failure> {
+    ztensor::open(path).map_err(|e| Failure::Trouble(e.in_file(path).to_string()))
 }
 
 fn human_bytes(n: u64) -> String {
@@ -38,15 +43,20 @@ fn type_name(o: &ObjectInfo) -> String {
         .map_or_else(|| "-".into(), |t| t.name().to_owned())
 }
 
+/// The bytes an object occupies in its file: what the progress bars count.
 fn stored_len(o: &ObjectInfo) -> u64 {
     o.components.iter().map(|c| c.length).sum()
+}
+
+fn total_stored(r: &Reader) -> u64 {
+    r.objects().iter().map(stored_len).sum()
 }
 
 pub fn info(path: &Path, as_json: bool) -> Outcome {
     let r = open(path)?;
     if as_json {
         let mut buf = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-        return match json::write_info(&r, &mut buf)
+        return match json::write_info(&r, path, &mut buf)
             .and_then(|_| std::io::Write::flush(&mut buf).map_err(serde_json::Error::io))
         {
             Ok(()) => Ok(()),
@@ -82,11 +92,8 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
             let _ = writeln!(s, "  {n:>8} {format:<16} {ty:<12} {}", human_bytes(*bytes));
         }
     }
-    let _ = writeln!(
-        s,
-        "{:<32} {:<16} {:<12} {:<20} {:>12}  encoding",
-        "name", "format", "type", "shape", "stored"
-    );
+    let header = ["name", "format", "type", "shape", "stored", "encoding"];
+    let mut rows: Vec<[String; 6]> = Vec::with_capacity(r.objects().len());
     for o in r.objects() {
         let enc: Vec<String> = o
             .components
@@ -103,21 +110,75 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
                 }
             })
             .collect();
-        let _ = writeln!(
-            s,
-            "{:<32} {:<16} {:<12} {:<20} {:>12}  {}",
-            o.name,
-            o.format.name(),
+        rows.push([
+            o.name.clone(),
+            o.format.name().to_owned(),
             type_name(o),
             format!("{:?}", o.shape),
             human_bytes(stored_len(o)),
-            enc.join(", ")
+            enc.join(", "),
+        ]);
+    }
+    // Column widths from the content, each capped; longer cells lose their middle.
+    let cells: Vec<[String; 6]> = rows
+        .iter()
+        .map(|row| row.clone().map(|c| fit(&c, MAX_COLUMN)))
+        .collect();
+    let mut width = header.map(|h| h.chars().count());
+    for row in &cells {
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |s: &mut String, row: [&str; 6]| {
+        let [name, format, ty, shape, stored, enc] = row;
+        let l = format!(
+            "{} {} {} {} {}  {}",
+            pad(name, width[0]),
+            pad(format, width[1]),
+            pad(ty, width[2]),
+            pad(shape, width[3]),
+            pad_left(stored, width[4]),
+            enc
         );
+        let _ = writeln!(s, "{}", l.trim_end());
+    };
+    line(&mut s, header);
+    for (o, row) in r.objects().iter().zip(&cells) {
+        line(&mut s, row.each_ref().map(String::as_str));
         if let Some(d) = &o.defect {
             let _ = writeln!(s, "    unreadable: {d}");
         }
     }
     out(&s)
+}
+
+/// The widest a column of `zt info`'s table grows.
+const MAX_COLUMN: usize = 80;
+
+/// `s` if it has at most `max` characters; otherwise its start and end around an ellipsis.
+fn fit(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_owned();
+    }
+    let keep = max.saturating_sub(1);
+    let head = keep.div_ceil(2);
+    let tail = keep - head;
+    let mut t: String = s.chars().take(head).collect();
+    t.push('…');
+    t.extend(s.chars().skip(n - tail));
+    t
+}
+
+fn pad(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    format!("{s}{}", " ".repeat(width.saturating_sub(n)))
+}
+
+fn pad_left(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    format!("{}{s}", " ".repeat(width.saturating_sub(n)))
 }
 
 pub fn ls(path: &Path) -> Outcome {
@@ -154,7 +215,16 @@ pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> O
         }
     };
     if as_json {
-        let j = json!({ "name": name, "shape": shape, "dtype": ty.dtype.name(), "type": ty.type_field(), "values": json::elements(&bytes, &ty) });
+        let j = json!({
+            "schema": "zt.cat/1",
+            "file": path.to_string_lossy(),
+            "name": name,
+            "component": component,
+            "shape": shape,
+            "dtype": ty.dtype.name(),
+            "type": ty.type_field(),
+            "values": json::elements(&bytes, &ty),
+        });
         return out(&format!("{j}\n"));
     }
     if std::io::stdout().is_terminal() {
@@ -182,12 +252,13 @@ fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
     let mut failures = report.failures;
     // A .mag CRC was checked when the file was opened.
     let mag_crc = matches!(r.version(), ztensor::FileVersion::Mag(l) if !matches!(l, ztensor::mag::Layout::GenA | ztensor::mag::Layout::V300));
-    let bar = progress(r.objects().len(), "verify");
+    // The digests were checked above in one parallel call; the bar follows the decoding.
+    let bar = progress(r.objects().iter().map(stored_len).sum(), "verify");
     for o in &r {
-        bar.inc(1);
         if let Err(e) = decode_all(o) {
             failures.push(e);
         }
+        bar.inc(stored_len(&o));
     }
     bar.finish_and_clear();
     Ok(Checked {
@@ -237,19 +308,24 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
                     let _ = writeln!(text, "  {e}");
                 }
                 rows.push(json!({
-                    "file": f, "ok": ok, "version": c.version, "objects": c.objects, "checked": c.checked,
-                    "failures": c.failures.iter().map(error_json).collect::<Vec<_>>(),
+                    "file": f.to_string_lossy(), "ok": ok, "version": c.version, "object_count": c.objects,
+                    "digests_checked": c.checked,
+                    "failures": c.failures.iter().map(|e| error_json(e, Some(f))).collect::<Vec<_>>(),
                 }));
             }
             Err(e) => {
                 all_ok = false;
                 let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
-                rows.push(json!({ "file": f, "ok": false, "failures": [error_json(&e)] }));
+                rows.push(json!({
+                    "file": f.to_string_lossy(), "ok": false, "version": null, "object_count": null,
+                    "digests_checked": null, "failures": [error_json(&e, Some(f))],
+                }));
             }
         }
     }
     out(&if as_json {
-        format!("{}\n", serde_json::Value::Array(rows))
+        let j = json!({ "schema": "zt.verify/1", "ok": all_ok, "results": rows });
+        format!("{j}\n")
     } else {
         text
     })?;
@@ -260,159 +336,17 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
     }
 }
 
-fn error_json(e: &ztensor::Error) -> serde_json::Value {
-    json!({ "object": e.object(), "component": e.component(), "kind": format!("{:?}", e.kind()), "offset": e.offset(), "message": e.message() })
-}
-
-/// One difference between two files.
-struct Difference {
-    name: Option<String>,
-    what: &'static str,
-    detail: String,
-    max_abs_diff: Option<f64>,
-}
-
-fn float_view(bytes: &[u8], ty: &ElementType) -> Option<Vec<f64>> {
-    let vals = json::elements(bytes, ty);
-    let is_float = ty.dtype.is_float() || ty.logical.as_ref().is_some_and(|t| t.is_fp8());
-    is_float.then(|| {
-        vals.iter()
-            .map(|v| v.as_f64().unwrap_or(f64::NAN))
-            .collect()
+/// The one shape of an error in every command's JSON (docs/cli.md).
+/// `file` names the file when the error does not.
+pub(crate) fn error_json(e: &ztensor::Error, file: Option<&Path>) -> serde_json::Value {
+    json!({
+        "kind": format!("{:?}", e.kind()),
+        "message": e.message(),
+        "file": e.path().or(file).map(|p| p.to_string_lossy()),
+        "name": e.object(),
+        "component": e.component(),
+        "offset": e.offset(),
     })
-}
-
-pub fn diff(a: &Path, b: &Path, as_json: bool) -> Outcome {
-    let (ra, rb) = (open(a)?, open(b)?);
-    let mut diffs = Vec::new();
-    if ra.attributes() != rb.attributes() {
-        let keys: Vec<&String> = ra
-            .attributes()
-            .keys()
-            .chain(rb.attributes().keys())
-            .filter(|k| ra.attributes().get(*k) != rb.attributes().get(*k))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        diffs.push(Difference {
-            name: None,
-            what: "attributes",
-            detail: format!("file attributes differ: {keys:?}"),
-            max_abs_diff: None,
-        });
-    }
-    for o in ra.objects() {
-        if rb.object(&o.name).is_err() {
-            diffs.push(Difference {
-                name: Some(o.name.clone()),
-                what: "only_in_a",
-                detail: "only in A".into(),
-                max_abs_diff: None,
-            });
-        }
-    }
-    for o in rb.objects() {
-        if ra.object(&o.name).is_err() {
-            diffs.push(Difference {
-                name: Some(o.name.clone()),
-                what: "only_in_b",
-                detail: "only in B".into(),
-                max_abs_diff: None,
-            });
-        }
-    }
-    let common: Vec<_> = ra
-        .objects()
-        .iter()
-        .filter_map(|o| Some((ra.get(&o.name)?, rb.get(&o.name)?)))
-        .collect();
-    let bar = progress(common.len(), "diff");
-    for (oa, ob) in common {
-        bar.inc(1);
-        let name = Some(oa.name.clone());
-        if oa.shape != ob.shape {
-            diffs.push(Difference {
-                name,
-                what: "shape",
-                detail: format!("shape {:?} vs {:?}", oa.shape, ob.shape),
-                max_abs_diff: None,
-            });
-            continue;
-        }
-        let (va, vb) = (oa.dense_form(), ob.dense_form());
-        let ((ba, ta), (bb, tb)) = match (va, vb) {
-            (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => {
-                diffs.push(Difference {
-                    name,
-                    what: "unreadable",
-                    detail: e.to_string(),
-                    max_abs_diff: None,
-                });
-                continue;
-            }
-        };
-        if ta != tb {
-            diffs.push(Difference {
-                name,
-                what: "dtype",
-                detail: format!("type {} vs {}", ta.name(), tb.name()),
-                max_abs_diff: None,
-            });
-            continue;
-        }
-        if ba != bb {
-            let size = ta.logical_size() as usize;
-            let n_diff = ba
-                .chunks(size)
-                .zip(bb.chunks(size))
-                .filter(|(x, y)| x != y)
-                .count();
-            let max = match (float_view(&ba, &ta), float_view(&bb, &tb)) {
-                (Some(x), Some(y)) => Some(
-                    x.iter()
-                        .zip(&y)
-                        .map(|(p, q)| (p - q).abs())
-                        .fold(0.0f64, f64::max),
-                ),
-                _ => None,
-            };
-            let m = max
-                .map(|m| format!("; largest absolute difference {m}"))
-                .unwrap_or_default();
-            diffs.push(Difference {
-                name,
-                what: "values",
-                detail: format!("{n_diff} of {} elements differ{m}", ba.len() / size.max(1)),
-                max_abs_diff: max,
-            });
-        }
-    }
-    bar.finish_and_clear();
-    if as_json {
-        let j = json!({
-            "same": diffs.is_empty(),
-            "differences": diffs.iter().map(|d| json!({ "name": d.name, "what": d.what, "detail": d.detail, "max_abs_diff": d.max_abs_diff })).collect::<Vec<_>>(),
-        });
-        out(&format!("{j}\n"))?;
-    } else if diffs.is_empty() {
-        out(&format!(
-            "{} and {} hold the same objects and values\n",
-            a.display(),
-            b.display()
-        ))?;
-    } else {
-        let mut s = String::new();
-        for d in &diffs {
-            let _ = writeln!(s, "{}: {}", d.name.as_deref().unwrap_or("(file)"), d.detail);
-        }
-        out(&s)?;
-    }
-    if diffs.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure::Reported)
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -438,9 +372,18 @@ pub fn convert(
                 MagVersion::V1 => ztensor::mag::WriteVersion::V1,
                 MagVersion::V300 => ztensor::mag::WriteVersion::V300,
             };
-            ztensor::write_mag(&r, output, MagOptions { version, densify }).map_err(in_file)
+            // The library writes the whole file in one call: a spinner, not a byte count.
+            let bar = spinner("convert to .mag", total_stored(&r));
+            let done = ztensor::write_mag(&r, output, MagOptions { version, densify });
+            bar.finish_and_clear();
+            done.map_err(in_file)
         }
-        Kind::Safetensors => ztensor::write_safetensors(&r, output, densify).map_err(in_file),
+        Kind::Safetensors => {
+            let bar = spinner("convert to .safetensors", total_stored(&r));
+            let done = ztensor::write_safetensors(&r, output, densify);
+            bar.finish_and_clear();
+            done.map_err(in_file)
+        }
         Kind::Zt => {
             let opts = ConvertOptions {
                 compression: compress.map_or(Keep::Source, Keep::Always),
@@ -454,9 +397,9 @@ pub fn convert(
             };
             let mut w = Writer::create(output).map_err(in_file)?;
             w.set_attributes(r.attributes().clone());
-            let bar = progress(r.objects().len(), "convert");
+            let bar = progress(total_stored(&r), "convert");
             for o in &r {
-                bar.inc(1);
+                bar.inc(stored_len(&o));
                 if densify && o.format != Format::Dense {
                     let (bytes, ty) = o.dense_form().map_err(in_file)?;
                     let obj = ztensor::ObjectData {
@@ -488,9 +431,19 @@ pub fn convert(
 }
 
 pub fn upgrade(input: &Path, output: &Path) -> Outcome {
-    // Without skip_unreadable an upgrade either writes every object or fails: no report to show.
-    ztensor::upgrade(input, output, ConvertOptions::default())?;
-    Ok(())
+    // What `ztensor::upgrade` does (`copy_into` with the default options), object by object so
+    // the bar can follow. Without skip_unreadable an upgrade either writes every object or
+    // fails: no report to show.
+    let r = open(input)?;
+    let mut w = Writer::create(output)?;
+    w.set_attributes(r.attributes().clone());
+    let bar = progress(total_stored(&r), "upgrade");
+    for o in &r {
+        convert::copy_object(o, &mut w, ConvertOptions::default()).map_err(|e| e.in_file(input))?;
+        bar.inc(stored_len(&o));
+    }
+    bar.finish_and_clear();
+    Ok(w.finish()?)
 }
 
 pub fn merge(inputs: &[PathBuf], output: &Path) -> Outcome {
@@ -526,12 +479,12 @@ pub fn merge(inputs: &[PathBuf], output: &Path) -> Outcome {
     }
     let mut w = Writer::create(output)?;
     w.set_attributes(attributes);
-    let total = readers.iter().map(|(_, r)| r.objects().len()).sum();
+    let total = readers.iter().map(|(_, r)| total_stored(r)).sum();
     let bar = progress(total, "merge");
     for (p, r) in &readers {
         for o in r {
-            bar.inc(1);
             convert::copy_stored(o, &mut w).map_err(|e| e.in_file(p))?;
+            bar.inc(stored_len(&o));
         }
     }
     bar.finish_and_clear();
@@ -545,8 +498,15 @@ pub fn rm(input: &Path, names: &[String], output: &Path) -> Outcome {
     }
     let mut w = Writer::create(output)?;
     w.set_attributes(r.attributes().clone());
-    for o in r.iter().filter(|o| !names.contains(&o.name)) {
+    let kept = |o: &ObjectInfo| !names.contains(&o.name);
+    let bar = progress(
+        r.objects().iter().filter(|o| kept(o)).map(stored_len).sum(),
+        "rm",
+    );
+    for o in r.iter().filter(|o| kept(o)) {
         convert::copy_stored(o, &mut w).map_err(|e| e.in_file(input))?;
+        bar.inc(stored_len(&o));
     }
+    bar.finish_and_clear();
     Ok(w.finish()?)
 }

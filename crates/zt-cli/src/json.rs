@@ -126,9 +126,15 @@ fn info_object(o: &ObjectInfo) -> InfoObject<'_> {
 }
 
 /// Writes `zt info --json` to `w`, one object at a time.
-pub fn write_info(r: &Reader, w: &mut impl std::io::Write) -> serde_json::Result<()> {
+pub fn write_info(
+    r: &Reader,
+    file: &std::path::Path,
+    w: &mut impl std::io::Write,
+) -> serde_json::Result<()> {
     #[derive(serde::Serialize)]
     struct Info<'a> {
+        schema: &'a str,
+        file: std::borrow::Cow<'a, str>,
         kind: &'a str,
         version: String,
         attributes: Attrs<'a>,
@@ -151,6 +157,8 @@ pub fn write_info(r: &Reader, w: &mut impl std::io::Write) -> serde_json::Result
     serde_json::to_writer(
         &mut *w,
         &Info {
+            schema: "zt.info/1",
+            file: file.to_string_lossy(),
             kind: v.kind(),
             version,
             attributes: Attrs(r.attributes()),

@@ -3,7 +3,7 @@
 //! Reads `.zt` (every version), `.mag` (every layout) and `.safetensors`; writes `.zt` v1.2,
 //! `.mag` version 1 or 300, and `.safetensors`. Commands and their JSON output are documented
 //! in docs/cli.md. Exit status: 0 success, 1 an invalid file or a failed check (or files that
-//! differ), 2 a usage error.
+//! differ), 2 a usage error (and, for `diff`, any trouble: a file missing or unreadable).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod commands;
+mod diff;
 mod json;
 
 /// Inspect, check, compare and convert tensor files (.zt, .mag, .safetensors).
@@ -51,10 +52,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Compare two files object by object; exit 1 when they differ.
+    /// Compare two files object by object: exit 0 same, 1 different, 2 trouble.
     Diff {
         a: PathBuf,
         b: PathBuf,
+        /// Absolute tolerance for float values: equal when |a-b| <= atol + rtol*|b|.
+        #[arg(long, value_name = "ATOL", default_value_t = 0.0, value_parser = tolerance)]
+        atol: f64,
+        /// Relative tolerance for float values (see --atol).
+        #[arg(long, value_name = "RTOL", default_value_t = 0.0, value_parser = tolerance)]
+        rtol: f64,
         #[arg(long)]
         json: bool,
     },
@@ -65,8 +72,15 @@ enum Command {
         /// Output kind; by default taken from OUT's extension.
         #[arg(long, value_enum)]
         to: Option<Kind>,
-        /// zstd-compress every component (.zt only), at LEVEL (default 3).
-        #[arg(long, num_args = 0..=1, default_missing_value = "3", value_name = "LEVEL")]
+        /// zstd-compress every component (.zt only); a level only as --compress=LEVEL
+        /// (default 3), so the option never takes a file name that follows it.
+        #[arg(
+            long,
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "3",
+            value_name = "LEVEL"
+        )]
         compress: Option<i32>,
         /// Digest every component (.zt only).
         #[arg(long, value_enum)]
@@ -81,29 +95,38 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Upgrade any older zTensor file to v1.2, losslessly.
+    /// Upgrade any older zTensor file to v1.2, losslessly (writes .zt only).
     Upgrade {
         input: PathBuf,
         output: PathBuf,
+        /// Output kind; by default taken from OUT's extension. Only zt is accepted.
+        #[arg(long, value_enum)]
+        to: Option<Kind>,
         #[arg(long)]
         force: bool,
     },
-    /// Combine files into one .zt (object names must not clash).
+    /// Combine files into one .zt (object names must not clash; writes .zt only).
     Merge {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
         #[arg(short, long)]
         output: PathBuf,
+        /// Output kind; by default taken from OUT's extension. Only zt is accepted.
+        #[arg(long, value_enum)]
+        to: Option<Kind>,
         #[arg(long)]
         force: bool,
     },
-    /// Copy a file without the named objects.
+    /// Copy a file without the named objects (writes .zt only).
     Rm {
         input: PathBuf,
         #[arg(required = true)]
         names: Vec<String>,
         #[arg(short, long)]
         output: PathBuf,
+        /// Output kind; by default taken from OUT's extension. Only zt is accepted.
+        #[arg(long, value_enum)]
+        to: Option<Kind>,
         #[arg(long)]
         force: bool,
     },
@@ -141,6 +164,11 @@ enum Failure {
     Failed(String),
     /// Already reported on stdout (verify, diff): exit 1 quietly.
     Reported,
+    /// `diff` could not compare (a file missing or unreadable): exit 2, as diff(1) does; the
+    /// message is printed.
+    Trouble(String),
+    /// `diff` reported on stdout, but could not compare everything: exit 2 quietly.
+    ReportedTrouble,
 }
 
 impl From<ztensor::Error> for Failure {
@@ -177,11 +205,12 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported) => ExitCode::from(1),
+        Err(Failure::ReportedTrouble) => ExitCode::from(2),
         Err(Failure::Failed(m)) => {
             eprintln!("zt: {m}");
             ExitCode::from(1)
         }
-        Err(Failure::Usage(m)) => {
+        Err(Failure::Usage(m)) | Err(Failure::Trouble(m)) => {
             eprintln!("zt: {m}");
             ExitCode::from(2)
         }
@@ -200,7 +229,13 @@ fn run(command: Command) -> Outcome {
             json,
         } => commands::cat(&file, &name, component.as_deref(), json),
         Verify { files, json } => commands::verify(&files, json),
-        Diff { a, b, json } => commands::diff(&a, &b, json),
+        Diff {
+            a,
+            b,
+            atol,
+            rtol,
+            json,
+        } => diff::diff(&a, &b, diff::Tolerance { atol, rtol }, json),
         Convert {
             input,
             output,
@@ -211,10 +246,7 @@ fn run(command: Command) -> Outcome {
             densify,
             force,
         } => {
-            let kind = match to {
-                Some(k) => k,
-                None => kind_of(&output)?,
-            };
+            let kind = output_kind(&output, to)?;
             check_output(&output, force)?;
             commands::convert(
                 &input,
@@ -229,16 +261,20 @@ fn run(command: Command) -> Outcome {
         Upgrade {
             input,
             output,
+            to,
             force,
         } => {
+            zt_only("upgrade", &output, to)?;
             check_output(&output, force)?;
             commands::upgrade(&input, &output)
         }
         Merge {
             inputs,
             output,
+            to,
             force,
         } => {
+            zt_only("merge", &output, to)?;
             check_output(&output, force)?;
             commands::merge(&inputs, &output)
         }
@@ -246,11 +282,53 @@ fn run(command: Command) -> Outcome {
             input,
             names,
             output,
+            to,
             force,
         } => {
+            zt_only("rm", &output, to)?;
             check_output(&output, force)?;
             commands::rm(&input, &names, &output)
         }
+    }
+}
+
+/// The kind a writing command writes: `--to` if given, else OUT's extension; the one place
+/// every writing command learns what the user asked for.
+fn output_kind(path: &Path, to: Option<Kind>) -> Result<Kind, Failure> {
+    match to {
+        Some(k) => Ok(k),
+        None => kind_of(path),
+    }
+}
+
+/// Commands that write `.zt` only refuse any other kind asked for (by `--to` or OUT's
+/// extension) instead of writing a kind the user did not ask for.
+fn zt_only(command: &str, path: &Path, to: Option<Kind>) -> Outcome {
+    match output_kind(path, to)? {
+        Kind::Zt => Ok(()),
+        k => Err(Failure::Usage(format!(
+            "{}: {command} writes .zt only, not {}; write a .zt and `zt convert` it",
+            path.display(),
+            k.extension()
+        ))),
+    }
+}
+
+impl Kind {
+    fn extension(self) -> &'static str {
+        match self {
+            Kind::Zt => ".zt",
+            Kind::Mag => ".mag",
+            Kind::Safetensors => ".safetensors",
+        }
+    }
+}
+
+/// A tolerance: a finite number >= 0.
+fn tolerance(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a finite number >= 0")),
     }
 }
 
@@ -277,18 +355,35 @@ fn check_output(path: &Path, force: bool) -> Outcome {
     Ok(())
 }
 
-/// A progress bar on stderr when stderr is a terminal; hidden otherwise.
-fn progress(len: usize, what: &str) -> indicatif::ProgressBar {
+/// A progress bar over `total` bytes on stderr when stderr is a terminal; hidden otherwise.
+/// Commands advance it by the bytes they have read (stored bytes of the objects copied,
+/// decoded bytes compared), so it shows a rate and a time left.
+fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::new(len as u64);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} objects")
-    {
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+    ) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(what.to_owned());
+    bar
+}
+
+/// A spinner on stderr (when a terminal) for work the library does in one call, where no
+/// byte count can be followed: it shows the elapsed time and how much there is to do.
+fn spinner(what: &str, total: u64) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar.set_message(format!("{what} ({})", indicatif::HumanBytes(total)));
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
     bar
 }
 

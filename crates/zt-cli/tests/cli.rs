@@ -151,9 +151,18 @@ fn verify_ok_failed_and_hostile() {
     let o = zt(&["verify", "--json", &fx("invalid/digest_mismatch.zt")]);
     assert_eq!(code(&o), 1);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j[0]["ok"], false);
-    assert_eq!(j[0]["failures"][0]["kind"], "ChecksumMismatch");
-    assert_eq!(j[0]["failures"][0]["object"], "w");
+    assert_eq!(j["schema"], "zt.verify/1");
+    assert_eq!(
+        (&j["ok"], &j["results"][0]["ok"]),
+        (&false.into(), &false.into())
+    );
+    let failure = &j["results"][0]["failures"][0];
+    assert_eq!(failure["kind"], "ChecksumMismatch");
+    assert_eq!(failure["name"], "w");
+    assert!(failure["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("digest_mismatch.zt"));
     // Every hostile file of the corpus: exit 1, a clear report, never a crash.
     for e in std::fs::read_dir(fixtures().join("invalid")).unwrap() {
         let p = e.unwrap().path();

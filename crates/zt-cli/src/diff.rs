@@ -1,0 +1,527 @@
+//! `zt diff`: two files compared object by object, values in bounded pieces.
+//!
+//! Memory is a small constant whatever the tensors' sizes. Each side of a common object is a
+//! [`Side`]: the bytes of its dense form, compared in step with the other side one window of
+//! [`WINDOW`] bytes at a time:
+//!
+//! - a raw little-endian dense object of a memory-mapped file is a borrowed slice of the map
+//!   (`ObjectView::bytes` returns `Cow::Borrowed`): no copy at all, the kernel pages it in and
+//!   out as the windows pass;
+//! - the same object of a file that is not mapped is read window by window, positionally, into
+//!   one buffer of [`WINDOW`] bytes;
+//! - anything else (zstd, legacy big-endian, sparse or quantized objects) is decoded whole
+//!   first by the library, as it must be, and then compared window by window.
+//!
+//! Only windows whose bytes differ are looked at element by element, so a file compared with
+//! itself costs a `memcmp`. Nothing is ever turned into one JSON value per element.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{json, Value as J};
+use ztensor::fp8::Fp8Format;
+use ztensor::{ByteOrder, DType, ElementType, Encoding, Format, LogicalType, ObjectView, Reader};
+
+use crate::commands::{error_json, open_for_diff};
+use crate::{json, out, progress, Failure, Outcome};
+
+/// Bytes compared per step: a multiple of every element size (1, 2, 4, 8 and 16 bytes).
+const WINDOW: usize = 1 << 20;
+
+/// numpy's rule: `|a - b| <= atol + rtol * |b|`, for float values only.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tolerance {
+    pub atol: f64,
+    pub rtol: f64,
+}
+
+/// The decoded bytes of one side of a comparison.
+enum Data<'r> {
+    /// Borrowed from the map, or decoded whole.
+    Whole(Cow<'r, [u8]>),
+    /// A raw little-endian component of an unmapped file, read a window at a time.
+    Positional {
+        source: &'r ztensor::Source,
+        offset: u64,
+        buf: Vec<u8>,
+    },
+}
+
+struct Side<'r> {
+    data: Data<'r>,
+    len: u64,
+    ty: ElementType,
+}
+
+impl<'r> Side<'r> {
+    fn new(r: &'r Reader, o: ObjectView<'r>) -> ztensor::Result<Self> {
+        if o.format == Format::Dense && o.defect.is_none() && r.source().as_slice().is_none() {
+            if let Ok(c) = o.component("data") {
+                if c.encoding == Encoding::Raw && c.byte_order == ByteOrder::Little {
+                    return Ok(Side {
+                        data: Data::Positional {
+                            source: r.source(),
+                            offset: c.offset,
+                            buf: Vec::new(),
+                        },
+                        len: c.length,
+                        ty: c.element.clone(),
+                    });
+                }
+            }
+        }
+        let (bytes, ty) = o.dense_form()?;
+        Ok(Side {
+            len: bytes.len() as u64,
+            data: Data::Whole(bytes),
+            ty,
+        })
+    }
+
+    /// `n` bytes from `pos`; `pos + n <= len`.
+    fn window(&mut self, pos: u64, n: usize) -> ztensor::Result<&[u8]> {
+        match &mut self.data {
+            Data::Whole(b) => usize::try_from(pos)
+                .ok()
+                .and_then(|p| b.get(p..p.checked_add(n)?))
+                .ok_or_else(|| ztensor::Error::invalid("window outside the data")),
+            Data::Positional {
+                source,
+                offset,
+                buf,
+            } => {
+                buf.resize(n, 0);
+                source.read_into(*offset + pos, buf)?;
+                Ok(buf)
+            }
+        }
+    }
+}
+
+/// How one scalar (a storage element; complex values have two per element) is compared.
+#[derive(Clone, Copy)]
+enum Scalar {
+    F16,
+    BF16,
+    F32,
+    F64,
+    Fp8(Fp8Format),
+    Signed(usize),
+    Unsigned(usize),
+    /// Unknown logical types: bytes, exactly.
+    Bytes(usize),
+}
+
+impl Scalar {
+    fn of(ty: &ElementType) -> Scalar {
+        match &ty.logical {
+            Some(LogicalType::Unknown(_)) => return Scalar::Bytes(ty.dtype.size()),
+            Some(t) => {
+                if let Some(f) = Fp8Format::of(t) {
+                    return Scalar::Fp8(f);
+                }
+            }
+            None => {}
+        }
+        match ty.dtype {
+            DType::F16 => Scalar::F16,
+            DType::BF16 => Scalar::BF16,
+            DType::F32 => Scalar::F32,
+            DType::F64 => Scalar::F64,
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 => Scalar::Signed(ty.dtype.size()),
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::Bool => {
+                Scalar::Unsigned(ty.dtype.size())
+            }
+        }
+    }
+
+    fn size(self) -> usize {
+        match self {
+            Scalar::F16 | Scalar::BF16 => 2,
+            Scalar::F32 => 4,
+            Scalar::F64 => 8,
+            Scalar::Fp8(_) => 1,
+            Scalar::Signed(n) | Scalar::Unsigned(n) | Scalar::Bytes(n) => n,
+        }
+    }
+
+    fn float(self, b: &[u8]) -> Option<f64> {
+        let a = |n: usize| -> [u8; 8] {
+            let mut x = [0u8; 8];
+            if let (Some(d), Some(s)) = (x.get_mut(..n), b.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            x
+        };
+        Some(match self {
+            Scalar::F16 => half::f16::from_le_bytes([a(2)[0], a(2)[1]]).into(),
+            Scalar::BF16 => half::bf16::from_le_bytes([a(2)[0], a(2)[1]]).into(),
+            Scalar::F32 => {
+                let x = a(4);
+                f32::from_le_bytes([x[0], x[1], x[2], x[3]]).into()
+            }
+            Scalar::F64 => f64::from_le_bytes(a(8)),
+            Scalar::Fp8(f) => f.decode(b.first().copied().unwrap_or(0)).into(),
+            _ => return None,
+        })
+    }
+
+    fn integer(self, b: &[u8]) -> Option<i128> {
+        let n = self.size();
+        let mut x = [0u8; 16];
+        x.get_mut(..n)?.copy_from_slice(b.get(..n)?);
+        match self {
+            Scalar::Unsigned(_) => Some(i128::from_le_bytes(x)),
+            Scalar::Signed(_) => {
+                // Sign-extend from n bytes.
+                let shift = 128 - 8 * n as u32;
+                Some((i128::from_le_bytes(x) << shift) >> shift)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the kind has a numeric difference to report.
+    fn numeric(self) -> bool {
+        !matches!(self, Scalar::Bytes(_))
+    }
+}
+
+/// What the comparison of one object found.
+#[derive(Default)]
+struct Tally {
+    differing: u64,
+    first: Option<u64>,
+    last_counted: Option<u64>,
+    max_abs: f64,
+}
+
+/// Compares one window, scalar by scalar; `base` is the index of its first scalar.
+fn compare(a: &[u8], b: &[u8], base: u64, s: Scalar, ratio: u64, tol: Tolerance, t: &mut Tally) {
+    if a == b {
+        return;
+    }
+    let size = s.size();
+    for (i, (x, y)) in a.chunks_exact(size).zip(b.chunks_exact(size)).enumerate() {
+        let same = if let (Some(p), Some(q)) = (s.float(x), s.float(y)) {
+            if !p.is_nan() && !q.is_nan() && p != q {
+                t.max_abs = t.max_abs.max((p - q).abs());
+            }
+            // NaN equals NaN at the same place; infinities equal only themselves.
+            p == q || (p.is_nan() && q.is_nan()) || (p - q).abs() <= tol.atol + tol.rtol * q.abs()
+        } else if let (Some(p), Some(q)) = (s.integer(x), s.integer(y)) {
+            t.max_abs = t.max_abs.max((p - q).unsigned_abs() as f64);
+            p == q
+        } else {
+            x == y
+        };
+        if !same {
+            let element = (base + i as u64) / ratio;
+            if t.last_counted != Some(element) {
+                t.last_counted = Some(element);
+                t.differing += 1;
+                t.first.get_or_insert(element);
+            }
+        }
+    }
+}
+
+/// A flat row-major index as one index per dimension.
+fn unravel(mut i: u64, shape: &[u64]) -> Vec<u64> {
+    let mut idx = vec![0; shape.len()];
+    for (slot, &d) in idx.iter_mut().zip(shape).rev() {
+        if d > 0 {
+            *slot = i % d;
+            i /= d;
+        }
+    }
+    idx
+}
+
+/// One difference between two files.
+struct Difference {
+    name: Option<String>,
+    what: &'static str,
+    detail: String,
+    values: Option<Values>,
+    error: Option<J>,
+}
+
+/// How the values of one object differ.
+struct Values {
+    differing: u64,
+    elements: u64,
+    max_abs_diff: Option<f64>,
+    first_index: Vec<u64>,
+}
+
+impl Difference {
+    fn simple(name: Option<&str>, what: &'static str, detail: String) -> Self {
+        Difference {
+            name: name.map(str::to_owned),
+            what,
+            detail,
+            values: None,
+            error: None,
+        }
+    }
+
+    fn to_json(&self) -> J {
+        let v = self.values.as_ref();
+        json!({
+            "name": self.name,
+            "what": self.what,
+            "detail": self.detail,
+            "differing": v.map(|v| v.differing),
+            "elements": v.map(|v| v.elements),
+            "max_abs_diff": v.and_then(|v| v.max_abs_diff).map(json::float),
+            "first_index": v.map(|v| &v.first_index),
+            "error": self.error,
+        })
+    }
+}
+
+/// Compares the values of one common object; `Ok(None)` when they are equal.
+fn compare_values(
+    ra: &Reader,
+    oa: ObjectView<'_>,
+    rb: &Reader,
+    ob: ObjectView<'_>,
+    tol: Tolerance,
+    bar: &indicatif::ProgressBar,
+) -> Result<Option<Difference>, (ztensor::Error, &'static str)> {
+    let name = Some(oa.name.as_str());
+    let mut sa = Side::new(ra, oa).map_err(|e| (e, "A"))?;
+    let mut sb = Side::new(rb, ob).map_err(|e| (e, "B"))?;
+    if sa.ty != sb.ty {
+        return Ok(Some(Difference::simple(
+            name,
+            "dtype",
+            format!("type {} vs {}", sa.ty.name(), sb.ty.name()),
+        )));
+    }
+    let scalar = Scalar::of(&sa.ty);
+    let ratio = sa.ty.ratio().max(1);
+    let elements: u64 = oa.shape.iter().product();
+    if sa.len != sb.len || sa.len % scalar.size() as u64 != 0 {
+        let e = ztensor::Error::invalid(format!(
+            "{} and {} bytes of values for {elements} elements",
+            sa.len, sb.len
+        ))
+        .in_object(&oa.name);
+        return Err((e, "A"));
+    }
+    let mut tally = Tally::default();
+    let mut pos = 0u64;
+    while pos < sa.len {
+        let n = usize::try_from(sa.len - pos).map_or(WINDOW, |left| left.min(WINDOW));
+        let wa = sa
+            .window(pos, n)
+            .map_err(|e| (e.in_object(&oa.name), "A"))?;
+        let wb = sb
+            .window(pos, n)
+            .map_err(|e| (e.in_object(&ob.name), "B"))?;
+        compare(
+            wa,
+            wb,
+            pos / scalar.size() as u64,
+            scalar,
+            ratio,
+            tol,
+            &mut tally,
+        );
+        pos += n as u64;
+        bar.inc(n as u64);
+    }
+    let Some(first) = tally.first else {
+        return Ok(None);
+    };
+    let max_abs_diff = scalar.numeric().then_some(tally.max_abs);
+    let first_index = unravel(first, &oa.shape);
+    let mut detail = format!(
+        "{} of {elements} elements differ; first at {first_index:?}",
+        tally.differing
+    );
+    if let Some(m) = max_abs_diff {
+        let _ = write!(detail, "; largest absolute difference {m}");
+    }
+    Ok(Some(Difference {
+        name: name.map(str::to_owned),
+        what: "values",
+        detail,
+        values: Some(Values {
+            differing: tally.differing,
+            elements,
+            max_abs_diff,
+            first_index,
+        }),
+        error: None,
+    }))
+}
+
+/// Decoded bytes an object's comparison reads, roughly: for the progress bar.
+fn dense_len(o: &ztensor::ObjectInfo) -> u64 {
+    let n: u64 = o.shape.iter().product();
+    n.saturating_mul(o.element_type().map_or(1, ElementType::logical_size))
+}
+
+pub fn diff(a: &Path, b: &Path, tol: Tolerance, as_json: bool) -> Outcome {
+    let (ra, rb) = (open_for_diff(a)?, open_for_diff(b)?);
+    let mut diffs = Vec::new();
+    let mut trouble = false;
+    if ra.attributes() != rb.attributes() {
+        let keys: Vec<&String> = ra
+            .attributes()
+            .keys()
+            .chain(rb.attributes().keys())
+            .filter(|k| ra.attributes().get(*k) != rb.attributes().get(*k))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        diffs.push(Difference::simple(
+            None,
+            "attributes",
+            format!("file attributes differ: {keys:?}"),
+        ));
+    }
+    for o in ra.objects() {
+        if rb.get(&o.name).is_none() {
+            diffs.push(Difference::simple(
+                Some(&o.name),
+                "only_in_a",
+                "only in A".into(),
+            ));
+        }
+    }
+    for o in rb.objects() {
+        if ra.get(&o.name).is_none() {
+            diffs.push(Difference::simple(
+                Some(&o.name),
+                "only_in_b",
+                "only in B".into(),
+            ));
+        }
+    }
+    let common: Vec<_> = ra
+        .objects()
+        .iter()
+        .filter_map(|o| Some((ra.get(&o.name)?, rb.get(&o.name)?)))
+        .collect();
+    let bar = progress(common.iter().map(|(o, _)| dense_len(o)).sum(), "diff");
+    for (oa, ob) in common {
+        if oa.shape != ob.shape {
+            diffs.push(Difference::simple(
+                Some(&oa.name),
+                "shape",
+                format!("shape {:?} vs {:?}", oa.shape, ob.shape),
+            ));
+            continue;
+        }
+        match compare_values(&ra, oa, &rb, ob, tol, &bar) {
+            Ok(None) => {}
+            Ok(Some(d)) => diffs.push(d),
+            Err((e, side)) => {
+                trouble = true;
+                let file = if side == "A" { a } else { b };
+                let e = e.in_file(file);
+                diffs.push(Difference {
+                    name: Some(oa.name.clone()),
+                    what: "unreadable",
+                    detail: e.to_string(),
+                    values: None,
+                    error: Some(error_json(&e, Some(file))),
+                });
+            }
+        }
+    }
+    bar.finish_and_clear();
+    if as_json {
+        let j = json!({
+            "schema": "zt.diff/1",
+            "files": [a.to_string_lossy(), b.to_string_lossy()],
+            "same": diffs.is_empty(),
+            "atol": tol.atol,
+            "rtol": tol.rtol,
+            "differences": diffs.iter().map(Difference::to_json).collect::<Vec<_>>(),
+        });
+        out(&format!("{j}\n"))?;
+    } else if diffs.is_empty() {
+        let within = if tol.atol > 0.0 || tol.rtol > 0.0 {
+            format!(" (floats within atol {}, rtol {})", tol.atol, tol.rtol)
+        } else {
+            String::new()
+        };
+        out(&format!(
+            "{} and {} hold the same objects and values{within}\n",
+            a.display(),
+            b.display()
+        ))?;
+    } else {
+        let mut s = String::new();
+        for d in &diffs {
+            let _ = writeln!(s, "{}: {}", d.name.as_deref().unwrap_or("(file)"), d.detail);
+        }
+        out(&s)?;
+    }
+    if trouble {
+        Err(Failure::ReportedTrouble)
+    } else if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Reported)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unravel_row_major() {
+        assert_eq!(unravel(5, &[2, 3]), vec![1, 2]);
+        assert_eq!(unravel(0, &[]), Vec::<u64>::new());
+        assert_eq!(unravel(23, &[2, 3, 4]), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn signed_integers_sign_extend() {
+        assert_eq!(Scalar::Signed(2).integer(&(-3i16).to_le_bytes()), Some(-3));
+        assert_eq!(
+            Scalar::Unsigned(2).integer(&u16::MAX.to_le_bytes()),
+            Some(65535)
+        );
+        assert_eq!(
+            Scalar::Signed(8).integer(&i64::MIN.to_le_bytes()),
+            Some(i64::MIN as i128)
+        );
+    }
+
+    #[test]
+    fn tolerance_and_nan() {
+        let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let (a, b) = (f(&[1.0, f32::NAN, 2.0]), f(&[1.05, f32::NAN, 2.0]));
+        let mut t = Tally::default();
+        compare(&a, &b, 0, Scalar::F32, 1, Tolerance::default(), &mut t);
+        assert_eq!((t.differing, t.first), (1, Some(0)));
+        let mut t = Tally::default();
+        let tol = Tolerance {
+            atol: 0.1,
+            rtol: 0.0,
+        };
+        compare(&a, &b, 0, Scalar::F32, 1, tol, &mut t);
+        assert_eq!(t.differing, 0);
+        // Complex: two scalars, one element.
+        let mut t = Tally::default();
+        compare(
+            &f(&[0.0, 1.0]),
+            &f(&[0.5, 2.0]),
+            0,
+            Scalar::F32,
+            2,
+            Tolerance::default(),
+            &mut t,
+        );
+        assert_eq!((t.differing, t.max_abs), (1, 1.0));
+    }
+}
