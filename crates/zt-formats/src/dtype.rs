@@ -142,6 +142,17 @@ pub enum LogicalType {
     F8E4M3Fnuz,
     /// AMD FP8 E5M2 with unsigned zero (NaN = 0x80), stored as u8.
     F8E5M2Fnuz,
+    /// OCP MX scale E8M0 (PyTorch `float8_e8m0fnu`): an exponent alone, `2^(code - 127)`,
+    /// no sign, no zero, NaN = 0xFF; stored as u8.
+    F8E8M0,
+    /// OCP MX FP4 E2M1: 4 bits, packed two per u8, low nibble first (PyTorch
+    /// `float4_e2m1fn_x2`); `n` elements take `ceil(n / 2)` bytes.
+    F4E2M1,
+    /// OCP MX FP6 E2M3: 6 bits, bit-packed into u8 (four elements in three bytes); `n`
+    /// elements take `ceil(6n / 8)` bytes.
+    F6E2M3,
+    /// OCP MX FP6 E3M2: 6 bits, bit-packed into u8 like [`LogicalType::F6E2M3`].
+    F6E3M2,
     /// Interleaved `[re, im]` f32 pairs.
     Complex64,
     /// Interleaved `[re, im]` f64 pairs.
@@ -158,6 +169,10 @@ impl LogicalType {
             "f8_e5m2" => LogicalType::F8E5M2,
             "f8_e4m3fnuz" => LogicalType::F8E4M3Fnuz,
             "f8_e5m2fnuz" => LogicalType::F8E5M2Fnuz,
+            "f8_e8m0" => LogicalType::F8E8M0,
+            "f4_e2m1" => LogicalType::F4E2M1,
+            "f6_e2m3" => LogicalType::F6E2M3,
+            "f6_e3m2" => LogicalType::F6E3M2,
             "complex64" => LogicalType::Complex64,
             "complex128" => LogicalType::Complex128,
             other => LogicalType::Unknown(other.to_owned()),
@@ -171,6 +186,10 @@ impl LogicalType {
             LogicalType::F8E5M2 => "f8_e5m2",
             LogicalType::F8E4M3Fnuz => "f8_e4m3fnuz",
             LogicalType::F8E5M2Fnuz => "f8_e5m2fnuz",
+            LogicalType::F8E8M0 => "f8_e8m0",
+            LogicalType::F4E2M1 => "f4_e2m1",
+            LogicalType::F6E2M3 => "f6_e2m3",
+            LogicalType::F6E3M2 => "f6_e3m2",
             LogicalType::Complex64 => "complex64",
             LogicalType::Complex128 => "complex128",
             LogicalType::Unknown(s) => s,
@@ -183,7 +202,11 @@ impl LogicalType {
             LogicalType::F8E4M3Fn
             | LogicalType::F8E5M2
             | LogicalType::F8E4M3Fnuz
-            | LogicalType::F8E5M2Fnuz => Some(DType::U8),
+            | LogicalType::F8E5M2Fnuz
+            | LogicalType::F8E8M0
+            | LogicalType::F4E2M1
+            | LogicalType::F6E2M3
+            | LogicalType::F6E3M2 => Some(DType::U8),
             LogicalType::Complex64 => Some(DType::F32),
             LogicalType::Complex128 => Some(DType::F64),
             LogicalType::Unknown(_) => None,
@@ -198,7 +221,18 @@ impl LogicalType {
         }
     }
 
-    /// Whether this is one of the FP8 types.
+    /// Bits per element of the sub-byte types, which are packed into u8 bytes with no padding
+    /// between elements (`f4_e2m1`: 4, `f6_e2m3`/`f6_e3m2`: 6); `None` for every other type.
+    pub fn packed_bits(&self) -> Option<u64> {
+        match self {
+            LogicalType::F4E2M1 => Some(4),
+            LogicalType::F6E2M3 | LogicalType::F6E3M2 => Some(6),
+            _ => None,
+        }
+    }
+
+    /// Whether this is one of the four FP8 types of [`crate::fp8`] (not the E8M0 scale, which
+    /// has no sign or mantissa: see [`crate::fp8::F8E8M0`]).
     pub fn is_fp8(&self) -> bool {
         matches!(
             self,
@@ -270,9 +304,20 @@ impl ElementType {
         self.logical.as_ref().map_or(1, LogicalType::ratio)
     }
 
-    /// Bytes per logical element.
+    /// Bytes per logical element. For the packed sub-byte types (`f4_e2m1`, `f6_*`) this is
+    /// the storage byte, 1, which holds more than one element: use [`byte_size`] for the bytes
+    /// of a count of elements, and [`ElementType::bits`].
     pub fn logical_size(&self) -> u64 {
         self.dtype.size() as u64 * self.ratio()
+    }
+
+    /// Bits per logical element: 4 or 6 for the packed sub-byte types, else 8 times
+    /// [`ElementType::logical_size`].
+    pub fn bits(&self) -> u64 {
+        self.logical
+            .as_ref()
+            .and_then(LogicalType::packed_bits)
+            .unwrap_or(self.logical_size() * 8)
     }
 
     /// The type's name: the logical type if any, else the dtype.
@@ -301,9 +346,15 @@ pub fn element_count(shape: &[u64]) -> Result<u64> {
         })
 }
 
-/// Bytes that `count` logical elements of `ty` take, with checked arithmetic.
+/// Bytes that `count` logical elements of `ty` take, with checked arithmetic: for the packed
+/// sub-byte types `ceil(count * bits / 8)` (a last byte partly used), else
+/// `count * logical_size`.
 pub fn byte_size(count: u64, ty: &ElementType) -> Result<u64> {
-    count.checked_mul(ty.logical_size()).ok_or_else(|| {
+    let bytes = match ty.logical.as_ref().and_then(LogicalType::packed_bits) {
+        Some(bits) => count.checked_mul(bits).map(|b| b.div_ceil(8)),
+        None => count.checked_mul(ty.logical_size()),
+    };
+    bytes.ok_or_else(|| {
         Error::invalid(format!(
             "{count} elements of {} take more bytes than fit in 64 bits",
             ty.name()
@@ -342,6 +393,46 @@ mod tests {
         assert_eq!(
             ElementType::resolve("f31", None).unwrap_err().message(),
             "unknown dtype \"f31\""
+        );
+    }
+
+    #[test]
+    fn mx_types_are_u8_and_packed() {
+        for (name, t, bits) in [
+            ("f8_e8m0", LogicalType::F8E8M0, 8),
+            ("f4_e2m1", LogicalType::F4E2M1, 4),
+            ("f6_e2m3", LogicalType::F6E2M3, 6),
+            ("f6_e3m2", LogicalType::F6E3M2, 6),
+        ] {
+            assert_eq!(LogicalType::parse(name), t);
+            assert_eq!(t.name(), name);
+            let e = ElementType::resolve("u8", Some(name)).unwrap();
+            assert_eq!(e, ElementType::logical(t.clone()).unwrap());
+            assert_eq!(e.bits(), bits);
+            assert_eq!(e.logical_size(), 1);
+            assert!(!t.is_fp8());
+            assert_eq!(
+                ElementType::resolve("i8", Some(name))
+                    .unwrap_err()
+                    .message(),
+                format!("type {name} must be stored as dtype u8, not i8")
+            );
+        }
+        let size = |n, t| byte_size(n, &ElementType::logical(t).unwrap()).unwrap();
+        assert_eq!(size(5, LogicalType::F8E8M0), 5);
+        // Two per byte, the last byte half used for an odd count.
+        assert_eq!(size(4, LogicalType::F4E2M1), 2);
+        assert_eq!(size(5, LogicalType::F4E2M1), 3);
+        assert_eq!(size(0, LogicalType::F4E2M1), 0);
+        // Four in three bytes.
+        assert_eq!(size(4, LogicalType::F6E2M3), 3);
+        assert_eq!(size(5, LogicalType::F6E3M2), 4);
+        assert_eq!(size(1, LogicalType::F6E3M2), 1);
+        let f4 = ElementType::logical(LogicalType::F4E2M1).unwrap();
+        assert!(byte_size(u64::MAX / 2, &f4).is_err());
+        assert_eq!(
+            byte_size(u64::MAX / 4, &f4).unwrap(),
+            (u64::MAX / 4).div_ceil(2)
         );
     }
 

@@ -1,5 +1,7 @@
 //! The four FP8 formats: exact decoding of all 256 codes, and encoding from `f32` with
-//! round-to-nearest-even.
+//! round-to-nearest-even. Also exact decoding of the OCP MX element types: the E8M0 scale
+//! ([`F8E8M0`], [`e8m0_to_f32`]), FP4 E2M1 ([`f4_e2m1_to_f32`], [`unpack_f4_e2m1`]) and the
+//! two FP6 codes ([`f6_e2m3_to_f32`], [`f6_e3m2_to_f32`]).
 //!
 //! | format | exponent bias | infinities | NaN codes | negative zero |
 //! |---|---|---|---|---|
@@ -245,9 +247,130 @@ fp8_type!(
     E5M2Fnuz
 );
 
+// The OCP Microscaling (MX v1.0) element types: the E8M0 scale and the FP4/FP6 element
+// codes. Decoding only; they have no sign-magnitude rounding rules worth an encoder here yet.
+
+/// An OCP MX E8M0 scale (PyTorch `float8_e8m0fnu`, safetensors `F8_E8M0`): `2^(code - 127)`,
+/// with no sign and no zero; `0xFF` is NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
+pub struct F8E8M0(pub u8);
+
+impl F8E8M0 {
+    /// Decodes to `f32` exactly (see [`e8m0_to_f32`]).
+    pub fn to_f32(self) -> f32 {
+        e8m0_to_f32(self.0)
+    }
+}
+
+impl crate::Element for F8E8M0 {
+    const DTYPE: crate::DType = crate::DType::U8;
+    fn logical() -> Option<LogicalType> {
+        Some(LogicalType::F8E8M0)
+    }
+}
+
+/// Decodes an E8M0 code exactly: `2^(code - 127)`; `0x00` is `2^-127` (an f32 subnormal) and
+/// `0xFF` is NaN.
+pub fn e8m0_to_f32(code: u8) -> f32 {
+    match code {
+        0xFF => f32::NAN,
+        0 => f32::from_bits(1 << 22),
+        e => f32::from_bits(u32::from(e) << 23),
+    }
+}
+
+/// Decodes an FP4 E2M1 code (the low 4 bits of `code`) exactly: sign, 2 exponent bits with
+/// bias 1, 1 mantissa bit; the magnitudes are 0, 0.5, 1, 1.5, 2, 3, 4, 6. No infinities or
+/// NaN.
+pub fn f4_e2m1_to_f32(code: u8) -> f32 {
+    const MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+    let mag = MAGNITUDES[usize::from(code & 0x7)];
+    if code & 0x8 != 0 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+/// Decodes `count` FP4 E2M1 elements packed two per byte, low nibble first (the element at
+/// an even index is a byte's low nibble), as `float4_e2m1fn_x2` and safetensors `F4` store
+/// them. `None` if `bytes` is not exactly `ceil(count / 2)` long.
+pub fn unpack_f4_e2m1(bytes: &[u8], count: usize) -> Option<Vec<f32>> {
+    if bytes.len() != count.div_ceil(2) {
+        return None;
+    }
+    let pairs = bytes.iter().flat_map(|&b| [b & 0xF, b >> 4]);
+    Some(pairs.take(count).map(f4_e2m1_to_f32).collect())
+}
+
+/// Decodes an FP6 E2M3 code (the low 6 bits of `code`) exactly: sign, 2 exponent bits with
+/// bias 1, 3 mantissa bits; largest magnitude 7.5. No infinities or NaN.
+pub fn f6_e2m3_to_f32(code: u8) -> f32 {
+    fp6_to_f32(code, 3, 1)
+}
+
+/// Decodes an FP6 E3M2 code (the low 6 bits of `code`) exactly: sign, 3 exponent bits with
+/// bias 3, 2 mantissa bits; largest magnitude 28. No infinities or NaN.
+pub fn f6_e3m2_to_f32(code: u8) -> f32 {
+    fp6_to_f32(code, 2, 3)
+}
+
+fn fp6_to_f32(code: u8, mantissa_bits: u32, bias: i32) -> f32 {
+    let negative = code & 0x20 != 0;
+    let exp = i32::from((code & 0x1F) >> mantissa_bits);
+    let mant = u32::from(code) & ((1 << mantissa_bits) - 1);
+    let m = mantissa_bits as i32;
+    let mag = if exp == 0 {
+        mant as f32 * pow2(1 - bias - m)
+    } else {
+        (((1 << mantissa_bits) + mant) as f32) * pow2(exp - bias - m)
+    };
+    if negative {
+        -mag
+    } else {
+        mag
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mx_codes() {
+        assert_eq!(e8m0_to_f32(127), 1.0);
+        assert_eq!(e8m0_to_f32(128), 2.0);
+        assert_eq!(e8m0_to_f32(126), 0.5);
+        assert_eq!(e8m0_to_f32(254), 2f32.powi(127));
+        assert_eq!(e8m0_to_f32(1), 2f32.powi(-126));
+        assert_eq!(e8m0_to_f32(0), 2f64.powi(-127) as f32);
+        assert!(e8m0_to_f32(0xFF).is_nan());
+        assert_eq!(F8E8M0(130).to_f32(), 8.0);
+
+        let f4: Vec<f32> = (0..16).map(f4_e2m1_to_f32).collect();
+        assert_eq!(
+            f4,
+            [
+                0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0,
+                -6.0
+            ]
+        );
+        // Low nibble first: 0x72 holds 1.0 (code 2) then 6.0 (code 7).
+        assert_eq!(unpack_f4_e2m1(&[0x72, 0x0A], 3).unwrap(), [1.0, 6.0, -1.0]);
+        assert_eq!(unpack_f4_e2m1(&[0x72], 3), None);
+
+        // E2M3: 0b0_01_000 = 1.0, subnormal 0b0_00_001 = 1/8, max 0b0_11_111 = 7.5.
+        assert_eq!(f6_e2m3_to_f32(0b001000), 1.0);
+        assert_eq!(f6_e2m3_to_f32(0b000001), 0.125);
+        assert_eq!(f6_e2m3_to_f32(0b011111), 7.5);
+        assert_eq!(f6_e2m3_to_f32(0b111111), -7.5);
+        // E3M2: 0b0_011_00 = 1.0, subnormal 0b0_000_01 = 1/16, max 0b0_111_11 = 28.
+        assert_eq!(f6_e3m2_to_f32(0b001100), 1.0);
+        assert_eq!(f6_e3m2_to_f32(0b000001), 0.0625);
+        assert_eq!(f6_e3m2_to_f32(0b011111), 28.0);
+        assert_eq!(f6_e3m2_to_f32(0b100000), -0.0);
+    }
 
     #[test]
     fn known_codes() {
