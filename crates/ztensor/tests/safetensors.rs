@@ -1,0 +1,254 @@
+//! `.safetensors` files: the header parsed by us, with the safetensors crate's checks; MX
+//! element types; a dtype we do not know is one unreadable tensor, not an unreadable file;
+//! and conversion to safetensors streams, writing what the crate writes.
+
+use std::collections::HashMap;
+
+use ztensor::{ErrorKind, LogicalType, OpenOptions, Reader};
+
+/// A safetensors file of this header (padded to 8 bytes, as the crate does) and data.
+fn file(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.as_bytes().to_vec();
+    h.resize(h.len().next_multiple_of(8), b' ');
+    let mut b = (h.len() as u64).to_le_bytes().to_vec();
+    b.extend(h);
+    b.extend(data);
+    b
+}
+
+fn open(header: &str, data: &[u8]) -> ztensor::Result<Reader> {
+    OpenOptions::new().open_bytes(file(header, data))
+}
+
+fn invalid(header: &str, data: &[u8], message: &str) {
+    let Err(e) = open(header, data) else {
+        panic!("the file must not open")
+    };
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string().contains(message),
+        "{e:#}\nshould say: {message}"
+    );
+}
+
+#[test]
+fn a_dtype_we_do_not_know_is_one_defective_tensor() {
+    // "F3" is no dtype of the safetensors crate: its own parser refuses the whole file.
+    let header = r#"{"__metadata__":{"format":"pt"},
+        "w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+        "future":{"dtype":"F3","shape":[7],"data_offsets":[8,11]},
+        "b":{"dtype":"U8","shape":[1],"data_offsets":[11,12]}}"#;
+    let mut data = Vec::new();
+    data.extend(1.5f32.to_le_bytes());
+    data.extend((-2.0f32).to_le_bytes());
+    data.extend([1, 2, 3, 9]);
+    assert!(safetensors::SafeTensors::deserialize(&file(header, &data)).is_err());
+
+    let r = open(header, &data).unwrap();
+    assert_eq!(r.names().collect::<Vec<_>>(), ["b", "future", "w"]);
+    assert_eq!(&r.read::<f32>("w").unwrap()[..], &[1.5, -2.0]);
+    assert_eq!(&r.read::<u8>("b").unwrap()[..], &[9]);
+    let future = r.object("future").unwrap();
+    let defect = future.defect.as_ref().expect("listed with a defect");
+    assert_eq!(defect.kind, ErrorKind::Unsupported);
+    assert_eq!(defect.message, "safetensors dtype \"F3\" is not supported");
+    assert_eq!(future.shape(), &[7]);
+    assert_eq!(future.element_type().unwrap().name(), "F3");
+    let e = future.bytes().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert_eq!(
+        r.read::<u8>("future").unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
+    assert_eq!(
+        r.attributes().get("format"),
+        Some(&ztensor::Value::Text("pt".into()))
+    );
+}
+
+#[test]
+fn mx_dtypes_are_listed_and_read_as_bytes() {
+    // F8_E8M0 [3], F4 [2, 3] (3 bytes), F6_E2M3 [4] (3 bytes), F6_E3M2 [8] (6 bytes).
+    let header = r#"{
+        "scales":{"dtype":"F8_E8M0","shape":[3],"data_offsets":[0,3]},
+        "fp4":{"dtype":"F4","shape":[2,3],"data_offsets":[3,6]},
+        "fp6a":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[6,9]},
+        "fp6b":{"dtype":"F6_E3M2","shape":[2,4],"data_offsets":[9,15]}}"#;
+    let data: Vec<u8> = vec![127, 128, 0xFF, 0x72, 0x0A, 0x00, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+    // The safetensors crate agrees on every size.
+    let st = file(header, &data);
+    safetensors::SafeTensors::deserialize(&st).unwrap();
+
+    let r = open(header, &data).unwrap();
+    let ty = |n: &str| r.object(n).unwrap().element_type().unwrap().clone();
+    assert_eq!(ty("scales").logical, Some(LogicalType::F8E8M0));
+    assert_eq!(ty("fp4").logical, Some(LogicalType::F4E2M1));
+    assert_eq!(ty("fp6a").logical, Some(LogicalType::F6E2M3));
+    assert_eq!(ty("fp6b").logical, Some(LogicalType::F6E3M2));
+    for n in ["scales", "fp4", "fp6a", "fp6b"] {
+        assert!(r.object(n).unwrap().defect.is_none());
+        assert_eq!(ty(n).dtype, ztensor::DType::U8);
+    }
+    let scales = r.read::<ztensor::fp8::F8E8M0>("scales").unwrap();
+    let scales: Vec<f32> = scales.iter().map(|s| s.to_f32()).collect();
+    assert_eq!(scales[..2], [1.0, 2.0]);
+    assert!(scales[2].is_nan());
+    let fp4 = r.object("fp4").unwrap().bytes().unwrap();
+    assert_eq!(
+        ztensor::fp8::unpack_f4_e2m1(&fp4, 6).unwrap(),
+        [1.0, 6.0, -1.0, 0.0, 0.0, 0.0]
+    );
+    assert_eq!(&r.object("fp6b").unwrap().bytes().unwrap()[..], &data[9..]);
+}
+
+#[test]
+fn the_crates_checks_are_kept() {
+    let f32x2 = [0u8; 8];
+    // Offsets must tile the data area from 0, in offset order.
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+        &f32x2,
+        "must start at 0",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
+            "b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}"#,
+        &f32x2,
+        "must start at 4",
+    );
+    invalid(
+        r#"{"a":{"dtype":"U8","shape":[0],"data_offsets":[8,0]}}"#,
+        &f32x2,
+        "data_offsets [8, 0]",
+    );
+    // Byte length from the shape and dtype.
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#,
+        &f32x2,
+        "8 bytes of data, but shape [3] of F32 takes 12",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#,
+        &[0, 0],
+        "3 elements of F4 are not a whole number of bytes",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}}"#,
+        &f32x2,
+        "overflows",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F8_E8M0","shape":[4611686018427387904],"data_offsets":[0,8]}}"#,
+        &f32x2,
+        "4611686018427387904",
+    );
+    // The tensors must end where the file does.
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#,
+        &f32x2,
+        "tensors end at byte",
+    );
+    // An unknown dtype's length is not checked, but its range is.
+    invalid(
+        r#"{"a":{"dtype":"F3","shape":[1],"data_offsets":[0,12]}}"#,
+        &f32x2,
+        "tensors end at byte",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F3","shape":[1],"data_offsets":[0,6]},
+            "b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}}"#,
+        &f32x2,
+        "must start at 6",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F3","shape":[4294967296,4294967296],"data_offsets":[0,8]}}"#,
+        &f32x2,
+        "overflows",
+    );
+    // Names are unique, even where a JSON map would keep the last.
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
+            "a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+        &f32x2,
+        "tensor \"a\" is named twice",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+            "a":{"dtype":"F32","shape":[0],"data_offsets":[8,8]}}"#,
+        &f32x2,
+        "tensor \"a\" is named twice",
+    );
+    // Field types.
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,8]}}"#,
+        &f32x2,
+        "-1 is not an unsigned integer",
+    );
+    invalid(
+        r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}}"#,
+        &f32x2,
+        "data_offsets is not an array of two numbers",
+    );
+    invalid(
+        r#"{"a":{"dtype":7,"shape":[2],"data_offsets":[0,8]}}"#,
+        &f32x2,
+        "dtype is not a string",
+    );
+    invalid(
+        r#"{"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+        &f32x2,
+        "__metadata__ value of \"k\" is not a string",
+    );
+    invalid(r#"{"a":"#, &[], "header");
+}
+
+/// Every dtype the crate knows opens with the size the crate computes, and names the same
+/// element type the writer maps back.
+#[test]
+fn every_crate_dtype_round_trips_through_a_header() {
+    use safetensors::tensor::{Dtype, TensorView};
+    let all = [
+        Dtype::BOOL,
+        Dtype::F4,
+        Dtype::F6_E2M3,
+        Dtype::F6_E3M2,
+        Dtype::U8,
+        Dtype::I8,
+        Dtype::F8_E5M2,
+        Dtype::F8_E4M3,
+        Dtype::F8_E8M0,
+        Dtype::F8_E4M3FNUZ,
+        Dtype::F8_E5M2FNUZ,
+        Dtype::I16,
+        Dtype::U16,
+        Dtype::F16,
+        Dtype::BF16,
+        Dtype::I32,
+        Dtype::U32,
+        Dtype::F32,
+        Dtype::C64,
+        Dtype::F64,
+        Dtype::I64,
+        Dtype::U64,
+    ];
+    let buffers: Vec<(String, Dtype, Vec<u8>)> = all
+        .iter()
+        .map(|&d| (d.to_string(), d, vec![0u8; 8 * d.bitsize() / 8]))
+        .collect();
+    let views: HashMap<String, TensorView> = buffers
+        .iter()
+        .map(|(n, d, b)| (n.clone(), TensorView::new(*d, vec![8], b).unwrap()))
+        .collect();
+    let bytes = safetensors::serialize(&views, None).unwrap();
+    let r = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
+    assert_eq!(r.objects().len(), all.len());
+    for o in r.objects() {
+        assert!(o.defect.is_none(), "{}", o.name);
+        assert_eq!(o.shape.to_vec(), [8]);
+    }
+    // And back: the whole file is written again byte for byte.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("back.safetensors");
+    ztensor::write_safetensors(&r, &out, false).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), bytes);
+}
