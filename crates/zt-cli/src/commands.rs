@@ -244,6 +244,9 @@ struct Checked {
     checked: usize,
     failures: Vec<ztensor::Error>,
     version: String,
+    /// `kind` and `version` as `info --json` gives them.
+    kind: &'static str,
+    json_version: String,
 }
 
 fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
@@ -266,6 +269,8 @@ fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
         checked: report.checked + usize::from(mag_crc),
         failures,
         version: r.version().to_string(),
+        kind: r.version().kind(),
+        json_version: json::version(r.version()),
     })
 }
 
@@ -308,7 +313,8 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
                     let _ = writeln!(text, "  {e}");
                 }
                 rows.push(json!({
-                    "file": f.to_string_lossy(), "ok": ok, "version": c.version, "object_count": c.objects,
+                    "file": f.to_string_lossy(), "ok": ok, "kind": c.kind, "version": c.json_version,
+                    "object_count": c.objects,
                     "digests_checked": c.checked,
                     "failures": c.failures.iter().map(|e| error_json(e, Some(f))).collect::<Vec<_>>(),
                 }));
@@ -317,7 +323,7 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
                 all_ok = false;
                 let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
                 rows.push(json!({
-                    "file": f.to_string_lossy(), "ok": false, "version": null, "object_count": null,
+                    "file": f.to_string_lossy(), "ok": false, "kind": null, "version": null, "object_count": null,
                     "digests_checked": null, "failures": [error_json(&e, Some(f))],
                 }));
             }
@@ -340,7 +346,7 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
 /// `file` names the file when the error does not.
 pub(crate) fn error_json(e: &ztensor::Error, file: Option<&Path>) -> serde_json::Value {
     json!({
-        "kind": format!("{:?}", e.kind()),
+        "error_kind": format!("{:?}", e.kind()),
         "message": e.message(),
         "file": e.path().or(file).map(|p| p.to_string_lossy()),
         "name": e.object(),

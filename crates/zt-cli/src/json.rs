@@ -147,25 +147,29 @@ pub fn write_info(
         }
     }
     let v = r.version();
-    let version = match v {
-        ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
-        ztensor::FileVersion::ZTensor(s) => s.to_string(),
-        ztensor::FileVersion::Mag(l) => mag_version(*l).to_string(),
-        ztensor::FileVersion::Safetensors => String::new(),
-        _ => v.to_string(),
-    };
     serde_json::to_writer(
         &mut *w,
         &Info {
             schema: "zt.info/1",
             file: file.to_string_lossy(),
             kind: v.kind(),
-            version,
+            version: version(v),
             attributes: Attrs(r.attributes()),
             objects: Objects(r.objects()),
         },
     )?;
     writeln!(w).map_err(serde_json::Error::io)
+}
+
+/// A file's version as `info` and `verify` give it: "1.2.0", "300", "" for safetensors.
+pub fn version(v: &ztensor::FileVersion) -> String {
+    match v {
+        ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
+        ztensor::FileVersion::ZTensor(s) => s.to_string(),
+        ztensor::FileVersion::Mag(l) => mag_version(*l).to_string(),
+        ztensor::FileVersion::Safetensors => String::new(),
+        _ => v.to_string(),
+    }
 }
 
 pub fn mag_version(l: ztensor::mag::Layout) -> &'static str {

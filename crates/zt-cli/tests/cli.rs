@@ -157,7 +157,7 @@ fn verify_ok_failed_and_hostile() {
         (&false.into(), &false.into())
     );
     let failure = &j["results"][0]["failures"][0];
-    assert_eq!(failure["kind"], "ChecksumMismatch");
+    assert_eq!(failure["error_kind"], "ChecksumMismatch");
     assert_eq!(failure["name"], "w");
     assert!(failure["file"]
         .as_str()
@@ -485,4 +485,319 @@ fn merged_blobs_are_copied_byte_for_byte() {
             );
         }
     }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Writes a .zt of f32 tensors.
+fn write_f32(path: &Path, tensors: &[(&str, &[u64], &[f32])]) {
+    let mut w = ztensor::Writer::create(path).unwrap();
+    for (name, shape, data) in tensors {
+        w.add(name, shape, data).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn json_of(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+#[test]
+fn diff_exits_0_same_1_different_2_trouble() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.zt"), dir.path().join("b.zt"));
+    write_f32(&a, &[("w", &[2], &[1.0, 2.0])]);
+    write_f32(&b, &[("w", &[2], &[1.0, 3.0])]);
+    assert_eq!(code(&zt(&["diff", p(&a), p(&a)])), 0);
+    assert_eq!(code(&zt(&["diff", p(&a), p(&b)])), 1);
+    // A missing or unreadable file is trouble, not a difference.
+    assert_clean_error(&zt(&["diff", p(&a), "/nonexistent/b.zt"]), 2, "cannot open");
+    assert_clean_error(
+        &zt(&["diff", &fx("invalid/empty_file.zt"), p(&a)]),
+        2,
+        "empty_file.zt",
+    );
+    // Bad usage.
+    assert_eq!(code(&zt(&["diff", p(&a)])), 2);
+    assert_eq!(code(&zt(&["diff", "--atol", "-1", p(&a), p(&b)])), 2);
+    assert_eq!(code(&zt(&["diff", "--rtol", "nan", p(&a), p(&b)])), 2);
+}
+
+#[test]
+fn diff_tolerance_nan_and_per_tensor_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.zt"), dir.path().join("b.zt"));
+    let nan = f32::NAN;
+    write_f32(
+        &a,
+        &[
+            ("w", &[2, 3], &[0.0, 1.0, nan, 3.0, 4.0, 100.0]),
+            ("same", &[1], &[7.0]),
+        ],
+    );
+    write_f32(
+        &b,
+        &[
+            ("w", &[2, 3], &[0.0, 1.0, nan, 3.0, 4.5, 100.5]),
+            ("same", &[1], &[7.0]),
+        ],
+    );
+    let o = zt(&["diff", "--json", p(&a), p(&b)]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let j = json_of(&o);
+    assert_eq!(j["schema"], "zt.diff/1");
+    assert_eq!(j["same"], false);
+    let d = j["differences"].as_array().unwrap();
+    assert_eq!(d.len(), 1, "NaN equals NaN at the same place: {j}");
+    assert_eq!(
+        (d[0]["name"].as_str(), d[0]["what"].as_str()),
+        (Some("w"), Some("values"))
+    );
+    assert_eq!(d[0]["differing"], 2);
+    assert_eq!(d[0]["elements"], 6);
+    assert_eq!(d[0]["first_index"], serde_json::json!([1, 1]));
+    assert_eq!(d[0]["max_abs_diff"], 0.5);
+    // The text form says the same.
+    let s = stdout(&zt(&["diff", p(&a), p(&b)]));
+    assert!(
+        s.contains("w: 2 of 6 elements differ; first at [1, 1]; largest absolute difference 0.5"),
+        "{s}"
+    );
+    // numpy's rule |a-b| <= atol + rtol*|b|: atol 0.5 covers both differences; rtol 0.01
+    // covers only the one at |b| = 100.5 (0.5 <= 1.005), not the one at |b| = 4.5.
+    assert_eq!(code(&zt(&["diff", "--atol", "0.5", p(&a), p(&b)])), 0);
+    let o = zt(&["diff", "--json", "--rtol", "0.01", p(&a), p(&b)]);
+    assert_eq!(code(&o), 1);
+    let j = json_of(&o);
+    assert_eq!(j["differences"][0]["differing"], 1);
+    assert_eq!(
+        j["differences"][0]["first_index"],
+        serde_json::json!([1, 1])
+    );
+    let o = zt(&["diff", "--rtol", "0.2", p(&a), p(&b)]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("within atol 0, rtol 0.2"),
+        "{}",
+        stdout(&o)
+    );
+    // Integers compare exactly whatever the tolerance.
+    let (c, d_) = (dir.path().join("c.zt"), dir.path().join("d.zt"));
+    for (path, v) in [(&c, 5i64), (&d_, 6)] {
+        let mut w = ztensor::Writer::create(path).unwrap();
+        w.add("i", &[3], &[1i64, v, -3]).unwrap();
+        w.finish().unwrap();
+    }
+    let o = zt(&["diff", "--json", "--atol", "10", p(&c), p(&d_)]);
+    assert_eq!(code(&o), 1);
+    let j = json_of(&o);
+    assert_eq!(j["differences"][0]["max_abs_diff"], 1.0);
+    assert_eq!(j["differences"][0]["first_index"], serde_json::json!([1]));
+}
+
+/// A 64 MiB tensor against a copy that differs in one element. The comparison runs in 1 MiB
+/// windows over slices borrowed from the two maps (see src/diff.rs), so its memory does not
+/// grow with the tensor; here the result is checked (the old diff built a JSON value per
+/// element, 3.6 GB for 125 MiB).
+#[test]
+fn diff_of_a_large_tensor_finds_the_one_element() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.zt"), dir.path().join("b.zt"));
+    let n = 4096 * 4096;
+    let mut data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    write_f32(&a, &[("big", &[4096, 4096], &data)]);
+    let at = 12_345_678;
+    data[at] += 0.25;
+    write_f32(&b, &[("big", &[4096, 4096], &data)]);
+    drop(data);
+    let o = zt(&["diff", "--json", p(&a), p(&b)]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let j = json_of(&o);
+    let d = &j["differences"][0];
+    assert_eq!(d["differing"], 1);
+    assert_eq!(d["elements"], n as u64);
+    assert_eq!(d["first_index"], serde_json::json!([at / 4096, at % 4096]));
+    assert_eq!(d["max_abs_diff"], 0.25);
+    assert_eq!(code(&zt(&["diff", "--atol", "0.25", p(&a), p(&b)])), 0);
+}
+
+#[test]
+fn writing_commands_honour_the_output_kind_or_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fx("valid/digests.zt");
+    for (args, out) in [
+        (vec!["merge", &input[..], "-o"], "m.safetensors"),
+        (vec!["merge", &input[..], "-o"], "m.mag"),
+        (vec!["rm", &input[..], "rank0", "-o"], "r.safetensors"),
+        (vec!["upgrade", &fx("interop/v014.zt")[..]], "u.mag"),
+    ] {
+        let target = dir.path().join(out);
+        let mut args = args.clone();
+        args.push(p(&target));
+        assert_clean_error(&zt(&args), 2, "writes .zt only");
+        assert!(!target.exists(), "{out}: nothing written");
+    }
+    // --to overrides the extension, for better or worse: still refused when it is not zt.
+    let z = dir.path().join("m.zt");
+    assert_clean_error(
+        &zt(&["merge", &input, "-o", p(&z), "--to", "safetensors"]),
+        2,
+        "writes .zt only",
+    );
+    assert!(!z.exists());
+    // No extension: say how to name the kind; with --to zt it is written.
+    let bare = dir.path().join("merged");
+    assert_clean_error(
+        &zt(&["merge", &input, "-o", p(&bare)]),
+        2,
+        "--to zt|mag|safetensors",
+    );
+    assert_eq!(
+        code(&zt(&["merge", &input, "-o", p(&bare), "--to", "zt"])),
+        0
+    );
+    let j = json_of(&zt(&["info", "--json", p(&bare)]));
+    assert_eq!(j["kind"], "zt");
+    assert_eq!(code(&zt(&["merge", &input, "-o", p(&z)])), 0);
+    // convert writes what was asked for.
+    let st = dir.path().join("c.safetensors");
+    assert_eq!(code(&zt(&["convert", &fx("valid/scalars.zt"), p(&st)])), 0);
+    assert_eq!(
+        json_of(&zt(&["info", "--json", p(&st)]))["kind"],
+        "safetensors"
+    );
+}
+
+#[test]
+fn compress_never_takes_a_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b.zt");
+    let o = zt(&["convert", "--compress", &fx("valid/dtypes.zt"), p(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let j = json_of(&zt(&["info", "--json", p(&out)]));
+    for obj in j["objects"].as_array().unwrap() {
+        assert_eq!(obj["components"]["data"]["encoding"], "zstd", "{obj}");
+    }
+    // A level only with '='.
+    let out9 = dir.path().join("c.zt");
+    let o = zt(&["convert", "--compress=9", &fx("valid/dtypes.zt"), p(&out9)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&zt(&["diff", &fx("valid/dtypes.zt"), p(&out9)])), 0);
+    // A number after a space is a file name, so three positionals: a usage error.
+    let o = zt(&[
+        "convert",
+        "--compress",
+        "9",
+        &fx("valid/dtypes.zt"),
+        p(&out9),
+    ]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn info_columns_fit_long_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("names.zt");
+    let long = "model.layers.31.self_attn.q_proj.weight_scale_inv";
+    let huge = format!("start{}end", "x".repeat(300));
+    write_f32(
+        &f,
+        &[
+            (long, &[2, 2], &[0.0; 4]),
+            ("b", &[1], &[0.0]),
+            (&huge, &[1], &[0.0]),
+        ],
+    );
+    let s = stdout(&zt(&["info", p(&f)]));
+    let rows: Vec<&str> = s.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4, "{s}");
+    // Every row's format column starts at the same character.
+    let format_at = |row: &str| {
+        let chars: Vec<char> = row.chars().collect();
+        (1..chars.len())
+            .find(|&i| chars[i - 1] == ' ' && chars[i] != ' ')
+            .unwrap()
+    };
+    let col = format_at(rows[0]);
+    assert!(rows[0][..col].starts_with("name "), "{s}");
+    for r in &rows {
+        assert_eq!(format_at(r), col, "misaligned: {s}");
+    }
+    assert!(s.contains(long), "{s}");
+    // The 308-character name is cut in the middle, to 80 characters.
+    let cut = rows.iter().find(|r| r.starts_with("start")).unwrap();
+    let name = cut.split(' ').next().unwrap();
+    assert_eq!(name.chars().count(), 80, "{name}");
+    assert!(name.ends_with("xend") && name.contains('…'), "{name}");
+    assert_eq!(col, 81);
+}
+
+#[test]
+fn json_output_carries_a_schema_and_one_vocabulary() {
+    let f = fx("interop/v123_all.zt");
+    let j = json_of(&zt(&["info", "--json", &f]));
+    assert_eq!(j["schema"], "zt.info/1");
+    assert_eq!(j["file"], f.as_str());
+    let j = json_of(&zt(&["cat", "--json", &f, "dense_f32"]));
+    assert_eq!(j["schema"], "zt.cat/1");
+    assert_eq!(
+        (j["file"].as_str(), j["name"].as_str()),
+        (Some(&f[..]), Some("dense_f32"))
+    );
+    assert_eq!(
+        (j["dtype"].as_str(), j["component"].clone()),
+        (Some("f32"), serde_json::Value::Null)
+    );
+    let j = json_of(&zt(&["verify", "--json", &f]));
+    assert_eq!(j["schema"], "zt.verify/1");
+    assert_eq!(j["results"][0]["file"], f.as_str());
+    assert_eq!(j["results"][0]["object_count"], 13);
+    // The same version string as info's.
+    assert_eq!(
+        (
+            j["results"][0]["kind"].as_str(),
+            j["results"][0]["version"].as_str()
+        ),
+        (Some("zt"), Some("1.2.0"))
+    );
+    let j = json_of(&zt(&["diff", "--json", &f, &f]));
+    assert_eq!(j["schema"], "zt.diff/1");
+    assert_eq!(j["files"], serde_json::json!([f, f]));
+    assert_eq!(j["same"], true);
+    // Errors have one shape: in verify and in diff.
+    let keys = |e: &serde_json::Value| {
+        let mut k: Vec<String> = e.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let v = json_of(&zt(&[
+        "verify",
+        "--json",
+        &fx("invalid/digest_mismatch.zt"),
+    ]));
+    assert_eq!(
+        keys(&v["results"][0]["failures"][0]),
+        [
+            "component",
+            "error_kind",
+            "file",
+            "message",
+            "name",
+            "offset"
+        ]
+    );
+    let v = json_of(&zt(&["verify", "--json", "/nonexistent/x.zt"]));
+    assert_eq!(
+        keys(&v["results"][0]["failures"][0]),
+        [
+            "component",
+            "error_kind",
+            "file",
+            "message",
+            "name",
+            "offset"
+        ]
+    );
 }
