@@ -107,6 +107,10 @@ enum Scalar {
     F32,
     F64,
     Fp8(Fp8Format),
+    /// The OCP MX scale: an exponent alone.
+    E8M0,
+    /// Sub-byte MX floats (f4_e2m1, f6_e2m3, f6_e3m2), packed: compared byte by byte, exactly.
+    Packed(u64),
     Signed(usize),
     Unsigned(usize),
     /// Unknown logical types: bytes, exactly.
@@ -117,7 +121,11 @@ impl Scalar {
     fn of(ty: &ElementType) -> Scalar {
         match &ty.logical {
             Some(LogicalType::Unknown(_)) => return Scalar::Bytes(ty.dtype.size()),
+            Some(LogicalType::F8E8M0) => return Scalar::E8M0,
             Some(t) => {
+                if let Some(bits) = t.packed_bits() {
+                    return Scalar::Packed(bits);
+                }
                 if let Some(f) = Fp8Format::of(t) {
                     return Scalar::Fp8(f);
                 }
@@ -141,7 +149,7 @@ impl Scalar {
             Scalar::F16 | Scalar::BF16 => 2,
             Scalar::F32 => 4,
             Scalar::F64 => 8,
-            Scalar::Fp8(_) => 1,
+            Scalar::Fp8(_) | Scalar::E8M0 | Scalar::Packed(_) => 1,
             Scalar::Signed(n) | Scalar::Unsigned(n) | Scalar::Bytes(n) => n,
         }
     }
@@ -163,6 +171,7 @@ impl Scalar {
             }
             Scalar::F64 => f64::from_le_bytes(a(8)),
             Scalar::Fp8(f) => f.decode(b.first().copied().unwrap_or(0)).into(),
+            Scalar::E8M0 => ztensor::fp8::e8m0_to_f32(b.first().copied().unwrap_or(0)).into(),
             _ => return None,
         })
     }
@@ -184,7 +193,16 @@ impl Scalar {
 
     /// Whether the kind has a numeric difference to report.
     fn numeric(self) -> bool {
-        !matches!(self, Scalar::Bytes(_))
+        !matches!(self, Scalar::Bytes(_) | Scalar::Packed(_))
+    }
+
+    /// The element that scalar `i` (a byte, for packed types) belongs to (the first element
+    /// that starts in the byte, for packed types).
+    fn element_of(self, i: u64, ratio: u64) -> u64 {
+        match self {
+            Scalar::Packed(bits) => i * 8 / bits,
+            _ => i / ratio,
+        }
     }
 }
 
@@ -217,7 +235,7 @@ fn compare(a: &[u8], b: &[u8], base: u64, s: Scalar, ratio: u64, tol: Tolerance,
             x == y
         };
         if !same {
-            let element = (base + i as u64) / ratio;
+            let element = s.element_of(base + i as u64, ratio);
             if t.last_counted != Some(element) {
                 t.last_counted = Some(element);
                 t.differing += 1;
