@@ -251,12 +251,14 @@ struct Checked {
 
 fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
     let r = ztensor::open(path).map_err(|e| e.in_file(path))?;
+    // The digests are checked in one parallel call (the bar waits at 0 meanwhile, saying so);
+    // then the bar follows the decoding, object by object.
+    let bar = progress(total_stored(&r), "verify: digests");
     let report = r.verify();
+    bar.set_message("verify");
     let mut failures = report.failures;
     // A .mag CRC was checked when the file was opened.
     let mag_crc = matches!(r.version(), ztensor::FileVersion::Mag(l) if !matches!(l, ztensor::mag::Layout::GenA | ztensor::mag::Layout::V300));
-    // The digests were checked above in one parallel call; the bar follows the decoding.
-    let bar = progress(r.objects().iter().map(stored_len).sum(), "verify");
     for o in &r {
         if let Err(e) = decode_all(o) {
             failures.push(e);
@@ -405,7 +407,6 @@ pub fn convert(
             w.set_attributes(r.attributes().clone());
             let bar = progress(total_stored(&r), "convert");
             for o in &r {
-                bar.inc(stored_len(&o));
                 if densify && o.format != Format::Dense {
                     let (bytes, ty) = o.dense_form().map_err(in_file)?;
                     let obj = ztensor::ObjectData {
@@ -429,6 +430,7 @@ pub fn convert(
                 } else {
                     convert::copy_object(o, &mut w, opts).map_err(in_file)?;
                 }
+                bar.inc(stored_len(&o));
             }
             bar.finish_and_clear();
             w.finish().map_err(in_file)
