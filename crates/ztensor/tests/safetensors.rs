@@ -252,3 +252,145 @@ fn every_crate_dtype_round_trips_through_a_header() {
     ztensor::write_safetensors(&r, &out, false).unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), bytes);
 }
+
+/// A zTensor file of several zstd-compressed tensors of different types, names out of order.
+fn zstd_file(attributes: &[(&str, &str)]) -> Reader {
+    use ztensor::fp8::F8E4M3Fn;
+    let mut w = ztensor::Writer::new(Vec::new()).unwrap();
+    w.set_options(ztensor::WriteOptions {
+        compression: Some(3),
+        digest: Some(ztensor::DigestAlgorithm::Crc32c),
+    });
+    for (k, v) in attributes {
+        w.set_attribute(*k, *v);
+    }
+    let f32s: Vec<f32> = (0..3000).map(|i| (i % 17) as f32 * 0.25).collect();
+    w.add("z.weight", &[30, 100], &f32s).unwrap();
+    w.add("a.bias", &[7], &[1i64, -2, 3, -4, 5, -6, 7]).unwrap();
+    let halves: Vec<half::bf16> = (0..512).map(|i| half::bf16::from_f32(i as f32)).collect();
+    w.add("m.\"quoted\"\nname", &[2, 256], &halves).unwrap();
+    w.add("b.mask", &[4], &[0u8, 1, 1, 0]).unwrap();
+    w.add("e.fp8", &[2], &[F8E4M3Fn(0x38), F8E4M3Fn(0xC0)])
+        .unwrap();
+    w.add::<f32>("empty", &[0, 3], &[]).unwrap();
+    w.add("scalar", &[], &[2.5f64]).unwrap();
+    let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+    assert!(r
+        .objects()
+        .iter()
+        .filter(|o| o.element_count() > 0)
+        .all(|o| o.components[0].encoding == ztensor::Encoding::Zstd));
+    r
+}
+
+/// What safetensors::serialize writes for the objects of `r`, read whole.
+fn crate_serialized(r: &Reader, meta: Option<HashMap<String, String>>) -> Vec<u8> {
+    use safetensors::tensor::TensorView;
+    let data: Vec<(String, ztensor::ElementType, Vec<usize>, Vec<u8>)> = r
+        .objects()
+        .iter()
+        .map(|o| {
+            let v = r.object(&o.name).unwrap();
+            let (bytes, ty) = v.dense_form().unwrap();
+            (o.name.clone(), ty, v.dims().unwrap(), bytes.into_owned())
+        })
+        .collect();
+    let dtype = |t: &ztensor::ElementType| match (t.dtype, &t.logical) {
+        (_, Some(LogicalType::F8E4M3Fn)) => safetensors::Dtype::F8_E4M3,
+        (ztensor::DType::F32, None) => safetensors::Dtype::F32,
+        (ztensor::DType::F64, None) => safetensors::Dtype::F64,
+        (ztensor::DType::I64, None) => safetensors::Dtype::I64,
+        (ztensor::DType::BF16, None) => safetensors::Dtype::BF16,
+        (ztensor::DType::U8, None) => safetensors::Dtype::U8,
+        other => panic!("{other:?}"),
+    };
+    let views: Vec<(String, TensorView)> = data
+        .iter()
+        .map(|(n, t, s, b)| (n.clone(), TensorView::new(dtype(t), s.clone(), b).unwrap()))
+        .collect();
+    safetensors::serialize(views, meta).unwrap()
+}
+
+#[test]
+fn converting_zstd_zt_writes_what_the_crate_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.safetensors");
+    for meta in [vec![], vec![("format", "pt")]] {
+        let r = zstd_file(&meta);
+        ztensor::write_safetensors(&r, &out, false).unwrap();
+        let written = std::fs::read(&out).unwrap();
+        let map = (!meta.is_empty()).then(|| {
+            meta.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        });
+        assert_eq!(written, crate_serialized(&r, map));
+        let st = safetensors::SafeTensors::deserialize(&written).unwrap();
+        assert_eq!(st.len(), r.objects().len());
+        let z = st.tensor("z.weight").unwrap();
+        assert_eq!(z.shape(), [30, 100]);
+        assert_eq!(
+            z.data(),
+            &r.object("z.weight").unwrap().bytes().unwrap()[..]
+        );
+        // And it reads back here with the same values.
+        let back = ztensor::open(&out).unwrap();
+        for o in r.objects() {
+            let a = r.object(&o.name).unwrap().dense_form().unwrap();
+            let b = back.object(&o.name).unwrap().dense_form().unwrap();
+            assert_eq!(a, b, "{}", o.name);
+        }
+    }
+}
+
+#[test]
+fn metadata_is_written_sorted() {
+    let r = zstd_file(&[("b", "2"), ("a", "1"), ("c", "\"3\"")]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.safetensors");
+    ztensor::write_safetensors(&r, &out, false).unwrap();
+    let written = std::fs::read(&out).unwrap();
+    assert!(written[8..].starts_with(br#"{"__metadata__":{"a":"1","b":"2","c":"\"3\""},"#));
+    let (_, m) = safetensors::SafeTensors::read_metadata(&written).unwrap();
+    let m = m.metadata().clone().unwrap();
+    assert_eq!(m.len(), 3);
+    assert_eq!(m["c"], "\"3\"");
+}
+
+#[test]
+fn sizes_safetensors_cannot_hold_are_refused_before_writing() {
+    use ztensor::{ComponentData, ElementType, Format, ObjectData};
+    let f4 = |n: u64, bytes: Vec<u8>| ObjectData {
+        shape: vec![n],
+        format: Format::Dense,
+        attributes: Default::default(),
+        components: vec![ComponentData {
+            role: "data".into(),
+            element: ElementType::logical(LogicalType::F4E2M1).unwrap(),
+            bytes: bytes.into(),
+        }],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.safetensors");
+
+    // Four FP4 elements: two bytes, in .zt and in safetensors alike.
+    let mut w = ztensor::Writer::new(Vec::new()).unwrap();
+    w.add_object("even", f4(4, vec![0x72, 0x0A])).unwrap();
+    let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+    ztensor::write_safetensors(&r, &out, false).unwrap();
+    let st = std::fs::read(&out).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&st).unwrap();
+    assert_eq!(st.tensor("even").unwrap().dtype(), safetensors::Dtype::F4);
+    assert_eq!(st.tensor("even").unwrap().data(), [0x72, 0x0A]);
+
+    // Three: two bytes in .zt (the last half used), none whole in safetensors.
+    let mut w = ztensor::Writer::new(Vec::new()).unwrap();
+    w.add_object("odd", f4(3, vec![0x72, 0x0A])).unwrap();
+    let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    let e = ztensor::write_safetensors(&r, &out, false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(e.object(), Some("odd"));
+    assert!(e.message().contains("3 elements of f4_e2m1"), "{e}");
+    assert!(!out.exists());
+}
