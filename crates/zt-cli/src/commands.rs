@@ -12,7 +12,8 @@ use ztensor::{
     ObjectView, Reader, Writer,
 };
 
-use crate::{json, out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome};
+use crate::common::{out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome};
+use crate::json;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
     ztensor::open(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))

@@ -24,7 +24,8 @@ use ztensor::fp8::Fp8Format;
 use ztensor::{ByteOrder, DType, ElementType, Encoding, Format, LogicalType, ObjectView, Reader};
 
 use crate::commands::{error_json, open_for_diff};
-use crate::{json, out, progress, Failure, Outcome};
+use crate::common::{out, progress, Failure, Outcome};
+use crate::json;
 
 /// Bytes compared per step: a multiple of every element size (1, 2, 4, 8 and 16 bytes).
 const WINDOW: usize = 1 << 20;

@@ -5,15 +5,18 @@
 //! in docs/cli.md. Exit status: 0 success, 1 an invalid file or a failed check (or files that
 //! differ), 2 a usage error (and, for `diff`, any trouble: a file missing or unreadable).
 
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 mod commands;
+mod common;
 mod diff;
 mod json;
+
+use common::{check_output, output_kind, tolerance, zt_only, DigestArg, Failure, Kind};
+use common::{MagVersion, Outcome};
 
 /// Inspect, check, compare and convert tensor files (.zt, .mag, .safetensors).
 #[derive(Parser, Debug)]
@@ -132,66 +135,6 @@ enum Command {
     },
 }
 
-/// An output file kind.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Zt,
-    Mag,
-    Safetensors,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum DigestArg {
-    None,
-    Crc32c,
-    Sha256,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum MagVersion {
-    #[value(name = "1")]
-    V1,
-    #[value(name = "300")]
-    V300,
-}
-
-/// How a command ended, when it did not simply succeed.
-#[derive(Debug)]
-enum Failure {
-    /// The caller asked for something impossible (exit 2).
-    Usage(String),
-    /// A file is invalid, a check failed, or files differ (exit 1); the message is printed.
-    Failed(String),
-    /// Already reported on stdout (verify, diff): exit 1 quietly.
-    Reported,
-    /// `diff` could not compare (a file missing or unreadable): exit 2, as diff(1) does; the
-    /// message is printed.
-    Trouble(String),
-    /// `diff` reported on stdout, but could not compare everything: exit 2 quietly.
-    ReportedTrouble,
-}
-
-impl From<ztensor::Error> for Failure {
-    /// The caller's mistakes (a missing object, a conversion the target cannot hold) are usage
-    /// errors; everything a file or the system did wrong is a failure.
-    fn from(e: ztensor::Error) -> Self {
-        match e.kind() {
-            ztensor::ErrorKind::InvalidArgument | ztensor::ErrorKind::NotFound => {
-                Failure::Usage(e.to_string())
-            }
-            _ => Failure::Failed(e.to_string()),
-        }
-    }
-}
-
-impl From<anyhow::Error> for Failure {
-    fn from(e: anyhow::Error) -> Self {
-        Failure::Failed(format!("{e:#}"))
-    }
-}
-
-type Outcome = Result<(), Failure>;
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -289,110 +232,5 @@ fn run(command: Command) -> Outcome {
             check_output(&output, force)?;
             commands::rm(&input, &names, &output)
         }
-    }
-}
-
-/// The kind a writing command writes: `--to` if given, else OUT's extension; the one place
-/// every writing command learns what the user asked for.
-fn output_kind(path: &Path, to: Option<Kind>) -> Result<Kind, Failure> {
-    match to {
-        Some(k) => Ok(k),
-        None => kind_of(path),
-    }
-}
-
-/// Commands that write `.zt` only refuse any other kind asked for (by `--to` or OUT's
-/// extension) instead of writing a kind the user did not ask for.
-fn zt_only(command: &str, path: &Path, to: Option<Kind>) -> Outcome {
-    match output_kind(path, to)? {
-        Kind::Zt => Ok(()),
-        k => Err(Failure::Usage(format!(
-            "{}: {command} writes .zt only, not {}; write a .zt and `zt convert` it",
-            path.display(),
-            k.extension()
-        ))),
-    }
-}
-
-impl Kind {
-    fn extension(self) -> &'static str {
-        match self {
-            Kind::Zt => ".zt",
-            Kind::Mag => ".mag",
-            Kind::Safetensors => ".safetensors",
-        }
-    }
-}
-
-/// A tolerance: a finite number >= 0.
-fn tolerance(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(format!("{s:?} is not a finite number >= 0")),
-    }
-}
-
-fn kind_of(path: &Path) -> Result<Kind, Failure> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("zt") => Ok(Kind::Zt),
-        Some("mag") => Ok(Kind::Mag),
-        Some("safetensors") => Ok(Kind::Safetensors),
-        _ => Err(Failure::Usage(format!(
-            "{}: cannot tell the output kind from the extension; use --to zt|mag|safetensors",
-            path.display()
-        ))),
-    }
-}
-
-/// Writing commands never replace an existing file unless told to.
-fn check_output(path: &Path, force: bool) -> Outcome {
-    if path.exists() && !force {
-        return Err(Failure::Usage(format!(
-            "{} exists; use --force to overwrite it",
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
-/// A progress bar over `total` bytes on stderr when stderr is a terminal; hidden otherwise.
-/// Commands advance it by the bytes they have read (stored bytes of the objects copied,
-/// decoded bytes compared), so it shows a rate and a time left.
-fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(what.to_owned());
-    bar
-}
-
-/// A spinner on stderr (when a terminal) for work the library does in one call, where no
-/// byte count can be followed: it shows the elapsed time and how much there is to do.
-fn spinner(what: &str, total: u64) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
-        bar.set_style(style);
-    }
-    bar.set_message(format!("{what} ({})", indicatif::HumanBytes(total)));
-    bar.enable_steady_tick(std::time::Duration::from_millis(100));
-    bar
-}
-
-/// Writes to stdout; a closed pipe (`zt ls f | head`) ends quietly.
-fn out(s: &str) -> Outcome {
-    let mut o = std::io::stdout().lock();
-    match o.write_all(s.as_bytes()).and_then(|_| o.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
     }
 }
