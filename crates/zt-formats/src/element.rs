@@ -1,6 +1,6 @@
 //! Rust types that zTensor elements can be read into and written from.
 
-use crate::fp8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
+use crate::fp8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2, F8E8M0};
 use crate::{DType, ElementType, LogicalType};
 
 /// A complex number stored as interleaved `[re, im]`, the layout of `complex64` (`Complex<f32>`)
@@ -67,7 +67,8 @@ macro_rules! logical {
 }
 logical!(
     F8E4M3Fn => U8, F8E4M3Fn, F8E5M2 => U8, F8E5M2, F8E4M3Fnuz => U8, F8E4M3Fnuz,
-    F8E5M2Fnuz => U8, F8E5M2Fnuz, Complex<f32> => F32, Complex64, Complex<f64> => F64, Complex128,
+    F8E5M2Fnuz => U8, F8E5M2Fnuz, F8E8M0 => U8, F8E8M0, Complex<f32> => F32, Complex64,
+    Complex<f64> => F64, Complex128,
 );
 
 /// Whether an object of element type `stored` can be read as `T`. An unknown logical type

@@ -263,13 +263,6 @@ impl F8E8M0 {
     }
 }
 
-impl crate::Element for F8E8M0 {
-    const DTYPE: crate::DType = crate::DType::U8;
-    fn logical() -> Option<LogicalType> {
-        Some(LogicalType::F8E8M0)
-    }
-}
-
 /// Decodes an E8M0 code exactly: `2^(code - 127)`; `0x00` is `2^-127` (an f32 subnormal) and
 /// `0xFF` is NaN.
 pub fn e8m0_to_f32(code: u8) -> f32 {

@@ -240,3 +240,98 @@ fn pickle(head: &[u8]) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Opening a file whose names all collide under a fixed, unkeyed hash: the names must
+    //! spread over the name index like ordinary names. The reader's former index (FNV-1a over words, a fixed mix, linear
+    //! probing) put every such name in one bucket, so each insert and lookup walked all the
+    //! earlier ones: 200,000 crafted names took 17.5 s to open. The tests count how many names
+    //! share a bucket instead of timing the open: a test never asserts a time.
+
+    use super::OpenOptions;
+    use crate::Writer;
+
+    const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
+    /// The attacker's model: the reader's former name hash, fixed and public.
+    fn fixed_hash(s: &str) -> u64 {
+        let mut h = FNV_OFFSET;
+        let mut words = s.as_bytes().chunks_exact(8);
+        for w in &mut words {
+            h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(FNV_PRIME);
+        }
+        for &b in words.remainder() {
+            h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        }
+        h ^= h >> 29;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^ (h >> 32)
+    }
+
+    /// `n` distinct 16-byte ASCII names with one and the same fixed hash. The second word of
+    /// each name cancels what the first put into the state, so every name reaches the same
+    /// state before the last multiplication; a first word is kept when that second word
+    /// happens to be ASCII (about one in 270).
+    fn colliding_names(n: usize) -> Vec<String> {
+        const TARGET: u64 = 0x2a2a_2a2a_2a2a_2a2a;
+        let mut names = Vec::with_capacity(n);
+        let mut counter = 0u64;
+        while names.len() < n {
+            // Eight characters from 48 bits of a scrambled counter: every byte of the first
+            // word varies, and distinct counters (below 2^48) give distinct words.
+            let bits = counter.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            counter += 1;
+            let first: [u8; 8] = std::array::from_fn(|i| 0x30 + ((bits >> (6 * i)) & 63) as u8);
+            let w1 = u64::from_le_bytes(first);
+            let second = ((FNV_OFFSET ^ w1).wrapping_mul(FNV_PRIME) ^ TARGET).to_le_bytes();
+            if second.iter().all(|&b| (1..0x80).contains(&b)) {
+                names.push(String::from_utf8([first, second].concat()).unwrap());
+            }
+        }
+        names
+    }
+
+    /// Opens a file of one empty tensor per name (through the whole open path) and returns
+    /// the most names any one bucket of its index holds: the length of the longest probe.
+    fn fullest_bucket(names: &[String]) -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("names.zt");
+        let mut w = Writer::create(&path).unwrap();
+        for name in names {
+            w.add::<f32>(name, &[0], &[]).unwrap();
+        }
+        w.finish().unwrap();
+        let r = OpenOptions::new().open(&path).unwrap();
+        let (objects, index) = r.listing_parts();
+        let buckets = (objects.len() * 8 / 7 + 1).next_power_of_two();
+        let mut load = vec![0usize; buckets];
+        for o in objects {
+            assert_eq!(
+                index.find(objects, &o.name).map(|i| &objects[i].name),
+                Some(&o.name)
+            );
+            load[index.hash(&o.name) as usize & (buckets - 1)] += 1;
+        }
+        load.into_iter().max().unwrap_or(0)
+    }
+
+    #[test]
+    fn names_that_collide_under_a_fixed_hash_spread_like_ordinary_names() {
+        let n = 20_000;
+        let evil = colliding_names(n);
+        assert!(
+            evil.iter().all(|s| fixed_hash(s) == fixed_hash(&evil[0])),
+            "the names really collide under the fixed hash"
+        );
+        let plain: Vec<String> = (0..n).map(|i| format!("blk.{i}.attn.weight")).collect();
+        let (evil_load, plain_load) = (fullest_bucket(&evil), fullest_bucket(&plain));
+        // Under the fixed hash all 20,000 share one bucket. Under a keyed hash the fullest of
+        // about 32,000 buckets holds a handful, for crafted and ordinary names alike.
+        assert!(
+            evil_load <= 2 * plain_load + 8,
+            "crafted names: {evil_load} in one bucket; ordinary names: {plain_load}"
+        );
+    }
+}
