@@ -12,7 +12,9 @@ use ztensor::{
     ObjectView, Reader, Writer,
 };
 
-use crate::common::{out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome};
+use crate::common::{
+    durability, out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome,
+};
 use crate::json;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
@@ -383,13 +385,21 @@ pub fn convert(
             };
             // The library writes the whole file in one call: a spinner, not a byte count.
             let bar = spinner("convert to .mag", total_stored(&r));
-            let done = ztensor::write_mag(&r, output, MagOptions { version, densify });
+            let done = ztensor::write_mag(
+                &r,
+                output,
+                MagOptions {
+                    version,
+                    densify,
+                    durability: durability(),
+                },
+            );
             bar.finish_and_clear();
             done.map_err(in_file)
         }
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
-            let done = ztensor::write_safetensors(&r, output, densify);
+            let done = ztensor::write_safetensors_with(&r, output, densify, durability());
             bar.finish_and_clear();
             done.map_err(in_file)
         }
@@ -404,7 +414,7 @@ pub fn convert(
                 },
                 ..Default::default()
             };
-            let mut w = Writer::create(output).map_err(in_file)?;
+            let mut w = Writer::create_with(output, durability()).map_err(in_file)?;
             w.set_attributes(r.attributes().clone());
             let bar = progress(total_stored(&r), "convert");
             for o in &r {
@@ -444,7 +454,7 @@ pub fn upgrade(input: &Path, output: &Path) -> Outcome {
     // the bar can follow. Without skip_unreadable an upgrade either writes every object or
     // fails: no report to show.
     let r = open(input)?;
-    let mut w = Writer::create(output)?;
+    let mut w = Writer::create_with(output, durability())?;
     w.set_attributes(r.attributes().clone());
     let bar = progress(total_stored(&r), "upgrade");
     for o in &r {
@@ -486,7 +496,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path) -> Outcome {
             }
         }
     }
-    let mut w = Writer::create(output)?;
+    let mut w = Writer::create_with(output, durability())?;
     w.set_attributes(attributes);
     let total = readers.iter().map(|(_, r)| total_stored(r)).sum();
     let bar = progress(total, "merge");
@@ -505,7 +515,7 @@ pub fn rm(input: &Path, names: &[String], output: &Path) -> Outcome {
     for n in names {
         r.object(n).map_err(|e| e.in_file(input))?;
     }
-    let mut w = Writer::create(output)?;
+    let mut w = Writer::create_with(output, durability())?;
     w.set_attributes(r.attributes().clone());
     let kept = |o: &ObjectInfo| !names.contains(&o.name);
     let bar = progress(

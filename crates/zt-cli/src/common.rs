@@ -6,6 +6,21 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use clap::ValueEnum;
+use ztensor::Durability;
+
+/// Whether writing commands sync what they write: set once from `--no-sync` before any
+/// command runs.
+static DURABILITY: std::sync::OnceLock<Durability> = std::sync::OnceLock::new();
+
+/// Chooses, once, whether writing commands sync their output (`--no-sync` turns it off).
+pub fn set_durability(durability: Durability) {
+    let _ = DURABILITY.set(durability);
+}
+
+/// How writing commands finish their output: synced unless `--no-sync` was given.
+pub fn durability() -> Durability {
+    DURABILITY.get().copied().unwrap_or_default()
+}
 
 /// An output file kind.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

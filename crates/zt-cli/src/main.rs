@@ -24,6 +24,11 @@ use common::{MagVersion, Outcome};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Writing commands: do not wait for the output to reach the disk (no fsync). The output
+    /// still appears only when complete, so a killed `zt` never leaves a torn file; a power
+    /// loss soon after may lose it.
+    #[arg(long, global = true)]
+    no_sync: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -145,6 +150,11 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    common::set_durability(if cli.no_sync {
+        ztensor::Durability::Unsynced
+    } else {
+        ztensor::Durability::Synced
+    });
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported) => ExitCode::from(1),

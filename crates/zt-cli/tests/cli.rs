@@ -697,6 +697,29 @@ fn compress_never_takes_a_file_name() {
 }
 
 #[test]
+fn no_sync_writes_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["zt", "mag", "safetensors"] {
+        let synced = dir.path().join(format!("synced.{kind}"));
+        let unsynced = dir.path().join(format!("unsynced.{kind}"));
+        let src = fx("valid/dtypes.zt");
+        let o = zt(&["convert", &src, p(&synced), "--densify"]);
+        let o2 = zt(&["convert", "--no-sync", &src, p(&unsynced), "--densify"]);
+        if code(&o) != 0 {
+            // A kind that cannot hold every dtype refuses both ways alike.
+            assert_eq!(code(&o2), code(&o), "{kind}: {}", stderr(&o2));
+            continue;
+        }
+        assert_eq!(code(&o2), 0, "{kind}: {}", stderr(&o2));
+        assert_eq!(
+            std::fs::read(&synced).unwrap(),
+            std::fs::read(&unsynced).unwrap(),
+            "{kind}: --no-sync changes when, not what"
+        );
+    }
+}
+
+#[test]
 fn info_columns_fit_long_names() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("names.zt");

@@ -16,8 +16,17 @@ fn main() {
         } else {
             ztensor::mag::WriteVersion::V300
         };
-        ztensor::open(input)
-            .and_then(|r| ztensor::write_mag(&r, output, ztensor::MagOptions { version, densify }))
+        ztensor::open(input).and_then(|r| {
+            ztensor::write_mag(
+                &r,
+                output,
+                ztensor::MagOptions {
+                    version,
+                    densify,
+                    durability: ztensor::Durability::Synced,
+                },
+            )
+        })
     } else {
         ztensor::upgrade(input, output, Default::default()).map(drop)
     };

@@ -102,9 +102,9 @@ pub use zt_formats as formats;
 pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
-pub use convert::{
-    upgrade, write_mag, write_safetensors, ConvertOptions, ConvertReport, Keep, MagOptions,
-};
+pub use convert::{upgrade, write_mag, ConvertOptions, ConvertReport, Keep, MagOptions};
+#[cfg(feature = "safetensors")]
+pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::ReadOptions;
 pub use listing::Limits;
 pub use model::{

@@ -134,9 +134,8 @@ impl OpenOptions {
             if let Some(what) = not_read_yet(&head, source.len()) {
                 return Err(Error::unsupported(what));
             }
-            if files::safetensors::looks_like(&head) {
-                let listing = files::safetensors::list(&source)?;
-                return Ok((source, listing));
+            if looks_like_safetensors(&head) {
+                return list_safetensors(source);
             }
             if let Some(what) = pickle(&head) {
                 return Err(Error::unsupported(what));
@@ -149,6 +148,25 @@ impl OpenOptions {
         }?;
         Ok((container.into_source(), listing))
     }
+}
+
+/// Whether bytes look like a safetensors file: a u64 header size, then a JSON object.
+fn looks_like_safetensors(head: &[u8]) -> bool {
+    head.len() >= 9 && head.get(8) == Some(&b'{')
+}
+
+#[cfg(feature = "safetensors")]
+fn list_safetensors(source: Source) -> Result<(Source, Listing)> {
+    let listing = files::safetensors::list(&source)?;
+    Ok((source, listing))
+}
+
+#[cfg(not(feature = "safetensors"))]
+fn list_safetensors(_source: Source) -> Result<(Source, Listing)> {
+    Err(Error::unsupported(
+        "a safetensors file: this build of ztensor has no safetensors support \
+         (feature \"safetensors\")",
+    ))
 }
 
 /// Bytes read from the start of a file to tell its kind (a JSON index is recognised by a key

@@ -222,6 +222,7 @@ fn round_trip(
         ztensor::MagOptions {
             version,
             densify: false,
+            durability: ztensor::Durability::Synced,
         },
     )
     .unwrap();
@@ -318,6 +319,7 @@ fn sparse_and_quantized_objects_need_densify_for_mag() {
         ztensor::MagOptions {
             version: WriteVersion::V300,
             densify: false,
+            durability: ztensor::Durability::Synced,
         },
     )
     .unwrap_err();
@@ -331,6 +333,7 @@ fn sparse_and_quantized_objects_need_densify_for_mag() {
         ztensor::MagOptions {
             version: WriteVersion::V300,
             densify: true,
+            durability: ztensor::Durability::Synced,
         },
     )
     .unwrap_err();

@@ -14,11 +14,6 @@ use zt_manifest::{Attributes, Value};
 use crate::listing::{sort_by_name, Listing};
 use crate::model::{ByteOrder, ComponentInfo, Components, Defect, FileVersion, ObjectInfo};
 
-/// Whether bytes look like a safetensors file: a u64 header size, then a JSON object.
-pub(crate) fn looks_like(head: &[u8]) -> bool {
-    head.len() >= 9 && head.get(8) == Some(&b'{')
-}
-
 /// Every dtype of the safetensors crate (0.8), with its spelling in headers.
 pub(crate) const DTYPES: [(&str, Dtype); 22] = [
     ("BOOL", Dtype::BOOL),

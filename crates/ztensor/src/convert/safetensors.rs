@@ -1,0 +1,180 @@
+//! Writing `.safetensors` files from any reader, streamed: the header from the listing alone,
+//! then one object's dense form at a time.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use safetensors::tensor::{Dtype, TensorInfo};
+use zt_container::{AtomicFile, Durability, Error, Result};
+use zt_formats::{dense_len, DType, ElementType, Format};
+use zt_manifest::Value;
+
+use crate::files::safetensors::dtype_of;
+use crate::model::ObjectInfo;
+use crate::reader::Reader;
+
+/// One tensor of a `.safetensors` file being written, planned from the listing alone.
+struct Tensor<'a> {
+    name: &'a str,
+    dtype: Dtype,
+    shape: Vec<usize>,
+    /// Bytes of its dense form, from the shape and type.
+    len: u64,
+}
+
+/// Writes every object of `reader` as a `.safetensors` file at `output`, crash-safely. File
+/// attributes become `__metadata__` and must be text. Sparse and quantized objects need
+/// `densify`; types safetensors lacks are an error naming the object.
+///
+/// Streams: the header is made from the listing alone (every type and size is known without
+/// decoding), then each object is decoded and written in turn and dropped before the next,
+/// so memory is bounded by the largest object, not the file. The bytes are those of
+/// `safetensors::serialize` for the same tensors (sorted by dtype alignment, largest first,
+/// then by name; the header padded with spaces to a multiple of 8), with `__metadata__`
+/// sorted by key where the crate writes it in its hash map's order.
+pub fn write_safetensors(reader: &Reader, output: impl AsRef<Path>, densify: bool) -> Result<()> {
+    write_safetensors_with(reader, output, densify, Durability::Synced)
+}
+
+/// As [`write_safetensors`], choosing whether the file is synced to disk before it returns.
+pub fn write_safetensors_with(
+    reader: &Reader,
+    output: impl AsRef<Path>,
+    densify: bool,
+    durability: Durability,
+) -> Result<()> {
+    let output = output.as_ref();
+    let mut meta = BTreeMap::new();
+    for (k, v) in reader.attributes() {
+        match v {
+            Value::Text(s) => meta.insert(k.as_str(), s.as_str()),
+            other => {
+                return Err(Error::argument(format!(
+                    "attribute {k:?} is {}; safetensors metadata holds text only",
+                    other.kind_name()
+                )))
+            }
+        };
+    }
+    let mut tensors = Vec::with_capacity(reader.objects().len());
+    for obj in reader.objects() {
+        tensors.push(safetensors_tensor(obj, densify).map_err(|e| e.in_object(&obj.name))?);
+    }
+    // The order of safetensors::serialize: dtype alignment descending, then name.
+    tensors.sort_by(|a, b| b.dtype.cmp(&a.dtype).then(a.name.cmp(b.name)));
+    let header = safetensors_header(&meta, &tensors)?;
+
+    let mut file = AtomicFile::create_with(output, durability)?;
+    let written = |e: std::io::Error| Error::io(e, "cannot write safetensors").in_file(output);
+    file.write_all(&(header.len() as u64).to_le_bytes())
+        .map_err(written)?;
+    file.write_all(&header).map_err(written)?;
+    for t in &tensors {
+        let obj = reader.object(t.name)?;
+        let (bytes, _) = obj.dense_form()?;
+        if bytes.len() as u64 != t.len {
+            return Err(Error::invalid(format!(
+                "decodes to {} bytes, but its shape and type take {}",
+                bytes.len(),
+                t.len
+            ))
+            .in_object(t.name));
+        }
+        file.write_all(&bytes).map_err(written)?;
+    }
+    file.commit()
+}
+
+/// What an object becomes in a `.safetensors` file: the type and size of its dense form,
+/// from its listing.
+fn safetensors_tensor(obj: &ObjectInfo, densify: bool) -> Result<Tensor<'_>> {
+    if let Some(d) = &obj.defect {
+        return Err(d.to_error());
+    }
+    // The element type of what dense_form gives, as mag_spec tells it for .mag.
+    let element = match obj.format {
+        Format::Dense => obj
+            .element_type()
+            .cloned()
+            .ok_or_else(|| Error::invalid("no data component"))?,
+        Format::QuantizedGroup if densify => ElementType::plain(DType::F32),
+        Format::SparseCsr | Format::SparseCoo if densify => match obj.legacy_packing {
+            Some(p) => ElementType::plain(p.values),
+            None => obj
+                .component("values")
+                .map(|c| c.element.clone())
+                .ok_or_else(|| Error::invalid("no values component"))?,
+        },
+        ref f => {
+            return Err(Error::argument(format!(
+                "a {f} object cannot be stored in .safetensors as it is (use densify)"
+            )))
+        }
+    };
+    let dtype = dtype_of(&element)
+        .ok_or_else(|| Error::argument(format!("safetensors has no {} type", element.name())))?;
+    let len = dense_len(&obj.shape, &element)?;
+    // safetensors holds whole bytes only: an odd count of 4-bit elements does not fit.
+    let bits = obj.element_count().checked_mul(dtype.bitsize() as u64);
+    if bits.is_none_or(|b| b % 8 != 0) {
+        return Err(Error::argument(format!(
+            "{} elements of {} are not a whole number of bytes, which safetensors requires",
+            obj.element_count(),
+            element.name()
+        )));
+    }
+    let shape = obj
+        .shape
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| Error::limit("dimension exceeds usize")))
+        .collect::<Result<_>>()?;
+    Ok(Tensor {
+        name: &obj.name,
+        dtype,
+        shape,
+        len,
+    })
+}
+
+/// The JSON header `safetensors::serialize` writes for these tensors, in this order, padded
+/// with spaces to a multiple of 8 bytes.
+fn safetensors_header(meta: &BTreeMap<&str, &str>, tensors: &[Tensor<'_>]) -> Result<Vec<u8>> {
+    let json = |e: serde_json::Error| Error::argument(format!("cannot write the header: {e}"));
+    let mut h = b"{".to_vec();
+    if !meta.is_empty() {
+        h.extend(b"\"__metadata__\":");
+        serde_json::to_writer(&mut h, meta).map_err(json)?;
+    }
+    let mut offset = 0usize;
+    for (i, t) in tensors.iter().enumerate() {
+        if i > 0 || !meta.is_empty() {
+            h.push(b',');
+        }
+        let end = usize::try_from(t.len)
+            .ok()
+            .and_then(|n| offset.checked_add(n))
+            .ok_or_else(|| Error::limit("tensors exceed usize").in_object(t.name))?;
+        serde_json::to_writer(&mut h, t.name).map_err(json)?;
+        h.push(b':');
+        let info = TensorInfo {
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            data_offsets: (offset, end),
+        };
+        serde_json::to_writer(&mut h, &info).map_err(json)?;
+        offset = end;
+    }
+    h.push(b'}');
+    h.resize(h.len().next_multiple_of(8), b' ');
+    if h.len() as u64 > SAFETENSORS_MAX_HEADER_LEN {
+        return Err(Error::limit(format!(
+            "a safetensors header of {} bytes exceeds the cap of {SAFETENSORS_MAX_HEADER_LEN}",
+            h.len()
+        )));
+    }
+    Ok(h)
+}
+
+/// The largest header the safetensors crate writes or reads.
+const SAFETENSORS_MAX_HEADER_LEN: u64 = 100_000_000;
