@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use bytemuck::Pod;
 use zt_container::{Error, ErrorKind, Result};
 use zt_formats::{
-    check_coo, check_csr, coo_to_dense, csr_to_dense, fp8::Fp8Format, Accumulate, DType, Element,
-    ElementType, Format, LogicalType, QuantParams,
+    check_coo, check_csr, coo_to_dense, csr_to_dense, fp8, fp8::Fp8Format, Accumulate, DType,
+    Element, ElementType, Format, LogicalType, QuantParams,
 };
 
 use crate::decode::ReadOptions;
@@ -412,7 +412,12 @@ impl<'r> ObjectView<'r> {
         let cap = self.backing().limits.max_decompressed_len;
         let at = |e: Error| e.in_object(&obj.name);
         match obj.format {
-            Format::Dense => self.component_f32("data"),
+            Format::Dense => {
+                let mut values = self.component_f32("data")?;
+                // Packed FP4 decodes whole bytes: an odd count leaves one nibble over.
+                values.truncate(usize::try_from(obj.element_count()).unwrap_or(usize::MAX));
+                Ok(values)
+            }
             Format::QuantizedGroup => self.read_quantized()?.dequantize().map_err(at),
             Format::SparseCsr | Format::SparseCoo => {
                 let parts = self.sparse_parts()?;
@@ -456,9 +461,28 @@ fn typed<'a, V: Element>(bytes: Cow<'a, [u8]>, ty: &ElementType) -> Result<Cow<'
 }
 
 /// Little-endian element bytes of any real numeric type, converted to `f32`.
+///
+/// FP4 E2M1 gives two values per byte (low nibble first); a caller that knows the element
+/// count drops the unused last nibble. Packed FP6 has no settled bit order and is refused.
 pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
     if let Some(f) = ty.logical.as_ref().and_then(Fp8Format::of) {
         return Ok(bytes.iter().map(|&b| f.decode(b)).collect());
+    }
+    match ty.logical {
+        Some(LogicalType::F8E8M0) => {
+            return Ok(bytes.iter().map(|&b| fp8::e8m0_to_f32(b)).collect())
+        }
+        Some(LogicalType::F4E2M1) => {
+            let nibbles = bytes.iter().flat_map(|&b| [b & 0xF, b >> 4]);
+            return Ok(nibbles.map(fp8::f4_e2m1_to_f32).collect());
+        }
+        Some(LogicalType::F6E2M3 | LogicalType::F6E3M2) => {
+            return Err(Error::unsupported(format!(
+                "packed {} values have no settled bit order to decode; read their bytes",
+                ty.name()
+            )))
+        }
+        _ => {}
     }
     if matches!(
         ty.logical,

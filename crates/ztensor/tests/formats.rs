@@ -244,3 +244,54 @@ proptest! {
         prop_assert_eq!(q.dequantize().unwrap(), want);
     }
 }
+
+/// A dense object of one MX element type, its codes given as stored bytes.
+fn mx_object(
+    logical: ztensor::LogicalType,
+    shape: &[u64],
+    bytes: &[u8],
+) -> ztensor::ObjectData<'static> {
+    ztensor::ObjectData {
+        shape: shape.to_vec(),
+        format: ztensor::Format::Dense,
+        attributes: Default::default(),
+        components: vec![ztensor::ComponentData {
+            role: "data".into(),
+            element: ztensor::ElementType {
+                dtype: ztensor::DType::U8,
+                logical: Some(logical),
+            },
+            bytes: std::borrow::Cow::Owned(bytes.to_vec()),
+        }],
+    }
+}
+
+#[test]
+fn mx_element_types_read_as_f32() {
+    use ztensor::LogicalType::{F4E2M1, F6E2M3, F8E8M0};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mx.zt");
+    let mut w = ztensor::Writer::create(&path).unwrap();
+    // FP4, two per byte, low nibble first: 0.5 (0x1), -6 (0xF), 1.0 (0x2) and an unused nibble.
+    w.add_object("fp4", mx_object(F4E2M1, &[3], &[0xF1, 0x02]))
+        .unwrap();
+    // E8M0 scales: 2^(code - 127).
+    w.add_object("scales", mx_object(F8E8M0, &[3], &[127, 128, 0xFF]))
+        .unwrap();
+    // Four FP6 codes take three bytes.
+    w.add_object("fp6", mx_object(F6E2M3, &[4], &[0, 0, 0]))
+        .unwrap();
+    w.finish().unwrap();
+    let r = ztensor::open(&path).unwrap();
+    assert_eq!(
+        r.object("fp4").unwrap().read_f32().unwrap(),
+        [0.5, -6.0, 1.0]
+    );
+    let scales = r.object("scales").unwrap().read_f32().unwrap();
+    assert_eq!(&scales[..2], &[1.0, 2.0]);
+    assert!(scales[2].is_nan());
+    assert_eq!(
+        r.object("fp6").unwrap().read_f32().unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
+}
