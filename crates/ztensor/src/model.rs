@@ -165,6 +165,21 @@ impl ObjectInfo {
         self.main_component().map(|c| &c.element)
     }
 
+    /// The element type of the object's dense form ([`crate::ObjectView::dense_form`]): dense
+    /// data's own, a sparse object's value type, `f32` for quantized objects. `None` for
+    /// formats that have no dense form.
+    pub fn dense_element_type(&self) -> Option<ElementType> {
+        match self.format {
+            Format::Dense => self.component("data").map(|c| c.element.clone()),
+            Format::QuantizedGroup => Some(ElementType::plain(zt_formats::DType::F32)),
+            Format::SparseCsr | Format::SparseCoo => match self.legacy_packing {
+                Some(p) => Some(ElementType::plain(p.values)),
+                None => self.component("values").map(|c| c.element.clone()),
+            },
+            _ => None,
+        }
+    }
+
     /// Number of logical elements the shape holds.
     pub fn element_count(&self) -> u64 {
         // Checked when the file was opened; saturate rather than trust that here.

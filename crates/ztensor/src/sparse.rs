@@ -392,10 +392,9 @@ impl<'r> ObjectView<'r> {
                 ))
             }
             Format::SparseCsr | Format::SparseCoo => {
-                let ty = match o.legacy_packing {
-                    Some(p) => ElementType::plain(p.values),
-                    None => self.component("values")?.element.clone(),
-                };
+                let ty = o.dense_element_type().ok_or_else(|| {
+                    Error::not_found("object has no component \"values\"").in_object(name)
+                })?;
                 Ok((self.dense_bytes(&ty)?, ty))
             }
             ref f => {

@@ -273,34 +273,33 @@ fn mag_spec(obj: &ObjectInfo, densify: bool) -> Result<zt_mag::TensorSpec> {
     if let Some(d) = &obj.defect {
         return Err(d.to_error());
     }
-    let element = match obj.format {
-        Format::Dense => obj
-            .element_type()
-            .cloned()
-            .ok_or_else(|| Error::invalid("no data component"))?,
-        Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup if !densify => {
-            return Err(Error::argument(format!(
-                "a {} object cannot be stored in .mag as it is (use densify)",
-                obj.format
-            )))
-        }
-        Format::QuantizedGroup => ElementType::plain(DType::F32),
-        Format::SparseCsr | Format::SparseCoo => match obj.legacy_packing {
-            Some(p) => ElementType::plain(p.values),
-            None => obj
-                .component("values")
-                .map(|c| c.element.clone())
-                .ok_or_else(|| Error::invalid("no values component"))?,
-        },
-        ref f => {
-            return Err(Error::argument(format!(
-                "a {f} object cannot be stored in .mag"
-            )))
-        }
-    };
+    let element = dense_element_type(obj, densify, ".mag")?;
     Ok(zt_mag::TensorSpec {
         name: obj.name.clone(),
         element,
         shape: obj.shape.to_vec(),
+    })
+}
+
+/// The element type an object is written as in a format that holds dense tensors only
+/// (`target`): its dense form's, when it is dense or `densify` allows densifying it.
+pub(crate) fn dense_element_type(
+    obj: &ObjectInfo,
+    densify: bool,
+    target: &str,
+) -> Result<ElementType> {
+    let sparse_or_quantized = matches!(
+        obj.format,
+        Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup
+    );
+    if sparse_or_quantized && !densify {
+        return Err(Error::argument(format!(
+            "a {} object cannot be stored in {target} as it is (use densify)",
+            obj.format
+        )));
+    }
+    obj.dense_element_type().ok_or_else(|| match obj.format {
+        Format::Dense => Error::invalid("no data component"),
+        ref f => Error::argument(format!("a {f} object cannot be stored in {target}")),
     })
 }

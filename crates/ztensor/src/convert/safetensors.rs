@@ -7,9 +7,10 @@ use std::path::Path;
 
 use safetensors::tensor::{Dtype, TensorInfo};
 use zt_container::{AtomicFile, Durability, Error, Result};
-use zt_formats::{dense_len, DType, ElementType, Format};
+use zt_formats::dense_len;
 use zt_manifest::Value;
 
+use super::dense_element_type;
 use crate::files::safetensors::dtype_of;
 use crate::model::ObjectInfo;
 use crate::reader::Reader;
@@ -92,26 +93,7 @@ fn safetensors_tensor(obj: &ObjectInfo, densify: bool) -> Result<Tensor<'_>> {
     if let Some(d) = &obj.defect {
         return Err(d.to_error());
     }
-    // The element type of what dense_form gives, as mag_spec tells it for .mag.
-    let element = match obj.format {
-        Format::Dense => obj
-            .element_type()
-            .cloned()
-            .ok_or_else(|| Error::invalid("no data component"))?,
-        Format::QuantizedGroup if densify => ElementType::plain(DType::F32),
-        Format::SparseCsr | Format::SparseCoo if densify => match obj.legacy_packing {
-            Some(p) => ElementType::plain(p.values),
-            None => obj
-                .component("values")
-                .map(|c| c.element.clone())
-                .ok_or_else(|| Error::invalid("no values component"))?,
-        },
-        ref f => {
-            return Err(Error::argument(format!(
-                "a {f} object cannot be stored in .safetensors as it is (use densify)"
-            )))
-        }
-    };
+    let element = dense_element_type(obj, densify, ".safetensors")?;
     let dtype = dtype_of(&element)
         .ok_or_else(|| Error::argument(format!("safetensors has no {} type", element.name())))?;
     let len = dense_len(&obj.shape, &element)?;
