@@ -69,7 +69,15 @@ struct InfoObject<'a> {
     attributes: Attrs<'a>,
     components: BTreeMapRef<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    unreadable: Option<&'a str>,
+    unreadable: Option<Unreadable<'a>>,
+}
+
+/// Why a listed object cannot be decoded, in the error shape every command uses (the
+/// object's own name and file are the listing's).
+#[derive(serde::Serialize)]
+struct Unreadable<'a> {
+    error_kind: String,
+    message: &'a str,
 }
 
 /// Attributes, serialized as [`value`] maps them.
@@ -121,7 +129,10 @@ fn info_object(o: &ObjectInfo) -> InfoObject<'_> {
         r#type: el.and_then(|e| e.type_field()),
         attributes: Attrs(&o.attributes),
         components: BTreeMapRef(&o.components),
-        unreadable: o.defect.as_ref().map(|d| d.message.as_str()),
+        unreadable: o.defect.as_ref().map(|d| Unreadable {
+            error_kind: format!("{:?}", d.kind),
+            message: &d.message,
+        }),
     }
 }
 

@@ -720,6 +720,23 @@ fn no_sync_writes_the_same_file() {
 }
 
 #[test]
+fn info_json_gives_an_unreadable_object_the_common_error_shape() {
+    let j = json_of(&zt(&["info", "--json", &fx("interop/v014_rust.zt")]));
+    let objects = j["objects"].as_array().unwrap();
+    let broken = objects.iter().find(|o| o["name"] == "csr_try").unwrap();
+    assert_eq!(
+        broken["unreadable"]["error_kind"], "InvalidFile",
+        "{broken}"
+    );
+    assert!(broken["unreadable"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("CSR"));
+    let fine = objects.iter().find(|o| o["name"] != "csr_try").unwrap();
+    assert!(fine.get("unreadable").is_none(), "{fine}");
+}
+
+#[test]
 fn info_columns_fit_long_names() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("names.zt");
