@@ -4,11 +4,9 @@
 //! [`Side`]: the bytes of its dense form, compared in step with the other side one window of
 //! [`WINDOW`] bytes at a time:
 //!
-//! - a raw little-endian dense object of a memory-mapped file is a borrowed slice of the map
-//!   (`ObjectView::bytes` returns `Cow::Borrowed`): no copy at all, the kernel pages it in and
-//!   out as the windows pass;
-//! - the same object of a file that is not mapped is read window by window, positionally, into
-//!   one buffer of [`WINDOW`] bytes;
+//! - a raw little-endian dense object is a borrowed slice of the map (`zt` always maps, and
+//!   `ObjectView::dense_form` returns `Cow::Borrowed`): no copy at all, the kernel pages it in
+//!   and out as the windows pass;
 //! - anything else (zstd, legacy big-endian, sparse or quantized objects) is decoded whole
 //!   first by the library, as it must be, and then compared window by window.
 //!
@@ -21,7 +19,7 @@ use std::path::Path;
 
 use serde_json::{json, Value as J};
 use ztensor::fp8::Fp8Format;
-use ztensor::{ByteOrder, DType, ElementType, Encoding, Format, LogicalType, ObjectView, Reader};
+use ztensor::{DType, ElementType, LogicalType, ObjectView};
 
 use crate::commands::{error_json, open_for_diff};
 use crate::common::{out, progress, Failure, Outcome};
@@ -37,66 +35,30 @@ pub struct Tolerance {
     pub rtol: f64,
 }
 
-/// The decoded bytes of one side of a comparison.
-enum Data<'r> {
-    /// Borrowed from the map, or decoded whole.
-    Whole(Cow<'r, [u8]>),
-    /// A raw little-endian component of an unmapped file, read a window at a time.
-    Positional {
-        source: &'r ztensor::Source,
-        offset: u64,
-        buf: Vec<u8>,
-    },
-}
-
+/// One side of a comparison: the bytes of an object's dense form (borrowed from the map when
+/// raw and little-endian, decoded otherwise) and their element type.
 struct Side<'r> {
-    data: Data<'r>,
+    bytes: Cow<'r, [u8]>,
     len: u64,
     ty: ElementType,
 }
 
 impl<'r> Side<'r> {
-    fn new(r: &'r Reader, o: ObjectView<'r>) -> ztensor::Result<Self> {
-        if o.format == Format::Dense && o.defect.is_none() && r.source().as_slice().is_none() {
-            if let Ok(c) = o.component("data") {
-                if c.encoding == Encoding::Raw && c.byte_order == ByteOrder::Little {
-                    return Ok(Side {
-                        data: Data::Positional {
-                            source: r.source(),
-                            offset: c.offset,
-                            buf: Vec::new(),
-                        },
-                        len: c.length,
-                        ty: c.element.clone(),
-                    });
-                }
-            }
-        }
+    fn new(o: ObjectView<'r>) -> ztensor::Result<Self> {
         let (bytes, ty) = o.dense_form()?;
         Ok(Side {
             len: bytes.len() as u64,
-            data: Data::Whole(bytes),
+            bytes,
             ty,
         })
     }
 
     /// `n` bytes from `pos`; `pos + n <= len`.
-    fn window(&mut self, pos: u64, n: usize) -> ztensor::Result<&[u8]> {
-        match &mut self.data {
-            Data::Whole(b) => usize::try_from(pos)
-                .ok()
-                .and_then(|p| b.get(p..p.checked_add(n)?))
-                .ok_or_else(|| ztensor::Error::invalid("window outside the data")),
-            Data::Positional {
-                source,
-                offset,
-                buf,
-            } => {
-                buf.resize(n, 0);
-                source.read_into(*offset + pos, buf)?;
-                Ok(buf)
-            }
-        }
+    fn window(&self, pos: u64, n: usize) -> ztensor::Result<&[u8]> {
+        usize::try_from(pos)
+            .ok()
+            .and_then(|p| self.bytes.get(p..p.checked_add(n)?))
+            .ok_or_else(|| ztensor::Error::invalid("window outside the data"))
     }
 }
 
@@ -303,16 +265,14 @@ impl Difference {
 
 /// Compares the values of one common object; `Ok(None)` when they are equal.
 fn compare_values(
-    ra: &Reader,
     oa: ObjectView<'_>,
-    rb: &Reader,
     ob: ObjectView<'_>,
     tol: Tolerance,
     bar: &indicatif::ProgressBar,
 ) -> Result<Option<Difference>, (ztensor::Error, &'static str)> {
     let name = Some(oa.name.as_str());
-    let mut sa = Side::new(ra, oa).map_err(|e| (e, "A"))?;
-    let mut sb = Side::new(rb, ob).map_err(|e| (e, "B"))?;
+    let sa = Side::new(oa).map_err(|e| (e, "A"))?;
+    let sb = Side::new(ob).map_err(|e| (e, "B"))?;
     if sa.ty != sb.ty {
         return Ok(Some(Difference::simple(
             name,
@@ -322,7 +282,7 @@ fn compare_values(
     }
     let scalar = Scalar::of(&sa.ty);
     let ratio = sa.ty.ratio().max(1);
-    let elements: u64 = oa.shape.iter().product();
+    let elements = oa.element_count();
     if sa.len != sb.len || sa.len % scalar.size() as u64 != 0 {
         let e = ztensor::Error::invalid(format!(
             "{} and {} bytes of values for {elements} elements",
@@ -381,8 +341,8 @@ fn compare_values(
 
 /// Decoded bytes an object's comparison reads, roughly: for the progress bar.
 fn dense_len(o: &ztensor::ObjectInfo) -> u64 {
-    let n: u64 = o.shape.iter().product();
-    n.saturating_mul(o.element_type().map_or(1, ElementType::logical_size))
+    o.element_count()
+        .saturating_mul(o.element_type().map_or(1, ElementType::logical_size))
 }
 
 pub fn diff(a: &Path, b: &Path, tol: Tolerance, as_json: bool) -> Outcome {
@@ -437,7 +397,7 @@ pub fn diff(a: &Path, b: &Path, tol: Tolerance, as_json: bool) -> Outcome {
             ));
             continue;
         }
-        match compare_values(&ra, oa, &rb, ob, tol, &bar) {
+        match compare_values(oa, ob, tol, &bar) {
             Ok(None) => {}
             Ok(Some(d)) => diffs.push(d),
             Err((e, side)) => {

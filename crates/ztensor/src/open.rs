@@ -262,9 +262,9 @@ fn pickle(head: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     //! Opening a file whose names all collide under a fixed, unkeyed hash: the names must
-    //! spread over the name index like ordinary names. The reader's former index (FNV-1a over words, a fixed mix, linear
-    //! probing) put every such name in one bucket, so each insert and lookup walked all the
-    //! earlier ones: 200,000 crafted names took 17.5 s to open. The tests count how many names
+    //! spread over the name index like ordinary names. The reader's former index (FNV-1a over
+    //! words, a fixed mix, linear probing) put every such name in one bucket, so each insert
+    //! and lookup walked all the earlier ones: 200,000 crafted names took 17.5 s to open. The tests count how many names
     //! share a bucket instead of timing the open: a test never asserts a time.
 
     use super::OpenOptions;

@@ -156,7 +156,11 @@ impl Reader {
     /// Runs `f` on every object on every core; results in name order. Large objects are
     /// dealt out first, so the threads finish together.
     pub fn parallel_objects<R: Send>(&self, f: impl Fn(ObjectView<'_>) -> R + Sync) -> Vec<R> {
-        let weight = |o: &ObjectInfo| o.components.iter().map(|c| c.length).sum::<u64>();
+        let weight = |o: &ObjectInfo| {
+            o.components
+                .iter()
+                .fold(0u64, |w, c| w.saturating_add(c.length))
+        };
         let mut order: Vec<usize> = (0..self.objects.len()).collect();
         order.sort_unstable_by_key(|&i| std::cmp::Reverse(self.objects.get(i).map_or(0, weight)));
         let mut done: Vec<(usize, R)> = order

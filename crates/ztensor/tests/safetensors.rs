@@ -67,6 +67,21 @@ fn a_dtype_we_do_not_know_is_one_defective_tensor() {
 }
 
 #[test]
+fn offsets_of_an_unknown_dtype_stay_inside_the_data() {
+    // An unknown dtype has no length check: its end must still lie inside the file, before
+    // the next tensor's offsets are added to anything.
+    let huge = u64::MAX - 10;
+    invalid(
+        &format!(
+            r#"{{"a":{{"dtype":"F3","shape":[1],"data_offsets":[0,{huge}]}},"b":{{"dtype":"U8","shape":[1],"data_offsets":[{huge},{}]}}}}"#,
+            huge + 1
+        ),
+        &[0],
+        "tensors end at byte",
+    );
+}
+
+#[test]
 fn mx_dtypes_are_listed_and_read_as_bytes() {
     // F8_E8M0 [3], F4 [2, 3] (3 bytes), F6_E2M3 [4] (3 bytes), F6_E3M2 [8] (6 bytes).
     let header = r#"{

@@ -11,7 +11,7 @@ use zt_container::{Error, Result, Source};
 use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value};
 
-use crate::listing::{sort_by_name, Listing};
+use crate::listing::Listing;
 use crate::model::{ByteOrder, ComponentInfo, Components, Defect, FileVersion, ObjectInfo};
 
 /// Every dtype of the safetensors crate (0.8), with its spelling in headers.
@@ -128,6 +128,14 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
 
     // In offset order the tensors must tile the data area.
     entries.sort_by_key(|e| (e.start, e.end));
+    let data_len = source.len() - base;
+    let past_the_end = |end: u64| {
+        bad(format!(
+            "tensors end at byte {}, but the file has {} bytes",
+            base.saturating_add(end),
+            source.len()
+        ))
+    };
     let mut next = 0u64;
     let mut objects = Vec::with_capacity(entries.len());
     for Entry {
@@ -144,6 +152,11 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
                 "data_offsets [{start}, {end}]: the tensor must start at {next}, where the \
                  one before it ends"
             ))));
+        }
+        // Checked here, before any offset is added to `base`: a tensor of a dtype we do not
+        // know has no length check, so its end could be anything.
+        if end > data_len {
+            return Err(at(past_the_end(end)));
         }
         next = end;
         let length = end - start;
@@ -201,20 +214,14 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
             name,
         });
     }
-    if base.checked_add(next) != Some(source.len()) {
-        return Err(bad(format!(
-            "tensors end at byte {}, but the file has {} bytes",
-            base.saturating_add(next),
-            source.len()
-        )));
-    }
-    if let Some(name) = sort_by_name(&mut objects) {
-        return Err(bad(format!("tensor {name:?} is named twice")).at(8));
+    if next != data_len {
+        return Err(past_the_end(next));
     }
     let attributes = metadata
         .into_iter()
         .map(|(k, v)| (k, Value::Text(v)))
         .collect();
+    // Names are unique: parse_header refused a key given twice.
     Ok(Listing::of_unique(
         FileVersion::Safetensors,
         attributes,
