@@ -133,6 +133,9 @@ impl Container {
 
     /// The manifest (or v0.1 index) bytes.
     pub fn manifest_bytes(&self) -> Result<Cow<'_, [u8]>> {
+        // Read whole and at once, in large requests, whatever read-around the map has.
+        self.source
+            .will_need(self.manifest_offset, self.manifest_len);
         self.source.read_at(self.manifest_offset, self.manifest_len)
     }
 

@@ -2,12 +2,17 @@
 //!
 //! All three hand out byte ranges through one bounds-checked call, [`Source::read_at`], which
 //! borrows from the map or buffer and reads into a fresh buffer only for the unmapped file.
+//!
+//! A map can be told what is about to be read: [`Source::will_need`] starts the kernel reading
+//! a range the caller is about to touch, and [`Source::prefetch`] has a background thread map
+//! ranges the caller will touch next, so that neither the disk nor page faults sit on the
+//! caller's path. Both are hints: reads see the same bytes with or without them.
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::{Error, Result};
 
@@ -76,6 +81,7 @@ impl Source {
         Ok(Source::Mapped(Map {
             map: Arc::new(map),
             populator: None,
+            prefetcher: OnceLock::new(),
         }))
     }
 
@@ -120,6 +126,61 @@ impl Source {
     /// Whether [`Source::read_at`] borrows instead of copying.
     pub fn is_in_memory(&self) -> bool {
         self.as_slice().is_some()
+    }
+
+    /// Tells the kernel that `[offset, offset + len)` is about to be read, so that a range not
+    /// in the page cache is read in large requests now instead of one fault at a time.
+    ///
+    /// Returns at once (the reading is asynchronous). Only maps take the hint; it is ignored
+    /// for the other sources, for ranges outside the file, and where the platform has no
+    /// such call.
+    pub fn will_need(&self, offset: u64, len: u64) {
+        if let (Source::Mapped(m), Ok((start, end))) = (self, self.checked_range(offset, len)) {
+            m.will_need(start, end - start);
+        }
+    }
+
+    /// Tells the kernel whether to read around the pages this map touches (`false`, the
+    /// default) or to read exactly the pages touched (`true`: for a phase of small scattered
+    /// reads, such as parsing a header and a footer, where read-around would bring in
+    /// megabytes nobody asked for). Pair `true` with [`Source::will_need`] for the ranges that
+    /// are read whole. Ignored for sources other than maps and where the platform has no
+    /// such call.
+    pub fn expect_sparse_reads(&self, sparse: bool) {
+        #[cfg(unix)]
+        if let Source::Mapped(m) = self {
+            let advice = if sparse {
+                memmap2::Advice::Random
+            } else {
+                memmap2::Advice::Normal
+            };
+            // A refused hint changes nothing but speed.
+            let _ = m.map.advise(advice);
+        }
+        #[cfg(not(unix))]
+        let _ = sparse;
+    }
+
+    /// Has a background thread read `ranges` (`(offset, len)` pairs) into the page cache and
+    /// map them into this process, in order, ahead of the caller's reads of them.
+    ///
+    /// For a reader that knows what it will read next: the caller's own reads of those
+    /// ranges then cost neither a disk wait nor a page fault. The thread is started on the
+    /// first call and ends with the map; it never touches a page itself, so a file truncated
+    /// meanwhile cannot hurt it. Ignored for sources other than maps, for ranges outside the
+    /// file, and off Linux.
+    pub fn prefetch(&self, ranges: &[(u64, u64)]) {
+        if let Source::Mapped(m) = self {
+            let inside: Vec<(usize, usize)> = ranges
+                .iter()
+                .filter_map(|&(o, l)| self.checked_range(o, l).ok())
+                .filter(|(s, e)| e > s)
+                .map(|(s, e)| (s, e - s))
+                .collect();
+            if !inside.is_empty() {
+                m.prefetch(inside);
+            }
+        }
     }
 
     /// Bytes `[offset, offset + len)`, borrowed when in memory, read otherwise.
@@ -174,13 +235,23 @@ pub struct Map {
     map: Arc<memmap2::Mmap>,
     /// Dropped with the map: tells the populating thread to stop and let go of it.
     populator: Option<mpsc::Sender<()>>,
+    /// The prefetching thread's queue, made on the first [`Source::prefetch`]; `None` inside
+    /// when no thread could be started. Dropped with the map, which ends the thread.
+    prefetcher: OnceLock<Option<PrefetchQueue>>,
 }
+
+/// Batches of `(start, len)` ranges for the prefetching thread.
+type PrefetchQueue = mpsc::Sender<Vec<(usize, usize)>>;
 
 impl std::fmt::Debug for Map {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Map")
             .field("len", &self.map.len())
             .field("populated_in_background", &self.populator.is_some())
+            .field(
+                "prefetching",
+                &self.prefetcher.get().is_some_and(|p| p.is_some()),
+            )
             .finish()
     }
 }
@@ -190,11 +261,45 @@ impl std::fmt::Debug for Map {
 #[cfg(target_os = "linux")]
 const POPULATE_STEP: usize = 32 << 20;
 
+/// How much the prefetching thread maps per call.
+#[cfg(target_os = "linux")]
+const PREFETCH_STEP: usize = 4 << 20;
+
 impl Map {
     /// The mapped bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.map
     }
+
+    #[cfg(unix)]
+    fn will_need(&self, start: usize, len: usize) {
+        // A refused hint changes nothing but speed.
+        let _ = self.map.advise_range(memmap2::Advice::WillNeed, start, len);
+    }
+
+    #[cfg(not(unix))]
+    fn will_need(&self, _start: usize, _len: usize) {}
+
+    #[cfg(target_os = "linux")]
+    fn prefetch(&self, ranges: Vec<(usize, usize)>) {
+        let queue = self.prefetcher.get_or_init(|| {
+            let (send, receive) = mpsc::channel::<Vec<(usize, usize)>>();
+            let map = Arc::clone(&self.map);
+            std::thread::Builder::new()
+                .name("zt-prefetch".into())
+                .spawn(move || prefetch_until_dropped(&map, &receive))
+                .ok()
+                .map(|_| send)
+        });
+        if let Some(queue) = queue {
+            // The thread ends only when the map is dropped, so a send cannot fail while
+            // `self` lives; if it did, the hint is lost and nothing else.
+            let _ = queue.send(ranges);
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn prefetch(&self, _ranges: Vec<(usize, usize)>) {}
 
     /// Starts a thread that maps every page in order, a step at a time, until done or until
     /// this map is dropped. Faulting pages in is all it does: reads see the same bytes either
@@ -225,6 +330,35 @@ impl Map {
         // Without a thread there is no prefetch; reads fault pages in themselves.
         if spawned.is_ok() {
             self.populator = Some(stop);
+        }
+    }
+}
+
+/// The prefetching thread: maps each batch of ranges in order, a step at a time, until the
+/// map's owner drops the queue.
+///
+/// Mapping a page that is not in the page cache reads it, with the kernel's read-around, on
+/// this thread. Asking the kernel to read a whole batch first (`MADV_WILLNEED`) was tried and
+/// measured slower on a cold cache: for ranges of tens of MiB the call submits all of it
+/// before it returns, and the first pages the caller waits for come no sooner.
+#[cfg(target_os = "linux")]
+fn prefetch_until_dropped(map: &memmap2::Mmap, batches: &mpsc::Receiver<Vec<(usize, usize)>>) {
+    while let Ok(batch) = batches.recv() {
+        for (start, len) in batch {
+            let mut at = start;
+            let end = start.saturating_add(len);
+            while at < end {
+                let step = PREFETCH_STEP.min(end - at);
+                // Refused for a file truncated meanwhile (the caller's own read reports that)
+                // or by a kernel before 5.14 (no populate call): either way, done here.
+                if map
+                    .advise_range(memmap2::Advice::PopulateRead, at, step)
+                    .is_err()
+                {
+                    return;
+                }
+                at += step;
+            }
         }
     }
 }
@@ -313,5 +447,26 @@ mod tests {
         for s in &all {
             assert!(s.is_empty());
         }
+    }
+
+    #[test]
+    fn hints_change_no_byte_and_ignore_ranges_outside_the_file() {
+        let bytes: Vec<u8> = (0..(3 << 20)).map(|i: u32| (i % 251) as u8).collect();
+        let (_keep, all) = sources(&bytes);
+        for s in &all {
+            s.expect_sparse_reads(true);
+            s.will_need(4096, 1 << 20);
+            s.will_need(u64::MAX - 1, 10);
+            s.prefetch(&[
+                (0, 1 << 20),
+                (2 << 20, 1 << 20),
+                (u64::MAX, 2),
+                (3 << 20, 1),
+            ]);
+            s.expect_sparse_reads(false);
+            assert_eq!(&*s.read_at(0, 3 << 20).unwrap(), &bytes[..]);
+        }
+        // The prefetching thread ends with the map: dropping it does not wait or hang.
+        drop(all);
     }
 }

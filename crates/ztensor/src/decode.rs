@@ -10,6 +10,7 @@ use zt_formats::Encoding;
 
 use crate::listing::Limits;
 use crate::model::{ByteOrder, ComponentInfo, ObjectInfo};
+use crate::readahead::ReadAhead;
 
 /// Options of one read.
 ///
@@ -35,11 +36,14 @@ impl ReadOptions {
     }
 }
 
-/// What reads go through: the file's bytes and the caps it was opened with.
+/// What reads go through: the file's bytes, its objects (sorted by name), the caps it was
+/// opened with, and the read-ahead that follows the reads.
 #[derive(Debug)]
 pub(crate) struct Backing {
     pub source: Source,
     pub limits: Limits,
+    pub objects: Vec<ObjectInfo>,
+    pub readahead: ReadAhead,
 }
 
 /// Where an error of component `comp` of `obj` happened.
@@ -52,6 +56,12 @@ pub(crate) fn locate<'a>(
 }
 
 impl Backing {
+    /// Object `index` is about to be read: see [`ReadAhead::note`].
+    pub fn note_read(&self, index: u32, walking: bool) {
+        self.readahead
+            .note(&self.source, &self.objects, index, walking);
+    }
+
     /// Loads one component as `T`, whose size must divide the element size. The caller has
     /// checked that `T` fits the component's type.
     pub fn load<T: Pod>(

@@ -10,8 +10,11 @@
 //! - [`Reader::object`] → [`ObjectView`]: one object, looked up once; every read hangs off it.
 //!   [`ObjectView::read`] returns a dense object as `Cow<[T]>`, borrowed straight from the
 //!   memory map when the data is raw, little-endian and aligned.
-//! - Loading every tensor fast: iterate the reader (`for o in &reader`, file order);
-//!   [`OpenOptions::populate`] maps the file's pages on a second core ahead of the reads;
+//! - Loading every tensor fast is the default: reads that follow each other (by name, or
+//!   `for o in &reader` in file order) have the next objects read from the disk and mapped
+//!   on a second core ahead of the caller, and a lone read asks the kernel for its own range
+//!   only, so a tool that looks at one tensor of a large file reads that tensor and the
+//!   manifest, nothing more. [`OpenOptions::populate`] maps the whole file ahead instead;
 //!   without a map, [`ObjectView::read_chunked`] hands tensors out in cache-sized pieces and
 //!   [`ObjectView::read_into`] reuses one buffer.
 //! - [`Writer`]: streams a v1.2 file to a temporary file and renames it into place.
@@ -92,6 +95,7 @@ mod files;
 mod listing;
 mod model;
 mod open;
+mod readahead;
 mod reader;
 mod sparse;
 mod view;

@@ -121,11 +121,29 @@ impl OpenOptions {
     /// recognise but do not read (GGUF, zTensor v2, zip, .npy, a sharded checkpoint's JSON
     /// index: [`not_read_yet`]), then a safetensors header (u64 size, then '{'), then a bare
     /// pickle; anything else gets the zTensor container's magic error.
+    ///
+    /// While it reads the header, footer and manifest of a mapped file, the map reads exactly
+    /// the pages touched (the manifest itself in one request): with the kernel's read-around
+    /// (8 MiB on some disks) the first touch of each end of a large file would bring in
+    /// megabytes that a tool looking at one tensor never reads.
     fn list(&self, source: Source) -> Result<(Source, Listing)> {
+        // Not while a populating thread reads the whole file in: it relies on read-around.
+        let sparse = !self.populate;
+        source.expect_sparse_reads(sparse);
+        let listed = self.list_sparsely(source);
+        if let Ok((source, _)) = &listed {
+            source.expect_sparse_reads(false);
+        }
+        listed
+    }
+
+    fn list_sparsely(&self, source: Source) -> Result<(Source, Listing)> {
         let mut head = vec![0u8; source.len().min(SNIFF_LEN) as usize];
         source.read_into(0, &mut head)?;
         if let Some(magic) = head.first_chunk::<4>() {
             if zt_mag::is_mag_magic(magic) {
+                // .mag tables are read piecemeal: read-around serves them better.
+                source.expect_sparse_reads(false);
                 let listing = files::mag::list(&source, !self.skip_mag_checksum)?;
                 return Ok((source, listing));
             }
@@ -144,7 +162,10 @@ impl OpenOptions {
         let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
         let listing = match container.version() {
             ContainerVersion::V1 => files::zt_v1::list(&container, &self.limits),
-            ContainerVersion::V0_1 => files::zt_v0_1::list(&container, &self.limits),
+            ContainerVersion::V0_1 => {
+                container.source().expect_sparse_reads(false);
+                files::zt_v0_1::list(&container, &self.limits)
+            }
         }?;
         Ok((container.into_source(), listing))
     }

@@ -2,7 +2,6 @@
 //! index, handed out as [`ObjectView`]s, and verified on every core.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use zt_container::{Error, Result, Source};
@@ -12,6 +11,7 @@ use zt_manifest::Attributes;
 use crate::decode::Backing;
 use crate::listing::{Limits, Listing, NameIndex};
 use crate::model::{FileVersion, ObjectInfo};
+use crate::readahead::ReadAhead;
 use crate::view::ObjectView;
 
 /// An open file: every object listed and validated, data read on demand through
@@ -42,24 +42,26 @@ use crate::view::ObjectView;
 /// ```
 #[derive(Debug)]
 pub struct Reader {
+    /// The bytes, the objects sorted by name, and the read path.
     backing: Backing,
     version: FileVersion,
     attributes: Attributes,
-    objects: Vec<ObjectInfo>,
     index: NameIndex,
-    /// Positions of `objects` by where their data starts, made on the first iteration.
-    file_order: OnceLock<Vec<u32>>,
 }
 
 impl Reader {
     pub(crate) fn new(source: Source, listing: Listing, limits: Limits) -> Self {
+        let readahead = ReadAhead::new(&source);
         Reader {
-            backing: Backing { source, limits },
+            backing: Backing {
+                source,
+                limits,
+                objects: listing.objects,
+                readahead,
+            },
             version: listing.version,
             attributes: listing.attributes,
-            objects: listing.objects,
             index: listing.index,
-            file_order: OnceLock::new(),
         }
     }
 
@@ -75,22 +77,22 @@ impl Reader {
 
     /// Every object's listing, sorted by name.
     pub fn objects(&self) -> &[ObjectInfo] {
-        &self.objects
+        &self.backing.objects
     }
 
     /// How many objects the file holds.
     pub fn len(&self) -> usize {
-        self.objects.len()
+        self.backing.objects.len()
     }
 
     /// Whether the file holds no object.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
+        self.backing.objects.is_empty()
     }
 
     /// Object names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.objects.iter().map(|o| o.name.as_str())
+        self.backing.objects.iter().map(|o| o.name.as_str())
     }
 
     /// The underlying source (to tell whether reads borrow: [`Source::is_in_memory`]).
@@ -112,18 +114,21 @@ impl Reader {
 
     /// An object by name, if the file has it.
     pub fn get(&self, name: &str) -> Option<ObjectView<'_>> {
-        let i = self.index.find(&self.objects, name)?;
-        self.objects.get(i).map(|o| self.view(o))
+        let i = self.index.find(&self.backing.objects, name)?;
+        self.view(i, false)
     }
 
     /// The sorted objects and their name index, for the index's own tests.
     #[cfg(test)]
     pub(crate) fn listing_parts(&self) -> (&[ObjectInfo], &NameIndex) {
-        (&self.objects, &self.index)
+        (&self.backing.objects, &self.index)
     }
 
-    fn view<'r>(&'r self, info: &'r ObjectInfo) -> ObjectView<'r> {
-        ObjectView::new(&self.backing, info)
+    /// The view of object `index` (name position); `walking` when handed out by [`Iter`].
+    fn view(&self, index: usize, walking: bool) -> Option<ObjectView<'_>> {
+        let info = self.backing.objects.get(index)?;
+        // Fewer than 2^32 objects: the listing's limits cap the count far below that.
+        Some(ObjectView::new(&self.backing, info, index as u32, walking))
     }
 
     /// A dense object's elements as `T`: the common read, short for
@@ -135,21 +140,13 @@ impl Reader {
     /// Every object, in the order its data lies in the file (the order that reads a file
     /// front to back; objects without data last, by name).
     pub fn iter(&self) -> Iter<'_> {
-        let order = self.file_order.get_or_init(|| {
-            let start = |i: &u32| {
-                self.objects
-                    .get(*i as usize)
-                    .and_then(|o| o.components.iter().map(|c| c.offset).min())
-                    .unwrap_or(u64::MAX)
-            };
-            let mut order: Vec<u32> = (0..self.objects.len() as u32).collect();
-            // Stable: objects that share a start keep their name order.
-            order.sort_by_key(start);
-            order
-        });
         Iter {
             reader: self,
-            order: order.iter(),
+            order: self
+                .backing
+                .readahead
+                .file_order(&self.backing.objects)
+                .iter(),
         }
     }
 
@@ -161,12 +158,14 @@ impl Reader {
                 .iter()
                 .fold(0u64, |w, c| w.saturating_add(c.length))
         };
-        let mut order: Vec<usize> = (0..self.objects.len()).collect();
-        order.sort_unstable_by_key(|&i| std::cmp::Reverse(self.objects.get(i).map_or(0, weight)));
+        let mut order: Vec<usize> = (0..self.backing.objects.len()).collect();
+        order.sort_unstable_by_key(|&i| {
+            std::cmp::Reverse(self.backing.objects.get(i).map_or(0, weight))
+        });
         let mut done: Vec<(usize, R)> = order
             .into_par_iter()
             .with_max_len(1)
-            .filter_map(|i| Some((i, f(self.view(self.objects.get(i)?)))))
+            .filter_map(|i| Some((i, f(self.view(i, false)?))))
             .collect();
         done.sort_unstable_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
@@ -213,10 +212,7 @@ impl<'r> Iterator for Iter<'r> {
 
     fn next(&mut self) -> Option<ObjectView<'r>> {
         let &i = self.order.next()?;
-        self.reader
-            .objects
-            .get(i as usize)
-            .map(|o| self.reader.view(o))
+        self.reader.view(i as usize, true)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

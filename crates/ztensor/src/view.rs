@@ -15,8 +15,8 @@ use crate::model::{ComponentInfo, ObjectInfo};
 
 /// One object of an open file: its listing (through `Deref` to [`ObjectInfo`]) and its reads.
 ///
-/// A view is two references, so it is `Copy`; what it reads borrows from the reader, not from
-/// the view.
+/// A view is two references and a position, so it is `Copy`; what it reads borrows from the
+/// reader, not from the view.
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -39,6 +39,10 @@ use crate::model::{ComponentInfo, ObjectInfo};
 pub struct ObjectView<'r> {
     backing: &'r Backing,
     info: &'r ObjectInfo,
+    /// The object's position in name order, for the read-ahead.
+    index: u32,
+    /// Handed out by [`Reader::iter`](crate::Reader::iter): the caller walks the file.
+    walking: bool,
 }
 
 impl<'r> Deref for ObjectView<'r> {
@@ -50,8 +54,23 @@ impl<'r> Deref for ObjectView<'r> {
 }
 
 impl<'r> ObjectView<'r> {
-    pub(crate) fn new(backing: &'r Backing, info: &'r ObjectInfo) -> Self {
-        ObjectView { backing, info }
+    pub(crate) fn new(
+        backing: &'r Backing,
+        info: &'r ObjectInfo,
+        index: u32,
+        walking: bool,
+    ) -> Self {
+        ObjectView {
+            backing,
+            info,
+            index,
+            walking,
+        }
+    }
+
+    /// Every read of the object's bytes starts here: it tells the read-ahead what is read.
+    fn will_read(&self) {
+        self.backing.note_read(self.index, self.walking);
     }
 
     pub(crate) fn backing(&self) -> &'r Backing {
@@ -154,6 +173,7 @@ impl<'r> ObjectView<'r> {
     /// and a zeroing per page). `out` ends up exactly the object's length.
     pub fn read_into<T: Element>(&self, out: &mut Vec<T>) -> Result<()> {
         let data = self.dense_data::<T>("read_into")?;
+        self.will_read();
         self.backing.read_into(self.info, data.info, out)
     }
 
@@ -172,6 +192,7 @@ impl<'r> ObjectView<'r> {
         each: impl FnMut(&[T]) -> Result<()>,
     ) -> Result<()> {
         let data = self.dense_data::<T>("read_chunked")?;
+        self.will_read();
         self.backing.read_chunked(self.info, data.info, buf, each)
     }
 
@@ -219,6 +240,7 @@ impl<'r> ObjectView<'r> {
 
     /// Verifies every digest of the object; returns how many it checked.
     pub fn verify(&self) -> Result<usize> {
+        self.will_read();
         self.backing.verify_object(self.info)
     }
 }
@@ -306,6 +328,7 @@ impl<'r> ComponentView<'r> {
 
     /// The stored bytes, as they are on disk (compressed for zstd).
     pub fn stored_bytes(&self) -> Result<Cow<'r, [u8]>> {
+        self.object.will_read();
         self.object
             .backing
             .stored(self.info)
@@ -313,6 +336,7 @@ impl<'r> ComponentView<'r> {
     }
 
     fn load<T: bytemuck::Pod>(&self, opts: ReadOptions) -> Result<Cow<'r, [T]>> {
+        self.object.will_read();
         self.object
             .backing
             .load::<T>(self.object.info, self.info, opts)

@@ -421,3 +421,57 @@ fn populated_maps_read_the_same_bytes_and_say_so() {
         .unwrap();
     assert!(!unmapped.source().is_in_memory());
 }
+
+/// A file large enough for the read-ahead (16 MiB and more): every way of reading it, in every
+/// order, hands out the bytes written, and the hints it sends (the map's prefetching thread)
+/// end with the reader.
+#[test]
+fn reads_of_a_large_mapped_file_in_any_order_see_the_bytes_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.zt");
+    let mut w = ztensor::Writer::create(&path).unwrap();
+    // Written in an order that is neither name order nor the reverse.
+    let count = 48u32;
+    let names: Vec<String> = (0..count)
+        .map(|i| format!("t{}", (i * 7) % count))
+        .collect();
+    let values = |name: &str| -> Vec<u32> {
+        let seed: u32 = name[1..].parse().unwrap();
+        (0..(128 << 10))
+            .map(|k| k ^ seed.wrapping_mul(0x9E37_79B9))
+            .collect()
+    };
+    for n in &names {
+        w.add(n, &[128 << 10], &values(n)).unwrap();
+    }
+    w.finish().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() >= 24 << 20);
+
+    let r = ztensor::open(&path).unwrap();
+    // By name, in name order (a stream the read-ahead follows).
+    for name in r.names() {
+        assert_eq!(
+            &r.read::<u32>(name).unwrap()[..],
+            &values(name)[..],
+            "{name}"
+        );
+    }
+    // In file order.
+    for o in &r {
+        assert_eq!(
+            &o.read::<u32>().unwrap()[..],
+            &values(o.name())[..],
+            "{}",
+            o.name()
+        );
+    }
+    // In an order that follows neither.
+    for i in (0..count).rev().step_by(3) {
+        let name = format!("t{i}");
+        assert_eq!(&r.read::<u32>(&name).unwrap()[..], &values(&name)[..]);
+    }
+    // On every core.
+    let same = r.parallel_objects(|o| o.read::<u32>().map(|v| v[..] == values(o.name())[..]));
+    assert!(same.into_iter().all(|s| s.unwrap()));
+    drop(r);
+}

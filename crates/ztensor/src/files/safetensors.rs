@@ -123,6 +123,7 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
         ))
         .at(8));
     }
+    source.will_need(8, n);
     let header = source.read_at(8, n)?;
     let (mut entries, metadata) = parse_header(&header).map_err(|e| e.at(8))?;
 

@@ -1,0 +1,370 @@
+//! Read-ahead for mapped files: what makes the plain `open` + `read` loop as fast as a
+//! populated map, without reading what nobody asks for.
+//!
+//! Every read of an object's data tells [`ReadAhead::note`] which object it is. Three cases:
+//! - **A lone read** (the first, or one that does not follow the previous read): the kernel is
+//!   told to read the object's own range now, in large requests ([`Source::will_need`]), and
+//!   nothing else. A tool that looks at one tensor of a large file reads that tensor only (and
+//!   its header and manifest: see [`crate::OpenOptions`]'s listing, which reads them exactly).
+//! - **A stream**: the read follows the previous one in name order (`for name in names`) or
+//!   in file order ([`crate::Reader::iter`], which starts a stream at its first read). The
+//!   objects that come next in that order are handed to the map's prefetching thread
+//!   ([`Source::prefetch`]), which reads them from disk and maps them on the second core while
+//!   the caller works on the current one. The window ahead starts small and doubles up to
+//!   [`MAX_WINDOW`] as the stream goes on, like the kernel's own read-ahead; it is topped up
+//!   when half of it has been consumed, so a stream of small objects costs one hand-over per
+//!   half window, not one per object.
+//! - **Reads from several threads at once** ([`crate::Reader::parallel_objects`]) do not take
+//!   the state's lock when another thread holds it: a hint is never worth a wait.
+//!
+//! Only maps of at least [`MIN_FILE`] bytes take part; the plan (each object's byte span and
+//! the file order) is made on the first read that needs it, not at open.
+
+use std::sync::{Mutex, OnceLock, TryLockError};
+
+use zt_container::Source;
+
+use crate::model::ObjectInfo;
+
+/// Smaller maps are not worth a thread: their faults cost less than a millisecond.
+pub(crate) const MIN_FILE: u64 = 16 << 20;
+/// The first window of a stream.
+const FIRST_WINDOW: u64 = 8 << 20;
+/// The largest window: enough to keep a disk busy while the caller works on a large tensor,
+/// small enough that a stream abandoned early reads little in vain.
+pub(crate) const MAX_WINDOW: u64 = 64 << 20;
+
+/// One object's data: the span from its first component's first byte to its last
+/// component's last byte (empty for objects without data).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u64,
+    end: u64,
+}
+
+impl Span {
+    fn len(self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// What the read-ahead knows of the file, made once.
+#[derive(Debug)]
+struct Plan {
+    /// Per object, in name order.
+    spans: Vec<Span>,
+    /// Name positions in file order.
+    file_order: Vec<u32>,
+    /// File positions by name position.
+    file_position: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Name,
+    File,
+}
+
+/// Where the reads are going.
+#[derive(Debug, Default)]
+struct Stream {
+    /// The object read last (name position).
+    last: Option<u32>,
+    /// The order the reads follow, if they follow one.
+    order: Option<Order>,
+    /// Position (in `order`) of the first object not yet handed to the prefetcher.
+    frontier: u32,
+    /// Bytes handed to the prefetcher and not yet read.
+    ahead: u64,
+    window: u64,
+}
+
+/// The read-ahead state of one reader.
+#[derive(Debug, Default)]
+pub(crate) struct ReadAhead {
+    enabled: bool,
+    plan: OnceLock<Plan>,
+    stream: Mutex<Stream>,
+}
+
+impl ReadAhead {
+    /// Read-ahead for a reader of `source`: on for maps of at least [`MIN_FILE`] bytes.
+    pub fn new(source: &Source) -> Self {
+        ReadAhead {
+            enabled: matches!(source, Source::Mapped(_)) && source.len() >= MIN_FILE,
+            ..Default::default()
+        }
+    }
+
+    /// The objects' positions in file order (where their data starts; objects without data
+    /// last, by name), made once and shared with [`crate::Reader::iter`].
+    pub fn file_order(&self, objects: &[ObjectInfo]) -> &[u32] {
+        &self.plan(objects).file_order
+    }
+
+    fn plan(&self, objects: &[ObjectInfo]) -> &Plan {
+        self.plan.get_or_init(|| {
+            let spans: Vec<Span> = objects
+                .iter()
+                .map(|o| {
+                    let start = o.components.iter().map(|c| c.offset).min();
+                    // Ranges were checked against the file at open: no overflow.
+                    let end = o
+                        .components
+                        .iter()
+                        .map(|c| c.offset.saturating_add(c.length));
+                    match (start, end.max()) {
+                        (Some(start), Some(end)) => Span { start, end },
+                        _ => Span {
+                            start: u64::MAX,
+                            end: u64::MAX,
+                        },
+                    }
+                })
+                .collect();
+            let mut file_order: Vec<u32> = (0..spans.len() as u32).collect();
+            // Stable: objects that share a start keep their name order.
+            file_order.sort_by_key(|&i| spans.get(i as usize).map_or(u64::MAX, |s| s.start));
+            let mut file_position = vec![0u32; spans.len()];
+            for (at, &i) in file_order.iter().enumerate() {
+                if let Some(slot) = file_position.get_mut(i as usize) {
+                    *slot = at as u32;
+                }
+            }
+            Plan {
+                spans,
+                file_order,
+                file_position,
+            }
+        })
+    }
+
+    /// Object `index` (name position) is about to be read; `walking` when the caller walks
+    /// the file in file order ([`crate::Reader::iter`]). Passes the hints on to `source`.
+    pub fn note(&self, source: &Source, objects: &[ObjectInfo], index: u32, walking: bool) {
+        if !self.enabled {
+            return;
+        }
+        let hints = self.plan_read(objects, index, walking);
+        if let Some((offset, len)) = hints.now {
+            source.will_need(offset, len);
+        }
+        if !hints.ahead.is_empty() {
+            source.prefetch(&hints.ahead);
+        }
+    }
+
+    /// What to tell the kernel about a read of object `index`: the decisions of
+    /// [`ReadAhead::note`], without acting on them.
+    fn plan_read(&self, objects: &[ObjectInfo], index: u32, walking: bool) -> Hints {
+        let mut hints = Hints::default();
+        let mut stream = match self.stream.try_lock() {
+            Ok(s) => s,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return hints,
+        };
+        if stream.last == Some(index) {
+            return hints; // another component of the same object
+        }
+        let plan = self.plan(objects);
+        let Some(&span) = plan.spans.get(index as usize) else {
+            return hints;
+        };
+        let has_data = span.start != u64::MAX;
+        let position_in = |order: Order, i: u32| match order {
+            Order::Name => i,
+            Order::File => plan
+                .file_position
+                .get(i as usize)
+                .copied()
+                .unwrap_or(u32::MAX),
+        };
+        let follows = |order: Order| {
+            stream.last.is_some_and(|last| {
+                position_in(order, last).checked_add(1) == Some(position_in(order, index))
+            })
+        };
+        let order = if walking {
+            Some(Order::File)
+        } else if stream.order.is_some_and(follows) {
+            stream.order
+        } else if follows(Order::Name) {
+            Some(Order::Name)
+        } else if follows(Order::File) {
+            Some(Order::File)
+        } else {
+            None
+        };
+        stream.last = Some(index);
+        let Some(order) = order else {
+            *stream = Stream {
+                last: Some(index),
+                ..Stream::default()
+            };
+            // Even for a small object: once its pages are asked for, touching them does not
+            // set off the kernel's read-around of megabytes nobody asked for.
+            if has_data {
+                hints.now = Some((span.start, span.len()));
+            }
+            return hints;
+        };
+        let here = position_in(order, index);
+        if stream.order != Some(order) || here >= stream.frontier {
+            // A new stream, or one that ran past what was handed over: this object is read
+            // now, the window starts after it.
+            if has_data {
+                hints.now = Some((span.start, span.len()));
+            }
+            stream.order = Some(order);
+            stream.frontier = here.saturating_add(1);
+            stream.ahead = 0;
+            stream.window = FIRST_WINDOW;
+        } else if has_data {
+            stream.ahead = stream.ahead.saturating_sub(span.len());
+        }
+        if stream.ahead >= stream.window / 2 {
+            return hints;
+        }
+        while stream.ahead < stream.window {
+            let next = match order {
+                Order::Name => Some(stream.frontier),
+                Order::File => plan.file_order.get(stream.frontier as usize).copied(),
+            };
+            let Some(next) = next.and_then(|i| plan.spans.get(i as usize)) else {
+                break;
+            };
+            stream.frontier += 1;
+            if next.start == u64::MAX {
+                continue;
+            }
+            // Neighbours in the file become one range: fewer calls, larger disk requests.
+            match hints.ahead.last_mut() {
+                Some((o, l)) if *o + *l == next.start => *l += next.len(),
+                _ => hints.ahead.push((next.start, next.len())),
+            }
+            stream.ahead = stream.ahead.saturating_add(next.len());
+        }
+        stream.window = stream.window.saturating_mul(2).min(MAX_WINDOW);
+        hints
+    }
+}
+
+/// The hints for one read.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Hints {
+    /// The range read now, to be read from the disk at once.
+    now: Option<(u64, u64)>,
+    /// Ranges to map ahead of the reads, in order.
+    ahead: Vec<(u64, u64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ByteOrder, ComponentInfo, Components};
+    use zt_formats::{DType, ElementType, Encoding, Format};
+
+    /// Objects named `o00`, `o01`, ... of `mib` MiB each, laid out in the file in the order
+    /// `file` gives (positions in name order).
+    fn objects(file: &[usize], mib: u64) -> Vec<ObjectInfo> {
+        let len = mib << 20;
+        let mut objects: Vec<ObjectInfo> = (0..file.len())
+            .map(|i| ObjectInfo {
+                components: Components::one(ComponentInfo {
+                    role: "data".into(),
+                    element: ElementType::plain(DType::U8),
+                    offset: 0,
+                    length: len,
+                    encoding: Encoding::Raw,
+                    uncompressed_length: None,
+                    decoded_len: Some(len),
+                    digest: None,
+                    byte_order: ByteOrder::Little,
+                }),
+                name: format!("o{i:02}"),
+                shape: vec![len].into(),
+                format: Format::Dense,
+                attributes: Default::default(),
+                range_digests: Vec::new(),
+                legacy_packing: None,
+                defect: None,
+            })
+            .collect();
+        for (at, &i) in file.iter().enumerate() {
+            if let Some(c) = objects[i].components.0.first_mut() {
+                c.offset = 4096 + (at as u64) * len;
+            }
+        }
+        objects
+    }
+
+    fn on() -> ReadAhead {
+        ReadAhead {
+            enabled: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_lone_read_asks_for_its_own_range_and_nothing_ahead() {
+        let objects = objects(&[0, 1, 2, 3, 4, 5], 4);
+        let ra = on();
+        let first = ra.plan_read(&objects, 3, false);
+        assert_eq!(first.now, Some((4096 + (12 << 20), 4 << 20)));
+        assert!(first.ahead.is_empty());
+        // Not a neighbour in either order: still nothing ahead.
+        let second = ra.plan_read(&objects, 0, false);
+        assert_eq!(second.now, Some((4096, 4 << 20)));
+        assert!(second.ahead.is_empty());
+    }
+
+    #[test]
+    fn reads_in_name_order_hand_the_next_objects_over_as_one_range_per_run() {
+        // Name order 0..8, but the file holds them as 0 2 4 6 1 3 5 7.
+        let objects = objects(&[0, 2, 4, 6, 1, 3, 5, 7], 2);
+        let ra = on();
+        assert!(ra.plan_read(&objects, 0, false).ahead.is_empty());
+        let second = ra.plan_read(&objects, 1, false);
+        // The stream starts: 8 MiB ahead in name order (objects 2, 3, 4, 5).
+        let at = |pos: u64| 4096 + pos * (2 << 20);
+        assert_eq!(
+            second.ahead,
+            vec![
+                (at(1), 2 << 20),
+                (at(5), 2 << 20),
+                (at(2), 2 << 20),
+                (at(6), 2 << 20)
+            ]
+        );
+        // The next read was handed over already: no hint for it. The window has doubled to
+        // 16 MiB and only 6 MiB are left ahead, so it is topped up with the rest (6 and 7).
+        let third = ra.plan_read(&objects, 2, false);
+        assert_eq!(third.now, None);
+        assert_eq!(third.ahead, vec![(at(3), 2 << 20), (at(7), 2 << 20)]);
+        // Nothing is left to hand over.
+        assert_eq!(ra.plan_read(&objects, 3, false), Hints::default());
+    }
+
+    #[test]
+    fn walking_the_file_prefetches_from_the_first_read_and_merges_neighbours() {
+        let objects = objects(&[0, 1, 2, 3, 4, 5, 6, 7], 2);
+        let ra = on();
+        let first = ra.plan_read(&objects, 0, true);
+        assert_eq!(first.now, Some((4096, 2 << 20)));
+        assert_eq!(first.ahead, vec![(4096 + (2 << 20), 8 << 20)]);
+    }
+
+    #[test]
+    fn a_second_component_of_the_same_object_adds_nothing() {
+        let objects = objects(&[0, 1, 2], 1);
+        let ra = on();
+        ra.plan_read(&objects, 1, false);
+        assert_eq!(ra.plan_read(&objects, 1, false), Hints::default());
+    }
+
+    #[test]
+    fn small_files_and_unmapped_sources_take_no_part() {
+        let small = Source::from_vec(vec![0; 1024]);
+        assert!(!ReadAhead::new(&small).enabled);
+    }
+}
