@@ -51,7 +51,7 @@ pub use error::{Error, ErrorKind, Result};
 /// Shared with the crates of this workspace, not part of the stable API.
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::memory::prefer_huge_pages;
+    pub use crate::memory::{prefer_huge_pages, SpareCapacity};
 }
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
 pub use source::{Map, Source};

@@ -1,4 +1,6 @@
-//! A memory hint for the large tables a reader builds.
+//! Memory hints for the large tables a reader builds.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Asks the kernel to back `buffer`'s allocation with transparent huge pages.
 ///
@@ -34,6 +36,66 @@ pub fn prefer_huge_pages<T>(buffer: &mut Vec<T>) {
     let _ = buffer;
 }
 
+/// The unused capacity of a `Vec`, as an address range to fault in ahead of the writes that
+/// will fill it ([`SpareCapacity::prefault`]).
+///
+/// Building the object table of a file of 100,000 objects writes tens of MiB of fresh memory,
+/// and the first write to each page costs a fault and a zeroing; on a virtual machine that
+/// hands freed memory back to its host, the host's own fault too. In profiles of such an open
+/// that was a quarter of the time. Faulting the pages in on a second core, while the first
+/// decodes into them, takes that cost off the open's path.
+#[derive(Debug, Clone, Copy)]
+pub struct SpareCapacity {
+    start: usize,
+    len: usize,
+}
+
+impl SpareCapacity {
+    /// The capacity of `buffer` beyond its length.
+    pub fn of<T>(buffer: &mut Vec<T>) -> Self {
+        let spare = buffer.spare_capacity_mut();
+        SpareCapacity {
+            start: spare.as_ptr() as usize,
+            len: std::mem::size_of_val(spare),
+        }
+    }
+
+    /// Faults the range's pages in, front to back in 2 MiB steps, until done or until `stop`
+    /// is set. Call it on another thread than the one filling the buffer, and keep the buffer
+    /// alive and unmoved until it returns (the caller's `join` does that). Linux 5.14 and
+    /// later; elsewhere, or where the kernel refuses, it does nothing.
+    pub fn prefault(&self, stop: &AtomicBool) {
+        #[cfg(target_os = "linux")]
+        {
+            const STEP: usize = 2 << 20;
+            const PAGE: usize = 4096;
+            // Whole pages inside the range only: the partial page at the front is shared
+            // with bytes already in use.
+            let first = self.start.next_multiple_of(PAGE);
+            let end = self.start.saturating_add(self.len) & !(PAGE - 1);
+            let mut at = first;
+            while at < end && !stop.load(Ordering::Relaxed) {
+                let step = STEP.min(end - at);
+                // SAFETY: [at, at + step) lies inside the spare capacity of a live `Vec`
+                // that the caller keeps alive and unmoved until this returns (documented
+                // above). MADV_POPULATE_WRITE maps pages writable without changing any byte
+                // the program can observe: pages already written keep their contents, new
+                // ones read as zero, and this memory holds no initialized values yet. A
+                // refusal (old kernel) only ends the hint.
+                let rc = unsafe {
+                    libc::madvise(at as *mut libc::c_void, step, libc::MADV_POPULATE_WRITE)
+                };
+                if rc != 0 {
+                    return;
+                }
+                at += step;
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = stop;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +112,21 @@ mod tests {
         let mut empty: Vec<u8> = Vec::new();
         prefer_huge_pages(&mut empty);
         assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn prefaulting_spare_capacity_keeps_what_is_written_before_and_during_it() {
+        let mut v: Vec<u64> = Vec::with_capacity(4 << 20);
+        v.extend(0..1000);
+        let spare = SpareCapacity::of(&mut v);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| spare.prefault(&stop));
+            v.extend(1000..(3 << 20));
+        });
+        stop.store(true, Ordering::Relaxed);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        // A stopped prefault does nothing.
+        SpareCapacity::of(&mut v).prefault(&stop);
     }
 }

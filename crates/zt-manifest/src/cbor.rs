@@ -304,6 +304,18 @@ impl<'b> Reader<'b> {
         what: &str,
         mut entry: impl FnMut(&mut Self, Cow<'b, str>, u64) -> Result<()>,
     ) -> Result<()> {
+        self.map_entries_unchecked_sized(what, |_| {}, |r, key, at| entry(r, key, at))
+    }
+
+    /// As [`Reader::map_entries_unchecked`], first telling `declared` how many entries the map
+    /// declares (`None` for an indefinite-length map). The count comes from the input: use it
+    /// only as a hint, bounded by what the remaining input can hold.
+    pub fn map_entries_unchecked_sized(
+        &mut self,
+        what: &str,
+        declared: impl FnOnce(Option<u64>),
+        mut entry: impl FnMut(&mut Self, Cow<'b, str>, u64) -> Result<()>,
+    ) -> Result<()> {
         let len = if let Some((len, head)) = self.small_head(5) {
             self.d.set_position(self.d.position() + head);
             Some(len)
@@ -313,6 +325,7 @@ impl<'b> Reader<'b> {
                 t => return Err(self.error(format!("{what} must be a map, found {t}"))),
             }
         };
+        declared(len);
         self.items(len, |r| {
             let at = r.offset();
             if let Some(key) = r.definite_text() {

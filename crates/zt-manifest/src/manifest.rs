@@ -116,14 +116,20 @@ impl Manifest {
     /// missing `version` or `objects` and a major version other than 1 are errors.
     pub fn decode(bytes: &[u8], base: u64, limits: DecodeLimits) -> Result<Manifest> {
         let mut objects = BTreeMap::new();
-        let head = decode_objects(bytes, base, limits, |o, at, _| {
-            let name = o.name.clone().into_owned();
-            if objects.contains_key(&name) {
-                return Err(Error::invalid(format!("duplicate key {name:?} in objects")).at(at));
-            }
-            objects.insert(name, o.to_object());
-            Ok(())
-        })?;
+        let head = decode_objects(
+            bytes,
+            base,
+            limits,
+            |_| {},
+            |o, at, _| {
+                let name = o.name.clone().into_owned();
+                if objects.contains_key(&name) {
+                    return Err(Error::invalid(format!("duplicate key {name:?} in objects")).at(at));
+                }
+                objects.insert(name, o.to_object());
+                Ok(())
+            },
+        )?;
         Ok(Manifest {
             version: head.version,
             attributes: head.attributes,
@@ -378,17 +384,27 @@ pub struct ManifestHead {
     pub attributes: Attributes,
 }
 
+/// No object of a v1 manifest takes fewer bytes: a one-byte name, and a map with the required
+/// keys (`shape`, `format`, `components`) and their values.
+const MIN_OBJECT_BYTES: usize = 16;
+
 /// Decodes a v1 manifest, handing each object to `on_object` as it is decoded (with the
 /// absolute offset of its name, and the version if the root gave it before the objects, as
 /// every real writer does) instead of building a map: the fast path for readers with a
 /// model of their own. Object names are not checked for duplicates here; the caller does that
 /// (for instance after sorting). Every other rule of [`Manifest::decode`] applies.
+///
+/// `on_count` is called once, before the first object, with how many objects the manifest
+/// declares, bounded by what its remaining bytes can hold (each object takes more than 16):
+/// a size to reserve, never a promise.
 pub fn decode_objects<'b>(
     bytes: &'b [u8],
     base: u64,
     limits: DecodeLimits,
+    on_count: impl FnOnce(usize),
     mut on_object: impl FnMut(&ObjectRef<'b>, u64, Option<SpecVersion>) -> Result<()>,
 ) -> Result<ManifestHead> {
+    let mut on_count = Some(on_count);
     let mut r = Reader::new(bytes, base, limits);
     let mut version = None;
     let mut parsed_version = None;
@@ -421,7 +437,16 @@ pub fn decode_objects<'b>(
             "objects" => {
                 seen_objects = true;
                 let mut o = ObjectRef::default();
-                r.map_entries_unchecked("objects", |r, name, at| {
+                let left = bytes
+                    .len()
+                    .saturating_sub(r.offset().saturating_sub(base) as usize);
+                let declared = |n: Option<u64>| {
+                    if let Some(report) = on_count.take() {
+                        let most = (left / MIN_OBJECT_BYTES) as u64;
+                        report(n.unwrap_or(0).min(most) as usize);
+                    }
+                };
+                r.map_entries_unchecked_sized("objects", declared, |r, name, at| {
                     if name.is_empty() {
                         return Err(Error::invalid("object name is empty").at(at));
                     }

@@ -121,17 +121,42 @@ impl NameIndex {
 /// objects sorted already, so this is usually one pass of comparisons that also finds
 /// duplicates; only an unsorted list is sorted and then checked.
 pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
-    if !names_strictly_increasing(objects) {
-        objects.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let twice = objects
-            .windows(2)
-            .position(|w| matches!(w, [a, b] if a.name == b.name));
-        return twice.and_then(|i| objects.get(i)).map(|o| o.name.as_str());
+    if names_strictly_increasing(objects) {
+        return None;
     }
-    None
+    // Objects are large (hundreds of bytes): sorting them directly moves each one many
+    // times. Sort their positions instead, then move each object once, along the cycles of
+    // the permutation.
+    let name = |i: u32| objects.get(i as usize).map_or("", |o| o.name.as_str());
+    let mut order: Vec<u32> = (0..objects.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
+    let twice = order
+        .windows(2)
+        .position(|w| matches!(w, [a, b] if name(*a) == name(*b)));
+    permute(objects, &mut order);
+    twice.and_then(|i| objects.get(i)).map(|o| o.name.as_str())
 }
 
-/// Whether the objects are sorted by name with no name twice: one pass of comparisons.
+/// Reorders `items` so that position `k` holds what was at `order[k]`; `order` is used up.
+fn permute<T>(items: &mut [T], order: &mut [u32]) {
+    for start in 0..order.len() {
+        // Follow the cycle through `start`: each step swaps the element that belongs at
+        // `at` into place, and marks `at` done by pointing it at itself.
+        let mut at = start;
+        loop {
+            let from = order.get(at).map_or(at, |&f| f as usize);
+            if let Some(slot) = order.get_mut(at) {
+                *slot = at as u32;
+            }
+            if from == start || from == at {
+                break;
+            }
+            items.swap(at, from);
+            at = from;
+        }
+    }
+}
+
 fn names_strictly_increasing(objects: &[ObjectInfo]) -> bool {
     objects
         .windows(2)
@@ -252,5 +277,43 @@ impl Collected {
             objects,
             index,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::permute;
+
+    #[test]
+    fn permute_moves_each_item_to_where_the_order_says() {
+        // Every permutation of 6 items, and a few longer ones with long cycles.
+        let mut orders: Vec<Vec<u32>> = Vec::new();
+        let mut p: Vec<u32> = (0..6).collect();
+        // Heap's algorithm, iteratively.
+        let mut c = [0usize; 6];
+        orders.push(p.clone());
+        let mut i = 0;
+        while i < 6 {
+            if c[i] < i {
+                let j = if i % 2 == 0 { 0 } else { c[i] };
+                p.swap(j, i);
+                orders.push(p.clone());
+                c[i] += 1;
+                i = 0;
+            } else {
+                c[i] = 0;
+                i += 1;
+            }
+        }
+        assert_eq!(orders.len(), 720);
+        orders.push((0..1000).rev().collect());
+        orders.push((0..1000).map(|k| (k * 7 + 3) % 1000).collect());
+        for order in orders {
+            let mut items: Vec<String> = (0..order.len()).map(|k| format!("item{k}")).collect();
+            let want: Vec<String> = order.iter().map(|&k| format!("item{k}")).collect();
+            let mut scratch = order.clone();
+            permute(&mut items, &mut scratch);
+            assert_eq!(items, want, "order {order:?}");
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! zTensor 1.x files (v1.1 and v1.2): the manifest decoded into validated objects.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use zt_container::{Container, Error, Result};
 use zt_formats::{
     check_layout, dense_len, ComponentLayout, DType, Digest, ElementType, Encoding, Format,
@@ -11,37 +13,56 @@ use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 use crate::listing::{intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS};
 use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
 
+/// Tables of fewer objects are faulted in by the decoder itself: a second task costs more.
+const PREFAULT_MIN_OBJECTS: usize = 16_384;
+
 /// Lists a zTensor 1.x file whose container has been parsed.
 pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let bytes = container.manifest_bytes()?;
     // How to read dtypes depends on the version. Every real writer puts it before the objects,
     // so objects are built as they are decoded; a manifest that gives it later has its
     // objects kept (borrowed) and built at the end.
-    // Real objects take 100 bytes of manifest or more: reserving for that many avoids growing
-    // (and copying) the list again and again. Over-reserving costs only untouched memory, and
-    // the cap keeps a manifest of one huge attribute from reserving GiBs for no objects.
-    let mut objects = Vec::with_capacity((bytes.len() / 96).min(MAX_RESERVED_OBJECTS));
-    zt_container::internal::prefer_huge_pages(&mut objects);
+    // The list is reserved for the number of objects the manifest declares (bounded by what
+    // its bytes can hold) when the first object arrives: no growing and copying, and on a
+    // large file the fresh pages are faulted in on the second core while this one decodes.
+    let mut objects = Vec::new();
     let mut collected = Collected::default();
     let mut late = Vec::new();
-    let head = decode_objects(
-        &bytes,
-        container.manifest_offset(),
-        limits.decode,
-        |o, _, version| {
-            match version {
-                Some(v) => {
-                    build_object(container, o, v.minor <= 1, &mut objects)
-                        .map_err(|e| e.in_object(&o.name))?;
-                    if let Some(built) = objects.last() {
-                        collected.add(built);
+    let declared = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    let head = rayon::scope(|scope| {
+        let head = decode_objects(
+            &bytes,
+            container.manifest_offset(),
+            limits.decode,
+            |n| declared.store(n, Ordering::Relaxed),
+            |o, _, version| {
+                if objects.capacity() == 0 {
+                    let n = declared.load(Ordering::Relaxed).min(MAX_RESERVED_OBJECTS);
+                    objects.reserve_exact(n);
+                    zt_container::internal::prefer_huge_pages(&mut objects);
+                    if n >= PREFAULT_MIN_OBJECTS {
+                        let spare = zt_container::internal::SpareCapacity::of(&mut objects);
+                        let done = &done;
+                        scope.spawn(move |_| spare.prefault(done));
                     }
                 }
-                None => late.push(o.clone()),
-            }
-            Ok(())
-        },
-    )?;
+                match version {
+                    Some(v) => {
+                        build_object(container, o, v.minor <= 1, &mut objects)
+                            .map_err(|e| e.in_object(&o.name))?;
+                        if let Some(built) = objects.last() {
+                            collected.add(built);
+                        }
+                    }
+                    None => late.push(o.clone()),
+                }
+                Ok(())
+            },
+        );
+        done.store(true, Ordering::Relaxed);
+        head
+    })?;
     let version = SpecVersion::parse(&head.version)
         .ok_or_else(|| Error::invalid("manifest version is not MAJOR.MINOR.PATCH"))?;
     for o in &late {
