@@ -129,14 +129,9 @@ impl ContainerV2 {
             ))
             .at(footer_at + 8));
         }
-        check_blob_range_v2(
-            footer.manifest_offset,
-            footer.manifest_length,
-            c.data_end(),
-        )
-        .map_err(|e| {
-            Error::invalid(format!("manifest: {}", e.message())).at(footer.manifest_offset)
-        })?;
+        check_blob_range_v2(footer.manifest_offset, footer.manifest_length, c.data_end()).map_err(
+            |e| Error::invalid(format!("manifest: {}", e.message())).at(footer.manifest_offset),
+        )?;
         Ok(c)
     }
 
@@ -250,7 +245,10 @@ mod tests {
     #[test]
     fn rejects_bad_footers() {
         let e = parse(vec![0; 47]).unwrap_err();
-        assert!(e.message().contains("shorter than header and footer"), "{e}");
+        assert!(
+            e.message().contains("shorter than header and footer"),
+            "{e}"
+        );
         let e = parse(file(0, 0, 0, 0, 3)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         let mut f = file(0, 0, 0, 0, 2);
