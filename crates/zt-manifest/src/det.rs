@@ -256,11 +256,13 @@ impl<'b> Det<'b> {
                         ))
                         .at(at))
                     }
-                    std::cmp::Ordering::Greater => return Err(Error::invalid(format!(
+                    std::cmp::Ordering::Greater => {
+                        return Err(Error::invalid(format!(
                         "key {} of {what} is out of order (deterministic CBOR sorts keys bytewise)",
                         show_key(key, encoded)
                     ))
-                    .at(at)),
+                        .at(at))
+                    }
                 }
             }
             prev = Some(encoded);
