@@ -11,7 +11,7 @@ use zt_manifest::Attributes;
 
 use crate::decode::Backing;
 use crate::listing::{Limits, Listing, NameIndex};
-use crate::model::{FileVersion, ObjectInfo};
+use crate::model::{DigestScope, FileVersion, ObjectInfo, ShardInfo};
 use crate::view::ObjectView;
 
 /// An open file: every object listed and validated, data read on demand through
@@ -49,12 +49,23 @@ pub struct Reader {
     index: NameIndex,
     /// Positions of `objects` by where their data starts, made on the first iteration.
     file_order: OnceLock<Vec<u32>>,
+    /// A v2 file's shards, in the order components name them.
+    shards: Vec<ShardInfo>,
+    /// A v2 file's manifest hash (checked at open).
+    manifest_hash: Option<u64>,
 }
 
 impl Reader {
     pub(crate) fn new(source: Source, listing: Listing, limits: Limits) -> Self {
+        let (shards, shard_sources) = listing.shards.into_iter().unzip();
         Reader {
-            backing: Backing { source, limits },
+            backing: Backing {
+                source,
+                shards: shard_sources,
+                limits,
+            },
+            shards,
+            manifest_hash: listing.manifest_hash,
             version: listing.version,
             attributes: listing.attributes,
             objects: listing.objects,
@@ -66,6 +77,18 @@ impl Reader {
     /// The file's kind and version.
     pub fn version(&self) -> &FileVersion {
         &self.version
+    }
+
+    /// The shards of a sharded zTensor v2 file, opened with it (empty for every other file).
+    /// A component whose `file` is `n` lives in `shards()[n - 1]`.
+    pub fn shards(&self) -> &[ShardInfo] {
+        &self.shards
+    }
+
+    /// A zTensor v2 file's manifest hash (XXH3-64 of the manifest), as its footer stores it
+    /// and as it was checked at open; `None` for other files and for a v2 data shard.
+    pub fn manifest_hash(&self) -> Option<u64> {
+        self.manifest_hash
     }
 
     /// File-level attributes (.mag and safetensors metadata too).
@@ -174,9 +197,34 @@ impl Reader {
 
     /// Verifies every digest and checksum in the file on every core; returns how many were
     /// checked and the failures, one per object.
+    ///
+    /// For zTensor v2 this also checks each part's content rules (bool bytes, the packed
+    /// FP4 tail), the data-level rules of CSR and COO objects, and every shard's whole-file
+    /// digest; the manifest hash was checked at open.
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
-        for r in self.parallel_objects(|o| o.verify()) {
+        let v2 = |o: &ObjectView<'_>| {
+            o.components
+                .iter()
+                .any(|c| c.digest_scope == DigestScope::Decoded)
+        };
+        let each = |o: ObjectView<'_>| {
+            let n = o.verify()?;
+            if v2(&o) {
+                o.check_sparse_structure()?;
+            }
+            Ok(n)
+        };
+        for (info, source) in self.shards.iter().zip(&self.backing.shards) {
+            match verify_shard(info, source) {
+                Ok(n) => report.checked += n,
+                Err(e) => {
+                    report.checked += 1;
+                    report.failures.push(e);
+                }
+            }
+        }
+        for r in self.parallel_objects(each) {
             match r {
                 Ok(n) => report.checked += n,
                 Err(e) => {
@@ -199,6 +247,25 @@ impl Reader {
             Err(_) => self.verify(),
         }
     }
+}
+
+/// Checks a shard's whole-file digest; returns how many digests it checked (0 or 1).
+fn verify_shard(info: &ShardInfo, source: &Source) -> Result<usize> {
+    let at = |e: Error| e.in_file(&info.path);
+    let Some(d) = &info.digest else {
+        return Err(at(Error::unsupported(format!(
+            "shard {:?}: digest {:?} uses an algorithm this library does not compute",
+            info.name, info.digest_text
+        ))));
+    };
+    let bytes = source.read_at(0, source.len()).map_err(at)?;
+    d.verify(&bytes).map_err(|e| {
+        at(Error::new(
+            e.kind(),
+            format!("shard {:?}: {}", info.name, e.message()),
+        ))
+    })?;
+    Ok(1)
 }
 
 /// Every object of a [`Reader`] in file order: see [`Reader::iter`].

@@ -9,7 +9,7 @@ use zt_formats::{
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
 use crate::listing::{intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS};
-use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
+use crate::model::{ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo};
 
 /// Lists a zTensor 1.x file whose container has been parsed.
 pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
@@ -114,7 +114,11 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         ElementType::resolve(&c.dtype, c.logical_type.as_deref())?
     };
     container.check_blob(c.offset, c.length)?;
-    let encoding = Encoding::parse(c.encoding.as_deref().unwrap_or("raw"));
+    let encoding = match Encoding::parse(c.encoding.as_deref().unwrap_or("raw")) {
+        // v2's seekable zstd is no v1 encoding: unknown here, like any other.
+        Encoding::ZstdSeekable => Encoding::Unknown(Encoding::ZstdSeekable.name().to_owned()),
+        e => e,
+    };
     let decoded_len = match encoding {
         Encoding::Raw => {
             if c.uncompressed_length.is_some_and(|u| u != c.length) {
@@ -134,7 +138,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
             }
             c.uncompressed_length
         }
-        Encoding::Unknown(_) => c.uncompressed_length,
+        Encoding::ZstdSeekable | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
         .digest
@@ -152,6 +156,9 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         decoded_len,
         digest,
         byte_order: ByteOrder::Little,
+        file: 0,
+        digest_scope: DigestScope::Stored,
+        foreign_digest: None,
     })
 }
 
