@@ -1,6 +1,7 @@
 //! The damage sweep: every valid fixture, truncated at every length (sampled for large files)
 //! and with single bytes changed across its header, manifest or records and footer. Opening and
-//! reading everything must give data or an error, never a panic.
+//! reading everything must give data or an error, never a panic. zTensor v2 files are among
+//! them (fixtures/interop/zt2 and the generated v2 files in fixtures/valid).
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,13 @@ use ztensor::{Format, OpenOptions, ReadOptions};
 fn valid_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let mut v = Vec::new();
-    for dir in ["valid", "interop", "interop/mag", "interop/safetensors"] {
+    for dir in [
+        "valid",
+        "interop",
+        "interop/mag",
+        "interop/safetensors",
+        "interop/zt2",
+    ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.is_file() && p.extension().is_some_and(|x| x != "tsv") {
