@@ -207,3 +207,58 @@ fn shards_beside_the_root_hold_its_parts() {
     assert_eq!(e.kind(), ErrorKind::Unsupported);
     assert!(e.message().contains("opened from memory"), "{e}");
 }
+
+/// Copies the sharded sample into a fresh folder, so a test can break one piece of it.
+fn sharded_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "06_sharded.zt",
+        "06_sharded-00001-of-00002.zt",
+        "06_sharded-00002-of-00002.zt",
+    ] {
+        std::fs::copy(fixture(name), dir.path().join(name)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_missing_or_resized_shard_is_an_error_naming_it() {
+    let dir = sharded_copy();
+    let shard = dir.path().join("06_sharded-00002-of-00002.zt");
+    std::fs::remove_file(&shard).unwrap();
+    let e = ztensor::open(dir.path().join("06_sharded.zt")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert_eq!(e.path(), Some(shard.as_path()));
+
+    let dir = sharded_copy();
+    let shard = dir.path().join("06_sharded-00001-of-00002.zt");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes.insert(8, 0);
+    std::fs::write(&shard, bytes).unwrap();
+    let e = ztensor::open(dir.path().join("06_sharded.zt")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.message()
+            .contains("shard \"00001-of-00002\" is 8337 bytes, but the shard table says 8336"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_changed_shard_of_the_same_size_fails_verify_by_its_digest() {
+    let dir = sharded_copy();
+    let shard = dir.path().join("06_sharded-00002-of-00002.zt");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    // Padding between the header and the blob: nothing reads it, only the shard digest
+    // covers it.
+    bytes[100] ^= 1;
+    std::fs::write(&shard, bytes).unwrap();
+    let r = ztensor::open(dir.path().join("06_sharded.zt")).unwrap();
+    assert_eq!(&r.read::<f32>("layer1.w").unwrap()[..], &[5.0, 6.0, 7.0, 8.0]);
+    let report = r.verify();
+    assert_eq!(report.failures.len(), 1);
+    let e = &report.failures[0];
+    assert_eq!(e.kind(), ErrorKind::ChecksumMismatch);
+    assert!(e.message().starts_with("shard \"00002-of-00002\": digest mismatch"), "{e}");
+    assert_eq!(e.path(), Some(shard.as_path()));
+}
