@@ -254,11 +254,18 @@ fn a_changed_shard_of_the_same_size_fails_verify_by_its_digest() {
     bytes[100] ^= 1;
     std::fs::write(&shard, bytes).unwrap();
     let r = ztensor::open(dir.path().join("06_sharded.zt")).unwrap();
-    assert_eq!(&r.read::<f32>("layer1.w").unwrap()[..], &[5.0, 6.0, 7.0, 8.0]);
+    assert_eq!(
+        &r.read::<f32>("layer1.w").unwrap()[..],
+        &[5.0, 6.0, 7.0, 8.0]
+    );
     let report = r.verify();
     assert_eq!(report.failures.len(), 1);
     let e = &report.failures[0];
     assert_eq!(e.kind(), ErrorKind::ChecksumMismatch);
-    assert!(e.message().starts_with("shard \"00002-of-00002\": digest mismatch"), "{e}");
+    assert!(
+        e.message()
+            .starts_with("shard \"00002-of-00002\": digest mismatch"),
+        "{e}"
+    );
     assert_eq!(e.path(), Some(shard.as_path()));
 }
