@@ -854,7 +854,10 @@ fn info_and_verify_of_zt_v2() {
     let o = zt(&["info", "--json", &fx("interop/zt2/03_zstd_seekable_a4k.zt")]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["shards"], serde_json::json!([]));
-    assert_eq!(j["objects"][0]["components"]["data"]["uncompressed_length"], 4000);
+    assert_eq!(
+        j["objects"][0]["components"]["data"]["uncompressed_length"],
+        4000
+    );
     let o = zt(&["info", "--json", &fx("valid/digests.zt")]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(j.get("shards").is_none() && j.get("manifest_hash").is_none());

@@ -269,3 +269,31 @@ fn a_changed_shard_of_the_same_size_fails_verify_by_its_digest() {
     );
     assert_eq!(e.path(), Some(shard.as_path()));
 }
+
+#[test]
+fn upgrading_a_v2_file_writes_a_readable_v1_2_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "02_bf16_logical_attrs_a4k.zt",
+        "03_zstd_seekable_a4k.zt",
+        "04_sparse_csr_a4k.zt",
+    ] {
+        let out = dir.path().join(name);
+        let r = ztensor::open(fixture(name)).unwrap();
+        ztensor::upgrade(fixture(name), &out, ztensor::ConvertOptions::default()).unwrap();
+        let new = ztensor::open(&out).unwrap();
+        assert!(matches!(new.version(), FileVersion::ZTensor(v) if v.minor == 2));
+        assert!(new.verify().is_ok(), "{name}");
+        for o in r.objects() {
+            let (a, b) = (r.object(&o.name).unwrap(), new.object(&o.name).unwrap());
+            for c in a.components() {
+                let d = b.component(&c.role).unwrap();
+                assert_eq!(c.bytes().unwrap(), d.bytes().unwrap(), "{name}/{}", o.name);
+                // v1.2 has no xxh3: the digests were written as sha256.
+                assert!(d
+                    .digest
+                    .is_none_or(|d| d.algorithm() == ztensor::DigestAlgorithm::Sha256));
+            }
+        }
+    }
+}
