@@ -42,10 +42,8 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
                 let bytes = std::fs::read(&p)?;
                 let v2 = bytes.starts_with(b"\x89ZT2\r\n\x1a\n");
                 // The v2 targets start from v2 files only.
-                if target.ends_with("zt2") || target.ends_with("v2") {
-                    if !v2 {
-                        continue;
-                    }
+                if (target.ends_with("zt2") || target.ends_with("v2")) && !v2 {
+                    continue;
                 }
                 // The manifest targets want the manifest itself: cut it out of .zt files.
                 let bytes = match target {

@@ -159,6 +159,9 @@ fn object(shape: &[u64], layout: &str, parts: Vec<(&str, C)>) -> C {
     ])
 }
 
+/// The parts of a test object, given its blob's offset and bytes.
+type PartsOf = fn(u64, &[u8]) -> Vec<(&'static str, C)>;
+
 fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -818,11 +821,11 @@ pub fn invalid(c: &mut Corpus) {
     // Layouts.
     let data = f32s(&[1.0, 2.0]);
     let d2 = data.clone();
-    let dense_of = |shape: &'static [u64], parts: fn(u64, &[u8]) -> Vec<(&'static str, C)>| {
+    let dense_of = |shape: &'static [u64], parts: PartsOf| {
         let d = d2.clone();
         build(
-            &[d.clone()],
-            move |o| vec![(t("w"), object(shape, "dense", parts(o[0], &d)))],
+            std::slice::from_ref(&d),
+            |o| vec![(t("w"), object(shape, "dense", parts(o[0], &d)))],
             vec![],
         )
     };
@@ -863,13 +866,11 @@ pub fn invalid(c: &mut Corpus) {
     );
     let idx = u32s(&[0, 1]);
     let i2 = idx.clone();
-    let sparse = |layout: &'static str,
-                  shape: &'static [u64],
-                  parts: fn(u64, &[u8]) -> Vec<(&'static str, C)>| {
+    let sparse = |layout: &'static str, shape: &'static [u64], parts: PartsOf| {
         let d = i2.clone();
         build(
-            &[d.clone()],
-            move |o| vec![(t("s"), object(shape, layout, parts(o[0], &d)))],
+            std::slice::from_ref(&d),
+            |o| vec![(t("s"), object(shape, layout, parts(o[0], &d)))],
             vec![],
         )
     };
@@ -1028,7 +1029,7 @@ pub fn invalid(c: &mut Corpus) {
     let two = f32s(&[1.0, 2.0, 3.0, 4.0]);
     let tw = two.clone();
     let overlap = build(
-        &[two.clone()],
+        std::slice::from_ref(&two),
         move |o| {
             vec![
                 (

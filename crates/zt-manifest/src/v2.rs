@@ -37,6 +37,18 @@ pub struct ManifestV2 {
     pub attributes: Attributes,
 }
 
+impl ManifestV2 {
+    /// The position of shard `name` in [`ManifestV2::shards`], found by binary search: the
+    /// table is in the order of its encoded keys, which for text is by length, then bytewise
+    /// (so a table of many shards and parts costs no quadratic scan).
+    pub fn shard_index(&self, name: &str) -> Option<usize> {
+        let want = (name.len(), name.as_bytes());
+        self.shards
+            .binary_search_by(|e| (e.name.len(), e.name.as_bytes()).cmp(&want))
+            .ok()
+    }
+}
+
 /// One object of a v2 manifest.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ObjectV2 {
@@ -177,7 +189,7 @@ pub fn decode_manifest_v2(bytes: &[u8], base: u64, limits: DecodeLimits) -> Resu
     for o in &m.objects {
         for p in &o.parts {
             if let Some(s) = &p.shard {
-                if !m.shards.iter().any(|e| &e.name == s) {
+                if m.shard_index(s).is_none() {
                     return Err(Error::invalid(format!(
                         "part names shard {s:?}, which the shard table does not list"
                     ))
@@ -368,6 +380,25 @@ mod tests {
         ] {
             assert!(check_shard_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn shard_lookup_follows_the_encoded_key_order() {
+        let names = ["b", "zz", "aaa", "00001-of-00002"];
+        let m = ManifestV2 {
+            shards: names
+                .iter()
+                .map(|n| ShardV2 {
+                    name: (*n).into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(m.shard_index(n), Some(i));
+        }
+        assert_eq!(m.shard_index("a"), None);
     }
 
     #[test]

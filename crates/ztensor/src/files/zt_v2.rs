@@ -213,9 +213,7 @@ fn part(
         Some(name) => {
             // Listed at decode; opened in table order, so the positions agree.
             let i = manifest
-                .shards
-                .iter()
-                .position(|s| &s.name == name)
+                .shard_index(name)
                 .ok_or_else(|| Error::invalid(format!("unknown shard {name:?}")).at(p.at))?;
             let (info, _) = shards
                 .get(i)
@@ -280,31 +278,32 @@ fn check_overlaps_per_file(
     manifest_len: u64,
 ) -> Result<()> {
     /// Names a blob in an error: an object's part, or the manifest.
-    #[derive(Clone, Copy)]
+    #[derive(Clone, Copy, Debug)]
     enum Id {
         Part(usize, usize),
         Manifest,
     }
-    for file in 0..=shards.len() {
-        let mut ranges: Vec<BlobRange<Id>> = Vec::new();
-        if file == 0 {
-            ranges.push(BlobRange {
-                offset: manifest_offset,
-                length: manifest_len,
-                id: Id::Manifest,
-            });
-        }
-        for (i, o) in objects.iter().enumerate() {
-            for (j, c) in o.components.iter().enumerate() {
-                if c.file as usize == file {
-                    ranges.push(BlobRange {
-                        offset: c.offset,
-                        length: c.length,
-                        id: Id::Part(i, j),
-                    });
-                }
+    // One pass sorts every range into its file's list.
+    let mut by_file: Vec<Vec<BlobRange<Id>>> = vec![Vec::new(); shards.len() + 1];
+    if let Some(root) = by_file.first_mut() {
+        root.push(BlobRange {
+            offset: manifest_offset,
+            length: manifest_len,
+            id: Id::Manifest,
+        });
+    }
+    for (i, o) in objects.iter().enumerate() {
+        for (j, c) in o.components.iter().enumerate() {
+            if let Some(list) = by_file.get_mut(c.file as usize) {
+                list.push(BlobRange {
+                    offset: c.offset,
+                    length: c.length,
+                    id: Id::Part(i, j),
+                });
             }
         }
+    }
+    for (file, mut ranges) in by_file.into_iter().enumerate() {
         if let Err((a, b)) = check_overlaps(&mut ranges) {
             let name = |id: Id| match id {
                 Id::Manifest => "the manifest".to_owned(),
