@@ -319,8 +319,29 @@ pub fn valid(c: &mut Corpus) {
                     ]),
                 ));
             }
+            // v2's group quantization is not our quantized_group (other parts and
+            // attributes): structural. Its parts share the MX object's blobs exactly.
+            let mut qg = object(
+                &[16],
+                "zt.quant_group/1",
+                vec![
+                    ("data", part("u8", o[0], &q, vec![])),
+                    ("scales", part("f16", o[1], &s, vec![])),
+                ],
+            );
+            if let C::M(e) = &mut qg {
+                e.push((
+                    t("attributes"),
+                    m(vec![
+                        ("bits", C::U(4)),
+                        ("group_size", C::U(0)),
+                        ("axis", C::U(0)),
+                    ]),
+                ));
+            }
             vec![
                 (t("mx"), mx),
+                (t("qg"), qg),
                 (
                     t("q4"),
                     object(
@@ -368,6 +389,8 @@ pub fn valid(c: &mut Corpus) {
             line("mx", "data", "f4_e2m1", &[16], &q),
             line("mx", "scales", "f8_e8m0", &[16], &s),
             line("q4", "data", "u8", &[32], &g),
+            line("qg", "data", "u8", &[16], &q),
+            line("qg", "scales", "f16", &[16], &s),
         ],
     );
 
@@ -776,7 +799,7 @@ pub fn invalid(c: &mut Corpus) {
         "InvalidFile",
         "shard name \"../x\" contains '/'",
     );
-    let with_shard = |name: &str| {
+    let with_shard_entry = |name: &str, size: u64, digest: &str| {
         build(
             &[],
             |_| vec![],
@@ -784,11 +807,44 @@ pub fn invalid(c: &mut Corpus) {
                 "shards",
                 C::M(vec![(
                     t(name),
-                    m(vec![("size", C::U(4096)), ("digest", t("sha256:00"))]),
+                    m(vec![("size", C::U(size)), ("digest", t(digest))]),
                 )]),
             )],
         )
     };
+    let with_shard = |name: &str| with_shard_entry(name, 4096, "sha256:00");
+    bad(
+        "shard_size_small",
+        with_shard_entry("00001-of-00001", 47, &format!("sha256:{}", "0".repeat(64))),
+        "open",
+        "InvalidFile",
+        "shard \"00001-of-00001\": size 47 is smaller than any v2 file",
+    );
+    bad(
+        "shard_digest_uppercase",
+        with_shard_entry("00001-of-00001", 4096, "sha256:AB"),
+        "open",
+        "InvalidFile",
+        "shard \"00001-of-00001\": digest \"sha256:AB\" is not lowercase hex digits",
+    );
+    bad(
+        "attribute_name_empty",
+        build(
+            &[],
+            |_| vec![],
+            vec![("attributes", m(vec![("", C::U(1))]))],
+        ),
+        "open",
+        "InvalidFile",
+        "attribute name is empty",
+    );
+    bad(
+        "part_name_nul",
+        one("w", object(&[2], "dense", vec![("d\0", m(vec![]))])),
+        "open",
+        "InvalidFile",
+        "part name \"d\\0\" contains NUL",
+    );
     bad(
         "shard_name_dotdot",
         with_shard(".."),
