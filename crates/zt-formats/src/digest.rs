@@ -36,6 +36,16 @@ impl DigestAlgorithm {
         }
     }
 
+    /// A hasher that computes this digest piece by piece (for inputs too large to hold).
+    #[cfg(feature = "digests")]
+    pub fn hasher(self) -> Hasher {
+        Hasher(match self {
+            DigestAlgorithm::Sha256 => HasherState::Sha256(sha2::Sha256::new()),
+            DigestAlgorithm::Crc32c => HasherState::Crc32c(0),
+            DigestAlgorithm::Xxh3 => HasherState::Xxh3(Box::new(xxhash_rust::xxh3::Xxh3::new())),
+        })
+    }
+
     /// The name used before the colon.
     pub fn name(self) -> &'static str {
         match self {
@@ -55,6 +65,40 @@ impl FromStr for DigestAlgorithm {
             _ => Err(Error::argument(format!(
                 "unknown digest algorithm {s:?}: expected sha256 or crc32c"
             ))),
+        }
+    }
+}
+
+/// Computes a digest piece by piece: [`DigestAlgorithm::hasher`], then [`Hasher::update`]
+/// with each piece in order, then [`Hasher::finish`]. The result equals
+/// [`DigestAlgorithm::compute`] over the pieces joined.
+#[cfg(feature = "digests")]
+pub struct Hasher(HasherState);
+
+#[cfg(feature = "digests")]
+enum HasherState {
+    Sha256(sha2::Sha256),
+    Crc32c(u32),
+    Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
+}
+
+#[cfg(feature = "digests")]
+impl Hasher {
+    /// Adds the next piece.
+    pub fn update(&mut self, bytes: &[u8]) {
+        match &mut self.0 {
+            HasherState::Sha256(h) => h.update(bytes),
+            HasherState::Crc32c(c) => *c = crc32c::crc32c_append(*c, bytes),
+            HasherState::Xxh3(h) => h.update(bytes),
+        }
+    }
+
+    /// The digest of everything added.
+    pub fn finish(self) -> Digest {
+        match self.0 {
+            HasherState::Sha256(h) => Digest::Sha256(h.finalize().into()),
+            HasherState::Crc32c(c) => Digest::Crc32c(c),
+            HasherState::Xxh3(h) => Digest::Xxh3(h.digest()),
         }
     }
 }
@@ -243,6 +287,23 @@ mod tests {
         sha.verify(b"abc").unwrap();
         let e = Digest::Crc32c(1).verify(b"x").unwrap_err();
         assert_eq!(e.kind(), zt_container::ErrorKind::ChecksumMismatch);
+    }
+
+    #[test]
+    #[cfg(feature = "digests")]
+    fn hashing_in_pieces_equals_hashing_at_once() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for alg in [
+            DigestAlgorithm::Sha256,
+            DigestAlgorithm::Crc32c,
+            DigestAlgorithm::Xxh3,
+        ] {
+            let mut h = alg.hasher();
+            for piece in data.chunks(4099) {
+                h.update(piece);
+            }
+            assert_eq!(h.finish(), alg.compute(&data), "{}", alg.name());
+        }
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub use compress::{
     zstd_decompress_exact, zstd_frame_content_size, ZSTD_PARALLEL_MIN,
 };
 #[cfg(feature = "digests")]
-pub use digest::xxh3_64;
+pub use digest::{xxh3_64, Hasher};
 pub use digest::{Digest, DigestAlgorithm};
 pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};
 pub use element::{element_matches, Complex, Element};

@@ -258,13 +258,22 @@ fn verify_shard(info: &ShardInfo, source: &Source) -> Result<usize> {
             info.name, info.digest_text
         ))));
     };
-    let bytes = source.read_at(0, source.len()).map_err(at)?;
-    d.verify(&bytes).map_err(|e| {
-        at(Error::new(
-            e.kind(),
-            format!("shard {:?}: {}", info.name, e.message()),
-        ))
-    })?;
+    // In pieces: a shard may be larger than memory (and an unmapped one is never read whole).
+    const PIECE: u64 = 1 << 20;
+    let mut h = d.algorithm().hasher();
+    let mut at_byte = 0u64;
+    while at_byte < source.len() {
+        let n = PIECE.min(source.len() - at_byte);
+        h.update(&source.read_at(at_byte, n).map_err(at)?);
+        at_byte += n;
+    }
+    let got = h.finish();
+    if got != *d {
+        return Err(at(Error::checksum(format!(
+            "shard {:?}: digest mismatch: stored {d}, computed {got}",
+            info.name
+        ))));
+    }
     Ok(1)
 }
 
