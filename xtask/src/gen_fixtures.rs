@@ -26,6 +26,7 @@ fn generate() -> Tree {
     corpus::invalid_manifest(&mut c);
     corpus::invalid_objects(&mut c);
     zt2::valid(&mut c);
+    zt2::valid_types(&mut c);
     zt2::invalid(&mut c);
     c.finish()
 }

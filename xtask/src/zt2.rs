@@ -463,6 +463,69 @@ pub fn valid(c: &mut Corpus) {
     );
 }
 
+/// Every dtype of v2 and every registered logical type on its pinned dtype, dense, two
+/// elements each (the bytes count up, so each object differs).
+pub fn valid_types(c: &mut Corpus) {
+    let types: [(&str, Option<&str>, usize); 20] = [
+        ("f64", None, 8),
+        ("f32", None, 4),
+        ("f16", None, 2),
+        ("bf16", None, 2),
+        ("i64", None, 8),
+        ("i32", None, 4),
+        ("i16", None, 2),
+        ("i8", None, 1),
+        ("u64", None, 8),
+        ("u32", None, 4),
+        ("u16", None, 2),
+        ("u8", None, 1),
+        ("u8", Some("bool"), 1),
+        ("u8", Some("f8_e4m3fn"), 1),
+        ("u8", Some("f8_e5m2"), 1),
+        ("u8", Some("f8_e4m3fnuz"), 1),
+        ("u8", Some("f8_e5m2fnuz"), 1),
+        ("u8", Some("f8_e8m0"), 1),
+        ("f32", Some("complex64"), 8),
+        ("f64", Some("complex128"), 16),
+    ];
+    let blobs: Vec<Vec<u8>> = types
+        .iter()
+        .enumerate()
+        .map(|(i, (_, ty, width))| match ty {
+            Some("bool") => vec![1, 0],
+            _ => (0..2 * width).map(|k| (i * 16 + k) as u8 % 0x70).collect(),
+        })
+        .collect();
+    let name = |dtype: &str, ty: Option<&str>| ty.unwrap_or(dtype).to_owned();
+    let bytes = build(
+        &blobs,
+        |o| {
+            types
+                .iter()
+                .zip(&blobs)
+                .zip(o)
+                .map(|(((dtype, ty, _), b), &off)| {
+                    let extra = ty.map(|t_| vec![("type", t(t_))]).unwrap_or_default();
+                    (
+                        t(&name(dtype, *ty)),
+                        object(&[2], "dense", vec![("data", part(dtype, off, b, extra))]),
+                    )
+                })
+                .collect()
+        },
+        vec![],
+    );
+    let lines: Vec<Line> = types
+        .iter()
+        .zip(&blobs)
+        .map(|((dtype, ty, _), b)| {
+            let n = name(dtype, *ty);
+            line(&n, "data", &n, &[2], b)
+        })
+        .collect();
+    c.add_valid_raw_lines("v2_every_type.zt", bytes, &lines);
+}
+
 /// One invalid file per rule, with the stage, kind and message the reader must give.
 pub fn invalid(c: &mut Corpus) {
     let good = dense_w(vec![]);
