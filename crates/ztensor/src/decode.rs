@@ -78,7 +78,10 @@ impl Backing {
         if let Some(d) = &obj.defect {
             return Err(at(d.to_error()));
         }
-        if opts.verify {
+        // A digest of stored bytes is checked before decoding; one of decoded bytes (v2) on
+        // the bytes this read decodes anyway, so a verified read decodes once.
+        let decoded_digest = comp.digest_scope == DigestScope::Decoded;
+        if opts.verify && !decoded_digest {
             self.verify_component(comp).map_err(&at)?;
             self.verify_ranges(obj).map_err(&at)?;
         }
@@ -88,6 +91,10 @@ impl Backing {
             }
             _ => Cow::Owned(self.decode_new::<T>(comp).map_err(&at)?),
         };
+        if opts.verify && decoded_digest {
+            self.check_decoded(comp, bytemuck::cast_slice(&data))
+                .map_err(&at)?;
+        }
         Ok(match comp.byte_order {
             ByteOrder::Little => data,
             ByteOrder::Big => {
@@ -328,13 +335,26 @@ impl Backing {
                     return Ok(());
                 }
                 let bytes = self.decode_new::<u8>(comp)?;
-                if comp.element.dtype == DType::Bool {
-                    check_bools(&bytes).map_err(|e| e.at(comp.offset))?;
-                }
-                if let Some(d) = &comp.digest {
-                    d.verify(&bytes).map_err(|e| e.at(comp.offset))?;
-                }
+                self.check_decoded(comp, &bytes)?;
             }
+        }
+        Ok(())
+    }
+
+    /// The checks of a v2 part on its decoded bytes: a digest this library cannot compute is
+    /// `Unsupported`, bool bytes are 0 or 1, and the digest matches.
+    fn check_decoded(&self, comp: &ComponentInfo, bytes: &[u8]) -> Result<()> {
+        if let Some(text) = &comp.foreign_digest {
+            return Err(Error::unsupported(format!(
+                "digest {text:?}: its algorithm is not one this library computes"
+            ))
+            .at(comp.offset));
+        }
+        if comp.element.dtype == DType::Bool {
+            check_bools(bytes).map_err(|e| e.at(comp.offset))?;
+        }
+        if let Some(d) = &comp.digest {
+            d.verify(bytes).map_err(|e| e.at(comp.offset))?;
         }
         Ok(())
     }
