@@ -7,8 +7,10 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 4] = [
+const TARGETS: [(&str, &[&str]); 6] = [
     ("read_zt", &["zt"]),
+    ("read_zt2", &["zt"]),
+    ("decode_manifest_v2", &["zt"]),
     ("read_mag", &["mag"]),
     ("read_safetensors", &["safetensors"]),
     ("decode_manifest", &["zt"]),
@@ -38,11 +40,16 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
                     .to_string_lossy()
                     .replace('/', "_");
                 let bytes = std::fs::read(&p)?;
-                // decode_manifest wants the manifest itself: cut it out of .zt files.
-                let bytes = if target == "decode_manifest" {
-                    manifest_of(&bytes).unwrap_or(bytes)
-                } else {
-                    bytes
+                let v2 = bytes.starts_with(b"\x89ZT2\r\n\x1a\n");
+                // The v2 targets start from v2 files only.
+                if (target.ends_with("zt2") || target.ends_with("v2")) && !v2 {
+                    continue;
+                }
+                // The manifest targets want the manifest itself: cut it out of .zt files.
+                let bytes = match target {
+                    "decode_manifest" => manifest_of(&bytes).unwrap_or(bytes),
+                    "decode_manifest_v2" => manifest_of_v2(&bytes).unwrap_or(bytes),
+                    _ => bytes,
                 };
                 std::fs::write(corpus.join(name), bytes)?;
             }
@@ -55,6 +62,14 @@ fn manifest_of(b: &[u8]) -> Option<Vec<u8>> {
     let tail = b.len().checked_sub(16)?;
     let size = u64::from_le_bytes(b.get(tail..tail + 8)?.try_into().ok()?) as usize;
     Some(b.get(tail.checked_sub(size)?..tail)?.to_vec())
+}
+
+/// The manifest of a v2 file, located by its 40-byte footer.
+fn manifest_of_v2(b: &[u8]) -> Option<Vec<u8>> {
+    let footer = b.get(b.len().checked_sub(40)?..)?;
+    let offset = usize::try_from(u64::from_le_bytes(footer.get(..8)?.try_into().ok()?)).ok()?;
+    let len = usize::try_from(u64::from_le_bytes(footer.get(8..16)?.try_into().ok()?)).ok()?;
+    Some(b.get(offset..offset.checked_add(len)?)?.to_vec())
 }
 
 pub fn run(args: &[&str]) -> Result<()> {

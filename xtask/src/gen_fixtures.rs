@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::fixture_set::{Corpus, Tree};
-use crate::{corpus, legacy, mag};
+use crate::{corpus, legacy, mag, zt2};
 
 /// The folders `gen-fixtures` owns entirely; anything else under fixtures/ is left alone.
 const GENERATED_DIRS: [&str; 2] = ["valid", "invalid"];
@@ -25,6 +25,9 @@ fn generate() -> Tree {
     corpus::invalid_container(&mut c);
     corpus::invalid_manifest(&mut c);
     corpus::invalid_objects(&mut c);
+    zt2::valid(&mut c);
+    zt2::valid_types(&mut c);
+    zt2::invalid(&mut c);
     c.finish()
 }
 

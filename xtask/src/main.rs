@@ -18,6 +18,7 @@ mod gen_fixtures;
 mod legacy;
 mod mag;
 mod modules;
+mod zt2;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -3,7 +3,8 @@
 use serde_json::{json, Value as J};
 use ztensor::fp8::Fp8Format;
 use ztensor::{
-    Attributes, ComponentInfo, DType, ElementType, LogicalType, ObjectInfo, Reader, Value,
+    Attributes, ComponentInfo, DType, ElementType, LogicalType, ObjectInfo, Reader, ShardInfo,
+    Value,
 };
 
 /// An attribute value as JSON: integers beyond 64 bits and non-finite floats as strings,
@@ -57,6 +58,9 @@ struct InfoComponent<'a> {
     encoding: &'a str,
     uncompressed_length: Option<u64>,
     digest: Option<String>,
+    /// zTensor v2: the shard that holds the bytes (absent: this file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<&'a str>,
 }
 
 #[derive(serde::Serialize)]
@@ -92,8 +96,8 @@ impl serde::Serialize for Attrs<'_> {
     }
 }
 
-/// Components by role.
-struct BTreeMapRef<'a>(&'a [ComponentInfo]);
+/// Components by role, with the file's shards to name where v2 parts live.
+struct BTreeMapRef<'a>(&'a [ComponentInfo], &'a [ShardInfo]);
 
 impl serde::Serialize for BTreeMapRef<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -108,10 +112,20 @@ impl serde::Serialize for BTreeMapRef<'_> {
                     offset: c.offset,
                     length: c.length,
                     encoding: c.encoding.name(),
-                    uncompressed_length: c
-                        .decoded_len
-                        .filter(|_| c.encoding == ztensor::Encoding::Zstd),
-                    digest: c.digest.map(|d| d.to_string()),
+                    uncompressed_length: c.decoded_len.filter(|_| {
+                        matches!(
+                            c.encoding,
+                            ztensor::Encoding::Zstd | ztensor::Encoding::ZstdSeekable
+                        )
+                    }),
+                    digest: c
+                        .digest
+                        .map(|d| d.to_string())
+                        .or_else(|| c.foreign_digest.as_deref().map(str::to_owned)),
+                    shard: (c.file as usize)
+                        .checked_sub(1)
+                        .and_then(|i| self.1.get(i))
+                        .map(|s| s.name.as_str()),
                 },
             )?;
         }
@@ -119,7 +133,7 @@ impl serde::Serialize for BTreeMapRef<'_> {
     }
 }
 
-fn info_object(o: &ObjectInfo) -> InfoObject<'_> {
+fn info_object<'a>(o: &'a ObjectInfo, shards: &'a [ShardInfo]) -> InfoObject<'a> {
     let el = o.element_type();
     InfoObject {
         name: &o.name,
@@ -128,7 +142,7 @@ fn info_object(o: &ObjectInfo) -> InfoObject<'_> {
         dtype: el.map(|e| e.dtype.name()),
         r#type: el.and_then(|e| e.type_field()),
         attributes: Attrs(&o.attributes),
-        components: BTreeMapRef(&o.components),
+        components: BTreeMapRef(&o.components, shards),
         unreadable: o.defect.as_ref().map(|d| Unreadable {
             error_kind: format!("{:?}", d.kind),
             message: &d.message,
@@ -148,15 +162,30 @@ pub fn write_info(
         file: std::borrow::Cow<'a, str>,
         kind: &'a str,
         version: String,
+        /// zTensor v2: XXH3-64 of the manifest, as the footer stores it and open checked it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        manifest_hash: Option<String>,
+        /// zTensor v2: the shards the file's parts live in (empty when it has none).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        shards: Option<Vec<InfoShard<'a>>>,
         attributes: Attrs<'a>,
         objects: Objects<'a>,
     }
-    struct Objects<'a>(&'a [ObjectInfo]);
+    #[derive(serde::Serialize)]
+    struct InfoShard<'a> {
+        name: &'a str,
+        path: std::borrow::Cow<'a, str>,
+        size: u64,
+        digest: &'a str,
+        data_shard: bool,
+    }
+    struct Objects<'a>(&'a [ObjectInfo], &'a [ShardInfo]);
     impl serde::Serialize for Objects<'_> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.collect_seq(self.0.iter().map(info_object))
+            s.collect_seq(self.0.iter().map(|o| info_object(o, self.1)))
         }
     }
+    let v2 = *r.version() == ztensor::FileVersion::ZTensorV2;
     let v = r.version();
     serde_json::to_writer(
         &mut *w,
@@ -165,20 +194,34 @@ pub fn write_info(
             file: file.to_string_lossy(),
             kind: v.kind(),
             version: version(v),
+            manifest_hash: r.manifest_hash().map(|h| format!("xxh3:{h:016x}")),
+            shards: v2.then(|| {
+                r.shards()
+                    .iter()
+                    .map(|s| InfoShard {
+                        name: &s.name,
+                        path: s.path.to_string_lossy(),
+                        size: s.size,
+                        digest: &s.digest_text,
+                        data_shard: s.data_shard,
+                    })
+                    .collect()
+            }),
             attributes: Attrs(r.attributes()),
-            objects: Objects(r.objects()),
+            objects: Objects(r.objects(), r.shards()),
         },
     )?;
     writeln!(w).map_err(serde_json::Error::io)
 }
 
-/// A file's version as `info` and `verify` give it: "1.2.0", "300", "" for safetensors.
+/// A file's version as `info` and `verify` give it: "1.2.0", "2", "300", "" for safetensors.
 pub fn version(v: &ztensor::FileVersion) -> String {
     match v {
         ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
         ztensor::FileVersion::ZTensor(s) => s.to_string(),
         ztensor::FileVersion::Mag(l) => mag_version(*l).to_string(),
         ztensor::FileVersion::Safetensors => String::new(),
+        ztensor::FileVersion::ZTensorV2 => "2".to_string(),
         _ => v.to_string(),
     }
 }

@@ -831,3 +831,45 @@ fn json_output_carries_a_schema_and_one_vocabulary() {
         );
     }
 }
+
+#[test]
+fn info_and_verify_of_zt_v2() {
+    let root = fx("interop/zt2/06_sharded.zt");
+    let o = zt(&["info", "--json", &root]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((&j["kind"], &j["version"]), (&"zt".into(), &"2".into()));
+    assert_eq!(j["manifest_hash"], "xxh3:df8123fa6d46414d");
+    assert_eq!(j["shards"][1]["name"], "00002-of-00002");
+    assert_eq!(j["shards"][1]["data_shard"], true);
+    assert_eq!(j["shards"][0]["size"], 8336);
+    let layer1 = j["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "layer1.w")
+        .unwrap();
+    assert_eq!(layer1["components"]["data"]["shard"], "00002-of-00002");
+    // A v2 file without shards lists an empty table; other versions list none at all.
+    let o = zt(&["info", "--json", &fx("interop/zt2/03_zstd_seekable_a4k.zt")]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["shards"], serde_json::json!([]));
+    assert_eq!(
+        j["objects"][0]["components"]["data"]["uncompressed_length"],
+        4000
+    );
+    let o = zt(&["info", "--json", &fx("valid/digests.zt")]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(j.get("shards").is_none() && j.get("manifest_hash").is_none());
+
+    // verify: the manifest hash, three part digests and two shard digests.
+    let o = zt(&["verify", "--json", &root]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["results"][0]["digests_checked"], 6);
+    assert_eq!(j["results"][0]["version"], "2");
+    // Data-level rules are verify's too: a packed FP4 tail that is not zero.
+    let o = zt(&["verify", &fx("invalid/v2_fp4_odd_tail.zt")]);
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).contains("unused high nibble"), "{}", stdout(&o));
+}

@@ -15,6 +15,19 @@ pub const ALIGNMENT: u64 = 64;
 /// Largest manifest (or v0.1 index) a reader accepts, as the spec requires: 1 GiB.
 pub const MAX_MANIFEST_LEN: u64 = 1 << 30;
 
+/// Header and footer magic of zTensor v2 files (ztensor 2.x): `"\x89ZT2\r\n\x1a\n"`, PNG-style,
+/// so that text tools and line-ending conversions show up as a bad magic.
+pub const MAGIC_V2: [u8; 8] = *b"\x89ZT2\r\n\x1a\n";
+/// Length of the v2 footer: manifest offset, length and hash (u64 LE each), version and
+/// reserved (u32 LE each), magic.
+pub const FOOTER_LEN_V2: u64 = 40;
+/// The version number a v2 footer must carry.
+pub const VERSION_V2: u32 = 2;
+/// Every v2 blob (the manifest too) starts at a multiple of this, and at or after it.
+pub const ALIGNMENT_V2: u64 = 4096;
+/// The shortest v2 file: header magic and footer.
+pub const MIN_FILE_LEN_V2: u64 = HEADER_LEN + FOOTER_LEN_V2;
+
 /// Rounds `n` up to the next multiple of `align` (a power of two), or `None` on overflow.
 pub fn align_up(n: u64, align: u64) -> Option<u64> {
     debug_assert!(align.is_power_of_two());

@@ -5,6 +5,7 @@
 //! ```text
 //! "ZTEN1000" | blob | 0-pad to 64 | blob | ... | manifest | u64 LE manifest size | "ZTEN1000"
 //! "ZTEN0001" | blob | 0-pad to 64 | blob | ... | index    | u64 LE index size
+//! 89 "ZT2" 0D 0A 1A 0A | blobs at 4096 boundaries | manifest | 40-byte footer (v2)
 //! ```
 //!
 //! - [`layout`]: the constants (magics, alignment, the 1 GiB manifest cap).
@@ -12,6 +13,8 @@
 //!   bounds-checked read call.
 //! - [`Container`]: checks header and tail, finds the manifest, approves blob ranges
 //!   ([`check_blob_range`], [`check_overlaps`]).
+//! - [`ContainerV2`]: the same for zTensor v2 (ztensor 2.x): its footer ([`FooterV2`]), data
+//!   shards, and its blob rules ([`check_blob_range_v2`]).
 //! - [`BlobWriter`]: writes aligned blobs and the tail to any `io::Write`.
 //! - [`AtomicFile`]: crash-safe replacement of a file (temporary file, then rename).
 //! - [`Error`]: the error type every crate of the workspace reports through.
@@ -42,6 +45,7 @@ mod error;
 pub mod layout;
 mod memory;
 mod read;
+mod read_v2;
 mod source;
 mod write;
 
@@ -54,5 +58,6 @@ pub mod internal {
     pub use crate::memory::{prefer_huge_pages, SpareCapacity};
 }
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
+pub use read_v2::{check_blob_range_v2, ContainerV2, FooterV2};
 pub use source::{Map, Source};
 pub use write::BlobWriter;

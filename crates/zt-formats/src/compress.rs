@@ -16,6 +16,9 @@ pub enum Encoding {
     Raw,
     /// A zstd stream of the elements.
     Zstd,
+    /// zTensor v2's `zt.zstd-seekable/1`: independent zstd frames followed by a seek table
+    /// (see [`crate::seekable`]).
+    ZstdSeekable,
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -26,6 +29,7 @@ impl Encoding {
         match s {
             "raw" => Encoding::Raw,
             "zstd" => Encoding::Zstd,
+            "zt.zstd-seekable/1" => Encoding::ZstdSeekable,
             other => Encoding::Unknown(other.to_owned()),
         }
     }
@@ -35,6 +39,7 @@ impl Encoding {
         match self {
             Encoding::Raw => "raw",
             Encoding::Zstd => "zstd",
+            Encoding::ZstdSeekable => "zt.zstd-seekable/1",
             Encoding::Unknown(s) => s,
         }
     }

@@ -1,4 +1,6 @@
-//! Digests of stored bytes: `sha256:<hex>` and `crc32c:<hex>`.
+//! Digests: `sha256:<hex>` and `crc32c:<hex>` (zTensor 0.1 and 1.x, over stored bytes), and
+//! `xxh3:<16 hex>` and `sha256:<64 hex>` of zTensor v2 (over decoded bytes; which bytes a
+//! digest covers is the reader's business, not this module's).
 //!
 //! [`Digest`] as a parsed and printed value, and [`DigestAlgorithm`] as a name, are always
 //! available; computing a digest ([`DigestAlgorithm::compute`]) and checking one
@@ -19,6 +21,8 @@ pub enum DigestAlgorithm {
     Sha256,
     /// CRC-32C (Castagnoli), as iSCSI and ext4 use; not the IEEE CRC-32.
     Crc32c,
+    /// XXH3-64 with seed 0 (zTensor v2).
+    Xxh3,
 }
 
 impl DigestAlgorithm {
@@ -28,7 +32,18 @@ impl DigestAlgorithm {
         match self {
             DigestAlgorithm::Sha256 => Digest::Sha256(sha2::Sha256::digest(bytes).into()),
             DigestAlgorithm::Crc32c => Digest::Crc32c(crc32c::crc32c(bytes)),
+            DigestAlgorithm::Xxh3 => Digest::Xxh3(xxh3_64(bytes)),
         }
+    }
+
+    /// A hasher that computes this digest piece by piece (for inputs too large to hold).
+    #[cfg(feature = "digests")]
+    pub fn hasher(self) -> Hasher {
+        Hasher(match self {
+            DigestAlgorithm::Sha256 => HasherState::Sha256(sha2::Sha256::new()),
+            DigestAlgorithm::Crc32c => HasherState::Crc32c(0),
+            DigestAlgorithm::Xxh3 => HasherState::Xxh3(Box::new(xxhash_rust::xxh3::Xxh3::new())),
+        })
     }
 
     /// The name used before the colon.
@@ -36,6 +51,7 @@ impl DigestAlgorithm {
         match self {
             DigestAlgorithm::Sha256 => "sha256",
             DigestAlgorithm::Crc32c => "crc32c",
+            DigestAlgorithm::Xxh3 => "xxh3",
         }
     }
 }
@@ -53,6 +69,40 @@ impl FromStr for DigestAlgorithm {
     }
 }
 
+/// Computes a digest piece by piece: [`DigestAlgorithm::hasher`], then [`Hasher::update`]
+/// with each piece in order, then [`Hasher::finish`]. The result equals
+/// [`DigestAlgorithm::compute`] over the pieces joined.
+#[cfg(feature = "digests")]
+pub struct Hasher(HasherState);
+
+#[cfg(feature = "digests")]
+enum HasherState {
+    Sha256(sha2::Sha256),
+    Crc32c(u32),
+    Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
+}
+
+#[cfg(feature = "digests")]
+impl Hasher {
+    /// Adds the next piece.
+    pub fn update(&mut self, bytes: &[u8]) {
+        match &mut self.0 {
+            HasherState::Sha256(h) => h.update(bytes),
+            HasherState::Crc32c(c) => *c = crc32c::crc32c_append(*c, bytes),
+            HasherState::Xxh3(h) => h.update(bytes),
+        }
+    }
+
+    /// The digest of everything added.
+    pub fn finish(self) -> Digest {
+        match self.0 {
+            HasherState::Sha256(h) => Digest::Sha256(h.finalize().into()),
+            HasherState::Crc32c(c) => Digest::Crc32c(c),
+            HasherState::Xxh3(h) => Digest::Xxh3(h.digest()),
+        }
+    }
+}
+
 /// A parsed digest value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Digest {
@@ -60,6 +110,14 @@ pub enum Digest {
     Sha256([u8; 32]),
     /// CRC-32C value.
     Crc32c(u32),
+    /// XXH3-64 value.
+    Xxh3(u64),
+}
+
+/// XXH3-64 with seed 0: v2 part digests and the v2 manifest hash.
+#[cfg(feature = "digests")]
+pub fn xxh3_64(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 impl Digest {
@@ -68,6 +126,43 @@ impl Digest {
         match self {
             Digest::Sha256(_) => DigestAlgorithm::Sha256,
             Digest::Crc32c(_) => DigestAlgorithm::Crc32c,
+            Digest::Xxh3(_) => DigestAlgorithm::Xxh3,
+        }
+    }
+
+    /// Parses a zTensor v2 digest: `algo:hex` with `algo` in `[a-z0-9]+` and `hex` in
+    /// `[0-9a-f]+` (uppercase is refused, as the original reader refuses it). `xxh3` needs
+    /// exactly 16 digits and `sha256` 64. An algorithm this library does not compute gives
+    /// `Ok(None)`: the file stays valid, and only verifying that digest is unsupported.
+    pub fn parse_v2(s: &str) -> Result<Option<Self>> {
+        let bad = |why: &str| Error::invalid(format!("digest {s:?} {why}"));
+        let (alg, hex) = s
+            .split_once(':')
+            .ok_or_else(|| bad("is not of the form algorithm:hex"))?;
+        if alg.is_empty()
+            || !alg
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        {
+            return Err(bad("has an algorithm name outside [a-z0-9]+"));
+        }
+        if hex.is_empty() || !hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(bad("is not lowercase hex digits after the colon"));
+        }
+        match alg {
+            "xxh3" => {
+                let b = parse_hex(hex, 8).ok_or_else(|| bad("is not 16 hex digits"))?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&b);
+                Ok(Some(Digest::Xxh3(u64::from_be_bytes(a))))
+            }
+            "sha256" => {
+                let b = parse_hex(hex, 32).ok_or_else(|| bad("is not 64 hex digits"))?;
+                let mut a = [0u8; 32];
+                a.copy_from_slice(&b);
+                Ok(Some(Digest::Sha256(a)))
+            }
+            _ => Ok(None),
         }
     }
 
@@ -118,7 +213,8 @@ impl Digest {
 }
 
 impl fmt::Display for Digest {
-    /// The spelling writers use: `sha256:` lowercase hex, `crc32c:0x` uppercase hex.
+    /// The spelling writers use: `sha256:` lowercase hex, `crc32c:0x` uppercase hex, `xxh3:`
+    /// 16 lowercase hex digits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Digest::Sha256(b) => {
@@ -129,6 +225,7 @@ impl fmt::Display for Digest {
                 Ok(())
             }
             Digest::Crc32c(v) => write!(f, "crc32c:0x{v:08X}"),
+            Digest::Xxh3(v) => write!(f, "xxh3:{v:016x}"),
         }
     }
 }
@@ -190,6 +287,46 @@ mod tests {
         sha.verify(b"abc").unwrap();
         let e = Digest::Crc32c(1).verify(b"x").unwrap_err();
         assert_eq!(e.kind(), zt_container::ErrorKind::ChecksumMismatch);
+    }
+
+    #[test]
+    #[cfg(feature = "digests")]
+    fn hashing_in_pieces_equals_hashing_at_once() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for alg in [
+            DigestAlgorithm::Sha256,
+            DigestAlgorithm::Crc32c,
+            DigestAlgorithm::Xxh3,
+        ] {
+            let mut h = alg.hasher();
+            for piece in data.chunks(4099) {
+                h.update(piece);
+            }
+            assert_eq!(h.finish(), alg.compute(&data), "{}", alg.name());
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "digests")]
+    fn xxh3_digests_parse_print_and_compute() {
+        // Sample 03 of the original (ztensor 2.1.2): the digest of 1000 f32 zeros.
+        let d = Digest::parse_v2("xxh3:4ecda0ef8e2cafb9").unwrap().unwrap();
+        assert_eq!(d.to_string(), "xxh3:4ecda0ef8e2cafb9");
+        // 4000 zero bytes: sample 03's decoded part.
+        assert_eq!(DigestAlgorithm::Xxh3.compute(&[0u8; 4000]), d);
+        assert_eq!(Digest::parse_v2("blake3:00ff").unwrap(), None);
+        for bad in [
+            "xxh3:4ECDA0EF8E2CAFB9",
+            "xxh3:4ecda0ef8e2cafb",
+            "xxh3:",
+            ":00",
+            "XXH3:00",
+            "x-y:00",
+            "sha256:abc",
+            "nocolon",
+        ] {
+            assert!(Digest::parse_v2(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
 //! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
 //!   decompression bounded by the declared size.
-//! - [`Digest`], [`DigestAlgorithm`]: `sha256:` and `crc32c:` digests of stored bytes.
+//! - [`seekable`]: zTensor v2's `zt.zstd-seekable/1` (seek table checked before decoding).
+//! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
+//! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
 //!
 //! # Features
 //!
@@ -52,7 +54,9 @@ mod format;
 pub mod fp8;
 mod layout;
 mod quant;
+pub mod seekable;
 mod sparse;
+pub mod v2;
 
 pub use compress::{available_threads, Encoding, DEFAULT_MAX_DECOMPRESSED};
 #[cfg(feature = "zstd")]
@@ -60,6 +64,8 @@ pub use compress::{
     zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decompress_bounded,
     zstd_decompress_exact, zstd_frame_content_size, ZSTD_PARALLEL_MIN,
 };
+#[cfg(feature = "digests")]
+pub use digest::{xxh3_64, Hasher};
 pub use digest::{Digest, DigestAlgorithm};
 pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};
 pub use element::{element_matches, Complex, Element};

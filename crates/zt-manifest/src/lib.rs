@@ -6,6 +6,9 @@
 //!   lenient about content (unknown fields are skipped, names are kept as spelled).
 //!   [`Manifest::encode`] is deterministic and matches the byte layout of real v1.2 files.
 //! - [`IndexEntry`], [`decode_index`], [`encode_index`]: the v0.1 index.
+//! - [`ManifestV2`], [`decode_manifest_v2`]: the zTensor v2 manifest (ztensor 2.x), read with
+//!   a strict deterministic-CBOR reader (shortest heads, sorted keys, no indefinite lengths,
+//!   tags or trailing bytes, at most [`MAX_DEPTH_V2`] levels) and the v2 name rules.
 //! - [`Value`], [`Attributes`]: attribute values, every CBOR kind real files hold.
 //! - [`DecodeLimits`]: the caps that keep hostile input from exhausting the stack.
 //!
@@ -33,18 +36,25 @@
 #![deny(missing_docs)]
 
 mod cbor;
+mod det;
 mod encode;
 mod index;
 mod manifest;
 mod shape;
+mod v2;
 mod value;
 
+pub use det::MAX_DEPTH_V2;
 pub use index::{decode_index, encode_index, IndexEntry};
 pub use manifest::{
     decode_objects, decode_value, encode_value, Component, ComponentRef, Manifest, ManifestHead,
     Object, ObjectRef, SpecVersion, WRITE_VERSION,
 };
 pub use shape::Shape;
+pub use v2::{
+    check_name, check_shard_name, decode_manifest_v2, ManifestV2, ObjectV2, PartV2, ShardV2,
+    MAX_NAME_LEN_V2, MAX_SHARD_NAME_LEN,
+};
 pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};
 pub use zt_container::{Error, ErrorKind, Result};
 

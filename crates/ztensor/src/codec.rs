@@ -7,6 +7,8 @@
 use zt_container::Result;
 
 #[cfg(feature = "zstd")]
+pub(crate) use zt_formats::seekable::zstd_seekable_decode_into;
+#[cfg(feature = "zstd")]
 pub(crate) use zt_formats::{
     zstd_compress, zstd_decode_into, zstd_decompress_bounded, zstd_frame_content_size,
 };
@@ -21,6 +23,12 @@ fn without_zstd<T>() -> Result<T> {
 /// Without zstd: decoding is unsupported.
 #[cfg(not(feature = "zstd"))]
 pub(crate) fn zstd_decode_into(_src: &[u8], _dst: &mut [u8]) -> Result<()> {
+    without_zstd()
+}
+
+/// Without zstd: decoding v2's seekable zstd is unsupported.
+#[cfg(not(feature = "zstd"))]
+pub(crate) fn zstd_seekable_decode_into(_src: &[u8], _dst: &mut [u8]) -> Result<()> {
     without_zstd()
 }
 

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 
 use bytemuck::Pod;
 use zt_container::{Error, Result, Source};
-use zt_formats::Encoding;
+use zt_formats::{DType, Encoding, Format, LogicalType};
 
 use crate::listing::Limits;
-use crate::model::{ByteOrder, ComponentInfo, ObjectInfo};
+use crate::model::{ByteOrder, ComponentInfo, DigestScope, ObjectInfo};
 use crate::readahead::ReadAhead;
 
 /// Options of one read.
@@ -36,11 +36,13 @@ impl ReadOptions {
     }
 }
 
-/// What reads go through: the file's bytes, its objects (sorted by name), the caps it was
-/// opened with, and the read-ahead that follows the reads.
+/// What reads go through: the file's bytes, its shards' (zTensor v2), its objects (sorted by
+/// name), the caps it was opened with, and the read-ahead that follows the reads.
 #[derive(Debug)]
 pub(crate) struct Backing {
     pub source: Source,
+    /// The shards' bytes; a component's `file` n (from 1) is entry n - 1.
+    pub shards: Vec<Source>,
     pub limits: Limits,
     pub objects: Vec<ObjectInfo>,
     pub readahead: ReadAhead,
@@ -62,6 +64,17 @@ impl Backing {
             .note(&self.source, &self.objects, index, walking);
     }
 
+    /// The file that holds a component's stored bytes.
+    fn file(&self, comp: &ComponentInfo) -> Result<&Source> {
+        match comp.file {
+            0 => Ok(&self.source),
+            n => self
+                .shards
+                .get(n as usize - 1)
+                .ok_or_else(|| Error::invalid(format!("no shard {n}"))),
+        }
+    }
+
     /// Loads one component as `T`, whose size must divide the element size. The caller has
     /// checked that `T` fits the component's type.
     pub fn load<T: Pod>(
@@ -74,14 +87,23 @@ impl Backing {
         if let Some(d) = &obj.defect {
             return Err(at(d.to_error()));
         }
-        if opts.verify {
+        // A digest of stored bytes is checked before decoding; one of decoded bytes (v2) on
+        // the bytes this read decodes anyway, so a verified read decodes once.
+        let decoded_digest = comp.digest_scope == DigestScope::Decoded;
+        if opts.verify && !decoded_digest {
             self.verify_component(comp).map_err(&at)?;
             self.verify_ranges(obj).map_err(&at)?;
         }
         let data = match &comp.encoding {
-            Encoding::Raw if self.source.is_in_memory() => self.borrow::<T>(comp).map_err(&at)?,
+            Encoding::Raw if self.file(comp).map_err(&at)?.is_in_memory() => {
+                self.borrow::<T>(comp).map_err(&at)?
+            }
             _ => Cow::Owned(self.decode_new::<T>(comp).map_err(&at)?),
         };
+        if opts.verify && decoded_digest {
+            self.check_decoded(comp, bytemuck::cast_slice(&data))
+                .map_err(&at)?;
+        }
         Ok(match comp.byte_order {
             ByteOrder::Little => data,
             ByteOrder::Big => {
@@ -95,7 +117,7 @@ impl Backing {
     /// A raw component of an in-memory source, borrowed when aligned for `T`.
     fn borrow<T: Pod>(&self, comp: &ComponentInfo) -> Result<Cow<'_, [T]>> {
         whole_elements::<T>(comp.length).map_err(|e| e.at(comp.offset))?;
-        Ok(match self.source.read_at(comp.offset, comp.length)? {
+        Ok(match self.file(comp)?.read_at(comp.offset, comp.length)? {
             Cow::Borrowed(b) => match bytemuck::try_cast_slice(b) {
                 Ok(s) => Cow::Borrowed(s),
                 // Owned buffers carry no alignment promise; copy once into aligned storage.
@@ -121,6 +143,10 @@ impl Backing {
                     None => return Ok(None),
                 }
             }
+            (Encoding::ZstdSeekable, Some(n)) => n,
+            (Encoding::ZstdSeekable, None) => {
+                return Err(Error::invalid("zstd-seekable part has no decoded length"))
+            }
         };
         let cap = self.limits.max_decompressed_len;
         if len > cap {
@@ -140,15 +166,24 @@ impl Backing {
         stored: Option<&[u8]>,
         dst: &mut [u8],
     ) -> Result<()> {
-        match (&comp.encoding, stored) {
-            (Encoding::Raw, _) => self.source.read_into(comp.offset, dst),
-            (_, Some(src)) => {
-                crate::codec::zstd_decode_into(src, dst).map_err(|e| e.at(comp.offset))
+        let file = self.file(comp)?;
+        let src = match (&comp.encoding, stored) {
+            (Encoding::Raw, _) => return file.read_into(comp.offset, dst),
+            (_, Some(src)) => Cow::Borrowed(src),
+            (_, None) => file.read_at(comp.offset, comp.length)?,
+        };
+        match &comp.encoding {
+            // The seek table's offsets are relative to the blob: errors add its offset.
+            Encoding::ZstdSeekable => {
+                crate::codec::zstd_seekable_decode_into(&src, dst).map_err(|e| match e.offset() {
+                    Some(o) => {
+                        let abs = comp.offset.saturating_add(o);
+                        Error::new(e.kind(), e.message()).at(abs)
+                    }
+                    None => e.at(comp.offset),
+                })
             }
-            (_, None) => {
-                let src = self.source.read_at(comp.offset, comp.length)?;
-                crate::codec::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
-            }
+            _ => crate::codec::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset)),
         }
     }
 
@@ -156,7 +191,7 @@ impl Backing {
     fn decode_new<T: Pod>(&self, comp: &ComponentInfo) -> Result<Vec<T>> {
         let stored = match comp.encoding {
             Encoding::Raw => None,
-            _ => Some(self.source.read_at(comp.offset, comp.length)?),
+            _ => Some(self.file(comp)?.read_at(comp.offset, comp.length)?),
         };
         let Some(len) = self.decoded_size(comp, stored.as_deref())? else {
             // Legacy stream of unknown size: bounded by the cap, then one copy into typed
@@ -192,7 +227,11 @@ impl Backing {
         }
         let stored = match comp.encoding {
             Encoding::Raw => None,
-            _ => Some(self.source.read_at(comp.offset, comp.length).map_err(&at)?),
+            _ => Some(
+                self.file(comp)
+                    .and_then(|f| f.read_at(comp.offset, comp.length))
+                    .map_err(&at)?,
+            ),
         };
         let len = self
             .decoded_size(comp, stored.as_deref())
@@ -247,7 +286,8 @@ impl Backing {
         }
         // Checked when the file was opened: the range lies inside the file.
         let (offset, length) = (comp.offset, comp.length);
-        if let Some(bytes) = self.source.as_slice() {
+        let file = self.file(comp).map_err(&at)?;
+        if let Some(bytes) = file.as_slice() {
             let whole = usize::try_from(offset)
                 .ok()
                 .zip(usize::try_from(length).ok())
@@ -266,8 +306,7 @@ impl Backing {
             let n = usize::try_from((length - done) / size as u64)
                 .map_or(piece, |left| left.min(piece));
             let chunk = buf.get_mut(..n).unwrap_or_default();
-            self.source
-                .read_into(offset + done, bytemuck::cast_slice_mut(chunk))
+            file.read_into(offset + done, bytemuck::cast_slice_mut(chunk))
                 .map_err(&at)?;
             each(chunk)?;
             done += (n * size) as u64;
@@ -277,16 +316,80 @@ impl Backing {
 
     /// A component's stored bytes, as they are on disk (compressed for zstd).
     pub fn stored(&self, comp: &ComponentInfo) -> Result<Cow<'_, [u8]>> {
-        self.source.read_at(comp.offset, comp.length)
+        self.file(comp)?.read_at(comp.offset, comp.length)
     }
 
-    /// Checks one component's digest (if it has one) against its stored bytes.
+    /// Checks one component's digest (if it has one): against its stored bytes, or for v2
+    /// against its decoded bytes, after the content rules of its type (bool bytes are 0 or 1;
+    /// an odd count of packed FP4 leaves the last high nibble 0), which v2 checks on verify
+    /// even without a digest.
     pub fn verify_component(&self, comp: &ComponentInfo) -> Result<()> {
-        if let Some(d) = &comp.digest {
-            d.verify(&self.stored(comp)?)
-                .map_err(|e| e.at(comp.offset))?;
+        if let Some(text) = &comp.foreign_digest {
+            return Err(Error::unsupported(format!(
+                "digest {text:?}: its algorithm is not one this library computes"
+            ))
+            .at(comp.offset));
+        }
+        match comp.digest_scope {
+            DigestScope::Stored => {
+                if let Some(d) = &comp.digest {
+                    d.verify(&self.stored(comp)?)
+                        .map_err(|e| e.at(comp.offset))?;
+                }
+            }
+            DigestScope::Decoded => {
+                let typed = comp.element.dtype == DType::Bool
+                    || comp.element.logical == Some(LogicalType::F4E2M1);
+                if comp.digest.is_none() && !typed {
+                    return Ok(());
+                }
+                let bytes = self.decode_new::<u8>(comp)?;
+                self.check_decoded(comp, &bytes)?;
+            }
         }
         Ok(())
+    }
+
+    /// The checks of a v2 part on its decoded bytes: a digest this library cannot compute is
+    /// `Unsupported`, bool bytes are 0 or 1, and the digest matches.
+    fn check_decoded(&self, comp: &ComponentInfo, bytes: &[u8]) -> Result<()> {
+        if let Some(text) = &comp.foreign_digest {
+            return Err(Error::unsupported(format!(
+                "digest {text:?}: its algorithm is not one this library computes"
+            ))
+            .at(comp.offset));
+        }
+        if comp.element.dtype == DType::Bool {
+            check_bools(bytes).map_err(|e| e.at(comp.offset))?;
+        }
+        if let Some(d) = &comp.digest {
+            d.verify(bytes).map_err(|e| e.at(comp.offset))?;
+        }
+        Ok(())
+    }
+
+    /// A dense v2 object of packed FP4 with an odd element count must leave the last byte's
+    /// high nibble 0 (it holds no element).
+    pub fn verify_fp4_tail(&self, obj: &ObjectInfo) -> Result<()> {
+        let Some(c) = obj.component("data") else {
+            return Ok(());
+        };
+        if obj.format != Format::Dense
+            || c.digest_scope != DigestScope::Decoded
+            || c.element.logical != Some(LogicalType::F4E2M1)
+            || obj.element_count() % 2 == 0
+        {
+            return Ok(());
+        }
+        let bytes = self.decode_new::<u8>(c)?;
+        match bytes.last() {
+            Some(b) if b >> 4 != 0 => Err(Error::invalid(format!(
+                "odd count of f4_e2m1 elements, but the unused high nibble of the last byte is {:#x}",
+                b >> 4
+            ))
+            .at(c.offset)),
+            _ => Ok(()),
+        }
     }
 
     /// Checks the digests that cover a whole legacy entry.
@@ -302,6 +405,9 @@ impl Backing {
     pub fn verify_object(&self, obj: &ObjectInfo) -> Result<usize> {
         for c in &obj.components {
             self.verify_component(c).map_err(locate(obj, c))?;
+        }
+        if let Some(c) = obj.component("data") {
+            self.verify_fp4_tail(obj).map_err(locate(obj, c))?;
         }
         self.verify_ranges(obj)
             .map_err(|e| e.in_object(&obj.name))?;

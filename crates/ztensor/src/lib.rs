@@ -1,4 +1,5 @@
-//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version),
+//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version; v2 is
+//! read, with its shards),
 //! magnetron's `.mag` and `.safetensors`, all listed into one object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
@@ -112,8 +113,8 @@ pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::ReadOptions;
 pub use listing::Limits;
 pub use model::{
-    ByteOrder, ComponentInfo, Components, Defect, FileVersion, LegacyLayout, LegacyPacking,
-    ObjectInfo, RangeDigest, LEGACY_BLOB_ROLE,
+    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, LegacyLayout,
+    LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,
 };
 pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};

@@ -14,7 +14,7 @@ use zt_container::{check_overlaps, BlobRange, Error, Result};
 use zt_formats::DEFAULT_MAX_DECOMPRESSED;
 use zt_manifest::{Attributes, DecodeLimits};
 
-use crate::model::{FileVersion, ObjectInfo};
+use crate::model::{FileVersion, ObjectInfo, ShardInfo};
 
 /// Caps that bound what a hostile file can make the reader do.
 ///
@@ -52,6 +52,10 @@ pub(crate) struct Listing {
     pub objects: Vec<ObjectInfo>,
     /// The name index over `objects`.
     pub index: NameIndex,
+    /// The shards a v2 file's parts live in, opened (a component's `file` n is entry n - 1).
+    pub shards: Vec<(ShardInfo, zt_container::Source)>,
+    /// A v2 file's manifest hash, as checked at open.
+    pub manifest_hash: Option<u64>,
 }
 
 impl Listing {
@@ -69,6 +73,8 @@ impl Listing {
             attributes,
             objects,
             index,
+            shards: Vec::new(),
+            manifest_hash: None,
         }
     }
 }
@@ -276,6 +282,8 @@ impl Collected {
             attributes,
             objects,
             index,
+            shards: Vec::new(),
+            manifest_hash: None,
         })
     }
 }

@@ -21,13 +21,15 @@ pub enum FileVersion {
     Mag(zt_mag::Layout),
     /// A `.safetensors` file.
     Safetensors,
+    /// zTensor v2 (`\x89ZT2\r\n\x1a\n`, written by ztensor 2.x).
+    ZTensorV2,
 }
 
 impl FileVersion {
     /// `"zt"` or `"mag"`.
     pub fn kind(&self) -> &'static str {
         match self {
-            FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) => "zt",
+            FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
             FileVersion::Mag(_) => "mag",
             FileVersion::Safetensors => "safetensors",
         }
@@ -41,6 +43,7 @@ impl fmt::Display for FileVersion {
             FileVersion::ZTensor(v) => write!(f, "zTensor {v}"),
             FileVersion::Mag(l) => write!(f, "magnetron .mag {l}"),
             FileVersion::Safetensors => f.write_str("safetensors"),
+            FileVersion::ZTensorV2 => f.write_str("zTensor 2"),
         }
     }
 }
@@ -74,10 +77,48 @@ pub struct ComponentInfo {
     pub uncompressed_length: Option<u64>,
     /// Bytes after decoding, when known before reading (always, except for some legacy zstd).
     pub decoded_len: Option<u64>,
-    /// Digest of the stored bytes.
+    /// Digest (of the stored bytes, or of the decoded bytes for v2: see `digest_scope`).
     pub digest: Option<Digest>,
     /// Byte order of the elements.
     pub byte_order: ByteOrder,
+    /// Which file holds the stored bytes: 0 for the file that was opened, `n` for the
+    /// `n`-th shard of [`crate::Reader::shards`] (counting from 1). Offsets are in that file.
+    pub file: u32,
+    /// Which bytes `digest` covers.
+    pub digest_scope: DigestScope,
+    /// A digest whose algorithm this library does not compute, as the file spells it (v2
+    /// allows any algorithm name); verifying it is `Unsupported`.
+    pub foreign_digest: Option<Box<str>>,
+}
+
+/// Which bytes a component's digest covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DigestScope {
+    /// The stored bytes, compressed or not (zTensor 0.1 and 1.x).
+    #[default]
+    Stored,
+    /// The decoded bytes (zTensor v2).
+    Decoded,
+}
+
+/// One shard of a sharded zTensor v2 file: a file beside the root that holds some of its
+/// parts, resolved and opened with the root.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ShardInfo {
+    /// The name in the shard table (`00001-of-00002`).
+    pub name: String,
+    /// Where it was found: `<root stem>-<name>.zt` beside the root.
+    pub path: std::path::PathBuf,
+    /// Its size, as the shard table gives it and as checked at open.
+    pub size: u64,
+    /// The whole-file digest the table gives (checked by [`crate::Reader::verify`]), or
+    /// `None` for an algorithm this library does not compute.
+    pub digest: Option<Digest>,
+    /// The digest as the file spells it.
+    pub digest_text: String,
+    /// Whether it is a data shard (a footer with no manifest).
+    pub data_shard: bool,
 }
 
 /// A byte range of the file with a digest over it (v0.1 checksums cover a whole tensor entry,

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use zt_container::{Container, ContainerVersion, Error, Result, Source};
+use zt_container::layout::MAGIC_V2;
+use zt_container::{Container, ContainerV2, ContainerVersion, Error, Result, Source};
 
 use crate::files;
 use crate::listing::{Limits, Listing};
@@ -33,7 +34,7 @@ pub struct OpenOptions {
     skip_mag_checksum: bool,
 }
 
-/// Opens a file of any kind we read (`.zt` of every version, `.mag` of every layout,
+/// Opens a file of any kind we read (`.zt` of every version, v2 with its shards, `.mag` of every layout,
 /// `.safetensors`), mapped.
 ///
 /// ```
@@ -103,7 +104,8 @@ impl OpenOptions {
         } else {
             Source::map(path)
         }?;
-        self.open_source(source).map_err(|e| e.in_file(path))
+        self.open_at(source, Some(path))
+            .map_err(|e| e.in_file(path))
     }
 
     /// Opens bytes already in memory.
@@ -113,12 +115,27 @@ impl OpenOptions {
 
     /// Opens any [`Source`]: tells the kind from the first bytes and validates the whole file.
     pub fn open_source(&self, source: Source) -> Result<Reader> {
-        let (source, listing) = self.list(source)?;
+        self.open_at(source, None)
+    }
+
+    /// Opens a source that came from `path`, if it came from a file (where v2 shards are
+    /// looked for).
+    fn open_at(&self, source: Source, path: Option<&Path>) -> Result<Reader> {
+        let (source, listing) = self.list(source, path)?;
         Ok(Reader::new(source, listing, self.limits))
     }
 
-    /// Tells the kind by the first bytes: .mag magics, then zTensor's, then files we
-    /// recognise but do not read (GGUF, zTensor v2, zip, .npy, a sharded checkpoint's JSON
+    /// Opens a shard of a v2 file the way the file itself is opened.
+    fn open_shard(&self, path: &Path) -> Result<Source> {
+        if self.unmapped {
+            Source::unmapped(path)
+        } else {
+            Source::map(path)
+        }
+    }
+
+    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's and v1's, then files
+    /// we recognise but do not read (GGUF, zip, .npy, a sharded checkpoint's JSON
     /// index: [`not_read_yet`]), then a safetensors header (u64 size, then '{'), then a bare
     /// pickle; anything else gets the zTensor container's magic error.
     ///
@@ -126,18 +143,18 @@ impl OpenOptions {
     /// the pages touched (the manifest itself in one request): with the kernel's read-around
     /// (8 MiB on some disks) the first touch of each end of a large file would bring in
     /// megabytes that a tool looking at one tensor never reads.
-    fn list(&self, source: Source) -> Result<(Source, Listing)> {
+    fn list(&self, source: Source, path: Option<&Path>) -> Result<(Source, Listing)> {
         // Not while a populating thread reads the whole file in: it relies on read-around.
         let sparse = !self.populate;
         source.expect_sparse_reads(sparse);
-        let listed = self.list_sparsely(source);
+        let listed = self.list_sparsely(source, path);
         if let Ok((source, _)) = &listed {
             source.expect_sparse_reads(false);
         }
         listed
     }
 
-    fn list_sparsely(&self, source: Source) -> Result<(Source, Listing)> {
+    fn list_sparsely(&self, source: Source, path: Option<&Path>) -> Result<(Source, Listing)> {
         let mut head = vec![0u8; source.len().min(SNIFF_LEN) as usize];
         source.read_into(0, &mut head)?;
         if let Some(magic) = head.first_chunk::<4>() {
@@ -147,6 +164,12 @@ impl OpenOptions {
                 let listing = files::mag::list(&source, !self.skip_mag_checksum)?;
                 return Ok((source, listing));
             }
+        }
+        if head.starts_with(&MAGIC_V2) {
+            let container = ContainerV2::parse(source, self.limits.max_manifest_len)?;
+            let open_shard = |p: &Path| self.open_shard(p);
+            let listing = files::zt_v2::list(&container, path, &self.limits, &open_shard)?;
+            return Ok((container.into_source(), listing));
         }
         if !head.starts_with(b"ZTEN") {
             if let Some(what) = not_read_yet(&head, source.len()) {
@@ -207,9 +230,6 @@ fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
     if head.starts_with(b"GGUF") {
         let version = u32_at(4).map_or_else(|| "?".to_owned(), |v| v.to_string());
         return Some(format!("a GGUF file (version {version}): not read yet"));
-    }
-    if head.starts_with(b"\x89ZT2\r\n\x1a\n") {
-        return Some("a zTensor v2 file (ztensor 2.x): not read yet".to_owned());
     }
     if head.starts_with(b"\x93NUMPY") {
         let version = match head.get(6..8) {

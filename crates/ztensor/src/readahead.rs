@@ -107,12 +107,11 @@ impl ReadAhead {
             let spans: Vec<Span> = objects
                 .iter()
                 .map(|o| {
-                    let start = o.components.iter().map(|c| c.offset).min();
+                    // Only what lies in this file: a v2 shard's bytes are in another.
+                    let here = || o.components.iter().filter(|c| c.file == 0);
+                    let start = here().map(|c| c.offset).min();
                     // Ranges were checked against the file at open: no overflow.
-                    let end = o
-                        .components
-                        .iter()
-                        .map(|c| c.offset.saturating_add(c.length));
+                    let end = here().map(|c| c.offset.saturating_add(c.length));
                     match (start, end.max()) {
                         (Some(start), Some(end)) => Span { start, end },
                         _ => Span {
@@ -280,6 +279,9 @@ mod tests {
                     decoded_len: Some(len),
                     digest: None,
                     byte_order: ByteOrder::Little,
+                    file: 0,
+                    digest_scope: Default::default(),
+                    foreign_digest: None,
                 }),
                 name: format!("o{i:02}"),
                 shape: vec![len].into(),

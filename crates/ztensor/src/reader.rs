@@ -10,7 +10,7 @@ use zt_manifest::Attributes;
 
 use crate::decode::Backing;
 use crate::listing::{Limits, Listing, NameIndex};
-use crate::model::{FileVersion, ObjectInfo};
+use crate::model::{DigestScope, FileVersion, ObjectInfo, ShardInfo};
 use crate::readahead::ReadAhead;
 use crate::view::ObjectView;
 
@@ -47,18 +47,26 @@ pub struct Reader {
     version: FileVersion,
     attributes: Attributes,
     index: NameIndex,
+    /// A v2 file's shards, in the order components name them.
+    shards: Vec<ShardInfo>,
+    /// A v2 file's manifest hash (checked at open).
+    manifest_hash: Option<u64>,
 }
 
 impl Reader {
     pub(crate) fn new(source: Source, listing: Listing, limits: Limits) -> Self {
+        let (shards, shard_sources) = listing.shards.into_iter().unzip();
         let readahead = ReadAhead::new(&source);
         Reader {
             backing: Backing {
                 source,
+                shards: shard_sources,
                 limits,
                 objects: listing.objects,
                 readahead,
             },
+            shards,
+            manifest_hash: listing.manifest_hash,
             version: listing.version,
             attributes: listing.attributes,
             index: listing.index,
@@ -68,6 +76,18 @@ impl Reader {
     /// The file's kind and version.
     pub fn version(&self) -> &FileVersion {
         &self.version
+    }
+
+    /// The shards of a sharded zTensor v2 file, opened with it (empty for every other file).
+    /// A component whose `file` is `n` lives in `shards()[n - 1]`.
+    pub fn shards(&self) -> &[ShardInfo] {
+        &self.shards
+    }
+
+    /// A zTensor v2 file's manifest hash (XXH3-64 of the manifest), as its footer stores it
+    /// and as it was checked at open; `None` for other files and for a v2 data shard.
+    pub fn manifest_hash(&self) -> Option<u64> {
+        self.manifest_hash
     }
 
     /// File-level attributes (.mag and safetensors metadata too).
@@ -173,9 +193,34 @@ impl Reader {
 
     /// Verifies every digest and checksum in the file on every core; returns how many were
     /// checked and the failures, one per object.
+    ///
+    /// For zTensor v2 this also checks each part's content rules (bool bytes, the packed
+    /// FP4 tail), the data-level rules of CSR and COO objects, and every shard's whole-file
+    /// digest; the manifest hash was checked at open.
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
-        for r in self.parallel_objects(|o| o.verify()) {
+        let v2 = |o: &ObjectView<'_>| {
+            o.components
+                .iter()
+                .any(|c| c.digest_scope == DigestScope::Decoded)
+        };
+        let each = |o: ObjectView<'_>| {
+            let n = o.verify()?;
+            if v2(&o) {
+                o.check_sparse_structure()?;
+            }
+            Ok(n)
+        };
+        for (info, source) in self.shards.iter().zip(&self.backing.shards) {
+            match verify_shard(info, source) {
+                Ok(n) => report.checked += n,
+                Err(e) => {
+                    report.checked += 1;
+                    report.failures.push(e);
+                }
+            }
+        }
+        for r in self.parallel_objects(each) {
             match r {
                 Ok(n) => report.checked += n,
                 Err(e) => {
@@ -198,6 +243,34 @@ impl Reader {
             Err(_) => self.verify(),
         }
     }
+}
+
+/// Checks a shard's whole-file digest; returns how many digests it checked (0 or 1).
+fn verify_shard(info: &ShardInfo, source: &Source) -> Result<usize> {
+    let at = |e: Error| e.in_file(&info.path);
+    let Some(d) = &info.digest else {
+        return Err(at(Error::unsupported(format!(
+            "shard {:?}: digest {:?} uses an algorithm this library does not compute",
+            info.name, info.digest_text
+        ))));
+    };
+    // In pieces: a shard may be larger than memory (and an unmapped one is never read whole).
+    const PIECE: u64 = 1 << 20;
+    let mut h = d.algorithm().hasher();
+    let mut at_byte = 0u64;
+    while at_byte < source.len() {
+        let n = PIECE.min(source.len() - at_byte);
+        h.update(&source.read_at(at_byte, n).map_err(at)?);
+        at_byte += n;
+    }
+    let got = h.finish();
+    if got != *d {
+        return Err(at(Error::checksum(format!(
+            "shard {:?}: digest mismatch: stored {d}, computed {got}",
+            info.name
+        ))));
+    }
+    Ok(1)
 }
 
 /// Every object of a [`Reader`] in file order: see [`Reader::iter`].

@@ -249,6 +249,33 @@ impl<'r> ObjectView<'r> {
         Ok((parts.values.into_owned(), parts.first.into_owned()))
     }
 
+    /// Checks the data-level rules of a CSR or COO object without decoding its values:
+    /// row pointers start at 0, never decrease and end at the number of indices; column
+    /// indices increase within a row and stay below the column count; coordinates lie in
+    /// the shape. (The values' count was checked against the indices' at open.) Anything else
+    /// passes.
+    pub(crate) fn check_sparse_structure(&self) -> Result<()> {
+        let obj = self.info();
+        let name = &obj.name;
+        match (&obj.format, obj.legacy_packing) {
+            (Format::SparseCsr, None) => {
+                let [rows, cols] = obj.shape[..] else {
+                    return Ok(());
+                };
+                let indices = self.index_component("indices")?;
+                let indptr = self.index_component("indptr")?;
+                check_csr(rows, cols, &indptr, &indices, indices.len())
+                    .map_err(|e| e.in_object(name))
+            }
+            (Format::SparseCoo, None) => {
+                let coords = self.index_component("coords")?;
+                let n = coords.len() / obj.shape.len().max(1);
+                check_coo(&obj.shape, &coords, n).map_err(|e| e.in_object(name))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// A `sparse_csr` object (v1 components, or a v0.1 one-blob entry), checked.
     pub fn read_csr<V: Element>(&self) -> Result<Csr<'r, V>> {
         let obj = self.expect_format(Format::SparseCsr)?;

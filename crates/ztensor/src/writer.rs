@@ -312,6 +312,12 @@ impl<W: Sink> Writer<W> {
         c: &ComponentData<'_>,
         options: WriteOptions,
     ) -> Result<Component> {
+        if options.digest == Some(DigestAlgorithm::Xxh3) {
+            // v1.2 knows sha256 and crc32c only; an xxh3 digest would make the file unreadable.
+            return Err(Error::argument(
+                "v1.2 files have no xxh3 digests: choose sha256 or crc32c",
+            ));
+        }
         let (stored, uncompressed_length, encoding) = match options.compression {
             None => (Cow::Borrowed(&*c.bytes), None, None),
             Some(level) => (

@@ -8,7 +8,7 @@ use zt_container::{AtomicFile, Durability, Error, Result};
 use zt_formats::{DType, DigestAlgorithm, ElementType, Encoding, Format};
 
 use crate::decode::ReadOptions;
-use crate::model::{ByteOrder, ObjectInfo};
+use crate::model::{ByteOrder, DigestScope, ObjectInfo};
 use crate::reader::Reader;
 use crate::view::ObjectView;
 use crate::writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
@@ -107,11 +107,19 @@ pub fn copy_object<W: Sink>(
     let read = ReadOptions {
         verify: options.verify,
     };
-    let source_zstd = obj.components.iter().any(|c| c.encoding == Encoding::Zstd);
+    let source_zstd = obj
+        .components
+        .iter()
+        .any(|c| matches!(c.encoding, Encoding::Zstd | Encoding::ZstdSeekable));
+    // v1.2 has no xxh3: a v2 source's digests become sha256 ones.
     let source_digest = obj
         .components
         .iter()
-        .find_map(|c| c.digest.map(|d| d.algorithm()));
+        .find_map(|c| c.digest.map(|d| d.algorithm()))
+        .map(|a| match a {
+            DigestAlgorithm::Xxh3 => DigestAlgorithm::Sha256,
+            a => a,
+        });
     let write = WriteOptions {
         compression: match options.compression {
             Keep::Source => source_zstd.then_some(DEFAULT_ZSTD_LEVEL),
@@ -163,6 +171,9 @@ pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Resu
         && obj.legacy_packing.is_none()
         && obj.components.iter().all(|c| {
             c.byte_order == ByteOrder::Little
+                // A v2 digest covers decoded bytes and may be xxh3: not a v1.2 digest.
+                && c.digest_scope == DigestScope::Stored
+                && c.foreign_digest.is_none()
                 && (c.encoding == Encoding::Raw
                     || (c.encoding == Encoding::Zstd && c.decoded_len.is_some()))
         });

@@ -6,7 +6,7 @@ use zt_formats::{Encoding, Format};
 use zt_mag::{parse, ParseOptions};
 
 use crate::listing::Listing;
-use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
+use crate::model::{ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo};
 
 /// Lists a `.mag` file of any layout.
 pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {
@@ -30,6 +30,9 @@ pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {
                 decoded_len: Some(t.length),
                 digest: None,
                 byte_order,
+                file: 0,
+                digest_scope: DigestScope::Stored,
+                foreign_digest: None,
             }),
             name: t.name,
             shape: t.shape.into(),

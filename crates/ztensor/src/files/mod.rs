@@ -9,3 +9,4 @@ pub(crate) mod mag;
 pub(crate) mod safetensors;
 pub(crate) mod zt_v0_1;
 pub(crate) mod zt_v1;
+pub(crate) mod zt_v2;

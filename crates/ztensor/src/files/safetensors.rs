@@ -12,7 +12,9 @@ use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value};
 
 use crate::listing::Listing;
-use crate::model::{ByteOrder, ComponentInfo, Components, Defect, FileVersion, ObjectInfo};
+use crate::model::{
+    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, ObjectInfo,
+};
 
 /// Every dtype of the safetensors crate (0.8), with its spelling in headers.
 pub(crate) const DTYPES: [(&str, Dtype); 22] = [
@@ -205,6 +207,9 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
                 decoded_len: Some(length),
                 digest: None,
                 byte_order: ByteOrder::Little,
+                file: 0,
+                digest_scope: DigestScope::Stored,
+                foreign_digest: None,
             }),
             shape: shape.into_iter().collect(),
             format: Format::Dense,

@@ -6,8 +6,8 @@ use zt_manifest::{decode_index, IndexEntry};
 
 use crate::listing::{Collected, Limits, Listing};
 use crate::model::{
-    ByteOrder, ComponentInfo, Components, Defect, FileVersion, LegacyLayout, LegacyPacking,
-    ObjectInfo, LEGACY_BLOB_ROLE,
+    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, LegacyLayout,
+    LegacyPacking, ObjectInfo, LEGACY_BLOB_ROLE,
 };
 
 /// Lists a zTensor v0.1 file whose container has been parsed.
@@ -37,7 +37,11 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
     element_count(&e.shape)?;
     check_blob_range(e.offset, e.size, container.data_end())?;
     let mut defect = None;
-    let encoding = Encoding::parse(&e.encoding);
+    let encoding = match Encoding::parse(&e.encoding) {
+        // v2's seekable zstd is no v0.1 encoding.
+        Encoding::ZstdSeekable => Encoding::Unknown(e.encoding.clone()),
+        enc => enc,
+    };
     if let Encoding::Unknown(x) = &encoding {
         defect = Some(Defect::unsupported(format!("unknown v0.1 encoding {x:?}")));
     }
@@ -124,6 +128,9 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
         } else {
             byte_order
         },
+        file: 0,
+        digest_scope: DigestScope::Stored,
+        foreign_digest: None,
     };
     Ok(ObjectInfo {
         name: e.name,

@@ -11,7 +11,7 @@ use zt_formats::{
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
 use crate::listing::{intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS};
-use crate::model::{ByteOrder, ComponentInfo, Components, FileVersion, ObjectInfo};
+use crate::model::{ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo};
 
 /// Tables of fewer objects are faulted in by the decoder itself: a second task costs more.
 const PREFAULT_MIN_OBJECTS: usize = 16_384;
@@ -135,7 +135,11 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         ElementType::resolve(&c.dtype, c.logical_type.as_deref())?
     };
     container.check_blob(c.offset, c.length)?;
-    let encoding = Encoding::parse(c.encoding.as_deref().unwrap_or("raw"));
+    let encoding = match Encoding::parse(c.encoding.as_deref().unwrap_or("raw")) {
+        // v2's seekable zstd is no v1 encoding: unknown here, like any other.
+        Encoding::ZstdSeekable => Encoding::Unknown(Encoding::ZstdSeekable.name().to_owned()),
+        e => e,
+    };
     let decoded_len = match encoding {
         Encoding::Raw => {
             if c.uncompressed_length.is_some_and(|u| u != c.length) {
@@ -155,7 +159,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
             }
             c.uncompressed_length
         }
-        Encoding::Unknown(_) => c.uncompressed_length,
+        Encoding::ZstdSeekable | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
         .digest
@@ -173,6 +177,9 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         decoded_len,
         digest,
         byte_order: ByteOrder::Little,
+        file: 0,
+        digest_scope: DigestScope::Stored,
+        foreign_digest: None,
     })
 }
 

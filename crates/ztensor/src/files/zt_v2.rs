@@ -1,0 +1,328 @@
+//! zTensor v2 files (ztensor 2.x): the footer's manifest hash checked, the deterministic-CBOR
+//! manifest decoded, its shards found beside the file and opened, and every part validated
+//! into the shared object model.
+//!
+//! v2 names its pieces differently (objects have a `layout` and `parts`, parts a `blob`); they
+//! become formats and components here, so everything above the listing reads v2 as it reads
+//! every other version. What differs is kept on the component: which file holds its bytes
+//! (`file`, for shards) and that its digest covers the decoded bytes (`digest_scope`).
+
+use std::path::{Path, PathBuf};
+
+use zt_container::{
+    check_blob_range_v2, check_overlaps, BlobRange, ContainerV2, Error, Result, Source,
+};
+use zt_formats::seekable::MAX_ZSTD_RATIO;
+use zt_formats::v2::{check_layout_v2, element_v2, PartLayout};
+use zt_formats::{xxh3_64, Digest, ElementType, Encoding};
+use zt_manifest::{decode_manifest_v2, ManifestV2, ObjectV2, PartV2, ShardV2};
+
+use crate::listing::{intern_role, Limits, Listing};
+use crate::model::{
+    ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo, ShardInfo,
+};
+
+/// Opens a shard file the way the root was opened (mapped or not).
+pub(crate) type OpenShard<'a> = &'a dyn Fn(&Path) -> Result<Source>;
+
+/// Lists a v2 file whose container has been parsed. `path` is where the file was opened
+/// from, to find its shards; `open_shard` opens one.
+pub(crate) fn list(
+    container: &ContainerV2,
+    path: Option<&Path>,
+    limits: &Limits,
+    open_shard: OpenShard<'_>,
+) -> Result<Listing> {
+    if container.is_data_shard() {
+        // Blobs and no manifest: a file of no objects.
+        return Ok(Listing::of_unique(
+            FileVersion::ZTensorV2,
+            Default::default(),
+            Vec::new(),
+        ));
+    }
+    let footer = *container.footer();
+    let bytes = container.manifest_bytes()?;
+    let hash = xxh3_64(&bytes);
+    if hash != footer.manifest_hash {
+        return Err(Error::checksum(format!(
+            "manifest hash mismatch: the footer stores {:016x}, the manifest hashes to {hash:016x}",
+            footer.manifest_hash
+        ))
+        .at(footer.manifest_offset));
+    }
+    let manifest = decode_manifest_v2(&bytes, footer.manifest_offset, limits.decode)?;
+    let shards = open_shards(&manifest, path, limits, open_shard)?;
+    let mut objects = Vec::with_capacity(manifest.objects.len());
+    for o in &manifest.objects {
+        objects.push(object(container, &manifest, &shards, o).map_err(|e| e.in_object(&o.name))?);
+    }
+    check_overlaps_per_file(
+        &objects,
+        &shards,
+        footer.manifest_offset,
+        footer.manifest_length,
+    )?;
+    let ManifestV2 { attributes, .. } = manifest;
+    // Object names are unique: deterministic CBOR refuses a key given twice.
+    let mut listing = Listing::of_unique(FileVersion::ZTensorV2, attributes, objects);
+    listing.shards = shards;
+    listing.manifest_hash = Some(footer.manifest_hash);
+    Ok(listing)
+}
+
+/// Where a shard of the root file at `root` lives: `<dir>/<root stem>-<name>.zt`, the
+/// positional convention the original resolves by default. The name has passed
+/// `check_shard_name` (no separator, no `..`, no leading dot), so the result is a file
+/// beside the root and nowhere else.
+pub(crate) fn shard_path(root: &Path, name: &str) -> Result<PathBuf> {
+    zt_manifest::check_shard_name(name)?;
+    let stem = root
+        .file_stem()
+        .ok_or_else(|| Error::argument("the root file's path has no file name"))?;
+    let mut file = stem.to_os_string();
+    file.push("-");
+    file.push(name);
+    file.push(".zt");
+    Ok(root.with_file_name(file))
+}
+
+/// Resolves and opens every shard of the table, as the original does at open: each must
+/// exist, have the size the table gives, and be a valid v2 container (with its own manifest
+/// hash checked when it has a manifest). Whole-file digests are checked on verify.
+fn open_shards(
+    manifest: &ManifestV2,
+    root: Option<&Path>,
+    limits: &Limits,
+    open_shard: OpenShard<'_>,
+) -> Result<Vec<(ShardInfo, Source)>> {
+    let mut out = Vec::with_capacity(manifest.shards.len());
+    for s in &manifest.shards {
+        out.push(open_one(s, root, limits, open_shard)?);
+    }
+    Ok(out)
+}
+
+fn open_one(
+    s: &ShardV2,
+    root: Option<&Path>,
+    limits: &Limits,
+    open_shard: OpenShard<'_>,
+) -> Result<(ShardInfo, Source)> {
+    let named = |e: Error| {
+        Error::new(e.kind(), format!("shard {:?}: {}", s.name, e.message()))
+            .at(e.offset().unwrap_or(s.at))
+    };
+    let digest = Digest::parse_v2(&s.digest).map_err(named)?;
+    if s.size < zt_container::layout::MIN_FILE_LEN_V2 {
+        return Err(named(Error::invalid(format!(
+            "size {} is smaller than any v2 file",
+            s.size
+        ))));
+    }
+    let root = root.ok_or_else(|| {
+        named(Error::unsupported(
+            "a sharded v2 file opened from memory: its shards cannot be found without its path",
+        ))
+    })?;
+    let path = shard_path(root, &s.name).map_err(named)?;
+    let source = open_shard(&path).map_err(|e| e.in_file(&path))?;
+    if source.len() != s.size {
+        return Err(Error::invalid(format!(
+            "shard {:?} is {} bytes, but the shard table says {}",
+            s.name,
+            source.len(),
+            s.size
+        ))
+        .in_file(&path));
+    }
+    let c = ContainerV2::parse(source, limits.max_manifest_len).map_err(|e| e.in_file(&path))?;
+    if !c.is_data_shard() {
+        let f = *c.footer();
+        let bytes = c.manifest_bytes().map_err(|e| e.in_file(&path))?;
+        if xxh3_64(&bytes) != f.manifest_hash {
+            return Err(Error::checksum("shard manifest hash mismatch")
+                .at(f.manifest_offset)
+                .in_file(&path));
+        }
+    }
+    let info = ShardInfo {
+        name: s.name.clone(),
+        path,
+        size: s.size,
+        digest,
+        digest_text: s.digest.clone(),
+        data_shard: c.is_data_shard(),
+    };
+    Ok((info, c.into_source()))
+}
+
+/// Validates one object and builds it.
+fn object(
+    container: &ContainerV2,
+    manifest: &ManifestV2,
+    shards: &[(ShardInfo, Source)],
+    o: &ObjectV2,
+) -> Result<ObjectInfo> {
+    let mut components = Components::default();
+    for p in &o.parts {
+        let c = part(container, manifest, shards, p).map_err(|e| e.in_component(&p.name))?;
+        components.0.push(c);
+    }
+    let format = {
+        let layout: smallvec::SmallVec<[PartLayout<'_>; 4]> = o
+            .parts
+            .iter()
+            .zip(components.iter())
+            .map(|(p, c)| PartLayout {
+                name: &p.name,
+                element: &c.element,
+                decoded_len: c.decoded_len.unwrap_or(0),
+            })
+            .collect();
+        check_layout_v2(&o.layout, &o.shape, &layout).map_err(|e| e.at(o.at))?
+    };
+    components.0.sort_unstable_by(|a, b| a.role.cmp(&b.role));
+    Ok(ObjectInfo {
+        name: o.name.clone(),
+        shape: o.shape.clone(),
+        format,
+        attributes: o.attributes.clone(),
+        components,
+        range_digests: Vec::new(),
+        legacy_packing: None,
+        defect: None,
+    })
+}
+
+/// Validates one part: its type, its blob in the file that holds it, its encoding's sizes
+/// and its digest's spelling.
+fn part(
+    container: &ContainerV2,
+    manifest: &ManifestV2,
+    shards: &[(ShardInfo, Source)],
+    p: &PartV2,
+) -> Result<ComponentInfo> {
+    let element: ElementType =
+        element_v2(&p.dtype, p.logical_type.as_deref()).map_err(|e| e.at(p.at))?;
+    let file = match &p.shard {
+        None => {
+            container.check_blob(p.offset, p.length)?;
+            0
+        }
+        Some(name) => {
+            // Listed at decode; opened in table order, so the positions agree.
+            let i = manifest
+                .shard_index(name)
+                .ok_or_else(|| Error::invalid(format!("unknown shard {name:?}")).at(p.at))?;
+            let (info, _) = shards
+                .get(i)
+                .ok_or_else(|| Error::invalid(format!("unknown shard {name:?}")).at(p.at))?;
+            let data_end = info
+                .size
+                .saturating_sub(zt_container::layout::FOOTER_LEN_V2);
+            check_blob_range_v2(p.offset, p.length, data_end).map_err(|e| {
+                Error::new(e.kind(), format!("in shard {name:?}: {}", e.message())).at(p.offset)
+            })?;
+            u32::try_from(i + 1).map_err(|_| Error::limit("too many shards"))?
+        }
+    };
+    // Only the registered encoding is decoded; any other id (even "zstd") stays unknown.
+    let encoding = match p.encoding.as_deref() {
+        None => Encoding::Raw,
+        Some("zt.zstd-seekable/1") => Encoding::ZstdSeekable,
+        Some(other) => Encoding::Unknown(other.to_owned()),
+    };
+    let decoded_len = match encoding {
+        Encoding::Raw => p.length,
+        _ => p.decoded_length.unwrap_or(0),
+    };
+    if encoding == Encoding::ZstdSeekable && decoded_len > p.length.saturating_mul(MAX_ZSTD_RATIO) {
+        return Err(Error::invalid(format!(
+            "declares {decoded_len} decoded bytes, but {} bytes of zstd can produce at most {}",
+            p.length,
+            p.length.saturating_mul(MAX_ZSTD_RATIO)
+        ))
+        .at(p.offset));
+    }
+    let (digest, foreign_digest) = match p.digest.as_deref() {
+        None => (None, None),
+        Some(text) => match Digest::parse_v2(text).map_err(|e| e.at(p.at))? {
+            Some(d) => (Some(d), None),
+            None => (None, Some(text.into())),
+        },
+    };
+    Ok(ComponentInfo {
+        role: intern_role(&p.name),
+        element,
+        offset: p.offset,
+        length: p.length,
+        encoding,
+        uncompressed_length: p.decoded_length,
+        decoded_len: Some(decoded_len),
+        digest,
+        byte_order: ByteOrder::Little,
+        file,
+        digest_scope: DigestScope::Decoded,
+        foreign_digest,
+    })
+}
+
+/// Within each file (the root with its manifest blob, and each shard), blobs are identical
+/// or disjoint: aliases (parts sharing one blob, as the original's writer makes for equal
+/// tensors) are fine, partial overlaps are not. Empty blobs overlap nothing.
+fn check_overlaps_per_file(
+    objects: &[ObjectInfo],
+    shards: &[(ShardInfo, Source)],
+    manifest_offset: u64,
+    manifest_len: u64,
+) -> Result<()> {
+    /// Names a blob in an error: an object's part, or the manifest.
+    #[derive(Clone, Copy, Debug)]
+    enum Id {
+        Part(usize, usize),
+        Manifest,
+    }
+    // One pass sorts every range into its file's list.
+    let mut by_file: Vec<Vec<BlobRange<Id>>> = vec![Vec::new(); shards.len() + 1];
+    if let Some(root) = by_file.first_mut() {
+        root.push(BlobRange {
+            offset: manifest_offset,
+            length: manifest_len,
+            id: Id::Manifest,
+        });
+    }
+    for (i, o) in objects.iter().enumerate() {
+        for (j, c) in o.components.iter().enumerate() {
+            if let Some(list) = by_file.get_mut(c.file as usize) {
+                list.push(BlobRange {
+                    offset: c.offset,
+                    length: c.length,
+                    id: Id::Part(i, j),
+                });
+            }
+        }
+    }
+    for (file, mut ranges) in by_file.into_iter().enumerate() {
+        if let Err((a, b)) = check_overlaps(&mut ranges) {
+            let name = |id: Id| match id {
+                Id::Manifest => "the manifest".to_owned(),
+                Id::Part(i, j) => objects
+                    .get(i)
+                    .and_then(|o| Some(format!("{}/{}", o.name, o.components.get(j)?.role)))
+                    .unwrap_or_else(|| "?".to_owned()),
+            };
+            let place = match file.checked_sub(1).and_then(|k| shards.get(k)) {
+                Some((s, _)) => format!(" in shard {:?}", s.name),
+                None => String::new(),
+            };
+            return Err(Error::invalid(format!(
+                "blobs of {} and {} partially overlap{place}",
+                name(a.id),
+                name(b.id)
+            ))
+            .at(b.offset));
+        }
+    }
+    Ok(())
+}
