@@ -366,6 +366,15 @@ fn read_zt_walk(path: &Path, options: OpenOptions) -> Result<u64> {
     Ok(acc)
 }
 
+/// A measured call whose result is kept from the optimizer, as the timing loops take it.
+fn consumed(read: impl Fn() -> Result<u64>) -> impl FnMut() -> Result<()> {
+    move || {
+        read().map(|x| {
+            std::hint::black_box(x);
+        })
+    }
+}
+
 /// Reads a file front to back with plain `read` calls into one reused buffer of `piece`
 /// bytes, touching every byte: the machine's own limit for loading a file.
 fn read_sequential(path: &Path, piece: usize) -> Result<u64> {
@@ -642,45 +651,12 @@ pub fn run(args: &[&str]) -> Result<()> {
             std::hint::black_box(acc);
             Ok(())
         };
-        let mut mapped = || {
-            read_zt(&zt, OpenOptions::new()).map(|x| {
-                std::hint::black_box(x);
-            })
-        };
-        let mut populated = || {
-            read_zt(&zt, OpenOptions::new().populate(true)).map(|x| {
-                std::hint::black_box(x);
-            })
-        };
-        let mut walked = || {
-            read_zt_walk(&zt, OpenOptions::new()).map(|x| {
-                std::hint::black_box(x);
-            })
-        };
-        let mut st_mapped = || {
-            read_safetensors_mapped(&st).map(|x| {
-                std::hint::black_box(x);
-            })
-        };
-        let mut kernel = || {
-            let mut f = File::open(&zt)?;
-            let mut buf = vec![0u8; 1 << 20];
-            let mut acc = 0;
-            loop {
-                let n = f.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                acc ^= touch_any(&buf[..n]);
-            }
-            std::hint::black_box(acc);
-            Ok(())
-        };
-        let mut fresh = || {
-            read_zt(&zt, OpenOptions::new().unmapped(true)).map(|x| {
-                std::hint::black_box(x);
-            })
-        };
+        let mut mapped = consumed(|| read_zt(&zt, OpenOptions::new()));
+        let mut populated = consumed(|| read_zt(&zt, OpenOptions::new().populate(true)));
+        let mut walked = consumed(|| read_zt_walk(&zt, OpenOptions::new()));
+        let mut st_mapped = consumed(|| read_safetensors_mapped(&st));
+        let mut kernel = consumed(|| read_sequential(&zt, 1 << 20));
+        let mut fresh = consumed(|| read_zt(&zt, OpenOptions::new().unmapped(true)));
         let mut into = || {
             let r = OpenOptions::new().unmapped(true).open(&zt)?;
             let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
@@ -697,11 +673,7 @@ pub fn run(args: &[&str]) -> Result<()> {
             std::hint::black_box(acc);
             Ok(())
         };
-        let mut chunked = || {
-            read_zt_chunked(&zt).map(|x| {
-                std::hint::black_box(x);
-            })
-        };
+        let mut chunked = consumed(|| read_zt_chunked(&zt));
         let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked] =
             interleaved(
                 runs,
@@ -778,36 +750,12 @@ pub fn run(args: &[&str]) -> Result<()> {
             );
         } else {
             let cold_runs = 5;
-            let mut sequential = || {
-                read_sequential(&zt, 4 << 20).map(|x| {
-                    std::hint::black_box(x);
-                })
-            };
-            let mut by_name = || {
-                read_zt(&zt, OpenOptions::new()).map(|x| {
-                    std::hint::black_box(x);
-                })
-            };
-            let mut walked = || {
-                read_zt_walk(&zt, OpenOptions::new()).map(|x| {
-                    std::hint::black_box(x);
-                })
-            };
-            let mut populated = || {
-                read_zt(&zt, OpenOptions::new().populate(true)).map(|x| {
-                    std::hint::black_box(x);
-                })
-            };
-            let mut chunked = || {
-                read_zt_chunked(&zt).map(|x| {
-                    std::hint::black_box(x);
-                })
-            };
-            let mut st_mapped = || {
-                read_safetensors_mapped(&st).map(|x| {
-                    std::hint::black_box(x);
-                })
-            };
+            let mut sequential = consumed(|| read_sequential(&zt, 4 << 20));
+            let mut by_name = consumed(|| read_zt(&zt, OpenOptions::new()));
+            let mut walked = consumed(|| read_zt_walk(&zt, OpenOptions::new()));
+            let mut populated = consumed(|| read_zt(&zt, OpenOptions::new().populate(true)));
+            let mut chunked = consumed(|| read_zt_chunked(&zt));
+            let mut st_mapped = consumed(|| read_safetensors_mapped(&st));
             let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st] = interleaved_cold(
                 cold_runs,
                 &mut [

@@ -68,6 +68,16 @@ impl Listing {
     ) -> Self {
         sort_by_name(&mut objects);
         let index = NameIndex::build(&objects);
+        Listing::new(version, attributes, objects, index)
+    }
+
+    /// A listing of one file (no shards, no manifest hash: v2 sets those on the result).
+    fn new(
+        version: FileVersion,
+        attributes: Attributes,
+        objects: Vec<ObjectInfo>,
+        index: NameIndex,
+    ) -> Self {
         Listing {
             version,
             attributes,
@@ -277,14 +287,7 @@ impl Collected {
             ))
             .at(b.offset));
         }
-        Ok(Listing {
-            version,
-            attributes,
-            objects,
-            index,
-            shards: Vec::new(),
-            manifest_hash: None,
-        })
+        Ok(Listing::new(version, attributes, objects, index))
     }
 }
 

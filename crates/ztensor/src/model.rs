@@ -187,6 +187,57 @@ pub struct ObjectInfo {
 }
 
 impl ObjectInfo {
+    /// An object as a file lists it: no legacy parts, no defect (set those on the result).
+    pub(crate) fn listed(
+        name: String,
+        shape: Shape,
+        format: Format,
+        attributes: Attributes,
+        components: Components,
+    ) -> Self {
+        ObjectInfo {
+            name,
+            shape,
+            format,
+            attributes,
+            components,
+            range_digests: Vec::new(),
+            legacy_packing: None,
+            defect: None,
+        }
+    }
+
+    /// A dense object of one raw `data` component in the opened file (.mag, safetensors).
+    pub(crate) fn raw_dense(
+        name: String,
+        shape: Shape,
+        element: ElementType,
+        (offset, length): (u64, u64),
+        byte_order: ByteOrder,
+    ) -> Self {
+        let data = ComponentInfo {
+            role: "data".into(),
+            element,
+            offset,
+            length,
+            encoding: Encoding::Raw,
+            uncompressed_length: None,
+            decoded_len: Some(length),
+            digest: None,
+            byte_order,
+            file: 0,
+            digest_scope: DigestScope::Stored,
+            foreign_digest: None,
+        };
+        Self::listed(
+            name,
+            shape,
+            Format::Dense,
+            Attributes::new(),
+            Components::one(data),
+        )
+    }
+
     /// A component by role.
     pub fn component(&self, role: &str) -> Option<&ComponentInfo> {
         self.components.iter().find(|c| c.role == role)

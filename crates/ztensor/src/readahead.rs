@@ -260,36 +260,18 @@ struct Hints {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ByteOrder, ComponentInfo, Components};
-    use zt_formats::{DType, ElementType, Encoding, Format};
+    use crate::model::ByteOrder;
+    use zt_formats::{DType, ElementType};
 
     /// Objects named `o00`, `o01`, ... of `mib` MiB each, laid out in the file in the order
     /// `file` gives (positions in name order).
     fn objects(file: &[usize], mib: u64) -> Vec<ObjectInfo> {
         let len = mib << 20;
         let mut objects: Vec<ObjectInfo> = (0..file.len())
-            .map(|i| ObjectInfo {
-                components: Components::one(ComponentInfo {
-                    role: "data".into(),
-                    element: ElementType::plain(DType::U8),
-                    offset: 0,
-                    length: len,
-                    encoding: Encoding::Raw,
-                    uncompressed_length: None,
-                    decoded_len: Some(len),
-                    digest: None,
-                    byte_order: ByteOrder::Little,
-                    file: 0,
-                    digest_scope: Default::default(),
-                    foreign_digest: None,
-                }),
-                name: format!("o{i:02}"),
-                shape: vec![len].into(),
-                format: Format::Dense,
-                attributes: Default::default(),
-                range_digests: Vec::new(),
-                legacy_packing: None,
-                defect: None,
+            .map(|i| {
+                let data = ElementType::plain(DType::U8);
+                let shape = vec![len].into();
+                ObjectInfo::raw_dense(format!("o{i:02}"), shape, data, (0, len), ByteOrder::Little)
             })
             .collect();
         for (at, &i) in file.iter().enumerate() {

@@ -8,13 +8,11 @@
 use safetensors::tensor::Dtype;
 use serde_json::Value as Json;
 use zt_container::{Error, Result, Source};
-use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
-use zt_manifest::{Attributes, Value};
+use zt_formats::{DType, ElementType, LogicalType};
+use zt_manifest::Value;
 
 use crate::listing::Listing;
-use crate::model::{
-    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, ObjectInfo,
-};
+use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
 /// Every dtype of the safetensors crate (0.8), with its spelling in headers.
 pub(crate) const DTYPES: [(&str, Dtype); 22] = [
@@ -196,28 +194,11 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
                 )))),
             ),
         };
+        let range = (base + start, length);
+        let shape = shape.into_iter().collect();
         objects.push(ObjectInfo {
-            components: Components::one(ComponentInfo {
-                role: "data".into(),
-                element,
-                offset: base + start,
-                length,
-                encoding: Encoding::Raw,
-                uncompressed_length: None,
-                decoded_len: Some(length),
-                digest: None,
-                byte_order: ByteOrder::Little,
-                file: 0,
-                digest_scope: DigestScope::Stored,
-                foreign_digest: None,
-            }),
-            shape: shape.into_iter().collect(),
-            format: Format::Dense,
-            attributes: Attributes::new(),
-            range_digests: Vec::new(),
-            legacy_packing: None,
             defect,
-            name,
+            ..ObjectInfo::raw_dense(name, shape, element, range, ByteOrder::Little)
         });
     }
     if next != data_len {

@@ -115,16 +115,13 @@ fn build_object(
             .collect();
         check_layout(&format, &o.shape, &o.attributes, &layout)?;
     }
-    objects.push(ObjectInfo {
-        name: o.name.to_string(),
-        shape: o.shape.clone(),
+    objects.push(ObjectInfo::listed(
+        o.name.to_string(),
+        o.shape.clone(),
         format,
-        attributes: o.attributes.clone(),
+        o.attributes.clone(),
         components,
-        range_digests: Vec::new(),
-        legacy_packing: None,
-        defect: None,
-    });
+    ));
     Ok(())
 }
 

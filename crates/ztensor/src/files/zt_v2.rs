@@ -183,16 +183,13 @@ fn object(
         check_layout_v2(&o.layout, &o.shape, &layout).map_err(|e| e.at(o.at))?
     };
     components.0.sort_unstable_by(|a, b| a.role.cmp(&b.role));
-    Ok(ObjectInfo {
-        name: o.name.clone(),
-        shape: o.shape.clone(),
+    Ok(ObjectInfo::listed(
+        o.name.clone(),
+        o.shape.clone(),
         format,
-        attributes: o.attributes.clone(),
+        o.attributes.clone(),
         components,
-        range_digests: Vec::new(),
-        legacy_packing: None,
-        defect: None,
-    })
+    ))
 }
 
 /// Validates one part: its type, its blob in the file that holds it, its encoding's sizes
