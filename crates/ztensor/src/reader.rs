@@ -10,7 +10,7 @@ use zt_manifest::Attributes;
 
 use crate::decode::Backing;
 use crate::listing::{Limits, Listing, NameIndex};
-use crate::model::{DigestScope, FileVersion, ObjectInfo, ShardInfo};
+use crate::model::{FileVersion, ObjectInfo, ShardInfo};
 use crate::readahead::ReadAhead;
 use crate::view::ObjectView;
 
@@ -199,18 +199,6 @@ impl Reader {
     /// digest; the manifest hash was checked at open.
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
-        let v2 = |o: &ObjectView<'_>| {
-            o.components
-                .iter()
-                .any(|c| c.digest_scope == DigestScope::Decoded)
-        };
-        let each = |o: ObjectView<'_>| {
-            let n = o.verify()?;
-            if v2(&o) {
-                o.check_sparse_structure()?;
-            }
-            Ok(n)
-        };
         for (info, source) in self.shards.iter().zip(&self.backing.shards) {
             match verify_shard(info, source) {
                 Ok(n) => report.checked += n,
@@ -220,7 +208,7 @@ impl Reader {
                 }
             }
         }
-        for r in self.parallel_objects(each) {
+        for r in self.parallel_objects(|o| o.verify()) {
             match r {
                 Ok(n) => report.checked += n,
                 Err(e) => {

@@ -11,7 +11,9 @@ use zt_formats::{
 };
 
 use crate::decode::ReadOptions;
-use crate::model::{ByteOrder, LegacyLayout, LegacyPacking, ObjectInfo, LEGACY_BLOB_ROLE};
+use crate::model::{
+    ByteOrder, DigestScope, LegacyLayout, LegacyPacking, ObjectInfo, LEGACY_BLOB_ROLE,
+};
 use crate::view::ObjectView;
 use crate::writer::{le_bytes, ComponentData, ObjectData, Sink, WriteOptions, Writer};
 
@@ -247,6 +249,21 @@ impl<'r> ObjectView<'r> {
         let nnz = parts.values.len() / parts.value_type.dtype.size();
         check_coo(&obj.shape, &parts.first, nnz).map_err(|e| e.in_object(&obj.name))?;
         Ok((parts.values.into_owned(), parts.first.into_owned()))
+    }
+
+    /// Verifies every digest of the object, and for a zTensor v2 CSR or COO object its
+    /// structure (v2 makes that part of verification); returns how many digests it checked.
+    /// [`Reader::verify`](crate::Reader::verify) runs this on every object.
+    pub fn verify(&self) -> Result<usize> {
+        let checked = self.verify_digests()?;
+        if self
+            .components
+            .iter()
+            .any(|c| c.digest_scope == DigestScope::Decoded)
+        {
+            self.check_sparse_structure()?;
+        }
+        Ok(checked)
     }
 
     /// Checks the data-level rules of a CSR or COO object without decoding its values:

@@ -238,8 +238,9 @@ impl<'r> ObjectView<'r> {
         .bytes_with(opts)
     }
 
-    /// Verifies every digest of the object; returns how many it checked.
-    pub fn verify(&self) -> Result<usize> {
+    /// Verifies every digest of the object; returns how many it checked. The public
+    /// [`ObjectView::verify`] adds the data rules a format checks on verify ([`crate::sparse`]).
+    pub(crate) fn verify_digests(&self) -> Result<usize> {
         self.will_read();
         self.backing.verify_object(self.info)
     }
