@@ -340,6 +340,42 @@ mod tests {
     }
 
     #[test]
+    fn a_v1_0_tail_is_the_size_alone() {
+        // v1.0: the manifest (a CBOR map) and its size are the last bytes, no footer magic.
+        let mut f = MAGIC_V1.to_vec();
+        f.resize(64, 0);
+        f.extend_from_slice(b"\xa1\x61k\x00");
+        f.extend_from_slice(&4u64.to_le_bytes());
+        let c = parse(f.clone()).unwrap();
+        assert_eq!(c.version(), ContainerVersion::V1_0);
+        assert_eq!(c.manifest_offset(), 64);
+        assert_eq!(c.data_end(), 64);
+        assert_eq!(&*c.manifest_bytes().unwrap(), b"\xa1\x61k\x00");
+        let footer_error = |f: Vec<u8>| {
+            let e = parse(f).unwrap_err();
+            assert!(e.message().starts_with("bad footer magic"), "{e}");
+            e
+        };
+        // A size that does not start at a CBOR map, or does not fit, or is 0: still damage.
+        let mut g = f.clone();
+        g[64] = 0x80;
+        footer_error(g);
+        let n = f.len();
+        let mut g = f.clone();
+        g[n - 8..].copy_from_slice(&(n as u64).to_le_bytes());
+        footer_error(g);
+        let mut g = f.clone();
+        g[n - 8..].copy_from_slice(&u64::MAX.to_le_bytes());
+        footer_error(g);
+        let mut g = f.clone();
+        g[n - 8..].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(footer_error(g).offset(), Some(n as u64 - 8));
+        // Over the cap: not taken for v1.0.
+        let e = Container::parse_with_limit(Source::from_vec(f), 3).unwrap_err();
+        assert!(e.message().starts_with("bad footer magic"));
+    }
+
+    #[test]
     fn checks_blob_ranges() {
         let c = parse(v1_file(b"\xa0", 120)).unwrap();
         assert_eq!(c.check_blob(64, 64).unwrap(), 128);
