@@ -18,6 +18,7 @@ mod gen_fixtures;
 mod legacy;
 mod mag;
 mod modules;
+mod v1_0;
 mod zt2;
 
 fn main() -> Result<()> {

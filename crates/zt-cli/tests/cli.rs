@@ -367,6 +367,26 @@ fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
 }
 
 #[test]
+fn a_v1_0_file_shows_its_version_and_upgrades() {
+    let v100 = fx("interop/v100_pypi-1.0.1.zt");
+    let o = zt(&["info", &v100]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("zTensor 1.0.0, 4 objects"),
+        "{}",
+        stdout(&o)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let up = dir.path().join("up.zt");
+    assert_eq!(code(&zt(&["upgrade", &v100, up.to_str().unwrap()])), 0);
+    let j: serde_json::Value =
+        serde_json::from_slice(&zt(&["info", "--json", up.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(j["version"], "1.2.0");
+    assert_eq!(code(&zt(&["diff", &v100, up.to_str().unwrap()])), 0);
+    assert_eq!(code(&zt(&["verify", up.to_str().unwrap()])), 0);
+}
+
+#[test]
 fn upgrade_merge_rm() {
     let dir = tempfile::tempdir().unwrap();
     let up = dir.path().join("up.zt");

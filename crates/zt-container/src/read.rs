@@ -13,6 +13,9 @@ pub enum ContainerVersion {
     V0_1,
     /// `ZTEN1000`: a CBOR map manifest, its u64 LE size, and the footer magic (v1.1 and v1.2).
     V1,
+    /// `ZTEN1000` as PyPI ztensor 1.0.0 and 1.0.1 wrote it (v1.0): a CBOR map manifest and its
+    /// u64 LE size as the last 8 bytes, with no footer magic.
+    V1_0,
 }
 
 impl fmt::Display for ContainerVersion {
@@ -20,6 +23,7 @@ impl fmt::Display for ContainerVersion {
         f.write_str(match self {
             ContainerVersion::V0_1 => "ZTEN0001",
             ContainerVersion::V1 => "ZTEN1000",
+            ContainerVersion::V1_0 => "ZTEN1000 without footer magic",
         })
     }
 }
@@ -51,7 +55,7 @@ impl Container {
             )));
         }
         let head = source.read_at(0, HEADER_LEN)?;
-        let version = if *head == MAGIC_V1 {
+        let mut version = if *head == MAGIC_V1 {
             ContainerVersion::V1
         } else if *head == MAGIC_V0_1 {
             ContainerVersion::V0_1
@@ -63,7 +67,7 @@ impl Container {
             .at(0));
         };
         let tail_len = match version {
-            ContainerVersion::V1 => FOOTER_LEN_V1,
+            ContainerVersion::V1 | ContainerVersion::V1_0 => FOOTER_LEN_V1,
             ContainerVersion::V0_1 => FOOTER_LEN_V0_1,
         };
         let min_len = HEADER_LEN + tail_len;
@@ -72,19 +76,26 @@ impl Container {
                 "file of {file_len} bytes is shorter than header and footer ({min_len} bytes)"
             )));
         }
-        let tail_offset = file_len - tail_len;
+        let mut tail_offset = file_len - tail_len;
         let tail = source.read_at(tail_offset, tail_len)?;
-        let (size_bytes, footer) = tail.split_at(8);
+        let (mut size_bytes, footer) = tail.split_at(8);
         if version == ContainerVersion::V1 && footer != MAGIC_V1 {
-            return Err(Error::invalid(format!(
-                "bad footer magic {}: expected \"ZTEN1000\" (file truncated?)",
-                show_magic(footer)
-            ))
-            .at(tail_offset + 8));
+            // No footer magic: either damage, or a v1.0 file whose last 8 bytes are the size.
+            if let Some(v1_0) = v1_0_tail(&source, footer, max_manifest_len)? {
+                version = ContainerVersion::V1_0;
+                tail_offset = v1_0;
+                size_bytes = footer;
+            } else {
+                return Err(Error::invalid(format!(
+                    "bad footer magic {}: expected \"ZTEN1000\" (file truncated?)",
+                    show_magic(footer)
+                ))
+                .at(tail_offset + 8));
+            }
         }
         let manifest_len = read_u64_le(size_bytes);
         let what = match version {
-            ContainerVersion::V1 => "manifest",
+            ContainerVersion::V1 | ContainerVersion::V1_0 => "manifest",
             ContainerVersion::V0_1 => "index",
         };
         if manifest_len == 0 {
@@ -155,6 +166,32 @@ impl Container {
         self.check_blob(offset, length)?;
         self.source.read_at(offset, length)
     }
+}
+
+/// Whether a `ZTEN1000` file without footer magic has the v1.0 tail: its last 8 bytes (`last`)
+/// are a manifest size that fits between the header and those 8 bytes, and the byte where that
+/// manifest would start opens a CBOR map (major type 5), as every v1.0 manifest does. Returns the
+/// offset of the size field then. Damage to a v1.1/v1.2 tail almost never passes both checks, so
+/// such a file keeps its footer-magic error.
+///
+/// A size over `max_manifest_len` is not v1.0 here either: real v1.0 manifests are small, and
+/// the file keeps its footer-magic error.
+fn v1_0_tail(source: &Source, last: &[u8], max_manifest_len: u64) -> Result<Option<u64>> {
+    let file_len = source.len();
+    let size = read_u64_le(last);
+    // At least the header, one manifest byte and the size; callers checked the first two.
+    let Some(size_at) = file_len.checked_sub(8) else {
+        return Ok(None);
+    };
+    let room = size_at.saturating_sub(HEADER_LEN);
+    if size == 0 || size > room || size > max_manifest_len {
+        return Ok(None);
+    }
+    // size <= room = size_at - HEADER_LEN, so this cannot underflow.
+    let start = size_at - size;
+    let first = source.read_at(start, 1)?;
+    let is_map = first.first().is_some_and(|b| *b >> 5 == 5);
+    Ok(is_map.then_some(size_at))
 }
 
 /// The blob rules of the zTensor container, for a data area that ends at `data_end`.
@@ -300,6 +337,42 @@ mod tests {
         let mut f = v1_file(b"\xa0", 0);
         f[9..17].copy_from_slice(&(MAX_MANIFEST_LEN + 1).to_le_bytes());
         assert_eq!(parse(f).unwrap_err().kind(), ErrorKind::LimitExceeded);
+    }
+
+    #[test]
+    fn a_v1_0_tail_is_the_size_alone() {
+        // v1.0: the manifest (a CBOR map) and its size are the last bytes, no footer magic.
+        let mut f = MAGIC_V1.to_vec();
+        f.resize(64, 0);
+        f.extend_from_slice(b"\xa1\x61k\x00");
+        f.extend_from_slice(&4u64.to_le_bytes());
+        let c = parse(f.clone()).unwrap();
+        assert_eq!(c.version(), ContainerVersion::V1_0);
+        assert_eq!(c.manifest_offset(), 64);
+        assert_eq!(c.data_end(), 64);
+        assert_eq!(&*c.manifest_bytes().unwrap(), b"\xa1\x61k\x00");
+        let footer_error = |f: Vec<u8>| {
+            let e = parse(f).unwrap_err();
+            assert!(e.message().starts_with("bad footer magic"), "{e}");
+            e
+        };
+        // A size that does not start at a CBOR map, or does not fit, or is 0: still damage.
+        let mut g = f.clone();
+        g[64] = 0x80;
+        footer_error(g);
+        let n = f.len();
+        let mut g = f.clone();
+        g[n - 8..].copy_from_slice(&(n as u64).to_le_bytes());
+        footer_error(g);
+        let mut g = f.clone();
+        g[n - 8..].copy_from_slice(&u64::MAX.to_le_bytes());
+        footer_error(g);
+        let mut g = f.clone();
+        g[n - 8..].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(footer_error(g).offset(), Some(n as u64 - 8));
+        // Over the cap: not taken for v1.0.
+        let e = Container::parse_with_limit(Source::from_vec(f), 3).unwrap_err();
+        assert!(e.message().starts_with("bad footer magic"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ impl<W: Write> BlobWriter<W> {
     /// Writes the header magic of `version` and returns the writer.
     pub fn new(mut sink: W, version: ContainerVersion) -> io::Result<Self> {
         let magic = match version {
-            ContainerVersion::V1 => MAGIC_V1,
+            ContainerVersion::V1 | ContainerVersion::V1_0 => MAGIC_V1,
             ContainerVersion::V0_1 => MAGIC_V0_1,
         };
         sink.write_all(&magic)?;
@@ -63,7 +63,7 @@ impl<W: Write> BlobWriter<W> {
     }
 
     /// Writes the manifest (or v0.1 index) right after the last blob, then its size and, for
-    /// v1, the footer magic. Returns the sink, flushed.
+    /// v1.1/v1.2, the footer magic (v0.1 and v1.0 end with the size). Returns the sink, flushed.
     pub fn finish(mut self, manifest: &[u8]) -> io::Result<W> {
         self.sink.write_all(manifest)?;
         self.sink

@@ -473,7 +473,13 @@ pub fn decode_objects<'b>(
 
 /// Decodes a standalone attribute value (for callers holding raw CBOR).
 pub fn decode_value(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
-    let mut r = Reader::new(bytes, 0, limits);
+    decode_value_at(bytes, 0, limits)
+}
+
+/// As [`decode_value`], for bytes that start at absolute offset `base` in a file (used in error
+/// positions): a whole manifest that is read as a value tree (v1.0).
+pub fn decode_value_at(bytes: &[u8], base: u64, limits: DecodeLimits) -> Result<Value> {
+    let mut r = Reader::new(bytes, base, limits);
     let v = r.value(0)?;
     r.expect_end("value")?;
     Ok(v)

@@ -185,6 +185,7 @@ impl OpenOptions {
         let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
         let listing = match container.version() {
             ContainerVersion::V1 => files::zt_v1::list(&container, &self.limits),
+            ContainerVersion::V1_0 => files::zt_v1_0::list(&container, &self.limits),
             ContainerVersion::V0_1 => {
                 container.source().expect_sparse_reads(false);
                 files::zt_v0_1::list(&container, &self.limits)

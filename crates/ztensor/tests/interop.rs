@@ -145,6 +145,131 @@ fn v111_dense_objects() {
     }
 }
 
+/// zTensor v1.0 as PyPI ztensor 1.0.0/1.0.1 wrote it (tools/interop/make_v100.py). The values are
+/// what that script decodes from the files, independently of the 1.0.x reader (which returns
+/// freed memory), and what its writer was given.
+#[test]
+fn v100_samples() {
+    let v1_0 =
+        |r: &Reader| matches!(r.version(), FileVersion::ZTensor(v) if v.major == 1 && v.minor == 0);
+    for r in open_both("v100_pypi-1.0.1.zt") {
+        assert!(v1_0(&r));
+        assert_eq!(r.version().to_string(), "zTensor 1.0.0");
+        assert_eq!(r.objects().len(), 4);
+        assert!(r.attributes().is_empty(), "the generator is no attribute");
+        let dense = r.object("dense").unwrap();
+        assert_eq!(dense.shape[..], [2, 3]);
+        assert_eq!(
+            &r.read::<f32>("dense").unwrap()[..],
+            &[0., 1., 2., 3., 4., 5.]
+        );
+        assert_eq!(&r.read::<f32>("zeros").unwrap()[..], &[0.0; 8]);
+        assert_eq!(
+            &r.object("mask").unwrap().read_bool().unwrap()[..],
+            &[true, false, true]
+        );
+        let csr = r.object("csr").unwrap();
+        assert_eq!(csr.format, Format::SparseCsr);
+        assert_eq!(csr.shape[..], [2, 3]);
+        let part = |role: &str| csr.component(role).unwrap().bytes().unwrap().into_owned();
+        assert_eq!(part("values"), bytes_of(&[1f32, 2., 3.]));
+        assert_eq!(part("indices"), bytes_of(&[0u64, 2, 1]));
+        assert_eq!(part("indptr"), bytes_of(&[0u64, 2, 3]));
+        assert!(r.verify().is_ok());
+    }
+    for r in open_both("v100_dtypes.zt") {
+        assert!(v1_0(&r));
+        assert_eq!(r.objects().len(), 13);
+        assert_eq!(&r.read::<f64>("f64").unwrap()[..], &[1.5, -2.25]);
+        assert_eq!(
+            &r.read::<half::f16>("f16").unwrap()[..],
+            &[0.5, -1.0, 2.0].map(half::f16::from_f32)
+        );
+        assert_eq!(
+            &r.read::<bf16>("bf16").unwrap()[..],
+            &[1.0, -2.0, 0.5].map(bf16::from_f32)
+        );
+        assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[-1, 1 << 40]);
+        assert_eq!(r.object("i32").unwrap().shape[..], [2, 2]);
+        assert_eq!(&r.read::<i32>("i32").unwrap()[..], &[-3, 4, 5, -6]);
+        assert_eq!(&r.read::<i16>("i16").unwrap()[..], &[-7, 8]);
+        assert_eq!(&r.read::<i8>("i8").unwrap()[..], &[-9, 10, 11]);
+        assert_eq!(&r.read::<u64>("u64").unwrap()[..], &[(1 << 63) + 1]);
+        assert_eq!(&r.read::<u32>("u32").unwrap()[..], &[4_000_000_000]);
+        assert_eq!(&r.read::<u16>("u16").unwrap()[..], &[65535, 1]);
+        assert_eq!(&r.read::<u8>("u8").unwrap()[..], &[0, 255, 7]);
+        let thirds: Vec<i32> = (0..100).map(|i| i % 3).collect();
+        assert_eq!(
+            &r.read::<i32>("zstd_i32").unwrap()[..],
+            &thirds[..],
+            "zstd without an uncompressed size: the size comes from the shape"
+        );
+        let alternating: Vec<bool> = (0..40).map(|i| i % 2 == 0).collect();
+        assert_eq!(
+            &r.object("zstd_bool").unwrap().read_bool().unwrap()[..],
+            &alternating[..]
+        );
+        assert!(r.verify().is_ok());
+    }
+    for r in open_both("v100_coo.zt") {
+        assert!(v1_0(&r));
+        let coo = r.object("coo").unwrap();
+        assert_eq!(coo.format, Format::SparseCoo);
+        assert_eq!(coo.shape[..], [3, 4]);
+        let coords = coo
+            .component("coords")
+            .unwrap()
+            .bytes()
+            .unwrap()
+            .into_owned();
+        assert_eq!(
+            coords,
+            bytes_of(&[0u64, 1, 2, 3, 0, 1]),
+            "(ndim, nnz), row-major"
+        );
+        let values = coo
+            .component("values")
+            .unwrap()
+            .bytes()
+            .unwrap()
+            .into_owned();
+        assert_eq!(values, bytes_of(&[7i32, 8, 9]));
+        let csr = r.object("csr_f64").unwrap();
+        assert_eq!(csr.format, Format::SparseCsr);
+        let values = csr
+            .component("values")
+            .unwrap()
+            .bytes()
+            .unwrap()
+            .into_owned();
+        assert_eq!(values, bytes_of(&[0.5f64, 1.5]));
+        // The 1.0 writer gave a 0-d array the shape [1].
+        assert_eq!(r.object("scalar").unwrap().shape[..], [1]);
+        assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
+        assert_eq!(r.object("empty").unwrap().shape[..], [0, 3]);
+        assert!(r.read::<f32>("empty").unwrap().is_empty());
+        assert!(r.verify().is_ok());
+    }
+}
+
+/// Little-endian bytes of plain numbers.
+fn bytes_of<T: Copy + ToLeBytes>(v: &[T]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.le()).collect()
+}
+
+trait ToLeBytes {
+    fn le(self) -> Vec<u8>;
+}
+
+macro_rules! to_le_bytes {
+    ($($t:ty),*) => {$(impl ToLeBytes for $t {
+        fn le(self) -> Vec<u8> {
+            self.to_le_bytes().to_vec()
+        }
+    })*};
+}
+to_le_bytes!(f32, f64, i32, u64);
+
 #[test]
 fn v014_samples() {
     for r in open_both("v014.zt") {

@@ -156,6 +156,9 @@ fn legacy_inputs() -> Vec<PathBuf> {
             "interop/v014_empty.zt",
             "interop/v111.zt",
             "interop/v111_rust.zt",
+            "interop/v100_pypi-1.0.1.zt",
+            "interop/v100_dtypes.zt",
+            "interop/v100_coo.zt",
         ]
         .iter(),
     )

@@ -9,4 +9,5 @@ pub(crate) mod mag;
 pub(crate) mod safetensors;
 pub(crate) mod zt_v0_1;
 pub(crate) mod zt_v1;
+pub(crate) mod zt_v1_0;
 pub(crate) mod zt_v2;

@@ -1,4 +1,5 @@
-//! zTensor 1.x files (v1.1 and v1.2): the manifest decoded into validated objects.
+//! zTensor 1.x files (v1.1 and v1.2): the manifest decoded into validated objects. v1.0 tensors
+//! ([`super::zt_v1_0`]) are validated here too, as the v1.1 objects they mean.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -82,7 +83,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
 
 /// Validates `o` and appends it to `objects` (built in place there: an object is a few hundred
 /// bytes, and moving it through a `Result` showed in profiles of files with many objects).
-fn build_object(
+pub(crate) fn build_object(
     container: &Container,
     o: &ObjectRef<'_>,
     v1_1: bool,
