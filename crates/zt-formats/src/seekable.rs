@@ -224,15 +224,18 @@ pub const SEEKABLE_CHUNK: usize = 1 << 20;
 /// ```
 #[cfg(feature = "zstd")]
 pub fn zstd_seekable_encode(data: &[u8], level: i32) -> Result<Vec<u8>> {
-    use zstd::stream::raw::CParameter;
+    use std::io::Write;
     let fail = |e: std::io::Error| Error::invalid(format!("zstd: {e}"));
-    let mut c = zstd::bulk::Compressor::new(level).map_err(fail)?;
-    c.set_parameter(CParameter::ChecksumFlag(true)).map_err(fail)?;
-    c.set_parameter(CParameter::ContentSizeFlag(false)).map_err(fail)?;
     let mut out = Vec::new();
     let mut entries = Vec::new();
     for chunk in data.chunks(SEEKABLE_CHUNK) {
-        let frame = c.compress(chunk).map_err(fail)?;
+        // A streaming frame with no size pledged, as the original compresses: zstd then
+        // picks the level's own window (a known size would shrink it and change the bytes).
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), level).map_err(fail)?;
+        e.include_checksum(true).map_err(fail)?;
+        e.include_contentsize(false).map_err(fail)?;
+        e.write_all(chunk).map_err(fail)?;
+        let frame = e.finish().map_err(fail)?;
         let size = |n: usize| {
             u32::try_from(n).map_err(|_| Error::invalid("zstd-seekable: frame over 4 GiB"))
         };

@@ -98,9 +98,11 @@ mod model;
 mod open;
 mod readahead;
 mod reader;
+mod sink;
 mod sparse;
 mod view;
 mod writer;
+mod writer_v2;
 
 pub use zt_container as container;
 pub use zt_formats as formats;
@@ -120,7 +122,9 @@ pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};
 pub use sparse::{Coo, Csr, Quantized};
 pub use view::{ComponentView, ObjectView};
-pub use writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
+pub use writer::{
+    ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
+};
 pub use zt_container::{Durability, Error, ErrorKind, Result, Source};
 pub use zt_formats::{
     fp8, Accumulate, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding,
