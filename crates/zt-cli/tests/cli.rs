@@ -219,7 +219,7 @@ fn usage_errors_exit_2() {
     assert_clean_error(
         &zt(&["convert", &fx("valid/dtypes.zt"), out.to_str().unwrap()]),
         2,
-        "--to zt|mag|safetensors",
+        "--to zt|v2|v1.2|mag|safetensors",
     );
 }
 
@@ -374,13 +374,44 @@ fn upgrade_merge_rm() {
         code(&zt(&[
             "upgrade",
             &fx("interop/v014.zt"),
-            up.to_str().unwrap()
+            up.to_str().unwrap(),
+            "--to",
+            "v1.2"
         ])),
         0
     );
     let j: serde_json::Value =
         serde_json::from_slice(&zt(&["info", "--json", up.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(j["version"], "1.2.0");
+    // By default, and with --compact, upgrade writes v2 with the same values.
+    for (name, extra) in [("up2.zt", None), ("up2c.zt", Some("--compact"))] {
+        let (out, src) = (dir.path().join(name), fx("interop/v014.zt"));
+        let mut args = vec!["upgrade", &src[..], out.to_str().unwrap()];
+        args.extend(extra);
+        assert_eq!(code(&zt(&args)), 0);
+        let j = json_of(&zt(&["info", "--json", out.to_str().unwrap()]));
+        assert_eq!(j["version"], "2");
+        assert_eq!(
+            code(&zt(&[
+                "diff",
+                &fx("interop/v014.zt"),
+                out.to_str().unwrap()
+            ])),
+            0
+        );
+        assert_eq!(code(&zt(&["verify", out.to_str().unwrap()])), 0);
+    }
+    assert_eq!(
+        code(&zt(&[
+            "upgrade",
+            &fx("interop/v014.zt"),
+            dir.path().join("bad.zt").to_str().unwrap(),
+            "--to",
+            "v1.2",
+            "--compact"
+        ])),
+        2
+    );
     assert_eq!(
         code(&zt(&["diff", &fx("interop/v014.zt"), up.to_str().unwrap()])),
         0
@@ -411,9 +442,10 @@ fn upgrade_merge_rm() {
         7
     );
     let o = zt(&["verify", merged.to_str().unwrap()]);
+    // v2 output (the default) digests every part: 8 parts in 7 objects.
     assert!(
-        stdout(&o).contains("4 digests"),
-        "digests copied with their blobs: {}",
+        stdout(&o).contains("8 digests"),
+        "every part digested: {}",
         stdout(&o)
     );
     let o = zt(&[
@@ -465,7 +497,9 @@ fn merged_blobs_are_copied_byte_for_byte() {
             "merge",
             &fx("valid/digests.zt"),
             "-o",
-            merged.to_str().unwrap()
+            merged.to_str().unwrap(),
+            "--to",
+            "v1.2"
         ])),
         0
     );
@@ -652,7 +686,7 @@ fn writing_commands_honour_the_output_kind_or_refuse() {
     assert_clean_error(
         &zt(&["merge", &input, "-o", p(&bare)]),
         2,
-        "--to zt|mag|safetensors",
+        "--to zt|v2|v1.2|mag|safetensors",
     );
     assert_eq!(
         code(&zt(&["merge", &input, "-o", p(&bare), "--to", "zt"])),
@@ -678,7 +712,10 @@ fn compress_never_takes_a_file_name() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let j = json_of(&zt(&["info", "--json", p(&out)]));
     for obj in j["objects"].as_array().unwrap() {
-        assert_eq!(obj["components"]["data"]["encoding"], "zstd", "{obj}");
+        assert_eq!(
+            obj["components"]["data"]["encoding"], "zt.zstd-seekable/1",
+            "{obj}"
+        );
     }
     // A level only with '='.
     let out9 = dir.path().join("c.zt");
