@@ -4,8 +4,9 @@
 //!
 //! - blobs go out in the order objects are added, each object's parts in bytewise order of
 //!   their names; the manifest is the last blob, the footer follows it at once;
-//! - a part whose stored bytes equal an earlier blob's (an xxh3-128 match, then a byte
-//!   comparison of what was written) points at that blob instead of being written again;
+//! - a raw part whose bytes equal an earlier raw blob's (an xxh3-128 match, then a byte
+//!   comparison of what was written) points at that blob instead of being written again
+//!   (encoded parts are never shared, as in the original);
 //! - every part carries a digest, `xxh3:` (16 hex digits) unless sha256 is asked for;
 //! - compression is `zt.zstd-seekable/1` (1 MiB frames with checksums).
 //!
@@ -130,7 +131,8 @@ impl<W: Sink> V2Blobs<W> {
                 )
             }
         };
-        let offset = self.put(stored)?;
+        // The original shares raw blobs only: an encoded part always gets its own blob.
+        let offset = self.put(stored, encoding.is_none())?;
         let (dtype, logical_type) = dtype_fields(element);
         Ok(Component {
             dtype,
@@ -143,8 +145,15 @@ impl<W: Sink> V2Blobs<W> {
         })
     }
 
-    /// The offset of a blob holding exactly `stored`: an earlier identical one, or a new one.
-    fn put(&mut self, stored: &[u8]) -> Result<u64> {
+    /// The offset of a blob holding exactly `stored`: an earlier identical one (when
+    /// `share`), or a new one.
+    fn put(&mut self, stored: &[u8], share: bool) -> Result<u64> {
+        if !share {
+            return self
+                .blobs
+                .append_blob(stored)
+                .map_err(|e| Error::io(e, "cannot write a blob"));
+        }
         let key = (xxhash_rust::xxh3::xxh3_128(stored), stored.len() as u64);
         let candidates = self.written.get(&key).cloned().unwrap_or_default();
         for o in candidates {
