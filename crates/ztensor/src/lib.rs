@@ -18,9 +18,11 @@
 //!   manifest, nothing more. [`OpenOptions::populate`] maps the whole file ahead instead;
 //!   without a map, [`ObjectView::read_chunked`] hands tensors out in cache-sized pieces and
 //!   [`ObjectView::read_into`] reuses one buffer.
-//! - [`Writer`]: streams a v1.2 file to a temporary file and renames it into place.
-//! - [`convert`]: any file to v1.2 ([`upgrade`]), `.mag` ([`write_mag`]) or `.safetensors`
-//!   ([`write_safetensors`]).
+//! - [`Writer`]: streams a zTensor file to a temporary file and renames it into place: v2 by
+//!   default, byte for byte as ztensor 2.x writes the same tensors ([`Version::V2`], 64 KiB
+//!   packing; [`Version::V2Compact`], 4096), or v1.2 ([`Version::V1_2`]).
+//! - [`convert`]: any file to zTensor v2 or v1.2 ([`upgrade`]), `.mag` ([`write_mag`]) or
+//!   `.safetensors` ([`write_safetensors`]).
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
 //! # Common tasks
@@ -69,7 +71,8 @@
 //! # }
 //! ```
 //!
-//! Convert: any file we read to zTensor v1.2, `.safetensors` or `.mag`:
+//! Convert: any file we read to zTensor (v2 by default, [`ConvertOptions::version`]),
+//! `.safetensors` or `.mag`:
 //!
 //! ```
 //! # fn main() -> ztensor::Result<()> {

@@ -62,9 +62,12 @@ const PARALLEL_HASH_MIN: usize = 1 << 20;
 /// How to store one object's components.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOptions {
-    /// zstd level (1-22; 3 is a good default), or `None` for raw.
+    /// zstd level (1-22; 3 is a good default), or `None` for raw. v2 writes
+    /// `zt.zstd-seekable/1`, v1.2 one zstd frame.
     pub compression: Option<i32>,
-    /// Digest to record for each component, over its stored bytes.
+    /// Digest to record for each component. v1.2: over its stored bytes, `None` for none,
+    /// xxh3 refused. v2: over its decoded bytes, always one: xxh3 unless sha256 is asked
+    /// for, crc32c refused.
     pub digest: Option<DigestAlgorithm>,
 }
 
