@@ -5,8 +5,7 @@ use half::f16;
 use proptest::prelude::*;
 use ztensor::fp8::{F8E4M3Fnuz, F8E5M2};
 use ztensor::{
-    Complex, DType, DigestAlgorithm, ErrorKind, OpenOptions, QuantParams, ReadOptions,
-    WriteOptions, Writer,
+    Complex, DType, DigestAlgorithm, ErrorKind, OpenOptions, QuantParams, ReadOptions, WriteOptions,
 };
 
 fn options() -> Vec<WriteOptions> {

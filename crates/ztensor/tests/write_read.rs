@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use half::{bf16, f16};
 use ztensor::{
     Complex, ComponentData, DigestAlgorithm, ErrorKind, Format, ObjectData, OpenOptions,
-    ReadOptions, Value, WriteOptions, Writer,
+    ReadOptions, Value, WriteOptions,
 };
 
 fn write_sample(options: WriteOptions) -> Vec<u8> {
