@@ -455,6 +455,51 @@ pub fn convert(
     }
 }
 
+/// `zt convert --shard-size`: a sharded v2 model.
+pub fn convert_sharded(
+    input: &Path,
+    output: &Path,
+    version: Option<ztensor::Version>,
+    max_shard_size: u64,
+    compress: Option<i32>,
+    digest: Option<DigestArg>,
+    densify: bool,
+) -> Outcome {
+    let version = match version {
+        Some(v) if v.is_v2() => v,
+        _ => {
+            return Err(Failure::Usage(
+                "--shard-size writes zTensor v2 only (a .zt output, not --to v1.2)".into(),
+            ))
+        }
+    };
+    if densify {
+        return Err(Failure::Usage(
+            "--shard-size and --densify cannot be combined".into(),
+        ));
+    }
+    let r = open(input)?;
+    let options = ztensor::convert::ShardOptions {
+        max_shard_size,
+        convert: ConvertOptions {
+            version,
+            durability: durability(),
+            compression: compress.map_or(Keep::Source, Keep::Always),
+            digest: match digest {
+                Some(DigestArg::Sha256) => Keep::Always(DigestAlgorithm::Sha256),
+                Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
+                _ => Keep::Source,
+            },
+            ..Default::default()
+        },
+    };
+    let bar = spinner("convert to sharded .zt", total_stored(&r));
+    let done = ztensor::convert::write_sharded(&r, output, options);
+    bar.finish_and_clear();
+    done.map(|_| ())
+        .map_err(|e| Failure::from(e.in_file(output)))
+}
+
 /// The objects of `r` in the order a file of `version` gets them: v2 in bytewise name order
 /// (so raw output is in the canonical form), v1.2 in the reader's order.
 fn in_write_order(

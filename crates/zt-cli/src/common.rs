@@ -212,3 +212,30 @@ pub fn out(s: &str) -> Outcome {
         Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
     }
 }
+
+/// A size in bytes: a number, optionally followed by KB, MB, GB (powers of 1000) or KiB,
+/// MiB, GiB (powers of 1024).
+pub fn byte_size(s: &str) -> Result<u64, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "{s:?}: the unit must be B, KB, MB, GB, KiB, MiB or GiB"
+            ))
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{s:?} is not a size of at least 1 byte"))
+}

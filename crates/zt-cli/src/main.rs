@@ -105,6 +105,10 @@ enum Command {
         /// Write sparse objects dense and quantized objects dequantized to f32.
         #[arg(long)]
         densify: bool,
+        /// v2 output: a sharded model, OUT as the root and OUT's stem-00001-of-0000N.zt
+        /// beside it, each shard at most SIZE of data (e.g. 5GB, 512MiB).
+        #[arg(long, value_name = "SIZE", value_parser = common::byte_size)]
+        shard_size: Option<u64>,
         /// Overwrite OUT if it exists.
         #[arg(long)]
         force: bool,
@@ -221,6 +225,7 @@ fn run(command: Command) -> Outcome {
             densify,
             force,
             compact,
+            shard_size,
         } => {
             let kind = output_kind(&output, to)?;
             let version = if kind.is_zt() {
@@ -233,6 +238,11 @@ fn run(command: Command) -> Outcome {
                 None
             };
             check_output(&output, force)?;
+            if let Some(size) = shard_size {
+                return commands::convert_sharded(
+                    &input, &output, version, size, compress, digest, densify,
+                );
+            }
             commands::convert(
                 &input,
                 &output,

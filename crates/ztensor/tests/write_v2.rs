@@ -296,3 +296,49 @@ fn what_v2_cannot_hold_is_refused() {
         .unwrap_err();
     assert_eq!(e.kind(), ztensor::ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn a_sharded_model_reads_as_its_source() {
+    use ztensor::convert::{write_sharded, ShardOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.zt");
+    let mut w = Writer::create_version(&src, Version::V1_2, ztensor::Durability::Unsynced).unwrap();
+    w.set_attribute("note", "sharded");
+    for i in 0..5u8 {
+        let data: Vec<u8> = (0..100).map(|j| j ^ i).collect();
+        w.add(&format!("t{i}"), &[100], &data).unwrap();
+    }
+    w.finish().unwrap();
+    let source = ztensor::open(&src).unwrap();
+    let root = dir.path().join("model.zt");
+    let options = ShardOptions {
+        max_shard_size: 200,
+        convert: ztensor::ConvertOptions {
+            version: Version::V2Compact,
+            durability: ztensor::Durability::Unsynced,
+            ..Default::default()
+        },
+    };
+    let shards = write_sharded(&source, &root, options).unwrap();
+    assert_eq!(shards.len(), 3, "two objects of 100 bytes a shard");
+    assert!(shards[2].ends_with("model-00003-of-00003.zt"));
+    let r = ztensor::open(&root).unwrap();
+    assert!(r.verify().is_ok());
+    assert_eq!(r.attributes().get("note"), Some(&Value::from("sharded")));
+    for o in source.objects() {
+        let (a, b) = (source.object(&o.name).unwrap(), r.object(&o.name).unwrap());
+        assert_eq!(a.bytes().unwrap(), b.bytes().unwrap(), "{}", o.name);
+    }
+    // Each shard is an ordinary file of its own.
+    let s = ztensor::open(&shards[0]).unwrap();
+    assert_eq!(s.names().collect::<Vec<_>>(), ["t0", "t1"]);
+    // v1.2 has no shards.
+    let v1 = ShardOptions {
+        convert: ztensor::ConvertOptions {
+            version: Version::V1_2,
+            ..Default::default()
+        },
+        ..options
+    };
+    assert!(write_sharded(&source, dir.path().join("x.zt"), v1).is_err());
+}

@@ -18,8 +18,10 @@ use crate::writer::{
 
 #[cfg(feature = "safetensors")]
 mod safetensors;
+mod shard;
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::{write_safetensors, write_safetensors_with};
+pub use self::shard::{write_sharded, ShardOptions};
 
 /// What to do with compression or digests when converting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
