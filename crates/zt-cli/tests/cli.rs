@@ -910,3 +910,75 @@ fn info_and_verify_of_zt_v2() {
     assert_eq!(code(&o), 1);
     assert!(stdout(&o).contains("unused high nibble"), "{}", stdout(&o));
 }
+
+#[test]
+fn convert_to_v2_compact_v1_2_and_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fx("valid/dtypes.zt");
+    let out = |n: &str| dir.path().join(n);
+    let size = |n: &str| std::fs::metadata(out(n)).unwrap().len();
+    for (name, args) in [
+        ("a.zt", vec![]),
+        ("b.zt", vec!["--compact"]),
+        ("c.zt", vec!["--to", "v1.2"]),
+        ("d.zt", vec!["--shard-size", "100B"]),
+    ] {
+        let target = out(name);
+        let mut all = vec!["convert", &src[..], p(&target)];
+        all.extend(args);
+        let o = zt(&all);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        assert_eq!(code(&zt(&["diff", &src, p(&target)])), 0, "{name}");
+        assert_eq!(code(&zt(&["verify", p(&target)])), 0, "{name}");
+    }
+    assert_eq!(
+        json_of(&zt(&["info", "--json", p(&out("a.zt"))]))["version"],
+        "2"
+    );
+    assert_eq!(
+        json_of(&zt(&["info", "--json", p(&out("c.zt"))]))["version"],
+        "1.2.0"
+    );
+    assert!(
+        size("b.zt") * 8 < size("a.zt"),
+        "4096-byte packing is far smaller"
+    );
+    let shards = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            n.to_str().unwrap().starts_with("d-00001-of-")
+        })
+        .count();
+    assert_eq!(shards, 1);
+    // --compact means v2; sharding means v2.
+    let bad = out("e.zt");
+    assert_eq!(
+        code(&zt(&[
+            "convert",
+            &src,
+            p(&bad),
+            "--to",
+            "v1.2",
+            "--compact"
+        ])),
+        2
+    );
+    assert_eq!(
+        code(&zt(&[
+            "convert",
+            &src,
+            p(&bad),
+            "--to",
+            "v1.2",
+            "--shard-size",
+            "1MB"
+        ])),
+        2
+    );
+    assert_eq!(
+        code(&zt(&["convert", &src, p(&bad), "--shard-size", "0"])),
+        2
+    );
+    assert!(!bad.exists());
+}
