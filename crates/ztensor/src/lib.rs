@@ -1,5 +1,5 @@
-//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version; v2 is
-//! read, with its shards),
+//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version read; v2,
+//! with its shards, and v1.2 written),
 //! magnetron's `.mag` and `.safetensors`, all listed into one object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
