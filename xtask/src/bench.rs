@@ -316,7 +316,8 @@ fn write_zt_with(
     opts: WriteOptions,
     durability: ztensor::Durability,
 ) -> Result<()> {
-    let mut w = Writer::create_with(path, durability)?;
+    // The benchmark's rows measure v1.2 (docs/benchmarks.md).
+    let mut w = Writer::create_version(path, ztensor::Version::V1_2, durability)?;
     w.set_options(opts);
     for t in tensors {
         let obj = ztensor::ObjectData {
@@ -831,7 +832,11 @@ pub fn run(args: &[&str]) -> Result<()> {
             .map(|i| format!("blk.{}.expert.{}.w{}", i / 500, i / 5 % 100, i % 5))
             .collect();
         {
-            let mut w = Writer::create(&many_zt)?;
+            let mut w = Writer::create_version(
+                &many_zt,
+                ztensor::Version::V1_2,
+                ztensor::Durability::Synced,
+            )?;
             let mut views = Vec::new();
             let small: Vec<Tensor> = names
                 .iter()

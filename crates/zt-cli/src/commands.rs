@@ -366,12 +366,13 @@ pub fn convert(
     input: &Path,
     output: &Path,
     kind: Kind,
+    version: Option<ztensor::Version>,
     compress: Option<i32>,
     digest: Option<DigestArg>,
     mag_version: MagVersion,
     densify: bool,
 ) -> Outcome {
-    if kind != Kind::Zt && (compress.is_some() || digest.is_some()) {
+    if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
         return Err(Failure::Usage(
             "--compress and --digest apply to .zt output only".into(),
         ));
@@ -404,7 +405,8 @@ pub fn convert(
             bar.finish_and_clear();
             done.map_err(in_file)
         }
-        Kind::Zt => {
+        Kind::Zt | Kind::V2 | Kind::V1_2 => {
+            let version = version.unwrap_or_default();
             let opts = ConvertOptions {
                 compression: compress.map_or(Keep::Source, Keep::Always),
                 digest: match digest {
@@ -412,13 +414,16 @@ pub fn convert(
                     Some(DigestArg::None) => Keep::Never,
                     Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
                     Some(DigestArg::Sha256) => Keep::Always(DigestAlgorithm::Sha256),
+                    Some(DigestArg::Xxh3) => Keep::Always(DigestAlgorithm::Xxh3),
                 },
+                version,
                 ..Default::default()
             };
-            let mut w = Writer::create_with(output, durability()).map_err(in_file)?;
+            let mut w = Writer::create_version(output, version, durability()).map_err(in_file)?;
             w.set_attributes(r.attributes().clone());
             let bar = progress(total_stored(&r), "convert");
-            for o in &r {
+            for o in in_write_order(&r, version) {
+                let o = o.map_err(in_file)?;
                 if densify && o.format != Format::Dense {
                     let (bytes, ty) = o.dense_form().map_err(in_file)?;
                     let obj = ztensor::ObjectData {
@@ -450,23 +455,86 @@ pub fn convert(
     }
 }
 
-pub fn upgrade(input: &Path, output: &Path) -> Outcome {
+/// `zt convert --shard-size`: a sharded v2 model.
+pub fn convert_sharded(
+    input: &Path,
+    output: &Path,
+    version: Option<ztensor::Version>,
+    max_shard_size: u64,
+    compress: Option<i32>,
+    digest: Option<DigestArg>,
+    densify: bool,
+) -> Outcome {
+    let version = match version {
+        Some(v) if v.is_v2() => v,
+        _ => {
+            return Err(Failure::Usage(
+                "--shard-size writes zTensor v2 only (a .zt output, not --to v1.2)".into(),
+            ))
+        }
+    };
+    if densify {
+        return Err(Failure::Usage(
+            "--shard-size and --densify cannot be combined".into(),
+        ));
+    }
+    let r = open(input)?;
+    let options = ztensor::convert::ShardOptions {
+        max_shard_size,
+        convert: ConvertOptions {
+            version,
+            durability: durability(),
+            compression: compress.map_or(Keep::Source, Keep::Always),
+            digest: match digest {
+                Some(DigestArg::Sha256) => Keep::Always(DigestAlgorithm::Sha256),
+                Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
+                _ => Keep::Source,
+            },
+            ..Default::default()
+        },
+    };
+    let bar = spinner("convert to sharded .zt", total_stored(&r));
+    let done = ztensor::convert::write_sharded(&r, output, options);
+    bar.finish_and_clear();
+    done.map(|_| ())
+        .map_err(|e| Failure::from(e.in_file(output)))
+}
+
+/// The objects of `r` in the order a file of `version` gets them: v2 in bytewise name order
+/// (so raw output is in the canonical form), v1.2 in the reader's order.
+fn in_write_order(
+    r: &Reader,
+    version: ztensor::Version,
+) -> impl Iterator<Item = ztensor::Result<ztensor::ObjectView<'_>>> {
+    let mut names: Vec<&str> = r.names().collect();
+    if version.is_v2() {
+        names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    }
+    names.into_iter().map(|n| r.object(n))
+}
+
+pub fn upgrade(input: &Path, output: &Path, version: ztensor::Version) -> Outcome {
     // What `ztensor::upgrade` does (`copy_into` with the default options), object by object so
     // the bar can follow. Without skip_unreadable an upgrade either writes every object or
     // fails: no report to show.
     let r = open(input)?;
-    let mut w = Writer::create_with(output, durability())?;
+    let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(r.attributes().clone());
     let bar = progress(total_stored(&r), "upgrade");
-    for o in &r {
-        convert::copy_object(o, &mut w, ConvertOptions::default()).map_err(|e| e.in_file(input))?;
+    let opts = ConvertOptions {
+        version,
+        ..Default::default()
+    };
+    for o in in_write_order(&r, version) {
+        let o = o.map_err(|e| e.in_file(input))?;
+        convert::copy_object(o, &mut w, opts).map_err(|e| e.in_file(input))?;
         bar.inc(stored_len(&o));
     }
     bar.finish_and_clear();
     Ok(w.finish()?)
 }
 
-pub fn merge(inputs: &[PathBuf], output: &Path) -> Outcome {
+pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Outcome {
     let readers: Vec<(PathBuf, Reader)> = inputs
         .iter()
         .map(|p| open(p).map(|r| (p.clone(), r)))
@@ -497,7 +565,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path) -> Outcome {
             }
         }
     }
-    let mut w = Writer::create_with(output, durability())?;
+    let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(attributes);
     let total = readers.iter().map(|(_, r)| total_stored(r)).sum();
     let bar = progress(total, "merge");
@@ -511,12 +579,12 @@ pub fn merge(inputs: &[PathBuf], output: &Path) -> Outcome {
     Ok(w.finish()?)
 }
 
-pub fn rm(input: &Path, names: &[String], output: &Path) -> Outcome {
+pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Version) -> Outcome {
     let r = open(input)?;
     for n in names {
         r.object(n).map_err(|e| e.in_file(input))?;
     }
-    let mut w = Writer::create_with(output, durability())?;
+    let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(r.attributes().clone());
     let kept = |o: &ObjectInfo| !names.contains(&o.name);
     let bar = progress(

@@ -22,10 +22,15 @@ pub fn durability() -> Durability {
     DURABILITY.get().copied().unwrap_or_default()
 }
 
-/// An output file kind.
+/// An output file kind: `zt` is zTensor of the default version (v2); `v2` and `v1.2` name
+/// the version.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Zt,
+    #[value(name = "v2")]
+    V2,
+    #[value(name = "v1.2")]
+    V1_2,
     Mag,
     Safetensors,
 }
@@ -35,6 +40,7 @@ pub enum DigestArg {
     None,
     Crc32c,
     Sha256,
+    Xxh3,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,22 +98,42 @@ pub fn output_kind(path: &Path, to: Option<Kind>) -> Result<Kind, Failure> {
 }
 
 /// Commands that write `.zt` only refuse any other kind asked for (by `--to` or OUT's
-/// extension) instead of writing a kind the user did not ask for.
-pub fn zt_only(command: &str, path: &Path, to: Option<Kind>) -> Outcome {
-    match output_kind(path, to)? {
-        Kind::Zt => Ok(()),
-        k => Err(Failure::Usage(format!(
+/// extension) instead of writing a kind the user did not ask for; the version they write.
+pub fn zt_only(command: &str, path: &Path, to: Option<Kind>, compact: bool) -> ZtResult {
+    let kind = output_kind(path, to)?;
+    if !kind.is_zt() {
+        return Err(Failure::Usage(format!(
             "{}: {command} writes .zt only, not {}; write a .zt and `zt convert` it",
             path.display(),
-            k.extension()
-        ))),
+            kind.extension()
+        )));
+    }
+    zt_version(kind, compact)
+}
+
+type ZtResult = Result<ztensor::Version, Failure>;
+
+/// The zTensor version a `.zt` kind means, `--compact` applied (v2 only).
+pub fn zt_version(kind: Kind, compact: bool) -> ZtResult {
+    match (kind, compact) {
+        (Kind::V1_2, true) => Err(Failure::Usage(
+            "--compact applies to v2 output only (v1.2 packs blobs on 64 bytes already)".into(),
+        )),
+        (Kind::V1_2, false) => Ok(ztensor::Version::V1_2),
+        (_, true) => Ok(ztensor::Version::V2Compact),
+        (_, false) => Ok(ztensor::Version::V2),
     }
 }
 
 impl Kind {
+    /// Whether this is zTensor output (of any version).
+    pub fn is_zt(self) -> bool {
+        matches!(self, Kind::Zt | Kind::V2 | Kind::V1_2)
+    }
+
     pub fn extension(self) -> &'static str {
         match self {
-            Kind::Zt => ".zt",
+            Kind::Zt | Kind::V2 | Kind::V1_2 => ".zt",
             Kind::Mag => ".mag",
             Kind::Safetensors => ".safetensors",
         }
@@ -128,7 +154,7 @@ pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
         Some("mag") => Ok(Kind::Mag),
         Some("safetensors") => Ok(Kind::Safetensors),
         _ => Err(Failure::Usage(format!(
-            "{}: cannot tell the output kind from the extension; use --to zt|mag|safetensors",
+            "{}: cannot tell the output kind from the extension; use --to zt|v2|v1.2|mag|safetensors",
             path.display()
         ))),
     }
@@ -185,4 +211,31 @@ pub fn out(s: &str) -> Outcome {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
     }
+}
+
+/// A size in bytes: a number, optionally followed by KB, MB, GB (powers of 1000) or KiB,
+/// MiB, GiB (powers of 1024).
+pub fn byte_size(s: &str) -> Result<u64, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "{s:?}: the unit must be B, KB, MB, GB, KiB, MiB or GiB"
+            ))
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{s:?} is not a size of at least 1 byte"))
 }

@@ -1,6 +1,7 @@
 //! `zt`: inspect, check, compare and convert tensor files.
 //!
-//! Reads `.zt` (every version), `.mag` (every layout) and `.safetensors`; writes `.zt` v1.2,
+//! Reads `.zt` (every version), `.mag` (every layout) and `.safetensors`; writes `.zt` v2
+//! (the default; `--compact` for 4096-byte packing) or v1.2,
 //! `.mag` version 1 or 300, and `.safetensors`. Commands and their JSON output are documented
 //! in docs/cli.md. Exit status: 0 success, 1 an invalid file or a failed check (or files that
 //! differ), 2 a usage error (and, for `diff`, any trouble: a file missing or unreadable).
@@ -15,7 +16,7 @@ mod common;
 mod diff;
 mod json;
 
-use common::{check_output, output_kind, tolerance, zt_only, DigestArg, Failure, Kind};
+use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestArg, Failure, Kind};
 use common::{MagVersion, Outcome};
 
 /// Inspect, check, compare and convert tensor files (.zt, .mag, .safetensors).
@@ -77,9 +78,14 @@ enum Command {
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Output kind; by default taken from OUT's extension.
+        /// Output kind; by default taken from OUT's extension (.zt: zTensor v2).
         #[arg(long, value_enum)]
         to: Option<Kind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+
         /// zstd-compress every component (.zt only); a level only as --compress=LEVEL
         /// (default 3), so the option never takes a file name that follows it.
         #[arg(
@@ -99,17 +105,27 @@ enum Command {
         /// Write sparse objects dense and quantized objects dequantized to f32.
         #[arg(long)]
         densify: bool,
+        /// v2 output: a sharded model, OUT as the root and OUT's stem-00001-of-0000N.zt
+        /// beside it, each shard at most SIZE of data (e.g. 5GB, 512MiB).
+        #[arg(long, value_name = "SIZE", value_parser = common::byte_size)]
+        shard_size: Option<u64>,
         /// Overwrite OUT if it exists.
         #[arg(long)]
         force: bool,
     },
-    /// Upgrade any older zTensor file to v1.2, losslessly (writes .zt only).
+    /// Upgrade any zTensor file (or any file we read) to v2 or v1.2, losslessly (writes .zt
+    /// only).
     Upgrade {
         input: PathBuf,
         output: PathBuf,
-        /// Output kind; by default taken from OUT's extension. Only zt is accepted.
+        /// Output version: zt (the default, v2), v2 or v1.2.
         #[arg(long, value_enum)]
         to: Option<Kind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+
         #[arg(long)]
         force: bool,
     },
@@ -119,9 +135,14 @@ enum Command {
         inputs: Vec<PathBuf>,
         #[arg(short, long)]
         output: PathBuf,
-        /// Output kind; by default taken from OUT's extension. Only zt is accepted.
+        /// Output version: zt (the default, v2), v2 or v1.2.
         #[arg(long, value_enum)]
         to: Option<Kind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+
         #[arg(long)]
         force: bool,
     },
@@ -132,9 +153,14 @@ enum Command {
         names: Vec<String>,
         #[arg(short, long)]
         output: PathBuf,
-        /// Output kind; by default taken from OUT's extension. Only zt is accepted.
+        /// Output version: zt (the default, v2), v2 or v1.2.
         #[arg(long, value_enum)]
         to: Option<Kind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+
         #[arg(long)]
         force: bool,
     },
@@ -198,13 +224,30 @@ fn run(command: Command) -> Outcome {
             mag_version,
             densify,
             force,
+            compact,
+            shard_size,
         } => {
             let kind = output_kind(&output, to)?;
+            let version = if kind.is_zt() {
+                Some(zt_version(kind, compact)?)
+            } else if compact {
+                return Err(Failure::Usage(
+                    "--compact applies to .zt output only".into(),
+                ));
+            } else {
+                None
+            };
             check_output(&output, force)?;
+            if let Some(size) = shard_size {
+                return commands::convert_sharded(
+                    &input, &output, version, size, compress, digest, densify,
+                );
+            }
             commands::convert(
                 &input,
                 &output,
                 kind,
+                version,
                 compress,
                 digest,
                 mag_version,
@@ -216,20 +259,22 @@ fn run(command: Command) -> Outcome {
             output,
             to,
             force,
+            compact,
         } => {
-            zt_only("upgrade", &output, to)?;
+            let version = zt_only("upgrade", &output, to, compact)?;
             check_output(&output, force)?;
-            commands::upgrade(&input, &output)
+            commands::upgrade(&input, &output, version)
         }
         Merge {
             inputs,
             output,
             to,
             force,
+            compact,
         } => {
-            zt_only("merge", &output, to)?;
+            let version = zt_only("merge", &output, to, compact)?;
             check_output(&output, force)?;
-            commands::merge(&inputs, &output)
+            commands::merge(&inputs, &output, version)
         }
         Rm {
             input,
@@ -237,10 +282,11 @@ fn run(command: Command) -> Outcome {
             output,
             to,
             force,
+            compact,
         } => {
-            zt_only("rm", &output, to)?;
+            let version = zt_only("rm", &output, to, compact)?;
             check_output(&output, force)?;
-            commands::rm(&input, &names, &output)
+            commands::rm(&input, &names, &output, version)
         }
     }
 }

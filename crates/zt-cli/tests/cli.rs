@@ -219,7 +219,7 @@ fn usage_errors_exit_2() {
     assert_clean_error(
         &zt(&["convert", &fx("valid/dtypes.zt"), out.to_str().unwrap()]),
         2,
-        "--to zt|mag|safetensors",
+        "--to zt|v2|v1.2|mag|safetensors",
     );
 }
 
@@ -394,13 +394,44 @@ fn upgrade_merge_rm() {
         code(&zt(&[
             "upgrade",
             &fx("interop/v014.zt"),
-            up.to_str().unwrap()
+            up.to_str().unwrap(),
+            "--to",
+            "v1.2"
         ])),
         0
     );
     let j: serde_json::Value =
         serde_json::from_slice(&zt(&["info", "--json", up.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(j["version"], "1.2.0");
+    // By default, and with --compact, upgrade writes v2 with the same values.
+    for (name, extra) in [("up2.zt", None), ("up2c.zt", Some("--compact"))] {
+        let (out, src) = (dir.path().join(name), fx("interop/v014.zt"));
+        let mut args = vec!["upgrade", &src[..], out.to_str().unwrap()];
+        args.extend(extra);
+        assert_eq!(code(&zt(&args)), 0);
+        let j = json_of(&zt(&["info", "--json", out.to_str().unwrap()]));
+        assert_eq!(j["version"], "2");
+        assert_eq!(
+            code(&zt(&[
+                "diff",
+                &fx("interop/v014.zt"),
+                out.to_str().unwrap()
+            ])),
+            0
+        );
+        assert_eq!(code(&zt(&["verify", out.to_str().unwrap()])), 0);
+    }
+    assert_eq!(
+        code(&zt(&[
+            "upgrade",
+            &fx("interop/v014.zt"),
+            dir.path().join("bad.zt").to_str().unwrap(),
+            "--to",
+            "v1.2",
+            "--compact"
+        ])),
+        2
+    );
     assert_eq!(
         code(&zt(&["diff", &fx("interop/v014.zt"), up.to_str().unwrap()])),
         0
@@ -431,9 +462,10 @@ fn upgrade_merge_rm() {
         7
     );
     let o = zt(&["verify", merged.to_str().unwrap()]);
+    // v2 output (the default) digests every part: 8 parts in 7 objects.
     assert!(
-        stdout(&o).contains("4 digests"),
-        "digests copied with their blobs: {}",
+        stdout(&o).contains("8 digests"),
+        "every part digested: {}",
         stdout(&o)
     );
     let o = zt(&[
@@ -485,7 +517,9 @@ fn merged_blobs_are_copied_byte_for_byte() {
             "merge",
             &fx("valid/digests.zt"),
             "-o",
-            merged.to_str().unwrap()
+            merged.to_str().unwrap(),
+            "--to",
+            "v1.2"
         ])),
         0
     );
@@ -672,7 +706,7 @@ fn writing_commands_honour_the_output_kind_or_refuse() {
     assert_clean_error(
         &zt(&["merge", &input, "-o", p(&bare)]),
         2,
-        "--to zt|mag|safetensors",
+        "--to zt|v2|v1.2|mag|safetensors",
     );
     assert_eq!(
         code(&zt(&["merge", &input, "-o", p(&bare), "--to", "zt"])),
@@ -698,7 +732,10 @@ fn compress_never_takes_a_file_name() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let j = json_of(&zt(&["info", "--json", p(&out)]));
     for obj in j["objects"].as_array().unwrap() {
-        assert_eq!(obj["components"]["data"]["encoding"], "zstd", "{obj}");
+        assert_eq!(
+            obj["components"]["data"]["encoding"], "zt.zstd-seekable/1",
+            "{obj}"
+        );
     }
     // A level only with '='.
     let out9 = dir.path().join("c.zt");
@@ -892,4 +929,76 @@ fn info_and_verify_of_zt_v2() {
     let o = zt(&["verify", &fx("invalid/v2_fp4_odd_tail.zt")]);
     assert_eq!(code(&o), 1);
     assert!(stdout(&o).contains("unused high nibble"), "{}", stdout(&o));
+}
+
+#[test]
+fn convert_to_v2_compact_v1_2_and_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fx("valid/dtypes.zt");
+    let out = |n: &str| dir.path().join(n);
+    let size = |n: &str| std::fs::metadata(out(n)).unwrap().len();
+    for (name, args) in [
+        ("a.zt", vec![]),
+        ("b.zt", vec!["--compact"]),
+        ("c.zt", vec!["--to", "v1.2"]),
+        ("d.zt", vec!["--shard-size", "100B"]),
+    ] {
+        let target = out(name);
+        let mut all = vec!["convert", &src[..], p(&target)];
+        all.extend(args);
+        let o = zt(&all);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        assert_eq!(code(&zt(&["diff", &src, p(&target)])), 0, "{name}");
+        assert_eq!(code(&zt(&["verify", p(&target)])), 0, "{name}");
+    }
+    assert_eq!(
+        json_of(&zt(&["info", "--json", p(&out("a.zt"))]))["version"],
+        "2"
+    );
+    assert_eq!(
+        json_of(&zt(&["info", "--json", p(&out("c.zt"))]))["version"],
+        "1.2.0"
+    );
+    assert!(
+        size("b.zt") * 8 < size("a.zt"),
+        "4096-byte packing is far smaller"
+    );
+    let shards = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            n.to_str().unwrap().starts_with("d-00001-of-")
+        })
+        .count();
+    assert_eq!(shards, 1);
+    // --compact means v2; sharding means v2.
+    let bad = out("e.zt");
+    assert_eq!(
+        code(&zt(&[
+            "convert",
+            &src,
+            p(&bad),
+            "--to",
+            "v1.2",
+            "--compact"
+        ])),
+        2
+    );
+    assert_eq!(
+        code(&zt(&[
+            "convert",
+            &src,
+            p(&bad),
+            "--to",
+            "v1.2",
+            "--shard-size",
+            "1MB"
+        ])),
+        2
+    );
+    assert_eq!(
+        code(&zt(&["convert", &src, p(&bad), "--shard-size", "0"])),
+        2
+    );
+    assert!(!bad.exists());
 }

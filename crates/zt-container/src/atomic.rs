@@ -148,6 +148,20 @@ impl AtomicFile {
         self.writeback_started = end;
     }
 
+    /// Reads back `buf.len()` bytes written earlier, from `offset` of the temporary file
+    /// (after flushing the buffer). A writer that shares identical blobs uses it to compare
+    /// bytes, never trusting a hash alone.
+    pub fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.temp.flush()?;
+        let mut file = self.temp.get_ref().as_file();
+        let end = file.stream_position()?;
+        file.seek(SeekFrom::Start(offset))?;
+        let read = file.read_exact(buf);
+        file.seek(SeekFrom::Start(end))?;
+        read
+    }
+
     /// The path the file will have after the commit.
     pub fn target(&self) -> &Path {
         &self.target

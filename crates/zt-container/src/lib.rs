@@ -15,7 +15,8 @@
 //!   ([`check_blob_range`], [`check_overlaps`]).
 //! - [`ContainerV2`]: the same for zTensor v2 (ztensor 2.x): its footer ([`FooterV2`]), data
 //!   shards, and its blob rules ([`check_blob_range_v2`]).
-//! - [`BlobWriter`]: writes aligned blobs and the tail to any `io::Write`.
+//! - [`BlobWriter`]: writes aligned blobs and the tail to any `io::Write`; [`BlobWriterV2`]
+//!   the same for v2 (any power-of-two alignment of 4096 or more, manifest blob, footer).
 //! - [`AtomicFile`]: crash-safe replacement of a file (temporary file, then rename).
 //! - [`Error`]: the error type every crate of the workspace reports through.
 //! - `internal`: hints the crates above share (hidden from the docs; not a stable API).
@@ -48,6 +49,7 @@ mod read;
 mod read_v2;
 mod source;
 mod write;
+mod write_v2;
 
 pub use atomic::{AtomicFile, Durability};
 pub use error::{Error, ErrorKind, Result};
@@ -61,3 +63,4 @@ pub use read::{check_blob_range, check_overlaps, BlobRange, Container, Container
 pub use read_v2::{check_blob_range_v2, ContainerV2, FooterV2};
 pub use source::{Map, Source};
 pub use write::BlobWriter;
+pub use write_v2::BlobWriterV2;

@@ -206,6 +206,60 @@ pub fn zstd_seekable_decode_into(blob: &[u8], dst: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
+/// Decoded bytes per frame when encoding, as the original writer chooses them.
+pub const SEEKABLE_CHUNK: usize = 1 << 20;
+
+/// Encodes `data` as a `zt.zstd-seekable/1` blob the way ztensor 2.x does: 1 MiB frames, each
+/// an independent zstd frame at `level` with its content checksum and without a content
+/// size, then a seek table without a checksum column (descriptor 0).
+///
+/// ```
+/// use zt_formats::seekable::{zstd_seekable_decode_into, zstd_seekable_encode};
+/// let data = vec![0u8; 4000];
+/// let blob = zstd_seekable_encode(&data, 3).unwrap();
+/// assert_eq!(blob.len(), 47); // sample 03: a 22-byte frame and a 25-byte table
+/// let mut back = vec![1u8; 4000];
+/// zstd_seekable_decode_into(&blob, &mut back).unwrap();
+/// assert_eq!(back, data);
+/// ```
+#[cfg(feature = "zstd")]
+pub fn zstd_seekable_encode(data: &[u8], level: i32) -> Result<Vec<u8>> {
+    use std::io::Write;
+    let fail = |e: std::io::Error| Error::invalid(format!("zstd: {e}"));
+    let mut out = Vec::new();
+    let mut entries = Vec::new();
+    for chunk in data.chunks(SEEKABLE_CHUNK) {
+        // A streaming frame with no size pledged, as the original compresses: zstd then
+        // picks the level's own window (a known size would shrink it and change the bytes).
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), level).map_err(fail)?;
+        e.include_checksum(true).map_err(fail)?;
+        e.include_contentsize(false).map_err(fail)?;
+        e.write_all(chunk).map_err(fail)?;
+        let frame = e.finish().map_err(fail)?;
+        let size = |n: usize| {
+            u32::try_from(n).map_err(|_| Error::invalid("zstd-seekable: frame over 4 GiB"))
+        };
+        entries.push((size(frame.len())?, size(chunk.len())?));
+        out.extend_from_slice(&frame);
+    }
+    let n = u32::try_from(entries.len())
+        .map_err(|_| Error::invalid("zstd-seekable: too many frames"))?;
+    let frame_size = n
+        .checked_mul(8)
+        .and_then(|x| x.checked_add(TABLE_TAIL as u32))
+        .ok_or_else(|| Error::invalid("zstd-seekable: seek table too large"))?;
+    out.extend_from_slice(&SKIPPABLE_MAGIC.to_le_bytes());
+    out.extend_from_slice(&frame_size.to_le_bytes());
+    for (compressed, decompressed) in entries {
+        out.extend_from_slice(&compressed.to_le_bytes());
+        out.extend_from_slice(&decompressed.to_le_bytes());
+    }
+    out.extend_from_slice(&n.to_le_bytes());
+    out.push(0);
+    out.extend_from_slice(&SEEKABLE_MAGIC.to_le_bytes());
+    Ok(out)
+}
+
 #[cfg(all(test, feature = "zstd"))]
 mod tests {
     use super::*;

@@ -8,7 +8,8 @@
 //! - [`IndexEntry`], [`decode_index`], [`encode_index`]: the v0.1 index.
 //! - [`ManifestV2`], [`decode_manifest_v2`]: the zTensor v2 manifest (ztensor 2.x), read with
 //!   a strict deterministic-CBOR reader (shortest heads, sorted keys, no indefinite lengths,
-//!   tags or trailing bytes, at most [`MAX_DEPTH_V2`] levels) and the v2 name rules.
+//!   tags or trailing bytes, at most [`MAX_DEPTH_V2`] levels) and the v2 name rules;
+//!   [`encode_manifest_v2`] writes one as deterministic CBOR, as ztensor 2.x does.
 //! - [`Value`], [`Attributes`]: attribute values, every CBOR kind real files hold.
 //! - [`DecodeLimits`]: the caps that keep hostile input from exhausting the stack.
 //!
@@ -42,6 +43,7 @@ mod index;
 mod manifest;
 mod shape;
 mod v2;
+mod v2_encode;
 mod value;
 
 pub use det::MAX_DEPTH_V2;
@@ -55,6 +57,7 @@ pub use v2::{
     check_name, check_shard_name, decode_manifest_v2, ManifestV2, ObjectV2, PartV2, ShardV2,
     MAX_NAME_LEN_V2, MAX_SHARD_NAME_LEN,
 };
+pub use v2_encode::encode_manifest_v2;
 pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};
 pub use zt_container::{Error, ErrorKind, Result};
 

@@ -7,7 +7,7 @@
 use zt_container::Result;
 
 #[cfg(feature = "zstd")]
-pub(crate) use zt_formats::seekable::zstd_seekable_decode_into;
+pub(crate) use zt_formats::seekable::{zstd_seekable_decode_into, zstd_seekable_encode};
 #[cfg(feature = "zstd")]
 pub(crate) use zt_formats::{
     zstd_compress, zstd_decode_into, zstd_decompress_bounded, zstd_frame_content_size,
@@ -47,5 +47,11 @@ pub(crate) fn zstd_decompress_bounded(_src: &[u8], _cap: u64) -> Result<Vec<u8>>
 /// Without zstd: compressing is unsupported.
 #[cfg(not(feature = "zstd"))]
 pub(crate) fn zstd_compress(_data: &[u8], _level: i32) -> Result<Vec<u8>> {
+    without_zstd()
+}
+
+/// Without zstd: encoding v2's seekable zstd is unsupported.
+#[cfg(not(feature = "zstd"))]
+pub(crate) fn zstd_seekable_encode(_data: &[u8], _level: i32) -> Result<Vec<u8>> {
     without_zstd()
 }

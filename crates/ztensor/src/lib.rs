@@ -1,5 +1,5 @@
-//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version; v2 is
-//! read, with its shards),
+//! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version read; v2,
+//! with its shards, and v1.2 written),
 //! magnetron's `.mag` and `.safetensors`, all listed into one object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
@@ -18,9 +18,11 @@
 //!   manifest, nothing more. [`OpenOptions::populate`] maps the whole file ahead instead;
 //!   without a map, [`ObjectView::read_chunked`] hands tensors out in cache-sized pieces and
 //!   [`ObjectView::read_into`] reuses one buffer.
-//! - [`Writer`]: streams a v1.2 file to a temporary file and renames it into place.
-//! - [`convert`]: any file to v1.2 ([`upgrade`]), `.mag` ([`write_mag`]) or `.safetensors`
-//!   ([`write_safetensors`]).
+//! - [`Writer`]: streams a zTensor file to a temporary file and renames it into place: v2 by
+//!   default, byte for byte as ztensor 2.x writes the same tensors ([`Version::V2`], 64 KiB
+//!   packing; [`Version::V2Compact`], 4096), or v1.2 ([`Version::V1_2`]).
+//! - [`convert`]: any file to zTensor v2 or v1.2 ([`upgrade`]), `.mag` ([`write_mag`]) or
+//!   `.safetensors` ([`write_safetensors`]).
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
 //! # Common tasks
@@ -69,7 +71,8 @@
 //! # }
 //! ```
 //!
-//! Convert: any file we read to zTensor v1.2, `.safetensors` or `.mag`:
+//! Convert: any file we read to zTensor (v2 by default, [`ConvertOptions::version`]),
+//! `.safetensors` or `.mag`:
 //!
 //! ```
 //! # fn main() -> ztensor::Result<()> {
@@ -98,9 +101,11 @@ mod model;
 mod open;
 mod readahead;
 mod reader;
+mod sink;
 mod sparse;
 mod view;
 mod writer;
+mod writer_v2;
 
 pub use zt_container as container;
 pub use zt_formats as formats;
@@ -120,7 +125,9 @@ pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};
 pub use sparse::{Coo, Csr, Quantized};
 pub use view::{ComponentView, ObjectView};
-pub use writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
+pub use writer::{
+    ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
+};
 pub use zt_container::{Durability, Error, ErrorKind, Result, Source};
 pub use zt_formats::{
     fp8, Accumulate, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding,

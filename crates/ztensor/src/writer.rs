@@ -1,8 +1,8 @@
-//! Writing zTensor v1.2 files: blobs streamed as they are added, the manifest last.
+//! Writing zTensor files, v2 or v1.2 ([`Version`]): blobs streamed as they are added, the
+//! manifest last. The v2 specifics are in `writer_v2`; where a file goes is a [`Sink`].
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use zt_container::{AtomicFile, BlobWriter, ContainerVersion, Durability, Error, Result};
@@ -11,58 +11,63 @@ use zt_formats::{
 };
 use zt_manifest::{Attributes, Component, Manifest, Object, Value, WRITE_VERSION};
 
+pub use crate::sink::Sink;
+use crate::writer_v2::{self, V2Blobs, ALIGN_CANONICAL, ALIGN_COMPACT};
+
+/// Which zTensor version a [`Writer`] (and a conversion) writes.
+///
+/// The default is [`Version::V2`]: ztensor 2.x, the current release of the original
+/// implementation, opens v2 files only (see docs/decisions.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// zTensor v2 as ztensor 2.x writes it by default: blobs on 64 KiB boundaries. Objects
+    /// added in bytewise name order without compression give the canonical form, byte for
+    /// byte the original's.
+    #[default]
+    V2,
+    /// zTensor v2 with blobs on 4096-byte boundaries (v2's floor, still valid v2 and what
+    /// the original writes with `align=4096`): for models of many small tensors, where 64 KiB
+    /// packing makes the file several times its payload.
+    V2Compact,
+    /// zTensor v1.2 (`ZTEN1000`), what ztensor 1.x reads.
+    V1_2,
+}
+
+impl Version {
+    /// The name the command line uses: `v2`, `v2-compact`, `v1.2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Version::V2 => "v2",
+            Version::V2Compact => "v2-compact",
+            Version::V1_2 => "v1.2",
+        }
+    }
+
+    /// Whether this is a v2 version.
+    pub fn is_v2(self) -> bool {
+        self != Version::V1_2
+    }
+}
+
+/// The blob heap of the version being written.
+#[derive(Debug)]
+enum Blobs<W: Sink> {
+    V1(BlobWriter<W>),
+    V2(V2Blobs<W>),
+}
+
 /// Blobs at least this large are hashed on a second thread while they are written.
 const PARALLEL_HASH_MIN: usize = 1 << 20;
-
-/// Where a [`Writer`] puts the file, and what finishing it means.
-pub trait Sink: Write {
-    /// What [`Writer::finish`] returns.
-    type Output;
-    /// Completes the file: flush, and for [`AtomicFile`] sync and rename over the target.
-    fn complete(self) -> Result<Self::Output>;
-    /// Called after each large blob: a file sink may start writing it back to disk now.
-    fn blob_written(&mut self) {}
-}
-
-impl Sink for AtomicFile {
-    type Output = ();
-    fn complete(self) -> Result<()> {
-        self.commit()
-    }
-    fn blob_written(&mut self) {
-        self.start_writeback();
-    }
-}
-
-impl Sink for Vec<u8> {
-    type Output = Vec<u8>;
-    fn complete(self) -> Result<Vec<u8>> {
-        Ok(self)
-    }
-}
-
-impl Sink for std::fs::File {
-    type Output = std::fs::File;
-    fn complete(mut self) -> Result<std::fs::File> {
-        self.flush().map_err(|e| Error::io(e, "cannot flush"))?;
-        Ok(self)
-    }
-}
-
-impl<W: Write> Sink for std::io::BufWriter<W> {
-    type Output = W;
-    fn complete(self) -> Result<W> {
-        self.into_inner()
-            .map_err(|e| Error::io(e.into_error(), "cannot flush"))
-    }
-}
 
 /// How to store one object's components.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOptions {
-    /// zstd level (1-22; 3 is a good default), or `None` for raw.
+    /// zstd level (1-22; 3 is a good default), or `None` for raw. v2 writes
+    /// `zt.zstd-seekable/1`, v1.2 one zstd frame.
     pub compression: Option<i32>,
-    /// Digest to record for each component, over its stored bytes.
+    /// Digest to record for each component. v1.2: over its stored bytes, `None` for none,
+    /// xxh3 refused. v2: over its decoded bytes, always one: xxh3 unless sha256 is asked
+    /// for, crc32c refused.
     pub digest: Option<DigestAlgorithm>,
 }
 
@@ -118,23 +123,38 @@ pub struct ObjectData<'a> {
     pub components: Vec<ComponentData<'a>>,
 }
 
-/// Writes a zTensor v1.2 file.
+/// Writes a zTensor file: v2 by default, v1.2 on request ([`Version`]).
 ///
 /// Each object's blobs go to the sink as soon as it is added, so memory stays bounded by the
 /// largest object. [`Writer::create`] writes to a temporary file beside the target and renames
 /// it over the target in [`Writer::finish`]; dropping an unfinished writer leaves the old target
 /// as it was and no temporary file behind. The same objects added in the same order give the
 /// same bytes.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// use ztensor::{Version, Writer};
+/// let mut w = Writer::new_version(Vec::new(), Version::V2Compact)?;
+/// w.add("bias", &[3], &[0.5f32, -1.0, 2.0])?;
+/// let bytes = w.finish()?;
+/// assert_eq!(&bytes[..4], b"\x89ZT2");
+/// // The blob is at 4096, the manifest at 8192; the footer's first field says so.
+/// let footer = &bytes[bytes.len() - 40..];
+/// assert_eq!(&footer[..8], &8192u64.to_le_bytes());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Writer<W: Sink> {
-    blobs: BlobWriter<W>,
+    blobs: Blobs<W>,
+    version: Version,
     manifest: Manifest,
     options: WriteOptions,
 }
 
 impl Writer<AtomicFile> {
-    /// Starts a file that replaces `path` when finished, synced to disk then
-    /// ([`Durability::Synced`]).
+    /// Starts a file of the default [`Version`] that replaces `path` when finished, synced to
+    /// disk then ([`Durability::Synced`]).
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
         Self::create_with(path, Durability::Synced)
     }
@@ -153,24 +173,51 @@ impl Writer<AtomicFile> {
     /// # }
     /// ```
     pub fn create_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self> {
+        Self::create_version(path, Version::default(), durability)
+    }
+
+    /// As [`Writer::create_with`], writing `version`.
+    pub fn create_version(
+        path: impl AsRef<Path>,
+        version: Version,
+        durability: Durability,
+    ) -> Result<Self> {
         let path = path.as_ref();
-        Writer::new(AtomicFile::create_with(path, durability)?).map_err(|e| e.in_file(path))
+        Writer::new_version(AtomicFile::create_with(path, durability)?, version)
+            .map_err(|e| e.in_file(path))
     }
 }
 
 impl<W: Sink> Writer<W> {
-    /// Starts a file on any sink.
+    /// Starts a file of the default [`Version`] on any sink.
     pub fn new(sink: W) -> Result<Self> {
-        let blobs = BlobWriter::new(sink, ContainerVersion::V1)
-            .map_err(|e| Error::io(e, "cannot write the header"))?;
+        Self::new_version(sink, Version::default())
+    }
+
+    /// Starts a file of `version` on any sink.
+    pub fn new_version(sink: W, version: Version) -> Result<Self> {
+        let blobs = match version {
+            Version::V1_2 => Blobs::V1(
+                BlobWriter::new(sink, ContainerVersion::V1)
+                    .map_err(|e| Error::io(e, "cannot write the header"))?,
+            ),
+            Version::V2 => Blobs::V2(V2Blobs::new(sink, ALIGN_CANONICAL)?),
+            Version::V2Compact => Blobs::V2(V2Blobs::new(sink, ALIGN_COMPACT)?),
+        };
         Ok(Writer {
             blobs,
+            version,
             manifest: Manifest {
                 version: WRITE_VERSION.into(),
                 ..Default::default()
             },
             options: WriteOptions::default(),
         })
+    }
+
+    /// The version being written.
+    pub fn version(&self) -> Version {
+        self.version
     }
 
     /// Sets the options used by [`Writer::add`] and friends from now on.
@@ -248,18 +295,27 @@ impl<W: Sink> Writer<W> {
         options: WriteOptions,
     ) -> Result<()> {
         self.check_new(name, &obj).map_err(|e| e.in_object(name))?;
+        let mut order: Vec<&ComponentData<'_>> = obj.components.iter().collect();
+        if self.version.is_v2() {
+            // v2 writes an object's parts in bytewise order of their names, as the original.
+            order.sort_by(|a, b| a.role.as_bytes().cmp(b.role.as_bytes()));
+        }
         let mut components = BTreeMap::new();
-        for c in &obj.components {
+        for c in order {
             let comp = self
                 .write_component(c, options)
                 .map_err(|e| e.in_component(&c.role).in_object(name))?;
             components.insert(c.role.clone(), comp);
         }
+        let format = match self.version {
+            Version::V1_2 => obj.format.name().to_owned(),
+            _ => writer_v2::layout_id(&obj.format)?,
+        };
         self.manifest.objects.insert(
             name.to_owned(),
             Object {
                 shape: obj.shape,
-                format: obj.format.name().to_owned(),
+                format,
                 attributes: obj.attributes,
                 components,
             },
@@ -293,6 +349,14 @@ impl<W: Sink> Writer<W> {
                 })?;
             }
         }
+        if self.version.is_v2() {
+            let parts: Vec<_> = obj
+                .components
+                .iter()
+                .map(|c| (c.role.as_str(), &c.element, c.bytes.len() as u64))
+                .collect();
+            return writer_v2::check_object(&obj.format, &obj.shape, &parts);
+        }
         let layout: Vec<_> = obj
             .components
             .iter()
@@ -312,6 +376,12 @@ impl<W: Sink> Writer<W> {
         c: &ComponentData<'_>,
         options: WriteOptions,
     ) -> Result<Component> {
+        let blobs = match &mut self.blobs {
+            Blobs::V1(b) => b,
+            Blobs::V2(v2) => {
+                return v2.write_part(&c.element, &c.bytes, options.compression, options.digest)
+            }
+        };
         if options.digest == Some(DigestAlgorithm::Xxh3) {
             // v1.2 knows sha256 and crc32c only; an xxh3 digest would make the file unreadable.
             return Err(Error::argument(
@@ -326,7 +396,6 @@ impl<W: Sink> Writer<W> {
                 Some("zstd".to_owned()),
             ),
         };
-        let blobs = &mut self.blobs;
         let write = |blobs: &mut BlobWriter<W>| {
             blobs
                 .append_blob(&stored)
@@ -354,7 +423,7 @@ impl<W: Sink> Writer<W> {
             }
         };
         if stored.len() >= PARALLEL_HASH_MIN {
-            self.blobs.sink_mut().blob_written();
+            blobs.sink_mut().blob_written();
         }
         Ok(Component {
             dtype: c.element.dtype.name().to_owned(),
@@ -381,6 +450,39 @@ impl<W: Sink> Writer<W> {
         if name.is_empty() || self.manifest.objects.contains_key(name) {
             return Err(Error::argument("object name is empty or already added").in_object(name));
         }
+        let blobs = match &mut self.blobs {
+            Blobs::V1(b) => b,
+            Blobs::V2(_) => {
+                // v2 digests cover decoded bytes: raw components are written as data, and
+                // encoded ones must be decoded by the caller first.
+                let mut data = Vec::with_capacity(components.len());
+                for c in components {
+                    if c.encoding != zt_formats::Encoding::Raw {
+                        return Err(Error::argument(format!(
+                            "component {:?} is {}: a v2 writer takes decoded bytes",
+                            c.role, c.encoding
+                        ))
+                        .in_object(name));
+                    }
+                    data.push(ComponentData {
+                        role: c.role,
+                        element: c.element,
+                        bytes: c.stored,
+                    });
+                }
+                let obj = ObjectData {
+                    shape,
+                    format,
+                    attributes,
+                    components: data,
+                };
+                let options = WriteOptions {
+                    compression: None,
+                    digest: None,
+                };
+                return self.add_object_with(name, obj, options);
+            }
+        };
         let layout: Vec<_> = components
             .iter()
             .map(|c| ComponentLayout {
@@ -392,8 +494,7 @@ impl<W: Sink> Writer<W> {
         check_layout(&format, &shape, &attributes, &layout).map_err(|e| e.in_object(name))?;
         let mut comps = BTreeMap::new();
         for c in components {
-            let offset = self
-                .blobs
+            let offset = blobs
                 .append_blob(&c.stored)
                 .map_err(|e| Error::io(e, "cannot write a blob"))?;
             let zstd = c.encoding == zt_formats::Encoding::Zstd;
@@ -425,11 +526,12 @@ impl<W: Sink> Writer<W> {
     /// Writes the manifest and footer and completes the sink (for [`Writer::create`]: sync
     /// and rename over the target).
     pub fn finish(self) -> Result<W::Output> {
-        let manifest = self.manifest.encode();
-        let sink = self
-            .blobs
-            .finish(&manifest)
-            .map_err(|e| Error::io(e, "cannot write the manifest"))?;
+        let sink = match self.blobs {
+            Blobs::V1(blobs) => blobs
+                .finish(&self.manifest.encode())
+                .map_err(|e| Error::io(e, "cannot write the manifest"))?,
+            Blobs::V2(blobs) => blobs.finish(self.manifest)?,
+        };
         sink.complete()
     }
 }

@@ -5,8 +5,7 @@ use half::f16;
 use proptest::prelude::*;
 use ztensor::fp8::{F8E4M3Fnuz, F8E5M2};
 use ztensor::{
-    Complex, DType, DigestAlgorithm, ErrorKind, OpenOptions, QuantParams, ReadOptions,
-    WriteOptions, Writer,
+    Complex, DType, DigestAlgorithm, ErrorKind, OpenOptions, QuantParams, ReadOptions, WriteOptions,
 };
 
 fn options() -> Vec<WriteOptions> {
@@ -29,7 +28,7 @@ fn options() -> Vec<WriteOptions> {
 #[test]
 fn every_format_round_trips_with_every_option() {
     for opts in options() {
-        let mut w = Writer::new(Vec::new()).unwrap();
+        let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
         w.set_options(opts);
         w.add_csr(
             "csr",
@@ -135,7 +134,7 @@ fn every_format_round_trips_with_every_option() {
 
 #[test]
 fn writers_refuse_inconsistent_sparse_data() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     let e = w
         .add_csr("a", [2, 2], &[1.0f32], &[2], &[0, 1, 1])
         .unwrap_err();
@@ -180,7 +179,7 @@ proptest! {
     #[test]
     fn random_csr_survives(m in csr_strategy(), zstd in any::<bool>()) {
         let (shape, values, indices, indptr) = m;
-        let mut w = Writer::new(Vec::new()).unwrap();
+        let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
         w.set_options(WriteOptions { compression: zstd.then_some(1), digest: Some(DigestAlgorithm::Crc32c) });
         w.add_csr("m", shape, &values, &indices, &indptr).unwrap();
         let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
@@ -207,7 +206,7 @@ proptest! {
             }
         }
         let values: Vec<i32> = seed.iter().map(|(_, v)| *v).collect();
-        let mut w = Writer::new(Vec::new()).unwrap();
+        let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
         w.add_coo("t", &shape, &values, &coords).unwrap();
         let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
         let got = r.object("t").unwrap().read_coo::<i32>().unwrap();
@@ -232,7 +231,7 @@ proptest! {
         let scales: Vec<f32> = (0..groups).map(|g| 0.5 + g as f32).collect();
         let zeros: Vec<f32> = (0..groups).map(|g| (g % 3) as f32).collect();
         let packed = p.pack(&codes).unwrap();
-        let mut w = Writer::new(Vec::new()).unwrap();
+        let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
         w.add_quantized("q", &[count as u64], p, &packed, &scales, &zeros).unwrap();
         let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
         let q = r.object("q").unwrap().read_quantized().unwrap();
@@ -271,7 +270,9 @@ fn mx_element_types_read_as_f32() {
     use ztensor::LogicalType::{F4E2M1, F6E2M3, F8E8M0};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mx.zt");
-    let mut w = ztensor::Writer::create(&path).unwrap();
+    let mut w =
+        ztensor::Writer::create_version(&path, ztensor::Version::V1_2, ztensor::Durability::Synced)
+            .unwrap();
     // FP4, two per byte, low nibble first: 0.5 (0x1), -6 (0xF), 1.0 (0x2) and an unused nibble.
     w.add_object("fp4", mx_object(F4E2M1, &[3], &[0xF1, 0x02]))
         .unwrap();

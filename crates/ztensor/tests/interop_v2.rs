@@ -280,7 +280,11 @@ fn upgrading_a_v2_file_writes_a_readable_v1_2_file() {
     ] {
         let out = dir.path().join(name);
         let r = ztensor::open(fixture(name)).unwrap();
-        ztensor::upgrade(fixture(name), &out, ztensor::ConvertOptions::default()).unwrap();
+        let v1_2 = ztensor::ConvertOptions {
+            version: ztensor::Version::V1_2,
+            ..Default::default()
+        };
+        ztensor::upgrade(fixture(name), &out, v1_2).unwrap();
         let new = ztensor::open(&out).unwrap();
         assert!(matches!(new.version(), FileVersion::ZTensor(v) if v.minor == 2));
         assert!(new.verify().is_ok(), "{name}");

@@ -179,6 +179,7 @@ fn upgrade_is_lossless_for_every_legacy_file() {
             &out,
             ConvertOptions {
                 skip_unreadable: skip,
+                version: ztensor::Version::V1_2,
                 ..Default::default()
             },
         )
@@ -232,7 +233,11 @@ fn upgrade_keeps_or_changes_compression_and_digests_on_request() {
     let dir = tempfile::tempdir().unwrap();
     let input = fixtures().join("valid/v01_zstd.zt");
     let out = dir.path().join("a.zt");
-    ztensor::upgrade(&input, &out, ConvertOptions::default()).unwrap();
+    let v1_2 = ConvertOptions {
+        version: ztensor::Version::V1_2,
+        ..Default::default()
+    };
+    ztensor::upgrade(&input, &out, v1_2).unwrap();
     let r = ztensor::open(&out).unwrap();
     let c = r.object("zstd_f32").unwrap().component("data").unwrap();
     assert_eq!(c.encoding, ztensor::Encoding::Zstd, "compression kept");
@@ -245,7 +250,7 @@ fn upgrade_keeps_or_changes_compression_and_digests_on_request() {
     let opts = ConvertOptions {
         compression: Keep::Never,
         digest: Keep::Always(ztensor::DigestAlgorithm::Sha256),
-        ..Default::default()
+        ..v1_2
     };
     ztensor::upgrade(&input, &out, opts).unwrap();
     let r = ztensor::open(&out).unwrap();

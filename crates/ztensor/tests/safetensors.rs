@@ -271,7 +271,7 @@ fn every_crate_dtype_round_trips_through_a_header() {
 /// A zTensor file of several zstd-compressed tensors of different types, names out of order.
 fn zstd_file(attributes: &[(&str, &str)]) -> Reader {
     use ztensor::fp8::F8E4M3Fn;
-    let mut w = ztensor::Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     w.set_options(ztensor::WriteOptions {
         compression: Some(3),
         digest: Some(ztensor::DigestAlgorithm::Crc32c),
@@ -389,7 +389,7 @@ fn sizes_safetensors_cannot_hold_are_refused_before_writing() {
     let out = dir.path().join("out.safetensors");
 
     // Four FP4 elements: two bytes, in .zt and in safetensors alike.
-    let mut w = ztensor::Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     w.add_object("even", f4(4, vec![0x72, 0x0A])).unwrap();
     let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
     ztensor::write_safetensors(&r, &out, false).unwrap();
@@ -399,7 +399,7 @@ fn sizes_safetensors_cannot_hold_are_refused_before_writing() {
     assert_eq!(st.tensor("even").unwrap().data(), [0x72, 0x0A]);
 
     // Three: two bytes in .zt (the last half used), none whole in safetensors.
-    let mut w = ztensor::Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     w.add_object("odd", f4(3, vec![0x72, 0x0A])).unwrap();
     let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
     std::fs::remove_file(&out).unwrap();

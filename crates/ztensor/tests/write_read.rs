@@ -5,11 +5,11 @@ use std::borrow::Cow;
 use half::{bf16, f16};
 use ztensor::{
     Complex, ComponentData, DigestAlgorithm, ErrorKind, Format, ObjectData, OpenOptions,
-    ReadOptions, Value, WriteOptions, Writer,
+    ReadOptions, Value, WriteOptions,
 };
 
 fn write_sample(options: WriteOptions) -> Vec<u8> {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     w.set_options(options);
     w.set_attribute("framework", "test")
         .set_attribute("n", -3i64);
@@ -92,7 +92,9 @@ fn raw_f32_from_a_mapped_file_points_into_the_map() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.zt");
     let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();
-    let mut w = Writer::create(&path).unwrap();
+    let mut w =
+        ztensor::Writer::create_version(&path, ztensor::Version::V1_2, ztensor::Durability::Synced)
+            .unwrap();
     w.add("x", &[10, 100], &data).unwrap();
     w.finish().unwrap();
 
@@ -121,12 +123,16 @@ fn raw_f32_from_a_mapped_file_points_into_the_map() {
 fn an_unfinished_writer_leaves_the_old_file_and_no_stray_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w =
+        ztensor::Writer::create_version(&path, ztensor::Version::V1_2, ztensor::Durability::Synced)
+            .unwrap();
     w.add("old", &[1], &[1u8]).unwrap();
     w.finish().unwrap();
     let old = std::fs::read(&path).unwrap();
 
-    let mut w = Writer::create(&path).unwrap();
+    let mut w =
+        ztensor::Writer::create_version(&path, ztensor::Version::V1_2, ztensor::Durability::Synced)
+            .unwrap();
     w.add("new", &[1 << 16], &vec![0u8; 1 << 16]).unwrap();
     drop(w);
     assert_eq!(std::fs::read(&path).unwrap(), old);
@@ -139,7 +145,7 @@ fn an_unfinished_writer_leaves_the_old_file_and_no_stray_file() {
 
 #[test]
 fn writer_refuses_bad_arguments() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     let e = w.add("x", &[2, 2], &[1.0f32; 3]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(
@@ -273,7 +279,7 @@ fn a_wrong_digest_fails_verified_reads_on_every_path() {
 
 #[test]
 fn read_into_reuses_the_buffer_on_every_path() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     w.add("a", &[4], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
     w.set_options(WriteOptions {
         compression: Some(3),
@@ -322,7 +328,7 @@ fn read_into_reuses_the_buffer_on_every_path() {
 #[test]
 fn read_chunked_hands_out_every_element_in_order_on_every_path() {
     let values: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = ztensor::Writer::new_version(Vec::new(), ztensor::Version::V1_2).unwrap();
     w.add("raw", &[1000], &values).unwrap();
     w.set_options(WriteOptions {
         compression: Some(3),
@@ -396,7 +402,9 @@ fn populated_maps_read_the_same_bytes_and_say_so() {
     let big: Vec<u32> = (0..10u32 << 20).collect();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w =
+        ztensor::Writer::create_version(&path, ztensor::Version::V1_2, ztensor::Durability::Synced)
+            .unwrap();
     w.add("big", &[big.len() as u64], &big).unwrap();
     w.add("small", &[3], &[1.5f32, 2.5, 3.5]).unwrap();
     w.finish().unwrap();
@@ -429,7 +437,9 @@ fn populated_maps_read_the_same_bytes_and_say_so() {
 fn reads_of_a_large_mapped_file_in_any_order_see_the_bytes_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("large.zt");
-    let mut w = ztensor::Writer::create(&path).unwrap();
+    let mut w =
+        ztensor::Writer::create_version(&path, ztensor::Version::V1_2, ztensor::Durability::Synced)
+            .unwrap();
     // Written in an order that is neither name order nor the reverse.
     let count = 48u32;
     let names: Vec<String> = (0..count)

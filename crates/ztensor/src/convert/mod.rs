@@ -1,4 +1,5 @@
-//! Converting between kinds: any readable file to zTensor v1.2 ([`upgrade`], [`copy_into`]),
+//! Converting between kinds: any readable file to zTensor v2 or v1.2 ([`upgrade`],
+//! [`copy_into`]),
 //! and to `.mag` ([`write_mag`]) and `.safetensors` ([`write_safetensors`]).
 
 use std::borrow::Cow;
@@ -11,12 +12,16 @@ use crate::decode::ReadOptions;
 use crate::model::{ByteOrder, DigestScope, ObjectInfo};
 use crate::reader::Reader;
 use crate::view::ObjectView;
-use crate::writer::{ComponentData, EncodedComponent, ObjectData, Sink, WriteOptions, Writer};
+use crate::writer::{
+    ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
+};
 
 #[cfg(feature = "safetensors")]
 mod safetensors;
+mod shard;
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::{write_safetensors, write_safetensors_with};
+pub use self::shard::{write_sharded, ShardOptions};
 
 /// What to do with compression or digests when converting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,6 +52,8 @@ pub struct ConvertOptions {
     pub skip_unreadable: bool,
     /// Whether the output is synced to disk before [`upgrade`] returns (default: yes).
     pub durability: Durability,
+    /// The zTensor version [`upgrade`] writes (default: [`Version::V2`]).
+    pub version: Version,
 }
 
 /// What a conversion did.
@@ -58,10 +65,13 @@ pub struct ConvertReport {
     pub skipped: Vec<(String, String)>,
 }
 
-/// Upgrades (or converts) `input`, any file [`crate::open`] reads, to a zTensor v1.2 file at
-/// `output`, crash-safely. Every object, value, shape and attribute is kept; v0.1 sparse entries
-/// become v1.2 `sparse_csr`/`sparse_coo` objects with u64 indices; big-endian data becomes
-/// little-endian; digests are recomputed over the new stored bytes.
+/// Upgrades (or converts) `input`, any file [`crate::open`] reads, to a zTensor file of
+/// [`ConvertOptions::version`] at `output` (v2 by default), crash-safely. Every object, value,
+/// shape and attribute is kept; v0.1 sparse entries become `sparse_csr`/`sparse_coo` objects
+/// with u64 indices; big-endian data becomes little-endian; digests are recomputed (v1.2: over
+/// the new stored bytes; v2: xxh3 or sha256 over the decoded bytes, for every part). A v2
+/// output has its objects in bytewise name order. An object v2 cannot hold (v1.2's
+/// `quantized_group`) is an error naming it.
 ///
 /// An object the source lists but cannot decode makes the upgrade fail, naming it, unless
 /// [`ConvertOptions::skip_unreadable`] is set. The output appears only when everything succeeded.
@@ -72,7 +82,7 @@ pub fn upgrade(
 ) -> Result<ConvertReport> {
     let input = input.as_ref();
     let reader = crate::open(input)?;
-    let mut writer = Writer::create_with(output, options.durability)?;
+    let mut writer = Writer::create_version(output, options.version, options.durability)?;
     let report = copy_into(&reader, &mut writer, options).map_err(|e| e.in_file(input))?;
     writer.finish()?;
     Ok(report)
@@ -86,7 +96,13 @@ pub fn copy_into<W: Sink>(
 ) -> Result<ConvertReport> {
     writer.set_attributes(reader.attributes().clone());
     let mut report = ConvertReport::default();
-    for obj in reader {
+    // v2: objects in bytewise name order, so that raw output is in the canonical form.
+    let mut names: Vec<&str> = reader.objects().iter().map(|o| o.name.as_str()).collect();
+    if writer.version().is_v2() {
+        names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    }
+    for name in names {
+        let obj = reader.object(name)?;
         if let (Some(d), true) = (&obj.defect, options.skip_unreadable) {
             report.skipped.push((obj.name.clone(), d.message.clone()));
             continue;
@@ -120,6 +136,12 @@ pub fn copy_object<W: Sink>(
             DigestAlgorithm::Xxh3 => DigestAlgorithm::Sha256,
             a => a,
         });
+    let source_digest = match (writer.version().is_v2(), options.digest) {
+        // v2 digests every part (xxh3 unless sha256 is asked for): crc32c has no place.
+        (true, Keep::Always(DigestAlgorithm::Sha256)) => Some(DigestAlgorithm::Sha256),
+        (true, _) => None,
+        (false, _) => source_digest,
+    };
     let write = WriteOptions {
         compression: match options.compression {
             Keep::Source => source_zstd.then_some(DEFAULT_ZSTD_LEVEL),
@@ -127,6 +149,7 @@ pub fn copy_object<W: Sink>(
             Keep::Always(l) => Some(l),
         },
         digest: match options.digest {
+            _ if writer.version().is_v2() => source_digest,
             Keep::Source => source_digest,
             Keep::Never => None,
             Keep::Always(d) => Some(d),
@@ -167,7 +190,9 @@ pub fn copy_object<W: Sink>(
 /// (little-endian, raw or zstd with a known size); otherwise decodes and re-encodes it as
 /// [`copy_object`] does. Returns whether the bytes were copied as stored.
 pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Result<bool> {
-    let as_is = obj.defect.is_none()
+    // A v2 file's digests cover decoded bytes: its parts are always written from data.
+    let as_is = !writer.version().is_v2()
+        && obj.defect.is_none()
         && obj.legacy_packing.is_none()
         && obj.components.iter().all(|c| {
             c.byte_order == ByteOrder::Little

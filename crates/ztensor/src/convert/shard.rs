@@ -1,0 +1,176 @@
+//! Sharded zTensor v2 output, by the format's positional convention: a root `<stem>.zt` whose
+//! manifest lists every object and a shard table, and shards `<stem>-00001-of-0000N.zt` beside
+//! it, each an ordinary v2 file with its own manifest (what the original recommends: any tool
+//! can open a shard alone). The root holds no data: each of its parts names the shard that
+//! holds the blob, with the blob's offset, length and digest there.
+//!
+//! Objects go to shards in bytewise name order, a new shard starting when the next object
+//! would take the current one past the size asked for (an object larger than that gets a
+//! shard of its own). Each shard's table entry is its exact size and the SHA-256 of the whole
+//! file, as in the original's sample.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use zt_container::{AtomicFile, BlobWriterV2, ContainerV2, Error, Result, Source};
+use zt_formats::DigestAlgorithm;
+use zt_manifest::{decode_manifest_v2, encode_manifest_v2, DecodeLimits, ManifestV2, ShardV2};
+
+use super::{copy_object, ConvertOptions};
+use crate::model::ObjectInfo;
+use crate::reader::Reader;
+use crate::writer::{Version, Writer};
+
+/// Options of [`write_sharded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardOptions {
+    /// Most decoded bytes of objects per shard (one larger object gets a shard of its own).
+    pub max_shard_size: u64,
+    /// How objects are converted; `version` must be a v2 version.
+    pub convert: ConvertOptions,
+}
+
+/// Writes every object of `reader` as a sharded v2 model: the shards beside `root`, then the
+/// root (each file replaced crash-safely; the root, written last, is what a reader opens).
+/// Returns the paths of the shards written.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let src = dir.path().join("src.zt");
+/// # let mut w = ztensor::Writer::create(&src)?;
+/// # w.add("a", &[2], &[1.0f32, 2.0])?;
+/// # w.add("b", &[2], &[3.0f32, 4.0])?;
+/// # w.finish()?;
+/// use ztensor::convert::{write_sharded, ShardOptions};
+/// let root = dir.path().join("model.zt");
+/// let options = ShardOptions { max_shard_size: 8, convert: Default::default() };
+/// let shards = write_sharded(&ztensor::open(&src)?, &root, options)?;
+/// assert!(shards[1].ends_with("model-00002-of-00002.zt"));
+/// assert_eq!(&ztensor::open(&root)?.read::<f32>("b")?[..], &[3.0, 4.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_sharded(
+    reader: &Reader,
+    root: impl AsRef<Path>,
+    options: ShardOptions,
+) -> Result<Vec<PathBuf>> {
+    let root = root.as_ref();
+    let alignment = match options.convert.version {
+        Version::V2 => 65536,
+        Version::V2Compact => 4096,
+        Version::V1_2 => return Err(Error::argument("sharded output is zTensor v2 only")),
+    };
+    if options.max_shard_size == 0 {
+        return Err(Error::argument("the shard size must be at least 1 byte"));
+    }
+    let stem = root
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or_else(|| Error::argument("the root path has no file name in UTF-8"))?;
+    let dir = match root.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let groups = plan(reader, options);
+    let n = groups.len();
+    let mut manifest = ManifestV2 {
+        attributes: reader.attributes().clone(),
+        ..Default::default()
+    };
+    let mut paths = Vec::with_capacity(n);
+    for (i, group) in groups.iter().enumerate() {
+        let name = format!("{:05}-of-{n:05}", i + 1);
+        let path = dir.join(format!("{stem}-{name}.zt"));
+        let mut w =
+            Writer::create_version(&path, options.convert.version, options.convert.durability)?;
+        for o in group {
+            copy_object(reader.object(&o.name)?, &mut w, options.convert)
+                .map_err(|e| e.in_file(&path))?;
+        }
+        w.finish()?;
+        let (size, digest) = identity(&path)?;
+        for mut o in shard_objects(&path)? {
+            for p in &mut o.parts {
+                p.shard = Some(name.clone());
+            }
+            manifest.objects.push(o);
+        }
+        manifest.shards.push(ShardV2 {
+            name,
+            size,
+            digest,
+            at: 0,
+        });
+        paths.push(path);
+    }
+    let bytes = encode_manifest_v2(&manifest)?;
+    let file = AtomicFile::create_with(root, options.convert.durability)?;
+    let io = |e| Error::io(e, "cannot write the root").in_file(root);
+    let blobs = BlobWriterV2::new(file, alignment).map_err(io)?;
+    blobs
+        .finish(&bytes, zt_formats::xxh3_64(&bytes))
+        .map_err(io)?
+        .commit()?;
+    Ok(paths)
+}
+
+/// The objects of each shard, in bytewise name order.
+fn plan(reader: &Reader, options: ShardOptions) -> Vec<Vec<&ObjectInfo>> {
+    let mut objects: Vec<&ObjectInfo> = reader
+        .objects()
+        .iter()
+        .filter(|o| !(options.convert.skip_unreadable && o.defect.is_some()))
+        .collect();
+    objects.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    let mut groups: Vec<Vec<&ObjectInfo>> = Vec::new();
+    let mut used = 0u64;
+    for o in objects {
+        let size = o
+            .components
+            .iter()
+            .map(|c| c.decoded_len.unwrap_or(c.length))
+            .fold(0u64, u64::saturating_add);
+        match groups.last_mut() {
+            Some(g) if used.saturating_add(size) <= options.max_shard_size => {
+                g.push(o);
+                used = used.saturating_add(size);
+            }
+            _ => {
+                groups.push(vec![o]);
+                used = size;
+            }
+        }
+    }
+    groups
+}
+
+/// A shard's size and the SHA-256 of its bytes.
+fn identity(path: &Path) -> Result<(u64, String)> {
+    let io = |e| Error::io(e, "cannot read a shard back").in_file(path);
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut hasher = DigestAlgorithm::Sha256.hasher();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(buf.get(..n).unwrap_or_default());
+        size = size
+            .checked_add(n as u64)
+            .ok_or_else(|| Error::invalid("shard size overflows"))?;
+    }
+    Ok((size, hasher.finish().to_string()))
+}
+
+/// The objects of a shard just written, as its own manifest lists them.
+fn shard_objects(path: &Path) -> Result<Vec<zt_manifest::ObjectV2>> {
+    let c = ContainerV2::parse(Source::map(path)?, zt_container::layout::MAX_MANIFEST_LEN)
+        .map_err(|e| e.in_file(path))?;
+    let bytes = c.manifest_bytes()?;
+    let m = decode_manifest_v2(&bytes, c.footer().manifest_offset, DecodeLimits::default())?;
+    Ok(m.objects)
+}

@@ -1,0 +1,76 @@
+//! Where a [`Writer`](crate::Writer) puts its bytes ([`Sink`]): an [`AtomicFile`] that
+//! replaces its target when complete, a `Vec<u8>`, a `File` or a `BufWriter`.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use zt_container::{AtomicFile, Error, Result};
+
+/// Where a [`Writer`] puts the file, and what finishing it means.
+pub trait Sink: Write {
+    /// What [`Writer::finish`] returns.
+    type Output;
+    /// Completes the file: flush, and for [`AtomicFile`] sync and rename over the target.
+    fn complete(self) -> Result<Self::Output>;
+    /// Called after each large blob: a file sink may start writing it back to disk now.
+    fn blob_written(&mut self) {}
+    /// Reads back `buf.len()` bytes written earlier at `offset`, if this sink can: the v2
+    /// writer shares a blob with an earlier identical one only after comparing their bytes.
+    /// Returns whether it could (sinks that cannot never share blobs).
+    fn read_back(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+impl Sink for AtomicFile {
+    type Output = ();
+    fn complete(self) -> Result<()> {
+        self.commit()
+    }
+    fn blob_written(&mut self) {
+        self.start_writeback();
+    }
+    fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> Result<bool> {
+        AtomicFile::read_back(self, offset, buf).map_err(|e| Error::io(e, "cannot read back"))?;
+        Ok(true)
+    }
+}
+
+impl Sink for Vec<u8> {
+    type Output = Vec<u8>;
+    fn complete(self) -> Result<Vec<u8>> {
+        Ok(self)
+    }
+    fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> Result<bool> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.get(o..o.checked_add(buf.len())?))
+            .ok_or_else(|| Error::invalid("read back past the end of the output"))?;
+        buf.copy_from_slice(src);
+        Ok(true)
+    }
+}
+
+impl Sink for std::fs::File {
+    type Output = std::fs::File;
+    fn complete(mut self) -> Result<std::fs::File> {
+        self.flush().map_err(|e| Error::io(e, "cannot flush"))?;
+        Ok(self)
+    }
+    fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> Result<bool> {
+        let io = |e| Error::io(e, "cannot read back");
+        let end = self.stream_position().map_err(io)?;
+        self.seek(SeekFrom::Start(offset)).map_err(io)?;
+        // A file opened for writing only cannot be read back: then no blob is shared.
+        let read = self.read_exact(buf).is_ok();
+        self.seek(SeekFrom::Start(end)).map_err(io)?;
+        Ok(read)
+    }
+}
+
+impl<W: Write> Sink for std::io::BufWriter<W> {
+    type Output = W;
+    fn complete(self) -> Result<W> {
+        self.into_inner()
+            .map_err(|e| Error::io(e.into_error(), "cannot flush"))
+    }
+}

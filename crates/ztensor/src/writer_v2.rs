@@ -1,0 +1,228 @@
+//! The zTensor v2 half of [`Writer`](crate::Writer): blobs on 64 KiB or 4096-byte
+//! boundaries, every part digested over its decoded bytes, identical blobs stored once, and
+//! the manifest encoded as deterministic CBOR. Written as ztensor 2.x writes the same input:
+//!
+//! - blobs go out in the order objects are added, each object's parts in bytewise order of
+//!   their names; the manifest is the last blob, the footer follows it at once;
+//! - a raw part whose bytes equal an earlier raw blob's (an xxh3-128 match, then a byte
+//!   comparison of what was written) points at that blob instead of being written again
+//!   (encoded parts are never shared, as in the original);
+//! - every part carries a digest, `xxh3:` (16 hex digits) unless sha256 is asked for;
+//! - compression is `zt.zstd-seekable/1` (1 MiB frames with checksums).
+//!
+//! Adding objects in bytewise name order, uncompressed, at 64 KiB gives the canonical form
+//! (spec §6.3), byte for byte what the original's default `Writer(path)` writes.
+
+use std::collections::HashMap;
+
+use zt_container::{BlobWriterV2, Error, Result};
+use zt_formats::v2::{check_layout_v2, PartLayout, COO_V2, CSR_V2};
+use zt_formats::{DType, DigestAlgorithm, ElementType, Format};
+use zt_manifest::{encode_manifest_v2, Component, Manifest, ManifestV2, ObjectV2, PartV2};
+
+use crate::sink::Sink;
+
+/// The alignment of the original's default (and of the canonical form): 64 KiB.
+pub(crate) const ALIGN_CANONICAL: u64 = 64 << 10;
+/// The alignment of compact files: v2's floor, 4096 bytes.
+pub(crate) const ALIGN_COMPACT: u64 = 4096;
+/// Blobs are compared in pieces of this size when checking that they are identical.
+const COMPARE_CHUNK: usize = 1 << 20;
+
+/// The v2 blob heap being written, with the blobs written so far by content.
+#[derive(Debug)]
+pub(crate) struct V2Blobs<W: Sink> {
+    blobs: BlobWriterV2<W>,
+    /// (xxh3-128 of the stored bytes, length) -> offsets of blobs with that key.
+    written: HashMap<(u128, u64), Vec<u64>>,
+}
+
+/// The v2 layout id of a format.
+pub(crate) fn layout_id(format: &Format) -> Result<String> {
+    Ok(match format {
+        Format::Dense => "dense".to_owned(),
+        Format::SparseCsr => CSR_V2.to_owned(),
+        Format::SparseCoo => COO_V2.to_owned(),
+        Format::Unknown(id) => id.clone(),
+        Format::QuantizedGroup => {
+            return Err(Error::argument(
+                "zTensor v2 has no layout for quantized_group (its zt.quant_group/1 has other \
+                 parts and attributes): write v1.2, or dequantize",
+            ))
+        }
+    })
+}
+
+/// Checks an object against v2's layout rules (the caller's error, not a file's).
+pub(crate) fn check_object(
+    format: &Format,
+    shape: &[u64],
+    parts: &[(&str, &ElementType, u64)],
+) -> Result<()> {
+    let id = layout_id(format)?;
+    let layout: Vec<PartLayout<'_>> = parts
+        .iter()
+        .map(|(name, element, decoded_len)| PartLayout {
+            name,
+            element,
+            decoded_len: *decoded_len,
+        })
+        .collect();
+    for (name, _, _) in parts {
+        zt_manifest::check_name(name, "part").map_err(|e| Error::argument(e.message()))?;
+    }
+    check_layout_v2(&id, shape, &layout)
+        .map(|_| ())
+        .map_err(|e| Error::argument(e.to_string().replacen("invalid file: ", "", 1)))
+}
+
+/// A v2 part's dtype and type fields: `bool` is `u8` with `type: "bool"`.
+fn dtype_fields(element: &ElementType) -> (String, Option<String>) {
+    if element.dtype == DType::Bool {
+        return ("u8".to_owned(), Some("bool".to_owned()));
+    }
+    (
+        element.dtype.name().to_owned(),
+        element.type_field().map(str::to_owned),
+    )
+}
+
+impl<W: Sink> V2Blobs<W> {
+    /// Writes the header magic; blobs go at multiples of `alignment`.
+    pub(crate) fn new(sink: W, alignment: u64) -> Result<Self> {
+        let blobs = BlobWriterV2::new(sink, alignment)
+            .map_err(|e| Error::io(e, "cannot write the header"))?;
+        Ok(V2Blobs {
+            blobs,
+            written: HashMap::new(),
+        })
+    }
+
+    /// Writes (or shares) one part and returns it as a component: `offset`, `length`,
+    /// `encoding` and `uncompressed_length` (v2's `decoded_length`), and the digest of the
+    /// decoded bytes.
+    pub(crate) fn write_part(
+        &mut self,
+        element: &ElementType,
+        decoded: &[u8],
+        compression: Option<i32>,
+        digest: Option<DigestAlgorithm>,
+    ) -> Result<Component> {
+        let algorithm = match digest {
+            None | Some(DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
+            Some(DigestAlgorithm::Sha256) => DigestAlgorithm::Sha256,
+            Some(a) => {
+                return Err(Error::argument(format!(
+                    "zTensor v2 digests are xxh3 or sha256, not {}",
+                    a.name()
+                )))
+            }
+        };
+        let digest = algorithm.compute(decoded);
+        let encoded;
+        let (stored, encoding, decoded_length) = match compression {
+            None => (decoded, None, None),
+            Some(level) => {
+                encoded = crate::codec::zstd_seekable_encode(decoded, level)?;
+                (
+                    encoded.as_slice(),
+                    Some("zt.zstd-seekable/1".to_owned()),
+                    Some(decoded.len() as u64),
+                )
+            }
+        };
+        // The original shares raw blobs only: an encoded part always gets its own blob.
+        let offset = self.put(stored, encoding.is_none())?;
+        let (dtype, logical_type) = dtype_fields(element);
+        Ok(Component {
+            dtype,
+            logical_type,
+            offset,
+            length: stored.len() as u64,
+            uncompressed_length: decoded_length,
+            encoding,
+            digest: Some(digest.to_string()),
+        })
+    }
+
+    /// The offset of a blob holding exactly `stored`: an earlier identical one (when
+    /// `share`), or a new one.
+    fn put(&mut self, stored: &[u8], share: bool) -> Result<u64> {
+        if !share {
+            return self
+                .blobs
+                .append_blob(stored)
+                .map_err(|e| Error::io(e, "cannot write a blob"));
+        }
+        let key = (xxhash_rust::xxh3::xxh3_128(stored), stored.len() as u64);
+        let candidates = self.written.get(&key).cloned().unwrap_or_default();
+        for o in candidates {
+            if self.same_bytes(o, stored)? {
+                return Ok(o);
+            }
+        }
+        let offset = self
+            .blobs
+            .append_blob(stored)
+            .map_err(|e| Error::io(e, "cannot write a blob"))?;
+        if stored.len() >= COMPARE_CHUNK {
+            self.blobs.sink_mut().blob_written();
+        }
+        self.written.entry(key).or_default().push(offset);
+        Ok(offset)
+    }
+
+    /// Whether the blob at `offset` holds `bytes` (false when the sink cannot read back).
+    fn same_bytes(&mut self, offset: u64, bytes: &[u8]) -> Result<bool> {
+        let mut buf = vec![0u8; bytes.len().min(COMPARE_CHUNK)];
+        let mut at = offset;
+        for piece in bytes.chunks(COMPARE_CHUNK) {
+            let b = buf.get_mut(..piece.len()).unwrap_or_default();
+            if !self.blobs.sink_mut().read_back(at, b)? || b != piece {
+                return Ok(false);
+            }
+            at = at
+                .checked_add(piece.len() as u64)
+                .ok_or_else(|| Error::invalid("file offset overflows 64 bits"))?;
+        }
+        Ok(true)
+    }
+
+    /// Encodes the manifest (objects as the v1 model holds them, with v2 layout ids as
+    /// their format), writes it and the footer, and returns the sink.
+    pub(crate) fn finish(self, manifest: Manifest) -> Result<W> {
+        let mut m = ManifestV2 {
+            attributes: manifest.attributes,
+            ..Default::default()
+        };
+        for (name, o) in manifest.objects {
+            m.objects.push(ObjectV2 {
+                name,
+                shape: o.shape.into(),
+                layout: o.format,
+                parts: o
+                    .components
+                    .into_iter()
+                    .map(|(name, c)| PartV2 {
+                        name,
+                        dtype: c.dtype,
+                        logical_type: c.logical_type,
+                        offset: c.offset,
+                        length: c.length,
+                        encoding: c.encoding,
+                        decoded_length: c.uncompressed_length,
+                        digest: c.digest,
+                        ..Default::default()
+                    })
+                    .collect(),
+                attributes: o.attributes,
+                at: 0,
+            });
+        }
+        let bytes = encode_manifest_v2(&m)?;
+        let hash = zt_formats::xxh3_64(&bytes);
+        self.blobs
+            .finish(&bytes, hash)
+            .map_err(|e| Error::io(e, "cannot write the manifest"))
+    }
+}
