@@ -378,10 +378,18 @@ fn a_v1_0_file_shows_its_version_and_upgrades() {
     );
     let dir = tempfile::tempdir().unwrap();
     let up = dir.path().join("up.zt");
-    assert_eq!(code(&zt(&["upgrade", &v100, up.to_str().unwrap()])), 0);
+    let upgrade = zt(&["upgrade", &v100, up.to_str().unwrap(), "--to", "v1.2"]);
+    assert_eq!(code(&upgrade), 0);
     let j: serde_json::Value =
         serde_json::from_slice(&zt(&["info", "--json", up.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(j["version"], "1.2.0");
+    // The default is v2: the same tensors.
+    let up2 = dir.path().join("up2.zt");
+    assert_eq!(code(&zt(&["upgrade", &v100, up2.to_str().unwrap()])), 0);
+    let j: serde_json::Value =
+        serde_json::from_slice(&zt(&["info", "--json", up2.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(j["version"], "2");
+    assert_eq!(code(&zt(&["diff", &v100, up2.to_str().unwrap()])), 0);
     assert_eq!(code(&zt(&["diff", &v100, up.to_str().unwrap()])), 0);
     assert_eq!(code(&zt(&["verify", up.to_str().unwrap()])), 0);
 }
