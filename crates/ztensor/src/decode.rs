@@ -65,7 +65,7 @@ impl Backing {
     }
 
     /// The file that holds a component's stored bytes.
-    fn file(&self, comp: &ComponentInfo) -> Result<&Source> {
+    pub(crate) fn file(&self, comp: &ComponentInfo) -> Result<&Source> {
         match comp.file {
             0 => Ok(&self.source),
             n => self
@@ -437,7 +437,7 @@ pub(crate) fn check_bools(bytes: &[u8]) -> Result<()> {
     }
 }
 
-fn swap_elements(bytes: &mut [u8], size: usize) {
+pub(crate) fn swap_elements(bytes: &mut [u8], size: usize) {
     if size > 1 {
         for e in bytes.chunks_exact_mut(size) {
             e.reverse();

@@ -102,6 +102,7 @@ mod open;
 mod readahead;
 mod reader;
 mod sink;
+mod slice;
 mod sparse;
 mod view;
 mod writer;
@@ -123,7 +124,8 @@ pub use model::{
 };
 pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};
-pub use sparse::{Coo, Csr, Quantized};
+pub use slice::Hyperslab;
+pub use sparse::{Coo, Csr, Quantized, SparseData};
 pub use view::{ComponentView, ObjectView};
 pub use writer::{
     ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,

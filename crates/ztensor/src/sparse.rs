@@ -68,6 +68,21 @@ impl Quantized<'_> {
     }
 }
 
+/// A sparse object's checked parts with untyped values ([`ObjectView::read_sparse`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SparseData<'a> {
+    /// The values as little-endian bytes.
+    pub values: Cow<'a, [u8]>,
+    /// The values' type.
+    pub value_type: ElementType,
+    /// CSR: the column of each value (empty for COO).
+    pub indices: Cow<'a, [u64]>,
+    /// CSR: where each row starts in `values`, rows + 1 entries (empty for COO).
+    pub indptr: Cow<'a, [u64]>,
+    /// COO: `ndim x nnz` coordinates, structure of arrays (empty for CSR).
+    pub coords: Cow<'a, [u64]>,
+}
+
 /// A sparse object before typing: little-endian value bytes, their type, and index arrays
 /// (CSR: indices then indptr; COO: coords). The same for v1 components and v0.1 blobs.
 struct SparseParts<'a> {
@@ -290,6 +305,65 @@ impl<'r> ObjectView<'r> {
                 check_coo(&obj.shape, &coords, n).map_err(|e| e.in_object(name))
             }
             _ => Ok(()),
+        }
+    }
+
+    /// A `sparse_csr` or `sparse_coo` object of any value type, checked, with its values as
+    /// little-endian bytes and its indices widened to `u64`: for callers that type the values
+    /// themselves (language bindings, converters).
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add_csr("m", [2, 3], &[5i16, 6], &[0, 2], &[0, 1, 2])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// let s = r.object("m")?.read_sparse()?;
+    /// assert_eq!(s.value_type.name(), "i16");
+    /// assert_eq!(&s.values[..], &[5, 0, 6, 0]);
+    /// assert_eq!((&s.indices[..], &s.indptr[..]), (&[0, 2][..], &[0, 1, 2][..]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_sparse(&self) -> Result<SparseData<'r>> {
+        let obj = self.info();
+        let name = &obj.name;
+        let parts = match obj.format {
+            Format::SparseCsr | Format::SparseCoo => self.sparse_parts()?,
+            ref f => {
+                return Err(Error::argument(format!("object is {f}, not sparse")).in_object(name))
+            }
+        };
+        let size = parts.value_type.logical_size();
+        let nnz = (parts.values.len() as u64).checked_div(size).unwrap_or(0);
+        if obj.format == Format::SparseCsr {
+            let [rows, cols] = obj.shape[..] else {
+                return Err(Error::invalid(format!(
+                    "sparse_csr object must have rank 2, not {:?}",
+                    obj.shape
+                ))
+                .in_object(name));
+            };
+            check_csr(rows, cols, &parts.second, &parts.first, nnz as usize)
+                .map_err(|e| e.in_object(name))?;
+            Ok(SparseData {
+                values: parts.values,
+                value_type: parts.value_type,
+                indices: parts.first,
+                indptr: parts.second,
+                coords: Cow::Borrowed(&[]),
+            })
+        } else {
+            check_coo(&obj.shape, &parts.first, nnz as usize).map_err(|e| e.in_object(name))?;
+            Ok(SparseData {
+                values: parts.values,
+                value_type: parts.value_type,
+                indices: Cow::Borrowed(&[]),
+                indptr: Cow::Borrowed(&[]),
+                coords: parts.first,
+            })
         }
     }
 

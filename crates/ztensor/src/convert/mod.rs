@@ -20,7 +20,9 @@ use crate::writer::{
 mod safetensors;
 mod shard;
 #[cfg(feature = "safetensors")]
-pub use self::safetensors::{write_safetensors, write_safetensors_with};
+pub use self::safetensors::{
+    write_safetensors, write_safetensors_tensors, write_safetensors_with, SafetensorsTensor,
+};
 pub use self::shard::{write_sharded, ShardOptions};
 
 /// What to do with compression or digests when converting.

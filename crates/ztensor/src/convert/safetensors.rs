@@ -7,7 +7,7 @@ use std::path::Path;
 
 use safetensors::tensor::{Dtype, TensorInfo};
 use zt_container::{AtomicFile, Durability, Error, Result};
-use zt_formats::dense_len;
+use zt_formats::{dense_len, ElementType};
 use zt_manifest::Value;
 
 use super::dense_element_type;
@@ -62,9 +62,92 @@ pub fn write_safetensors_with(
     for obj in reader.objects() {
         tensors.push(safetensors_tensor(obj, densify).map_err(|e| e.in_object(&obj.name))?);
     }
+    write_planned(output, durability, &meta, tensors, |t| {
+        Ok(reader.object(t.name)?.dense_form()?.0)
+    })
+}
+
+/// One tensor held in memory, to write with [`write_safetensors_tensors`].
+#[derive(Debug, Clone)]
+pub struct SafetensorsTensor<'a> {
+    /// Name.
+    pub name: &'a str,
+    /// Element type (one safetensors has).
+    pub element: ElementType,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Little-endian element bytes, row-major.
+    pub bytes: &'a [u8],
+}
+
+/// Writes tensors held in memory as a `.safetensors` file at `output`, crash-safely, with
+/// `metadata` as `__metadata__`: the bytes `safetensors::serialize` makes for the same
+/// tensors (and metadata sorted by key).
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use ztensor::convert::{write_safetensors_tensors, SafetensorsTensor};
+/// let path = dir.path().join("m.safetensors");
+/// let data = [1.0f32, 2.0];
+/// let t = SafetensorsTensor {
+///     name: "w",
+///     element: ztensor::ElementType::plain(ztensor::DType::F32),
+///     shape: vec![2],
+///     bytes: bytemuck::cast_slice(&data),
+/// };
+/// write_safetensors_tensors(&[t], &Default::default(), &path, ztensor::Durability::Unsynced)?;
+/// assert_eq!(&ztensor::open(&path)?.read::<f32>("w")?[..], &[1.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_safetensors_tensors(
+    tensors: &[SafetensorsTensor<'_>],
+    metadata: &BTreeMap<String, String>,
+    output: impl AsRef<Path>,
+    durability: Durability,
+) -> Result<()> {
+    let meta: BTreeMap<&str, &str> = metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut planned = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        let p = plan(t.name, &t.element, &t.shape).map_err(|e| e.in_object(t.name))?;
+        if p.len != t.bytes.len() as u64 {
+            return Err(Error::argument(format!(
+                "has {} bytes, but its shape and type take {}",
+                t.bytes.len(),
+                p.len
+            ))
+            .in_object(t.name));
+        }
+        planned.push(p);
+    }
+    let bytes: std::collections::HashMap<&str, &[u8]> =
+        tensors.iter().map(|t| (t.name, t.bytes)).collect();
+    if bytes.len() != tensors.len() {
+        return Err(Error::argument("two tensors have the same name"));
+    }
+    write_planned(output.as_ref(), durability, &meta, planned, |t| {
+        Ok(std::borrow::Cow::Borrowed(
+            bytes.get(t.name).copied().unwrap_or_default(),
+        ))
+    })
+}
+
+/// Writes planned tensors: sorted as `safetensors::serialize` sorts them, the header, then
+/// each tensor's bytes in turn.
+fn write_planned<'a, 'b>(
+    output: &Path,
+    durability: Durability,
+    meta: &BTreeMap<&str, &str>,
+    mut tensors: Vec<Tensor<'a>>,
+    mut bytes_of: impl FnMut(&Tensor<'a>) -> Result<std::borrow::Cow<'b, [u8]>>,
+) -> Result<()> {
     // The order of safetensors::serialize: dtype alignment descending, then name.
     tensors.sort_by(|a, b| b.dtype.cmp(&a.dtype).then(a.name.cmp(b.name)));
-    let header = safetensors_header(&meta, &tensors)?;
+    let header = safetensors_header(meta, &tensors)?;
 
     let mut file = AtomicFile::create_with(output, durability)?;
     let written = |e: std::io::Error| Error::io(e, "cannot write safetensors").in_file(output);
@@ -72,8 +155,7 @@ pub fn write_safetensors_with(
         .map_err(written)?;
     file.write_all(&header).map_err(written)?;
     for t in &tensors {
-        let obj = reader.object(t.name)?;
-        let (bytes, _) = obj.dense_form()?;
+        let bytes = bytes_of(t)?;
         if bytes.len() as u64 != t.len {
             return Err(Error::invalid(format!(
                 "decodes to {} bytes, but its shape and type take {}",
@@ -94,25 +176,29 @@ fn safetensors_tensor(obj: &ObjectInfo, densify: bool) -> Result<Tensor<'_>> {
         return Err(d.to_error());
     }
     let element = dense_element_type(obj, densify, ".safetensors")?;
-    let dtype = dtype_of(&element)
+    plan(&obj.name, &element, &obj.shape)
+}
+
+/// The safetensors type and size of a tensor of `element` and `shape`.
+fn plan<'a>(name: &'a str, element: &ElementType, shape: &[u64]) -> Result<Tensor<'a>> {
+    let dtype = dtype_of(element)
         .ok_or_else(|| Error::argument(format!("safetensors has no {} type", element.name())))?;
-    let len = dense_len(&obj.shape, &element)?;
+    let len = dense_len(shape, element)?;
+    let count = zt_formats::element_count(shape)?;
     // safetensors holds whole bytes only: an odd count of 4-bit elements does not fit.
-    let bits = obj.element_count().checked_mul(dtype.bitsize() as u64);
+    let bits = count.checked_mul(dtype.bitsize() as u64);
     if bits.is_none_or(|b| b % 8 != 0) {
         return Err(Error::argument(format!(
-            "{} elements of {} are not a whole number of bytes, which safetensors requires",
-            obj.element_count(),
+            "{count} elements of {} are not a whole number of bytes, which safetensors requires",
             element.name()
         )));
     }
-    let shape = obj
-        .shape
+    let shape = shape
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| Error::limit("dimension exceeds usize")))
         .collect::<Result<_>>()?;
     Ok(Tensor {
-        name: &obj.name,
+        name,
         dtype,
         shape,
         len,

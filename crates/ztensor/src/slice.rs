@@ -1,0 +1,302 @@
+//! Hyperslabs of dense objects: a box of elements given as one range per dimension, read
+//! without reading the rest of the tensor.
+//!
+//! - [`Hyperslab`]: the box, checked against the object's shape, and the runs of contiguous
+//!   bytes it covers in row-major order.
+//! - [`ObjectView::slice_bytes`] (added to the view here): the box's bytes. A run of whole
+//!   rows of a raw, little-endian, mapped object is borrowed from the map; anything else is
+//!   one gather into a new buffer, reading each run once (positional reads for an unmapped
+//!   file, so only the bytes asked for cross the kernel); a zstd component is decoded once
+//!   and the box gathered from it.
+//!
+//! Slices are not checked against digests: a digest covers the whole component, and reading
+//! all of it would defeat the slice. [`crate::Reader::verify`] checks them.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use zt_container::{Error, Result};
+use zt_formats::{Encoding, Format};
+
+use crate::decode::{locate, swap_elements, ReadOptions};
+use crate::model::ByteOrder;
+use crate::view::ObjectView;
+
+/// A box of a dense tensor: one half-open range per dimension, row-major.
+///
+/// ```
+/// use ztensor::Hyperslab;
+/// // Rows 1..3 of a 4 x 5 matrix: one run of 2 whole rows.
+/// let rows = Hyperslab::new(&[4, 5], &[1..3, 0..5])?;
+/// assert_eq!(rows.shape(), vec![2, 5]);
+/// assert_eq!(rows.runs(4).collect::<Vec<_>>(), vec![(20, 40)]);
+/// // Columns 1..3 of every row: four runs of 2 elements.
+/// let cols = Hyperslab::new(&[4, 5], &[0..4, 1..3])?;
+/// assert_eq!(cols.runs(4).count(), 4);
+/// # Ok::<(), ztensor::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hyperslab {
+    /// The object's shape.
+    shape: Vec<u64>,
+    /// One range per dimension, each inside its dimension.
+    ranges: Vec<Range<u64>>,
+}
+
+impl Hyperslab {
+    /// The box `ranges` of a tensor of `shape`: one range per dimension, each with
+    /// `start <= end <= dim`. A wrong rank or a range outside its dimension is the caller's
+    /// error.
+    pub fn new(shape: &[u64], ranges: &[Range<u64>]) -> Result<Self> {
+        if ranges.len() != shape.len() {
+            return Err(Error::argument(format!(
+                "a slice of a rank-{} tensor needs {} ranges, not {}",
+                shape.len(),
+                shape.len(),
+                ranges.len()
+            )));
+        }
+        for (d, (r, &n)) in ranges.iter().zip(shape).enumerate() {
+            if r.start > r.end || r.end > n {
+                return Err(Error::argument(format!(
+                    "range {}..{} of dimension {d} does not fit its size {n}",
+                    r.start, r.end
+                )));
+            }
+        }
+        Ok(Hyperslab {
+            shape: shape.to_vec(),
+            ranges: ranges.to_vec(),
+        })
+    }
+
+    /// The box's shape.
+    pub fn shape(&self) -> Vec<u64> {
+        self.ranges.iter().map(|r| r.end - r.start).collect()
+    }
+
+    /// The number of elements in the box.
+    pub fn element_count(&self) -> u64 {
+        // Each range fits a dimension of a listed shape, whose product the listing checked.
+        self.ranges.iter().map(|r| r.end - r.start).product()
+    }
+
+    /// How many leading dimensions are walked one index at a time: the box's bytes are
+    /// contiguous from the first dimension after them on (that one may be partial, every later
+    /// one is whole).
+    fn walked_dims(&self) -> usize {
+        let mut k = self.shape.len();
+        // Move left over whole dimensions; the first partial one ends the contiguous tail.
+        while k > 0 {
+            let d = k - 1;
+            let r = &self.ranges[d];
+            let whole = r.start == 0 && r.end == self.shape[d];
+            k -= 1;
+            if !whole {
+                break;
+            }
+        }
+        k
+    }
+
+    /// The box's contiguous runs as `(byte offset, byte length)` from the start of the tensor,
+    /// in row-major order, for elements of `element_size` bytes. An empty box has no runs.
+    pub fn runs(&self, element_size: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let walked = self.walked_dims();
+        // Elements per index of dimension d: the product of the dimensions after it.
+        let mut stride = vec![1u64; self.shape.len()];
+        for d in (0..self.shape.len().saturating_sub(1)).rev() {
+            stride[d] = stride[d + 1] * self.shape[d + 1];
+        }
+        let run_elements: u64 = if walked < self.shape.len() {
+            let r = &self.ranges[walked];
+            (r.end - r.start) * stride[walked]
+        } else {
+            1
+        };
+        let tail_start: u64 = if walked < self.shape.len() {
+            self.ranges[walked].start * stride[walked]
+        } else {
+            0
+        };
+        let empty = self.element_count() == 0;
+        let mut index: Vec<u64> = self.ranges[..walked].iter().map(|r| r.start).collect();
+        let mut done = empty;
+        std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let first: u64 = index.iter().zip(&stride).map(|(i, s)| i * s).sum();
+            let run = (
+                (first + tail_start) * element_size,
+                run_elements * element_size,
+            );
+            // Advance the odometer over the walked dimensions, last fastest.
+            done = true;
+            for d in (0..walked).rev() {
+                index[d] += 1;
+                if index[d] < self.ranges[d].end {
+                    done = false;
+                    break;
+                }
+                index[d] = self.ranges[d].start;
+            }
+            Some(run)
+        })
+    }
+}
+
+impl<'r> ObjectView<'r> {
+    /// The little-endian bytes of the box `ranges` of a dense object (one range per
+    /// dimension), in row-major order, reading only the bytes the box covers.
+    ///
+    /// Whole rows of a raw object in a map are borrowed from it; anything else is gathered
+    /// into one new buffer. Packed sub-byte types (`f4_e2m1`, `f6_*`) cannot be sliced.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add("m", &[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// let m = r.object("m")?;
+    /// // Rows 1..3: a pointer into the map.
+    /// assert!(matches!(m.slice_bytes(&[1..3, 0..2])?, std::borrow::Cow::Borrowed(&[3, 4, 5, 6])));
+    /// // Column 1: gathered.
+    /// assert_eq!(&m.slice_bytes(&[0..3, 1..2])?[..], &[2, 4, 6]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn slice_bytes(&self, ranges: &[Range<u64>]) -> Result<Cow<'r, [u8]>> {
+        let info = self.info();
+        if info.format != Format::Dense {
+            return Err(Error::argument(format!(
+                "object is {}, not dense: only dense objects can be sliced",
+                info.format
+            ))
+            .in_object(self.name()));
+        }
+        let data = self.component("data")?;
+        let comp = data.info();
+        let at = locate(info, comp);
+        if let Some(d) = &info.defect {
+            return Err(at(d.to_error()));
+        }
+        if let Some(bits) = comp.element.logical.as_ref().and_then(|t| t.packed_bits()) {
+            return Err(at(Error::unsupported(format!(
+                "{}-bit packed elements cannot be sliced; read the whole object",
+                bits
+            ))));
+        }
+        let slab = Hyperslab::new(&info.shape, ranges).map_err(&at)?;
+        let element_size = comp.element.logical_size();
+        let total = slab
+            .element_count()
+            .checked_mul(element_size)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| at(Error::limit("the slice does not fit in memory")))?;
+        let mut runs = slab.runs(element_size).peekable();
+        let backing = self.backing();
+        let mut gathered = match comp.encoding {
+            Encoding::Raw => {
+                let source = backing.file(comp).map_err(&at)?;
+                // One run needing no swap: borrowed from a map, or one positional read.
+                let single = runs.peek().copied().filter(|_| slab.is_single_run());
+                if let (Some((off, len)), ByteOrder::Little) = (single, comp.byte_order) {
+                    return source
+                        .read_at(run_offset(comp.offset, off)?, len)
+                        .map_err(&at);
+                }
+                let mut out = Vec::with_capacity(total);
+                for (off, len) in runs {
+                    let bytes = source
+                        .read_at(run_offset(comp.offset, off)?, len)
+                        .map_err(&at)?;
+                    out.extend_from_slice(&bytes);
+                }
+                out
+            }
+            _ => {
+                // A compressed component is decoded once; the box is gathered from it. The
+                // decoded bytes are already little-endian.
+                let whole = data.bytes_with(ReadOptions::default())?;
+                let mut out = Vec::with_capacity(total);
+                for (off, len) in runs {
+                    let piece = usize::try_from(off)
+                        .ok()
+                        .and_then(|o| whole.get(o..o.checked_add(usize::try_from(len).ok()?)?))
+                        .ok_or_else(|| at(Error::invalid("decoded bytes shorter than shape")))?;
+                    out.extend_from_slice(piece);
+                }
+                return Ok(Cow::Owned(out));
+            }
+        };
+        if comp.byte_order == ByteOrder::Big {
+            swap_elements(&mut gathered, comp.element.dtype.size());
+        }
+        Ok(Cow::Owned(gathered))
+    }
+}
+
+impl Hyperslab {
+    /// Whether the box is one contiguous run.
+    fn is_single_run(&self) -> bool {
+        self.ranges[..self.walked_dims()]
+            .iter()
+            .all(|r| r.end - r.start == 1)
+    }
+}
+
+/// The absolute offset of a run that starts `off` bytes into a component at `base`.
+fn run_offset(base: u64, off: u64) -> Result<u64> {
+    base.checked_add(off)
+        .ok_or_else(|| Error::invalid("slice offset overflows"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(shape: &[u64], ranges: &[Range<u64>]) -> Vec<(u64, u64)> {
+        Hyperslab::new(shape, ranges).unwrap().runs(1).collect()
+    }
+
+    #[test]
+    fn whole_rows_are_one_run() {
+        assert_eq!(runs(&[4, 3], &[1..3, 0..3]), vec![(3, 6)]);
+        assert_eq!(runs(&[4, 3], &[0..4, 0..3]), vec![(0, 12)]);
+    }
+
+    #[test]
+    fn a_block_is_one_run_per_row() {
+        assert_eq!(runs(&[3, 4], &[1..3, 1..3]), vec![(5, 2), (9, 2)]);
+    }
+
+    #[test]
+    fn three_dimensions() {
+        // Shape 2x3x4, box [0..2, 1..2, 0..4]: rows (i, 1, *) for i in 0..2.
+        assert_eq!(runs(&[2, 3, 4], &[0..2, 1..2, 0..4]), vec![(4, 4), (16, 4)]);
+        // Box [1..2, 0..3, 2..3]: one element per row of the second matrix.
+        assert_eq!(
+            runs(&[2, 3, 4], &[1..2, 0..3, 2..3]),
+            vec![(14, 1), (18, 1), (22, 1)]
+        );
+    }
+
+    #[test]
+    fn empty_and_scalar_boxes() {
+        assert!(runs(&[4, 3], &[2..2, 0..3]).is_empty());
+        assert_eq!(runs(&[], &[]), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn out_of_range_is_refused() {
+        let past_end = Range { start: 3, end: 5 };
+        let reversed = Range { start: 3, end: 2 };
+        assert!(Hyperslab::new(&[4], std::slice::from_ref(&past_end)).is_err());
+        assert!(Hyperslab::new(&[4], std::slice::from_ref(&reversed)).is_err());
+        assert!(Hyperslab::new(&[4, 4], std::slice::from_ref(&(0..1))).is_err());
+    }
+}

@@ -1,0 +1,216 @@
+//! numpy arrays over the bytes the library hands back.
+//!
+//! Bytes borrowed from a memory map become a read-only array whose base is a [`MapHolder`]:
+//! it owns an `Arc` of the reader, so the map lives as long as any array over it, whatever
+//! happens to the Python reader object. Owned bytes (decoded, byte-swapped or copied for
+//! alignment) become a writable array whose base is an [`OwnedHolder`].
+//!
+//! The dtype of each element type comes from a table the Python package sets once at import
+//! ([`set_dtype_table`]): `ml_dtypes` dtypes for bf16 and FP8 when it is importable, the
+//! storage integers otherwise. The table is the package's policy; this module only applies it.
+
+use std::borrow::Cow;
+use std::ffi::c_void;
+use std::sync::{Arc, RwLock};
+
+use numpy::npyffi::{self, npy_intp, PY_ARRAY_API};
+use numpy::{PyArrayDescr, PyArrayDescrMethods};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use ztensor::ElementType;
+
+use crate::errors::argument;
+
+/// Keeps a reader, and so its memory map, alive for the arrays that point into it.
+#[pyclass(frozen, module = "ztio._native")]
+pub struct MapHolder {
+    _reader: Arc<ztensor::Reader>,
+}
+
+/// Owns the bytes of an array that could not point into a map.
+#[pyclass(frozen, module = "ztio._native")]
+pub struct OwnedHolder {
+    /// Never read or borrowed after the array is made: numpy writes through the pointer.
+    _bytes: AlignedBytes,
+}
+
+/// Bytes in storage aligned to 16, enough for every numpy type we make.
+pub struct AlignedBytes {
+    words: Vec<u128>,
+}
+
+impl AlignedBytes {
+    fn copy_of(bytes: &[u8]) -> Self {
+        let mut words = vec![0u128; bytes.len().div_ceil(16)];
+        let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+        dst[..bytes.len()].copy_from_slice(bytes);
+        AlignedBytes { words }
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr().cast()
+    }
+}
+
+/// element name -> numpy dtype, set by the Python package at import.
+static DTYPES: RwLock<Option<Py<PyDict>>> = RwLock::new(None);
+
+/// Sets the table of numpy dtypes by element type name (`"f32"`, `"bf16"`,
+/// `"f8_e4m3fn"`, `"complex64"`, ...). Called once by `ztio` at import.
+#[pyfunction]
+pub fn set_dtype_table(table: Bound<'_, PyDict>) {
+    let mut slot = DTYPES.write().unwrap_or_else(|p| p.into_inner());
+    *slot = Some(table.unbind());
+}
+
+/// The numpy dtype an element type reads as: its own name in the table, else its storage
+/// type's.
+pub fn descr_for<'py>(
+    py: Python<'py>,
+    element: &ElementType,
+) -> PyResult<Bound<'py, PyArrayDescr>> {
+    let table = {
+        let slot = DTYPES.read().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref().map(|t| t.clone_ref(py)).ok_or_else(|| {
+            PyRuntimeError::new_err("ztio._native used before ztio set its dtype table")
+        })?
+    };
+    let table = table.bind(py);
+    let found = match table.get_item(element.name())? {
+        Some(d) => Some(d),
+        None => table.get_item(element.dtype.name())?,
+    };
+    let dtype = found.ok_or_else(|| {
+        argument(
+            py,
+            format!("no numpy dtype for elements of {}", element.name()),
+        )
+    })?;
+    PyArrayDescr::new(py, dtype)
+}
+
+/// A numpy array of `dims` elements of `descr` over `bytes`: pointing into the map (read-only,
+/// base a [`MapHolder`]) when the bytes are borrowed and aligned for the dtype, else over an
+/// owned, aligned copy (writable, base an [`OwnedHolder`]).
+pub fn array_of<'py>(
+    py: Python<'py>,
+    reader: &Arc<ztensor::Reader>,
+    bytes: Cow<'_, [u8]>,
+    descr: Bound<'py, PyArrayDescr>,
+    dims: &[u64],
+) -> PyResult<Bound<'py, PyAny>> {
+    let itemsize = descr.itemsize();
+    let count: u64 = dims.iter().product();
+    if (count as u128) * (itemsize as u128) != bytes.len() as u128 {
+        return Err(argument(
+            py,
+            format!(
+                "{} bytes do not make {count} elements of {itemsize} bytes",
+                bytes.len()
+            ),
+        ));
+    }
+    let align = descr.alignment().max(1);
+    match bytes {
+        Cow::Borrowed(b) if (b.as_ptr() as usize) % align == 0 => {
+            let holder = Bound::new(
+                py,
+                MapHolder {
+                    _reader: Arc::clone(reader),
+                },
+            )?;
+            // SAFETY: the bytes live in the reader's map, which the holder keeps alive; the
+            // array is read-only, so nothing writes to the map through it.
+            unsafe {
+                new_array(
+                    py,
+                    descr,
+                    dims,
+                    b.as_ptr() as *mut c_void,
+                    0,
+                    holder.into_any(),
+                )
+            }
+        }
+        other => owned_array(py, &other, descr, dims),
+    }
+}
+
+/// A writable array over a copy of `bytes` in aligned storage. Decoded buffers are copied
+/// too: a `Vec<u8>` promises no alignment, and one copy of decoded bytes is cheap next to the
+/// decoding.
+pub fn owned_array<'py>(
+    py: Python<'py>,
+    bytes: &[u8],
+    descr: Bound<'py, PyArrayDescr>,
+    dims: &[u64],
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut storage = py.detach(|| AlignedBytes::copy_of(bytes));
+    let ptr = storage.as_mut_ptr();
+    let holder = Bound::new(py, OwnedHolder { _bytes: storage })?;
+    // SAFETY: the holder owns the storage (its heap block does not move with the holder) and
+    // nothing else reads or writes it.
+    unsafe {
+        new_array(
+            py,
+            descr,
+            dims,
+            ptr.cast(),
+            npyffi::NPY_ARRAY_WRITEABLE,
+            holder.into_any(),
+        )
+    }
+}
+
+/// # Safety
+/// `data` must point to `product(dims) * itemsize` bytes that `base` keeps alive and
+/// aligned as `descr` asks (numpy reads the flag we set).
+unsafe fn new_array<'py>(
+    py: Python<'py>,
+    descr: Bound<'py, PyArrayDescr>,
+    dims: &[u64],
+    data: *mut c_void,
+    flags: i32,
+    base: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut npy_dims = dims
+        .iter()
+        .map(|&d| npy_intp::try_from(d))
+        .collect::<Result<Vec<npy_intp>, _>>()
+        .map_err(|_| argument(py, "a dimension does not fit numpy's index type"))?;
+    let nd = i32::try_from(npy_dims.len()).map_err(|_| argument(py, "too many dimensions"))?;
+    // SAFETY: the caller's contract; PyArray_NewFromDescr steals the descr reference (hence
+    // into_dtype_ptr, which adds one) and copies the dims; a null stride array makes the array
+    // C-contiguous.
+    unsafe {
+        let subtype = npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type);
+        let arr = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            subtype,
+            descr.into_dtype_ptr(),
+            nd,
+            npy_dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            data,
+            flags,
+            std::ptr::null_mut(),
+        );
+        if arr.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let arr = Bound::from_owned_ptr(py, arr);
+        // SetBaseObject steals a reference to the base.
+        if PY_ARRAY_API.PyArray_SetBaseObject(py, arr.as_ptr().cast(), base.into_ptr()) != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        PY_ARRAY_API.PyArray_UpdateFlags(
+            py,
+            arr.as_ptr().cast(),
+            npyffi::NPY_ARRAY_ALIGNED
+                | npyffi::NPY_ARRAY_C_CONTIGUOUS
+                | npyffi::NPY_ARRAY_F_CONTIGUOUS,
+        );
+        Ok(arr)
+    }
+}

@@ -1,0 +1,85 @@
+//! The library's errors as Python exceptions. The classes live in `ztio.errors` (Python),
+//! where multiple inheritance is plain (`NotFoundError` is also a `KeyError`, `IoError` an
+//! `OSError`); this module picks the class by the error's kind and sets the attributes that
+//! say where it happened.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use ztensor::ErrorKind;
+
+/// The class of `ztio.errors` for each kind of error.
+fn class_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidFile => "FileError",
+        ErrorKind::ChecksumMismatch => "ChecksumError",
+        ErrorKind::Unsupported => "UnsupportedError",
+        ErrorKind::LimitExceeded => "LimitError",
+        ErrorKind::InvalidArgument => "ArgumentError",
+        ErrorKind::NotFound => "NotFoundError",
+        ErrorKind::Io => "IoError",
+        _ => "Error",
+    }
+}
+
+/// The kind's short name, as `ztio.Error.kind` gives it.
+fn kind_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidFile => "invalid_file",
+        ErrorKind::ChecksumMismatch => "checksum_mismatch",
+        ErrorKind::Unsupported => "unsupported",
+        ErrorKind::LimitExceeded => "limit_exceeded",
+        ErrorKind::InvalidArgument => "invalid_argument",
+        ErrorKind::NotFound => "not_found",
+        ErrorKind::Io => "io",
+        _ => "error",
+    }
+}
+
+/// The `ztio.errors` module, imported once.
+static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// The Python exception for a library error: the class of its kind, the full message as the
+/// argument, and `kind`, `message`, `offset`, `object`, `component` and `path` attributes.
+pub fn to_py(py: Python<'_>, e: &ztensor::Error) -> PyErr {
+    match build(py, e) {
+        Ok(err) => err,
+        // Only a broken installation gets here (ztio.errors missing).
+        Err(import_failure) => PyRuntimeError::new_err(format!("{e} ({import_failure})")),
+    }
+}
+
+fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
+    let module = ERRORS
+        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("ztio.errors")?.unbind()))?
+        .bind(py);
+    let class = module
+        .getattr(class_name(e.kind()))?
+        .cast_into::<PyType>()?;
+    let value = class.call1((e.to_string(),))?;
+    value.setattr("kind", kind_name(e.kind()))?;
+    value.setattr("message", e.message())?;
+    value.setattr("offset", e.offset())?;
+    value.setattr("object", e.object())?;
+    value.setattr("component", e.component())?;
+    value.setattr("path", e.path().map(|p| p.display().to_string()))?;
+    Ok(PyErr::from_value(value))
+}
+
+/// `Result<T, ztensor::Error>` to `PyResult<T>`.
+pub trait IntoPy<T> {
+    /// Raises the error as its `ztio.errors` class.
+    fn py_err(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> IntoPy<T> for ztensor::Result<T> {
+    fn py_err(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, &e))
+    }
+}
+
+/// A caller's mistake found by the binding itself, as `ztio.errors.ArgumentError`.
+pub fn argument(py: Python<'_>, message: impl Into<String>) -> PyErr {
+    to_py(py, &ztensor::Error::argument(message))
+}

@@ -1,0 +1,35 @@
+//! `ztio._native`: the ztensor library as a Python extension module. The Python package
+//! `ztio` (python/ztio) wraps it; users never import this module themselves.
+//!
+//! - [`reader`]: `Reader`, an open file; dense tensors come back as numpy arrays that point
+//!   into the memory map, everything else through the library's decoders.
+//! - [`writer`]: `Writer`, a zTensor file being written one array at a time.
+//! - [`arrays`]: numpy arrays over bytes the library hands back (borrowed from a map, or
+//!   owned), the holder objects that keep those bytes alive, and the dtype table.
+//! - [`values`]: attribute values between the library's `Value` and Python objects.
+//! - [`errors`]: the library's errors as the exceptions of `ztio.errors`.
+//!
+//! The GIL is released around every read, decode, hash and write: a reader is shared by
+//! threads through an `Arc`, and a closed reader only drops its own handle, so arrays that
+//! still point into the map keep it alive.
+
+use pyo3::prelude::*;
+
+mod arrays;
+mod errors;
+mod reader;
+mod values;
+mod writer;
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<reader::Reader>()?;
+    m.add_class::<writer::Writer>()?;
+    m.add_class::<arrays::MapHolder>()?;
+    m.add_class::<arrays::OwnedHolder>()?;
+    m.add_function(wrap_pyfunction!(arrays::set_dtype_table, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::save_safetensors, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,339 @@
+//! `Reader`: one open file of any kind the library reads, shared by Python threads.
+//!
+//! The reader is an `Arc` behind a lock that is held only to clone it: every method clones
+//! the `Arc`, releases the GIL and works on its own handle, so reads run in parallel and
+//! `close()` never pulls a map out from under a read or an array.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use numpy::PyArrayDescrMethods;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use ztensor::{ComponentInfo, Encoding, FileVersion, Format, ObjectInfo, ObjectView};
+
+use crate::arrays::{array_of, descr_for, owned_array};
+use crate::errors::{argument, to_py, IntoPy};
+use crate::values::attributes_to_py;
+
+/// An open tensor file (`.zt` of every version, `.mag`, `.safetensors`).
+#[pyclass(frozen, module = "ztio._native")]
+pub struct Reader {
+    inner: RwLock<Option<Arc<ztensor::Reader>>>,
+}
+
+impl Reader {
+    /// The open reader, or the closed-file error.
+    fn get(&self, py: Python<'_>) -> PyResult<Arc<ztensor::Reader>> {
+        let slot = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        slot.clone()
+            .ok_or_else(|| argument(py, "the file is closed"))
+    }
+}
+
+/// An object by name, or the not-found error.
+fn object<'r>(py: Python<'_>, r: &'r ztensor::Reader, name: &str) -> PyResult<ObjectView<'r>> {
+    r.object(name).py_err(py)
+}
+
+/// A version as users name it: `zt v2`, `zt v1.2`, `zt v0.1`, `mag v300`, `safetensors`.
+fn version_name(v: &FileVersion) -> String {
+    match v {
+        FileVersion::ZTensorV0_1 => "zt v0.1".to_owned(),
+        FileVersion::ZTensor(spec) => format!("zt v{spec}"),
+        FileVersion::Mag(layout) => format!("mag {layout}"),
+        FileVersion::Safetensors => "safetensors".to_owned(),
+        FileVersion::ZTensorV2 => "zt v2".to_owned(),
+        #[allow(unreachable_patterns)] // the enum may grow (GGUF, PyTorch, NumPy)
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+fn encoding_name(e: &Encoding) -> String {
+    match e {
+        Encoding::Raw => "raw".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn component_dict<'py>(py: Python<'py>, c: &ComponentInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("role", c.role.as_ref())?;
+    d.set_item("dtype", c.element.dtype.name())?;
+    d.set_item("type", c.element.type_field())?;
+    d.set_item("encoding", encoding_name(&c.encoding))?;
+    d.set_item("offset", c.offset)?;
+    d.set_item("length", c.length)?;
+    d.set_item("decoded_length", c.decoded_len)?;
+    d.set_item("digest", c.digest.as_ref().map(|g| g.to_string()))?;
+    d.set_item("file", c.file)?;
+    d.set_item(
+        "byte_order",
+        match c.byte_order {
+            ztensor::ByteOrder::Little => "little",
+            ztensor::ByteOrder::Big => "big",
+        },
+    )?;
+    Ok(d)
+}
+
+fn object_dict<'py>(py: Python<'py>, o: &ObjectInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &o.name)?;
+    d.set_item("shape", o.shape.to_vec())?;
+    d.set_item("format", o.format.to_string())?;
+    let element = o.main_component().map(|c| &c.element);
+    d.set_item("dtype", element.map(|e| e.name()))?;
+    d.set_item("storage_dtype", element.map(|e| e.dtype.name()))?;
+    d.set_item("attributes", attributes_to_py(py, &o.attributes)?)?;
+    let comps = PyList::empty(py);
+    for c in o.components.iter() {
+        comps.append(component_dict(py, c)?)?;
+    }
+    d.set_item("components", comps)?;
+    d.set_item(
+        "defect",
+        o.defect.as_ref().map(|x| x.to_error().to_string()),
+    )?;
+    Ok(d)
+}
+
+#[pymethods]
+impl Reader {
+    /// Opens `path` (mapped unless `unmapped`).
+    #[new]
+    #[pyo3(signature = (path, *, unmapped = false))]
+    fn new(py: Python<'_>, path: PathBuf, unmapped: bool) -> PyResult<Self> {
+        let r = py
+            .detach(|| ztensor::OpenOptions::new().unmapped(unmapped).open(&path))
+            .py_err(py)?;
+        Ok(Reader {
+            inner: RwLock::new(Some(Arc::new(r))),
+        })
+    }
+
+    /// Lets go of this handle; arrays already read keep the map alive.
+    fn close(&self) {
+        let mut slot = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        *slot = None;
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    /// The file's kind and version.
+    #[getter]
+    fn version(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(version_name(self.get(py)?.version()))
+    }
+
+    /// Object names, sorted.
+    fn names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.get(py)?.names().map(str::to_owned).collect())
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.len())
+    }
+
+    fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        Ok(self.get(py)?.get(name).is_some())
+    }
+
+    /// File attributes as Python values.
+    fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        attributes_to_py(py, self.get(py)?.attributes())
+    }
+
+    /// One object's listing as a dict.
+    fn info<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        object_dict(py, o.info())
+    }
+
+    /// Every object's listing, in name order.
+    fn infos<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let r = self.get(py)?;
+        let list = PyList::empty(py);
+        for o in r.objects() {
+            list.append(object_dict(py, o)?)?;
+        }
+        Ok(list)
+    }
+
+    /// The format of an object (`dense`, `sparse_csr`, ...).
+    fn format(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        let r = self.get(py)?;
+        Ok(object(py, &r, name)?.format.to_string())
+    }
+
+    /// A dense object as an array: pointing into the map when raw, little-endian and aligned;
+    /// `None` for objects of other formats.
+    fn array<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        if o.format != Format::Dense {
+            return Ok(None);
+        }
+        let element = o
+            .main_component()
+            .map(|c| c.element.clone())
+            .ok_or_else(|| argument(py, format!("object {name:?} has no data component")))?;
+        let bytes = match element.dtype {
+            // Bools are checked to be 0 or 1 (numpy's bool must be); still zero-copy.
+            ztensor::DType::Bool => py.detach(|| o.read_bool()).py_err(py).map(|b| match b {
+                Cow::Borrowed(s) => Cow::Borrowed(bool_bytes(s)),
+                Cow::Owned(v) => Cow::Owned(v.into_iter().map(u8::from).collect()),
+            })?,
+            _ => py.detach(|| o.bytes()).py_err(py)?,
+        };
+        let descr = descr_for(py, &element)?;
+        let count: u64 = o.shape.iter().product();
+        if (count as u128) * (descr.itemsize() as u128) == bytes.len() as u128 {
+            return array_of(py, &r, bytes, descr, &o.shape).map(Some);
+        }
+        // Packed sub-byte types and logical types we do not know: the storage elements.
+        storage_array(py, &r, bytes, &element).map(Some)
+    }
+
+    /// A sparse object's checked parts: `values` typed, `indices` and `indptr` (CSR) or
+    /// `coords` (COO, `ndim x nnz`) as uint64.
+    fn sparse<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        let s = py.detach(|| o.read_sparse()).py_err(py)?;
+        let d = PyDict::new(py);
+        let descr = descr_for(py, &s.value_type)?;
+        let size = descr.itemsize() as u64;
+        let nnz = (s.values.len() as u64).checked_div(size).unwrap_or(0);
+        d.set_item("values", array_of(py, &r, s.values, descr, &[nnz])?)?;
+        let u64s = |v: Cow<'_, [u64]>, dims: &[u64]| -> PyResult<Bound<'py, PyAny>> {
+            let bytes = match v {
+                Cow::Borrowed(b) => Cow::Borrowed(bytemuck::cast_slice::<u64, u8>(b)),
+                Cow::Owned(v) => Cow::Owned(bytemuck::cast_slice::<u64, u8>(&v).to_vec()),
+            };
+            array_of(py, &r, bytes, numpy::dtype::<u64>(py), dims)
+        };
+        if o.format == Format::SparseCsr {
+            let (ni, np) = (s.indices.len() as u64, s.indptr.len() as u64);
+            d.set_item("indices", u64s(s.indices, &[ni])?)?;
+            d.set_item("indptr", u64s(s.indptr, &[np])?)?;
+        } else {
+            let ndim = o.shape.len() as u64;
+            d.set_item("coords", u64s(s.coords, &[ndim, nnz])?)?;
+        }
+        Ok(d)
+    }
+
+    /// One component's elements as a 1-D array of its element type.
+    fn component<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        role: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        let c = o.component(role).py_err(py)?;
+        let element = c.element.clone();
+        let bytes = py.detach(|| c.bytes()).py_err(py)?;
+        let descr = descr_for(py, &element)?;
+        let size = descr.itemsize() as u64;
+        let count = (bytes.len() as u64).checked_div(size).unwrap_or(0);
+        if count * size != bytes.len() as u64 {
+            return storage_array(py, &r, bytes, &element);
+        }
+        array_of(py, &r, bytes, descr, &[count])
+    }
+
+    /// Any numeric object as float32 values in its logical shape: dense data converted, FP8
+    /// decoded, sparse objects densified, quantized objects dequantized.
+    fn read_f32<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        let values = py.detach(|| o.read_f32()).py_err(py)?;
+        let bytes: &[u8] = f32_bytes(&values);
+        owned_array(py, bytes, numpy::dtype::<f32>(py), &o.shape)
+    }
+
+    /// The box `ranges` (one `(start, stop)` per dimension) of a dense object, reading only
+    /// its bytes: a run of whole rows points into the map.
+    fn slice<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        ranges: Vec<(u64, u64)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        let element = o
+            .main_component()
+            .map(|c| c.element.clone())
+            .ok_or_else(|| argument(py, format!("object {name:?} has no data component")))?;
+        let ranges: Vec<Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
+        let bytes = py.detach(|| o.slice_bytes(&ranges)).py_err(py)?;
+        if element.dtype == ztensor::DType::Bool && bytes.iter().any(|&b| b > 1) {
+            return Err(to_py(
+                py,
+                &ztensor::Error::invalid("bool element is neither 0 nor 1").in_object(name),
+            ));
+        }
+        let dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        let descr = descr_for(py, &element)?;
+        array_of(py, &r, bytes, descr, &dims)
+    }
+
+    /// Checks every digest and data rule: `(digests checked, [errors])`.
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let r = self.get(py)?;
+        let report = py.detach(|| r.verify());
+        let errors = PyList::empty(py);
+        for e in &report.failures {
+            errors.append(to_py(py, e).value(py))?;
+        }
+        Ok((report.checked, errors))
+    }
+
+    /// The address and length of the file's memory map, or `None` when it is not mapped:
+    /// lets tests see that an array points into the map.
+    fn map_range(&self, py: Python<'_>) -> PyResult<Option<(usize, usize)>> {
+        let r = self.get(py)?;
+        Ok(match r.source() {
+            ztensor::Source::Mapped(m) => Some((m.bytes().as_ptr() as usize, m.bytes().len())),
+            _ => None,
+        })
+    }
+}
+
+fn bool_bytes(b: &[bool]) -> &[u8] {
+    // SAFETY: bool is one byte, 0 or 1.
+    unsafe { std::slice::from_raw_parts(b.as_ptr().cast(), b.len()) }
+}
+
+fn f32_bytes(v: &[f32]) -> &[u8] {
+    bytemuck::cast_slice(v)
+}
+
+/// Bytes as a 1-D array of their storage type: for packed sub-byte elements (FP4, FP6) and
+/// logical types without a numpy dtype.
+fn storage_array<'py>(
+    py: Python<'py>,
+    r: &Arc<ztensor::Reader>,
+    bytes: Cow<'_, [u8]>,
+    element: &ztensor::ElementType,
+) -> PyResult<Bound<'py, PyAny>> {
+    let storage = ztensor::ElementType::plain(element.dtype);
+    let descr = descr_for(py, &storage)?;
+    let size = descr.itemsize().max(1) as u64;
+    let count = bytes.len() as u64 / size;
+    array_of(py, r, bytes, descr, &[count])
+}

@@ -1,0 +1,24 @@
+"""Shared paths for the ztio tests: the repository's fixtures, and the Rust `zt` binary when
+the test command built it (ZT_BIN)."""
+
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    return tmp_path
+
+
+def zt_bin():
+    """The `zt` binary the test command built, or None when run by hand without it."""
+    path = os.environ.get("ZT_BIN")
+    if path and os.path.exists(path):
+        return path
+    guess = ROOT / "target" / "debug" / "zt"
+    return str(guess) if guess.exists() else None

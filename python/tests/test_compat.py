@@ -1,0 +1,62 @@
+"""The safetensors surface: safe_open code runs unchanged against ztio, on safetensors files
+and on every other kind. (The same code against safetensors itself is the cross-check
+tools/interop/check_ztio.py: the default tests never need safetensors installed.)"""
+
+import numpy as np
+import pytest
+
+import ztio
+import ztio.numpy
+from conftest import FIXTURES
+
+SAFETENSORS = FIXTURES / "interop" / "safetensors" / "numpy.safetensors"
+
+
+def safetensors_style_loader(safe_open, path):
+    """Code as written for safetensors' documentation."""
+    tensors = {}
+    with safe_open(path, framework="np") as f:
+        meta = f.metadata()
+        for k in f.keys():
+            tensors[k] = f.get_tensor(k)
+        first = f.keys()[0]
+        part = f.get_slice(first)
+        shape = part.get_shape()
+        rows = part[: max(shape[0] // 2, 1)] if shape else None
+    return tensors, meta, rows
+
+
+def test_safe_open_runs_safetensors_code_on_a_safetensors_file():
+    """The fixture was written by safetensors itself (tools/interop/make_safetensors.py)."""
+    tensors, meta, rows = safetensors_style_loader(ztio.safe_open, str(SAFETENSORS))
+    with ztio.open(SAFETENSORS) as f:
+        assert tensors.keys() == set(f.keys())
+        for k, v in tensors.items():
+            assert np.array_equal(v, f[k])
+        assert meta == f.metadata()
+        first = f.keys()[0]
+        assert np.array_equal(rows, f[first][: max(f[first].shape[0] // 2, 1)])
+
+
+def test_safe_open_reads_zt_files_too(tmp_path):
+    path = tmp_path / "m.zt"
+    ztio.numpy.save_file({"w": np.eye(3, dtype=np.float32)}, path, metadata={"a": "b"})
+    tensors, meta, rows = safetensors_style_loader(ztio.safe_open, path)
+    assert np.array_equal(tensors["w"], np.eye(3))
+    assert meta == {"a": "b"}
+    assert rows.shape == (1, 3)
+
+
+def test_numpy_module_round_trip(tmp_path):
+    a = {"x": np.arange(5, dtype=np.int16), "y": np.ones((2, 2), np.float64)}
+    for name in ("m.zt", "m.safetensors"):
+        ztio.numpy.save_file(a, tmp_path / name)
+        back = ztio.numpy.load_file(tmp_path / name)
+        assert back.keys() == a.keys()
+        for k in a:
+            assert np.array_equal(back[k], a[k])
+
+
+def test_unknown_framework_is_an_argument_error():
+    with pytest.raises(ztio.ArgumentError):
+        ztio.safe_open(SAFETENSORS, framework="jax")

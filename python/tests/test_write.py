@@ -1,0 +1,173 @@
+"""Writing: round trips of every dtype, the writer context manager, crash safety, and the
+same bytes as the Rust writer."""
+
+import os
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ztio
+import ztio.numpy
+from conftest import FIXTURES, zt_bin
+
+RNG = np.random.default_rng(7)
+
+ARRAYS = {
+    "f64": RNG.standard_normal((3, 4)),
+    "f32": RNG.standard_normal((2, 3)).astype(np.float32),
+    "f16": RNG.standard_normal(5).astype(np.float16),
+    "bf16": RNG.standard_normal((2, 2)).astype(ml_dtypes.bfloat16),
+    "i64": np.arange(-3, 3, dtype=np.int64),
+    "i32": np.arange(6, dtype=np.int32).reshape(2, 3),
+    "i16": np.array([-1, 2], np.int16),
+    "i8": np.array([-128, 127], np.int8),
+    "u64": np.array([2**64 - 1], np.uint64),
+    "u32": np.array([1, 2], np.uint32),
+    "u16": np.array([65535], np.uint16),
+    "u8": np.arange(10, dtype=np.uint8),
+    "bool": np.array([[True, False], [False, True]]),
+    "c64": np.array([1 + 2j, -3j], np.complex64),
+    "c128": np.array([[1 + 2j]], np.complex128),
+    "e4m3": np.array([0.5, -2.0], ml_dtypes.float8_e4m3fn),
+    "e5m2": np.array([0.5, -2.0], ml_dtypes.float8_e5m2),
+    "e4m3fnuz": np.array([0.5], ml_dtypes.float8_e4m3fnuz),
+    "e5m2fnuz": np.array([0.5], ml_dtypes.float8_e5m2fnuz),
+    "scalar": np.array(3.0, np.float32),
+    "empty": np.zeros((0, 3), np.float32),
+}
+
+
+@pytest.mark.parametrize("version", ["v2", "v2-compact", "v1.2"])
+@pytest.mark.parametrize("compression", [None, True])
+def test_every_dtype_round_trips(tmp_path, version, compression):
+    path = tmp_path / "all.zt"
+    digest = "crc32c" if version == "v1.2" else None
+    ztio.save_file(ARRAYS, path, metadata={"who": "test", "n": 3}, compression=compression,
+                   digest=digest, version=version)
+    with ztio.open(path) as f:
+        assert f.version == ("zt v2" if version.startswith("v2") else "zt v1.2.0")
+        assert sorted(f.keys()) == sorted(ARRAYS)
+        assert f.attributes == {"who": "test", "n": 3}
+        for name, a in ARRAYS.items():
+            b = f.get_tensor(name)
+            assert b.dtype == a.dtype, name
+            assert b.shape == a.shape, name
+            assert b.tobytes() == a.tobytes(), name
+        assert f.verify().ok
+
+
+def test_non_contiguous_and_big_endian_arrays_are_stored_as_their_values(tmp_path):
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    arrays = {"t": base.T, "s": base[::2, 1::2], "be": base.astype(">f4"), "f": np.asfortranarray(base)}
+    ztio.save_file(arrays, tmp_path / "x.zt")
+    with ztio.open(tmp_path / "x.zt") as f:
+        for k, a in arrays.items():
+            assert np.array_equal(f[k], a)
+            assert f[k].dtype == np.float32
+
+
+def test_same_input_same_bytes(tmp_path):
+    ztio.save_file(ARRAYS, tmp_path / "a.zt", metadata={"k": "v"})
+    ztio.save_file(dict(reversed(list(ARRAYS.items()))), tmp_path / "b.zt", metadata={"k": "v"})
+    assert (tmp_path / "a.zt").read_bytes() == (tmp_path / "b.zt").read_bytes()
+
+
+def test_output_is_the_rust_writers(tmp_path):
+    """`zt convert` (the Rust writer, through the library) and ztio.save_file make the same
+    v2 file from the same tensors and metadata."""
+    zt = zt_bin()
+    if zt is None:
+        pytest.skip("the zt binary is not built (the test command builds it)")
+    src = FIXTURES / "interop" / "safetensors" / "numpy.safetensors"
+    rust = tmp_path / "rust.zt"
+    subprocess.run([zt, "convert", str(src), str(rust)], check=True, capture_output=True)
+    with ztio.open(src) as f:
+        tensors = {k: f[k] for k in f.keys()}
+        meta = f.attributes
+    ours = tmp_path / "ours.zt"
+    ztio.save_file(tensors, ours, metadata=meta)
+    assert ours.read_bytes() == rust.read_bytes()
+
+
+def test_writer_adds_one_array_at_a_time(tmp_path):
+    path = tmp_path / "w.zt"
+    with ztio.Writer(path, compression=5, digest="sha256") as w:
+        for i in range(4):
+            w.add(f"layer.{i}", np.full((8, 8), i, np.float32), attributes={"index": i})
+        w.set_attribute("nested", {"a": [1, 2.5, None, b"\x00"], "b": True})
+    with ztio.open(path) as f:
+        assert f.keys() == [f"layer.{i}" for i in range(4)]
+        assert f.info("layer.2").attributes == {"index": 2}
+        assert f.info("layer.2").components[0].encoding == "zt.zstd-seekable/1"
+        assert f.info("layer.2").components[0].digest.startswith("sha256:")
+        assert f.attributes["nested"] == {"a": [1, 2.5, None, b"\x00"], "b": True}
+        assert f["layer.3"].sum() == 3 * 64
+
+
+def test_tagged_values_go_to_v1_2_and_are_refused_by_v2(tmp_path):
+    with ztio.Writer(tmp_path / "t.zt", version="v1.2") as w:
+        w.set_attribute("when", ztio.Tagged(1, 1700000000))
+        w.add("x", np.ones(1, np.float32))
+    assert ztio.open(tmp_path / "t.zt").attributes == {"when": ztio.Tagged(1, 1700000000)}
+    with pytest.raises(ztio.ArgumentError, match="no tags"):
+        with ztio.Writer(tmp_path / "t2.zt") as w:
+            w.set_attribute("when", ztio.Tagged(1, 1700000000))
+            w.add("x", np.ones(1, np.float32))
+
+
+def test_an_exception_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "keep.zt"
+    ztio.save_file({"old": np.ones(2, np.float32)}, path)
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError):
+        with ztio.Writer(path) as w:
+            w.add("new", np.zeros(3, np.float32))
+            raise RuntimeError("killed")
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["keep.zt"]
+
+
+def test_nothing_is_at_the_path_until_finish(tmp_path):
+    path = tmp_path / "late.zt"
+    w = ztio.Writer(path)
+    w.add("x", np.ones(1, np.float32))
+    assert not path.exists()
+    w.finish()
+    assert path.exists()
+    with pytest.raises(ztio.ArgumentError, match="finished"):
+        w.add("y", np.ones(1, np.float32))
+
+
+def test_bad_arguments_are_argument_errors(tmp_path):
+    with pytest.raises(ztio.ArgumentError, match="cannot store numpy dtype"):
+        ztio.save_file({"o": np.array(["a"], dtype=object)}, tmp_path / "o.zt")
+    with pytest.raises(ztio.ArgumentError, match="compression"):
+        ztio.save_file({"x": np.ones(1)}, tmp_path / "x.zt", compression=99)
+    with pytest.raises(ztio.ArgumentError, match="version"):
+        ztio.Writer(tmp_path / "x.zt", version="v9")
+    with pytest.raises(ztio.ArgumentError):
+        with ztio.Writer(tmp_path / "d.zt") as w:
+            w.add("a", np.ones(1))
+            w.add("a", np.ones(1))
+    with pytest.raises(ztio.ArgumentError, match="attribute"):
+        with ztio.Writer(tmp_path / "e.zt") as w:
+            w.set_attribute("bad", object())
+
+
+def test_safetensors_output_is_the_rust_writers(tmp_path):
+    """ztio.numpy.save_file to a .safetensors path writes what `zt convert` writes (the Rust
+    writer, itself checked byte for byte against safetensors.serialize)."""
+    zt = zt_bin()
+    if zt is None:
+        pytest.skip("the zt binary is not built (the test command builds it)")
+    plain = {k: v for k, v in ARRAYS.items() if k not in ("c128", "e4m3fnuz", "e5m2fnuz")}
+    ours, via_zt, rust = tmp_path / "ours.safetensors", tmp_path / "src.zt", tmp_path / "rust.safetensors"
+    ztio.numpy.save_file(plain, ours, metadata={"a": "b"})
+    ztio.save_file(plain, via_zt, metadata={"a": "b"})
+    subprocess.run([zt, "convert", str(via_zt), str(rust)], check=True, capture_output=True)
+    assert ours.read_bytes() == rust.read_bytes()
+    back = ztio.numpy.load_file(ours)
+    for k, a in plain.items():
+        assert back[k].tobytes() == a.tobytes() and back[k].shape == a.shape, k

@@ -1,0 +1,86 @@
+"""ztio: read and write tensor files safely and fast, zero-copy into numpy.
+
+One reader for zTensor files of every version (``.zt`` v0.1, v1.x and v2, shards included),
+magnetron ``.mag`` files and ``.safetensors``; a writer of zTensor v2 (default) and v1.2. A
+hostile file raises a :class:`ztio.Error`, never crashes the interpreter.
+
+Reading::
+
+    >>> import numpy as np, ztio, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.zt")
+    >>> ztio.save_file({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, path,
+    ...                metadata={"framework": "numpy"})
+    >>> with ztio.open(path) as f:
+    ...     w = f.get_tensor("w")        # points into the memory map: no copy
+    ...     print(f.keys(), w.shape, w.dtype, w.flags.writeable, f.metadata())
+    ['w'] (2, 3) float32 False {'framework': 'numpy'}
+    >>> float(w.sum())                   # still valid after the file is closed
+    15.0
+
+The safetensors-compatible surface (:func:`safe_open`, :mod:`ztio.numpy`,
+:mod:`ztio.torch`) lets code written for safetensors run by swapping the import.
+
+Who is at fault is in the exception's class: :class:`FileError` (the file),
+:class:`ArgumentError` (the caller), :class:`IoError` (the system), :class:`LimitError`
+(a limit), :class:`UnsupportedError` (something we do not decode).
+"""
+
+from __future__ import annotations
+
+from ._dtypes import HAVE_ML_DTYPES
+from ._file import (
+    Components,
+    ComponentInfo,
+    File,
+    Quantized,
+    Slice,
+    TensorInfo,
+    VerifyReport,
+    open,
+    safe_open,
+)
+from ._write import Writer, save_file
+from .errors import (
+    ArgumentError,
+    ChecksumError,
+    Error,
+    FileError,
+    IoError,
+    LimitError,
+    NotFoundError,
+    UnsupportedError,
+)
+from .values import Tagged
+from ._native import __version__
+from . import numpy, torch  # the safetensors-style submodules (torch is imported on use)
+
+__all__ = [
+    "open",
+    "safe_open",
+    "save_file",
+    "load_file",
+    "File",
+    "Writer",
+    "Slice",
+    "TensorInfo",
+    "ComponentInfo",
+    "Components",
+    "Quantized",
+    "VerifyReport",
+    "Tagged",
+    "Error",
+    "FileError",
+    "ChecksumError",
+    "UnsupportedError",
+    "LimitError",
+    "ArgumentError",
+    "NotFoundError",
+    "IoError",
+    "HAVE_ML_DTYPES",
+    "__version__",
+]
+
+
+def load_file(path):
+    """Every tensor of a file as a dict of numpy arrays (see :func:`ztio.numpy.load_file`)."""
+    return numpy.load_file(path)

@@ -1,0 +1,459 @@
+"""Reading: :func:`open` and :class:`File`, the safetensors-style :func:`safe_open`, and the
+objects a read hands back for tensors that are not plain arrays.
+
+A dense tensor stored raw, little-endian and aligned comes back as a read-only numpy array
+that points into the file's memory map; the array keeps the map alive, so it stays valid after
+the file is closed. zstd-compressed, big-endian or misaligned data comes back as an owned,
+writable array.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _native
+from ._dtypes import read_table
+
+_native.set_dtype_table(read_table())
+
+__all__ = [
+    "open",
+    "safe_open",
+    "File",
+    "Slice",
+    "TensorInfo",
+    "ComponentInfo",
+    "Components",
+    "Quantized",
+    "VerifyReport",
+]
+
+
+@dataclass(frozen=True)
+class ComponentInfo:
+    """One stored array of an object: its role, element type, encoding and place in the file."""
+
+    role: str
+    dtype: str
+    type: Optional[str]
+    encoding: str
+    offset: int
+    length: int
+    decoded_length: Optional[int]
+    digest: Optional[str]
+    file: int
+    byte_order: str
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What a file says about one object, read without touching its data.
+
+    ``dtype`` is the element type's name (``"f32"``, ``"bf16"``, ``"f8_e4m3fn"``,
+    ``"complex64"``, ...), ``storage_dtype`` the type it is stored as (``"u8"`` for FP8),
+    ``format`` the layout (``"dense"``, ``"sparse_csr"``, ``"sparse_coo"``,
+    ``"quantized_group"`` or a format id the library does not decode), ``defect`` why it
+    cannot be read, if it cannot.
+    """
+
+    name: str
+    shape: Tuple[int, ...]
+    dtype: Optional[str]
+    storage_dtype: Optional[str]
+    format: str
+    attributes: Dict[str, Any]
+    components: Tuple[ComponentInfo, ...]
+    defect: Optional[str] = None
+
+    @classmethod
+    def _of(cls, d: Dict[str, Any]) -> "TensorInfo":
+        return cls(
+            name=d["name"],
+            shape=tuple(d["shape"]),
+            dtype=d["dtype"],
+            storage_dtype=d["storage_dtype"],
+            format=d["format"],
+            attributes=d["attributes"],
+            components=tuple(ComponentInfo(**c) for c in d["components"]),
+            defect=d["defect"],
+        )
+
+
+@dataclass(frozen=True)
+class Components:
+    """An object of a format read as its parts: a sparse tensor when scipy is missing, or a
+    format the library lists but does not decode (``gguf.q4_0/1``, ``zt.mx/1``, ...)."""
+
+    name: str
+    format: str
+    shape: Tuple[int, ...]
+    attributes: Dict[str, Any]
+    parts: Dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """A ``quantized_group`` object: packed codes, per-group scales and zero points, and the
+    packing parameters (the object's attributes). :meth:`dequantize` gives float32 values."""
+
+    name: str
+    shape: Tuple[int, ...]
+    attributes: Dict[str, Any]
+    parts: Dict[str, np.ndarray]
+    _file: "File" = field(repr=False, compare=False)
+
+    def dequantize(self) -> np.ndarray:
+        """``(code - zero) * scale`` for every element, as float32 in the logical shape."""
+        return self._file.dequantize(self.name)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :meth:`File.verify` found: how many digests were checked, and every failure as
+    the exception it would raise. True when nothing failed."""
+
+    checked: int
+    errors: List[Exception]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _dims(key: Any, shape: Sequence[int]) -> Tuple[List[Tuple[int, int]], Tuple[Any, ...]]:
+    """A numpy-style index (ints, slices with any step, one Ellipsis) as the bounding box to
+    read, one ``(start, stop)`` per dimension, and the index to apply to that box."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        fill = len(shape) - (len(key) - 1)
+        key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1 :]
+    if len(key) > len(shape):
+        raise IndexError(f"too many indices: the tensor has {len(shape)} dimensions")
+    key = key + (slice(None),) * (len(shape) - len(key))
+    box: List[Tuple[int, int]] = []
+    local: List[Any] = []
+    for k, n in zip(key, shape):
+        if isinstance(k, slice):
+            idx = range(*k.indices(n))
+            if len(idx) == 0:
+                box.append((0, 0))
+                local.append(slice(0, 0))
+                continue
+            lo, hi = min(idx[0], idx[-1]), max(idx[0], idx[-1]) + 1
+            box.append((lo, hi))
+            start, last = idx[0] - lo, idx[-1] - lo
+            stop = last + (1 if idx.step > 0 else -1)
+            local.append(slice(start, stop if stop >= 0 else None, idx.step))
+        else:
+            try:
+                i = int(k.__index__())
+            except (AttributeError, TypeError):
+                raise TypeError(f"index {k!r}: only integers, slices and ... are supported") from None
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for a dimension of size {n}")
+            i %= n
+            box.append((i, i + 1))
+            local.append(0)
+    return box, tuple(local)
+
+
+class Slice:
+    """A lazily read tensor: index it to read only the part asked for.
+
+    ``f.get_slice("w")[a:b]`` reads rows ``a..b`` and nothing else; a run of whole rows of a
+    raw tensor points into the map, any other box is gathered in one pass.
+    """
+
+    def __init__(self, file: "File", name: str):
+        self._file = file
+        self._name = name
+        self._info = file.info(name)
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._info.shape
+
+    def get_shape(self) -> List[int]:
+        """The tensor's shape (safetensors' spelling)."""
+        return list(self._info.shape)
+
+    def get_dtype(self) -> str:
+        """The element type's name as safetensors spells it (``F32``, ``BF16``, ``F8_E4M3``)."""
+        return _SAFETENSORS_NAMES.get(self._info.dtype or "", (self._info.dtype or "").upper())
+
+    @property
+    def dtype(self) -> Optional[str]:
+        return self._info.dtype
+
+    def __len__(self) -> int:
+        if not self._info.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._info.shape[0]
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        box, local = _dims(key, self._info.shape)
+        part = self._file._reader().slice(self._name, box)
+        return part[local]
+
+
+_SAFETENSORS_NAMES = {
+    "f64": "F64",
+    "f32": "F32",
+    "f16": "F16",
+    "bf16": "BF16",
+    "i64": "I64",
+    "i32": "I32",
+    "i16": "I16",
+    "i8": "I8",
+    "u64": "U64",
+    "u32": "U32",
+    "u16": "U16",
+    "u8": "U8",
+    "bool": "BOOL",
+    "f8_e4m3fn": "F8_E4M3",
+    "f8_e5m2": "F8_E5M2",
+    "f8_e4m3fnuz": "F8_E4M3FNUZ",
+    "f8_e5m2fnuz": "F8_E5M2FNUZ",
+    "f8_e8m0": "F8_E8M0",
+    "f4_e2m1": "F4",
+    "complex64": "C64",
+}
+
+
+class File:
+    """An open tensor file. Use :func:`open`; close it, or use it as a context manager.
+
+    Iterating gives the names; ``f[name]`` is :meth:`get_tensor`. Safe to use from several
+    threads: reads release the GIL and run in parallel.
+    """
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False):
+        self._native = _native.Reader(path, unmapped=unmapped)
+        self.path = str(path)
+
+    def _reader(self) -> "_native.Reader":
+        return self._native
+
+    # -- the file --------------------------------------------------------------------------
+
+    @property
+    def version(self) -> str:
+        """The file's kind and version: ``"zt v2"``, ``"zt v1.2"``, ``"mag v300"``,
+        ``"safetensors"``, ..."""
+        return self._native.version
+
+    @property
+    def attributes(self) -> Dict[str, Any]:
+        """The file attributes as Python values."""
+        return self._native.attributes()
+
+    def metadata(self) -> Optional[Dict[str, str]]:
+        """File attributes as strings, as safetensors' ``metadata()`` gives them: text as is,
+        other values as JSON; ``None`` when the file has none."""
+        attrs = self._native.attributes()
+        if not attrs:
+            return None
+        return {k: v if isinstance(v, str) else json.dumps(v, default=repr) for k, v in attrs.items()}
+
+    def keys(self) -> List[str]:
+        """Object names, sorted."""
+        return self._native.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._native.names())
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._native
+
+    def info(self, name: str) -> TensorInfo:
+        """One object's listing: shape, element type, format, attributes, components."""
+        return TensorInfo._of(self._native.info(name))
+
+    def infos(self) -> List[TensorInfo]:
+        """Every object's listing, in name order."""
+        return [TensorInfo._of(d) for d in self._native.infos()]
+
+    def verify(self) -> VerifyReport:
+        """Checks every digest and data rule of the file (reading all of it)."""
+        checked, errors = self._native.verify()
+        return VerifyReport(checked, list(errors))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get_tensor(self, name: str) -> Any:
+        """An object's values.
+
+        - dense: a numpy array (read-only and pointing into the map when stored raw,
+          little-endian and aligned; owned otherwise). bf16/FP8 use ml_dtypes dtypes when
+          it is installed, else their storage integers; complex is numpy complex.
+        - ``sparse_csr``/``sparse_coo``: a ``scipy.sparse`` array when scipy is importable,
+          else :class:`Components`.
+        - ``quantized_group``: :class:`Quantized` (see :meth:`Quantized.dequantize`).
+        - any other format: :class:`Components`.
+        """
+        array = self._native.array(name)
+        if array is not None:
+            return array
+        return self._structured(name)
+
+    __getitem__ = get_tensor
+
+    def get_slice(self, name: str) -> Slice:
+        """A lazily read tensor: ``f.get_slice(name)[a:b]`` reads only rows ``a..b``."""
+        return Slice(self, name)
+
+    def component(self, name: str, role: str) -> np.ndarray:
+        """One stored array of an object (``data``, ``values``, ``indptr``, ...), 1-D."""
+        return self._native.component(name, role)
+
+    def dequantize(self, name: str) -> np.ndarray:
+        """Any numeric object as float32 values in its logical shape: dense values
+        converted, FP8 decoded, sparse densified, quantized dequantized."""
+        return self._native.read_f32(name)
+
+    def _parts(self, info: TensorInfo) -> Dict[str, np.ndarray]:
+        return {c.role: self._native.component(info.name, c.role) for c in info.components}
+
+    def sparse_parts(self, name: str) -> Dict[str, np.ndarray]:
+        """A sparse object's checked parts, whatever its storage: ``values`` and, for CSR,
+        ``indices`` and ``indptr``, for COO ``coords`` (``ndim x nnz``), indices as uint64."""
+        return dict(self._native.sparse(name))
+
+    def _structured(self, name: str) -> Any:
+        info = self.info(name)
+        if info.format in ("sparse_csr", "sparse_coo"):
+            parts = self.sparse_parts(name)
+            sparse = _scipy_sparse(info, parts)
+            if sparse is not None:
+                return sparse
+            return Components(info.name, info.format, info.shape, info.attributes, parts)
+        parts = self._parts(info)
+        if info.format == "quantized_group":
+            return Quantized(info.name, info.shape, info.attributes, parts, self)
+        return Components(info.name, info.format, info.shape, info.attributes, parts)
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the file. Arrays already read stay valid: they keep the map alive."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def __enter__(self) -> "File":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self)} objects, {self.version}"
+        return f"<ztio.File {self.path!r} ({state})>"
+
+
+def _scipy_sparse(info: TensorInfo, parts: Dict[str, np.ndarray]) -> Any:
+    try:
+        import scipy.sparse as sp
+    except ImportError:
+        return None
+    shape = info.shape
+    if info.format == "sparse_csr":
+        if len(shape) != 2:
+            return None
+        return sp.csr_array((parts["values"], parts["indices"], parts["indptr"]), shape=shape)
+    coords = parts["coords"]
+    if len(shape) != 2 and not _scipy_has_nd_coo(sp):
+        return None
+    return sp.coo_array((parts["values"], tuple(coords)), shape=shape)
+
+
+def _scipy_has_nd_coo(sp: Any) -> bool:
+    try:
+        sp.coo_array((np.zeros(0), (np.zeros(0, int),) * 3), shape=(1, 1, 1))
+        return True
+    except Exception:
+        return False
+
+
+def open(path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False) -> File:
+    """Opens a tensor file of any kind ztio reads: zTensor ``.zt`` of every version,
+    ``.mag``, ``.safetensors``.
+
+    The file is memory-mapped; ``unmapped=True`` reads with positional reads instead (safe
+    if another process may truncate the file; every read then copies).
+    """
+    return File(path, unmapped=unmapped)
+
+
+class _SafeOpen:
+    """What :func:`safe_open` returns: safetensors' ``safe_open`` surface over a
+    :class:`File`."""
+
+    def __init__(self, path: Any, framework: str, device: str):
+        if framework not in ("np", "numpy", "pt", "torch"):
+            from .errors import ArgumentError
+
+            raise ArgumentError(f"framework {framework!r} is not supported (numpy or pt)")
+        self._torch = framework in ("pt", "torch")
+        self._device = device
+        self._file = File(path)
+
+    def keys(self) -> List[str]:
+        return self._file.keys()
+
+    def offset_keys(self) -> List[str]:
+        """Names in the order of their data in the file."""
+        infos = self._file.infos()
+        return [i.name for i in sorted(infos, key=lambda i: min((c.offset for c in i.components), default=0))]
+
+    def metadata(self) -> Optional[Dict[str, str]]:
+        return self._file.metadata()
+
+    def get_tensor(self, name: str) -> Any:
+        if self._torch:
+            from .torch import _tensor
+
+            return _tensor(self._file, name, self._device)
+        return self._file.get_tensor(name)
+
+    def get_slice(self, name: str) -> Slice:
+        return self._file.get_slice(name)
+
+    def __enter__(self) -> "_SafeOpen":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+
+def safe_open(path: Any, framework: str = "numpy", device: str = "cpu") -> _SafeOpen:
+    """safetensors' ``safe_open``, for every file kind ztio reads.
+
+    >>> import ztio, numpy as np, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "m.safetensors")
+    >>> import ztio.numpy
+    >>> ztio.numpy.save_file({"x": np.ones((4, 2), np.float32)}, p)
+    >>> with ztio.safe_open(p, framework="np") as f:
+    ...     print(f.keys(), f.get_slice("x")[1:3].shape)
+    ['x'] (2, 2)
+    """
+    return _SafeOpen(path, framework, device)
+
+
+import os  # noqa: E402  (for the annotations above)

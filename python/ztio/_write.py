@@ -1,0 +1,166 @@
+"""Writing: :func:`save_file` for a dict of arrays, :class:`Writer` for one array at a time.
+
+zTensor files go through the library's writer, so the bytes are those the Rust ``Writer``
+makes for the same arrays in the same order (``save_file`` adds them in name order, the
+canonical order of v2). Any numpy array is accepted: non-contiguous or big-endian ones are
+copied once into little-endian row-major order; bf16 and FP8 need their ml_dtypes dtypes.
+A path ending in ``.safetensors`` gets a safetensors file instead (the bytes
+``safetensors.numpy.save_file`` writes).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _native
+from ._dtypes import element_of
+from .errors import ArgumentError
+
+__all__ = ["Writer", "save_file"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _level(compression: Union[None, bool, int]) -> Optional[int]:
+    """``None``/``False``: raw; ``True``: zstd level 3; an int: that zstd level."""
+    if compression is None or compression is False:
+        return None
+    if compression is True:
+        return 3
+    if isinstance(compression, int) and 1 <= compression <= 22:
+        return int(compression)
+    raise ArgumentError(f"compression must be None, True or a zstd level 1-22, not {compression!r}")
+
+
+def _prepared(array: Any) -> Tuple[Tuple[str, Optional[str]], Tuple[int, ...], np.ndarray]:
+    """An array's element type, shape, and its bytes as a flat uint8 array (a view when the
+    array is already little-endian and C-contiguous)."""
+    a = np.asarray(array)
+    element = element_of(a.dtype)
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
+    return element, a.shape, a.reshape(-1).view(np.uint8)
+
+
+class Writer:
+    """A zTensor file written one array at a time, with memory bounded by the largest array.
+
+    Nothing is at ``path`` until :meth:`finish` (or the end of a ``with`` block without an
+    exception); the old file stays intact until then, and an exception inside the block
+    leaves it untouched and no temporary file behind.
+
+    >>> import ztio, numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "big.zt")
+    >>> with ztio.Writer(path, compression=True) as w:
+    ...     for i in range(3):
+    ...         w.add(f"layer.{i}", np.full((4, 4), i, np.float32))
+    ...     w.set_attribute("layers", 3)
+    >>> ztio.open(path).keys()
+    ['layer.0', 'layer.1', 'layer.2']
+
+    ``version`` is ``"v2"`` (default), ``"v2-compact"`` (4096-byte packing) or ``"v1.2"``;
+    ``compression`` ``None``, ``True`` (zstd 3) or a zstd level; ``digest`` ``None`` (v2:
+    xxh3), ``"xxh3"``, ``"sha256"`` or ``"crc32c"`` (v1.2 only); ``sync=False`` skips the
+    wait for the disk at the end.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        version: str = "v2",
+        compression: Union[None, bool, int] = None,
+        digest: Optional[str] = None,
+        sync: bool = True,
+    ):
+        self._compression = _level(compression)
+        self._digest = digest
+        self._native = _native.Writer(os.fspath(path), version=version, sync=sync)
+
+    def add(
+        self,
+        name: str,
+        array: Any,
+        *,
+        compression: Union[None, bool, int, str] = "default",
+        digest: Optional[str] = "default",
+        attributes: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """Writes one array now (compressed and hashed with the GIL released)."""
+        (dtype, logical), shape, data = _prepared(array)
+        level = self._compression if compression == "default" else _level(compression)  # type: ignore[arg-type]
+        dig = self._digest if digest == "default" else digest
+        self._native.add(
+            name,
+            list(shape),
+            dtype,
+            logical,
+            data,
+            compression=level,
+            digest=dig,
+            attributes=dict(attributes) if attributes is not None else None,
+        )
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Sets a file attribute (str, int, float, bool, bytes, None, list, dict)."""
+        self._native.set_attribute(key, value)
+
+    def finish(self) -> None:
+        """Writes the manifest and puts the file in place."""
+        self._native.finish()
+
+    def abort(self) -> None:
+        """Drops the file being written; the old file at the path stays as it was."""
+        self._native.abort()
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.abort()
+
+
+def save_file(
+    tensors: Mapping[str, Any],
+    path: PathLike,
+    metadata: Optional[Mapping[str, Any]] = None,
+    compression: Union[None, bool, int] = None,
+    digest: Optional[str] = None,
+    *,
+    version: str = "v2",
+    sync: bool = True,
+) -> None:
+    """Writes a dict of arrays to ``path``, replacing it atomically.
+
+    A ``.safetensors`` path gets a safetensors file (``metadata`` must then be text, and
+    ``compression``/``digest`` are refused: safetensors has neither); any other path a
+    zTensor file (v2 unless ``version="v1.2"``) with ``metadata`` as file attributes.
+    """
+    path = os.fspath(path)
+    names = sorted(tensors)
+    if str(path).endswith(".safetensors"):
+        if compression or digest:
+            raise ArgumentError("safetensors files have no compression and no digests")
+        meta = dict(metadata or {})
+        for k, v in meta.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ArgumentError("safetensors metadata must map str to str")
+        items = []
+        for name in names:
+            (dtype, logical), shape, data = _prepared(tensors[name])
+            items.append((name, dtype, logical, list(shape), data))
+        _native.save_safetensors(items, meta, path, sync=sync)
+        return
+    with Writer(path, version=version, compression=compression, digest=digest, sync=sync) as w:
+        for key, value in (metadata or {}).items():
+            w.set_attribute(key, value)
+        for name in names:
+            w.add(name, tensors[name])

@@ -1,0 +1,45 @@
+"""safetensors' ``safetensors.numpy`` functions over ztio: swap the import and keep the code.
+
+>>> import numpy as np, tempfile, os
+>>> from ztio.numpy import save_file, load_file
+>>> path = os.path.join(tempfile.mkdtemp(), "model.safetensors")
+>>> save_file({"a": np.zeros((2, 2), np.float32)}, path)
+>>> load_file(path)["a"].shape
+(2, 2)
+
+``load_file`` opens any kind ztio reads (``.zt`` of every version, ``.mag``,
+``.safetensors``); its arrays point into the memory map where the data allows.
+``save_file`` writes safetensors for a ``.safetensors`` path and zTensor v2 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Mapping, Optional, Union
+
+import numpy as np
+
+from ._file import File
+from ._write import save_file as _save
+
+__all__ = ["load_file", "save_file"]
+
+
+def load_file(filename: Union[str, "os.PathLike[str]"]) -> Dict[str, np.ndarray]:
+    """Every tensor of a file, by name. Dense raw tensors point into the memory map (the
+    arrays keep it alive); other formats come back as :meth:`ztio.File.get_tensor` gives them."""
+    f = File(filename)
+    try:
+        return {name: f.get_tensor(name) for name in f.keys()}
+    finally:
+        f.close()
+
+
+def save_file(
+    tensor_dict: Mapping[str, np.ndarray],
+    filename: Union[str, "os.PathLike[str]"],
+    metadata: Optional[Mapping[str, str]] = None,
+) -> None:
+    """Writes ``tensor_dict`` to ``filename`` (safetensors for a ``.safetensors`` name,
+    zTensor v2 otherwise), replacing it atomically."""
+    _save(tensor_dict, filename, metadata)
