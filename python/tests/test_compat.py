@@ -60,3 +60,21 @@ def test_numpy_module_round_trip(tmp_path):
 def test_unknown_framework_is_an_argument_error():
     with pytest.raises(ztio.ArgumentError):
         ztio.safe_open(SAFETENSORS, framework="jax")
+
+
+def test_the_stubs_name_every_native_function():
+    """_native.pyi lists what the compiled module has, and nothing it lacks."""
+    import ast
+    import pathlib
+
+    from ztio import _native
+
+    stub = ast.parse((pathlib.Path(ztio.__file__).parent / "_native.pyi").read_text())
+    names = {n.name for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    public = {n for n in dir(_native) if not n.startswith("_")}
+    assert names == public
+    for cls in stub.body:
+        if isinstance(cls, ast.ClassDef):
+            methods = {m.name for m in cls.body if isinstance(m, ast.FunctionDef)} - {"__init__"}
+            native = getattr(_native, cls.name)
+            assert all(hasattr(native, m) for m in methods), cls.name

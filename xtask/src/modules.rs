@@ -1,5 +1,5 @@
-//! `cargo xtask check-modules`: within each crate of the workspace (`crates/*/src` and
-//! `xtask/src`), the file-level modules import each other in no cycle.
+//! `cargo xtask check-modules`: within each crate of the workspace (`crates/*/src`,
+//! `python/src` and `xtask/src`), the file-level modules import each other in no cycle.
 //!
 //! Each `.rs` file under `src/` is one node, named by its module path (`lib.rs`/`main.rs` is the
 //! crate root, shown as `crate`; `a.rs` and `a/mod.rs` are `a`; `a/b.rs` is `a::b`). Inline
@@ -34,6 +34,7 @@ pub fn run() -> Result<()> {
         }
     }
     srcs.sort();
+    srcs.push(("python".into(), root.join("python/src")));
     srcs.push(("xtask".into(), root.join("xtask/src")));
 
     let (mut n_modules, mut cycles) = (0, Vec::new());

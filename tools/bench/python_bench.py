@@ -1,0 +1,161 @@
+"""ztio against safetensors from Python, on the same ~1 GiB model-like workload as the Rust
+rows of `cargo xtask bench` (per layer four 1024x1024 f32 matrices, two 1024x2816 bf16 MLP
+matrices and two f32 norm vectors; embeddings and head in bf16).
+
+- load: open the file, get every tensor as a numpy array, touch every byte (a sum over the
+  bytes, the same work for both); page cache warm, and cold (dropped before every run,
+  when running as root).
+- save: save_file of the same dict of arrays, to the page cache (neither waits for the disk;
+  ztio's default, sync=True, is shown beside it).
+
+Medians of several runs, the two libraries measured in turns. Run by tools/bench/python.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import time
+
+import ml_dtypes
+import numpy as np
+
+import safetensors
+import safetensors.numpy as st_numpy
+import ztio
+
+
+def workload(scale: int) -> dict:
+    rng = np.random.default_rng(0x2545F491)
+
+    def mat(shape, bf16):
+        x = rng.standard_normal(shape, dtype=np.float32) * 0.02
+        return x.astype(ml_dtypes.bfloat16) if bf16 else x
+
+    t = {"embed.weight": mat((32000 // scale, 1024), True)}
+    for layer in range(32 // scale):
+        for m in "qkvo":
+            t[f"layers.{layer}.attn.{m}.weight"] = mat((1024, 1024), False)
+        t[f"layers.{layer}.mlp.up.weight"] = mat((2816, 1024), True)
+        t[f"layers.{layer}.mlp.down.weight"] = mat((1024, 2816), True)
+        t[f"layers.{layer}.norm1.weight"] = mat((1024,), False)
+        t[f"layers.{layer}.norm2.weight"] = mat((1024,), False)
+    t["head.weight"] = mat((32000 // scale, 1024), True)
+    return t
+
+
+def touch(a: np.ndarray) -> int:
+    return int(a.reshape(-1).view(np.uint8).sum(dtype=np.uint64))
+
+
+def load_ztio(path: str) -> int:
+    total = 0
+    with ztio.safe_open(path, framework="numpy") as f:
+        for k in f.keys():
+            total += touch(f.get_tensor(k))
+    return total
+
+
+def load_safetensors(path: str) -> int:
+    total = 0
+    with safetensors.safe_open(path, framework="numpy") as f:
+        for k in f.keys():
+            total += touch(f.get_tensor(k))
+    return total
+
+
+def drop_cache() -> bool:
+    subprocess.run(["sync"], check=False)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+        return True
+    except OSError:
+        return False
+
+
+def timed(fn, *args) -> float:
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
+def in_turns(runs: int, fns: dict, cold: bool = False) -> dict:
+    times = {k: [] for k in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            if cold:
+                drop_cache()
+                time.sleep(2)  # this VM hands freed pages back to its host for ~2 s
+            times[name].append(fn())
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def row(label: str, seconds: float, base: float, nbytes: int) -> None:
+    print(f"  {label:<44} {seconds * 1000:9.1f} ms  {nbytes / seconds / 2**30:6.2f} GiB/s  {seconds / base:5.3f}x")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--scale", type=int, default=1, help="divide the workload by this")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--dir", default="target/bench-data")
+    args = p.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    tensors = workload(args.scale)
+    nbytes = sum(a.nbytes for a in tensors.values())
+    print(f"python workload: {len(tensors)} tensors, {nbytes / 2**30:.2f} GiB; ztio {ztio.__version__}, "
+          f"safetensors {safetensors.__version__}, numpy {np.__version__}")
+    zt = os.path.join(args.dir, "py-model.zt")
+    st = os.path.join(args.dir, "py-model.safetensors")
+    ztio.save_file(tensors, zt, sync=False)
+    st_numpy.save_file(tensors, st)
+    assert load_ztio(zt) == load_safetensors(st)
+
+    print("load every tensor into numpy and touch every byte (warm page cache)")
+    r = in_turns(args.runs, {"st": lambda: timed(load_safetensors, st), "zt": lambda: timed(load_ztio, zt),
+                             "zt_st": lambda: timed(load_ztio, st)})
+    row("safetensors safe_open + get_tensor", r["st"], r["st"], nbytes)
+    row("ztio safe_open + get_tensor (.zt)", r["zt"], r["st"], nbytes)
+    row("ztio safe_open + get_tensor (.safetensors)", r["zt_st"], r["st"], nbytes)
+
+    if drop_cache():
+        print("the same, page cache dropped before every run")
+        r = in_turns(max(3, args.runs // 2), {"st": lambda: timed(load_safetensors, st),
+                                              "zt": lambda: timed(load_ztio, zt)}, cold=True)
+        row("safetensors safe_open + get_tensor", r["st"], r["st"], nbytes)
+        row("ztio safe_open + get_tensor (.zt)", r["zt"], r["st"], nbytes)
+    else:
+        print("(cold rows skipped: dropping the page cache needs root)")
+
+    print("save_file of the same arrays (to the page cache)")
+    out_st, out_zt = os.path.join(args.dir, "py-save.safetensors"), os.path.join(args.dir, "py-save.zt")
+    out_zst = os.path.join(args.dir, "py-save-ztio.safetensors")
+
+    def settle():
+        for f in (out_st, out_zt, out_zst):
+            if os.path.exists(f):
+                os.remove(f)
+        subprocess.run(["sync"], check=False)
+
+    def save(fn):
+        settle()
+        return timed(fn)
+
+    r = in_turns(args.runs, {
+        "st": lambda: save(lambda: st_numpy.save_file(tensors, out_st)),
+        "zt": lambda: save(lambda: ztio.save_file(tensors, out_zt, sync=False)),
+        "zt_st": lambda: save(lambda: ztio.numpy.save_file(tensors, out_zst) if False else
+                              ztio.save_file(tensors, out_zst, sync=False)),
+        "zt_sync": lambda: save(lambda: ztio.save_file(tensors, out_zt)),
+    })
+    row("safetensors.numpy.save_file", r["st"], r["st"], nbytes)
+    row("ztio.save_file (.zt, sync=False)", r["zt"], r["st"], nbytes)
+    row("ztio.save_file (.safetensors, sync=False)", r["zt_st"], r["st"], nbytes)
+    row("ztio.save_file (.zt, default: synced)", r["zt_sync"], r["st"], nbytes)
+
+
+if __name__ == "__main__":
+    main()
