@@ -1138,5 +1138,15 @@ pub fn run(args: &[&str]) -> Result<()> {
         }
     }
 
+    if want("python") {
+        // ztio against safetensors from Python: its own virtual environment and script.
+        println!("\n== python: ztio (release build) against safetensors, same workload");
+        let status = Command::new("bash")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/bench/python.sh"))
+            .args(["--scale", &scale.to_string()])
+            .status()
+            .context("running tools/bench/python.sh")?;
+        anyhow::ensure!(status.success(), "tools/bench/python.sh failed");
+    }
     Ok(())
 }

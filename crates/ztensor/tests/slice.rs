@@ -1,0 +1,213 @@
+//! Slices of dense objects (`ObjectView::slice_bytes`): every box of every kind of file and
+//! storage (raw and zstd, little- and big-endian, mapped and unmapped, .zt, .safetensors and
+//! .mag) gives the bytes a gather from the whole tensor gives; whole rows of a mapped raw
+//! tensor are borrowed; wrong boxes and non-dense objects are refused.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use ztensor::{ErrorKind, OpenOptions, WriteOptions};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// The box's bytes cut out of the whole tensor's bytes, element by element: the reference.
+fn gather(whole: &[u8], shape: &[u64], ranges: &[Range<u64>], size: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let count: u64 = ranges.iter().map(|r| r.end - r.start).product();
+    for flat in 0..count {
+        // Index inside the box, row-major, then its offset in the tensor.
+        let mut rest = flat;
+        let mut offset = 0u64;
+        let mut stride = 1u64;
+        for d in (0..shape.len()).rev() {
+            let extent = ranges[d].end - ranges[d].start;
+            let i = ranges[d].start + rest % extent;
+            rest /= extent;
+            offset += i * stride;
+            stride *= shape[d];
+        }
+        let at = offset as usize * size;
+        out.extend_from_slice(&whole[at..at + size]);
+    }
+    out
+}
+
+/// Every box of every dense object of the file at `path` (for small shapes), opened mapped
+/// and unmapped.
+fn check_every_box(path: &Path) {
+    for unmapped in [false, true] {
+        let r = OpenOptions::new().unmapped(unmapped).open(path).unwrap();
+        for o in &r {
+            if o.format != ztensor::Format::Dense || o.defect.is_some() {
+                continue;
+            }
+            let element = o.component("data").unwrap().element.clone();
+            if element
+                .logical
+                .as_ref()
+                .is_some_and(|t| t.packed_bits().is_some())
+            {
+                assert_eq!(
+                    o.slice_bytes(&full(o.shape())).unwrap_err().kind(),
+                    ErrorKind::Unsupported
+                );
+                continue;
+            }
+            let Ok(whole) = o.bytes() else { continue };
+            let size = element.logical_size() as usize;
+            let shape = o.shape().to_vec();
+            if shape.iter().product::<u64>() > 4096 || shape.len() > 3 {
+                continue;
+            }
+            for ranges in boxes(&shape) {
+                let got = o.slice_bytes(&ranges).unwrap();
+                assert_eq!(
+                    &got[..],
+                    &gather(&whole, &shape, &ranges, size)[..],
+                    "{}: {} {ranges:?}",
+                    path.display(),
+                    o.name()
+                );
+            }
+        }
+    }
+}
+
+fn full(shape: &[u64]) -> Vec<Range<u64>> {
+    shape.iter().map(|&n| 0..n).collect()
+}
+
+/// A spread of boxes: whole, first and last index of each dimension, an inner block.
+fn boxes(shape: &[u64]) -> Vec<Vec<Range<u64>>> {
+    let mut out = vec![full(shape)];
+    for d in 0..shape.len() {
+        let n = shape[d];
+        for r in [0..n.min(1), n.saturating_sub(1)..n, n / 3..n - n / 3, 0..0] {
+            let mut b = full(shape);
+            b[d] = r;
+            out.push(b);
+        }
+    }
+    out.push(shape.iter().map(|&n| n / 4..n - n / 4).collect());
+    out
+}
+
+#[test]
+fn every_box_of_every_fixture_kind() {
+    let mut files = vec![
+        fixtures().join("interop/v123_all.zt"),
+        fixtures().join("interop/v014.zt"),
+        fixtures().join("interop/safetensors/numpy.safetensors"),
+        fixtures().join("interop/zt2/03_zstd_seekable_a4k.zt"),
+        fixtures().join("interop/zt2/06_sharded.zt"),
+    ];
+    for name in [
+        "dtypes.zt",
+        "dtypes_zstd.zt",
+        "v01_big_endian.zt",
+        "mag_v300.mag",
+        "scalars.zt",
+        "zero_size.zt",
+    ] {
+        files.push(fixtures().join("valid").join(name));
+    }
+    for f in files {
+        check_every_box(&f);
+    }
+}
+
+#[test]
+fn whole_rows_of_a_mapped_raw_tensor_are_borrowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.zt");
+    let values: Vec<f32> = (0..60).map(|i| i as f32).collect();
+    let mut w = ztensor::Writer::create(&path).unwrap();
+    w.add("raw", &[4, 5, 3], &values).unwrap();
+    w.add_with(
+        "z",
+        &[4, 5, 3],
+        &values,
+        Default::default(),
+        WriteOptions {
+            compression: Some(3),
+            digest: None,
+        },
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let r = ztensor::open(&path).unwrap();
+    let raw = r.object("raw").unwrap();
+    assert!(matches!(
+        raw.slice_bytes(&[1..3, 0..5, 0..3]).unwrap(),
+        Cow::Borrowed(_)
+    ));
+    // One row of one matrix is one run too.
+    assert!(matches!(
+        raw.slice_bytes(&[2..3, 1..2, 0..3]).unwrap(),
+        Cow::Borrowed(_)
+    ));
+    // Columns are gathered; compressed data is decoded.
+    assert!(matches!(
+        raw.slice_bytes(&[0..4, 0..5, 1..2]).unwrap(),
+        Cow::Owned(_)
+    ));
+    let z = r.object("z").unwrap();
+    assert_eq!(
+        z.slice_bytes(&[1..3, 0..5, 0..3]).unwrap(),
+        raw.slice_bytes(&[1..3, 0..5, 0..3]).unwrap()
+    );
+}
+
+#[test]
+fn wrong_boxes_and_non_dense_objects_are_refused() {
+    let r = ztensor::open(fixtures().join("interop/v123_all.zt")).unwrap();
+    let d = r.object("dense_f32").unwrap();
+    let e = d.slice_bytes(&[0..4, 0..5]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("does not fit its size"), "{e}");
+    assert_eq!(
+        d.slice_bytes(&[0..1]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let csr = r.object("csr").unwrap();
+    let e = csr.slice_bytes(&[0..1, 0..1]).unwrap_err();
+    assert!(e.to_string().contains("not dense"), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_boxes_equal_the_gather(
+        shape in prop::collection::vec(1u64..6, 1..4),
+        picks in prop::collection::vec((0u64..6, 0u64..6), 3),
+        zstd in any::<bool>(),
+        unmapped in any::<bool>(),
+    ) {
+        let n: u64 = shape.iter().product();
+        let values: Vec<u16> = (0..n as u16).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.zt");
+        let mut w = ztensor::Writer::create(&path).unwrap();
+        let opts = WriteOptions { compression: zstd.then_some(1), digest: None };
+        w.add_with("t", &shape, &values, Default::default(), opts).unwrap();
+        w.finish().unwrap();
+        let ranges: Vec<Range<u64>> = shape
+            .iter()
+            .zip(&picks)
+            .map(|(&d, &(a, b))| {
+                let (a, b) = (a.min(d), b.min(d));
+                a.min(b)..a.max(b)
+            })
+            .collect();
+        let r = OpenOptions::new().unmapped(unmapped).open(&path).unwrap();
+        let o = r.object("t").unwrap();
+        let whole = o.bytes().unwrap();
+        let got = o.slice_bytes(&ranges).unwrap();
+        prop_assert_eq!(&got[..], &gather(&whole, &shape, &ranges, 2)[..]);
+    }
+}
