@@ -170,7 +170,9 @@ fn wrong_boxes_and_non_dense_objects_are_refused() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("does not fit its size"), "{e}");
     assert_eq!(
-        d.slice_bytes(&[0..1]).unwrap_err().kind(),
+        d.slice_bytes(std::slice::from_ref(&(0..1)))
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidArgument
     );
     let csr = r.object("csr").unwrap();
