@@ -87,6 +87,7 @@ fn object_dict<'py>(py: Python<'py>, o: &ObjectInfo) -> PyResult<Bound<'py, PyDi
     let element = o.main_component().map(|c| &c.element);
     d.set_item("dtype", element.map(|e| e.name()))?;
     d.set_item("storage_dtype", element.map(|e| e.dtype.name()))?;
+    d.set_item("logical", element.and_then(|e| e.type_field()))?;
     d.set_item("attributes", attributes_to_py(py, &o.attributes)?)?;
     let comps = PyList::empty(py);
     for c in o.components.iter() {

@@ -92,7 +92,8 @@ def test_info_lists_format_types_and_components():
         assert csr.format == "sparse_csr"
         assert {c.role for c in csr.components} == {"values", "indices", "indptr"}
         fp8 = f.info("fp8")
-        assert (fp8.dtype, fp8.storage_dtype) == ("f8_e4m3fn", "u8")
+        assert (fp8.dtype, fp8.storage_dtype, fp8.logical) == ("f8_e4m3fn", "u8", "f8_e4m3fn")
+        assert f.info("dense_f32").logical is None
         z = f.info("zstd_f32")
         assert z.components[0].encoding == "zstd"
 

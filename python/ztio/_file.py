@@ -55,6 +55,7 @@ class TensorInfo:
 
     ``dtype`` is the element type's name (``"f32"``, ``"bf16"``, ``"f8_e4m3fn"``,
     ``"complex64"``, ...), ``storage_dtype`` the type it is stored as (``"u8"`` for FP8),
+    ``logical`` the logical type alone (``None`` for plain storage types),
     ``format`` the layout (``"dense"``, ``"sparse_csr"``, ``"sparse_coo"``,
     ``"quantized_group"`` or a format id the library does not decode), ``defect`` why it
     cannot be read, if it cannot.
@@ -64,6 +65,7 @@ class TensorInfo:
     shape: Tuple[int, ...]
     dtype: Optional[str]
     storage_dtype: Optional[str]
+    logical: Optional[str]
     format: str
     attributes: Dict[str, Any]
     components: Tuple[ComponentInfo, ...]
@@ -76,6 +78,7 @@ class TensorInfo:
             shape=tuple(d["shape"]),
             dtype=d["dtype"],
             storage_dtype=d["storage_dtype"],
+            logical=d["logical"],
             format=d["format"],
             attributes=d["attributes"],
             components=tuple(ComponentInfo(**c) for c in d["components"]),
