@@ -23,13 +23,17 @@ def test_torch_round_trip_of_every_dtype(tmp_path):
         "strided": torch.randn(4, 6)[:, ::2],
     }
     for name in ("t.zt", "t.safetensors"):
-        ztio.torch.save_file({k: v for k, v in tensors.items() if not (name.endswith("safetensors") and k == "c64")},
-                             tmp_path / name, metadata={"m": "1"})
+        # safetensors has C64 only in recent versions of its format; ours writes it too,
+        # but the round trip is checked on the .zt file.
+        written = {k: v for k, v in tensors.items() if not (name.endswith("safetensors") and k == "c64")}
+        ztio.torch.save_file(written, tmp_path / name, metadata={"m": "1"})
         back = ztio.torch.load_file(tmp_path / name)
+        assert set(back) == set(written)
         for k, v in back.items():
-            assert v.dtype == tensors[k].dtype, k
-            assert torch.equal(v.view(torch.uint8) if v.dtype.is_floating_point and v.element_size() == 1 else v,
-                               tensors[k].contiguous().view(torch.uint8) if v.dtype.is_floating_point and v.element_size() == 1 else tensors[k]), k
+            want = tensors[k].contiguous()
+            assert v.dtype == want.dtype and v.shape == want.shape, k
+            # Compared as bytes: FP8 has no equality in torch, and NaN != NaN.
+            assert torch.equal(v.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8)), k
 
 
 def test_safe_open_pt(tmp_path):
