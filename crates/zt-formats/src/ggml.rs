@@ -124,7 +124,9 @@ impl GgmlType {
 
     /// The block type a layout id `gguf.<name>/1` names (dense types have no layout id).
     pub fn by_layout_id(id: &str) -> Option<GgmlType> {
-        let name = id.strip_prefix(LAYOUT_PREFIX)?.strip_suffix(LAYOUT_SUFFIX)?;
+        let name = id
+            .strip_prefix(LAYOUT_PREFIX)?
+            .strip_suffix(LAYOUT_SUFFIX)?;
         Self::by_name(name).filter(|t| t.dense.is_none())
     }
 
@@ -253,7 +255,12 @@ fn q4_1(b: &[u8], o: &mut [f32]) {
 
 /// The 5-bit code of element `j`: its nibble, and bit `j` of the 32-bit high mask at `qh`.
 fn five_bits(b: &[u8], qh: usize, qs: usize, j: usize) -> u8 {
-    let high = u32::from_le_bytes([byte(b, qh), byte(b, qh + 1), byte(b, qh + 2), byte(b, qh + 3)]);
+    let high = u32::from_le_bytes([
+        byte(b, qh),
+        byte(b, qh + 1),
+        byte(b, qh + 2),
+        byte(b, qh + 3),
+    ]);
     nibble32(b, qs, j) | ((((high >> j) & 1) as u8) << 4)
 }
 
@@ -399,10 +406,19 @@ mod tests {
         // Spot checks against ggml's sizeof(block_*).
         let size = |n| GgmlType::by_name(n).unwrap().block_bytes;
         assert_eq!(
-            [size("q2_k"), size("q3_k"), size("q4_k"), size("q5_k"), size("q6_k")],
+            [
+                size("q2_k"),
+                size("q3_k"),
+                size("q4_k"),
+                size("q5_k"),
+                size("q6_k")
+            ],
             [84, 110, 144, 176, 210]
         );
-        assert_eq!([size("q8_k"), size("iq2_xxs"), size("mxfp4")], [292, 66, 17]);
+        assert_eq!(
+            [size("q8_k"), size("iq2_xxs"), size("mxfp4")],
+            [292, 66, 17]
+        );
     }
 
     #[test]

@@ -1,0 +1,285 @@
+//! GGUF files written by the `gguf` package (tools/interop/make_gguf.py): metadata with its
+//! types, dense tensors borrowed from the map, every block type kept byte for byte, big-endian
+//! files, and dequantization bit for bit as `gguf.quants.dequantize` computed it.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use ztensor::formats::ggml::GGML_TYPES;
+use ztensor::{ErrorKind, FileVersion, Format, OpenOptions, Reader, Value};
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/interop/gguf")
+        .join(name)
+}
+
+/// The file opened mapped and unmapped.
+fn both(name: &str) -> [Reader; 2] {
+    [
+        OpenOptions::new().open(path(name)).unwrap(),
+        OpenOptions::new().unmapped(true).open(path(name)).unwrap(),
+    ]
+}
+
+fn attr<'r>(r: &'r Reader, key: &str) -> &'r Value {
+    r.attributes()
+        .get(key)
+        .unwrap_or_else(|| panic!("no {key}"))
+}
+
+fn int(i: i128) -> Value {
+    Value::Integer(i)
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_owned())
+}
+
+#[test]
+fn every_metadata_type_reads_with_its_type_kept() {
+    for r in both("dense.gguf") {
+        assert_eq!(
+            r.version(),
+            &FileVersion::Gguf {
+                version: 3,
+                big_endian: false
+            }
+        );
+        assert_eq!(r.version().kind(), "gguf");
+        let cases: [(&str, Value, &str); 14] = [
+            ("t.u8", int(200), "u8"),
+            ("t.i8", int(-100), "i8"),
+            ("t.u16", int(60000), "u16"),
+            ("t.i16", int(-30000), "i16"),
+            ("t.u32", int(4_000_000_000), "u32"),
+            ("t.i32", int(-2_000_000_000), "i32"),
+            ("t.f32", Value::Float(f64::from(0.1f32)), "f32"),
+            ("t.bool", Value::Bool(true), "bool"),
+            ("t.str", text("h\u{e9}llo"), "str"),
+            ("t.u64", int((1 << 63) + 5), "u64"),
+            ("t.i64", int(-(1 << 62)), "i64"),
+            ("t.f64", Value::Float(0.1), "f64"),
+            ("general.alignment", int(64), "u32"),
+            ("general.architecture", text("test"), "str"),
+        ];
+        let Value::Map(types) = attr(&r, "gguf.value_types") else {
+            panic!("gguf.value_types is a map")
+        };
+        for (key, value, ty) in cases {
+            assert_eq!(attr(&r, key), &value, "{key}");
+            assert_eq!(types.get(key), Some(&text(ty)), "{key}");
+        }
+        let arrays: [(&str, Vec<Value>, &str); 12] = [
+            ("t.arr_u8", vec![int(1), int(2), int(255)], "[u8]"),
+            ("t.arr_i8", vec![int(-1), int(2)], "[i8]"),
+            ("t.arr_u16", vec![int(1), int(65535)], "[u16]"),
+            ("t.arr_i16", vec![int(-1), int(2)], "[i16]"),
+            ("t.arr_u32", vec![int(7), int(8), int(9)], "[u32]"),
+            ("t.arr_i32", vec![int(-7), int(8)], "[i32]"),
+            (
+                "t.arr_f32",
+                vec![Value::Float(0.5), Value::Float(-1.25)],
+                "[f32]",
+            ),
+            (
+                "t.arr_bool",
+                vec![Value::Bool(true), Value::Bool(false), Value::Bool(true)],
+                "[bool]",
+            ),
+            (
+                "t.arr_str",
+                vec![text("a"), text(""), text("\u{fc}\u{f1}\u{ee}")],
+                "[str]",
+            ),
+            ("t.arr_u64", vec![int(u64::MAX.into())], "[u64]"),
+            ("t.arr_i64", vec![int(i64::MIN.into())], "[i64]"),
+            (
+                "t.arr_f64",
+                vec![Value::Float(1e300), Value::Float(-0.0)],
+                "[f64]",
+            ),
+        ];
+        for (key, values, ty) in arrays {
+            assert_eq!(attr(&r, key), &Value::Array(values), "{key}");
+            assert_eq!(types.get(key), Some(&text(ty)), "{key}");
+        }
+        let nested = Value::Array(vec![
+            Value::Array(vec![int(1), int(2)]),
+            Value::Array(vec![int(3)]),
+        ]);
+        assert_eq!(attr(&r, "t.arr_arr"), &nested);
+        // The package writes Python ints in arrays as i32.
+        assert_eq!(
+            types.get("t.arr_arr"),
+            Some(&Value::Array(vec![text("[i32]"), text("[i32]")]))
+        );
+        assert!(attr(&r, "t.arr_f64") != &Value::Array(vec![]));
+        if let Value::Array(v) = attr(&r, "t.arr_f64") {
+            assert!(matches!(v[1], Value::Float(z) if z == 0.0 && z.is_sign_negative()));
+        }
+    }
+}
+
+#[test]
+fn dense_tensors_read_row_major_and_borrow_from_the_map() {
+    let [mapped, unmapped] = both("dense.gguf");
+    for r in [&mapped, &unmapped] {
+        let f32s = r.read::<f32>("f32").unwrap();
+        assert_eq!(&f32s[..], &[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5]);
+        // GGUF lists [3, 2] (innermost first); numpy's shape was (2, 3).
+        assert_eq!(r.object("f32").unwrap().shape(), &[2, 3]);
+        let f16s: Vec<f32> = r
+            .read::<half::f16>("f16")
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f32())
+            .collect();
+        assert_eq!(f16s, [0.5, -1.0, 65504.0]);
+        assert_eq!(&r.read::<f64>("f64").unwrap()[..], &[1.5, -2.25]);
+        assert_eq!(r.object("f64").unwrap().shape(), &[2, 1]);
+        assert_eq!(&r.read::<i8>("i8").unwrap()[..], &[-128, 0, 127]);
+        assert_eq!(&r.read::<i16>("i16").unwrap()[..], &[-32768, 1]);
+        assert_eq!(&r.read::<i32>("i32").unwrap()[..], &[-5, 6]);
+        assert_eq!(r.object("i32").unwrap().shape(), &[1, 1, 2]);
+        assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[-(1 << 40), 1 << 40]);
+        let bf: Vec<f32> = r
+            .read::<half::bf16>("bf16")
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f32())
+            .collect();
+        assert_eq!(bf, [1.0, -2.0, 0.5]);
+        assert_eq!(r.object("scalar").unwrap().shape(), &[] as &[u64]);
+        assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[3.0]);
+        assert!(r.verify().is_ok());
+    }
+    // general.alignment is 64: every tensor starts on a multiple of it.
+    for o in mapped.objects() {
+        assert_eq!(o.components[0].offset % 64, 0, "{}", o.name);
+    }
+    assert!(matches!(
+        mapped.read::<f32>("f32").unwrap(),
+        Cow::Borrowed(_)
+    ));
+    assert!(matches!(
+        mapped.read::<i64>("i64").unwrap(),
+        Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn every_block_type_is_kept_byte_for_byte() {
+    let file = std::fs::read(path("quant.gguf")).unwrap();
+    for r in both("quant.gguf") {
+        let blocks: Vec<_> = GGML_TYPES.iter().filter(|t| t.dense.is_none()).collect();
+        assert_eq!(r.len(), blocks.len(), "one tensor per block type");
+        for t in blocks {
+            let o = r.object(t.name).unwrap();
+            assert_eq!(o.format, Format::Unknown(format!("gguf.{}/1", t.name)));
+            assert_eq!(o.ggml_type(), Some(*t));
+            assert_eq!(o.shape(), &[2, 2 * t.block_elems], "{}", t.name);
+            assert_eq!(
+                o.attributes.get("elems_per_block"),
+                Some(&int(t.block_elems.into()))
+            );
+            assert_eq!(
+                o.attributes.get("block_bytes"),
+                Some(&int(t.block_bytes.into()))
+            );
+            let data = o.component("data").unwrap();
+            assert_eq!(data.length, 4 * t.block_bytes, "{}", t.name);
+            let at = data.offset as usize;
+            assert_eq!(
+                &o.bytes().unwrap()[..],
+                &file[at..at + data.length as usize],
+                "{}",
+                t.name
+            );
+        }
+    }
+}
+
+#[test]
+fn dequantization_matches_the_gguf_package_bit_for_bit() {
+    let mut checked = 0;
+    for r in both("quant.gguf") {
+        for o in &r {
+            let t = o.ggml_type().unwrap();
+            let golden = path(&format!("golden/{}.f32", t.name));
+            if !t.can_dequantize() {
+                assert!(!golden.exists());
+                let e = o.read::<f32>().unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+                assert!(e.to_string().contains("read its bytes"), "{e}");
+                continue;
+            }
+            let want: Vec<u32> = std::fs::read(&golden)
+                .unwrap()
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&o.read::<f32>().unwrap()), want, "{}", t.name);
+            assert_eq!(bits(&o.read_f32().unwrap()), want, "{}", t.name);
+            let (dense, ty) = o.dense_form().unwrap();
+            assert_eq!(ty.name(), "f32");
+            assert_eq!(dense.len(), want.len() * 4);
+            checked += 1;
+        }
+    }
+    assert_eq!(
+        checked,
+        2 * 10,
+        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, mapped and not"
+    );
+}
+
+#[test]
+fn a_big_endian_file_reads_the_same_values() {
+    for r in both("big_endian.gguf") {
+        assert_eq!(
+            r.version(),
+            &FileVersion::Gguf {
+                version: 3,
+                big_endian: true
+            }
+        );
+        assert_eq!(r.version().to_string(), "GGUF v3 (big-endian)");
+        assert_eq!(attr(&r, "t.u32"), &int(0x0102_0304));
+        assert_eq!(attr(&r, "t.f64"), &Value::Float(-0.5));
+        assert_eq!(attr(&r, "t.arr_i16"), &Value::Array(vec![int(-2), int(3)]));
+        assert_eq!(attr(&r, "t.str"), &text("big"));
+        let f = r.read::<f32>("f32").unwrap();
+        assert!(matches!(f, Cow::Owned(_)), "swapped, so never borrowed");
+        assert_eq!(&f[..], &[1.0, -2.0, 3.5, 1e-3]);
+        let h: Vec<f32> = r
+            .read::<half::f16>("f16")
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f32())
+            .collect();
+        assert_eq!(h, [0.5, -1.0]);
+        assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[1, -(1 << 40)]);
+        let bf: Vec<f32> = r
+            .read::<half::bf16>("bf16")
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f32())
+            .collect();
+        assert_eq!(bf, [1.0, -2.0]);
+        // The writer leaves block bytes as they are: the Q8_0 scale stays little-endian.
+        let q = r.read::<f32>("q8_0").unwrap();
+        let raw = r.object("q8_0").unwrap().bytes().unwrap();
+        assert_eq!(q[5], f32::from(raw[2 + 5] as i8) * 0.25);
+        assert!(r.verify().is_ok());
+    }
+}
+
+#[test]
+fn a_quantized_object_is_not_dense() {
+    let [r, _] = both("quant.gguf");
+    let e = r.read::<half::f16>("q4_0").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("not dense"), "{e}");
+}
