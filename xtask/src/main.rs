@@ -15,6 +15,7 @@ mod corpus;
 mod fixture_set;
 mod fuzz;
 mod gen_fixtures;
+mod gguf;
 mod legacy;
 mod mag;
 mod modules;

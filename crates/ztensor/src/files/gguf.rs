@@ -359,12 +359,15 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
             alignment = match (&value, type_id) {
                 (Value::Integer(a), 4) if *a > 0 && (*a as u64).is_power_of_two() => *a as u64,
                 _ => {
+                    let shown = match &value {
+                        Value::Integer(i) => i.to_string(),
+                        v => v.kind_name().to_owned(),
+                    };
                     return Err(invalid(format!(
-                        "{ALIGNMENT_KEY} at byte {key_at} must be a u32 power of two, not \
-                         {} {value:?}",
+                        "{ALIGNMENT_KEY} at byte {key_at} is {} {shown}, not a u32 power of two",
                         value_type(type_id).unwrap_or("array")
                     ))
-                    .at(key_at))
+                    .at(key_at));
                 }
             };
         }
