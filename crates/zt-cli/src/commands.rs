@@ -194,11 +194,26 @@ pub fn ls(path: &Path) -> Outcome {
     out(&s)
 }
 
-pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> Outcome {
+/// What `zt cat` writes of an object.
+pub enum CatWhat<'a> {
+    /// Its dense form (a dense object's data; sparse and quantized objects only with --json).
+    Dense,
+    /// One component's elements.
+    Component(&'a str),
+    /// A quantized object's values as f32.
+    Dequantized,
+}
+
+pub fn cat(path: &Path, name: &str, what: CatWhat<'_>, as_json: bool) -> Outcome {
     let r = open(path)?;
     let o = r.object(name).map_err(|e| e.in_file(path))?;
-    let (bytes, ty, shape) = match component {
-        Some(role) => {
+    let quantized = o.ggml_type().is_some() || o.format == Format::QuantizedGroup;
+    let component = match what {
+        CatWhat::Component(role) => Some(role),
+        _ => None,
+    };
+    let (bytes, ty, shape) = match what {
+        CatWhat::Component(role) => {
             let c = o.component(role).map_err(|_| {
                 Failure::Usage(format!("object {name:?} has no component {role:?}"))
             })?;
@@ -206,10 +221,28 @@ pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> O
             let n = b.len() as u64 / c.element.logical_size();
             (b, c.element.clone(), vec![n])
         }
-        None => {
-            if !as_json && o.format != Format::Dense {
+        CatWhat::Dequantized => {
+            if !quantized {
                 return Err(Failure::Usage(format!(
-                    "object {name:?} is {}; use --component ROLE for raw bytes or --json for dense values",
+                    "object {name:?} is {}, not quantized: --dequantize is for GGUF block types \
+                     and quantized_group objects",
+                    o.format
+                )));
+            }
+            let v = o.read_f32().map_err(|e| e.in_file(path))?;
+            let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let f32 = ElementType::plain(ztensor::DType::F32);
+            (std::borrow::Cow::Owned(b), f32, o.shape.to_vec())
+        }
+        CatWhat::Dense => {
+            if !as_json && o.format != Format::Dense {
+                let hint = if quantized {
+                    "use --dequantize for f32 values, --component data for its blocks, or --json"
+                } else {
+                    "use --component ROLE for raw bytes or --json for dense values"
+                };
+                return Err(Failure::Usage(format!(
+                    "object {name:?} is {}; {hint}",
                     o.format
                 )));
             }
