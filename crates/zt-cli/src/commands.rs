@@ -438,6 +438,12 @@ pub fn convert(
             bar.finish_and_clear();
             done.map_err(in_file)
         }
+        Kind::Gguf => {
+            let bar = spinner("convert to .gguf", total_stored(&r));
+            let done = ztensor::write_gguf_with(&r, output, densify, durability());
+            bar.finish_and_clear();
+            done.map_err(in_file)
+        }
         Kind::Zt | Kind::V2 | Kind::V1_2 => {
             let version = version.unwrap_or_default();
             let opts = ConvertOptions {

@@ -112,7 +112,10 @@ pub use zt_formats as formats;
 pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
-pub use convert::{upgrade, write_mag, ConvertOptions, ConvertReport, Keep, MagOptions};
+pub use convert::{
+    upgrade, write_gguf, write_gguf_with, write_mag, ConvertOptions, ConvertReport, Keep,
+    MagOptions,
+};
 #[cfg(feature = "safetensors")]
 pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::ReadOptions;
