@@ -283,3 +283,144 @@ fn a_quantized_object_is_not_dense() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.to_string().contains("not dense"), "{e}");
 }
+
+/// Writes `r` as GGUF into `dir` and returns the bytes.
+fn written(r: &Reader, dir: &std::path::Path, name: &str) -> Vec<u8> {
+    let p = dir.join(name);
+    ztensor::write_gguf(r, &p, false).unwrap();
+    std::fs::read(p).unwrap()
+}
+
+#[test]
+fn a_gguf_written_back_keeps_tensors_metadata_and_types() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["dense.gguf", "quant.gguf", "big_endian.gguf"] {
+        let [src, _] = both(name);
+        let bytes = written(&src, dir.path(), name);
+        let back = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
+        assert_eq!(back.version(), &FileVersion::Gguf { version: 3, big_endian: false });
+        // Every attribute, the types map included: same keys, values and GGUF types.
+        assert_eq!(back.attributes(), src.attributes(), "{name}");
+        assert_eq!(back.len(), src.len());
+        for o in &src {
+            let b = back.object(o.name()).unwrap();
+            assert_eq!(b.shape(), o.shape(), "{name}/{}", o.name());
+            assert_eq!(b.format, o.format);
+            assert_eq!(b.attributes, o.attributes);
+            assert_eq!(b.element_type(), o.element_type());
+            // Big-endian sources come back little-endian: compare decoded bytes.
+            assert_eq!(b.bytes().unwrap(), o.bytes().unwrap(), "{name}/{}", o.name());
+        }
+        // Deterministic: writing what was written gives the same bytes.
+        assert_eq!(written(&back, dir.path(), "again.gguf"), bytes, "{name}");
+    }
+}
+
+#[test]
+fn gguf_to_zt_v2_and_v1_2_and_back_gives_the_same_gguf() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["dense.gguf", "quant.gguf", "big_endian.gguf"] {
+        let [src, _] = both(name);
+        let direct = written(&src, dir.path(), "direct.gguf");
+        for version in [ztensor::Version::V2, ztensor::Version::V1_2] {
+            let zt = dir.path().join("m.zt");
+            let options = ztensor::ConvertOptions {
+                version,
+                ..Default::default()
+            };
+            ztensor::upgrade(path(name), &zt, options).unwrap();
+            let mid = ztensor::open(&zt).unwrap();
+            // In the .zt, a block tensor is what ztensor 2.x makes of it.
+            if let Some(o) = mid.get("q4_0") {
+                assert_eq!(o.format, Format::Unknown("gguf.q4_0/1".into()));
+                assert_eq!(o.component("data").unwrap().element.name(), "u8");
+                assert_eq!(o.shape(), &[2, 64]);
+                assert_eq!(o.attributes.get("block_bytes"), Some(&int(18)));
+            }
+            // The .zt lists tensors in name order, so the GGUF written from it does too; its
+            // content is the direct conversion's.
+            let via = OpenOptions::new()
+                .open_bytes(written(&mid, dir.path(), "via.gguf"))
+                .unwrap();
+            let direct = OpenOptions::new().open_bytes(direct.clone()).unwrap();
+            assert_eq!(via.attributes(), direct.attributes(), "{name} via {version:?}");
+            assert_eq!(via.len(), direct.len());
+            for o in &direct {
+                let v = via.object(o.name()).unwrap();
+                assert!(
+                    v.shape() == o.shape()
+                        && v.format == o.format
+                        && v.attributes == o.attributes
+                        && v.bytes().unwrap() == o.bytes().unwrap(),
+                    "{name} via {version:?}: {}",
+                    o.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn what_gguf_cannot_hold_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let zt = dir.path().join("m.zt");
+    let out = dir.path().join("m.gguf");
+    let write = |build: &dyn Fn(&mut ztensor::Writer<ztensor::container::AtomicFile>)| {
+        let mut w = ztensor::Writer::create(&zt).unwrap();
+        build(&mut w);
+        w.finish().unwrap();
+        let r = ztensor::open(&zt).unwrap();
+        (ztensor::write_gguf(&r, &out, false), ztensor::write_gguf(&r, &out, true))
+    };
+    let (e, _) = write(&|w| w.add("bytes", &[2], &[1u8, 2]).unwrap());
+    let e = e.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert_eq!(e.object(), Some("bytes"));
+    assert!(e.to_string().contains("GGUF has no u8 type"), "{e}");
+
+    let (e, densified) = write(&|w| {
+        w.add_csr("m", [2, 2], &[5.0f32], &[1], &[0, 1, 1]).unwrap();
+    });
+    assert!(e.unwrap_err().to_string().contains("use densify"));
+    densified.unwrap();
+    let g = ztensor::open(&out).unwrap();
+    assert_eq!(&g.read::<f32>("m").unwrap()[..], &[0.0, 5.0, 0.0, 0.0]);
+
+    let (e, _) = write(&|w| {
+        w.set_attribute("nested", Value::Map(Default::default()));
+        w.add("w", &[1], &[1.0f32]).unwrap();
+    });
+    let e = e.unwrap_err();
+    assert!(e.to_string().contains("attribute \"nested\": GGUF metadata has no map values"), "{e}");
+}
+
+#[test]
+fn untyped_attributes_get_the_types_the_gguf_package_would_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let zt = dir.path().join("m.zt");
+    let mut w = ztensor::Writer::create(&zt).unwrap();
+    w.set_attribute("small", 5i64);
+    w.set_attribute("big", 1i64 << 40);
+    w.set_attribute("half", 0.5f64);
+    w.set_attribute("tenth", 0.1f64);
+    w.set_attribute("name", "x");
+    w.set_attribute("list", Value::Array(vec![int(1), int(1 << 40)]));
+    w.add("w", &[1], &[1.0f32]).unwrap();
+    w.finish().unwrap();
+    let bytes = written(&ztensor::open(&zt).unwrap(), dir.path(), "m.gguf");
+    let g = OpenOptions::new().open_bytes(bytes).unwrap();
+    let Value::Map(types) = attr(&g, "gguf.value_types") else {
+        panic!("types")
+    };
+    for (k, t) in [
+        ("small", "i32"),
+        ("big", "i64"),
+        ("half", "f32"),
+        ("tenth", "f64"),
+        ("name", "str"),
+        ("list", "[i64]"),
+    ] {
+        assert_eq!(types.get(k), Some(&text(t)), "{k}");
+    }
+    assert_eq!(attr(&g, "tenth"), &Value::Float(0.1));
+}
