@@ -11,7 +11,8 @@ Writes (all deterministic: a fixed seed):
   general.alignment 64;
 - quant.gguf: one tensor of every block type in the package's table (Q4_0 ... Q1_0), shape
   [2, 2 x block size] (row-major), blocks of seeded random bytes whose scale fields are
-  finite halves (so that dequantized values are finite and compare bit for bit);
+  finite halves (so that dequantized values are finite and compare bit for bit); Q8_1 with
+  ggml's 36-byte block, not the package's stale 40;
 - big_endian.gguf: dense tensors, a Q8_0 tensor and metadata written with
   endianess=GGUFEndian.BIG;
 - golden/<tensor>.f32: for each tensor of quant.gguf that ztensor dequantizes, the
@@ -82,12 +83,18 @@ HALF_FIELDS = {
 }
 DEQUANTIZED = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K]
 
+# The package's table gives Q8_1 the 40 bytes of an older ggml; ggml's block_q8_1 is now two
+# halves and 32 codes. Such blocks are handed over as int8 with their logical shape, which
+# the writer takes as it is.
+GGML_SIZE = {Q.Q8_1: 36}
+
 w = gguf.GGUFWriter(os.path.join(out, "quant.gguf"), arch="test")
 w.add_key_value("general.quantization_version", 2, V.UINT32)
 golden = {}
 for qtype, (block, size) in gguf.GGML_QUANT_SIZES.items():
     if block == 1:
         continue
+    size = GGML_SIZE.get(qtype, size)
     rows, per_row = 2, 2
     data = rng.integers(0, 256, size=(rows, per_row, size), dtype=np.uint8)
     for at in HALF_FIELDS.get(qtype, []):
@@ -95,7 +102,10 @@ for qtype, (block, size) in gguf.GGML_QUANT_SIZES.items():
         data[:, :, at:at + 2] = halves.view(np.uint8).reshape(rows, per_row, 2)
     data = data.reshape(rows, per_row * size)
     name = qtype.name.lower()
-    w.add_tensor(name, data, raw_dtype=qtype)
+    if qtype in GGML_SIZE:
+        w.add_tensor(name, data.view(np.int8), raw_shape=(rows, per_row * block), raw_dtype=qtype)
+    else:
+        w.add_tensor(name, data, raw_dtype=qtype)
     if qtype in DEQUANTIZED:
         values = gguf.quants.dequantize(data, qtype)
         assert values.shape == (rows, per_row * block), values.shape

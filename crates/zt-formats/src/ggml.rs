@@ -3,9 +3,10 @@
 //! a quantized GGUF tensor has in our model (`gguf.<name>/1`, as ztensor 2.x names it), and
 //! dequantization to `f32` of the common block types.
 //!
-//! The table is ggml's (`ggml_type` in ggml.h; `GGML_QUANT_SIZES` in the `gguf` package,
-//! 0.19.0): ids that ggml retired (4, 5, 31-33, 36-38) are not in it, and an id it does not
-//! hold is for the caller to report. Dequantization follows the `gguf` package's
+//! The table is ggml's (`ggml_type` in ggml.h and the `sizeof(block_*)` of ggml-common.h;
+//! ids and names as `GGML_QUANT_SIZES` in the `gguf` package 0.19.0 lists them, whose Q8_1
+//! size of 40 bytes is stale: ggml's block is 36): ids that ggml retired (4, 5, 31-33,
+//! 36-38) are not in it, and an id it does not hold is for the caller to report. Dequantization follows the `gguf` package's
 //! `gguf.quants.dequantize` operation for operation in `f32`, so its results are bit for bit
 //! the same (tested against values that package computed).
 //!
@@ -77,7 +78,9 @@ pub const GGML_TYPES: [GgmlType; 34] = [
     blocks(6, "q5_0", 32, 2 + 4 + 16),
     blocks(7, "q5_1", 32, 2 + 2 + 4 + 16),
     blocks(8, "q8_0", 32, 2 + 32),
-    blocks(9, "q8_1", 32, 4 + 4 + 32),
+    // ggml's block_q8_1 is two halves and 32 codes (36 bytes) since 2024; the gguf
+    // package's table still gives the older 40 (two floats).
+    blocks(9, "q8_1", 32, 2 + 2 + 32),
     blocks(10, "q2_k", QK_K, 2 + 2 + QK_K / 16 + QK_K / 4),
     blocks(11, "q3_k", QK_K, 2 + QK_K / 4 + QK_K / 8 + 12),
     blocks(12, "q4_k", QK_K, 2 + 2 + QK_K / 2 + 12),

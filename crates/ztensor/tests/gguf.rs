@@ -298,7 +298,13 @@ fn a_gguf_written_back_keeps_tensors_metadata_and_types() {
         let [src, _] = both(name);
         let bytes = written(&src, dir.path(), name);
         let back = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
-        assert_eq!(back.version(), &FileVersion::Gguf { version: 3, big_endian: false });
+        assert_eq!(
+            back.version(),
+            &FileVersion::Gguf {
+                version: 3,
+                big_endian: false
+            }
+        );
         // Every attribute, the types map included: same keys, values and GGUF types.
         assert_eq!(back.attributes(), src.attributes(), "{name}");
         assert_eq!(back.len(), src.len());
@@ -309,7 +315,12 @@ fn a_gguf_written_back_keeps_tensors_metadata_and_types() {
             assert_eq!(b.attributes, o.attributes);
             assert_eq!(b.element_type(), o.element_type());
             // Big-endian sources come back little-endian: compare decoded bytes.
-            assert_eq!(b.bytes().unwrap(), o.bytes().unwrap(), "{name}/{}", o.name());
+            assert_eq!(
+                b.bytes().unwrap(),
+                o.bytes().unwrap(),
+                "{name}/{}",
+                o.name()
+            );
         }
         // Deterministic: writing what was written gives the same bytes.
         assert_eq!(written(&back, dir.path(), "again.gguf"), bytes, "{name}");
@@ -343,7 +354,11 @@ fn gguf_to_zt_v2_and_v1_2_and_back_gives_the_same_gguf() {
                 .open_bytes(written(&mid, dir.path(), "via.gguf"))
                 .unwrap();
             let direct = OpenOptions::new().open_bytes(direct.clone()).unwrap();
-            assert_eq!(via.attributes(), direct.attributes(), "{name} via {version:?}");
+            assert_eq!(
+                via.attributes(),
+                direct.attributes(),
+                "{name} via {version:?}"
+            );
             assert_eq!(via.len(), direct.len());
             for o in &direct {
                 let v = via.object(o.name()).unwrap();
@@ -370,7 +385,10 @@ fn what_gguf_cannot_hold_is_refused_naming_it() {
         build(&mut w);
         w.finish().unwrap();
         let r = ztensor::open(&zt).unwrap();
-        (ztensor::write_gguf(&r, &out, false), ztensor::write_gguf(&r, &out, true))
+        (
+            ztensor::write_gguf(&r, &out, false),
+            ztensor::write_gguf(&r, &out, true),
+        )
     };
     let (e, _) = write(&|w| w.add("bytes", &[2], &[1u8, 2]).unwrap());
     let e = e.unwrap_err();
@@ -391,7 +409,11 @@ fn what_gguf_cannot_hold_is_refused_naming_it() {
         w.add("w", &[1], &[1.0f32]).unwrap();
     });
     let e = e.unwrap_err();
-    assert!(e.to_string().contains("attribute \"nested\": GGUF metadata has no map values"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("attribute \"nested\": GGUF metadata has no map values"),
+        "{e}"
+    );
 }
 
 #[test]
