@@ -446,3 +446,113 @@ fn untyped_attributes_get_the_types_the_gguf_package_would_give() {
     }
     assert_eq!(attr(&g, "tenth"), &Value::Float(0.1));
 }
+
+#[test]
+fn safetensors_to_gguf_keeps_dense_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let zt = dir.path().join("m.zt");
+    let mut w = ztensor::Writer::create(&zt).unwrap();
+    w.set_attribute("note", "from safetensors");
+    w.add("a", &[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])
+        .unwrap();
+    w.add("b", &[3], &[half::f16::from_f32(0.5); 3]).unwrap();
+    w.add("c", &[2], &[-7i64, 1 << 40]).unwrap();
+    w.add("d", &[], &[2.5f64]).unwrap();
+    w.finish().unwrap();
+    let st = dir.path().join("m.safetensors");
+    ztensor::write_safetensors(&ztensor::open(&zt).unwrap(), &st, false).unwrap();
+    let src = ztensor::open(&st).unwrap();
+    let out = dir.path().join("m.gguf");
+    ztensor::write_gguf(&src, &out, false).unwrap();
+    let g = ztensor::open(&out).unwrap();
+    assert_eq!(g.len(), 4);
+    for o in &src {
+        let b = g.object(o.name()).unwrap();
+        assert_eq!(b.shape(), o.shape());
+        assert_eq!(b.element_type(), o.element_type());
+        assert_eq!(b.bytes().unwrap(), o.bytes().unwrap());
+    }
+    assert_eq!(attr(&g, "note"), &text("from safetensors"));
+}
+
+mod metadata_round_trip {
+    use proptest::prelude::*;
+    use ztensor::{Attributes, Value};
+
+    /// A GGUF value type and a value of it.
+    fn typed_scalar() -> impl Strategy<Value = (String, Value)> {
+        let int = |t: &'static str, lo: i128, hi: i128| {
+            (lo..=hi).prop_map(move |i| (t.to_owned(), Value::Integer(i)))
+        };
+        prop_oneof![
+            int("u8", 0, 255),
+            int("i8", -128, 127),
+            int("u16", 0, 65535),
+            int("i16", -32768, 32767),
+            int("u32", 0, u32::MAX.into()),
+            int("i32", i32::MIN.into(), i32::MAX.into()),
+            int("u64", 0, u64::MAX.into()),
+            int("i64", i64::MIN.into(), i64::MAX.into()),
+            any::<f32>()
+                .prop_filter("NaN payloads are not kept", |f| !f.is_nan())
+                .prop_map(|f| ("f32".to_owned(), Value::Float(f.into()))),
+            any::<f64>()
+                .prop_filter("NaN payloads are not kept", |f| !f.is_nan())
+                .prop_map(|f| ("f64".to_owned(), Value::Float(f))),
+            any::<bool>().prop_map(|b| ("bool".to_owned(), Value::Bool(b))),
+            ".{0,12}".prop_map(|s| ("str".to_owned(), Value::Text(s))),
+        ]
+    }
+
+    /// An array of one scalar type, with its type.
+    fn typed_array() -> impl Strategy<Value = (Value, Value)> {
+        (typed_scalar(), 0usize..5).prop_flat_map(|((t, _), n)| {
+            let t2 = t.clone();
+            proptest::collection::vec(
+                typed_scalar().prop_filter("same type", move |(u, _)| *u == t),
+                n,
+            )
+            .prop_map(move |items| {
+                let values = items.into_iter().map(|(_, v)| v).collect();
+                (Value::Text(format!("[{t2}]")), Value::Array(values))
+            })
+        })
+    }
+
+    /// A scalar, an array of one scalar type, or an array of such arrays; with its type.
+    fn typed_value() -> impl Strategy<Value = (Value, Value)> {
+        let scalar = typed_scalar().prop_map(|(t, v)| (Value::Text(t), v));
+        let array = typed_array();
+        let nested = proptest::collection::vec(typed_array(), 0..3).prop_map(|arrays| {
+            let (types, values) = arrays.into_iter().unzip();
+            (Value::Array(types), Value::Array(values))
+        });
+        prop_oneof![scalar, array, nested]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn every_typed_value_reads_back_with_its_type(
+            entries in proptest::collection::btree_map("[a-z.]{1,10}", typed_value(), 0..8)
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let zt = dir.path().join("m.zt");
+            let mut w = ztensor::Writer::create(&zt).unwrap();
+            let mut types = Attributes::new();
+            let mut attrs = Attributes::new();
+            for (k, (t, v)) in &entries {
+                types.insert(k.clone(), t.clone());
+                attrs.insert(k.clone(), v.clone());
+            }
+            attrs.insert("gguf.value_types".into(), Value::Map(types.clone()));
+            w.set_attributes(attrs.clone());
+            w.add("w", &[1], &[0.0f32]).unwrap();
+            w.finish().unwrap();
+            let out = dir.path().join("m.gguf");
+            ztensor::write_gguf(&ztensor::open(&zt).unwrap(), &out, false).unwrap();
+            let g = ztensor::open(&out).unwrap();
+            prop_assert_eq!(g.attributes(), &attrs);
+        }
+    }
+}
