@@ -7,19 +7,22 @@ use crate::fixture_set::{Corpus, Line};
 
 /// Metadata value types by number.
 const U8: u32 = 0;
-const U32: u32 = 4;
+pub(crate) const U32: u32 = 4;
+pub(crate) const I32: u32 = 5;
+pub(crate) const F32_VALUE: u32 = 6;
 const BOOL: u32 = 7;
-const STR: u32 = 8;
-const ARRAY: u32 = 9;
+pub(crate) const STR: u32 = 8;
+pub(crate) const ARRAY: u32 = 9;
 const U64: u32 = 10;
 
 /// ggml type ids.
-const F32: u32 = 0;
-const Q4_0: u32 = 2;
+pub(crate) const F32: u32 = 0;
+pub(crate) const Q4_0: u32 = 2;
 const Q8_0: u32 = 8;
 
-/// A GGUF file under construction: version 1 counts in u32, later versions in u64.
-struct Gguf {
+/// A GGUF file under construction: version 1 counts in u32, later versions in u64. The
+/// benchmark builds its large file's header with it too.
+pub(crate) struct Gguf {
     version: u32,
     kvs: Vec<u8>,
     n_kv: u64,
@@ -30,7 +33,7 @@ struct Gguf {
 }
 
 impl Gguf {
-    fn new(version: u32) -> Self {
+    pub(crate) fn new(version: u32) -> Self {
         Gguf {
             version,
             kvs: Vec::new(),
@@ -56,7 +59,7 @@ impl Gguf {
     }
 
     /// A key of `type_id` whose value is `payload`, already encoded.
-    fn kv(mut self, key: &[u8], type_id: u32, payload: &[u8]) -> Self {
+    pub(crate) fn kv(mut self, key: &[u8], type_id: u32, payload: &[u8]) -> Self {
         let mut b = Vec::new();
         self.string(&mut b, key);
         b.extend(type_id.to_le_bytes());
@@ -66,7 +69,7 @@ impl Gguf {
         self
     }
 
-    fn str_value(&self, s: &str) -> Vec<u8> {
+    pub(crate) fn str_value(&self, s: &str) -> Vec<u8> {
         let mut b = Vec::new();
         self.string(&mut b, s.as_bytes());
         b
@@ -82,7 +85,7 @@ impl Gguf {
     }
 
     /// A tensor info; `dims` innermost first, as GGUF lists them.
-    fn info(mut self, name: &str, dims: &[u64], type_id: u32, offset: u64) -> Self {
+    pub(crate) fn info(mut self, name: &str, dims: &[u64], type_id: u32, offset: u64) -> Self {
         let mut b = Vec::new();
         self.string(&mut b, name.as_bytes());
         b.extend((dims.len() as u32).to_le_bytes());
@@ -111,7 +114,7 @@ impl Gguf {
         self.info(name, dims, type_id, at)
     }
 
-    fn finish(self) -> Vec<u8> {
+    pub(crate) fn finish(self) -> Vec<u8> {
         let mut f = b"GGUF".to_vec();
         f.extend(self.version.to_le_bytes());
         self.count(&mut f, self.n_tensors);
