@@ -78,7 +78,7 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
         human_bytes(total)
     );
     for (k, v) in r.attributes() {
-        let _ = writeln!(s, "  @{k} = {}", json::value(v));
+        let _ = writeln!(s, "  @{k} = {}", shortened(&json::value(v).to_string()));
     }
     if r.objects().len() > 20 {
         // A summary first: what kinds of objects, and how much of each.
@@ -192,6 +192,20 @@ pub fn ls(path: &Path) -> Outcome {
         s.push('\n');
     }
     out(&s)
+}
+
+/// The table view keeps attribute lines readable: a GGUF vocabulary or chat template runs to
+/// megabytes. Longer values show their start and their length (`--json` gives them whole).
+fn shortened(json: &str) -> String {
+    const MAX: usize = 160;
+    if json.len() <= MAX {
+        return json.to_owned();
+    }
+    let mut cut = MAX;
+    while !json.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}... ({} bytes of JSON; --json for all)", &json[..cut], json.len())
 }
 
 /// What `zt cat` writes of an object.

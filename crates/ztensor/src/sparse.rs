@@ -420,6 +420,20 @@ impl<'r> ObjectView<'r> {
 
     /// The ggml block type of a GGUF-origin quantized object (format `gguf.<type>/1`, from a
     /// GGUF file or a zTensor file converted from one).
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/gguf/quant.gguf");
+    /// let r = ztensor::open(path)?;
+    /// let q = r.object("q4_0")?;
+    /// let t = q.ggml_type().unwrap();
+    /// assert_eq!((t.name, t.block_elems, t.block_bytes), ("q4_0", 32, 18));
+    /// assert_eq!(q.shape(), &[2, 64]);                  // logical, row-major
+    /// assert_eq!(q.bytes()?.len(), 4 * 18);             // the blocks, byte for byte
+    /// assert_eq!(q.read::<f32>()?.len(), 128);          // dequantized
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ggml_type(&self) -> Option<GgmlType> {
         match &self.info().format {
             Format::Unknown(id) => GgmlType::by_layout_id(id),
