@@ -20,10 +20,13 @@ use crate::gguf::{Gguf, ARRAY, F32, F32_VALUE, I32, Q4_0, STR, U32};
 /// A row of the results table: name, time, and the time and name it is compared with.
 pub type Row = (String, Duration, Option<(Duration, String)>);
 
+/// The median of several runs of a closure (after a warm-up).
+pub type Median<'a> = &'a dyn Fn(&mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+
 /// What the bench lends this section.
 pub struct Helpers<'a> {
     /// The median of several runs of a closure (after a warm-up).
-    pub median: &'a dyn Fn(&mut dyn FnMut() -> Result<()>) -> Result<Duration>,
+    pub median: Median<'a>,
     /// Reads every byte of a slice (the same fold for every path measured).
     pub touch: fn(&[u8]) -> u64,
     /// The machine's sequential read of a file through a buffer of this many bytes.
@@ -68,9 +71,15 @@ fn make(path: &Path, scale: usize) -> Result<u64> {
         b.extend(items);
         b
     };
-    let tokens: Vec<u8> = (0..VOCAB).flat_map(|i| g.str_value(&format!("tok{i}"))).collect();
-    let scores: Vec<u8> = (0..VOCAB).flat_map(|i| (-(i as f32)).to_le_bytes()).collect();
-    let types: Vec<u8> = (0..VOCAB).flat_map(|i| ((i % 6) as i32).to_le_bytes()).collect();
+    let tokens: Vec<u8> = (0..VOCAB)
+        .flat_map(|i| g.str_value(&format!("tok{i}")))
+        .collect();
+    let scores: Vec<u8> = (0..VOCAB)
+        .flat_map(|i| (-(i as f32)).to_le_bytes())
+        .collect();
+    let types: Vec<u8> = (0..VOCAB)
+        .flat_map(|i| ((i % 6) as i32).to_le_bytes())
+        .collect();
     g = g
         .kv(b"tokenizer.ggml.tokens", ARRAY, &array(STR, tokens))
         .kv(b"tokenizer.ggml.scores", ARRAY, &array(F32_VALUE, scores))
@@ -147,7 +156,11 @@ pub fn rows(dir: &Path, scale: usize, h: &Helpers<'_>) -> Result<Vec<Row>> {
     })?;
     let t_deq = (h.median)(&mut || {
         let r = ztensor::open(&path)?;
-        for o in r.iter().filter(|o| o.ggml_type().is_some()).take(DEQUANTIZED) {
+        for o in r
+            .iter()
+            .filter(|o| o.ggml_type().is_some())
+            .take(DEQUANTIZED)
+        {
             std::hint::black_box(o.read::<f32>()?);
         }
         Ok(())
@@ -156,7 +169,8 @@ pub fn rows(dir: &Path, scale: usize, h: &Helpers<'_>) -> Result<Vec<Row>> {
     let python = std::env::var("GGUF_PYTHON").ok();
     let theirs = match &python {
         Some(py) => {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/bench/gguf_reader.py");
+            let script =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/bench/gguf_reader.py");
             let out = Command::new(py)
                 .arg(script)
                 .arg(&path)

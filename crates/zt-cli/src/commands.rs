@@ -205,7 +205,11 @@ fn shortened(json: &str) -> String {
     while !json.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!("{}... ({} bytes of JSON; --json for all)", &json[..cut], json.len())
+    format!(
+        "{}... ({} bytes of JSON; --json for all)",
+        &json[..cut],
+        json.len()
+    )
 }
 
 /// What `zt cat` writes of an object.
