@@ -556,3 +556,23 @@ mod metadata_round_trip {
         }
     }
 }
+
+#[test]
+fn a_string_that_is_not_utf8_is_written_back_as_it_was() {
+    let mut f = b"GGUF".to_vec();
+    f.extend(3u32.to_le_bytes());
+    f.extend(0u64.to_le_bytes());
+    f.extend(1u64.to_le_bytes());
+    f.extend(1u64.to_le_bytes());
+    f.push(b'k');
+    f.extend(8u32.to_le_bytes());
+    f.extend(3u64.to_le_bytes());
+    f.extend(b"a\xffb");
+    let r = OpenOptions::new().open_bytes(f.clone()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = written(&r, dir.path(), "k.gguf");
+    // The same key, type and bytes: the file itself, padded to the alignment.
+    assert_eq!(&out[..f.len()], &f[..]);
+    assert!(out[f.len()..].iter().all(|&b| b == 0));
+    assert_eq!(out.len(), f.len().next_multiple_of(32));
+}

@@ -624,6 +624,61 @@ mod tests {
         assert!(version_and_order(0).is_err());
     }
 
+    /// A v3 file of one key of type `type_id` whose value is `payload`, and no tensors.
+    fn one_key(key: &[u8], type_id: u32, payload: &[u8]) -> Vec<u8> {
+        let mut f = b"GGUF".to_vec();
+        f.extend(3u32.to_le_bytes());
+        f.extend(0u64.to_le_bytes());
+        f.extend(1u64.to_le_bytes());
+        f.extend((key.len() as u64).to_le_bytes());
+        f.extend(key);
+        f.extend(type_id.to_le_bytes());
+        f.extend(payload);
+        f
+    }
+
+    fn listed(bytes: Vec<u8>) -> Result<Listing> {
+        list(&Source::from_vec(bytes), &Limits::default())
+    }
+
+    #[test]
+    fn a_string_that_is_not_utf8_is_kept_as_bytes_typed_str() {
+        let mut payload = 3u64.to_le_bytes().to_vec();
+        payload.extend(b"a\xffb");
+        let l = listed(one_key(b"k", 8, &payload)).unwrap();
+        assert_eq!(
+            l.attributes.get("k"),
+            Some(&Value::Bytes(b"a\xffb".to_vec()))
+        );
+        let Some(Value::Map(types)) = l.attributes.get(VALUE_TYPES_KEY) else {
+            panic!("types")
+        };
+        assert_eq!(types.get("k"), Some(&Value::Text("str".into())));
+    }
+
+    #[test]
+    fn an_empty_array_keeps_its_element_type() {
+        let mut payload = 6u32.to_le_bytes().to_vec();
+        payload.extend(0u64.to_le_bytes());
+        let l = listed(one_key(b"k", ARRAY, &payload)).unwrap();
+        assert_eq!(l.attributes.get("k"), Some(&Value::Array(vec![])));
+        let Some(Value::Map(types)) = l.attributes.get(VALUE_TYPES_KEY) else {
+            panic!("types")
+        };
+        assert_eq!(types.get("k"), Some(&Value::Text("[f32]".into())));
+    }
+
+    #[test]
+    fn a_file_key_named_like_the_types_map_wins() {
+        let mut payload = 1u64.to_le_bytes().to_vec();
+        payload.extend(b"x");
+        let l = listed(one_key(VALUE_TYPES_KEY.as_bytes(), 8, &payload)).unwrap();
+        assert_eq!(
+            l.attributes.get(VALUE_TYPES_KEY),
+            Some(&Value::Text("x".into()))
+        );
+    }
+
     #[test]
     fn value_type_names_skip_array() {
         assert_eq!(value_type(0), Some("u8"));
