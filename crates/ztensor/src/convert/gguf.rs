@@ -319,7 +319,10 @@ fn encode(
 ) -> std::result::Result<(), String> {
     match ty {
         Value::Text(t) if t.starts_with('[') && t.ends_with(']') => {
-            let elem = &t[1..t.len() - 1];
+            let elem = t
+                .strip_prefix('[')
+                .and_then(|e| e.strip_suffix(']'))
+                .unwrap_or_default();
             let id = type_id(elem)?;
             let items: Vec<Value> = match v {
                 Value::Array(items) => items.clone(),
