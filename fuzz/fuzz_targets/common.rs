@@ -11,7 +11,8 @@ pub fn read_everything(data: &[u8]) {
             for c in o.components() {
                 let _ = c.bytes_with(ReadOptions::verified());
             }
-            if !matches!(o.format, Format::Unknown(_)) && o.element_type().is_some_and(|t| t.ratio() == 1) {
+            let dequantizable = o.ggml_type().is_some();
+            if (dequantizable || !matches!(o.format, Format::Unknown(_))) && o.element_type().is_some_and(|t| t.ratio() == 1) {
                 let _ = o.read_f32();
             }
             let _ = o.read_bool();

@@ -908,6 +908,20 @@ pub fn run(args: &[&str]) -> Result<()> {
         }
     }
 
+    if want("gguf") {
+        // --- GGUF: a quantized model's layout, listed and read; the gguf package beside ---
+        let median_of = |f: &mut dyn FnMut() -> Result<()>| median(runs, f);
+        let helpers = crate::bench_gguf::Helpers {
+            median: &median_of,
+            touch,
+            read_sequential,
+            runs,
+        };
+        for (name, t, vs) in crate::bench_gguf::rows(&dir, scale, &helpers)? {
+            table.add("gguf", &name, t, vs.as_ref().map(|(d, w)| (*d, w.as_str())));
+        }
+    }
+
     if want("zstd") {
         // --- zstd, level 3 ---
         let ztensors = workload(true, scale.max(4));

@@ -11,10 +11,12 @@
 use anyhow::Result;
 
 mod bench;
+mod bench_gguf;
 mod corpus;
 mod fixture_set;
 mod fuzz;
 mod gen_fixtures;
+mod gguf;
 mod legacy;
 mod mag;
 mod modules;

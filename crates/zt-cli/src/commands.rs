@@ -78,7 +78,7 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
         human_bytes(total)
     );
     for (k, v) in r.attributes() {
-        let _ = writeln!(s, "  @{k} = {}", json::value(v));
+        let _ = writeln!(s, "  @{k} = {}", shortened(&json::value(v).to_string()));
     }
     if r.objects().len() > 20 {
         // A summary first: what kinds of objects, and how much of each.
@@ -194,11 +194,44 @@ pub fn ls(path: &Path) -> Outcome {
     out(&s)
 }
 
-pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> Outcome {
+/// The table view keeps attribute lines readable: a GGUF vocabulary or chat template runs to
+/// megabytes. Longer values show their start and their length (`--json` gives them whole).
+fn shortened(json: &str) -> String {
+    const MAX: usize = 160;
+    if json.len() <= MAX {
+        return json.to_owned();
+    }
+    let mut cut = MAX;
+    while !json.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}... ({} bytes of JSON; --json for all)",
+        &json[..cut],
+        json.len()
+    )
+}
+
+/// What `zt cat` writes of an object.
+pub enum CatWhat<'a> {
+    /// Its dense form (a dense object's data; sparse and quantized objects only with --json).
+    Dense,
+    /// One component's elements.
+    Component(&'a str),
+    /// A quantized object's values as f32.
+    Dequantized,
+}
+
+pub fn cat(path: &Path, name: &str, what: CatWhat<'_>, as_json: bool) -> Outcome {
     let r = open(path)?;
     let o = r.object(name).map_err(|e| e.in_file(path))?;
-    let (bytes, ty, shape) = match component {
-        Some(role) => {
+    let quantized = o.ggml_type().is_some() || o.format == Format::QuantizedGroup;
+    let component = match what {
+        CatWhat::Component(role) => Some(role),
+        _ => None,
+    };
+    let (bytes, ty, shape) = match what {
+        CatWhat::Component(role) => {
             let c = o.component(role).map_err(|_| {
                 Failure::Usage(format!("object {name:?} has no component {role:?}"))
             })?;
@@ -206,10 +239,28 @@ pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> O
             let n = b.len() as u64 / c.element.logical_size();
             (b, c.element.clone(), vec![n])
         }
-        None => {
-            if !as_json && o.format != Format::Dense {
+        CatWhat::Dequantized => {
+            if !quantized {
                 return Err(Failure::Usage(format!(
-                    "object {name:?} is {}; use --component ROLE for raw bytes or --json for dense values",
+                    "object {name:?} is {}, not quantized: --dequantize is for GGUF block types \
+                     and quantized_group objects",
+                    o.format
+                )));
+            }
+            let v = o.read_f32().map_err(|e| e.in_file(path))?;
+            let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let f32 = ElementType::plain(ztensor::DType::F32);
+            (std::borrow::Cow::Owned(b), f32, o.shape.to_vec())
+        }
+        CatWhat::Dense => {
+            if !as_json && o.format != Format::Dense {
+                let hint = if quantized {
+                    "use --dequantize for f32 values, --component data for its blocks, or --json"
+                } else {
+                    "use --component ROLE for raw bytes or --json for dense values"
+                };
+                return Err(Failure::Usage(format!(
+                    "object {name:?} is {}; {hint}",
                     o.format
                 )));
             }
@@ -402,6 +453,12 @@ pub fn convert(
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
             let done = ztensor::write_safetensors_with(&r, output, densify, durability());
+            bar.finish_and_clear();
+            done.map_err(in_file)
+        }
+        Kind::Gguf => {
+            let bar = spinner("convert to .gguf", total_stored(&r));
+            let done = ztensor::write_gguf_with(&r, output, densify, durability());
             bar.finish_and_clear();
             done.map_err(in_file)
         }

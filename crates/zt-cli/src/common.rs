@@ -33,6 +33,7 @@ pub enum Kind {
     V1_2,
     Mag,
     Safetensors,
+    Gguf,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +137,7 @@ impl Kind {
             Kind::Zt | Kind::V2 | Kind::V1_2 => ".zt",
             Kind::Mag => ".mag",
             Kind::Safetensors => ".safetensors",
+            Kind::Gguf => ".gguf",
         }
     }
 }
@@ -153,8 +155,9 @@ pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
         Some("zt") => Ok(Kind::Zt),
         Some("mag") => Ok(Kind::Mag),
         Some("safetensors") => Ok(Kind::Safetensors),
+        Some("gguf") => Ok(Kind::Gguf),
         _ => Err(Failure::Usage(format!(
-            "{}: cannot tell the output kind from the extension; use --to zt|v2|v1.2|mag|safetensors",
+            "{}: cannot tell the output kind from the extension; use --to zt|v2|v1.2|mag|safetensors|gguf",
             path.display()
         ))),
     }

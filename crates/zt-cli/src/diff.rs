@@ -8,7 +8,8 @@
 //!   `ObjectView::dense_form` returns `Cow::Borrowed`): no copy at all, the kernel pages it in
 //!   and out as the windows pass;
 //! - anything else (zstd, legacy big-endian, sparse or quantized objects) is decoded whole
-//!   first by the library, as it must be, and then compared window by window.
+//!   first by the library, as it must be, and then compared window by window; GGUF block
+//!   types (`gguf.<type>/1`) are compared by their blocks' bytes, exactly.
 //!
 //! Only windows whose bytes differ are looked at element by element, so a file compared with
 //! itself costs a `memcmp`. Nothing is ever turned into one JSON value per element.
@@ -45,7 +46,13 @@ struct Side<'r> {
 
 impl<'r> Side<'r> {
     fn new(o: ObjectView<'r>) -> ztensor::Result<Self> {
-        let (bytes, ty) = o.dense_form()?;
+        // GGUF blocks are compared as they are stored, byte for byte, whatever their type
+        // (most block types have no dequantization here).
+        let (bytes, ty) = if o.ggml_type().is_some() {
+            (o.component("data")?.bytes()?, ElementType::plain(DType::U8))
+        } else {
+            o.dense_form()?
+        };
         Ok(Side {
             len: bytes.len() as u64,
             bytes,

@@ -48,8 +48,11 @@ enum Command {
         file: PathBuf,
         name: String,
         /// One component instead of the dense data.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "dequantize")]
         component: Option<String>,
+        /// A quantized object (a GGUF block type, `quantized_group`) as f32 values.
+        #[arg(long)]
+        dequantize: bool,
         /// Shape, dtype and values as JSON.
         #[arg(long)]
         json: bool,
@@ -205,8 +208,16 @@ fn run(command: Command) -> Outcome {
             file,
             name,
             component,
+            dequantize,
             json,
-        } => commands::cat(&file, &name, component.as_deref(), json),
+        } => {
+            let what = match (&component, dequantize) {
+                (Some(role), _) => commands::CatWhat::Component(role),
+                (None, true) => commands::CatWhat::Dequantized,
+                (None, false) => commands::CatWhat::Dense,
+            };
+            commands::cat(&file, &name, what, json)
+        }
         Verify { files, json } => commands::verify(&files, json),
         Diff {
             a,

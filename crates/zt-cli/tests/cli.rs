@@ -1010,3 +1010,78 @@ fn convert_to_v2_compact_v1_2_and_shards() {
     );
     assert!(!bad.exists());
 }
+
+#[test]
+fn gguf_info_ls_cat_verify_diff_and_convert_both_ways() {
+    let quant = fx("interop/gguf/quant.gguf");
+    let j = json_of(&zt(&["info", "--json", &quant]));
+    assert_eq!(j["kind"], "gguf");
+    assert_eq!(j["version"], "3");
+    let q4 = j["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "q4_0")
+        .unwrap();
+    assert_eq!(q4["format"], "gguf.q4_0/1");
+    assert_eq!(q4["shape"], serde_json::json!([2, 64]));
+    assert_eq!(q4["attributes"]["block_bytes"], 18);
+    assert_eq!(
+        j["attributes"]["gguf.value_types"]["general.quantization_version"],
+        "u32"
+    );
+    let ls = stdout(&zt(&["ls", &quant]));
+    assert_eq!(ls.lines().count(), 26);
+    assert_eq!(code(&zt(&["verify", &quant])), 0);
+
+    // Raw cat of a block tensor needs a choice; --dequantize is the gguf package's values.
+    assert_clean_error(&zt(&["cat", &quant, "q4_0"]), 2, "use --dequantize");
+    let o = zt(&["cat", "--dequantize", &quant, "q6_k"]);
+    assert_eq!(code(&o), 0);
+    let golden = std::fs::read(fixtures().join("interop/gguf/golden/q6_k.f32")).unwrap();
+    assert_eq!(o.stdout, golden);
+    assert_clean_error(
+        &zt(&["cat", "--dequantize", &quant, "iq4_xs"]),
+        1,
+        "dequantizing IQ4_XS blocks is not supported",
+    );
+    assert_clean_error(
+        &zt(&["cat", "--dequantize", &fx("interop/gguf/dense.gguf"), "f32"]),
+        2,
+        "not quantized",
+    );
+    let blocks = zt(&["cat", "--component", "data", &quant, "iq4_xs"]);
+    assert_eq!(blocks.stdout.len(), 4 * 136);
+
+    // .gguf -> .zt -> .gguf: the same objects, values and metadata.
+    let dir = tempfile::tempdir().unwrap();
+    for src in [
+        "interop/gguf/quant.gguf",
+        "interop/gguf/dense.gguf",
+        "valid/gguf_v1.gguf",
+    ] {
+        let z = dir.path().join("m.zt");
+        let back = dir.path().join("m.gguf");
+        let (z, back) = (z.to_str().unwrap(), back.to_str().unwrap());
+        assert_eq!(code(&zt(&["convert", "--force", &fx(src), z])), 0, "{src}");
+        assert_eq!(code(&zt(&["convert", "--force", z, back])), 0, "{src}");
+        for (a, b) in [(fx(src), z.to_owned()), (fx(src), back.to_owned())] {
+            let o = zt(&["diff", &a, &b]);
+            assert_eq!(code(&o), 0, "{src}: {}", stdout(&o));
+        }
+        assert_eq!(code(&zt(&["verify", back])), 0);
+    }
+
+    // safetensors -> GGUF for the dense types GGUF holds; u64 and bool are refused by name.
+    let out = dir.path().join("st.gguf");
+    assert_clean_error(
+        &zt(&[
+            "convert",
+            &fx("interop/safetensors/numpy.safetensors"),
+            out.to_str().unwrap(),
+        ]),
+        2,
+        "GGUF has no",
+    );
+    assert!(!out.exists(), "nothing written");
+}

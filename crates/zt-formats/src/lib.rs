@@ -15,6 +15,7 @@
 //! - [`seekable`]: zTensor v2's `zt.zstd-seekable/1` (seek table checked before decoding).
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
 //! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
+//! - [`ggml`]: ggml's tensor types as GGUF numbers them, and dequantization of block types.
 //!
 //! # Features
 //!
@@ -52,6 +53,7 @@ mod dtype;
 mod element;
 mod format;
 pub mod fp8;
+pub mod ggml;
 mod layout;
 mod quant;
 pub mod seekable;

@@ -1,6 +1,7 @@
 //! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version read; v2,
 //! with its shards, and v1.2 written),
-//! magnetron's `.mag` and `.safetensors`, all listed into one object model.
+//! magnetron's `.mag`, `.safetensors` and GGUF (v1-v3 read, v3 written), all listed into one
+//! object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
 //! and then go down:
@@ -21,8 +22,11 @@
 //! - [`Writer`]: streams a zTensor file to a temporary file and renames it into place: v2 by
 //!   default, byte for byte as ztensor 2.x writes the same tensors ([`Version::V2`], 64 KiB
 //!   packing; [`Version::V2Compact`], 4096), or v1.2 ([`Version::V1_2`]).
-//! - [`convert`]: any file to zTensor v2 or v1.2 ([`upgrade`]), `.mag` ([`write_mag`]) or
-//!   `.safetensors` ([`write_safetensors`]).
+//! - [`convert`]: any file to zTensor v2 or v1.2 ([`upgrade`]), `.mag` ([`write_mag`]),
+//!   `.safetensors` ([`write_safetensors`]) or GGUF ([`write_gguf`]).
+//! - GGUF block tensors (Q4_0 ... IQ-types, MXFP4) are objects of format `gguf.<type>/1`
+//!   whose blocks are kept byte for byte ([`ObjectView::ggml_type`]); `read::<f32>()`
+//!   dequantizes the common ones ([`formats::ggml`]).
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
 //! # Common tasks
@@ -72,7 +76,7 @@
 //! ```
 //!
 //! Convert: any file we read to zTensor (v2 by default, [`ConvertOptions::version`]),
-//! `.safetensors` or `.mag`:
+//! `.safetensors`, `.mag` or GGUF:
 //!
 //! ```
 //! # fn main() -> ztensor::Result<()> {
@@ -113,7 +117,10 @@ pub use zt_formats as formats;
 pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
-pub use convert::{upgrade, write_mag, ConvertOptions, ConvertReport, Keep, MagOptions};
+pub use convert::{
+    upgrade, write_gguf, write_gguf_with, write_mag, ConvertOptions, ConvertReport, Keep,
+    MagOptions,
+};
 #[cfg(feature = "safetensors")]
 pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::ReadOptions;

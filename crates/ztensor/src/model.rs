@@ -23,15 +23,23 @@ pub enum FileVersion {
     Safetensors,
     /// zTensor v2 (`\x89ZT2\r\n\x1a\n`, written by ztensor 2.x).
     ZTensorV2,
+    /// A GGUF file (llama.cpp): its version (1-3) and byte order.
+    Gguf {
+        /// 1, 2 or 3.
+        version: u32,
+        /// Whether every number in it is big-endian.
+        big_endian: bool,
+    },
 }
 
 impl FileVersion {
-    /// `"zt"` or `"mag"`.
+    /// `"zt"`, `"mag"`, `"safetensors"` or `"gguf"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
             FileVersion::Mag(_) => "mag",
             FileVersion::Safetensors => "safetensors",
+            FileVersion::Gguf { .. } => "gguf",
         }
     }
 }
@@ -44,6 +52,16 @@ impl fmt::Display for FileVersion {
             FileVersion::Mag(l) => write!(f, "magnetron .mag {l}"),
             FileVersion::Safetensors => f.write_str("safetensors"),
             FileVersion::ZTensorV2 => f.write_str("zTensor 2"),
+            FileVersion::Gguf {
+                version,
+                big_endian,
+            } => {
+                write!(f, "GGUF v{version}")?;
+                if *big_endian {
+                    f.write_str(" (big-endian)")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -258,12 +276,19 @@ impl ObjectInfo {
     }
 
     /// The element type of the object's dense form ([`crate::ObjectView::dense_form`]): dense
-    /// data's own, a sparse object's value type, `f32` for quantized objects. `None` for
-    /// formats that have no dense form.
+    /// data's own, a sparse object's value type, `f32` for quantized objects (GGUF block types
+    /// that [`zt_formats::ggml::dequantize`] decodes too). `None` for formats that have no
+    /// dense form.
     pub fn dense_element_type(&self) -> Option<ElementType> {
         match self.format {
             Format::Dense => self.component("data").map(|c| c.element.clone()),
             Format::QuantizedGroup => Some(ElementType::plain(zt_formats::DType::F32)),
+            Format::Unknown(ref id)
+                if zt_formats::ggml::GgmlType::by_layout_id(id)
+                    .is_some_and(|t| t.can_dequantize()) =>
+            {
+                Some(ElementType::plain(zt_formats::DType::F32))
+            }
             Format::SparseCsr | Format::SparseCoo => match self.legacy_packing {
                 Some(p) => Some(ElementType::plain(p.values)),
                 None => self.component("values").map(|c| c.element.clone()),

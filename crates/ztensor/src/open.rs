@@ -35,7 +35,7 @@ pub struct OpenOptions {
 }
 
 /// Opens a file of any kind we read (`.zt` of every version, v2 with its shards, `.mag` of every layout,
-/// `.safetensors`), mapped.
+/// `.safetensors`, GGUF v1-v3), mapped.
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -134,8 +134,8 @@ impl OpenOptions {
         }
     }
 
-    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's and v1's, then files
-    /// we recognise but do not read (GGUF, zip, .npy, a sharded checkpoint's JSON
+    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's, GGUF's and v1's,
+    /// then files we recognise but do not read (zip, .npy, a sharded checkpoint's JSON
     /// index: [`not_read_yet`]), then a safetensors header (u64 size, then '{'), then a bare
     /// pickle; anything else gets the zTensor container's magic error.
     ///
@@ -170,6 +170,10 @@ impl OpenOptions {
             let open_shard = |p: &Path| self.open_shard(p);
             let listing = files::zt_v2::list(&container, path, &self.limits, &open_shard)?;
             return Ok((container.into_source(), listing));
+        }
+        if head.starts_with(b"GGUF") {
+            let listing = files::gguf::list(&source, &self.limits)?;
+            return Ok((source, listing));
         }
         if !head.starts_with(b"ZTEN") {
             if let Some(what) = not_read_yet(&head, source.len()) {
@@ -223,15 +227,6 @@ const SNIFF_LEN: u64 = 4096;
 /// [`files::safetensors::list`] would accept (read as a header size they exceed its cap or
 /// the file), so they are checked first.
 fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
-    let u32_at = |i: usize| {
-        head.get(i..i + 4)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-    };
-    if head.starts_with(b"GGUF") {
-        let version = u32_at(4).map_or_else(|| "?".to_owned(), |v| v.to_string());
-        return Some(format!("a GGUF file (version {version}): not read yet"));
-    }
     if head.starts_with(b"\x93NUMPY") {
         let version = match head.get(6..8) {
             Some([major, minor]) => format!(" (format {major}.{minor})"),

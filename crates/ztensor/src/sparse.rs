@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use bytemuck::Pod;
 use zt_container::{Error, ErrorKind, Result};
+use zt_formats::ggml::GgmlType;
 use zt_formats::{
     check_coo, check_csr, coo_to_dense, csr_to_dense, fp8, fp8::Fp8Format, Accumulate, DType,
     Element, ElementType, Format, LogicalType, QuantParams,
@@ -491,12 +492,71 @@ impl<'r> ObjectView<'r> {
         }
     }
 
+    /// The ggml block type of a GGUF-origin quantized object (format `gguf.<type>/1`, from a
+    /// GGUF file or a zTensor file converted from one).
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/gguf/quant.gguf");
+    /// let r = ztensor::open(path)?;
+    /// let q = r.object("q4_0")?;
+    /// let t = q.ggml_type().unwrap();
+    /// assert_eq!((t.name, t.block_elems, t.block_bytes), ("q4_0", 32, 18));
+    /// assert_eq!(q.shape(), &[2, 64]);                  // logical, row-major
+    /// assert_eq!(q.bytes()?.len(), 4 * 18);             // the blocks, byte for byte
+    /// assert_eq!(q.read::<f32>()?.len(), 128);          // dequantized
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn ggml_type(&self) -> Option<GgmlType> {
+        match &self.info().format {
+            Format::Unknown(id) => GgmlType::by_layout_id(id),
+            _ => None,
+        }
+    }
+
+    /// A GGUF-origin quantized object dequantized to f32, row-major (Q4_0, Q4_1, Q5_0, Q5_1,
+    /// Q8_0 and Q2_K-Q6_K, bit for bit as the `gguf` package's `gguf.quants.dequantize`);
+    /// `None` for any other object. The values are capped like any decoded data
+    /// ([`crate::Limits::max_decompressed_len`]).
+    pub(crate) fn dequantize_ggml(&self, opts: ReadOptions) -> Result<Option<Vec<f32>>> {
+        let Some(t) = self.ggml_type() else {
+            return Ok(None);
+        };
+        let obj = self.info();
+        let at = |e: Error| e.in_object(&obj.name);
+        if !t.can_dequantize() {
+            // The same refusal dequantize gives, before any byte is read.
+            let mut none = [];
+            zt_formats::ggml::dequantize(t.id, &[], &mut none).map_err(at)?;
+        }
+        let count = obj.element_count();
+        let cap = self.backing().limits.max_decompressed_len;
+        if count.saturating_mul(4) > cap {
+            return Err(at(Error::limit(format!(
+                "dequantizing {count} elements takes {} bytes, over the cap of {cap}",
+                count.saturating_mul(4)
+            ))));
+        }
+        let blocks = self.component("data")?.bytes_with(opts)?;
+        let mut out = vec![0f32; count as usize];
+        zt_formats::ggml::dequantize(t.id, &blocks, &mut out)
+            .map_err(|e| at(e.in_component("data")))?;
+        Ok(Some(out))
+    }
+
     /// Any object's dense form as little-endian bytes and their element type: dense data as
     /// stored, sparse objects densified in their value type, quantized objects dequantized to
     /// f32. This is what formats without sparse or quantized objects (.mag, .safetensors) hold.
     pub fn dense_form(&self) -> Result<(Cow<'r, [u8]>, ElementType)> {
         let o = self.info();
         let name = &o.name;
+        if let Some(v) = self.dequantize_ggml(ReadOptions::default())? {
+            return Ok((
+                Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                ElementType::plain(DType::F32),
+            ));
+        }
         match o.format {
             Format::Dense => {
                 let data = self.component("data")?;
@@ -522,12 +582,15 @@ impl<'r> ObjectView<'r> {
     }
 
     /// Any numeric object as `f32` values, row-major: dense data converted, FP8 decoded, sparse
-    /// objects densified, quantized objects dequantized. Complex values and unknown formats are
-    /// refused.
+    /// objects densified, quantized objects dequantized (GGUF block types too, see
+    /// [`ObjectView::ggml_type`]). Complex values and unknown formats are refused.
     pub fn read_f32(&self) -> Result<Vec<f32>> {
         let obj = self.info();
         let cap = self.backing().limits.max_decompressed_len;
         let at = |e: Error| e.in_object(&obj.name);
+        if let Some(v) = self.dequantize_ggml(ReadOptions::default())? {
+            return Ok(v);
+        }
         match obj.format {
             Format::Dense => {
                 let mut values = self.component_f32("data")?;

@@ -153,7 +153,8 @@ impl<'r> ObjectView<'r> {
     }
 
     /// A dense object's elements as `T`: borrowed from the map when raw, little-endian and
-    /// aligned; decoded into a new buffer otherwise.
+    /// aligned; decoded into a new buffer otherwise. A GGUF-origin quantized object (format
+    /// `gguf.<type>/1`) reads as `f32`, dequantized into a new buffer.
     pub fn read<T: Element>(&self) -> Result<Cow<'r, [T]>> {
         self.read_with(ReadOptions::default())
     }
@@ -165,6 +166,14 @@ impl<'r> ObjectView<'r> {
 
     /// As [`ObjectView::read`], with options.
     pub fn read_with<T: Element>(&self, opts: ReadOptions) -> Result<Cow<'r, [T]>> {
+        if T::element_type() == ElementType::plain(DType::F32) {
+            if let Some(values) = self.dequantize_ggml(opts)? {
+                // T is f32 itself: the only element type whose type is plain f32.
+                let values: Vec<T> = bytemuck::allocation::try_cast_vec(values)
+                    .map_err(|_| Error::argument("not f32").in_object(self.name()))?;
+                return Ok(Cow::Owned(values));
+            }
+        }
         self.dense_data::<T>("read")?.load::<T>(opts)
     }
 

@@ -1,7 +1,8 @@
 //! The damage sweep: every valid fixture, truncated at every length (sampled for large files)
 //! and with single bytes changed across its header, manifest or records and footer. Opening and
 //! reading everything must give data or an error, never a panic. zTensor v2 files are among
-//! them (fixtures/interop/zt2 and the generated v2 files in fixtures/valid); each damaged v2
+//! them (fixtures/interop/zt2 and the generated v2 files in fixtures/valid), and GGUF files
+//! (fixtures/interop/gguf, the generated v1 and v2 ones in fixtures/valid); each damaged v2
 //! file is tried again with its manifest hash fixed, so the damage reaches the manifest.
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/mag",
         "interop/safetensors",
         "interop/zt2",
+        "interop/gguf",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();
@@ -42,8 +44,9 @@ fn exercise(bytes: Vec<u8>) {
             let _ = c.bytes_with(ReadOptions::verified());
         }
         let complex = o.element_type().is_some_and(|t| t.ratio() == 2);
-        if !complex && !matches!(o.format, Format::Unknown(_)) {
+        if !complex && (!matches!(o.format, Format::Unknown(_)) || o.ggml_type().is_some()) {
             let _ = o.read_f32();
+            let _ = o.read::<f32>();
         }
         let _ = o.read_bool();
         let _ = o.dense_form();

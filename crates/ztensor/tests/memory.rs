@@ -35,7 +35,7 @@ fn read_everything(path: &Path, unmapped: bool) {
         for c in o.components() {
             let _ = c.bytes_with(ReadOptions::verified());
         }
-        if !matches!(o.format, Format::Unknown(_))
+        if (!matches!(o.format, Format::Unknown(_)) || o.ggml_type().is_some())
             && o.element_type().is_some_and(|t| t.ratio() == 1)
         {
             let _ = o.read_f32();
@@ -62,6 +62,7 @@ fn every_corpus_file_reads_within_the_memory_bound() {
         "interop",
         "interop/mag",
         "interop/safetensors",
+        "interop/gguf",
     ] {
         let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
             .unwrap()

@@ -1,6 +1,7 @@
 //! Converting between kinds: any readable file to zTensor v2 or v1.2 ([`upgrade`],
 //! [`copy_into`]),
-//! and to `.mag` ([`write_mag`]) and `.safetensors` ([`write_safetensors`]).
+//! and to `.mag` ([`write_mag`]), `.safetensors` ([`write_safetensors`]) and GGUF
+//! ([`write_gguf`]).
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -16,9 +17,11 @@ use crate::writer::{
     ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
 };
 
+mod gguf;
 #[cfg(feature = "safetensors")]
 mod safetensors;
 mod shard;
+pub use self::gguf::{write_gguf, write_gguf_with};
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::{
     write_safetensors, write_safetensors_tensors, write_safetensors_with, SafetensorsTensor,
@@ -326,10 +329,11 @@ pub(crate) fn dense_element_type(
     densify: bool,
     target: &str,
 ) -> Result<ElementType> {
-    let sparse_or_quantized = matches!(
-        obj.format,
-        Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup
-    );
+    let sparse_or_quantized = match &obj.format {
+        Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup => true,
+        Format::Unknown(id) => zt_formats::ggml::GgmlType::by_layout_id(id).is_some(),
+        _ => false,
+    };
     if sparse_or_quantized && !densify {
         return Err(Error::argument(format!(
             "a {} object cannot be stored in {target} as it is (use densify)",

@@ -4,6 +4,7 @@
 //!
 //! A new kind of file is a new module here plus one line of dispatch in [`crate::open`].
 
+pub(crate) mod gguf;
 pub(crate) mod mag;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;

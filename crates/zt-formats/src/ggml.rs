@@ -1,0 +1,454 @@
+//! ggml's tensor types, as GGUF files name them by number: the type table (name, elements
+//! per block, bytes per block, and the dense storage type where there is one), the layout id
+//! a quantized GGUF tensor has in our model (`gguf.<name>/1`, as ztensor 2.x names it), and
+//! dequantization to `f32` of the common block types.
+//!
+//! The table is ggml's (`ggml_type` in ggml.h and the `sizeof(block_*)` of ggml-common.h;
+//! ids and names as `GGML_QUANT_SIZES` in the `gguf` package 0.19.0 lists them, whose Q8_1
+//! size of 40 bytes is stale: ggml's block is 36): ids that ggml retired (4, 5, 31-33,
+//! 36-38) are not in it, and an id it does not hold is for the caller to report. Dequantization follows the `gguf` package's
+//! `gguf.quants.dequantize` operation for operation in `f32`, so its results are bit for bit
+//! the same (tested against values that package computed).
+//!
+//! ```
+//! use zt_formats::ggml::{self, GgmlType};
+//!
+//! let q4_0 = GgmlType::by_id(2).unwrap();
+//! assert_eq!((q4_0.name, q4_0.block_elems, q4_0.block_bytes), ("q4_0", 32, 18));
+//! assert_eq!(q4_0.layout_id(), "gguf.q4_0/1");
+//! assert_eq!(GgmlType::by_layout_id("gguf.q4_0/1"), Some(q4_0));
+//!
+//! // One Q8_0 block: an f16 scale of 0.5, then 32 signed bytes.
+//! let mut block = vec![0x00, 0x38];
+//! block.extend((0..32).map(|i| i as u8));
+//! let mut out = vec![0f32; 32];
+//! ggml::dequantize(8, &block, &mut out).unwrap();
+//! assert_eq!(out[3], 1.5);
+//! ```
+
+use half::f16;
+use zt_container::{Error, Result};
+
+use crate::DType;
+
+/// One ggml tensor type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GgmlType {
+    /// Its number in GGUF tensor infos.
+    pub id: u32,
+    /// ggml's name, lower case (`q4_0`, `iq2_xxs`, `f32`).
+    pub name: &'static str,
+    /// Elements one block holds (1 for dense types).
+    pub block_elems: u64,
+    /// Bytes one block takes.
+    pub block_bytes: u64,
+    /// The storage type of a dense type (`None` for block types).
+    pub dense: Option<DType>,
+}
+
+const fn dense(id: u32, name: &'static str, d: DType, bytes: u64) -> GgmlType {
+    GgmlType {
+        id,
+        name,
+        block_elems: 1,
+        block_bytes: bytes,
+        dense: Some(d),
+    }
+}
+
+const fn blocks(id: u32, name: &'static str, block_elems: u64, block_bytes: u64) -> GgmlType {
+    GgmlType {
+        id,
+        name,
+        block_elems,
+        block_bytes,
+        dense: None,
+    }
+}
+
+/// 256 elements per super-block (ggml's `QK_K`).
+const QK_K: u64 = 256;
+
+/// Every type of ggml's current table, by id.
+pub const GGML_TYPES: [GgmlType; 34] = [
+    dense(0, "f32", DType::F32, 4),
+    dense(1, "f16", DType::F16, 2),
+    blocks(2, "q4_0", 32, 2 + 16),
+    blocks(3, "q4_1", 32, 2 + 2 + 16),
+    blocks(6, "q5_0", 32, 2 + 4 + 16),
+    blocks(7, "q5_1", 32, 2 + 2 + 4 + 16),
+    blocks(8, "q8_0", 32, 2 + 32),
+    // ggml's block_q8_1 is two halves and 32 codes (36 bytes) since 2024; the gguf
+    // package's table still gives the older 40 (two floats).
+    blocks(9, "q8_1", 32, 2 + 2 + 32),
+    blocks(10, "q2_k", QK_K, 2 + 2 + QK_K / 16 + QK_K / 4),
+    blocks(11, "q3_k", QK_K, 2 + QK_K / 4 + QK_K / 8 + 12),
+    blocks(12, "q4_k", QK_K, 2 + 2 + QK_K / 2 + 12),
+    blocks(13, "q5_k", QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12),
+    blocks(14, "q6_k", QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16),
+    blocks(15, "q8_k", QK_K, 4 + QK_K + QK_K / 8),
+    blocks(16, "iq2_xxs", QK_K, 2 + QK_K / 4),
+    blocks(17, "iq2_xs", QK_K, 2 + QK_K / 4 + QK_K / 32),
+    blocks(18, "iq3_xxs", QK_K, 2 + QK_K / 4 + QK_K / 8),
+    blocks(19, "iq1_s", QK_K, 2 + QK_K / 8 + QK_K / 16),
+    blocks(20, "iq4_nl", 32, 2 + 16),
+    blocks(21, "iq3_s", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4),
+    blocks(22, "iq2_s", QK_K, 2 + QK_K / 4 + QK_K / 16),
+    blocks(23, "iq4_xs", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64),
+    dense(24, "i8", DType::I8, 1),
+    dense(25, "i16", DType::I16, 2),
+    dense(26, "i32", DType::I32, 4),
+    dense(27, "i64", DType::I64, 8),
+    dense(28, "f64", DType::F64, 8),
+    blocks(29, "iq1_m", QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32),
+    dense(30, "bf16", DType::BF16, 2),
+    blocks(34, "tq1_0", QK_K, 2 + 4 * 13),
+    blocks(35, "tq2_0", QK_K, 2 + 64),
+    blocks(39, "mxfp4", 32, 1 + 16),
+    blocks(40, "nvfp4", 64, 4 + 32),
+    blocks(41, "q1_0", 128, 2 + 16),
+];
+
+/// The prefix of a quantized GGUF tensor's layout id.
+const LAYOUT_PREFIX: &str = "gguf.";
+/// The suffix of a quantized GGUF tensor's layout id (version 1 of the layout).
+const LAYOUT_SUFFIX: &str = "/1";
+
+impl GgmlType {
+    /// The type with this GGUF id.
+    pub fn by_id(id: u32) -> Option<GgmlType> {
+        GGML_TYPES.iter().copied().find(|t| t.id == id)
+    }
+
+    /// The type with this name (`q4_0`).
+    pub fn by_name(name: &str) -> Option<GgmlType> {
+        GGML_TYPES.iter().copied().find(|t| t.name == name)
+    }
+
+    /// The block type a layout id `gguf.<name>/1` names (dense types have no layout id).
+    pub fn by_layout_id(id: &str) -> Option<GgmlType> {
+        let name = id
+            .strip_prefix(LAYOUT_PREFIX)?
+            .strip_suffix(LAYOUT_SUFFIX)?;
+        Self::by_name(name).filter(|t| t.dense.is_none())
+    }
+
+    /// The dense type of a storage type, if ggml has one.
+    pub fn of_dtype(d: DType) -> Option<GgmlType> {
+        GGML_TYPES.iter().copied().find(|t| t.dense == Some(d))
+    }
+
+    /// The layout id of a tensor of this type in our model: `gguf.<name>/1`.
+    pub fn layout_id(&self) -> String {
+        format!("{LAYOUT_PREFIX}{}{LAYOUT_SUFFIX}", self.name)
+    }
+
+    /// Bytes `elements` elements of this type take: whole blocks, checked. `None` when the
+    /// count is not a whole number of blocks or the size overflows.
+    pub fn byte_len(&self, elements: u64) -> Option<u64> {
+        if elements % self.block_elems != 0 {
+            return None;
+        }
+        (elements / self.block_elems).checked_mul(self.block_bytes)
+    }
+
+    /// Whether [`dequantize`] decodes this type.
+    pub fn can_dequantize(&self) -> bool {
+        dequantizer(self.id).is_some()
+    }
+}
+
+/// Decodes whole blocks of one type into `out` (`block_elems` values per block).
+type Dequantizer = fn(&[u8], &mut [f32]);
+
+fn dequantizer(id: u32) -> Option<Dequantizer> {
+    Some(match id {
+        0 => |b, o| each(b, o, 4, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        1 => |b, o| each(b, o, 2, |b| half_at(b, 0)),
+        30 => |b, o| each(b, o, 2, |b| f32::from_bits(u32::from(le16(b, 0)) << 16)),
+        2 => q4_0,
+        3 => q4_1,
+        6 => q5_0,
+        7 => q5_1,
+        8 => q8_0,
+        10 => q2_k,
+        11 => q3_k,
+        12 => q4_k,
+        13 => q5_k,
+        14 => q6_k,
+        _ => return None,
+    })
+}
+
+/// Dequantizes the blocks of type `id` in `blocks` into `out`, which must hold exactly
+/// the elements they encode (`blocks.len() / block_bytes * block_elems`). Types this
+/// function does not decode are `Unsupported`, naming the type.
+pub fn dequantize(id: u32, blocks: &[u8], out: &mut [f32]) -> Result<()> {
+    let t = GgmlType::by_id(id)
+        .ok_or_else(|| Error::unsupported(format!("unknown ggml type id {id}")))?;
+    let f = dequantizer(id).ok_or_else(|| {
+        Error::unsupported(format!(
+            "dequantizing {} blocks is not supported (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and \
+             Q2_K-Q6_K are); read its bytes",
+            t.name.to_uppercase()
+        ))
+    })?;
+    let bb = t.block_bytes as usize;
+    let be = t.block_elems as usize;
+    if blocks.len() % bb != 0 || blocks.len() / bb * be != out.len() {
+        return Err(Error::invalid(format!(
+            "{} bytes of {} blocks ({bb} bytes each) do not hold {} elements",
+            blocks.len(),
+            t.name,
+            out.len()
+        )));
+    }
+    for (b, o) in blocks.chunks_exact(bb).zip(out.chunks_exact_mut(be)) {
+        f(b, o);
+    }
+    Ok(())
+}
+
+/// A dense type: one value per `width` bytes.
+fn each(b: &[u8], o: &mut [f32], width: usize, f: impl Fn(&[u8]) -> f32) {
+    for (x, v) in b.chunks_exact(width).zip(o.iter_mut()) {
+        *v = f(x);
+    }
+}
+
+fn le16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([
+        b.get(at).copied().unwrap_or(0),
+        b.get(at + 1).copied().unwrap_or(0),
+    ])
+}
+
+fn half_at(b: &[u8], at: usize) -> f32 {
+    f16::from_bits(le16(b, at)).to_f32()
+}
+
+fn byte(b: &[u8], at: usize) -> u8 {
+    b.get(at).copied().unwrap_or(0)
+}
+
+/// The 4-bit code of element `j` of a 32-element block whose nibbles start at `qs`: low
+/// nibbles are elements 0-15, high nibbles 16-31.
+fn nibble32(b: &[u8], qs: usize, j: usize) -> u8 {
+    if j < 16 {
+        byte(b, qs + j) & 0x0F
+    } else {
+        byte(b, qs + j - 16) >> 4
+    }
+}
+
+fn q4_0(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (j, v) in o.iter_mut().enumerate().take(32) {
+        let q = nibble32(b, 2, j) as i8 - 8;
+        *v = d * f32::from(q);
+    }
+}
+
+fn q4_1(b: &[u8], o: &mut [f32]) {
+    let (d, m) = (half_at(b, 0), half_at(b, 2));
+    for (j, v) in o.iter_mut().enumerate().take(32) {
+        *v = d * f32::from(nibble32(b, 4, j)) + m;
+    }
+}
+
+/// The 5-bit code of element `j`: its nibble, and bit `j` of the 32-bit high mask at `qh`.
+fn five_bits(b: &[u8], qh: usize, qs: usize, j: usize) -> u8 {
+    let high = u32::from_le_bytes([
+        byte(b, qh),
+        byte(b, qh + 1),
+        byte(b, qh + 2),
+        byte(b, qh + 3),
+    ]);
+    nibble32(b, qs, j) | ((((high >> j) & 1) as u8) << 4)
+}
+
+fn q5_0(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (j, v) in o.iter_mut().enumerate().take(32) {
+        let q = five_bits(b, 2, 6, j) as i8 - 16;
+        *v = d * f32::from(q);
+    }
+}
+
+fn q5_1(b: &[u8], o: &mut [f32]) {
+    let (d, m) = (half_at(b, 0), half_at(b, 2));
+    for (j, v) in o.iter_mut().enumerate().take(32) {
+        *v = d * f32::from(five_bits(b, 4, 8, j)) + m;
+    }
+}
+
+fn q8_0(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (j, v) in o.iter_mut().enumerate().take(32) {
+        *v = f32::from(byte(b, 2 + j) as i8) * d;
+    }
+}
+
+/// Element `i` of 256 packed two bits at a time: bytes in groups of 32, each byte holding
+/// elements `32 * shift` apart (element `g*128 + s*32 + l` is bits `2s..2s+2` of byte
+/// `g*32 + l`).
+fn crumb(b: &[u8], qs: usize, i: usize) -> u8 {
+    let (g, s, l) = (i / 128, (i % 128) / 32, i % 32);
+    (byte(b, qs + g * 32 + l) >> (2 * s)) & 3
+}
+
+/// Element `i` of 256 packed a bit at a time over 32 bytes: bit `i / 32` of byte `i % 32`.
+fn bit(b: &[u8], at: usize, i: usize) -> u8 {
+    (byte(b, at + i % 32) >> (i / 32)) & 1
+}
+
+fn q2_k(b: &[u8], o: &mut [f32]) {
+    // scales[16], qs[64], d, dmin
+    let (d, dmin) = (half_at(b, 80), half_at(b, 82));
+    for (i, v) in o.iter_mut().enumerate().take(256) {
+        let sc = byte(b, i / 16);
+        let dl = d * f32::from(sc & 0x0F);
+        let ml = dmin * f32::from(sc >> 4);
+        *v = dl * f32::from(crumb(b, 16, i)) - ml;
+    }
+}
+
+fn q3_k(b: &[u8], o: &mut [f32]) {
+    // hmask[32], qs[64], scales[12], d
+    let d = half_at(b, 108);
+    let scale = |k: usize| {
+        let low = (byte(b, 96 + k % 8) >> (4 * (k / 8))) & 0x0F;
+        let high = (byte(b, 96 + 8 + k % 4) >> (2 * (k / 4))) & 0x03;
+        f32::from((low | (high << 4)) as i8 - 32)
+    };
+    for (i, v) in o.iter_mut().enumerate().take(256) {
+        let dl = d * scale(i / 16);
+        // The high bit subtracts 4 when it is clear.
+        let q = crumb(b, 32, i) as i8 - (((bit(b, 0, i) ^ 1) << 2) as i8);
+        *v = dl * f32::from(q);
+    }
+}
+
+/// The 6-bit scale and minimum of sub-block `k` (of 8) of a Q4_K/Q5_K super-block, from the
+/// 12 bytes at `at`.
+fn scale_min_k4(b: &[u8], at: usize, k: usize) -> (u8, u8) {
+    let d = |j| byte(b, at + j);
+    let m = |j| byte(b, at + 4 + j);
+    let md = |j| byte(b, at + 8 + j);
+    if k < 4 {
+        (d(k) & 0x3F, m(k) & 0x3F)
+    } else {
+        let j = k - 4;
+        (
+            (md(j) & 0x0F) | ((d(j) >> 2) & 0x30),
+            (md(j) >> 4) | ((m(j) >> 2) & 0x30),
+        )
+    }
+}
+
+/// Element `i` of 256 packed four bits at a time: bytes in groups of 32, element
+/// `g*64 + s*32 + l` is nibble `s` of byte `g*32 + l`.
+fn nibble256(b: &[u8], qs: usize, i: usize) -> u8 {
+    let (g, s, l) = (i / 64, (i % 64) / 32, i % 32);
+    (byte(b, qs + g * 32 + l) >> (4 * s)) & 0x0F
+}
+
+fn q4_k(b: &[u8], o: &mut [f32]) {
+    // d, dmin, scales[12], qs[128]
+    let (d, dmin) = (half_at(b, 0), half_at(b, 2));
+    for (i, v) in o.iter_mut().enumerate().take(256) {
+        let (sc, m) = scale_min_k4(b, 4, i / 32);
+        let dl = d * f32::from(sc);
+        let ml = dmin * f32::from(m);
+        *v = dl * f32::from(nibble256(b, 16, i)) - ml;
+    }
+}
+
+fn q5_k(b: &[u8], o: &mut [f32]) {
+    // d, dmin, scales[12], qh[32], qs[128]
+    let (d, dmin) = (half_at(b, 0), half_at(b, 2));
+    for (i, v) in o.iter_mut().enumerate().take(256) {
+        let (sc, m) = scale_min_k4(b, 4, i / 32);
+        let dl = d * f32::from(sc);
+        let ml = dmin * f32::from(m);
+        let q = nibble256(b, 48, i) | (bit(b, 16, i) << 4);
+        *v = dl * f32::from(q) - ml;
+    }
+}
+
+fn q6_k(b: &[u8], o: &mut [f32]) {
+    // ql[128], qh[64], scales[16] (i8), d
+    let d = half_at(b, 208);
+    for (i, v) in o.iter_mut().enumerate().take(256) {
+        let dl = d * f32::from(byte(b, 192 + i / 16) as i8);
+        // Low four bits: element g*128 + s*64 + l is nibble s of byte g*64 + l.
+        let (g, r) = (i / 128, i % 128);
+        let low = (byte(b, g * 64 + r % 64) >> (4 * (r / 64))) & 0x0F;
+        let high = crumb(b, 128, i);
+        let q = (low | (high << 4)) as i8 - 32;
+        *v = dl * f32::from(q);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_has_unique_ids_and_names_and_whole_blocks() {
+        for (i, a) in GGML_TYPES.iter().enumerate() {
+            for b in &GGML_TYPES[i + 1..] {
+                assert_ne!(a.id, b.id);
+                assert_ne!(a.name, b.name);
+            }
+            assert_eq!(a.dense.is_some(), a.block_elems == 1, "{}", a.name);
+            if let Some(d) = a.dense {
+                assert_eq!(d.size() as u64, a.block_bytes, "{}", a.name);
+            }
+        }
+        // Spot checks against ggml's sizeof(block_*).
+        let size = |n| GgmlType::by_name(n).unwrap().block_bytes;
+        assert_eq!(
+            [
+                size("q2_k"),
+                size("q3_k"),
+                size("q4_k"),
+                size("q5_k"),
+                size("q6_k")
+            ],
+            [84, 110, 144, 176, 210]
+        );
+        assert_eq!(
+            [size("q8_k"), size("iq2_xxs"), size("mxfp4")],
+            [292, 66, 17]
+        );
+    }
+
+    #[test]
+    fn byte_len_is_whole_blocks_and_checked() {
+        let q4 = GgmlType::by_name("q4_0").unwrap();
+        assert_eq!(q4.byte_len(64), Some(36));
+        assert_eq!(q4.byte_len(33), None);
+        let q8k = GgmlType::by_name("q8_k").unwrap();
+        assert_eq!(q8k.byte_len(u64::MAX / 256 * 256), None);
+    }
+
+    #[test]
+    fn q4_0_centres_codes_on_8() {
+        let mut b = vec![0x00, 0x3C]; // d = 1.0
+        b.extend([0x10u8; 16]); // low nibble 0, high nibble 1
+        let mut o = [0f32; 32];
+        dequantize(2, &b, &mut o).unwrap();
+        assert_eq!(o[0], -8.0);
+        assert_eq!(o[16], -7.0);
+    }
+
+    #[test]
+    fn sizes_that_do_not_fit_are_errors_not_panics() {
+        let mut o = [0f32; 32];
+        assert!(dequantize(2, &[0; 17], &mut o).is_err());
+        assert!(dequantize(2, &[0; 36], &mut o).is_err());
+        assert!(dequantize(16, &[0; 66], &mut [0f32; 256]).is_err());
+        assert!(dequantize(99, &[], &mut []).is_err());
+    }
+}
