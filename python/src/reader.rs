@@ -38,7 +38,8 @@ fn object<'r>(py: Python<'_>, r: &'r ztensor::Reader, name: &str) -> PyResult<Ob
     r.object(name).py_err(py)
 }
 
-/// A version as users name it: `zt v2`, `zt v1.2`, `zt v0.1`, `mag v300`, `safetensors`.
+/// A version as users name it: `zt v2`, `zt v1.2.0`, `zt v0.1`, `mag v300`, `safetensors`,
+/// `gguf v3`.
 fn version_name(v: &FileVersion) -> String {
     match v {
         FileVersion::ZTensorV0_1 => "zt v0.1".to_owned(),
@@ -46,8 +47,16 @@ fn version_name(v: &FileVersion) -> String {
         FileVersion::Mag(layout) => format!("mag {layout}"),
         FileVersion::Safetensors => "safetensors".to_owned(),
         FileVersion::ZTensorV2 => "zt v2".to_owned(),
-        #[allow(unreachable_patterns)] // the enum may grow (GGUF, PyTorch, NumPy)
-        other => format!("{other:?}").to_lowercase(),
+        FileVersion::Gguf {
+            version,
+            big_endian,
+        } => format!(
+            "gguf v{version}{}",
+            if *big_endian { " big-endian" } else { "" }
+        ),
+        // Kinds added later read as the library prints them.
+        #[allow(unreachable_patterns)]
+        other => other.to_string(),
     }
 }
 

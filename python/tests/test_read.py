@@ -12,6 +12,8 @@ import ztio
 from conftest import FIXTURES
 
 VALID = FIXTURES / "valid"
+# Every kind of file the library reads, by suffix.
+KINDS = (".zt", ".mag", ".safetensors", ".gguf")
 
 
 def expected_rows():
@@ -53,9 +55,9 @@ def test_dense_tensor_has_the_recorded_bytes_and_shape(row):
 def every_fixture():
     out = []
     for p in sorted((FIXTURES / "interop").rglob("*")):
-        if p.is_file() and p.suffix in (".zt", ".mag", ".safetensors") and "-of-" not in p.name:
+        if p.is_file() and p.suffix in KINDS and "-of-" not in p.name:
             out.append(p)
-    out += sorted(p for p in VALID.iterdir() if p.suffix in (".zt", ".mag"))
+    out += sorted(p for p in VALID.iterdir() if p.suffix in KINDS)
     return out
 
 
@@ -84,6 +86,32 @@ def test_kinds_and_versions():
     assert ztio.open(FIXTURES / "interop" / "zt2" / "03_zstd_seekable_a4k.zt").version == "zt v2"
     assert ztio.open(FIXTURES / "interop" / "safetensors" / "numpy.safetensors").version == "safetensors"
     assert ztio.open(VALID / "mag_v300.mag").version.startswith("mag")
+    gguf = sorted((FIXTURES / "interop" / "gguf").glob("*.gguf"))
+    assert gguf and all(ztio.open(p).version.startswith("gguf v") for p in gguf)
+
+
+def test_gguf_blocks_are_components_and_dequantize():
+    """A quantized GGUF tensor keeps its blocks (the gguf.<type>/1 object's data) and
+    dequantizes to float32 exactly as the gguf package did (its values are in golden/)."""
+    golden = FIXTURES / "interop" / "gguf" / "golden"
+    checked = 0
+    for path in sorted((FIXTURES / "interop" / "gguf").glob("*.gguf")):
+        golden_file = path.name == "quant.gguf"  # the file golden/ was computed from
+        with ztio.open(path) as f:
+            for info in f.infos():
+                if not info.format.startswith("gguf."):
+                    continue
+                t = f.get_tensor(info.name)
+                assert isinstance(t, ztio.Components)
+                assert t.parts["data"].dtype == np.uint8
+                kind = info.format[len("gguf."):-len("/1")]
+                want = golden / f"{kind}.f32"
+                if golden_file and want.exists() and info.name == kind:
+                    values = f.dequantize(info.name)
+                    assert values.shape == info.shape
+                    assert values.tobytes() == want.read_bytes()[: values.nbytes]
+                    checked += 1
+    assert checked == 10  # Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K
 
 
 def test_info_lists_format_types_and_components():
