@@ -214,7 +214,8 @@ pub fn write_info(
     writeln!(w).map_err(serde_json::Error::io)
 }
 
-/// A file's version as `info` and `verify` give it: "1.2.0", "2", "300", "" for safetensors.
+/// A file's version as `info` and `verify` give it: "1.2.0", "2", "300", "1.0" for a .npy
+/// array, "" for safetensors, .npz archives and PyTorch checkpoints.
 pub fn version(v: &ztensor::FileVersion) -> String {
     match v {
         ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
@@ -222,6 +223,8 @@ pub fn version(v: &ztensor::FileVersion) -> String {
         ztensor::FileVersion::Mag(l) => mag_version(*l).to_string(),
         ztensor::FileVersion::Safetensors => String::new(),
         ztensor::FileVersion::ZTensorV2 => "2".to_string(),
+        ztensor::FileVersion::Npy(major, minor) => format!("{major}.{minor}"),
+        ztensor::FileVersion::Npz | ztensor::FileVersion::PyTorch => String::new(),
         _ => v.to_string(),
     }
 }

@@ -106,6 +106,7 @@ mod sparse;
 mod view;
 mod writer;
 mod writer_v2;
+mod zip;
 
 pub use zt_container as container;
 pub use zt_formats as formats;
@@ -118,6 +119,7 @@ pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::ReadOptions;
 pub use listing::Limits;
 pub use model::{
+    Arrangement,
     ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, LegacyLayout,
     LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,
 };

@@ -23,15 +23,24 @@ pub enum FileVersion {
     Safetensors,
     /// zTensor v2 (`\x89ZT2\r\n\x1a\n`, written by ztensor 2.x).
     ZTensorV2,
+    /// A NumPy `.npy` array of the given format version (major, minor).
+    Npy(u8, u8),
+    /// A NumPy `.npz` archive of `.npy` arrays.
+    Npz,
+    /// A PyTorch checkpoint: the zip archive `torch.save` has written since 1.6.
+    PyTorch,
 }
 
 impl FileVersion {
-    /// `"zt"` or `"mag"`.
+    /// `"zt"`, `"mag"`, `"safetensors"`, `"npy"`, `"npz"` or `"pytorch"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
             FileVersion::Mag(_) => "mag",
             FileVersion::Safetensors => "safetensors",
+            FileVersion::Npy(..) => "npy",
+            FileVersion::Npz => "npz",
+            FileVersion::PyTorch => "pytorch",
         }
     }
 }
@@ -44,6 +53,9 @@ impl fmt::Display for FileVersion {
             FileVersion::Mag(l) => write!(f, "magnetron .mag {l}"),
             FileVersion::Safetensors => f.write_str("safetensors"),
             FileVersion::ZTensorV2 => f.write_str("zTensor 2"),
+            FileVersion::Npy(major, minor) => write!(f, "NumPy .npy {major}.{minor}"),
+            FileVersion::Npz => f.write_str("NumPy .npz"),
+            FileVersion::PyTorch => f.write_str("PyTorch checkpoint"),
         }
     }
 }
@@ -89,6 +101,26 @@ pub struct ComponentInfo {
     /// A digest whose algorithm this library does not compute, as the file spells it (v2
     /// allows any algorithm name); verifying it is `Unsupported`.
     pub foreign_digest: Option<Box<str>>,
+    /// Where the elements lie in the decoded bytes when they are not all of them in row-major
+    /// order (a deflated `.npz` entry's header before them, a Fortran-order array, a strided
+    /// PyTorch tensor): reading gathers them into a row-major copy. `None` for every zTensor,
+    /// `.mag` and safetensors component.
+    pub arrangement: Option<Box<Arrangement>>,
+}
+
+/// Where a component's elements lie in its decoded bytes (see
+/// [`ComponentInfo::arrangement`]), checked at open to stay inside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrangement {
+    /// Decoded bytes before the span that holds the elements (a `.npy` header).
+    pub skip: u64,
+    /// Decoded bytes, after `skip`, that hold the elements.
+    pub span: u64,
+    /// The object's dimensions.
+    pub dims: Vec<u64>,
+    /// How many elements apart consecutive indices of each dimension are in the span;
+    /// empty when the elements are packed in row-major order.
+    pub strides: Vec<u64>,
 }
 
 /// Which bytes a component's digest covers.
@@ -228,6 +260,7 @@ impl ObjectInfo {
             file: 0,
             digest_scope: DigestScope::Stored,
             foreign_digest: None,
+            arrangement: None,
         };
         Self::listed(
             name,

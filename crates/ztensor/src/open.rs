@@ -171,6 +171,20 @@ impl OpenOptions {
             let listing = files::zt_v2::list(&container, path, &self.limits, &open_shard)?;
             return Ok((container.into_source(), listing));
         }
+        if head.starts_with(files::npy::NPY_MAGIC) {
+            let listing = files::npy::list_npy(&source, &self.limits)?;
+            return Ok((source, listing));
+        }
+        match zip_kind(&head) {
+            Some(ZipKind::NumPy) => {
+                let listing = files::npy::list_npz(&source, &self.limits)?;
+                return Ok((source, listing));
+            }
+            Some(ZipKind::PyTorch) => return Err(Error::unsupported(
+                "a PyTorch checkpoint (zip archive): not read yet",
+            )),
+            None => {}
+        }
         if !head.starts_with(b"ZTEN") {
             if let Some(what) = not_read_yet(&head, source.len()) {
                 return Err(Error::unsupported(what));
@@ -232,16 +246,6 @@ fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
         let version = u32_at(4).map_or_else(|| "?".to_owned(), |v| v.to_string());
         return Some(format!("a GGUF file (version {version}): not read yet"));
     }
-    if head.starts_with(b"\x93NUMPY") {
-        let version = match head.get(6..8) {
-            Some([major, minor]) => format!(" (format {major}.{minor})"),
-            _ => String::new(),
-        };
-        return Some(format!("a NumPy .npy array{version}: not read yet"));
-    }
-    if head.starts_with(b"PK\x03\x04") {
-        return Some(format!("{}: not read yet", zip_kind(head)));
-    }
     if is_json_index(head, file_len) {
         return Some(
             "a sharded checkpoint index (model.safetensors.index.json): open the shards, \
@@ -252,26 +256,42 @@ fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
     None
 }
 
+/// Which zip-based kind a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ZipKind {
+    /// NumPy's `.npz`: entries `<array>.npy` (and any zip not told to be a checkpoint).
+    NumPy,
+    /// PyTorch's `torch.save`: `<archive>/data.pkl` first.
+    PyTorch,
+}
+
 /// A zip archive told apart by the name of its first entry: PyTorch's `torch.save` writes
 /// `<archive>/data.pkl` (or its `.data/` and `byteorder` records) first, NumPy's `savez`
-/// writes `<array>.npy` entries.
-fn zip_kind(head: &[u8]) -> &'static str {
+/// writes `<array>.npy` entries. Any other zip is read as a `.npz`, whose reader lists the
+/// entries that are not arrays as unreadable objects; an empty zip (only its end record) is
+/// an empty `.npz`, as `numpy.savez` writes one.
+fn zip_kind(head: &[u8]) -> Option<ZipKind> {
+    if head.starts_with(b"PK\x05\x06") {
+        return Some(ZipKind::NumPy);
+    }
+    if !head.starts_with(b"PK\x03\x04") {
+        return None;
+    }
     // Local file header: the name's length at 26, the extra field's at 28, the name at 30.
     let name = head
         .get(26..28)
         .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
         .and_then(|n| head.get(30..30 + n));
     match name {
-        Some(n) if n.ends_with(b".npy") => "a NumPy .npz archive",
         Some(n)
             if n.ends_with(b"data.pkl")
                 || n.ends_with(b"byteorder")
                 || n.ends_with(b".format_version")
                 || n.windows(7).any(|w| w == b"/.data/") =>
         {
-            "a PyTorch checkpoint (zip archive)"
+            Some(ZipKind::PyTorch)
         }
-        _ => "a zip archive (PyTorch checkpoint or .npz)",
+        _ => Some(ZipKind::NumPy),
     }
 }
 

@@ -5,6 +5,7 @@
 //! A new kind of file is a new module here plus one line of dispatch in [`crate::open`].
 
 pub(crate) mod mag;
+pub(crate) mod npy;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
 pub(crate) mod zt_v0_1;
