@@ -180,9 +180,10 @@ impl OpenOptions {
                 let listing = files::npy::list_npz(&source, &self.limits)?;
                 return Ok((source, listing));
             }
-            Some(ZipKind::PyTorch) => return Err(Error::unsupported(
-                "a PyTorch checkpoint (zip archive): not read yet",
-            )),
+            Some(ZipKind::PyTorch) => {
+                let listing = files::torch::list(&source, &self.limits)?;
+                return Ok((source, listing));
+            }
             None => {}
         }
         if !head.starts_with(b"ZTEN") {

@@ -50,16 +50,15 @@ fn ztensor_v2_is_read_now() {
 
 #[test]
 fn zips() {
-    unsupported(
-        &zip("archive/data.pkl"),
-        "a PyTorch checkpoint (zip archive): not read yet",
-    );
-    unsupported(
-        &zip("model/.data/version"),
-        "a PyTorch checkpoint (zip archive): not read yet",
-    );
-    // Any other zip is read as a .npz: these are headers alone, with no central directory.
-    for b in [zip("weights.npy"), zip("readme.txt"), b"PK\x03\x04\x14\x00".to_vec()] {
+    // Checkpoints and .npz archives are read now (PyTorch's told by its first entry, any
+    // other zip read as a .npz): these are headers alone, with no central directory.
+    for b in [
+        zip("archive/data.pkl"),
+        zip("model/.data/version"),
+        zip("weights.npy"),
+        zip("readme.txt"),
+        b"PK\x03\x04\x14\x00".to_vec(),
+    ] {
         let e = open_err(&b);
         assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
         assert!(e.message().contains("no end of central directory record"), "{e}");

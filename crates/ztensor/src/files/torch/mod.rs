@@ -1,0 +1,537 @@
+//! PyTorch checkpoints in the facade's object model: the zip archive `torch.save` has written
+//! since PyTorch 1.6 (`<archive>/data.pkl`, `<archive>/data/<key>`, `<archive>/byteorder`,
+//! `<archive>/version`), read without executing anything.
+//!
+//! `data.pkl` is run by [`pickle`], a machine that understands only what a state dict uses;
+//! its value is walked here: dicts (ordered or not) flatten to dotted names, each tensor
+//! becomes an object whose data is a range of its storage's record, and every other leaf
+//! (numbers, strings, opaque objects) becomes a file attribute under its dotted name.
+//!
+//! - A contiguous tensor in a stored record is served from the map (no copy); a strided one
+//!   (a transpose, a slice with a step, an expanded tensor) gets an [`Arrangement`] and is
+//!   gathered into a row-major copy when read. Either way its elements are checked at open to
+//!   lie inside its storage.
+//! - Tensors sharing a storage (tied weights, views) are all listed; each names its storage
+//!   in the attribute `torch.storage` (and its offset in `torch.storage_offset`), so the
+//!   sharing is visible. Different storages cannot overlap: the zip reader refuses overlapping
+//!   records.
+//! - Every torch dtype with a zTensor equivalent maps to it ([`dtype_element`]); a tensor of
+//!   any other dtype is listed with a defect.
+//! - The `byteorder` record (`little`, `big`; absent means little, as older torch wrote).
+
+pub(crate) mod pickle;
+
+use std::collections::BTreeMap;
+
+use zt_container::{Error, Result, Source};
+use zt_formats::{DType, ElementType, Encoding, LogicalType};
+use zt_manifest::{Attributes, Shape, Value};
+
+use crate::listing::{Limits, Listing};
+use crate::model::{Arrangement, ByteOrder, Defect, FileVersion, ObjectInfo};
+use crate::zip::{self, Method};
+use pickle::{Heap, Machine, Obj, Pv, TensorRef, PICKLE_LIMITS};
+
+/// The largest `data.pkl` read (real ones are kilobytes to a few megabytes).
+pub(crate) const MAX_PICKLE_LEN: u64 = 256 << 20;
+/// Values visited while flattening the pickle's value, all paths together: a value reached
+/// along many paths (shared references) counts once per path.
+pub(crate) const MAX_WALK_NODES: u64 = 1 << 22;
+/// Nesting followed while flattening.
+pub(crate) const MAX_WALK_DEPTH: usize = 64;
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("invalid PyTorch checkpoint: {what}"))
+}
+
+/// The zTensor element type of a torch dtype name (`float32`, `bfloat16`, `float8_e4m3fn`,
+/// and the aliases `float`, `half`, `long`, ...).
+pub(crate) fn dtype_element(name: &str) -> Option<ElementType> {
+    let plain = |d| Some(ElementType::plain(d));
+    let logical = |d, t| {
+        Some(ElementType {
+            dtype: d,
+            logical: Some(t),
+        })
+    };
+    match name {
+        "float32" | "float" => plain(DType::F32),
+        "float64" | "double" => plain(DType::F64),
+        "float16" | "half" => plain(DType::F16),
+        "bfloat16" => plain(DType::BF16),
+        "int64" | "long" => plain(DType::I64),
+        "int32" | "int" => plain(DType::I32),
+        "int16" | "short" => plain(DType::I16),
+        "int8" => plain(DType::I8),
+        "uint8" => plain(DType::U8),
+        "uint16" => plain(DType::U16),
+        "uint32" => plain(DType::U32),
+        "uint64" => plain(DType::U64),
+        "bool" => plain(DType::Bool),
+        "complex64" | "cfloat" => logical(DType::F32, LogicalType::Complex64),
+        "complex128" | "cdouble" => logical(DType::F64, LogicalType::Complex128),
+        "float8_e4m3fn" => logical(DType::U8, LogicalType::F8E4M3Fn),
+        "float8_e5m2" => logical(DType::U8, LogicalType::F8E5M2),
+        "float8_e4m3fnuz" => logical(DType::U8, LogicalType::F8E4M3Fnuz),
+        "float8_e5m2fnuz" => logical(DType::U8, LogicalType::F8E5M2Fnuz),
+        "float8_e8m0fnu" => logical(DType::U8, LogicalType::F8E8M0),
+        _ => None,
+    }
+}
+
+/// The dtype of a typed storage class (`FloatStorage` -> `float32`).
+pub(crate) fn storage_dtype(class: &str) -> Option<&'static str> {
+    Some(match class {
+        "FloatStorage" => "float32",
+        "DoubleStorage" => "float64",
+        "HalfStorage" => "float16",
+        "BFloat16Storage" => "bfloat16",
+        "LongStorage" => "int64",
+        "IntStorage" => "int32",
+        "ShortStorage" => "int16",
+        "CharStorage" => "int8",
+        "ByteStorage" => "uint8",
+        "BoolStorage" => "bool",
+        "ComplexFloatStorage" => "complex64",
+        "ComplexDoubleStorage" => "complex128",
+        _ => return None,
+    })
+}
+
+/// Bytes of one element of a storage's declared size: the class's dtype, or one byte for
+/// `UntypedStorage`.
+fn storage_unit(class: &str) -> Option<u64> {
+    if class == "UntypedStorage" {
+        return Some(1);
+    }
+    storage_dtype(class)
+        .and_then(dtype_element)
+        .map(|e| e.logical_size())
+}
+
+/// Lists a PyTorch zip checkpoint.
+pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
+    let entries = zip::entries(source)?;
+    let pkl = entries
+        .iter()
+        .find(|e| e.name.ends_with("/data.pkl") && e.name.matches('/').count() == 1)
+        .ok_or_else(|| bad("no <archive>/data.pkl record"))?;
+    let prefix = pkl.name.strip_suffix("data.pkl").unwrap_or_default();
+    let records: BTreeMap<&str, &zip::Entry> =
+        entries.iter().map(|e| (e.name.as_str(), e)).collect();
+
+    let byte_order = match records.get(format!("{prefix}byteorder").as_str()) {
+        None => ByteOrder::Little,
+        Some(e) => match &*small_record(source, e, 16)? {
+            b"little" => ByteOrder::Little,
+            b"big" => ByteOrder::Big,
+            other => {
+                return Err(bad(format!(
+                    "byteorder record says {:?}",
+                    String::from_utf8_lossy(other)
+                ))
+                .at(e.data_offset))
+            }
+        },
+    };
+    if pkl.uncompressed > MAX_PICKLE_LEN {
+        return Err(Error::limit(format!(
+            "data.pkl of {} bytes exceeds the cap of {MAX_PICKLE_LEN}",
+            pkl.uncompressed
+        ))
+        .at(pkl.data_offset));
+    }
+    let pickled = small_record(source, pkl, MAX_PICKLE_LEN)?;
+    let mut heap = Heap::default();
+    let base = match pkl.method {
+        Method::Stored => pkl.data_offset,
+        Method::Deflated => 0,
+    };
+    let (root, _) = Machine::new(&mut heap, PICKLE_LIMITS, base)
+        .run(&pickled)
+        .map_err(|e| e.in_object(&pkl.name))?;
+
+    let mut walk = Walk {
+        heap: &heap,
+        nodes: 0,
+        tensors: Vec::new(),
+        attributes: Attributes::new(),
+    };
+    walk.walk(root, String::new(), 0)?;
+    let Walk {
+        tensors,
+        attributes,
+        ..
+    } = walk;
+
+    let mut objects = Vec::with_capacity(tensors.len());
+    for (name, t) in tensors {
+        let key = format!("{prefix}data/{}", t.storage.key);
+        let o = tensor_object(&name, &t, records.get(key.as_str()).copied(), byte_order, limits)
+            .map_err(|e| e.in_object(&name))?;
+        objects.push(o);
+    }
+    let mut names: Vec<&str> = objects.iter().map(|o| o.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(bad(format!("two tensors flatten to the name {:?}", w[0])));
+    }
+    Ok(Listing::of_unique(FileVersion::PyTorch, attributes, objects))
+}
+
+/// A small record's bytes (the byteorder, the pickle), inflated if deflated, at most `cap`.
+fn small_record<'s>(
+    source: &'s Source,
+    e: &zip::Entry,
+    cap: u64,
+) -> Result<std::borrow::Cow<'s, [u8]>> {
+    if e.uncompressed > cap {
+        return Err(Error::limit(format!(
+            "record {:?} of {} bytes exceeds the cap of {cap}",
+            e.name, e.uncompressed
+        ))
+        .at(e.data_offset));
+    }
+    match e.method {
+        Method::Stored => source.read_at(e.data_offset, e.compressed),
+        Method::Deflated => {
+            let stored = source.read_at(e.data_offset, e.compressed)?;
+            let mut out = vec![0u8; e.uncompressed as usize];
+            zip::inflate_into(&stored, 0, &mut out).map_err(|err| err.at(e.data_offset))?;
+            Ok(std::borrow::Cow::Owned(out))
+        }
+    }
+}
+
+/// One tensor as an object: its element type, and where its elements lie in its storage's
+/// record, checked to stay inside it.
+fn tensor_object(
+    name: &str,
+    t: &TensorRef,
+    record: Option<&zip::Entry>,
+    byte_order: ByteOrder,
+    limits: &Limits,
+) -> Result<ObjectInfo> {
+    let record = record.ok_or_else(|| {
+        bad(format!(
+            "storage {:?} has no data/{} record",
+            t.storage.key, t.storage.key
+        ))
+    })?;
+    if t.size.len() != t.stride.len() {
+        return Err(bad(format!(
+            "size {:?} and stride {:?} differ in rank",
+            t.size, t.stride
+        )));
+    }
+    if t.size.len() > limits.decode.max_rank {
+        return Err(Error::limit(format!(
+            "{} dimensions exceed the cap of {}",
+            t.size.len(),
+            limits.decode.max_rank
+        )));
+    }
+    let mut attributes = Attributes::new();
+    attributes.insert("torch.storage".into(), Value::Text(t.storage.key.clone()));
+    if t.offset != 0 {
+        attributes.insert(
+            "torch.storage_offset".into(),
+            Value::Integer(i128::from(t.offset)),
+        );
+    }
+    let shape: Shape = t.size.iter().copied().collect();
+    let Some(element) = dtype_element(&t.dtype) else {
+        let mut o = ObjectInfo::raw_dense(
+            name.to_owned(),
+            shape,
+            ElementType::plain(DType::U8),
+            (record.data_offset, 0),
+            ByteOrder::Little,
+        );
+        o.attributes = attributes;
+        o.defect = Some(Box::new(Defect::unsupported(format!(
+            "torch dtype {} has no zTensor equivalent",
+            t.dtype
+        ))));
+        return Ok(o);
+    };
+    let size = element.logical_size();
+    let unit = storage_unit(&t.storage.class).unwrap_or(size);
+    let storage_bytes = t
+        .storage
+        .numel
+        .checked_mul(unit)
+        .ok_or_else(|| bad(format!("storage of {} elements overflows", t.storage.numel)))?;
+    if storage_bytes != record.uncompressed {
+        return Err(bad(format!(
+            "storage {:?} declares {storage_bytes} bytes, but its record holds {}",
+            t.storage.key, record.uncompressed
+        ))
+        .at(record.data_offset));
+    }
+    let count = t
+        .size
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad(format!("shape {:?} overflows", t.size)))?;
+    let dense_len = count
+        .checked_mul(size)
+        .ok_or_else(|| bad(format!("shape {:?} overflows", t.size)))?;
+    // The elements reach from `offset` to `offset + last`, `last` the largest index the
+    // strides give (nothing for an empty tensor).
+    let last = if count == 0 {
+        0
+    } else {
+        t.size
+            .iter()
+            .zip(&t.stride)
+            .try_fold(0u64, |a, (&n, &s)| a.checked_add((n - 1).checked_mul(s)?))
+            .ok_or_else(|| bad(format!("strides {:?} overflow", t.stride)))?
+    };
+    let reach = if count == 0 { 0 } else { last + 1 };
+    let start = t
+        .offset
+        .checked_mul(size)
+        .ok_or_else(|| bad("storage offset overflows"))?;
+    let span = reach
+        .checked_mul(size)
+        .ok_or_else(|| bad(format!("strides {:?} overflow", t.stride)))?;
+    let end = start
+        .checked_add(span)
+        .ok_or_else(|| bad("storage offset overflows"))?;
+    if count > 0 && end > storage_bytes {
+        return Err(bad(format!(
+            "elements reach byte {end} of storage {:?}, which holds {storage_bytes}",
+            t.storage.key
+        ))
+        .at(record.data_offset));
+    }
+    let contiguous = is_row_major(&t.size, &t.stride);
+    if !contiguous {
+        attributes.insert(
+            "torch.stride".into(),
+            Value::Array(t.stride.iter().map(|&s| Value::Integer(i128::from(s))).collect()),
+        );
+    }
+    let mut o = ObjectInfo::raw_dense(
+        name.to_owned(),
+        shape,
+        element,
+        (record.data_offset + start, if contiguous { dense_len } else { span }),
+        byte_order,
+    );
+    o.attributes = attributes;
+    let Some(c) = o.components.0.first_mut() else {
+        return Ok(o);
+    };
+    match record.method {
+        Method::Stored if contiguous => {}
+        Method::Stored => {
+            c.decoded_len = Some(dense_len);
+            c.arrangement = Some(Box::new(Arrangement {
+                skip: 0,
+                span,
+                dims: t.size.clone(),
+                strides: t.stride.clone(),
+            }));
+        }
+        Method::Deflated => {
+            // torch.save never deflates storages; a zip tool may have. The record is
+            // inflated whole (under the cap) and the elements gathered from it.
+            c.offset = record.data_offset;
+            c.length = record.compressed;
+            c.encoding = Encoding::Deflate;
+            c.uncompressed_length = Some(record.uncompressed);
+            c.decoded_len = Some(dense_len);
+            let strides = if contiguous {
+                row_major(&t.size)
+            } else {
+                t.stride.clone()
+            };
+            c.arrangement = Some(Box::new(Arrangement {
+                skip: start,
+                span: storage_bytes - start.min(storage_bytes),
+                dims: t.size.clone(),
+                strides,
+            }));
+        }
+    }
+    Ok(o)
+}
+
+/// Row-major strides of a shape, in elements.
+fn row_major(size: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; size.len()];
+    let mut step = 1u64;
+    for (st, &n) in s.iter_mut().zip(size).rev() {
+        *st = step;
+        step = step.saturating_mul(n);
+    }
+    s
+}
+
+/// Whether strides are those of a packed row-major array (dimensions of size 1 may have any
+/// stride, and an empty tensor is packed).
+fn is_row_major(size: &[u64], stride: &[u64]) -> bool {
+    if size.contains(&0) {
+        return true;
+    }
+    let mut step = 1u64;
+    for (&n, &s) in size.iter().zip(stride).rev() {
+        if n != 1 && s != step {
+            return false;
+        }
+        step = step.saturating_mul(n);
+    }
+    true
+}
+
+/// Flattens the pickle's value: tensors to dotted names, every other leaf to attributes.
+struct Walk<'h> {
+    heap: &'h Heap,
+    nodes: u64,
+    tensors: Vec<(String, TensorRef)>,
+    attributes: Attributes,
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+impl Walk<'_> {
+    fn count(&mut self, depth: usize) -> Result<()> {
+        self.nodes += 1;
+        if self.nodes > MAX_WALK_NODES {
+            return Err(Error::limit(format!(
+                "the checkpoint's value has more than {MAX_WALK_NODES} parts (counting shared ones once per use)"
+            )));
+        }
+        if depth > MAX_WALK_DEPTH {
+            return Err(Error::limit(format!(
+                "the checkpoint's value is nested deeper than {MAX_WALK_DEPTH}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn walk(&mut self, v: Pv, name: String, depth: usize) -> Result<()> {
+        self.count(depth)?;
+        match self.heap.get(v) {
+            Some(Obj::Dict(items)) => {
+                for &(k, child) in items {
+                    let key = self.key_text(k);
+                    self.walk(child, join(&name, &key), depth + 1)?;
+                }
+            }
+            Some(Obj::Tensor(t)) => {
+                let name = if name.is_empty() { "tensor".to_owned() } else { name };
+                self.tensors.push((name, t.clone()));
+            }
+            Some(Obj::List(items) | Obj::Tuple(items)) if self.holds_tensors(items) => {
+                for (i, &child) in items.iter().enumerate() {
+                    self.walk(child, join(&name, &i.to_string()), depth + 1)?;
+                }
+            }
+            _ => {
+                let value = self.value(v, depth)?;
+                let key = if name.is_empty() { "value".to_owned() } else { name };
+                self.attributes.insert(key, value);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a list or tuple holds a tensor or a container (then it is flattened by index).
+    fn holds_tensors(&self, items: &[Pv]) -> bool {
+        items.iter().any(|&i| {
+            matches!(
+                self.heap.get(i),
+                Some(Obj::Tensor(_) | Obj::Dict(_) | Obj::List(_) | Obj::Tuple(_))
+            )
+        })
+    }
+
+    fn key_text(&self, k: Pv) -> String {
+        match (k, self.heap.get(k)) {
+            (_, Some(Obj::Str(s))) => s.clone(),
+            (Pv::Int(n), _) => n.to_string(),
+            (Pv::Bool(b), _) => if b { "True" } else { "False" }.to_owned(),
+            (Pv::None, _) => "None".to_owned(),
+            _ => "?".to_owned(),
+        }
+    }
+
+    /// A leaf as an attribute value (opaque objects as `{"opaque": "module.name"}`).
+    fn value(&mut self, v: Pv, depth: usize) -> Result<Value> {
+        self.count(depth)?;
+        Ok(match v {
+            Pv::None => Value::Null,
+            Pv::Bool(b) => Value::Bool(b),
+            Pv::Int(n) => Value::Integer(i128::from(n)),
+            Pv::Float(f) => Value::Float(f),
+            Pv::Obj(_) => match self.heap.get(v) {
+                Some(Obj::Str(s)) => Value::Text(s.clone()),
+                Some(Obj::Bytes(b)) => Value::Bytes(b.clone()),
+                Some(Obj::BigInt(s)) => Value::Text(s.clone()),
+                Some(Obj::List(items) | Obj::Tuple(items) | Obj::Set(items)) => {
+                    let mut out = Vec::with_capacity(items.len().min(1024));
+                    for &i in items {
+                        out.push(self.value(i, depth + 1)?);
+                    }
+                    Value::Array(out)
+                }
+                Some(Obj::Dict(items)) => {
+                    let mut out = BTreeMap::new();
+                    for &(k, i) in items {
+                        let key = self.key_text(k);
+                        let val = self.value(i, depth + 1)?;
+                        out.insert(key, val);
+                    }
+                    Value::Map(out)
+                }
+                Some(Obj::DType(d)) => opaque(format!("torch.{d}")),
+                Some(Obj::Global(m, n)) => opaque(format!("{m}.{n}")),
+                Some(Obj::Opaque(n)) => opaque(n.clone()),
+                Some(Obj::Storage(s)) => opaque(format!("storage {}", s.key)),
+                Some(Obj::Tensor(_)) | None => Value::Null,
+            },
+        })
+    }
+}
+
+fn opaque(name: String) -> Value {
+    Value::Map(BTreeMap::from([("opaque".to_owned(), Value::Text(name))]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_major_strides() {
+        assert!(is_row_major(&[2, 3], &[3, 1]));
+        assert!(!is_row_major(&[2, 3], &[1, 2]));
+        assert!(is_row_major(&[1, 3], &[99, 1]));
+        assert!(is_row_major(&[0, 3], &[0, 0]));
+        assert!(is_row_major(&[], &[]));
+        assert_eq!(row_major(&[2, 3, 4]), [12, 4, 1]);
+    }
+
+    #[test]
+    fn every_dtype_name_torch_writes_maps() {
+        for n in [
+            "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+            "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
+            "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+            "float8_e8m0fnu",
+        ] {
+            assert!(dtype_element(n).is_some(), "{n}");
+        }
+        assert!(dtype_element("complex32").is_none());
+        assert!(dtype_element("qint8").is_none());
+    }
+}

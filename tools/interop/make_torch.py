@@ -1,0 +1,119 @@
+"""Writes fixtures/interop/pytorch/: checkpoints written by torch.save (the zip format of
+PyTorch >= 1.6, and one legacy pre-1.6 file), with every dtype that has a zTensor equivalent,
+nested dicts, tied weights (one storage, several tensors), views at an offset, strided and
+expanded tensors, parameters and non-tensor values. Also expected.json: per file and tensor
+(dotted name), the shape, the zTensor type name and the row-major little-endian bytes (hex)
+that reading must give. Run once in a throwaway venv (`pip install torch numpy`); the files
+are committed and the tests never need Python.
+
+    python tools/interop/make_torch.py [out_dir]
+"""
+import collections
+import json
+import os
+import sys
+
+import torch
+
+out = sys.argv[1] if len(sys.argv) > 1 else "fixtures/interop/pytorch"
+os.makedirs(out, exist_ok=True)
+
+ZT = {
+    torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.uint16: "u16", torch.uint32: "u32", torch.uint64: "u64",
+    torch.bool: "bool", torch.complex64: "complex64", torch.complex128: "complex128",
+    torch.float8_e4m3fn: "f8_e4m3fn", torch.float8_e5m2: "f8_e5m2",
+    torch.float8_e4m3fnuz: "f8_e4m3fnuz", torch.float8_e5m2fnuz: "f8_e5m2fnuz",
+    torch.float8_e8m0fnu: "f8_e8m0",
+}
+
+
+def le_hex(t):
+    t = t.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    flat = t.contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes().hex() if flat.numel() else ""
+
+
+def expect(table, name, t):
+    table[name] = {"shape": list(t.shape), "type": ZT[t.dtype], "hex": le_hex(t)}
+
+
+expected = {}
+
+# Every dtype, small values that each type holds exactly.
+base = torch.tensor([[0.5, -1.25, 3.0], [-2.0, 0.0, 1.5]])
+dtypes = collections.OrderedDict()
+for dt in ZT:
+    if dt == torch.bool:
+        t = base > 0
+    elif dt.is_complex:
+        t = torch.complex(base, -base).to(dt)
+    elif dt in (torch.uint8, torch.uint16, torch.uint32, torch.uint64):
+        t = (base.abs() * 4).to(torch.int64).to(dt)
+    elif not dt.is_floating_point:
+        t = (base * 4).to(dt)
+    elif dt == torch.float8_e8m0fnu:
+        t = base.abs().clamp(min=0.25).to(dt)
+    else:
+        t = base.to(dt)
+    dtypes[str(dt).removeprefix("torch.")] = t
+table = {}
+for k, t in dtypes.items():
+    expect(table, k, t)
+torch.save(dtypes, os.path.join(out, "dtypes.pt"))
+expected["dtypes.pt"] = table
+
+# A model-like state dict: nested dicts, a parameter, tied weights, views and strides.
+emb = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+big = torch.arange(20, dtype=torch.int32)
+state = collections.OrderedDict()
+state["embed.weight"] = emb
+state["head.weight"] = emb                      # tied: the same tensor
+state["encoder"] = {
+    "layer0": {"w": torch.nn.Parameter(torch.ones(2, 2) * 0.25), "b": torch.zeros(2)},
+    "layer1": collections.OrderedDict(w=emb.t(), scale=torch.tensor(2.0)),  # a transpose
+}
+state["window"] = big[5:11].view(2, 3)          # offset into a shared storage
+state["every_other"] = big[::2]                 # stride 2 into the same storage
+state["expanded"] = torch.tensor([7.0, 8.0]).expand(3, 2)  # stride 0
+state["empty"] = torch.zeros(0, 4)
+state["scalar_i64"] = torch.tensor(-5)
+torch.save({"state_dict": state, "epoch": 3, "name": "tiny", "lr": 0.5,
+            "betas": (0.9, 0.999), "flags": [True, None]},
+           os.path.join(out, "state_dict.pt"))
+table = {}
+flat = {
+    "state_dict.embed.weight": emb, "state_dict.head.weight": emb,
+    "state_dict.encoder.layer0.w": state["encoder"]["layer0"]["w"],
+    "state_dict.encoder.layer0.b": state["encoder"]["layer0"]["b"],
+    "state_dict.encoder.layer1.w": emb.t(),
+    "state_dict.encoder.layer1.scale": torch.tensor(2.0),
+    "state_dict.window": state["window"], "state_dict.every_other": state["every_other"],
+    "state_dict.expanded": state["expanded"], "state_dict.empty": state["empty"],
+    "state_dict.scalar_i64": state["scalar_i64"],
+}
+for k, t in flat.items():
+    expect(table, k, t)
+expected["state_dict.pt"] = table
+
+# A plain model's state_dict, as pytorch_model.bin files hold them.
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+sd = model.state_dict()
+torch.save(sd, os.path.join(out, "pytorch_model.bin"))
+table = {}
+for k, t in sd.items():
+    expect(table, k, t)
+expected["pytorch_model.bin"] = table
+
+# The legacy (pre-1.6) format: a pickle followed by raw storages, not a zip.
+torch.save(sd, os.path.join(out, "legacy.pt"), _use_new_zipfile_serialization=False)
+expected["legacy.pt"] = table
+
+with open(os.path.join(out, "expected.json"), "w") as f:
+    json.dump({"torch": torch.__version__, "files": expected}, f, indent=1, sort_keys=True)
+    f.write("\n")
+print("wrote", sorted(os.listdir(out)))
