@@ -113,6 +113,47 @@ expected["pytorch_model.bin"] = table
 torch.save(sd, os.path.join(out, "legacy.pt"), _use_new_zipfile_serialization=False)
 expected["legacy.pt"] = table
 
+# Legacy at pickle protocol 4 (framed pickles).
+torch.save(sd, os.path.join(out, "legacy_p4.pt"), _use_new_zipfile_serialization=False,
+           pickle_protocol=4)
+expected["legacy_p4.pt"] = table
+
+# A big-endian checkpoint, as torch.save writes on a big-endian machine: the same archive
+# with every storage byte-swapped per element and the byteorder record "big". torch.load
+# must read it back as the original values.
+import io
+import zipfile
+
+import numpy as np
+
+be_tensors = collections.OrderedDict(
+    f32=torch.tensor([[1.5, -2.0], [3.25, 1e-3]]), i64=torch.tensor([1, -2, 2**40]),
+    bf16=torch.tensor([0.5, -8.0]).to(torch.bfloat16),
+    c128=torch.tensor([1 + 2j, -3 - 4j], dtype=torch.complex128),
+    u8=torch.tensor([1, 255], dtype=torch.uint8))
+buf = io.BytesIO()
+torch.save(be_tensors, buf)
+sizes = [t.element_size() // (2 if t.is_complex() else 1) for t in be_tensors.values()]
+src = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+be_path = os.path.join(out, "big_endian.pt")
+with zipfile.ZipFile(be_path, "w", zipfile.ZIP_STORED) as dst:
+    for info in src.infolist():
+        data = src.read(info.filename)
+        parts = info.filename.split("/")
+        if parts[-1] == "byteorder":
+            data = b"big"
+        elif len(parts) == 3 and parts[1] == "data":
+            es = sizes[int(parts[2])]
+            data = np.frombuffer(data, np.uint8).reshape(-1, es)[:, ::-1].tobytes()
+        dst.writestr(info.filename, data)
+back = torch.load(be_path)
+for k, t in be_tensors.items():
+    assert torch.equal(back[k], t), k
+table = {}
+for k, t in be_tensors.items():
+    expect(table, k, t)
+expected["big_endian.pt"] = table
+
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump({"torch": torch.__version__, "files": expected}, f, indent=1, sort_keys=True)
     f.write("\n")

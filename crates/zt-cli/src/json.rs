@@ -215,7 +215,8 @@ pub fn write_info(
 }
 
 /// A file's version as `info` and `verify` give it: "1.2.0", "2", "300", "1.0" for a .npy
-/// array, "" for safetensors, .npz archives and PyTorch checkpoints.
+/// array, "legacy" for a pre-1.6 PyTorch checkpoint, "" for safetensors, .npz archives and
+/// zip PyTorch checkpoints.
 pub fn version(v: &ztensor::FileVersion) -> String {
     match v {
         ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
@@ -225,6 +226,7 @@ pub fn version(v: &ztensor::FileVersion) -> String {
         ztensor::FileVersion::ZTensorV2 => "2".to_string(),
         ztensor::FileVersion::Npy(major, minor) => format!("{major}.{minor}"),
         ztensor::FileVersion::Npz | ztensor::FileVersion::PyTorch => String::new(),
+        ztensor::FileVersion::PyTorchLegacy => "legacy".to_string(),
         _ => v.to_string(),
     }
 }

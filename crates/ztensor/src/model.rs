@@ -29,6 +29,9 @@ pub enum FileVersion {
     Npz,
     /// A PyTorch checkpoint: the zip archive `torch.save` has written since 1.6.
     PyTorch,
+    /// A legacy PyTorch checkpoint: pickles and raw storages, as `torch.save` wrote before
+    /// 1.6 (and with `_use_new_zipfile_serialization=False`).
+    PyTorchLegacy,
 }
 
 impl FileVersion {
@@ -40,7 +43,7 @@ impl FileVersion {
             FileVersion::Safetensors => "safetensors",
             FileVersion::Npy(..) => "npy",
             FileVersion::Npz => "npz",
-            FileVersion::PyTorch => "pytorch",
+            FileVersion::PyTorch | FileVersion::PyTorchLegacy => "pytorch",
         }
     }
 }
@@ -56,6 +59,7 @@ impl fmt::Display for FileVersion {
             FileVersion::Npy(major, minor) => write!(f, "NumPy .npy {major}.{minor}"),
             FileVersion::Npz => f.write_str("NumPy .npz"),
             FileVersion::PyTorch => f.write_str("PyTorch checkpoint"),
+            FileVersion::PyTorchLegacy => f.write_str("PyTorch checkpoint (legacy, before 1.6)"),
         }
     }
 }

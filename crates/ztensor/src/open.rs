@@ -193,8 +193,9 @@ impl OpenOptions {
             if looks_like_safetensors(&head) {
                 return list_safetensors(source);
             }
-            if let Some(what) = pickle(&head) {
-                return Err(Error::unsupported(what));
+            if is_pickle(&head) {
+                let listing = files::torch::list_legacy(&source, &self.limits)?;
+                return Ok((source, listing));
             }
         }
         let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
@@ -313,13 +314,8 @@ fn is_json_index(head: &[u8], file_len: u64) -> bool {
 
 /// A file that starts with a pickle protocol 2-5 opcode: the legacy (pre-1.6, non-zip)
 /// `torch.save` format. Checked after safetensors, whose header size can start the same way.
-fn pickle(head: &[u8]) -> Option<String> {
-    match head {
-        [0x80, p @ 2..=5, ..] => Some(format!(
-            "a pickle (protocol {p}; a legacy PyTorch checkpoint): not read yet"
-        )),
-        _ => None,
-    }
+fn is_pickle(head: &[u8]) -> bool {
+    matches!(head, [0x80, 2..=5, ..])
 }
 
 #[cfg(test)]

@@ -95,15 +95,25 @@ fn sharded_index() {
 
 #[test]
 fn legacy_pickle() {
+    // The legacy torch.save magic pickle at any protocol, then junk: read as a legacy
+    // checkpoint, which the junk breaks.
     for p in 2u8..=5 {
-        let mut b = vec![0x80, p, 0x8a, 0x0a];
-        b.extend([0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19]);
+        let mut b = vec![0x80, p];
+        if p >= 4 {
+            b.push(0x95);
+            b.extend(13u64.to_le_bytes());
+        }
+        b.extend([0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19]);
         b.extend([b'.'; 20]);
-        unsupported(
-            &b,
-            &format!("a pickle (protocol {p}; a legacy PyTorch checkpoint): not read yet"),
-        );
+        let e = open_err(&b);
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+        assert!(e.message().contains("invalid pickle: stack underflow"), "{e}");
     }
+    // Any other pickle is not a checkpoint: never run.
+    unsupported(
+        b"\x80\x02K\x01.",
+        "a pickle that is not a PyTorch checkpoint (no legacy torch.save magic number)",
+    );
 }
 
 /// A safetensors file whose header size starts with the bytes of a pickle opcode is still

@@ -151,8 +151,22 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         .run(&pickled)
         .map_err(|e| e.in_object(&pkl.name))?;
 
+    let records = |key: &str| records.get(format!("{prefix}data/{key}").as_str()).map(|e| (*e).clone());
+    listing_of(&heap, root, records, byte_order, limits, FileVersion::PyTorch)
+}
+
+/// The listing of a checkpoint's value: tensors to objects (their storages found by
+/// `record`), other leaves to attributes, names checked to be unique.
+fn listing_of(
+    heap: &Heap,
+    root: Pv,
+    record: impl Fn(&str) -> Option<zip::Entry>,
+    byte_order: ByteOrder,
+    limits: &Limits,
+    version: FileVersion,
+) -> Result<Listing> {
     let mut walk = Walk {
-        heap: &heap,
+        heap,
         nodes: 0,
         tensors: Vec::new(),
         attributes: Attributes::new(),
@@ -163,11 +177,10 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         attributes,
         ..
     } = walk;
-
     let mut objects = Vec::with_capacity(tensors.len());
     for (name, t) in tensors {
-        let key = format!("{prefix}data/{}", t.storage.key);
-        let o = tensor_object(&name, &t, records.get(key.as_str()).copied(), byte_order, limits)
+        let r = record(&t.storage.key);
+        let o = tensor_object(&name, &t, r.as_ref(), byte_order, limits)
             .map_err(|e| e.in_object(&name))?;
         objects.push(o);
     }
@@ -176,7 +189,129 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         return Err(bad(format!("two tensors flatten to the name {:?}", w[0])));
     }
-    Ok(Listing::of_unique(FileVersion::PyTorch, attributes, objects))
+    Ok(Listing::of_unique(version, attributes, objects))
+}
+
+/// The magic number every legacy checkpoint's first pickle holds, `0x1950a86a20f9469cfc6c`,
+/// as the LONG1 opcode writes it (10 bytes, little-endian).
+const LEGACY_MAGIC: &[u8; 12] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+
+/// Whether a file starts with the legacy magic pickle: `PROTO` 2-5, a `FRAME` (protocol 4
+/// and up), the magic number, `STOP`.
+pub(crate) fn is_legacy_magic(head: &[u8]) -> bool {
+    let rest = match head {
+        [0x80, 2..=5, rest @ ..] => rest,
+        _ => return false,
+    };
+    let rest = match rest {
+        [0x95, _, _, _, _, _, _, _, _, tail @ ..] => tail,
+        _ => rest,
+    };
+    rest.starts_with(LEGACY_MAGIC) && rest.get(LEGACY_MAGIC.len()) == Some(&b'.')
+}
+
+/// Lists a legacy (pre-1.6) checkpoint: five pickles (the magic number, the protocol version
+/// 1001, the writer's system information, the value, the list of storage keys), then each
+/// storage in the order of that list as its element count (8 bytes) and its elements, in the
+/// byte order the system information gives.
+pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
+    let head = source.read_at(0, source.len().min(32))?;
+    if !is_legacy_magic(&head) {
+        return Err(Error::unsupported(
+            "a pickle that is not a PyTorch checkpoint (no legacy torch.save magic number)",
+        ));
+    }
+    let prefix_len = source.len().min(MAX_PICKLE_LEN);
+    let bytes = source.read_at(0, prefix_len)?;
+    let mut heap = Heap::default();
+    let mut at = 0usize;
+    let mut values = [Pv::None; 5];
+    for slot in &mut values {
+        let rest = bytes.get(at..).unwrap_or_default();
+        let (v, used) = Machine::new(&mut heap, PICKLE_LIMITS, at as u64)
+            .run(rest)
+            .map_err(|e| {
+                if prefix_len < source.len() && e.message().contains("ends without STOP") {
+                    Error::limit(format!(
+                        "the legacy checkpoint's pickles exceed the cap of {MAX_PICKLE_LEN} bytes"
+                    ))
+                } else {
+                    e
+                }
+            })?;
+        *slot = v;
+        at += used;
+    }
+    let [_, version, info, root, keys] = values;
+    if version != Pv::Int(1001) {
+        return Err(Error::unsupported(format!(
+            "legacy checkpoint protocol {version:?} (1001 is read)"
+        )));
+    }
+    let little = match heap.get(info) {
+        Some(Obj::Dict(items)) => items.iter().find_map(|&(k, v)| {
+            matches!(heap.get(k), Some(Obj::Str(s)) if s == "little_endian").then_some(v)
+        }),
+        _ => None,
+    };
+    let byte_order = match little {
+        Some(Pv::Bool(false)) => ByteOrder::Big,
+        Some(Pv::Bool(true)) | None => ByteOrder::Little,
+        Some(_) => return Err(bad("little_endian is not True or False").at(0)),
+    };
+    // Each storage's class, from the persistent ids of the value's pickle.
+    let mut classes: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in heap.storages() {
+        classes.entry(s.key.as_str()).or_insert(s.class.as_str());
+    }
+    let key_list: Vec<Pv> = match heap.get(keys) {
+        Some(Obj::List(k)) => k.clone(),
+        _ => return Err(bad("the storage key list is not a list").at(at as u64)),
+    };
+    let mut records: BTreeMap<String, zip::Entry> = BTreeMap::new();
+    let mut offset = at as u64;
+    for k in key_list {
+        let Some(Obj::Str(key)) = heap.get(k) else {
+            return Err(bad("a storage key is not a string").at(offset));
+        };
+        let unit = classes
+            .get(key.as_str())
+            .and_then(|c| storage_unit(c))
+            .ok_or_else(|| bad(format!("storage {key:?} is listed but no tensor names its type")).at(offset))?;
+        let mut n = [0u8; 8];
+        source.read_into(offset, &mut n)?;
+        let numel = match byte_order {
+            ByteOrder::Little => u64::from_le_bytes(n),
+            ByteOrder::Big => u64::from_be_bytes(n),
+        };
+        let data_offset = offset + 8;
+        let len = numel
+            .checked_mul(unit)
+            .filter(|&l| data_offset.checked_add(l).is_some_and(|e| e <= source.len()))
+            .ok_or_else(|| {
+                bad(format!(
+                    "storage {key:?} of {numel} elements runs past the end of the file"
+                ))
+                .at(offset)
+            })?;
+        if records.contains_key(key) {
+            return Err(bad(format!("storage {key:?} is listed twice")).at(offset));
+        }
+        records.insert(
+            key.clone(),
+            zip::Entry {
+                name: key.clone(),
+                method: Method::Stored,
+                data_offset,
+                compressed: len,
+                uncompressed: len,
+                header_offset: offset,
+            },
+        );
+        offset = data_offset + len;
+    }
+    let record = |key: &str| records.get(key).cloned();
+    listing_of(&heap, root, record, byte_order, limits, FileVersion::PyTorchLegacy)
 }
 
 /// A small record's bytes (the byteorder, the pickle), inflated if deflated, at most `cap`.

@@ -106,6 +106,14 @@ impl Heap {
         }
     }
 
+    /// Every storage a persistent id named.
+    pub fn storages(&self) -> impl Iterator<Item = &StorageRef> {
+        self.objs.iter().filter_map(|o| match o {
+            Obj::Storage(s) => Some(s),
+            _ => None,
+        })
+    }
+
     fn put(&mut self, o: Obj) -> Pv {
         self.objs.push(o);
         Pv::Obj(self.objs.len() as u32 - 1)
@@ -735,6 +743,10 @@ impl<'h> Machine<'h> {
         };
         let key = text(items.get(2))
             .ok_or_else(|| Stop::Bad("a storage key that is not a string".into()))?;
+        // Legacy checkpoints add view metadata, which only pre-0.4 storage views had.
+        if !matches!(items.get(5), None | Some(Pv::None)) {
+            return Err(Stop::Unsupported("a legacy storage view (pre-0.4)".into()));
+        }
         let numel = match items.get(4) {
             Some(Pv::Int(n)) if *n >= 0 => *n as u64,
             _ => return Err(Stop::Bad("a storage size that is not a non-negative integer".into())),
