@@ -35,8 +35,16 @@ use pickle::{Heap, Machine, Obj, Pv, TensorRef, PICKLE_LIMITS};
 /// The largest `data.pkl` read (real ones are kilobytes to a few megabytes).
 pub(crate) const MAX_PICKLE_LEN: u64 = 256 << 20;
 /// Values visited while flattening the pickle's value, all paths together: a value reached
-/// along many paths (shared references) counts once per path.
+/// along many paths (shared references) counts once per path. The cap is this, or 4,096 plus
+/// twice the pickle's bytes if smaller: every value of a real checkpoint is written out at
+/// least once (a tied weight is one 2-byte memo fetch), while shared references nested
+/// level after level would name exponentially many values.
 pub(crate) const MAX_WALK_NODES: u64 = 1 << 22;
+
+/// The walk's cap for a pickle of `len` bytes (see [`MAX_WALK_NODES`]).
+fn walk_cap(len: u64) -> u64 {
+    MAX_WALK_NODES.min(len.saturating_mul(2).saturating_add(4096))
+}
 /// Nesting followed while flattening.
 pub(crate) const MAX_WALK_DEPTH: usize = 64;
 
@@ -152,7 +160,8 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         .map_err(|e| e.in_object(&pkl.name))?;
 
     let records = |key: &str| records.get(format!("{prefix}data/{key}").as_str()).map(|e| (*e).clone());
-    listing_of(&heap, root, records, byte_order, limits, FileVersion::PyTorch)
+    let len = pickled.len() as u64;
+    listing_of(&heap, root, records, byte_order, limits, FileVersion::PyTorch, len)
 }
 
 /// The listing of a checkpoint's value: tensors to objects (their storages found by
@@ -164,10 +173,12 @@ fn listing_of(
     byte_order: ByteOrder,
     limits: &Limits,
     version: FileVersion,
+    pickle_len: u64,
 ) -> Result<Listing> {
     let mut walk = Walk {
         heap,
         nodes: 0,
+        cap: walk_cap(pickle_len),
         tensors: Vec::new(),
         attributes: Attributes::new(),
     };
@@ -311,7 +322,7 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
         offset = data_offset + len;
     }
     let record = |key: &str| records.get(key).cloned();
-    listing_of(&heap, root, record, byte_order, limits, FileVersion::PyTorchLegacy)
+    listing_of(&heap, root, record, byte_order, limits, FileVersion::PyTorchLegacy, at as u64)
 }
 
 /// A small record's bytes (the byteorder, the pickle), inflated if deflated, at most `cap`.
@@ -525,6 +536,7 @@ fn is_row_major(size: &[u64], stride: &[u64]) -> bool {
 struct Walk<'h> {
     heap: &'h Heap,
     nodes: u64,
+    cap: u64,
     tensors: Vec<(String, TensorRef)>,
     attributes: Attributes,
 }
@@ -540,9 +552,10 @@ fn join(prefix: &str, key: &str) -> String {
 impl Walk<'_> {
     fn count(&mut self, depth: usize) -> Result<()> {
         self.nodes += 1;
-        if self.nodes > MAX_WALK_NODES {
+        if self.nodes > self.cap {
             return Err(Error::limit(format!(
-                "the checkpoint's value has more than {MAX_WALK_NODES} parts (counting shared ones once per use)"
+                "the checkpoint's value has more than {} parts (counting shared ones once per use)",
+                self.cap
             )));
         }
         if depth > MAX_WALK_DEPTH {
@@ -564,7 +577,7 @@ impl Walk<'_> {
             }
             Some(Obj::Tensor(t)) => {
                 let name = if name.is_empty() { "tensor".to_owned() } else { name };
-                self.tensors.push((name, t.clone()));
+                self.tensors.push((name, (**t).clone()));
             }
             Some(Obj::List(items) | Obj::Tuple(items)) if self.holds_tensors(items) => {
                 for (i, &child) in items.iter().enumerate() {
@@ -629,7 +642,7 @@ impl Walk<'_> {
                     Value::Map(out)
                 }
                 Some(Obj::DType(d)) => opaque(format!("torch.{d}")),
-                Some(Obj::Global(m, n)) => opaque(format!("{m}.{n}")),
+                Some(Obj::Global(g)) => opaque(format!("{}.{}", g.0, g.1)),
                 Some(Obj::Opaque(n)) => opaque(n.clone()),
                 Some(Obj::Storage(s)) => opaque(format!("storage {}", s.key)),
                 Some(Obj::Tensor(_)) | None => Value::Null,

@@ -29,10 +29,12 @@ pub(crate) struct PickleLimits {
 }
 
 /// The limits checkpoints are read under: far above real state dicts (a 100,000-tensor
-/// checkpoint runs about 3 million opcodes), far below what would exhaust memory.
+/// checkpoint runs about 3 million opcodes; pickle batches dict and list items by 1,000, so
+/// its stack stays near 2,000), far below what would exhaust memory (a value costs 16 bytes
+/// on the stack, an object 32 in the heap).
 pub(crate) const PICKLE_LIMITS: PickleLimits = PickleLimits {
     max_opcodes: 1 << 26,
-    max_stack: 1 << 20,
+    max_stack: 1 << 15,
     max_memo: 1 << 22,
     max_string: 1 << 24,
     max_items: 1 << 24,
@@ -82,12 +84,12 @@ pub(crate) enum Obj {
     List(Vec<Pv>),
     Dict(Vec<(Pv, Pv)>),
     Set(Vec<Pv>),
-    /// A global, named, never looked up.
-    Global(String, String),
+    /// A global, named (module, name), never looked up.
+    Global(Box<(String, String)>),
     /// What a call we do not evaluate would have made: the callable's name.
     Opaque(String),
-    Storage(StorageRef),
-    Tensor(TensorRef),
+    Storage(Box<StorageRef>),
+    Tensor(Box<TensorRef>),
     /// A `torch.dtype` global (`torch float32`): the name.
     DType(String),
 }
@@ -109,7 +111,7 @@ impl Heap {
     /// Every storage a persistent id named.
     pub fn storages(&self) -> impl Iterator<Item = &StorageRef> {
         self.objs.iter().filter_map(|o| match o {
-            Obj::Storage(s) => Some(s),
+            Obj::Storage(s) => Some(&**s),
             _ => None,
         })
     }
@@ -609,13 +611,13 @@ impl<'h> Machine<'h> {
         if module == "torch" && super::dtype_element(&name).is_some() {
             return self.heap.put(Obj::DType(name));
         }
-        self.heap.put(Obj::Global(module, name))
+        self.heap.put(Obj::Global(Box::new((module, name))))
     }
 
     /// The value an object of class `cls` stands for, never built: an opaque name.
     fn opaque_of(&mut self, cls: Pv) -> Pv {
         let name = match self.heap.get(cls) {
-            Some(Obj::Global(m, n)) => format!("{m}.{n}"),
+            Some(Obj::Global(g)) => format!("{}.{}", g.0, g.1),
             _ => "an object".to_owned(),
         };
         self.heap.put(Obj::Opaque(name))
@@ -624,7 +626,7 @@ impl<'h> Machine<'h> {
     /// `callable(*args)`, for the callables a state dict uses; anything else is opaque.
     fn reduce(&mut self, callable: Pv, args: Pv) -> std::result::Result<Pv, Stop> {
         let (module, name) = match self.heap.get(callable) {
-            Some(Obj::Global(m, n)) => (m.clone(), n.clone()),
+            Some(Obj::Global(g)) => (g.0.clone(), g.1.clone()),
             _ => return Ok(self.heap.put(Obj::Opaque("a call".to_owned()))),
         };
         let args: Vec<Pv> = match self.heap.get(args) {
@@ -679,7 +681,7 @@ impl<'h> Machine<'h> {
     fn rebuild_tensor(&mut self, args: &[Pv], v3: bool) -> std::result::Result<Pv, Stop> {
         let arg = |i: usize| args.get(i).copied().unwrap_or(Pv::None);
         let storage = match self.heap.get(arg(0)) {
-            Some(Obj::Storage(s)) => s.clone(),
+            Some(Obj::Storage(s)) => (**s).clone(),
             _ => return Err(Stop::Bad("a tensor whose storage is not a storage".into())),
         };
         let offset = match arg(1) {
@@ -691,7 +693,7 @@ impl<'h> Machine<'h> {
         let dtype = if v3 {
             match self.heap.get(arg(6)) {
                 Some(Obj::DType(d)) => d.clone(),
-                Some(Obj::Global(m, n)) => format!("{m}.{n}"),
+                Some(Obj::Global(g)) => format!("{}.{}", g.0, g.1),
                 _ => return Err(Stop::Bad("_rebuild_tensor_v3 without a dtype".into())),
             }
         } else {
@@ -699,13 +701,13 @@ impl<'h> Machine<'h> {
                 .map(str::to_owned)
                 .unwrap_or_else(|| storage.class.clone())
         };
-        Ok(self.heap.put(Obj::Tensor(TensorRef {
+        Ok(self.heap.put(Obj::Tensor(Box::new(TensorRef {
             storage,
             dtype,
             offset,
             size,
             stride,
-        })))
+        }))))
     }
 
     fn ints(&self, v: Pv, what: &str) -> std::result::Result<Vec<u64>, Stop> {
@@ -737,7 +739,7 @@ impl<'h> Machine<'h> {
             ));
         }
         let class = match items.get(1).and_then(|v| self.heap.get(*v)) {
-            Some(Obj::Global(_, n)) => n.clone(),
+            Some(Obj::Global(g)) => g.1.clone(),
             Some(Obj::DType(n)) => n.clone(),
             _ => return Err(Stop::Bad("a storage type that is not a class".into())),
         };
@@ -751,7 +753,7 @@ impl<'h> Machine<'h> {
             Some(Pv::Int(n)) if *n >= 0 => *n as u64,
             _ => return Err(Stop::Bad("a storage size that is not a non-negative integer".into())),
         };
-        Ok(self.heap.put(Obj::Storage(StorageRef { class, key, numel })))
+        Ok(self.heap.put(Obj::Storage(Box::new(StorageRef { class, key, numel }))))
     }
 }
 
@@ -856,8 +858,60 @@ mod tests {
         assert!(run(b"\x80\x02t.").is_err(), "no mark");
         assert!(run(b"\x80\x09N.").is_err(), "protocol");
         let mut big = b"\x80\x02(".to_vec();
-        big.extend(std::iter::repeat_n(b'N', (1 << 20) + 1));
+        big.extend(std::iter::repeat_n(b'N', (1 << 15) + 1));
         let e = run(&big).err().unwrap();
         assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    //! Each cap with small limits (the corpus has the stack and string caps at their real
+    //! values; the others need files of megabytes to reach them).
+    use super::*;
+
+    fn run_with(limits: PickleLimits, p: &[u8]) -> Error {
+        let mut heap = Heap::default();
+        Machine::new(&mut heap, limits, 0).run(p).err().unwrap()
+    }
+
+    const SMALL: PickleLimits = PickleLimits {
+        max_opcodes: 100,
+        max_stack: 50,
+        max_memo: 10,
+        max_string: 16,
+        max_items: 20,
+    };
+
+    #[test]
+    fn each_cap_stops_the_machine_with_its_own_message() {
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(b"N0".repeat(60));
+        let e = run_with(SMALL, &p);
+        assert!(e.message().contains("more than 100 opcodes"), "{e}");
+
+        let mut p = b"\x80\x02N".to_vec();
+        for i in 0..11u8 {
+            p.extend([b'q', i]);
+        }
+        let e = run_with(SMALL, &p);
+        assert!(e.message().contains("memo holds more than 10"), "{e}");
+
+        let e = run_with(SMALL, b"\x80\x02X\x11\x00\x00\x00");
+        assert!(e.message().contains("a string of 17 bytes exceeds the cap of 16"), "{e}");
+
+        let mut p = b"\x80\x02](".to_vec();
+        p.extend(b"N".repeat(21));
+        p.push(b'e');
+        let e = run_with(SMALL, &p);
+        assert!(e.message().contains("containers hold more than 20 items"), "{e}");
+
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(b"N".repeat(51));
+        let e = run_with(SMALL, &p);
+        assert!(e.message().contains("stack holds more than 50"), "{e}");
+        for e in [run_with(SMALL, &p)] {
+            assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded);
+        }
     }
 }
