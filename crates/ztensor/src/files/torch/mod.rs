@@ -254,10 +254,14 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
         at += used;
     }
     let [_, version, info, root, keys] = values;
-    if version != Pv::Int(1001) {
-        return Err(Error::unsupported(format!(
-            "legacy checkpoint protocol {version:?} (1001 is read)"
-        )));
+    match version {
+        Pv::Int(1001) => {}
+        Pv::Int(n) => {
+            return Err(Error::unsupported(format!(
+                "legacy checkpoint protocol {n} (1001 is read)"
+            )))
+        }
+        _ => return Err(bad("the legacy protocol version is not an integer")),
     }
     let little = match heap.get(info) {
         Some(Obj::Dict(items)) => items.iter().find_map(|&(k, v)| {
