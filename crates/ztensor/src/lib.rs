@@ -1,6 +1,7 @@
 //! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version read; v2,
 //! with its shards, and v1.2 written),
-//! magnetron's `.mag` and `.safetensors`, all listed into one object model.
+//! magnetron's `.mag` and `.safetensors`, and read NumPy `.npy`/`.npz` and PyTorch checkpoints
+//! (without executing their pickles), all listed into one object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
 //! and then go down:
@@ -26,6 +27,20 @@
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
 //! # Common tasks
+//!
+//! Read a PyTorch checkpoint without running its pickle, and convert it:
+//!
+//! ```
+//! # fn main() -> ztensor::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let ckpt = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/pytorch/pytorch_model.bin");
+//! let r = ztensor::open(ckpt)?;                          // also .pt, .npy, .npz
+//! let w = r.read::<f32>("0.weight")?;                     // borrowed from the map
+//! assert_eq!(w.len(), 12);
+//! ztensor::upgrade(ckpt, dir.path().join("model.zt"), ztensor::ConvertOptions::default())?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Write a file with attributes, compression and digests:
 //!

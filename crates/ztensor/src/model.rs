@@ -114,6 +114,18 @@ pub struct ComponentInfo {
 
 /// Where a component's elements lie in its decoded bytes (see
 /// [`ComponentInfo::arrangement`]), checked at open to stay inside them.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// let npz = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/numpy/all.npz");
+/// let r = ztensor::open(npz)?;
+/// let o = r.object("fortran_f32")?;                      // stored column by column
+/// let a = o.components[0].arrangement.as_deref().unwrap();
+/// assert_eq!((a.dims.as_slice(), a.strides.as_slice()), (&[2, 3][..], &[1, 2][..]));
+/// assert_eq!(&o.read::<f32>()?[..], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]); // row-major copy
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arrangement {
     /// Decoded bytes before the span that holds the elements (a `.npy` header).

@@ -35,7 +35,7 @@ pub struct OpenOptions {
 }
 
 /// Opens a file of any kind we read (`.zt` of every version, v2 with its shards, `.mag` of every layout,
-/// `.safetensors`), mapped.
+/// `.safetensors`, NumPy `.npy`/`.npz`, PyTorch checkpoints zip and legacy), mapped.
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -134,10 +134,11 @@ impl OpenOptions {
         }
     }
 
-    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's and v1's, then files
-    /// we recognise but do not read (GGUF, zip, .npy, a sharded checkpoint's JSON
-    /// index: [`not_read_yet`]), then a safetensors header (u64 size, then '{'), then a bare
-    /// pickle; anything else gets the zTensor container's magic error.
+    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's, then `.npy`, then a
+    /// zip (a PyTorch checkpoint or a `.npz`: [`zip_kind`]), then files we recognise but do
+    /// not read (GGUF, a sharded checkpoint's JSON index: [`not_read_yet`]), then a
+    /// safetensors header (u64 size, then '{'), then a pickle (a legacy PyTorch checkpoint);
+    /// anything else gets the zTensor container's magic error.
     ///
     /// While it reads the header, footer and manifest of a mapped file, the map reads exactly
     /// the pages touched (the manifest itself in one request): with the kernel's read-around
