@@ -32,7 +32,11 @@ fn f32_header(shape: &str) -> String {
 /// Two f32 arrays `a` and `b` of two elements each, as an `.npz`.
 fn two_arrays() -> (Vec<u8>, zip_build::Layout) {
     let a = npy(1, &f32_header("(2,)"), &[0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]);
-    let b = npy(1, &f32_header("(2,)"), &[0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40]);
+    let b = npy(
+        1,
+        &f32_header("(2,)"),
+        &[0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40],
+    );
     zip_build::write(&[Entry::stored("a.npy", &a), Entry::stored("b.npy", &b)])
 }
 
@@ -94,14 +98,22 @@ pub fn invalid_numpy(c: &mut Corpus) {
     );
     c.invalid(
         "npy_header_unknown_key.npy",
-        npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", &data8),
+        npy(
+            1,
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
+            &data8,
+        ),
         open,
         "InvalidFile",
         "header: unexpected key \"x\"",
     );
     c.invalid(
         "npy_header_nested_deep.npy",
-        npy(1, &format!("{{'descr': {}1{}, }}", "[".repeat(40), "]".repeat(40)), &data8),
+        npy(
+            1,
+            &format!("{{'descr': {}1{}, }}", "[".repeat(40), "]".repeat(40)),
+            &data8,
+        ),
         open,
         "InvalidFile",
         "header: nested deeper than 16",
@@ -119,14 +131,22 @@ pub fn invalid_numpy(c: &mut Corpus) {
     );
     c.invalid(
         "npy_object.npy",
-        npy(1, "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", &data8),
+        npy(
+            1,
+            "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }",
+            &data8,
+        ),
         open,
         "Unsupported",
         "an object .npy array (its elements are pickles, which are never run)",
     );
     c.invalid(
         "npy_unicode_dtype.npy",
-        npy(1, "{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", &data8),
+        npy(
+            1,
+            "{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }",
+            &data8,
+        ),
         open,
         "Unsupported",
         ".npy dtype \"<U2\" has no zTensor equivalent",
@@ -497,8 +517,13 @@ pub fn invalid_torch(c: &mut Corpus) {
     );
     // {"a.b": t, "a": {"b": t}}: two tensors, one name.
     let mut p = Pickle::new();
-    p.op(b"}(").text("a.b").tensor(&f32_tensor("0", 4, &[4], &[1]));
-    p.text("a").op(b"}").text("b").tensor(&f32_tensor("0", 4, &[4], &[1]));
+    p.op(b"}(")
+        .text("a.b")
+        .tensor(&f32_tensor("0", 4, &[4], &[1]));
+    p.text("a")
+        .op(b"}")
+        .text("b")
+        .tensor(&f32_tensor("0", 4, &[4], &[1]));
     let dup = p.op(b"su").done();
     c.invalid(
         "pt_names_collide.pt",
@@ -631,9 +656,17 @@ pub fn invalid_torch(c: &mut Corpus) {
 
     // Legacy checkpoints: five pickles and raw storages.
     let legacy = |version: i64, storage_len: usize| {
-        let mut b = Pickle::new().op(b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19").done();
+        let mut b = Pickle::new()
+            .op(b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19")
+            .done();
         b.extend(Pickle::new().int(version).done());
-        b.extend(Pickle::new().op(b"}").text("little_endian").op(b"\x88s").done());
+        b.extend(
+            Pickle::new()
+                .op(b"}")
+                .text("little_endian")
+                .op(b"\x88s")
+                .done(),
+        );
         let mut value = Pickle::new();
         value.op(b"}(").text("w");
         value

@@ -94,7 +94,11 @@ pub fn write(entries: &[Entry]) -> (Vec<u8>, Layout) {
         };
         out.extend(uncompressed.to_le_bytes());
         out.extend((e.name.len() as u16).to_le_bytes());
-        let extra_len: u16 = if e.zip64_uncompressed.is_some() { 12 } else { 0 };
+        let extra_len: u16 = if e.zip64_uncompressed.is_some() {
+            12
+        } else {
+            0
+        };
         out.extend(extra_len.to_le_bytes());
         out.extend([0u8; 2 + 2 + 2 + 4]); // comment, disk, attributes
         out.extend(header_offset.to_le_bytes());

@@ -152,7 +152,11 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
         // Object attributes under their object (a PyTorch tensor's storage shows which
         // tensors share one).
         for (k, v) in &o.attributes {
-            let _ = writeln!(s, "    @{k} = {}", fit(&json::value(v).to_string(), MAX_COLUMN));
+            let _ = writeln!(
+                s,
+                "    @{k} = {}",
+                fit(&json::value(v).to_string(), MAX_COLUMN)
+            );
         }
         if let Some(d) = &o.defect {
             let _ = writeln!(s, "    unreadable: {d}");

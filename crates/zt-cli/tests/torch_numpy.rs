@@ -65,14 +65,12 @@ fn ls_cat_verify() {
         ok(&["ls", &fx("pytorch/pytorch_model.bin")]),
         "0.bias\n0.weight\n2.bias\n2.weight\n"
     );
-    let j: serde_json::Value = serde_json::from_str(&ok(&[
-        "cat",
-        "--json",
-        &fx("numpy/all.npz"),
-        "fortran_f32",
-    ]))
-    .unwrap();
-    assert_eq!(j["values"], serde_json::json!([0.0, 1.0, 2.0, 3.0, 4.0, 5.0]));
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(&["cat", "--json", &fx("numpy/all.npz"), "fortran_f32"])).unwrap();
+    assert_eq!(
+        j["values"],
+        serde_json::json!([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    );
     let raw = zt(&["cat", &fx("pytorch/state_dict.pt"), "state_dict.window"]);
     let want: Vec<u8> = (5i32..11).flat_map(i32::to_le_bytes).collect();
     assert_eq!(raw.stdout, want);
@@ -94,7 +92,10 @@ fn ls_cat_verify() {
 /// Every object of `a` and `b` has the same name, shape, type and decoded bytes.
 fn same_bits(a: &Path, b: &Path) {
     let (ra, rb) = (ztensor::open(a).unwrap(), ztensor::open(b).unwrap());
-    assert_eq!(ra.names().collect::<Vec<_>>(), rb.names().collect::<Vec<_>>());
+    assert_eq!(
+        ra.names().collect::<Vec<_>>(),
+        rb.names().collect::<Vec<_>>()
+    );
     for name in ra.names() {
         let (oa, ob) = (ra.object(name).unwrap(), rb.object(name).unwrap());
         assert_eq!(oa.shape, ob.shape, "{name}");
@@ -109,8 +110,14 @@ fn convert_keeps_every_value_exactly() {
     let out = |n: &str| dir.path().join(n);
     let s = |p: &PathBuf| p.to_string_lossy().into_owned();
     for (input, outputs) in [
-        ("pytorch/pytorch_model.bin", &["model.zt", "model.safetensors"][..]),
-        ("pytorch/legacy.pt", &["legacy.zt", "legacy.safetensors"][..]),
+        (
+            "pytorch/pytorch_model.bin",
+            &["model.zt", "model.safetensors"][..],
+        ),
+        (
+            "pytorch/legacy.pt",
+            &["legacy.zt", "legacy.safetensors"][..],
+        ),
         ("pytorch/state_dict.pt", &["state.zt"][..]),
         ("pytorch/dtypes.pt", &["dtypes.zt"][..]),
         ("pytorch/big_endian.pt", &["be.zt"][..]),
@@ -125,7 +132,11 @@ fn convert_keeps_every_value_exactly() {
         }
     }
     // Non-text values cannot be safetensors metadata: a usage error, nothing written.
-    let o = zt(&["convert", &fx("pytorch/state_dict.pt"), &s(&out("state.safetensors"))]);
+    let o = zt(&[
+        "convert",
+        &fx("pytorch/state_dict.pt"),
+        &s(&out("state.safetensors")),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("safetensors metadata holds text only"));
     assert!(!out("state.safetensors").exists());

@@ -194,7 +194,9 @@ impl Backing {
                     None => e.at(comp.offset),
                 })
             }
-            Encoding::Deflate => crate::zip::inflate_into(&src, 0, dst).map_err(|e| e.at(comp.offset)),
+            Encoding::Deflate => {
+                crate::zip::inflate_into(&src, 0, dst).map_err(|e| e.at(comp.offset))
+            }
             _ => crate::codec::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset)),
         }
     }
@@ -242,7 +244,13 @@ impl Backing {
                 )))
             }
         };
-        gather(&span, arrangement, comp.element.logical_size() as usize, dst).map_err(|e| e.at(comp.offset))
+        gather(
+            &span,
+            arrangement,
+            comp.element.logical_size() as usize,
+            dst,
+        )
+        .map_err(|e| e.at(comp.offset))
     }
 
     /// A component's decoded elements in a new buffer.

@@ -134,9 +134,8 @@ pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::ReadOptions;
 pub use listing::Limits;
 pub use model::{
-    Arrangement,
-    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, LegacyLayout,
-    LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,
+    Arrangement, ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion,
+    LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,
 };
 pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};

@@ -255,11 +255,8 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
             .at(abs))
         }
     };
-    let (name_len, extra_len, comment_len) = (
-        f.u16(28) as usize,
-        f.u16(30) as usize,
-        f.u16(32) as usize,
-    );
+    let (name_len, extra_len, comment_len) =
+        (f.u16(28) as usize, f.u16(30) as usize, f.u16(32) as usize);
     let name_at = CENTRAL_LEN as usize;
     let extra_at = name_at + name_len;
     let next_rel = extra_at + extra_len + comment_len;
@@ -301,9 +298,9 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
             if !want {
                 continue;
             }
-            let v = values
-                .next()
-                .ok_or_else(|| bad(format!("entry {name:?}: zip64 extra field too short")).at(abs))?;
+            let v = values.next().ok_or_else(|| {
+                bad(format!("entry {name:?}: zip64 extra field too short")).at(abs)
+            })?;
             match i {
                 0 => uncompressed = v,
                 1 => compressed = v,
@@ -396,11 +393,9 @@ fn check_overlaps(entries: &mut [Entry]) -> Result<()> {
             continue;
         };
         if a.data_end() > b.header_offset {
-            return Err(bad(format!(
-                "entries {:?} and {:?} overlap",
-                a.name, b.name
-            ))
-            .at(b.header_offset));
+            return Err(
+                bad(format!("entries {:?} and {:?} overlap", a.name, b.name)).at(b.header_offset),
+            );
         }
     }
     let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();

@@ -38,7 +38,9 @@ fn every_array_reads_as_numpy_wrote_it() {
                 assert_eq!(r.len(), arrays.len(), "{file}");
             }
             for (name, want) in arrays {
-                let o = r.object(name).unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+                let o = r
+                    .object(name)
+                    .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
                 let shape: Vec<u64> = want["shape"]
                     .as_array()
                     .unwrap()
@@ -88,10 +90,19 @@ fn stored_entries_are_borrowed_from_the_map() {
     let u8s = r.read::<u8>("u8").unwrap();
     assert!(matches!(u8s, Cow::Borrowed(_)));
     // Fortran order and deflated entries are copies.
-    assert!(matches!(r.object("fortran_f32").unwrap().bytes().unwrap(), Cow::Owned(_)));
+    assert!(matches!(
+        r.object("fortran_f32").unwrap().bytes().unwrap(),
+        Cow::Owned(_)
+    ));
     let d = ztensor::open(dir().join("all_deflated.npz")).unwrap();
-    assert!(matches!(d.object("f32").unwrap().bytes().unwrap(), Cow::Owned(_)));
-    assert_eq!(d.object("f32").unwrap().components[0].encoding.name(), "deflate");
+    assert!(matches!(
+        d.object("f32").unwrap().bytes().unwrap(),
+        Cow::Owned(_)
+    ));
+    assert_eq!(
+        d.object("f32").unwrap().components[0].encoding.name(),
+        "deflate"
+    );
 }
 
 #[test]

@@ -37,9 +37,16 @@ fn every_tensor_reads_as_torch_wrote_it() {
             };
             assert_eq!(r.version(), &version);
             let tensors = tensors.as_object().unwrap();
-            assert_eq!(r.len(), tensors.len(), "{file}: {:?}", r.names().collect::<Vec<_>>());
+            assert_eq!(
+                r.len(),
+                tensors.len(),
+                "{file}: {:?}",
+                r.names().collect::<Vec<_>>()
+            );
             for (name, want) in tensors {
-                let o = r.object(name).unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+                let o = r
+                    .object(name)
+                    .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
                 let shape: Vec<u64> = want["shape"]
                     .as_array()
                     .unwrap()
@@ -91,7 +98,10 @@ fn tied_weights_and_views_share_a_storage_visibly() {
         window.attributes.get("torch.storage_offset"),
         Some(&Value::Integer(5))
     );
-    assert_eq!(&r.read::<i32>("state_dict.window").unwrap()[..], &[5, 6, 7, 8, 9, 10]);
+    assert_eq!(
+        &r.read::<i32>("state_dict.window").unwrap()[..],
+        &[5, 6, 7, 8, 9, 10]
+    );
     assert_eq!(
         &r.read::<i32>("state_dict.every_other").unwrap()[..],
         &[0, 2, 4, 6, 8, 10, 12, 14, 16, 18]
@@ -102,9 +112,15 @@ fn tied_weights_and_views_share_a_storage_visibly() {
 fn strided_tensors_are_read_as_the_tensor() {
     let r = state_dict();
     let t = r.read::<f32>("state_dict.encoder.layer1.w").unwrap();
-    assert_eq!(&r.object("state_dict.encoder.layer1.w").unwrap().shape[..], &[3, 4]);
+    assert_eq!(
+        &r.object("state_dict.encoder.layer1.w").unwrap().shape[..],
+        &[3, 4]
+    );
     assert_eq!(&t[..], &[0., 3., 6., 9., 1., 4., 7., 10., 2., 5., 8., 11.]);
-    assert!(matches!(t, Cow::Owned(_)), "a transpose is gathered into a copy");
+    assert!(
+        matches!(t, Cow::Owned(_)),
+        "a transpose is gathered into a copy"
+    );
     let e = r.read::<f32>("state_dict.expanded").unwrap();
     assert_eq!(&e[..], &[7., 8., 7., 8., 7., 8.]);
     let o = r.object("state_dict.expanded").unwrap();
@@ -122,8 +138,17 @@ fn contiguous_tensors_come_from_the_map() {
         assert!(matches!(v, Cow::Borrowed(_)), "{name}");
     }
     let r = ztensor::open(dir().join("dtypes.pt")).unwrap();
-    for name in ["float32", "bfloat16", "float8_e4m3fn", "complex128", "uint64"] {
-        assert!(matches!(r.object(name).unwrap().bytes().unwrap(), Cow::Borrowed(_)), "{name}");
+    for name in [
+        "float32",
+        "bfloat16",
+        "float8_e4m3fn",
+        "complex128",
+        "uint64",
+    ] {
+        assert!(
+            matches!(r.object(name).unwrap().bytes().unwrap(), Cow::Borrowed(_)),
+            "{name}"
+        );
     }
 }
 

@@ -61,7 +61,10 @@ fn zips() {
     ] {
         let e = open_err(&b);
         assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
-        assert!(e.message().contains("no end of central directory record"), "{e}");
+        assert!(
+            e.message().contains("no end of central directory record"),
+            "{e}"
+        );
     }
 }
 
@@ -103,11 +106,16 @@ fn legacy_pickle() {
             b.push(0x95);
             b.extend(13u64.to_le_bytes());
         }
-        b.extend([0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19]);
+        b.extend([
+            0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19,
+        ]);
         b.extend([b'.'; 20]);
         let e = open_err(&b);
         assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
-        assert!(e.message().contains("invalid pickle: stack underflow"), "{e}");
+        assert!(
+            e.message().contains("invalid pickle: stack underflow"),
+            "{e}"
+        );
     }
     // Any other pickle is not a checkpoint: never run.
     unsupported(

@@ -120,11 +120,17 @@ fn npz_entry(source: &Source, e: &zip::Entry, limits: &Limits) -> Result<ObjectI
     match e.method {
         Method::Stored => {
             let head = source.read_at(e.data_offset, want)?;
-            let h = header(&head, e.uncompressed, limits).map_err(|err| shift(err, e.data_offset))?;
+            let h =
+                header(&head, e.uncompressed, limits).map_err(|err| shift(err, e.data_offset))?;
             if h.data_start + h.data_len != e.uncompressed {
                 return Err(entry_size(&h, e).at(e.data_offset));
             }
-            Ok(object(String::new(), &h, e.data_offset + h.data_start, None))
+            Ok(object(
+                String::new(),
+                &h,
+                e.data_offset + h.data_start,
+                None,
+            ))
         }
         Method::Deflated => {
             let stored = source.read_at(e.data_offset, e.compressed)?;
@@ -580,9 +586,11 @@ mod tests {
         assert!(matches!(d, Descr::Text(t) if t == "<f4"));
         assert!(!f);
         assert_eq!(s, [2, 3]);
-        let (_, _, s) = parse_dict(b"{'descr': '|b1', 'fortran_order': True, 'shape': (), }").unwrap();
+        let (_, _, s) =
+            parse_dict(b"{'descr': '|b1', 'fortran_order': True, 'shape': (), }").unwrap();
         assert!(s.is_empty());
-        let (_, _, s) = parse_dict(b"{'descr': '<i8', 'fortran_order': False, 'shape': (7,), }").unwrap();
+        let (_, _, s) =
+            parse_dict(b"{'descr': '<i8', 'fortran_order': False, 'shape': (7,), }").unwrap();
         assert_eq!(s, [7]);
         let (d, _, _) = parse_dict(
             b"{'descr': [('a', '<i4'), ('b', '<f8')], 'fortran_order': False, 'shape': (2,), }",

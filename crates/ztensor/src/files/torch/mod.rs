@@ -159,9 +159,21 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         .run(&pickled)
         .map_err(|e| e.in_object(&pkl.name))?;
 
-    let records = |key: &str| records.get(format!("{prefix}data/{key}").as_str()).map(|e| (*e).clone());
+    let records = |key: &str| {
+        records
+            .get(format!("{prefix}data/{key}").as_str())
+            .map(|e| (*e).clone())
+    };
     let len = pickled.len() as u64;
-    listing_of(&heap, root, records, byte_order, limits, FileVersion::PyTorch, len)
+    listing_of(
+        &heap,
+        root,
+        records,
+        byte_order,
+        limits,
+        FileVersion::PyTorch,
+        len,
+    )
 }
 
 /// The listing of a checkpoint's value: tensors to objects (their storages found by
@@ -292,7 +304,12 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
         let unit = classes
             .get(key.as_str())
             .and_then(|c| storage_unit(c))
-            .ok_or_else(|| bad(format!("storage {key:?} is listed but no tensor names its type")).at(offset))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "storage {key:?} is listed but no tensor names its type"
+                ))
+                .at(offset)
+            })?;
         let mut n = [0u8; 8];
         source.read_into(offset, &mut n)?;
         let numel = match byte_order {
@@ -302,7 +319,11 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
         let data_offset = offset + 8;
         let len = numel
             .checked_mul(unit)
-            .filter(|&l| data_offset.checked_add(l).is_some_and(|e| e <= source.len()))
+            .filter(|&l| {
+                data_offset
+                    .checked_add(l)
+                    .is_some_and(|e| e <= source.len())
+            })
             .ok_or_else(|| {
                 bad(format!(
                     "storage {key:?} of {numel} elements runs past the end of the file"
@@ -326,7 +347,15 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
         offset = data_offset + len;
     }
     let record = |key: &str| records.get(key).cloned();
-    listing_of(&heap, root, record, byte_order, limits, FileVersion::PyTorchLegacy, at as u64)
+    listing_of(
+        &heap,
+        root,
+        record,
+        byte_order,
+        limits,
+        FileVersion::PyTorchLegacy,
+        at as u64,
+    )
 }
 
 /// A small record's bytes (the byteorder, the pickle), inflated if deflated, at most `cap`.
@@ -460,14 +489,22 @@ fn tensor_object(
     if !contiguous {
         attributes.insert(
             "torch.stride".into(),
-            Value::Array(t.stride.iter().map(|&s| Value::Integer(i128::from(s))).collect()),
+            Value::Array(
+                t.stride
+                    .iter()
+                    .map(|&s| Value::Integer(i128::from(s)))
+                    .collect(),
+            ),
         );
     }
     let mut o = ObjectInfo::raw_dense(
         name.to_owned(),
         shape,
         element,
-        (record.data_offset + start, if contiguous { dense_len } else { span }),
+        (
+            record.data_offset + start,
+            if contiguous { dense_len } else { span },
+        ),
         byte_order,
     );
     o.attributes = attributes;
@@ -580,7 +617,11 @@ impl Walk<'_> {
                 }
             }
             Some(Obj::Tensor(t)) => {
-                let name = if name.is_empty() { "tensor".to_owned() } else { name };
+                let name = if name.is_empty() {
+                    "tensor".to_owned()
+                } else {
+                    name
+                };
                 self.tensors.push((name, (**t).clone()));
             }
             Some(Obj::List(items) | Obj::Tuple(items)) if self.holds_tensors(items) => {
@@ -590,7 +631,11 @@ impl Walk<'_> {
             }
             _ => {
                 let value = self.value(v, depth)?;
-                let key = if name.is_empty() { "value".to_owned() } else { name };
+                let key = if name.is_empty() {
+                    "value".to_owned()
+                } else {
+                    name
+                };
                 self.attributes.insert(key, value);
             }
         }
@@ -676,9 +721,25 @@ mod tests {
     #[test]
     fn every_dtype_name_torch_writes_maps() {
         for n in [
-            "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
-            "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
-            "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+            "float32",
+            "float64",
+            "float16",
+            "bfloat16",
+            "int64",
+            "int32",
+            "int16",
+            "int8",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "bool",
+            "complex64",
+            "complex128",
+            "float8_e4m3fn",
+            "float8_e5m2",
+            "float8_e4m3fnuz",
+            "float8_e5m2fnuz",
             "float8_e8m0fnu",
         ] {
             assert!(dtype_element(n).is_some(), "{n}");
