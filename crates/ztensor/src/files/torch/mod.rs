@@ -19,17 +19,19 @@
 //!   any other dtype is listed with a defect.
 //! - The `byteorder` record (`little`, `big`; absent means little, as older torch wrote).
 
+pub(crate) mod dtypes;
 pub(crate) mod pickle;
 
 use std::collections::BTreeMap;
 
 use zt_container::{Error, Result, Source};
-use zt_formats::{DType, ElementType, Encoding, LogicalType};
+use zt_formats::{DType, ElementType, Encoding};
 use zt_manifest::{Attributes, Shape, Value};
 
 use crate::listing::{Limits, Listing};
 use crate::model::{Arrangement, ByteOrder, Defect, FileVersion, ObjectInfo};
 use crate::zip::{self, Method};
+use dtypes::{dtype_element, storage_dtype};
 use pickle::{Heap, Machine, Obj, Pv, TensorRef, PICKLE_LIMITS};
 
 /// The largest `data.pkl` read (real ones are kilobytes to a few megabytes).
@@ -50,60 +52,6 @@ pub(crate) const MAX_WALK_DEPTH: usize = 64;
 
 fn bad(what: impl std::fmt::Display) -> Error {
     Error::invalid(format!("invalid PyTorch checkpoint: {what}"))
-}
-
-/// The zTensor element type of a torch dtype name (`float32`, `bfloat16`, `float8_e4m3fn`,
-/// and the aliases `float`, `half`, `long`, ...).
-pub(crate) fn dtype_element(name: &str) -> Option<ElementType> {
-    let plain = |d| Some(ElementType::plain(d));
-    let logical = |d, t| {
-        Some(ElementType {
-            dtype: d,
-            logical: Some(t),
-        })
-    };
-    match name {
-        "float32" | "float" => plain(DType::F32),
-        "float64" | "double" => plain(DType::F64),
-        "float16" | "half" => plain(DType::F16),
-        "bfloat16" => plain(DType::BF16),
-        "int64" | "long" => plain(DType::I64),
-        "int32" | "int" => plain(DType::I32),
-        "int16" | "short" => plain(DType::I16),
-        "int8" => plain(DType::I8),
-        "uint8" => plain(DType::U8),
-        "uint16" => plain(DType::U16),
-        "uint32" => plain(DType::U32),
-        "uint64" => plain(DType::U64),
-        "bool" => plain(DType::Bool),
-        "complex64" | "cfloat" => logical(DType::F32, LogicalType::Complex64),
-        "complex128" | "cdouble" => logical(DType::F64, LogicalType::Complex128),
-        "float8_e4m3fn" => logical(DType::U8, LogicalType::F8E4M3Fn),
-        "float8_e5m2" => logical(DType::U8, LogicalType::F8E5M2),
-        "float8_e4m3fnuz" => logical(DType::U8, LogicalType::F8E4M3Fnuz),
-        "float8_e5m2fnuz" => logical(DType::U8, LogicalType::F8E5M2Fnuz),
-        "float8_e8m0fnu" => logical(DType::U8, LogicalType::F8E8M0),
-        _ => None,
-    }
-}
-
-/// The dtype of a typed storage class (`FloatStorage` -> `float32`).
-pub(crate) fn storage_dtype(class: &str) -> Option<&'static str> {
-    Some(match class {
-        "FloatStorage" => "float32",
-        "DoubleStorage" => "float64",
-        "HalfStorage" => "float16",
-        "BFloat16Storage" => "bfloat16",
-        "LongStorage" => "int64",
-        "IntStorage" => "int32",
-        "ShortStorage" => "int16",
-        "CharStorage" => "int8",
-        "ByteStorage" => "uint8",
-        "BoolStorage" => "bool",
-        "ComplexFloatStorage" => "complex64",
-        "ComplexDoubleStorage" => "complex128",
-        _ => return None,
-    })
 }
 
 /// Bytes of one element of a storage's declared size: the class's dtype, or one byte for
@@ -716,35 +664,5 @@ mod tests {
         assert!(is_row_major(&[0, 3], &[0, 0]));
         assert!(is_row_major(&[], &[]));
         assert_eq!(row_major(&[2, 3, 4]), [12, 4, 1]);
-    }
-
-    #[test]
-    fn every_dtype_name_torch_writes_maps() {
-        for n in [
-            "float32",
-            "float64",
-            "float16",
-            "bfloat16",
-            "int64",
-            "int32",
-            "int16",
-            "int8",
-            "uint8",
-            "uint16",
-            "uint32",
-            "uint64",
-            "bool",
-            "complex64",
-            "complex128",
-            "float8_e4m3fn",
-            "float8_e5m2",
-            "float8_e4m3fnuz",
-            "float8_e5m2fnuz",
-            "float8_e8m0fnu",
-        ] {
-            assert!(dtype_element(n).is_some(), "{n}");
-        }
-        assert!(dtype_element("complex32").is_none());
-        assert!(dtype_element("qint8").is_none());
     }
 }

@@ -621,7 +621,7 @@ impl<'h> Machine<'h> {
     }
 
     fn global(&mut self, module: String, name: String) -> Pv {
-        if module == "torch" && super::dtype_element(&name).is_some() {
+        if module == "torch" && super::dtypes::dtype_element(&name).is_some() {
             return self.heap.put(Obj::DType(name));
         }
         self.heap.put(Obj::Global(Box::new((module, name))))
@@ -720,7 +720,7 @@ impl<'h> Machine<'h> {
                 _ => return Err(Stop::Bad("_rebuild_tensor_v3 without a dtype".into())),
             }
         } else {
-            super::storage_dtype(&storage.class)
+            super::dtypes::storage_dtype(&storage.class)
                 .map(str::to_owned)
                 .unwrap_or_else(|| storage.class.clone())
         };
