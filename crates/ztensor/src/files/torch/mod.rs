@@ -181,6 +181,29 @@ pub(crate) fn is_legacy_magic(head: &[u8]) -> bool {
     rest.starts_with(LEGACY_MAGIC) && rest.get(LEGACY_MAGIC.len()) == Some(&b'.')
 }
 
+/// How much of a legacy checkpoint is read first to run its pickles.
+const FIRST_LEGACY_WINDOW: u64 = 1 << 20;
+
+/// Whether the pickle machine stopped because its input ended: a window too small.
+fn pickle_cut_short(e: &Error) -> bool {
+    e.message().contains("ends without STOP") || e.message().contains("bytes asked for")
+}
+
+/// The five pickles at the start of a legacy checkpoint: their heap, their values and where
+/// the storages after them start.
+fn legacy_pickles(bytes: &[u8]) -> Result<(Heap, [Pv; 5], usize)> {
+    let mut heap = Heap::default();
+    let mut at = 0usize;
+    let mut values = [Pv::None; 5];
+    for slot in &mut values {
+        let rest = bytes.get(at..).unwrap_or_default();
+        let (v, used) = Machine::new(&mut heap, PICKLE_LIMITS, at as u64).run(rest)?;
+        *slot = v;
+        at += used;
+    }
+    Ok((heap, values, at))
+}
+
 /// Lists a legacy (pre-1.6) checkpoint: five pickles (the magic number, the protocol version
 /// 1001, the writer's system information, the value, the list of storage keys), then each
 /// storage in the order of that list as its element count (8 bytes) and its elements, in the
@@ -192,27 +215,23 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
             "a pickle that is not a PyTorch checkpoint (no legacy torch.save magic number)",
         ));
     }
-    let prefix_len = source.len().min(MAX_PICKLE_LEN);
-    let bytes = source.read_at(0, prefix_len)?;
-    let mut heap = Heap::default();
-    let mut at = 0usize;
-    let mut values = [Pv::None; 5];
-    for slot in &mut values {
-        let rest = bytes.get(at..).unwrap_or_default();
-        let (v, used) = Machine::new(&mut heap, PICKLE_LIMITS, at as u64)
-            .run(rest)
-            .map_err(|e| {
-                if prefix_len < source.len() && e.message().contains("ends without STOP") {
-                    Error::limit(format!(
+    // The pickles come first and are small; read a first window of the file, and a larger
+    // one only if they do not end within it (a copy when the file is not mapped).
+    let mut window = source.len().min(FIRST_LEGACY_WINDOW);
+    let (heap, values, at) = loop {
+        let bytes = source.read_at(0, window)?;
+        match legacy_pickles(&bytes) {
+            Err(e) if pickle_cut_short(&e) && window < source.len() => {
+                if window == MAX_PICKLE_LEN {
+                    return Err(Error::limit(format!(
                         "the legacy checkpoint's pickles exceed the cap of {MAX_PICKLE_LEN} bytes"
-                    ))
-                } else {
-                    e
+                    )));
                 }
-            })?;
-        *slot = v;
-        at += used;
-    }
+                window = source.len().min(MAX_PICKLE_LEN);
+            }
+            other => break other?,
+        }
+    };
     let [_, version, info, root, keys] = values;
     match version {
         Pv::Int(1001) => {}
