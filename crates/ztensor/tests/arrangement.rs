@@ -1,0 +1,188 @@
+//! Property tests of reads that gather elements: NumPy arrays of any shape in either order
+//! and byte order, and PyTorch tensors of any size, stride and offset over a storage, read
+//! the same values as a naive row-major walk of the index space.
+
+use proptest::prelude::*;
+use ztensor::OpenOptions;
+
+/// A `.npy` of u16 values `f(i)` for row-major index `i`, stored in the given order and
+/// byte order.
+fn npy_u16(shape: &[u64], fortran: bool, big: bool) -> Vec<u8> {
+    let dims = shape
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let shape_text = if shape.len() == 1 {
+        format!("({dims},)")
+    } else {
+        format!("({dims})")
+    };
+    let header = format!(
+        "{{'descr': '{}u2', 'fortran_order': {}, 'shape': {shape_text}, }}\n",
+        if big { '>' } else { '<' },
+        if fortran { "True" } else { "False" }
+    );
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((header.len() as u16).to_le_bytes());
+    b.extend(header.as_bytes());
+    let n: u64 = shape.iter().product();
+    // Storage position p holds the element whose row-major index is i(p).
+    for p in 0..n {
+        let i = if fortran {
+            // p is column-major: decompose with the first index fastest.
+            let mut rest = p;
+            let mut idx = vec![0u64; shape.len()];
+            for (d, &len) in shape.iter().enumerate() {
+                idx[d] = rest % len;
+                rest /= len;
+            }
+            idx.iter()
+                .zip(shape)
+                .fold(0u64, |a, (&x, &len)| a * len + x)
+        } else {
+            p
+        };
+        let v = value(i);
+        b.extend(if big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
+    }
+    b
+}
+
+fn value(i: u64) -> u16 {
+    (i.wrapping_mul(40503) ^ 0x5a5a) as u16
+}
+
+/// A stored zip of the given entries, as torch.save lays out a checkpoint.
+fn zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for (name, data) in entries {
+        let at = out.len() as u32;
+        out.extend(0x0403_4b50u32.to_le_bytes());
+        out.extend([20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        out.extend((data.len() as u32).to_le_bytes());
+        out.extend((data.len() as u32).to_le_bytes());
+        out.extend((name.len() as u16).to_le_bytes());
+        out.extend([0, 0]);
+        out.extend(name.as_bytes());
+        out.extend(*data);
+        central.extend(0x0201_4b50u32.to_le_bytes());
+        central.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        central.extend((data.len() as u32).to_le_bytes());
+        central.extend((data.len() as u32).to_le_bytes());
+        central.extend((name.len() as u16).to_le_bytes());
+        central.extend([0u8; 12]);
+        central.extend(at.to_le_bytes());
+        central.extend(name.as_bytes());
+    }
+    let cd_at = out.len() as u32;
+    out.extend(&central);
+    out.extend(0x0605_4b50u32.to_le_bytes());
+    out.extend([0, 0, 0, 0]);
+    out.extend((entries.len() as u16).to_le_bytes());
+    out.extend((entries.len() as u16).to_le_bytes());
+    out.extend((central.len() as u32).to_le_bytes());
+    out.extend(cd_at.to_le_bytes());
+    out.extend([0, 0]);
+    out
+}
+
+/// `{"t": tensor}` over an IntStorage "0" of `numel` elements.
+fn checkpoint(numel: u64, offset: u64, size: &[u64], stride: &[u64]) -> Vec<u8> {
+    let mut p = vec![0x80, 2, b'}', b'(', b'X', 1, 0, 0, 0, b't'];
+    p.extend(b"ctorch._utils\n_rebuild_tensor_v2\n((");
+    let text = |p: &mut Vec<u8>, s: &str| {
+        p.push(b'X');
+        p.extend((s.len() as u32).to_le_bytes());
+        p.extend(s.as_bytes());
+    };
+    let int = |p: &mut Vec<u8>, v: u64| {
+        p.push(b'J');
+        p.extend((v as i32).to_le_bytes());
+    };
+    text(&mut p, "storage");
+    p.extend(b"ctorch\nIntStorage\n");
+    text(&mut p, "0");
+    text(&mut p, "cpu");
+    int(&mut p, numel);
+    p.extend(b"tQ");
+    int(&mut p, offset);
+    p.push(b'(');
+    size.iter().for_each(|&d| int(&mut p, d));
+    p.extend(b"t(");
+    stride.iter().for_each(|&d| int(&mut p, d));
+    p.extend(b"t\x89}tRu.");
+    let storage: Vec<u8> = (0..numel as i32)
+        .flat_map(|v| (v * 7 - 3).to_le_bytes())
+        .collect();
+    zip(&[
+        ("archive/data.pkl", &p),
+        ("archive/byteorder", b"little"),
+        ("archive/data/0", &storage),
+    ])
+}
+
+proptest! {
+    #[test]
+    fn npy_arrays_read_row_major(
+        shape in proptest::collection::vec(1u64..5, 0..5),
+        fortran: bool,
+        big: bool,
+    ) {
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open_bytes(npy_u16(&shape, fortran, big))
+                .unwrap();
+            let got = r.read::<u16>("array").unwrap();
+            let n: u64 = shape.iter().product();
+            let want: Vec<u16> = (0..n).map(value).collect();
+            prop_assert_eq!(&got[..], &want[..]);
+        }
+    }
+
+    #[test]
+    fn torch_tensors_read_through_their_strides(
+        dims in proptest::collection::vec((0u64..4, 0u64..6), 0..4),
+        offset in 0u64..5,
+        spare in 0u64..3,
+    ) {
+        let size: Vec<u64> = dims.iter().map(|d| d.0).collect();
+        let stride: Vec<u64> = dims.iter().map(|d| d.1).collect();
+        let count: u64 = size.iter().product();
+        let last: u64 = size.iter().zip(&stride).map(|(&n, &s)| n.saturating_sub(1) * s).sum();
+        let numel = offset + if count == 0 { 0 } else { last + 1 } + spare;
+        let r = OpenOptions::new()
+            .open_bytes(checkpoint(numel, offset, &size, &stride))
+            .unwrap();
+        let got = r.read::<i32>("t").unwrap();
+        // The naive walk: every index in row-major order.
+        let mut want = Vec::new();
+        let mut idx = vec![0u64; size.len()];
+        for _ in 0..count {
+            let at = offset + idx.iter().zip(&stride).map(|(&i, &s)| i * s).sum::<u64>();
+            want.push(at as i32 * 7 - 3);
+            for d in (0..size.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < size[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        prop_assert_eq!(&got[..], &want[..]);
+        // A tensor that reaches one element past its storage is refused at open.
+        if count > 0 && spare == 0 {
+            let e = OpenOptions::new()
+                .open_bytes(checkpoint(numel - 1, offset, &size, &stride))
+                .err()
+                .unwrap();
+            prop_assert!(e.message().contains("elements reach byte"), "{}", e);
+        }
+    }
+}
