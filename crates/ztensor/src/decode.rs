@@ -219,7 +219,8 @@ impl Backing {
                     Some(s) => Cow::Borrowed(s),
                     None => file.read_at(comp.offset, comp.length)?,
                 };
-                if arrangement.strides.is_empty() {
+                // Packed elements that fill the span inflate straight into `dst`.
+                if arrangement.strides.is_empty() && arrangement.span == dst.len() as u64 {
                     return crate::zip::inflate_into(&src, arrangement.skip, dst)
                         .map_err(|e| e.at(comp.offset));
                 }

@@ -1,6 +1,6 @@
 //! Property tests of reads that gather elements: NumPy arrays of any shape in either order
-//! and byte order, and PyTorch tensors of any size, stride and offset over a storage, read
-//! the same values as a naive row-major walk of the index space.
+//! and byte order, and PyTorch tensors of any size, stride and offset over a storage (stored
+//! or deflated), read the same values as a naive row-major walk of the index space.
 
 use proptest::prelude::*;
 use ztensor::OpenOptions;
@@ -57,23 +57,33 @@ fn value(i: u64) -> u16 {
     (i.wrapping_mul(40503) ^ 0x5a5a) as u16
 }
 
-/// A stored zip of the given entries, as torch.save lays out a checkpoint.
-fn zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
+/// A zip of the given entries, as torch.save lays out a checkpoint; entries named in
+/// `deflated` are deflated (torch never does this; other zip tools may).
+fn zip(entries: &[(&str, &[u8])], deflated: &[&str]) -> Vec<u8> {
+    use std::io::Write;
     let mut out = Vec::new();
     let mut central = Vec::new();
     for (name, data) in entries {
+        let (method, stored) = if deflated.contains(name) {
+            let mut z =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(data).unwrap();
+            (8u8, z.finish().unwrap())
+        } else {
+            (0u8, data.to_vec())
+        };
         let at = out.len() as u32;
         out.extend(0x0403_4b50u32.to_le_bytes());
-        out.extend([20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-        out.extend((data.len() as u32).to_le_bytes());
+        out.extend([20, 0, 0, 0, method, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        out.extend((stored.len() as u32).to_le_bytes());
         out.extend((data.len() as u32).to_le_bytes());
         out.extend((name.len() as u16).to_le_bytes());
         out.extend([0, 0]);
         out.extend(name.as_bytes());
-        out.extend(*data);
+        out.extend(&stored);
         central.extend(0x0201_4b50u32.to_le_bytes());
-        central.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-        central.extend((data.len() as u32).to_le_bytes());
+        central.extend([20, 0, 20, 0, 0, 0, method, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        central.extend((stored.len() as u32).to_le_bytes());
         central.extend((data.len() as u32).to_le_bytes());
         central.extend((name.len() as u16).to_le_bytes());
         central.extend([0u8; 12]);
@@ -92,8 +102,8 @@ fn zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
     out
 }
 
-/// `{"t": tensor}` over an IntStorage "0" of `numel` elements.
-fn checkpoint(numel: u64, offset: u64, size: &[u64], stride: &[u64]) -> Vec<u8> {
+/// `{"t": tensor}` over an IntStorage "0" of `numel` elements, its record deflated or not.
+fn checkpoint(numel: u64, offset: u64, size: &[u64], stride: &[u64], deflate: bool) -> Vec<u8> {
     let mut p = vec![0x80, 2, b'}', b'(', b'X', 1, 0, 0, 0, b't'];
     p.extend(b"ctorch._utils\n_rebuild_tensor_v2\n((");
     let text = |p: &mut Vec<u8>, s: &str| {
@@ -120,11 +130,15 @@ fn checkpoint(numel: u64, offset: u64, size: &[u64], stride: &[u64]) -> Vec<u8> 
     let storage: Vec<u8> = (0..numel as i32)
         .flat_map(|v| (v * 7 - 3).to_le_bytes())
         .collect();
-    zip(&[
-        ("archive/data.pkl", &p),
-        ("archive/byteorder", b"little"),
-        ("archive/data/0", &storage),
-    ])
+    let deflated: &[&str] = if deflate { &["archive/data/0"] } else { &[] };
+    zip(
+        &[
+            ("archive/data.pkl", &p),
+            ("archive/byteorder", b"little"),
+            ("archive/data/0", &storage),
+        ],
+        deflated,
+    )
 }
 
 proptest! {
@@ -151,6 +165,7 @@ proptest! {
         dims in proptest::collection::vec((0u64..4, 0u64..6), 0..4),
         offset in 0u64..5,
         spare in 0u64..3,
+        deflate: bool,
     ) {
         let size: Vec<u64> = dims.iter().map(|d| d.0).collect();
         let stride: Vec<u64> = dims.iter().map(|d| d.1).collect();
@@ -158,7 +173,7 @@ proptest! {
         let last: u64 = size.iter().zip(&stride).map(|(&n, &s)| n.saturating_sub(1) * s).sum();
         let numel = offset + if count == 0 { 0 } else { last + 1 } + spare;
         let r = OpenOptions::new()
-            .open_bytes(checkpoint(numel, offset, &size, &stride))
+            .open_bytes(checkpoint(numel, offset, &size, &stride, deflate))
             .unwrap();
         let got = r.read::<i32>("t").unwrap();
         // The naive walk: every index in row-major order.
@@ -179,7 +194,7 @@ proptest! {
         // A tensor that reaches one element past its storage is refused at open.
         if count > 0 && spare == 0 {
             let e = OpenOptions::new()
-                .open_bytes(checkpoint(numel - 1, offset, &size, &stride))
+                .open_bytes(checkpoint(numel - 1, offset, &size, &stride, deflate))
                 .err()
                 .unwrap();
             prop_assert!(e.message().contains("elements reach byte"), "{}", e);
