@@ -406,15 +406,21 @@ fn check_overlaps(entries: &mut [Entry]) -> Result<()> {
     Ok(())
 }
 
-/// Inflates the first `want` bytes of a deflated entry (fewer if the stream ends first).
-pub(crate) fn inflate_prefix(stored: &[u8], want: u64) -> Result<Vec<u8>> {
+/// Inflates the first `want` bytes of a deflated stream. `stored` is the whole stream
+/// (`whole`), which must not end before its final block, or a prefix of it, which may end
+/// anywhere: then fewer bytes may come back.
+pub(crate) fn inflate_prefix(stored: &[u8], want: u64, whole: bool) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut out = Vec::new();
-    flate2::read::DeflateDecoder::new(stored)
+    let read = flate2::read::DeflateDecoder::new(stored)
         .take(want)
-        .read_to_end(&mut out)
-        .map_err(|e| bad(format!("deflate stream: {e}")))?;
-    Ok(out)
+        .read_to_end(&mut out);
+    match read {
+        Ok(_) => Ok(out),
+        // A prefix of a stream ends inside it: what was inflated so far is kept.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !whole => Ok(out),
+        Err(e) => Err(bad(format!("deflate stream: {e}"))),
+    }
 }
 
 /// Inflates a deflated stream that must decode to exactly `skip + dst.len()` bytes, dropping

@@ -201,3 +201,33 @@ proptest! {
         }
     }
 }
+
+/// A large deflated `.npz` entry: its header is inflated at open from a prefix of the stream
+/// (never the whole entry), and its elements from the whole stream when read.
+#[test]
+fn large_deflated_npz_entries_read_whole() {
+    let n = 300_000u64;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let values: Vec<u8> = (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let header = format!("{{'descr': '|u1', 'fortran_order': False, 'shape': ({n},), }}\n");
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend((header.len() as u16).to_le_bytes());
+    npy.extend(header.as_bytes());
+    npy.extend(&values);
+    let archive = zip(&[("big.npy", &npy)], &["big.npy"]);
+    assert!(archive.len() > 200_000, "the values do not compress");
+    for unmapped in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.npz");
+        std::fs::write(&path, &archive).unwrap();
+        let r = OpenOptions::new().unmapped(unmapped).open(&path).unwrap();
+        assert_eq!(&r.read::<u8>("big").unwrap()[..], &values[..]);
+    }
+}

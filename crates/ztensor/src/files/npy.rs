@@ -133,8 +133,22 @@ fn npz_entry(source: &Source, e: &zip::Entry, limits: &Limits) -> Result<ObjectI
             ))
         }
         Method::Deflated => {
-            let stored = source.read_at(e.data_offset, e.compressed)?;
-            let head = zip::inflate_prefix(&stored, want).map_err(|err| err.at(e.data_offset))?;
+            // The header is at the start of the stream: read only what can encode it (a
+            // deflate code is at most 15 bits, so two input bytes per output byte and the
+            // block headers), and the whole stream only if that was not enough.
+            let first = e
+                .compressed
+                .min(want.saturating_mul(2).saturating_add(4096));
+            let mut head = Vec::new();
+            for len in [first, e.compressed] {
+                let stored = source.read_at(e.data_offset, len)?;
+                let whole = len == e.compressed;
+                head = zip::inflate_prefix(&stored, want, whole)
+                    .map_err(|err| err.at(e.data_offset))?;
+                if head.len() as u64 == want || whole {
+                    break;
+                }
+            }
             let h = header(&head, e.uncompressed, limits).map_err(|err| err.at(e.data_offset))?;
             if h.data_start + h.data_len != e.uncompressed {
                 return Err(entry_size(&h, e).at(e.data_offset));
