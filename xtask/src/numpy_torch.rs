@@ -644,6 +644,71 @@ pub fn invalid_torch(c: &mut Corpus) {
             "the checkpoint's value has more than 4678 parts",
         ),
         (
+            "pt_pickle_global_too_long.pt",
+            {
+                let mut p = Pickle::new();
+                p.global(&"m".repeat(2000), "f");
+                p.done()
+            },
+            "LimitExceeded",
+            "pickle: a global's module and name exceed 1024 bytes",
+        ),
+        (
+            "pt_pickle_size_rank_65.pt",
+            {
+                let mut p = Pickle::new();
+                p.op(b"}(")
+                    .text("w")
+                    .tensor(&f32_tensor("0", 4, &[1; 65], &[1; 65]));
+                p.op(b"u").done()
+            },
+            "LimitExceeded",
+            "pickle: a tensor's size has 65 dimensions, more than 64",
+        ),
+        (
+            "pt_pickle_key_5000_bytes.pt",
+            Pickle::new()
+                .op(b"}")
+                .text(&"k".repeat(5000))
+                .op(b"Ns")
+                .done(),
+            "LimitExceeded",
+            "a key of 5000 bytes exceeds the name cap of 4096",
+        ),
+        (
+            // One 16 KiB string in a list 200 times: 3.2 MB of attribute text from 17 KB.
+            "pt_pickle_string_200_times.pt",
+            {
+                let mut p = Pickle::new();
+                p.op(b"}")
+                    .text("v")
+                    .text(&"s".repeat(16 << 10))
+                    .op(b"q\x000](");
+                for _ in 0..200 {
+                    p.op(b"h\x00");
+                }
+                p.op(b"es").done()
+            },
+            "LimitExceeded",
+            "the checkpoint's names and values take more than",
+        ),
+        (
+            // _rebuild_from_type_v2(_rebuild_from_type_v2(...)), ten deep.
+            "pt_pickle_calls_nested_10.pt",
+            {
+                let mut p = Pickle::new();
+                p.global("torch._tensor", "_rebuild_from_type_v2")
+                    .op(b"q\x00)");
+                for _ in 0..10 {
+                    // The tuple on the stack becomes the third argument of the next.
+                    p.op(b"q\x01(h\x00Nh\x01Nt");
+                }
+                p.op(b"q\x02h\x00h\x02R").done()
+            },
+            "LimitExceeded",
+            "pickle: _rebuild_from_type_v2 nested more than 8 deep",
+        ),
+        (
             "pt_pickle_dict_holds_itself.pt",
             Pickle::new().op(b"}q\x00").text("a").op(b"h\x00s").done(),
             "LimitExceeded",

@@ -34,6 +34,19 @@ use crate::zip::{self, Method};
 use dtypes::{dtype_element, storage_dtype};
 use pickle::{Heap, Machine, Obj, Pv, TensorRef, PICKLE_LIMITS};
 
+/// A tensor with its storage's key and class and its dtype resolved to text, and its size
+/// and stride to numbers.
+#[derive(Debug, Clone)]
+struct Tensor {
+    key: String,
+    class: String,
+    dtype: String,
+    numel: u64,
+    offset: u64,
+    size: Vec<u64>,
+    stride: Vec<u64>,
+}
+
 /// The largest `data.pkl` read (real ones are kilobytes to a few megabytes).
 pub(crate) const MAX_PICKLE_LEN: u64 = 256 << 20;
 /// Values visited while flattening the pickle's value, all paths together: a value reached
@@ -42,6 +55,16 @@ pub(crate) const MAX_PICKLE_LEN: u64 = 256 << 20;
 /// least once (a tied weight is one 2-byte memo fetch), while shared references nested
 /// level after level would name exponentially many values.
 pub(crate) const MAX_WALK_NODES: u64 = 1 << 22;
+
+/// The bytes of names, texts and storage keys the walk may produce for a pickle of `len`
+/// bytes: a value referenced many times is copied each time, so this too is tied to the
+/// pickle's size (a real checkpoint produces about as many bytes as its pickle holds).
+fn text_budget(len: u64) -> u64 {
+    (1u64 << 30).min(len.saturating_mul(4).saturating_add(1 << 20))
+}
+
+/// The longest flattened name (a real one is tens of bytes).
+pub(crate) const MAX_NAME_LEN: usize = 4096;
 
 /// The walk's cap for a pickle of `len` bytes (see [`MAX_WALK_NODES`]).
 fn walk_cap(len: u64) -> u64 {
@@ -139,6 +162,8 @@ fn listing_of(
         heap,
         nodes: 0,
         cap: walk_cap(pickle_len),
+        spent: 0,
+        budget: text_budget(pickle_len),
         tensors: Vec::new(),
         attributes: Attributes::new(),
     };
@@ -150,7 +175,7 @@ fn listing_of(
     } = walk;
     let mut objects = Vec::with_capacity(tensors.len());
     for (name, t) in tensors {
-        let r = record(&t.storage.key);
+        let r = record(&t.key);
         let o = tensor_object(&name, &t, r.as_ref(), byte_order, limits)
             .map_err(|e| e.in_object(&name))?;
         objects.push(o);
@@ -256,7 +281,9 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
     // Each storage's class, from the persistent ids of the value's pickle.
     let mut classes: BTreeMap<&str, &str> = BTreeMap::new();
     for s in heap.storages() {
-        classes.entry(s.key.as_str()).or_insert(s.class.as_str());
+        if let (Some(key), Some(class)) = (heap.text(s.key), class_name(&heap, s.class)) {
+            classes.entry(key).or_insert(class);
+        }
     }
     let key_list: Vec<Pv> = match heap.get(keys) {
         Some(Obj::List(k)) => k.clone(),
@@ -353,17 +380,13 @@ fn small_record<'s>(
 /// record, checked to stay inside it.
 fn tensor_object(
     name: &str,
-    t: &TensorRef,
+    t: &Tensor,
     record: Option<&zip::Entry>,
     byte_order: ByteOrder,
     limits: &Limits,
 ) -> Result<ObjectInfo> {
-    let record = record.ok_or_else(|| {
-        bad(format!(
-            "storage {:?} has no data/{} record",
-            t.storage.key, t.storage.key
-        ))
-    })?;
+    let record =
+        record.ok_or_else(|| bad(format!("storage {:?} has no data/{} record", t.key, t.key)))?;
     if t.size.len() != t.stride.len() {
         return Err(bad(format!(
             "size {:?} and stride {:?} differ in rank",
@@ -378,7 +401,7 @@ fn tensor_object(
         )));
     }
     let mut attributes = Attributes::new();
-    attributes.insert("torch.storage".into(), Value::Text(t.storage.key.clone()));
+    attributes.insert("torch.storage".into(), Value::Text(t.key.clone()));
     if t.offset != 0 {
         attributes.insert(
             "torch.storage_offset".into(),
@@ -402,16 +425,15 @@ fn tensor_object(
         return Ok(o);
     };
     let size = element.logical_size();
-    let unit = storage_unit(&t.storage.class).unwrap_or(size);
+    let unit = storage_unit(&t.class).unwrap_or(size);
     let storage_bytes = t
-        .storage
         .numel
         .checked_mul(unit)
-        .ok_or_else(|| bad(format!("storage of {} elements overflows", t.storage.numel)))?;
+        .ok_or_else(|| bad(format!("storage of {} elements overflows", t.numel)))?;
     if storage_bytes != record.uncompressed {
         return Err(bad(format!(
             "storage {:?} declares {storage_bytes} bytes, but its record holds {}",
-            t.storage.key, record.uncompressed
+            t.key, record.uncompressed
         ))
         .at(record.data_offset));
     }
@@ -448,7 +470,7 @@ fn tensor_object(
     if count > 0 && end > storage_bytes {
         return Err(bad(format!(
             "elements reach byte {end} of storage {:?}, which holds {storage_bytes}",
-            t.storage.key
+            t.key
         ))
         .at(record.data_offset));
     }
@@ -513,6 +535,15 @@ fn tensor_object(
     Ok(o)
 }
 
+/// A storage class's name: a global's name or a dtype's.
+fn class_name(heap: &Heap, class: Pv) -> Option<&str> {
+    match heap.get(class) {
+        Some(Obj::Global(g)) => Some(g.1.as_str()),
+        Some(Obj::DType(n)) => Some(n.as_str()),
+        _ => None,
+    }
+}
+
 /// Row-major strides of a shape, in elements.
 fn row_major(size: &[u64]) -> Vec<u64> {
     let mut s = vec![1u64; size.len()];
@@ -545,16 +576,11 @@ struct Walk<'h> {
     heap: &'h Heap,
     nodes: u64,
     cap: u64,
-    tensors: Vec<(String, TensorRef)>,
+    tensors: Vec<(String, Tensor)>,
+    /// Bytes of names, texts and keys produced so far, against `budget`.
+    spent: u64,
+    budget: u64,
     attributes: Attributes,
-}
-
-fn join(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{prefix}.{key}")
-    }
 }
 
 impl Walk<'_> {
@@ -574,13 +600,43 @@ impl Walk<'_> {
         Ok(())
     }
 
+    /// Charges `n` bytes of names or texts about to be made against the budget.
+    fn spend(&mut self, n: usize) -> Result<()> {
+        self.spent = self.spent.saturating_add(n as u64);
+        if self.spent > self.budget {
+            return Err(Error::limit(format!(
+                "the checkpoint's names and values take more than {} bytes",
+                self.budget
+            )));
+        }
+        Ok(())
+    }
+
+    /// `prefix.key`, checked against the name cap and the budget before it is made.
+    fn join(&mut self, prefix: &str, key: &str) -> Result<String> {
+        let len = prefix.len() + 1 + key.len();
+        if len > MAX_NAME_LEN {
+            return Err(Error::limit(format!(
+                "a flattened name of {len} bytes exceeds the cap of {MAX_NAME_LEN}"
+            )));
+        }
+        self.spend(len)?;
+        Ok(if prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{prefix}.{key}")
+        })
+    }
+
     fn walk(&mut self, v: Pv, name: String, depth: usize) -> Result<()> {
         self.count(depth)?;
-        match self.heap.get(v) {
+        let heap = self.heap;
+        match heap.get(v) {
             Some(Obj::Dict(items)) => {
                 for &(k, child) in items {
-                    let key = self.key_text(k);
-                    self.walk(child, join(&name, &key), depth + 1)?;
+                    let key = self.key_text(k)?;
+                    let child_name = self.join(&name, &key)?;
+                    self.walk(child, child_name, depth + 1)?;
                 }
             }
             Some(Obj::Tensor(t)) => {
@@ -589,11 +645,13 @@ impl Walk<'_> {
                 } else {
                     name
                 };
-                self.tensors.push((name, (**t).clone()));
+                let t = self.resolve(t)?;
+                self.tensors.push((name, t));
             }
             Some(Obj::List(items) | Obj::Tuple(items)) if self.holds_tensors(items) => {
                 for (i, &child) in items.iter().enumerate() {
-                    self.walk(child, join(&name, &i.to_string()), depth + 1)?;
+                    let child_name = self.join(&name, &i.to_string())?;
+                    self.walk(child, child_name, depth + 1)?;
                 }
             }
             _ => {
@@ -619,28 +677,91 @@ impl Walk<'_> {
         })
     }
 
-    fn key_text(&self, k: Pv) -> String {
-        match (k, self.heap.get(k)) {
-            (_, Some(Obj::Str(s))) => s.clone(),
+    /// A dict key as text, checked against the name cap before it is copied.
+    fn key_text(&mut self, k: Pv) -> Result<String> {
+        let key = match (k, self.heap.get(k)) {
+            (_, Some(Obj::Str(s))) => {
+                if s.len() > MAX_NAME_LEN {
+                    return Err(Error::limit(format!(
+                        "a key of {} bytes exceeds the name cap of {MAX_NAME_LEN}",
+                        s.len()
+                    )));
+                }
+                s.clone()
+            }
             (Pv::Int(n), _) => n.to_string(),
             (Pv::Bool(b), _) => if b { "True" } else { "False" }.to_owned(),
             (Pv::None, _) => "None".to_owned(),
             _ => "?".to_owned(),
+        };
+        self.spend(key.len())?;
+        Ok(key)
+    }
+
+    /// A tensor's handles resolved: its storage's key and class, its dtype, its size and
+    /// stride as numbers.
+    fn resolve(&mut self, t: &TensorRef) -> Result<Tensor> {
+        let heap = self.heap;
+        let Some(Obj::Storage(s)) = heap.get(t.storage) else {
+            return Err(bad("a tensor's storage is not a storage"));
+        };
+        let key = heap.text(s.key).unwrap_or_default();
+        if key.len() > MAX_NAME_LEN {
+            return Err(Error::limit(format!(
+                "a storage key of {} bytes exceeds the cap of {MAX_NAME_LEN}",
+                key.len()
+            )));
         }
+        let class = class_name(heap, s.class).unwrap_or_default();
+        let dtype = match t.dtype.and_then(|d| heap.get(d)) {
+            Some(Obj::DType(d)) => d.clone(),
+            Some(Obj::Global(g)) => format!("{}.{}", g.0, g.1),
+            _ => storage_dtype(class).unwrap_or(class).to_owned(),
+        };
+        self.spend(key.len() + class.len() + dtype.len())?;
+        let ints = |v: Pv, what: &str| -> Result<Vec<u64>> {
+            match heap.get(v) {
+                Some(Obj::Tuple(items)) => items
+                    .iter()
+                    .map(|x| match x {
+                        Pv::Int(n) if *n >= 0 => Ok(*n as u64),
+                        _ => Err(bad(format!(
+                            "a tensor's {what} holds a negative or non-integer"
+                        ))),
+                    })
+                    .collect(),
+                _ => Err(bad(format!("a tensor's {what} is not a tuple"))),
+            }
+        };
+        Ok(Tensor {
+            key: key.to_owned(),
+            class: class.to_owned(),
+            dtype,
+            numel: s.numel,
+            offset: t.offset,
+            size: ints(t.size, "size")?,
+            stride: ints(t.stride, "stride")?,
+        })
     }
 
     /// A leaf as an attribute value (opaque objects as `{"opaque": "module.name"}`).
     fn value(&mut self, v: Pv, depth: usize) -> Result<Value> {
         self.count(depth)?;
+        let heap = self.heap;
         Ok(match v {
             Pv::None => Value::Null,
             Pv::Bool(b) => Value::Bool(b),
             Pv::Int(n) => Value::Integer(i128::from(n)),
             Pv::Float(f) => Value::Float(f),
-            Pv::Obj(_) => match self.heap.get(v) {
-                Some(Obj::Str(s)) => Value::Text(s.clone()),
-                Some(Obj::Bytes(b)) => Value::Bytes(b.clone()),
-                Some(Obj::BigInt(s)) => Value::Text(s.clone()),
+            Pv::Obj(_) => match heap.get(v) {
+                Some(Obj::Str(s) | Obj::BigInt(s)) => {
+                    self.spend(s.len())?;
+                    Value::Text(s.clone())
+                }
+                Some(Obj::Bytes(b)) => {
+                    self.spend(b.len())?;
+                    Value::Bytes(b.clone())
+                }
                 Some(Obj::List(items) | Obj::Tuple(items) | Obj::Set(items)) => {
                     let mut out = Vec::with_capacity(items.len().min(1024));
                     for &i in items {
@@ -651,24 +772,35 @@ impl Walk<'_> {
                 Some(Obj::Dict(items)) => {
                     let mut out = BTreeMap::new();
                     for &(k, i) in items {
-                        let key = self.key_text(k);
+                        let key = self.key_text(k)?;
                         let val = self.value(i, depth + 1)?;
                         out.insert(key, val);
                     }
                     Value::Map(out)
                 }
-                Some(Obj::DType(d)) => opaque(format!("torch.{d}")),
-                Some(Obj::Global(g)) => opaque(format!("{}.{}", g.0, g.1)),
-                Some(Obj::Opaque(n)) => opaque(n.clone()),
-                Some(Obj::Storage(s)) => opaque(format!("storage {}", s.key)),
+                Some(Obj::DType(d)) => self.opaque(format!("torch.{d}"))?,
+                Some(Obj::Global(g)) => self.opaque(format!("{}.{}", g.0, g.1))?,
+                Some(Obj::Opaque(cls)) => match heap.get(*cls) {
+                    Some(Obj::Global(g)) => self.opaque(format!("{}.{}", g.0, g.1))?,
+                    _ => self.opaque("an object".to_owned())?,
+                },
+                Some(Obj::Storage(s)) => {
+                    let key = heap.text(s.key).unwrap_or_default();
+                    let key: String = key.chars().take(64).collect();
+                    self.opaque(format!("storage {key}"))?
+                }
                 Some(Obj::Tensor(_)) | None => Value::Null,
             },
         })
     }
-}
 
-fn opaque(name: String) -> Value {
-    Value::Map(BTreeMap::from([("opaque".to_owned(), Value::Text(name))]))
+    fn opaque(&mut self, name: String) -> Result<Value> {
+        self.spend(name.len())?;
+        Ok(Value::Map(BTreeMap::from([(
+            "opaque".to_owned(),
+            Value::Text(name),
+        )])))
+    }
 }
 
 #[cfg(test)]

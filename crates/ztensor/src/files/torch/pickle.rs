@@ -26,18 +26,28 @@ pub(crate) struct PickleLimits {
     pub max_string: u64,
     /// Items held by all lists, tuples, dicts and sets together.
     pub max_items: u64,
+    /// Objects in the heap (each 32 bytes at most, strings' bytes apart).
+    pub max_objects: usize,
 }
+
+/// The longest module plus name of a global we keep (real ones are tens of bytes).
+pub(crate) const MAX_GLOBAL_NAME: usize = 1024;
+/// Calls evaluated inside one another (a tensor subclass rebuilt from a tensor).
+const MAX_NESTED_CALLS: usize = 8;
+/// Most dimensions a tensor's size or stride tuple may have, checked before it is read.
+pub(crate) const MAX_TENSOR_RANK: usize = 64;
 
 /// The limits checkpoints are read under: far above real state dicts (a 100,000-tensor
 /// checkpoint runs about 3 million opcodes; pickle batches dict and list items by 1,000, so
 /// its stack stays near 2,000), far below what would exhaust memory (a value costs 16 bytes
 /// on the stack, an object 32 in the heap).
 pub(crate) const PICKLE_LIMITS: PickleLimits = PickleLimits {
-    max_opcodes: 1 << 26,
+    max_opcodes: 1 << 24,
     max_stack: 1 << 15,
     max_memo: 1 << 22,
     max_string: 1 << 24,
     max_items: 1 << 24,
+    max_objects: 1 << 22,
 };
 
 /// A handle to a value: scalars inline, everything else in the [`Heap`].
@@ -51,26 +61,32 @@ pub(crate) enum Pv {
     Obj(u32),
 }
 
-/// A storage as a persistent id names it: `('storage', type, key, location, numel)`.
-#[derive(Debug, Clone, PartialEq)]
+/// A storage as a persistent id names it: `('storage', type, key, location, numel)`. The
+/// type and key are handles to heap objects, resolved (and their lengths checked) when the
+/// value is walked: a pickle that names one storage many times costs a handle each time.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct StorageRef {
-    /// The storage class (`FloatStorage`, `UntypedStorage`, ...).
-    pub class: String,
-    /// The record key (`data/<key>` in the archive).
-    pub key: String,
+    /// The storage class: a [`Obj::Global`] (`torch FloatStorage`, `UntypedStorage`) or an
+    /// [`Obj::DType`].
+    pub class: Pv,
+    /// The record key (`data/<key>` in the archive): an [`Obj::Str`].
+    pub key: Pv,
     /// Elements (bytes for `UntypedStorage`) it declares.
     pub numel: u64,
 }
 
-/// A tensor as `_rebuild_tensor_v2`/`_v3` describes it.
-#[derive(Debug, Clone, PartialEq)]
+/// A tensor as `_rebuild_tensor_v2`/`_v3` describes it, by handles (see [`StorageRef`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct TensorRef {
-    pub storage: StorageRef,
-    /// The dtype's name (`float32`), from the storage class or v3's dtype argument.
-    pub dtype: String,
+    /// An [`Obj::Storage`].
+    pub storage: Pv,
+    /// v3's dtype argument (an [`Obj::DType`] or [`Obj::Global`]); v2 tensors take the
+    /// storage class's dtype.
+    pub dtype: Option<Pv>,
     pub offset: u64,
-    pub size: Vec<u64>,
-    pub stride: Vec<u64>,
+    /// Tuples of integers, checked when the tensor is listed.
+    pub size: Pv,
+    pub stride: Pv,
 }
 
 /// A value in the heap.
@@ -86,9 +102,10 @@ pub(crate) enum Obj {
     Set(Vec<Pv>),
     /// A global, named (module, name), never looked up.
     Global(Box<(String, String)>),
-    /// What a call we do not evaluate would have made: the callable's name.
-    Opaque(String),
-    Storage(Box<StorageRef>),
+    /// What a call or class we do not evaluate would have made: the callable's or class's
+    /// global, or `Pv::None` when it was not a global.
+    Opaque(Pv),
+    Storage(StorageRef),
     Tensor(Box<TensorRef>),
     /// A `torch.dtype` global (`torch float32`): the name.
     DType(String),
@@ -111,9 +128,22 @@ impl Heap {
     /// Every storage a persistent id named.
     pub fn storages(&self) -> impl Iterator<Item = &StorageRef> {
         self.objs.iter().filter_map(|o| match o {
-            Obj::Storage(s) => Some(&**s),
+            Obj::Storage(s) => Some(s),
             _ => None,
         })
+    }
+
+    /// The text of a string object.
+    pub fn text(&self, v: Pv) -> Option<&str> {
+        match self.get(v) {
+            Some(Obj::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// How many objects the heap holds.
+    fn len(&self) -> usize {
+        self.objs.len()
     }
 
     fn put(&mut self, o: Obj) -> Pv {
@@ -141,6 +171,8 @@ pub(crate) struct Machine<'h> {
     pub heap: &'h mut Heap,
     limits: PickleLimits,
     items: u64,
+    /// Calls being evaluated inside one another (`_rebuild_from_type_v2`).
+    nested: usize,
     /// Offset of the pickle in the file, for errors.
     base: u64,
 }
@@ -193,6 +225,7 @@ impl<'h> Machine<'h> {
             heap,
             limits,
             items: 0,
+            nested: 0,
             base,
         }
     }
@@ -237,6 +270,13 @@ impl<'h> Machine<'h> {
                 return Err(Error::limit(format!(
                     "pickle runs more than {} opcodes",
                     self.limits.max_opcodes
+                ))
+                .at(self.base + op_at as u64));
+            }
+            if self.heap.len() > self.limits.max_objects {
+                return Err(Error::limit(format!(
+                    "pickle builds more than {} objects",
+                    self.limits.max_objects
                 ))
                 .at(self.base + op_at as u64));
             }
@@ -512,21 +552,22 @@ impl<'h> Machine<'h> {
             b'c' => {
                 let module = str_of(input.line().map_err(e)?)?;
                 let name = str_of(input.line().map_err(e)?)?;
-                let v = self.global(module, name);
+                let v = self.global(module, name)?;
                 stack.push(Slot::Val(v));
             }
             0x93 => {
                 let name = pop(stack)?;
                 let module = pop(stack)?;
-                let (Some(Obj::Str(m)), Some(Obj::Str(n))) =
-                    (self.heap.get(module), self.heap.get(name))
-                else {
+                let (Some(m), Some(n)) = (self.heap.text(module), self.heap.text(name)) else {
                     return Err(Stop::Bad(
                         "STACK_GLOBAL of something that is not a string".into(),
                     ));
                 };
-                let (m, n) = (m.clone(), n.clone());
-                let v = self.global(m, n);
+                if m.len() + n.len() > MAX_GLOBAL_NAME {
+                    return Err(global_too_long());
+                }
+                let (m, n) = (m.to_owned(), n.to_owned());
+                let v = self.global(m, n)?;
                 stack.push(Slot::Val(v));
             }
             b'R' => {
@@ -599,7 +640,8 @@ impl<'h> Machine<'h> {
                     let module = str_of(input.line().map_err(e)?)?;
                     let name = str_of(input.line().map_err(e)?)?;
                     pop_mark(stack)?;
-                    let v = self.heap.put(Obj::Opaque(format!("{module}.{name}")));
+                    let cls = self.global(module, name)?;
+                    let v = self.heap.put(Obj::Opaque(cls));
                     stack.push(Slot::Val(v));
                 } else {
                     let mut items = pop_mark(stack)?;
@@ -620,89 +662,99 @@ impl<'h> Machine<'h> {
         Ok(None)
     }
 
-    fn global(&mut self, module: String, name: String) -> Pv {
-        if module == "torch" && super::dtypes::dtype_element(&name).is_some() {
-            return self.heap.put(Obj::DType(name));
+    fn global(&mut self, module: String, name: String) -> std::result::Result<Pv, Stop> {
+        if module.len() + name.len() > MAX_GLOBAL_NAME {
+            return Err(global_too_long());
         }
-        self.heap.put(Obj::Global(Box::new((module, name))))
+        if module == "torch" && super::dtypes::dtype_element(&name).is_some() {
+            return Ok(self.heap.put(Obj::DType(name)));
+        }
+        Ok(self.heap.put(Obj::Global(Box::new((module, name)))))
     }
 
-    /// The value an object of class `cls` stands for, never built: an opaque name.
+    /// The value an object of class `cls` stands for, never built: opaque.
     fn opaque_of(&mut self, cls: Pv) -> Pv {
-        let name = match self.heap.get(cls) {
-            Some(Obj::Global(g)) => format!("{}.{}", g.0, g.1),
-            _ => "an object".to_owned(),
+        let cls = match self.heap.get(cls) {
+            Some(Obj::Global(_)) => cls,
+            _ => Pv::None,
         };
-        self.heap.put(Obj::Opaque(name))
+        self.heap.put(Obj::Opaque(cls))
     }
 
     /// `callable(*args)`, for the callables a state dict uses; anything else is opaque.
+    /// Nothing is copied from the arguments beyond the few handles a known callable reads.
     fn reduce(&mut self, callable: Pv, args: Pv) -> std::result::Result<Pv, Stop> {
-        let (module, name) = match self.heap.get(callable) {
-            Some(Obj::Global(g)) => (g.0.clone(), g.1.clone()),
-            _ => return Ok(self.heap.put(Obj::Opaque("a call".to_owned()))),
+        let known = match self.heap.get(callable) {
+            Some(Obj::Global(g)) => Known::of(&g.0, &g.1),
+            _ => return Ok(self.opaque_of(callable)),
         };
-        let args: Vec<Pv> = match self.heap.get(args) {
-            Some(Obj::Tuple(a)) => a.clone(),
-            _ => {
-                return Err(Stop::Bad(format!(
-                    "{module}.{name} called with no argument tuple"
-                )))
+        let (count, first) = match self.heap.get(args) {
+            Some(Obj::Tuple(a)) => {
+                let mut first = [Pv::None; 8];
+                for (slot, v) in first.iter_mut().zip(a) {
+                    *slot = *v;
+                }
+                (a.len(), first)
             }
+            _ => return Err(Stop::Bad("a call with no argument tuple".into())),
         };
-        let arg = |i: usize| args.get(i).copied().unwrap_or(Pv::None);
-        match (module.as_str(), name.as_str()) {
-            ("collections", "OrderedDict") => {
-                if !args.is_empty() {
+        let arg = |i: usize| first.get(i).copied().unwrap_or(Pv::None);
+        match known {
+            Known::OrderedDict => {
+                if count != 0 {
                     return Err(Stop::Unsupported("OrderedDict built from arguments".into()));
                 }
                 Ok(self.heap.put(Obj::Dict(Vec::new())))
             }
-            ("torch", "Size") => match self.heap.get(arg(0)) {
-                Some(Obj::Tuple(t)) => {
-                    let t = t.clone();
-                    Ok(self.heap.put(Obj::Tuple(t)))
-                }
+            // A size is its tuple.
+            Known::Size => match self.heap.get(arg(0)) {
+                Some(Obj::Tuple(_)) => Ok(arg(0)),
                 _ => Err(Stop::Bad(
                     "torch.Size of something that is not a tuple".into(),
                 )),
             },
-            ("torch._utils", "_rebuild_tensor_v2" | "_rebuild_tensor_v3") => {
-                let v3 = name.ends_with("v3");
-                self.rebuild_tensor(&args, v3)
-            }
-            ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state") => {
-                match self.heap.get(arg(0)) {
-                    Some(Obj::Tensor(_)) => Ok(arg(0)),
-                    _ => Ok(self.heap.put(Obj::Opaque(format!("{module}.{name}")))),
-                }
-            }
-            ("torch._tensor", "_rebuild_from_type_v2") => {
-                // (func, new_type, args, state): the tensor is func(*args).
-                let func = arg(0);
-                let inner = arg(2);
-                self.reduce(func, inner)
-            }
-            ("_codecs", "encode") => match (self.heap.get(arg(0)), self.heap.get(arg(1))) {
-                (Some(Obj::Str(s)), Some(Obj::Str(enc))) if enc == "latin1" || enc == "latin-1" => {
-                    let b: Option<Vec<u8>> = s.chars().map(|c| u8::try_from(c).ok()).collect();
-                    match b {
-                        Some(b) => Ok(self.heap.put(Obj::Bytes(b))),
-                        None => Err(Stop::Bad("latin-1 text with a character above 255".into())),
-                    }
-                }
-                _ => Ok(self.heap.put(Obj::Opaque("_codecs.encode".into()))),
+            Known::RebuildTensor { v3 } => self.rebuild_tensor(&first, v3),
+            Known::Parameter => match self.heap.get(arg(0)) {
+                Some(Obj::Tensor(_)) => Ok(arg(0)),
+                _ => Ok(self.opaque_of(callable)),
             },
-            _ => Ok(self.heap.put(Obj::Opaque(format!("{module}.{name}")))),
+            // (func, new_type, args, state): the tensor is func(*args). Chains of these
+            // are as deep as their bytes allow: only a few levels are followed.
+            Known::FromType => {
+                if self.nested >= MAX_NESTED_CALLS {
+                    return Err(Stop::Limit(format!(
+                        "_rebuild_from_type_v2 nested more than {MAX_NESTED_CALLS} deep"
+                    )));
+                }
+                self.nested += 1;
+                let v = self.reduce(arg(0), arg(2));
+                self.nested -= 1;
+                v
+            }
+            Known::CodecsEncode => {
+                let latin1 = matches!(self.heap.text(arg(1)), Some("latin1" | "latin-1"));
+                match self.heap.text(arg(0)) {
+                    Some(s) if latin1 => {
+                        let b: Option<Vec<u8>> = s.chars().map(|c| u8::try_from(c).ok()).collect();
+                        match b {
+                            Some(b) => Ok(self.heap.put(Obj::Bytes(b))),
+                            None => {
+                                Err(Stop::Bad("latin-1 text with a character above 255".into()))
+                            }
+                        }
+                    }
+                    _ => Ok(self.opaque_of(callable)),
+                }
+            }
+            Known::Other => Ok(self.opaque_of(callable)),
         }
     }
 
-    fn rebuild_tensor(&mut self, args: &[Pv], v3: bool) -> std::result::Result<Pv, Stop> {
+    fn rebuild_tensor(&mut self, args: &[Pv; 8], v3: bool) -> std::result::Result<Pv, Stop> {
         let arg = |i: usize| args.get(i).copied().unwrap_or(Pv::None);
-        let storage = match self.heap.get(arg(0)) {
-            Some(Obj::Storage(s)) => (**s).clone(),
-            _ => return Err(Stop::Bad("a tensor whose storage is not a storage".into())),
-        };
+        if !matches!(self.heap.get(arg(0)), Some(Obj::Storage(_))) {
+            return Err(Stop::Bad("a tensor whose storage is not a storage".into()));
+        }
         let offset = match arg(1) {
             Pv::Int(n) if n >= 0 => n as u64,
             _ => {
@@ -711,81 +763,113 @@ impl<'h> Machine<'h> {
                 ))
             }
         };
-        let size = self.ints(arg(2), "size")?;
-        let stride = self.ints(arg(3), "stride")?;
+        for (v, what) in [(arg(2), "size"), (arg(3), "stride")] {
+            match self.heap.get(v) {
+                Some(Obj::Tuple(t)) if t.len() > MAX_TENSOR_RANK => {
+                    return Err(Stop::Limit(format!(
+                        "a tensor's {what} has {} dimensions, more than {MAX_TENSOR_RANK}",
+                        t.len()
+                    )))
+                }
+                Some(Obj::Tuple(_)) => {}
+                _ => return Err(Stop::Bad(format!("a tensor's {what} is not a tuple"))),
+            }
+        }
         let dtype = if v3 {
             match self.heap.get(arg(6)) {
-                Some(Obj::DType(d)) => d.clone(),
-                Some(Obj::Global(g)) => format!("{}.{}", g.0, g.1),
+                Some(Obj::DType(_) | Obj::Global(_)) => Some(arg(6)),
                 _ => return Err(Stop::Bad("_rebuild_tensor_v3 without a dtype".into())),
             }
         } else {
-            super::dtypes::storage_dtype(&storage.class)
-                .map(str::to_owned)
-                .unwrap_or_else(|| storage.class.clone())
+            None
         };
         Ok(self.heap.put(Obj::Tensor(Box::new(TensorRef {
-            storage,
+            storage: arg(0),
             dtype,
             offset,
-            size,
-            stride,
+            size: arg(2),
+            stride: arg(3),
         }))))
-    }
-
-    fn ints(&self, v: Pv, what: &str) -> std::result::Result<Vec<u64>, Stop> {
-        match self.heap.get(v) {
-            Some(Obj::Tuple(t)) => t
-                .iter()
-                .map(|x| match x {
-                    Pv::Int(n) if *n >= 0 => Ok(*n as u64),
-                    _ => Err(Stop::Bad(format!(
-                        "a tensor's {what} holds a negative or non-integer"
-                    ))),
-                })
-                .collect(),
-            _ => Err(Stop::Bad(format!("a tensor's {what} is not a tuple"))),
-        }
     }
 
     /// `persistent_load(('storage', type, key, location, numel))`.
     fn persistent(&mut self, pid: Pv) -> std::result::Result<Pv, Stop> {
-        let items = match self.heap.get(pid) {
-            Some(Obj::Tuple(t)) => t.clone(),
+        let (count, items) = match self.heap.get(pid) {
+            Some(Obj::Tuple(t)) => {
+                let mut items = [Pv::None; 6];
+                for (slot, v) in items.iter_mut().zip(t) {
+                    *slot = *v;
+                }
+                (t.len(), items)
+            }
             _ => return Err(Stop::Bad("a persistent id that is not a tuple".into())),
         };
-        let text = |v: Option<&Pv>| match v.and_then(|v| self.heap.get(*v)) {
-            Some(Obj::Str(s)) => Some(s.clone()),
-            _ => None,
-        };
-        if text(items.first()).as_deref() != Some("storage") || items.len() < 5 {
+        if self.heap.text(items[0]) != Some("storage") || count < 5 {
             return Err(Stop::Unsupported(
                 "a persistent id other than ('storage', type, key, location, size)".into(),
             ));
         }
-        let class = match items.get(1).and_then(|v| self.heap.get(*v)) {
-            Some(Obj::Global(g)) => g.1.clone(),
-            Some(Obj::DType(n)) => n.clone(),
-            _ => return Err(Stop::Bad("a storage type that is not a class".into())),
-        };
-        let key = text(items.get(2))
-            .ok_or_else(|| Stop::Bad("a storage key that is not a string".into()))?;
+        if !matches!(
+            self.heap.get(items[1]),
+            Some(Obj::Global(_) | Obj::DType(_))
+        ) {
+            return Err(Stop::Bad("a storage type that is not a class".into()));
+        }
+        if self.heap.text(items[2]).is_none() {
+            return Err(Stop::Bad("a storage key that is not a string".into()));
+        }
         // Legacy checkpoints add view metadata, which only pre-0.4 storage views had.
-        if !matches!(items.get(5), None | Some(Pv::None)) {
+        if count > 5 && items[5] != Pv::None {
             return Err(Stop::Unsupported("a legacy storage view (pre-0.4)".into()));
         }
-        let numel = match items.get(4) {
-            Some(Pv::Int(n)) if *n >= 0 => *n as u64,
+        let numel = match items[4] {
+            Pv::Int(n) if n >= 0 => n as u64,
             _ => {
                 return Err(Stop::Bad(
                     "a storage size that is not a non-negative integer".into(),
                 ))
             }
         };
-        Ok(self
-            .heap
-            .put(Obj::Storage(Box::new(StorageRef { class, key, numel }))))
+        Ok(self.heap.put(Obj::Storage(StorageRef {
+            class: items[1],
+            key: items[2],
+            numel,
+        })))
     }
+}
+
+/// The callables [`Machine::reduce`] evaluates.
+enum Known {
+    OrderedDict,
+    Size,
+    RebuildTensor { v3: bool },
+    Parameter,
+    FromType,
+    CodecsEncode,
+    Other,
+}
+
+impl Known {
+    fn of(module: &str, name: &str) -> Self {
+        match (module, name) {
+            ("collections", "OrderedDict") => Known::OrderedDict,
+            ("torch", "Size") => Known::Size,
+            ("torch._utils", "_rebuild_tensor_v2") => Known::RebuildTensor { v3: false },
+            ("torch._utils", "_rebuild_tensor_v3") => Known::RebuildTensor { v3: true },
+            ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state") => {
+                Known::Parameter
+            }
+            ("torch._tensor", "_rebuild_from_type_v2") => Known::FromType,
+            ("_codecs", "encode") => Known::CodecsEncode,
+            _ => Known::Other,
+        }
+    }
+}
+
+fn global_too_long() -> Stop {
+    Stop::Limit(format!(
+        "a global's module and name exceed {MAX_GLOBAL_NAME} bytes"
+    ))
 }
 
 /// Why a step stopped the machine.
@@ -870,7 +954,13 @@ mod tests {
         // os.system('echo') becomes an opaque value naming os.system.
         let p = b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00echo\x85R.";
         let (heap, v) = run(p).unwrap();
-        assert_eq!(heap.get(v), Some(&Obj::Opaque("os.system".into())));
+        let Some(Obj::Opaque(g)) = heap.get(v) else {
+            panic!()
+        };
+        assert_eq!(
+            heap.get(*g),
+            Some(&Obj::Global(Box::new(("os".into(), "system".into()))))
+        );
     }
 
     #[test]
@@ -919,6 +1009,7 @@ mod limit_tests {
         max_memo: 10,
         max_string: 16,
         max_items: 20,
+        max_objects: 1000,
     };
 
     #[test]
@@ -950,6 +1041,17 @@ mod limit_tests {
             e.message().contains("containers hold more than 20 items"),
             "{e}"
         );
+
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(b"]0".repeat(40));
+        let e = run_with(
+            PickleLimits {
+                max_objects: 30,
+                ..SMALL
+            },
+            &p,
+        );
+        assert!(e.message().contains("builds more than 30 objects"), "{e}");
 
         let mut p = b"\x80\x02".to_vec();
         p.extend(b"N".repeat(51));
