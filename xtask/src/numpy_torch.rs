@@ -312,6 +312,20 @@ pub fn invalid_numpy(c: &mut Corpus) {
         "LimitExceeded",
         "declared decompressed size 8589934592 exceeds the cap of 4294967296 bytes",
     );
+    // Twenty arrays whose headers are 64 KiB of spaces each: 1.3 MB of headers deflated
+    // into a few kilobytes.
+    let padded = format!("{}{}", f32_header("(0,)"), " ".repeat(65_000));
+    let entries: Vec<Entry> = (0..20)
+        .map(|i| Entry::deflated(&format!("a{i}.npy"), &npy(2, &padded, &[])))
+        .collect();
+    let (b, _) = zip_build::write(&entries);
+    c.invalid(
+        "npz_headers_inflate_1mb.npz",
+        b,
+        open,
+        "LimitExceeded",
+        "the archive's deflated .npy headers inflate to more than",
+    );
     let full = npy(1, &f32_header("(3,)"), &data8);
     let (b, _) = zip_build::write(&[Entry::stored("w.npy", &full)]);
     c.invalid(

@@ -82,9 +82,13 @@ pub(crate) fn list_npy(source: &Source, limits: &Limits) -> Result<Listing> {
 pub(crate) fn list_npz(source: &Source, limits: &Limits) -> Result<Listing> {
     let entries = zip::entries(source)?;
     let mut objects = Vec::with_capacity(entries.len());
+    // Deflated headers are inflated at open: their total is tied to the archive's size, so
+    // many entries of large, highly compressed headers cannot make opening slow.
+    let mut inflate_budget = source.len().saturating_mul(16).saturating_add(1 << 20);
     for e in &entries {
         let name = e.name.strip_suffix(".npy").unwrap_or(&e.name).to_owned();
-        let listed = npz_entry(source, e, limits).map_err(|err| err.in_object(&name));
+        let listed =
+            npz_entry(source, e, limits, &mut inflate_budget).map_err(|err| err.in_object(&name));
         match listed {
             Ok(o) => objects.push(ObjectInfo { name, ..o }),
             Err(err) if err.kind() == zt_container::ErrorKind::Unsupported => {
@@ -109,7 +113,12 @@ pub(crate) fn list_npz(source: &Source, limits: &Limits) -> Result<Listing> {
 }
 
 /// One `.npz` entry as an object (named later).
-fn npz_entry(source: &Source, e: &zip::Entry, limits: &Limits) -> Result<ObjectInfo> {
+fn npz_entry(
+    source: &Source,
+    e: &zip::Entry,
+    limits: &Limits,
+    inflate_budget: &mut u64,
+) -> Result<ObjectInfo> {
     if !e.name.ends_with(".npy") {
         return Err(Error::unsupported(format!(
             "zip entry {:?} is not a .npy array",
@@ -139,6 +148,20 @@ fn npz_entry(source: &Source, e: &zip::Entry, limits: &Limits) -> Result<ObjectI
             let first = e
                 .compressed
                 .min(want.saturating_mul(2).saturating_add(4096));
+            // Inflate the fixed part first, then exactly the header it declares.
+            let fixed = {
+                let stored = source.read_at(e.data_offset, e.compressed.min(4096))?;
+                let whole = e.compressed <= 4096;
+                zip::inflate_prefix(&stored, 12, whole).map_err(|err| err.at(e.data_offset))?
+            };
+            let want = declared_header_end(&fixed).map_or(want, |end| end.min(want));
+            if want > *inflate_budget {
+                return Err(Error::limit(format!(
+                    "the archive's deflated .npy headers inflate to more than {} bytes",
+                    source.len().saturating_mul(16).saturating_add(1 << 20)
+                )));
+            }
+            *inflate_budget -= want;
             let mut head = Vec::new();
             for len in [first, e.compressed] {
                 let stored = source.read_at(e.data_offset, len)?;
@@ -156,6 +179,20 @@ fn npz_entry(source: &Source, e: &zip::Entry, limits: &Limits) -> Result<ObjectI
             let span = (e.data_offset, e.compressed, h.data_start);
             Ok(object(String::new(), &h, 0, Some(span)))
         }
+    }
+}
+
+/// Where a header ends, from the magic, version and length at its start (12 bytes suffice);
+/// `None` when those are not a `.npy` start (the full parse then says what is wrong).
+fn declared_header_end(fixed: &[u8]) -> Option<u64> {
+    if !fixed.starts_with(NPY_MAGIC) {
+        return None;
+    }
+    let f = |i: usize| fixed.get(i).copied().map(u64::from);
+    match fixed.get(6) {
+        Some(1) => Some(10 + (f(8)? | f(9)? << 8)),
+        Some(2 | 3) => Some(12 + (f(8)? | f(9)? << 8 | f(10)? << 16 | f(11)? << 24)),
+        _ => None,
     }
 }
 
