@@ -131,6 +131,44 @@ fn convert_keeps_every_value_exactly() {
             assert!(d.contains("hold the same objects and values"), "{d}");
         }
     }
+    // merge and rm to v1.2 copy raw blobs as stored, except where elements are gathered.
+    ok(&[
+        "merge",
+        &fx("pytorch/state_dict.pt"),
+        &fx("numpy/v1_fortran_f64.npy"),
+        "-o",
+        &s(&out("merged.zt")),
+        "--to",
+        "v1.2",
+    ]);
+    let merged = ztensor::open(out("merged.zt")).unwrap();
+    assert_eq!(
+        &merged.read::<f32>("state_dict.encoder.layer1.w").unwrap()[..],
+        &[0., 3., 6., 9., 1., 4., 7., 10., 2., 5., 8., 11.]
+    );
+    let f = ztensor::open(fx("numpy/v1_fortran_f64.npy")).unwrap();
+    assert_eq!(
+        merged.read::<f64>("array").unwrap(),
+        f.read::<f64>("array").unwrap()
+    );
+    ok(&[
+        "rm",
+        &fx("pytorch/state_dict.pt"),
+        "state_dict.empty",
+        "-o",
+        &s(&out("rm.zt")),
+        "--to",
+        "v1.2",
+    ]);
+    let (src, kept) = (
+        ztensor::open(fx("pytorch/state_dict.pt")).unwrap(),
+        ztensor::open(out("rm.zt")).unwrap(),
+    );
+    assert_eq!(kept.len(), src.len() - 1);
+    for name in kept.names() {
+        let a = src.object(name).unwrap().bytes().unwrap();
+        assert_eq!(a, kept.object(name).unwrap().bytes().unwrap(), "{name}");
+    }
     // Non-text values cannot be safetensors metadata: a usage error, nothing written.
     let o = zt(&[
         "convert",
