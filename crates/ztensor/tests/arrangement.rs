@@ -111,9 +111,15 @@ fn checkpoint(numel: u64, offset: u64, size: &[u64], stride: &[u64], deflate: bo
         p.extend((s.len() as u32).to_le_bytes());
         p.extend(s.as_bytes());
     };
-    let int = |p: &mut Vec<u8>, v: u64| {
-        p.push(b'J');
-        p.extend((v as i32).to_le_bytes());
+    let int = |p: &mut Vec<u8>, v: u64| match i32::try_from(v) {
+        Ok(v) => {
+            p.push(b'J');
+            p.extend(v.to_le_bytes());
+        }
+        Err(_) => {
+            p.extend([0x8a, 8]);
+            p.extend(v.to_le_bytes());
+        }
     };
     text(&mut p, "storage");
     p.extend(b"ctorch\nIntStorage\n");
@@ -127,7 +133,7 @@ fn checkpoint(numel: u64, offset: u64, size: &[u64], stride: &[u64], deflate: bo
     p.extend(b"t(");
     stride.iter().for_each(|&d| int(&mut p, d));
     p.extend(b"t\x89}tRu.");
-    let storage: Vec<u8> = (0..numel as i32)
+    let storage: Vec<u8> = (0..numel.min(1 << 20) as i32)
         .flat_map(|v| (v * 7 - 3).to_le_bytes())
         .collect();
     let deflated: &[&str] = if deflate { &["archive/data/0"] } else { &[] };
@@ -229,5 +235,25 @@ fn large_deflated_npz_entries_read_whole() {
         std::fs::write(&path, &archive).unwrap();
         let r = OpenOptions::new().unmapped(unmapped).open(&path).unwrap();
         assert_eq!(&r.read::<u8>("big").unwrap()[..], &values[..]);
+    }
+}
+
+/// An empty tensor at an offset far past its storage (torch does not bound it) reads as
+/// empty; a non-empty one there is refused, never an overflow.
+#[test]
+fn empty_tensors_at_any_offset() {
+    for offset in [0, 100, 1 << 40, (1 << 62) - 1] {
+        let r = OpenOptions::new()
+            .open_bytes(checkpoint(2, offset, &[0, 3], &[3, 1], false))
+            .unwrap();
+        assert!(r.read::<i32>("t").unwrap().is_empty(), "{offset}");
+        if offset < 2 {
+            continue;
+        }
+        let e = OpenOptions::new()
+            .open_bytes(checkpoint(2, offset, &[1], &[1], false))
+            .err()
+            .unwrap();
+        assert!(e.message().contains("storage"), "{offset}: {e}");
     }
 }

@@ -457,10 +457,14 @@ fn tensor_object(
             .ok_or_else(|| bad(format!("strides {:?} overflow", t.stride)))?
     };
     let reach = if count == 0 { 0 } else { last + 1 };
-    let start = t
-        .offset
-        .checked_mul(size)
-        .ok_or_else(|| bad("storage offset overflows"))?;
+    // An empty tensor reads nothing: its offset, which torch does not bound, is not used.
+    let start = if count == 0 {
+        0
+    } else {
+        t.offset
+            .checked_mul(size)
+            .ok_or_else(|| bad("storage offset overflows"))?
+    };
     let span = reach
         .checked_mul(size)
         .ok_or_else(|| bad(format!("strides {:?} overflow", t.stride)))?;
