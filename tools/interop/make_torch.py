@@ -154,6 +154,44 @@ for k, t in be_tensors.items():
     expect(table, k, t)
 expected["big_endian.pt"] = table
 
+# A training checkpoint: model and Adam optimizer state (int keys, lists of dicts), plus
+# objects the reader must not build (an argparse.Namespace, a datetime, a set): they become
+# opaque attributes. Flattened as the reader flattens: dicts by key, lists and tuples that
+# hold containers or tensors by index.
+import argparse
+import datetime
+
+# Last: the optimizer step changes the model's weights in place.
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+model(torch.ones(1, 3)).sum().backward()
+opt.step()
+training = {
+    "model": model.state_dict(),
+    "optimizer": opt.state_dict(),
+    "epoch": 7,
+    "args": argparse.Namespace(lr=1e-3, name="run"),
+    "when": datetime.datetime(2024, 1, 2, 3, 4, 5),
+    "tags": {"a", "b"},
+}
+torch.save(training, os.path.join(out, "training.pt"))
+
+
+def flatten(v, name, table):
+    if isinstance(v, torch.Tensor):
+        expect(table, name or "tensor", v)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            flatten(x, f"{name}.{k}" if name else str(k), table)
+    elif isinstance(v, (list, tuple)) and any(
+            isinstance(x, (torch.Tensor, dict, list, tuple)) for x in v):
+        for i, x in enumerate(v):
+            flatten(x, f"{name}.{i}" if name else str(i), table)
+
+
+training_table = {}
+flatten(training, "", training_table)
+expected["training.pt"] = training_table
+
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump({"torch": torch.__version__, "files": expected}, f, indent=1, sort_keys=True)
     f.write("\n")

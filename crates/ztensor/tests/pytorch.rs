@@ -177,3 +177,29 @@ fn a_big_endian_checkpoint_is_swapped_when_read() {
     assert_eq!(&r.read::<f32>("f32").unwrap()[..], &[1.5, -2.0, 3.25, 1e-3]);
     assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[1, -2, 1 << 40]);
 }
+
+#[test]
+fn a_training_checkpoint_keeps_its_other_values_and_builds_nothing() {
+    let r = ztensor::open(dir().join("training.pt")).unwrap();
+    let a = r.attributes();
+    let opaque = |n: &str| {
+        Value::Map(std::collections::BTreeMap::from([(
+            "opaque".to_owned(),
+            Value::Text(n.to_owned()),
+        )]))
+    };
+    assert_eq!(a.get("epoch"), Some(&Value::Integer(7)));
+    assert_eq!(a.get("args"), Some(&opaque("argparse.Namespace")));
+    assert_eq!(a.get("when"), Some(&opaque("datetime.datetime")));
+    assert_eq!(a.get("tags"), Some(&opaque("__builtin__.set")));
+    assert_eq!(
+        a.get("optimizer.param_groups.0.lr"),
+        Some(&Value::Float(1e-3))
+    );
+    assert_eq!(
+        a.get("optimizer.param_groups.0.params"),
+        Some(&Value::Array((0..4).map(Value::Integer).collect()))
+    );
+    // The optimizer's state is keyed by integers: dotted names all the same.
+    assert!(r.object("optimizer.state.3.exp_avg_sq").is_ok());
+}
