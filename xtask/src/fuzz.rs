@@ -7,13 +7,15 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 7] = [
+const TARGETS: [(&str, &[&str]); 9] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
     ("read_mag", &["mag"]),
     ("read_safetensors", &["safetensors"]),
     ("decode_manifest", &["zt"]),
+    ("read_numpy", &["npy", "npz"]),
+    ("read_pytorch", &["pt", "bin"]),
     ("read_gguf", &["gguf"]),
 ];
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::fixture_set::{Corpus, Tree};
-use crate::{corpus, gguf, legacy, mag, v1_0, zt2};
+use crate::{corpus, gguf, legacy, mag, numpy_torch, v1_0, zt2};
 
 /// The folders `gen-fixtures` owns entirely; anything else under fixtures/ is left alone.
 const GENERATED_DIRS: [&str; 2] = ["valid", "invalid"];
@@ -29,6 +29,8 @@ fn generate() -> Tree {
     zt2::valid_types(&mut c);
     zt2::invalid(&mut c);
     v1_0::invalid(&mut c);
+    numpy_torch::invalid_numpy(&mut c);
+    numpy_torch::invalid_torch(&mut c);
     gguf::valid(&mut c);
     gguf::invalid(&mut c);
     c.finish()

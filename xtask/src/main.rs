@@ -20,7 +20,9 @@ mod gguf;
 mod legacy;
 mod mag;
 mod modules;
+mod numpy_torch;
 mod v1_0;
+mod zip_build;
 mod zt2;
 
 fn main() -> Result<()> {

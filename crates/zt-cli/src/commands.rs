@@ -149,6 +149,15 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
     line(&mut s, header);
     for (o, row) in r.objects().iter().zip(&cells) {
         line(&mut s, row.each_ref().map(String::as_str));
+        // Object attributes under their object (a PyTorch tensor's storage shows which
+        // tensors share one).
+        for (k, v) in &o.attributes {
+            let _ = writeln!(
+                s,
+                "    @{k} = {}",
+                fit(&json::value(v).to_string(), MAX_COLUMN)
+            );
+        }
         if let Some(d) = &o.defect {
             let _ = writeln!(s, "    unreadable: {d}");
         }

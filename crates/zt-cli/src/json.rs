@@ -214,8 +214,9 @@ pub fn write_info(
     writeln!(w).map_err(serde_json::Error::io)
 }
 
-/// A file's version as `info` and `verify` give it: "1.2.0", "2", "300", "" for safetensors,
-/// "3" for GGUF v3.
+/// A file's version as `info` and `verify` give it: "1.2.0", "2", "300", "1.0" for a .npy
+/// array, "legacy" for a pre-1.6 PyTorch checkpoint, "" for safetensors, .npz archives and
+/// zip PyTorch checkpoints, "3" for GGUF v3.
 pub fn version(v: &ztensor::FileVersion) -> String {
     match v {
         ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
@@ -223,6 +224,9 @@ pub fn version(v: &ztensor::FileVersion) -> String {
         ztensor::FileVersion::Mag(l) => mag_version(*l).to_string(),
         ztensor::FileVersion::Safetensors => String::new(),
         ztensor::FileVersion::ZTensorV2 => "2".to_string(),
+        ztensor::FileVersion::Npy(major, minor) => format!("{major}.{minor}"),
+        ztensor::FileVersion::Npz | ztensor::FileVersion::PyTorch => String::new(),
+        ztensor::FileVersion::PyTorchLegacy => "legacy".to_string(),
         ztensor::FileVersion::Gguf { version, .. } => version.to_string(),
         _ => v.to_string(),
     }

@@ -19,6 +19,10 @@ pub enum Encoding {
     /// zTensor v2's `zt.zstd-seekable/1`: independent zstd frames followed by a seek table
     /// (see [`crate::seekable`]).
     ZstdSeekable,
+    /// A raw deflate stream: a compressed entry of a zip archive (NumPy `.npz`, PyTorch
+    /// checkpoints). Never written, and never parsed from a zTensor manifest (`parse` keeps
+    /// the name `deflate` unknown there).
+    Deflate,
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -40,6 +44,7 @@ impl Encoding {
             Encoding::Raw => "raw",
             Encoding::Zstd => "zstd",
             Encoding::ZstdSeekable => "zt.zstd-seekable/1",
+            Encoding::Deflate => "deflate",
             Encoding::Unknown(s) => s,
         }
     }

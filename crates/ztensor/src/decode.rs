@@ -9,7 +9,7 @@ use zt_container::{Error, Result, Source};
 use zt_formats::{DType, Encoding, Format, LogicalType};
 
 use crate::listing::Limits;
-use crate::model::{ByteOrder, ComponentInfo, DigestScope, ObjectInfo};
+use crate::model::{Arrangement, ByteOrder, ComponentInfo, DigestScope, ObjectInfo};
 use crate::readahead::ReadAhead;
 
 /// Options of one read.
@@ -95,7 +95,9 @@ impl Backing {
             self.verify_ranges(obj).map_err(&at)?;
         }
         let data = match &comp.encoding {
-            Encoding::Raw if self.file(comp).map_err(&at)?.is_in_memory() => {
+            Encoding::Raw
+                if comp.arrangement.is_none() && self.file(comp).map_err(&at)?.is_in_memory() =>
+            {
                 self.borrow::<T>(comp).map_err(&at)?
             }
             _ => Cow::Owned(self.decode_new::<T>(comp).map_err(&at)?),
@@ -132,7 +134,13 @@ impl Backing {
     /// zstd streams without a declared size.
     fn decoded_size(&self, comp: &ComponentInfo, stored: Option<&[u8]>) -> Result<Option<u64>> {
         let len = match (&comp.encoding, comp.decoded_len) {
+            // Gathered from a span of stored or inflated bytes: the copy's size.
+            (Encoding::Raw | Encoding::Deflate, Some(n)) if comp.arrangement.is_some() => n,
             (Encoding::Raw, _) => return Ok(Some(comp.length)),
+            (Encoding::Deflate, Some(n)) => n,
+            (Encoding::Deflate, None) => {
+                return Err(Error::invalid("deflated component has no decoded length"))
+            }
             (Encoding::Unknown(e), _) => {
                 return Err(Error::unsupported(format!("unknown encoding {e:?}")))
             }
@@ -167,6 +175,9 @@ impl Backing {
         dst: &mut [u8],
     ) -> Result<()> {
         let file = self.file(comp)?;
+        if let Some(arrangement) = &comp.arrangement {
+            return self.gather_into(comp, arrangement, stored, dst);
+        }
         let src = match (&comp.encoding, stored) {
             (Encoding::Raw, _) => return file.read_into(comp.offset, dst),
             (_, Some(src)) => Cow::Borrowed(src),
@@ -183,8 +194,64 @@ impl Backing {
                     None => e.at(comp.offset),
                 })
             }
+            Encoding::Deflate => {
+                crate::zip::inflate_into(&src, 0, dst).map_err(|e| e.at(comp.offset))
+            }
             _ => crate::codec::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset)),
         }
+    }
+
+    /// Decodes an arranged component (see [`Arrangement`]) into `dst`, its row-major copy:
+    /// the span that holds the elements is borrowed (raw) or inflated under the cap (deflate),
+    /// then each element is copied from where its strides put it.
+    fn gather_into(
+        &self,
+        comp: &ComponentInfo,
+        arrangement: &Arrangement,
+        stored: Option<&[u8]>,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let file = self.file(comp)?;
+        let span: Cow<'_, [u8]> = match &comp.encoding {
+            Encoding::Raw => file.read_at(comp.offset, comp.length)?,
+            Encoding::Deflate => {
+                let src = match stored {
+                    Some(s) => Cow::Borrowed(s),
+                    None => file.read_at(comp.offset, comp.length)?,
+                };
+                // Packed elements that fill the span inflate straight into `dst`.
+                if arrangement.strides.is_empty() && arrangement.span == dst.len() as u64 {
+                    return crate::zip::inflate_into(&src, arrangement.skip, dst)
+                        .map_err(|e| e.at(comp.offset));
+                }
+                let cap = self.limits.max_decompressed_len;
+                if arrangement.span > cap {
+                    return Err(Error::limit(format!(
+                        "inflated size {} exceeds the cap of {cap} bytes",
+                        arrangement.span
+                    ))
+                    .at(comp.offset));
+                }
+                let n = usize::try_from(arrangement.span)
+                    .map_err(|_| Error::limit("inflated size exceeds usize"))?;
+                let mut buf = vec![0u8; n];
+                crate::zip::inflate_into(&src, arrangement.skip, &mut buf)
+                    .map_err(|e| e.at(comp.offset))?;
+                Cow::Owned(buf)
+            }
+            other => {
+                return Err(Error::unsupported(format!(
+                    "arranged elements under encoding {other}"
+                )))
+            }
+        };
+        gather(
+            &span,
+            arrangement,
+            comp.element.logical_size() as usize,
+            dst,
+        )
+        .map_err(|e| e.at(comp.offset))
     }
 
     /// A component's decoded elements in a new buffer.
@@ -276,7 +343,10 @@ impl Backing {
             (1 << 20) / size.max(1)
         }
         .max(1);
-        if comp.encoding != Encoding::Raw || comp.byte_order == ByteOrder::Big {
+        if comp.encoding != Encoding::Raw
+            || comp.byte_order == ByteOrder::Big
+            || comp.arrangement.is_some()
+        {
             // Decoded (and byte-swapped) whole, then handed out in pieces all the same.
             self.read_into(obj, comp, buf)?;
             return buf.chunks(piece).try_for_each(each);
@@ -413,6 +483,47 @@ impl Backing {
             .map_err(|e| e.in_object(&obj.name))?;
         Ok(obj.range_digests.len() + obj.components.iter().filter(|c| c.digest.is_some()).count())
     }
+}
+
+/// Copies the elements an arrangement places in `span` into `dst` in row-major order, `size`
+/// bytes each. Every position is checked: a span too short for the strides is an error,
+/// never a panic.
+fn gather(span: &[u8], arrangement: &Arrangement, size: usize, dst: &mut [u8]) -> Result<()> {
+    let short = || Error::invalid("elements lie past the end of their storage");
+    if arrangement.strides.is_empty() {
+        let src = span.get(..dst.len()).ok_or_else(short)?;
+        dst.copy_from_slice(src);
+        return Ok(());
+    }
+    let (dims, strides) = (&arrangement.dims, &arrangement.strides);
+    if dims.len() != strides.len() || size == 0 {
+        return Err(Error::invalid("strides do not match the shape"));
+    }
+    let mut index = vec![0u64; dims.len()];
+    let mut at = 0u64; // element offset of `index` in the span
+    for out in dst.chunks_exact_mut(size) {
+        let from = usize::try_from(at)
+            .ok()
+            .and_then(|a| a.checked_mul(size))
+            .and_then(|a| span.get(a..a.checked_add(size)?))
+            .ok_or_else(short)?;
+        out.copy_from_slice(from);
+        // Next index, last dimension fastest.
+        for d in (0..dims.len()).rev() {
+            let (Some(i), Some(&n), Some(&s)) = (index.get_mut(d), dims.get(d), strides.get(d))
+            else {
+                break;
+            };
+            *i += 1;
+            at = at.wrapping_add(s);
+            if *i < n {
+                break;
+            }
+            at = at.wrapping_sub(s.wrapping_mul(n));
+            *i = 0;
+        }
+    }
+    Ok(())
 }
 
 /// How many `T` a run of `len` bytes holds, if it holds a whole number that fits in memory.

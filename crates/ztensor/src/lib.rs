@@ -1,7 +1,8 @@
 //! Read and write tensor files safely and fast: zTensor (`.zt`, every spec version read; v2,
 //! with its shards, and v1.2 written),
-//! magnetron's `.mag`, `.safetensors` and GGUF (v1-v3 read, v3 written), all listed into one
-//! object model.
+//! magnetron's `.mag`, `.safetensors` and GGUF (v1-v3 read, v3 written), and read NumPy
+//! `.npy`/`.npz` and PyTorch checkpoints (without executing their pickles), all listed into
+//! one object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
 //! and then go down:
@@ -30,6 +31,20 @@
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
 //! # Common tasks
+//!
+//! Read a PyTorch checkpoint without running its pickle, and convert it:
+//!
+//! ```
+//! # fn main() -> ztensor::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let ckpt = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/pytorch/pytorch_model.bin");
+//! let r = ztensor::open(ckpt)?;                          // also .pt, .npy, .npz
+//! let w = r.read::<f32>("0.weight")?;                     // borrowed from the map
+//! assert_eq!(w.len(), 12);
+//! ztensor::upgrade(ckpt, dir.path().join("model.zt"), ztensor::ConvertOptions::default())?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Write a file with attributes, compression and digests:
 //!
@@ -111,6 +126,7 @@ mod sparse;
 mod view;
 mod writer;
 mod writer_v2;
+mod zip;
 
 pub use zt_container as container;
 pub use zt_formats as formats;
@@ -126,8 +142,8 @@ pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::ReadOptions;
 pub use listing::Limits;
 pub use model::{
-    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, LegacyLayout,
-    LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,
+    Arrangement, ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion,
+    LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,
 };
 pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};

@@ -23,6 +23,15 @@ pub enum FileVersion {
     Safetensors,
     /// zTensor v2 (`\x89ZT2\r\n\x1a\n`, written by ztensor 2.x).
     ZTensorV2,
+    /// A NumPy `.npy` array of the given format version (major, minor).
+    Npy(u8, u8),
+    /// A NumPy `.npz` archive of `.npy` arrays.
+    Npz,
+    /// A PyTorch checkpoint: the zip archive `torch.save` has written since 1.6.
+    PyTorch,
+    /// A legacy PyTorch checkpoint: pickles and raw storages, as `torch.save` wrote before
+    /// 1.6 (and with `_use_new_zipfile_serialization=False`).
+    PyTorchLegacy,
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -33,12 +42,15 @@ pub enum FileVersion {
 }
 
 impl FileVersion {
-    /// `"zt"`, `"mag"`, `"safetensors"` or `"gguf"`.
+    /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"` or `"pytorch"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
             FileVersion::Mag(_) => "mag",
             FileVersion::Safetensors => "safetensors",
+            FileVersion::Npy(..) => "npy",
+            FileVersion::Npz => "npz",
+            FileVersion::PyTorch | FileVersion::PyTorchLegacy => "pytorch",
             FileVersion::Gguf { .. } => "gguf",
         }
     }
@@ -52,6 +64,10 @@ impl fmt::Display for FileVersion {
             FileVersion::Mag(l) => write!(f, "magnetron .mag {l}"),
             FileVersion::Safetensors => f.write_str("safetensors"),
             FileVersion::ZTensorV2 => f.write_str("zTensor 2"),
+            FileVersion::Npy(major, minor) => write!(f, "NumPy .npy {major}.{minor}"),
+            FileVersion::Npz => f.write_str("NumPy .npz"),
+            FileVersion::PyTorch => f.write_str("PyTorch checkpoint"),
+            FileVersion::PyTorchLegacy => f.write_str("PyTorch checkpoint (legacy, before 1.6)"),
             FileVersion::Gguf {
                 version,
                 big_endian,
@@ -107,6 +123,38 @@ pub struct ComponentInfo {
     /// A digest whose algorithm this library does not compute, as the file spells it (v2
     /// allows any algorithm name); verifying it is `Unsupported`.
     pub foreign_digest: Option<Box<str>>,
+    /// Where the elements lie in the decoded bytes when they are not all of them in row-major
+    /// order (a deflated `.npz` entry's header before them, a Fortran-order array, a strided
+    /// PyTorch tensor): reading gathers them into a row-major copy. `None` for every zTensor,
+    /// `.mag` and safetensors component.
+    pub arrangement: Option<Box<Arrangement>>,
+}
+
+/// Where a component's elements lie in its decoded bytes (see
+/// [`ComponentInfo::arrangement`]), checked at open to stay inside them.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// let npz = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/numpy/all.npz");
+/// let r = ztensor::open(npz)?;
+/// let o = r.object("fortran_f32")?;                      // stored column by column
+/// let a = o.components[0].arrangement.as_deref().unwrap();
+/// assert_eq!((a.dims.as_slice(), a.strides.as_slice()), (&[2, 3][..], &[1, 2][..]));
+/// assert_eq!(&o.read::<f32>()?[..], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]); // row-major copy
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrangement {
+    /// Decoded bytes before the span that holds the elements (a `.npy` header).
+    pub skip: u64,
+    /// Decoded bytes, after `skip`, that hold the elements.
+    pub span: u64,
+    /// The object's dimensions.
+    pub dims: Vec<u64>,
+    /// How many elements apart consecutive indices of each dimension are in the span;
+    /// empty when the elements are packed in row-major order.
+    pub strides: Vec<u64>,
 }
 
 /// Which bytes a component's digest covers.
@@ -246,6 +294,7 @@ impl ObjectInfo {
             file: 0,
             digest_scope: DigestScope::Stored,
             foreign_digest: None,
+            arrangement: None,
         };
         Self::listed(
             name,

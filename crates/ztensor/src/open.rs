@@ -35,7 +35,7 @@ pub struct OpenOptions {
 }
 
 /// Opens a file of any kind we read (`.zt` of every version, v2 with its shards, `.mag` of every layout,
-/// `.safetensors`, GGUF v1-v3), mapped.
+/// `.safetensors`, GGUF v1-v3, NumPy `.npy`/`.npz`, PyTorch checkpoints zip and legacy), mapped.
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -134,10 +134,11 @@ impl OpenOptions {
         }
     }
 
-    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's, GGUF's and v1's,
-    /// then files we recognise but do not read (zip, .npy, a sharded checkpoint's JSON
-    /// index: [`not_read_yet`]), then a safetensors header (u64 size, then '{'), then a bare
-    /// pickle; anything else gets the zTensor container's magic error.
+    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's, then `.npy`, then a
+    /// zip (a PyTorch checkpoint or a `.npz`: [`zip_kind`]), then files we recognise but do
+    /// not read (GGUF, a sharded checkpoint's JSON index: [`not_read_yet`]), then a
+    /// safetensors header (u64 size, then '{'), then a pickle (a legacy PyTorch checkpoint);
+    /// anything else gets the zTensor container's magic error.
     ///
     /// While it reads the header, footer and manifest of a mapped file, the map reads exactly
     /// the pages touched (the manifest itself in one request): with the kernel's read-around
@@ -171,6 +172,21 @@ impl OpenOptions {
             let listing = files::zt_v2::list(&container, path, &self.limits, &open_shard)?;
             return Ok((container.into_source(), listing));
         }
+        if head.starts_with(files::npy::NPY_MAGIC) {
+            let listing = files::npy::list_npy(&source, &self.limits)?;
+            return Ok((source, listing));
+        }
+        match zip_kind(&head) {
+            Some(ZipKind::NumPy) => {
+                let listing = files::npy::list_npz(&source, &self.limits)?;
+                return Ok((source, listing));
+            }
+            Some(ZipKind::PyTorch) => {
+                let listing = files::torch::list(&source, &self.limits)?;
+                return Ok((source, listing));
+            }
+            None => {}
+        }
         if head.starts_with(b"GGUF") {
             let listing = files::gguf::list(&source, &self.limits)?;
             return Ok((source, listing));
@@ -182,8 +198,9 @@ impl OpenOptions {
             if looks_like_safetensors(&head) {
                 return list_safetensors(source);
             }
-            if let Some(what) = pickle(&head) {
-                return Err(Error::unsupported(what));
+            if is_pickle(&head) {
+                let listing = files::torch::list_legacy(&source, &self.limits)?;
+                return Ok((source, listing));
             }
         }
         let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
@@ -227,16 +244,6 @@ const SNIFF_LEN: u64 = 4096;
 /// [`files::safetensors::list`] would accept (read as a header size they exceed its cap or
 /// the file), so they are checked first.
 fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
-    if head.starts_with(b"\x93NUMPY") {
-        let version = match head.get(6..8) {
-            Some([major, minor]) => format!(" (format {major}.{minor})"),
-            _ => String::new(),
-        };
-        return Some(format!("a NumPy .npy array{version}: not read yet"));
-    }
-    if head.starts_with(b"PK\x03\x04") {
-        return Some(format!("{}: not read yet", zip_kind(head)));
-    }
     if is_json_index(head, file_len) {
         return Some(
             "a sharded checkpoint index (model.safetensors.index.json): open the shards, \
@@ -247,26 +254,42 @@ fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
     None
 }
 
+/// Which zip-based kind a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ZipKind {
+    /// NumPy's `.npz`: entries `<array>.npy` (and any zip not told to be a checkpoint).
+    NumPy,
+    /// PyTorch's `torch.save`: `<archive>/data.pkl` first.
+    PyTorch,
+}
+
 /// A zip archive told apart by the name of its first entry: PyTorch's `torch.save` writes
 /// `<archive>/data.pkl` (or its `.data/` and `byteorder` records) first, NumPy's `savez`
-/// writes `<array>.npy` entries.
-fn zip_kind(head: &[u8]) -> &'static str {
+/// writes `<array>.npy` entries. Any other zip is read as a `.npz`, whose reader lists the
+/// entries that are not arrays as unreadable objects; an empty zip (only its end record) is
+/// an empty `.npz`, as `numpy.savez` writes one.
+fn zip_kind(head: &[u8]) -> Option<ZipKind> {
+    if head.starts_with(b"PK\x05\x06") {
+        return Some(ZipKind::NumPy);
+    }
+    if !head.starts_with(b"PK\x03\x04") {
+        return None;
+    }
     // Local file header: the name's length at 26, the extra field's at 28, the name at 30.
     let name = head
         .get(26..28)
         .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
         .and_then(|n| head.get(30..30 + n));
     match name {
-        Some(n) if n.ends_with(b".npy") => "a NumPy .npz archive",
         Some(n)
             if n.ends_with(b"data.pkl")
                 || n.ends_with(b"byteorder")
                 || n.ends_with(b".format_version")
                 || n.windows(7).any(|w| w == b"/.data/") =>
         {
-            "a PyTorch checkpoint (zip archive)"
+            Some(ZipKind::PyTorch)
         }
-        _ => "a zip archive (PyTorch checkpoint or .npz)",
+        _ => Some(ZipKind::NumPy),
     }
 }
 
@@ -287,13 +310,8 @@ fn is_json_index(head: &[u8], file_len: u64) -> bool {
 
 /// A file that starts with a pickle protocol 2-5 opcode: the legacy (pre-1.6, non-zip)
 /// `torch.save` format. Checked after safetensors, whose header size can start the same way.
-fn pickle(head: &[u8]) -> Option<String> {
-    match head {
-        [0x80, p @ 2..=5, ..] => Some(format!(
-            "a pickle (protocol {p}; a legacy PyTorch checkpoint): not read yet"
-        )),
-        _ => None,
-    }
+fn is_pickle(head: &[u8]) -> bool {
+    matches!(head, [0x80, 2..=5, ..])
 }
 
 #[cfg(test)]

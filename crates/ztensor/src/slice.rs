@@ -200,7 +200,9 @@ impl<'r> ObjectView<'r> {
         let mut runs = slab.runs(element_size).peekable();
         let backing = self.backing();
         let mut gathered = match comp.encoding {
-            Encoding::Raw => {
+            // Elements an arrangement places (Fortran order, strides) are not row-major runs:
+            // they take the decode path below, which lays them out first.
+            Encoding::Raw if comp.arrangement.is_none() => {
                 let source = backing.file(comp).map_err(&at)?;
                 // One run needing no swap: borrowed from a map, or one positional read.
                 let single = runs.peek().copied().filter(|_| slab.is_single_run());

@@ -1,7 +1,8 @@
 //! The damage sweep: every valid fixture, truncated at every length (sampled for large files)
 //! and with single bytes changed across its header, manifest or records and footer. Opening and
 //! reading everything must give data or an error, never a panic. zTensor v2 files are among
-//! them (fixtures/interop/zt2 and the generated v2 files in fixtures/valid), and GGUF files
+//! them (fixtures/interop/zt2 and the generated v2 files in fixtures/valid), the NumPy and
+//! PyTorch files numpy and torch wrote (fixtures/interop/numpy, pytorch), and GGUF files
 //! (fixtures/interop/gguf, the generated v1 and v2 ones in fixtures/valid); each damaged v2
 //! file is tried again with its manifest hash fixed, so the damage reaches the manifest.
 
@@ -18,11 +19,13 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/mag",
         "interop/safetensors",
         "interop/zt2",
+        "interop/numpy",
+        "interop/pytorch",
         "interop/gguf",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();
-            if p.is_file() && p.extension().is_some_and(|x| x != "tsv") {
+            if p.is_file() && p.extension().is_some_and(|x| x != "tsv" && x != "json") {
                 v.push(p);
             }
         }

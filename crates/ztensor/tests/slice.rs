@@ -104,6 +104,11 @@ fn every_box_of_every_fixture_kind() {
         fixtures().join("interop/safetensors/numpy.safetensors"),
         fixtures().join("interop/zt2/03_zstd_seekable_a4k.zt"),
         fixtures().join("interop/zt2/06_sharded.zt"),
+        fixtures().join("interop/numpy/all.npz"),
+        fixtures().join("interop/numpy/all_deflated.npz"),
+        fixtures().join("interop/pytorch/state_dict.pt"),
+        fixtures().join("interop/pytorch/big_endian.pt"),
+        fixtures().join("interop/pytorch/legacy.pt"),
     ];
     for name in [
         "dtypes.zt",

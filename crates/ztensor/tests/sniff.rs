@@ -59,32 +59,33 @@ fn ztensor_v2_is_read_now() {
 
 #[test]
 fn zips() {
-    unsupported(
-        &zip("archive/data.pkl"),
-        "a PyTorch checkpoint (zip archive): not read yet",
-    );
-    unsupported(
-        &zip("model/.data/version"),
-        "a PyTorch checkpoint (zip archive): not read yet",
-    );
-    unsupported(&zip("weights.npy"), "a NumPy .npz archive: not read yet");
-    unsupported(
-        &zip("readme.txt"),
-        "a zip archive (PyTorch checkpoint or .npz): not read yet",
-    );
-    // A header cut short: no name to look at.
-    unsupported(
-        b"PK\x03\x04\x14\x00",
-        "a zip archive (PyTorch checkpoint or .npz): not read yet",
-    );
+    // Checkpoints and .npz archives are read now (PyTorch's told by its first entry, any
+    // other zip read as a .npz): these are headers alone, with no central directory.
+    for b in [
+        zip("archive/data.pkl"),
+        zip("model/.data/version"),
+        zip("weights.npy"),
+        zip("readme.txt"),
+        b"PK\x03\x04\x14\x00".to_vec(),
+    ] {
+        let e = open_err(&b);
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+        assert!(
+            e.message().contains("no end of central directory record"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
-fn npy() {
+fn npy_is_read_now() {
     let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend(b"v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n");
+    let header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n";
+    b.extend((header.len() as u16).to_le_bytes());
+    b.extend(header);
     b.extend([0u8; 8]);
-    unsupported(&b, "a NumPy .npy array (format 1.0): not read yet");
+    let r = OpenOptions::new().open_bytes(b).unwrap();
+    assert_eq!(&r.read::<f32>("array").unwrap()[..], &[0.0, 0.0]);
 }
 
 #[test]
@@ -106,15 +107,30 @@ fn sharded_index() {
 
 #[test]
 fn legacy_pickle() {
+    // The legacy torch.save magic pickle at any protocol, then junk: read as a legacy
+    // checkpoint, which the junk breaks.
     for p in 2u8..=5 {
-        let mut b = vec![0x80, p, 0x8a, 0x0a];
-        b.extend([0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19]);
+        let mut b = vec![0x80, p];
+        if p >= 4 {
+            b.push(0x95);
+            b.extend(13u64.to_le_bytes());
+        }
+        b.extend([
+            0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19,
+        ]);
         b.extend([b'.'; 20]);
-        unsupported(
-            &b,
-            &format!("a pickle (protocol {p}; a legacy PyTorch checkpoint): not read yet"),
+        let e = open_err(&b);
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+        assert!(
+            e.message().contains("invalid pickle: stack underflow"),
+            "{e}"
         );
     }
+    // Any other pickle is not a checkpoint: never run.
+    unsupported(
+        b"\x80\x02K\x01.",
+        "a pickle that is not a PyTorch checkpoint (no legacy torch.save magic number)",
+    );
 }
 
 /// A safetensors file whose header size starts with the bytes of a pickle opcode is still

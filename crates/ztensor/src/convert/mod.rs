@@ -204,6 +204,8 @@ pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Resu
                 // A v2 digest covers decoded bytes and may be xxh3: not a v1.2 digest.
                 && c.digest_scope == DigestScope::Stored
                 && c.foreign_digest.is_none()
+                // Elements gathered from a span (strided, Fortran order) are not its bytes.
+                && c.arrangement.is_none()
                 && (c.encoding == Encoding::Raw
                     || (c.encoding == Encoding::Zstd && c.decoded_len.is_some()))
         });

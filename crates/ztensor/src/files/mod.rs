@@ -6,8 +6,10 @@
 
 pub(crate) mod gguf;
 pub(crate) mod mag;
+pub(crate) mod npy;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
+pub(crate) mod torch;
 pub(crate) mod zt_v0_1;
 pub(crate) mod zt_v1;
 pub(crate) mod zt_v1_0;

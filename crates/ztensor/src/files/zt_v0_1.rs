@@ -131,6 +131,7 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
         file: 0,
         digest_scope: DigestScope::Stored,
         foreign_digest: None,
+        arrangement: None,
     };
     Ok(ObjectInfo {
         name: e.name,

@@ -157,7 +157,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
             }
             c.uncompressed_length
         }
-        Encoding::ZstdSeekable | Encoding::Unknown(_) => c.uncompressed_length,
+        Encoding::ZstdSeekable | Encoding::Deflate | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
         .digest
@@ -178,6 +178,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         file: 0,
         digest_scope: DigestScope::Stored,
         foreign_digest: None,
+        arrangement: None,
     })
 }
 

@@ -262,6 +262,7 @@ fn part(
         file,
         digest_scope: DigestScope::Decoded,
         foreign_digest,
+        arrangement: None,
     })
 }
 

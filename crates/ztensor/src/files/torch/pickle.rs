@@ -1,0 +1,1062 @@
+//! A pickle machine that executes nothing: it reads the opcodes a PyTorch checkpoint uses
+//! (protocols 0-5, as far as state dicts go) into values, and evaluates only a fixed list of
+//! harmless constructions ([`Machine::reduce`]): ordered dicts, `torch.Size`, devices, dtypes,
+//! storages, `_rebuild_tensor_v2`/`_v3` and `_rebuild_parameter`. Any other global is kept as
+//! an opaque value naming it, never looked up, never called.
+//!
+//! Values live in an arena ([`Heap`]) and the stack and memo hold small copyable handles
+//! ([`Pv`]): fetching a memo entry shares its value instead of copying it, so a pickle that
+//! references one list from another, level after level, costs one handle per reference, not
+//! an exponential copy. Every cap is checked before the work it bounds: opcodes, stack depth,
+//! memo entries, string and bytes lengths (against the bytes left, then a cap), and the items
+//! all containers hold together.
+
+use zt_container::{Error, Result};
+
+/// Caps on what a pickle may make the machine do.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PickleLimits {
+    /// Opcodes executed.
+    pub max_opcodes: u64,
+    /// Values on the stack (marks included).
+    pub max_stack: usize,
+    /// Memo entries.
+    pub max_memo: usize,
+    /// Bytes of one string or byte string.
+    pub max_string: u64,
+    /// Items held by all lists, tuples, dicts and sets together.
+    pub max_items: u64,
+    /// Objects in the heap (each 32 bytes at most, strings' bytes apart).
+    pub max_objects: usize,
+}
+
+/// The longest module plus name of a global we keep (real ones are tens of bytes).
+pub(crate) const MAX_GLOBAL_NAME: usize = 1024;
+/// Calls evaluated inside one another (a tensor subclass rebuilt from a tensor).
+const MAX_NESTED_CALLS: usize = 8;
+/// Most dimensions a tensor's size or stride tuple may have, checked before it is read.
+pub(crate) const MAX_TENSOR_RANK: usize = 64;
+
+/// The limits checkpoints are read under: far above real state dicts (a 100,000-tensor
+/// checkpoint runs about 3 million opcodes; pickle batches dict and list items by 1,000, so
+/// its stack stays near 2,000), far below what would exhaust memory (a value costs 16 bytes
+/// on the stack, an object 32 in the heap).
+pub(crate) const PICKLE_LIMITS: PickleLimits = PickleLimits {
+    max_opcodes: 1 << 24,
+    max_stack: 1 << 15,
+    max_memo: 1 << 22,
+    max_string: 1 << 24,
+    max_items: 1 << 24,
+    max_objects: 1 << 22,
+};
+
+/// A handle to a value: scalars inline, everything else in the [`Heap`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Pv {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    /// An object in the heap.
+    Obj(u32),
+}
+
+/// A storage as a persistent id names it: `('storage', type, key, location, numel)`. The
+/// type and key are handles to heap objects, resolved (and their lengths checked) when the
+/// value is walked: a pickle that names one storage many times costs a handle each time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StorageRef {
+    /// The storage class: a [`Obj::Global`] (`torch FloatStorage`, `UntypedStorage`) or an
+    /// [`Obj::DType`].
+    pub class: Pv,
+    /// The record key (`data/<key>` in the archive): an [`Obj::Str`].
+    pub key: Pv,
+    /// Elements (bytes for `UntypedStorage`) it declares.
+    pub numel: u64,
+}
+
+/// A tensor as `_rebuild_tensor_v2`/`_v3` describes it, by handles (see [`StorageRef`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TensorRef {
+    /// An [`Obj::Storage`].
+    pub storage: Pv,
+    /// v3's dtype argument (an [`Obj::DType`] or [`Obj::Global`]); v2 tensors take the
+    /// storage class's dtype.
+    pub dtype: Option<Pv>,
+    pub offset: u64,
+    /// Tuples of integers, checked when the tensor is listed.
+    pub size: Pv,
+    pub stride: Pv,
+}
+
+/// A value in the heap.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Obj {
+    Str(String),
+    Bytes(Vec<u8>),
+    /// An integer beyond 64 bits, kept as its decimal text.
+    BigInt(String),
+    Tuple(Vec<Pv>),
+    List(Vec<Pv>),
+    Dict(Vec<(Pv, Pv)>),
+    Set(Vec<Pv>),
+    /// A global, named (module, name), never looked up.
+    Global(Box<(String, String)>),
+    /// What a call or class we do not evaluate would have made: the callable's or class's
+    /// global, or `Pv::None` when it was not a global.
+    Opaque(Pv),
+    Storage(StorageRef),
+    Tensor(Box<TensorRef>),
+    /// A `torch.dtype` global (`torch float32`): the name.
+    DType(String),
+}
+
+/// The arena every object of one pickle lives in.
+#[derive(Debug, Default)]
+pub(crate) struct Heap {
+    objs: Vec<Obj>,
+}
+
+impl Heap {
+    pub fn get(&self, v: Pv) -> Option<&Obj> {
+        match v {
+            Pv::Obj(i) => self.objs.get(i as usize),
+            _ => None,
+        }
+    }
+
+    /// Every storage a persistent id named.
+    pub fn storages(&self) -> impl Iterator<Item = &StorageRef> {
+        self.objs.iter().filter_map(|o| match o {
+            Obj::Storage(s) => Some(s),
+            _ => None,
+        })
+    }
+
+    /// The text of a string object.
+    pub fn text(&self, v: Pv) -> Option<&str> {
+        match self.get(v) {
+            Some(Obj::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// How many objects the heap holds.
+    fn len(&self) -> usize {
+        self.objs.len()
+    }
+
+    fn put(&mut self, o: Obj) -> Pv {
+        self.objs.push(o);
+        Pv::Obj(self.objs.len() as u32 - 1)
+    }
+
+    fn get_mut(&mut self, v: Pv) -> Option<&mut Obj> {
+        match v {
+            Pv::Obj(i) => self.objs.get_mut(i as usize),
+            _ => None,
+        }
+    }
+}
+
+/// A stack entry: a value, or a mark.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Mark,
+    Val(Pv),
+}
+
+/// Runs pickles; each [`Machine::run`] reads one, from its `PROTO` to its `STOP`.
+pub(crate) struct Machine<'h> {
+    pub heap: &'h mut Heap,
+    limits: PickleLimits,
+    items: u64,
+    /// Calls being evaluated inside one another (`_rebuild_from_type_v2`).
+    nested: usize,
+    /// Offset of the pickle in the file, for errors.
+    base: u64,
+}
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("invalid pickle: {what}"))
+}
+
+struct Input<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Input<'a> {
+    fn take(&mut self, n: u64) -> std::result::Result<&'a [u8], String> {
+        let left = (self.data.len() - self.at.min(self.data.len())) as u64;
+        if n > left {
+            return Err(format!("{n} bytes asked for, {left} left"));
+        }
+        let n = n as usize;
+        let s = self.data.get(self.at..self.at + n).ok_or("cut short")?;
+        self.at += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> std::result::Result<u8, String> {
+        Ok(self.take(1)?.first().copied().unwrap_or(0))
+    }
+    fn le(&mut self, n: u64) -> std::result::Result<u64, String> {
+        Ok(self
+            .take(n)?
+            .iter()
+            .rev()
+            .fold(0u64, |a, &b| (a << 8) | u64::from(b)))
+    }
+    fn line(&mut self) -> std::result::Result<&'a [u8], String> {
+        let rest = self.data.get(self.at..).unwrap_or_default();
+        let n = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or("a text argument has no end of line")?;
+        let s = rest.get(..n).unwrap_or_default();
+        self.at += n + 1;
+        Ok(s)
+    }
+}
+
+impl<'h> Machine<'h> {
+    pub fn new(heap: &'h mut Heap, limits: PickleLimits, base: u64) -> Self {
+        Machine {
+            heap,
+            limits,
+            items: 0,
+            nested: 0,
+            base,
+        }
+    }
+
+    /// Counts `n` more container items against the cap.
+    fn grow(&mut self, n: u64) -> std::result::Result<(), String> {
+        self.items = self.items.saturating_add(n);
+        if self.items > self.limits.max_items {
+            return Err(format!(
+                "containers hold more than {} items",
+                self.limits.max_items
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs the pickle at the start of `data` to its `STOP`; returns its value and the bytes
+    /// it took.
+    pub fn run(&mut self, data: &[u8]) -> Result<(Pv, usize)> {
+        let mut input = Input { data, at: 0 };
+        let mut stack: Vec<Slot> = Vec::new();
+        let mut memo: std::collections::BTreeMap<u32, Pv> = std::collections::BTreeMap::new();
+        let mut count = 0u64;
+        loop {
+            let op_at = input.at;
+            let result = self.step(&mut input, &mut stack, &mut memo);
+            match result {
+                Ok(Some(v)) => return Ok((v, input.at)),
+                Ok(None) => {}
+                Err(Stop::Limit(what)) => {
+                    return Err(Error::limit(format!("pickle: {what}")).at(self.base + op_at as u64))
+                }
+                Err(Stop::Bad(what)) => return Err(bad(what).at(self.base + op_at as u64)),
+                Err(Stop::Unsupported(what)) => {
+                    return Err(
+                        Error::unsupported(format!("pickle: {what}")).at(self.base + op_at as u64)
+                    )
+                }
+            }
+            count += 1;
+            if count > self.limits.max_opcodes {
+                return Err(Error::limit(format!(
+                    "pickle runs more than {} opcodes",
+                    self.limits.max_opcodes
+                ))
+                .at(self.base + op_at as u64));
+            }
+            if self.heap.len() > self.limits.max_objects {
+                return Err(Error::limit(format!(
+                    "pickle builds more than {} objects",
+                    self.limits.max_objects
+                ))
+                .at(self.base + op_at as u64));
+            }
+            if stack.len() > self.limits.max_stack {
+                return Err(Error::limit(format!(
+                    "pickle stack holds more than {} values",
+                    self.limits.max_stack
+                ))
+                .at(self.base + op_at as u64));
+            }
+        }
+    }
+
+    /// One opcode; `Some(value)` at `STOP`.
+    fn step(
+        &mut self,
+        input: &mut Input<'_>,
+        stack: &mut Vec<Slot>,
+        memo: &mut std::collections::BTreeMap<u32, Pv>,
+    ) -> std::result::Result<Option<Pv>, Stop> {
+        let op = input
+            .u8()
+            .map_err(|_| Stop::Bad("ends without STOP".into()))?;
+        let pop = |stack: &mut Vec<Slot>| match stack.pop() {
+            Some(Slot::Val(v)) => Ok(v),
+            Some(Slot::Mark) => Err(Stop::Bad("a mark where a value was expected".into())),
+            None => Err(Stop::Bad("stack underflow".into())),
+        };
+        let pop_mark = |stack: &mut Vec<Slot>| {
+            let m = stack
+                .iter()
+                .rposition(|s| matches!(s, Slot::Mark))
+                .ok_or_else(|| Stop::Bad("no mark on the stack".into()))?;
+            let items: Vec<Pv> = stack
+                .drain(m..)
+                .skip(1)
+                .filter_map(|s| match s {
+                    Slot::Val(v) => Some(v),
+                    Slot::Mark => None,
+                })
+                .collect();
+            Ok::<_, Stop>(items)
+        };
+        let str_of = |b: &[u8]| -> std::result::Result<String, Stop> {
+            String::from_utf8(b.to_vec()).map_err(|_| Stop::Bad("a string is not UTF-8".into()))
+        };
+        let max_string = self.limits.max_string;
+        let sized = |input: &mut Input<'_>, len_bytes: u64| -> std::result::Result<Vec<u8>, Stop> {
+            let n = input.le(len_bytes).map_err(Stop::Bad)?;
+            if n > max_string {
+                return Err(Stop::Limit(format!(
+                    "a string of {n} bytes exceeds the cap of {max_string}"
+                )));
+            }
+            Ok(input.take(n).map_err(Stop::Bad)?.to_vec())
+        };
+        let memo_put =
+            |memo: &mut std::collections::BTreeMap<u32, Pv>, i: u64, v: Pv, cap: usize| {
+                let i =
+                    u32::try_from(i).map_err(|_| Stop::Bad("memo index exceeds 32 bits".into()))?;
+                if memo.len() >= cap && !memo.contains_key(&i) {
+                    return Err(Stop::Limit(format!("memo holds more than {cap} values")));
+                }
+                memo.insert(i, v);
+                Ok(())
+            };
+        let memo_get = |memo: &std::collections::BTreeMap<u32, Pv>, i: u64| {
+            u32::try_from(i)
+                .ok()
+                .and_then(|i| memo.get(&i).copied())
+                .ok_or_else(|| Stop::Bad(format!("memo entry {i} was never stored")))
+        };
+        let top = |stack: &Vec<Slot>| match stack.last() {
+            Some(Slot::Val(v)) => Ok(*v),
+            _ => Err(Stop::Bad("no value on the stack".into())),
+        };
+        let e = |s: String| Stop::Bad(s);
+        match op {
+            0x80 => {
+                let p = input.u8().map_err(e)?;
+                if p > 5 {
+                    return Err(Stop::Unsupported(format!("protocol {p}")));
+                }
+            }
+            0x95 => {
+                input.take(8).map_err(e)?;
+            }
+            b'.' => return pop(stack).map(Some),
+            b'(' => stack.push(Slot::Mark),
+            b'0' => {
+                stack
+                    .pop()
+                    .ok_or_else(|| Stop::Bad("stack underflow".into()))?;
+            }
+            b'1' => {
+                pop_mark(stack)?;
+            }
+            b'2' => {
+                let v = top(stack)?;
+                stack.push(Slot::Val(v));
+            }
+            b'N' => stack.push(Slot::Val(Pv::None)),
+            0x88 => stack.push(Slot::Val(Pv::Bool(true))),
+            0x89 => stack.push(Slot::Val(Pv::Bool(false))),
+            b'J' => {
+                let v = input.le(4).map_err(e)? as u32 as i32;
+                stack.push(Slot::Val(Pv::Int(i64::from(v))));
+            }
+            b'K' => stack.push(Slot::Val(Pv::Int(i64::from(input.u8().map_err(e)?)))),
+            b'M' => stack.push(Slot::Val(Pv::Int(input.le(2).map_err(e)? as i64))),
+            0x8a | 0x8b => {
+                let n = if op == 0x8a {
+                    input.u8().map_err(e)? as u64
+                } else {
+                    input.le(4).map_err(e)?
+                };
+                if n > max_string {
+                    return Err(Stop::Limit(format!("an integer of {n} bytes")));
+                }
+                let b = input.take(n).map_err(e)?;
+                let v = long_le(b);
+                let pv = match v {
+                    Some(v) => Pv::Int(v),
+                    None => self.heap.put(Obj::BigInt(format!("<{n}-byte integer>"))),
+                };
+                stack.push(Slot::Val(pv));
+            }
+            b'I' | b'L' => {
+                let line = input.line().map_err(e)?;
+                let text = std::str::from_utf8(line)
+                    .unwrap_or("")
+                    .trim_end_matches('L');
+                let pv = match text {
+                    "01" if op == b'I' => Pv::Bool(true),
+                    "00" if op == b'I' => Pv::Bool(false),
+                    t => match t.parse::<i64>() {
+                        Ok(v) => Pv::Int(v),
+                        Err(_) => {
+                            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+                                return Err(Stop::Bad(format!("bad integer {t:?}")));
+                            }
+                            self.heap.put(Obj::BigInt(t.to_owned()))
+                        }
+                    },
+                };
+                stack.push(Slot::Val(pv));
+            }
+            b'G' => {
+                let b = input.take(8).map_err(e)?;
+                let v = f64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
+                stack.push(Slot::Val(Pv::Float(v)));
+            }
+            b'F' => {
+                let line = input.line().map_err(e)?;
+                let v = std::str::from_utf8(line)
+                    .ok()
+                    .and_then(|t| t.trim().parse::<f64>().ok())
+                    .ok_or_else(|| Stop::Bad("bad float".into()))?;
+                stack.push(Slot::Val(Pv::Float(v)));
+            }
+            b'X' | 0x8c | 0x8d => {
+                let len_bytes = match op {
+                    b'X' => 4,
+                    0x8c => 1,
+                    _ => 8,
+                };
+                let b = sized(input, len_bytes)?;
+                let s = str_of(&b)?;
+                let v = self.heap.put(Obj::Str(s));
+                stack.push(Slot::Val(v));
+            }
+            b'V' => {
+                let line = input.line().map_err(e)?;
+                let s = str_of(line)?;
+                let v = self.heap.put(Obj::Str(s));
+                stack.push(Slot::Val(v));
+            }
+            b'T' | b'U' => {
+                // Python 2 strings: bytes, read as latin-1 text as torch loads them.
+                let b = sized(input, if op == b'T' { 4 } else { 1 })?;
+                let v = self
+                    .heap
+                    .put(Obj::Str(b.iter().map(|&c| c as char).collect()));
+                stack.push(Slot::Val(v));
+            }
+            b'B' | b'C' | 0x8e | 0x96 => {
+                let len_bytes = match op {
+                    b'B' => 4,
+                    b'C' => 1,
+                    _ => 8,
+                };
+                let b = sized(input, len_bytes)?;
+                let v = self.heap.put(Obj::Bytes(b));
+                stack.push(Slot::Val(v));
+            }
+            b'}' => {
+                let v = self.heap.put(Obj::Dict(Vec::new()));
+                stack.push(Slot::Val(v));
+            }
+            b']' => {
+                let v = self.heap.put(Obj::List(Vec::new()));
+                stack.push(Slot::Val(v));
+            }
+            b')' => {
+                let v = self.heap.put(Obj::Tuple(Vec::new()));
+                stack.push(Slot::Val(v));
+            }
+            0x8f => {
+                let v = self.heap.put(Obj::Set(Vec::new()));
+                stack.push(Slot::Val(v));
+            }
+            b't' | b'l' | 0x91 => {
+                let items = pop_mark(stack)?;
+                self.grow(items.len() as u64).map_err(Stop::Limit)?;
+                let o = match op {
+                    b't' => Obj::Tuple(items),
+                    b'l' => Obj::List(items),
+                    _ => Obj::Set(items),
+                };
+                let v = self.heap.put(o);
+                stack.push(Slot::Val(v));
+            }
+            0x85..=0x87 => {
+                let n = usize::from(op - 0x84);
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(pop(stack)?);
+                }
+                items.reverse();
+                self.grow(n as u64).map_err(Stop::Limit)?;
+                let v = self.heap.put(Obj::Tuple(items));
+                stack.push(Slot::Val(v));
+            }
+            b'd' => {
+                let items = pop_mark(stack)?;
+                let pairs = pairs(items)?;
+                self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
+                let v = self.heap.put(Obj::Dict(pairs));
+                stack.push(Slot::Val(v));
+            }
+            b'a' | b'e' | 0x90 => {
+                let items = if op == b'a' {
+                    vec![pop(stack)?]
+                } else {
+                    pop_mark(stack)?
+                };
+                self.grow(items.len() as u64).map_err(Stop::Limit)?;
+                let target = top(stack)?;
+                match self.heap.get_mut(target) {
+                    Some(Obj::List(l) | Obj::Set(l)) => l.extend(items),
+                    // Appending to an object we do not model (a deque, ...): it stays opaque.
+                    Some(Obj::Opaque(_)) => {}
+                    _ => return Err(Stop::Bad("APPEND to something that is not a list".into())),
+                }
+            }
+            b's' | b'u' => {
+                let items = if op == b's' {
+                    let v = pop(stack)?;
+                    let k = pop(stack)?;
+                    vec![k, v]
+                } else {
+                    pop_mark(stack)?
+                };
+                let pairs = pairs(items)?;
+                self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
+                let target = top(stack)?;
+                match self.heap.get_mut(target) {
+                    Some(Obj::Dict(d)) => d.extend(pairs),
+                    Some(Obj::Opaque(_)) => {}
+                    _ => return Err(Stop::Bad("SETITEM on something that is not a dict".into())),
+                }
+            }
+            b'c' => {
+                let module = str_of(input.line().map_err(e)?)?;
+                let name = str_of(input.line().map_err(e)?)?;
+                let v = self.global(module, name)?;
+                stack.push(Slot::Val(v));
+            }
+            0x93 => {
+                let name = pop(stack)?;
+                let module = pop(stack)?;
+                let (Some(m), Some(n)) = (self.heap.text(module), self.heap.text(name)) else {
+                    return Err(Stop::Bad(
+                        "STACK_GLOBAL of something that is not a string".into(),
+                    ));
+                };
+                if m.len() + n.len() > MAX_GLOBAL_NAME {
+                    return Err(global_too_long());
+                }
+                let (m, n) = (m.to_owned(), n.to_owned());
+                let v = self.global(m, n)?;
+                stack.push(Slot::Val(v));
+            }
+            b'R' => {
+                let args = pop(stack)?;
+                let callable = pop(stack)?;
+                let v = self.reduce(callable, args)?;
+                stack.push(Slot::Val(v));
+            }
+            0x81 | 0x92 => {
+                if op == 0x92 {
+                    pop(stack)?; // kwargs
+                }
+                pop(stack)?; // args
+                let cls = pop(stack)?;
+                let v = self.opaque_of(cls);
+                stack.push(Slot::Val(v));
+            }
+            b'b' => {
+                // BUILD sets an object's state: the state of the objects we model (a
+                // parameter's, an ordered dict's) is never needed, and an opaque object
+                // stays opaque.
+                pop(stack)?;
+                top(stack)?;
+            }
+            b'Q' => {
+                let pid = pop(stack)?;
+                let v = self.persistent(pid)?;
+                stack.push(Slot::Val(v));
+            }
+            b'P' => {
+                return Err(Stop::Unsupported(
+                    "text persistent ids (PERSID) are not used by torch.save".into(),
+                ))
+            }
+            b'p' => {
+                let i = text_index(input.line().map_err(e)?)?;
+                let v = top(stack)?;
+                memo_put(memo, i, v, self.limits.max_memo)?;
+            }
+            b'q' => {
+                let i = u64::from(input.u8().map_err(e)?);
+                let v = top(stack)?;
+                memo_put(memo, i, v, self.limits.max_memo)?;
+            }
+            b'r' => {
+                let i = input.le(4).map_err(e)?;
+                let v = top(stack)?;
+                memo_put(memo, i, v, self.limits.max_memo)?;
+            }
+            0x94 => {
+                let i = memo.len() as u64;
+                let v = top(stack)?;
+                memo_put(memo, i, v, self.limits.max_memo)?;
+            }
+            b'g' => {
+                let i = text_index(input.line().map_err(e)?)?;
+                stack.push(Slot::Val(memo_get(memo, i)?));
+            }
+            b'h' => {
+                let i = u64::from(input.u8().map_err(e)?);
+                stack.push(Slot::Val(memo_get(memo, i)?));
+            }
+            b'j' => {
+                let i = input.le(4).map_err(e)?;
+                stack.push(Slot::Val(memo_get(memo, i)?));
+            }
+            b'i' | b'o' => {
+                // Protocol 0/1 class instantiation: opaque.
+                if op == b'i' {
+                    let module = str_of(input.line().map_err(e)?)?;
+                    let name = str_of(input.line().map_err(e)?)?;
+                    pop_mark(stack)?;
+                    let cls = self.global(module, name)?;
+                    let v = self.heap.put(Obj::Opaque(cls));
+                    stack.push(Slot::Val(v));
+                } else {
+                    let mut items = pop_mark(stack)?;
+                    if items.is_empty() {
+                        return Err(Stop::Bad("OBJ without a class".into()));
+                    }
+                    let cls = items.remove(0);
+                    let v = self.opaque_of(cls);
+                    stack.push(Slot::Val(v));
+                }
+            }
+            other => {
+                return Err(Stop::Unsupported(format!(
+                    "opcode {other:#04x} is not used by torch.save"
+                )))
+            }
+        }
+        Ok(None)
+    }
+
+    fn global(&mut self, module: String, name: String) -> std::result::Result<Pv, Stop> {
+        if module.len() + name.len() > MAX_GLOBAL_NAME {
+            return Err(global_too_long());
+        }
+        if module == "torch" && super::dtypes::dtype_element(&name).is_some() {
+            return Ok(self.heap.put(Obj::DType(name)));
+        }
+        Ok(self.heap.put(Obj::Global(Box::new((module, name)))))
+    }
+
+    /// The value an object of class `cls` stands for, never built: opaque.
+    fn opaque_of(&mut self, cls: Pv) -> Pv {
+        let cls = match self.heap.get(cls) {
+            Some(Obj::Global(_)) => cls,
+            _ => Pv::None,
+        };
+        self.heap.put(Obj::Opaque(cls))
+    }
+
+    /// `callable(*args)`, for the callables a state dict uses; anything else is opaque.
+    /// Nothing is copied from the arguments beyond the few handles a known callable reads.
+    fn reduce(&mut self, callable: Pv, args: Pv) -> std::result::Result<Pv, Stop> {
+        let known = match self.heap.get(callable) {
+            Some(Obj::Global(g)) => Known::of(&g.0, &g.1),
+            _ => return Ok(self.opaque_of(callable)),
+        };
+        let (count, first) = match self.heap.get(args) {
+            Some(Obj::Tuple(a)) => {
+                let mut first = [Pv::None; 8];
+                for (slot, v) in first.iter_mut().zip(a) {
+                    *slot = *v;
+                }
+                (a.len(), first)
+            }
+            _ => return Err(Stop::Bad("a call with no argument tuple".into())),
+        };
+        let arg = |i: usize| first.get(i).copied().unwrap_or(Pv::None);
+        match known {
+            Known::OrderedDict => {
+                if count != 0 {
+                    return Err(Stop::Unsupported("OrderedDict built from arguments".into()));
+                }
+                Ok(self.heap.put(Obj::Dict(Vec::new())))
+            }
+            // A size is its tuple.
+            Known::Size => match self.heap.get(arg(0)) {
+                Some(Obj::Tuple(_)) => Ok(arg(0)),
+                _ => Err(Stop::Bad(
+                    "torch.Size of something that is not a tuple".into(),
+                )),
+            },
+            Known::RebuildTensor { v3 } => self.rebuild_tensor(&first, v3),
+            Known::Parameter => match self.heap.get(arg(0)) {
+                Some(Obj::Tensor(_)) => Ok(arg(0)),
+                _ => Ok(self.opaque_of(callable)),
+            },
+            // (func, new_type, args, state): the tensor is func(*args). Chains of these
+            // are as deep as their bytes allow: only a few levels are followed.
+            Known::FromType => {
+                if self.nested >= MAX_NESTED_CALLS {
+                    return Err(Stop::Limit(format!(
+                        "_rebuild_from_type_v2 nested more than {MAX_NESTED_CALLS} deep"
+                    )));
+                }
+                self.nested += 1;
+                let v = self.reduce(arg(0), arg(2));
+                self.nested -= 1;
+                v
+            }
+            Known::CodecsEncode => {
+                let latin1 = matches!(self.heap.text(arg(1)), Some("latin1" | "latin-1"));
+                match self.heap.text(arg(0)) {
+                    Some(s) if latin1 => {
+                        let b: Option<Vec<u8>> = s.chars().map(|c| u8::try_from(c).ok()).collect();
+                        match b {
+                            Some(b) => Ok(self.heap.put(Obj::Bytes(b))),
+                            None => {
+                                Err(Stop::Bad("latin-1 text with a character above 255".into()))
+                            }
+                        }
+                    }
+                    _ => Ok(self.opaque_of(callable)),
+                }
+            }
+            Known::Other => Ok(self.opaque_of(callable)),
+        }
+    }
+
+    fn rebuild_tensor(&mut self, args: &[Pv; 8], v3: bool) -> std::result::Result<Pv, Stop> {
+        let arg = |i: usize| args.get(i).copied().unwrap_or(Pv::None);
+        if !matches!(self.heap.get(arg(0)), Some(Obj::Storage(_))) {
+            return Err(Stop::Bad("a tensor whose storage is not a storage".into()));
+        }
+        let offset = match arg(1) {
+            Pv::Int(n) if n >= 0 => n as u64,
+            _ => {
+                return Err(Stop::Bad(
+                    "a tensor's storage offset is not a non-negative integer".into(),
+                ))
+            }
+        };
+        for (v, what) in [(arg(2), "size"), (arg(3), "stride")] {
+            match self.heap.get(v) {
+                Some(Obj::Tuple(t)) if t.len() > MAX_TENSOR_RANK => {
+                    return Err(Stop::Limit(format!(
+                        "a tensor's {what} has {} dimensions, more than {MAX_TENSOR_RANK}",
+                        t.len()
+                    )))
+                }
+                Some(Obj::Tuple(_)) => {}
+                _ => return Err(Stop::Bad(format!("a tensor's {what} is not a tuple"))),
+            }
+        }
+        let dtype = if v3 {
+            match self.heap.get(arg(6)) {
+                Some(Obj::DType(_) | Obj::Global(_)) => Some(arg(6)),
+                _ => return Err(Stop::Bad("_rebuild_tensor_v3 without a dtype".into())),
+            }
+        } else {
+            None
+        };
+        Ok(self.heap.put(Obj::Tensor(Box::new(TensorRef {
+            storage: arg(0),
+            dtype,
+            offset,
+            size: arg(2),
+            stride: arg(3),
+        }))))
+    }
+
+    /// `persistent_load(('storage', type, key, location, numel))`.
+    fn persistent(&mut self, pid: Pv) -> std::result::Result<Pv, Stop> {
+        let (count, items) = match self.heap.get(pid) {
+            Some(Obj::Tuple(t)) => {
+                let mut items = [Pv::None; 6];
+                for (slot, v) in items.iter_mut().zip(t) {
+                    *slot = *v;
+                }
+                (t.len(), items)
+            }
+            _ => return Err(Stop::Bad("a persistent id that is not a tuple".into())),
+        };
+        if self.heap.text(items[0]) != Some("storage") || count < 5 {
+            return Err(Stop::Unsupported(
+                "a persistent id other than ('storage', type, key, location, size)".into(),
+            ));
+        }
+        if !matches!(
+            self.heap.get(items[1]),
+            Some(Obj::Global(_) | Obj::DType(_))
+        ) {
+            return Err(Stop::Bad("a storage type that is not a class".into()));
+        }
+        if self.heap.text(items[2]).is_none() {
+            return Err(Stop::Bad("a storage key that is not a string".into()));
+        }
+        // Legacy checkpoints add view metadata, which only pre-0.4 storage views had.
+        if count > 5 && items[5] != Pv::None {
+            return Err(Stop::Unsupported("a legacy storage view (pre-0.4)".into()));
+        }
+        let numel = match items[4] {
+            Pv::Int(n) if n >= 0 => n as u64,
+            _ => {
+                return Err(Stop::Bad(
+                    "a storage size that is not a non-negative integer".into(),
+                ))
+            }
+        };
+        Ok(self.heap.put(Obj::Storage(StorageRef {
+            class: items[1],
+            key: items[2],
+            numel,
+        })))
+    }
+}
+
+/// The callables [`Machine::reduce`] evaluates.
+enum Known {
+    OrderedDict,
+    Size,
+    RebuildTensor { v3: bool },
+    Parameter,
+    FromType,
+    CodecsEncode,
+    Other,
+}
+
+impl Known {
+    fn of(module: &str, name: &str) -> Self {
+        match (module, name) {
+            ("collections", "OrderedDict") => Known::OrderedDict,
+            ("torch", "Size") => Known::Size,
+            ("torch._utils", "_rebuild_tensor_v2") => Known::RebuildTensor { v3: false },
+            ("torch._utils", "_rebuild_tensor_v3") => Known::RebuildTensor { v3: true },
+            ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state") => {
+                Known::Parameter
+            }
+            ("torch._tensor", "_rebuild_from_type_v2") => Known::FromType,
+            ("_codecs", "encode") => Known::CodecsEncode,
+            _ => Known::Other,
+        }
+    }
+}
+
+fn global_too_long() -> Stop {
+    Stop::Limit(format!(
+        "a global's module and name exceed {MAX_GLOBAL_NAME} bytes"
+    ))
+}
+
+/// Why a step stopped the machine.
+enum Stop {
+    Bad(String),
+    Limit(String),
+    Unsupported(String),
+}
+
+fn pairs(items: Vec<Pv>) -> std::result::Result<Vec<(Pv, Pv)>, Stop> {
+    if items.len() % 2 != 0 {
+        return Err(Stop::Bad("an odd number of items for a dict".into()));
+    }
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
+fn text_index(line: &[u8]) -> std::result::Result<u64, Stop> {
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+        .ok_or_else(|| Stop::Bad("bad memo index".into()))
+}
+
+/// A little-endian two's complement integer (LONG1/LONG4), if it fits in 64 bits.
+fn long_le(b: &[u8]) -> Option<i64> {
+    if b.is_empty() {
+        return Some(0);
+    }
+    if b.len() > 8 {
+        // Longer encodings may still hold a small value with sign-extension bytes.
+        let (low, high) = b.split_at(8);
+        let v = i64::from_le_bytes(low.try_into().ok()?);
+        let fill = if v < 0 { 0xFF } else { 0 };
+        return high.iter().all(|&x| x == fill).then_some(v);
+    }
+    let neg = b.last().is_some_and(|&x| x & 0x80 != 0);
+    let mut buf = [if neg { 0xFF } else { 0 }; 8];
+    buf.get_mut(..b.len())?.copy_from_slice(b);
+    Some(i64::from_le_bytes(buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(p: &[u8]) -> Result<(Heap, Pv)> {
+        let mut heap = Heap::default();
+        let v = Machine::new(&mut heap, PICKLE_LIMITS, 0).run(p)?.0;
+        Ok((heap, v))
+    }
+
+    #[test]
+    fn integers_strings_and_containers() {
+        // {'a': [1, -2, 3.5], 'b': (True, None)} at protocol 2.
+        let p = b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01]q\x02(K\x01J\xfe\xff\xff\xffG@\x0c\x00\x00\x00\x00\x00\x00eX\x01\x00\x00\x00bq\x03\x88N\x86q\x04u.";
+        let (heap, v) = run(p).unwrap();
+        let Some(Obj::Dict(d)) = heap.get(v) else {
+            panic!()
+        };
+        assert_eq!(d.len(), 2);
+        let Some(Obj::List(l)) = heap.get(d[0].1) else {
+            panic!()
+        };
+        assert_eq!(l, &[Pv::Int(1), Pv::Int(-2), Pv::Float(3.5)]);
+    }
+
+    #[test]
+    fn long_integers() {
+        assert_eq!(long_le(&[0xff]), Some(-1));
+        assert_eq!(long_le(&[0x00, 0x01]), Some(256));
+        assert_eq!(long_le(&[0; 9]), Some(0));
+        assert_eq!(long_le(&[1, 0, 0, 0, 0, 0, 0, 0, 1]), None);
+    }
+
+    #[test]
+    fn unknown_globals_are_never_called() {
+        // os.system('echo') becomes an opaque value naming os.system.
+        let p = b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00echo\x85R.";
+        let (heap, v) = run(p).unwrap();
+        let Some(Obj::Opaque(g)) = heap.get(v) else {
+            panic!()
+        };
+        assert_eq!(
+            heap.get(*g),
+            Some(&Obj::Global(Box::new(("os".into(), "system".into()))))
+        );
+    }
+
+    #[test]
+    fn shared_references_do_not_copy() {
+        // l0 = [1]; l(n+1) = [l(n), l(n)], 40 levels: 2^40 leaves if copied.
+        let mut p = b"\x80\x02]q\x00K\x01a".to_vec();
+        for i in 0..40u8 {
+            p.extend([b'h', i, b'h', i, 0x86, b'q', i + 1]);
+        }
+        p.push(b'.');
+        let (heap, _) = run(&p).unwrap();
+        assert!(heap.objs.len() < 100);
+    }
+
+    #[test]
+    fn limits_and_malformed_input() {
+        assert!(run(b"\x80\x02").is_err(), "no STOP");
+        assert!(run(b"\x80\x02h\x05.").is_err(), "memo entry never stored");
+        assert!(
+            run(b"\x80\x02X\xff\xff\xff\xff.").is_err(),
+            "string longer than the input"
+        );
+        assert!(run(b"\x80\x02t.").is_err(), "no mark");
+        assert!(run(b"\x80\x09N.").is_err(), "protocol");
+        let mut big = b"\x80\x02(".to_vec();
+        big.extend(std::iter::repeat_n(b'N', (1 << 15) + 1));
+        let e = run(&big).err().unwrap();
+        assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    //! Each cap with small limits (the corpus has the stack and string caps at their real
+    //! values; the others need files of megabytes to reach them).
+    use super::*;
+
+    fn run_with(limits: PickleLimits, p: &[u8]) -> Error {
+        let mut heap = Heap::default();
+        Machine::new(&mut heap, limits, 0).run(p).err().unwrap()
+    }
+
+    const SMALL: PickleLimits = PickleLimits {
+        max_opcodes: 100,
+        max_stack: 50,
+        max_memo: 10,
+        max_string: 16,
+        max_items: 20,
+        max_objects: 1000,
+    };
+
+    #[test]
+    fn each_cap_stops_the_machine_with_its_own_message() {
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(b"N0".repeat(60));
+        let e = run_with(SMALL, &p);
+        assert!(e.message().contains("more than 100 opcodes"), "{e}");
+
+        let mut p = b"\x80\x02N".to_vec();
+        for i in 0..11u8 {
+            p.extend([b'q', i]);
+        }
+        let e = run_with(SMALL, &p);
+        assert!(e.message().contains("memo holds more than 10"), "{e}");
+
+        let e = run_with(SMALL, b"\x80\x02X\x11\x00\x00\x00");
+        assert!(
+            e.message()
+                .contains("a string of 17 bytes exceeds the cap of 16"),
+            "{e}"
+        );
+
+        let mut p = b"\x80\x02](".to_vec();
+        p.extend(b"N".repeat(21));
+        p.push(b'e');
+        let e = run_with(SMALL, &p);
+        assert!(
+            e.message().contains("containers hold more than 20 items"),
+            "{e}"
+        );
+
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(b"]0".repeat(40));
+        let e = run_with(
+            PickleLimits {
+                max_objects: 30,
+                ..SMALL
+            },
+            &p,
+        );
+        assert!(e.message().contains("builds more than 30 objects"), "{e}");
+
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(b"N".repeat(51));
+        let e = run_with(SMALL, &p);
+        assert!(e.message().contains("stack holds more than 50"), "{e}");
+        assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded);
+    }
+}

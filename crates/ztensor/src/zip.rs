@@ -1,0 +1,447 @@
+//! A minimal zip reader for the zip-based kinds (NumPy `.npz`, PyTorch checkpoints): the end
+//! of central directory record (and its zip64 form), the central directory, and each entry's
+//! local header, which gives where its data starts. Nothing here reads entry data: a stored
+//! entry is a range of the file, served from the map by the reader; a deflated one is a range
+//! of compressed bytes with its declared size.
+//!
+//! Hostile archives are refused before anything is allocated from their numbers: the entry
+//! count is checked against the central directory's bytes (46 bytes an entry at least), every
+//! offset and size through checked arithmetic against the file, every local header against
+//! its central directory record (same name, inside the file, before the directory), and no
+//! two entries may overlap. Encrypted entries, archives split over disks and compression
+//! methods other than stored (0) and deflate (8) are `Unsupported`.
+//!
+//! Written here instead of taken from the `zip` crate: the readers need each entry's data
+//! offset (to serve stored entries from the map without a copy), which that crate exposes
+//! only through its own reading path, and every check above is easier to state once here.
+//!
+//! ```text
+//!  [local header | data] ... [central directory] [zip64 EOCD] [zip64 locator] [EOCD | comment]
+//! ```
+
+use std::borrow::Cow;
+
+use zt_container::{Error, Result, Source};
+
+/// How an entry's bytes are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    /// As they are (method 0).
+    Stored,
+    /// Raw deflate (method 8).
+    Deflated,
+}
+
+/// One entry of an archive, checked against the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The entry's name as written (UTF-8).
+    pub name: String,
+    /// How its bytes are stored.
+    pub method: Method,
+    /// Where its stored bytes start (after the local header).
+    pub data_offset: u64,
+    /// Stored bytes.
+    pub compressed: u64,
+    /// Bytes after inflating (equal to `compressed` when stored).
+    pub uncompressed: u64,
+    /// Where its local header starts.
+    pub header_offset: u64,
+}
+
+impl Entry {
+    /// Where the entry's stored bytes end.
+    pub fn data_end(&self) -> u64 {
+        // Checked when the entry was listed.
+        self.data_offset.saturating_add(self.compressed)
+    }
+}
+
+/// The most entries an archive may list (a checkpoint of 100,000 tensors has about as many).
+pub(crate) const MAX_ZIP_ENTRIES: u64 = 1 << 20;
+/// The longest entry name accepted (the format's own cap is 65,535).
+pub(crate) const MAX_ZIP_NAME_LEN: usize = 4096;
+
+const EOCD_SIG: u32 = 0x0605_4b50;
+const EOCD_LEN: u64 = 22;
+const ZIP64_LOCATOR_SIG: u32 = 0x0706_4b50;
+const ZIP64_LOCATOR_LEN: u64 = 20;
+const ZIP64_EOCD_SIG: u32 = 0x0606_4b50;
+const ZIP64_EOCD_LEN: u64 = 56;
+const CENTRAL_SIG: u32 = 0x0201_4b50;
+const CENTRAL_LEN: u64 = 46;
+const LOCAL_SIG: u32 = 0x0403_4b50;
+const LOCAL_LEN: u64 = 30;
+/// The longest comment an EOCD can have: how far from the end its signature can be.
+const MAX_COMMENT: u64 = 0xFFFF;
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("invalid zip archive: {what}"))
+}
+
+/// Little-endian fields of a record, read without panicking.
+struct Fields<'a>(&'a [u8]);
+
+impl Fields<'_> {
+    fn u16(&self, at: usize) -> u16 {
+        self.0
+            .get(at..at + 2)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&self, at: usize) -> u32 {
+        self.0
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    }
+    fn u64(&self, at: usize) -> u64 {
+        self.0
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    }
+}
+
+/// Where the central directory is and how many entries it declares.
+struct Directory {
+    offset: u64,
+    size: u64,
+    count: u64,
+    /// Where the records after the directory start (zip64 EOCD or EOCD).
+    end: u64,
+}
+
+/// Lists an archive's entries in central directory order, each checked as the module says.
+pub(crate) fn entries(source: &Source) -> Result<Vec<Entry>> {
+    let dir = find_directory(source)?;
+    if dir.count > MAX_ZIP_ENTRIES {
+        return Err(Error::limit(format!(
+            "zip archive lists {} entries, more than the cap of {MAX_ZIP_ENTRIES}",
+            dir.count
+        )));
+    }
+    let fits = dir
+        .count
+        .checked_mul(CENTRAL_LEN)
+        .is_some_and(|n| n <= dir.size);
+    if !fits {
+        return Err(bad(format!(
+            "{} entries cannot fit in a central directory of {} bytes",
+            dir.count, dir.size
+        ))
+        .at(dir.offset));
+    }
+    let cd = source.read_at(dir.offset, dir.size)?;
+    let mut out = Vec::with_capacity(dir.count as usize);
+    let mut at = 0usize;
+    for _ in 0..dir.count {
+        let abs = dir.offset + at as u64;
+        let (entry, next) = central_record(&cd, at, abs)?;
+        let entry = with_local_header(source, entry, dir.offset)?;
+        out.push(entry);
+        at = next;
+    }
+    check_overlaps(&mut out)?;
+    Ok(out)
+}
+
+/// Finds the EOCD (the last signature whose comment reaches exactly to the end of the file)
+/// and, when its fields say so, the zip64 EOCD.
+fn find_directory(source: &Source) -> Result<Directory> {
+    let len = source.len();
+    if len < EOCD_LEN {
+        return Err(bad(format!(
+            "no end of central directory record ({len} bytes is too short for one)"
+        )));
+    }
+    let tail_len = len.min(EOCD_LEN + MAX_COMMENT);
+    let tail_start = len - tail_len;
+    let tail = source.read_at(tail_start, tail_len)?;
+    let found = (0..=(tail_len - EOCD_LEN) as usize).rev().find(|&i| {
+        let f = Fields(tail.get(i..).unwrap_or_default());
+        f.u32(0) == EOCD_SIG && i as u64 + EOCD_LEN + u64::from(f.u16(20)) == tail_len
+    });
+    let Some(i) = found else {
+        return Err(bad("no end of central directory record"));
+    };
+    let eocd_at = tail_start + i as u64;
+    let f = Fields(tail.get(i..).unwrap_or_default());
+    let (disk, cd_disk) = (f.u16(4), f.u16(6));
+    let (here, total) = (f.u16(8), f.u16(10));
+    let (size, offset) = (f.u32(12), f.u32(16));
+    let zip64 = here == 0xFFFF || total == 0xFFFF || size == u32::MAX || offset == u32::MAX;
+    if !zip64 {
+        if disk != 0 || cd_disk != 0 || here != total {
+            return Err(Error::unsupported("a zip archive split over several disks").at(eocd_at));
+        }
+        let dir = Directory {
+            offset: u64::from(offset),
+            size: u64::from(size),
+            count: u64::from(total),
+            end: eocd_at,
+        };
+        return check_directory(dir);
+    }
+    let locator_at = eocd_at
+        .checked_sub(ZIP64_LOCATOR_LEN)
+        .ok_or_else(|| bad("zip64 fields but no zip64 locator").at(eocd_at))?;
+    let locator = source.read_at(locator_at, ZIP64_LOCATOR_LEN)?;
+    let l = Fields(&locator);
+    if l.u32(0) != ZIP64_LOCATOR_SIG {
+        return Err(bad("zip64 fields but no zip64 locator").at(locator_at));
+    }
+    let z64_at = l.u64(8);
+    let z64_fits = z64_at
+        .checked_add(ZIP64_EOCD_LEN)
+        .is_some_and(|e| e <= locator_at);
+    if !z64_fits {
+        return Err(bad(format!(
+            "zip64 end of central directory at {z64_at} is not before its locator"
+        ))
+        .at(locator_at));
+    }
+    let z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?;
+    let z = Fields(&z64);
+    if z.u32(0) != ZIP64_EOCD_SIG {
+        return Err(bad("bad zip64 end of central directory signature").at(z64_at));
+    }
+    let (here, total) = (z.u64(24), z.u64(32));
+    if z.u32(16) != 0 || z.u32(20) != 0 || here != total || l.u32(4) != 0 {
+        return Err(Error::unsupported("a zip archive split over several disks").at(z64_at));
+    }
+    check_directory(Directory {
+        offset: z.u64(48),
+        size: z.u64(40),
+        count: total,
+        end: z64_at,
+    })
+}
+
+/// The central directory must lie before the records that end the archive.
+fn check_directory(dir: Directory) -> Result<Directory> {
+    let fits = dir
+        .offset
+        .checked_add(dir.size)
+        .is_some_and(|e| e <= dir.end);
+    if !fits {
+        return Err(bad(format!(
+            "central directory of {} bytes at {} runs past its end record at {}",
+            dir.size, dir.offset, dir.end
+        ))
+        .at(dir.end));
+    }
+    Ok(dir)
+}
+
+/// One central directory record at `at` in `cd` (`abs` in the file): the entry (its data
+/// offset not yet known) and where the next record starts.
+fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
+    let rec = cd.get(at..).unwrap_or_default();
+    let f = Fields(rec);
+    if rec.len() < CENTRAL_LEN as usize {
+        return Err(bad("central directory ends inside a record").at(abs));
+    }
+    if f.u32(0) != CENTRAL_SIG {
+        return Err(bad("bad central directory record signature").at(abs));
+    }
+    let flags = f.u16(8);
+    let method = match f.u16(10) {
+        0 => Method::Stored,
+        8 => Method::Deflated,
+        m => {
+            return Err(Error::unsupported(format!(
+                "zip compression method {m} (only stored and deflate are read)"
+            ))
+            .at(abs))
+        }
+    };
+    let (name_len, extra_len, comment_len) =
+        (f.u16(28) as usize, f.u16(30) as usize, f.u16(32) as usize);
+    let name_at = CENTRAL_LEN as usize;
+    let extra_at = name_at + name_len;
+    let next_rel = extra_at + extra_len + comment_len;
+    let (Some(name), Some(extra)) = (
+        rec.get(name_at..extra_at),
+        rec.get(extra_at..extra_at + extra_len),
+    ) else {
+        return Err(bad("central directory record runs past the directory").at(abs));
+    };
+    if rec.len() < next_rel {
+        return Err(bad("central directory record runs past the directory").at(abs));
+    }
+    if name_len > MAX_ZIP_NAME_LEN {
+        return Err(Error::limit(format!(
+            "zip entry name of {name_len} bytes exceeds the cap of {MAX_ZIP_NAME_LEN}"
+        ))
+        .at(abs));
+    }
+    let name = String::from_utf8(name.to_vec())
+        .map_err(|_| bad("entry name is not UTF-8").at(abs + name_at as u64))?;
+    if flags & 1 != 0 {
+        return Err(Error::unsupported(format!("zip entry {name:?} is encrypted")).at(abs));
+    }
+    let mut uncompressed = u64::from(f.u32(24));
+    let mut compressed = u64::from(f.u32(20));
+    let mut header_offset = u64::from(f.u32(42));
+    // zip64: the extended information field holds, in this order, those of the three that
+    // are 0xFFFFFFFF in the record.
+    let wants = [
+        uncompressed == u64::from(u32::MAX),
+        compressed == u64::from(u32::MAX),
+        header_offset == u64::from(u32::MAX),
+    ];
+    if wants.iter().any(|&w| w) {
+        let values = zip64_extra(extra)
+            .ok_or_else(|| bad(format!("entry {name:?} has no zip64 extra field")).at(abs))?;
+        let mut values = values.chunks_exact(8).map(|b| Fields(b).u64(0));
+        for (i, want) in wants.into_iter().enumerate() {
+            if !want {
+                continue;
+            }
+            let v = values.next().ok_or_else(|| {
+                bad(format!("entry {name:?}: zip64 extra field too short")).at(abs)
+            })?;
+            match i {
+                0 => uncompressed = v,
+                1 => compressed = v,
+                _ => header_offset = v,
+            }
+        }
+    }
+    if method == Method::Stored && compressed != uncompressed {
+        return Err(bad(format!(
+            "stored entry {name:?} has {compressed} stored bytes but declares {uncompressed}"
+        ))
+        .at(abs));
+    }
+    let entry = Entry {
+        name,
+        method,
+        data_offset: 0,
+        compressed,
+        uncompressed,
+        header_offset,
+    };
+    Ok((entry, at + next_rel))
+}
+
+/// The data of the zip64 extended information extra field (id 1), if present.
+fn zip64_extra(mut extra: &[u8]) -> Option<&[u8]> {
+    while extra.len() >= 4 {
+        let f = Fields(extra);
+        let (id, len) = (f.u16(0), f.u16(2) as usize);
+        let data = extra.get(4..4 + len)?;
+        if id == 1 {
+            return Some(data);
+        }
+        extra = extra.get(4 + len..)?;
+    }
+    None
+}
+
+/// Reads an entry's local header: it must name the same entry, and the data it starts must
+/// end before the central directory.
+fn with_local_header(source: &Source, mut e: Entry, cd_offset: u64) -> Result<Entry> {
+    let at = e.header_offset;
+    let in_entry = |err: Error| err.in_object(&e.name);
+    let head_fits = at
+        .checked_add(LOCAL_LEN)
+        .is_some_and(|end| end <= cd_offset);
+    if !head_fits {
+        return Err(in_entry(
+            bad(format!(
+                "local header at {at} is not before the central directory at {cd_offset}"
+            ))
+            .at(at),
+        ));
+    }
+    let head = source.read_at(at, LOCAL_LEN)?;
+    let f = Fields(&head);
+    if f.u32(0) != LOCAL_SIG {
+        return Err(in_entry(bad("bad local header signature").at(at)));
+    }
+    let (name_len, extra_len) = (u64::from(f.u16(26)), u64::from(f.u16(28)));
+    let name: Cow<'_, [u8]> = source.read_at(at + LOCAL_LEN, name_len)?;
+    if *name != *e.name.as_bytes() {
+        return Err(in_entry(
+            bad("local header names another entry than the central directory").at(at),
+        ));
+    }
+    let data_offset = at + LOCAL_LEN + name_len + extra_len;
+    let data_fits = data_offset
+        .checked_add(e.compressed)
+        .is_some_and(|end| end <= cd_offset);
+    if !data_fits {
+        return Err(in_entry(
+            bad(format!(
+                "{} bytes of data at {data_offset} run past the central directory at {cd_offset}",
+                e.compressed
+            ))
+            .at(at),
+        ));
+    }
+    e.data_offset = data_offset;
+    Ok(e)
+}
+
+/// Entries may not share bytes (a header or data), and a name may be given once.
+fn check_overlaps(entries: &mut [Entry]) -> Result<()> {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_unstable_by_key(|&i| entries.get(i).map_or(0, |e| e.header_offset));
+    for w in order.windows(2) {
+        let (Some(a), Some(b)) = (entries.get(w[0]), entries.get(w[1])) else {
+            continue;
+        };
+        if a.data_end() > b.header_offset {
+            return Err(
+                bad(format!("entries {:?} and {:?} overlap", a.name, b.name)).at(b.header_offset),
+            );
+        }
+    }
+    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(bad(format!("entry {:?} is listed twice", w[0])));
+    }
+    Ok(())
+}
+
+/// Inflates the first `want` bytes of a deflated stream. `stored` is the whole stream
+/// (`whole`), which must not end before its final block, or a prefix of it, which may end
+/// anywhere: then fewer bytes may come back.
+pub(crate) fn inflate_prefix(stored: &[u8], want: u64, whole: bool) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let read = flate2::read::DeflateDecoder::new(stored)
+        .take(want)
+        .read_to_end(&mut out);
+    match read {
+        Ok(_) => Ok(out),
+        // A prefix of a stream ends inside it: what was inflated so far is kept.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !whole => Ok(out),
+        Err(e) => Err(bad(format!("deflate stream: {e}"))),
+    }
+}
+
+/// Inflates a deflated stream that must decode to exactly `skip + dst.len()` bytes, dropping
+/// the first `skip` and filling `dst` with the rest. Nothing past the declared size is
+/// decoded, and a stream that ends early or goes on is an error.
+pub(crate) fn inflate_into(stored: &[u8], skip: u64, dst: &mut [u8]) -> Result<()> {
+    use std::io::Read;
+    let mut d = flate2::read::DeflateDecoder::new(stored);
+    let skipped = std::io::copy(&mut (&mut d).take(skip), &mut std::io::sink())
+        .map_err(|e| bad(format!("deflate stream: {e}")))?;
+    if skipped != skip {
+        return Err(bad("deflate stream ends before its declared size"));
+    }
+    d.read_exact(dst).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => bad("deflate stream ends before its declared size"),
+        _ => bad(format!("deflate stream: {e}")),
+    })?;
+    let mut one = [0u8; 1];
+    match d.read(&mut one) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(bad("deflate stream goes on past its declared size")),
+        Err(e) => Err(bad(format!("deflate stream: {e}"))),
+    }
+}

@@ -1,0 +1,259 @@
+//! Property tests of reads that gather elements: NumPy arrays of any shape in either order
+//! and byte order, and PyTorch tensors of any size, stride and offset over a storage (stored
+//! or deflated), read the same values as a naive row-major walk of the index space.
+
+use proptest::prelude::*;
+use ztensor::OpenOptions;
+
+/// A `.npy` of u16 values `f(i)` for row-major index `i`, stored in the given order and
+/// byte order.
+fn npy_u16(shape: &[u64], fortran: bool, big: bool) -> Vec<u8> {
+    let dims = shape
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let shape_text = if shape.len() == 1 {
+        format!("({dims},)")
+    } else {
+        format!("({dims})")
+    };
+    let header = format!(
+        "{{'descr': '{}u2', 'fortran_order': {}, 'shape': {shape_text}, }}\n",
+        if big { '>' } else { '<' },
+        if fortran { "True" } else { "False" }
+    );
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((header.len() as u16).to_le_bytes());
+    b.extend(header.as_bytes());
+    let n: u64 = shape.iter().product();
+    // Storage position p holds the element whose row-major index is i(p).
+    for p in 0..n {
+        let i = if fortran {
+            // p is column-major: decompose with the first index fastest.
+            let mut rest = p;
+            let mut idx = vec![0u64; shape.len()];
+            for (d, &len) in shape.iter().enumerate() {
+                idx[d] = rest % len;
+                rest /= len;
+            }
+            idx.iter()
+                .zip(shape)
+                .fold(0u64, |a, (&x, &len)| a * len + x)
+        } else {
+            p
+        };
+        let v = value(i);
+        b.extend(if big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
+    }
+    b
+}
+
+fn value(i: u64) -> u16 {
+    (i.wrapping_mul(40503) ^ 0x5a5a) as u16
+}
+
+/// A zip of the given entries, as torch.save lays out a checkpoint; entries named in
+/// `deflated` are deflated (torch never does this; other zip tools may).
+fn zip(entries: &[(&str, &[u8])], deflated: &[&str]) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for (name, data) in entries {
+        let (method, stored) = if deflated.contains(name) {
+            let mut z =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(data).unwrap();
+            (8u8, z.finish().unwrap())
+        } else {
+            (0u8, data.to_vec())
+        };
+        let at = out.len() as u32;
+        out.extend(0x0403_4b50u32.to_le_bytes());
+        out.extend([20, 0, 0, 0, method, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        out.extend((stored.len() as u32).to_le_bytes());
+        out.extend((data.len() as u32).to_le_bytes());
+        out.extend((name.len() as u16).to_le_bytes());
+        out.extend([0, 0]);
+        out.extend(name.as_bytes());
+        out.extend(&stored);
+        central.extend(0x0201_4b50u32.to_le_bytes());
+        central.extend([20, 0, 20, 0, 0, 0, method, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        central.extend((stored.len() as u32).to_le_bytes());
+        central.extend((data.len() as u32).to_le_bytes());
+        central.extend((name.len() as u16).to_le_bytes());
+        central.extend([0u8; 12]);
+        central.extend(at.to_le_bytes());
+        central.extend(name.as_bytes());
+    }
+    let cd_at = out.len() as u32;
+    out.extend(&central);
+    out.extend(0x0605_4b50u32.to_le_bytes());
+    out.extend([0, 0, 0, 0]);
+    out.extend((entries.len() as u16).to_le_bytes());
+    out.extend((entries.len() as u16).to_le_bytes());
+    out.extend((central.len() as u32).to_le_bytes());
+    out.extend(cd_at.to_le_bytes());
+    out.extend([0, 0]);
+    out
+}
+
+/// `{"t": tensor}` over an IntStorage "0" of `numel` elements, its record deflated or not.
+fn checkpoint(numel: u64, offset: u64, size: &[u64], stride: &[u64], deflate: bool) -> Vec<u8> {
+    let mut p = vec![0x80, 2, b'}', b'(', b'X', 1, 0, 0, 0, b't'];
+    p.extend(b"ctorch._utils\n_rebuild_tensor_v2\n((");
+    let text = |p: &mut Vec<u8>, s: &str| {
+        p.push(b'X');
+        p.extend((s.len() as u32).to_le_bytes());
+        p.extend(s.as_bytes());
+    };
+    let int = |p: &mut Vec<u8>, v: u64| match i32::try_from(v) {
+        Ok(v) => {
+            p.push(b'J');
+            p.extend(v.to_le_bytes());
+        }
+        Err(_) => {
+            p.extend([0x8a, 8]);
+            p.extend(v.to_le_bytes());
+        }
+    };
+    text(&mut p, "storage");
+    p.extend(b"ctorch\nIntStorage\n");
+    text(&mut p, "0");
+    text(&mut p, "cpu");
+    int(&mut p, numel);
+    p.extend(b"tQ");
+    int(&mut p, offset);
+    p.push(b'(');
+    size.iter().for_each(|&d| int(&mut p, d));
+    p.extend(b"t(");
+    stride.iter().for_each(|&d| int(&mut p, d));
+    p.extend(b"t\x89}tRu.");
+    let storage: Vec<u8> = (0..numel.min(1 << 20) as i32)
+        .flat_map(|v| (v * 7 - 3).to_le_bytes())
+        .collect();
+    let deflated: &[&str] = if deflate { &["archive/data/0"] } else { &[] };
+    zip(
+        &[
+            ("archive/data.pkl", &p),
+            ("archive/byteorder", b"little"),
+            ("archive/data/0", &storage),
+        ],
+        deflated,
+    )
+}
+
+proptest! {
+    #[test]
+    fn npy_arrays_read_row_major(
+        shape in proptest::collection::vec(1u64..5, 0..5),
+        fortran: bool,
+        big: bool,
+    ) {
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open_bytes(npy_u16(&shape, fortran, big))
+                .unwrap();
+            let got = r.read::<u16>("array").unwrap();
+            let n: u64 = shape.iter().product();
+            let want: Vec<u16> = (0..n).map(value).collect();
+            prop_assert_eq!(&got[..], &want[..]);
+        }
+    }
+
+    #[test]
+    fn torch_tensors_read_through_their_strides(
+        dims in proptest::collection::vec((0u64..4, 0u64..6), 0..4),
+        offset in 0u64..5,
+        spare in 0u64..3,
+        deflate: bool,
+    ) {
+        let size: Vec<u64> = dims.iter().map(|d| d.0).collect();
+        let stride: Vec<u64> = dims.iter().map(|d| d.1).collect();
+        let count: u64 = size.iter().product();
+        let last: u64 = size.iter().zip(&stride).map(|(&n, &s)| n.saturating_sub(1) * s).sum();
+        let numel = offset + if count == 0 { 0 } else { last + 1 } + spare;
+        let r = OpenOptions::new()
+            .open_bytes(checkpoint(numel, offset, &size, &stride, deflate))
+            .unwrap();
+        let got = r.read::<i32>("t").unwrap();
+        // The naive walk: every index in row-major order.
+        let mut want = Vec::new();
+        let mut idx = vec![0u64; size.len()];
+        for _ in 0..count {
+            let at = offset + idx.iter().zip(&stride).map(|(&i, &s)| i * s).sum::<u64>();
+            want.push(at as i32 * 7 - 3);
+            for d in (0..size.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < size[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        prop_assert_eq!(&got[..], &want[..]);
+        // A tensor that reaches one element past its storage is refused at open.
+        if count > 0 && spare == 0 {
+            let e = OpenOptions::new()
+                .open_bytes(checkpoint(numel - 1, offset, &size, &stride, deflate))
+                .err()
+                .unwrap();
+            prop_assert!(e.message().contains("elements reach byte"), "{}", e);
+        }
+    }
+}
+
+/// A large deflated `.npz` entry: its header is inflated at open from a prefix of the stream
+/// (never the whole entry), and its elements from the whole stream when read.
+#[test]
+fn large_deflated_npz_entries_read_whole() {
+    let n = 300_000u64;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let values: Vec<u8> = (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let header = format!("{{'descr': '|u1', 'fortran_order': False, 'shape': ({n},), }}\n");
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend((header.len() as u16).to_le_bytes());
+    npy.extend(header.as_bytes());
+    npy.extend(&values);
+    let archive = zip(&[("big.npy", &npy)], &["big.npy"]);
+    assert!(archive.len() > 200_000, "the values do not compress");
+    for unmapped in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.npz");
+        std::fs::write(&path, &archive).unwrap();
+        let r = OpenOptions::new().unmapped(unmapped).open(&path).unwrap();
+        assert_eq!(&r.read::<u8>("big").unwrap()[..], &values[..]);
+    }
+}
+
+/// An empty tensor at an offset far past its storage (torch does not bound it) reads as
+/// empty; a non-empty one there is refused, never an overflow.
+#[test]
+fn empty_tensors_at_any_offset() {
+    for offset in [0, 100, 1 << 40, (1 << 62) - 1] {
+        let r = OpenOptions::new()
+            .open_bytes(checkpoint(2, offset, &[0, 3], &[3, 1], false))
+            .unwrap();
+        assert!(r.read::<i32>("t").unwrap().is_empty(), "{offset}");
+        if offset < 2 {
+            continue;
+        }
+        let e = OpenOptions::new()
+            .open_bytes(checkpoint(2, offset, &[1], &[1], false))
+            .err()
+            .unwrap();
+        assert!(e.message().contains("storage"), "{offset}: {e}");
+    }
+}

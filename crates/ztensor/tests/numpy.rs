@@ -1,0 +1,158 @@
+//! NumPy `.npy` and `.npz` files written by numpy itself (`tools/interop/make_numpy.py`):
+//! every array reads as the values numpy was given (row-major, little-endian, compared byte
+//! for byte with `expected.json`), mapped and unmapped; stored entries come from the map
+//! without a copy; structured and object arrays are refused, naming what they are.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use ztensor::{ErrorKind, FileVersion, OpenOptions};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/numpy")
+}
+
+fn expected() -> serde_json::Value {
+    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn every_array_reads_as_numpy_wrote_it() {
+    let expected = expected();
+    let files = expected["files"].as_object().unwrap();
+    assert!(files.len() >= 10);
+    let mut checked = 0;
+    for (file, arrays) in files {
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            let arrays = arrays.as_object().unwrap();
+            if file != "mixed.npz" {
+                assert_eq!(r.len(), arrays.len(), "{file}");
+            }
+            for (name, want) in arrays {
+                let o = r
+                    .object(name)
+                    .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+                let shape: Vec<u64> = want["shape"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_u64().unwrap())
+                    .collect();
+                assert_eq!(&o.shape[..], &shape[..], "{file} {name}");
+                assert_eq!(
+                    o.element_type().unwrap().name(),
+                    want["type"].as_str().unwrap(),
+                    "{file} {name}"
+                );
+                let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+                assert_eq!(hex(&bytes), want["hex"].as_str().unwrap(), "{file} {name}");
+                checked += 1;
+            }
+            assert!(r.verify().is_ok(), "{file}");
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+#[test]
+fn kinds_and_versions_are_told() {
+    let version = |f: &str| ztensor::open(dir().join(f)).unwrap().version().clone();
+    assert_eq!(version("v1_f32.npy"), FileVersion::Npy(1, 0));
+    assert_eq!(version("v2_i64.npy"), FileVersion::Npy(2, 0));
+    assert_eq!(version("v3_c64.npy"), FileVersion::Npy(3, 0));
+    assert_eq!(version("all.npz"), FileVersion::Npz);
+    assert_eq!(version("empty.npz"), FileVersion::Npz);
+    assert_eq!(version("all.npz").kind(), "npz");
+}
+
+#[test]
+fn stored_entries_are_borrowed_from_the_map() {
+    let r = ztensor::open(dir().join("all.npz")).unwrap();
+    for name in ["f32", "u8", "c128", "be_f32"] {
+        let o = r.object(name).unwrap();
+        let bytes = o.bytes().unwrap();
+        assert_eq!(
+            matches!(bytes, Cow::Borrowed(_)),
+            name != "be_f32",
+            "{name}: little-endian stored data is borrowed, big-endian swapped in a copy"
+        );
+    }
+    // A typed read is borrowed when the entry's data happens to be aligned for it.
+    let u8s = r.read::<u8>("u8").unwrap();
+    assert!(matches!(u8s, Cow::Borrowed(_)));
+    // Fortran order and deflated entries are copies.
+    assert!(matches!(
+        r.object("fortran_f32").unwrap().bytes().unwrap(),
+        Cow::Owned(_)
+    ));
+    let d = ztensor::open(dir().join("all_deflated.npz")).unwrap();
+    assert!(matches!(
+        d.object("f32").unwrap().bytes().unwrap(),
+        Cow::Owned(_)
+    ));
+    assert_eq!(
+        d.object("f32").unwrap().components[0].encoding.name(),
+        "deflate"
+    );
+}
+
+#[test]
+fn fortran_order_reads_the_array_not_its_transpose() {
+    let r = ztensor::open(dir().join("all.npz")).unwrap();
+    let v = r.read::<f32>("fortran_f32").unwrap();
+    assert_eq!(&r.object("fortran_f32").unwrap().shape[..], &[2, 3]);
+    assert_eq!(&v[..], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let v = r.read::<u16>("be_fortran_u16").unwrap();
+    assert_eq!(&v[..], &[0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn structured_and_object_arrays_are_refused_by_name() {
+    for (file, says) in [
+        ("refused_structured.npy", "a structured .npy array"),
+        ("refused_object.npy", "an object .npy array"),
+    ] {
+        let e = ztensor::open(dir().join(file)).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    // In an archive the refused array is one unreadable object; the rest reads.
+    let r = ztensor::open(dir().join("mixed.npz")).unwrap();
+    assert_eq!(r.names().collect::<Vec<_>>(), ["good", "structured"]);
+    let e = r.object("structured").unwrap().bytes().err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(e.to_string().contains("structured"), "{e}");
+    assert_eq!(&r.read::<i32>("good").unwrap()[..], &[0, 1, 2]);
+}
+
+#[test]
+fn a_corrupt_deflate_stream_is_an_invalid_file() {
+    // Overwrite the second half of one deflated array's stream. Its header is inflated at
+    // open and its elements when read: either step may meet the damage, and both must say
+    // what is wrong and where.
+    let bytes = std::fs::read(dir().join("all_deflated.npz")).unwrap();
+    let r = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
+    let c = r.object("f64").unwrap().components[0].clone();
+    let mut broken = bytes;
+    let mid = (c.offset + c.length / 2) as usize;
+    for b in &mut broken[mid..(c.offset + c.length) as usize] {
+        *b = 0xFF;
+    }
+    let e = match OpenOptions::new().open_bytes(broken) {
+        Err(e) => e,
+        Ok(r) => r.object("f64").unwrap().bytes().err().unwrap(),
+    };
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(e.to_string().contains("deflate stream"), "{e}");
+    assert_eq!(e.object(), Some("f64"));
+    assert!(e.offset().is_some());
+}

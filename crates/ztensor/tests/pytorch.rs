@@ -1,0 +1,205 @@
+//! PyTorch checkpoints written by torch.save itself (`tools/interop/make_torch.py`), read
+//! without running their pickles: every tensor reads as the values torch was given
+//! (row-major, little-endian, compared byte for byte with `expected.json`), mapped and
+//! unmapped; contiguous tensors come from the map without a copy; tied weights and views of
+//! one storage are all listed and show their storage; strided tensors read correctly;
+//! non-tensor values become attributes; unknown globals stay opaque.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use ztensor::{FileVersion, OpenOptions, Value};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/pytorch")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn every_tensor_reads_as_torch_wrote_it() {
+    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let files = expected["files"].as_object().unwrap();
+    let mut checked = 0;
+    for (file, tensors) in files {
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            let version = if file.starts_with("legacy") {
+                FileVersion::PyTorchLegacy
+            } else {
+                FileVersion::PyTorch
+            };
+            assert_eq!(r.version(), &version);
+            let tensors = tensors.as_object().unwrap();
+            assert_eq!(
+                r.len(),
+                tensors.len(),
+                "{file}: {:?}",
+                r.names().collect::<Vec<_>>()
+            );
+            for (name, want) in tensors {
+                let o = r
+                    .object(name)
+                    .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+                let shape: Vec<u64> = want["shape"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_u64().unwrap())
+                    .collect();
+                assert_eq!(&o.shape[..], &shape[..], "{file} {name}");
+                assert_eq!(
+                    o.element_type().unwrap().name(),
+                    want["type"].as_str().unwrap(),
+                    "{file} {name}"
+                );
+                let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+                assert_eq!(hex(&bytes), want["hex"].as_str().unwrap(), "{file} {name}");
+                checked += 1;
+            }
+            assert!(r.verify().is_ok(), "{file}");
+        }
+    }
+    assert!(checked >= 86, "{checked}");
+}
+
+fn state_dict() -> ztensor::Reader {
+    ztensor::open(dir().join("state_dict.pt")).unwrap()
+}
+
+fn text_attr<'a>(o: &'a ztensor::ObjectInfo, key: &str) -> Option<&'a str> {
+    o.attributes.get(key).and_then(Value::as_str)
+}
+
+#[test]
+fn tied_weights_and_views_share_a_storage_visibly() {
+    let r = state_dict();
+    let embed = r.object("state_dict.embed.weight").unwrap();
+    let head = r.object("state_dict.head.weight").unwrap();
+    let transposed = r.object("state_dict.encoder.layer1.w").unwrap();
+    let storage = text_attr(&embed, "torch.storage").unwrap();
+    assert_eq!(text_attr(&head, "torch.storage"), Some(storage));
+    assert_eq!(text_attr(&transposed, "torch.storage"), Some(storage));
+    assert_eq!(embed.components[0].offset, head.components[0].offset);
+    // Views into one int32 storage: a window at an offset, every other element.
+    let window = r.object("state_dict.window").unwrap();
+    let every_other = r.object("state_dict.every_other").unwrap();
+    assert_eq!(
+        text_attr(&window, "torch.storage"),
+        text_attr(&every_other, "torch.storage")
+    );
+    assert_eq!(
+        window.attributes.get("torch.storage_offset"),
+        Some(&Value::Integer(5))
+    );
+    assert_eq!(
+        &r.read::<i32>("state_dict.window").unwrap()[..],
+        &[5, 6, 7, 8, 9, 10]
+    );
+    assert_eq!(
+        &r.read::<i32>("state_dict.every_other").unwrap()[..],
+        &[0, 2, 4, 6, 8, 10, 12, 14, 16, 18]
+    );
+}
+
+#[test]
+fn strided_tensors_are_read_as_the_tensor() {
+    let r = state_dict();
+    let t = r.read::<f32>("state_dict.encoder.layer1.w").unwrap();
+    assert_eq!(
+        &r.object("state_dict.encoder.layer1.w").unwrap().shape[..],
+        &[3, 4]
+    );
+    assert_eq!(&t[..], &[0., 3., 6., 9., 1., 4., 7., 10., 2., 5., 8., 11.]);
+    assert!(
+        matches!(t, Cow::Owned(_)),
+        "a transpose is gathered into a copy"
+    );
+    let e = r.read::<f32>("state_dict.expanded").unwrap();
+    assert_eq!(&e[..], &[7., 8., 7., 8., 7., 8.]);
+    let o = r.object("state_dict.expanded").unwrap();
+    assert_eq!(
+        o.attributes.get("torch.stride"),
+        Some(&Value::Array(vec![Value::Integer(0), Value::Integer(1)]))
+    );
+}
+
+#[test]
+fn contiguous_tensors_come_from_the_map() {
+    let r = ztensor::open(dir().join("pytorch_model.bin")).unwrap();
+    for name in r.names() {
+        let v = r.read::<f32>(name).unwrap();
+        assert!(matches!(v, Cow::Borrowed(_)), "{name}");
+    }
+    let r = ztensor::open(dir().join("dtypes.pt")).unwrap();
+    for name in [
+        "float32",
+        "bfloat16",
+        "float8_e4m3fn",
+        "complex128",
+        "uint64",
+    ] {
+        assert!(
+            matches!(r.object(name).unwrap().bytes().unwrap(), Cow::Borrowed(_)),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn other_values_become_attributes() {
+    let r = state_dict();
+    let a = r.attributes();
+    assert_eq!(a.get("epoch"), Some(&Value::Integer(3)));
+    assert_eq!(a.get("name"), Some(&Value::Text("tiny".into())));
+    assert_eq!(a.get("lr"), Some(&Value::Float(0.5)));
+    assert_eq!(
+        a.get("betas"),
+        Some(&Value::Array(vec![Value::Float(0.9), Value::Float(0.999)]))
+    );
+    assert_eq!(
+        a.get("flags"),
+        Some(&Value::Array(vec![Value::Bool(true), Value::Null]))
+    );
+}
+
+#[test]
+fn a_big_endian_checkpoint_is_swapped_when_read() {
+    let r = ztensor::open(dir().join("big_endian.pt")).unwrap();
+    let o = r.object("f32").unwrap();
+    assert_eq!(o.components[0].byte_order, ztensor::ByteOrder::Big);
+    assert_eq!(&r.read::<f32>("f32").unwrap()[..], &[1.5, -2.0, 3.25, 1e-3]);
+    assert_eq!(&r.read::<i64>("i64").unwrap()[..], &[1, -2, 1 << 40]);
+}
+
+#[test]
+fn a_training_checkpoint_keeps_its_other_values_and_builds_nothing() {
+    let r = ztensor::open(dir().join("training.pt")).unwrap();
+    let a = r.attributes();
+    let opaque = |n: &str| {
+        Value::Map(std::collections::BTreeMap::from([(
+            "opaque".to_owned(),
+            Value::Text(n.to_owned()),
+        )]))
+    };
+    assert_eq!(a.get("epoch"), Some(&Value::Integer(7)));
+    assert_eq!(a.get("args"), Some(&opaque("argparse.Namespace")));
+    assert_eq!(a.get("when"), Some(&opaque("datetime.datetime")));
+    assert_eq!(a.get("tags"), Some(&opaque("__builtin__.set")));
+    assert_eq!(
+        a.get("optimizer.param_groups.0.lr"),
+        Some(&Value::Float(1e-3))
+    );
+    assert_eq!(
+        a.get("optimizer.param_groups.0.params"),
+        Some(&Value::Array((0..4).map(Value::Integer).collect()))
+    );
+    // The optimizer's state is keyed by integers: dotted names all the same.
+    assert!(r.object("optimizer.state.3.exp_avg_sq").is_ok());
+}
