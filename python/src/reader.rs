@@ -39,7 +39,7 @@ fn object<'r>(py: Python<'_>, r: &'r ztensor::Reader, name: &str) -> PyResult<Ob
 }
 
 /// A version as users name it: `zt v2`, `zt v1.2.0`, `zt v0.1`, `mag v300`, `safetensors`,
-/// `gguf v3`.
+/// `gguf v3`, `npy v1.0`, `npz`, `pytorch`, `pytorch legacy`.
 fn version_name(v: &FileVersion) -> String {
     match v {
         FileVersion::ZTensorV0_1 => "zt v0.1".to_owned(),
@@ -54,6 +54,10 @@ fn version_name(v: &FileVersion) -> String {
             "gguf v{version}{}",
             if *big_endian { " big-endian" } else { "" }
         ),
+        FileVersion::Npy(major, minor) => format!("npy v{major}.{minor}"),
+        FileVersion::Npz => "npz".to_owned(),
+        FileVersion::PyTorch => "pytorch".to_owned(),
+        FileVersion::PyTorchLegacy => "pytorch legacy".to_owned(),
         // Kinds added later read as the library prints them.
         #[allow(unreachable_patterns)]
         other => other.to_string(),

@@ -61,7 +61,11 @@ def test_each_invalid_file_gives_its_error(row):
 
 
 def valid_files():
-    return sorted(p for p in (FIXTURES / "valid").iterdir() if p.suffix in (".zt", ".mag"))
+    kinds = (".zt", ".mag", ".gguf", ".npy", ".npz", ".pt", ".bin")
+    files = [p for p in (FIXTURES / "valid").iterdir() if p.suffix in kinds]
+    for sub in ("gguf", "numpy", "pytorch"):
+        files += [p for p in (FIXTURES / "interop" / sub).iterdir() if p.suffix in kinds]
+    return sorted(files)
 
 
 @pytest.mark.parametrize("path", valid_files(), ids=lambda p: p.name)

@@ -13,7 +13,7 @@ from conftest import FIXTURES
 
 VALID = FIXTURES / "valid"
 # Every kind of file the library reads, by suffix.
-KINDS = (".zt", ".mag", ".safetensors", ".gguf")
+KINDS = (".zt", ".mag", ".safetensors", ".gguf", ".npy", ".npz", ".pt", ".bin")
 
 
 def expected_rows():
@@ -55,10 +55,45 @@ def test_dense_tensor_has_the_recorded_bytes_and_shape(row):
 def every_fixture():
     out = []
     for p in sorted((FIXTURES / "interop").rglob("*")):
-        if p.is_file() and p.suffix in KINDS and "-of-" not in p.name:
+        if p.is_file() and p.suffix in KINDS and "-of-" not in p.name and not p.name.startswith("refused_"):
             out.append(p)
     out += sorted(p for p in VALID.iterdir() if p.suffix in KINDS)
     return out
+
+
+def numpy_and_torch_expectations():
+    """What numpy and torch wrote (tools/interop/make_numpy.py, make_torch.py): per file and
+    array, its shape, type and the row-major little-endian bytes it must read as."""
+    rows = []
+    for kind in ("numpy", "pytorch"):
+        spec = json.loads((FIXTURES / "interop" / kind / "expected.json").read_text())
+        for file, arrays in spec["files"].items():
+            for name, want in arrays.items():
+                rows.append((FIXTURES / "interop" / kind / file, name, want))
+    return rows
+
+
+@pytest.mark.parametrize("path,name,want", numpy_and_torch_expectations(), ids=lambda x: str(x)[-40:])
+def test_numpy_and_torch_files_read_as_their_writers_wrote(path, name, want):
+    with ztio.open(path) as f:
+        t = f.get_tensor(name)
+        assert t.shape == tuple(want["shape"])
+        assert t.tobytes() == bytes.fromhex(want["hex"])
+        assert f.info(name).dtype == want["type"]
+
+
+def test_tied_torch_weights_share_memory_and_say_so():
+    with ztio.open(FIXTURES / "interop" / "pytorch" / "state_dict.pt") as f:
+        by_storage = {}
+        for info in f.infos():
+            key = info.attributes.get("torch.storage")
+            # Strided views (a transpose) are gathered copies; plain ones point into the map.
+            if key is not None and "torch.stride" not in info.attributes:
+                by_storage.setdefault(key, []).append(info.name)
+        tied = [names for names in by_storage.values() if len(names) > 1]
+        assert tied, "the fixture has tied weights"
+        a, b = (f.get_tensor(n) for n in tied[0][:2])
+        assert np.shares_memory(a, b)  # both point into the one stored storage
 
 
 @pytest.mark.parametrize("path", every_fixture(), ids=lambda p: p.name)
@@ -80,12 +115,22 @@ def test_every_fixture_reads_every_object(path):
                 assert isinstance(value, np.ndarray)
 
 
+def test_arrays_numpy_cannot_describe_are_refused_by_name():
+    for name, what in (("refused_structured.npy", "structured"), ("refused_object.npy", "object")):
+        with pytest.raises(ztio.UnsupportedError, match=what):
+            ztio.open(FIXTURES / "interop" / "numpy" / name)
+
+
 def test_kinds_and_versions():
     assert ztio.open(FIXTURES / "interop" / "v014.zt").version == "zt v0.1"
     assert ztio.open(FIXTURES / "interop" / "v123_all.zt").version.startswith("zt v1.2")
     assert ztio.open(FIXTURES / "interop" / "zt2" / "03_zstd_seekable_a4k.zt").version == "zt v2"
     assert ztio.open(FIXTURES / "interop" / "safetensors" / "numpy.safetensors").version == "safetensors"
     assert ztio.open(VALID / "mag_v300.mag").version.startswith("mag")
+    assert ztio.open(FIXTURES / "interop" / "numpy" / "v2_i64.npy").version == "npy v2.0"
+    assert ztio.open(FIXTURES / "interop" / "numpy" / "all.npz").version == "npz"
+    assert ztio.open(FIXTURES / "interop" / "pytorch" / "state_dict.pt").version == "pytorch"
+    assert ztio.open(FIXTURES / "interop" / "pytorch" / "legacy.pt").version == "pytorch legacy"
     gguf = sorted((FIXTURES / "interop" / "gguf").glob("*.gguf"))
     assert gguf and all(ztio.open(p).version.startswith("gguf v") for p in gguf)
 

@@ -242,8 +242,8 @@ class File:
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False):
-        self._native = _native.Reader(path, unmapped=unmapped)
         self.path = str(path)
+        self._native = _native.Reader(path, unmapped=unmapped)
 
     def _reader(self) -> "_native.Reader":
         return self._native
@@ -366,6 +366,8 @@ class File:
         self.close()
 
     def __repr__(self) -> str:
+        if "_native" not in self.__dict__:  # the open failed
+            return f"<ztio.File {getattr(self, 'path', '?')!r} (not open)>"
         state = "closed" if self.closed else f"{len(self)} objects, {self.version}"
         return f"<ztio.File {self.path!r} ({state})>"
 
