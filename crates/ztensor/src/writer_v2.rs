@@ -17,10 +17,14 @@ use std::collections::HashMap;
 
 use zt_container::{BlobWriterV2, Error, Result};
 use zt_formats::v2::{check_layout_v2, PartLayout, COO_V2, CSR_V2};
-use zt_formats::{DType, DigestAlgorithm, ElementType, Format};
+use zt_formats::{DType, Digest, DigestAlgorithm, ElementType, Format};
 use zt_manifest::{encode_manifest_v2, Component, Manifest, ManifestV2, ObjectV2, PartV2};
 
 use crate::sink::Sink;
+
+/// Parts at least this large have a sha256 digest and their sharing key hashed on two
+/// threads.
+const PARALLEL_HASH_MIN: usize = 1 << 20;
 
 /// The alignment of the original's default (and of the canonical form): 64 KiB.
 pub(crate) const ALIGN_CANONICAL: u64 = 64 << 10;
@@ -33,8 +37,9 @@ const COMPARE_CHUNK: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct V2Blobs<W: Sink> {
     blobs: BlobWriterV2<W>,
-    /// (xxh3-128 of the stored bytes, length) -> offsets of blobs with that key.
-    written: HashMap<(u128, u64), Vec<u64>>,
+    /// (xxh3-64 of the stored bytes, length) -> offsets of blobs with that key. A match is
+    /// confirmed byte for byte, so a collision costs a comparison, never a wrong blob.
+    written: HashMap<(u64, u64), Vec<u64>>,
 }
 
 /// The v2 layout id of a format.
@@ -118,7 +123,28 @@ impl<W: Sink> V2Blobs<W> {
                 )))
             }
         };
-        let digest = algorithm.compute(decoded);
+        // One xxh3-64 pass over a raw part gives both its default digest and the key that
+        // finds an identical earlier blob: hashing is the writer's only pass over the data
+        // besides the write. A sha256 digest is computed beside that key on rayon's pool.
+        let raw = compression.is_none();
+        let (digest, raw_key) = match (algorithm, raw) {
+            (DigestAlgorithm::Xxh3, true) => {
+                let h = zt_formats::xxh3_64(decoded);
+                (Digest::Xxh3(h), Some(h))
+            }
+            (_, true) if decoded.len() >= PARALLEL_HASH_MIN => {
+                let (d, h) = rayon::join(
+                    || algorithm.compute(decoded),
+                    || zt_formats::xxh3_64(decoded),
+                );
+                (d, Some(h))
+            }
+            (_, true) => (
+                algorithm.compute(decoded),
+                Some(zt_formats::xxh3_64(decoded)),
+            ),
+            (_, false) => (algorithm.compute(decoded), None),
+        };
         let encoded;
         let (stored, encoding, decoded_length) = match compression {
             None => (decoded, None, None),
@@ -132,7 +158,7 @@ impl<W: Sink> V2Blobs<W> {
             }
         };
         // The original shares raw blobs only: an encoded part always gets its own blob.
-        let offset = self.put(stored, encoding.is_none())?;
+        let offset = self.put(stored, raw_key)?;
         let (dtype, logical_type) = dtype_fields(element);
         Ok(Component {
             dtype,
@@ -145,16 +171,16 @@ impl<W: Sink> V2Blobs<W> {
         })
     }
 
-    /// The offset of a blob holding exactly `stored`: an earlier identical one (when
-    /// `share`), or a new one.
-    fn put(&mut self, stored: &[u8], share: bool) -> Result<u64> {
-        if !share {
+    /// The offset of a blob holding exactly `stored`: an earlier identical one (when a
+    /// sharing key, the xxh3-64 of `stored`, is given), or a new one.
+    fn put(&mut self, stored: &[u8], share_key: Option<u64>) -> Result<u64> {
+        let Some(hash) = share_key else {
             return self
                 .blobs
                 .append_blob(stored)
                 .map_err(|e| Error::io(e, "cannot write a blob"));
-        }
-        let key = (xxhash_rust::xxh3::xxh3_128(stored), stored.len() as u64);
+        };
+        let key = (hash, stored.len() as u64);
         let candidates = self.written.get(&key).cloned().unwrap_or_default();
         for o in candidates {
             if self.same_bytes(o, stored)? {
