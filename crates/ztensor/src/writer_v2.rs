@@ -4,9 +4,9 @@
 //!
 //! - blobs go out in the order objects are added, each object's parts in bytewise order of
 //!   their names; the manifest is the last blob, the footer follows it at once;
-//! - a raw part whose bytes equal an earlier raw blob's (an xxh3-128 match, then a byte
-//!   comparison of what was written) points at that blob instead of being written again
-//!   (encoded parts are never shared, as in the original);
+//! - a raw part whose bytes equal an earlier raw blob's (same length and xxh3-64 of the first
+//!   64 KiB, then a byte comparison of what was written) points at that blob instead of being
+//!   written again (encoded parts are never shared, as in the original);
 //! - every part carries a digest, `xxh3:` (16 hex digits) unless sha256 is asked for;
 //! - compression is `zt.zstd-seekable/1` (1 MiB frames with checksums).
 //!
@@ -22,9 +22,11 @@ use zt_manifest::{encode_manifest_v2, Component, Manifest, ManifestV2, ObjectV2,
 
 use crate::sink::Sink;
 
-/// Parts at least this large have a sha256 digest and their sharing key hashed on two
-/// threads.
+/// Raw parts at least this large are hashed on rayon's pool while they are written.
 const PARALLEL_HASH_MIN: usize = 1 << 20;
+
+/// How much of a raw part its sharing key hashes.
+const SHARE_KEY_PREFIX: usize = 64 << 10;
 
 /// The alignment of the original's default (and of the canonical form): 64 KiB.
 pub(crate) const ALIGN_CANONICAL: u64 = 64 << 10;
@@ -37,8 +39,9 @@ const COMPARE_CHUNK: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct V2Blobs<W: Sink> {
     blobs: BlobWriterV2<W>,
-    /// (xxh3-64 of the stored bytes, length) -> offsets of blobs with that key. A match is
-    /// confirmed byte for byte, so a collision costs a comparison, never a wrong blob.
+    /// (xxh3-64 of the first 64 KiB of a raw blob, its length) -> offsets of blobs with that
+    /// key. A match is confirmed byte for byte, so a collision costs a comparison, never a
+    /// wrong blob.
     written: HashMap<(u64, u64), Vec<u64>>,
 }
 
@@ -123,28 +126,6 @@ impl<W: Sink> V2Blobs<W> {
                 )))
             }
         };
-        // One xxh3-64 pass over a raw part gives both its default digest and the key that
-        // finds an identical earlier blob: hashing is the writer's only pass over the data
-        // besides the write. A sha256 digest is computed beside that key on rayon's pool.
-        let raw = compression.is_none();
-        let (digest, raw_key) = match (algorithm, raw) {
-            (DigestAlgorithm::Xxh3, true) => {
-                let h = zt_formats::xxh3_64(decoded);
-                (Digest::Xxh3(h), Some(h))
-            }
-            (_, true) if decoded.len() >= PARALLEL_HASH_MIN => {
-                let (d, h) = rayon::join(
-                    || algorithm.compute(decoded),
-                    || zt_formats::xxh3_64(decoded),
-                );
-                (d, Some(h))
-            }
-            (_, true) => (
-                algorithm.compute(decoded),
-                Some(zt_formats::xxh3_64(decoded)),
-            ),
-            (_, false) => (algorithm.compute(decoded), None),
-        };
         let encoded;
         let (stored, encoding, decoded_length) = match compression {
             None => (decoded, None, None),
@@ -157,8 +138,17 @@ impl<W: Sink> V2Blobs<W> {
                 )
             }
         };
-        // The original shares raw blobs only: an encoded part always gets its own blob.
-        let offset = self.put(stored, raw_key)?;
+        let (offset, digest) = if encoding.is_none() {
+            self.put_raw(decoded, algorithm)?
+        } else {
+            // The original shares raw blobs only: an encoded part always gets its own blob.
+            let digest = algorithm.compute(decoded);
+            let offset = self
+                .blobs
+                .append_blob(stored)
+                .map_err(|e| Error::io(e, "cannot write a blob"))?;
+            (offset, digest)
+        };
         let (dtype, logical_type) = dtype_fields(element);
         Ok(Component {
             dtype,
@@ -171,31 +161,45 @@ impl<W: Sink> V2Blobs<W> {
         })
     }
 
-    /// The offset of a blob holding exactly `stored`: an earlier identical one (when a
-    /// sharing key, the xxh3-64 of `stored`, is given), or a new one.
-    fn put(&mut self, stored: &[u8], share_key: Option<u64>) -> Result<u64> {
-        let Some(hash) = share_key else {
-            return self
-                .blobs
-                .append_blob(stored)
-                .map_err(|e| Error::io(e, "cannot write a blob"));
-        };
-        let key = (hash, stored.len() as u64);
+    /// Writes (or shares) a raw part and computes its digest: the offset of a blob holding
+    /// exactly `bytes`, an earlier identical one or a new one.
+    ///
+    /// Earlier blobs are found by their length and the xxh3-64 of their first 64 KiB, and a
+    /// candidate is confirmed byte for byte. A part with no candidate (nearly every part of a
+    /// model) is written on this thread while its digest is hashed on rayon's pool, so the
+    /// digest v2 requires costs no time when writing is the slower of the two.
+    fn put_raw(&mut self, bytes: &[u8], algorithm: DigestAlgorithm) -> Result<(u64, Digest)> {
+        let prefix = bytes.get(..SHARE_KEY_PREFIX).unwrap_or(bytes);
+        let key = (zt_formats::xxh3_64(prefix), bytes.len() as u64);
         let candidates = self.written.get(&key).cloned().unwrap_or_default();
         for o in candidates {
-            if self.same_bytes(o, stored)? {
-                return Ok(o);
+            if self.same_bytes(o, bytes)? {
+                return Ok((o, algorithm.compute(bytes)));
             }
         }
-        let offset = self
-            .blobs
-            .append_blob(stored)
-            .map_err(|e| Error::io(e, "cannot write a blob"))?;
-        if stored.len() >= COMPARE_CHUNK {
+        let append = |blobs: &mut BlobWriterV2<W>| {
+            blobs
+                .append_blob(bytes)
+                .map_err(|e| Error::io(e, "cannot write a blob"))
+        };
+        let (offset, digest) =
+            if bytes.len() >= PARALLEL_HASH_MIN && zt_formats::available_threads() > 1 {
+                let mut digest = None;
+                let offset = rayon::in_place_scope(|s| {
+                    s.spawn(|_| digest = Some(algorithm.compute(bytes)));
+                    append(&mut self.blobs)
+                })?;
+                let digest = digest.unwrap_or_else(|| algorithm.compute(bytes));
+                (offset, digest)
+            } else {
+                let digest = algorithm.compute(bytes);
+                (append(&mut self.blobs)?, digest)
+            };
+        if bytes.len() >= COMPARE_CHUNK {
             self.blobs.sink_mut().blob_written();
         }
         self.written.entry(key).or_default().push(offset);
-        Ok(offset)
+        Ok((offset, digest))
     }
 
     /// Whether the blob at `offset` holds `bytes` (false when the sink cannot read back).
