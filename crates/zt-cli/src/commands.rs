@@ -16,6 +16,7 @@ use crate::common::{
     durability, out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome,
 };
 use crate::json;
+use crate::slice_arg::SliceSpec;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
     ztensor::open(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
@@ -194,11 +195,58 @@ pub fn ls(path: &Path) -> Outcome {
     out(&s)
 }
 
-pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> Outcome {
+pub fn cat(
+    path: &Path,
+    name: &str,
+    component: Option<&str>,
+    slice: Option<&SliceSpec>,
+    as_json: bool,
+) -> Outcome {
+    if crate::sets::is_set(path) {
+        let set = crate::sets::open(path)?;
+        let o = set.object(name).map_err(|e| e.in_file(path))?;
+        return cat_object(path, o, component, slice, as_json);
+    }
     let r = open(path)?;
     let o = r.object(name).map_err(|e| e.in_file(path))?;
-    let (bytes, ty, shape) = match component {
-        Some(role) => {
+    cat_object(path, o, component, slice, as_json)
+}
+
+/// `cat` of one object, of a file or of a set.
+fn cat_object(
+    path: &Path,
+    o: ObjectView<'_>,
+    component: Option<&str>,
+    slice: Option<&SliceSpec>,
+    as_json: bool,
+) -> Outcome {
+    let name = o.name();
+    let (bytes, ty, shape) = match (component, slice) {
+        (Some(_), Some(_)) => {
+            return Err(Failure::Usage(
+                "--slice reads a box of the dense values; it does not apply to --component".into(),
+            ))
+        }
+        (None, Some(spec)) => {
+            if o.format != Format::Dense {
+                return Err(Failure::Usage(format!(
+                    "object {name:?} is {}: only dense objects can be sliced",
+                    o.format
+                )));
+            }
+            let ranges = spec
+                .resolve(&o.shape)
+                .map_err(|m| Failure::Usage(format!("object {name:?}: {m}")))?;
+            let ty = o
+                .component("data")
+                .map_err(|e| e.in_file(path))?
+                .element
+                .clone();
+            let b = o.slice_bytes(&ranges).map_err(|e| e.in_file(path))?;
+            let shape: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+            (b, ty, shape)
+        }
+        (Some(role), None) => {
             let c = o.component(role).map_err(|_| {
                 Failure::Usage(format!("object {name:?} has no component {role:?}"))
             })?;
@@ -206,7 +254,7 @@ pub fn cat(path: &Path, name: &str, component: Option<&str>, as_json: bool) -> O
             let n = b.len() as u64 / c.element.logical_size();
             (b, c.element.clone(), vec![n])
         }
-        None => {
+        (None, None) => {
             if !as_json && o.format != Format::Dense {
                 return Err(Failure::Usage(format!(
                     "object {name:?} is {}; use --component ROLE for raw bytes or --json for dense values",
@@ -301,7 +349,21 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
     let mut all_ok = true;
     let mut rows = Vec::new();
     let mut text = String::new();
-    for f in files {
+    for entry in crate::sets::expand_for_verify(files) {
+        let f = match entry {
+            crate::sets::ToVerify::File(f) => f,
+            crate::sets::ToVerify::SetFailed(f, e) => {
+                all_ok = false;
+                let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
+                rows.push(json!({
+                    "file": f.to_string_lossy(), "ok": false, "kind": "sharded_set", "version": null,
+                    "object_count": null, "digests_checked": null,
+                    "failures": [error_json(&e, Some(&f))],
+                }));
+                continue;
+            }
+        };
+        let f = &f;
         match verify_one(f) {
             Ok(c) => {
                 let ok = c.failures.is_empty();

@@ -149,7 +149,13 @@ pub fn tolerance(s: &str) -> Result<f64, String> {
 }
 
 pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
-    match path.extension().and_then(|e| e.to_str()) {
+    // A sharded set's index (`model.safetensors.index.json`) names its shards' kind.
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let base = Path::new(name.strip_suffix(".index.json").unwrap_or(name));
+    match base.extension().and_then(|e| e.to_str()) {
         Some("zt") => Ok(Kind::Zt),
         Some("mag") => Ok(Kind::Mag),
         Some("safetensors") => Ok(Kind::Safetensors),

@@ -15,6 +15,8 @@ mod commands;
 mod common;
 mod diff;
 mod json;
+mod sets;
+mod slice_arg;
 
 use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestArg, Failure, Kind};
 use common::{MagVersion, Outcome};
@@ -50,6 +52,10 @@ enum Command {
         /// One component instead of the dense data.
         #[arg(long)]
         component: Option<String>,
+        /// A box of a dense object, reading only its bytes: one item per dimension,
+        /// `a:b`, `a:`, `:b`, `:` or an index, e.g. `0:8,:` or `2:4,1:3` (see docs/cli.md).
+        #[arg(long, value_name = "SPEC", value_parser = slice_arg::SliceSpec::parse, allow_hyphen_values = true)]
+        slice: Option<slice_arg::SliceSpec>,
         /// Shape, dtype and values as JSON.
         #[arg(long)]
         json: bool,
@@ -199,14 +205,17 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Outcome {
     use Command::*;
     match command {
+        Info { file, json } if sets::is_set(&file) => sets::info(&file, json),
         Info { file, json } => commands::info(&file, json),
+        Ls { file } if sets::is_set(&file) => sets::ls(&file),
         Ls { file } => commands::ls(&file),
         Cat {
             file,
             name,
             component,
+            slice,
             json,
-        } => commands::cat(&file, &name, component.as_deref(), json),
+        } => commands::cat(&file, &name, component.as_deref(), slice.as_ref(), json),
         Verify { files, json } => commands::verify(&files, json),
         Diff {
             a,
@@ -237,6 +246,11 @@ fn run(command: Command) -> Outcome {
             } else {
                 None
             };
+            if sets::handles_convert(&input, &output, kind, shard_size) {
+                return sets::convert_command(
+                    &input, &output, kind, version, shard_size, compress, digest, densify, force,
+                );
+            }
             check_output(&output, force)?;
             if let Some(size) = shard_size {
                 return commands::convert_sharded(
@@ -274,7 +288,7 @@ fn run(command: Command) -> Outcome {
         } => {
             let version = zt_only("merge", &output, to, compact)?;
             check_output(&output, force)?;
-            commands::merge(&inputs, &output, version)
+            commands::merge(&sets::expand_inputs(&inputs)?, &output, version)
         }
         Rm {
             input,

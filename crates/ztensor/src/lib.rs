@@ -23,6 +23,8 @@
 //!   packing; [`Version::V2Compact`], 4096), or v1.2 ([`Version::V1_2`]).
 //! - [`convert`]: any file to zTensor v2 or v1.2 ([`upgrade`]), `.mag` ([`write_mag`]) or
 //!   `.safetensors` ([`write_safetensors`]).
+//! - [`ShardedSet`]: a sharded checkpoint (`*.index.json` over `.safetensors` or `.zt`
+//!   shards) opened as one model, each shard opened on the first lookup that needs it.
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
 //! # Common tasks
@@ -101,6 +103,8 @@ mod model;
 mod open;
 mod readahead;
 mod reader;
+#[cfg(feature = "sharded")]
+mod sharded;
 mod sink;
 mod slice;
 mod sparse;
@@ -124,6 +128,8 @@ pub use model::{
 };
 pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};
+#[cfg(feature = "sharded")]
+pub use sharded::{index::ShardIndex, is_index_path, ShardedSet};
 pub use slice::Hyperslab;
 pub use sparse::{Coo, Csr, Quantized, SparseData};
 pub use view::{ComponentView, ObjectView};

@@ -16,9 +16,15 @@ use crate::writer::{
     ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
 };
 
+#[cfg(feature = "sharded")]
+mod indexed;
 #[cfg(feature = "safetensors")]
 mod safetensors;
 mod shard;
+#[cfg(feature = "sharded")]
+pub use self::indexed::{write_indexed, IndexedFiles, IndexedOptions, ShardKind};
+#[cfg(feature = "safetensors")]
+pub use self::safetensors::write_safetensors_views;
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::{
     write_safetensors, write_safetensors_tensors, write_safetensors_with, SafetensorsTensor,
