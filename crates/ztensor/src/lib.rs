@@ -103,6 +103,8 @@ mod model;
 mod open;
 mod readahead;
 mod reader;
+#[cfg(feature = "remote")]
+pub mod remote;
 #[cfg(feature = "sharded")]
 mod sharded;
 mod sink;
@@ -128,6 +130,8 @@ pub use model::{
 };
 pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};
+#[cfg(feature = "remote")]
+pub use remote::{is_url, open_url};
 #[cfg(feature = "sharded")]
 pub use sharded::{index::ShardIndex, is_index_path, ShardedSet};
 pub use slice::Hyperslab;
@@ -136,7 +140,7 @@ pub use view::{ComponentView, ObjectView};
 pub use writer::{
     ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
 };
-pub use zt_container::{Durability, Error, ErrorKind, Result, Source};
+pub use zt_container::{Durability, Error, ErrorKind, RangeRead, Result, Source};
 pub use zt_formats::{
     fp8, Accumulate, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding,
     Format, LogicalType, QuantParams,
