@@ -19,12 +19,12 @@ use crate::json;
 use crate::slice_arg::SliceSpec;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
-    ztensor::open(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
+    crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
 }
 
 /// For `diff`, a file that cannot be opened is trouble (exit 2), as for diff(1).
 pub(crate) fn open_for_diff(path: &Path) -> Result<Reader, Failure> {
-    ztensor::open(path).map_err(|e| Failure::Trouble(e.in_file(path).to_string()))
+    crate::common::open_input(path).map_err(|e| Failure::Trouble(e.in_file(path).to_string()))
 }
 
 fn human_bytes(n: u64) -> String {
@@ -301,7 +301,7 @@ struct Checked {
 }
 
 fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
-    let r = ztensor::open(path).map_err(|e| e.in_file(path))?;
+    let r = crate::common::open_input(path).map_err(|e| e.in_file(path))?;
     // The digests are checked in one parallel call (the bar waits at 0 meanwhile, saying so);
     // then the bar follows the decoding, object by object.
     let bar = progress(total_stored(&r), "verify: digests");

@@ -137,7 +137,8 @@ fn with_objects<T>(
         let attributes = shared_attributes(&set)?;
         f(&objects, &attributes)
     } else {
-        let r = ztensor::open(input).map_err(|e| Failure::Failed(e.in_file(input).to_string()))?;
+        let r = crate::common::open_input(input)
+            .map_err(|e| Failure::Failed(e.in_file(input).to_string()))?;
         let mut objects: Vec<ObjectView<'_>> = r.iter().collect();
         objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
         f(&objects, r.attributes())
