@@ -1138,6 +1138,10 @@ pub fn run(args: &[&str]) -> Result<()> {
         }
     }
 
+    if want("remote") {
+        crate::bench_remote::run(&zt, runs)?;
+    }
+
     if want("python") {
         // ztio against safetensors from Python: its own virtual environment and script.
         println!("\n== python: ztio (release build) against safetensors, same workload");

@@ -11,6 +11,7 @@
 use anyhow::Result;
 
 mod bench;
+mod bench_remote;
 mod corpus;
 mod fixture_set;
 mod fuzz;

@@ -205,7 +205,14 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Outcome {
     use Command::*;
     match command {
-        Info { file, json } if sets::is_set(&file) => sets::info(&file, json),
+        Info { file, json } if sets::is_set(&file) => {
+            // The set, then each shard's own table.
+            for shard in sets::info(&file, json)? {
+                println!();
+                commands::info(&shard, false)?;
+            }
+            Ok(())
+        }
         Info { file, json } => commands::info(&file, json),
         Ls { file } if sets::is_set(&file) => sets::ls(&file),
         Ls { file } => commands::ls(&file),

@@ -2,7 +2,8 @@
 //! expected. `info`, `ls`, `cat`, `verify`, `convert` and `merge` accept one.
 //!
 //! - [`open`]: the set, its errors as the CLI reports them.
-//! - [`info`] / [`ls`]: the set's metadata, then each shard's own `info`; the index's names.
+//! - [`info`] / [`ls`]: the set's metadata (main then prints each shard's `info`); the
+//!   index's names.
 //! - [`expand_for_verify`] / [`expand_inputs`]: a set checked as a whole (every shard opened,
 //!   every name where the index says), then treated as its shard files.
 //! - [`convert`]: a set, or a file, to one file or to a new set of shards with an index.
@@ -24,13 +25,22 @@ pub fn is_set(path: &Path) -> bool {
 
 /// Opens the set at `index` (the index read and checked; no shard opened).
 pub fn open(index: &Path) -> Result<ShardedSet, Failure> {
-    ShardedSet::open(index).map_err(|e| Failure::Failed(e.in_file(index).to_string()))
+    open_set(index).map_err(|e| Failure::Failed(e.in_file(index).to_string()))
 }
 
-/// `zt info INDEX`: the set's shards and metadata, then each shard's own table (`--json`:
-/// `zt.info/1` with `kind` `"sharded_set"`, `metadata`, and `shards` holding each shard's
-/// `zt.info/1` object).
-pub fn info(index: &Path, as_json: bool) -> Outcome {
+/// A set by path, or (feature `remote`) by URL.
+fn open_set(index: &Path) -> ztensor::Result<ShardedSet> {
+    #[cfg(feature = "remote")]
+    if let Some(url) = index.to_str().filter(|s| ztensor::is_url(s)) {
+        return ShardedSet::open_url(url, ztensor::OpenOptions::new());
+    }
+    ShardedSet::open(index)
+}
+
+/// `zt info INDEX`: the set's shards and metadata (`--json`: `zt.info/1` with `kind`
+/// `"sharded_set"`, `metadata`, and `shards` holding each shard's `zt.info/1` object).
+/// Returns the shards whose own table `main` prints after it (none for JSON).
+pub fn info(index: &Path, as_json: bool) -> Result<Vec<PathBuf>, Failure> {
     let set = open(index)?;
     set.check().map_err(|e| Failure::Failed(e.to_string()))?;
     if as_json {
@@ -53,7 +63,7 @@ pub fn info(index: &Path, as_json: bool) -> Outcome {
             "metadata": json::attributes(set.metadata()),
             "shards": shards,
         });
-        return out(&format!("{j}\n"));
+        return out(&format!("{j}\n")).map(|()| Vec::new());
     }
     let mut s = String::new();
     let _ = writeln!(
@@ -67,11 +77,7 @@ pub fn info(index: &Path, as_json: bool) -> Outcome {
         let _ = writeln!(s, "  @{k} = {}", json::value(v));
     }
     out(&s)?;
-    for path in set.shard_paths() {
-        println!();
-        crate::commands::info(path, false)?;
-    }
-    Ok(())
+    Ok(set.shard_paths().map(Path::to_path_buf).collect())
 }
 
 /// `zt ls INDEX`: the names the index lists, sorted (no shard opened).
@@ -101,7 +107,7 @@ pub fn expand_for_verify(files: &[PathBuf]) -> Vec<ToVerify> {
             all.push(ToVerify::File(f.clone()));
             continue;
         }
-        match ShardedSet::open(f).and_then(|set| set.check().map(|()| set)) {
+        match open_set(f).and_then(|set| set.check().map(|()| set)) {
             Ok(set) => all.extend(set.shard_paths().map(|p| ToVerify::File(p.to_path_buf()))),
             Err(e) => all.push(ToVerify::SetFailed(f.clone(), e.in_file(f))),
         }

@@ -68,6 +68,41 @@ fn reading_commands_take_a_url() {
         path.to_str().unwrap(),
         copy.to_str().unwrap(),
     ]));
+    // A sharded set by URL: the index, then only the shards a command needs.
+    let st = dir.path().join("set.safetensors");
+    ok(&zt(&[
+        "convert",
+        path.to_str().unwrap(),
+        st.to_str().unwrap(),
+        "--shard-size",
+        "300000",
+    ]));
+    let index = nginx.url("set.safetensors.index.json");
+    assert_eq!(ok(&zt(&["ls", &index])).lines().count(), 30);
+    let before = nginx.requests().len();
+    let o = zt(&["cat", &index, "t03"]);
+    assert_eq!(o.stdout, &local.object("t03").unwrap().bytes().unwrap()[..]);
+    let cat = &nginx.requests()[before..];
+    // The index (one request, it is small), then the one shard holding t03.
+    assert!(
+        cat.iter().all(|l| l.uri == "/set.safetensors.index.json"
+            || l.uri == "/set-00001-of-00008.safetensors"),
+        "{cat:?}"
+    );
+    assert!(
+        ok(&zt(&["verify", &index]))
+            .lines()
+            .filter(|l| l.contains(": OK"))
+            .count()
+            == 8
+    );
+    let merged = dir.path().join("merged.zt");
+    ok(&zt(&["merge", &index, "-o", merged.to_str().unwrap()]));
+    ok(&zt(&[
+        "diff",
+        path.to_str().unwrap(),
+        merged.to_str().unwrap(),
+    ]));
     // Nowhere to write: a URL as output is refused before anything is read.
     let o = zt(&["convert", path.to_str().unwrap(), &nginx.url("out.zt")]);
     assert_eq!(o.status.code(), Some(2));

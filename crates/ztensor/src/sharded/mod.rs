@@ -62,7 +62,10 @@ pub struct ShardedSet {
 
 #[derive(Debug)]
 struct Shard {
+    /// The shard's path, or for a set opened by URL its URL (as a path, for messages).
     path: PathBuf,
+    /// For a set opened by URL: the shard's URL.
+    url: Option<String>,
     listed: usize,
     reader: OnceLock<Reader>,
 }
@@ -124,6 +127,7 @@ impl ShardedSet {
             }
             shards.push(Shard {
                 path,
+                url: None,
                 listed,
                 reader: OnceLock::new(),
             });
@@ -137,7 +141,66 @@ impl ShardedSet {
         })
     }
 
-    /// The index file's path.
+    /// Opens the set whose index is at `url` (feature `remote`): one or two requests for the
+    /// index (at most [`index::MAX_INDEX_LEN`] bytes), its shards named relative to it and
+    /// opened by URL on the first lookup that needs them (a missing shard is reported then,
+    /// as `NotFound` naming its URL: checking them all first would cost a request each).
+    #[cfg(feature = "remote")]
+    pub fn open_url(index_url: &str, options: OpenOptions) -> Result<ShardedSet> {
+        let parsed =
+            url::Url::parse(index_url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
+        let shown = crate::remote::store::redacted(&parsed);
+        let at = |e: Error| e.in_file(Path::new(&shown));
+        let (store, location) = crate::remote::store::connect(&parsed)?;
+        let object =
+            crate::remote::RemoteObject::open(store, location, shown.clone()).map_err(at)?;
+        if object.size() > index::MAX_INDEX_LEN {
+            return Err(at(Error::limit(format!(
+                "the index is {} bytes, over the {}-byte cap",
+                object.size(),
+                index::MAX_INDEX_LEN
+            ))));
+        }
+        let len = usize::try_from(object.size()).map_err(|_| Error::limit("index too large"))?;
+        let mut bytes = vec![0u8; len];
+        zt_container::RangeRead::read_exact_at(&object, 0, &mut bytes)
+            .map_err(|e| at(Error::io(e, "reading the index")))?;
+        let index = ShardIndex::parse(&bytes).map_err(at)?;
+        let mut listed = vec![0usize; index.shards.len()];
+        let mut positions =
+            HashMap::with_capacity_and_hasher(index.entries.len(), RandomState::default());
+        for (i, (name, shard)) in index.entries.iter().enumerate() {
+            if let Some(n) = listed.get_mut(*shard as usize) {
+                *n += 1;
+            }
+            positions.insert(name.clone(), i as u32);
+        }
+        let mut shards = Vec::with_capacity(index.shards.len());
+        for (file, listed) in index.shards.iter().zip(listed) {
+            // A plain file name (checked by the parser) joined to the index's URL stays in
+            // its folder, with its query (a presigned index's signature does not sign a shard,
+            // so none is carried).
+            let url = parsed
+                .join(file)
+                .map_err(|e| at(Error::invalid(format!("shard {file:?}: {e}"))))?;
+            let shard_shown = crate::remote::store::redacted(&url);
+            shards.push(Shard {
+                path: PathBuf::from(shard_shown),
+                url: Some(url.to_string()),
+                listed,
+                reader: OnceLock::new(),
+            });
+        }
+        Ok(ShardedSet {
+            index_path: PathBuf::from(shown),
+            index,
+            positions,
+            shards,
+            options,
+        })
+    }
+
+    /// The index file's path (for a set opened by URL, its URL without credentials).
     pub fn index_path(&self) -> &Path {
         &self.index_path
     }
@@ -204,10 +267,14 @@ impl ShardedSet {
         if let Some(r) = shard.reader.get() {
             return Ok(r);
         }
-        let reader = self
-            .options
-            .open(&shard.path)
-            .map_err(|e| e.in_file(&shard.path))?;
+        let opened = match &shard.url {
+            #[cfg(feature = "remote")]
+            Some(url) => self.options.open_url(url),
+            #[cfg(not(feature = "remote"))]
+            Some(_) => Err(Error::unsupported("a URL without the remote feature")),
+            None => self.options.open(&shard.path),
+        };
+        let reader = opened.map_err(|e| e.in_file(&shard.path))?;
         self.check_shard(position, shard, &reader)
             .map_err(|e| e.in_file(&shard.path))?;
         // Two threads may open the same shard at once; the first one kept wins.

@@ -132,8 +132,22 @@ impl Nginx {
         format!("http://127.0.0.1:{}/{file}", self.port)
     }
 
-    /// Every request logged so far.
+    /// Every request logged so far. nginx writes a request's line just after its response
+    /// is sent, so a client can be done before the line is there: wait until the log has not
+    /// grown for 300 ms (at most 10 s) before reading it.
     pub fn requests(&self) -> Vec<Logged> {
+        let len = || std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = len();
+        let mut still_since = Instant::now();
+        while Instant::now() < deadline && still_since.elapsed() < Duration::from_millis(300) {
+            std::thread::sleep(Duration::from_millis(25));
+            let now = len();
+            if now != last {
+                last = now;
+                still_since = Instant::now();
+            }
+        }
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         text.lines()
             .map(|l| {
