@@ -27,12 +27,13 @@ impl Drop for Moto {
 }
 
 /// One raw HTTP/1.1 request on a fresh connection; returns the status line and body length.
-/// moto does not check signatures, so a plain request reads and writes its buckets.
+/// moto does not check signatures, so a plain request writes its buckets, and reads an
+/// object uploaded public-read (the plain download, a client without signing).
 fn http(port: u16, method: &str, path: &str, body: &[u8]) -> Result<(String, u64)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nx-amz-acl: public-read\r\nConnection: close\r\n\r\n",
         body.len()
     )?;
     s.write_all(body)?;
@@ -129,32 +130,42 @@ pub fn run(model: &Path, runs: usize) -> Result<()> {
         );
     }
 
-    // Every tensor, whole, and one eighth of every tensor.
+    // Every tensor, whole, and one eighth of every tensor; in file order on this thread, and
+    // through `Reader::parallel_objects` (rayon's threads: as many requests in flight).
+    let read = |o: ztensor::ObjectView<'_>, eighth: bool| -> ztensor::Result<u64> {
+        let n = o.shape.first().copied().unwrap_or(0);
+        if !eighth {
+            return Ok(o.bytes()?.len() as u64);
+        }
+        if n < 8 {
+            return Ok(0);
+        }
+        let mut ranges: Vec<std::ops::Range<u64>> = o.shape.iter().map(|&d| 0..d).collect();
+        ranges[0] = 0..n / 8;
+        Ok(o.slice_bytes(&ranges)?.len() as u64)
+    };
     let mut rows = Vec::new();
-    for eighth in [false, true] {
+    for (eighth, parallel) in [(false, false), (false, true), (true, false), (true, true)] {
         let mut times = Vec::new();
         let mut cost = (0, 0);
         for _ in 0..runs {
             let t = Instant::now();
             let (r, object) = ztensor::OpenOptions::new().open_url_counted(url)?;
-            let mut got = 0u64;
-            for o in &r {
-                let n = o.shape.first().copied().unwrap_or(0);
-                if eighth && o.shape.len() >= 1 && n >= 8 {
-                    let mut ranges: Vec<std::ops::Range<u64>> =
-                        o.shape.iter().map(|&d| 0..d).collect();
-                    ranges[0] = 0..n / 8;
-                    got += o.slice_bytes(&ranges)?.len() as u64;
-                } else if !eighth {
-                    got += o.bytes()?.len() as u64;
-                }
-            }
+            let got: u64 = if parallel {
+                r.parallel_objects(|o| read(o, eighth))
+                    .into_iter()
+                    .sum::<ztensor::Result<u64>>()?
+            } else {
+                r.iter()
+                    .map(|o| read(o, eighth))
+                    .sum::<ztensor::Result<u64>>()?
+            };
             times.push(t.elapsed());
             let s = object.stats();
             cost = (s.requests, s.bytes);
             anyhow::ensure!(got > 0, "read nothing");
         }
-        rows.push((eighth, median(times), cost));
+        rows.push((eighth, parallel, median(times), cost));
     }
     let get = median(t_get);
     let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
@@ -169,11 +180,12 @@ pub fn run(model: &Path, runs: usize) -> Result<()> {
         1,
         mib(size)
     );
-    for (eighth, t, (requests, b)) in rows {
-        let what = if eighth {
-            "open_url + rows 0..n/8 of every tensor"
-        } else {
-            "open_url + every tensor whole"
+    for (eighth, parallel, t, (requests, b)) in rows {
+        let what = match (eighth, parallel) {
+            (false, false) => "open_url + every tensor whole",
+            (false, true) => "  the same, parallel_objects",
+            (true, false) => "open_url + rows 0..n/8 of every tensor",
+            (true, true) => "  the same, parallel_objects",
         };
         println!(
             "  {what:<44} {:>7.0}ms {requests:>9} {:>11.1}",
