@@ -31,6 +31,9 @@ impl Drop for Moto {
 /// object uploaded public-read (the plain download, a client without signing).
 fn http(port: u16, method: &str, path: &str, body: &[u8]) -> Result<(String, u64)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    // A server that stops answering ends the section with an error, not a hang.
+    s.set_read_timeout(Some(Duration::from_secs(300)))?;
+    s.set_write_timeout(Some(Duration::from_secs(300)))?;
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nx-amz-acl: public-read\r\nConnection: close\r\n\r\n",
