@@ -1152,6 +1152,11 @@ pub fn run(args: &[&str]) -> Result<()> {
         }
     }
 
+    if want("remote") {
+        // Each remote run costs hundreds of requests to a slow server: medians of 3.
+        crate::bench_remote::run(&zt, runs.min(3))?;
+    }
+
     if want("python") {
         // ztio against safetensors from Python: its own virtual environment and script.
         println!("\n== python: ztio (release build) against safetensors, same workload");

@@ -12,6 +12,7 @@ use anyhow::Result;
 
 mod bench;
 mod bench_gguf;
+mod bench_remote;
 mod corpus;
 mod fixture_set;
 mod fuzz;

@@ -16,14 +16,15 @@ use crate::common::{
     durability, out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome,
 };
 use crate::json;
+use crate::slice_arg::SliceSpec;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
-    ztensor::open(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
+    crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
 }
 
 /// For `diff`, a file that cannot be opened is trouble (exit 2), as for diff(1).
 pub(crate) fn open_for_diff(path: &Path) -> Result<Reader, Failure> {
-    ztensor::open(path).map_err(|e| Failure::Trouble(e.in_file(path).to_string()))
+    crate::common::open_input(path).map_err(|e| Failure::Trouble(e.in_file(path).to_string()))
 }
 
 fn human_bytes(n: u64) -> String {
@@ -229,17 +230,49 @@ pub enum CatWhat<'a> {
     Component(&'a str),
     /// A quantized object's values as f32.
     Dequantized,
+    /// A box of a dense object's values.
+    Slice(&'a SliceSpec),
 }
 
 pub fn cat(path: &Path, name: &str, what: CatWhat<'_>, as_json: bool) -> Outcome {
+    if crate::sets::is_set(path) {
+        let set = crate::sets::open(path)?;
+        let o = set.object(name).map_err(|e| e.in_file(path))?;
+        return cat_object(path, o, what, as_json);
+    }
     let r = open(path)?;
     let o = r.object(name).map_err(|e| e.in_file(path))?;
+    cat_object(path, o, what, as_json)
+}
+
+/// `cat` of one object, of a file or of a set.
+fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) -> Outcome {
+    let name = o.name();
     let quantized = o.ggml_type().is_some() || o.format == Format::QuantizedGroup;
     let component = match what {
         CatWhat::Component(role) => Some(role),
         _ => None,
     };
     let (bytes, ty, shape) = match what {
+        CatWhat::Slice(spec) => {
+            if o.format != Format::Dense {
+                return Err(Failure::Usage(format!(
+                    "object {name:?} is {}: only dense objects can be sliced",
+                    o.format
+                )));
+            }
+            let ranges = spec
+                .resolve(&o.shape)
+                .map_err(|m| Failure::Usage(format!("object {name:?}: {m}")))?;
+            let ty = o
+                .component("data")
+                .map_err(|e| e.in_file(path))?
+                .element
+                .clone();
+            let b = o.slice_bytes(&ranges).map_err(|e| e.in_file(path))?;
+            let shape: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+            (b, ty, shape)
+        }
         CatWhat::Component(role) => {
             let c = o.component(role).map_err(|_| {
                 Failure::Usage(format!("object {name:?} has no component {role:?}"))
@@ -313,7 +346,7 @@ struct Checked {
 }
 
 fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
-    let r = ztensor::open(path).map_err(|e| e.in_file(path))?;
+    let r = crate::common::open_input(path).map_err(|e| e.in_file(path))?;
     // The digests are checked in one parallel call (the bar waits at 0 meanwhile, saying so);
     // then the bar follows the decoding, object by object.
     let bar = progress(total_stored(&r), "verify: digests");
@@ -361,7 +394,21 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
     let mut all_ok = true;
     let mut rows = Vec::new();
     let mut text = String::new();
-    for f in files {
+    for entry in crate::sets::expand_for_verify(files) {
+        let f = match entry {
+            crate::sets::ToVerify::File(f) => f,
+            crate::sets::ToVerify::SetFailed(f, e) => {
+                all_ok = false;
+                let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
+                rows.push(json!({
+                    "file": f.to_string_lossy(), "ok": false, "kind": "sharded_set", "version": null,
+                    "object_count": null, "digests_checked": null,
+                    "failures": [error_json(&e, Some(&f))],
+                }));
+                continue;
+            }
+        };
+        let f = &f;
         match verify_one(f) {
             Ok(c) => {
                 let ok = c.failures.is_empty();

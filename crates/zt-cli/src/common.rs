@@ -151,7 +151,13 @@ pub fn tolerance(s: &str) -> Result<f64, String> {
 }
 
 pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
-    match path.extension().and_then(|e| e.to_str()) {
+    // A sharded set's index (`model.safetensors.index.json`) names its shards' kind.
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let base = Path::new(name.strip_suffix(".index.json").unwrap_or(name));
+    match base.extension().and_then(|e| e.to_str()) {
         Some("zt") => Ok(Kind::Zt),
         Some("mag") => Ok(Kind::Mag),
         Some("safetensors") => Ok(Kind::Safetensors),
@@ -165,6 +171,15 @@ pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
 
 /// Writing commands never replace an existing file unless told to.
 pub fn check_output(path: &Path, force: bool) -> Outcome {
+    if path.to_str().is_some_and(|s| s.contains("://")) {
+        return Err(Failure::Usage(format!(
+            "{}: writing to a URL is not supported; write a local file and upload it",
+            path.to_string_lossy()
+                .split("://")
+                .next()
+                .unwrap_or("a URL")
+        )));
+    }
     if path.exists() && !force {
         return Err(Failure::Usage(format!(
             "{} exists; use --force to overwrite it",
@@ -241,4 +256,21 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
         .and_then(|n| n.checked_mul(scale))
         .filter(|n| *n > 0)
         .ok_or_else(|| format!("{s:?} is not a size of at least 1 byte"))
+}
+
+/// Opens a file, or (built with the `remote` feature, the default) an `s3://`, `gs://`,
+/// `az://`, `http://` or `https://` URL with ranged reads.
+pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
+    let text = path.to_str().unwrap_or_default();
+    #[cfg(feature = "remote")]
+    if ztensor::is_url(text) {
+        return ztensor::open_url(text);
+    }
+    #[cfg(not(feature = "remote"))]
+    if text.contains("://") {
+        return Err(ztensor::Error::unsupported(
+            "a URL: this zt was built without URL support (feature \"remote\")",
+        ));
+    }
+    ztensor::open(path)
 }

@@ -15,6 +15,8 @@ mod commands;
 mod common;
 mod diff;
 mod json;
+mod sets;
+mod slice_arg;
 
 use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestArg, Failure, Kind};
 use common::{MagVersion, Outcome};
@@ -53,6 +55,10 @@ enum Command {
         /// A quantized object (a GGUF block type, `quantized_group`) as f32 values.
         #[arg(long)]
         dequantize: bool,
+        /// A box of a dense object, reading only its bytes: one item per dimension,
+        /// `a:b`, `a:`, `:b`, `:` or an index, e.g. `0:8,:` or `2:4,1:3` (see docs/cli.md).
+        #[arg(long, value_name = "SPEC", value_parser = slice_arg::SliceSpec::parse, allow_hyphen_values = true)]
+        slice: Option<slice_arg::SliceSpec>,
         /// Shape, dtype and values as JSON.
         #[arg(long)]
         json: bool,
@@ -202,19 +208,37 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Outcome {
     use Command::*;
     match command {
+        Info { file, json } if sets::is_set(&file) => {
+            // The set, then each shard's own table.
+            for shard in sets::info(&file, json)? {
+                println!();
+                commands::info(&shard, false)?;
+            }
+            Ok(())
+        }
         Info { file, json } => commands::info(&file, json),
+        Ls { file } if sets::is_set(&file) => sets::ls(&file),
         Ls { file } => commands::ls(&file),
         Cat {
             file,
             name,
             component,
             dequantize,
+            slice,
             json,
         } => {
-            let what = match (&component, dequantize) {
-                (Some(role), _) => commands::CatWhat::Component(role),
-                (None, true) => commands::CatWhat::Dequantized,
-                (None, false) => commands::CatWhat::Dense,
+            let what = match (&component, dequantize, &slice) {
+                (Some(_), _, Some(_)) | (_, true, Some(_)) => {
+                    return Err(Failure::Usage(
+                        "--slice reads a box of the dense values; it does not combine with \
+                         --component or --dequantize"
+                            .into(),
+                    ))
+                }
+                (None, false, Some(spec)) => commands::CatWhat::Slice(spec),
+                (Some(role), _, None) => commands::CatWhat::Component(role),
+                (None, true, None) => commands::CatWhat::Dequantized,
+                (None, false, None) => commands::CatWhat::Dense,
             };
             commands::cat(&file, &name, what, json)
         }
@@ -248,6 +272,11 @@ fn run(command: Command) -> Outcome {
             } else {
                 None
             };
+            if sets::handles_convert(&input, &output, kind, shard_size) {
+                return sets::convert_command(
+                    &input, &output, kind, version, shard_size, compress, digest, densify, force,
+                );
+            }
             check_output(&output, force)?;
             if let Some(size) = shard_size {
                 return commands::convert_sharded(
@@ -285,7 +314,7 @@ fn run(command: Command) -> Outcome {
         } => {
             let version = zt_only("merge", &output, to, compact)?;
             check_output(&output, force)?;
-            commands::merge(&inputs, &output, version)
+            commands::merge(&sets::expand_inputs(&inputs)?, &output, version)
         }
         Rm {
             input,

@@ -61,6 +61,6 @@ pub mod internal {
 }
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
 pub use read_v2::{check_blob_range_v2, ContainerV2, FooterV2};
-pub use source::{Map, Source};
+pub use source::{Map, RangeRead, Source};
 pub use write::BlobWriter;
 pub use write_v2::BlobWriterV2;

@@ -1,6 +1,8 @@
-//! Where a file's bytes come from: a memory map, an owned buffer, or positional reads.
+//! Where a file's bytes come from: a memory map, an owned buffer, positional reads, or
+//! ranged reads from elsewhere ([`RangeRead`]: an object store or an HTTP server, implemented
+//! above this crate, which knows no network).
 //!
-//! All three hand out byte ranges through one bounds-checked call, [`Source::read_at`], which
+//! All of them hand out byte ranges through one bounds-checked call, [`Source::read_at`], which
 //! borrows from the map or buffer and reads into a fresh buffer only for the unmapped file.
 //!
 //! A map can be told what is about to be read: [`Source::will_need`] starts the kernel reading
@@ -34,6 +36,39 @@ pub enum Source {
         /// Its length when opened; reads past it are refused.
         len: u64,
     },
+    /// Bytes read by range from somewhere else (see [`Source::ranged`]).
+    Ranged {
+        /// What serves the ranges.
+        reader: Arc<dyn RangeRead>,
+        /// The object's length; reads past it are refused before they reach `reader`.
+        len: u64,
+    },
+}
+
+/// Ranged reads of one immutable object that is not a local file: the way in for remote
+/// sources (an object store, an HTTP server), so that this crate never knows HTTP.
+///
+/// ```
+/// use std::sync::Arc;
+/// use zt_container::{RangeRead, Source};
+/// #[derive(Debug)]
+/// struct Zeros;
+/// impl RangeRead for Zeros {
+///     fn read_exact_at(&self, _offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+///         buf.fill(0);
+///         Ok(())
+///     }
+/// }
+/// let s = Source::ranged(Arc::new(Zeros), 100);
+/// assert_eq!(&s.read_at(90, 4)?[..], &[0, 0, 0, 0]);
+/// assert!(s.read_at(98, 4).is_err()); // checked against the length, never asked for
+/// # Ok::<(), zt_container::Error>(())
+/// ```
+pub trait RangeRead: Send + Sync + std::fmt::Debug {
+    /// Fills `buf` with the bytes at `[offset, offset + buf.len())`, exactly: an
+    /// implementation that gets fewer bytes than asked must fail (or retry), never leave part
+    /// of `buf` unfilled. The caller has checked the range against the object's length.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
 }
 
 impl Source {
@@ -100,12 +135,18 @@ impl Source {
         Source::Owned(bytes)
     }
 
+    /// An object of `len` bytes read by range through `reader` (every read is one call to
+    /// [`RangeRead::read_exact_at`], after the range is checked against `len`).
+    pub fn ranged(reader: Arc<dyn RangeRead>, len: u64) -> Self {
+        Source::Ranged { reader, len }
+    }
+
     /// The file's length in bytes.
     pub fn len(&self) -> u64 {
         match self {
             Source::Mapped(m) => m.bytes().len() as u64,
             Source::Owned(v) => v.len() as u64,
-            Source::File { len, .. } => *len,
+            Source::File { len, .. } | Source::Ranged { len, .. } => *len,
         }
     }
 
@@ -119,7 +160,7 @@ impl Source {
         match self {
             Source::Mapped(m) => Some(m.bytes()),
             Source::Owned(v) => Some(v),
-            Source::File { .. } => None,
+            Source::File { .. } | Source::Ranged { .. } => None,
         }
     }
 
@@ -192,7 +233,7 @@ impl Source {
         match self {
             Source::Mapped(m) => m.bytes().get(start..end).map(Cow::Borrowed),
             Source::Owned(v) => v.get(start..end).map(Cow::Borrowed),
-            Source::File { .. } => {
+            Source::File { .. } | Source::Ranged { .. } => {
                 let mut buf = vec![0u8; end - start];
                 self.read_into(offset, &mut buf)?;
                 return Ok(Cow::Owned(buf));
@@ -208,6 +249,9 @@ impl Source {
             Source::Mapped(m) => copy_from(m.bytes(), start, end, buf, offset),
             Source::Owned(v) => copy_from(v, start, end, buf, offset),
             Source::File { file, .. } => read_exact_at(file, buf, offset)
+                .map_err(|e| Error::io(e, format!("cannot read {} bytes", buf.len())).at(offset)),
+            Source::Ranged { reader, .. } => reader
+                .read_exact_at(offset, buf)
                 .map_err(|e| Error::io(e, format!("cannot read {} bytes", buf.len())).at(offset)),
         }
     }

@@ -28,6 +28,8 @@
 //! - GGUF block tensors (Q4_0 ... IQ-types, MXFP4) are objects of format `gguf.<type>/1`
 //!   whose blocks are kept byte for byte ([`ObjectView::ggml_type`]); `read::<f32>()`
 //!   dequantizes the common ones ([`formats::ggml`]).
+//! - [`ShardedSet`]: a sharded checkpoint (`*.index.json` over `.safetensors` or `.zt`
+//!   shards) opened as one model, each shard opened on the first lookup that needs it.
 //! - [`container`], [`manifest`], [`formats`], [`mag`]: the layers, re-exported whole.
 //!
 //! # Common tasks
@@ -120,6 +122,10 @@ mod model;
 mod open;
 mod readahead;
 mod reader;
+#[cfg(feature = "remote")]
+pub mod remote;
+#[cfg(feature = "sharded")]
+mod sharded;
 mod sink;
 mod slice;
 mod sparse;
@@ -147,13 +153,17 @@ pub use model::{
 };
 pub use open::{open, OpenOptions};
 pub use reader::{Iter, Reader, VerifyReport};
+#[cfg(feature = "remote")]
+pub use remote::{is_url, open_url};
+#[cfg(feature = "sharded")]
+pub use sharded::{index::ShardIndex, is_index_path, ShardedSet};
 pub use slice::Hyperslab;
 pub use sparse::{Coo, Csr, Quantized, SparseData};
 pub use view::{ComponentView, ObjectView};
 pub use writer::{
     ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
 };
-pub use zt_container::{Durability, Error, ErrorKind, Result, Source};
+pub use zt_container::{Durability, Error, ErrorKind, RangeRead, Result, Source};
 pub use zt_formats::{
     fp8, Accumulate, Complex, DType, Digest, DigestAlgorithm, Element, ElementType, Encoding,
     Format, LogicalType, QuantParams,

@@ -246,8 +246,8 @@ const SNIFF_LEN: u64 = 4096;
 fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
     if is_json_index(head, file_len) {
         return Some(
-            "a sharded checkpoint index (model.safetensors.index.json): open the shards, \
-             sharded sets are not read yet"
+            "a sharded checkpoint index (model.safetensors.index.json): open it as a \
+             set (ShardedSet::open), not as one file"
                 .to_owned(),
         );
     }

@@ -18,10 +18,16 @@ use crate::writer::{
 };
 
 mod gguf;
+#[cfg(feature = "sharded")]
+mod indexed;
 #[cfg(feature = "safetensors")]
 mod safetensors;
 mod shard;
 pub use self::gguf::{write_gguf, write_gguf_with};
+#[cfg(feature = "sharded")]
+pub use self::indexed::{write_indexed, IndexedFiles, IndexedOptions, ShardKind};
+#[cfg(feature = "safetensors")]
+pub use self::safetensors::write_safetensors_views;
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::{
     write_safetensors, write_safetensors_tensors, write_safetensors_with, SafetensorsTensor,

@@ -14,6 +14,7 @@ use super::dense_element_type;
 use crate::files::safetensors::dtype_of;
 use crate::model::ObjectInfo;
 use crate::reader::Reader;
+use crate::view::ObjectView;
 
 /// One tensor of a `.safetensors` file being written, planned from the listing alone.
 struct Tensor<'a> {
@@ -45,9 +46,23 @@ pub fn write_safetensors_with(
     densify: bool,
     durability: Durability,
 ) -> Result<()> {
+    let views: Vec<ObjectView<'_>> = reader.iter().collect();
+    write_safetensors_views(&views, reader.attributes(), output, densify, durability)
+}
+
+/// Writes the objects `views` (of one reader or of many, as a sharded set's) as a
+/// `.safetensors` file at `output`, crash-safely, with `attributes` as `__metadata__` (text
+/// only): what [`write_safetensors_with`] does for a whole reader. Names must be unique.
+pub fn write_safetensors_views(
+    views: &[ObjectView<'_>],
+    attributes: &zt_manifest::Attributes,
+    output: impl AsRef<Path>,
+    densify: bool,
+    durability: Durability,
+) -> Result<()> {
     let output = output.as_ref();
     let mut meta = BTreeMap::new();
-    for (k, v) in reader.attributes() {
+    for (k, v) in attributes {
         match v {
             Value::Text(s) => meta.insert(k.as_str(), s.as_str()),
             other => {
@@ -58,12 +73,21 @@ pub fn write_safetensors_with(
             }
         };
     }
-    let mut tensors = Vec::with_capacity(reader.objects().len());
-    for obj in reader.objects() {
+    let mut tensors = Vec::with_capacity(views.len());
+    let mut by_name: std::collections::HashMap<&str, &ObjectView<'_>> =
+        std::collections::HashMap::with_capacity(views.len());
+    for view in views {
+        let obj = view.info();
         tensors.push(safetensors_tensor(obj, densify).map_err(|e| e.in_object(&obj.name))?);
+        if by_name.insert(obj.name.as_str(), view).is_some() {
+            return Err(Error::argument("two objects have the same name").in_object(&obj.name));
+        }
     }
     write_planned(output, durability, &meta, tensors, |t| {
-        Ok(reader.object(t.name)?.dense_form()?.0)
+        let view = by_name
+            .get(t.name)
+            .ok_or_else(|| Error::argument("an object vanished").in_object(t.name))?;
+        Ok(view.dense_form()?.0)
     })
 }
 

@@ -1,0 +1,316 @@
+//! Sharded sets on the command line: an index file (`*.index.json`) given where a file is
+//! expected. `info`, `ls`, `cat`, `verify`, `convert` and `merge` accept one.
+//!
+//! - [`open`]: the set, its errors as the CLI reports them.
+//! - [`info`] / [`ls`]: the set's metadata (main then prints each shard's `info`); the
+//!   index's names.
+//! - [`expand_for_verify`] / [`expand_inputs`]: a set checked as a whole (every shard opened,
+//!   every name where the index says), then treated as its shard files.
+//! - [`convert`]: a set, or a file, to one file or to a new set of shards with an index.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use ztensor::convert::{write_indexed, IndexedOptions, ShardKind};
+use ztensor::{ConvertOptions, DigestAlgorithm, Format, Keep, ObjectView, ShardedSet, Writer};
+
+use crate::common::{check_output, durability, out, DigestArg, Failure, Kind, Outcome};
+use crate::json;
+
+/// Whether a command-line path names a sharded set's index.
+pub fn is_set(path: &Path) -> bool {
+    ztensor::is_index_path(path)
+}
+
+/// Opens the set at `index` (the index read and checked; no shard opened).
+pub fn open(index: &Path) -> Result<ShardedSet, Failure> {
+    open_set(index).map_err(|e| Failure::Failed(e.in_file(index).to_string()))
+}
+
+/// A set by path, or (feature `remote`) by URL.
+fn open_set(index: &Path) -> ztensor::Result<ShardedSet> {
+    #[cfg(feature = "remote")]
+    if let Some(url) = index.to_str().filter(|s| ztensor::is_url(s)) {
+        return ShardedSet::open_url(url, ztensor::OpenOptions::new());
+    }
+    ShardedSet::open(index)
+}
+
+/// `zt info INDEX`: the set's shards and metadata (`--json`: `zt.info/1` with `kind`
+/// `"sharded_set"`, `metadata`, and `shards` holding each shard's `zt.info/1` object).
+/// Returns the shards whose own table `main` prints after it (none for JSON).
+pub fn info(index: &Path, as_json: bool) -> Result<Vec<PathBuf>, Failure> {
+    let set = open(index)?;
+    set.check().map_err(|e| Failure::Failed(e.to_string()))?;
+    if as_json {
+        let mut shards = Vec::new();
+        for (i, path) in set.shard_paths().enumerate() {
+            let r = set.reader(i).map_err(|e| Failure::Failed(e.to_string()))?;
+            let mut buf = Vec::new();
+            json::write_info(r, path, &mut buf)
+                .map_err(|e| Failure::Failed(format!("cannot write JSON: {e}")))?;
+            let shard: serde_json::Value = serde_json::from_slice(&buf)
+                .map_err(|e| Failure::Failed(format!("cannot write JSON: {e}")))?;
+            shards.push(shard);
+        }
+        let j = json!({
+            "schema": "zt.info/1",
+            "file": index.to_string_lossy(),
+            "kind": "sharded_set",
+            "version": "",
+            "object_count": set.len(),
+            "metadata": json::attributes(set.metadata()),
+            "shards": shards,
+        });
+        return out(&format!("{j}\n")).map(|()| Vec::new());
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}: sharded set, {} shards, {} objects",
+        index.display(),
+        set.shard_paths().count(),
+        set.len()
+    );
+    for (k, v) in set.metadata() {
+        let _ = writeln!(s, "  @{k} = {}", json::value(v));
+    }
+    out(&s)?;
+    Ok(set.shard_paths().map(Path::to_path_buf).collect())
+}
+
+/// `zt ls INDEX`: the names the index lists, sorted (no shard opened).
+pub fn ls(index: &Path) -> Outcome {
+    let set = open(index)?;
+    let mut s = String::with_capacity(set.len() * 16);
+    for n in set.names() {
+        s.push_str(n);
+        s.push('\n');
+    }
+    out(&s)
+}
+
+/// What `verify` checks for one command-line path: a file, or a set that failed its
+/// set-wide check (reported as the index's failure).
+pub enum ToVerify {
+    File(PathBuf),
+    SetFailed(PathBuf, ztensor::Error),
+}
+
+/// Each set replaced by its shards, once the set passed its check (every shard opened and
+/// every name where the index says); a set that fails is one failure of its index.
+pub fn expand_for_verify(files: &[PathBuf]) -> Vec<ToVerify> {
+    let mut all = Vec::with_capacity(files.len());
+    for f in files {
+        if !is_set(f) {
+            all.push(ToVerify::File(f.clone()));
+            continue;
+        }
+        match open_set(f).and_then(|set| set.check().map(|()| set)) {
+            Ok(set) => all.extend(set.shard_paths().map(|p| ToVerify::File(p.to_path_buf()))),
+            Err(e) => all.push(ToVerify::SetFailed(f.clone(), e.in_file(f))),
+        }
+    }
+    all
+}
+
+/// `merge`'s inputs with each set replaced by its shard files, after checking the set.
+pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut all = Vec::with_capacity(inputs.len());
+    for f in inputs {
+        if !is_set(f) {
+            all.push(f.clone());
+            continue;
+        }
+        let set = open(f)?;
+        set.check().map_err(|e| Failure::Failed(e.to_string()))?;
+        all.extend(set.shard_paths().map(Path::to_path_buf));
+    }
+    Ok(all)
+}
+
+/// The objects of a set or a file, in bytewise name order, to hand to a writer.
+fn with_objects<T>(
+    input: &Path,
+    f: impl FnOnce(&[ObjectView<'_>], &ztensor::Attributes) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    if is_set(input) {
+        let set = open(input)?;
+        let objects = set.objects().map_err(|e| Failure::Failed(e.to_string()))?;
+        // A set's index metadata (total_size and the like) describes the set, not a file:
+        // the shards' own attributes are carried, and must agree.
+        let attributes = shared_attributes(&set)?;
+        f(&objects, &attributes)
+    } else {
+        let r = crate::common::open_input(input)
+            .map_err(|e| Failure::Failed(e.in_file(input).to_string()))?;
+        let mut objects: Vec<ObjectView<'_>> = r.iter().collect();
+        objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
+        f(&objects, r.attributes())
+    }
+}
+
+/// The shards' file attributes, which must agree where they overlap.
+fn shared_attributes(set: &ShardedSet) -> Result<ztensor::Attributes, Failure> {
+    let mut attributes = ztensor::Attributes::new();
+    for (i, path) in set.shard_paths().enumerate() {
+        let r = set.reader(i).map_err(|e| Failure::Failed(e.to_string()))?;
+        for (k, v) in r.attributes() {
+            match attributes.get(k) {
+                Some(old) if old != v => {
+                    return Err(Failure::Failed(format!(
+                        "file attribute {k:?} differs between shards ({})",
+                        path.display()
+                    )))
+                }
+                _ => {
+                    attributes.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    Ok(attributes)
+}
+
+/// What `convert` writes from a set or into one.
+pub enum Target {
+    /// One `.safetensors` file.
+    Safetensors { densify: bool },
+    /// One `.zt` file.
+    Zt(ConvertOptions, bool),
+    /// Shards of at most this many bytes and an index (Hugging Face's convention).
+    Indexed(u64, ShardKind),
+}
+
+/// `zt convert` with a set as input, or with an indexed set as output.
+pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
+    let at = |e: ztensor::Error| Failure::from(e.in_file(output));
+    with_objects(input, |objects, attributes| match target {
+        Target::Safetensors { densify } => ztensor::convert::write_safetensors_views(
+            objects,
+            attributes,
+            output,
+            densify,
+            durability(),
+        )
+        .map_err(at),
+        Target::Zt(options, densify) => {
+            let mut w =
+                Writer::create_version(output, options.version, durability()).map_err(at)?;
+            w.set_attributes(attributes.clone());
+            for o in objects {
+                if densify && o.format != Format::Dense {
+                    return Err(Failure::Usage(
+                        "--densify is not supported from a sharded set to .zt; write \
+                         .safetensors, or convert each shard"
+                            .into(),
+                    ));
+                }
+                ztensor::convert::copy_object(*o, &mut w, options).map_err(at)?;
+            }
+            w.finish().map_err(at)
+        }
+        Target::Indexed(max_shard_size, kind) => {
+            let options = IndexedOptions {
+                max_shard_size,
+                kind,
+                durability: durability(),
+            };
+            write_indexed(objects, attributes, output, options)
+                .map(drop)
+                .map_err(at)
+        }
+    })
+}
+
+/// Whether `zt convert` goes through this module: a set as input, an index as output, or
+/// `.safetensors` output with `--shard-size` (which writes a set).
+pub fn handles_convert(input: &Path, output: &Path, kind: Kind, shard_size: Option<u64>) -> bool {
+    is_set(input) || is_set(output) || (shard_size.is_some() && kind == Kind::Safetensors)
+}
+
+/// `zt convert` for what [`handles_convert`] accepts; the arguments as `main` parsed them.
+#[allow(clippy::too_many_arguments)]
+pub fn convert_command(
+    input: &Path,
+    output: &Path,
+    kind: Kind,
+    version: Option<ztensor::Version>,
+    shard_size: Option<u64>,
+    compress: Option<i32>,
+    digest: Option<DigestArg>,
+    densify: bool,
+    force: bool,
+) -> Outcome {
+    if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
+        return Err(Failure::Usage(
+            "--compress and --digest apply to .zt output only".into(),
+        ));
+    }
+    let zt_options = |version: ztensor::Version| ConvertOptions {
+        compression: compress.map_or(Keep::Source, Keep::Always),
+        digest: match digest {
+            None => Keep::Source,
+            Some(DigestArg::None) => Keep::Never,
+            Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
+            Some(DigestArg::Sha256) => Keep::Always(DigestAlgorithm::Sha256),
+            Some(DigestArg::Xxh3) => Keep::Always(DigestAlgorithm::Xxh3),
+        },
+        version,
+        durability: durability(),
+        ..Default::default()
+    };
+    let target = match (shard_size, kind) {
+        (Some(size), Kind::Safetensors) => {
+            Target::Indexed(size, ShardKind::Safetensors { densify })
+        }
+        (Some(size), _) if kind.is_zt() && is_set(output) => {
+            if densify {
+                return Err(Failure::Usage(
+                    "--shard-size and --densify cannot be combined for .zt shards".into(),
+                ));
+            }
+            Target::Indexed(size, ShardKind::Zt(zt_options(version.unwrap_or_default())))
+        }
+        (Some(_), _) if kind.is_zt() => {
+            return Err(Failure::Usage(
+                "a sharded set as input: name the output model.zt.index.json for .zt shards \
+                 with an index (zTensor v2's own shards are written from one file)"
+                    .into(),
+            ))
+        }
+        (None, _) if is_set(output) => {
+            return Err(Failure::Usage(
+                "an index as output needs --shard-size SIZE".into(),
+            ))
+        }
+        (None, Kind::Safetensors) => Target::Safetensors { densify },
+        (None, _) if kind.is_zt() => Target::Zt(zt_options(version.unwrap_or_default()), densify),
+        _ => {
+            return Err(Failure::Usage(format!(
+                "a sharded set converts to .zt or .safetensors, not {}",
+                kind.extension()
+            )))
+        }
+    };
+    let index = match target {
+        Target::Indexed(..) => indexed_output(output)?,
+        _ => output.to_path_buf(),
+    };
+    check_output(&index, force)?;
+    convert(input, output, target)
+}
+
+/// The index a sharded output writes: OUT itself when it is one, else `OUT.index.json`.
+fn indexed_output(output: &Path) -> Result<PathBuf, Failure> {
+    if is_set(output) {
+        return Ok(output.to_path_buf());
+    }
+    let mut name = output
+        .file_name()
+        .ok_or_else(|| Failure::Usage(format!("{}: no file name", output.display())))?
+        .to_os_string();
+    name.push(".index.json");
+    Ok(output.with_file_name(name))
+}

@@ -1,0 +1,153 @@
+//! Sharded sets on the command line: `zt convert --shard-size` writes Hugging Face-style
+//! shards and an index; `info`, `ls`, `cat`, `verify`, `convert` and `merge` take the index.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn zt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zt"))
+        .args(args)
+        .output()
+        .expect("zt runs")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A .zt of tensors a..e, 16 f32 values (64 bytes) each.
+fn source(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("src.zt");
+    let mut w = ztensor::Writer::create(&path).unwrap();
+    for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        let v: Vec<f32> = (0..16).map(|x| (i * 16 + x) as f32).collect();
+        w.add(name, &[4, 4], &v).unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+#[test]
+fn convert_writes_a_set_that_every_reading_command_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let out = dir.path().join("model.safetensors");
+    ok(&zt(&["convert", p(&src), p(&out), "--shard-size", "128"]));
+    let index = dir.path().join("model.safetensors.index.json");
+    assert!(
+        !out.exists(),
+        "OUT itself is not written: the index and shards are"
+    );
+    for i in 1..=3 {
+        assert!(dir
+            .path()
+            .join(format!("model-0000{i}-of-00003.safetensors"))
+            .is_file());
+    }
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    assert_eq!(j["metadata"]["total_size"], 320);
+    assert_eq!(j["weight_map"]["c"], "model-00002-of-00003.safetensors");
+    assert_eq!(j["weight_map"]["e"], "model-00003-of-00003.safetensors");
+
+    assert_eq!(ok(&zt(&["ls", p(&index)])), "a\nb\nc\nd\ne\n");
+    let info = ok(&zt(&["info", p(&index)]));
+    assert!(info.contains("sharded set, 3 shards, 5 objects"), "{info}");
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(&zt(&["info", "--json", p(&index)]))).unwrap();
+    assert_eq!(j["kind"], "sharded_set");
+    assert_eq!(j["shards"].as_array().unwrap().len(), 3);
+    // cat, whole and sliced, from the shard that holds it.
+    let want: Vec<u8> = (48..64).flat_map(|x| (x as f32).to_le_bytes()).collect();
+    assert_eq!(zt(&["cat", p(&index), "d"]).stdout, want);
+    assert_eq!(
+        zt(&["cat", p(&index), "d", "--slice", "1:2"]).stdout,
+        want[16..32]
+    );
+    let v = ok(&zt(&["verify", p(&index)]));
+    assert_eq!(v.lines().filter(|l| l.contains(": OK")).count(), 3, "{v}");
+
+    // Back to one file, of either kind, and merged: the same tensors.
+    let one = dir.path().join("one.zt");
+    ok(&zt(&["convert", p(&index), p(&one)]));
+    ok(&zt(&["diff", p(&src), p(&one)]));
+    let one_st = dir.path().join("one.safetensors");
+    ok(&zt(&["convert", p(&index), p(&one_st)]));
+    ok(&zt(&["diff", p(&src), p(&one_st)]));
+    let merged = dir.path().join("merged.zt");
+    ok(&zt(&["merge", p(&index), "-o", p(&merged)]));
+    ok(&zt(&["diff", p(&src), p(&merged)]));
+
+    // .zt shards with an index, from the set: the same convention.
+    let zt_index = dir.path().join("z.zt.index.json");
+    ok(&zt(&[
+        "convert",
+        p(&index),
+        p(&zt_index),
+        "--shard-size",
+        "200",
+    ]));
+    assert!(dir.path().join("z-00001-of-00002.zt").is_file());
+    ok(&zt(&[
+        "diff",
+        p(&src),
+        p(&{
+            let back = dir.path().join("back.zt");
+            ok(&zt(&["convert", p(&zt_index), p(&back)]));
+            back
+        }),
+    ]));
+    // The index exists now: not replaced without --force.
+    let o = zt(&["convert", p(&src), p(&out), "--shard-size", "128"]);
+    assert_eq!(o.status.code(), Some(2));
+    ok(&zt(&[
+        "convert",
+        p(&src),
+        p(&out),
+        "--shard-size",
+        "128",
+        "--force",
+    ]));
+}
+
+#[test]
+fn a_broken_set_fails_verify_and_reading_commands_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let out = dir.path().join("model.safetensors");
+    ok(&zt(&["convert", p(&src), p(&out), "--shard-size", "128"]));
+    let index = dir.path().join("model.safetensors.index.json");
+    std::fs::remove_file(dir.path().join("model-00002-of-00003.safetensors")).unwrap();
+    for args in [
+        vec!["verify", p(&index)],
+        vec!["ls", p(&index)],
+        vec!["info", p(&index)],
+        vec!["cat", p(&index), "a"],
+    ] {
+        let o = zt(&args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let text = format!("{err}{}", String::from_utf8_lossy(&o.stdout));
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains("model-00002-of-00003.safetensors"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("missing"), "{text}");
+        assert!(!err.contains("panicked"));
+    }
+    // An index naming a file outside its folder.
+    let evil = dir.path().join("evil.index.json");
+    std::fs::write(&evil, r#"{"weight_map": {"a": "../src.zt"}}"#).unwrap();
+    let o = zt(&["ls", p(&evil)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("own folder"));
+}

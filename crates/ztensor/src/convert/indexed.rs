@@ -1,0 +1,219 @@
+//! Sharded output in Hugging Face's convention: shards `<stem>-00001-of-0000N.<ext>` beside
+//! a JSON index `<stem>.<ext>.index.json` (`metadata.total_size`, `weight_map`), for
+//! `.safetensors` or `.zt` shards, each shard an ordinary file any tool opens alone.
+//!
+//! Objects go to shards in bytewise name order, a new shard starting when the next object
+//! would take the current one past the size asked for (an object larger than that gets a
+//! shard of its own): the same objects and size always give the same files. Sizes are the
+//! objects' decoded bytes. The index is written last, so a set whose writing failed has no
+//! index and is never opened as complete.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use zt_container::{AtomicFile, Durability, Error, Result};
+use zt_manifest::{Attributes, Value};
+
+use super::{copy_object, ConvertOptions};
+use crate::sharded::ShardIndex;
+use crate::view::ObjectView;
+use crate::writer::Writer;
+
+/// What each shard of [`write_indexed`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardKind {
+    /// `.safetensors` shards (dense objects; `densify` writes the others dense).
+    #[cfg(feature = "safetensors")]
+    Safetensors {
+        /// Write sparse objects dense and quantized ones dequantized.
+        densify: bool,
+    },
+    /// `.zt` shards, each object copied as [`copy_object`] copies it.
+    Zt(ConvertOptions),
+}
+
+/// Options of [`write_indexed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexedOptions {
+    /// Most decoded bytes of objects per shard (one larger object gets a shard of its own).
+    pub max_shard_size: u64,
+    /// The shards' kind.
+    pub kind: ShardKind,
+    /// Whether each file is synced to disk before it is renamed into place.
+    pub durability: Durability,
+}
+
+/// What [`write_indexed`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedFiles {
+    /// The index.
+    pub index: PathBuf,
+    /// The shards, in order.
+    pub shards: Vec<PathBuf>,
+}
+
+/// The paths a sharded output `output` takes: `dir/model.safetensors` (or
+/// `dir/model.safetensors.index.json`) gives the index `dir/model.safetensors.index.json`
+/// and shards `dir/model-0000i-of-0000N.safetensors`. Returns (index, folder, stem, extension).
+fn layout(output: &Path) -> Result<(PathBuf, PathBuf, String, String)> {
+    let name = output
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::argument("the output path has no file name in UTF-8"))?;
+    let base = name.strip_suffix(".index.json").unwrap_or(name);
+    let (stem, ext) = base
+        .rsplit_once('.')
+        .filter(|(s, e)| !s.is_empty() && !e.is_empty())
+        .ok_or_else(|| {
+            Error::argument(format!(
+                "{name:?}: a sharded output is named like model.safetensors or model.zt"
+            ))
+        })?;
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((
+        dir.join(format!("{base}.index.json")),
+        dir,
+        stem.to_owned(),
+        ext.to_owned(),
+    ))
+}
+
+/// Writes `objects` (of one reader or of a sharded set) as shards beside `output` and an
+/// index, in Hugging Face's convention; `attributes` go into every shard (as `__metadata__`
+/// for safetensors: text only), the index's metadata holds `total_size`. Each file is
+/// written crash-safely, the index last.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let src = dir.path().join("src.zt");
+/// # let mut w = ztensor::Writer::create(&src)?;
+/// # w.add("a", &[2], &[1.0f32, 2.0])?;
+/// # w.add("b", &[2], &[3.0f32, 4.0])?;
+/// # w.finish()?;
+/// use ztensor::convert::{write_indexed, IndexedOptions, ShardKind};
+/// let r = ztensor::open(&src)?;
+/// let objects: Vec<_> = r.iter().collect();
+/// let options = IndexedOptions {
+///     max_shard_size: 8,
+///     kind: ShardKind::Safetensors { densify: false },
+///     durability: ztensor::Durability::Unsynced,
+/// };
+/// let out = dir.path().join("model.safetensors");
+/// let files = write_indexed(&objects, r.attributes(), &out, options)?;
+/// assert!(files.index.ends_with("model.safetensors.index.json"));
+/// assert!(files.shards[1].ends_with("model-00002-of-00002.safetensors"));
+/// let set = ztensor::ShardedSet::open(&files.index)?;
+/// assert_eq!(&set.object("b")?.read::<f32>()?[..], &[3.0, 4.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_indexed(
+    objects: &[ObjectView<'_>],
+    attributes: &Attributes,
+    output: impl AsRef<Path>,
+    options: IndexedOptions,
+) -> Result<IndexedFiles> {
+    let output = output.as_ref();
+    if options.max_shard_size == 0 {
+        return Err(Error::argument("the shard size must be at least 1 byte"));
+    }
+    let (index_path, dir, stem, ext) = layout(output)?;
+    let groups = plan(objects, options.max_shard_size);
+    let n = groups.len();
+    let mut index = ShardIndex {
+        metadata: Attributes::new(),
+        shards: Vec::with_capacity(n),
+        entries: Vec::with_capacity(objects.len()),
+    };
+    let mut total = 0u64;
+    let mut shards = Vec::with_capacity(n);
+    for (i, group) in groups.iter().enumerate() {
+        let file = format!("{stem}-{:05}-of-{n:05}.{ext}", i + 1);
+        let path = dir.join(&file);
+        write_shard(group, attributes, &path, options).map_err(|e| e.in_file(&path))?;
+        for o in group {
+            index.entries.push((o.name().to_owned(), i as u32));
+            total = total.saturating_add(decoded_size(o));
+        }
+        index.shards.push(file);
+        shards.push(path);
+    }
+    index
+        .entries
+        .sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    index
+        .metadata
+        .insert("total_size".into(), Value::Integer(i128::from(total)));
+    let mut file = AtomicFile::create_with(&index_path, options.durability)?;
+    file.write_all(index.to_json().as_bytes())
+        .map_err(|e| Error::io(e, "cannot write the index").in_file(&index_path))?;
+    file.commit()?;
+    Ok(IndexedFiles {
+        index: index_path,
+        shards,
+    })
+}
+
+/// One shard's file.
+fn write_shard(
+    group: &[&ObjectView<'_>],
+    attributes: &Attributes,
+    path: &Path,
+    options: IndexedOptions,
+) -> Result<()> {
+    match options.kind {
+        #[cfg(feature = "safetensors")]
+        ShardKind::Safetensors { densify } => {
+            let views: Vec<ObjectView<'_>> = group.iter().map(|v| **v).collect();
+            super::safetensors::write_safetensors_views(
+                &views,
+                attributes,
+                path,
+                densify,
+                options.durability,
+            )
+        }
+        ShardKind::Zt(convert) => {
+            let mut w = Writer::create_version(path, convert.version, options.durability)?;
+            w.set_attributes(attributes.clone());
+            for o in group {
+                copy_object(**o, &mut w, convert)?;
+            }
+            w.finish()
+        }
+    }
+}
+
+/// An object's decoded bytes: what a shard's size counts.
+fn decoded_size(o: &ObjectView<'_>) -> u64 {
+    o.components
+        .iter()
+        .map(|c| c.decoded_len.unwrap_or(c.length))
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The objects of each shard, in bytewise name order.
+fn plan<'a, 'r>(objects: &'a [ObjectView<'r>], max: u64) -> Vec<Vec<&'a ObjectView<'r>>> {
+    let mut sorted: Vec<&ObjectView<'r>> = objects.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
+    let mut groups: Vec<Vec<&ObjectView<'r>>> = Vec::new();
+    let mut used = 0u64;
+    for o in sorted {
+        let size = decoded_size(o);
+        match groups.last_mut() {
+            Some(g) if used.saturating_add(size) <= max => {
+                g.push(o);
+                used = used.saturating_add(size);
+            }
+            _ => {
+                groups.push(vec![o]);
+                used = size;
+            }
+        }
+    }
+    groups
+}

@@ -1,0 +1,66 @@
+//! Reading files that live in an object store or on an HTTP server (feature `remote`):
+//! `s3://`, `gs://`, `az://`, `http://` and `https://` URLs, through the `object_store` crate
+//! with ranged reads, made blocking by a private tokio runtime.
+//!
+//! - [`store`]: URL to store (credentials from the environment), the runtime, URLs as
+//!   messages show them (never with credentials).
+//! - [`object`]: [`RemoteObject`], a zt-container [`RangeRead`](zt_container::RangeRead) with
+//!   the object's head and tail cached; what each step costs is documented there and in
+//!   docs/remote.md.
+//! - [`open_url`] / [`OpenOptions::open_url`]: a [`Reader`] over a URL. Everything above
+//!   the source (listing, validation, decoding, digests, slices) is the local code path.
+//!
+//! Do not call these from inside an async runtime's worker thread: they block.
+
+pub mod object;
+pub mod store;
+
+use std::sync::Arc;
+
+use zt_container::{Error, Result, Source};
+
+pub use object::{RemoteObject, RemoteStats};
+pub use store::is_url;
+
+use crate::open::OpenOptions;
+use crate::reader::Reader;
+
+/// Opens the file at `url` (`s3://bucket/key`, `gs://...`, `az://...`, `https://host/path`)
+/// with default options.
+///
+/// ```no_run
+/// # fn main() -> ztensor::Result<()> {
+/// let r = ztensor::open_url("s3://bucket/model.zt")?; // AWS_* from the environment
+/// let w = r.read::<f32>("w")?; // one ranged request
+/// # Ok(())
+/// # }
+/// ```
+pub fn open_url(url: &str) -> Result<Reader> {
+    OpenOptions::new().open_url(url)
+}
+
+impl OpenOptions {
+    /// Opens the file at `url`: one request for its head (and size), then as
+    /// [`OpenOptions::open_source`] over ranged reads (a `.zt` footer and manifest: the
+    /// tail, and one more request if the manifest is larger). zTensor v2 files with shards
+    /// are not opened from URLs.
+    pub fn open_url(&self, url: &str) -> Result<Reader> {
+        let (reader, _) = self.open_url_counted(url)?;
+        Ok(reader)
+    }
+
+    /// As [`OpenOptions::open_url`], with the object, whose [`RemoteObject::stats`] tell the
+    /// requests and bytes every later read costs.
+    pub fn open_url_counted(&self, url: &str) -> Result<(Reader, Arc<RemoteObject>)> {
+        let parsed =
+            url::Url::parse(url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
+        let shown = store::redacted(&parsed);
+        let located = |e: Error| e.in_file(std::path::Path::new(&shown));
+        let (store, path) = store::connect(&parsed)?;
+        let object = Arc::new(RemoteObject::open(store, path, shown.clone()).map_err(located)?);
+        let size = object.size();
+        let source = Source::ranged(object.clone(), size);
+        let reader = self.open_source(source).map_err(located)?;
+        Ok((reader, object))
+    }
+}

@@ -1,0 +1,144 @@
+//! From a URL to an `object_store` store and the path in it, and the private tokio runtime
+//! that turns its requests into blocking calls.
+//!
+//! - [`connect`]: `s3://`, `gs://`, `az://` (and `abfs://`, `adl://`), `http://`, `https://`;
+//!   credentials and settings from each store's usual environment variables (`AWS_*`,
+//!   `GOOGLE_*`, `AZURE_*`) through object_store's `from_env` builders, and the cloud SDKs'
+//!   config files where object_store reads them.
+//! - [`runtime`]: one multi-threaded runtime (two workers) for the process, started on first
+//!   use.
+//! - [`redacted`]: a URL as it may appear in a message: no user, password, query or fragment
+//!   (a presigned URL carries its credentials in the query).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::path::Path as StorePath;
+use object_store::{ClientConfigKey, ClientOptions, ObjectStore, ObjectStoreScheme, RetryConfig};
+use url::Url;
+use zt_container::{Error, Result};
+
+/// Whether `s` is a URL this module opens (by its scheme), rather than a local path.
+pub fn is_url(s: &str) -> bool {
+    [
+        "s3://", "gs://", "az://", "abfs://", "abfss://", "adl://", "azure://", "http://",
+        "https://",
+    ]
+    .iter()
+    .any(|p| s.len() > p.len() && s[..p.len()].eq_ignore_ascii_case(p))
+}
+
+/// The URL without anything secret: scheme, host, port and path only.
+pub fn redacted(url: &Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
+}
+
+/// The runtime every remote request runs on.
+pub fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("ztensor-remote")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| {
+            Error::io(
+                std::io::Error::other(e.clone()),
+                "starting the remote runtime",
+            )
+        })
+}
+
+/// How long one request may take, and how long to wait for a connection.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// object_store's own retries: server errors (5xx), throttling and failed connections are
+/// retried with backoff, a few times within a bounded time.
+fn retry() -> RetryConfig {
+    RetryConfig {
+        max_retries: 4,
+        retry_timeout: Duration::from_secs(60),
+        ..Default::default()
+    }
+}
+
+/// The store `url` lives in and its path there.
+pub fn connect(url: &Url) -> Result<(Arc<dyn ObjectStore>, StorePath)> {
+    let shown = redacted(url);
+    let (scheme, path) = ObjectStoreScheme::parse(url)
+        .map_err(|e| Error::argument(format!("{shown}: not a URL we can open ({e})")))?;
+    // The builders' `from_env` put what the environment says (AWS_ALLOW_HTTP, proxies, ...)
+    // into their client options: only the timeouts are added, key by key, so none of it is
+    // replaced.
+    let timeouts = [
+        (ClientConfigKey::Timeout, REQUEST_TIMEOUT),
+        (ClientConfigKey::ConnectTimeout, CONNECT_TIMEOUT),
+    ];
+    let secs = |d: Duration| format!("{}s", d.as_secs());
+    let built: std::result::Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            let mut b = AmazonS3Builder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry());
+            for (k, d) in timeouts {
+                b = b.with_config(AmazonS3ConfigKey::Client(k), secs(d));
+            }
+            b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            let mut b = GoogleCloudStorageBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry());
+            for (k, d) in timeouts {
+                b = b.with_config(GoogleConfigKey::Client(k), secs(d));
+            }
+            b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            let mut b = MicrosoftAzureBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry());
+            for (k, d) in timeouts {
+                b = b.with_config(AzureConfigKey::Client(k), secs(d));
+            }
+            b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        }
+        ObjectStoreScheme::Http => {
+            let origin = url.origin().ascii_serialization();
+            let client = ClientOptions::new()
+                .with_timeout(REQUEST_TIMEOUT)
+                .with_connect_timeout(CONNECT_TIMEOUT)
+                // The user named a plain http:// URL: that is what they asked for.
+                .with_allow_http(true);
+            object_store::http::HttpBuilder::new()
+                .with_url(origin)
+                .with_client_options(client)
+                .with_retry(retry())
+                .build()
+                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        }
+        _ => {
+            return Err(Error::argument(format!(
+                "{shown}: only s3://, gs://, az://, http:// and https:// URLs are opened"
+            )))
+        }
+    };
+    // object_store's messages name the option or variable that is wrong, never its value.
+    let store = built.map_err(|e| Error::argument(format!("{shown}: {e}")))?;
+    Ok((store, path))
+}

@@ -1,0 +1,280 @@
+//! The JSON index of a sharded checkpoint, Hugging Face's convention
+//! (`model.safetensors.index.json`, and the same for `.zt` shards): `weight_map` maps each
+//! tensor name to the file that holds it, `metadata` is free-form.
+//!
+//! - [`ShardIndex::parse`]: untrusted bytes to a checked index: size and count caps, no
+//!   duplicate names, shard file names that are plain names in the index's folder.
+//! - [`ShardIndex::to_json`]: the index a writer makes, deterministic (keys sorted).
+//!
+//! The index is read before any shard is opened, and it alone answers which shard holds a
+//! name; shards are opened by [`super::ShardedSet`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use zt_container::{Error, Result};
+use zt_manifest::{Attributes, Value};
+
+/// The largest index file read: a real one lists each tensor once with a short file name
+/// (a 1,000-shard model of 100,000 tensors takes about 10 MiB).
+pub const MAX_INDEX_LEN: u64 = 64 << 20;
+/// Most tensor names an index may list.
+pub const MAX_INDEX_NAMES: usize = 1 << 20;
+/// Most distinct shard files an index may name.
+pub const MAX_SHARDS: usize = 1 << 16;
+/// The longest shard file name accepted (a common file system limit).
+const MAX_SHARD_NAME_LEN: usize = 255;
+
+/// A checked index: names in bytewise order, each with the position of its shard file in
+/// [`ShardIndex::shards`] (files in bytewise order of their names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardIndex {
+    /// `metadata`, as attribute values (empty when absent).
+    pub metadata: Attributes,
+    /// Shard file names, sorted, each once.
+    pub shards: Vec<String>,
+    /// `(tensor name, shard position)`, sorted by name, names unique.
+    pub entries: Vec<(String, u32)>,
+}
+
+/// `weight_map` as written, pairs kept in order so duplicates can be seen (serde_json's map
+/// would keep the last silently).
+struct Pairs(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for Pairs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct PairsVisitor;
+        impl<'de> Visitor<'de> for PairsVisitor {
+            type Value = Pairs;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object mapping tensor names to shard file names")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Pairs, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, String>()? {
+                    if pairs.len() == MAX_INDEX_NAMES {
+                        return Err(serde::de::Error::custom(format!(
+                            "more than {MAX_INDEX_NAMES} names"
+                        )));
+                    }
+                    pairs.push((k, v));
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        d.deserialize_map(PairsVisitor)
+    }
+}
+
+#[derive(Deserialize)]
+struct RawIndex {
+    #[serde(default)]
+    metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    weight_map: Pairs,
+}
+
+impl ShardIndex {
+    /// The largest index file read ([`MAX_INDEX_LEN`]).
+    pub const MAX_LEN: u64 = MAX_INDEX_LEN;
+
+    /// Parses and checks an index's bytes. Every refusal is an `InvalidFile` error saying
+    /// what is wrong.
+    ///
+    /// ```
+    /// use ztensor::ShardIndex;
+    /// let json = br#"{"metadata": {"total_size": 16},
+    ///                 "weight_map": {"b": "m-00002-of-00002.safetensors",
+    ///                                "a": "m-00001-of-00002.safetensors"}}"#;
+    /// let index = ShardIndex::parse(json)?;
+    /// assert_eq!(index.shards, ["m-00001-of-00002.safetensors", "m-00002-of-00002.safetensors"]);
+    /// assert_eq!(index.entries[0], ("a".to_owned(), 0));
+    /// assert!(ShardIndex::parse(br#"{"weight_map": {"a": "../etc/passwd"}}"#).is_err());
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn parse(bytes: &[u8]) -> Result<ShardIndex> {
+        if bytes.len() as u64 > MAX_INDEX_LEN {
+            return Err(Error::limit(format!(
+                "the index is {} bytes, over the {MAX_INDEX_LEN}-byte cap",
+                bytes.len()
+            )));
+        }
+        let raw: RawIndex = serde_json::from_slice(bytes)
+            .map_err(|e| Error::invalid(format!("not a sharded checkpoint index: {e}")))?;
+        let metadata = raw
+            .metadata
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, json_value(v)))
+            .collect();
+        let mut files: BTreeMap<&str, u32> = BTreeMap::new();
+        for (name, file) in &raw.weight_map.0 {
+            check_shard_name(file).map_err(|e| e.in_object(name))?;
+            if !files.contains_key(file.as_str()) {
+                if files.len() == MAX_SHARDS {
+                    return Err(Error::limit(format!(
+                        "the index names more than {MAX_SHARDS} shard files"
+                    )));
+                }
+                files.insert(file, 0);
+            }
+        }
+        for (position, slot) in files.values_mut().enumerate() {
+            *slot = position as u32;
+        }
+        let mut entries: Vec<(String, u32)> = Vec::with_capacity(raw.weight_map.0.len());
+        for (name, file) in &raw.weight_map.0 {
+            let position = files.get(file.as_str()).copied().unwrap_or(0);
+            entries.push((name.clone(), position));
+        }
+        entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        if let Some(pair) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(Error::invalid(format!(
+                "the index lists tensor {:?} twice",
+                pair[0].0
+            )));
+        }
+        let shards = files.keys().map(|s| (*s).to_owned()).collect();
+        Ok(ShardIndex {
+            metadata,
+            shards,
+            entries,
+        })
+    }
+
+    /// The index as JSON, in Hugging Face's layout with every key sorted, so the same set
+    /// always gives the same bytes: `{"metadata": {...}, "weight_map": {name: file}}`.
+    pub fn to_json(&self) -> String {
+        let metadata: serde_json::Map<String, serde_json::Value> = self
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), value_json(v)))
+            .collect();
+        let weight_map: serde_json::Map<String, serde_json::Value> = self
+            .entries
+            .iter()
+            .map(|(name, shard)| {
+                let file = self
+                    .shards
+                    .get(*shard as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                (name.clone(), serde_json::Value::String(file))
+            })
+            .collect();
+        let index = serde_json::json!({ "metadata": metadata, "weight_map": weight_map });
+        // Pretty, as the transformers library writes it; maps are sorted (BTreeMap-backed).
+        let mut s = serde_json::to_string_pretty(&index).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+/// A shard file name must name a file in the index's own folder: no separators, no `..`,
+/// nothing absolute, no drive letter, no NUL, not empty, not too long.
+fn check_shard_name(file: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(Error::invalid(format!(
+            "shard file name {file:?} {why}; an index may name only files in its own folder"
+        )))
+    };
+    if file.is_empty() {
+        return bad("is empty");
+    }
+    if file.len() > MAX_SHARD_NAME_LEN {
+        return bad("is too long");
+    }
+    if file.contains(['/', '\\', '\0', ':']) {
+        return bad("contains a path separator, a colon or NUL");
+    }
+    if file == "." || file == ".." {
+        return bad("is a folder");
+    }
+    Ok(())
+}
+
+/// A JSON value as an attribute value (integers exactly; others as floats).
+fn json_value(v: serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(b),
+        J::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::Integer(i128::from(i)),
+            (None, Some(u)) => Value::Integer(i128::from(u)),
+            _ => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => Value::Text(s),
+        J::Array(a) => Value::Array(a.into_iter().map(json_value).collect()),
+        J::Object(m) => Value::Map(m.into_iter().map(|(k, v)| (k, json_value(v))).collect()),
+    }
+}
+
+/// An attribute value as JSON, for the metadata a writer puts in an index (byte strings as
+/// arrays of numbers, tags as their content, integers beyond 64 bits as decimal text).
+fn value_json(v: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::Integer(i) => i64::try_from(*i)
+            .map(J::from)
+            .or_else(|_| u64::try_from(*i).map(J::from))
+            .unwrap_or_else(|_| J::String(i.to_string())),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+        Value::Text(s) => J::String(s.clone()),
+        Value::Bytes(b) => J::Array(b.iter().map(|&x| J::from(x)).collect()),
+        Value::Bool(b) => J::Bool(*b),
+        Value::Null => J::Null,
+        Value::Array(a) => J::Array(a.iter().map(value_json).collect()),
+        Value::Map(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), value_json(v))).collect()),
+        Value::Tag(_, inner) => value_json(inner),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_a_hostile_index_may_hold() {
+        let refused = [
+            (r#"{"weight_map": {"a": "x.st", "a": "y.st"}}"#, "twice"),
+            (r#"{"weight_map": {"a": "/etc/passwd"}}"#, "separator"),
+            (r#"{"weight_map": {"a": "..\\x"}}"#, "separator"),
+            (r#"{"weight_map": {"a": ".."}}"#, "folder"),
+            (r#"{"weight_map": {"a": "C:x"}}"#, "colon"),
+            (r#"{"weight_map": {"a": ""}}"#, "empty"),
+            (r#"{"weight_map": {"a": 3}}"#, "not a sharded"),
+            (r#"{"metadata": {}}"#, "weight_map"),
+            (r#"[1, 2]"#, "not a sharded"),
+            ("{\"weight_map\": {\"a\": \"x\"}", "not a sharded"),
+        ];
+        for (json, why) in refused {
+            let e = ShardIndex::parse(json.as_bytes()).unwrap_err();
+            assert_eq!(e.kind(), zt_container::ErrorKind::InvalidFile, "{json}");
+            assert!(e.to_string().contains(why), "{json}: {e}");
+        }
+        let long = format!(r#"{{"weight_map": {{"a": "{}"}}}}"#, "x".repeat(300));
+        assert!(ShardIndex::parse(long.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn writes_what_it_reads() {
+        let json =
+            br#"{"metadata": {"total_size": 12, "format": "pt", "big": 18446744073709551615},
+            "weight_map": {"z": "b.st", "a": "a.st", "m": "b.st"}}"#;
+        let index = ShardIndex::parse(json).unwrap();
+        assert_eq!(index.shards, ["a.st", "b.st"]);
+        assert_eq!(
+            index.entries,
+            [("a".into(), 0), ("m".into(), 1), ("z".into(), 1)]
+        );
+        assert_eq!(index.metadata["total_size"], Value::Integer(12));
+        let again = ShardIndex::parse(index.to_json().as_bytes()).unwrap();
+        assert_eq!(again, index);
+        assert_eq!(again.to_json(), index.to_json());
+    }
+}

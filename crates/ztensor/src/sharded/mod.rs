@@ -1,0 +1,355 @@
+//! Sharded sets: many files opened as one model through a JSON index (Hugging Face's
+//! `*.index.json` convention, over `.safetensors` or `.zt` shards, or any kind we read).
+//!
+//! - [`index`]: the index's bytes to a checked [`ShardIndex`] (and back, for writers).
+//! - [`ShardedSet`]: the index plus the shard files, each opened on the first lookup that
+//!   needs it and checked against the index then: a name the index puts elsewhere, a name it
+//!   does not list (an extra tensor), or a listed name the shard lacks is an `InvalidFile`
+//!   error naming the shard. [`ShardedSet::check`] opens every shard and applies the rules
+//!   to the whole set.
+//!
+//! A set never reads a shard it does not need: looking up one tensor costs the index and that
+//! tensor's shard's header. Opened shards stay open (mapped) for the set's life.
+
+pub mod index;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashMap;
+use zt_container::{Error, Result};
+use zt_manifest::Attributes;
+
+pub use index::ShardIndex;
+
+use crate::open::OpenOptions;
+use crate::reader::Reader;
+use crate::view::ObjectView;
+
+/// A sharded checkpoint opened through its JSON index.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// for (file, name) in [("m-00001-of-00002.zt", "a"), ("m-00002-of-00002.zt", "b")] {
+///     let mut w = ztensor::Writer::create(dir.path().join(file))?;
+///     w.add(name, &[2], &[1.0f32, 2.0])?;
+///     w.finish()?;
+/// }
+/// let index = dir.path().join("m.zt.index.json");
+/// std::fs::write(&index, r#"{"metadata": {}, "weight_map":
+///     {"a": "m-00001-of-00002.zt", "b": "m-00002-of-00002.zt"}}"#).unwrap();
+/// let set = ztensor::ShardedSet::open(&index)?;
+/// assert_eq!(set.names().collect::<Vec<_>>(), ["a", "b"]);
+/// // Opens m-00002-of-00002.zt only.
+/// assert_eq!(&set.object("b")?.read::<f32>()?[..], &[1.0, 2.0]);
+/// set.check()?; // every shard opened, every name where the index says
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ShardedSet {
+    index_path: PathBuf,
+    index: ShardIndex,
+    /// Name to its position in `index.entries`, under a per-process keyed hash (the names
+    /// come from the file).
+    positions: HashMap<String, u32, RandomState>,
+    /// For each shard, its path, how many names the index gives it, and its reader once opened.
+    shards: Vec<Shard>,
+    options: OpenOptions,
+}
+
+#[derive(Debug)]
+struct Shard {
+    /// The shard's path, or for a set opened by URL its URL (as a path, for messages).
+    path: PathBuf,
+    /// For a set opened by URL: the shard's URL.
+    url: Option<String>,
+    listed: usize,
+    reader: OnceLock<Reader>,
+}
+
+/// Whether a path looks like a sharded set's index: a name ending in `.index.json`, or any
+/// `.json` (the CLI opens those as sets; [`ShardedSet::open`] itself takes any name).
+///
+/// ```
+/// assert!(ztensor::is_index_path("dir/model.safetensors.index.json".as_ref()));
+/// assert!(!ztensor::is_index_path("model.safetensors".as_ref()));
+/// ```
+pub fn is_index_path(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+}
+
+impl ShardedSet {
+    /// Opens the set whose index is at `index_path` with default [`OpenOptions`] for the
+    /// shards. Reads and checks the index and checks that every shard file it names exists;
+    /// opens no shard.
+    pub fn open(index_path: impl AsRef<Path>) -> Result<ShardedSet> {
+        Self::open_with(index_path, OpenOptions::new())
+    }
+
+    /// As [`ShardedSet::open`], opening each shard with `options`.
+    pub fn open_with(index_path: impl AsRef<Path>, options: OpenOptions) -> Result<ShardedSet> {
+        let index_path = index_path.as_ref();
+        let at = |e: Error| e.in_file(index_path);
+        let bytes = read_capped(index_path).map_err(at)?;
+        let index = ShardIndex::parse(&bytes).map_err(at)?;
+        Self::from_index(index_path, index, options)
+    }
+
+    /// A set from an index already parsed, its shards named relative to `index_path`'s folder.
+    fn from_index(index_path: &Path, index: ShardIndex, options: OpenOptions) -> Result<Self> {
+        let dir = match index_path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut listed = vec![0usize; index.shards.len()];
+        let mut positions =
+            HashMap::with_capacity_and_hasher(index.entries.len(), RandomState::default());
+        for (i, (name, shard)) in index.entries.iter().enumerate() {
+            if let Some(n) = listed.get_mut(*shard as usize) {
+                *n += 1;
+            }
+            positions.insert(name.clone(), i as u32);
+        }
+        let mut shards = Vec::with_capacity(index.shards.len());
+        for (file, listed) in index.shards.iter().zip(listed) {
+            let path = dir.join(file);
+            // A stat, not an open: a missing shard is reported now, before any lookup.
+            if !path.is_file() {
+                return Err(Error::invalid(format!(
+                    "shard {file:?} named by the index is missing ({})",
+                    path.display()
+                ))
+                .in_file(index_path));
+            }
+            shards.push(Shard {
+                path,
+                url: None,
+                listed,
+                reader: OnceLock::new(),
+            });
+        }
+        Ok(ShardedSet {
+            index_path: index_path.to_path_buf(),
+            index,
+            positions,
+            shards,
+            options,
+        })
+    }
+
+    /// Opens the set whose index is at `url` (feature `remote`): one or two requests for the
+    /// index (at most [`index::MAX_INDEX_LEN`] bytes), its shards named relative to it and
+    /// opened by URL on the first lookup that needs them (a missing shard is reported then,
+    /// as `NotFound` naming its URL: checking them all first would cost a request each).
+    #[cfg(feature = "remote")]
+    pub fn open_url(index_url: &str, options: OpenOptions) -> Result<ShardedSet> {
+        let parsed =
+            url::Url::parse(index_url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
+        let shown = crate::remote::store::redacted(&parsed);
+        let at = |e: Error| e.in_file(Path::new(&shown));
+        let (store, location) = crate::remote::store::connect(&parsed)?;
+        let object =
+            crate::remote::RemoteObject::open(store, location, shown.clone()).map_err(at)?;
+        if object.size() > index::MAX_INDEX_LEN {
+            return Err(at(Error::limit(format!(
+                "the index is {} bytes, over the {}-byte cap",
+                object.size(),
+                index::MAX_INDEX_LEN
+            ))));
+        }
+        let len = usize::try_from(object.size()).map_err(|_| Error::limit("index too large"))?;
+        let mut bytes = vec![0u8; len];
+        zt_container::RangeRead::read_exact_at(&object, 0, &mut bytes)
+            .map_err(|e| at(Error::io(e, "reading the index")))?;
+        let index = ShardIndex::parse(&bytes).map_err(at)?;
+        let mut listed = vec![0usize; index.shards.len()];
+        let mut positions =
+            HashMap::with_capacity_and_hasher(index.entries.len(), RandomState::default());
+        for (i, (name, shard)) in index.entries.iter().enumerate() {
+            if let Some(n) = listed.get_mut(*shard as usize) {
+                *n += 1;
+            }
+            positions.insert(name.clone(), i as u32);
+        }
+        let mut shards = Vec::with_capacity(index.shards.len());
+        for (file, listed) in index.shards.iter().zip(listed) {
+            // A plain file name (checked by the parser) joined to the index's URL stays in
+            // its folder, with its query (a presigned index's signature does not sign a shard,
+            // so none is carried).
+            let url = parsed
+                .join(file)
+                .map_err(|e| at(Error::invalid(format!("shard {file:?}: {e}"))))?;
+            let shard_shown = crate::remote::store::redacted(&url);
+            shards.push(Shard {
+                path: PathBuf::from(shard_shown),
+                url: Some(url.to_string()),
+                listed,
+                reader: OnceLock::new(),
+            });
+        }
+        Ok(ShardedSet {
+            index_path: PathBuf::from(shown),
+            index,
+            positions,
+            shards,
+            options,
+        })
+    }
+
+    /// The index file's path (for a set opened by URL, its URL without credentials).
+    pub fn index_path(&self) -> &Path {
+        &self.index_path
+    }
+
+    /// The index's `metadata`.
+    pub fn metadata(&self) -> &Attributes {
+        &self.index.metadata
+    }
+
+    /// Every tensor name the index lists, in bytewise order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.index.entries.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// How many names the index lists.
+    pub fn len(&self) -> usize {
+        self.index.entries.len()
+    }
+
+    /// Whether the index lists no name.
+    pub fn is_empty(&self) -> bool {
+        self.index.entries.is_empty()
+    }
+
+    /// The shard files' paths, in bytewise order of their names.
+    pub fn shard_paths(&self) -> impl Iterator<Item = &Path> {
+        self.shards.iter().map(|s| s.path.as_path())
+    }
+
+    /// The path of the shard the index puts `name` in, without opening anything.
+    pub fn shard_of(&self, name: &str) -> Option<&Path> {
+        let shard = self.shard_position(name)?;
+        self.shards.get(shard).map(|s| s.path.as_path())
+    }
+
+    fn shard_position(&self, name: &str) -> Option<usize> {
+        let i = *self.positions.get(name)?;
+        self.index.entries.get(i as usize).map(|(_, s)| *s as usize)
+    }
+
+    /// An object by name: opens (once) and checks the shard the index puts it in. A name the
+    /// index does not list is `NotFound`.
+    pub fn object(&self, name: &str) -> Result<ObjectView<'_>> {
+        let shard = self
+            .shard_position(name)
+            .ok_or_else(|| Error::not_found(format!("no object named {name:?} in the set")))?;
+        let reader = self.reader(shard)?;
+        let path = self.shards.get(shard).map(|s| s.path.as_path());
+        reader.object(name).map_err(|e| match path {
+            Some(p) => e.in_file(p),
+            None => e,
+        })
+    }
+
+    /// The reader of shard `position` (in [`ShardedSet::shard_paths`] order), opened and
+    /// checked against the index on first use.
+    pub fn reader(&self, position: usize) -> Result<&Reader> {
+        let shard = self.shards.get(position).ok_or_else(|| {
+            Error::argument(format!(
+                "shard {position} of a set of {}",
+                self.shards.len()
+            ))
+        })?;
+        if let Some(r) = shard.reader.get() {
+            return Ok(r);
+        }
+        let opened = match &shard.url {
+            #[cfg(feature = "remote")]
+            Some(url) => self.options.open_url(url),
+            #[cfg(not(feature = "remote"))]
+            Some(_) => Err(Error::unsupported("a URL without the remote feature")),
+            None => self.options.open(&shard.path),
+        };
+        let reader = opened.map_err(|e| e.in_file(&shard.path))?;
+        self.check_shard(position, shard, &reader)
+            .map_err(|e| e.in_file(&shard.path))?;
+        // Two threads may open the same shard at once; the first one kept wins.
+        let _ = shard.reader.set(reader);
+        shard
+            .reader
+            .get()
+            .ok_or_else(|| Error::invalid("a shard reader vanished"))
+    }
+
+    /// Every name in the shard must be one the index puts there, and the shard must hold
+    /// every name the index gives it.
+    fn check_shard(&self, position: usize, shard: &Shard, reader: &Reader) -> Result<()> {
+        for name in reader.names() {
+            match self.shard_position(name) {
+                Some(p) if p == position => {}
+                Some(p) => {
+                    let other = self.index.shards.get(p).map_or("?", String::as_str);
+                    return Err(Error::invalid(format!(
+                        "object {name:?} is in this shard, but the index puts it in {other:?} \
+                         (a name may be in one shard only)"
+                    )));
+                }
+                None => {
+                    return Err(Error::invalid(format!(
+                        "object {name:?} is in this shard, but the index does not list it"
+                    )))
+                }
+            }
+        }
+        // Every name here is listed for this shard and names in a file are unique, so equal
+        // counts mean the shard holds all of them.
+        if reader.len() != shard.listed {
+            let missing = self
+                .index
+                .entries
+                .iter()
+                .find(|(n, s)| *s as usize == position && reader.get(n).is_none())
+                .map_or("?", |(n, _)| n.as_str());
+            return Err(Error::invalid(format!(
+                "the index puts object {missing:?} in this shard, which does not hold it"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Opens every shard and checks the whole set against the index: every listed name
+    /// where the index says, no name twice, no name the index does not list.
+    pub fn check(&self) -> Result<()> {
+        for position in 0..self.shards.len() {
+            self.reader(position)?;
+        }
+        Ok(())
+    }
+
+    /// Every object of the set, in bytewise name order (opens every shard).
+    pub fn objects(&self) -> Result<Vec<ObjectView<'_>>> {
+        self.check()?;
+        self.names().map(|n| self.object(n)).collect()
+    }
+}
+
+/// Reads a file of at most [`index::MAX_INDEX_LEN`] bytes.
+fn read_capped(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(e, "opening the index"))?;
+    let mut bytes = Vec::new();
+    file.take(index::MAX_INDEX_LEN + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(e, "reading the index"))?;
+    if bytes.len() as u64 > index::MAX_INDEX_LEN {
+        return Err(Error::limit(format!(
+            "the index is over the {}-byte cap",
+            index::MAX_INDEX_LEN
+        )));
+    }
+    Ok(bytes)
+}

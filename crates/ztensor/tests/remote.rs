@@ -1,0 +1,289 @@
+//! Remote reads against real servers on loopback (feature `remote`): nginx for `http://`
+//! (its access log counts requests and bytes), moto for `s3://` (a counting proxy in front),
+//! and a fault-injecting server of our own. Requests and bytes are behaviour: each operation's
+//! count is asserted, never its time.
+
+#![cfg(feature = "remote")]
+
+#[path = "support/servers.rs"]
+mod servers;
+
+use std::path::Path;
+
+use servers::{CountingProxy, Fault, FaultServer, Logged, Moto, Nginx};
+use ztensor::remote::object::{HEAD_LEN, TAIL_LEN};
+use ztensor::{ErrorKind, OpenOptions, Version, WriteOptions, Writer};
+
+/// A .zt v2 of `count` f32 tensors `t000`.. of `len` elements each (value = tensor * 1000 + i),
+/// with digests (v2 always has them).
+fn write_zt(path: &Path, count: usize, len: usize, version: Version) {
+    let mut w = Writer::create_version(path, version, ztensor::Durability::Unsynced).unwrap();
+    for t in 0..count {
+        let v: Vec<f32> = (0..len).map(|i| (t * 1000 + i) as f32).collect();
+        w.add(&format!("t{t:05}"), &[(len / 8) as u64, 8], &v)
+            .unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// The requests logged after the first `from`.
+fn since(nginx: &Nginx, from: usize) -> Vec<Logged> {
+    nginx.requests().into_iter().skip(from).collect()
+}
+
+/// A folder nginx can serve (its worker reads it).
+fn served_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_zt_over_http_costs_the_head_the_tail_then_one_request_per_tensor_or_slice() {
+    let dir = served_dir();
+    // 40 tensors of 64 KiB (v2 packs each on 64 KiB): about 2.6 MiB, larger than head + tail.
+    write_zt(&dir.path().join("m.zt"), 40, 16384, Version::V2);
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let url = nginx.url("m.zt");
+    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+
+    let (r, object) = OpenOptions::new().open_url_counted(&url).unwrap();
+    let opened = nginx.requests();
+    // The head (the kind, and the size), then the tail (footer and manifest).
+    assert_eq!(opened.len(), 2, "{opened:?}");
+    assert_eq!(opened[0].range, format!("bytes=0-{}", HEAD_LEN - 1));
+    assert!(opened[1].range.starts_with("bytes="), "{opened:?}");
+    assert_eq!(opened[1].body_bytes, TAIL_LEN);
+    assert!(opened.iter().all(|l| l.status == 206));
+    assert_eq!(object.stats().requests, 2);
+
+    // One tensor: one request of exactly its bytes, digest checked.
+    let t = r.object("t00007").unwrap();
+    assert_eq!(
+        t.read_verified::<f32>().unwrap(),
+        local.read::<f32>("t00007").unwrap()
+    );
+    let read = since(&nginx, 2);
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0].body_bytes, 65536);
+
+    // Rows 256..512 of another: one request of exactly those rows.
+    let rows = r
+        .object("t00009")
+        .unwrap()
+        .slice_bytes(&[256..512, 0..8])
+        .unwrap();
+    let want = local
+        .object("t00009")
+        .unwrap()
+        .slice_bytes(&[256..512, 0..8])
+        .unwrap();
+    assert_eq!(rows, want);
+    let read = since(&nginx, 3);
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0].body_bytes, 256 * 8 * 4);
+    let c = local.objects()[9].components[0].offset;
+    assert_eq!(
+        read[0].range,
+        format!("bytes={}-{}", c + 256 * 32, c + 512 * 32 - 1)
+    );
+
+    // Everything, digests included: one request per tensor not yet in the tail.
+    let report = r.verify();
+    assert!(report.is_ok(), "{:?}", report.failures);
+    let all = since(&nginx, 4);
+    assert!(all.len() <= 40, "{} requests", all.len());
+    // Whole tensors, or the part of one before the cached tail.
+    assert!(
+        all.iter().all(|l| l.body_bytes <= 65536 && l.status == 206),
+        "{all:?}"
+    );
+    for o in &local {
+        assert_eq!(
+            r.object(o.name()).unwrap().bytes().unwrap(),
+            o.bytes().unwrap()
+        );
+    }
+}
+
+#[test]
+fn a_manifest_larger_than_the_tail_costs_one_more_request_for_the_rest_only() {
+    let dir = served_dir();
+    // v1.2 packs on 64 bytes: 12,000 tiny tensors make a manifest well over the 1 MiB tail.
+    write_zt(&dir.path().join("big.zt"), 20_000, 8, Version::V1_2);
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let r = ztensor::open_url(&nginx.url("big.zt")).unwrap();
+    assert_eq!(r.len(), 20_000);
+    let opened = nginx.requests();
+    assert_eq!(
+        opened.len(),
+        3,
+        "head, tail, the rest of the manifest: {opened:?}"
+    );
+    let size = std::fs::metadata(dir.path().join("big.zt")).unwrap().len();
+    assert!(size > HEAD_LEN + TAIL_LEN);
+    // Every byte was asked for once at most.
+    let total: u64 = opened.iter().map(|l| l.body_bytes).sum();
+    assert!(total <= size, "{total} bytes for a {size}-byte file");
+    let want: Vec<f32> = (0..8).map(|i| (19_999_000 + i) as f32).collect();
+    assert_eq!(&r.read::<f32>("t19999").unwrap()[..], &want[..]);
+}
+
+#[test]
+fn a_safetensors_header_costs_one_request_or_two_when_large() {
+    let dir = served_dir();
+    for (file, count) in [("small.safetensors", 10usize), ("large.safetensors", 3000)] {
+        let zt = dir.path().join(format!("{file}.zt"));
+        write_zt(&zt, count, 8, Version::V1_2);
+        ztensor::write_safetensors(&ztensor::open(&zt).unwrap(), dir.path().join(file), false)
+            .unwrap();
+    }
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let small = ztensor::open_url(&nginx.url("small.safetensors")).unwrap();
+    assert_eq!(small.len(), 10);
+    assert_eq!(
+        nginx.requests().len(),
+        1,
+        "the whole small file is the head"
+    );
+    let large = ztensor::open_url(&nginx.url("large.safetensors")).unwrap();
+    assert_eq!(large.len(), 3000);
+    let opened = since(&nginx, 1);
+    assert!(opened.len() <= 2, "{opened:?}");
+    let local = ztensor::open(dir.path().join("large.safetensors")).unwrap();
+    assert_eq!(
+        large.read::<f32>("t02999").unwrap(),
+        local.read::<f32>("t02999").unwrap()
+    );
+}
+
+#[test]
+fn missing_objects_and_bad_urls_are_clear_errors_without_credentials() {
+    let dir = served_dir();
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let e = ztensor::open_url(&nginx.url("nope.zt")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("nope.zt"), "{e}");
+    let secret = format!(
+        "http://user:hunter2@127.0.0.1:{}/nope.zt?X-Amz-Signature=s3cr3t",
+        nginx.port
+    );
+    let e = ztensor::open_url(&secret).unwrap_err().to_string();
+    assert!(!e.contains("hunter2") && !e.contains("s3cr3t"), "{e}");
+    let e = ztensor::open_url("ftp://example/x.zt").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
+
+/// A v2 file of 40 tensors of 64 KiB (larger than the cached head and tail), and its bytes.
+fn fault_file() -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.zt");
+    let mut w = Writer::create(&path).unwrap();
+    w.set_options(WriteOptions {
+        compression: None,
+        digest: Some(ztensor::DigestAlgorithm::Sha256),
+    });
+    for t in 0..40 {
+        let v: Vec<f32> = (0..16384).map(|i| (t * 100_000 + i) as f32).collect();
+        w.add(&format!("t{t}"), &[16384], &v).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    (dir, bytes)
+}
+
+#[test]
+fn faults_are_retried_or_reported_never_a_wrong_tensor() {
+    let (dir, bytes) = fault_file();
+    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+    // Requests 0 and 1 open the file (head, tail); request 2 is the first tensor's.
+    for fault in [Fault::ServerError, Fault::DropMidBody, Fault::Short] {
+        let once = FaultServer::start(
+            bytes.clone(),
+            move |n| if n == 2 { fault } else { Fault::None },
+        );
+        let r = ztensor::open_url(&once.url()).unwrap();
+        // t00 is the first tensor asked for: request 2.
+        for o in &local {
+            assert_eq!(
+                r.object(o.name()).unwrap().read_verified::<f32>().unwrap(),
+                o.read::<f32>().unwrap(),
+                "{fault:?}, once"
+            );
+        }
+        // Always at fault: an error naming the URL, never wrong values.
+        let always = FaultServer::start(
+            bytes.clone(),
+            move |n| if n >= 2 { fault } else { Fault::None },
+        );
+        let r = ztensor::open_url(&always.url()).unwrap();
+        let e = r.object("t0").unwrap().read::<f32>().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{fault:?}: {e}");
+        assert!(e.to_string().contains("127.0.0.1"), "{e}");
+    }
+}
+
+#[test]
+fn an_s3_object_in_moto_reads_with_the_same_request_counts() {
+    let Some(moto) = Moto::start() else { return };
+    let proxy = CountingProxy::start(moto.port);
+    let endpoint = format!("http://127.0.0.1:{}", proxy.port);
+    // Credentials for moto, through the usual variables (set for this process only).
+    for (k, v) in [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+    ] {
+        // SAFETY: set before any thread of this test reads the environment; the variables
+        // name only this test's fake endpoint.
+        unsafe { std::env::set_var(k, v) };
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.zt");
+    write_zt(&path, 40, 16384, Version::V2);
+    // The bucket and the object, with a plain HTTP client: PUTs through the proxy.
+    http_put(proxy.port, "/bucket", &[]);
+    http_put(proxy.port, "/bucket/m.zt", &std::fs::read(&path).unwrap());
+    let before = proxy.requests.load(std::sync::atomic::Ordering::SeqCst);
+    let r = ztensor::open_url("s3://bucket/m.zt").unwrap();
+    let opened = proxy.requests.load(std::sync::atomic::Ordering::SeqCst) - before;
+    assert_eq!(opened, 2, "{:?}", proxy.lines.lock().unwrap());
+    let local = ztensor::open(&path).unwrap();
+    assert_eq!(
+        r.read::<f32>("t00003").unwrap(),
+        local.read::<f32>("t00003").unwrap()
+    );
+    let read = proxy.requests.load(std::sync::atomic::Ordering::SeqCst) - before - opened;
+    assert_eq!(read, 1);
+    assert!(r.verify().is_ok());
+}
+
+/// One PUT with a body, over a fresh connection; panics unless it succeeds.
+fn http_put(port: u16, path: &str, body: &[u8]) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}

@@ -1,0 +1,245 @@
+//! Sharded sets (`ShardedSet`, `write_indexed`): Hugging Face's `*.index.json` over
+//! `.safetensors` and `.zt` shards, written deterministically and read back lazily; every
+//! way a set can disagree with its index is an `InvalidFile` error naming the shard.
+
+#![cfg(feature = "sharded")]
+
+use std::path::{Path, PathBuf};
+
+use ztensor::convert::{write_indexed, IndexedOptions, ShardKind};
+use ztensor::{Durability, ErrorKind, ShardedSet};
+
+/// Tensors `t0`..`t5` of 4, 8, 12, ... f32 values (16, 32, 48, ... bytes) in one .zt.
+fn source(dir: &Path) -> PathBuf {
+    let path = dir.join("src.zt");
+    let mut w = ztensor::Writer::create(&path).unwrap();
+    w.set_attribute("format", "pt");
+    // Added out of name order: assignment must not depend on it.
+    for i in [3usize, 0, 5, 1, 4, 2] {
+        let values: Vec<f32> = (0..4 * (i + 1)).map(|x| (100 * i + x) as f32).collect();
+        w.add(&format!("t{i}"), &[values.len() as u64], &values)
+            .unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+fn write_set(src: &Path, out: &Path, max: u64, kind: ShardKind) -> ztensor::convert::IndexedFiles {
+    let r = ztensor::open(src).unwrap();
+    let objects: Vec<_> = r.iter().collect();
+    let options = IndexedOptions {
+        max_shard_size: max,
+        kind,
+        durability: Durability::Unsynced,
+    };
+    write_indexed(&objects, r.attributes(), out, options).unwrap()
+}
+
+fn kinds() -> [(ShardKind, &'static str); 2] {
+    [
+        (
+            ShardKind::Safetensors { densify: false },
+            "model.safetensors",
+        ),
+        (ShardKind::Zt(Default::default()), "model.zt"),
+    ]
+}
+
+#[test]
+fn a_written_set_reads_back_with_every_value_and_the_convention_names() {
+    for (kind, out) in kinds() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = source(dir.path());
+        // 64 bytes a shard: t0+t1 (16+32), t2 (48), t3 (64), t4 (80, alone), t5 (96, alone).
+        let files = write_set(&src, &dir.path().join(out), 64, kind);
+        let ext = out.rsplit_once('.').unwrap().1;
+        assert_eq!(files.index, dir.path().join(format!("{out}.index.json")));
+        let names: Vec<String> = files
+            .shards
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let want: Vec<String> = (1..=5)
+            .map(|i| format!("model-{i:05}-of-00005.{ext}"))
+            .collect();
+        assert_eq!(names, want);
+        let set = ShardedSet::open(&files.index).unwrap();
+        assert_eq!(
+            set.names().collect::<Vec<_>>(),
+            ["t0", "t1", "t2", "t3", "t4", "t5"]
+        );
+        assert_eq!(set.shard_of("t1").unwrap(), files.shards[0]);
+        assert_eq!(set.shard_of("t5").unwrap(), files.shards[4]);
+        let r = ztensor::open(&src).unwrap();
+        for name in set.names() {
+            assert_eq!(
+                set.object(name).unwrap().bytes().unwrap(),
+                r.object(name).unwrap().bytes().unwrap(),
+                "{out} {name}"
+            );
+        }
+        assert_eq!(
+            set.metadata()["total_size"],
+            ztensor::Value::Integer((16 + 32 + 48 + 64 + 80 + 96) as i128)
+        );
+        // The shards carry the file attributes.
+        assert_eq!(
+            ztensor::open(&files.shards[2]).unwrap().attributes()["format"],
+            ztensor::Value::Text("pt".into())
+        );
+        set.check().unwrap();
+    }
+}
+
+#[test]
+fn the_same_objects_give_the_same_bytes() {
+    for (kind, out) in kinds() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = source(dir.path());
+        for sub in ["a", "b"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        let a = write_set(&src, &dir.path().join("a").join(out), 100, kind);
+        let b = write_set(&src, &dir.path().join("b").join(out), 100, kind);
+        assert_eq!(
+            std::fs::read(&a.index).unwrap(),
+            std::fs::read(&b.index).unwrap()
+        );
+        for (x, y) in a.shards.iter().zip(&b.shards) {
+            assert_eq!(
+                std::fs::read(x).unwrap(),
+                std::fs::read(y).unwrap(),
+                "{out}"
+            );
+        }
+    }
+}
+
+/// Writes `index` (a weight_map of name -> file) beside .zt shards holding `shards`
+/// (file -> names), each name a 2-element f32 tensor.
+fn hand_made(dir: &Path, shards: &[(&str, &[&str])], index: &[(&str, &str)]) -> PathBuf {
+    for (file, names) in shards {
+        let mut w = ztensor::Writer::create(dir.join(file)).unwrap();
+        for n in *names {
+            w.add(n, &[2], &[1.0f32, 2.0]).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let map: serde_json::Map<String, serde_json::Value> = index
+        .iter()
+        .map(|(n, f)| (n.to_string(), serde_json::Value::String(f.to_string())))
+        .collect();
+    let path = dir.join("m.zt.index.json");
+    std::fs::write(&path, serde_json::json!({ "weight_map": map }).to_string()).unwrap();
+    path
+}
+
+#[test]
+fn shards_open_only_when_a_lookup_needs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hand_made(
+        dir.path(),
+        &[("a.zt", &["x"]), ("b.zt", &["y"])],
+        &[("x", "a.zt"), ("y", "b.zt")],
+    );
+    // b.zt is garbage: a set that never looks at it never notices.
+    std::fs::write(dir.path().join("b.zt"), b"not a tensor file at all").unwrap();
+    let set = ShardedSet::open(&index).unwrap();
+    assert_eq!(
+        &set.object("x").unwrap().read::<f32>().unwrap()[..],
+        &[1.0, 2.0]
+    );
+    let e = set.object("y").unwrap_err();
+    assert!(e.path().is_some_and(|p| p.ends_with("b.zt")), "{e}");
+    let e = set.check().unwrap_err();
+    assert!(e.to_string().contains("b.zt"), "{e}");
+    assert_eq!(set.object("z").unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn every_disagreement_with_the_index_is_an_error_naming_the_shard() {
+    // (shards, index, what the error says, which lookup finds it)
+    type Case<'a> = (
+        &'a [(&'a str, &'a [&'a str])],
+        &'a [(&'a str, &'a str)],
+        &'a str,
+        &'a str,
+    );
+    let cases: [Case; 3] = [
+        // An extra tensor the index does not list.
+        (
+            &[("a.zt", &["x", "extra"])],
+            &[("x", "a.zt")],
+            "does not list it",
+            "x",
+        ),
+        // The same name in two shards.
+        (
+            &[("a.zt", &["x"]), ("b.zt", &["x", "y"])],
+            &[("x", "a.zt"), ("y", "b.zt")],
+            "puts it in \"a.zt\"",
+            "y",
+        ),
+        // A listed name the shard lacks.
+        (
+            &[("a.zt", &["x"])],
+            &[("x", "a.zt"), ("w", "a.zt")],
+            "does not hold it",
+            "x",
+        ),
+    ];
+    for (shards, index, says, lookup) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = hand_made(dir.path(), shards, index);
+        let set = ShardedSet::open(&path).unwrap();
+        let e = set.object(lookup).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+        assert!(e.path().is_some(), "{e}");
+        assert!(set.check().is_err());
+    }
+}
+
+#[test]
+fn a_missing_shard_is_reported_when_the_set_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = hand_made(
+        dir.path(),
+        &[("a.zt", &["x"])],
+        &[("x", "a.zt"), ("y", "gone-00002-of-00002.zt")],
+    );
+    let e = ShardedSet::open(&path).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile);
+    assert!(
+        e.to_string()
+            .contains("\"gone-00002-of-00002.zt\" named by the index is missing"),
+        "{e}"
+    );
+}
+
+#[test]
+fn hostile_indexes_are_refused_before_any_shard_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |json: &str| {
+        let p = dir.path().join("h.index.json");
+        std::fs::write(&p, json).unwrap();
+        p
+    };
+    for json in [
+        r#"{"weight_map": {"x": "../outside.zt"}}"#,
+        r#"{"weight_map": {"x": "/etc/passwd"}}"#,
+        r#"{"weight_map": {"x": "a.zt", "x": "a.zt"}}"#,
+        r#"{"weight_map": []}"#,
+        "not json",
+    ] {
+        let e = ShardedSet::open(write(json)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{json}: {e}");
+        assert!(e.path().is_some(), "{e}");
+    }
+    // Over the size cap: refused by its length, before parsing.
+    let big = dir.path().join("big.index.json");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(ztensor::ShardIndex::MAX_LEN + 1).unwrap();
+    let e = ShardedSet::open(&big).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+}
