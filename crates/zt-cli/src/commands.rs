@@ -13,7 +13,8 @@ use ztensor::{
 };
 
 use crate::common::{
-    durability, out, progress, spinner, DigestArg, Failure, Kind, MagVersion, Outcome,
+    durability, merge_attributes, out, progress, spinner, DigestArg, Failure, Kind, MagVersion,
+    Outcome,
 };
 use crate::json;
 use crate::slice_arg::SliceSpec;
@@ -664,19 +665,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
                 )));
             }
         }
-        for (k, v) in r.attributes() {
-            match attributes.get(k) {
-                Some(old) if old != v => {
-                    return Err(Failure::Failed(format!(
-                        "file attribute {k:?} differs between inputs ({})",
-                        p.display()
-                    )));
-                }
-                _ => {
-                    attributes.insert(k.clone(), v.clone());
-                }
-            }
-        }
+        merge_attributes(&mut attributes, r.attributes(), "inputs", p)?;
     }
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(attributes);

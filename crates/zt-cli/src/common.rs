@@ -274,3 +274,27 @@ pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
     }
     ztensor::open(path)
 }
+
+/// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
+/// have with different values is an error: the files disagree on what the model is.
+pub fn merge_attributes(
+    into: &mut ztensor::Attributes,
+    from: &ztensor::Attributes,
+    between: &str,
+    source: &std::path::Path,
+) -> Result<(), Failure> {
+    for (k, v) in from {
+        match into.get(k) {
+            Some(old) if old != v => {
+                return Err(Failure::Failed(format!(
+                    "file attribute {k:?} differs between {between} ({})",
+                    source.display()
+                )));
+            }
+            _ => {
+                into.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Ok(())
+}

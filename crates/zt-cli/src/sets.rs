@@ -15,7 +15,9 @@ use serde_json::json;
 use ztensor::convert::{write_indexed, IndexedOptions, ShardKind};
 use ztensor::{ConvertOptions, DigestAlgorithm, Format, Keep, ObjectView, ShardedSet, Writer};
 
-use crate::common::{check_output, durability, out, DigestArg, Failure, Kind, Outcome};
+use crate::common::{
+    check_output, durability, merge_attributes, out, DigestArg, Failure, Kind, Outcome,
+};
 use crate::json;
 
 /// Whether a command-line path names a sharded set's index.
@@ -156,19 +158,7 @@ fn shared_attributes(set: &ShardedSet) -> Result<ztensor::Attributes, Failure> {
     let mut attributes = ztensor::Attributes::new();
     for (i, path) in set.shard_paths().enumerate() {
         let r = set.reader(i).map_err(|e| Failure::Failed(e.to_string()))?;
-        for (k, v) in r.attributes() {
-            match attributes.get(k) {
-                Some(old) if old != v => {
-                    return Err(Failure::Failed(format!(
-                        "file attribute {k:?} differs between shards ({})",
-                        path.display()
-                    )))
-                }
-                _ => {
-                    attributes.insert(k.clone(), v.clone());
-                }
-            }
-        }
+        merge_attributes(&mut attributes, r.attributes(), "shards", path)?;
     }
     Ok(attributes)
 }

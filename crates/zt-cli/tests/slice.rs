@@ -153,7 +153,7 @@ fn slice_mistakes_are_usage_errors() {
     }
     assert_usage_error(
         &zt(&["cat", f, "m", "--slice", "0:1", "--component", "data"]),
-        "does not apply to --component",
+        "does not combine with --component",
     );
 }
 

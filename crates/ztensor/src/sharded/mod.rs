@@ -82,6 +82,21 @@ pub fn is_index_path(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("json"))
 }
 
+/// How many names the index lists in each shard, and each name's position in the index
+/// (a keyed hash: the names come from the file).
+fn name_positions(index: &ShardIndex) -> (Vec<usize>, HashMap<String, u32, RandomState>) {
+    let mut listed = vec![0usize; index.shards.len()];
+    let mut positions =
+        HashMap::with_capacity_and_hasher(index.entries.len(), RandomState::default());
+    for (i, (name, shard)) in index.entries.iter().enumerate() {
+        if let Some(n) = listed.get_mut(*shard as usize) {
+            *n += 1;
+        }
+        positions.insert(name.clone(), i as u32);
+    }
+    (listed, positions)
+}
+
 impl ShardedSet {
     /// Opens the set whose index is at `index_path` with default [`OpenOptions`] for the
     /// shards. Reads and checks the index and checks that every shard file it names exists;
@@ -105,15 +120,7 @@ impl ShardedSet {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let mut listed = vec![0usize; index.shards.len()];
-        let mut positions =
-            HashMap::with_capacity_and_hasher(index.entries.len(), RandomState::default());
-        for (i, (name, shard)) in index.entries.iter().enumerate() {
-            if let Some(n) = listed.get_mut(*shard as usize) {
-                *n += 1;
-            }
-            positions.insert(name.clone(), i as u32);
-        }
+        let (listed, positions) = name_positions(&index);
         let mut shards = Vec::with_capacity(index.shards.len());
         for (file, listed) in index.shards.iter().zip(listed) {
             let path = dir.join(file);
@@ -166,15 +173,7 @@ impl ShardedSet {
         zt_container::RangeRead::read_exact_at(&object, 0, &mut bytes)
             .map_err(|e| at(Error::io(e, "reading the index")))?;
         let index = ShardIndex::parse(&bytes).map_err(at)?;
-        let mut listed = vec![0usize; index.shards.len()];
-        let mut positions =
-            HashMap::with_capacity_and_hasher(index.entries.len(), RandomState::default());
-        for (i, (name, shard)) in index.entries.iter().enumerate() {
-            if let Some(n) = listed.get_mut(*shard as usize) {
-                *n += 1;
-            }
-            positions.insert(name.clone(), i as u32);
-        }
+        let (listed, positions) = name_positions(&index);
         let mut shards = Vec::with_capacity(index.shards.len());
         for (file, listed) in index.shards.iter().zip(listed) {
             // A plain file name (checked by the parser) joined to the index's URL stays in
