@@ -523,13 +523,7 @@ pub fn convert(
             let version = version.unwrap_or_default();
             let opts = ConvertOptions {
                 compression: compress.map_or(Keep::Source, Keep::Always),
-                digest: match digest {
-                    None => Keep::Source,
-                    Some(DigestArg::None) => Keep::Never,
-                    Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
-                    Some(DigestArg::Sha256) => Keep::Always(DigestAlgorithm::Sha256),
-                    Some(DigestArg::Xxh3) => Keep::Always(DigestAlgorithm::Xxh3),
-                },
+                digest: crate::common::digest_choice(digest),
                 version,
                 ..Default::default()
             };

@@ -44,6 +44,18 @@ pub enum DigestArg {
     Xxh3,
 }
 
+/// What `--digest` asks a conversion to do with digests (`None`: keep the source's).
+pub fn digest_choice(digest: Option<DigestArg>) -> ztensor::Keep<ztensor::DigestAlgorithm> {
+    use ztensor::{DigestAlgorithm, Keep};
+    match digest {
+        None => Keep::Source,
+        Some(DigestArg::None) => Keep::Never,
+        Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
+        Some(DigestArg::Sha256) => Keep::Always(DigestAlgorithm::Sha256),
+        Some(DigestArg::Xxh3) => Keep::Always(DigestAlgorithm::Xxh3),
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MagVersion {
     #[value(name = "1")]

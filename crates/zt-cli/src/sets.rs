@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use ztensor::convert::{write_indexed, IndexedOptions, ShardKind};
-use ztensor::{ConvertOptions, DigestAlgorithm, Format, Keep, ObjectView, ShardedSet, Writer};
+use ztensor::{ConvertOptions, Format, Keep, ObjectView, ShardedSet, Writer};
 
 use crate::common::{
     check_output, durability, merge_attributes, out, DigestArg, Failure, Kind, Outcome,
@@ -240,13 +240,7 @@ pub fn convert_command(
     }
     let zt_options = |version: ztensor::Version| ConvertOptions {
         compression: compress.map_or(Keep::Source, Keep::Always),
-        digest: match digest {
-            None => Keep::Source,
-            Some(DigestArg::None) => Keep::Never,
-            Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
-            Some(DigestArg::Sha256) => Keep::Always(DigestAlgorithm::Sha256),
-            Some(DigestArg::Xxh3) => Keep::Always(DigestAlgorithm::Xxh3),
-        },
+        digest: crate::common::digest_choice(digest),
         version,
         durability: durability(),
         ..Default::default()
