@@ -69,6 +69,26 @@ pub trait RangeRead: Send + Sync + std::fmt::Debug {
     /// implementation that gets fewer bytes than asked must fail (or retry), never leave part
     /// of `buf` unfilled. The caller has checked the range against the object's length.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
+
+    /// Fills each `(offset, buf)` part exactly, as [`RangeRead::read_exact_at`] would one by
+    /// one (which is what this default does). An implementation whose requests cost more
+    /// than their bytes (a network round trip) overrides it to serve nearby parts with one
+    /// request and to make independent requests at once. The caller has checked every part
+    /// against the object's length.
+    fn read_scattered(&self, parts: &mut [(u64, &mut [u8])]) -> std::io::Result<()> {
+        for (offset, buf) in parts.iter_mut() {
+            self.read_exact_at(*offset, buf)?;
+        }
+        Ok(())
+    }
+
+    /// A hint: `(offset, len)` ranges that are about to be read, in the order they will be.
+    /// An implementation may start fetching them now and serve the later reads from what it
+    /// fetched; the default ignores it. Must return without waiting for the fetches. The
+    /// ranges lie inside the object.
+    fn prefetch(&self, ranges: &[(u64, u64)]) {
+        let _ = ranges;
+    }
 }
 
 impl Source {
@@ -208,9 +228,21 @@ impl Source {
     /// For a reader that knows what it will read next: the caller's own reads of those
     /// ranges then cost neither a disk wait nor a page fault. The thread is started on the
     /// first call and ends with the map; it never touches a page itself, so a file truncated
-    /// meanwhile cannot hurt it. Ignored for sources other than maps, for ranges outside the
-    /// file, and off Linux.
+    /// meanwhile cannot hurt it. A [`Source::Ranged`] passes the hint to its
+    /// [`RangeRead::prefetch`] (a remote object fetches the ranges ahead, a few requests at
+    /// once). Ignored for the other sources, for ranges outside the file, and off Linux.
     pub fn prefetch(&self, ranges: &[(u64, u64)]) {
+        if let Source::Ranged { reader, .. } = self {
+            let inside: Vec<(u64, u64)> = ranges
+                .iter()
+                .copied()
+                .filter(|&(o, l)| l > 0 && self.checked_range(o, l).is_ok())
+                .collect();
+            if !inside.is_empty() {
+                reader.prefetch(&inside);
+            }
+            return;
+        }
         if let Source::Mapped(m) = self {
             let inside: Vec<(usize, usize)> = ranges
                 .iter()
@@ -254,6 +286,47 @@ impl Source {
                 .read_exact_at(offset, buf)
                 .map_err(|e| Error::io(e, format!("cannot read {} bytes", buf.len())).at(offset)),
         }
+    }
+
+    /// Fills each `(offset, buf)` part, every one checked against the file's length first.
+    ///
+    /// The same as [`Source::read_into`] on each part, except for a [`Source::Ranged`]
+    /// source, whose [`RangeRead::read_scattered`] may fetch nearby parts together and
+    /// independent ones at once (a block of columns of a remote tensor: one request, not one
+    /// per row).
+    ///
+    /// ```
+    /// let s = zt_container::Source::from_vec((0u8..10).collect());
+    /// let (mut a, mut b) = ([0u8; 2], [0u8; 3]);
+    /// s.read_scattered(&mut [(1, &mut a[..]), (6, &mut b[..])])?;
+    /// assert_eq!((a, b), ([1, 2], [6, 7, 8]));
+    /// # Ok::<(), zt_container::Error>(())
+    /// ```
+    pub fn read_scattered(&self, parts: &mut [(u64, &mut [u8])]) -> Result<()> {
+        for (offset, buf) in parts.iter() {
+            self.checked_range(*offset, buf.len() as u64)?;
+        }
+        match self {
+            Source::Ranged { reader, .. } => {
+                let first = parts.first().map_or(0, |p| p.0);
+                let total: usize = parts.iter().map(|p| p.1.len()).sum();
+                reader.read_scattered(parts).map_err(|e| {
+                    Error::io(e, format!("cannot read {total} bytes in parts")).at(first)
+                })
+            }
+            _ => {
+                for (offset, buf) in parts.iter_mut() {
+                    self.read_into(*offset, buf)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether reads go through a [`RangeRead`] (a remote object), where every request costs
+    /// a round trip.
+    pub fn is_ranged(&self) -> bool {
+        matches!(self, Source::Ranged { .. })
     }
 
     fn checked_range(&self, offset: u64, len: u64) -> Result<(usize, usize)> {

@@ -152,7 +152,7 @@ pub use model::{
     LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,
 };
 pub use open::{open, OpenOptions};
-pub use reader::{Iter, Reader, VerifyReport};
+pub use reader::{Iter, Reader, VerifyReport, REMOTE_BATCH};
 #[cfg(feature = "remote")]
 pub use remote::{is_url, open_url};
 #[cfg(feature = "sharded")]

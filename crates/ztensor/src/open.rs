@@ -32,6 +32,7 @@ pub struct OpenOptions {
     populate: bool,
     limits: Limits,
     skip_mag_checksum: bool,
+    requests_in_flight: Option<usize>,
 }
 
 /// Opens a file of any kind we read (`.zt` of every version, v2 with its shards, `.mag` of every layout,
@@ -80,6 +81,20 @@ impl OpenOptions {
     pub fn verify_mag_checksum(mut self, yes: bool) -> Self {
         self.skip_mag_checksum = !yes;
         self
+    }
+
+    /// For a file opened by URL (feature `remote`): at most `n` requests for it in flight at
+    /// once, however many threads read it (default 8; at least 1). The requests made ahead
+    /// of reads that follow an order, and the groups of a scattered read, share the bound.
+    pub fn requests_in_flight(mut self, n: usize) -> Self {
+        self.requests_in_flight = Some(n.max(1));
+        self
+    }
+
+    /// The bound on requests in flight per remote file (see
+    /// [`OpenOptions::requests_in_flight`]).
+    pub(crate) fn requests_in_flight_or_default(&self) -> usize {
+        self.requests_in_flight.unwrap_or(8)
     }
 
     /// Replaces all limits.

@@ -17,8 +17,10 @@
 //! - **Reads from several threads at once** ([`crate::Reader::parallel_objects`]) do not take
 //!   the state's lock when another thread holds it: a hint is never worth a wait.
 //!
-//! Only maps of at least [`MIN_FILE`] bytes take part; the plan (each object's byte span and
-//! the file order) is made on the first read that needs it, not at open.
+//! Only maps of at least [`MIN_FILE`] bytes take part, and remote sources (where the ranges
+//! ahead are fetched in a few grouped requests: `crate::remote::object`); the plan (each
+//! object's byte span and the file order) is made on the first read that needs it, not at
+//! open.
 
 use std::sync::{Mutex, OnceLock, TryLockError};
 
@@ -33,6 +35,11 @@ const FIRST_WINDOW: u64 = 8 << 20;
 /// The largest window: enough to keep a disk busy while the caller works on a large tensor,
 /// small enough that a stream abandoned early reads little in vain.
 pub(crate) const MAX_WINDOW: u64 = 64 << 20;
+
+/// The name position an [`crate::ObjectView`] carries when its reads give no hints: the
+/// caller has already said what it reads ([`crate::Reader::parallel_objects`] on a remote
+/// source fetches each batch ahead itself).
+pub(crate) const NO_HINTS: u32 = u32::MAX;
 
 /// One object's data: the span from its first component's first byte to its last
 /// component's last byte (empty for objects without data).
@@ -83,15 +90,21 @@ struct Stream {
 #[derive(Debug, Default)]
 pub(crate) struct ReadAhead {
     enabled: bool,
+    /// Whether neighbouring objects ahead become one range (for a map: fewer, larger disk
+    /// requests); a remote source groups them itself, within its cap on one request.
+    merge_neighbours: bool,
     plan: OnceLock<Plan>,
     stream: Mutex<Stream>,
 }
 
 impl ReadAhead {
-    /// Read-ahead for a reader of `source`: on for maps of at least [`MIN_FILE`] bytes.
+    /// Read-ahead for a reader of `source`: on for maps of at least [`MIN_FILE`] bytes, and
+    /// for every ranged (remote) source, where each read saved is a round trip.
     pub fn new(source: &Source) -> Self {
         ReadAhead {
-            enabled: matches!(source, Source::Mapped(_)) && source.len() >= MIN_FILE,
+            enabled: (matches!(source, Source::Mapped(_)) && source.len() >= MIN_FILE)
+                || source.is_ranged(),
+            merge_neighbours: !source.is_ranged(),
             ..Default::default()
         }
     }
@@ -100,6 +113,12 @@ impl ReadAhead {
     /// last, by name), made once and shared with [`crate::Reader::iter`].
     pub fn file_order(&self, objects: &[ObjectInfo]) -> &[u32] {
         &self.plan(objects).file_order
+    }
+
+    /// Object `index`'s data in this file as `(offset, len)`, if it has any.
+    pub fn span(&self, objects: &[ObjectInfo], index: u32) -> Option<(u64, u64)> {
+        let span = self.plan(objects).spans.get(index as usize)?;
+        (span.start != u64::MAX).then(|| (span.start, span.len()))
     }
 
     fn plan(&self, objects: &[ObjectInfo]) -> &Plan {
@@ -141,10 +160,21 @@ impl ReadAhead {
     /// Object `index` (name position) is about to be read; `walking` when the caller walks
     /// the file in file order ([`crate::Reader::iter`]). Passes the hints on to `source`.
     pub fn note(&self, source: &Source, objects: &[ObjectInfo], index: u32, walking: bool) {
-        if !self.enabled {
+        if !self.enabled || index == NO_HINTS {
             return;
         }
-        let hints = self.plan_read(objects, index, walking);
+        let mut hints = self.plan_read(objects, index, walking);
+        if source.is_ranged() {
+            // A remote object: the object read now joins the ranges ahead, so that it and its
+            // neighbours come in one request; a lone read is just read.
+            if !hints.ahead.is_empty() {
+                if let Some(now) = hints.now {
+                    hints.ahead.insert(0, now);
+                }
+                source.prefetch(&hints.ahead);
+            }
+            return;
+        }
         if let Some((offset, len)) = hints.now {
             source.will_need(offset, len);
         }
@@ -238,7 +268,7 @@ impl ReadAhead {
             }
             // Neighbours in the file become one range: fewer calls, larger disk requests.
             match hints.ahead.last_mut() {
-                Some((o, l)) if *o + *l == next.start => *l += next.len(),
+                Some((o, l)) if self.merge_neighbours && *o + *l == next.start => *l += next.len(),
                 _ => hints.ahead.push((next.start, next.len())),
             }
             stream.ahead = stream.ahead.saturating_add(next.len());
@@ -285,6 +315,7 @@ mod tests {
     fn on() -> ReadAhead {
         ReadAhead {
             enabled: true,
+            merge_neighbours: true,
             ..Default::default()
         }
     }

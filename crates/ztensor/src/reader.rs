@@ -11,8 +11,12 @@ use zt_manifest::Attributes;
 use crate::decode::Backing;
 use crate::listing::{Limits, Listing, NameIndex};
 use crate::model::{FileVersion, ObjectInfo, ShardInfo};
-use crate::readahead::ReadAhead;
+use crate::readahead::{ReadAhead, NO_HINTS};
 use crate::view::ObjectView;
+
+/// The bytes of objects [`Reader::parallel_objects`] fetches ahead at a time from a remote
+/// file (one batch worked on, the next on its way).
+pub const REMOTE_BATCH: u64 = 64 << 20;
 
 /// An open file: every object listed and validated, data read on demand through
 /// [`Reader::object`].
@@ -172,7 +176,14 @@ impl Reader {
 
     /// Runs `f` on every object on every core; results in name order. Large objects are
     /// dealt out first, so the threads finish together.
+    ///
+    /// On a remote file the objects go in file order, in batches of at most
+    /// [`REMOTE_BATCH`] bytes: each batch is fetched ahead (nearby objects in one request, at
+    /// most the bound on requests in flight) while the one before it is worked on.
     pub fn parallel_objects<R: Send>(&self, f: impl Fn(ObjectView<'_>) -> R + Sync) -> Vec<R> {
+        if self.backing.source.is_ranged() {
+            return self.parallel_objects_fetched_ahead(f);
+        }
         let weight = |o: &ObjectInfo| {
             o.components
                 .iter()
@@ -187,6 +198,53 @@ impl Reader {
             .with_max_len(1)
             .filter_map(|i| Some((i, f(self.view(i, false)?))))
             .collect();
+        done.sort_unstable_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// [`Reader::parallel_objects`] for a remote source.
+    fn parallel_objects_fetched_ahead<R: Send>(
+        &self,
+        f: impl Fn(ObjectView<'_>) -> R + Sync,
+    ) -> Vec<R> {
+        let (objects, readahead) = (&self.backing.objects, &self.backing.readahead);
+        let order = readahead.file_order(objects);
+        let span = |i: u32| readahead.span(objects, i);
+        // Batches of file order, each up to REMOTE_BATCH bytes (a larger object alone).
+        let mut batches: Vec<&[u32]> = Vec::new();
+        let (mut start, mut bytes) = (0usize, 0u64);
+        for (at, &i) in order.iter().enumerate() {
+            let len = span(i).map_or(0, |s| s.1);
+            if at > start && bytes.saturating_add(len) > REMOTE_BATCH {
+                batches.extend(order.get(start..at));
+                (start, bytes) = (at, 0);
+            }
+            bytes = bytes.saturating_add(len);
+        }
+        batches.extend(order.get(start..).filter(|b| !b.is_empty()));
+        let fetch = |batch: &[u32]| {
+            let ranges: Vec<(u64, u64)> = batch.iter().filter_map(|&i| span(i)).collect();
+            self.backing.source.prefetch(&ranges);
+        };
+        if let Some(first) = batches.first() {
+            fetch(first);
+        }
+        let mut done: Vec<(usize, R)> = Vec::with_capacity(objects.len());
+        for (k, batch) in batches.iter().enumerate() {
+            if let Some(next) = batches.get(k + 1) {
+                fetch(next);
+            }
+            let results: Vec<(usize, R)> = batch
+                .par_iter()
+                .with_max_len(1)
+                .filter_map(|&i| {
+                    let info = objects.get(i as usize)?;
+                    let view = ObjectView::new(&self.backing, info, NO_HINTS, false);
+                    Some((i as usize, f(view)))
+                })
+                .collect();
+            done.extend(results);
+        }
         done.sort_unstable_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
     }

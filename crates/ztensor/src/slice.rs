@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use zt_container::{Error, Result};
+use zt_container::{Error, Result, Source};
 use zt_formats::{Encoding, Format};
 
 use crate::decode::{locate, swap_elements, ReadOptions};
@@ -211,14 +211,18 @@ impl<'r> ObjectView<'r> {
                         .read_at(run_offset(comp.offset, off)?, len)
                         .map_err(&at);
                 }
-                let mut out = Vec::with_capacity(total);
-                for (off, len) in runs {
-                    let bytes = source
-                        .read_at(run_offset(comp.offset, off)?, len)
-                        .map_err(&at)?;
-                    out.extend_from_slice(&bytes);
+                if source.is_ranged() {
+                    gather_scattered(source, comp.offset, runs, total).map_err(&at)?
+                } else {
+                    let mut out = Vec::with_capacity(total);
+                    for (off, len) in runs {
+                        let bytes = source
+                            .read_at(run_offset(comp.offset, off)?, len)
+                            .map_err(&at)?;
+                        out.extend_from_slice(&bytes);
+                    }
+                    out
                 }
-                out
             }
             _ => {
                 // A compressed component is decoded once; the box is gathered from it. The
@@ -249,6 +253,39 @@ impl Hyperslab {
             .iter()
             .all(|r| r.end - r.start == 1)
     }
+}
+
+/// Runs handed to one [`Source::read_scattered`] call: bounds the list of parts (24 bytes
+/// a run) while leaving a remote source room to group many rows into one request.
+const RUNS_PER_CALL: usize = 1 << 16;
+
+/// The runs of a box of a remote component (at `base`) into one buffer of `total` bytes,
+/// through [`Source::read_scattered`]: nearby rows come in one request, far ones in
+/// requests made at once.
+fn gather_scattered(
+    source: &Source,
+    base: u64,
+    runs: impl Iterator<Item = (u64, u64)>,
+    total: usize,
+) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; total];
+    let mut rest: &mut [u8] = &mut out;
+    let mut parts: Vec<(u64, &mut [u8])> = Vec::new();
+    for (off, len) in runs {
+        let len = usize::try_from(len).map_err(|_| Error::limit("run exceeds usize"))?;
+        if len > rest.len() {
+            return Err(Error::invalid("the box's runs exceed its size"));
+        }
+        let (part, after) = std::mem::take(&mut rest).split_at_mut(len);
+        rest = after;
+        parts.push((run_offset(base, off)?, part));
+        if parts.len() == RUNS_PER_CALL {
+            source.read_scattered(&mut parts)?;
+            parts.clear();
+        }
+    }
+    source.read_scattered(&mut parts)?;
+    Ok(out)
 }
 
 /// The absolute offset of a run that starts `off` bytes into a component at `base`.

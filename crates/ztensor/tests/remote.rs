@@ -94,21 +94,161 @@ fn a_zt_over_http_costs_the_head_the_tail_then_one_request_per_tensor_or_slice()
         format!("bytes={}-{}", c + 256 * 32, c + 512 * 32 - 1)
     );
 
-    // Everything, digests included: one request per tensor not yet in the tail.
+    // Everything, digests included: the tensors between head and tail are fetched ahead as
+    // one request (they lie within 16 MiB of each other), plus at most the part of one
+    // before the cached tail.
     let report = r.verify();
     assert!(report.is_ok(), "{:?}", report.failures);
     let all = since(&nginx, 4);
-    assert!(all.len() <= 40, "{} requests", all.len());
-    // Whole tensors, or the part of one before the cached tail.
-    assert!(
-        all.iter().all(|l| l.body_bytes <= 65536 && l.status == 206),
-        "{all:?}"
-    );
+    assert!(all.len() <= 2, "{all:?}");
+    let size = std::fs::metadata(dir.path().join("m.zt")).unwrap().len();
+    let moved: u64 = all.iter().map(|l| l.body_bytes).sum();
+    assert!(moved <= size - TAIL_LEN - HEAD_LEN + 65536, "{all:?}");
+    assert!(all.iter().all(|l| l.status == 206), "{all:?}");
     for o in &local {
         assert_eq!(
             r.object(o.name()).unwrap().bytes().unwrap(),
             o.bytes().unwrap()
         );
+    }
+}
+
+#[test]
+fn small_tensors_read_in_order_or_verified_come_in_a_few_grouped_requests() {
+    let dir = served_dir();
+    // 3,000 tensors of 1 KiB with SHA-256 digests, back to back (v1.2 packs on 64 bytes):
+    // about 3 MiB.
+    let mut w = Writer::create_version(
+        dir.path().join("small.zt"),
+        Version::V1_2,
+        ztensor::Durability::Unsynced,
+    )
+    .unwrap();
+    w.set_options(WriteOptions {
+        compression: None,
+        digest: Some(ztensor::DigestAlgorithm::Sha256),
+    });
+    for t in 0..3000 {
+        let v: Vec<f32> = (0..256).map(|i| (t * 1000 + i) as f32).collect();
+        w.add(&format!("t{t:05}"), &[32, 8], &v).unwrap();
+    }
+    w.finish().unwrap();
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let local = ztensor::open(dir.path().join("small.zt")).unwrap();
+    let size = std::fs::metadata(dir.path().join("small.zt"))
+        .unwrap()
+        .len();
+    assert!(size > HEAD_LEN + TAIL_LEN + (1 << 20));
+
+    // The plain loop, in name order: the first read alone, then the rest fetched ahead in
+    // windows of grouped requests; one request per tensor would be about 2,000.
+    let r = ztensor::open_url(&nginx.url("small.zt")).unwrap();
+    let opened = nginx.requests().len();
+    for name in local.names() {
+        assert_eq!(
+            r.read::<f32>(name).unwrap(),
+            local.read::<f32>(name).unwrap()
+        );
+    }
+    let read = since(&nginx, opened);
+    assert!(
+        read.len() <= 2,
+        "{} requests: {:?}",
+        read.len(),
+        &read[..read.len().min(8)]
+    );
+    let moved: u64 = read.iter().map(|l| l.body_bytes).sum();
+    assert!(moved <= size, "{moved} bytes for a {size}-byte file");
+
+    // verify: every tensor's digest, the same grouped fetches in file order.
+    let r = ztensor::open_url(&nginx.url("small.zt")).unwrap();
+    let from = nginx.requests().len();
+    let report = r.verify();
+    assert!(report.is_ok(), "{:?}", report.failures);
+    assert_eq!(report.checked, 3000);
+    let verified = since(&nginx, from);
+    assert!(
+        verified.len() <= 2,
+        "{} requests: {:?}",
+        verified.len(),
+        &verified[..verified.len().min(8)]
+    );
+}
+
+#[test]
+fn a_block_of_columns_is_one_request_when_its_rows_lie_close() {
+    let dir = served_dir();
+    write_zt(&dir.path().join("m.zt"), 40, 16384, Version::V2);
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+    let r = ztensor::open_url(&nginx.url("m.zt")).unwrap();
+    let opened = nginx.requests().len();
+    // Columns 2..4 of all 2,048 rows of 8 f32: 2,048 runs of 8 bytes, 24 bytes apart.
+    let block = r
+        .object("t00009")
+        .unwrap()
+        .slice_bytes(&[0..2048, 2..4])
+        .unwrap();
+    let want = local
+        .object("t00009")
+        .unwrap()
+        .slice_bytes(&[0..2048, 2..4])
+        .unwrap();
+    assert_eq!(block, want);
+    let read = since(&nginx, opened);
+    assert_eq!(read.len(), 1, "{read:?}");
+    let c = local.objects()[9].components[0].offset;
+    assert_eq!(
+        read[0].range,
+        format!("bytes={}-{}", c + 8, c + 2047 * 32 + 16 - 1)
+    );
+}
+
+#[test]
+fn requests_in_flight_stay_within_the_bound() {
+    // One tensor of 8 rows of 1.2 MB: a block of columns is 8 runs too far apart to group.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.zt");
+    let mut w =
+        Writer::create_version(&path, Version::V1_2, ztensor::Durability::Unsynced).unwrap();
+    let v: Vec<f32> = (0..8 * 300_000).map(|i| i as f32).collect();
+    w.add("wide", &[8, 300_000], &v).unwrap();
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let local = ztensor::open(&path).unwrap();
+    let want = local
+        .object("wide")
+        .unwrap()
+        .slice_bytes(&[0..8, 0..4])
+        .unwrap()
+        .into_owned();
+    for bound in [1usize, 3] {
+        // Every answer pauses, so requests made at once overlap at the server.
+        let server = FaultServer::start(bytes.clone(), |_| Fault::Slow);
+        let r = OpenOptions::new()
+            .requests_in_flight(bound)
+            .open_url(&server.url())
+            .unwrap();
+        let opened = server.gets.load(std::sync::atomic::Ordering::SeqCst);
+        server.peak.store(0, std::sync::atomic::Ordering::SeqCst);
+        let got = r
+            .object("wide")
+            .unwrap()
+            .slice_bytes(&[0..8, 0..4])
+            .unwrap();
+        assert_eq!(&got[..], &want[..]);
+        let gets = server.gets.load(std::sync::atomic::Ordering::SeqCst) - opened;
+        // Row 0 lies in the cached head; the other 7 are a request each.
+        assert_eq!(gets, 7, "bound {bound}");
+        let peak = server.peak.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(peak <= bound, "{peak} in flight with a bound of {bound}");
+        if bound > 1 {
+            assert!(peak >= 2, "the 7 requests were made one at a time");
+        }
     }
 }
 

@@ -57,7 +57,15 @@ impl OpenOptions {
         let shown = store::redacted(&parsed);
         let located = |e: Error| e.in_file(std::path::Path::new(&shown));
         let (store, path) = store::connect(&parsed)?;
-        let object = Arc::new(RemoteObject::open(store, path, shown.clone()).map_err(located)?);
+        let object = Arc::new(
+            RemoteObject::open(
+                store,
+                path,
+                shown.clone(),
+                self.requests_in_flight_or_default(),
+            )
+            .map_err(located)?,
+        );
         let size = object.size();
         let source = Source::ranged(object.clone(), size);
         let reader = self.open_source(source).map_err(located)?;

@@ -160,7 +160,7 @@ impl ShardedSet {
         let at = |e: Error| e.in_file(Path::new(&shown));
         let (store, location) = crate::remote::store::connect(&parsed)?;
         let object =
-            crate::remote::RemoteObject::open(store, location, shown.clone()).map_err(at)?;
+            crate::remote::RemoteObject::open(store, location, shown.clone(), 1).map_err(at)?;
         if object.size() > index::MAX_INDEX_LEN {
             return Err(at(Error::limit(format!(
                 "the index is {} bytes, over the {}-byte cap",

@@ -185,6 +185,8 @@ pub enum Fault {
     DropMidBody,
     /// Answers 206 with a body half as long as asked (headers consistent with it).
     Short,
+    /// Answers correctly after a pause (so that requests made at once overlap).
+    Slow,
 }
 
 /// A tiny HTTP/1.1 server over `bytes` with Range support, one connection at a time per
@@ -192,6 +194,8 @@ pub enum Fault {
 pub struct FaultServer {
     pub port: u16,
     pub gets: Arc<AtomicUsize>,
+    /// The most GETs being answered at one time.
+    pub peak: Arc<AtomicUsize>,
 }
 
 impl FaultServer {
@@ -199,17 +203,24 @@ impl FaultServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let gets = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let active = Arc::new(AtomicUsize::new(0));
         let state = (Arc::new(bytes), Arc::new(faults), gets.clone());
+        let (peak_seen, active_now) = (peak.clone(), active);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let (bytes, faults, gets) = (state.0.clone(), state.1.clone(), state.2.clone());
+                let (peak, active) = (peak_seen.clone(), active_now.clone());
                 std::thread::spawn(move || {
+                    let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
                     let _ = serve(stream, &bytes, &*faults, &gets);
+                    active.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
-        FaultServer { port, gets }
+        FaultServer { port, gets, peak }
     }
 
     pub fn url(&self) -> String {
@@ -297,7 +308,10 @@ fn serve(
             )?;
             out.write_all(short)?;
         }
-        Fault::None => {
+        Fault::None | Fault::Slow => {
+            if matches!(faults(n), Fault::Slow) {
+                std::thread::sleep(Duration::from_millis(150));
+            }
             write!(
                 out,
                 "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{size}\r\n{common}\r\n",
