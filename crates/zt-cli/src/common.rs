@@ -185,7 +185,8 @@ pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
 pub fn check_output(path: &Path, force: bool) -> Outcome {
     if path.to_str().is_some_and(|s| s.contains("://")) {
         return Err(Failure::Usage(format!(
-            "{}: writing to a URL is not supported; write a local file and upload it",
+            "{}: not a URL zt writes to (zt convert writes s3://, gs://, az://, http(s):// \
+             when built with the remote feature)",
             path.to_string_lossy()
                 .split("://")
                 .next()

@@ -17,6 +17,8 @@ mod diff;
 mod json;
 mod sets;
 mod slice_arg;
+#[cfg(feature = "remote")]
+mod upload;
 
 use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestArg, Failure, Kind};
 use common::{MagVersion, Outcome};
@@ -272,27 +274,35 @@ fn run(command: Command) -> Outcome {
             } else {
                 None
             };
-            if sets::handles_convert(&input, &output, kind, shard_size) {
-                return sets::convert_command(
-                    &input, &output, kind, version, shard_size, compress, digest, densify, force,
-                );
+            // The conversion into a local path; `force` already settled for it.
+            let run = |output: &std::path::Path, force: bool| {
+                if sets::handles_convert(&input, output, kind, shard_size) {
+                    return sets::convert_command(
+                        &input, output, kind, version, shard_size, compress, digest, densify, force,
+                    );
+                }
+                check_output(output, force)?;
+                if let Some(size) = shard_size {
+                    return commands::convert_sharded(
+                        &input, output, version, size, compress, digest, densify,
+                    );
+                }
+                commands::convert(
+                    &input,
+                    output,
+                    kind,
+                    version,
+                    compress,
+                    digest,
+                    mag_version,
+                    densify,
+                )
+            };
+            #[cfg(feature = "remote")]
+            if let Some(url) = output.to_str().filter(|s| ztensor::is_url(s)) {
+                return upload::convert_to_url(url, force, |local| run(local, true));
             }
-            check_output(&output, force)?;
-            if let Some(size) = shard_size {
-                return commands::convert_sharded(
-                    &input, &output, version, size, compress, digest, densify,
-                );
-            }
-            commands::convert(
-                &input,
-                &output,
-                kind,
-                version,
-                compress,
-                digest,
-                mag_version,
-                densify,
-            )
+            run(&output, force)
         }
         Upgrade {
             input,

@@ -103,9 +103,16 @@ fn reading_commands_take_a_url() {
         path.to_str().unwrap(),
         merged.to_str().unwrap(),
     ]));
-    // Nowhere to write: a URL as output is refused before anything is read.
+    // A server that takes no PUT (nginx without WebDAV): the upload fails with one clear
+    // line naming the URL, and nothing is left behind.
     let o = zt(&["convert", path.to_str().unwrap(), &nginx.url("out.zt")]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("uploading to") && err.contains("out.zt") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!dir.path().join("out.zt").exists());
     // A missing object is one clear line.
     let o = zt(&["info", &nginx.url("nope.zt")]);
     assert_eq!(o.status.code(), Some(1));
@@ -114,4 +121,116 @@ fn reading_commands_take_a_url() {
         err.starts_with("zt: ") && err.contains("nope.zt") && err.lines().count() == 1,
         "{err}"
     );
+}
+
+/// `zt` with moto's credentials and endpoint in its environment.
+fn zt_s3(endpoint: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zt"))
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT", endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .output()
+        .expect("zt runs")
+}
+
+#[test]
+fn convert_uploads_a_file_or_a_set_to_s3_and_reads_it_back() {
+    let Some(moto) = servers::Moto::start() else {
+        return;
+    };
+    let proxy = servers::CountingProxy::start(moto.port);
+    let endpoint = format!("http://127.0.0.1:{}", proxy.port);
+    servers::http_put(proxy.port, "/bucket", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.zt");
+    let mut w = ztensor::Writer::create(&path).unwrap();
+    // 24 MiB in all: larger than one part, so the .zt goes up as a multipart upload.
+    for t in 0..24 {
+        let v: Vec<f32> = (0..262_144).map(|i| (t * 1_000_000 + i) as f32).collect();
+        w.add(&format!("t{t:02}"), &[512, 512], &v).unwrap();
+    }
+    w.finish().unwrap();
+    let st = dir.path().join("m.safetensors");
+    ok(&zt(&[
+        "convert",
+        path.to_str().unwrap(),
+        st.to_str().unwrap(),
+    ]));
+
+    // One file: converted locally, uploaded, then read back by URL.
+    ok(&zt_s3(
+        &endpoint,
+        &["convert", st.to_str().unwrap(), "s3://bucket/models/m.zt"],
+    ));
+    let back = dir.path().join("back.safetensors");
+    ok(&zt_s3(
+        &endpoint,
+        &["convert", "s3://bucket/models/m.zt", back.to_str().unwrap()],
+    ));
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&st).unwrap());
+    let lines = proxy.lines.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("POST /bucket/models/m.zt?uploads")),
+        "a multipart upload: {lines:?}"
+    );
+
+    // An object already there: refused without --force, replaced with it.
+    let o = zt_s3(
+        &endpoint,
+        &["convert", st.to_str().unwrap(), "s3://bucket/models/m.zt"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    ok(&zt_s3(
+        &endpoint,
+        &[
+            "convert",
+            st.to_str().unwrap(),
+            "s3://bucket/models/m.zt",
+            "--force",
+        ],
+    ));
+
+    // A set: shards and the index beside each other, the index last.
+    let before = proxy.lines.lock().unwrap().len();
+    ok(&zt_s3(
+        &endpoint,
+        &[
+            "convert",
+            path.to_str().unwrap(),
+            "s3://bucket/set/model.safetensors",
+            "--shard-size",
+            "8MiB",
+        ],
+    ));
+    let puts: Vec<String> = proxy.lines.lock().unwrap()[before..]
+        .iter()
+        .filter(|l| l.starts_with("PUT ") && !l.contains("partNumber"))
+        .cloned()
+        .collect();
+    assert!(
+        puts.last()
+            .is_some_and(|l| l.starts_with("PUT /bucket/set/model.safetensors.index.json")),
+        "{puts:?}"
+    );
+    let listed = ok(&zt_s3(
+        &endpoint,
+        &["ls", "s3://bucket/set/model.safetensors.index.json"],
+    ));
+    assert_eq!(listed.lines().count(), 24);
+    let merged = dir.path().join("merged.safetensors");
+    ok(&zt_s3(
+        &endpoint,
+        &[
+            "convert",
+            "s3://bucket/set/model.safetensors.index.json",
+            merged.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&st).unwrap());
 }

@@ -10,7 +10,7 @@ mod servers;
 
 use std::path::Path;
 
-use servers::{CountingProxy, Fault, FaultServer, Logged, Moto, Nginx};
+use servers::{http_put, CountingProxy, Fault, FaultServer, Logged, Moto, Nginx};
 use ztensor::remote::object::{HEAD_LEN, TAIL_LEN};
 use ztensor::{ErrorKind, OpenOptions, Version, WriteOptions, Writer};
 
@@ -410,20 +410,4 @@ fn an_s3_object_in_moto_reads_with_the_same_request_counts() {
     let read = proxy.requests.load(std::sync::atomic::Ordering::SeqCst) - before - opened;
     assert_eq!(read, 1);
     assert!(r.verify().is_ok());
-}
-
-/// One PUT with a body, over a fresh connection; panics unless it succeeds.
-fn http_put(port: u16, path: &str, body: &[u8]) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }

@@ -9,11 +9,14 @@
 //!   docs/remote.md.
 //! - [`open_url`] / [`OpenOptions::open_url`]: a [`Reader`] over a URL. Everything above
 //!   the source (listing, validation, decoding, digests, slices) is the local code path.
+//! - [`upload`]: a finished local file put at a URL (multipart when large); the writers
+//!   themselves write local files only.
 //!
 //! Do not call these from inside an async runtime's worker thread: they block.
 
 pub mod object;
 pub mod store;
+pub mod upload;
 
 use std::sync::Arc;
 
@@ -21,6 +24,7 @@ use zt_container::{Error, Result, Source};
 
 pub use object::{RemoteObject, RemoteStats};
 pub use store::is_url;
+pub use upload::{exists, upload};
 
 use crate::open::OpenOptions;
 use crate::reader::Reader;

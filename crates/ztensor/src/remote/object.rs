@@ -32,7 +32,7 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::sync::Semaphore;
 use zt_container::{Error, RangeRead, Result};
 
-use super::store::runtime;
+use super::store::{one_line, runtime};
 
 /// Bytes read from the start of an object when it is opened.
 pub const HEAD_LEN: u64 = 64 << 10;
@@ -566,7 +566,7 @@ fn store_error(e: object_store::Error, shown: &str) -> Error {
         object_store::Error::NotFound { .. } => {
             Error::not_found(format!("{shown}: no such object"))
         }
-        other => Error::io(std::io::Error::other(other.to_string()), shown.to_owned()),
+        other => Error::io(std::io::Error::other(one_line(&other)), shown.to_owned()),
     }
 }
 

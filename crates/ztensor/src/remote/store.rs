@@ -41,6 +41,18 @@ pub fn redacted(url: &Url) -> String {
     shown.to_string()
 }
 
+/// An object_store error as one line: its first line, at most 300 characters (a server's
+/// error page can follow the status in the message; a message is one line).
+pub fn one_line(e: &object_store::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default().trim_end();
+    let mut cut: String = first.chars().take(300).collect();
+    if cut.len() < first.len() {
+        cut.push_str("...");
+    }
+    cut
+}
+
 /// The runtime every remote request runs on.
 pub fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =

@@ -451,3 +451,18 @@ impl CountingProxy {
         }
     }
 }
+
+/// One PUT with a body, over a fresh connection; panics unless it succeeds.
+pub fn http_put(port: u16, path: &str, body: &[u8]) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
