@@ -489,10 +489,7 @@ pub fn convert(
     let in_file = |e: ztensor::Error| Failure::from(e.in_file(output));
     match kind {
         Kind::Mag => {
-            let version = match mag_version {
-                MagVersion::V1 => ztensor::mag::WriteVersion::V1,
-                MagVersion::V300 => ztensor::mag::WriteVersion::V300,
-            };
+            let version = mag_version.into();
             // The library writes the whole file in one call: a spinner, not a byte count.
             let bar = spinner("convert to .mag", total_stored(&r));
             let done = ztensor::write_mag(
@@ -532,26 +529,8 @@ pub fn convert(
             let bar = progress(total_stored(&r), "convert");
             for o in in_write_order(&r, version) {
                 let o = o.map_err(in_file)?;
-                if densify && o.format != Format::Dense {
-                    let (bytes, ty) = o.dense_form().map_err(in_file)?;
-                    let obj = ztensor::ObjectData {
-                        shape: o.shape.to_vec(),
-                        format: Format::Dense,
-                        attributes: o.attributes.clone(),
-                        components: vec![ztensor::ComponentData {
-                            role: "data".into(),
-                            element: ty,
-                            bytes,
-                        }],
-                    };
-                    let wo = ztensor::WriteOptions {
-                        compression: compress,
-                        digest: match opts.digest {
-                            Keep::Always(d) => Some(d),
-                            _ => None,
-                        },
-                    };
-                    w.add_object_with(&o.name, obj, wo).map_err(in_file)?;
+                if densify {
+                    convert::copy_object_densified(o, &mut w, opts).map_err(in_file)?;
                 } else {
                     convert::copy_object(o, &mut w, opts).map_err(in_file)?;
                 }

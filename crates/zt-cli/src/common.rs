@@ -64,6 +64,15 @@ pub enum MagVersion {
     V300,
 }
 
+impl From<MagVersion> for ztensor::mag::WriteVersion {
+    fn from(v: MagVersion) -> Self {
+        match v {
+            MagVersion::V1 => ztensor::mag::WriteVersion::V1,
+            MagVersion::V300 => ztensor::mag::WriteVersion::V300,
+        }
+    }
+}
+
 /// How a command ended, when it did not simply succeed.
 #[derive(Debug)]
 pub enum Failure {

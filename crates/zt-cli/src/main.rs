@@ -278,7 +278,16 @@ fn run(command: Command) -> Outcome {
             let run = |output: &std::path::Path, force: bool| {
                 if sets::handles_convert(&input, output, kind, shard_size) {
                     return sets::convert_command(
-                        &input, output, kind, version, shard_size, compress, digest, densify, force,
+                        &input,
+                        output,
+                        kind,
+                        version,
+                        shard_size,
+                        compress,
+                        digest,
+                        densify,
+                        mag_version,
+                        force,
                     );
                 }
                 check_output(output, force)?;

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use ztensor::convert::{write_indexed, IndexedOptions, ShardKind};
-use ztensor::{ConvertOptions, Format, Keep, ObjectView, ShardedSet, Writer};
+use ztensor::{ConvertOptions, Keep, ObjectView, ShardedSet, Writer};
 
 use crate::common::{
-    check_output, durability, merge_attributes, out, DigestArg, Failure, Kind, Outcome,
+    check_output, durability, merge_attributes, out, DigestArg, Failure, Kind, MagVersion, Outcome,
 };
 use crate::json;
 
@@ -167,8 +167,10 @@ fn shared_attributes(set: &ShardedSet) -> Result<ztensor::Attributes, Failure> {
 pub enum Target {
     /// One `.safetensors` file.
     Safetensors { densify: bool },
-    /// One `.zt` file.
+    /// One `.zt` file (objects densified when the flag says).
     Zt(ConvertOptions, bool),
+    /// One `.mag` file.
+    Mag(ztensor::convert::MagOptions),
     /// Shards of at most this many bytes and an index (Hugging Face's convention).
     Indexed(u64, ShardKind),
 }
@@ -190,16 +192,16 @@ pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
                 Writer::create_version(output, options.version, durability()).map_err(at)?;
             w.set_attributes(attributes.clone());
             for o in objects {
-                if densify && o.format != Format::Dense {
-                    return Err(Failure::Usage(
-                        "--densify is not supported from a sharded set to .zt; write \
-                         .safetensors, or convert each shard"
-                            .into(),
-                    ));
+                if densify {
+                    ztensor::convert::copy_object_densified(*o, &mut w, options).map_err(at)?;
+                } else {
+                    ztensor::convert::copy_object(*o, &mut w, options).map_err(at)?;
                 }
-                ztensor::convert::copy_object(*o, &mut w, options).map_err(at)?;
             }
             w.finish().map_err(at)
+        }
+        Target::Mag(options) => {
+            ztensor::convert::write_mag_views(objects, attributes, output, options).map_err(at)
         }
         Target::Indexed(max_shard_size, kind) => {
             let options = IndexedOptions {
@@ -231,6 +233,7 @@ pub fn convert_command(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
+    mag_version: MagVersion,
     force: bool,
 ) -> Outcome {
     if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
@@ -271,9 +274,14 @@ pub fn convert_command(
         }
         (None, Kind::Safetensors) => Target::Safetensors { densify },
         (None, _) if kind.is_zt() => Target::Zt(zt_options(version.unwrap_or_default()), densify),
+        (None, Kind::Mag) => Target::Mag(ztensor::convert::MagOptions {
+            version: mag_version.into(),
+            densify,
+            durability: durability(),
+        }),
         _ => {
             return Err(Failure::Usage(format!(
-                "a sharded set converts to .zt or .safetensors, not {}",
+                "a sharded set converts to .zt, .safetensors or .mag, not {}",
                 kind.extension()
             )))
         }

@@ -151,3 +151,69 @@ fn a_broken_set_fails_verify_and_reading_commands_clearly() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("own folder"));
 }
+
+#[test]
+fn a_set_with_sparse_objects_converts_to_mag_and_dense_zt_with_densify() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/valid/sparse.zt"
+    );
+    // Its f32 CSR objects (.mag holds neither f64 nor i16).
+    let sparse = dir.path().join("sparse.zt");
+    ok(&zt(&[
+        "rm",
+        fixture,
+        "coo_3d_crc",
+        "coo_dups",
+        "-o",
+        p(&sparse),
+    ]));
+    let sparse = p(&sparse);
+    let index = dir.path().join("model.zt.index.json");
+    ok(&zt(&["convert", sparse, p(&index), "--shard-size", "128"]));
+    // The single file densified is what the set densified must give.
+    let want = dir.path().join("want.mag");
+    ok(&zt(&["convert", sparse, p(&want), "--densify"]));
+    let want = ztensor::open(&want).unwrap();
+
+    // .mag holds dense tensors only: refused naming an object, then written with --densify.
+    let mag = dir.path().join("set.mag");
+    let o = zt(&["convert", p(&index), p(&mag)]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("\"csr\""));
+    assert!(!mag.exists());
+    ok(&zt(&["convert", p(&index), p(&mag), "--densify"]));
+    let got = ztensor::open(&mag).unwrap();
+    assert_eq!(
+        got.names().collect::<Vec<_>>(),
+        want.names().collect::<Vec<_>>()
+    );
+    for o in &want {
+        assert_eq!(
+            got.object(o.name()).unwrap().bytes().unwrap(),
+            o.bytes().unwrap()
+        );
+    }
+
+    // .zt keeps sparse objects sparse, unless --densify says otherwise.
+    let zt_out = dir.path().join("dense.zt");
+    ok(&zt(&["convert", p(&index), p(&zt_out), "--densify"]));
+    let dense = ztensor::open(&zt_out).unwrap();
+    for o in &want {
+        let d = dense.object(o.name()).unwrap();
+        assert_eq!(d.format, ztensor::Format::Dense, "{}", o.name());
+        assert_eq!(d.bytes().unwrap(), o.bytes().unwrap());
+    }
+    let kept = dir.path().join("kept.zt");
+    ok(&zt(&["convert", p(&index), p(&kept)]));
+    assert_eq!(
+        ztensor::open(&kept).unwrap().object("csr").unwrap().format,
+        ztensor::Format::SparseCsr
+    );
+}

@@ -8,6 +8,7 @@ use zt_container::layout::MAGIC_V2;
 use zt_container::{Container, ContainerV2, ContainerVersion, Error, Result, Source};
 
 use crate::files;
+use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
 use crate::reader::Reader;
 
@@ -93,6 +94,7 @@ impl OpenOptions {
 
     /// The bound on requests in flight per remote file (see
     /// [`OpenOptions::requests_in_flight`]).
+    #[cfg(feature = "remote")]
     pub(crate) fn requests_in_flight_or_default(&self) -> usize {
         self.requests_in_flight.unwrap_or(8)
     }
@@ -119,7 +121,7 @@ impl OpenOptions {
         } else {
             Source::map(path)
         }?;
-        self.open_at(source, Some(path))
+        self.open_at(source, Some(path), None)
             .map_err(|e| e.in_file(path))
     }
 
@@ -130,13 +132,22 @@ impl OpenOptions {
 
     /// Opens any [`Source`]: tells the kind from the first bytes and validates the whole file.
     pub fn open_source(&self, source: Source) -> Result<Reader> {
-        self.open_at(source, None)
+        self.open_at(source, None, None)
     }
 
     /// Opens a source that came from `path`, if it came from a file (where v2 shards are
     /// looked for).
-    fn open_at(&self, source: Source, path: Option<&Path>) -> Result<Reader> {
-        let (source, listing) = self.list(source, path)?;
+    ///
+    /// `open_shard` opens a v2 file's shard from its path (by default, as
+    /// [`OpenOptions::open`] opens the file itself): a file opened by URL opens its shards by
+    /// URL.
+    pub(crate) fn open_at(
+        &self,
+        source: Source,
+        path: Option<&Path>,
+        open_shard: Option<OpenShard<'_>>,
+    ) -> Result<Reader> {
+        let (source, listing) = self.list(source, path, open_shard)?;
         Ok(Reader::new(source, listing, self.limits))
     }
 
@@ -159,18 +170,28 @@ impl OpenOptions {
     /// the pages touched (the manifest itself in one request): with the kernel's read-around
     /// (8 MiB on some disks) the first touch of each end of a large file would bring in
     /// megabytes that a tool looking at one tensor never reads.
-    fn list(&self, source: Source, path: Option<&Path>) -> Result<(Source, Listing)> {
+    fn list(
+        &self,
+        source: Source,
+        path: Option<&Path>,
+        open_shard: Option<OpenShard<'_>>,
+    ) -> Result<(Source, Listing)> {
         // Not while a populating thread reads the whole file in: it relies on read-around.
         let sparse = !self.populate;
         source.expect_sparse_reads(sparse);
-        let listed = self.list_sparsely(source, path);
+        let listed = self.list_sparsely(source, path, open_shard);
         if let Ok((source, _)) = &listed {
             source.expect_sparse_reads(false);
         }
         listed
     }
 
-    fn list_sparsely(&self, source: Source, path: Option<&Path>) -> Result<(Source, Listing)> {
+    fn list_sparsely(
+        &self,
+        source: Source,
+        path: Option<&Path>,
+        open_shard: Option<OpenShard<'_>>,
+    ) -> Result<(Source, Listing)> {
         let mut head = vec![0u8; source.len().min(SNIFF_LEN) as usize];
         source.read_into(0, &mut head)?;
         if let Some(magic) = head.first_chunk::<4>() {
@@ -183,8 +204,9 @@ impl OpenOptions {
         }
         if head.starts_with(&MAGIC_V2) {
             let container = ContainerV2::parse(source, self.limits.max_manifest_len)?;
-            let open_shard = |p: &Path| self.open_shard(p);
-            let listing = files::zt_v2::list(&container, path, &self.limits, &open_shard)?;
+            let local = |p: &Path| self.open_shard(p);
+            let open_shard = open_shard.unwrap_or(&local);
+            let listing = files::zt_v2::list(&container, path, &self.limits, open_shard)?;
             return Ok((container.into_source(), listing));
         }
         if head.starts_with(files::npy::NPY_MAGIC) {

@@ -411,3 +411,54 @@ fn an_s3_object_in_moto_reads_with_the_same_request_counts() {
     assert_eq!(read, 1);
     assert!(r.verify().is_ok());
 }
+
+#[test]
+fn a_v2_file_with_its_own_shards_opens_them_by_url_beside_it() {
+    let dir = served_dir();
+    let src = dir.path().join("src.zt");
+    write_zt(&src, 12, 16384, Version::V2);
+    let root = dir.path().join("model.zt");
+    let shards = ztensor::convert::write_sharded(
+        &ztensor::open(&src).unwrap(),
+        &root,
+        ztensor::convert::ShardOptions {
+            max_shard_size: 4 * 65536,
+            convert: ztensor::ConvertOptions::default(),
+        },
+    )
+    .unwrap();
+    assert_eq!(shards.len(), 3);
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let local = ztensor::open(&root).unwrap();
+    let r = ztensor::open_url(&nginx.url("model.zt")).unwrap();
+    let opened = nginx.requests();
+    // Each file, the root and its three shards: its head, and its tail when the head does
+    // not hold the whole file.
+    for file in [
+        "model.zt",
+        "model-00001-of-00003.zt",
+        "model-00003-of-00003.zt",
+    ] {
+        assert!(
+            opened.iter().any(|l| l.uri == format!("/{file}")),
+            "{file}: {opened:?}"
+        );
+    }
+    assert!(opened.len() <= 8, "{opened:?}");
+    let report = r.verify();
+    assert!(report.is_ok(), "{:?}", report.failures);
+    assert_eq!(report.checked, local.verify().checked);
+    for o in &local {
+        assert_eq!(
+            r.object(o.name()).unwrap().bytes().unwrap(),
+            o.bytes().unwrap()
+        );
+    }
+    // A missing shard: the root does not open, and the error names the shard.
+    std::fs::remove_file(&shards[1]).unwrap();
+    let e = ztensor::open_url(&nginx.url("model.zt")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("model-00002-of-00003.zt"), "{e}");
+}

@@ -134,38 +134,7 @@ pub fn copy_object<W: Sink>(
     let read = ReadOptions {
         verify: options.verify,
     };
-    let source_zstd = obj
-        .components
-        .iter()
-        .any(|c| matches!(c.encoding, Encoding::Zstd | Encoding::ZstdSeekable));
-    // v1.2 has no xxh3: a v2 source's digests become sha256 ones.
-    let source_digest = obj
-        .components
-        .iter()
-        .find_map(|c| c.digest.map(|d| d.algorithm()))
-        .map(|a| match a {
-            DigestAlgorithm::Xxh3 => DigestAlgorithm::Sha256,
-            a => a,
-        });
-    let source_digest = match (writer.version().is_v2(), options.digest) {
-        // v2 digests every part (xxh3 unless sha256 is asked for): crc32c has no place.
-        (true, Keep::Always(DigestAlgorithm::Sha256)) => Some(DigestAlgorithm::Sha256),
-        (true, _) => None,
-        (false, _) => source_digest,
-    };
-    let write = WriteOptions {
-        compression: match options.compression {
-            Keep::Source => source_zstd.then_some(DEFAULT_ZSTD_LEVEL),
-            Keep::Never => None,
-            Keep::Always(l) => Some(l),
-        },
-        digest: match options.digest {
-            _ if writer.version().is_v2() => source_digest,
-            Keep::Source => source_digest,
-            Keep::Never => None,
-            Keep::Always(d) => Some(d),
-        },
-    };
+    let write = write_options(&obj, writer, options);
     let data = if obj.legacy_packing.is_some() {
         if read.verify {
             obj.verify()?;
@@ -195,6 +164,89 @@ pub fn copy_object<W: Sink>(
             e
         }
     })
+}
+
+/// How [`copy_object`] writes `obj`'s components: compression and digest as `options` keep
+/// them from the source, or as they say.
+fn write_options<W: Sink>(
+    obj: &ObjectView<'_>,
+    writer: &Writer<W>,
+    options: ConvertOptions,
+) -> WriteOptions {
+    let source_zstd = obj
+        .components
+        .iter()
+        .any(|c| matches!(c.encoding, Encoding::Zstd | Encoding::ZstdSeekable));
+    // v1.2 has no xxh3: a v2 source's digests become sha256 ones.
+    let source_digest = obj
+        .components
+        .iter()
+        .find_map(|c| c.digest.map(|d| d.algorithm()))
+        .map(|a| match a {
+            DigestAlgorithm::Xxh3 => DigestAlgorithm::Sha256,
+            a => a,
+        });
+    let source_digest = match (writer.version().is_v2(), options.digest) {
+        // v2 digests every part (xxh3 unless sha256 is asked for): crc32c has no place.
+        (true, Keep::Always(DigestAlgorithm::Sha256)) => Some(DigestAlgorithm::Sha256),
+        (true, _) => None,
+        (false, _) => source_digest,
+    };
+    WriteOptions {
+        compression: match options.compression {
+            Keep::Source => source_zstd.then_some(DEFAULT_ZSTD_LEVEL),
+            Keep::Never => None,
+            Keep::Always(l) => Some(l),
+        },
+        digest: match options.digest {
+            _ if writer.version().is_v2() => source_digest,
+            Keep::Source => source_digest,
+            Keep::Never => None,
+            Keep::Always(d) => Some(d),
+        },
+    }
+}
+
+/// As [`copy_object`], except that a sparse or quantized object is written in its dense
+/// form (sparse densified, quantized dequantized to f32): `zt convert --densify`.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let src = dir.path().join("m.zt");
+/// # let mut w = ztensor::Writer::create(&src)?;
+/// # w.add("w", &[2], &[1.0f32, 2.0])?;
+/// # w.finish()?;
+/// let r = ztensor::open(&src)?;
+/// let mut w = ztensor::Writer::create(dir.path().join("dense.zt"))?;
+/// for o in &r {
+///     ztensor::convert::copy_object_densified(o, &mut w, Default::default())?;
+/// }
+/// w.finish()?;
+/// # Ok(())
+/// # }
+/// ```
+pub fn copy_object_densified<W: Sink>(
+    obj: ObjectView<'_>,
+    writer: &mut Writer<W>,
+    options: ConvertOptions,
+) -> Result<()> {
+    if obj.format == Format::Dense {
+        return copy_object(obj, writer, options);
+    }
+    let write = write_options(&obj, writer, options);
+    let (bytes, element) = obj.dense_form()?;
+    let data = ObjectData {
+        shape: obj.shape.to_vec(),
+        format: Format::Dense,
+        attributes: obj.attributes.clone(),
+        components: vec![ComponentData {
+            role: "data".into(),
+            element,
+            bytes,
+        }],
+    };
+    writer.add_object_with(obj.name.as_str(), data, write)
 }
 
 /// Copies one object without decoding it when its stored bytes are valid v1.2 as they are
@@ -298,20 +350,54 @@ pub struct MagOptions {
 /// `densify`, types or shapes outside the layout) are an error naming the object; nothing is
 /// written then.
 pub fn write_mag(reader: &Reader, output: impl AsRef<Path>, options: MagOptions) -> Result<()> {
+    let views = reader
+        .objects()
+        .iter()
+        .map(|info| reader.object(&info.name))
+        .collect::<Result<Vec<_>>>()?;
+    write_mag_views(&views, reader.attributes(), output, options)
+}
+
+/// As [`write_mag`], for objects from anywhere (a sharded set's, several files'), written in
+/// the order given, with `attributes` as the file's metadata.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let src = dir.path().join("m.zt");
+/// # let mut w = ztensor::Writer::create(&src)?;
+/// # w.add("w", &[2], &[1.0f32, 2.0])?;
+/// # w.finish()?;
+/// let r = ztensor::open(&src)?;
+/// let views: Vec<_> = r.iter().collect();
+/// let options = ztensor::convert::MagOptions {
+///     version: ztensor::mag::WriteVersion::V300,
+///     densify: false,
+///     durability: ztensor::Durability::Unsynced,
+/// };
+/// ztensor::convert::write_mag_views(&views, r.attributes(), dir.path().join("m.mag"), options)?;
+/// assert_eq!(&ztensor::open(dir.path().join("m.mag"))?.read::<f32>("w")?[..], &[1.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_mag_views(
+    views: &[ObjectView<'_>],
+    attributes: &zt_manifest::Attributes,
+    output: impl AsRef<Path>,
+    options: MagOptions,
+) -> Result<()> {
     let output = output.as_ref();
-    let mut specs = Vec::with_capacity(reader.objects().len());
-    for obj in reader.objects() {
+    let mut specs = Vec::with_capacity(views.len());
+    for obj in views {
         specs.push(mag_spec(obj, options.densify).map_err(|e| e.in_object(&obj.name))?);
     }
     let sink = AtomicFile::create_with(output, options.durability)?;
-    let meta = reader.attributes().iter().map(|(k, v)| (k.as_str(), v));
+    let meta = attributes.iter().map(|(k, v)| (k.as_str(), v));
     let mut w = zt_mag::MagWriter::new(sink, options.version, meta, &specs)
         .map_err(|e| e.in_file(output))?;
-    for (info, spec) in reader.objects().iter().zip(&specs) {
-        let obj = reader.object(&info.name)?;
+    for obj in views {
         // Dense data as stored, sparse densified, quantized dequantized: what mag_spec chose.
         let (bytes, _) = obj.dense_form()?;
-        debug_assert_eq!(spec.name, obj.name);
         w.write_tensor(&bytes)?;
     }
     w.finish()?.commit()

@@ -46,8 +46,9 @@ pub fn open_url(url: &str) -> Result<Reader> {
 impl OpenOptions {
     /// Opens the file at `url`: one request for its head (and size), then as
     /// [`OpenOptions::open_source`] over ranged reads (a `.zt` footer and manifest: the
-    /// tail, and one more request if the manifest is larger). zTensor v2 files with shards
-    /// are not opened from URLs.
+    /// tail, and one more request if the manifest is larger). A zTensor v2 file with shards
+    /// opens each shard by URL beside it (`<stem>-<name>.zt`, the original's convention),
+    /// at open, as the original does: one request for each shard's head, and its tail.
     pub fn open_url(&self, url: &str) -> Result<Reader> {
         let (reader, _) = self.open_url_counted(url)?;
         Ok(reader)
@@ -72,7 +73,33 @@ impl OpenOptions {
         );
         let size = object.size();
         let source = Source::ranged(object.clone(), size);
-        let reader = self.open_source(source).map_err(located)?;
+        // A v2 shard's path is made beside the root's (`shown`, a path to that code); its
+        // file name, joined to the real URL, is where the shard is.
+        let open_shard = |p: &std::path::Path| -> Result<Source> {
+            let name = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .ok_or_else(|| Error::invalid("a shard path without a file name"))?;
+            let url = parsed
+                .join(name)
+                .map_err(|e| Error::invalid(format!("shard {name:?}: {e}")))?;
+            let (store, path) = store::connect(&url)?;
+            let shard = RemoteObject::open(
+                store,
+                path,
+                store::redacted(&url),
+                self.requests_in_flight_or_default(),
+            )?;
+            let len = shard.size();
+            Ok(Source::ranged(Arc::new(shard), len))
+        };
+        let reader = self
+            .open_at(
+                source,
+                Some(std::path::Path::new(&shown)),
+                Some(&open_shard),
+            )
+            .map_err(located)?;
         Ok((reader, object))
     }
 }
