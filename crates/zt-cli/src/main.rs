@@ -85,7 +85,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Convert between .zt, .mag and .safetensors.
+    /// Convert between .zt, .mag, .safetensors and GGUF (IN or OUT may be a sharded set's
+    /// index or a URL: an output URL is written locally first, then uploaded).
     Convert {
         input: PathBuf,
         output: PathBuf,

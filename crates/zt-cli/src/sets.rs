@@ -173,11 +173,39 @@ pub enum Target {
     Mag(ztensor::convert::MagOptions),
     /// Shards of at most this many bytes and an index (Hugging Face's convention).
     Indexed(u64, ShardKind),
+    /// The input set's own shards (the same objects in each), renamed to the convention,
+    /// and an index.
+    SameShards(ShardKind),
 }
 
 /// `zt convert` with a set as input, or with an indexed set as output.
 pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
     let at = |e: ztensor::Error| Failure::from(e.in_file(output));
+    if let Target::SameShards(kind) = target {
+        let set = open(input)?;
+        let objects = set.objects().map_err(|e| Failure::Failed(e.to_string()))?;
+        let attributes = shared_attributes(&set)?;
+        // Objects come in name order; each goes to the group of the shard holding it.
+        let shards: Vec<&Path> = set.shard_paths().collect();
+        let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); shards.len()];
+        for o in objects {
+            let position = set
+                .shard_of(o.name())
+                .and_then(|p| shards.iter().position(|s| *s == p));
+            if let Some(group) = position.and_then(|i| groups.get_mut(i)) {
+                group.push(o);
+            }
+        }
+        groups.retain(|g| !g.is_empty());
+        let options = IndexedOptions {
+            max_shard_size: u64::MAX,
+            kind,
+            durability: durability(),
+        };
+        return ztensor::convert::write_indexed_groups(&groups, &attributes, output, options)
+            .map(drop)
+            .map_err(at);
+    }
     with_objects(input, |objects, attributes| match target {
         Target::Safetensors { densify } => ztensor::convert::write_safetensors_views(
             objects,
@@ -213,6 +241,8 @@ pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
                 .map(drop)
                 .map_err(at)
         }
+        // Handled above, before the objects are gathered.
+        Target::SameShards(_) => Ok(()),
     })
 }
 
@@ -267,9 +297,28 @@ pub fn convert_command(
                     .into(),
             ))
         }
+        (None, _) if is_set(output) && is_set(input) => match kind {
+            Kind::Safetensors => Target::SameShards(ShardKind::Safetensors { densify }),
+            _ if kind.is_zt() && !densify => {
+                Target::SameShards(ShardKind::Zt(zt_options(version.unwrap_or_default())))
+            }
+            _ if kind.is_zt() => {
+                return Err(Failure::Usage(
+                    "--densify is not supported for .zt shards".into(),
+                ))
+            }
+            _ => {
+                return Err(Failure::Usage(format!(
+                    "a sharded set's shards are .zt or .safetensors, not {}",
+                    kind.extension()
+                )))
+            }
+        },
         (None, _) if is_set(output) => {
             return Err(Failure::Usage(
-                "an index as output needs --shard-size SIZE".into(),
+                "an index as output needs --shard-size SIZE (or a set as input, whose \
+                 shards it keeps)"
+                    .into(),
             ))
         }
         (None, Kind::Safetensors) => Target::Safetensors { densify },
@@ -287,7 +336,7 @@ pub fn convert_command(
         }
     };
     let index = match target {
-        Target::Indexed(..) => indexed_output(output)?,
+        Target::Indexed(..) | Target::SameShards(_) => indexed_output(output)?,
         _ => output.to_path_buf(),
     };
     check_output(&index, force)?;

@@ -233,4 +233,39 @@ fn convert_uploads_a_file_or_a_set_to_s3_and_reads_it_back() {
         ],
     ));
     assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&st).unwrap());
+
+    // Downloaded as a set (no --shard-size: the set's own shards), the files are the ones the
+    // same conversion writes locally, byte for byte.
+    let down = dir.path().join("down");
+    let reference = dir.path().join("reference");
+    std::fs::create_dir_all(&down).unwrap();
+    std::fs::create_dir_all(&reference).unwrap();
+    ok(&zt_s3(
+        &endpoint,
+        &[
+            "convert",
+            "s3://bucket/set/model.safetensors.index.json",
+            down.join("model.safetensors.index.json").to_str().unwrap(),
+        ],
+    ));
+    ok(&zt(&[
+        "convert",
+        path.to_str().unwrap(),
+        reference.join("model.safetensors").to_str().unwrap(),
+        "--shard-size",
+        "8MiB",
+    ]));
+    let mut names: Vec<String> = std::fs::read_dir(&reference)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 4, "{names:?}");
+    for name in names {
+        assert_eq!(
+            std::fs::read(down.join(&name)).unwrap(),
+            std::fs::read(reference.join(&name)).unwrap(),
+            "{name}"
+        );
+    }
 }

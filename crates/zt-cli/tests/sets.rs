@@ -217,3 +217,35 @@ fn a_set_with_sparse_objects_converts_to_mag_and_dense_zt_with_densify() {
         ztensor::Format::SparseCsr
     );
 }
+
+#[test]
+fn a_set_converted_to_an_index_without_a_size_keeps_its_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let st = dir.path().join("model.safetensors");
+    // Shards of 2, 2 and 1 tensors (128 bytes each at most).
+    ok(&zt(&["convert", p(&src), p(&st), "--shard-size", "128"]));
+    let index = dir.path().join("model.safetensors.index.json");
+    let out = dir.path().join("zt").join("model.zt.index.json");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    ok(&zt(&["convert", p(&index), p(&out)]));
+    let from = ztensor::ShardedSet::open(&index).unwrap();
+    let to = ztensor::ShardedSet::open(&out).unwrap();
+    assert_eq!(to.shard_paths().count(), 3);
+    for name in from.names() {
+        let (a, b) = (from.shard_of(name).unwrap(), to.shard_of(name).unwrap());
+        assert_eq!(
+            a.file_stem().unwrap(),
+            b.file_stem().unwrap(),
+            "{name} moved shard"
+        );
+        assert_eq!(
+            from.object(name).unwrap().bytes().unwrap(),
+            to.object(name).unwrap().bytes().unwrap()
+        );
+    }
+    // A single file still needs a size to be split.
+    let o = zt(&["convert", p(&src), p(&dir.path().join("x.zt.index.json"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--shard-size"));
+}

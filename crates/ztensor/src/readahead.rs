@@ -37,8 +37,8 @@ const FIRST_WINDOW: u64 = 8 << 20;
 pub(crate) const MAX_WINDOW: u64 = 64 << 20;
 
 /// The name position an [`crate::ObjectView`] carries when its reads give no hints: the
-/// caller has already said what it reads ([`crate::Reader::parallel_objects`] on a remote
-/// source fetches each batch ahead itself).
+/// caller has already said what it reads ([`crate::Reader::parallel_objects_whole`] on a
+/// remote source fetches each batch ahead itself).
 pub(crate) const NO_HINTS: u32 = u32::MAX;
 
 /// One object's data: the span from its first component's first byte to its last

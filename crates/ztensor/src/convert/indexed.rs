@@ -117,17 +117,71 @@ pub fn write_indexed(
     output: impl AsRef<Path>,
     options: IndexedOptions,
 ) -> Result<IndexedFiles> {
-    let output = output.as_ref();
     if options.max_shard_size == 0 {
         return Err(Error::argument("the shard size must be at least 1 byte"));
     }
-    let (index_path, dir, stem, ext) = layout(output)?;
     let groups = plan(objects, options.max_shard_size);
+    write_planned(&groups, attributes, output.as_ref(), options)
+}
+
+/// As [`write_indexed`], with the objects already dealt into shards: `groups[i]` is shard
+/// `i + 1`'s objects (written in bytewise name order; `max_shard_size` is not used). For
+/// keeping a set's own shards when it is converted or downloaded (`zt convert INDEX
+/// OUT.index.json` without `--shard-size`).
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let src = dir.path().join("src.zt");
+/// # let mut w = ztensor::Writer::create(&src)?;
+/// # w.add("a", &[2], &[1.0f32, 2.0])?;
+/// # w.add("b", &[2], &[3.0f32, 4.0])?;
+/// # w.add("c", &[2], &[5.0f32, 6.0])?;
+/// # w.finish()?;
+/// use ztensor::convert::{write_indexed_groups, IndexedOptions, ShardKind};
+/// let r = ztensor::open(&src)?;
+/// let (a, b, c) = (r.object("a")?, r.object("b")?, r.object("c")?);
+/// let options = IndexedOptions {
+///     max_shard_size: u64::MAX,
+///     kind: ShardKind::Safetensors { densify: false },
+///     durability: ztensor::Durability::Unsynced,
+/// };
+/// let out = dir.path().join("model.safetensors");
+/// let files = write_indexed_groups(&[vec![c, a], vec![b]], r.attributes(), &out, options)?;
+/// let set = ztensor::ShardedSet::open(&files.index)?;
+/// assert!(set.shard_of("c").unwrap().ends_with("model-00001-of-00002.safetensors"));
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_indexed_groups(
+    groups: &[Vec<ObjectView<'_>>],
+    attributes: &Attributes,
+    output: impl AsRef<Path>,
+    options: IndexedOptions,
+) -> Result<IndexedFiles> {
+    let mut sorted: Vec<Vec<&ObjectView<'_>>> = Vec::with_capacity(groups.len());
+    for group in groups {
+        let mut g: Vec<&ObjectView<'_>> = group.iter().collect();
+        g.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
+        sorted.push(g);
+    }
+    write_planned(&sorted, attributes, output.as_ref(), options)
+}
+
+/// Writes the shards `groups` and their index (see [`write_indexed`]).
+fn write_planned(
+    groups: &[Vec<&ObjectView<'_>>],
+    attributes: &Attributes,
+    output: &Path,
+    options: IndexedOptions,
+) -> Result<IndexedFiles> {
+    let (index_path, dir, stem, ext) = layout(output)?;
     let n = groups.len();
+    let objects: usize = groups.iter().map(Vec::len).sum();
     let mut index = ShardIndex {
         metadata: Attributes::new(),
         shards: Vec::with_capacity(n),
-        entries: Vec::with_capacity(objects.len()),
+        entries: Vec::with_capacity(objects),
     };
     let mut total = 0u64;
     let mut shards = Vec::with_capacity(n);

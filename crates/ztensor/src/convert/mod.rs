@@ -25,7 +25,9 @@ mod safetensors;
 mod shard;
 pub use self::gguf::{write_gguf, write_gguf_with};
 #[cfg(feature = "sharded")]
-pub use self::indexed::{write_indexed, IndexedFiles, IndexedOptions, ShardKind};
+pub use self::indexed::{
+    write_indexed, write_indexed_groups, IndexedFiles, IndexedOptions, ShardKind,
+};
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::write_safetensors_views;
 #[cfg(feature = "safetensors")]

@@ -10,9 +10,9 @@
 //!   falls in them (a `.zt` footer): the footer and a manifest that fits cost one request, a
 //!   larger manifest one more (only the part before the tail is asked for).
 //! - **ranges fetched ahead** ([`RangeRead::prefetch`], given by the reader's read-ahead when
-//!   reads follow an order, and by [`crate::Reader::parallel_objects`]): ranges at most
-//!   [`COALESCE_GAP`] apart are fetched as one request of at most [`MAX_COALESCED`] bytes,
-//!   at most [`PREFETCH_BUDGET`] bytes are held, and each is dropped once read.
+//!   reads follow an order, and by [`crate::Reader::parallel_objects_whole`]): ranges at
+//!   most [`COALESCE_GAP`] apart are fetched as one request of at most [`MAX_COALESCED`]
+//!   bytes, at most [`PREFETCH_BUDGET`] bytes are held, and each is dropped once read.
 //! - nothing else: every other read is one request for exactly its range (a tensor), or, for
 //!   scattered parts ([`RangeRead::read_scattered`]: a block of columns), one request per
 //!   group of nearby parts.
