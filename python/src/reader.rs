@@ -116,12 +116,17 @@ fn object_dict<'py>(py: Python<'py>, o: &ObjectInfo) -> PyResult<Bound<'py, PyDi
 
 #[pymethods]
 impl Reader {
-    /// Opens `path` (mapped unless `unmapped`).
+    /// Opens `path` (mapped unless `unmapped`), or a URL (`s3://`, `gs://`, `az://`,
+    /// `http(s)://`) with ranged reads.
     #[new]
     #[pyo3(signature = (path, *, unmapped = false))]
     fn new(py: Python<'_>, path: PathBuf, unmapped: bool) -> PyResult<Self> {
+        let options = ztensor::OpenOptions::new().unmapped(unmapped);
         let r = py
-            .detach(|| ztensor::OpenOptions::new().unmapped(unmapped).open(&path))
+            .detach(|| match path.to_str().filter(|s| ztensor::is_url(s)) {
+                Some(url) => options.open_url(url),
+                None => options.open(&path),
+            })
             .py_err(py)?;
         Ok(Reader {
             inner: RwLock::new(Some(Arc::new(r))),

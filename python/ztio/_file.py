@@ -398,10 +398,13 @@ def _scipy_has_nd_coo(sp: Any) -> bool:
 
 def open(path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False) -> File:
     """Opens a tensor file of any kind ztio reads: zTensor ``.zt`` of every version,
-    ``.mag``, ``.safetensors``.
+    ``.mag``, ``.safetensors``, GGUF, NumPy and PyTorch files.
 
     The file is memory-mapped; ``unmapped=True`` reads with positional reads instead (safe
-    if another process may truncate the file; every read then copies).
+    if another process may truncate the file; every read then copies). ``path`` may also be
+    an ``s3://``, ``gs://``, ``az://``, ``http://`` or ``https://`` URL: the file is then
+    read by ranged requests (credentials from the store's usual environment variables;
+    docs/remote.md gives what each read costs), and arrays are copies.
     """
     return File(path, unmapped=unmapped)
 

@@ -5,7 +5,7 @@
 measured on a file whose manifest the original encoded.
 
     python3 -m venv /tmp/zt123 && /tmp/zt123/bin/pip install ztensor==1.2.3 numpy
-    /tmp/zt123/bin/python tools/bench/many_original.py target/bench-data/many-original.zt
+    /tmp/zt123/bin/python tools/bench/many_original.py target/bench-data/scale-1/many-original.zt
 
 Not part of the tests: the bench reports the row only when the file exists.
 """

@@ -455,7 +455,10 @@ pub fn run(args: &[&str]) -> Result<()> {
         .find(|w| w[0] == "--only")
         .map(|w| w[1].split(',').collect());
     let want = |section: &str| only.as_ref().is_none_or(|o| o.contains(&section));
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data");
+    // One folder per scale: files made at one scale are never read as another's.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bench-data")
+        .join(format!("scale-{scale}"));
     std::fs::create_dir_all(&dir)?;
     let mut table = Table { rows: Vec::new() };
     let tensors = workload(false, scale);
@@ -904,7 +907,10 @@ pub fn run(args: &[&str]) -> Result<()> {
                 Some((t_open_st, "safetensors")),
             );
         } else {
-            println!("  (for the row on a file the original wrote: tools/bench/many_original.py)");
+            println!(
+                "  (for the row on a file the original wrote: tools/bench/many_original.py {})",
+                many_original.display()
+            );
         }
     }
 

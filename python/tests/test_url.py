@@ -1,0 +1,99 @@
+"""Files opened by URL: a small HTTP server with Range support, started here on loopback,
+serves files that ztio wrote; ztio reads them back through ranged requests."""
+
+import http.server
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import ztio
+
+
+class RangeHandler(http.server.BaseHTTPRequestHandler):
+    """GET and HEAD of files in `root`, honouring `Range: bytes=a-b` (one range)."""
+
+    root = None
+    ranges = []
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _body(self):
+        path = self.root / self.path.lstrip("/")
+        if not path.is_file():
+            self.send_error(404)
+            return None
+        return path.read_bytes()
+
+    def do_HEAD(self):
+        data = self._body()
+        if data is None:
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+
+    def do_GET(self):
+        data = self._body()
+        if data is None:
+            return
+        size = len(data)
+        m = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        if not m:
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        start = int(m.group(1))
+        end = min(int(m.group(2)) + 1 if m.group(2) else size, size)
+        type(self).ranges.append((self.path, start, end))
+        self.send_response(206)
+        self.send_header("Content-Length", str(end - start))
+        self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
+        self.end_headers()
+        self.wfile.write(data[start:end])
+
+
+@pytest.fixture
+def served(tmp_path):
+    RangeHandler.root = tmp_path
+    RangeHandler.ranges = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield tmp_path, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_a_file_opens_by_url_and_reads_the_same_values(served):
+    root, base = served
+    # Over 64 KiB + 1 MiB, so tensors lie outside the cached head and tail.
+    tensors = {f"t{i}": np.arange(65536, dtype=np.float32) + i for i in range(8)}
+    ztio.save_file(tensors, root / "m.zt")
+    with ztio.open(f"{base}/m.zt") as f:
+        assert sorted(f.keys()) == sorted(tensors)
+        for name, want in tensors.items():
+            np.testing.assert_array_equal(f.get_tensor(name), want)
+        rows = f.get_slice("t3")[100:200]
+        np.testing.assert_array_equal(rows, tensors["t3"][100:200])
+        report = f.verify()
+        assert report and report.checked == 8
+    # Every request was a range of the file, none of the whole of it.
+    assert RangeHandler.ranges and all(p == "/m.zt" for p, _, _ in RangeHandler.ranges)
+    size = (root / "m.zt").stat().st_size
+    assert all(e - s < size for _, s, e in RangeHandler.ranges)
+
+
+def test_a_missing_url_is_not_found_and_a_safetensors_file_opens_too(served):
+    root, base = served
+    with pytest.raises(ztio.NotFoundError):
+        ztio.open(f"{base}/nope.zt")
+    import ztio.numpy
+
+    ztio.numpy.save_file({"x": np.ones((4, 2), np.float32)}, str(root / "m.safetensors"))
+    with ztio.safe_open(f"{base}/m.safetensors", framework="np") as f:
+        assert f.keys() == ["x"]
+        np.testing.assert_array_equal(f.get_tensor("x"), np.ones((4, 2), np.float32))
