@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ztio
+import ztio.numpy
 
 
 class RangeHandler(http.server.BaseHTTPRequestHandler):
@@ -91,8 +92,6 @@ def test_a_missing_url_is_not_found_and_a_safetensors_file_opens_too(served):
     root, base = served
     with pytest.raises(ztio.NotFoundError):
         ztio.open(f"{base}/nope.zt")
-    import ztio.numpy
-
     ztio.numpy.save_file({"x": np.ones((4, 2), np.float32)}, str(root / "m.safetensors"))
     with ztio.safe_open(f"{base}/m.safetensors", framework="np") as f:
         assert f.keys() == ["x"]
