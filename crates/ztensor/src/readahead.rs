@@ -115,12 +115,6 @@ impl ReadAhead {
         &self.plan(objects).file_order
     }
 
-    /// Object `index`'s data in this file as `(offset, len)`, if it has any.
-    pub fn span(&self, objects: &[ObjectInfo], index: u32) -> Option<(u64, u64)> {
-        let span = self.plan(objects).spans.get(index as usize)?;
-        (span.start != u64::MAX).then(|| (span.start, span.len()))
-    }
-
     fn plan(&self, objects: &[ObjectInfo]) -> &Plan {
         self.plan.get_or_init(|| {
             let spans: Vec<Span> = objects

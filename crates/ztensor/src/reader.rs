@@ -201,9 +201,10 @@ impl Reader {
 
     /// As [`Reader::parallel_objects`], for an `f` that reads each object whole (a loader,
     /// a checksum, a conversion). On a local file it is the same; on a remote file the
-    /// objects go in file order, in batches of at most [`REMOTE_BATCH`] bytes, each batch
-    /// fetched ahead (objects at most 1 MiB apart in one request of up to 16 MiB, at most
-    /// the bound on requests in flight) while the one before it is worked on.
+    /// objects go in file order, in batches of at most [`REMOTE_BATCH`] stored bytes, each
+    /// batch fetched ahead (components at most 1 MiB apart in one request of up to 16 MiB,
+    /// asked of the file that holds them, a v2 file's shards included; at most the bound on
+    /// requests in flight) while the one before it is worked on.
     ///
     /// ```
     /// # fn main() -> ztensor::Result<()> {
@@ -217,17 +218,25 @@ impl Reader {
         &self,
         f: impl Fn(ObjectView<'_>) -> R + Sync,
     ) -> Vec<R> {
-        if !self.backing.source.is_ranged() {
+        let backing = &self.backing;
+        let remote = backing.source.is_ranged() || backing.shards.iter().any(Source::is_ranged);
+        if !remote {
             return self.parallel_objects(f);
         }
-        let (objects, readahead) = (&self.backing.objects, &self.backing.readahead);
-        let order = readahead.file_order(objects);
-        let span = |i: u32| readahead.span(objects, i);
-        // Batches of file order, each up to REMOTE_BATCH bytes (a larger object alone).
+        let objects = &backing.objects;
+        let order = backing.readahead.file_order(objects);
+        let stored = |i: u32| {
+            objects.get(i as usize).map_or(0, |o| {
+                o.components
+                    .iter()
+                    .fold(0u64, |n, c| n.saturating_add(c.length))
+            })
+        };
+        // Batches of file order, each up to REMOTE_BATCH stored bytes (a larger object alone).
         let mut batches: Vec<&[u32]> = Vec::new();
         let (mut start, mut bytes) = (0usize, 0u64);
         for (at, &i) in order.iter().enumerate() {
-            let len = span(i).map_or(0, |s| s.1);
+            let len = stored(i);
             if at > start && bytes.saturating_add(len) > REMOTE_BATCH {
                 batches.extend(order.get(start..at));
                 (start, bytes) = (at, 0);
@@ -235,9 +244,28 @@ impl Reader {
             bytes = bytes.saturating_add(len);
         }
         batches.extend(order.get(start..).filter(|b| !b.is_empty()));
+        // Each component's stored bytes, asked of the file that holds them (a v2 file's
+        // shards are files of their own).
         let fetch = |batch: &[u32]| {
-            let ranges: Vec<(u64, u64)> = batch.iter().filter_map(|&i| span(i)).collect();
-            self.backing.source.prefetch(&ranges);
+            let mut per_file: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 1 + backing.shards.len()];
+            for c in batch
+                .iter()
+                .filter_map(|&i| objects.get(i as usize))
+                .flat_map(|o| o.components.iter())
+            {
+                if let Some(ranges) = per_file.get_mut(c.file as usize) {
+                    ranges.push((c.offset, c.length));
+                }
+            }
+            for (file, ranges) in per_file.iter().enumerate() {
+                let source = match file {
+                    0 => Some(&backing.source),
+                    n => backing.shards.get(n - 1),
+                };
+                if let (Some(source), false) = (source, ranges.is_empty()) {
+                    source.prefetch(ranges);
+                }
+            }
         };
         if let Some(first) = batches.first() {
             fetch(first);

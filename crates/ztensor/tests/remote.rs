@@ -416,13 +416,15 @@ fn an_s3_object_in_moto_reads_with_the_same_request_counts() {
 fn a_v2_file_with_its_own_shards_opens_them_by_url_beside_it() {
     let dir = served_dir();
     let src = dir.path().join("src.zt");
-    write_zt(&src, 12, 16384, Version::V2);
+    // 48 tensors of 64 KiB in shards of 20, 20 and 8: the first two larger than the head and
+    // tail a remote file caches.
+    write_zt(&src, 48, 16384, Version::V2);
     let root = dir.path().join("model.zt");
     let shards = ztensor::convert::write_sharded(
         &ztensor::open(&src).unwrap(),
         &root,
         ztensor::convert::ShardOptions {
-            max_shard_size: 4 * 65536,
+            max_shard_size: 20 * 65536,
             convert: ztensor::ConvertOptions::default(),
         },
     )
@@ -450,6 +452,17 @@ fn a_v2_file_with_its_own_shards_opens_them_by_url_beside_it() {
     let report = r.verify();
     assert!(report.is_ok(), "{:?}", report.failures);
     assert_eq!(report.checked, local.verify().checked);
+    // For each of the two large shards, what lies between its head and tail is read once
+    // for the shard's whole-file digest and once, grouped, for its objects' digests (not
+    // once per tensor).
+    let verified: Vec<Logged> = nginx.requests().into_iter().skip(opened.len()).collect();
+    assert_eq!(verified.len(), 4, "{verified:?}");
+    assert!(
+        verified
+            .iter()
+            .all(|l| l.uri == "/model-00001-of-00003.zt" || l.uri == "/model-00002-of-00003.zt"),
+        "{verified:?}"
+    );
     for o in &local {
         assert_eq!(
             r.object(o.name()).unwrap().bytes().unwrap(),
