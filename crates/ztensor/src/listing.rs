@@ -56,6 +56,8 @@ pub(crate) struct Listing {
     pub shards: Vec<(ShardInfo, zt_container::Source)>,
     /// A v2 file's manifest hash, as checked at open.
     pub manifest_hash: Option<u64>,
+    /// A zip-based file's entries (`.npz`, PyTorch), whose CRC-32s `verify` checks.
+    pub zip_entries: Vec<crate::zip::Entry>,
 }
 
 impl Listing {
@@ -85,6 +87,7 @@ impl Listing {
             index,
             shards: Vec::new(),
             manifest_hash: None,
+            zip_entries: Vec::new(),
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct Reader {
     shards: Vec<ShardInfo>,
     /// A v2 file's manifest hash (checked at open).
     manifest_hash: Option<u64>,
+    /// A zip-based file's entries, whose CRC-32s [`Reader::verify`] checks.
+    zip_entries: Vec<crate::zip::Entry>,
 }
 
 impl Reader {
@@ -71,6 +73,7 @@ impl Reader {
             },
             shards,
             manifest_hash: listing.manifest_hash,
+            zip_entries: listing.zip_entries,
             version: listing.version,
             attributes: listing.attributes,
             index: listing.index,
@@ -295,7 +298,9 @@ impl Reader {
     ///
     /// For zTensor v2 this also checks each part's content rules (bool bytes, the packed
     /// FP4 tail), the data-level rules of CSR and COO objects, and every shard's whole-file
-    /// digest; the manifest hash was checked at open.
+    /// digest; the manifest hash was checked at open. For a zip-based file (`.npz`, a
+    /// PyTorch checkpoint) it checks every entry's CRC-32 against its bytes (inflated when
+    /// deflated).
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
         for (info, source) in self.shards.iter().zip(&self.backing.shards) {
@@ -305,6 +310,22 @@ impl Reader {
                     report.checked += 1;
                     report.failures.push(e);
                 }
+            }
+        }
+        // A zip-based file's entries (tensor data, pickle, headers): each CRC-32.
+        let entries: Vec<Result<()>> = self
+            .zip_entries
+            .par_iter()
+            .with_max_len(1)
+            .map(|e| {
+                let cap = self.backing.limits.max_decompressed_len;
+                crate::zip::check_crc(&self.backing.source, e, cap)
+            })
+            .collect();
+        for r in entries {
+            report.checked += 1;
+            if let Err(e) = r {
+                report.failures.push(e);
             }
         }
         for r in self.parallel_objects_whole(|o| o.verify()) {

@@ -1,8 +1,9 @@
 //! A minimal zip reader for the zip-based kinds (NumPy `.npz`, PyTorch checkpoints): the end
 //! of central directory record (and its zip64 form), the central directory, and each entry's
-//! local header, which gives where its data starts. Nothing here reads entry data: a stored
+//! local header, which gives where its data starts. Listing reads no entry data: a stored
 //! entry is a range of the file, served from the map by the reader; a deflated one is a range
-//! of compressed bytes with its declared size.
+//! of compressed bytes with its declared size. [`check_crc`] (on verify) checks an entry's
+//! CRC-32 against its bytes.
 //!
 //! Hostile archives are refused before anything is allocated from their numbers: the entry
 //! count is checked against the central directory's bytes (46 bytes an entry at least), every
@@ -47,6 +48,9 @@ pub(crate) struct Entry {
     pub uncompressed: u64,
     /// Where its local header starts.
     pub header_offset: u64,
+    /// The CRC-32 of its uncompressed bytes, as the central directory gives it (checked by
+    /// [`check_crc`] on verify, never at open: it costs a pass over the data).
+    pub crc32: u32,
 }
 
 impl Entry {
@@ -321,8 +325,95 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
         compressed,
         uncompressed,
         header_offset,
+        crc32: f.u32(16),
     };
     Ok((entry, at + next_rel))
+}
+
+/// Bytes of a stored entry hashed at a time (borrowed from a map, or read), so a large entry
+/// never needs memory of its size.
+const CRC_CHUNK: u64 = 8 << 20;
+/// Bytes a deflated entry is inflated into at a time.
+const INFLATE_PIECE: usize = 64 << 10;
+
+/// Checks an entry's CRC-32 (zip's, the ISO-HDLC polynomial) against its uncompressed bytes:
+/// a stored entry's bytes as they are, a deflated one's inflated, which must come to exactly
+/// the declared size. The error names the entry and its data offset; the file is at fault.
+///
+/// A deflated entry is inflated in small pieces, never whole, and one declared larger than
+/// `max_inflated` (the reader's cap on decompressed sizes) is a limit error, not a pass over
+/// gigabytes a small file can declare.
+pub(crate) fn check_crc(source: &Source, entry: &Entry, max_inflated: u64) -> Result<()> {
+    let at = |e: Error| {
+        Error::new(
+            e.kind(),
+            format!("zip entry {:?}: {}", entry.name, e.message()),
+        )
+        .at(e.offset().unwrap_or(entry.data_offset))
+    };
+    let mut crc = crc32fast::Hasher::new();
+    match entry.method {
+        Method::Stored => {
+            let mut done = 0u64;
+            while done < entry.compressed {
+                let n = (entry.compressed - done).min(CRC_CHUNK);
+                let offset = entry
+                    .data_offset
+                    .checked_add(done)
+                    .ok_or_else(|| at(bad("entry data offset overflows")))?;
+                crc.update(&source.read_at(offset, n).map_err(at)?);
+                done += n;
+            }
+        }
+        Method::Deflated => {
+            use std::io::Read;
+            if entry.uncompressed > max_inflated {
+                return Err(at(Error::limit(format!(
+                    "declares {} bytes inflated, over the cap of {max_inflated}; its CRC-32 \
+                     is not checked",
+                    entry.uncompressed
+                ))));
+            }
+            let stored = source
+                .read_at(entry.data_offset, entry.compressed)
+                .map_err(at)?;
+            // One byte past the declared size is read, so that more data is seen as such.
+            let mut inflater =
+                flate2::read::DeflateDecoder::new(&stored[..]).take(entry.uncompressed + 1);
+            let mut buf = vec![0u8; INFLATE_PIECE];
+            let mut total = 0u64;
+            loop {
+                let n = inflater
+                    .read(&mut buf)
+                    .map_err(|e| at(bad(format!("the deflated data does not inflate ({e})"))))?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+                crc.update(buf.get(..n).unwrap_or_default());
+            }
+            if total != entry.uncompressed {
+                return Err(at(bad(format!(
+                    "inflates to {}{} bytes, but the directory declares {}",
+                    total.min(entry.uncompressed),
+                    if total > entry.uncompressed {
+                        " or more"
+                    } else {
+                        ""
+                    },
+                    entry.uncompressed
+                ))));
+            }
+        }
+    }
+    let got = crc.finalize();
+    if got != entry.crc32 {
+        return Err(at(Error::checksum(format!(
+            "CRC-32 of its bytes is {got:08x}, but the directory says {:08x}",
+            entry.crc32
+        ))));
+    }
+    Ok(())
 }
 
 /// The data of the zip64 extended information extra field (id 1), if present.

@@ -156,3 +156,39 @@ fn a_corrupt_deflate_stream_is_an_invalid_file() {
     assert_eq!(e.object(), Some("f64"));
     assert!(e.offset().is_some());
 }
+
+#[test]
+fn verify_checks_every_entry_crc_stored_or_deflated() {
+    for file in ["all.npz", "all_deflated.npz"] {
+        let bytes = std::fs::read(dir().join(file)).unwrap();
+        let r = ztensor::OpenOptions::new()
+            .open_bytes(bytes.clone())
+            .unwrap();
+        let report = r.verify();
+        assert!(report.is_ok(), "{file}: {:?}", report.failures);
+        assert_eq!(report.checked, r.len(), "{file}: one CRC per entry");
+
+        // A byte near the end of the largest entry's data changed (past a deflated entry's
+        // header, which opening inflates): verify names that entry (a stored one by its CRC;
+        // a deflated one by its CRC or its inflating).
+        let last = r
+            .objects()
+            .iter()
+            .max_by_key(|o| o.components[0].length)
+            .unwrap();
+        let c = &last.components[0];
+        let at = (c.offset + c.length - 2) as usize;
+        let mut damaged = bytes;
+        damaged[at] ^= 0x10;
+        // Opening inflates only a deflated entry's header: damage in its middle is found
+        // by verify.
+        let r = ztensor::OpenOptions::new().open_bytes(damaged).unwrap();
+        let report = r.verify();
+        assert!(!report.is_ok(), "{file}: damage not found");
+        let named = report.failures.iter().any(|e| {
+            e.to_string()
+                .contains(&format!("zip entry \"{}", last.name))
+        });
+        assert!(named, "{file}: {:?}", report.failures);
+    }
+}

@@ -203,3 +203,32 @@ fn a_training_checkpoint_keeps_its_other_values_and_builds_nothing() {
     // The optimizer's state is keyed by integers: dotted names all the same.
     assert!(r.object("optimizer.state.3.exp_avg_sq").is_ok());
 }
+
+#[test]
+fn verify_checks_every_zip_entry_crc_and_names_a_damaged_one() {
+    let bytes = std::fs::read(dir().join("state_dict.pt")).unwrap();
+    let r = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
+    let report = r.verify();
+    assert!(report.is_ok(), "{:?}", report.failures);
+    // data.pkl, byteorder, version, ..., and every storage: more checks than tensors.
+    assert!(report.checked > r.len(), "{} checks", report.checked);
+
+    // One byte of a storage changed: the values read (zip stores them as they are), and
+    // verify says which entry is damaged, where, and that the file is at fault.
+    let o = r
+        .objects()
+        .iter()
+        .find(|o| o.name == "state_dict.head.weight")
+        .unwrap();
+    let at = o.components[0].offset as usize;
+    let mut damaged = bytes;
+    damaged[at] ^= 0x01;
+    let r = OpenOptions::new().open_bytes(damaged).unwrap();
+    assert!(r.read::<f32>("state_dict.head.weight").is_ok());
+    let report = r.verify();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    let e = &report.failures[0];
+    assert_eq!(e.kind(), ztensor::ErrorKind::ChecksumMismatch, "{e}");
+    assert!(e.to_string().contains("/data/"), "{e}");
+    assert!(e.to_string().contains("CRC-32"), "{e}");
+}

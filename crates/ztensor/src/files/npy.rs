@@ -105,11 +105,9 @@ pub(crate) fn list_npz(source: &Source, limits: &Limits) -> Result<Listing> {
     if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
         return Err(bad(format!("two entries make the array {:?}", w[0])));
     }
-    Ok(Listing::of_unique(
-        FileVersion::Npz,
-        Attributes::new(),
-        objects,
-    ))
+    let mut listing = Listing::of_unique(FileVersion::Npz, Attributes::new(), objects);
+    listing.zip_entries = entries;
+    Ok(listing)
 }
 
 /// One `.npz` entry as an object (named later).

@@ -136,7 +136,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
             .map(|e| (*e).clone())
     };
     let len = pickled.len() as u64;
-    listing_of(
+    let mut listing = listing_of(
         &heap,
         root,
         records,
@@ -144,7 +144,9 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         limits,
         FileVersion::PyTorch,
         len,
-    )
+    )?;
+    listing.zip_entries = entries;
+    Ok(listing)
 }
 
 /// The listing of a checkpoint's value: tensors to objects (their storages found by
@@ -336,6 +338,9 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
                 compressed: len,
                 uncompressed: len,
                 header_offset: offset,
+                // A legacy storage record has no CRC; it is never among the entries that
+                // verify checks.
+                crc32: 0,
             },
         );
         offset = data_offset + len;
