@@ -157,6 +157,7 @@ pub use reader::{Iter, Reader, VerifyReport, REMOTE_BATCH};
 pub use remote::{is_url, open_url};
 #[cfg(feature = "sharded")]
 pub use sharded::{index::ShardIndex, is_index_path, ShardedSet};
+pub use sink::Staged;
 pub use slice::Hyperslab;
 pub use sparse::{Coo, Csr, Quantized, SparseData};
 pub use view::{ComponentView, ObjectView};

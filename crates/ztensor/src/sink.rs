@@ -1,5 +1,6 @@
 //! Where a [`Writer`](crate::Writer) puts its bytes ([`Sink`]): an [`AtomicFile`] that
-//! replaces its target when complete, a `Vec<u8>`, a `File` or a `BufWriter`.
+//! replaces its target when complete, a [`Staged`] one that waits for the caller to commit
+//! it, a `Vec<u8>`, a `File` or a `BufWriter`.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 
@@ -31,6 +32,62 @@ impl Sink for AtomicFile {
     }
     fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> Result<bool> {
         AtomicFile::read_back(self, offset, buf).map_err(|e| Error::io(e, "cannot read back"))?;
+        Ok(true)
+    }
+}
+
+/// An [`AtomicFile`] that finishing leaves in its temporary place: [`Writer::finish`] returns
+/// it, and the caller commits it. For outputs of several files (a sharded set) that replace
+/// their targets only once every one of them is written, so that a failure or a kill while
+/// writing leaves the old set whole (and no new file behind: an uncommitted temporary file
+/// is removed when dropped).
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("m.zt");
+/// let file = ztensor::container::AtomicFile::create(&path)?;
+/// let mut w = ztensor::Writer::new(ztensor::Staged(file))?;
+/// w.add("x", &[1], &[1.0f32])?;
+/// let staged = w.finish()?;
+/// assert!(!path.exists()); // written, not yet in place
+/// staged.commit()?;
+/// assert!(path.exists());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Staged(pub AtomicFile);
+
+impl Write for Staged {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Sink for Staged {
+    type Output = AtomicFile;
+    /// Flushes, so that the temporary file holds every byte (it may be read back by its
+    /// [`AtomicFile::temp_path`] before it is committed).
+    fn complete(mut self) -> Result<AtomicFile> {
+        self.0
+            .flush()
+            .map_err(|e| Error::io(e, "cannot flush the temporary file"))?;
+        Ok(self.0)
+    }
+    fn blob_written(&mut self) {
+        self.0.start_writeback();
+    }
+    fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> Result<bool> {
+        self.0
+            .read_back(offset, buf)
+            .map_err(|e| Error::io(e, "cannot read back"))?;
         Ok(true)
     }
 }

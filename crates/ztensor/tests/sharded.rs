@@ -243,3 +243,74 @@ fn hostile_indexes_are_refused_before_any_shard_is_touched() {
     let e = ShardedSet::open(&big).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
 }
+
+#[test]
+fn a_failed_write_leaves_the_old_set_whole_and_no_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let out = dir.path().join("out").join("model.safetensors");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let kind = ShardKind::Safetensors { densify: false };
+    write_set(&src, &out, 64, kind);
+    let snapshot = |d: &Path| {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read(&p).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot(out.parent().unwrap());
+    assert!(before.len() >= 4, "{} files", before.len());
+
+    // New values for the same names, and last in name order a CSR object, which
+    // safetensors cannot hold without densify: the first shards are written, the last fails.
+    let other = dir.path().join("other.zt");
+    let mut w = ztensor::Writer::create(&other).unwrap();
+    for i in 0..6usize {
+        let values: Vec<f32> = (0..4 * (i + 1)).map(|x| -((100 * i + x) as f32)).collect();
+        w.add(&format!("t{i}"), &[values.len() as u64], &values)
+            .unwrap();
+    }
+    let u64s = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let part = |role: &str, dtype, bytes| ztensor::ComponentData {
+        role: role.into(),
+        element: ztensor::ElementType::plain(dtype),
+        bytes: std::borrow::Cow::Owned(bytes),
+    };
+    w.add_object(
+        "zz_sparse",
+        ztensor::ObjectData {
+            shape: vec![2, 2],
+            format: ztensor::Format::SparseCsr,
+            attributes: ztensor::Attributes::new(),
+            components: vec![
+                part("values", ztensor::DType::F32, 1.5f32.to_le_bytes().to_vec()),
+                part("indices", ztensor::DType::U64, u64s(&[1])),
+                part("indptr", ztensor::DType::U64, u64s(&[0, 1, 1])),
+            ],
+        },
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let r = ztensor::open(&other).unwrap();
+    let objects: Vec<_> = r.iter().collect();
+    let options = IndexedOptions {
+        max_shard_size: 64,
+        kind,
+        durability: Durability::Unsynced,
+    };
+    let e = write_indexed(&objects, r.attributes(), &out, options).unwrap_err();
+    assert!(e.to_string().contains("zz_sparse"), "{e}");
+    // The old set, byte for byte, and nothing else (no new shard, no temporary file).
+    assert_eq!(snapshot(out.parent().unwrap()), before);
+    let set = ShardedSet::open(out.with_file_name("model.safetensors.index.json")).unwrap();
+    assert_eq!(
+        &set.object("t1").unwrap().read::<f32>().unwrap()[..2],
+        &[100.0, 101.0]
+    );
+}

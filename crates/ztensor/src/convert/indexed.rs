@@ -5,8 +5,10 @@
 //! Objects go to shards in bytewise name order, a new shard starting when the next object
 //! would take the current one past the size asked for (an object larger than that gets a
 //! shard of its own): the same objects and size always give the same files. Sizes are the
-//! objects' decoded bytes. The index is written last, so a set whose writing failed has no
-//! index and is never opened as complete.
+//! objects' decoded bytes. Every file is first written under a temporary name beside its
+//! target ([`Staged`]); only when all are written do they replace their targets, the shards
+//! and then the index. A failure or a kill while writing leaves an old set at the same paths
+//! whole (its shards are not replaced one by one under its index) and no new file behind.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use zt_manifest::{Attributes, Value};
 
 use super::{copy_object, ConvertOptions};
 use crate::sharded::ShardIndex;
+use crate::sink::Staged;
 use crate::view::ObjectView;
 use crate::writer::Writer;
 
@@ -83,8 +86,8 @@ fn layout(output: &Path) -> Result<(PathBuf, PathBuf, String, String)> {
 
 /// Writes `objects` (of one reader or of a sharded set) as shards beside `output` and an
 /// index, in Hugging Face's convention; `attributes` go into every shard (as `__metadata__`
-/// for safetensors: text only), the index's metadata holds `total_size`. Each file is
-/// written crash-safely, the index last.
+/// for safetensors: text only), the index's metadata holds `total_size`. The files replace
+/// their targets only once every one is written, the index last (see the module).
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -185,10 +188,11 @@ fn write_planned(
     };
     let mut total = 0u64;
     let mut shards = Vec::with_capacity(n);
+    let mut staged = Vec::with_capacity(n);
     for (i, group) in groups.iter().enumerate() {
         let file = format!("{stem}-{:05}-of-{n:05}.{ext}", i + 1);
         let path = dir.join(&file);
-        write_shard(group, attributes, &path, options).map_err(|e| e.in_file(&path))?;
+        staged.push(write_shard(group, attributes, &path, options).map_err(|e| e.in_file(&path))?);
         for o in group {
             index.entries.push((o.name().to_owned(), i as u32));
             total = total.saturating_add(decoded_size(o));
@@ -205,6 +209,11 @@ fn write_planned(
     let mut file = AtomicFile::create_with(&index_path, options.durability)?;
     file.write_all(index.to_json().as_bytes())
         .map_err(|e| Error::io(e, "cannot write the index").in_file(&index_path))?;
+    // Every file is written: only now do they replace their targets, the index last. Until
+    // here a failure (or a kill) left the old set as it was and no new file behind.
+    for shard in staged {
+        shard.commit()?;
+    }
     file.commit()?;
     Ok(IndexedFiles {
         index: index_path,
@@ -212,18 +221,18 @@ fn write_planned(
     })
 }
 
-/// One shard's file.
+/// One shard's file, written but not yet in place (see [`Staged`]).
 fn write_shard(
     group: &[&ObjectView<'_>],
     attributes: &Attributes,
     path: &Path,
     options: IndexedOptions,
-) -> Result<()> {
+) -> Result<AtomicFile> {
     match options.kind {
         #[cfg(feature = "safetensors")]
         ShardKind::Safetensors { densify } => {
             let views: Vec<ObjectView<'_>> = group.iter().map(|v| **v).collect();
-            super::safetensors::write_safetensors_views(
+            super::safetensors::safetensors_views_staged(
                 &views,
                 attributes,
                 path,
@@ -232,7 +241,8 @@ fn write_shard(
             )
         }
         ShardKind::Zt(convert) => {
-            let mut w = Writer::create_version(path, convert.version, options.durability)?;
+            let file = Staged(AtomicFile::create_with(path, options.durability)?);
+            let mut w = Writer::new_version(file, convert.version)?;
             w.set_attributes(attributes.clone());
             for o in group {
                 copy_object(**o, &mut w, convert)?;

@@ -60,7 +60,18 @@ pub fn write_safetensors_views(
     densify: bool,
     durability: Durability,
 ) -> Result<()> {
-    let output = output.as_ref();
+    safetensors_views_staged(views, attributes, output.as_ref(), densify, durability)?.commit()
+}
+
+/// As [`write_safetensors_views`], leaving the file written but not in place: the caller
+/// commits it (a sharded set commits its files once all are written).
+pub(crate) fn safetensors_views_staged(
+    views: &[ObjectView<'_>],
+    attributes: &zt_manifest::Attributes,
+    output: &Path,
+    densify: bool,
+    durability: Durability,
+) -> Result<AtomicFile> {
     let mut meta = BTreeMap::new();
     for (k, v) in attributes {
         match v {
@@ -157,7 +168,8 @@ pub fn write_safetensors_tensors(
         Ok(std::borrow::Cow::Borrowed(
             bytes.get(t.name).copied().unwrap_or_default(),
         ))
-    })
+    })?
+    .commit()
 }
 
 /// Writes planned tensors: sorted as `safetensors::serialize` sorts them, the header, then
@@ -168,7 +180,7 @@ fn write_planned<'a, 'b>(
     meta: &BTreeMap<&str, &str>,
     mut tensors: Vec<Tensor<'a>>,
     mut bytes_of: impl FnMut(&Tensor<'a>) -> Result<std::borrow::Cow<'b, [u8]>>,
-) -> Result<()> {
+) -> Result<AtomicFile> {
     // The order of safetensors::serialize: dtype alignment descending, then name.
     tensors.sort_by(|a, b| b.dtype.cmp(&a.dtype).then(a.name.cmp(b.name)));
     let header = safetensors_header(meta, &tensors)?;
@@ -190,7 +202,7 @@ fn write_planned<'a, 'b>(
         }
         file.write_all(&bytes).map_err(written)?;
     }
-    file.commit()
+    Ok(file)
 }
 
 /// What an object becomes in a `.safetensors` file: the type and size of its dense form,

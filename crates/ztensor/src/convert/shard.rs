@@ -19,6 +19,7 @@ use zt_manifest::{decode_manifest_v2, encode_manifest_v2, DecodeLimits, Manifest
 use super::{copy_object, ConvertOptions};
 use crate::model::ObjectInfo;
 use crate::reader::Reader;
+use crate::sink::Staged;
 use crate::writer::{Version, Writer};
 
 /// Options of [`write_sharded`].
@@ -31,7 +32,9 @@ pub struct ShardOptions {
 }
 
 /// Writes every object of `reader` as a sharded v2 model: the shards beside `root`, then the
-/// root (each file replaced crash-safely; the root, written last, is what a reader opens).
+/// root. Every file is written under a temporary name first and replaces its target only
+/// once all are written (shards, then the root, which is what a reader opens): a failure or
+/// a kill while writing leaves an old model at these paths whole and no new file behind.
 /// Returns the paths of the shards written.
 ///
 /// ```
@@ -80,18 +83,24 @@ pub fn write_sharded(
         ..Default::default()
     };
     let mut paths = Vec::with_capacity(n);
+    let mut staged = Vec::with_capacity(n);
     for (i, group) in groups.iter().enumerate() {
         let name = format!("{:05}-of-{n:05}", i + 1);
         let path = dir.join(format!("{stem}-{name}.zt"));
+        // Written under a temporary name; in place only once the root is written too.
+        let file = Staged(AtomicFile::create_with(&path, options.convert.durability)?);
         let mut w =
-            Writer::create_version(&path, options.convert.version, options.convert.durability)?;
+            Writer::new_version(file, options.convert.version).map_err(|e| e.in_file(&path))?;
         for o in group {
             copy_object(reader.object(&o.name)?, &mut w, options.convert)
                 .map_err(|e| e.in_file(&path))?;
         }
-        w.finish()?;
-        let (size, digest) = identity(&path)?;
-        for mut o in shard_objects(&path)? {
+        let file = w.finish().map_err(|e| e.in_file(&path))?;
+        let written = file.temp_path().to_path_buf();
+        let (size, digest) = identity(&written).map_err(|e| e.in_file(&path))?;
+        let objects = shard_objects(&written).map_err(|e| e.in_file(&path))?;
+        staged.push(file);
+        for mut o in objects {
             for p in &mut o.parts {
                 p.shard = Some(name.clone());
             }
@@ -109,10 +118,15 @@ pub fn write_sharded(
     let file = AtomicFile::create_with(root, options.convert.durability)?;
     let io = |e| Error::io(e, "cannot write the root").in_file(root);
     let blobs = BlobWriterV2::new(file, alignment).map_err(io)?;
-    blobs
+    let root_file = blobs
         .finish(&bytes, zt_formats::xxh3_64(&bytes))
-        .map_err(io)?
-        .commit()?;
+        .map_err(io)?;
+    // Everything is written: the shards replace their targets, then the root. Until here a
+    // failure or a kill left an old model at these paths whole, and no new file behind.
+    for shard in staged {
+        shard.commit()?;
+    }
+    root_file.commit()?;
     Ok(paths)
 }
 
