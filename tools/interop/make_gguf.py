@@ -81,7 +81,10 @@ HALF_FIELDS = {
     Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0], Q.Q8_1: [],
     Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
 }
-DEQUANTIZED = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+DEQUANTIZED = [
+    Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K,
+    Q.TQ1_0, Q.TQ2_0, Q.MXFP4, Q.IQ4_NL, Q.IQ4_XS,
+]
 
 # The package's table gives Q8_1 the 40 bytes of an older ggml; ggml's block_q8_1 is now two
 # halves and 32 codes. Such blocks are handed over as int8 with their logical shape, which

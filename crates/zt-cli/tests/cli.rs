@@ -1040,10 +1040,14 @@ fn gguf_info_ls_cat_verify_diff_and_convert_both_ways() {
     assert_eq!(code(&o), 0);
     let golden = std::fs::read(fixtures().join("interop/gguf/golden/q6_k.f32")).unwrap();
     assert_eq!(o.stdout, golden);
+    let o = zt(&["cat", "--dequantize", &quant, "iq4_xs"]);
+    assert_eq!(code(&o), 0);
+    let golden = std::fs::read(fixtures().join("interop/gguf/golden/iq4_xs.f32")).unwrap();
+    assert_eq!(o.stdout, golden);
     assert_clean_error(
-        &zt(&["cat", "--dequantize", &quant, "iq4_xs"]),
+        &zt(&["cat", "--dequantize", &quant, "iq2_xxs"]),
         1,
-        "dequantizing IQ4_XS blocks is not supported",
+        "dequantizing IQ2_XXS blocks is not supported",
     );
     assert_clean_error(
         &zt(&["cat", "--dequantize", &fx("interop/gguf/dense.gguf"), "f32"]),

@@ -1,7 +1,8 @@
 //! ggml's tensor types, as GGUF files name them by number: the type table (name, elements
 //! per block, bytes per block, and the dense storage type where there is one), the layout id
 //! a quantized GGUF tensor has in our model (`gguf.<name>/1`, as ztensor 2.x names it), and
-//! dequantization to `f32` of the common block types.
+//! dequantization to `f32` of the common block types (Q4_0-Q8_0, the K-quants Q2_K-Q6_K,
+//! the ternary TQ1_0/TQ2_0, the code-book IQ4_NL/IQ4_XS and MXFP4).
 //!
 //! The table is ggml's (`ggml_type` in ggml.h and the `sizeof(block_*)` of ggml-common.h;
 //! ids and names as `GGML_QUANT_SIZES` in the `gguf` package 0.19.0 lists them, whose Q8_1
@@ -176,6 +177,11 @@ fn dequantizer(id: u32) -> Option<Dequantizer> {
         12 => q4_k,
         13 => q5_k,
         14 => q6_k,
+        20 => iq4_nl,
+        23 => iq4_xs,
+        34 => tq1_0,
+        35 => tq2_0,
+        39 => mxfp4,
         _ => return None,
     })
 }
@@ -188,8 +194,8 @@ pub fn dequantize(id: u32, blocks: &[u8], out: &mut [f32]) -> Result<()> {
         .ok_or_else(|| Error::unsupported(format!("unknown ggml type id {id}")))?;
     let f = dequantizer(id).ok_or_else(|| {
         Error::unsupported(format!(
-            "dequantizing {} blocks is not supported (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and \
-             Q2_K-Q6_K are); read its bytes",
+            "dequantizing {} blocks is not supported (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, \
+             Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS and MXFP4 are); read its bytes",
             t.name.to_uppercase()
         ))
     })?;
@@ -390,6 +396,86 @@ fn q6_k(b: &[u8], o: &mut [f32]) {
     }
 }
 
+/// The non-linear 4-bit code book of IQ4_NL and IQ4_XS (ggml's `kvalues_iq4nl`).
+const IQ4_VALUES: [i8; 16] = [
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+];
+
+/// FP4 (E2M1) values doubled, as MXFP4 blocks index them (ggml's `kvalues_mxfp4`).
+const E2M1_DOUBLED: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+fn iq4_nl(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (j, v) in o.iter_mut().enumerate().take(32) {
+        let q = IQ4_VALUES[usize::from(nibble32(b, 2, j))];
+        *v = d * f32::from(q);
+    }
+}
+
+/// 256 elements in 8 sub-blocks of 32, each with a 6-bit scale (low 4 bits in a nibble of
+/// `scales_l`, high 2 in `scales_h`) around 32, and IQ4_NL codes.
+fn iq4_xs(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    let scales_h = le16(b, 2);
+    for (sub, out) in o.chunks_exact_mut(32).enumerate().take(8) {
+        let low = (byte(b, 4 + sub / 2) >> (4 * (sub % 2))) & 0x0F;
+        let high = ((scales_h >> (2 * sub)) & 0x03) as u8;
+        let scale = (low | (high << 4)) as i8 - 32;
+        let dl = d * f32::from(scale);
+        for (j, v) in out.iter_mut().enumerate() {
+            let q = IQ4_VALUES[usize::from(nibble32(b, 8 + 16 * sub, j))];
+            *v = dl * f32::from(q);
+        }
+    }
+}
+
+/// Ternary codes packed five to a byte (four in the last 4 bytes) as base-3 fractions of
+/// 256: code `k` of a byte is `((byte * 3^k mod 256) * 3) >> 8`, minus 1. Elements 0-159
+/// come from bytes 0-31 (five codes each, code-major), 160-239 from bytes 32-47, 240-255 from
+/// the 4 bytes at 48; then an f16 scale.
+fn tq1_0(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 52);
+    let code = |x: u8, k: u32| -> f32 {
+        let shifted = x.wrapping_mul(3u8.wrapping_pow(k));
+        f32::from(((u16::from(shifted) * 3) >> 8) as i8 - 1)
+    };
+    let mut at = 0;
+    for (start, count, powers) in [(0usize, 32usize, 5u32), (32, 16, 5), (48, 4, 4)] {
+        for k in 0..powers {
+            for i in 0..count {
+                if let Some(v) = o.get_mut(at) {
+                    *v = d * code(byte(b, start + i), k);
+                }
+                at += 1;
+            }
+        }
+    }
+}
+
+/// Ternary codes two bits each (as the K-quants pack them), minus 1, then an f16 scale.
+fn tq2_0(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 64);
+    for (i, v) in o.iter_mut().enumerate().take(256) {
+        *v = d * f32::from(crumb(b, 0, i) as i8 - 1);
+    }
+}
+
+/// An E8M0 scale byte (as half of 2^(e - 127), ggml's `ggml_e8m0_to_fp32_half`), then 32
+/// FP4 codes, low nibbles first.
+fn mxfp4(b: &[u8], o: &mut [f32]) {
+    let e = u32::from(byte(b, 0));
+    let bits = if e < 2 {
+        0x0020_0000u32 << e
+    } else {
+        (e - 1) << 23
+    };
+    let d = f32::from_bits(bits);
+    for (j, v) in o.iter_mut().enumerate().take(32) {
+        let q = E2M1_DOUBLED[usize::from(nibble32(b, 1, j))];
+        *v = d * f32::from(q);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +527,32 @@ mod tests {
         dequantize(2, &b, &mut o).unwrap();
         assert_eq!(o[0], -8.0);
         assert_eq!(o[16], -7.0);
+    }
+
+    #[test]
+    fn mxfp4_scales_are_powers_of_two_down_to_subnormals() {
+        // e = 128: a scale of 2^1, halved for the doubled code book; code 2 is FP4 1.0.
+        let mut b = vec![128u8];
+        b.extend([0x02u8, 0x0F].iter().chain([0u8; 14].iter()));
+        let mut o = [0f32; 32];
+        dequantize(39, &b, &mut o).unwrap();
+        assert_eq!((o[0], o[1], o[16], o[17]), (2.0, -12.0, 0.0, 0.0));
+        // e = 0 and 1: subnormal scales 2^-128 and 2^-127, as ggml gives them.
+        for (e, scale) in [(0u8, 0x0020_0000u32), (1, 0x0040_0000)] {
+            b[0] = e;
+            dequantize(39, &b, &mut o).unwrap();
+            assert_eq!(o[0], 2.0 * f32::from_bits(scale));
+        }
+    }
+
+    #[test]
+    fn ternary_codes_are_minus_one_zero_one() {
+        // TQ2_0: bytes 0b10_01_00 hold codes 0, 1, 2 for elements 0, 32, 64; d = 1.0.
+        let mut b = vec![0b0010_0100u8; 64];
+        b.extend([0x00, 0x3C]);
+        let mut o = [0f32; 256];
+        dequantize(35, &b, &mut o).unwrap();
+        assert_eq!((o[0], o[32], o[64], o[96]), (-1.0, 0.0, 1.0, -1.0));
     }
 
     #[test]
