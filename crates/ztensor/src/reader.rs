@@ -304,38 +304,21 @@ impl Reader {
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
         for (info, source) in self.shards.iter().zip(&self.backing.shards) {
-            match verify_shard(info, source) {
-                Ok(n) => report.checked += n,
-                Err(e) => {
-                    report.checked += 1;
-                    report.failures.push(e);
-                }
-            }
+            report.tally(verify_shard(info, source));
         }
         // A zip-based file's entries (tensor data, pickle, headers): each CRC-32.
-        let entries: Vec<Result<()>> = self
+        let cap = self.backing.limits.max_decompressed_len;
+        let entries: Vec<Result<usize>> = self
             .zip_entries
             .par_iter()
             .with_max_len(1)
-            .map(|e| {
-                let cap = self.backing.limits.max_decompressed_len;
-                crate::zip::check_crc(&self.backing.source, e, cap)
-            })
+            .map(|e| crate::zip::check_crc(&self.backing.source, e, cap).map(|()| 1))
             .collect();
         for r in entries {
-            report.checked += 1;
-            if let Err(e) = r {
-                report.failures.push(e);
-            }
+            report.tally(r);
         }
         for r in self.parallel_objects_whole(|o| o.verify()) {
-            match r {
-                Ok(n) => report.checked += n,
-                Err(e) => {
-                    report.checked += 1;
-                    report.failures.push(e);
-                }
-            }
+            report.tally(r);
         }
         report
     }
@@ -425,5 +408,16 @@ impl VerifyReport {
     /// Whether every digest matched.
     pub fn is_ok(&self) -> bool {
         self.failures.is_empty()
+    }
+
+    /// Counts one check's result: the digests it checked, or one failed check.
+    fn tally(&mut self, result: Result<usize>) {
+        match result {
+            Ok(n) => self.checked += n,
+            Err(e) => {
+                self.checked += 1;
+                self.failures.push(e);
+            }
+        }
     }
 }

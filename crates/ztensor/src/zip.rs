@@ -378,8 +378,8 @@ pub(crate) fn check_crc(source: &Source, entry: &Entry, max_inflated: u64) -> Re
                 .read_at(entry.data_offset, entry.compressed)
                 .map_err(at)?;
             // One byte past the declared size is read, so that more data is seen as such.
-            let mut inflater =
-                flate2::read::DeflateDecoder::new(&stored[..]).take(entry.uncompressed + 1);
+            let mut inflater = flate2::read::DeflateDecoder::new(&stored[..])
+                .take(entry.uncompressed.saturating_add(1));
             let mut buf = vec![0u8; INFLATE_PIECE];
             let mut total = 0u64;
             loop {

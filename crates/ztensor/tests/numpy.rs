@@ -3,6 +3,9 @@
 //! for byte with `expected.json`), mapped and unmapped; stored entries come from the map
 //! without a copy; structured and object arrays are refused, naming what they are.
 
+#[path = "support/expected.rs"]
+mod expected;
+
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
@@ -15,10 +18,6 @@ fn dir() -> PathBuf {
 fn expected() -> serde_json::Value {
     let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[test]
@@ -38,23 +37,7 @@ fn every_array_reads_as_numpy_wrote_it() {
                 assert_eq!(r.len(), arrays.len(), "{file}");
             }
             for (name, want) in arrays {
-                let o = r
-                    .object(name)
-                    .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
-                let shape: Vec<u64> = want["shape"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|d| d.as_u64().unwrap())
-                    .collect();
-                assert_eq!(&o.shape[..], &shape[..], "{file} {name}");
-                assert_eq!(
-                    o.element_type().unwrap().name(),
-                    want["type"].as_str().unwrap(),
-                    "{file} {name}"
-                );
-                let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
-                assert_eq!(hex(&bytes), want["hex"].as_str().unwrap(), "{file} {name}");
+                expected::check_object(&r, file, name, want);
                 checked += 1;
             }
             assert!(r.verify().is_ok(), "{file}");

@@ -5,6 +5,9 @@
 //! one storage are all listed and show their storage; strided tensors read correctly;
 //! non-tensor values become attributes; unknown globals stay opaque.
 
+#[path = "support/expected.rs"]
+mod expected;
+
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
@@ -12,10 +15,6 @@ use ztensor::{FileVersion, OpenOptions, Value};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/pytorch")
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[test]
@@ -44,23 +43,7 @@ fn every_tensor_reads_as_torch_wrote_it() {
                 r.names().collect::<Vec<_>>()
             );
             for (name, want) in tensors {
-                let o = r
-                    .object(name)
-                    .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
-                let shape: Vec<u64> = want["shape"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|d| d.as_u64().unwrap())
-                    .collect();
-                assert_eq!(&o.shape[..], &shape[..], "{file} {name}");
-                assert_eq!(
-                    o.element_type().unwrap().name(),
-                    want["type"].as_str().unwrap(),
-                    "{file} {name}"
-                );
-                let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
-                assert_eq!(hex(&bytes), want["hex"].as_str().unwrap(), "{file} {name}");
+                expected::check_object(&r, file, name, want);
                 checked += 1;
             }
             assert!(r.verify().is_ok(), "{file}");

@@ -450,18 +450,18 @@ fn tensor_object(
     let dense_len = count
         .checked_mul(size)
         .ok_or_else(|| bad(format!("shape {:?} overflows", t.size)))?;
-    // The elements reach from `offset` to `offset + last`, `last` the largest index the
-    // strides give (nothing for an empty tensor).
-    let last = if count == 0 {
+    // The elements reach from `offset` to `offset + reach`, one past the largest index the
+    // strides give (nothing for an empty tensor); every step checked, the last `+ 1` too.
+    let reach = if count == 0 {
         0
     } else {
         t.size
             .iter()
             .zip(&t.stride)
             .try_fold(0u64, |a, (&n, &s)| a.checked_add((n - 1).checked_mul(s)?))
+            .and_then(|last| last.checked_add(1))
             .ok_or_else(|| bad(format!("strides {:?} overflow", t.stride)))?
     };
-    let reach = if count == 0 { 0 } else { last + 1 };
     // An empty tensor reads nothing: its offset, which torch does not bound, is not used.
     let start = if count == 0 {
         0
@@ -500,7 +500,9 @@ fn tensor_object(
         shape,
         element,
         (
-            record.data_offset + start,
+            // A stored record's data lies in the file, so this cannot overflow; a deflated
+            // one's `start` is into the inflated bytes, and its offset is replaced below.
+            record.data_offset.saturating_add(start),
             if contiguous { dense_len } else { span },
         ),
         byte_order,

@@ -141,6 +141,21 @@ impl Heap {
         }
     }
 
+    /// A tuple's length and its first `N` items (`Pv::None` past its end); `None` when `v`
+    /// is not a tuple. The handful of items a known construction reads, nothing copied.
+    fn tuple_head<const N: usize>(&self, v: Pv) -> Option<(usize, [Pv; N])> {
+        match self.get(v) {
+            Some(Obj::Tuple(t)) => {
+                let mut head = [Pv::None; N];
+                for (slot, item) in head.iter_mut().zip(t) {
+                    *slot = *item;
+                }
+                Some((t.len(), head))
+            }
+            _ => None,
+        }
+    }
+
     /// How many objects the heap holds.
     fn len(&self) -> usize {
         self.objs.len()
@@ -688,15 +703,8 @@ impl<'h> Machine<'h> {
             Some(Obj::Global(g)) => Known::of(&g.0, &g.1),
             _ => return Ok(self.opaque_of(callable)),
         };
-        let (count, first) = match self.heap.get(args) {
-            Some(Obj::Tuple(a)) => {
-                let mut first = [Pv::None; 8];
-                for (slot, v) in first.iter_mut().zip(a) {
-                    *slot = *v;
-                }
-                (a.len(), first)
-            }
-            _ => return Err(Stop::Bad("a call with no argument tuple".into())),
+        let Some((count, first)) = self.heap.tuple_head::<8>(args) else {
+            return Err(Stop::Bad("a call with no argument tuple".into()));
         };
         let arg = |i: usize| first.get(i).copied().unwrap_or(Pv::None);
         match known {
@@ -794,15 +802,8 @@ impl<'h> Machine<'h> {
 
     /// `persistent_load(('storage', type, key, location, numel))`.
     fn persistent(&mut self, pid: Pv) -> std::result::Result<Pv, Stop> {
-        let (count, items) = match self.heap.get(pid) {
-            Some(Obj::Tuple(t)) => {
-                let mut items = [Pv::None; 6];
-                for (slot, v) in items.iter_mut().zip(t) {
-                    *slot = *v;
-                }
-                (t.len(), items)
-            }
-            _ => return Err(Stop::Bad("a persistent id that is not a tuple".into())),
+        let Some((count, items)) = self.heap.tuple_head::<6>(pid) else {
+            return Err(Stop::Bad("a persistent id that is not a tuple".into()));
         };
         if self.heap.text(items[0]) != Some("storage") || count < 5 {
             return Err(Stop::Unsupported(

@@ -1,0 +1,26 @@
+//! The `expected.json` files the interop scripts write beside the files numpy and torch
+//! wrote (tools/interop/make_numpy.py, make_torch.py): per file, per array or tensor, its
+//! shape, element type name and row-major little-endian bytes in hex.
+
+/// Checks object `name` of `r` (read from `file`) against its entry `want`: shape, element
+/// type and every byte.
+pub fn check_object(r: &ztensor::Reader, file: &str, name: &str, want: &serde_json::Value) {
+    let o = r
+        .object(name)
+        .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+    let shape: Vec<u64> = want["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap())
+        .collect();
+    assert_eq!(&o.shape[..], &shape[..], "{file} {name}");
+    assert_eq!(
+        o.element_type().unwrap().name(),
+        want["type"].as_str().unwrap(),
+        "{file} {name}"
+    );
+    let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+    let hex: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
+    assert_eq!(hex, want["hex"].as_str().unwrap(), "{file} {name}");
+}
