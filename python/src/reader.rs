@@ -117,11 +117,19 @@ fn object_dict<'py>(py: Python<'py>, o: &ObjectInfo) -> PyResult<Bound<'py, PyDi
 #[pymethods]
 impl Reader {
     /// Opens `path` (mapped unless `unmapped`), or a URL (`s3://`, `gs://`, `az://`,
-    /// `http(s)://`) with ranged reads.
+    /// `http(s)://`) with ranged reads. `verify`: every read checks the digests and
+    /// checksums covering its bytes, zero-copy reads too.
     #[new]
-    #[pyo3(signature = (path, *, unmapped = false))]
-    fn new(py: Python<'_>, path: PathBuf, unmapped: bool) -> PyResult<Self> {
-        let options = ztensor::OpenOptions::new().unmapped(unmapped);
+    #[pyo3(signature = (path, *, unmapped = false, verify = false))]
+    fn new(py: Python<'_>, path: PathBuf, unmapped: bool, verify: bool) -> PyResult<Self> {
+        let checks = if verify {
+            ztensor::Verify::Always
+        } else {
+            ztensor::Verify::WhenCopying
+        };
+        let options = ztensor::OpenOptions::new()
+            .unmapped(unmapped)
+            .verify(checks);
         let r = py
             .detach(|| match path.to_str().filter(|s| ztensor::is_url(s)) {
                 Some(url) => options.open_url(url),
@@ -196,10 +204,19 @@ impl Reader {
     }
 
     /// A dense object as an array: pointing into the map when raw, little-endian and aligned;
-    /// `None` for objects of other formats.
-    fn array<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    /// `None` for objects of other formats. `verify`: check its digests even when zero-copy.
+    #[pyo3(signature = (name, verify = false))]
+    fn array<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        verify: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let r = self.get(py)?;
-        let o = object(py, &r, name)?;
+        let mut o = object(py, &r, name)?;
+        if verify {
+            o = o.with_checks(ztensor::Verify::Always);
+        }
         if o.format != Format::Dense {
             return Ok(None);
         }

@@ -241,9 +241,11 @@ class File:
     threads: reads release the GIL and run in parallel.
     """
 
-    def __init__(self, path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False):
+    def __init__(
+        self, path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False, verify: bool = False
+    ):
         self.path = str(path)
-        self._native = _native.Reader(path, unmapped=unmapped)
+        self._native = _native.Reader(path, unmapped=unmapped, verify=verify)
 
     def _reader(self) -> "_native.Reader":
         return self._native
@@ -297,8 +299,13 @@ class File:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def get_tensor(self, name: str) -> Any:
+    def get_tensor(self, name: str, *, verify: bool = False) -> Any:
         """An object's values.
+
+        A read that decodes or copies checks the digests and checksums the file carries for
+        them; a zero-copy read does not (it would cost a pass over the bytes) unless
+        ``verify=True`` here or at :func:`open`. A mismatch raises
+        :class:`ztio.ChecksumError` naming the object, component and offset.
 
         - dense: a numpy array (read-only and pointing into the map when stored raw,
           little-endian and aligned; owned otherwise). bf16/FP8 use ml_dtypes dtypes when
@@ -308,7 +315,7 @@ class File:
         - ``quantized_group``: :class:`Quantized` (see :meth:`Quantized.dequantize`).
         - any other format: :class:`Components`.
         """
-        array = self._native.array(name)
+        array = self._native.array(name, verify)
         if array is not None:
             return array
         return self._structured(name)
@@ -396,7 +403,9 @@ def _scipy_has_nd_coo(sp: Any) -> bool:
         return False
 
 
-def open(path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False) -> File:
+def open(
+    path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False, verify: bool = False
+) -> File:
     """Opens a tensor file of any kind ztio reads: zTensor ``.zt`` of every version,
     ``.mag``, ``.safetensors``, GGUF, NumPy and PyTorch files.
 
@@ -405,8 +414,11 @@ def open(path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False) -> Fil
     an ``s3://``, ``gs://``, ``az://``, ``http://`` or ``https://`` URL: the file is then
     read by ranged requests (credentials from the store's usual environment variables;
     docs/remote.md gives what each read costs), and arrays are copies.
+
+    Reads that decode or copy check the digests and checksums the file carries;
+    ``verify=True`` makes every read check, zero-copy ones too (one pass over their bytes).
     """
-    return File(path, unmapped=unmapped)
+    return File(path, unmapped=unmapped, verify=verify)
 
 
 class _SafeOpen:

@@ -25,10 +25,13 @@ from ._write import save_file as _save
 __all__ = ["load_file", "save_file"]
 
 
-def load_file(filename: Union[str, "os.PathLike[str]"]) -> Dict[str, np.ndarray]:
+def load_file(
+    filename: Union[str, "os.PathLike[str]"], *, verify: bool = False
+) -> Dict[str, np.ndarray]:
     """Every tensor of a file, by name. Dense raw tensors point into the memory map (the
-    arrays keep it alive); other formats come back as :meth:`ztio.File.get_tensor` gives them."""
-    f = File(filename)
+    arrays keep it alive); other formats come back as :meth:`ztio.File.get_tensor` gives them.
+    ``verify=True`` checks every digest and checksum the file carries, zero-copy reads too."""
+    f = File(filename, verify=verify)
     try:
         return {name: f.get_tensor(name) for name in f.keys()}
     finally:

@@ -23,10 +23,6 @@ fn open(path: &Path) -> Result<Reader, Failure> {
     crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
 }
 
-/// For `diff`, a file that cannot be opened is trouble (exit 2), as for diff(1).
-pub(crate) fn open_for_diff(path: &Path) -> Result<Reader, Failure> {
-    crate::common::open_input(path).map_err(|e| Failure::Trouble(e.in_file(path).to_string()))
-}
 
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -65,7 +61,9 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
             .and_then(|_| std::io::Write::flush(&mut buf).map_err(serde_json::Error::io))
         {
             Ok(()) => Ok(()),
-            Err(e) if e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe) => Ok(()),
+            Err(e) if e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe) => {
+                Err(Failure::PipeClosed)
+            }
             Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
         };
     }
@@ -73,10 +71,10 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
     let total: u64 = r.objects().iter().map(stored_len).sum();
     let _ = writeln!(
         s,
-        "{}: {}, {} objects, {} of data",
+        "{}: {}, {}, {} of data",
         path.display(),
         r.version(),
-        r.objects().len(),
+        crate::common::count(r.objects().len() as u64, "object"),
         human_bytes(total)
     );
     for (k, v) in r.attributes() {
@@ -330,7 +328,7 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
     let mut o = std::io::stdout().lock();
     match std::io::Write::write_all(&mut o, &bytes).and_then(|_| std::io::Write::flush(&mut o)) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::PipeClosed),
         Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
     }
 }
@@ -416,12 +414,12 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
                 all_ok &= ok;
                 let _ = writeln!(
                     text,
-                    "{}: {} ({}, {} objects decoded, {} digests and checksums verified)",
+                    "{}: {} ({}, {} decoded, {} and checksums verified)",
                     f.display(),
                     if ok { "OK" } else { "FAILED" },
                     c.version,
-                    c.objects,
-                    c.checked
+                    crate::common::count(c.objects as u64, "object"),
+                    crate::common::count(c.checked as u64, "digest")
                 );
                 for e in &c.failures {
                     let _ = writeln!(text, "  {e}");
@@ -486,7 +484,15 @@ pub fn convert(
         ));
     }
     let r = open(input)?;
-    let in_file = |e: ztensor::Error| Failure::from(e.in_file(output));
+    // A digest that does not match is the input's fault; anything else names the output.
+    let in_file = |e: ztensor::Error| {
+        let file = if e.kind() == ztensor::ErrorKind::ChecksumMismatch {
+            input
+        } else {
+            output
+        };
+        Failure::from(e.in_file(file))
+    };
     match kind {
         Kind::Mag => {
             let version = mag_version.into();

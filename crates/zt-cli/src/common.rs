@@ -22,6 +22,26 @@ pub fn durability() -> Durability {
     DURABILITY.get().copied().unwrap_or_default()
 }
 
+/// Whether reads check what files carry: off with `--no-verify`, set once before any
+/// command runs.
+static CHECKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Chooses, once, whether commands check the digests and checksums of what they read.
+pub fn set_checks(on: bool) {
+    let _ = CHECKS.set(on);
+}
+
+/// How every command opens a file: a command that hands bytes on (`cat`, the writing
+/// commands) checks every digest and checksum covering them, unless `--no-verify` was given.
+pub fn open_options() -> ztensor::OpenOptions {
+    let verify = if CHECKS.get().copied().unwrap_or(true) {
+        ztensor::Verify::Always
+    } else {
+        ztensor::Verify::Never
+    };
+    ztensor::OpenOptions::new().verify(verify)
+}
+
 /// An output file kind: `zt` is zTensor of the default version (v2); `v2` and `v1.2` name
 /// the version.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +107,9 @@ pub enum Failure {
     Trouble(String),
     /// `diff` reported on stdout, but could not compare everything: exit 2 quietly.
     ReportedTrouble,
+    /// Whoever read stdout stopped reading (`zt ls f | head -1`): stop at once, quietly,
+    /// with the status a shell gives a writer a closed pipe ended (128 + SIGPIPE).
+    PipeClosed,
 }
 
 impl From<ztensor::Error> for Failure {
@@ -105,6 +128,16 @@ impl From<ztensor::Error> for Failure {
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
         Failure::Failed(format!("{e:#}"))
+    }
+}
+
+impl Failure {
+    /// For `diff`, which exits 2 on any trouble: a usage or file failure becomes trouble.
+    pub fn into_trouble(self) -> Failure {
+        match self {
+            Failure::Usage(m) | Failure::Failed(m) => Failure::Trouble(m),
+            other => other,
+        }
     }
 }
 
@@ -243,12 +276,23 @@ pub fn spinner(what: &str, total: u64) -> indicatif::ProgressBar {
     bar
 }
 
-/// Writes to stdout; a closed pipe (`zt ls f | head`) ends quietly.
+/// `n` things, singular or plural: `count(1, "object")` is "1 object".
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Writes to stdout; a closed pipe (`zt ls f | head`) ends the command quietly
+/// ([`Failure::PipeClosed`]).
 pub fn out(s: &str) -> Outcome {
     let mut o = std::io::stdout().lock();
     match o.write_all(s.as_bytes()).and_then(|_| o.flush()) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::PipeClosed),
         Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
     }
 }
@@ -280,13 +324,23 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a size of at least 1 byte"))
 }
 
+/// What a command-line input names: a file or URL as it is, a model folder as the model file
+/// in it ([`ztensor::model_file`]: an index before a single file, `.safetensors` before
+/// `pytorch_model.bin`).
+pub fn resolve_input(path: std::path::PathBuf) -> Result<std::path::PathBuf, Failure> {
+    if path.to_str().is_some_and(|s| s.contains("://")) {
+        return Ok(path);
+    }
+    ztensor::model_file(&path).map_err(Failure::from)
+}
+
 /// Opens a file, or (built with the `remote` feature, the default) an `s3://`, `gs://`,
 /// `az://`, `http://` or `https://` URL with ranged reads.
 pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
     let text = path.to_str().unwrap_or_default();
     #[cfg(feature = "remote")]
     if ztensor::is_url(text) {
-        return ztensor::open_url(text);
+        return open_options().open_url(text);
     }
     #[cfg(not(feature = "remote"))]
     if text.contains("://") {
@@ -294,7 +348,7 @@ pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
             "a URL: this zt was built without URL support (feature \"remote\")",
         ));
     }
-    ztensor::open(path)
+    open_options().open(path)
 }
 
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both

@@ -22,7 +22,7 @@ use serde_json::{json, Value as J};
 use ztensor::fp8::Fp8Format;
 use ztensor::{DType, ElementType, LogicalType, ObjectView};
 
-use crate::commands::{error_json, open_for_diff};
+use crate::commands::error_json;
 use crate::common::{out, progress, Failure, Outcome};
 use crate::json;
 
@@ -183,6 +183,9 @@ struct Tally {
     first: Option<u64>,
     last_counted: Option<u64>,
     max_abs: f64,
+    /// A value is NaN where the other side's is not (or is another NaN): the largest
+    /// difference is then NaN, not the largest finite one.
+    nan: bool,
 }
 
 /// Compares one window, scalar by scalar; `base` is the index of its first scalar.
@@ -193,11 +196,21 @@ fn compare(a: &[u8], b: &[u8], base: u64, s: Scalar, ratio: u64, tol: Tolerance,
     let size = s.size();
     for (i, (x, y)) in a.chunks_exact(size).zip(b.chunks_exact(size)).enumerate() {
         let same = if let (Some(p), Some(q)) = (s.float(x), s.float(y)) {
-            if !p.is_nan() && !q.is_nan() && p != q {
-                t.max_abs = t.max_abs.max((p - q).abs());
+            match (p.is_nan(), q.is_nan()) {
+                // A NaN equals only the same NaN (the same bits) at the same place.
+                (true, true) | (true, false) | (false, true) => {
+                    let same = p.is_nan() && q.is_nan() && x == y;
+                    t.nan |= !same;
+                    same
+                }
+                // Infinities equal only themselves.
+                (false, false) => {
+                    if p != q {
+                        t.max_abs = t.max_abs.max((p - q).abs());
+                    }
+                    p == q || (p - q).abs() <= tol.atol + tol.rtol * q.abs()
+                }
             }
-            // NaN equals NaN at the same place; infinities equal only themselves.
-            p == q || (p.is_nan() && q.is_nan()) || (p - q).abs() <= tol.atol + tol.rtol * q.abs()
         } else if let (Some(p), Some(q)) = (s.integer(x), s.integer(y)) {
             t.max_abs = t.max_abs.max((p - q).unsigned_abs() as f64);
             p == q
@@ -323,7 +336,8 @@ fn compare_values(
     let Some(first) = tally.first else {
         return Ok(None);
     };
-    let max_abs_diff = scalar.numeric().then_some(tally.max_abs);
+    let largest = if tally.nan { f64::NAN } else { tally.max_abs };
+    let max_abs_diff = scalar.numeric().then_some(largest);
     let first_index = unravel(first, &oa.shape);
     let mut detail = format!(
         "{} of {elements} elements differ; first at {first_index:?}",
@@ -331,6 +345,9 @@ fn compare_values(
     );
     if let Some(m) = max_abs_diff {
         let _ = write!(detail, "; largest absolute difference {m}");
+        if m.is_nan() {
+            let _ = write!(detail, " (a NaN against another value)");
+        }
     }
     Ok(Some(Difference {
         name: name.map(str::to_owned),
@@ -352,16 +369,62 @@ fn dense_len(o: &ztensor::ObjectInfo) -> u64 {
         .saturating_mul(o.element_type().map_or(1, ElementType::logical_size))
 }
 
-pub fn diff(a: &Path, b: &Path, tol: Tolerance, as_json: bool) -> Outcome {
-    let (ra, rb) = (open_for_diff(a)?, open_for_diff(b)?);
+/// What `diff` compares besides the values (`--values-only` turns them off).
+#[derive(Debug, Clone, Copy)]
+pub struct Compare {
+    pub tolerance: Tolerance,
+    /// Compare names, shapes, types and values only: file attributes are passed over (a
+    /// `.zt` and the `.gguf` made from it differ by the attributes GGUF adds).
+    pub values_only: bool,
+}
+
+/// `zt diff A B`: each side a file, a URL or a sharded set's index.
+pub fn diff(a: &Path, b: &Path, how: Compare, as_json: bool) -> Outcome {
+    let compared = crate::sets::with_objects(a, |oa, attributes_a, _| {
+        crate::sets::with_objects(b, |ob, attributes_b, _| {
+            let attributes = (!how.values_only).then_some((attributes_a, attributes_b));
+            diff_objects(a, b, oa, ob, attributes, how.tolerance, as_json)
+        })
+        .map_err(Failure::into_trouble)
+    })
+    .map_err(Failure::into_trouble);
+    match compared {
+        // A side that could not be opened: JSON callers get the error in the schema too.
+        Err(Failure::Trouble(m)) if as_json => {
+            let j = json!({
+                "schema": "zt.diff/1",
+                "files": [a.to_string_lossy(), b.to_string_lossy()],
+                "same": null,
+                "atol": how.tolerance.atol,
+                "rtol": how.tolerance.rtol,
+                "differences": [],
+                "error": { "error_kind": "Trouble", "message": m },
+            });
+            out(&format!("{j}\n"))?;
+            Err(Failure::ReportedTrouble)
+        }
+        other => other,
+    }
+}
+
+/// Compares two lists of objects (each in name order) and their file attributes (`None`:
+/// not compared) and reports.
+fn diff_objects(
+    a: &Path,
+    b: &Path,
+    objects_a: &[ObjectView<'_>],
+    objects_b: &[ObjectView<'_>],
+    attributes: Option<(&ztensor::Attributes, &ztensor::Attributes)>,
+    tol: Tolerance,
+    as_json: bool,
+) -> Outcome {
     let mut diffs = Vec::new();
     let mut trouble = false;
-    if ra.attributes() != rb.attributes() {
-        let keys: Vec<&String> = ra
-            .attributes()
+    if let Some((attributes_a, attributes_b)) = attributes.filter(|(x, y)| x != y) {
+        let keys: Vec<&String> = attributes_a
             .keys()
-            .chain(rb.attributes().keys())
-            .filter(|k| ra.attributes().get(*k) != rb.attributes().get(*k))
+            .chain(attributes_b.keys())
+            .filter(|k| attributes_a.get(*k) != attributes_b.get(*k))
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -371,30 +434,32 @@ pub fn diff(a: &Path, b: &Path, tol: Tolerance, as_json: bool) -> Outcome {
             format!("file attributes differ: {keys:?}"),
         ));
     }
-    for o in ra.objects() {
-        if rb.get(&o.name).is_none() {
-            diffs.push(Difference::simple(
-                Some(&o.name),
-                "only_in_a",
-                "only in A".into(),
-            ));
-        }
+    // Names come from the files: a keyed hash.
+    let by_name = |objects: &[ObjectView<'_>]| -> std::collections::HashSet<String> {
+        objects.iter().map(|o| o.name().to_owned()).collect()
+    };
+    let (names_a, names_b) = (by_name(objects_a), by_name(objects_b));
+    for o in objects_a.iter().filter(|o| !names_b.contains(o.name())) {
+        diffs.push(Difference::simple(
+            Some(o.name()),
+            "only_in_a",
+            "only in A".into(),
+        ));
     }
-    for o in rb.objects() {
-        if ra.get(&o.name).is_none() {
-            diffs.push(Difference::simple(
-                Some(&o.name),
-                "only_in_b",
-                "only in B".into(),
-            ));
-        }
+    for o in objects_b.iter().filter(|o| !names_a.contains(o.name())) {
+        diffs.push(Difference::simple(
+            Some(o.name()),
+            "only_in_b",
+            "only in B".into(),
+        ));
     }
-    let common: Vec<_> = ra
-        .objects()
+    let views_b: std::collections::HashMap<&str, ObjectView<'_>> =
+        objects_b.iter().map(|o| (o.name(), *o)).collect();
+    let common: Vec<(ObjectView<'_>, ObjectView<'_>)> = objects_a
         .iter()
-        .filter_map(|o| Some((ra.get(&o.name)?, rb.get(&o.name)?)))
+        .filter_map(|oa| Some((*oa, *views_b.get(oa.name())?)))
         .collect();
-    let bar = progress(common.iter().map(|(o, _)| dense_len(o)).sum(), "diff");
+    let bar = progress(common.iter().map(|(o, _)| dense_len(o.info())).sum(), "diff");
     for (oa, ob) in common {
         if oa.shape != ob.shape {
             diffs.push(Difference::simple(

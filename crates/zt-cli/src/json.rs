@@ -255,6 +255,11 @@ pub fn elements(bytes: &[u8], ty: &ElementType) -> Vec<J> {
         return bytes.iter().map(|&b| float(f.decode(b).into())).collect();
     }
     match (&ty.logical, ty.dtype) {
+        // The OCP MX scale is an exponent alone (2^(code - 127)), not an FP8 format.
+        (Some(LogicalType::F8E8M0), _) => bytes
+            .iter()
+            .map(|&b| float(ztensor::fp8::e8m0_to_f32(b).into()))
+            .collect(),
         (Some(LogicalType::Complex64), _) => each::<8>(bytes, |c| {
             let re = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             let im = f32::from_le_bytes([c[4], c[5], c[6], c[7]]);

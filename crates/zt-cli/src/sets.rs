@@ -34,9 +34,9 @@ pub fn open(index: &Path) -> Result<ShardedSet, Failure> {
 fn open_set(index: &Path) -> ztensor::Result<ShardedSet> {
     #[cfg(feature = "remote")]
     if let Some(url) = index.to_str().filter(|s| ztensor::is_url(s)) {
-        return ShardedSet::open_url(url, ztensor::OpenOptions::new());
+        return ShardedSet::open_url(url, crate::common::open_options());
     }
-    ShardedSet::open(index)
+    ShardedSet::open_with(index, crate::common::open_options())
 }
 
 /// `zt info INDEX`: the set's shards and metadata (`--json`: `zt.info/1` with `kind`
@@ -70,10 +70,10 @@ pub fn info(index: &Path, as_json: bool) -> Result<Vec<PathBuf>, Failure> {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: sharded set, {} shards, {} objects",
+        "{}: sharded set, {}, {}",
         index.display(),
-        set.shard_paths().count(),
-        set.len()
+        crate::common::count(set.shard_paths().count() as u64, "shard"),
+        crate::common::count(set.len() as u64, "object")
     );
     for (k, v) in set.metadata() {
         let _ = writeln!(s, "  @{k} = {}", json::value(v));
@@ -132,10 +132,12 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     Ok(all)
 }
 
-/// The objects of a set or a file, in bytewise name order, to hand to a writer.
-fn with_objects<T>(
+/// The objects of a set or a file, in bytewise name order, to hand to a writer (or to
+/// `diff`).
+/// `f` also gets the set's index metadata (empty for a file), for a new index.
+pub(crate) fn with_objects<T>(
     input: &Path,
-    f: impl FnOnce(&[ObjectView<'_>], &ztensor::Attributes) -> Result<T, Failure>,
+    f: impl FnOnce(&[ObjectView<'_>], &ztensor::Attributes, &ztensor::Attributes) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     if is_set(input) {
         let set = open(input)?;
@@ -143,14 +145,22 @@ fn with_objects<T>(
         // A set's index metadata (total_size and the like) describes the set, not a file:
         // the shards' own attributes are carried, and must agree.
         let attributes = shared_attributes(&set)?;
-        f(&objects, &attributes)
+        f(&objects, &attributes, &index_metadata(&set))
     } else {
         let r = crate::common::open_input(input)
             .map_err(|e| Failure::Failed(e.in_file(input).to_string()))?;
         let mut objects: Vec<ObjectView<'_>> = r.iter().collect();
         objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
-        f(&objects, r.attributes())
+        f(&objects, r.attributes(), &ztensor::Attributes::new())
     }
+}
+
+/// What a new index carries over from the set it is made from: its metadata, less
+/// `total_size`, which is computed anew.
+fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
+    let mut metadata = set.metadata().clone();
+    metadata.remove("total_size");
+    metadata
 }
 
 /// The shards' file attributes, which must agree where they overlap.
@@ -171,6 +181,8 @@ pub enum Target {
     Zt(ConvertOptions, bool),
     /// One `.mag` file.
     Mag(ztensor::convert::MagOptions),
+    /// One GGUF file.
+    Gguf { densify: bool },
     /// Shards of at most this many bytes and an index (Hugging Face's convention).
     Indexed(u64, ShardKind),
     /// The input set's own shards (the same objects in each), renamed to the convention,
@@ -202,11 +214,18 @@ pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
             kind,
             durability: durability(),
         };
-        return ztensor::convert::write_indexed_groups(&groups, &attributes, output, options)
+        let metadata = index_metadata(&set);
+        return ztensor::convert::write_indexed_groups(
+            &groups,
+            &attributes,
+            &metadata,
+            output,
+            options,
+        )
             .map(drop)
             .map_err(at);
     }
-    with_objects(input, |objects, attributes| match target {
+    with_objects(input, |objects, attributes, metadata| match target {
         Target::Safetensors { densify } => ztensor::convert::write_safetensors_views(
             objects,
             attributes,
@@ -231,13 +250,21 @@ pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
         Target::Mag(options) => {
             ztensor::convert::write_mag_views(objects, attributes, output, options).map_err(at)
         }
+        Target::Gguf { densify } => ztensor::convert::write_gguf_views(
+            objects,
+            attributes,
+            output,
+            densify,
+            durability(),
+        )
+        .map_err(at),
         Target::Indexed(max_shard_size, kind) => {
             let options = IndexedOptions {
                 max_shard_size,
                 kind,
                 durability: durability(),
             };
-            write_indexed(objects, attributes, output, options)
+            write_indexed(objects, attributes, metadata, output, options)
                 .map(drop)
                 .map_err(at)
         }
@@ -328,9 +355,10 @@ pub fn convert_command(
             densify,
             durability: durability(),
         }),
+        (None, Kind::Gguf) => Target::Gguf { densify },
         _ => {
             return Err(Failure::Usage(format!(
-                "a sharded set converts to .zt, .safetensors or .mag, not {}",
+                "{} output cannot be sharded (--shard-size): .zt and .safetensors can",
                 kind.extension()
             )))
         }

@@ -41,6 +41,8 @@ pub fn convert_to_url(url: &str, force: bool, convert: impl FnOnce(&Path) -> Out
         .prefix("zt-upload-")
         .tempdir()
         .map_err(|e| Failure::Failed(format!("cannot make a temporary folder: {e}")))?;
+    // Removed on drop; on SIGINT or SIGTERM by the handler in main.
+    let _registered = ztensor::container::cleanup::register(folder.path().to_path_buf());
     let local = folder.path().join(&local_name);
     convert(&local)?;
     for file in upload_order(folder.path(), &local)? {

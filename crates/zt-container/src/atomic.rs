@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::temp::TempFile;
 use crate::{Error, Result};
 
 /// What a finished file survives.
@@ -39,11 +40,13 @@ pub enum Durability {
 ///
 /// The bytes go to a temporary file in the target's folder (so the final rename stays on one
 /// file system and is atomic). Until the commit the old target is untouched; if the process dies
-/// the old target is intact, and if the value is dropped the temporary file is removed.
+/// the old target is intact, and if the value is dropped the temporary file is removed. On
+/// Linux the temporary has no name until the commit, so even a killed process leaves nothing
+/// behind; elsewhere see [`crate::temp`] for how a dead writer's temporary is swept.
 #[derive(Debug)]
 pub struct AtomicFile {
     target: PathBuf,
-    temp: BufWriter<tempfile::NamedTempFile>,
+    temp: BufWriter<TempFile>,
     /// Bytes written so far.
     written: u64,
     /// Bytes whose writeback has been started ([`AtomicFile::start_writeback`]).
@@ -74,22 +77,18 @@ impl AtomicFile {
         let name = target
             .file_name()
             .ok_or_else(|| Error::argument("target path has no file name").in_file(target))?;
-        let mut prefix = std::ffi::OsString::from(".");
-        prefix.push(name);
-        prefix.push(".");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
-        // tempfile makes private (0600) files; a replacement should look like any new file
-        // (0666 less the umask), or keep the mode of the file it replaces.
+        // A replacement keeps the mode of the file it replaces; a new file gets 0666 less
+        // the umask, like any other.
         #[cfg(unix)]
-        {
+        let exact_mode = {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(target)
+            std::fs::metadata(target)
+                .ok()
                 .map(|m| m.permissions().mode() & 0o7777)
-                .unwrap_or(0o666);
-            builder.permissions(std::fs::Permissions::from_mode(mode));
-        }
-        let temp = builder.tempfile_in(dir).map_err(|e| {
+        };
+        #[cfg(not(unix))]
+        let exact_mode = None;
+        let temp = TempFile::create(dir, name, exact_mode).map_err(|e| {
             Error::io(e, "cannot create a temporary file beside the target").in_file(target)
         })?;
         Ok(AtomicFile {
@@ -132,7 +131,7 @@ impl AtomicFile {
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
-            let fd = self.temp.get_ref().as_file().as_raw_fd();
+            let fd = self.temp.get_ref().file().as_raw_fd();
             let (Ok(start), Ok(len)) = (
                 libc::off64_t::try_from(self.writeback_started),
                 libc::off64_t::try_from(end - self.writeback_started),
@@ -154,7 +153,7 @@ impl AtomicFile {
     pub fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         use std::io::{Read, Seek, SeekFrom};
         self.temp.flush()?;
-        let mut file = self.temp.get_ref().as_file();
+        let mut file = self.temp.get_ref().file();
         let end = file.stream_position()?;
         file.seek(SeekFrom::Start(offset))?;
         let read = file.read_exact(buf);
@@ -177,12 +176,12 @@ impl AtomicFile {
             Error::io(e.into_error(), "cannot flush the temporary file").in_file(&target)
         })?;
         if synced {
-            temp.as_file()
+            temp.file()
                 .sync_all()
                 .map_err(|e| Error::io(e, "cannot sync the temporary file").in_file(&target))?;
         }
         temp.persist(&target).map_err(|e| {
-            Error::io(e.error, "cannot rename the temporary file over the target").in_file(&target)
+            Error::io(e, "cannot rename the temporary file over the target").in_file(&target)
         })?;
         #[cfg(unix)]
         if let Some(dir) = synced
@@ -207,6 +206,9 @@ impl Write for AtomicFile {
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         for piece in buf.chunks(WRITEBACK_STEP) {
+            if crate::interrupt::requested() {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+            }
             self.temp.write_all(piece)?;
             self.written += piece.len() as u64;
             if self.written - self.writeback_started >= WRITEBACK_STEP as u64 {

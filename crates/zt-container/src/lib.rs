@@ -48,10 +48,12 @@ mod memory;
 mod read;
 mod read_v2;
 mod source;
+pub mod temp;
 mod write;
 mod write_v2;
 
 pub use atomic::{AtomicFile, Durability};
+pub use temp::{cleanup, interrupt};
 pub use error::{Error, ErrorKind, Result};
 
 /// Shared with the crates of this workspace, not part of the stable API.

@@ -12,6 +12,58 @@ use crate::listing::Limits;
 use crate::model::{Arrangement, ByteOrder, ComponentInfo, DigestScope, ObjectInfo};
 use crate::readahead::ReadAhead;
 
+/// Which reads check the digests and checksums a file carries (see docs/decisions.md,
+/// "Integrity on every path").
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let r = ztensor::open(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/v123_all.zt"))?;
+/// # let name = r.names().next().unwrap().to_owned();
+/// // Every read of this reader checks, zero-copy ones included.
+/// let r = ztensor::OpenOptions::new()
+///     .verify(ztensor::Verify::Always)
+///     .open(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/v123_all.zt"))?;
+/// let bytes = r.object(&name)?.bytes()?;
+/// # let _ = bytes;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verify {
+    /// A read that touches every byte anyway (decompression, a gather of strided elements,
+    /// a byte swap, a positional read into a new buffer) checks the digests and checksums
+    /// that cover them; a zero-copy read of a map does not, since that would cost a pass over
+    /// the bytes. A digest whose algorithm this library does not compute is passed over.
+    #[default]
+    WhenCopying,
+    /// Every read checks, zero-copy ones too (one pass over the bytes, which are then handed
+    /// out as they were checked); a digest this library cannot compute is an error.
+    Always,
+    /// No read checks (a damaged file read on purpose; [`crate::Reader::verify`] still does).
+    Never,
+}
+
+impl Verify {
+    /// Whether a read checks, given whether it copies the bytes anyway.
+    pub(crate) fn applies(self, copying: bool) -> bool {
+        match self {
+            Verify::WhenCopying => copying,
+            Verify::Always => true,
+            Verify::Never => false,
+        }
+    }
+
+    /// What a conversion reads with: every byte is copied elsewhere, so everything the file
+    /// carries is checked unless checks were turned off.
+    pub(crate) fn for_copy(self) -> Self {
+        match self {
+            Verify::Never => Verify::Never,
+            _ => Verify::Always,
+        }
+    }
+}
+
 /// Options of one read.
 ///
 /// ```
@@ -25,14 +77,23 @@ use crate::readahead::ReadAhead;
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadOptions {
-    /// Check the stored bytes against their digest before decoding.
-    pub verify: bool,
+    /// Which digests and checksums this read checks.
+    pub verify: Verify,
 }
 
 impl ReadOptions {
-    /// Verify digests on this read.
+    /// Check every digest and checksum that covers the bytes read, zero-copy reads too.
     pub fn verified() -> Self {
-        ReadOptions { verify: true }
+        ReadOptions {
+            verify: Verify::Always,
+        }
+    }
+
+    /// Check nothing.
+    pub fn unchecked() -> Self {
+        ReadOptions {
+            verify: Verify::Never,
+        }
     }
 }
 
@@ -46,6 +107,49 @@ pub(crate) struct Backing {
     pub limits: Limits,
     pub objects: Vec<ObjectInfo>,
     pub readahead: ReadAhead,
+    /// What reads check unless they say otherwise ([`crate::OpenOptions::verify`]).
+    pub verify: Verify,
+    /// A zip-based file's entries, by data offset, and which have had their CRC-32 checked.
+    pub zip: ZipEntries,
+}
+
+/// The entries of a zip-based file (`.npz`, a PyTorch checkpoint) sorted by where their data
+/// starts, each with whether its CRC-32 has been found good, so that a checked read checks
+/// the entries under it once.
+#[derive(Debug, Default)]
+pub(crate) struct ZipEntries {
+    pub entries: Vec<crate::zip::Entry>,
+    checked: Vec<std::sync::atomic::AtomicBool>,
+}
+
+impl ZipEntries {
+    pub fn new(mut entries: Vec<crate::zip::Entry>) -> Self {
+        entries.sort_unstable_by_key(|e| e.data_offset);
+        let checked = entries.iter().map(|_| Default::default()).collect();
+        ZipEntries { entries, checked }
+    }
+
+    /// Checks the CRC-32 of every entry whose data overlaps `offset..offset + length`, once
+    /// per entry (a good result is remembered; a bad one is found again).
+    fn check(&self, source: &Source, offset: u64, length: u64, cap: u64) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        let end = offset.saturating_add(length);
+        // Entries never overlap: the first that can hold `offset` is the last that starts at
+        // or before it.
+        let first = self
+            .entries
+            .partition_point(|e| e.data_offset <= offset)
+            .saturating_sub(1);
+        let candidates = self.entries.iter().zip(&self.checked).skip(first);
+        for (entry, checked) in candidates.take_while(|(e, _)| e.data_offset < end.max(offset.saturating_add(1))) {
+            if entry.data_end() <= offset || checked.load(Ordering::Relaxed) {
+                continue;
+            }
+            crate::zip::check_crc(source, entry, cap)?;
+            checked.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
 }
 
 /// Where an error of component `comp` of `obj` happened.
@@ -87,23 +191,30 @@ impl Backing {
         if let Some(d) = &obj.defect {
             return Err(at(d.to_error()));
         }
-        // A digest of stored bytes is checked before decoding; one of decoded bytes (v2) on
-        // the bytes this read decodes anyway, so a verified read decodes once.
-        let decoded_digest = comp.digest_scope == DigestScope::Decoded;
-        if opts.verify && !decoded_digest {
-            self.verify_component(comp).map_err(&at)?;
-            self.verify_ranges(obj).map_err(&at)?;
+        let borrowable = comp.encoding == Encoding::Raw
+            && comp.arrangement.is_none()
+            && self.file(comp).map_err(&at)?.is_in_memory();
+        let copying = !borrowable || comp.byte_order == ByteOrder::Big;
+        let check = opts.verify.applies(copying);
+        let strict = opts.verify == Verify::Always;
+        // Raw bytes read as they lie are the stored bytes: their digest, of either scope, is
+        // checked on the bytes this read returns, in one pass. Other stored-bytes digests are
+        // checked before decoding, decoded-bytes ones (v2) on the bytes this read decodes.
+        let stored_is_data = comp.encoding == Encoding::Raw && comp.arrangement.is_none();
+        if check && !stored_is_data && comp.digest_scope == DigestScope::Stored {
+            self.check_stored(comp, strict).map_err(&at)?;
         }
-        let data = match &comp.encoding {
-            Encoding::Raw
-                if comp.arrangement.is_none() && self.file(comp).map_err(&at)?.is_in_memory() =>
-            {
-                self.borrow::<T>(comp).map_err(&at)?
-            }
-            _ => Cow::Owned(self.decode_new::<T>(comp).map_err(&at)?),
+        let data = if borrowable {
+            self.borrow::<T>(comp).map_err(&at)?
+        } else {
+            Cow::Owned(self.decode_new::<T>(comp).map_err(&at)?)
         };
-        if opts.verify && decoded_digest {
-            self.check_decoded(comp, bytemuck::cast_slice(&data))
+        // After decoding: a stream that cannot be decoded is reported as what it is.
+        if check {
+            self.check_container(obj, comp).map_err(&at)?;
+        }
+        if check && (stored_is_data || comp.digest_scope == DigestScope::Decoded) {
+            self.check_decoded(comp, bytemuck::cast_slice(&data), strict)
                 .map_err(&at)?;
         }
         Ok(match comp.byte_order {
@@ -114,6 +225,31 @@ impl Backing {
                 Cow::Owned(v)
             }
         })
+    }
+
+    /// The checks a file carries beside its components' own digests, for the bytes of one
+    /// component: digests over whole legacy entries, and the CRC-32s of the zip entries
+    /// (`.npz`, PyTorch checkpoints) the component lies in.
+    fn check_container(&self, obj: &ObjectInfo, comp: &ComponentInfo) -> Result<()> {
+        self.verify_ranges(obj)?;
+        if comp.file == 0 && !self.zip.entries.is_empty() {
+            self.zip.check(
+                &self.source,
+                comp.offset,
+                comp.length,
+                self.limits.max_decompressed_len,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Checks a stored-bytes digest against the stored bytes; `strict`: a digest whose
+    /// algorithm this library does not compute is an error, else passed over.
+    fn check_stored(&self, comp: &ComponentInfo, strict: bool) -> Result<()> {
+        if comp.foreign_digest.is_some() && !strict {
+            return Ok(());
+        }
+        self.verify_component(comp)
     }
 
     /// A raw component of an in-memory source, borrowed when aligned for `T`.
@@ -287,11 +423,15 @@ impl Backing {
         obj: &ObjectInfo,
         comp: &ComponentInfo,
         out: &mut Vec<T>,
+        verify: Verify,
     ) -> Result<()> {
         let at = locate(obj, comp);
         if let Some(d) = &obj.defect {
             return Err(at(d.to_error()));
         }
+        // Always a copy: checked unless checks are off (see `load` for the order of checks).
+        let (check, strict) = (verify.applies(true), verify == Verify::Always);
+        let stored_is_data = comp.encoding == Encoding::Raw && comp.arrangement.is_none();
         let stored = match comp.encoding {
             Encoding::Raw => None,
             _ => Some(
@@ -300,6 +440,9 @@ impl Backing {
                     .map_err(&at)?,
             ),
         };
+        if check && !stored_is_data && comp.digest_scope == DigestScope::Stored {
+            self.check_stored(comp, strict).map_err(&at)?;
+        }
         let len = self
             .decoded_size(comp, stored.as_deref())
             .map_err(&at)?
@@ -316,6 +459,13 @@ impl Backing {
             bytemuck::cast_slice_mut(out.as_mut_slice()),
         )
         .map_err(&at)?;
+        if check {
+            self.check_container(obj, comp).map_err(&at)?;
+        }
+        if check && (stored_is_data || comp.digest_scope == DigestScope::Decoded) {
+            self.check_decoded(comp, bytemuck::cast_slice(out.as_slice()), strict)
+                .map_err(&at)?;
+        }
         if comp.byte_order == ByteOrder::Big {
             swap_elements(
                 bytemuck::cast_slice_mut(out.as_mut_slice()),
@@ -333,6 +483,7 @@ impl Backing {
         obj: &ObjectInfo,
         comp: &ComponentInfo,
         buf: &mut Vec<T>,
+        verify: Verify,
         mut each: impl FnMut(&[T]) -> Result<()>,
     ) -> Result<()> {
         let at = locate(obj, comp);
@@ -343,12 +494,14 @@ impl Backing {
             (1 << 20) / size.max(1)
         }
         .max(1);
+        let strict = verify == Verify::Always;
         if comp.encoding != Encoding::Raw
             || comp.byte_order == ByteOrder::Big
             || comp.arrangement.is_some()
+            || (comp.digest_scope == DigestScope::Decoded && comp.element.dtype == DType::Bool)
         {
             // Decoded (and byte-swapped) whole, then handed out in pieces all the same.
-            self.read_into(obj, comp, buf)?;
+            self.read_into(obj, comp, buf, verify)?;
             return buf.chunks(piece).try_for_each(each);
         }
         if let Some(d) = &obj.defect {
@@ -364,9 +517,29 @@ impl Backing {
                 .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
                 .ok_or_else(|| at(Error::invalid("range outside the file").at(offset)))?;
             if let Ok(elements) = bytemuck::try_cast_slice::<u8, T>(whole) {
+                if verify.applies(false) {
+                    self.check_container(obj, comp).map_err(&at)?;
+                    self.check_decoded(comp, whole, strict).map_err(&at)?;
+                }
                 return elements.chunks(piece).try_for_each(each);
             }
         }
+        // Pieces read positionally: the digest is computed as they pass and compared at the
+        // end, as a streaming checksum is (a mismatch fails the read after the last piece).
+        let check = verify.applies(true);
+        if check {
+            self.check_container(obj, comp).map_err(&at)?;
+        }
+        let digest = comp
+            .digest
+            .filter(|_| check && (strict || comp.foreign_digest.is_none()));
+        if let (Some(text), true) = (&comp.foreign_digest, check && strict) {
+            return Err(at(Error::unsupported(format!(
+                "digest {text:?}: its algorithm is not one this library computes"
+            ))
+            .at(offset)));
+        }
+        let mut hasher = digest.map(|d| d.algorithm().hasher());
         whole_elements::<T>(length).map_err(|e| at(e.at(offset)))?;
         if buf.len() < piece {
             buf.resize(piece, T::zeroed());
@@ -378,8 +551,20 @@ impl Backing {
             let chunk = buf.get_mut(..n).unwrap_or_default();
             file.read_into(offset + done, bytemuck::cast_slice_mut(chunk))
                 .map_err(&at)?;
+            if let Some(h) = hasher.as_mut() {
+                h.update(bytemuck::cast_slice(chunk));
+            }
             each(chunk)?;
             done += (n * size) as u64;
+        }
+        if let (Some(h), Some(d)) = (hasher, digest) {
+            let got = h.finish();
+            if got != d {
+                return Err(at(Error::checksum(format!(
+                    "digest mismatch: stored {d}, computed {got}"
+                ))
+                .at(offset)));
+            }
         }
         Ok(())
     }
@@ -414,22 +599,23 @@ impl Backing {
                     return Ok(());
                 }
                 let bytes = self.decode_new::<u8>(comp)?;
-                self.check_decoded(comp, &bytes)?;
+                self.check_decoded(comp, &bytes, true)?;
             }
         }
         Ok(())
     }
 
-    /// The checks of a v2 part on its decoded bytes: a digest this library cannot compute is
-    /// `Unsupported`, bool bytes are 0 or 1, and the digest matches.
-    fn check_decoded(&self, comp: &ComponentInfo, bytes: &[u8]) -> Result<()> {
-        if let Some(text) = &comp.foreign_digest {
+    /// The checks of a component's bytes as a read returns them (a v2 part's decoded bytes,
+    /// or raw bytes as stored): a digest this library cannot compute is `Unsupported` when
+    /// `strict` (else passed over), bool bytes of v2 are 0 or 1, and the digest matches.
+    fn check_decoded(&self, comp: &ComponentInfo, bytes: &[u8], strict: bool) -> Result<()> {
+        if let (Some(text), true) = (&comp.foreign_digest, strict) {
             return Err(Error::unsupported(format!(
                 "digest {text:?}: its algorithm is not one this library computes"
             ))
             .at(comp.offset));
         }
-        if comp.element.dtype == DType::Bool {
+        if comp.digest_scope == DigestScope::Decoded && comp.element.dtype == DType::Bool {
             check_bools(bytes).map_err(|e| e.at(comp.offset))?;
         }
         if let Some(d) = &comp.digest {

@@ -117,6 +117,7 @@ mod codec;
 pub mod convert;
 mod decode;
 mod files;
+mod folder;
 mod listing;
 mod model;
 mod open;
@@ -145,7 +146,8 @@ pub use convert::{
 };
 #[cfg(feature = "safetensors")]
 pub use convert::{write_safetensors, write_safetensors_with};
-pub use decode::ReadOptions;
+pub use decode::{ReadOptions, Verify};
+pub use folder::model_file;
 pub use listing::Limits;
 pub use model::{
     Arrangement, ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion,

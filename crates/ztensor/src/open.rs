@@ -10,6 +10,7 @@ use zt_container::{Container, ContainerV2, ContainerVersion, Error, Result, Sour
 use crate::files;
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
+use crate::decode::Verify;
 use crate::reader::Reader;
 
 /// How to open a file.
@@ -34,6 +35,7 @@ pub struct OpenOptions {
     limits: Limits,
     skip_mag_checksum: bool,
     requests_in_flight: Option<usize>,
+    verify: Verify,
 }
 
 /// Opens a file of any kind we read (`.zt` of every version, v2 with its shards, `.mag` of every layout,
@@ -81,6 +83,14 @@ impl OpenOptions {
     /// itself never checks it; turn this off to read a damaged file.
     pub fn verify_mag_checksum(mut self, yes: bool) -> Self {
         self.skip_mag_checksum = !yes;
+        self
+    }
+
+    /// Which reads check the digests and checksums the file carries (default:
+    /// [`Verify::WhenCopying`]: reads that decode or copy check, zero-copy reads of the map do
+    /// not). Conversions check everything unless this is [`Verify::Never`].
+    pub fn verify(mut self, verify: Verify) -> Self {
+        self.verify = verify;
         self
     }
 
@@ -148,7 +158,7 @@ impl OpenOptions {
         open_shard: Option<OpenShard<'_>>,
     ) -> Result<Reader> {
         let (source, listing) = self.list(source, path, open_shard)?;
-        Ok(Reader::new(source, listing, self.limits))
+        Ok(Reader::new(source, listing, self.limits, self.verify))
     }
 
     /// Opens a shard of a v2 file the way the file itself is opened.

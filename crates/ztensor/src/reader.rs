@@ -8,7 +8,7 @@ use zt_container::{Error, Result, Source};
 use zt_formats::Element;
 use zt_manifest::Attributes;
 
-use crate::decode::Backing;
+use crate::decode::{Backing, Verify, ZipEntries};
 use crate::listing::{Limits, Listing, NameIndex};
 use crate::model::{FileVersion, ObjectInfo, ShardInfo};
 use crate::readahead::{ReadAhead, NO_HINTS};
@@ -55,12 +55,10 @@ pub struct Reader {
     shards: Vec<ShardInfo>,
     /// A v2 file's manifest hash (checked at open).
     manifest_hash: Option<u64>,
-    /// A zip-based file's entries, whose CRC-32s [`Reader::verify`] checks.
-    zip_entries: Vec<crate::zip::Entry>,
 }
 
 impl Reader {
-    pub(crate) fn new(source: Source, listing: Listing, limits: Limits) -> Self {
+    pub(crate) fn new(source: Source, listing: Listing, limits: Limits, verify: Verify) -> Self {
         let (shards, shard_sources) = listing.shards.into_iter().unzip();
         let readahead = ReadAhead::new(&source);
         Reader {
@@ -70,10 +68,11 @@ impl Reader {
                 limits,
                 objects: listing.objects,
                 readahead,
+                verify,
+                zip: ZipEntries::new(listing.zip_entries),
             },
             shards,
             manifest_hash: listing.manifest_hash,
-            zip_entries: listing.zip_entries,
             version: listing.version,
             attributes: listing.attributes,
             index: listing.index,
@@ -309,7 +308,9 @@ impl Reader {
         // A zip-based file's entries (tensor data, pickle, headers): each CRC-32.
         let cap = self.backing.limits.max_decompressed_len;
         let entries: Vec<Result<usize>> = self
-            .zip_entries
+            .backing
+            .zip
+            .entries
             .par_iter()
             .with_max_len(1)
             .map(|e| crate::zip::check_crc(&self.backing.source, e, cap).map(|()| 1))

@@ -18,7 +18,7 @@ use std::ops::Range;
 use zt_container::{Error, Result, Source};
 use zt_formats::{Encoding, Format};
 
-use crate::decode::{locate, swap_elements, ReadOptions};
+use crate::decode::{locate, swap_elements};
 use crate::model::ByteOrder;
 use crate::view::ObjectView;
 
@@ -227,7 +227,7 @@ impl<'r> ObjectView<'r> {
             _ => {
                 // A compressed component is decoded once; the box is gathered from it. The
                 // decoded bytes are already little-endian.
-                let whole = data.bytes_with(ReadOptions::default())?;
+                let whole = data.bytes()?;
                 let mut out = Vec::with_capacity(total);
                 for (off, len) in runs {
                     let piece = usize::try_from(off)

@@ -110,7 +110,7 @@ impl<'r> ObjectView<'r> {
         fn widen<T: Pod + Into<u64>>(v: Cow<'_, [T]>) -> Cow<'static, [u64]> {
             Cow::Owned(v.iter().map(|&x| x.into()).collect())
         }
-        let o = ReadOptions::default();
+        let o = self.read_options();
         Ok(match comp.element.dtype {
             DType::U64 => comp.read_storage::<u64>(o)?,
             DType::U32 => widen(comp.read_storage::<u32>(o)?),
@@ -552,7 +552,7 @@ impl<'r> ObjectView<'r> {
     pub fn dense_form(&self) -> Result<(Cow<'r, [u8]>, ElementType)> {
         let o = self.info();
         let name = &o.name;
-        if let Some(v) = self.dequantize_ggml(ReadOptions::default())? {
+        if let Some(v) = self.dequantize_ggml(self.read_options())? {
             return Ok((
                 Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
                 ElementType::plain(DType::F32),
@@ -589,7 +589,7 @@ impl<'r> ObjectView<'r> {
         let obj = self.info();
         let cap = self.backing().limits.max_decompressed_len;
         let at = |e: Error| e.in_object(&obj.name);
-        if let Some(v) = self.dequantize_ggml(ReadOptions::default())? {
+        if let Some(v) = self.dequantize_ggml(self.read_options())? {
             return Ok(v);
         }
         match obj.format {

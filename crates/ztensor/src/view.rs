@@ -10,7 +10,7 @@ use std::ops::Deref;
 use zt_container::{Error, Result};
 use zt_formats::{element_matches, DType, Element, ElementType, Format};
 
-use crate::decode::{check_bools, locate, Backing, ReadOptions};
+use crate::decode::{check_bools, locate, Backing, ReadOptions, Verify};
 use crate::model::{ComponentInfo, ObjectInfo};
 
 /// One object of an open file: its listing (through `Deref` to [`ObjectInfo`]) and its reads.
@@ -43,6 +43,8 @@ pub struct ObjectView<'r> {
     index: u32,
     /// Handed out by [`Reader::iter`](crate::Reader::iter): the caller walks the file.
     walking: bool,
+    /// What the reads without options check ([`ObjectView::with_checks`]).
+    checks: Verify,
 }
 
 impl<'r> Deref for ObjectView<'r> {
@@ -65,6 +67,45 @@ impl<'r> ObjectView<'r> {
             info,
             index,
             walking,
+            checks: backing.verify,
+        }
+    }
+
+    /// The same view, whose reads without options ([`ObjectView::read`],
+    /// [`ObjectView::bytes`], the sparse and quantized reads, ...) check as `checks` says
+    /// instead of as the reader was opened ([`crate::OpenOptions::verify`]).
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let r = ztensor::open(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/v123_all.zt"))?;
+    /// # let name = r.names().next().unwrap().to_owned();
+    /// let checked = r.object(&name)?.with_checks(ztensor::Verify::Always);
+    /// let bytes = checked.bytes()?; // digest checked, still borrowed from the map
+    /// # let _ = bytes;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_checks(mut self, checks: Verify) -> Self {
+        self.checks = checks;
+        self
+    }
+
+    /// What the reads without options check.
+    pub fn checks(&self) -> Verify {
+        self.checks
+    }
+
+    /// The view a conversion reads through: everything the file carries is checked, unless
+    /// the reader was opened with checks off.
+    pub(crate) fn for_copy(self) -> Self {
+        let checks = self.checks.for_copy();
+        self.with_checks(checks)
+    }
+
+    /// The options of the reads that take none.
+    pub(crate) fn read_options(&self) -> ReadOptions {
+        ReadOptions {
+            verify: self.checks,
         }
     }
 
@@ -156,7 +197,7 @@ impl<'r> ObjectView<'r> {
     /// aligned; decoded into a new buffer otherwise. A GGUF-origin quantized object (format
     /// `gguf.<type>/1`) reads as `f32`, dequantized into a new buffer.
     pub fn read<T: Element>(&self) -> Result<Cow<'r, [T]>> {
-        self.read_with(ReadOptions::default())
+        self.read_with(self.read_options())
     }
 
     /// As [`ObjectView::read`], verifying the digest first.
@@ -183,7 +224,8 @@ impl<'r> ObjectView<'r> {
     pub fn read_into<T: Element>(&self, out: &mut Vec<T>) -> Result<()> {
         let data = self.dense_data::<T>("read_into")?;
         self.will_read();
-        self.backing.read_into(self.info, data.info, out)
+        self.backing
+            .read_into(self.info, data.info, out, self.checks)
     }
 
     /// Reads a dense object piece by piece: calls `each` with consecutive runs of its elements,
@@ -202,12 +244,13 @@ impl<'r> ObjectView<'r> {
     ) -> Result<()> {
         let data = self.dense_data::<T>("read_chunked")?;
         self.will_read();
-        self.backing.read_chunked(self.info, data.info, buf, each)
+        self.backing
+            .read_chunked(self.info, data.info, buf, self.checks, each)
     }
 
     /// A bool object's elements, checked to be 0 or 1; zero-copy when raw and mapped.
     pub fn read_bool(&self) -> Result<Cow<'r, [bool]>> {
-        self.read_bool_with(ReadOptions::default())
+        self.read_bool_with(self.read_options())
     }
 
     /// As [`ObjectView::read_bool`], with options.
@@ -231,7 +274,7 @@ impl<'r> ObjectView<'r> {
     /// The decoded bytes (little-endian elements) of the component that carries the object's
     /// values ([`ObjectInfo::main_component`]), whatever the object's format and type.
     pub fn bytes(&self) -> Result<Cow<'r, [u8]>> {
-        self.bytes_with(ReadOptions::default())
+        self.bytes_with(self.read_options())
     }
 
     /// As [`ObjectView::bytes`], with options.
@@ -300,7 +343,7 @@ impl<'r> ComponentView<'r> {
     /// The decoded elements as `T` (raw typed access: `T` must be the element type, logical
     /// types included).
     pub fn read<T: Element>(&self) -> Result<Cow<'r, [T]>> {
-        self.read_with(ReadOptions::default())
+        self.read_with(self.object.read_options())
     }
 
     /// As [`ComponentView::read`], with options.
@@ -326,7 +369,7 @@ impl<'r> ComponentView<'r> {
 
     /// The decoded bytes (little-endian elements), whatever the type.
     pub fn bytes(&self) -> Result<Cow<'r, [u8]>> {
-        self.bytes_with(ReadOptions::default())
+        self.bytes_with(self.object.read_options())
     }
 
     /// As [`ComponentView::bytes`], with options.

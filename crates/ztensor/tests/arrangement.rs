@@ -73,8 +73,11 @@ fn zip(entries: &[(&str, &[u8])], deflated: &[&str]) -> Vec<u8> {
             (0u8, data.to_vec())
         };
         let at = out.len() as u32;
+        // Readers check each entry's CRC-32 when they read it whole, as zipfile does.
+        let crc = crc32fast::hash(data).to_le_bytes();
         out.extend(0x0403_4b50u32.to_le_bytes());
-        out.extend([20, 0, 0, 0, method, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        out.extend([20, 0, 0, 0, method, 0, 0, 0, 0, 0]);
+        out.extend(crc);
         out.extend((stored.len() as u32).to_le_bytes());
         out.extend((data.len() as u32).to_le_bytes());
         out.extend((name.len() as u16).to_le_bytes());
@@ -82,7 +85,8 @@ fn zip(entries: &[(&str, &[u8])], deflated: &[&str]) -> Vec<u8> {
         out.extend(name.as_bytes());
         out.extend(&stored);
         central.extend(0x0201_4b50u32.to_le_bytes());
-        central.extend([20, 0, 20, 0, 0, 0, method, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        central.extend([20, 0, 20, 0, 0, 0, method, 0, 0, 0, 0, 0]);
+        central.extend(crc);
         central.extend((stored.len() as u32).to_le_bytes());
         central.extend((data.len() as u32).to_le_bytes());
         central.extend((name.len() as u16).to_le_bytes());

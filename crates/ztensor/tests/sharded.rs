@@ -32,7 +32,7 @@ fn write_set(src: &Path, out: &Path, max: u64, kind: ShardKind) -> ztensor::conv
         kind,
         durability: Durability::Unsynced,
     };
-    write_indexed(&objects, r.attributes(), out, options).unwrap()
+    write_indexed(&objects, r.attributes(), &Default::default(), out, options).unwrap()
 }
 
 fn kinds() -> [(ShardKind, &'static str); 2] {
@@ -304,7 +304,7 @@ fn a_failed_write_leaves_the_old_set_whole_and_no_new_file() {
         kind,
         durability: Durability::Unsynced,
     };
-    let e = write_indexed(&objects, r.attributes(), &out, options).unwrap_err();
+    let e = write_indexed(&objects, r.attributes(), &Default::default(), &out, options).unwrap_err();
     assert!(e.to_string().contains("zz_sparse"), "{e}");
     // The old set, byte for byte, and nothing else (no new shard, no temporary file).
     assert_eq!(snapshot(out.parent().unwrap()), before);

@@ -26,7 +26,7 @@ use std::path::Path;
 use zt_container::{AtomicFile, Durability, Error, Result};
 use zt_formats::ggml::GgmlType;
 use zt_formats::{dense_len, ElementType, Format};
-use zt_manifest::Value;
+use zt_manifest::{Attributes, Value};
 
 use super::dense_element_type;
 use crate::files::gguf::{
@@ -80,10 +80,38 @@ pub fn write_gguf_with(
     densify: bool,
     durability: Durability,
 ) -> Result<()> {
+    let views: Vec<ObjectView<'_>> = reader.iter().collect();
+    write_gguf_views(&views, reader.attributes(), output, densify, durability)
+}
+
+/// As [`write_gguf_with`], for objects from anywhere (a sharded set's, several files'),
+/// written in the order given, with `attributes` as the file's metadata.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let mut w = ztensor::Writer::create(dir.path().join("m.zt"))?;
+/// # w.add("w", &[2], &[1.0f32, 2.0])?;
+/// # w.finish()?;
+/// let r = ztensor::open(dir.path().join("m.zt"))?;
+/// let views: Vec<_> = r.iter().collect();
+/// let out = dir.path().join("m.gguf");
+/// ztensor::convert::write_gguf_views(&views, r.attributes(), &out, false, ztensor::Durability::Unsynced)?;
+/// assert_eq!(&ztensor::open(&out)?.read::<f32>("w")?[..], &[1.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_gguf_views(
+    views: &[ObjectView<'_>],
+    attributes: &Attributes,
+    output: impl AsRef<Path>,
+    densify: bool,
+    durability: Durability,
+) -> Result<()> {
     let output = output.as_ref();
-    let (metadata, n_kv, alignment) = metadata(reader)?;
-    let mut tensors = Vec::with_capacity(reader.len());
-    for o in reader {
+    let (metadata, n_kv, alignment) = metadata(attributes)?;
+    let mut tensors = Vec::with_capacity(views.len());
+    for &o in views {
         tensors.push(plan(o, densify).map_err(|e| e.in_object(o.name()))?);
     }
 
@@ -118,9 +146,9 @@ pub fn write_gguf_with(
     for t in &tensors {
         let name = t.object.name();
         let bytes = if t.densified {
-            t.object.dense_form()?.0
+            t.object.for_copy().dense_form()?.0
         } else {
-            t.object.component("data")?.bytes()?
+            t.object.for_copy().component("data")?.bytes()?
         };
         if bytes.len() as u64 != t.len {
             return Err(Error::invalid(format!(
@@ -214,8 +242,7 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// The encoded key-values, their count and the alignment.
-fn metadata(reader: &Reader) -> Result<(Vec<u8>, u64, u64)> {
-    let attrs = reader.attributes();
+fn metadata(attrs: &Attributes) -> Result<(Vec<u8>, u64, u64)> {
     let types = match attrs.get(VALUE_TYPES_KEY) {
         Some(Value::Map(m)) => Some(m),
         _ => None,

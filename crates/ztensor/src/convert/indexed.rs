@@ -86,8 +86,11 @@ fn layout(output: &Path) -> Result<(PathBuf, PathBuf, String, String)> {
 
 /// Writes `objects` (of one reader or of a sharded set) as shards beside `output` and an
 /// index, in Hugging Face's convention; `attributes` go into every shard (as `__metadata__`
-/// for safetensors: text only), the index's metadata holds `total_size`. The files replace
-/// their targets only once every one is written, the index last (see the module).
+/// for safetensors: text only), the index's metadata holds `index_metadata` (an input set's
+/// own, such as `total_parameters`) and `total_size`, computed anew. The files replace their
+/// targets only once every one is written, the index last (see the module); a set the new
+/// index replaces loses the shards the new one does not use (resharding in place leaves no
+/// old shard behind).
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -106,7 +109,7 @@ fn layout(output: &Path) -> Result<(PathBuf, PathBuf, String, String)> {
 ///     durability: ztensor::Durability::Unsynced,
 /// };
 /// let out = dir.path().join("model.safetensors");
-/// let files = write_indexed(&objects, r.attributes(), &out, options)?;
+/// let files = write_indexed(&objects, r.attributes(), &Default::default(), &out, options)?;
 /// assert!(files.index.ends_with("model.safetensors.index.json"));
 /// assert!(files.shards[1].ends_with("model-00002-of-00002.safetensors"));
 /// let set = ztensor::ShardedSet::open(&files.index)?;
@@ -117,6 +120,7 @@ fn layout(output: &Path) -> Result<(PathBuf, PathBuf, String, String)> {
 pub fn write_indexed(
     objects: &[ObjectView<'_>],
     attributes: &Attributes,
+    index_metadata: &Attributes,
     output: impl AsRef<Path>,
     options: IndexedOptions,
 ) -> Result<IndexedFiles> {
@@ -124,7 +128,7 @@ pub fn write_indexed(
         return Err(Error::argument("the shard size must be at least 1 byte"));
     }
     let groups = plan(objects, options.max_shard_size);
-    write_planned(&groups, attributes, output.as_ref(), options)
+    write_planned(&groups, attributes, index_metadata, output.as_ref(), options)
 }
 
 /// As [`write_indexed`], with the objects already dealt into shards: `groups[i]` is shard
@@ -150,7 +154,8 @@ pub fn write_indexed(
 ///     durability: ztensor::Durability::Unsynced,
 /// };
 /// let out = dir.path().join("model.safetensors");
-/// let files = write_indexed_groups(&[vec![c, a], vec![b]], r.attributes(), &out, options)?;
+/// let groups = [vec![c, a], vec![b]];
+/// let files = write_indexed_groups(&groups, r.attributes(), &Default::default(), &out, options)?;
 /// let set = ztensor::ShardedSet::open(&files.index)?;
 /// assert!(set.shard_of("c").unwrap().ends_with("model-00001-of-00002.safetensors"));
 /// # Ok(())
@@ -159,6 +164,7 @@ pub fn write_indexed(
 pub fn write_indexed_groups(
     groups: &[Vec<ObjectView<'_>>],
     attributes: &Attributes,
+    index_metadata: &Attributes,
     output: impl AsRef<Path>,
     options: IndexedOptions,
 ) -> Result<IndexedFiles> {
@@ -168,21 +174,27 @@ pub fn write_indexed_groups(
         g.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
         sorted.push(g);
     }
-    write_planned(&sorted, attributes, output.as_ref(), options)
+    write_planned(&sorted, attributes, index_metadata, output.as_ref(), options)
 }
 
 /// Writes the shards `groups` and their index (see [`write_indexed`]).
 fn write_planned(
     groups: &[Vec<&ObjectView<'_>>],
     attributes: &Attributes,
+    index_metadata: &Attributes,
     output: &Path,
     options: IndexedOptions,
 ) -> Result<IndexedFiles> {
     let (index_path, dir, stem, ext) = layout(output)?;
+    // The shards of a set this one replaces: those the new index does not name go once it is
+    // in place. An unreadable old index is not ours to judge: its files stay.
+    let replaced: Vec<String> = crate::sharded::read_index(&index_path)
+        .map(|old| old.shards)
+        .unwrap_or_default();
     let n = groups.len();
     let objects: usize = groups.iter().map(Vec::len).sum();
     let mut index = ShardIndex {
-        metadata: Attributes::new(),
+        metadata: index_metadata.clone(),
         shards: Vec::with_capacity(n),
         entries: Vec::with_capacity(objects),
     };
@@ -215,6 +227,16 @@ fn write_planned(
         shard.commit()?;
     }
     file.commit()?;
+    for old in replaced.iter().filter(|old| !index.shards.contains(old)) {
+        // Checked when the old index was parsed: a plain name in the index's folder.
+        match std::fs::remove_file(dir.join(old)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(e, format!("cannot remove the replaced shard {old:?}"))
+                    .in_file(&index_path))
+            }
+            _ => {}
+        }
+    }
     Ok(IndexedFiles {
         index: index_path,
         shards,

@@ -9,7 +9,7 @@ use std::path::Path;
 use zt_container::{AtomicFile, Durability, Error, Result};
 use zt_formats::{DType, DigestAlgorithm, ElementType, Encoding, Format};
 
-use crate::decode::ReadOptions;
+use crate::decode::Verify;
 use crate::model::{ByteOrder, DigestScope, ObjectInfo};
 use crate::reader::Reader;
 use crate::view::ObjectView;
@@ -23,7 +23,7 @@ mod indexed;
 #[cfg(feature = "safetensors")]
 mod safetensors;
 mod shard;
-pub use self::gguf::{write_gguf, write_gguf_with};
+pub use self::gguf::{write_gguf, write_gguf_views, write_gguf_with};
 #[cfg(feature = "sharded")]
 pub use self::indexed::{
     write_indexed, write_indexed_groups, IndexedFiles, IndexedOptions, ShardKind,
@@ -52,13 +52,15 @@ pub enum Keep<T> {
 pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
 
 /// Options of [`upgrade`] and [`copy_into`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConvertOptions {
     /// Compression of every component (a zstd level when `Always`).
     pub compression: Keep<i32>,
     /// Digest of every component.
     pub digest: Keep<DigestAlgorithm>,
-    /// Verify every digest of the source while reading it.
+    /// Check every digest and checksum of the source on the bytes being copied (default:
+    /// yes; a mismatch fails the conversion, naming object, component and offset). Off, the
+    /// bytes are copied as they are, and new digests are computed over them.
     pub verify: bool,
     /// Leave out objects the source lists but cannot decode (legacy entries with a defect)
     /// instead of failing; they are named in the [`ConvertReport`].
@@ -67,6 +69,29 @@ pub struct ConvertOptions {
     pub durability: Durability,
     /// The zTensor version [`upgrade`] writes (default: [`Version::V2`]).
     pub version: Version,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions {
+            compression: Keep::Source,
+            digest: Keep::Source,
+            verify: true,
+            skip_unreadable: false,
+            durability: Durability::default(),
+            version: Version::default(),
+        }
+    }
+}
+
+/// The view a conversion reads `obj` through: checking everything the source carries when
+/// `verify` (and the reader was not opened with checks off), nothing otherwise.
+pub(crate) fn source_view(obj: ObjectView<'_>, verify: bool) -> ObjectView<'_> {
+    if verify {
+        obj.for_copy()
+    } else {
+        obj.with_checks(Verify::Never)
+    }
 }
 
 /// What a conversion did.
@@ -132,15 +157,10 @@ pub fn copy_object<W: Sink>(
     writer: &mut Writer<W>,
     options: ConvertOptions,
 ) -> Result<()> {
+    let obj = source_view(obj, options.verify);
     let name = obj.name.as_str();
-    let read = ReadOptions {
-        verify: options.verify,
-    };
     let write = write_options(&obj, writer, options);
     let data = if obj.legacy_packing.is_some() {
-        if read.verify {
-            obj.verify()?;
-        }
         legacy_sparse_object(obj)?
     } else {
         let mut components = Vec::with_capacity(obj.components.len());
@@ -148,7 +168,7 @@ pub fn copy_object<W: Sink>(
             components.push(ComponentData {
                 role: c.role.to_string(),
                 element: c.element.clone(),
-                bytes: c.bytes_with(read)?,
+                bytes: c.bytes()?,
             });
         }
         ObjectData {
@@ -236,6 +256,7 @@ pub fn copy_object_densified<W: Sink>(
     if obj.format == Format::Dense {
         return copy_object(obj, writer, options);
     }
+    let obj = source_view(obj, options.verify);
     let write = write_options(&obj, writer, options);
     let (bytes, element) = obj.dense_form()?;
     let data = ObjectData {
@@ -254,6 +275,9 @@ pub fn copy_object_densified<W: Sink>(
 /// Copies one object without decoding it when its stored bytes are valid v1.2 as they are
 /// (little-endian, raw or zstd with a known size); otherwise decodes and re-encodes it as
 /// [`copy_object`] does. Returns whether the bytes were copied as stored.
+///
+/// Everything the source carries is checked first (its digests are copied with the bytes
+/// they cover), unless the reader was opened with checks off.
 pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Result<bool> {
     // A v2 file's digests cover decoded bytes: its parts are always written from data.
     let as_is = !writer.version().is_v2()
@@ -270,8 +294,16 @@ pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Resu
                     || (c.encoding == Encoding::Zstd && c.decoded_len.is_some()))
         });
     if !as_is {
-        copy_object(obj, writer, ConvertOptions::default())?;
+        let verify = obj.for_copy().checks() != Verify::Never;
+        let options = ConvertOptions {
+            verify,
+            ..ConvertOptions::default()
+        };
+        copy_object(obj, writer, options)?;
         return Ok(false);
+    }
+    if obj.for_copy().checks() != Verify::Never {
+        obj.verify()?;
     }
     let mut comps = Vec::with_capacity(obj.components.len());
     for c in obj.components() {
@@ -399,7 +431,7 @@ pub fn write_mag_views(
         .map_err(|e| e.in_file(output))?;
     for obj in views {
         // Dense data as stored, sparse densified, quantized dequantized: what mag_spec chose.
-        let (bytes, _) = obj.dense_form()?;
+        let (bytes, _) = obj.for_copy().dense_form()?;
         w.write_tensor(&bytes)?;
     }
     w.finish()?.commit()

@@ -98,7 +98,7 @@ pub(crate) fn safetensors_views_staged(
         let view = by_name
             .get(t.name)
             .ok_or_else(|| Error::argument("an object vanished").in_object(t.name))?;
-        Ok(view.dense_form()?.0)
+        Ok(view.for_copy().dense_form()?.0)
     })
 }
 

@@ -97,6 +97,11 @@ fn name_positions(index: &ShardIndex) -> (Vec<usize>, HashMap<String, u32, Rando
     (listed, positions)
 }
 
+/// Reads and parses the index at `path` (capped), without looking at its shards.
+pub(crate) fn read_index(path: &Path) -> Result<ShardIndex> {
+    ShardIndex::parse(&read_capped(path)?)
+}
+
 impl ShardedSet {
     /// Opens the set whose index is at `index_path` with default [`OpenOptions`] for the
     /// shards. Reads and checks the index and checks that every shard file it names exists;
@@ -109,8 +114,7 @@ impl ShardedSet {
     pub fn open_with(index_path: impl AsRef<Path>, options: OpenOptions) -> Result<ShardedSet> {
         let index_path = index_path.as_ref();
         let at = |e: Error| e.in_file(index_path);
-        let bytes = read_capped(index_path).map_err(at)?;
-        let index = ShardIndex::parse(&bytes).map_err(at)?;
+        let index = read_index(index_path).map_err(at)?;
         Self::from_index(index_path, index, options)
     }
 

@@ -1,0 +1,177 @@
+//! A model folder: which file in it is the model, as a loader of downloaded checkpoints
+//! (transformers' `from_pretrained`) finds it. Only names are looked at; nothing is opened.
+//!
+//! The rank, best first (docs/decisions.md, "A folder as a model"):
+//! 1. an index of `.safetensors` or `.zt` shards (`*.safetensors.index.json`,
+//!    `*.zt.index.json`);
+//! 2. any other index (`pytorch_model.bin.index.json`);
+//! 3. one `.safetensors` or `.zt` file;
+//! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, ...).
+//!
+//! Two candidates of the best rank present are an error listing them: the folder does not
+//! say which is the model. Config, tokenizer and other files are not candidates.
+
+use std::path::{Path, PathBuf};
+
+use zt_container::{Error, Result};
+
+/// The most names of a folder looked at: a folder of more entries is not a model folder,
+/// and listing it must not cost without bound.
+const MAX_ENTRIES: usize = 100_000;
+
+/// The model file in folder `dir` (see the module docs for the rank); `dir` itself when it
+/// is not a folder.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// for name in ["config.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin"] {
+///     std::fs::write(dir.path().join(name), b"")?;
+/// }
+/// assert_eq!(ztensor::model_file(dir.path())?, dir.path().join("model.safetensors"));
+/// # Ok(())
+/// # }
+/// ```
+pub fn model_file(dir: &Path) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Ok(dir.to_owned());
+    }
+    let at = |e: Error| e.in_file(dir);
+    let entries = std::fs::read_dir(dir).map_err(|e| at(Error::from(e)))?;
+    let mut best: Option<(u8, Vec<PathBuf>)> = None;
+    for (seen, entry) in entries.enumerate() {
+        if seen >= MAX_ENTRIES {
+            return Err(at(Error::limit(format!(
+                "a folder of more than {MAX_ENTRIES} entries is not a model folder"
+            ))));
+        }
+        let path = entry.map_err(|e| at(Error::from(e)))?.path();
+        let Some(rank) = path.file_name().and_then(|n| n.to_str()).and_then(rank) else {
+            continue;
+        };
+        if !path.is_file() {
+            continue;
+        }
+        match &mut best {
+            Some((r, paths)) if *r == rank => paths.push(path),
+            Some((r, _)) if *r < rank => {}
+            _ => best = Some((rank, vec![path])),
+        }
+    }
+    match best {
+        Some((_, paths)) if paths.len() == 1 => Ok(paths.into_iter().next().unwrap_or_default()),
+        Some((_, mut paths)) => {
+            paths.sort();
+            let names: Vec<String> = paths
+                .iter()
+                .filter_map(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect();
+            Err(at(Error::argument(format!(
+                "is a folder holding {} candidate model files ({}): name the one to open",
+                names.len(),
+                names.join(", ")
+            ))))
+        }
+        None => Err(at(Error::argument(
+            "is a directory, with no model in it: expected a shard index (*.index.json) or \
+             a tensor file (.safetensors, .zt, pytorch_model.bin, .gguf, ...)",
+        ))),
+    }
+}
+
+/// A file name's rank as a model candidate (lower is better), or `None` when it is not one.
+fn rank(name: &str) -> Option<u8> {
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".index.json") {
+        let over = lower.trim_end_matches(".index.json");
+        return Some(if over.ends_with(".safetensors") || over.ends_with(".zt") {
+            0
+        } else {
+            1
+        });
+    }
+    let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
+    match ext {
+        "safetensors" | "zt" => Some(2),
+        "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" => Some(3),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for n in names {
+            std::fs::write(dir.path().join(n), b"").unwrap();
+        }
+        dir
+    }
+
+    fn chosen(names: &[&str]) -> Result<String> {
+        let dir = folder(names);
+        let p = model_file(dir.path())?;
+        Ok(p.file_name().unwrap().to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn an_index_before_a_single_file_and_safetensors_before_bin() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &[
+                    "config.json",
+                    "model.safetensors.index.json",
+                    "model-00001-of-00002.safetensors",
+                    "model-00002-of-00002.safetensors",
+                ],
+                "model.safetensors.index.json",
+            ),
+            (
+                &["model.safetensors.index.json", "pytorch_model.bin.index.json"],
+                "model.safetensors.index.json",
+            ),
+            (&["pytorch_model.bin", "model.safetensors"], "model.safetensors"),
+            (
+                &["pytorch_model.bin.index.json", "model.safetensors"],
+                "pytorch_model.bin.index.json",
+            ),
+            (&["tokenizer.json", "pytorch_model.bin"], "pytorch_model.bin"),
+            (&["model.zt", "README.md"], "model.zt"),
+        ];
+        for (names, want) in cases {
+            assert_eq!(chosen(names).unwrap(), *want, "{names:?}");
+        }
+    }
+
+    #[test]
+    fn two_of_the_best_rank_are_listed() {
+        let e = chosen(&["a.safetensors.index.json", "b.safetensors.index.json"]).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(
+            e.message()
+                .contains("2 candidate model files (a.safetensors.index.json, b.safetensors.index.json)"),
+            "{e}"
+        );
+        let e = chosen(&["m-1.safetensors", "m-2.safetensors"]).unwrap_err();
+        assert!(e.message().contains("m-1.safetensors, m-2.safetensors"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_folder_says_what_was_expected() {
+        let e = chosen(&["config.json"]).unwrap_err();
+        assert!(e.message().starts_with("is a directory"), "{e}");
+        assert!(e.message().contains("*.index.json"), "{e}");
+        let e = chosen(&[]).unwrap_err();
+        assert!(e.message().starts_with("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn a_file_is_itself() {
+        let dir = folder(&["m.zt"]);
+        let p = dir.path().join("m.zt");
+        assert_eq!(model_file(&p).unwrap(), p);
+    }
+}
