@@ -83,3 +83,32 @@ impl<T> IntoPy<T> for ztensor::Result<T> {
 pub fn argument(py: Python<'_>, message: impl Into<String>) -> PyErr {
     to_py(py, &ztensor::Error::argument(message))
 }
+
+/// Runs `work` without the GIL, as `py.detach` does, but with Python's signals checked
+/// between its pieces of work (every few megabytes written): a Ctrl-C raises
+/// `KeyboardInterrupt` promptly, through Python's own handler, which the library never
+/// replaces. The write stops, its temporary file goes, and the target stays as it was.
+pub fn detach_interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> ztensor::Result<T> + Send,
+) -> PyResult<T> {
+    use std::sync::{Arc, Mutex};
+    let raised: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&raised);
+    let result = py.detach(move || {
+        let check = move || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    true
+                }
+            })
+        };
+        ztensor::container::interrupt::with_check(check, work)
+    });
+    if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    result.py_err(py)
+}

@@ -19,7 +19,7 @@ use ztensor::{
     WriteOptions,
 };
 
-use crate::errors::{argument, IntoPy};
+use crate::errors::{argument, detach_interruptible, IntoPy};
 use crate::values::{attributes_from_py, from_py};
 
 /// A zTensor file being written.
@@ -141,15 +141,13 @@ impl Writer {
         };
         // The lock is taken with the GIL released: a thread that waits for it must not hold
         // the GIL this one needs back.
-        let result = py.detach(|| {
+        let result = detach_interruptible(py, || {
             let mut slot = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             slot.as_mut()
                 .map(|w| w.add_object_with(name, object, options))
-        });
-        match result {
-            Some(r) => r.py_err(py),
-            None => Err(argument(py, "the writer is finished")),
-        }
+                .transpose()
+        })?;
+        result.ok_or_else(|| argument(py, "the writer is finished"))
     }
 
     /// Writes the manifest and puts the file in place.
@@ -159,7 +157,7 @@ impl Writer {
             slot.take()
         };
         let w = w.ok_or_else(|| argument(py, "the writer is finished"))?;
-        py.detach(|| w.finish()).py_err(py)?;
+        detach_interruptible(py, || w.finish())?;
         Ok(())
     }
 
@@ -216,8 +214,9 @@ pub fn save_safetensors(
     } else {
         Durability::Unsynced
     };
-    py.detach(|| write_safetensors_tensors(&planned, &metadata, &path, durability))
-        .py_err(py)
+    detach_interruptible(py, || {
+        write_safetensors_tensors(&planned, &metadata, &path, durability)
+    })
 }
 
 /// The bytes of a held, C-contiguous u8 buffer.

@@ -8,7 +8,7 @@
 //! - [`Element`]: Rust types that elements are read into (`f32`, `half::bf16`, [`Complex`],
 //!   the FP8 newtypes in [`fp8`]).
 //! - [`Format`], [`check_layout`]: the object formats, their components and size rules.
-//! - [`check_csr`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the sparse rules that
+//! - [`check_csr`], [`check_csr_sorted`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the sparse rules that
 //!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
 //! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
 //!   decompression bounded by the declared size.
@@ -74,5 +74,5 @@ pub use element::{element_matches, Complex, Element};
 pub use format::Format;
 pub use layout::{check_layout, dense_len, ComponentLayout};
 pub use quant::QuantParams;
-pub use sparse::{check_coo, check_csr, coo_to_dense, csr_to_dense, Accumulate};
+pub use sparse::{check_coo, check_csr, check_csr_sorted, coo_to_dense, csr_to_dense, Accumulate};
 pub use zt_container::{Error, ErrorKind, Result};

@@ -49,6 +49,35 @@ pub fn check_csr(rows: u64, cols: u64, indptr: &[u64], indices: &[u64], nnz: usi
     Ok(())
 }
 
+/// zTensor v2's data rule beside [`check_csr`] (which must pass first): column indices
+/// strictly increase within each row. v1 allows any order within a row, as scipy does.
+///
+/// ```
+/// use zt_formats::{check_csr, check_csr_sorted};
+/// let (indptr, indices) = ([0u64, 2, 3], [1u64, 0, 2]);
+/// check_csr(2, 3, &indptr, &indices, 3).unwrap();
+/// assert!(check_csr_sorted(&indptr, &indices).is_err());
+/// assert!(check_csr_sorted(&indptr, &[0, 1, 2]).is_ok());
+/// ```
+pub fn check_csr_sorted(indptr: &[u64], indices: &[u64]) -> Result<()> {
+    for (row, w) in indptr.windows(2).enumerate() {
+        let (start, end) = (w.first().copied(), w.get(1).copied());
+        let run = start
+            .zip(end)
+            .and_then(|(a, b)| indices.get(usize::try_from(a).ok()?..usize::try_from(b).ok()?))
+            .ok_or_else(|| Error::invalid("indptr points outside the indices").in_component("indptr"))?;
+        if let Some(i) = run.windows(2).position(|p| p.first() >= p.get(1)) {
+            let at = start.unwrap_or(0).saturating_add(i as u64 + 1);
+            return Err(Error::invalid(format!(
+                "layout data rule: column indices do not strictly increase within row {row} \
+                 (index {at})"
+            ))
+            .in_component("indices"));
+        }
+    }
+    Ok(())
+}
+
 /// Checks COO coordinates (structure of arrays: all first coordinates, then all second, ...)
 /// for `nnz` values: `ndim x nnz` entries, each inside the shape.
 pub fn check_coo(shape: &[u64], coords: &[u64], nnz: usize) -> Result<()> {

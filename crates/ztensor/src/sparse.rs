@@ -282,6 +282,27 @@ impl<'r> ObjectView<'r> {
         Ok(checked)
     }
 
+    /// The CSR rules of the object's format version: [`check_csr`], and for zTensor v2 (whose
+    /// parts carry decoded-bytes digests) column indices strictly increasing within a row.
+    fn check_csr_rules(
+        &self,
+        rows: u64,
+        cols: u64,
+        indptr: &[u64],
+        indices: &[u64],
+        nnz: usize,
+    ) -> Result<()> {
+        check_csr(rows, cols, indptr, indices, nnz)?;
+        let v2 = self
+            .components
+            .iter()
+            .any(|c| c.digest_scope == DigestScope::Decoded);
+        if v2 {
+            zt_formats::check_csr_sorted(indptr, indices)?;
+        }
+        Ok(())
+    }
+
     /// Checks the data-level rules of a CSR or COO object without decoding its values:
     /// row pointers start at 0, never decrease and end at the number of indices; column
     /// indices increase within a row and stay below the column count; coordinates lie in
@@ -297,7 +318,7 @@ impl<'r> ObjectView<'r> {
                 };
                 let indices = self.index_component("indices")?;
                 let indptr = self.index_component("indptr")?;
-                check_csr(rows, cols, &indptr, &indices, indices.len())
+                self.check_csr_rules(rows, cols, &indptr, &indices, indices.len())
                     .map_err(|e| e.in_object(name))
             }
             (Format::SparseCoo, None) => {
@@ -347,7 +368,7 @@ impl<'r> ObjectView<'r> {
                 ))
                 .in_object(name));
             };
-            check_csr(rows, cols, &parts.second, &parts.first, nnz as usize)
+            self.check_csr_rules(rows, cols, &parts.second, &parts.first, nnz as usize)
                 .map_err(|e| e.in_object(name))?;
             Ok(SparseData {
                 values: parts.values,
@@ -382,7 +403,7 @@ impl<'r> ObjectView<'r> {
         let parts = self.sparse_parts()?;
         let values = typed::<V>(parts.values, &parts.value_type)
             .map_err(|e| e.in_component("values").in_object(name))?;
-        check_csr(rows, cols, &parts.second, &parts.first, values.len())
+        self.check_csr_rules(rows, cols, &parts.second, &parts.first, values.len())
             .map_err(|e| e.in_object(name))?;
         Ok(Csr {
             shape: [rows, cols],
