@@ -171,3 +171,51 @@ def test_safetensors_output_is_the_rust_writers(tmp_path):
     back = ztio.numpy.load_file(ours)
     for k, a in plain.items():
         assert back[k].tobytes() == a.tobytes() and back[k].shape == a.shape, k
+
+
+def _interrupted(code: str, tmp_path, sig) -> subprocess.CompletedProcess:
+    """Runs ``code`` (which saves something large to ``out``) in a fresh interpreter and sends
+    it ``sig`` once it has started writing."""
+    import signal
+    import sys
+    import time
+
+    script = (
+        "import numpy as np, ztio, ztio.numpy, sys\n"
+        "big = {f't{i}': np.random.default_rng(i).standard_normal(1 << 24) for i in range(8)}\n"
+        "print('ready', flush=True)\n" + code
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdout.readline().strip() == b"ready"
+    time.sleep(0.3)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "ztio.numpy.save_file(big, 'out.safetensors')",
+        "ztio.save_file(big, 'out.zt', compression=True)",
+    ],
+)
+def test_ctrl_c_stops_a_save_promptly_and_leaves_nothing(tmp_path, code):
+    import signal
+
+    done = _interrupted(code, tmp_path, signal.SIGINT)
+    assert b"KeyboardInterrupt" in done.stderr, done.stderr.decode()
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_a_killed_save_leaves_nothing(tmp_path):
+    import signal
+
+    done = _interrupted("ztio.save_file(big, 'out.zt', compression=True)", tmp_path, signal.SIGKILL)
+    assert done.returncode == -signal.SIGKILL
+    assert sorted(os.listdir(tmp_path)) == []

@@ -271,7 +271,11 @@ pub fn spinner(what: &str, total: u64) -> indicatif::ProgressBar {
     if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
         bar.set_style(style);
     }
-    bar.set_message(format!("{what} ({})", indicatif::HumanBytes(total)));
+    bar.set_message(if total == 0 {
+        what.to_owned()
+    } else {
+        format!("{what} ({})", indicatif::HumanBytes(total))
+    });
     bar.enable_steady_tick(std::time::Duration::from_millis(100));
     bar
 }

@@ -192,6 +192,14 @@ pub enum Target {
 
 /// `zt convert` with a set as input, or with an indexed set as output.
 pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
+    // The library writes a set's output in one call: a spinner, with the time it has taken.
+    let bar = crate::common::spinner("convert a set", 0);
+    let done = convert_quietly(input, output, target);
+    bar.finish_and_clear();
+    done
+}
+
+fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
     let at = |e: ztensor::Error| Failure::from(e.in_file(output));
     if let Target::SameShards(kind) = target {
         let set = open(input)?;

@@ -43,8 +43,20 @@ pub fn redacted(url: &Url) -> String {
 
 /// An object_store error as one line: its first line, at most 300 characters (a server's
 /// error page can follow the status in the message; a message is one line).
+///
+/// A store that found no credentials in the environment asks the cloud's instance metadata
+/// service (169.254.169.254) for some; off a cloud machine that fails with a confusing
+/// request error, which is said for what it means instead.
 pub fn one_line(e: &object_store::Error) -> String {
     let text = e.to_string();
+    if text.contains("169.254.169.254") || text.contains("metadata.google.internal") {
+        return "no credentials found: none are set in the environment (for S3: \
+                AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE; \
+                for GCS: GOOGLE_SERVICE_ACCOUNT; for Azure: AZURE_STORAGE_ACCOUNT_KEY), and \
+                the cloud's instance metadata service gave none; for a public S3 bucket \
+                set AWS_SKIP_SIGNATURE=true"
+            .to_owned();
+    }
     let first = text.lines().next().unwrap_or_default().trim_end();
     let mut cut: String = first.chars().take(300).collect();
     if cut.len() < first.len() {
@@ -153,4 +165,27 @@ pub fn connect(url: &Url) -> Result<(Arc<dyn ObjectStore>, StorePath)> {
     // object_store's messages name the option or variable that is wrong, never its value.
     let store = built.map_err(|e| Error::argument(format!("{shown}: {e}")))?;
     Ok((store, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_metadata_request_says_no_credentials_were_found() {
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: "Error performing token request: HTTP status client error (403 \
+                     Forbidden) for url (http://169.254.169.254/latest/api/token)"
+                .into(),
+        };
+        let m = one_line(&e);
+        assert!(m.starts_with("no credentials found"), "{m}");
+        assert!(m.contains("AWS_SKIP_SIGNATURE=true"), "{m}");
+        let other = object_store::Error::Generic {
+            store: "S3",
+            source: "connection refused\n<html>...".into(),
+        };
+        assert_eq!(one_line(&other), "Generic S3 error: connection refused");
+    }
 }
