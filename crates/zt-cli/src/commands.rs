@@ -23,7 +23,6 @@ fn open(path: &Path) -> Result<Reader, Failure> {
     crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
 }
 
-
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;

@@ -459,7 +459,10 @@ fn diff_objects(
         .iter()
         .filter_map(|oa| Some((*oa, *views_b.get(oa.name())?)))
         .collect();
-    let bar = progress(common.iter().map(|(o, _)| dense_len(o.info())).sum(), "diff");
+    let bar = progress(
+        common.iter().map(|(o, _)| dense_len(o.info())).sum(),
+        "diff",
+    );
     for (oa, ob) in common {
         if oa.shape != ob.shape {
             diffs.push(Difference::simple(

@@ -230,8 +230,8 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
             output,
             options,
         )
-            .map(drop)
-            .map_err(at);
+        .map(drop)
+        .map_err(at);
     }
     with_objects(input, |objects, attributes, metadata| match target {
         Target::Safetensors { densify } => ztensor::convert::write_safetensors_views(
@@ -258,14 +258,10 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
         Target::Mag(options) => {
             ztensor::convert::write_mag_views(objects, attributes, output, options).map_err(at)
         }
-        Target::Gguf { densify } => ztensor::convert::write_gguf_views(
-            objects,
-            attributes,
-            output,
-            densify,
-            durability(),
-        )
-        .map_err(at),
+        Target::Gguf { densify } => {
+            ztensor::convert::write_gguf_views(objects, attributes, output, densify, durability())
+                .map_err(at)
+        }
         Target::Indexed(max_shard_size, kind) => {
             let options = IndexedOptions {
                 max_shard_size,

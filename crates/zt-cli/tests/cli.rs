@@ -705,7 +705,11 @@ fn writing_commands_honour_the_output_kind_or_refuse() {
     let z = dir.path().join("m.zt");
     let o = zt(&["merge", &input, "-o", p(&z), "--to", "safetensors"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("[possible values: zt, v2, v1.2]"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("[possible values: zt, v2, v1.2]"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!z.exists());
     // No extension: say how to name the kind; with --to zt it is written.
     let bare = dir.path().join("merged");

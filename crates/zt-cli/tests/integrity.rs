@@ -49,7 +49,12 @@ fn good_and_bad(dir: &Path) -> (PathBuf, PathBuf) {
     w.add("a", &[4], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
     w.add("b", &[2], &[5.0f32, 6.0]).unwrap();
     w.finish().unwrap();
-    let offset = ztensor::open(&good).unwrap().object("a").unwrap().components[0].offset;
+    let offset = ztensor::open(&good)
+        .unwrap()
+        .object("a")
+        .unwrap()
+        .components[0]
+        .offset;
     let mut bytes = std::fs::read(&good).unwrap();
     for b in &mut bytes[offset as usize + 4..offset as usize + 8] {
         *b ^= 0x5a;
@@ -72,12 +77,27 @@ fn corrupt_data_fails_every_command_that_hands_it_on() {
             p(&out("z.zt")).into(),
             "--compress".into(),
         ],
-        vec!["convert".into(), p(&bad).into(), p(&out("c.safetensors")).into()],
+        vec![
+            "convert".into(),
+            p(&bad).into(),
+            p(&out("c.safetensors")).into(),
+        ],
         vec!["convert".into(), p(&bad).into(), p(&out("c.gguf")).into()],
         vec!["convert".into(), p(&bad).into(), p(&out("c.mag")).into()],
         vec!["upgrade".into(), p(&bad).into(), p(&out("u.zt")).into()],
-        vec!["merge".into(), p(&bad).into(), "-o".into(), p(&out("m.zt")).into()],
-        vec!["rm".into(), p(&bad).into(), "b".into(), "-o".into(), p(&out("r.zt")).into()],
+        vec![
+            "merge".into(),
+            p(&bad).into(),
+            "-o".into(),
+            p(&out("m.zt")).into(),
+        ],
+        vec![
+            "rm".into(),
+            p(&bad).into(),
+            "b".into(),
+            "-o".into(),
+            p(&out("r.zt")).into(),
+        ],
         vec!["cat".into(), p(&bad).into(), "a".into(), "--json".into()],
     ];
     for args in &cases {
@@ -129,7 +149,11 @@ fn the_library_checks_on_conversion_and_on_copying_reads() {
     assert!(r.read::<f32>("a").is_ok());
     assert!(r.object("a").unwrap().read_verified::<f32>().is_err());
     let mut buf = Vec::new();
-    let e = r.object("a").unwrap().read_into::<f32>(&mut buf).unwrap_err();
+    let e = r
+        .object("a")
+        .unwrap()
+        .read_into::<f32>(&mut buf)
+        .unwrap_err();
     assert_eq!(e.kind(), ztensor::ErrorKind::ChecksumMismatch, "{e}");
     let checked = ztensor::OpenOptions::new()
         .verify(ztensor::Verify::Always)
@@ -202,7 +226,11 @@ fn an_interrupted_or_killed_writer_leaves_no_file_behind() {
             "-KILL" => assert_eq!(status.signal(), Some(9), "{target}: killed mid-write"),
             _ => assert_eq!(status.code(), Some(130), "{sig} {target}: {status:?}"),
         }
-        assert_eq!(names(&out), Vec::<String>::new(), "{sig} {target}: nothing left");
+        assert_eq!(
+            names(&out),
+            Vec::<String>::new(),
+            "{sig} {target}: nothing left"
+        );
     }
 }
 
@@ -211,7 +239,10 @@ fn a_dead_writers_named_temporary_is_swept_by_the_next() {
     // What a writer on a file system without unnamed files leaves when killed: a named
     // temporary nobody holds a lock on.
     let dir = tempfile::tempdir().unwrap();
-    let stale = dir.path().join(format!(".m.zt.99999.1{}", ztensor::container::temp::TEMP_SUFFIX));
+    let stale = dir.path().join(format!(
+        ".m.zt.99999.1{}",
+        ztensor::container::temp::TEMP_SUFFIX
+    ));
     std::fs::write(&stale, b"half a file").unwrap();
     let unrelated = dir.path().join(".keep.tmp");
     std::fs::write(&unrelated, b"not ours").unwrap();
@@ -228,7 +259,10 @@ fn a_closed_stdout_ends_zt_quietly() {
     let mut w = ztensor::Writer::create(&path).unwrap();
     w.add("x", &[1 << 18], &vec![0.5f32; 1 << 18]).unwrap();
     w.finish().unwrap();
-    for args in [vec!["cat", p(&path), "x", "--json"], vec!["cat", p(&path), "x"]] {
+    for args in [
+        vec!["cat", p(&path), "x", "--json"],
+        vec!["cat", p(&path), "x"],
+    ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_zt"))
             .args(&args)
             .stdout(Stdio::piped())
@@ -266,7 +300,11 @@ fn a_model_folder_reads_as_its_model() {
     let o = zt(&["ls", p(&model)]);
     assert_eq!(stdout(&o), "f32\ni64\n", "{}", stderr(&o));
     let o = zt(&["info", p(&model)]);
-    assert!(stdout(&o).contains("model.safetensors: safetensors, 2 objects"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("model.safetensors: safetensors, 2 objects"),
+        "{}",
+        stdout(&o)
+    );
 
     // Two files of the same rank: listed, and the user names one.
     std::fs::copy(&st, model.join("other.safetensors")).unwrap();
@@ -310,11 +348,16 @@ fn diff_takes_sets_and_counts_nans_as_differences() {
 
     // A value that became NaN is a difference, reported as a NaN difference.
     let b = dir.path().join("b.zt");
-    write_zt(&b, &[("x", &[1.0, f32::NAN]), ("y", &[3.0, f32::NAN])], "one");
+    write_zt(
+        &b,
+        &[("x", &[1.0, f32::NAN]), ("y", &[3.0, f32::NAN])],
+        "one",
+    );
     let o = zt(&["diff", p(&a), p(&b)]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stdout(&o).contains("x: 1 of 2 elements differ; first at [1]; largest absolute difference NaN"),
+        stdout(&o)
+            .contains("x: 1 of 2 elements differ; first at [1]; largest absolute difference NaN"),
         "{}",
         stdout(&o)
     );
@@ -334,7 +377,10 @@ fn diff_takes_sets_and_counts_nans_as_differences() {
     assert_eq!(o.status.code(), Some(2));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["schema"], "zt.diff/1");
-    assert!(j["error"]["message"].as_str().unwrap().contains("missing.zt"));
+    assert!(j["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("missing.zt"));
 }
 
 #[test]
@@ -358,7 +404,14 @@ fn resharding_in_place_leaves_no_old_shard_and_keeps_the_index_metadata() {
     json["metadata"]["total_parameters"] = 96.into();
     std::fs::write(&index, serde_json::to_vec(&json).unwrap()).unwrap();
 
-    let o = zt(&["convert", p(&index), p(&index), "--shard-size", "128B", "--force"]);
+    let o = zt(&[
+        "convert",
+        p(&index),
+        p(&index),
+        "--shard-size",
+        "128B",
+        "--force",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         names(&sh),
@@ -393,7 +446,10 @@ fn cat_json_gives_e8m0_values_not_codes() {
     ]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // The stored codes 7e 7f 81 80 7d 80: 2^(code - 127).
-    assert_eq!(j["values"], serde_json::json!([0.5, 1.0, 4.0, 2.0, 0.25, 2.0]));
+    assert_eq!(
+        j["values"],
+        serde_json::json!([0.5, 1.0, 4.0, 2.0, 0.25, 2.0])
+    );
 }
 
 #[test]
@@ -432,7 +488,12 @@ fn a_v2_csr_whose_columns_do_not_increase_fails_verify_and_densify() {
         "{}",
         stdout(&o)
     );
-    let o = zt(&["convert", "--densify", p(&path), p(&dir.path().join("d.zt"))]);
+    let o = zt(&[
+        "convert",
+        "--densify",
+        p(&path),
+        p(&dir.path().join("d.zt")),
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("layout data rule"), "{}", stderr(&o));
 }

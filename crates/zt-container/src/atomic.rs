@@ -307,7 +307,12 @@ mod tests {
         // On Linux the temporary has no name until the commit; elsewhere it sits beside the
         // target under a name of its own.
         let beside = if cfg!(target_os = "linux") { 1 } else { 2 };
-        assert_eq!(entries(dir.path()).len(), beside, "{:?}", entries(dir.path()));
+        assert_eq!(
+            entries(dir.path()).len(),
+            beside,
+            "{:?}",
+            entries(dir.path())
+        );
         drop(f);
         assert_eq!(std::fs::read(&target).unwrap(), b"old");
         assert_eq!(entries(dir.path()), vec!["a.zt"], "no stray file");

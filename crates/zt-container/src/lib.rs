@@ -53,8 +53,8 @@ mod write;
 mod write_v2;
 
 pub use atomic::{AtomicFile, Durability};
-pub use temp::{cleanup, interrupt};
 pub use error::{Error, ErrorKind, Result};
+pub use temp::{cleanup, interrupt};
 
 /// Shared with the crates of this workspace, not part of the stable API.
 #[doc(hidden)]

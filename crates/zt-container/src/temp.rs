@@ -36,7 +36,11 @@ impl TempFile {
     /// A new temporary in `dir` for a file to be named `target_name`, with `mode` (umask
     /// applied) or, when `exact_mode` is given, exactly that mode (a replacement keeps the
     /// mode of the file it replaces).
-    pub fn create(dir: &Path, target_name: &std::ffi::OsStr, exact_mode: Option<u32>) -> io::Result<Self> {
+    pub fn create(
+        dir: &Path,
+        target_name: &std::ffi::OsStr,
+        exact_mode: Option<u32>,
+    ) -> io::Result<Self> {
         sweep(dir);
         #[cfg(target_os = "linux")]
         if let Some(t) = unnamed(dir, exact_mode)? {
@@ -122,7 +126,10 @@ fn temp_name(target_name: &std::ffi::OsStr) -> std::ffi::OsString {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut s = std::ffi::OsString::from(".");
     s.push(target_name);
-    s.push(format!(".{}.{n}{nanos:08x}{TEMP_SUFFIX}", std::process::id()));
+    s.push(format!(
+        ".{}.{n}{nanos:08x}{TEMP_SUFFIX}",
+        std::process::id()
+    ));
     s
 }
 
@@ -217,7 +224,10 @@ fn link_unnamed(proc_path: &Path, to: &Path) -> io::Result<()> {
 
 #[cfg(not(target_os = "linux"))]
 fn link_unnamed(_: &Path, _: &Path) -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "no unnamed files here"))
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no unnamed files here",
+    ))
 }
 
 /// Takes an exclusive lock on `file` for as long as it is open (released by the kernel when

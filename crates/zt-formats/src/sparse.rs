@@ -65,7 +65,9 @@ pub fn check_csr_sorted(indptr: &[u64], indices: &[u64]) -> Result<()> {
         let run = start
             .zip(end)
             .and_then(|(a, b)| indices.get(usize::try_from(a).ok()?..usize::try_from(b).ok()?))
-            .ok_or_else(|| Error::invalid("indptr points outside the indices").in_component("indptr"))?;
+            .ok_or_else(|| {
+                Error::invalid("indptr points outside the indices").in_component("indptr")
+            })?;
         if let Some(i) = run.windows(2).position(|p| p.first() >= p.get(1)) {
             let at = start.unwrap_or(0).saturating_add(i as u64 + 1);
             return Err(Error::invalid(format!(

@@ -141,7 +141,9 @@ impl ZipEntries {
             .partition_point(|e| e.data_offset <= offset)
             .saturating_sub(1);
         let candidates = self.entries.iter().zip(&self.checked).skip(first);
-        for (entry, checked) in candidates.take_while(|(e, _)| e.data_offset < end.max(offset.saturating_add(1))) {
+        for (entry, checked) in
+            candidates.take_while(|(e, _)| e.data_offset < end.max(offset.saturating_add(1)))
+        {
             if entry.data_end() <= offset || checked.load(Ordering::Relaxed) {
                 continue;
             }

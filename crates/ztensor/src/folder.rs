@@ -130,15 +130,24 @@ mod tests {
                 "model.safetensors.index.json",
             ),
             (
-                &["model.safetensors.index.json", "pytorch_model.bin.index.json"],
+                &[
+                    "model.safetensors.index.json",
+                    "pytorch_model.bin.index.json",
+                ],
                 "model.safetensors.index.json",
             ),
-            (&["pytorch_model.bin", "model.safetensors"], "model.safetensors"),
+            (
+                &["pytorch_model.bin", "model.safetensors"],
+                "model.safetensors",
+            ),
             (
                 &["pytorch_model.bin.index.json", "model.safetensors"],
                 "pytorch_model.bin.index.json",
             ),
-            (&["tokenizer.json", "pytorch_model.bin"], "pytorch_model.bin"),
+            (
+                &["tokenizer.json", "pytorch_model.bin"],
+                "pytorch_model.bin",
+            ),
             (&["model.zt", "README.md"], "model.zt"),
         ];
         for (names, want) in cases {
@@ -151,12 +160,16 @@ mod tests {
         let e = chosen(&["a.safetensors.index.json", "b.safetensors.index.json"]).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
         assert!(
-            e.message()
-                .contains("2 candidate model files (a.safetensors.index.json, b.safetensors.index.json)"),
+            e.message().contains(
+                "2 candidate model files (a.safetensors.index.json, b.safetensors.index.json)"
+            ),
             "{e}"
         );
         let e = chosen(&["m-1.safetensors", "m-2.safetensors"]).unwrap_err();
-        assert!(e.message().contains("m-1.safetensors, m-2.safetensors"), "{e}");
+        assert!(
+            e.message().contains("m-1.safetensors, m-2.safetensors"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -7,10 +7,10 @@ use std::path::Path;
 use zt_container::layout::MAGIC_V2;
 use zt_container::{Container, ContainerV2, ContainerVersion, Error, Result, Source};
 
+use crate::decode::Verify;
 use crate::files;
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
-use crate::decode::Verify;
 use crate::reader::Reader;
 
 /// How to open a file.

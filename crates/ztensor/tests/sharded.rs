@@ -304,7 +304,8 @@ fn a_failed_write_leaves_the_old_set_whole_and_no_new_file() {
         kind,
         durability: Durability::Unsynced,
     };
-    let e = write_indexed(&objects, r.attributes(), &Default::default(), &out, options).unwrap_err();
+    let e =
+        write_indexed(&objects, r.attributes(), &Default::default(), &out, options).unwrap_err();
     assert!(e.to_string().contains("zz_sparse"), "{e}");
     // The old set, byte for byte, and nothing else (no new shard, no temporary file).
     assert_eq!(snapshot(out.parent().unwrap()), before);

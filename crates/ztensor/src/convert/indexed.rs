@@ -128,7 +128,13 @@ pub fn write_indexed(
         return Err(Error::argument("the shard size must be at least 1 byte"));
     }
     let groups = plan(objects, options.max_shard_size);
-    write_planned(&groups, attributes, index_metadata, output.as_ref(), options)
+    write_planned(
+        &groups,
+        attributes,
+        index_metadata,
+        output.as_ref(),
+        options,
+    )
 }
 
 /// As [`write_indexed`], with the objects already dealt into shards: `groups[i]` is shard
@@ -174,7 +180,13 @@ pub fn write_indexed_groups(
         g.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
         sorted.push(g);
     }
-    write_planned(&sorted, attributes, index_metadata, output.as_ref(), options)
+    write_planned(
+        &sorted,
+        attributes,
+        index_metadata,
+        output.as_ref(),
+        options,
+    )
 }
 
 /// Writes the shards `groups` and their index (see [`write_indexed`]).
@@ -231,8 +243,10 @@ fn write_planned(
         // Checked when the old index was parsed: a plain name in the index's folder.
         match std::fs::remove_file(dir.join(old)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::io(e, format!("cannot remove the replaced shard {old:?}"))
-                    .in_file(&index_path))
+                return Err(
+                    Error::io(e, format!("cannot remove the replaced shard {old:?}"))
+                        .in_file(&index_path),
+                )
             }
             _ => {}
         }
