@@ -219,3 +219,25 @@ def test_a_killed_save_leaves_nothing(tmp_path):
     done = _interrupted("ztio.save_file(big, 'out.zt', compression=True)", tmp_path, signal.SIGKILL)
     assert done.returncode == -signal.SIGKILL
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_verify_true_checks_a_zero_copy_read(tmp_path):
+    path = tmp_path / "m.zt"
+    ztio.save_file({"a": np.arange(16, dtype=np.float32)}, path)
+    with ztio.open(path) as f:
+        offset = f.info("a").components[0].offset
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    bad = tmp_path / "bad.zt"
+    bad.write_bytes(bytes(data))
+    with ztio.open(bad) as f:
+        f.get_tensor("a")  # zero-copy: not hashed
+        with pytest.raises(ztio.ChecksumError, match='object "a"'):
+            f.get_tensor("a", verify=True)
+    with ztio.open(bad, verify=True) as f, pytest.raises(ztio.ChecksumError):
+        f.get_tensor("a")
+    with pytest.raises(ztio.ChecksumError):
+        ztio.numpy.load_file(bad, verify=True)
+    # An unmapped read copies every byte, and checks what it copies.
+    with ztio.open(bad, unmapped=True) as f, pytest.raises(ztio.ChecksumError):
+        f.get_tensor("a")
