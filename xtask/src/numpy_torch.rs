@@ -159,6 +159,29 @@ pub fn invalid_numpy(c: &mut Corpus) {
         "LimitExceeded",
         "65 dimensions exceed the cap of 64",
     );
+    // numpy's loader refuses both: a shape that is a list, and a minor version.
+    c.invalid(
+        "npy_shape_list.npy",
+        npy(
+            1,
+            "{'descr': '<f4', 'fortran_order': False, 'shape': [2], }",
+            &data8,
+        ),
+        open,
+        "InvalidFile",
+        "header: shape is not a tuple",
+    );
+    let mut minor = npy(1, &f32_header("(2,)"), &data8);
+    if let Some(v) = minor.get_mut(7) {
+        *v = 1;
+    }
+    c.invalid(
+        "npy_version_1_1.npy",
+        minor,
+        open,
+        "Unsupported",
+        ".npy format version 1.1 (1.0, 2.0 and 3.0 are read)",
+    );
 
     // Zip archives that lie.
     let (good, l) = two_arrays();
@@ -266,6 +289,19 @@ pub fn invalid_numpy(c: &mut Corpus) {
         "zip64 fields but no zip64 locator",
     );
     let a = npy(1, &f32_header("(2,)"), &data8);
+    // An extra record that says it is longer than the extra field holding it (Python's
+    // zipfile: "Corrupt extra field").
+    let mut e = Entry::stored("a.npy", &a);
+    e.zip64_uncompressed = Some(a.len() as u64);
+    let (mut b, l) = zip_build::write(&[e]);
+    put_u16(&mut b, l.central[0] + 46 + "a.npy".len() + 2, 9);
+    c.invalid(
+        "zip64_extra_past_its_field.npz",
+        b,
+        open,
+        "InvalidFile",
+        "entry \"a.npy\": extra record 0x0001 of 9 bytes runs past its extra field (8 left)",
+    );
     let (b, _) = zip_build::write(&[Entry::stored("a.npy", &a), Entry::stored("a.npy", &a)]);
     c.invalid(
         "zip_name_twice.npz",
@@ -614,6 +650,16 @@ pub fn invalid_torch(c: &mut Corpus) {
             },
             "LimitExceeded",
             "pickle: a string of 1099511627776 bytes exceeds the cap of 16777216",
+        ),
+        (
+            "pt_pickle_frame_past_end.pt",
+            {
+                let mut p = Pickle::new();
+                p.op(b"\x95").op(&(1u64 << 63).to_le_bytes());
+                p.done()
+            },
+            "InvalidFile",
+            "invalid pickle: a FRAME of 9223372036854775808 bytes runs past the end of the pickle",
         ),
         (
             "pt_pickle_string_past_end.pt",

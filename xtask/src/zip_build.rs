@@ -146,7 +146,7 @@ pub fn put_u32(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_le_bytes());
 }
 
-/// CRC-32 (IEEE), as zip records it; our reader does not check it, but real tools do.
+/// CRC-32 (IEEE), as zip records it and readers (ours too) check it.
 fn crc32(data: &[u8]) -> u32 {
     let mut crc = !0u32;
     for &b in data {

@@ -158,6 +158,16 @@ impl OpenOptions {
         open_shard: Option<OpenShard<'_>>,
     ) -> Result<Reader> {
         let (source, listing) = self.list(source, path, open_shard)?;
+        // One rank cap for every kind (numpy 2's and the v2 spec's 64), whether or not the
+        // kind's own parser has one.
+        let cap = self.limits.decode.max_rank;
+        if let Some(o) = listing.objects.iter().find(|o| o.shape.len() > cap) {
+            return Err(Error::limit(format!(
+                "rank {} exceeds the cap of {cap} dimensions",
+                o.shape.len()
+            ))
+            .in_object(&o.name));
+        }
         Ok(Reader::new(source, listing, self.limits, self.verify))
     }
 

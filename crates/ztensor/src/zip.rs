@@ -294,9 +294,12 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
         compressed == u64::from(u32::MAX),
         header_offset == u64::from(u32::MAX),
     ];
+    // Every extra record must lie inside the extra field, as Python's zipfile requires of
+    // every entry, whether or not its zip64 values are needed.
+    let zip64 = zip64_extra(extra).map_err(|m| bad(format!("entry {name:?}: {m}")).at(abs))?;
     if wants.iter().any(|&w| w) {
-        let values = zip64_extra(extra)
-            .ok_or_else(|| bad(format!("entry {name:?} has no zip64 extra field")).at(abs))?;
+        let values =
+            zip64.ok_or_else(|| bad(format!("entry {name:?} has no zip64 extra field")).at(abs))?;
         let mut values = values.chunks_exact(8).map(|b| Fields(b).u64(0));
         for (i, want) in wants.into_iter().enumerate() {
             if !want {
@@ -416,18 +419,25 @@ pub(crate) fn check_crc(source: &Source, entry: &Entry, max_inflated: u64) -> Re
     Ok(())
 }
 
-/// The data of the zip64 extended information extra field (id 1), if present.
-fn zip64_extra(mut extra: &[u8]) -> Option<&[u8]> {
+/// The data of the zip64 extended information extra field (id 1), if present; an error for
+/// an extra record that runs past the end of the extra field.
+fn zip64_extra(mut extra: &[u8]) -> std::result::Result<Option<&[u8]>, String> {
+    let mut zip64 = None;
     while extra.len() >= 4 {
         let f = Fields(extra);
         let (id, len) = (f.u16(0), f.u16(2) as usize);
-        let data = extra.get(4..4 + len)?;
-        if id == 1 {
-            return Some(data);
+        let Some(data) = extra.get(4..4 + len) else {
+            return Err(format!(
+                "extra record {id:#06x} of {len} bytes runs past its extra field ({} left)",
+                extra.len() - 4
+            ));
+        };
+        if id == 1 && zip64.is_none() {
+            zip64 = Some(data);
         }
-        extra = extra.get(4 + len..)?;
+        extra = extra.get(4 + len..).unwrap_or_default();
     }
-    None
+    Ok(zip64)
 }
 
 /// Reads an entry's local header: it must name the same entry, and the data it starts must

@@ -284,10 +284,11 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Header> {
         Some(&[a, b]) => (a, b),
         _ => return Err(bad("cut short in its version").at(6)),
     };
-    let (len_size, utf8) = match major {
-        1 => (2usize, false),
-        2 => (4, false),
-        3 => (4, true),
+    // numpy's loader takes versions 1.0, 2.0 and 3.0, and no minor version.
+    let (len_size, utf8) = match (major, minor) {
+        (1, 0) => (2usize, false),
+        (2, 0) => (4, false),
+        (3, 0) => (4, true),
         _ => {
             return Err(Error::unsupported(format!(
                 ".npy format version {major}.{minor} (1.0, 2.0 and 3.0 are read)"
@@ -441,7 +442,10 @@ enum Lit {
     Int(u64),
     Bool(bool),
     None,
-    Seq(Vec<Lit>),
+    /// A list, `[...]` (only a structured `descr` holds one; its items are not kept).
+    List,
+    /// A tuple, `(...)`: numpy's loader takes a shape only as a tuple.
+    Tuple(Vec<Lit>),
     Dict(Vec<(Lit, Lit)>),
 }
 
@@ -465,7 +469,7 @@ fn parse_dict(text: &[u8]) -> std::result::Result<(Descr, bool, Vec<u64>), Strin
         let slot_taken = match k.as_str() {
             "descr" => descr.replace(match v {
                 Lit::Str(s) => Descr::Text(s),
-                Lit::Seq(_) => Descr::Structured,
+                Lit::List | Lit::Tuple(_) => Descr::Structured,
                 _ => return Err("descr is not a string or a list".into()),
             }),
             "fortran_order" => fortran
@@ -476,7 +480,7 @@ fn parse_dict(text: &[u8]) -> std::result::Result<(Descr, bool, Vec<u64>), Strin
                 .map(|_| Descr::Structured),
             "shape" => shape
                 .replace(match v {
-                    Lit::Seq(items) => items
+                    Lit::Tuple(items) => items
                         .into_iter()
                         .map(|d| match d {
                             Lit::Int(n) => Ok(n),
@@ -521,8 +525,8 @@ impl Parser<'_> {
         self.space();
         match self.peek() {
             Some(q @ (b'\'' | b'"')) => self.string(q),
-            Some(b'(') => self.items(b')', depth).map(Lit::Seq),
-            Some(b'[') => self.items(b']', depth).map(Lit::Seq),
+            Some(b'(') => self.items(b')', depth).map(Lit::Tuple),
+            Some(b'[') => self.items(b']', depth).map(|_| Lit::List),
             Some(b'{') => self.dict(depth),
             Some(b'0'..=b'9') => self.int(),
             Some(b'A'..=b'Z' | b'a'..=b'z') => {

@@ -376,8 +376,16 @@ impl<'h> Machine<'h> {
                     return Err(Stop::Unsupported(format!("protocol {p}")));
                 }
             }
+            // FRAME: the unpickler reads the whole frame ahead, so one that runs past the end
+            // of the pickle is refused there ("pickle data was truncated").
             0x95 => {
-                input.take(8).map_err(e)?;
+                let len = input.le(8).map_err(e)?;
+                let left = (input.data.len() - input.at.min(input.data.len())) as u64;
+                if len > left {
+                    return Err(Stop::Bad(format!(
+                        "a FRAME of {len} bytes runs past the end of the pickle ({left} left)"
+                    )));
+                }
             }
             b'.' => return pop(stack).map(Some),
             b'(' => stack.push(Slot::Mark),
@@ -687,6 +695,31 @@ impl<'h> Machine<'h> {
         Ok(self.heap.put(Obj::Global(Box::new((module, name)))))
     }
 
+    /// The (key, value) pairs of a list or tuple of 2-item lists or tuples, as `dict(items)`
+    /// takes them.
+    fn pairs_of(&self, items: Pv) -> std::result::Result<Vec<(Pv, Pv)>, Stop> {
+        let items = match self.heap.get(items) {
+            Some(Obj::List(v) | Obj::Tuple(v)) => v,
+            _ => {
+                return Err(Stop::Bad(
+                    "OrderedDict of something that is not a list".into(),
+                ))
+            }
+        };
+        items
+            .iter()
+            .map(|&item| match self.heap.get(item) {
+                Some(Obj::List(kv) | Obj::Tuple(kv)) if kv.len() == 2 => Ok((
+                    kv.first().copied().unwrap_or(Pv::None),
+                    kv.get(1).copied().unwrap_or(Pv::None),
+                )),
+                _ => Err(Stop::Bad(
+                    "an OrderedDict item that is not a (key, value) pair".into(),
+                )),
+            })
+            .collect()
+    }
+
     /// The value an object of class `cls` stands for, never built: opaque.
     fn opaque_of(&mut self, cls: Pv) -> Pv {
         let cls = match self.heap.get(cls) {
@@ -708,12 +741,16 @@ impl<'h> Machine<'h> {
         };
         let arg = |i: usize| first.get(i).copied().unwrap_or(Pv::None);
         match known {
-            Known::OrderedDict => {
-                if count != 0 {
-                    return Err(Stop::Unsupported("OrderedDict built from arguments".into()));
+            // `OrderedDict()`, or as Python 2 pickled one (its `__reduce__` passed the items):
+            // `OrderedDict([[key, value], ...])`, which legacy checkpoints hold.
+            Known::OrderedDict => match count {
+                0 => Ok(self.heap.put(Obj::Dict(Vec::new()))),
+                1 => {
+                    let pairs = self.pairs_of(arg(0))?;
+                    Ok(self.heap.put(Obj::Dict(pairs)))
                 }
-                Ok(self.heap.put(Obj::Dict(Vec::new())))
-            }
+                n => Err(Stop::Bad(format!("OrderedDict called with {n} arguments"))),
+            },
             // A size is its tuple.
             Known::Size => match self.heap.get(arg(0)) {
                 Some(Obj::Tuple(_)) => Ok(arg(0)),
@@ -940,6 +977,24 @@ mod tests {
             panic!()
         };
         assert_eq!(l, &[Pv::Int(1), Pv::Int(-2), Pv::Float(3.5)]);
+    }
+
+    #[test]
+    fn an_ordered_dict_built_from_its_items_as_python_2_pickled_it() {
+        // OrderedDict([['a', 1], ['b', 2]]): the items passed to the class, as legacy
+        // checkpoints saved under Python 2 hold them (torch.load(weights_only=True) reads it).
+        let p = b"\x80\x02ccollections\nOrderedDict\n](](X\x01\x00\x00\x00aK\x01e](X\x01\x00\x00\x00bK\x02ee\x85R.";
+        let (heap, v) = run(p).unwrap();
+        let Some(Obj::Dict(d)) = heap.get(v) else {
+            panic!("{:?}", heap.get(v))
+        };
+        assert_eq!(d.len(), 2);
+        assert_eq!(heap.text(d[0].0), Some("a"));
+        assert_eq!((d[0].1, d[1].1), (Pv::Int(1), Pv::Int(2)));
+        // Not pairs: an error, not a guess.
+        let p = b"\x80\x02ccollections\nOrderedDict\n](K\x01e\x85R.";
+        let e = run(p).unwrap_err();
+        assert!(e.message().contains("not a (key, value) pair"), "{e}");
     }
 
     #[test]
