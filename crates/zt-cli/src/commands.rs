@@ -23,6 +23,21 @@ fn open(path: &Path) -> Result<Reader, Failure> {
     crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
 }
 
+/// Whether a copying command passes over `o` (not numbers we decode); says so on stderr.
+fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
+    match o.skipped() {
+        Some(why) => {
+            eprintln!(
+                "zt: note: {}: object {:?} skipped: {why}",
+                input.display(),
+                o.name
+            );
+            true
+        }
+        None => false,
+    }
+}
+
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
@@ -337,6 +352,8 @@ struct Checked {
     objects: usize,
     checked: usize,
     failures: Vec<ztensor::Error>,
+    /// Objects passed over (not numbers we decode), with why.
+    skipped: Vec<(String, String)>,
     version: String,
     /// `kind` and `version` as `info --json` gives them.
     kind: &'static str,
@@ -353,9 +370,10 @@ fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
     spin.finish_and_clear();
     let bar = progress(total_stored(&r), "verify: decode");
     let mut failures = report.failures;
+    let skipped = report.skipped;
     // A .mag CRC was checked when the file was opened.
     let mag_crc = matches!(r.version(), ztensor::FileVersion::Mag(l) if !matches!(l, ztensor::mag::Layout::GenA | ztensor::mag::Layout::V300));
-    for o in &r {
+    for o in r.iter().filter(|o| o.skipped().is_none()) {
         // Every digest was checked above: the decoding need not hash again.
         if let Err(e) = decode_all(o.with_checks(ztensor::Verify::Never)) {
             failures.push(e);
@@ -368,6 +386,7 @@ fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
         // So was a v2 manifest hash.
         checked: report.checked + usize::from(mag_crc) + usize::from(r.manifest_hash().is_some()),
         failures,
+        skipped,
         version: r.version().to_string(),
         kind: r.version().kind(),
         json_version: json::version(r.version()),
@@ -426,11 +445,15 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
                 for e in &c.failures {
                     let _ = writeln!(text, "  {e}");
                 }
+                for (name, why) in &c.skipped {
+                    let _ = writeln!(text, "  skipped: object {name:?}: {why}");
+                }
                 rows.push(json!({
                     "file": f.to_string_lossy(), "ok": ok, "kind": c.kind, "version": c.json_version,
                     "object_count": c.objects,
                     "digests_checked": c.checked,
                     "failures": c.failures.iter().map(|e| error_json(e, Some(f))).collect::<Vec<_>>(),
+                    "skipped": c.skipped.iter().map(|(n, why)| json!({"name": n, "reason": why})).collect::<Vec<_>>(),
                 }));
             }
             Err(e) => {
@@ -486,6 +509,9 @@ pub fn convert(
         ));
     }
     let r = open(input)?;
+    for o in r.objects() {
+        skip_with_note(input, o);
+    }
     // A digest that does not match is the input's fault; anything else names the output.
     let in_file = |e: ztensor::Error| {
         let file = if e.kind() == ztensor::ErrorKind::ChecksumMismatch {
@@ -537,6 +563,9 @@ pub fn convert(
             let bar = progress(total_stored(&r), "convert");
             for o in in_write_order(&r, version) {
                 let o = o.map_err(in_file)?;
+                if o.skipped().is_some() {
+                    continue;
+                }
                 if densify {
                     convert::copy_object_densified(o, &mut w, opts).map_err(in_file)?;
                 } else {
@@ -622,6 +651,9 @@ pub fn upgrade(input: &Path, output: &Path, version: ztensor::Version) -> Outcom
     };
     for o in in_write_order(&r, version) {
         let o = o.map_err(|e| e.in_file(input))?;
+        if skip_with_note(input, &o) {
+            continue;
+        }
         convert::copy_object(o, &mut w, opts).map_err(|e| e.in_file(input))?;
         bar.inc(stored_len(&o));
     }
@@ -653,7 +685,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
     let total = readers.iter().map(|(_, r)| total_stored(r)).sum();
     let bar = progress(total, "merge");
     for (p, r) in &readers {
-        for o in r {
+        for o in r.iter().filter(|o| !skip_with_note(p, o)) {
             convert::copy_stored(o, &mut w).map_err(|e| e.in_file(p))?;
             bar.inc(stored_len(&o));
         }
@@ -674,7 +706,7 @@ pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Versi
         r.objects().iter().filter(|o| kept(o)).map(stored_len).sum(),
         "rm",
     );
-    for o in r.iter().filter(|o| kept(o)) {
+    for o in r.iter().filter(|o| kept(o) && !skip_with_note(input, o)) {
         convert::copy_stored(o, &mut w).map_err(|e| e.in_file(input))?;
         bar.inc(stored_len(&o));
     }

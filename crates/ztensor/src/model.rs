@@ -253,6 +253,15 @@ pub struct ObjectInfo {
 }
 
 impl ObjectInfo {
+    /// Why `verify` and conversions pass over this object (a structured or object array:
+    /// not numbers we decode), or `None` when they do not.
+    pub fn skipped(&self) -> Option<&str> {
+        self.defect
+            .as_ref()
+            .filter(|d| d.skip)
+            .map(|d| d.message.as_str())
+    }
+
     /// An object as a file lists it: no legacy parts, no defect (set those on the result).
     pub(crate) fn listed(
         name: String,
@@ -383,6 +392,10 @@ pub struct Defect {
     pub kind: zt_container::ErrorKind,
     /// What is wrong.
     pub message: String,
+    /// The object holds something other than numbers we decode (a structured or object
+    /// array, text): nothing is wrong with the file. `verify` and conversions pass over it
+    /// with a note instead of failing.
+    pub skip: bool,
 }
 
 impl Defect {
@@ -390,6 +403,15 @@ impl Defect {
         Defect {
             kind: zt_container::ErrorKind::Unsupported,
             message: message.into(),
+            skip: false,
+        }
+    }
+
+    /// An object that is not numbers we decode: listed as what it is, skipped.
+    pub(crate) fn not_numbers(message: impl Into<String>) -> Self {
+        Defect {
+            skip: true,
+            ..Defect::unsupported(message)
         }
     }
 
@@ -397,6 +419,7 @@ impl Defect {
         Defect {
             kind: zt_container::ErrorKind::InvalidFile,
             message: message.into(),
+            skip: false,
         }
     }
 

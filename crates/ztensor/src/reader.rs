@@ -318,7 +318,16 @@ impl Reader {
         for r in entries {
             report.tally(r);
         }
-        for r in self.parallel_objects_whole(|o| o.verify()) {
+        for o in self.objects() {
+            if let Some(why) = o.skipped() {
+                report.skipped.push((o.name.clone(), why.to_owned()));
+            }
+        }
+        let results = self.parallel_objects_whole(|o| match o.skipped() {
+            Some(_) => Ok(0),
+            None => o.verify(),
+        });
+        for r in results {
             report.tally(r);
         }
         report
@@ -403,6 +412,8 @@ pub struct VerifyReport {
     pub checked: usize,
     /// Each mismatch or unreadable range.
     pub failures: Vec<Error>,
+    /// Objects passed over, with why: not numbers we decode ([`ObjectInfo::skipped`]).
+    pub skipped: Vec<(String, String)>,
 }
 
 impl VerifyReport {

@@ -261,3 +261,54 @@ fn empty_tensors_at_any_offset() {
         assert!(e.message().contains("storage"), "{offset}: {e}");
     }
 }
+
+/// A `.npy` of version 1.0 with header `dict` and `data`.
+fn npy_of(dict: &str, data: &[u8]) -> Vec<u8> {
+    let header = format!("{dict}\n");
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend((header.len() as u16).to_le_bytes());
+    npy.extend(header.as_bytes());
+    npy.extend(data);
+    npy
+}
+
+/// A structured (record) array, as numpy reads it, is listed as what it is and passed over by
+/// verify and conversions, never a failure of the whole file: alone in an archive, or beside
+/// arrays that are read.
+#[test]
+fn structured_arrays_are_listed_and_skipped() {
+    let rec = npy_of(
+        "{'descr': [('a', '<i4'), ('b', '<f4')], 'fortran_order': False, 'shape': (2,), }",
+        &[0; 16],
+    );
+    let w = npy_of(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+        &[0, 0, 128, 63, 0, 0, 0, 64],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for (file, entries) in [
+        ("alone.npz", vec![("rec.npy", &rec[..])]),
+        ("beside.npz", vec![("rec.npy", &rec[..]), ("w.npy", &w[..])]),
+    ] {
+        let path = dir.path().join(file);
+        std::fs::write(&path, zip(&entries, &[])).unwrap();
+        let r = ztensor::open(&path).unwrap();
+        let rec_info = r.object("rec").unwrap();
+        assert!(rec_info.skipped().unwrap().contains("structured"));
+        let report = r.verify();
+        assert!(report.is_ok(), "{file}: {:?}", report.failures);
+        assert_eq!(report.skipped.len(), 1, "{file}");
+        let out = dir.path().join(format!("{file}.zt"));
+        let converted = ztensor::upgrade(&path, &out, Default::default()).unwrap();
+        assert_eq!(converted.skipped.len(), 1, "{file}");
+        assert_eq!(converted.written, entries.len() - 1, "{file}");
+        let st = dir.path().join(format!("{file}.safetensors"));
+        ztensor::write_safetensors(&r, &st, false).unwrap();
+        let names: Vec<String> = ztensor::open(&st)
+            .unwrap()
+            .names()
+            .map(String::from)
+            .collect();
+        assert!(!names.contains(&"rec".to_owned()), "{file}: {names:?}");
+    }
+}

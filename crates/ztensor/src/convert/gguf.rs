@@ -109,6 +109,7 @@ pub fn write_gguf_views(
     durability: Durability,
 ) -> Result<()> {
     let output = output.as_ref();
+    let views = &super::numbers_only(views)[..];
     let (metadata, n_kv, alignment) = metadata(attributes)?;
     let mut tensors = Vec::with_capacity(views.len());
     for &o in views {

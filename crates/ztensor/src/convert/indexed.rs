@@ -127,6 +127,7 @@ pub fn write_indexed(
     if options.max_shard_size == 0 {
         return Err(Error::argument("the shard size must be at least 1 byte"));
     }
+    let objects = &super::numbers_only(objects)[..];
     let groups = plan(objects, options.max_shard_size);
     write_planned(
         &groups,
@@ -176,7 +177,7 @@ pub fn write_indexed_groups(
 ) -> Result<IndexedFiles> {
     let mut sorted: Vec<Vec<&ObjectView<'_>>> = Vec::with_capacity(groups.len());
     for group in groups {
-        let mut g: Vec<&ObjectView<'_>> = group.iter().collect();
+        let mut g: Vec<&ObjectView<'_>> = group.iter().filter(|o| o.skipped().is_none()).collect();
         g.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
         sorted.push(g);
     }

@@ -94,12 +94,24 @@ pub(crate) fn source_view(obj: ObjectView<'_>, verify: bool) -> ObjectView<'_> {
     }
 }
 
+/// The objects a conversion writes: all but those that are not numbers we decode
+/// ([`ObjectInfo::skipped`]), which a conversion passes over.
+pub(crate) fn numbers_only<'r>(views: &[ObjectView<'r>]) -> Vec<ObjectView<'r>> {
+    views
+        .iter()
+        .copied()
+        .filter(|o| o.skipped().is_none())
+        .collect()
+}
+
 /// What a conversion did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConvertReport {
     /// Objects written.
     pub written: usize,
-    /// Objects left out, with the reason (only with [`ConvertOptions::skip_unreadable`]).
+    /// Objects left out, with the reason: those that are not numbers we decode
+    /// ([`ObjectInfo::skipped`]), and with [`ConvertOptions::skip_unreadable`] those that
+    /// cannot be decoded.
     pub skipped: Vec<(String, String)>,
 }
 
@@ -141,6 +153,10 @@ pub fn copy_into<W: Sink>(
     }
     for name in names {
         let obj = reader.object(name)?;
+        if let Some(why) = obj.skipped() {
+            report.skipped.push((obj.name.clone(), why.to_owned()));
+            continue;
+        }
         if let (Some(d), true) = (&obj.defect, options.skip_unreadable) {
             report.skipped.push((obj.name.clone(), d.message.clone()));
             continue;
@@ -421,6 +437,7 @@ pub fn write_mag_views(
     options: MagOptions,
 ) -> Result<()> {
     let output = output.as_ref();
+    let views = &numbers_only(views)[..];
     let mut specs = Vec::with_capacity(views.len());
     for obj in views {
         specs.push(mag_spec(obj, options.densify).map_err(|e| e.in_object(&obj.name))?);

@@ -72,6 +72,7 @@ pub(crate) fn safetensors_views_staged(
     densify: bool,
     durability: Durability,
 ) -> Result<AtomicFile> {
+    let views = &super::numbers_only(views)[..];
     let mut meta = BTreeMap::new();
     for (k, v) in attributes {
         match v {

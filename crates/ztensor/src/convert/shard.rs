@@ -135,6 +135,7 @@ fn plan(reader: &Reader, options: ShardOptions) -> Vec<Vec<&ObjectInfo>> {
     let mut objects: Vec<&ObjectInfo> = reader
         .objects()
         .iter()
+        .filter(|o| o.skipped().is_none())
         .filter(|o| !(options.convert.skip_unreadable && o.defect.is_some()))
         .collect();
     objects.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));

@@ -91,8 +91,13 @@ pub(crate) fn list_npz(source: &Source, limits: &Limits) -> Result<Listing> {
             npz_entry(source, e, limits, &mut inflate_budget).map_err(|err| err.in_object(&name));
         match listed {
             Ok(o) => objects.push(ObjectInfo { name, ..o }),
-            Err(err) if err.kind() == zt_container::ErrorKind::Unsupported => {
-                let defect = Defect::unsupported(err.message());
+            // A version numpy does not read makes the archive one numpy does not read.
+            Err(err)
+                if err.kind() == zt_container::ErrorKind::Unsupported
+                    && !err.message().contains("format version") =>
+            {
+                // A structured, object or text array: listed as what it is, and skipped.
+                let defect = Defect::not_numbers(err.message());
                 objects.push(unreadable(name, e, defect));
             }
             Err(err) => return Err(err),
