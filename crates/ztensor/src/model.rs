@@ -185,6 +185,9 @@ pub struct ShardInfo {
     pub digest_text: String,
     /// Whether it is a data shard (a footer with no manifest).
     pub data_shard: bool,
+    /// Where its own manifest lies, `(offset, length)`, for a shard that has one: a blob of the
+    /// root's may no more overlap it than the root's own manifest.
+    pub manifest: Option<(u64, u64)>,
 }
 
 /// A byte range of the file with a digest over it (v0.1 checksums cover a whole tensor entry,

@@ -137,6 +137,8 @@ fn open_one(
         .in_file(&path));
     }
     let c = ContainerV2::parse(source, limits.max_manifest_len).map_err(|e| e.in_file(&path))?;
+    let manifest =
+        (!c.is_data_shard()).then(|| (c.footer().manifest_offset, c.footer().manifest_length));
     if !c.is_data_shard() {
         let f = *c.footer();
         let bytes = c.manifest_bytes().map_err(|e| e.in_file(&path))?;
@@ -153,6 +155,7 @@ fn open_one(
         digest,
         digest_text: s.digest.clone(),
         data_shard: c.is_data_shard(),
+        manifest,
     };
     Ok((info, c.into_source()))
 }
@@ -289,6 +292,16 @@ fn check_overlaps_per_file(
             length: manifest_len,
             id: Id::Manifest,
         });
+    }
+    // A shard with a manifest of its own: no blob may overlap it either.
+    for ((s, _), list) in shards.iter().zip(by_file.iter_mut().skip(1)) {
+        if let Some((offset, length)) = s.manifest {
+            list.push(BlobRange {
+                offset,
+                length,
+                id: Id::Manifest,
+            });
+        }
     }
     for (i, o) in objects.iter().enumerate() {
         for (j, c) in o.components.iter().enumerate() {
