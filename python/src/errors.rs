@@ -19,6 +19,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidArgument => "ArgumentError",
         ErrorKind::NotFound => "NotFoundError",
         ErrorKind::Io => "IoError",
+        ErrorKind::OutOfMemory => "OutOfMemoryError",
         _ => "Error",
     }
 }
@@ -33,6 +34,7 @@ fn kind_name(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidArgument => "invalid_argument",
         ErrorKind::NotFound => "not_found",
         ErrorKind::Io => "io",
+        ErrorKind::OutOfMemory => "out_of_memory",
         _ => "error",
     }
 }

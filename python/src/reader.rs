@@ -120,16 +120,25 @@ impl Reader {
     /// `http(s)://`) with ranged reads. `verify`: every read checks the digests and
     /// checksums covering its bytes, zero-copy reads too.
     #[new]
-    #[pyo3(signature = (path, *, unmapped = false, verify = false))]
-    fn new(py: Python<'_>, path: PathBuf, unmapped: bool, verify: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, unmapped = false, verify = false, max_memory = None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        unmapped: bool,
+        verify: bool,
+        max_memory: Option<u64>,
+    ) -> PyResult<Self> {
         let checks = if verify {
             ztensor::Verify::Always
         } else {
             ztensor::Verify::WhenCopying
         };
-        let options = ztensor::OpenOptions::new()
+        let mut options = ztensor::OpenOptions::new()
             .unmapped(unmapped)
             .verify(checks);
+        if let Some(bytes) = max_memory {
+            options = options.memory_budget(bytes);
+        }
         let r = py
             .detach(|| match path.to_str().filter(|s| ztensor::is_url(s)) {
                 Some(url) => options.open_url(url),

@@ -46,6 +46,7 @@ from .errors import (
     Error,
     FileError,
     IoError,
+    OutOfMemoryError,
     LimitError,
     NotFoundError,
     UnsupportedError,
@@ -76,6 +77,7 @@ __all__ = [
     "ArgumentError",
     "NotFoundError",
     "IoError",
+    "OutOfMemoryError",
     "HAVE_ML_DTYPES",
     "__version__",
 ]

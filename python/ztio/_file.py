@@ -242,10 +242,17 @@ class File:
     """
 
     def __init__(
-        self, path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False, verify: bool = False
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        unmapped: bool = False,
+        verify: bool = False,
+        max_memory: Optional[int] = None,
     ):
         self.path = str(path)
-        self._native = _native.Reader(path, unmapped=unmapped, verify=verify)
+        self._native = _native.Reader(
+            path, unmapped=unmapped, verify=verify, max_memory=max_memory
+        )
 
     def _reader(self) -> "_native.Reader":
         return self._native
@@ -404,7 +411,11 @@ def _scipy_has_nd_coo(sp: Any) -> bool:
 
 
 def open(
-    path: Union[str, "os.PathLike[str]"], *, unmapped: bool = False, verify: bool = False
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    unmapped: bool = False,
+    verify: bool = False,
+    max_memory: Optional[int] = None,
 ) -> File:
     """Opens a tensor file of any kind ztio reads: zTensor ``.zt`` of every version,
     ``.mag``, ``.safetensors``, GGUF, NumPy and PyTorch files.
@@ -417,8 +428,13 @@ def open(
 
     Reads that decode or copy check the digests and checksums the file carries;
     ``verify=True`` makes every read check, zero-copy ones too (one pass over their bytes).
+
+    ``max_memory``: what one read may allocate for a copy larger than the file stores for it
+    (a broadcast or strided tensor materialized); by default twice the stored bytes plus
+    64 MiB. A read over it raises :class:`ztio.LimitError`; an allocator that fails within it,
+    :class:`ztio.OutOfMemoryError`.
     """
-    return File(path, unmapped=unmapped, verify=verify)
+    return File(path, unmapped=unmapped, verify=verify, max_memory=max_memory)
 
 
 class _SafeOpen:

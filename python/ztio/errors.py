@@ -30,6 +30,7 @@ __all__ = [
     "ArgumentError",
     "NotFoundError",
     "IoError",
+    "OutOfMemoryError",
 ]
 
 
@@ -87,3 +88,10 @@ class IoError(Error, OSError):
     """The operating system failed a read or a write."""
 
     kind = "io"
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """The allocator could not give the memory a read needed, within its budget (see
+    ``ztio.open(..., max_memory=...)``): never an abort of the interpreter."""
+
+    kind = "out_of_memory"

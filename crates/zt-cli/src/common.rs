@@ -31,6 +31,14 @@ pub fn set_checks(on: bool) {
     let _ = CHECKS.set(on);
 }
 
+/// `--max-memory`, set once before any command runs.
+static MEMORY_BUDGET: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+
+/// Chooses, once, the memory budget of every read (`None`: the library's default).
+pub fn set_memory_budget(bytes: Option<u64>) {
+    let _ = MEMORY_BUDGET.set(bytes);
+}
+
 /// How every command opens a file: a command that hands bytes on (`cat`, the writing
 /// commands) checks every digest and checksum covering them, unless `--no-verify` was given.
 pub fn open_options() -> ztensor::OpenOptions {
@@ -39,7 +47,11 @@ pub fn open_options() -> ztensor::OpenOptions {
     } else {
         ztensor::Verify::Never
     };
-    ztensor::OpenOptions::new().verify(verify)
+    let options = ztensor::OpenOptions::new().verify(verify);
+    match MEMORY_BUDGET.get().copied().flatten() {
+        Some(bytes) => options.memory_budget(bytes),
+        None => options,
+    }
 }
 
 /// An output file kind: `zt` is zTensor of the default version (v2); `v2` and `v1.2` name

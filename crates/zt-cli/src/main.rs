@@ -40,6 +40,11 @@ use common::{MagVersion, Outcome};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// What one read may allocate for a copy larger than the file stores for it (a broadcast
+    /// or strided tensor materialized), e.g. 8GiB; by default twice the stored bytes plus
+    /// 64 MiB.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = common::byte_size)]
+    max_memory: Option<u64>,
 }
 
 /// How a reading command treats the digests and checksums it meets.
@@ -293,6 +298,7 @@ fn main() -> ExitCode {
         ztensor::Durability::Synced
     });
     common::set_checks(!checks.is_some_and(|c| c.no_verify));
+    common::set_memory_budget(cli.max_memory);
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported) => ExitCode::from(1),

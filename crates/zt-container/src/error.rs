@@ -37,6 +37,9 @@ pub enum ErrorKind {
     /// The operating system failed a read or write.
     #[error("I/O error")]
     Io,
+    /// The allocator could not give memory a read needed, within the budget it was allowed.
+    #[error("out of memory")]
+    OutOfMemory,
 }
 
 /// An error with its kind, message and location.
@@ -89,6 +92,11 @@ impl Error {
     /// A declared size exceeds a configured limit.
     pub fn limit(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::LimitExceeded, message)
+    }
+
+    /// The allocator failed.
+    pub fn out_of_memory(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::OutOfMemory, message)
     }
 
     /// The caller asked for something wrong.

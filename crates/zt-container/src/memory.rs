@@ -96,6 +96,22 @@ impl SpareCapacity {
     }
 }
 
+/// A vector of `n` copies of `fill`, allocated fallibly: an allocator that cannot give the
+/// memory is an [`crate::ErrorKind::OutOfMemory`] error, never an abort. Large ones prefer
+/// huge pages ([`prefer_huge_pages`]).
+pub fn try_filled_vec<T: Clone>(n: usize, fill: T) -> crate::Result<Vec<T>> {
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        crate::Error::out_of_memory(format!(
+            "cannot allocate {} bytes",
+            n.saturating_mul(std::mem::size_of::<T>())
+        ))
+    })?;
+    prefer_huge_pages(&mut v);
+    v.resize(n, fill);
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -301,6 +301,20 @@ impl Backing {
             ))
             .at(comp.offset));
         }
+        // Elements gathered by strides (a broadcast, a strided view) can make a copy far larger
+        // than what the file stores for them: that is bounded by the memory budget.
+        if let Some(arrangement) = &comp.arrangement {
+            let budget = self.limits.read_budget(arrangement.span.min(comp.length));
+            if len > budget {
+                return Err(Error::limit(format!(
+                    "materializing {len} bytes from {} stored exceeds the memory budget of \
+                     {budget} bytes (raise it: Limits::memory_budget, zt --max-memory, \
+                     ztio.open(max_memory=...))",
+                    arrangement.span.min(comp.length)
+                ))
+                .at(comp.offset));
+            }
+        }
         Ok(Some(len))
     }
 
@@ -372,7 +386,7 @@ impl Backing {
                 }
                 let n = usize::try_from(arrangement.span)
                     .map_err(|_| Error::limit("inflated size exceeds usize"))?;
-                let mut buf = vec![0u8; n];
+                let mut buf = zt_container::internal::try_filled_vec(n, 0u8)?;
                 crate::zip::inflate_into(&src, arrangement.skip, &mut buf)
                     .map_err(|e| e.at(comp.offset))?;
                 Cow::Owned(buf)
@@ -409,11 +423,10 @@ impl Backing {
             return Ok(bytemuck::pod_collect_to_vec(&bytes));
         };
         let n = whole_elements::<T>(len).map_err(|e| e.at(comp.offset))?;
-        let mut out = Vec::with_capacity(n);
-        // A fresh buffer is faulted in page by page as it is filled; a large one in 2 MiB
-        // pages costs 512 times fewer faults.
-        zt_container::internal::prefer_huge_pages(&mut out);
-        out.resize(n, T::zeroed());
+        // Fallible (an allocator that says no is an error, not an abort), and in 2 MiB pages
+        // where it can be: a fresh buffer is faulted in page by page as it is filled.
+        let mut out = zt_container::internal::try_filled_vec(n, T::zeroed())
+            .map_err(|e| e.at(comp.offset))?;
         self.decode_into(comp, stored.as_deref(), bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
     }
@@ -453,6 +466,9 @@ impl Backing {
         if out.len() > n {
             out.truncate(n);
         } else {
+            out.try_reserve_exact(n - out.len()).map_err(|_| {
+                at(Error::out_of_memory(format!("cannot allocate {len} bytes")).at(comp.offset))
+            })?;
             out.resize(n, T::zeroed());
         }
         self.decode_into(

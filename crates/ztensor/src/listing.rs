@@ -31,6 +31,30 @@ pub struct Limits {
     pub max_decompressed_len: u64,
     /// Manifest nesting depth and rank caps.
     pub decode: DecodeLimits,
+    /// What one read may allocate for a copy larger than what the file stores for it (a
+    /// broadcast or strided view materialized): `None` (the default) is twice the bytes
+    /// stored for the read plus 64 MiB ([`Limits::read_budget`]). Decompression has its own
+    /// cap, [`Limits::max_decompressed_len`].
+    pub memory_budget: Option<u64>,
+}
+
+/// What the default memory budget adds to twice the stored bytes.
+pub const BUDGET_ALLOWANCE: u64 = 64 << 20;
+
+impl Limits {
+    /// The memory budget of a read of `stored` bytes: [`Limits::memory_budget`] if set,
+    /// else `2 * stored + 64 MiB`.
+    ///
+    /// ```
+    /// let limits = ztensor::Limits::default();
+    /// assert_eq!(limits.read_budget(24), 48 + (64 << 20));
+    /// let raised = ztensor::Limits { memory_budget: Some(8 << 30), ..Default::default() };
+    /// assert_eq!(raised.read_budget(24), 8 << 30);
+    /// ```
+    pub fn read_budget(&self, stored: u64) -> u64 {
+        self.memory_budget
+            .unwrap_or_else(|| stored.saturating_mul(2).saturating_add(BUDGET_ALLOWANCE))
+    }
 }
 
 impl Default for Limits {
@@ -39,6 +63,7 @@ impl Default for Limits {
             max_manifest_len: zt_container::layout::MAX_MANIFEST_LEN,
             max_decompressed_len: DEFAULT_MAX_DECOMPRESSED,
             decode: DecodeLimits::default(),
+            memory_budget: None,
         }
     }
 }

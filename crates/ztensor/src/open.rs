@@ -115,6 +115,13 @@ impl OpenOptions {
         self
     }
 
+    /// What one read may allocate for a copy larger than what the file stores for it (see
+    /// [`Limits::memory_budget`]; default: twice the stored bytes plus 64 MiB).
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.limits.memory_budget = Some(bytes);
+        self
+    }
+
     /// Caps one component's decompressed size.
     pub fn max_decompressed_len(mut self, bytes: u64) -> Self {
         self.limits.max_decompressed_len = bytes;

@@ -312,3 +312,23 @@ fn structured_arrays_are_listed_and_skipped() {
         assert!(!names.contains(&"rec".to_owned()), "{file}: {names:?}");
     }
 }
+
+/// A tensor whose strides repeat a few stored elements over a large shape (a broadcast) is
+/// refused past the memory budget (twice the stored bytes plus 64 MiB by default), and read
+/// with a larger budget; `verify` never materializes it.
+#[test]
+fn a_broadcast_past_the_memory_budget_is_refused_until_the_budget_is_raised() {
+    // 6 stored i32s seen as (2^15, 2^10) with strides (0, 0): 128 MiB materialized.
+    let bytes = checkpoint(6, 0, &[1 << 15, 1 << 10], &[0, 0], false);
+    let r = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
+    let e = r.object("t").unwrap().bytes().unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::LimitExceeded, "{e}");
+    assert!(e.message().contains("exceeds the memory budget of"), "{e}");
+    assert!(r.verify().is_ok());
+    let raised = OpenOptions::new()
+        .memory_budget(256 << 20)
+        .open_bytes(bytes)
+        .unwrap();
+    let values = raised.object("t").unwrap().bytes().unwrap();
+    assert_eq!(values.len(), 128 << 20);
+}
