@@ -289,7 +289,16 @@ impl Backing {
                     None => return Ok(None),
                 }
             }
-            (Encoding::ZstdSeekable, Some(n)) => n,
+            // The seek table is checked before a buffer of the declared size is allocated.
+            (Encoding::ZstdSeekable, Some(n)) => {
+                if let Some(blob) = stored {
+                    zt_formats::seekable::parse_seek_table(blob, n).map_err(|e| {
+                        let at = comp.offset.saturating_add(e.offset().unwrap_or(0));
+                        Error::new(e.kind(), e.message()).at(at)
+                    })?;
+                }
+                n
+            }
             (Encoding::ZstdSeekable, None) => {
                 return Err(Error::invalid("zstd-seekable part has no decoded length"))
             }
