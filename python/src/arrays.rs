@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use ztensor::ElementType;
 
-use crate::errors::argument;
+use crate::errors::{argument, IntoPy};
 
 /// Keeps a reader, and so its memory map, alive for the arrays that point into it.
 #[pyclass(frozen, module = "ztio._native")]
@@ -35,21 +35,38 @@ pub struct OwnedHolder {
     _bytes: AlignedBytes,
 }
 
-/// Bytes in storage aligned to 16, enough for every numpy type we make.
-pub struct AlignedBytes {
-    words: Vec<u128>,
+/// Bytes in storage aligned for the array's type: a decoded buffer taken as it is (its block
+/// is aligned, as the allocator's large blocks are), or a copy into 16-byte words.
+pub enum AlignedBytes {
+    /// Decoded bytes, moved in: no copy.
+    Taken(Vec<u8>),
+    /// A copy, aligned to 16, enough for every numpy type we make.
+    Words(Vec<u128>),
 }
 
 impl AlignedBytes {
-    fn copy_of(bytes: &[u8]) -> Self {
-        let mut words = vec![0u128; bytes.len().div_ceil(16)];
+    /// A copy of `bytes`, allocated fallibly (an allocator that says no is an error).
+    fn copy_of(bytes: &[u8]) -> ztensor::Result<Self> {
+        let mut words = ztensor::container::internal::try_filled_vec(bytes.len().div_ceil(16), 0u128)?;
         let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
         dst[..bytes.len()].copy_from_slice(bytes);
-        AlignedBytes { words }
+        Ok(AlignedBytes::Words(words))
+    }
+
+    /// `bytes` as they are when their block is aligned to `align`, else a copy.
+    fn take(bytes: Vec<u8>, align: usize) -> ztensor::Result<Self> {
+        if (bytes.as_ptr() as usize) % align.max(1) == 0 {
+            Ok(AlignedBytes::Taken(bytes))
+        } else {
+            Self::copy_of(&bytes)
+        }
     }
 
     fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.words.as_mut_ptr().cast()
+        match self {
+            AlignedBytes::Taken(v) => v.as_mut_ptr(),
+            AlignedBytes::Words(w) => w.as_mut_ptr().cast(),
+        }
     }
 }
 
@@ -133,6 +150,11 @@ pub fn array_of<'py>(
                 )
             }
         }
+        // Decoded for this read: the buffer becomes the array's, with no second copy.
+        Cow::Owned(v) => {
+            let storage = AlignedBytes::take(v, align).py_err(py)?;
+            array_over(py, storage, descr, dims)
+        }
         other => owned_array(py, &other, descr, dims),
     }
 }
@@ -146,7 +168,17 @@ pub fn owned_array<'py>(
     descr: Bound<'py, PyArrayDescr>,
     dims: &[u64],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut storage = py.detach(|| AlignedBytes::copy_of(bytes));
+    let storage = py.detach(|| AlignedBytes::copy_of(bytes)).py_err(py)?;
+    array_over(py, storage, descr, dims)
+}
+
+/// A writable array over `storage`, which its holder owns.
+fn array_over<'py>(
+    py: Python<'py>,
+    mut storage: AlignedBytes,
+    descr: Bound<'py, PyArrayDescr>,
+    dims: &[u64],
+) -> PyResult<Bound<'py, PyAny>> {
     let ptr = storage.as_mut_ptr();
     let holder = Bound::new(py, OwnedHolder { _bytes: storage })?;
     // SAFETY: the holder owns the storage (its heap block does not move with the holder) and
