@@ -109,7 +109,10 @@ pub fn run(args: &[&str]) -> Result<()> {
                     "--",
                     &format!("-max_total_time={seconds}"),
                     "-rss_limit_mb=2048",
-                    "-malloc_limit_mb=1024",
+                    // The default memory budget of a read (64 MiB beside twice what the input
+                    // stores) and the targets' 16 MiB decompression cap, with room for the
+                    // listing: an input that makes us allocate more is a finding.
+                    "-malloc_limit_mb=128",
                     "-print_final_stats=1",
                 ])
                 .current_dir(root())
