@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _native
+from . import _frameworks, _native
 from ._dtypes import read_table
 
 _native.set_dtype_table(read_table())
@@ -442,11 +442,7 @@ class _SafeOpen:
     :class:`File`."""
 
     def __init__(self, path: Any, framework: str, device: str):
-        if framework not in ("np", "numpy", "pt", "torch"):
-            from .errors import ArgumentError
-
-            raise ArgumentError(f"framework {framework!r} is not supported (numpy or pt)")
-        self._torch = framework in ("pt", "torch")
+        self._to_tensor = _frameworks.converter(framework)
         self._device = device
         self._file = File(path)
 
@@ -462,11 +458,7 @@ class _SafeOpen:
         return self._file.metadata()
 
     def get_tensor(self, name: str) -> Any:
-        if self._torch:
-            from .torch import _tensor
-
-            return _tensor(self._file, name, self._device)
-        return self._file.get_tensor(name)
+        return self._to_tensor(self._file, name, self._device)
 
     def get_slice(self, name: str) -> Slice:
         return self._file.get_slice(name)

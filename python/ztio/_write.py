@@ -11,7 +11,7 @@ A path ending in ``.safetensors`` gets a safetensors file instead (the bytes
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -104,6 +104,27 @@ class Writer:
             compression=level,
             digest=dig,
             attributes=dict(attributes) if attributes is not None else None,
+        )
+
+    def add_bytes(
+        self,
+        name: str,
+        shape: Sequence[int],
+        dtype: str,
+        logical: Optional[str],
+        data: Any,
+        *,
+        compression: Union[None, bool, int, str] = "default",
+        digest: Optional[str] = "default",
+    ) -> None:
+        """Writes one object from its little-endian bytes (any C-contiguous buffer), with its
+        element type by name: ``dtype`` (``"f32"``, ``"u8"``, ...) and ``logical``
+        (``"bf16"``-style logical types, ``"f8_e4m3fn"``, or ``None``). For frameworks whose
+        tensors are not numpy arrays: they hand their bytes over without a copy."""
+        level = self._compression if compression == "default" else _level(compression)  # type: ignore[arg-type]
+        dig = self._digest if digest == "default" else digest
+        self._native.add(
+            name, list(shape), dtype, logical, data, compression=level, digest=dig
         )
 
     def set_attribute(self, key: str, value: Any) -> None:

@@ -13,7 +13,9 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
 
+from . import _frameworks
 from ._file import File
+from ._write import Writer
 from .errors import ArgumentError
 
 __all__ = ["load_file", "save_file"]
@@ -80,7 +82,6 @@ def save_file(
     """Writes torch tensors (moved to the CPU, made contiguous) to ``filename``:
     safetensors for a ``.safetensors`` name, zTensor v2 otherwise."""
     from . import _native
-    from ._write import Writer
 
     torch = _torch()
     by_dtype = {getattr(torch, v): k for k, v in _TORCH.items() if hasattr(torch, v)}
@@ -102,7 +103,7 @@ def save_file(
         for k, v in (metadata or {}).items():
             w.set_attribute(k, v)
         for name, dtype, logical, shape, data in items:
-            w._native.add(name, shape, dtype, logical, data)
+            w.add_bytes(name, shape, dtype, logical, data)
 
 
 def _storage(ours: str):
@@ -113,3 +114,6 @@ def _storage(ours: str):
     if ours == "complex128":
         return "f64", "complex128"
     return ours, None
+
+
+_frameworks.register(("pt", "torch"), _tensor)

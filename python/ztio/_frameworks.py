@@ -1,0 +1,33 @@
+"""The frameworks ``safe_open(..., framework=...)`` can hand tensors to: a small registry in
+the core, filled by the framework modules (``ztio.torch``, ...) when they are imported, so that
+the core never imports a framework module; each framework module imports the core and numpy
+only."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterable
+
+#: framework name -> ``to_tensor(file, name, device)``.
+_CONVERTERS: Dict[str, Callable[[Any, str, str], Any]] = {}
+
+
+def register(names: Iterable[str], to_tensor: Callable[[Any, str, str], Any]) -> None:
+    """Makes ``to_tensor(file, name, device)`` the reader of objects for every framework name
+    in ``names`` (``("pt", "torch")``)."""
+    for n in names:
+        _CONVERTERS[n] = to_tensor
+
+
+def converter(framework: str) -> Callable[[Any, str, str], Any]:
+    """The reader registered for ``framework``; the numpy names read as numpy arrays."""
+    if framework in ("np", "numpy"):
+        return lambda f, name, device: f.get_tensor(name)
+    try:
+        return _CONVERTERS[framework]
+    except KeyError:
+        from .errors import ArgumentError
+
+        known = sorted({"np", "numpy", *_CONVERTERS})
+        raise ArgumentError(
+            f"framework {framework!r} is not supported ({', '.join(known)})"
+        ) from None
