@@ -47,7 +47,8 @@ pub enum AlignedBytes {
 impl AlignedBytes {
     /// A copy of `bytes`, allocated fallibly (an allocator that says no is an error).
     fn copy_of(bytes: &[u8]) -> ztensor::Result<Self> {
-        let mut words = ztensor::container::internal::try_filled_vec(bytes.len().div_ceil(16), 0u128)?;
+        let mut words =
+            ztensor::container::internal::try_filled_vec(bytes.len().div_ceil(16), 0u128)?;
         let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
         dst[..bytes.len()].copy_from_slice(bytes);
         Ok(AlignedBytes::Words(words))

@@ -497,3 +497,40 @@ fn a_v2_csr_whose_columns_do_not_increase_fails_verify_and_densify() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("layout data rule"), "{}", stderr(&o));
 }
+
+#[test]
+fn help_says_what_a_file_may_be_and_lists_only_what_applies() {
+    let top = stdout(&zt(&["--help"]));
+    for kind in [
+        "GGUF",
+        "NumPy",
+        "PyTorch",
+        "index.json",
+        "model folder",
+        "URL",
+    ] {
+        assert!(top.contains(kind), "{kind}: {top}");
+    }
+    let info = stdout(&zt(&["info", "--help"]));
+    assert!(!info.contains("--no-sync"), "{info}");
+    assert!(
+        info.contains("The file (or index, model folder or URL)"),
+        "{info}"
+    );
+    let merge = stdout(&zt(&["merge", "--help"]));
+    let to = merge.split("--to <TO>").nth(1).unwrap_or_default();
+    let values = to.split("--compact").next().unwrap_or_default();
+    assert!(values.contains("- v1.2"), "{merge}");
+    assert!(
+        !values.contains("safetensors") && !values.contains("mag"),
+        "{merge}"
+    );
+    for flag in ["--force", "--no-sync", "--no-verify"] {
+        assert!(merge.contains(flag), "{flag}: {merge}");
+    }
+    let convert = stdout(&zt(&["convert", "--help"]));
+    assert!(
+        convert.contains("Replace the output if it exists"),
+        "{convert}"
+    );
+}
