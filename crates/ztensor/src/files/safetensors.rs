@@ -223,46 +223,45 @@ fn bad(what: String) -> Error {
 /// `__metadata__` entries.
 type Metadata = Vec<(String, String)>;
 
-/// The header's tensor entries in the order written, and its `__metadata__` (string to
-/// string; a key given twice keeps its last value, as in the safetensors crate). Fields other
-/// than `dtype`, `shape` and `data_offsets` are ignored, as the crate ignores them.
+/// The header's tensor entries, by name, and its `__metadata__` (string to string; a key given
+/// twice keeps its last value, as in the safetensors crate). Fields other than `dtype`,
+/// `shape` and `data_offsets` are ignored, as the crate ignores them.
+///
+/// The top level is read entry by entry, each tensor's JSON parsed on its own and dropped:
+/// a header of a million tensors costs its names and entries, not a tree of JSON values.
 fn parse_header(header: &[u8]) -> Result<(Vec<Entry>, Metadata)> {
-    let json: serde_json::Map<String, Json> =
+    let top: TopLevel<'_> =
         serde_json::from_slice(header).map_err(|e| bad(format!("header: {e}")))?;
-    // A JSON map keeps the last of keys given twice: count the keys as written.
-    let written = top_level_keys(header);
-    if written.len() != json.len() {
-        let mut keys = written;
-        keys.sort_unstable();
-        let twice = keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0].clone());
-        let twice = twice.unwrap_or_default();
-        if twice == "__metadata__" {
-            return Err(bad("__metadata__ is given twice".into()));
-        }
-        return Err(bad(format!("tensor {twice:?} is named twice")));
+    if top.metadata.len() > 1 {
+        return Err(bad("__metadata__ is given twice".into()));
     }
-    let mut entries = Vec::with_capacity(json.len());
     let mut metadata = Vec::new();
-    for (name, v) in json {
-        if name == "__metadata__" {
-            match v {
-                Json::Null => {}
-                Json::Object(m) => {
-                    for (k, v) in m {
-                        let Json::String(v) = v else {
-                            return Err(bad(format!(
-                                "__metadata__ value of {k:?} is not a string"
-                            )));
-                        };
-                        metadata.push((k, v));
-                    }
+    if let Some(raw) = top.metadata.first() {
+        let v: Json = serde_json::from_str(raw.get()).map_err(|e| bad(format!("header: {e}")))?;
+        match v {
+            Json::Null => {}
+            Json::Object(m) => {
+                for (k, v) in m {
+                    let Json::String(v) = v else {
+                        return Err(bad(format!("__metadata__ value of {k:?} is not a string")));
+                    };
+                    metadata.push((k, v));
                 }
-                _ => return Err(bad("__metadata__ is not an object".into())),
             }
-            continue;
+            _ => return Err(bad("__metadata__ is not an object".into())),
         }
-        let entry = entry(&v).map_err(|what| bad(what).in_object(&name))?;
-        let (dtype, shape, (start, end)) = entry;
+    }
+    let mut tensors = top.tensors;
+    // By name, as a JSON map gives them; a name given twice is an error (a map would keep
+    // the last silently).
+    tensors.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    if let Some(w) = tensors.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(bad(format!("tensor {:?} is named twice", w[0].0)));
+    }
+    let mut entries = Vec::with_capacity(tensors.len());
+    for (name, raw) in tensors {
+        let v: Json = serde_json::from_str(raw.get()).map_err(|e| bad(format!("header: {e}")))?;
+        let (dtype, shape, (start, end)) = entry(&v).map_err(|what| bad(what).in_object(&name))?;
         entries.push(Entry {
             name,
             dtype,
@@ -272,6 +271,44 @@ fn parse_header(header: &[u8]) -> Result<(Vec<Entry>, Metadata)> {
         });
     }
     Ok((entries, metadata))
+}
+
+/// The header's top level as written: each tensor's name and raw JSON (borrowed from the
+/// header), and every `__metadata__` value.
+struct TopLevel<'a> {
+    tensors: Vec<(String, &'a serde_json::value::RawValue)>,
+    metadata: Vec<&'a serde_json::value::RawValue>,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for TopLevel<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = TopLevel<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object of tensor entries")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> std::result::Result<TopLevel<'a>, M::Error> {
+                let mut top = TopLevel {
+                    tensors: Vec::new(),
+                    metadata: Vec::new(),
+                };
+                while let Some(key) = map.next_key::<String>()? {
+                    let raw: &'de serde_json::value::RawValue = map.next_value()?;
+                    if key == "__metadata__" {
+                        top.metadata.push(raw);
+                    } else {
+                        top.tensors.push((key, raw));
+                    }
+                }
+                Ok(top)
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
 }
 
 type Fields = (String, Vec<u64>, (u64, u64));
@@ -300,44 +337,6 @@ fn entry(v: &Json) -> std::result::Result<Fields, String> {
     Ok((dtype, shape, offsets))
 }
 
-/// The keys of a JSON object's top level, decoded, in the order written. `json` must be
-/// valid JSON (serde_json has parsed it).
-fn top_level_keys(json: &[u8]) -> Vec<String> {
-    let mut keys = Vec::new();
-    let mut depth = 0usize;
-    let mut expect_key = false;
-    let mut i = 0;
-    while let Some(&b) = json.get(i) {
-        match b {
-            b'"' => {
-                let start = i;
-                i += 1;
-                while let Some(&c) = json.get(i) {
-                    match c {
-                        b'\\' => i += 2,
-                        b'"' => break,
-                        _ => i += 1,
-                    }
-                }
-                if depth == 1 && expect_key {
-                    let raw = json.get(start..=i).unwrap_or_default();
-                    keys.push(serde_json::from_slice(raw).unwrap_or_default());
-                    expect_key = false;
-                }
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                expect_key = depth == 1;
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => expect_key = depth == 1,
-            _ => {}
-        }
-        i += 1;
-    }
-    keys
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,12 +348,5 @@ mod tests {
             assert!(element_of(d).is_some(), "{s} maps to an element type");
             assert_eq!(dtype_of(&element_of(d).unwrap()), Some(d));
         }
-    }
-
-    #[test]
-    fn top_level_keys_skip_nested_objects_and_strings() {
-        let json = br#"{"a\"b": {"x": [1, {"y": 2}], "z": "},{\"w\":"}, "c" : 1 ,"a\"b":[]}"#;
-        assert_eq!(top_level_keys(json), ["a\"b", "c", "a\"b"]);
-        assert_eq!(top_level_keys(b"{}"), Vec::<String>::new());
     }
 }
