@@ -220,7 +220,7 @@ fn write_planned(
         staged.push(write_shard(group, attributes, &path, options).map_err(|e| e.in_file(&path))?);
         for o in group {
             index.entries.push((o.name().to_owned(), i as u32));
-            total = total.saturating_add(decoded_size(o));
+            total = total.saturating_add(super::decoded_size(o.info()));
         }
         index.shards.push(file);
         shards.push(path);
@@ -289,32 +289,7 @@ fn write_shard(
     }
 }
 
-/// An object's decoded bytes: what a shard's size counts.
-fn decoded_size(o: &ObjectView<'_>) -> u64 {
-    o.components
-        .iter()
-        .map(|c| c.decoded_len.unwrap_or(c.length))
-        .fold(0u64, u64::saturating_add)
-}
-
-/// The objects of each shard, in bytewise name order.
+/// The objects of each shard, in bytewise name order (the one planner).
 fn plan<'a, 'r>(objects: &'a [ObjectView<'r>], max: u64) -> Vec<Vec<&'a ObjectView<'r>>> {
-    let mut sorted: Vec<&ObjectView<'r>> = objects.iter().collect();
-    sorted.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
-    let mut groups: Vec<Vec<&ObjectView<'r>>> = Vec::new();
-    let mut used = 0u64;
-    for o in sorted {
-        let size = decoded_size(o);
-        match groups.last_mut() {
-            Some(g) if used.saturating_add(size) <= max => {
-                g.push(o);
-                used = used.saturating_add(size);
-            }
-            _ => {
-                groups.push(vec![o]);
-                used = size;
-            }
-        }
-    }
-    groups
+    super::plan_shards(objects.iter().collect(), max, |o| o.info())
 }

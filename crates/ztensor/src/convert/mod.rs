@@ -104,6 +104,42 @@ pub(crate) fn numbers_only<'r>(views: &[ObjectView<'r>]) -> Vec<ObjectView<'r>> 
         .collect()
 }
 
+/// An object's decoded bytes: what a shard's size counts.
+pub(crate) fn decoded_size(o: &ObjectInfo) -> u64 {
+    o.components
+        .iter()
+        .map(|c| c.decoded_len.unwrap_or(c.length))
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The one shard planner: `objects` in bytewise name order dealt into shards greedily, a new
+/// shard starting when the next object would take the current one past `max` decoded bytes
+/// (an object larger than that gets a shard of its own). The same objects and size always
+/// give the same shards. `info` gives each object's listing.
+pub(crate) fn plan_shards<'a, T>(
+    mut objects: Vec<&'a T>,
+    max: u64,
+    info: impl Fn(&T) -> &ObjectInfo,
+) -> Vec<Vec<&'a T>> {
+    objects.sort_unstable_by(|a, b| info(a).name.as_bytes().cmp(info(b).name.as_bytes()));
+    let mut groups: Vec<Vec<&'a T>> = Vec::new();
+    let mut used = 0u64;
+    for o in objects {
+        let size = decoded_size(info(o));
+        match groups.last_mut() {
+            Some(g) if used.saturating_add(size) <= max => {
+                g.push(o);
+                used = used.saturating_add(size);
+            }
+            _ => {
+                groups.push(vec![o]);
+                used = size;
+            }
+        }
+    }
+    groups
+}
+
 /// What a conversion did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConvertReport {

@@ -132,33 +132,13 @@ pub fn write_sharded(
 
 /// The objects of each shard, in bytewise name order.
 fn plan(reader: &Reader, options: ShardOptions) -> Vec<Vec<&ObjectInfo>> {
-    let mut objects: Vec<&ObjectInfo> = reader
+    let objects: Vec<&ObjectInfo> = reader
         .objects()
         .iter()
         .filter(|o| o.skipped().is_none())
         .filter(|o| !(options.convert.skip_unreadable && o.defect.is_some()))
         .collect();
-    objects.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-    let mut groups: Vec<Vec<&ObjectInfo>> = Vec::new();
-    let mut used = 0u64;
-    for o in objects {
-        let size = o
-            .components
-            .iter()
-            .map(|c| c.decoded_len.unwrap_or(c.length))
-            .fold(0u64, u64::saturating_add);
-        match groups.last_mut() {
-            Some(g) if used.saturating_add(size) <= options.max_shard_size => {
-                g.push(o);
-                used = used.saturating_add(size);
-            }
-            _ => {
-                groups.push(vec![o]);
-                used = size;
-            }
-        }
-    }
-    groups
+    super::plan_shards(objects, options.max_shard_size, |o| o)
 }
 
 /// A shard's size and the SHA-256 of its bytes.
