@@ -393,10 +393,18 @@ fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
     })
 }
 
-/// Decodes every component and applies every data rule (sparse indices, bool bytes).
+/// Decodes every component and applies every data rule (sparse indices, bool bytes). A
+/// strided view (a broadcast) is not materialized: that its elements lie in their storage is
+/// checked from its strides.
 fn decode_all(o: ObjectView<'_>) -> ztensor::Result<()> {
     for c in o.components() {
-        c.bytes()?;
+        match &c.arrangement {
+            Some(a) if !a.strides.is_empty() => strides_fit(a, c.element.logical_size())
+                .map_err(|e| e.in_component(&c.role).in_object(o.name()))?,
+            _ => {
+                c.bytes()?;
+            }
+        }
     }
     let complex = o.element_type().is_some_and(|t| t.ratio() == 2);
     match o.format {
@@ -407,6 +415,30 @@ fn decode_all(o: ObjectView<'_>) -> ztensor::Result<()> {
             o.read_f32().map(drop)
         }
         _ => Ok(()),
+    }
+}
+
+/// Whether the last element a strided view reaches lies inside its span, as a gather would
+/// find: `(sum((dim - 1) * stride) + 1) * size <= span`, in checked arithmetic.
+fn strides_fit(a: &ztensor::Arrangement, size: u64) -> ztensor::Result<()> {
+    if a.dims.contains(&0) {
+        return Ok(());
+    }
+    let last = a
+        .dims
+        .iter()
+        .zip(&a.strides)
+        .try_fold(0u64, |acc, (&d, &s)| {
+            (d - 1).checked_mul(s)?.checked_add(acc)
+        });
+    let end = last
+        .and_then(|l| l.checked_add(1))
+        .and_then(|n| n.checked_mul(size));
+    match end {
+        Some(end) if end <= a.span => Ok(()),
+        _ => Err(ztensor::Error::invalid(
+            "elements lie past the end of their storage",
+        )),
     }
 }
 

@@ -6,6 +6,9 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
+
+#[path = "../../ztensor/tests/support/checkpoint.rs"]
+mod checkpoint;
 use std::process::{Command, Output, Stdio};
 
 fn zt(args: &[&str]) -> Output {
@@ -532,5 +535,38 @@ fn help_says_what_a_file_may_be_and_lists_only_what_applies() {
     assert!(
         convert.contains("Replace the output if it exists"),
         "{convert}"
+    );
+}
+
+#[test]
+fn a_broadcast_is_verified_without_being_materialized_and_refused_past_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broadcast.pt");
+    // 6 stored i32s seen as (2^19, 2^10) with strides (0, 0): 2 GiB if materialized.
+    let bytes = checkpoint::checkpoint(6, 0, &[1 << 19, 1 << 10], &[0, 0], false);
+    std::fs::write(&path, bytes).unwrap();
+    let o = zt(&["verify", p(&path)]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let o = zt(&["cat", p(&path), "t", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("exceeds the memory budget"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--max-memory"), "{}", stderr(&o));
+    // A view reaching past its storage is refused (at open, from its strides).
+    let short = dir.path().join("short.pt");
+    std::fs::write(
+        &short,
+        checkpoint::checkpoint(5, 0, &[2, 3], &[3, 1], false),
+    )
+    .unwrap();
+    let o = zt(&["verify", p(&short)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("elements reach byte 24"),
+        "{}",
+        stdout(&o)
     );
 }
