@@ -9,26 +9,10 @@ use std::path::{Path, PathBuf};
 
 #[path = "../../ztensor/tests/support/checkpoint.rs"]
 mod checkpoint;
-use std::process::{Command, Output, Stdio};
+mod support;
 
-fn zt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zt"))
-        .args(args)
-        .output()
-        .expect("zt runs")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use std::process::{Command, Stdio};
+use support::{p, stderr, stdout, zt};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")

@@ -9,22 +9,8 @@ mod servers;
 
 use std::process::{Command, Output};
 
-fn zt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zt"))
-        .args(args)
-        .output()
-        .expect("zt runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+mod support;
+use support::{ok, zt};
 
 #[test]
 fn reading_commands_take_a_url() {

@@ -2,28 +2,9 @@
 //! shards and an index; `info`, `ls`, `cat`, `verify`, `convert` and `merge` take the index.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn zt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zt"))
-        .args(args)
-        .output()
-        .expect("zt runs")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+mod support;
+use support::{ok, p, zt};
 
 /// A .zt of tensors a..e, 16 f32 values (64 bytes) each.
 fn source(dir: &Path) -> std::path::PathBuf {

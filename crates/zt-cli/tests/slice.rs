@@ -2,18 +2,10 @@
 //! .mag) equals the box cut from the whole tensor; mistakes are usage errors.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn zt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zt"))
-        .args(args)
-        .output()
-        .expect("zt runs")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+mod support;
+use support::{p, zt};
 
 /// Exit 2, one line on stderr containing `contains`, nothing on stdout.
 fn assert_usage_error(o: &Output, contains: &str) {

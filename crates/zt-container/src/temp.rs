@@ -246,8 +246,17 @@ fn lock(file: &File) {
 }
 
 /// Removes the named temporaries in `dir` left by writers that are gone: those whose lock can
-/// be taken (a live writer holds its own). Errors are ignored: a sweep is housekeeping.
+/// be taken (a live writer holds its own). Errors are ignored: a sweep is housekeeping. Once
+/// per folder per process: a set of many shards written into a large folder lists it once.
 fn sweep(dir: &Path) {
+    static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if swept.iter().any(|d| d == dir) {
+            return;
+        }
+        swept.push(dir.to_owned());
+    }
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;

@@ -345,8 +345,8 @@ pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Resu
                 && (c.encoding == Encoding::Raw
                     || (c.encoding == Encoding::Zstd && c.decoded_len.is_some()))
         });
+    let verify = obj.for_copy().checks() != Verify::Never;
     if !as_is {
-        let verify = obj.for_copy().checks() != Verify::Never;
         let options = ConvertOptions {
             verify,
             ..ConvertOptions::default()
@@ -354,7 +354,7 @@ pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Resu
         copy_object(obj, writer, options)?;
         return Ok(false);
     }
-    if obj.for_copy().checks() != Verify::Never {
+    if verify {
         obj.verify()?;
     }
     let mut comps = Vec::with_capacity(obj.components.len());
