@@ -714,7 +714,7 @@ pub fn invalid_manifest(c: &mut Corpus) {
         m(&rank),
         "open",
         "LimitExceeded",
-        "shape has more than 64 dimensions",
+        "rank exceeds the cap of 64 dimensions",
     );
     let missing_dtype = patch(
         good_m.clone(),

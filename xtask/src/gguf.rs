@@ -284,7 +284,7 @@ pub fn invalid(c: &mut Corpus) {
         v3().info("w", &dims65, F32, 0).finish(),
         "open",
         "LimitExceeded",
-        "tensor info at byte 24 has 65 dimensions, more than the cap of 64",
+        "rank 65 exceeds the cap of 64 dimensions",
     );
     c.invalid(
         "gguf_dims_overflow.gguf",

@@ -782,8 +782,8 @@ pub fn invalid(c: &mut Corpus) {
         "rank_65",
         one("w", object(&[1; 65], "dense", vec![])),
         "open",
-        "InvalidFile",
-        "shape has 65 dimensions, more than 64",
+        "LimitExceeded",
+        "rank 65 exceeds the cap of 64 dimensions",
     );
     bad(
         "blob_three",

@@ -94,6 +94,21 @@ impl Error {
         Self::new(ErrorKind::LimitExceeded, message)
     }
 
+    /// A tensor's rank is over the cap on dimensions (64 by default, as in the v2 spec and
+    /// numpy 2): the one error every kind of file gives for it. `rank` is `None` where the
+    /// parser stops counting at the cap.
+    ///
+    /// ```
+    /// let e = zt_container::Error::rank_over_cap(Some(65), 64);
+    /// assert_eq!(e.message(), "rank 65 exceeds the cap of 64 dimensions");
+    /// ```
+    pub fn rank_over_cap(rank: Option<u64>, cap: usize) -> Self {
+        match rank {
+            Some(rank) => Self::limit(format!("rank {rank} exceeds the cap of {cap} dimensions")),
+            None => Self::limit(format!("rank exceeds the cap of {cap} dimensions")),
+        }
+    }
+
     /// The allocator failed.
     pub fn out_of_memory(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::OutOfMemory, message)

@@ -137,10 +137,7 @@ pub(crate) fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
                 })
                 .collect::<Result<Vec<u64>>>()?,
             Some(Value::Array(_)) => {
-                return Err(
-                    Error::invalid(format!("shape has more than {MAX_RANK} dimensions"))
-                        .in_object(&name),
-                )
+                return Err(Error::rank_over_cap(None, MAX_RANK).in_object(&name))
             }
             _ => return Err(Error::invalid("tensor_map entry has no shape array").in_object(&name)),
         };

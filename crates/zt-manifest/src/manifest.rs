@@ -224,9 +224,7 @@ pub(crate) fn shape(r: &mut Reader<'_>) -> Result<Shape> {
     let max_rank = r.limits().max_rank;
     r.array_items("shape", |r| {
         if dims.len() >= max_rank {
-            return Err(
-                Error::limit(format!("shape has more than {max_rank} dimensions")).at(r.offset()),
-            );
+            return Err(Error::rank_over_cap(None, max_rank).at(r.offset()));
         }
         dims.push(r.uint("a dimension")?);
         Ok(())

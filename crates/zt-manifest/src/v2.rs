@@ -231,11 +231,7 @@ fn object(d: &mut Det<'_>, name: &str, at: u64, limits: &DecodeLimits) -> Result
                 shape = true;
                 let rank = d.array("shape")?;
                 if rank > limits.max_rank as u64 {
-                    return Err(Error::invalid(format!(
-                        "shape has {rank} dimensions, more than {}",
-                        limits.max_rank
-                    ))
-                    .at(at));
+                    return Err(Error::rank_over_cap(Some(rank), limits.max_rank).at(at));
                 }
                 for _ in 0..rank {
                     o.shape.push(d.uint("a dimension")?);

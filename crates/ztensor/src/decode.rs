@@ -380,9 +380,10 @@ impl Backing {
                     Some(s) => Cow::Borrowed(s),
                     None => file.read_at(comp.offset, comp.length)?,
                 };
-                // Packed elements that fill the span inflate straight into `dst`.
-                if arrangement.strides.is_empty() && arrangement.span == dst.len() as u64 {
-                    return crate::zip::inflate_into(&src, arrangement.skip, dst)
+                // Packed elements inflate straight into `dst`: the one copy.
+                if arrangement.is_packed() && dst.len() as u64 <= arrangement.span {
+                    let to_end = arrangement.span == dst.len() as u64;
+                    return crate::zip::inflate_part_into(&src, arrangement.skip, dst, to_end)
                         .map_err(|e| e.at(comp.offset));
                 }
                 let cap = self.limits.max_decompressed_len;

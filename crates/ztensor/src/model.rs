@@ -157,6 +157,32 @@ pub struct Arrangement {
     pub strides: Vec<u64>,
 }
 
+impl Arrangement {
+    /// Whether the elements lie packed in row-major order from the start of the span: no
+    /// strides, or the strides of a packed array (a dimension of size 1 may have any stride,
+    /// and an array with no elements is packed).
+    ///
+    /// ```
+    /// let a = ztensor::Arrangement { skip: 0, span: 24, dims: vec![2, 3], strides: vec![3, 1] };
+    /// assert!(a.is_packed());
+    /// let t = ztensor::Arrangement { strides: vec![1, 2], ..a };
+    /// assert!(!t.is_packed());
+    /// ```
+    pub fn is_packed(&self) -> bool {
+        if self.strides.is_empty() || self.dims.contains(&0) {
+            return true;
+        }
+        let mut step = 1u64;
+        for (&n, &s) in self.dims.iter().zip(&self.strides).rev() {
+            if n != 1 && s != step {
+                return false;
+            }
+            step = step.saturating_mul(n);
+        }
+        self.dims.len() == self.strides.len()
+    }
+}
+
 /// Which bytes a component's digest covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum DigestScope {

@@ -169,11 +169,7 @@ impl OpenOptions {
         // kind's own parser has one.
         let cap = self.limits.decode.max_rank;
         if let Some(o) = listing.objects.iter().find(|o| o.shape.len() > cap) {
-            return Err(Error::limit(format!(
-                "rank {} exceeds the cap of {cap} dimensions",
-                o.shape.len()
-            ))
-            .in_object(&o.name));
+            return Err(Error::rank_over_cap(Some(o.shape.len() as u64), cap).in_object(&o.name));
         }
         Ok(Reader::new(source, listing, self.limits, self.verify))
     }
@@ -260,7 +256,7 @@ impl OpenOptions {
                 return Err(Error::unsupported(what));
             }
             if looks_like_safetensors(&head) {
-                return list_safetensors(source);
+                return list_safetensors(source, self.limits.decode.max_rank);
             }
             if is_pickle(&head) {
                 let listing = files::torch::list_legacy(&source, &self.limits)?;
@@ -286,13 +282,13 @@ fn looks_like_safetensors(head: &[u8]) -> bool {
 }
 
 #[cfg(feature = "safetensors")]
-fn list_safetensors(source: Source) -> Result<(Source, Listing)> {
-    let listing = files::safetensors::list(&source)?;
+fn list_safetensors(source: Source, max_rank: usize) -> Result<(Source, Listing)> {
+    let listing = files::safetensors::list(&source, max_rank)?;
     Ok((source, listing))
 }
 
 #[cfg(not(feature = "safetensors"))]
-fn list_safetensors(_source: Source) -> Result<(Source, Listing)> {
+fn list_safetensors(_source: Source, _max_rank: usize) -> Result<(Source, Listing)> {
     Err(Error::unsupported(
         "a safetensors file: this build of ztensor has no safetensors support \
          (feature \"safetensors\")",

@@ -528,6 +528,18 @@ pub(crate) fn inflate_prefix(stored: &[u8], want: u64, whole: bool) -> Result<Ve
 /// the first `skip` and filling `dst` with the rest. Nothing past the declared size is
 /// decoded, and a stream that ends early or goes on is an error.
 pub(crate) fn inflate_into(stored: &[u8], skip: u64, dst: &mut [u8]) -> Result<()> {
+    inflate_part_into(stored, skip, dst, true)
+}
+
+/// Inflates `dst.len()` bytes of a deflate stream, from `skip` bytes into it; with `to_end`,
+/// the stream must end there (the whole entry is being read), otherwise the rest is not
+/// inflated (a tensor that is a prefix of its storage; the entry's CRC-32 check reads it all).
+pub(crate) fn inflate_part_into(
+    stored: &[u8],
+    skip: u64,
+    dst: &mut [u8],
+    to_end: bool,
+) -> Result<()> {
     use std::io::Read;
     let mut d = flate2::read::DeflateDecoder::new(stored);
     let skipped = std::io::copy(&mut (&mut d).take(skip), &mut std::io::sink())
@@ -539,6 +551,9 @@ pub(crate) fn inflate_into(stored: &[u8], skip: u64, dst: &mut [u8]) -> Result<(
         std::io::ErrorKind::UnexpectedEof => bad("deflate stream ends before its declared size"),
         _ => bad(format!("deflate stream: {e}")),
     })?;
+    if !to_end {
+        return Ok(());
+    }
     let mut one = [0u8; 1];
     match d.read(&mut one) {
         Ok(0) => Ok(()),

@@ -413,11 +413,7 @@ fn tensor_info(c: &mut Cursor<'_>, limits: &Limits) -> Result<TensorInfo> {
     let n_dims = c.u32("dimension count").map_err(in_tensor)?;
     if n_dims as usize > limits.decode.max_rank {
         return Err(in_tensor(
-            Error::limit(format!(
-                "tensor info at byte {at} has {n_dims} dimensions, more than the cap of {}",
-                limits.decode.max_rank
-            ))
-            .at(at),
+            Error::rank_over_cap(Some(n_dims.into()), limits.decode.max_rank).at(at),
         ));
     }
     let dims_at = c.pos;

@@ -334,12 +334,9 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Header> {
     let (descr, fortran, shape) = fields;
     let (element, byte_order) = element_of(&descr).map_err(|e| e.at(at_header))?;
     if shape.len() > limits.decode.max_rank {
-        return Err(Error::limit(format!(
-            "{} dimensions exceed the cap of {}",
-            shape.len(),
-            limits.decode.max_rank
-        ))
-        .at(at_header));
+        return Err(
+            Error::rank_over_cap(Some(shape.len() as u64), limits.decode.max_rank).at(at_header),
+        );
     }
     let count = shape
         .iter()

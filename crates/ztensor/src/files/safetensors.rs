@@ -106,7 +106,7 @@ struct Entry {
 /// overlap; each tensor's byte length is its element count times its bits over 8, a whole
 /// number of bytes, with no overflow. A dtype we do not know (the crate would refuse the
 /// file) leaves only that tensor's length unchecked, and the tensor is listed with a defect.
-pub(crate) fn list(source: &Source) -> Result<Listing> {
+pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
     let mut size = [0u8; 8];
     source.read_into(0, &mut size)?;
     let n = u64::from_le_bytes(size);
@@ -125,7 +125,7 @@ pub(crate) fn list(source: &Source) -> Result<Listing> {
     }
     source.will_need(8, n);
     let header = source.read_at(8, n)?;
-    let (mut entries, metadata) = parse_header(&header).map_err(|e| e.at(8))?;
+    let (mut entries, metadata) = parse_header(&header, max_rank).map_err(|e| e.at(8))?;
 
     // In offset order the tensors must tile the data area.
     entries.sort_by_key(|e| (e.start, e.end));
@@ -229,7 +229,7 @@ type Metadata = Vec<(String, String)>;
 ///
 /// The top level is read entry by entry, each tensor's JSON parsed on its own and dropped:
 /// a header of a million tensors costs its names and entries, not a tree of JSON values.
-fn parse_header(header: &[u8]) -> Result<(Vec<Entry>, Metadata)> {
+fn parse_header(header: &[u8], max_rank: usize) -> Result<(Vec<Entry>, Metadata)> {
     let top: TopLevel<'_> =
         serde_json::from_slice(header).map_err(|e| bad(format!("header: {e}")))?;
     if top.metadata.len() > 1 {
@@ -260,8 +260,8 @@ fn parse_header(header: &[u8]) -> Result<(Vec<Entry>, Metadata)> {
     }
     let mut entries = Vec::with_capacity(tensors.len());
     for (name, raw) in tensors {
-        let v: Json = serde_json::from_str(raw.get()).map_err(|e| bad(format!("header: {e}")))?;
-        let (dtype, shape, (start, end)) = entry(&v).map_err(|what| bad(what).in_object(&name))?;
+        let (dtype, shape, (start, end)) =
+            entry(raw.get(), max_rank).map_err(|e| e.in_object(&name))?;
         entries.push(Entry {
             name,
             dtype,
@@ -311,30 +311,154 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for TopLevel<'a> {
     }
 }
 
+/// A tensor entry's dtype, shape and data offsets.
 type Fields = (String, Vec<u64>, (u64, u64));
 
-/// A tensor entry's fields, or what is wrong with them.
-fn entry(v: &Json) -> std::result::Result<Fields, String> {
-    let field = |k: &str| v.get(k).ok_or_else(|| format!("tensor entry has no {k:?}"));
-    let dtype = field("dtype")?
-        .as_str()
-        .ok_or("dtype is not a string")?
-        .to_owned();
-    let unsigned = |x: &Json| {
-        x.as_u64()
-            .ok_or_else(|| format!("{x} is not an unsigned integer"))
-    };
-    let shape = field("shape")?
-        .as_array()
-        .ok_or("shape is not an array")?
-        .iter()
-        .map(unsigned)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let offsets = match field("data_offsets")?.as_array().map(Vec::as_slice) {
-        Some([start, end]) => (unsigned(start)?, unsigned(end)?),
-        _ => return Err("data_offsets is not an array of two numbers".into()),
-    };
+/// A tensor entry's fields, or what is wrong with them. Read field by field from the raw JSON,
+/// without a tree of values: a shape longer than `max_rank` is counted, not kept, and
+/// refused with the rank cap's error, so a header of one 100,000-dimension shape costs its
+/// own bytes, not a value per dimension.
+fn entry(raw: &str, max_rank: usize) -> Result<Fields> {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let fields =
+        serde::de::DeserializeSeed::deserialize(EntrySeed { max_rank }, &mut de).map_err(|e| {
+            // A message of ours comes back as serde_json's custom error, with its position.
+            let text = e.to_string();
+            match text.rsplit_once(" at line ") {
+                Some((what, _)) if e.is_data() => bad(what.to_owned()),
+                _ => bad(format!("header: {text}")),
+            }
+        })?;
+    if fields.rank > max_rank {
+        return Err(Error::rank_over_cap(Some(fields.rank as u64), max_rank));
+    }
+    let missing = |k: &str| bad(format!("tensor entry has no {k:?}"));
+    let dtype = fields.dtype.ok_or_else(|| missing("dtype"))?;
+    let shape = fields.shape.ok_or_else(|| missing("shape"))?;
+    let offsets = fields.offsets.ok_or_else(|| missing("data_offsets"))?;
     Ok((dtype, shape, offsets))
+}
+
+/// What an entry's object held of the three fields read (others are ignored, as the
+/// safetensors crate ignores them; a field given twice keeps its last value).
+struct EntryFields {
+    dtype: Option<String>,
+    shape: Option<Vec<u64>>,
+    /// The shape's length (beyond the cap, its dimensions are not kept).
+    rank: usize,
+    offsets: Option<(u64, u64)>,
+}
+
+/// Reads one tensor entry's object.
+struct EntrySeed {
+    max_rank: usize,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for EntrySeed {
+    type Value = EntryFields;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for EntrySeed {
+    type Value = EntryFields;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a tensor entry (an object)")
+    }
+    fn visit_map<M: serde::de::MapAccess<'de>>(
+        self,
+        mut map: M,
+    ) -> std::result::Result<EntryFields, M::Error> {
+        use serde::de::Error as _;
+        let mut fields = EntryFields {
+            dtype: None,
+            shape: None,
+            rank: 0,
+            offsets: None,
+        };
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "dtype" => match map.next_value::<Json>()? {
+                    Json::String(s) => fields.dtype = Some(s),
+                    _ => return Err(M::Error::custom("dtype is not a string")),
+                },
+                "shape" => {
+                    let cap = self.max_rank;
+                    let (dims, rank) = map.next_value_seed(ShapeSeed { cap })?;
+                    fields.shape = Some(dims);
+                    fields.rank = rank;
+                }
+                "data_offsets" => {
+                    let v = map.next_value::<Json>()?;
+                    let pair = match v.as_array().map(Vec::as_slice) {
+                        Some([start, end]) => (unsigned(start), unsigned(end)),
+                        _ => {
+                            return Err(M::Error::custom(
+                                "data_offsets is not an array of two numbers",
+                            ))
+                        }
+                    };
+                    fields.offsets = Some((
+                        pair.0.map_err(M::Error::custom)?,
+                        pair.1.map_err(M::Error::custom)?,
+                    ));
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(fields)
+    }
+}
+
+/// A JSON number as a u64, or what it is instead.
+fn unsigned(x: &Json) -> std::result::Result<u64, String> {
+    x.as_u64()
+        .ok_or_else(|| format!("{x} is not an unsigned integer"))
+}
+
+/// Reads a shape and its rank: at most `cap` dimensions are kept; a longer shape is counted
+/// to its end (and refused by [`entry`] with the rank cap's error, the same for every kind).
+struct ShapeSeed {
+    cap: usize,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ShapeSeed {
+    type Value = (Vec<u64>, usize);
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ShapeSeed {
+    type Value = (Vec<u64>, usize);
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("shape is not an array")
+    }
+    fn visit_seq<S: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: S,
+    ) -> std::result::Result<(Vec<u64>, usize), S::Error> {
+        use serde::de::Error as _;
+        let mut dims = Vec::new();
+        let mut rank = 0usize;
+        while let Some(d) = seq.next_element::<Json>()? {
+            let d = unsigned(&d).map_err(S::Error::custom)?;
+            rank += 1;
+            if rank <= self.cap {
+                dims.push(d);
+            }
+        }
+        Ok((dims, rank))
+    }
 }
 
 #[cfg(test)]

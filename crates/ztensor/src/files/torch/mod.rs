@@ -399,11 +399,10 @@ fn tensor_object(
         )));
     }
     if t.size.len() > limits.decode.max_rank {
-        return Err(Error::limit(format!(
-            "{} dimensions exceed the cap of {}",
-            t.size.len(),
-            limits.decode.max_rank
-        )));
+        return Err(Error::rank_over_cap(
+            Some(t.size.len() as u64),
+            limits.decode.max_rank,
+        ));
     }
     let mut attributes = Attributes::new();
     attributes.insert("torch.storage".into(), Value::Text(t.key.clone()));

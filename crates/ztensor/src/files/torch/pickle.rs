@@ -274,6 +274,10 @@ impl<'h> Machine<'h> {
                     return Err(Error::limit(format!("pickle: {what}")).at(self.base + op_at as u64))
                 }
                 Err(Stop::Bad(what)) => return Err(bad(what).at(self.base + op_at as u64)),
+                Err(Stop::Rank(rank)) => {
+                    let e = Error::rank_over_cap(Some(rank as u64), MAX_TENSOR_RANK);
+                    return Err(e.at(self.base + op_at as u64));
+                }
                 Err(Stop::Unsupported(what)) => {
                     return Err(
                         Error::unsupported(format!("pickle: {what}")).at(self.base + op_at as u64)
@@ -811,10 +815,7 @@ impl<'h> Machine<'h> {
         for (v, what) in [(arg(2), "size"), (arg(3), "stride")] {
             match self.heap.get(v) {
                 Some(Obj::Tuple(t)) if t.len() > MAX_TENSOR_RANK => {
-                    return Err(Stop::Limit(format!(
-                        "a tensor's {what} has {} dimensions, more than {MAX_TENSOR_RANK}",
-                        t.len()
-                    )))
+                    return Err(Stop::Rank(t.len()))
                 }
                 Some(Obj::Tuple(_)) => {}
                 _ => return Err(Stop::Bad(format!("a tensor's {what} is not a tuple"))),
@@ -913,6 +914,8 @@ fn global_too_long() -> Stop {
 /// Why a step stopped the machine.
 enum Stop {
     Bad(String),
+    /// A tensor's size or stride longer than the rank cap.
+    Rank(usize),
     Limit(String),
     Unsupported(String),
 }
