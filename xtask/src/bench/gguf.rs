@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::gguf::{Gguf, ARRAY, F32, F32_VALUE, I32, Q4_0, STR, U32};
+use crate::fixtures::{Gguf, ARRAY, F32, F32_VALUE, I32, Q4_0, STR, U32};
 
 /// A row of the results table: name, time, and the time and name it is compared with.
 pub type Row = (String, Duration, Option<(Duration, String)>);

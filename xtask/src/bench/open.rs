@@ -1,0 +1,153 @@
+//! The `open` section (100,000 small tensors) and the `header` section (a header of a million).
+
+use super::*;
+
+/// Opening a file of 100,000 small tensors and looking each up, against the safetensors crate.
+pub(super) fn open(b: &mut Bench) -> Result<()> {
+    let Bench { dir, table, .. } = b;
+    // --- open only: 100,000 tensors of 16 f32 ---
+    let many_zt = dir.join("many.zt");
+    let many_st = dir.join("many.safetensors");
+    // The same names and values tools/bench/many_original.py writes with the original.
+    let many_original = dir.join("many-original.zt");
+    let names: Vec<String> = (0..100_000)
+        .map(|i| format!("blk.{}.expert.{}.w{}", i / 500, i / 5 % 100, i % 5))
+        .collect();
+    {
+        let mut w = Writer::create_version(
+            &many_zt,
+            ztensor::Version::V1_2,
+            ztensor::Durability::Synced,
+        )?;
+        let mut views = Vec::new();
+        let small: Vec<Tensor> = names
+            .iter()
+            .map(|n| Tensor {
+                name: n.clone(),
+                shape: vec![16],
+                dims: vec![16],
+                bf16: false,
+                bytes: vec![0; 64],
+            })
+            .collect();
+        for t in &small {
+            w.add(&t.name, &[16], &[0f32; 16])?;
+            views.push((t.name.as_str(), View(t)));
+        }
+        w.finish()?;
+        safetensors::serialize_to_file(views, None, &many_st)?;
+    }
+    let mut st_open = || {
+        let f = File::open(&many_st)?;
+        // SAFETY: benchmark file, not modified while mapped.
+        let map = unsafe { memmap2::Mmap::map(&f)? };
+        let s = safetensors::SafeTensors::deserialize(&map)?;
+        for n in &names {
+            std::hint::black_box(s.tensor(n)?);
+        }
+        Ok(())
+    };
+    let open_each = |path: &Path| -> Result<()> {
+        let r = ztensor::open(path)?;
+        for n in &names {
+            std::hint::black_box(r.object(n)?);
+        }
+        Ok(())
+    };
+    let mut ours = || open_each(&many_zt);
+    let have_original = many_original.exists();
+    let mut original = || {
+        if have_original {
+            open_each(&many_original)
+        } else {
+            Ok(())
+        }
+    };
+    // Many runs, in turns: this row swings from run to run on this machine.
+    let [t_open_st, t_open, t_open_original] =
+        interleaved(11, &mut [&mut st_open, &mut ours, &mut original])?;
+    table.add(
+        "open",
+        "safetensors: parse header, look up each once",
+        t_open_st,
+        None,
+    );
+    table.add(
+        "open",
+        "ztensor: open (full validation), look up each",
+        t_open,
+        Some((t_open_st, "safetensors")),
+    );
+    if have_original {
+        table.add(
+            "open",
+            "ztensor: the same, file written by ztensor 1.2.3",
+            t_open_original,
+            Some((t_open_st, "safetensors")),
+        );
+    } else {
+        println!(
+            "  (for the row on a file the original wrote: tools/bench/many_original.py {})",
+            many_original.display()
+        );
+    }
+    Ok(())
+}
+
+/// A safetensors header of a million tensors (one f32 each): the safetensors crate's parse
+/// against ours, both from the map, and the heap each holds after parsing (issue 26: ours may
+/// take at most what the crate takes). The memory bound itself is a test
+/// (crates/ztensor/tests/listing_memory.rs); this row shows the time.
+pub(super) fn header(b: &mut Bench) -> Result<()> {
+    let Bench { dir, table, .. } = b;
+    let path = dir.join("million.safetensors");
+    let count = 1_000_000usize;
+    if !path.exists() {
+        let mut header = String::from("{");
+        for i in 0..count {
+            let (start, end) = (i * 4, i * 4 + 4);
+            let sep = if i == 0 { "" } else { "," };
+            header.push_str(&format!(
+                r#"{sep}"model.layers.{}.block.{}.weight":{{"dtype":"F32","shape":[1],"data_offsets":[{start},{end}]}}"#,
+                i / 1000,
+                i % 1000
+            ));
+        }
+        header.push('}');
+        let mut f = BufWriter::new(File::create(&path)?);
+        f.write_all(&(header.len() as u64).to_le_bytes())?;
+        f.write_all(header.as_bytes())?;
+        f.write_all(&vec![0u8; count * 4])?;
+        f.into_inner().context("flush")?.sync_all()?;
+    }
+    if drop_page_cache() {
+        std::hint::black_box(read_sequential(&path, 4 << 20)?);
+    }
+    let mut crate_parse = || {
+        let f = File::open(&path)?;
+        // SAFETY: benchmark file, not modified while mapped.
+        let map = unsafe { memmap2::Mmap::map(&f)? };
+        let s = safetensors::SafeTensors::deserialize(&map)?;
+        std::hint::black_box(s.len());
+        Ok(())
+    };
+    let mut ours = || {
+        let r = ztensor::open(&path)?;
+        std::hint::black_box(r.objects().len());
+        Ok(())
+    };
+    let [t_crate, t_ours] = interleaved(5, &mut [&mut crate_parse, &mut ours])?;
+    table.add(
+        "header",
+        "safetensors: deserialize a header of 1M tensors",
+        t_crate,
+        None,
+    );
+    table.add(
+        "header",
+        "ztensor: open the same file (full validation)",
+        t_ours,
+        Some((t_crate, "safetensors")),
+    );
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The `read` (page cache warm) and `cold` (page cache dropped) sections.
+
+use super::*;
+
+/// Reading every tensor with the page cache warm, against a scan of the same bytes in memory.
+pub(super) fn read(b: &mut Bench) -> Result<()> {
+    let (runs, total) = (b.runs, b.total);
+    let Bench { zt, st, table, .. } = b;
+    // --- read every tensor, page cache warm ---
+    // As a user's files are: read in from the disk once (not left by our own writer a
+    // moment ago, whose pages the kernel holds in larger pieces that fault in faster).
+    for f in [&zt, &st] {
+        if drop_page_cache() {
+            std::hint::black_box(read_sequential(f, 4 << 20)?);
+        }
+    }
+    // The limit: the file's bytes in memory, in huge pages where the kernel gives them
+    // (a 1 GiB buffer of 4 KiB pages scanned slower than the page cache's large folios,
+    // which made the "limit" slower than the mapped reads it bounds).
+    let whole = {
+        let mut f = File::open(&zt)?;
+        let len = f.metadata()?.len() as usize;
+        let mut v: Vec<u8> = Vec::with_capacity(len);
+        ztensor::container::internal::prefer_huge_pages(&mut v);
+        f.read_to_end(&mut v)?;
+        v
+    };
+    let ranges: Vec<(u64, u64)> = {
+        let r = ztensor::open(&zt)?;
+        r.objects()
+            .iter()
+            .map(|o| (o.components[0].offset, o.components[0].length))
+            .collect()
+    };
+    let mut scan = || {
+        let mut acc = 0;
+        for &(o, l) in &ranges {
+            acc ^= touch(&whole[o as usize..(o + l) as usize]);
+        }
+        std::hint::black_box(acc);
+        Ok(())
+    };
+    let mut mapped = consumed(|| read_zt(zt, OpenOptions::new()));
+    let mut populated = consumed(|| read_zt(zt, OpenOptions::new().populate(true)));
+    let mut walked = consumed(|| read_zt_walk(zt, OpenOptions::new()));
+    let mut st_mapped = consumed(|| read_safetensors_mapped(st));
+    let mut kernel = consumed(|| read_sequential(zt, 1 << 20));
+    let mut fresh = consumed(|| read_zt(zt, OpenOptions::new().unmapped(true)));
+    let mut into = || {
+        let r = OpenOptions::new().unmapped(true).open(&zt)?;
+        let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
+        let mut acc = 0;
+        for o in &r {
+            acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
+                o.read_into(&mut b)?;
+                touch(bytemuck::cast_slice(&b))
+            } else {
+                o.read_into(&mut f)?;
+                touch(bytemuck::cast_slice(&f))
+            };
+        }
+        std::hint::black_box(acc);
+        Ok(())
+    };
+    let mut chunked = consumed(|| read_zt_chunked(zt));
+    let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked] =
+        interleaved(
+            runs,
+            &mut [
+                &mut scan,
+                &mut mapped,
+                &mut walked,
+                &mut populated,
+                &mut st_mapped,
+                &mut kernel,
+                &mut fresh,
+                &mut into,
+                &mut chunked,
+            ],
+        )?;
+    drop(whole);
+    for (row, time, baseline) in [
+        ("in-memory scan of the same bytes (limit)", t_scan, None),
+        (
+            "ztensor default: open, read each by name",
+            t_mapped,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor default: open, for o in &reader (file order)",
+            t_walked,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor mapped, populate(true): faults on core 2",
+            t_populated,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "safetensors over memmap2",
+            t_st_read,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "1 MiB reads into one reused buffer (kernel copy)",
+            t_kernel,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor without a map, a fresh buffer per tensor",
+            t_unmapped,
+            Some((t_kernel, "kernel copy")),
+        ),
+        (
+            "ztensor without a map, read_into a reused buffer",
+            t_into,
+            Some((t_kernel, "kernel copy")),
+        ),
+        (
+            "ztensor without a map, read_chunked (1 MiB pieces)",
+            t_chunked,
+            Some((t_kernel, "kernel copy")),
+        ),
+    ] {
+        table.add("read", row, time, baseline);
+    }
+    println!(
+        "  read rates: scan {:.1} GiB/s, mapped {:.1} GiB/s",
+        gib_per_s(total, t_scan),
+        gib_per_s(total, t_mapped)
+    );
+    Ok(())
+}
+
+/// Reading every tensor from the disk (page cache dropped before each run); `zt cat` of one tensor.
+pub(super) fn cold(b: &mut Bench) -> Result<()> {
+    let Bench {
+        tensors,
+        zt,
+        st,
+        table,
+        ..
+    } = b;
+    // --- load every tensor from the disk: page cache dropped before every call ---
+    if !drop_page_cache() {
+        println!(
+            "  cold rows skipped: only root may drop the page cache (/proc/sys/vm/drop_caches)"
+        );
+    } else {
+        let cold_runs = 5;
+        let mut sequential = consumed(|| read_sequential(zt, 4 << 20));
+        let mut by_name = consumed(|| read_zt(zt, OpenOptions::new()));
+        let mut walked = consumed(|| read_zt_walk(zt, OpenOptions::new()));
+        let mut populated = consumed(|| read_zt(zt, OpenOptions::new().populate(true)));
+        let mut chunked = consumed(|| read_zt_chunked(zt));
+        let mut st_mapped = consumed(|| read_safetensors_mapped(st));
+        let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st] = interleaved_cold(
+            cold_runs,
+            &mut [
+                &mut sequential,
+                &mut by_name,
+                &mut walked,
+                &mut populated,
+                &mut chunked,
+                &mut st_mapped,
+            ],
+        )?;
+        for (row, time, baseline) in [
+            ("sequential read, 4 MiB pieces (limit)", t_seq, None),
+            (
+                "ztensor default: open, read each by name",
+                t_name,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "ztensor default: for o in &reader",
+                t_walk,
+                Some((t_seq, "sequential")),
+            ),
+            ("ztensor populate(true)", t_pop, Some((t_seq, "sequential"))),
+            (
+                "ztensor without a map, read_chunked",
+                t_chunk,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "safetensors over memmap2",
+                t_st,
+                Some((t_seq, "sequential")),
+            ),
+        ] {
+            table.add("cold", row, time, baseline);
+        }
+        // A tool that looks at one tensor of a large file reads that tensor only.
+        let zt_bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/zt");
+        let one = &tensors[tensors.len() / 2];
+        if zt_bin.exists() {
+            anyhow::ensure!(drop_page_cache(), "cannot drop the page cache");
+            let s = Instant::now();
+            let out = Command::new(&zt_bin)
+                .arg("cat")
+                .arg(&zt)
+                .arg(&one.name)
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            let t = s.elapsed();
+            anyhow::ensure!(out.success(), "zt cat failed");
+            #[cfg(target_os = "linux")]
+            println!(
+                "  cold       zt cat of one {:.1} MiB tensor read {:.1} MiB of the {:.0} MiB file in {:.1} ms",
+                one.bytes.len() as f64 / 1048576.0,
+                resident_bytes(zt)? as f64 / 1048576.0,
+                std::fs::metadata(&zt)?.len() as f64 / 1048576.0,
+                t.as_secs_f64() * 1e3
+            );
+        } else {
+            println!(
+                "  (build target/release/zt for the zt cat row: cargo build --release -p zt-cli)"
+            );
+        }
+    }
+    Ok(())
+}
