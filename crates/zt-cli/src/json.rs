@@ -214,33 +214,9 @@ pub fn write_info(
     writeln!(w).map_err(serde_json::Error::io)
 }
 
-/// A file's version as `info` and `verify` give it: "1.2.0", "2", "300", "1.0" for a .npy
-/// array, "legacy" for a pre-1.6 PyTorch checkpoint, "" for safetensors, .npz archives and
-/// zip PyTorch checkpoints, "3" for GGUF v3.
+/// A file's version as `info` and `verify` give it ([`ztensor::FileVersion::number`]).
 pub fn version(v: &ztensor::FileVersion) -> String {
-    match v {
-        ztensor::FileVersion::ZTensorV0_1 => "0.1.0".to_string(),
-        ztensor::FileVersion::ZTensor(s) => s.to_string(),
-        ztensor::FileVersion::Mag(l) => mag_version(*l).to_string(),
-        ztensor::FileVersion::Safetensors => String::new(),
-        ztensor::FileVersion::ZTensorV2 => "2".to_string(),
-        ztensor::FileVersion::Npy(major, minor) => format!("{major}.{minor}"),
-        ztensor::FileVersion::Npz | ztensor::FileVersion::PyTorch => String::new(),
-        ztensor::FileVersion::PyTorchLegacy => "legacy".to_string(),
-        ztensor::FileVersion::Gguf { version, .. } => version.to_string(),
-        _ => v.to_string(),
-    }
-}
-
-pub fn mag_version(l: ztensor::mag::Layout) -> &'static str {
-    use ztensor::mag::Layout::*;
-    match l {
-        GenA => "MAG&1",
-        V1 => "1",
-        V100 => "100",
-        V200 => "200",
-        V300 => "300",
-    }
+    v.number()
 }
 
 /// Decoded little-endian elements of `ty` as JSON values: numbers (floats that are not finite

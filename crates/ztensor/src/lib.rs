@@ -129,6 +129,7 @@ pub mod remote;
 mod sharded;
 mod sink;
 mod slice;
+mod sniff;
 mod sparse;
 mod view;
 mod writer;
@@ -140,10 +141,9 @@ pub use zt_formats as formats;
 pub use zt_mag as mag;
 pub use zt_manifest as manifest;
 
-pub use convert::{
-    upgrade, write_gguf, write_gguf_with, write_mag, ConvertOptions, ConvertReport, Keep,
-    MagOptions,
-};
+pub use convert::{upgrade, write_mag, ConvertOptions, ConvertReport, Keep, MagOptions};
+#[cfg(feature = "gguf")]
+pub use convert::{write_gguf, write_gguf_with};
 #[cfg(feature = "safetensors")]
 pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::{ReadOptions, Verify};
@@ -161,6 +161,7 @@ pub use remote::{is_url, open_url};
 pub use sharded::{index::ShardIndex, is_index_path, ShardedSet};
 pub use sink::Staged;
 pub use slice::Hyperslab;
+pub use sniff::{sniff, FileKind};
 pub use sparse::{Coo, Csr, Quantized, SparseData};
 pub use view::{ComponentView, ObjectView};
 pub use writer::{

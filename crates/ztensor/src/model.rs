@@ -56,6 +56,40 @@ impl FileVersion {
     }
 }
 
+impl FileVersion {
+    /// The version alone, as `zt info --json` gives it: `"1.2.0"`, `"0.1.0"`, `"2"`, a .mag
+    /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
+    /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, and `""` for kinds
+    /// without versions (safetensors, `.npz`, zip PyTorch checkpoints).
+    ///
+    /// ```
+    /// assert_eq!(ztensor::FileVersion::ZTensorV2.number(), "2");
+    /// assert_eq!(ztensor::FileVersion::Npy(1, 0).number(), "1.0");
+    /// ```
+    pub fn number(&self) -> String {
+        match self {
+            FileVersion::ZTensorV0_1 => "0.1.0".to_owned(),
+            FileVersion::ZTensor(s) => s.to_string(),
+            FileVersion::Mag(l) => {
+                use zt_mag::Layout;
+                match l {
+                    Layout::GenA => "MAG&1",
+                    Layout::V1 => "1",
+                    Layout::V100 => "100",
+                    Layout::V200 => "200",
+                    Layout::V300 => "300",
+                }
+                .to_owned()
+            }
+            FileVersion::ZTensorV2 => "2".to_owned(),
+            FileVersion::Npy(major, minor) => format!("{major}.{minor}"),
+            FileVersion::Safetensors | FileVersion::Npz | FileVersion::PyTorch => String::new(),
+            FileVersion::PyTorchLegacy => "legacy".to_owned(),
+            FileVersion::Gguf { version, .. } => version.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for FileVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -437,6 +471,7 @@ impl Defect {
     }
 
     /// An object that is not numbers we decode: listed as what it is, skipped.
+    #[cfg(feature = "numpy")]
     pub(crate) fn not_numbers(message: impl Into<String>) -> Self {
         Defect {
             skip: true,

@@ -1,10 +1,9 @@
-//! Opening a file: [`OpenOptions`], telling the kind of a file from its first bytes, and the
-//! one line of dispatch per kind. This is the only module that names the modules of
+//! Opening a file: [`OpenOptions`], and the dispatch, one arm per [`FileKind`] that
+//! [`crate::sniff`] tells. This is the only module that names the readers of
 //! [`crate::files`].
 
 use std::path::Path;
 
-use zt_container::layout::MAGIC_V2;
 use zt_container::{Container, ContainerV2, ContainerVersion, Error, Result, Source};
 
 use crate::decode::Verify;
@@ -12,6 +11,7 @@ use crate::files;
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
 use crate::reader::Reader;
+use crate::sniff::{is_zip, sniff, FileKind, SNIFF_LEN};
 
 /// How to open a file.
 ///
@@ -183,11 +183,7 @@ impl OpenOptions {
         }
     }
 
-    /// Tells the kind by the first bytes: .mag magics, then zTensor v2's, then `.npy`, then a
-    /// zip (a PyTorch checkpoint or a `.npz`: [`zip_kind`]), then files we recognise but do
-    /// not read (GGUF, a sharded checkpoint's JSON index: [`not_read_yet`]), then a
-    /// safetensors header (u64 size, then '{'), then a pickle (a legacy PyTorch checkpoint);
-    /// anything else gets the zTensor container's magic error.
+    /// Tells the kind ([`sniff`]) and lists the file with the one reader of that kind.
     ///
     /// While it reads the header, footer and manifest of a mapped file, the map reads exactly
     /// the pages touched (the manifest itself in one request): with the kernel's read-around
@@ -209,6 +205,8 @@ impl OpenOptions {
         listed
     }
 
+    /// The dispatch: one arm per kind. A kind whose feature is off has no arm and gets
+    /// [`FileKind::unread`]'s error, which names the feature.
     fn list_sparsely(
         &self,
         source: Source,
@@ -217,161 +215,60 @@ impl OpenOptions {
     ) -> Result<(Source, Listing)> {
         let mut head = vec![0u8; source.len().min(SNIFF_LEN) as usize];
         source.read_into(0, &mut head)?;
-        if let Some(magic) = head.first_chunk::<4>() {
-            if zt_mag::is_mag_magic(magic) {
+        // A zip archive's kind is in its entries' names; its readers take the entries.
+        let zip_entries = if is_zip(&head) {
+            crate::zip::entries(&source)?
+        } else {
+            Vec::new()
+        };
+        let names: Vec<&str> = zip_entries.iter().map(|e| e.name.as_str()).collect();
+        let kind = sniff(&head, source.len(), &names);
+        drop(names);
+        let limits = &self.limits;
+        let listing = match kind {
+            Some(FileKind::Mag) => {
                 // .mag tables are read piecemeal: read-around serves them better.
                 source.expect_sparse_reads(false);
-                let listing = files::mag::list(&source, !self.skip_mag_checksum)?;
-                return Ok((source, listing));
+                files::mag::list(&source, !self.skip_mag_checksum)?
             }
-        }
-        if head.starts_with(&MAGIC_V2) {
-            let container = ContainerV2::parse(source, self.limits.max_manifest_len)?;
-            let local = |p: &Path| self.open_shard(p);
-            let open_shard = open_shard.unwrap_or(&local);
-            let listing = files::zt_v2::list(&container, path, &self.limits, open_shard)?;
-            return Ok((container.into_source(), listing));
-        }
-        if head.starts_with(files::npy::NPY_MAGIC) {
-            let listing = files::npy::list_npy(&source, &self.limits)?;
-            return Ok((source, listing));
-        }
-        match zip_kind(&head) {
-            Some(ZipKind::NumPy) => {
-                let listing = files::npy::list_npz(&source, &self.limits)?;
-                return Ok((source, listing));
+            Some(FileKind::ZTensorV2) => {
+                let container = ContainerV2::parse(source, limits.max_manifest_len)?;
+                let local = |p: &Path| self.open_shard(p);
+                let open_shard = open_shard.unwrap_or(&local);
+                let listing = files::zt_v2::list(&container, path, limits, open_shard)?;
+                return Ok((container.into_source(), listing));
             }
-            Some(ZipKind::PyTorch) => {
-                let listing = files::torch::list(&source, &self.limits)?;
-                return Ok((source, listing));
+            #[cfg(feature = "numpy")]
+            Some(FileKind::Npy) => files::npy::list_npy(&source, limits)?,
+            #[cfg(feature = "numpy")]
+            Some(FileKind::Npz) => files::npy::list_npz(&source, zip_entries, limits)?,
+            #[cfg(feature = "torch")]
+            Some(FileKind::PyTorch) => files::torch::list(&source, zip_entries, limits)?,
+            #[cfg(feature = "torch")]
+            Some(FileKind::PyTorchLegacy) => files::torch::list_legacy(&source, limits)?,
+            #[cfg(feature = "gguf")]
+            Some(FileKind::Gguf) => files::gguf::list(&source, limits)?,
+            #[cfg(feature = "safetensors")]
+            Some(FileKind::Safetensors) => {
+                files::safetensors::list(&source, limits.decode.max_rank)?
             }
-            None => {}
-        }
-        if head.starts_with(b"GGUF") {
-            let listing = files::gguf::list(&source, &self.limits)?;
-            return Ok((source, listing));
-        }
-        if !head.starts_with(b"ZTEN") {
-            if let Some(what) = not_read_yet(&head, source.len()) {
-                return Err(Error::unsupported(what));
+            // Anything else that is not `ZTEN` gets the zTensor container's magic error.
+            Some(FileKind::ZTensor) | None => {
+                let container = Container::parse_with_limit(source, limits.max_manifest_len)?;
+                let listing = match container.version() {
+                    ContainerVersion::V1 => files::zt_v1::list(&container, limits),
+                    ContainerVersion::V1_0 => files::zt_v1_0::list(&container, limits),
+                    ContainerVersion::V0_1 => {
+                        container.source().expect_sparse_reads(false);
+                        files::zt_v0_1::list(&container, limits)
+                    }
+                }?;
+                return Ok((container.into_source(), listing));
             }
-            if looks_like_safetensors(&head) {
-                return list_safetensors(source, self.limits.decode.max_rank);
-            }
-            if is_pickle(&head) {
-                let listing = files::torch::list_legacy(&source, &self.limits)?;
-                return Ok((source, listing));
-            }
-        }
-        let container = Container::parse_with_limit(source, self.limits.max_manifest_len)?;
-        let listing = match container.version() {
-            ContainerVersion::V1 => files::zt_v1::list(&container, &self.limits),
-            ContainerVersion::V1_0 => files::zt_v1_0::list(&container, &self.limits),
-            ContainerVersion::V0_1 => {
-                container.source().expect_sparse_reads(false);
-                files::zt_v0_1::list(&container, &self.limits)
-            }
-        }?;
-        Ok((container.into_source(), listing))
+            Some(other) => return Err(other.unread()),
+        };
+        Ok((source, listing))
     }
-}
-
-/// Whether bytes look like a safetensors file: a u64 header size, then a JSON object.
-fn looks_like_safetensors(head: &[u8]) -> bool {
-    head.len() >= 9 && head.get(8) == Some(&b'{')
-}
-
-#[cfg(feature = "safetensors")]
-fn list_safetensors(source: Source, max_rank: usize) -> Result<(Source, Listing)> {
-    let listing = files::safetensors::list(&source, max_rank)?;
-    Ok((source, listing))
-}
-
-#[cfg(not(feature = "safetensors"))]
-fn list_safetensors(_source: Source, _max_rank: usize) -> Result<(Source, Listing)> {
-    Err(Error::unsupported(
-        "a safetensors file: this build of ztensor has no safetensors support \
-         (feature \"safetensors\")",
-    ))
-}
-
-/// Bytes read from the start of a file to tell its kind (a JSON index is recognised by a key
-/// within them).
-const SNIFF_LEN: u64 = 4096;
-
-/// What a file is, for the kinds recognised by their first bytes but not read: the message
-/// of the `Unsupported` error. None of these magics can start a safetensors file that
-/// [`files::safetensors::list`] would accept (read as a header size they exceed its cap or
-/// the file), so they are checked first.
-fn not_read_yet(head: &[u8], file_len: u64) -> Option<String> {
-    if is_json_index(head, file_len) {
-        return Some(
-            "a sharded checkpoint index (model.safetensors.index.json): open it as a \
-             set (ShardedSet::open), not as one file"
-                .to_owned(),
-        );
-    }
-    None
-}
-
-/// Which zip-based kind a file is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ZipKind {
-    /// NumPy's `.npz`: entries `<array>.npy` (and any zip not told to be a checkpoint).
-    NumPy,
-    /// PyTorch's `torch.save`: `<archive>/data.pkl` first.
-    PyTorch,
-}
-
-/// A zip archive told apart by the name of its first entry: PyTorch's `torch.save` writes
-/// `<archive>/data.pkl` (or its `.data/` and `byteorder` records) first, NumPy's `savez`
-/// writes `<array>.npy` entries. Any other zip is read as a `.npz`, whose reader lists the
-/// entries that are not arrays as unreadable objects; an empty zip (only its end record) is
-/// an empty `.npz`, as `numpy.savez` writes one.
-fn zip_kind(head: &[u8]) -> Option<ZipKind> {
-    if head.starts_with(b"PK\x05\x06") {
-        return Some(ZipKind::NumPy);
-    }
-    if !head.starts_with(b"PK\x03\x04") {
-        return None;
-    }
-    // Local file header: the name's length at 26, the extra field's at 28, the name at 30.
-    let name = head
-        .get(26..28)
-        .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
-        .and_then(|n| head.get(30..30 + n));
-    match name {
-        Some(n)
-            if n.ends_with(b"data.pkl")
-                || n.ends_with(b"byteorder")
-                || n.ends_with(b".format_version")
-                || n.windows(7).any(|w| w == b"/.data/") =>
-        {
-            Some(ZipKind::PyTorch)
-        }
-        _ => Some(ZipKind::NumPy),
-    }
-}
-
-/// A JSON object naming a `"weight_map"` in its first bytes, whose first 8 bytes do not make
-/// a safetensors header size that fits the file.
-fn is_json_index(head: &[u8], file_len: u64) -> bool {
-    let starts_object = head
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'{');
-    let safetensors_size_fits = head.first_chunk::<8>().is_some_and(|n| {
-        u64::from_le_bytes(*n)
-            .checked_add(8)
-            .is_some_and(|e| e <= file_len)
-    });
-    starts_object && !safetensors_size_fits && head.windows(12).any(|w| w == b"\"weight_map\"")
-}
-
-/// A file that starts with a pickle protocol 2-5 opcode: the legacy (pre-1.6, non-zip)
-/// `torch.save` format. Checked after safetensors, whose header size can start the same way.
-fn is_pickle(head: &[u8]) -> bool {
-    matches!(head, [0x80, 2..=5, ..])
 }
 
 #[cfg(test)]

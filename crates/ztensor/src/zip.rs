@@ -510,6 +510,7 @@ fn check_overlaps(entries: &mut [Entry]) -> Result<()> {
 /// Inflates the first `want` bytes of a deflated stream. `stored` is the whole stream
 /// (`whole`), which must not end before its final block, or a prefix of it, which may end
 /// anywhere: then fewer bytes may come back.
+#[cfg(feature = "numpy")]
 pub(crate) fn inflate_prefix(stored: &[u8], want: u64, whole: bool) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut out = Vec::new();

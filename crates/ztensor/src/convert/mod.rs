@@ -17,12 +17,14 @@ use crate::writer::{
     ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,
 };
 
+#[cfg(feature = "gguf")]
 mod gguf;
 #[cfg(feature = "sharded")]
 mod indexed;
 #[cfg(feature = "safetensors")]
 mod safetensors;
 mod shard;
+#[cfg(feature = "gguf")]
 pub use self::gguf::{write_gguf, write_gguf_views, write_gguf_with};
 #[cfg(feature = "sharded")]
 pub use self::indexed::{

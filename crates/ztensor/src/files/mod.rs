@@ -2,13 +2,18 @@
 //! [`Listing`](crate::listing::Listing) and knows nothing of the reader, of the other kinds or
 //! of how objects are read. [`crate::open`] alone chooses among them.
 //!
-//! A new kind of file is a new module here plus one line of dispatch in [`crate::open`].
+//! A new kind of file is a new module here (behind its cargo feature), a rule in
+//! [`crate::sniff`] and an arm in [`crate::open`]'s dispatch: docs/ARCHITECTURE.md has the
+//! checklist.
 
+#[cfg(feature = "gguf")]
 pub(crate) mod gguf;
 pub(crate) mod mag;
+#[cfg(feature = "numpy")]
 pub(crate) mod npy;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
+#[cfg(feature = "torch")]
 pub(crate) mod torch;
 pub(crate) mod zt_v0_1;
 pub(crate) mod zt_v1;

@@ -79,8 +79,11 @@ pub(crate) fn list_npy(source: &Source, limits: &Limits) -> Result<Listing> {
 }
 
 /// Lists a `.npz` archive: one object per entry, named as the entry without `.npy`.
-pub(crate) fn list_npz(source: &Source, limits: &Limits) -> Result<Listing> {
-    let entries = zip::entries(source)?;
+pub(crate) fn list_npz(
+    source: &Source,
+    entries: Vec<zip::Entry>,
+    limits: &Limits,
+) -> Result<Listing> {
     let mut objects = Vec::with_capacity(entries.len());
     // Deflated headers are inflated at open: their total is tied to the archive's size, so
     // many entries of large, highly compressed headers cannot make opening slow.

@@ -89,8 +89,7 @@ fn storage_unit(class: &str) -> Option<u64> {
 }
 
 /// Lists a PyTorch zip checkpoint.
-pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
-    let entries = zip::entries(source)?;
+pub(crate) fn list(source: &Source, entries: Vec<zip::Entry>, limits: &Limits) -> Result<Listing> {
     let pkl = entries
         .iter()
         .find(|e| e.name.ends_with("/data.pkl") && e.name.matches('/').count() == 1)

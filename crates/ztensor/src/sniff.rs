@@ -1,0 +1,316 @@
+//! Telling the kind of a file from what it shows: [`sniff`], one pure function over the
+//! file's first bytes, its length and (for a zip archive) the names in its central directory.
+//! The order of its rules is the whole of the detection policy, written once, here; opening
+//! is then one `match` on the [`FileKind`] (crate::open). A kind whose cargo feature is off is
+//! still told, so that its error can say which feature reads it.
+
+use zt_container::layout::MAGIC_V2;
+use zt_container::Error;
+
+/// Bytes read from the start of a file to tell its kind (a JSON index is recognised by a key
+/// within them).
+pub(crate) const SNIFF_LEN: u64 = 4096;
+
+/// The kinds of file [`sniff`] tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A magnetron `.mag` file of any layout.
+    Mag,
+    /// zTensor v2 (its own magic).
+    ZTensorV2,
+    /// zTensor 0.1 or 1.x (`ZTEN`: the container says which).
+    ZTensor,
+    /// A NumPy `.npy` array.
+    Npy,
+    /// A NumPy `.npz` archive, and any zip not told to be something else.
+    Npz,
+    /// A PyTorch checkpoint as `torch.save` writes it since 1.6 (a zip).
+    PyTorch,
+    /// A TorchScript archive (`torch.jit.save`): a zip with code beside the pickle.
+    TorchScript,
+    /// A Keras 3 `.keras` archive: a zip holding `model.weights.h5` (HDF5).
+    Keras,
+    /// A GGUF file (llama.cpp).
+    Gguf,
+    /// A sharded checkpoint's JSON index (`*.index.json`): a set, not one file.
+    ShardIndex,
+    /// A `.safetensors` file.
+    Safetensors,
+    /// A PyTorch checkpoint as `torch.save` wrote it before 1.6 (pickles, no zip).
+    PyTorchLegacy,
+}
+
+impl FileKind {
+    /// The kind as users name it.
+    ///
+    /// ```
+    /// assert_eq!(ztensor::FileKind::Npz.name(), "NumPy .npz archive");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            FileKind::Mag => "magnetron .mag file",
+            FileKind::ZTensorV2 => "zTensor v2 file",
+            FileKind::ZTensor => "zTensor file",
+            FileKind::Npy => "NumPy .npy array",
+            FileKind::Npz => "NumPy .npz archive",
+            FileKind::PyTorch => "PyTorch checkpoint",
+            FileKind::TorchScript => "TorchScript archive (torch.jit.save)",
+            FileKind::Keras => "Keras .keras archive",
+            FileKind::Gguf => "GGUF file",
+            FileKind::ShardIndex => "sharded checkpoint index (*.index.json)",
+            FileKind::Safetensors => "safetensors file",
+            FileKind::PyTorchLegacy => "legacy PyTorch checkpoint (before 1.6)",
+        }
+    }
+
+    /// The cargo feature of this crate that reads the kind, if one does.
+    ///
+    /// ```
+    /// assert_eq!(ztensor::FileKind::PyTorchLegacy.feature(), Some("torch"));
+    /// assert_eq!(ztensor::FileKind::ZTensor.feature(), None);
+    /// ```
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            FileKind::Mag | FileKind::ZTensorV2 | FileKind::ZTensor | FileKind::ShardIndex => None,
+            FileKind::Npy | FileKind::Npz => Some("numpy"),
+            FileKind::PyTorch | FileKind::PyTorchLegacy | FileKind::TorchScript => Some("torch"),
+            FileKind::Keras => Some("hdf5"),
+            FileKind::Gguf => Some("gguf"),
+            FileKind::Safetensors => Some("safetensors"),
+        }
+    }
+
+    /// Whether this build reads the kind: its feature is on (kinds read by no feature yet,
+    /// TorchScript and Keras, are not).
+    ///
+    /// ```
+    /// assert!(ztensor::FileKind::ZTensor.is_built());
+    /// ```
+    pub fn is_built(self) -> bool {
+        match self {
+            FileKind::Mag | FileKind::ZTensorV2 | FileKind::ZTensor => true,
+            FileKind::Npy | FileKind::Npz => cfg!(feature = "numpy"),
+            FileKind::PyTorch | FileKind::PyTorchLegacy => cfg!(feature = "torch"),
+            FileKind::Gguf => cfg!(feature = "gguf"),
+            FileKind::Safetensors => cfg!(feature = "safetensors"),
+            FileKind::TorchScript | FileKind::Keras | FileKind::ShardIndex => false,
+        }
+    }
+
+    /// The error for a file of a kind this build does not read as one file.
+    pub(crate) fn unread(self) -> Error {
+        match self {
+            FileKind::ShardIndex => Error::unsupported(
+                "a sharded checkpoint index (model.safetensors.index.json): open it as a set \
+                 (ShardedSet::open), not as one file",
+            ),
+            FileKind::TorchScript | FileKind::Keras => {
+                Error::unsupported(format!("a {}: not read yet", self.name()))
+            }
+            _ => Error::unsupported(format!(
+                "a {}: this build of ztensor was built without support for it (feature {:?})",
+                self.name(),
+                self.feature().unwrap_or_default()
+            )),
+        }
+    }
+}
+
+/// Whether a file that starts with `head` is a zip archive (a local file header, or the end
+/// record of an empty archive): its kind is then told by its entries' names.
+pub(crate) fn is_zip(head: &[u8]) -> bool {
+    head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
+}
+
+/// Tells a file's kind from its first bytes (`head`, up to [`SNIFF_LEN`] of them), its length,
+/// and, when `head` starts a zip archive, the names of its entries (else an empty slice).
+/// `None`: no kind we know (the zTensor container's parser then says what is wrong with the
+/// magic).
+///
+/// The rules, in order; the first that holds decides:
+/// 1. a `.mag` magic (4 bytes; magnetron's layouts have several);
+/// 2. zTensor v2's 8-byte magic;
+/// 3. NumPy's `\x93NUMPY`;
+/// 4. a zip archive, by its entries' names: code or constants beside the pickle make a
+///    TorchScript archive, a `<archive>/data.pkl` (or torch's `byteorder`, `.format_version`,
+///    `.data/` records) a PyTorch checkpoint, `model.weights.h5` beside `config.json` a
+///    `.keras` archive, and anything else a `.npz` (whose reader lists what is not an array
+///    as unreadable objects; an empty zip is an empty `.npz`, as `numpy.savez` writes one);
+/// 5. `GGUF`;
+/// 6. `ZTEN`, zTensor 0.1 and 1.x (before the next rules: a v0.1 file's byte 8 may be `{`);
+/// 7. a JSON object naming `"weight_map"` whose first 8 bytes are no safetensors header size
+///    that fits the file: a sharded checkpoint's index;
+/// 8. a u64 and then `{`: a safetensors header (none of the magics above can start one that
+///    the safetensors reader accepts: read as a header size they exceed its cap or the file);
+/// 9. a pickle protocol 2-5 opcode: a legacy PyTorch checkpoint (after safetensors, whose
+///    header size can start the same way).
+///
+/// ```
+/// use ztensor::{sniff, FileKind};
+/// assert_eq!(sniff(b"GGUF\x03\0\0\0", 8, &[]), Some(FileKind::Gguf));
+/// let names = ["archive/data.pkl", "archive/data/0"];
+/// assert_eq!(sniff(b"PK\x03\x04", 4096, &names), Some(FileKind::PyTorch));
+/// assert_eq!(sniff(b"", 0, &[]), None);
+/// ```
+pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind> {
+    if head
+        .first_chunk::<4>()
+        .is_some_and(|magic| zt_mag::is_mag_magic(magic))
+    {
+        return Some(FileKind::Mag);
+    }
+    if head.starts_with(&MAGIC_V2) {
+        return Some(FileKind::ZTensorV2);
+    }
+    if head.starts_with(b"\x93NUMPY") {
+        return Some(FileKind::Npy);
+    }
+    if is_zip(head) {
+        return Some(zip_kind(zip_names));
+    }
+    if head.starts_with(b"GGUF") {
+        return Some(FileKind::Gguf);
+    }
+    if head.starts_with(b"ZTEN") {
+        return Some(FileKind::ZTensor);
+    }
+    if is_json_index(head, file_len) {
+        return Some(FileKind::ShardIndex);
+    }
+    if head.len() >= 9 && head.get(8) == Some(&b'{') {
+        return Some(FileKind::Safetensors);
+    }
+    if matches!(head, [0x80, 2..=5, ..]) {
+        return Some(FileKind::PyTorchLegacy);
+    }
+    None
+}
+
+/// Rule 4: which zip-based kind, by the names of the archive's entries.
+fn zip_kind(names: &[&str]) -> FileKind {
+    // `<archive>/<rest>`: torch writes every record under one top-level folder.
+    let under_archive = |rest: fn(&str) -> bool| {
+        names
+            .iter()
+            .any(|n| n.split_once('/').is_some_and(|(_, r)| rest(r)))
+    };
+    let torch = under_archive(|r| r == "data.pkl" || r == "byteorder" || r == ".format_version")
+        || under_archive(|r| r.starts_with(".data/"));
+    let script = under_archive(|r| r == "constants.pkl" || r.starts_with("code/"));
+    if script {
+        FileKind::TorchScript
+    } else if torch {
+        FileKind::PyTorch
+    } else if names.contains(&"model.weights.h5") && names.contains(&"config.json") {
+        FileKind::Keras
+    } else {
+        FileKind::Npz
+    }
+}
+
+/// Rule 7: a JSON object naming a `"weight_map"` in its first bytes, whose first 8 bytes do
+/// not make a safetensors header size that fits the file.
+fn is_json_index(head: &[u8], file_len: u64) -> bool {
+    let starts_object = head
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{');
+    let safetensors_size_fits = head.first_chunk::<8>().is_some_and(|n| {
+        u64::from_le_bytes(*n)
+            .checked_add(8)
+            .is_some_and(|e| e <= file_len)
+    });
+    starts_object && !safetensors_size_fits && head.windows(12).any(|w| w == b"\"weight_map\"")
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every kind, every near miss, empty and short files.
+
+    use super::{sniff, FileKind};
+
+    fn kind(head: &[u8]) -> Option<FileKind> {
+        sniff(head, head.len() as u64, &[])
+    }
+
+    fn zip(names: &[&str]) -> Option<FileKind> {
+        sniff(b"PK\x03\x04\x14\0", 1 << 20, names)
+    }
+
+    #[test]
+    fn empty_and_short_files_are_no_kind() {
+        assert_eq!(kind(b""), None);
+        for short in [&b"Z"[..], b"ZTE", b"GGU", b"\x93NUMP", b"PK\x03", b"\x80"] {
+            assert_eq!(kind(short), None, "{short:?}");
+        }
+    }
+
+    #[test]
+    fn each_magic_tells_its_kind() {
+        assert_eq!(kind(b"MAG!\x01\0\0\0"), Some(FileKind::Mag));
+        let mut v2 = zt_container::layout::MAGIC_V2.to_vec();
+        v2.extend([0; 8]);
+        assert_eq!(kind(&v2), Some(FileKind::ZTensorV2));
+        assert_eq!(kind(b"\x93NUMPY\x01\x00"), Some(FileKind::Npy));
+        assert_eq!(kind(b"GGUF\x03\0\0\0"), Some(FileKind::Gguf));
+        assert_eq!(kind(b"ZTEN0001"), Some(FileKind::ZTensor));
+        assert_eq!(kind(b"ZTEN1000"), Some(FileKind::ZTensor));
+        assert_eq!(kind(b"\x80\x02}q\0."), Some(FileKind::PyTorchLegacy));
+        assert_eq!(kind(b"\x80\x05\x95\0"), Some(FileKind::PyTorchLegacy));
+    }
+
+    #[test]
+    fn near_misses_are_not_taken() {
+        // One byte off each magic.
+        assert_eq!(kind(b"\x93NUMPX\x01\x00"), None);
+        assert_eq!(kind(b"GGUG\x03\0\0\0"), None);
+        assert_eq!(kind(b"ZTEM0001"), None);
+        assert_eq!(kind(b"PK\x03\x05\0\0"), None);
+        // Pickle protocols 0, 1 and 6 are no torch.save output.
+        assert_eq!(kind(b"\x80\x01}q\0."), None);
+        assert_eq!(kind(b"\x80\x06}q\0."), None);
+        // A zTensor v0.1 file whose byte 8 is '{' stays a zTensor file.
+        assert_eq!(kind(b"ZTEN0001{\"a\":1}"), Some(FileKind::ZTensor));
+    }
+
+    #[test]
+    fn safetensors_and_json_indexes_are_told_apart() {
+        let header = br#"{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#;
+        let mut st = (header.len() as u64).to_le_bytes().to_vec();
+        st.extend(header);
+        st.extend([0; 4]);
+        assert_eq!(kind(&st), Some(FileKind::Safetensors));
+        let index = br#"{"metadata": {"total_size": 8}, "weight_map": {"w": "a.safetensors"}}"#;
+        assert_eq!(kind(index), Some(FileKind::ShardIndex));
+        // JSON without a weight map is no index; nor is an index-like text whose first 8
+        // bytes make a header size that fits (a safetensors file that mentions the key).
+        assert_eq!(kind(br#"{"metadata": {}, "other": 1}"#), None);
+        let mut tricky = 20u64.to_le_bytes().to_vec();
+        tricky.extend(br#"{"weight_map":1}    "#);
+        assert_eq!(kind(&tricky), Some(FileKind::Safetensors));
+    }
+
+    #[test]
+    fn zip_archives_are_told_by_their_entries() {
+        assert_eq!(
+            sniff(b"PK\x05\x06", 22, &[]),
+            Some(FileKind::Npz),
+            "empty zip"
+        );
+        assert_eq!(zip(&["a.npy", "b.npy"]), Some(FileKind::Npz));
+        assert_eq!(zip(&["notes.txt"]), Some(FileKind::Npz));
+        let torch = ["archive/data.pkl", "archive/byteorder", "archive/data/0"];
+        assert_eq!(zip(&torch), Some(FileKind::PyTorch));
+        // Records before data.pkl, or without it: still torch's layout.
+        assert_eq!(zip(&["m/byteorder", "m/data/0"]), Some(FileKind::PyTorch));
+        assert_eq!(zip(&["m/.data/version"]), Some(FileKind::PyTorch));
+        // data.pkl at the top level or two folders down is not torch's layout.
+        assert_eq!(zip(&["data.pkl"]), Some(FileKind::Npz));
+        let script = ["m/data.pkl", "m/constants.pkl", "m/code/__torch__.py"];
+        assert_eq!(zip(&script), Some(FileKind::TorchScript));
+        let keras = ["metadata.json", "config.json", "model.weights.h5"];
+        assert_eq!(zip(&keras), Some(FileKind::Keras));
+        assert_eq!(zip(&["model.weights.h5"]), Some(FileKind::Npz));
+    }
+}

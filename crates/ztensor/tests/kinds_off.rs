@@ -1,0 +1,61 @@
+//! A kind whose cargo feature is off is still told apart, and its files get an error that
+//! names the feature (run by `cargo test --no-default-features`; with a feature on, that
+//! kind's case is left out).
+
+use std::path::Path;
+
+/// Opens a fixture and returns the error's message.
+fn refused(file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(file);
+    let e = ztensor::open(&path).expect_err(file);
+    assert_eq!(e.kind(), ztensor::ErrorKind::Unsupported, "{file}: {e}");
+    e.message().to_owned()
+}
+
+#[test]
+fn files_of_a_kind_built_without_say_which_feature_reads_them() {
+    let cases: &[(&str, &str, bool)] = &[
+        (
+            "interop/gguf/dense.gguf",
+            "feature \"gguf\"",
+            cfg!(feature = "gguf"),
+        ),
+        (
+            "interop/numpy/v1_f32.npy",
+            "feature \"numpy\"",
+            cfg!(feature = "numpy"),
+        ),
+        (
+            "interop/numpy/mixed.npz",
+            "feature \"numpy\"",
+            cfg!(feature = "numpy"),
+        ),
+        (
+            "interop/pytorch/state_dict.pt",
+            "feature \"torch\"",
+            cfg!(feature = "torch"),
+        ),
+        (
+            "interop/pytorch/legacy.pt",
+            "feature \"torch\"",
+            cfg!(feature = "torch"),
+        ),
+        (
+            "interop/safetensors/numpy.safetensors",
+            "feature \"safetensors\"",
+            cfg!(feature = "safetensors"),
+        ),
+    ];
+    for &(file, feature, built) in cases {
+        if built {
+            continue;
+        }
+        let message = refused(file);
+        assert!(
+            message.contains("built without support") && message.contains(feature),
+            "{file}: {message}"
+        );
+    }
+}
