@@ -1,5 +1,6 @@
 //! `cargo xtask check-modules`: within each crate of the workspace (`crates/*/src`,
-//! `python/src` and `xtask/src`), the file-level modules import each other in no cycle.
+//! `python/src` and `xtask/src`), the file-level modules import each other in no cycle, and no
+//! function is longer than [`MAX_FN_LINES`].
 //!
 //! Each `.rs` file under `src/` is one node, named by its module path (`lib.rs`/`main.rs` is the
 //! crate root, shown as `crate`; `a.rs` and `a/mod.rs` are `a`; `a/b.rs` is `a::b`). Inline
@@ -10,13 +11,19 @@
 //! to the module that defines the item, so `crate::Name` with `pub use y::Name` in the root is
 //! an edge to `y`, and `crate::Name` for an item defined in the root is an edge to the root.
 //! Names re-exported from other crates are no edge. `mod x;` declarations are no edge.
-//! Comments (doc comments included), strings and char literals are stripped before scanning.
+//! Files are read with `syn`: comments, doc comments, strings and char literals are never
+//! paths; macro bodies and attribute arguments are scanned token by token for paths.
+//!
+//! It also fails on any function over [`MAX_FN_LINES`] lines (fixture case lists apart) and on
+//! any file `syn` cannot parse.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use quote::ToTokens;
+use syn::visit::Visit;
 
 /// Runs the check over the workspace; fails when any crate has a cycle.
 pub fn run() -> Result<()> {
@@ -37,7 +44,7 @@ pub fn run() -> Result<()> {
     srcs.push(("python".into(), root.join("python/src")));
     srcs.push(("xtask".into(), root.join("xtask/src")));
 
-    let (mut n_modules, mut cycles) = (0, Vec::new());
+    let (mut n_modules, mut cycles, mut problems) = (0, Vec::new(), Vec::new());
     for (krate, src) in &srcs {
         let mut files = Vec::new();
         collect_rs(src, &mut files)?;
@@ -55,27 +62,55 @@ pub fn run() -> Result<()> {
                 .unwrap_or(file)
                 .display()
                 .to_string();
-            inputs.push(SourceFile { path, shown, text });
+            let facts = facts(&text);
+            inputs.push(SourceFile { path, shown, facts });
         }
         let graph = Graph::from_sources(&inputs);
         n_modules += graph.nodes.len();
         for cycle in graph.cycles() {
             cycles.push(graph.describe(krate, &cycle));
         }
+        for f in &inputs {
+            if let Some(why) = &f.facts.unparsed {
+                problems.push(format!("{}: not parsed: {why}", f.shown));
+            }
+            let exempt = FIXTURE_CASE_LISTS
+                .iter()
+                .any(|dir| f.shown.starts_with(dir));
+            for (name, line, lines) in &f.facts.functions {
+                if *lines > MAX_FN_LINES && !exempt {
+                    problems.push(format!(
+                        "{}:{line}: fn {name} is {lines} lines, over {MAX_FN_LINES}",
+                        f.shown
+                    ));
+                }
+            }
+        }
     }
-    if !cycles.is_empty() {
-        for c in &cycles {
+    if !cycles.is_empty() || !problems.is_empty() {
+        for c in cycles.iter().chain(&problems) {
             eprintln!("{c}");
         }
-        eprintln!("modules: {} cycle(s)", cycles.len());
+        eprintln!(
+            "modules: {} cycle(s), {} other problem(s)",
+            cycles.len(),
+            problems.len()
+        );
         std::process::exit(1);
     }
     println!(
-        "modules ok: {} crates, {n_modules} modules, no cycle",
+        "modules ok: {} crates, {n_modules} modules, no cycle, no function over {MAX_FN_LINES} lines",
         srcs.len()
     );
     Ok(())
 }
+
+/// The longest a function may be, in lines from `fn` to its closing brace.
+const MAX_FN_LINES: usize = 250;
+
+/// Folders whose long functions are case lists (one fixture after another), exempt from
+/// [`MAX_FN_LINES`].
+const FIXTURE_CASE_LISTS: &[&str] = &["xtask/src/fixtures/"];
 
 fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
@@ -114,114 +149,7 @@ fn module_path(rel: &Path) -> Option<Vec<String>> {
 struct SourceFile {
     path: Vec<String>,
     shown: String,
-    text: String,
-}
-
-/// A token of stripped source: an identifier, `::`, or another punctuation character.
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Ident(String),
-    PathSep,
-    Punct(char),
-}
-
-/// Tokens with their 1-based lines; comments, strings, chars, numbers and lifetimes dropped.
-fn tokenize(src: &str) -> Vec<(Tok, usize)> {
-    let c: Vec<char> = src.chars().collect();
-    let (mut i, mut line, mut out) = (0, 1, Vec::new());
-    let at = |k: usize| c.get(k).copied().unwrap_or('\0');
-    // Skips a quoted literal starting at the opening quote `c[k]`; returns the index after it.
-    let skip_quoted = |mut k: usize, q: char, line: &mut usize| {
-        k += 1;
-        while k < c.len() && c[k] != q {
-            if c[k] == '\\' {
-                k += 1;
-            }
-            if c.get(k) == Some(&'\n') {
-                *line += 1;
-            }
-            k += 1;
-        }
-        k + 1
-    };
-    while i < c.len() {
-        let ch = c[i];
-        if ch == '\n' {
-            line += 1;
-            i += 1;
-        } else if ch.is_whitespace() {
-            i += 1;
-        } else if ch == '/' && at(i + 1) == '/' {
-            while i < c.len() && c[i] != '\n' {
-                i += 1;
-            }
-        } else if ch == '/' && at(i + 1) == '*' {
-            let mut depth = 0;
-            while i < c.len() {
-                if c[i] == '/' && at(i + 1) == '*' {
-                    depth += 1;
-                    i += 2;
-                } else if c[i] == '*' && at(i + 1) == '/' {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    if c[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-            }
-        } else if ch == '"' {
-            i = skip_quoted(i, '"', &mut line);
-        } else if ch == '\'' {
-            if at(i + 1) == '\\' || (at(i + 2) == '\'' && at(i + 1) != '\'') {
-                i = skip_quoted(i, '\'', &mut line);
-            } else {
-                i += 1; // a lifetime or label: skip its name
-                while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
-                    i += 1;
-                }
-            }
-        } else if ch == ':' && at(i + 1) == ':' {
-            out.push((Tok::PathSep, line));
-            i += 2;
-        } else if ch.is_alphanumeric() || ch == '_' {
-            let start = i;
-            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
-                i += 1;
-            }
-            let word: String = c[start..i].iter().collect();
-            // Raw strings, byte and C strings: r"..", r#".."#, b"..", br#".."#, b'x', c"..".
-            let hashes = c[i..].iter().take_while(|&&h| h == '#').count();
-            if matches!(word.as_str(), "r" | "br" | "cr") && at(i + hashes) == '"' {
-                let close: Vec<char> = std::iter::once('"')
-                    .chain("#".repeat(hashes).chars())
-                    .collect();
-                i += hashes + 1;
-                while i < c.len() && !c[i..].starts_with(&close) {
-                    if c[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i += close.len();
-            } else if matches!(word.as_str(), "b" | "c") && (at(i) == '"' || at(i) == '\'') {
-                i = skip_quoted(i, at(i), &mut line);
-            } else if word == "r" && hashes == 1 && (at(i + 1).is_alphabetic() || at(i + 1) == '_')
-            {
-                i += 1; // raw identifier r#name: the name lexes next
-            } else if !word.starts_with(|d: char| d.is_ascii_digit()) {
-                out.push((Tok::Ident(word), line));
-            }
-        } else {
-            out.push((Tok::Punct(ch), line));
-            i += 1;
-        }
-    }
-    out
+    facts: FileFacts,
 }
 
 /// Where a name bound by a `use` points: a path from the crate root, or another crate.
@@ -257,175 +185,264 @@ struct FileFacts {
     paths: Vec<(Vec<String>, Vec<String>, usize)>,
     /// Names of items defined anywhere in the file (fn, struct, enum, ...).
     items: BTreeSet<String>,
+    /// `(name, first line, lines)` of every function with a body.
+    functions: Vec<(String, usize, usize)>,
+    /// Why the file could not be parsed, if it could not.
+    unparsed: Option<String>,
 }
 
-fn ident(t: Option<&(Tok, usize)>) -> Option<&str> {
-    match t {
-        Some((Tok::Ident(s), _)) => Some(s),
-        _ => None,
+/// What a file says, read with `syn`: every `use` leaf, every path of two or more segments
+/// in code (macro bodies and attribute arguments included, scanned token by token), every
+/// item's name, and every function with its length in lines.
+fn facts(src: &str) -> FileFacts {
+    let mut collector = Collector::default();
+    match syn::parse_file(src) {
+        Ok(file) => {
+            for attr in &file.attrs {
+                collector.tokens(attr.to_token_stream());
+            }
+            for item in &file.items {
+                collector.visit_item(item);
+            }
+        }
+        // Not Rust we can parse (a file of a test, a half-written file): no facts, and the
+        // compiler says what is wrong.
+        Err(e) => collector.facts.unparsed = Some(e.to_string()),
+    }
+    collector.facts
+}
+
+/// Collects a file's facts while `syn` walks it.
+#[derive(Default)]
+struct Collector {
+    facts: FileFacts,
+    /// The inline modules around the current item.
+    stack: Vec<String>,
+    /// How many bodies (blocks, impls, traits) the walk is inside: a `use` in one is not at
+    /// file level.
+    bodies: usize,
+}
+
+impl Collector {
+    fn item_name(&mut self, ident: &syn::Ident) {
+        self.facts.items.insert(ident.to_string());
+    }
+
+    /// Records a path of code: two or more segments, or one that starts at the crate.
+    fn path(&mut self, segs: Vec<String>, line: usize) {
+        if segs.len() >= 2 {
+            self.facts.paths.push((self.stack.clone(), segs, line));
+        }
+    }
+
+    /// Scans tokens (a macro's body, an attribute's arguments) for paths: an identifier and
+    /// the identifiers that follow it after `::`, `$crate` read as `crate`.
+    fn tokens(&mut self, stream: proc_macro2::TokenStream) {
+        use proc_macro2::{Spacing, TokenTree};
+        let flat: Vec<TokenTree> = stream.into_iter().collect();
+        let mut i = 0;
+        let is_sep = |k: usize| {
+            matches!((flat.get(k), flat.get(k + 1)),
+                (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                    if a.as_char() == ':' && a.spacing() == Spacing::Joint && b.as_char() == ':')
+        };
+        while i < flat.len() {
+            match &flat[i] {
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Ident(first) => {
+                    let after_sep = i >= 2 && is_sep(i - 2);
+                    let after_dot =
+                        i >= 1 && matches!(&flat[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
+                    if !after_sep && !after_dot && is_sep(i + 1) {
+                        let line = first.span().start().line;
+                        let mut segs = vec![first.to_string()];
+                        let mut k = i + 1;
+                        while is_sep(k) {
+                            match flat.get(k + 2) {
+                                Some(TokenTree::Ident(next)) => segs.push(next.to_string()),
+                                _ => break,
+                            }
+                            k += 3;
+                        }
+                        self.path(segs, line);
+                        i = k;
+                        continue;
+                    }
+                }
+                TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+            }
+            i += 1;
+        }
+    }
+
+    /// The leaves of a `use` tree under `prefix`.
+    fn use_tree(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<UseLeaf>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                Self::use_tree(&p.tree, prefix, out);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut path = prefix.clone();
+                path.push(n.ident.to_string());
+                let name = if n.ident == "self" {
+                    path.pop(); // `a::{self}` binds `a`
+                    path.last().cloned()
+                } else {
+                    Some(n.ident.to_string())
+                };
+                let line = n.ident.span().start().line;
+                out.push(UseLeaf { path, name, line });
+            }
+            syn::UseTree::Rename(r) => {
+                let mut path = prefix.clone();
+                path.push(r.ident.to_string());
+                let name = (r.rename != "_").then(|| r.rename.to_string());
+                let line = r.ident.span().start().line;
+                out.push(UseLeaf { path, name, line });
+            }
+            syn::UseTree::Glob(g) => out.push(UseLeaf {
+                path: prefix.clone(),
+                name: None,
+                line: g.star_token.span.start().line,
+            }),
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    Self::use_tree(t, prefix, out);
+                }
+            }
+        }
+    }
+
+    /// Records a function's length.
+    fn function(&mut self, ident: &syn::Ident, first: proc_macro2::Span, last: proc_macro2::Span) {
+        let lines = last.end().line.saturating_sub(first.start().line) + 1;
+        let at = first.start().line;
+        self.facts.functions.push((ident.to_string(), at, lines));
     }
 }
 
-fn facts(src: &str) -> FileFacts {
-    let toks = tokenize(src);
-    let mut f = FileFacts::default();
-    let (mut i, mut depth, mut pending_pub) = (0, 0usize, false);
-    let mut inline: Vec<(String, usize)> = Vec::new(); // inline module and its brace depth
-    let punct = |k: usize, p: char| matches!(toks.get(k), Some((Tok::Punct(q), _)) if *q == p);
-    while i < toks.len() {
-        let stack: Vec<String> = inline.iter().map(|(n, _)| n.clone()).collect();
-        let was_pub = std::mem::take(&mut pending_pub);
-        match &toks[i].0 {
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                depth = depth.saturating_sub(1);
-                while inline.last().is_some_and(|(_, d)| *d > depth) {
-                    inline.pop();
-                }
-            }
-            Tok::Ident(w) if w == "pub" => {
-                pending_pub = true;
-                if punct(i + 1, '(') {
-                    // pub(crate), pub(in crate::a): the path is visibility, not a use.
-                    while i < toks.len() && !punct(i, ')') {
-                        i += 1;
-                    }
-                }
-            }
-            Tok::Ident(w) if w == "use" => {
+impl<'ast> syn::visit::Visit<'ast> for Collector {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        use syn::Item;
+        match item {
+            Item::Use(u) => {
                 let mut leaves = Vec::new();
-                i = parse_use_tree(&toks, i + 1, &mut Vec::new(), &mut leaves);
-                while i < toks.len() && !punct(i, ';') {
-                    i += 1;
+                let mut prefix = Vec::new();
+                if u.leading_colon.is_some() {
+                    prefix.push("::".to_owned()); // `use ::name`: always another crate
                 }
-                let top = depth == 0;
+                Self::use_tree(&u.tree, &mut prefix, &mut leaves);
+                let is_pub = !matches!(u.vis, syn::Visibility::Inherited);
+                let top = self.bodies == 0 && self.stack.is_empty();
                 for leaf in leaves {
-                    f.uses.push(UseFact {
-                        is_pub: was_pub,
+                    self.facts.uses.push(UseFact {
+                        is_pub,
                         top,
-                        stack: stack.clone(),
+                        stack: self.stack.clone(),
                         leaf,
                     });
                 }
+                return;
             }
-            Tok::Ident(w) if w == "mod" => {
-                if let (Some(name), true) = (ident(toks.get(i + 1)), punct(i + 2, '{')) {
-                    depth += 1;
-                    inline.push((name.to_string(), depth));
-                    f.items.insert(name.to_string());
-                    i += 3;
-                    continue;
-                }
-            }
-            Tok::Ident(w)
-                if matches!(
-                    w.as_str(),
-                    "fn" | "struct" | "enum" | "trait" | "type" | "const" | "static" | "union"
-                ) =>
-            {
-                if let Some(name) = ident(toks.get(i + 1)) {
-                    f.items.insert(name.to_string());
-                }
-            }
-            Tok::Ident(w) if w == "macro_rules" && punct(i + 1, '!') => {
-                if let Some(name) = ident(toks.get(i + 2)) {
-                    f.items.insert(name.to_string());
-                }
-            }
-            Tok::Ident(first) => {
-                let after_sep = i > 0 && matches!(toks[i - 1].0, Tok::PathSep | Tok::Punct('.'));
-                let dollar = i > 0 && toks[i - 1].0 == Tok::Punct('$');
-                if !after_sep && toks.get(i + 1).map(|t| &t.0) == Some(&Tok::PathSep) {
-                    let line = toks[i].1;
-                    let mut segs = vec![if dollar && first == "crate" {
-                        "crate".to_string()
-                    } else {
-                        first.clone()
-                    }];
-                    let mut k = i + 1;
-                    while toks.get(k).map(|t| &t.0) == Some(&Tok::PathSep) {
-                        match ident(toks.get(k + 1)) {
-                            Some(s) => segs.push(s.to_string()),
-                            None => break,
-                        }
-                        k += 2;
+            Item::Mod(m) => {
+                self.item_name(&m.ident);
+                if let Some((_, items)) = &m.content {
+                    for attr in &m.attrs {
+                        self.visit_attribute(attr);
                     }
-                    f.paths.push((stack, segs, line));
-                    i = k;
-                    continue;
+                    self.stack.push(m.ident.to_string());
+                    for i in items {
+                        self.visit_item(i);
+                    }
+                    self.stack.pop();
+                }
+                return;
+            }
+            Item::Fn(f) => self.item_name(&f.sig.ident),
+            Item::Struct(x) => self.item_name(&x.ident),
+            Item::Enum(x) => self.item_name(&x.ident),
+            Item::Trait(x) => self.item_name(&x.ident),
+            Item::Type(x) => self.item_name(&x.ident),
+            Item::Const(x) => self.item_name(&x.ident),
+            Item::Static(x) => self.item_name(&x.ident),
+            Item::Union(x) => self.item_name(&x.ident),
+            Item::Macro(m) => {
+                if let Some(name) = &m.ident {
+                    self.item_name(name);
                 }
             }
             _ => {}
         }
-        i += 1;
+        let body = matches!(item, Item::Impl(_) | Item::Trait(_));
+        self.bodies += usize::from(body);
+        syn::visit::visit_item(self, item);
+        self.bodies -= usize::from(body);
     }
-    f
-}
 
-/// Parses one use tree at `toks[i]` under `prefix`; returns the index after it.
-fn parse_use_tree(
-    toks: &[(Tok, usize)],
-    mut i: usize,
-    prefix: &mut Vec<String>,
-    out: &mut Vec<UseLeaf>,
-) -> usize {
-    let base = prefix.len();
-    if toks.get(i).map(|t| &t.0) == Some(&Tok::PathSep) {
-        prefix.push("::".into()); // `use ::name`: always another crate
-        i += 1;
+    fn visit_block(&mut self, block: &'ast syn::Block) {
+        self.bodies += 1;
+        syn::visit::visit_block(self, block);
+        self.bodies -= 1;
     }
-    loop {
-        match toks.get(i) {
-            Some((Tok::Ident(s), line)) => {
-                prefix.push(s.clone());
-                i += 1;
-                if toks.get(i).map(|t| &t.0) == Some(&Tok::PathSep) {
-                    i += 1;
-                    continue;
-                }
-                let mut path = prefix.clone();
-                let mut name = s.clone();
-                if s == "self" {
-                    path.pop(); // `a::{self}` binds `a`
-                    name = path.last().cloned().unwrap_or_default();
-                }
-                if ident(toks.get(i)) == Some("as") {
-                    name = ident(toks.get(i + 1)).unwrap_or("_").to_string();
-                    i += 2;
-                }
-                let name = (name != "_").then_some(name);
-                out.push(UseLeaf {
-                    path,
-                    name,
-                    line: *line,
-                });
-                break;
-            }
-            Some((Tok::Punct('*'), line)) => {
-                out.push(UseLeaf {
-                    path: prefix.clone(),
-                    name: None,
-                    line: *line,
-                });
-                i += 1;
-                break;
-            }
-            Some((Tok::Punct('{'), _)) => {
-                i += 1;
-                while i < toks.len() && toks[i].0 != Tok::Punct('}') {
-                    i = parse_use_tree(toks, i, prefix, out);
-                    if toks.get(i).map(|t| &t.0) == Some(&Tok::Punct(',')) {
-                        i += 1;
-                    }
-                }
-                i += 1;
-                break;
-            }
-            _ => break,
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.function(
+            &f.sig.ident,
+            f.sig.fn_token.span,
+            f.block.brace_token.span.close(),
+        );
+        syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.item_name(&f.sig.ident);
+        self.function(
+            &f.sig.ident,
+            f.sig.fn_token.span,
+            f.block.brace_token.span.close(),
+        );
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        self.item_name(&f.sig.ident);
+        if let Some(block) = &f.default {
+            self.function(
+                &f.sig.ident,
+                f.sig.fn_token.span,
+                block.brace_token.span.close(),
+            );
         }
+        syn::visit::visit_trait_item_fn(self, f);
     }
-    prefix.truncate(base);
-    i
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        let line = p
+            .segments
+            .first()
+            .map_or(0, |s| s.ident.span().start().line);
+        self.path(segs, line);
+        syn::visit::visit_path(self, p);
+    }
+
+    // `pub(in crate::a)`: the path is visibility, not a use.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.visit_path(&m.path);
+        self.tokens(m.tokens.clone());
+    }
+
+    fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+        // Doc comments are text, not code.
+        if attr.path().is_ident("doc") {
+            return;
+        }
+        self.tokens(attr.meta.to_token_stream());
+    }
 }
 
 /// The module graph of one crate: file-level modules and where each edge comes from.
@@ -518,7 +535,7 @@ impl Crate<'_> {
 impl Graph {
     fn from_sources(files: &[SourceFile]) -> Graph {
         let nodes: Vec<Vec<String>> = files.iter().map(|f| f.path.clone()).collect();
-        let all: Vec<FileFacts> = files.iter().map(|f| facts(&f.text)).collect();
+        let all: Vec<&FileFacts> = files.iter().map(|f| &f.facts).collect();
         let mut cx = Crate {
             index: nodes
                 .iter()
@@ -709,7 +726,7 @@ mod tests {
             .map(|(rel, text)| SourceFile {
                 path: module_path(Path::new(rel)).expect("a module file"),
                 shown: rel.to_string(),
-                text: text.to_string(),
+                facts: facts(text),
             })
             .collect();
         Graph::from_sources(&inputs)

@@ -154,10 +154,7 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 /// assert_eq!(sniff(b"", 0, &[]), None);
 /// ```
 pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind> {
-    if head
-        .first_chunk::<4>()
-        .is_some_and(|magic| zt_mag::is_mag_magic(magic))
-    {
+    if head.first_chunk::<4>().is_some_and(zt_mag::is_mag_magic) {
         return Some(FileKind::Mag);
     }
     if head.starts_with(&MAGIC_V2) {

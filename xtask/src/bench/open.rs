@@ -1,6 +1,6 @@
 //! The `open` section (100,000 small tensors) and the `header` section (a header of a million).
 
-use super::*;
+use super::common::*;
 
 /// Opening a file of 100,000 small tensors and looking each up, against the safetensors crate.
 pub(super) fn open(b: &mut Bench) -> Result<()> {

@@ -1,6 +1,6 @@
 //! The `read` (page cache warm) and `cold` (page cache dropped) sections.
 
-use super::*;
+use super::common::*;
 
 /// Reading every tensor with the page cache warm, against a scan of the same bytes in memory.
 pub(super) fn read(b: &mut Bench) -> Result<()> {

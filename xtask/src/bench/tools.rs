@@ -1,6 +1,6 @@
 //! The sections that run whole programs: the `zt` binary and the Python benchmark.
 
-use super::*;
+use super::common::*;
 
 /// The zt binary, whole processes: verify and convert.
 pub(super) fn zt_binary(b: &mut Bench) -> Result<()> {

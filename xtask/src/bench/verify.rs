@@ -1,6 +1,6 @@
 //! The `verify` section: digests checked on one and two cores.
 
-use super::*;
+use super::common::*;
 
 /// Verifying sha256 and crc32c digests on one and two cores, against hashing in memory.
 pub(super) fn verify(b: &mut Bench) -> Result<()> {

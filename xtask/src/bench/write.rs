@@ -1,6 +1,6 @@
 //! The `write` section, and the files later sections read when it is skipped.
 
-use super::*;
+use super::common::*;
 
 /// Writing the workload: ours, safetensors and a plain write, synced and not, with and without sha256.
 pub(super) fn write(b: &mut Bench) -> Result<()> {

@@ -1,6 +1,6 @@
 //! The `zstd` section: compression and decompression against one core in memory.
 
-use super::*;
+use super::common::*;
 
 /// zstd level 3: compressing, writing and reading, against one-core decompression in memory.
 pub(super) fn zstd(b: &mut Bench) -> Result<()> {

@@ -1,0 +1,452 @@
+//! What the sections share: the workload, the timing helpers (medians, runs in turns, cold
+//! runs), the table of results, and [`Bench`], the state one run of the sections passes along.
+
+pub(super) use std::fs::File;
+pub(super) use std::io::{BufWriter, Read, Write};
+pub(super) use std::path::{Path, PathBuf};
+pub(super) use std::process::Command;
+pub(super) use std::time::{Duration, Instant};
+
+pub(super) use anyhow::{Context, Result};
+pub(super) use half::bf16;
+pub(super) use sha2::Digest as _;
+pub(super) use ztensor::{DigestAlgorithm, OpenOptions, WriteOptions, Writer};
+
+/// One tensor of the workload.
+pub(super) struct Tensor {
+    pub(super) name: String,
+    pub(super) shape: Vec<u64>,
+    pub(super) dims: Vec<usize>,
+    pub(super) bf16: bool,
+    pub(super) bytes: Vec<u8>,
+}
+
+pub(super) fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// A model-like workload of about 1 GiB: per layer four 1024x1024 f32 attention matrices, two
+/// 1024x2816 bf16 MLP matrices and two f32 norm vectors; embeddings and head in bf16.
+pub(super) fn workload(compressible: bool, scale: usize) -> Vec<Tensor> {
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut make = |name: String, shape: Vec<u64>, bf: bool| {
+        let n: u64 = shape.iter().product();
+        let mut bytes = Vec::with_capacity(n as usize * if bf { 2 } else { 4 });
+        for _ in 0..n {
+            let r = xorshift(&mut seed);
+            // Compressible data: few distinct values, like quantization-friendly weights.
+            let x = if compressible {
+                ((r % 16) as f32 - 8.0) * 0.125
+            } else {
+                f32::from_bits(0x3c00_0000 | (r as u32 & 0x00ff_ffff))
+            };
+            if bf {
+                bytes.extend_from_slice(&bf16::from_f32(x).to_le_bytes());
+            } else {
+                bytes.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        Tensor {
+            name,
+            dims: shape.iter().map(|&d| d as usize).collect(),
+            shape,
+            bf16: bf,
+            bytes,
+        }
+    };
+    let mut v = vec![make(
+        "embed.weight".into(),
+        vec![32000 / scale as u64, 1024],
+        true,
+    )];
+    for l in 0..32 / scale {
+        for m in ["q", "k", "v", "o"] {
+            v.push(make(
+                format!("layers.{l}.attn.{m}.weight"),
+                vec![1024, 1024],
+                false,
+            ));
+        }
+        v.push(make(
+            format!("layers.{l}.mlp.up.weight"),
+            vec![2816, 1024],
+            true,
+        ));
+        v.push(make(
+            format!("layers.{l}.mlp.down.weight"),
+            vec![1024, 2816],
+            true,
+        ));
+        v.push(make(format!("layers.{l}.norm1.weight"), vec![1024], false));
+        v.push(make(format!("layers.{l}.norm2.weight"), vec![1024], false));
+    }
+    v.push(make(
+        "head.weight".into(),
+        vec![32000 / scale as u64, 1024],
+        true,
+    ));
+    v
+}
+
+/// Reads every byte: an XOR fold of 64-bit words, the same for every path measured.
+pub(super) fn touch(b: &[u8]) -> u64 {
+    let mut acc = 0u64;
+    let mut chunks = b.chunks_exact(64);
+    for c in &mut chunks {
+        let w: &[u64] = bytemuck::cast_slice(c).get(..8).unwrap_or(&[]);
+        let mut x = 0u64;
+        for &y in w {
+            x ^= y;
+        }
+        acc ^= x;
+    }
+    for &r in chunks.remainder() {
+        acc ^= u64::from(r);
+    }
+    acc
+}
+
+/// Like [`touch`], for byte slices of any alignment (copies to align where needed).
+pub(super) fn touch_any(b: &[u8]) -> u64 {
+    if b.as_ptr().align_offset(8) == 0 {
+        touch(b)
+    } else {
+        let v: Vec<u64> = bytemuck::pod_collect_to_vec(b.get(..b.len() / 8 * 8).unwrap_or(&[]));
+        touch(bytemuck::cast_slice(&v))
+    }
+}
+
+pub(super) fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+    f()?; // warm-up: page cache, allocator, lazy statics
+    let mut t = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        // Start every run with no dirty pages left by the previous one: otherwise write rows
+        // measure the kernel's writeback of earlier runs.
+        let _ = Command::new("sync").status();
+        let s = Instant::now();
+        f()?;
+        t.push(s.elapsed());
+    }
+    t.sort();
+    Ok(t[runs / 2])
+}
+
+/// Medians of several measurements taken in turns (A B C, A B C, ...), so that drift in the
+/// machine (other tenants, the page cache, CPU frequency) lands on every row alike instead of
+/// on whichever row ran during it.
+pub(super) fn interleaved<const N: usize>(
+    runs: usize,
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
+    measure_in_turns(runs, None, fs)
+}
+
+/// As [`interleaved`], with a `sync` before every measurement, so that write rows do not
+/// measure the kernel's writeback of earlier runs.
+///
+/// Each row's output file (`outputs`) is removed first, untimed. Otherwise a row that
+/// truncates its old file (plain, safetensors) reuses the pages just freed, while one that
+/// writes a new file and renames it over the old one (ours, for crash safety) needs fresh
+/// memory; in a virtual machine whose host reclaims freed guest memory, the first touch of
+/// fresh pages is slow, and that alone made our writes look up to 2x slower.
+pub(super) fn interleaved_synced<const N: usize>(
+    runs: usize,
+    outputs: [Option<&Path>; N],
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
+    measure_in_turns(runs, Some(outputs), fs)
+}
+
+/// As [`interleaved`], with the page cache dropped before every measurement: every row reads
+/// its file from the disk. Needs root; see [`drop_page_cache`].
+pub(super) fn interleaved_cold<const N: usize>(
+    runs: usize,
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
+    measure(runs, None, true, fs)
+}
+
+/// Writes back dirty pages and drops the clean ones from the page cache, so that the next
+/// read comes from the disk. Only root may; `false` when this process may not.
+pub(super) fn drop_page_cache() -> bool {
+    let _ = Command::new("sync").status();
+    std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
+}
+
+/// How many bytes of `path` are in the page cache (`mincore` over a map of it).
+#[cfg(target_os = "linux")]
+pub(super) fn resident_bytes(path: &Path) -> Result<u64> {
+    let f = File::open(path)?;
+    // SAFETY: a benchmark file, not modified while mapped; the map is only passed to mincore.
+    let map = unsafe { memmap2::Mmap::map(&f)? };
+    let page = 4096usize;
+    let mut flags = vec![0u8; map.len().div_ceil(page)];
+    // SAFETY: `flags` has one byte per page of the mapped range, as mincore requires.
+    let rc = unsafe {
+        libc::mincore(
+            map.as_ptr() as *mut libc::c_void,
+            map.len(),
+            flags.as_mut_ptr(),
+        )
+    };
+    anyhow::ensure!(
+        rc == 0,
+        "mincore failed: {}",
+        std::io::Error::last_os_error()
+    );
+    Ok(flags.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64)
+}
+
+pub(super) fn measure_in_turns<const N: usize>(
+    runs: usize,
+    outputs: Option<[Option<&Path>; N]>,
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
+    measure(runs, outputs, false, fs)
+}
+
+pub(super) fn measure<const N: usize>(
+    runs: usize,
+    outputs: Option<[Option<&Path>; N]>,
+    cold: bool,
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Duration; N]> {
+    for f in fs.iter_mut() {
+        f()?; // warm-up
+    }
+    let mut t = vec![Vec::with_capacity(runs); N];
+    for _ in 0..runs {
+        for (i, (f, times)) in fs.iter_mut().zip(t.iter_mut()).enumerate() {
+            if cold {
+                anyhow::ensure!(drop_page_cache(), "cannot drop the page cache");
+                // This machine is a virtual machine that hands freed memory back to its host
+                // 2 s after it is freed (free page reporting), and taking it back costs a
+                // fault in the host. Without a wait, a row ran before or after that moment
+                // by chance: rows alternated between 0.5 s and 1.4 s. After the wait every
+                // row starts in the same state.
+                std::thread::sleep(Duration::from_secs(3));
+            }
+            if let Some(outputs) = &outputs {
+                if let Some(path) = outputs.get(i).copied().flatten() {
+                    let _ = std::fs::remove_file(path);
+                }
+                let _ = Command::new("sync").status();
+                // Let the machine hand the memory just freed back to its host (see the cold
+                // rows): every row then writes into memory in the same state.
+                std::thread::sleep(Duration::from_secs(3));
+            }
+            // Let work a previous row left to background threads (a populated map is
+            // unmapped on its own thread after the reader is dropped) finish first, so it
+            // does not land on this row.
+            std::thread::sleep(Duration::from_millis(50));
+            let s = Instant::now();
+            f()?;
+            times.push(s.elapsed());
+        }
+    }
+    let mut out = [Duration::ZERO; N];
+    for (o, mut times) in out.iter_mut().zip(t) {
+        times.sort();
+        *o = times[runs / 2];
+        if cold {
+            // The disk of a virtual machine is noisy: show the spread with the median.
+            let ms: Vec<String> = times
+                .iter()
+                .map(|t| format!("{:.0}", t.as_secs_f64() * 1e3))
+                .collect();
+            println!("  (cold runs, ms: {})", ms.join(" "));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) struct Table {
+    pub(super) rows: Vec<(String, String, Duration, Option<String>)>,
+}
+
+impl Table {
+    pub(super) fn add(
+        &mut self,
+        group: &str,
+        name: &str,
+        d: Duration,
+        vs: Option<(Duration, &str)>,
+    ) {
+        let ratio =
+            vs.map(|(base, what)| format!("{:.3}x {what}", d.as_secs_f64() / base.as_secs_f64()));
+        println!(
+            "  {group:<10} {name:<46} {:>9.1} ms  {}",
+            d.as_secs_f64() * 1e3,
+            ratio.clone().unwrap_or_default()
+        );
+        self.rows.push((group.into(), name.into(), d, ratio));
+    }
+}
+
+pub(super) fn gib_per_s(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / f64::from(1u32 << 30)
+}
+
+pub(super) struct View<'a>(pub(super) &'a Tensor);
+
+impl safetensors::View for View<'_> {
+    fn dtype(&self) -> safetensors::Dtype {
+        if self.0.bf16 {
+            safetensors::Dtype::BF16
+        } else {
+            safetensors::Dtype::F32
+        }
+    }
+    fn shape(&self) -> &[usize] {
+        &self.0.dims
+    }
+    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(&self.0.bytes)
+    }
+    fn data_len(&self) -> usize {
+        self.0.bytes.len()
+    }
+}
+
+pub(super) fn write_zt(tensors: &[Tensor], path: &Path, opts: WriteOptions) -> Result<()> {
+    write_zt_with(tensors, path, opts, ztensor::Durability::Synced)
+}
+
+pub(super) fn write_zt_with(
+    tensors: &[Tensor],
+    path: &Path,
+    opts: WriteOptions,
+    durability: ztensor::Durability,
+) -> Result<()> {
+    // The benchmark's rows measure v1.2 (docs/benchmarks.md).
+    let mut w = Writer::create_version(path, ztensor::Version::V1_2, durability)?;
+    w.set_options(opts);
+    for t in tensors {
+        let obj = ztensor::ObjectData {
+            shape: t.shape.clone(),
+            format: ztensor::Format::Dense,
+            attributes: Default::default(),
+            components: vec![ztensor::ComponentData {
+                role: "data".into(),
+                element: ztensor::ElementType::plain(if t.bf16 {
+                    ztensor::DType::BF16
+                } else {
+                    ztensor::DType::F32
+                }),
+                bytes: std::borrow::Cow::Borrowed(&t.bytes),
+            }],
+        };
+        w.add_object(&t.name, obj)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+pub(super) fn read_zt(path: &Path, options: OpenOptions) -> Result<u64> {
+    let r = options.open(path)?;
+    let mut acc = 0;
+    for o in r.objects() {
+        acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
+            touch(bytemuck::cast_slice(&r.read::<bf16>(&o.name)?))
+        } else {
+            touch(bytemuck::cast_slice(&r.read::<f32>(&o.name)?))
+        };
+    }
+    Ok(acc)
+}
+
+/// As [`read_zt`], walking the file in file order (`for o in &reader`).
+pub(super) fn read_zt_walk(path: &Path, options: OpenOptions) -> Result<u64> {
+    let r = options.open(path)?;
+    let mut acc = 0;
+    for o in &r {
+        acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
+            touch(bytemuck::cast_slice(&o.read::<bf16>()?))
+        } else {
+            touch(bytemuck::cast_slice(&o.read::<f32>()?))
+        };
+    }
+    Ok(acc)
+}
+
+/// A measured call whose result is kept from the optimizer, as the timing loops take it.
+pub(super) fn consumed(read: impl Fn() -> Result<u64>) -> impl FnMut() -> Result<()> {
+    move || {
+        read().map(|x| {
+            std::hint::black_box(x);
+        })
+    }
+}
+
+/// Reads a file front to back with plain `read` calls into one reused buffer of `piece`
+/// bytes, touching every byte: the machine's own limit for loading a file.
+pub(super) fn read_sequential(path: &Path, piece: usize) -> Result<u64> {
+    let mut f = File::open(path)?;
+    let mut buf = vec![0u8; piece];
+    let mut acc = 0;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        acc ^= touch_any(&buf[..n]);
+    }
+    Ok(acc)
+}
+
+/// safetensors' own reader over a memmap2 map, touching every tensor in its order.
+pub(super) fn read_safetensors_mapped(path: &Path) -> Result<u64> {
+    let f = File::open(path)?;
+    // SAFETY: benchmark file, not modified while mapped.
+    let map = unsafe { memmap2::Mmap::map(&f)? };
+    let s = safetensors::SafeTensors::deserialize(&map)?;
+    let mut acc = 0;
+    for (_, v) in s.iter() {
+        acc ^= touch_any(v.data());
+    }
+    Ok(acc)
+}
+
+/// Reads every tensor without a map, through `read_chunked`'s 1 MiB pieces.
+pub(super) fn read_zt_chunked(path: &Path) -> Result<u64> {
+    let r = OpenOptions::new().unmapped(true).open(path)?;
+    let (mut f, mut b) = (Vec::<f32>::new(), Vec::<bf16>::new());
+    let mut acc = 0;
+    for o in &r {
+        if o.element_type().map(|t| t.name()) == Some("bf16") {
+            o.read_chunked(&mut b, |p| {
+                acc ^= touch(bytemuck::cast_slice(p));
+                Ok(())
+            })?;
+        } else {
+            o.read_chunked(&mut f, |p| {
+                acc ^= touch(bytemuck::cast_slice(p));
+                Ok(())
+            })?;
+        }
+    }
+    Ok(acc)
+}
+
+/// What the sections share: the workload, the files made from it, the table of results, and
+/// the timings later rows compare with.
+pub(super) struct Bench {
+    pub(super) scale: usize,
+    pub(super) runs: usize,
+    pub(super) dir: PathBuf,
+    pub(super) tensors: Vec<Tensor>,
+    /// The workload's bytes.
+    pub(super) total: u64,
+    /// The workload as `.zt`, `.safetensors`, and `.zt` with sha256 digests.
+    pub(super) zt: PathBuf,
+    pub(super) st: PathBuf,
+    pub(super) zt_sha: PathBuf,
+    pub(super) table: Table,
+    /// A plain write of the workload (from `write`) and sha256 over it in memory (from
+    /// `verify`), for the `zt` rows.
+    pub(super) t_plain: Option<Duration>,
+    pub(super) t_sha_raw: Option<Duration>,
+}
