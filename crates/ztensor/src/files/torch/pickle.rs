@@ -181,6 +181,69 @@ enum Slot {
     Val(Pv),
 }
 
+/// The unpickler's stack and memo.
+#[derive(Default)]
+struct Frame {
+    stack: Vec<Slot>,
+    memo: std::collections::BTreeMap<u32, Pv>,
+}
+
+impl Frame {
+    fn pop(&mut self) -> std::result::Result<Pv, Stop> {
+        match self.stack.pop() {
+            Some(Slot::Val(v)) => Ok(v),
+            Some(Slot::Mark) => Err(Stop::Bad("a mark where a value was expected".into())),
+            None => Err(Stop::Bad("stack underflow".into())),
+        }
+    }
+
+    /// The values above the topmost mark, which is removed with them.
+    fn pop_mark(&mut self) -> std::result::Result<Vec<Pv>, Stop> {
+        let m = self
+            .stack
+            .iter()
+            .rposition(|s| matches!(s, Slot::Mark))
+            .ok_or_else(|| Stop::Bad("no mark on the stack".into()))?;
+        Ok(self
+            .stack
+            .drain(m..)
+            .skip(1)
+            .filter_map(|s| match s {
+                Slot::Val(v) => Some(v),
+                Slot::Mark => None,
+            })
+            .collect())
+    }
+
+    fn top(&self) -> std::result::Result<Pv, Stop> {
+        match self.stack.last() {
+            Some(Slot::Val(v)) => Ok(*v),
+            _ => Err(Stop::Bad("no value on the stack".into())),
+        }
+    }
+
+    fn memo_put(&mut self, i: u64, v: Pv, cap: usize) -> std::result::Result<(), Stop> {
+        let i = u32::try_from(i).map_err(|_| Stop::Bad("memo index exceeds 32 bits".into()))?;
+        if self.memo.len() >= cap && !self.memo.contains_key(&i) {
+            return Err(Stop::Limit(format!("memo holds more than {cap} values")));
+        }
+        self.memo.insert(i, v);
+        Ok(())
+    }
+
+    fn memo_get(&self, i: u64) -> std::result::Result<Pv, Stop> {
+        u32::try_from(i)
+            .ok()
+            .and_then(|i| self.memo.get(&i).copied())
+            .ok_or_else(|| Stop::Bad(format!("memo entry {i} was never stored")))
+    }
+}
+
+/// Text from a pickle's bytes, which must be UTF-8.
+fn str_of(b: &[u8]) -> std::result::Result<String, Stop> {
+    String::from_utf8(b.to_vec()).map_err(|_| Stop::Bad("a string is not UTF-8".into()))
+}
+
 /// Runs pickles; each [`Machine::run`] reads one, from its `PROTO` to its `STOP`.
 pub(crate) struct Machine<'h> {
     pub heap: &'h mut Heap,
@@ -261,12 +324,11 @@ impl<'h> Machine<'h> {
     /// it took.
     pub fn run(&mut self, data: &[u8]) -> Result<(Pv, usize)> {
         let mut input = Input { data, at: 0 };
-        let mut stack: Vec<Slot> = Vec::new();
-        let mut memo: std::collections::BTreeMap<u32, Pv> = std::collections::BTreeMap::new();
+        let mut frame = Frame::default();
         let mut count = 0u64;
         loop {
             let op_at = input.at;
-            let result = self.step(&mut input, &mut stack, &mut memo);
+            let result = self.step(&mut input, &mut frame);
             match result {
                 Ok(Some(v)) => return Ok((v, input.at)),
                 Ok(None) => {}
@@ -299,7 +361,7 @@ impl<'h> Machine<'h> {
                 ))
                 .at(self.base + op_at as u64));
             }
-            if stack.len() > self.limits.max_stack {
+            if frame.stack.len() > self.limits.max_stack {
                 return Err(Error::limit(format!(
                     "pickle stack holds more than {} values",
                     self.limits.max_stack
@@ -309,69 +371,69 @@ impl<'h> Machine<'h> {
         }
     }
 
-    /// One opcode; `Some(value)` at `STOP`.
+    /// One opcode, dispatched to the helper of its group; `Some(value)` at `STOP`.
     fn step(
         &mut self,
         input: &mut Input<'_>,
-        stack: &mut Vec<Slot>,
-        memo: &mut std::collections::BTreeMap<u32, Pv>,
+        f: &mut Frame,
     ) -> std::result::Result<Option<Pv>, Stop> {
         let op = input
             .u8()
             .map_err(|_| Stop::Bad("ends without STOP".into()))?;
-        let pop = |stack: &mut Vec<Slot>| match stack.pop() {
-            Some(Slot::Val(v)) => Ok(v),
-            Some(Slot::Mark) => Err(Stop::Bad("a mark where a value was expected".into())),
-            None => Err(Stop::Bad("stack underflow".into())),
-        };
-        let pop_mark = |stack: &mut Vec<Slot>| {
-            let m = stack
-                .iter()
-                .rposition(|s| matches!(s, Slot::Mark))
-                .ok_or_else(|| Stop::Bad("no mark on the stack".into()))?;
-            let items: Vec<Pv> = stack
-                .drain(m..)
-                .skip(1)
-                .filter_map(|s| match s {
-                    Slot::Val(v) => Some(v),
-                    Slot::Mark => None,
-                })
-                .collect();
-            Ok::<_, Stop>(items)
-        };
-        let str_of = |b: &[u8]| -> std::result::Result<String, Stop> {
-            String::from_utf8(b.to_vec()).map_err(|_| Stop::Bad("a string is not UTF-8".into()))
-        };
-        let max_string = self.limits.max_string;
-        let sized = |input: &mut Input<'_>, len_bytes: u64| -> std::result::Result<Vec<u8>, Stop> {
-            let n = input.le(len_bytes).map_err(Stop::Bad)?;
-            if n > max_string {
-                return Err(Stop::Limit(format!(
-                    "a string of {n} bytes exceeds the cap of {max_string}"
-                )));
+        match op {
+            0x80 | 0x95 | b'.' | b'(' | b'0' | b'1' | b'2' => return self.control(op, input, f),
+            b'N' | 0x88 | 0x89 | b'J' | b'K' | b'M' | 0x8a | 0x8b | b'I' | b'L' | b'G' | b'F' => {
+                self.number(op, input, f)?
             }
-            Ok(input.take(n).map_err(Stop::Bad)?.to_vec())
-        };
-        let memo_put =
-            |memo: &mut std::collections::BTreeMap<u32, Pv>, i: u64, v: Pv, cap: usize| {
-                let i =
-                    u32::try_from(i).map_err(|_| Stop::Bad("memo index exceeds 32 bits".into()))?;
-                if memo.len() >= cap && !memo.contains_key(&i) {
-                    return Err(Stop::Limit(format!("memo holds more than {cap} values")));
-                }
-                memo.insert(i, v);
-                Ok(())
-            };
-        let memo_get = |memo: &std::collections::BTreeMap<u32, Pv>, i: u64| {
-            u32::try_from(i)
-                .ok()
-                .and_then(|i| memo.get(&i).copied())
-                .ok_or_else(|| Stop::Bad(format!("memo entry {i} was never stored")))
-        };
-        let top = |stack: &Vec<Slot>| match stack.last() {
-            Some(Slot::Val(v)) => Ok(*v),
-            _ => Err(Stop::Bad("no value on the stack".into())),
-        };
+            b'X' | 0x8c | 0x8d | b'V' | b'T' | b'U' | b'B' | b'C' | 0x8e | 0x96 => {
+                self.text(op, input, f)?
+            }
+            b'}'
+            | b']'
+            | b')'
+            | 0x8f
+            | b't'
+            | b'l'
+            | 0x91
+            | 0x85..=0x87
+            | b'd'
+            | b'a'
+            | b'e'
+            | 0x90
+            | b's'
+            | b'u' => self.container(op, input, f)?,
+            b'c' | 0x93 | b'R' | 0x81 | 0x92 | b'b' | b'Q' | b'P' | b'i' | b'o' => {
+                self.object(op, input, f)?
+            }
+            b'p' | b'q' | b'r' | 0x94 | b'g' | b'h' | b'j' => self.memo(op, input, f)?,
+            other => {
+                return Err(Stop::Unsupported(format!(
+                    "opcode {other:#04x} is not used by torch.save"
+                )))
+            }
+        }
+        Ok(None)
+    }
+
+    /// A string or bytes whose length is the next `len_bytes` bytes, within the string cap.
+    fn sized(&self, input: &mut Input<'_>, len_bytes: u64) -> std::result::Result<Vec<u8>, Stop> {
+        let n = input.le(len_bytes).map_err(Stop::Bad)?;
+        let max_string = self.limits.max_string;
+        if n > max_string {
+            return Err(Stop::Limit(format!(
+                "a string of {n} bytes exceeds the cap of {max_string}"
+            )));
+        }
+        Ok(input.take(n).map_err(Stop::Bad)?.to_vec())
+    }
+
+    /// Protocol, frames, STOP, marks and stack shuffles: `Some(value)` at `STOP`.
+    fn control(
+        &mut self,
+        op: u8,
+        input: &mut Input<'_>,
+        f: &mut Frame,
+    ) -> std::result::Result<Option<Pv>, Stop> {
         let e = |s: String| Stop::Bad(s);
         match op {
             0x80 => {
@@ -391,36 +453,58 @@ impl<'h> Machine<'h> {
                     )));
                 }
             }
-            b'.' => return pop(stack).map(Some),
-            b'(' => stack.push(Slot::Mark),
+            b'.' => return f.pop().map(Some),
+            b'(' => f.stack.push(Slot::Mark),
             b'0' => {
-                stack
+                f.stack
                     .pop()
                     .ok_or_else(|| Stop::Bad("stack underflow".into()))?;
             }
             b'1' => {
-                pop_mark(stack)?;
+                f.pop_mark()?;
             }
             b'2' => {
-                let v = top(stack)?;
-                stack.push(Slot::Val(v));
+                let v = f.top()?;
+                f.stack.push(Slot::Val(v));
             }
-            b'N' => stack.push(Slot::Val(Pv::None)),
-            0x88 => stack.push(Slot::Val(Pv::Bool(true))),
-            0x89 => stack.push(Slot::Val(Pv::Bool(false))),
+            _ => {
+                return Err(Stop::Bad(format!(
+                    "opcode {op:#04x} is not one of control's"
+                )))
+            }
+        }
+        Ok(None)
+    }
+
+    /// None, booleans, integers of every width and floats.
+    fn number(
+        &mut self,
+        op: u8,
+        input: &mut Input<'_>,
+        f: &mut Frame,
+    ) -> std::result::Result<(), Stop> {
+        let e = |s: String| Stop::Bad(s);
+        match op {
+            b'N' => f.stack.push(Slot::Val(Pv::None)),
+            0x88 => f.stack.push(Slot::Val(Pv::Bool(true))),
+            0x89 => f.stack.push(Slot::Val(Pv::Bool(false))),
             b'J' => {
                 let v = input.le(4).map_err(e)? as u32 as i32;
-                stack.push(Slot::Val(Pv::Int(i64::from(v))));
+                f.stack.push(Slot::Val(Pv::Int(i64::from(v))));
             }
-            b'K' => stack.push(Slot::Val(Pv::Int(i64::from(input.u8().map_err(e)?)))),
-            b'M' => stack.push(Slot::Val(Pv::Int(input.le(2).map_err(e)? as i64))),
+            b'K' => f
+                .stack
+                .push(Slot::Val(Pv::Int(i64::from(input.u8().map_err(e)?)))),
+            b'M' => f
+                .stack
+                .push(Slot::Val(Pv::Int(input.le(2).map_err(e)? as i64))),
             0x8a | 0x8b => {
                 let n = if op == 0x8a {
                     input.u8().map_err(e)? as u64
                 } else {
                     input.le(4).map_err(e)?
                 };
-                if n > max_string {
+                if n > self.limits.max_string {
                     return Err(Stop::Limit(format!("an integer of {n} bytes")));
                 }
                 let b = input.take(n).map_err(e)?;
@@ -429,7 +513,7 @@ impl<'h> Machine<'h> {
                     Some(v) => Pv::Int(v),
                     None => self.heap.put(Obj::BigInt(format!("<{n}-byte integer>"))),
                 };
-                stack.push(Slot::Val(pv));
+                f.stack.push(Slot::Val(pv));
             }
             b'I' | b'L' => {
                 let line = input.line().map_err(e)?;
@@ -449,12 +533,12 @@ impl<'h> Machine<'h> {
                         }
                     },
                 };
-                stack.push(Slot::Val(pv));
+                f.stack.push(Slot::Val(pv));
             }
             b'G' => {
                 let b = input.take(8).map_err(e)?;
                 let v = f64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
-                stack.push(Slot::Val(Pv::Float(v)));
+                f.stack.push(Slot::Val(Pv::Float(v)));
             }
             b'F' => {
                 let line = input.line().map_err(e)?;
@@ -462,32 +546,50 @@ impl<'h> Machine<'h> {
                     .ok()
                     .and_then(|t| t.trim().parse::<f64>().ok())
                     .ok_or_else(|| Stop::Bad("bad float".into()))?;
-                stack.push(Slot::Val(Pv::Float(v)));
+                f.stack.push(Slot::Val(Pv::Float(v)));
             }
+            _ => {
+                return Err(Stop::Bad(format!(
+                    "opcode {op:#04x} is not one of number's"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Strings and bytes (Python 2 strings read as latin-1, as torch loads them).
+    fn text(
+        &mut self,
+        op: u8,
+        input: &mut Input<'_>,
+        f: &mut Frame,
+    ) -> std::result::Result<(), Stop> {
+        let e = |s: String| Stop::Bad(s);
+        match op {
             b'X' | 0x8c | 0x8d => {
                 let len_bytes = match op {
                     b'X' => 4,
                     0x8c => 1,
                     _ => 8,
                 };
-                let b = sized(input, len_bytes)?;
+                let b = self.sized(input, len_bytes)?;
                 let s = str_of(&b)?;
                 let v = self.heap.put(Obj::Str(s));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'V' => {
                 let line = input.line().map_err(e)?;
                 let s = str_of(line)?;
                 let v = self.heap.put(Obj::Str(s));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'T' | b'U' => {
                 // Python 2 strings: bytes, read as latin-1 text as torch loads them.
-                let b = sized(input, if op == b'T' { 4 } else { 1 })?;
+                let b = self.sized(input, if op == b'T' { 4 } else { 1 })?;
                 let v = self
                     .heap
                     .put(Obj::Str(b.iter().map(|&c| c as char).collect()));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'B' | b'C' | 0x8e | 0x96 => {
                 let len_bytes = match op {
@@ -495,28 +597,41 @@ impl<'h> Machine<'h> {
                     b'C' => 1,
                     _ => 8,
                 };
-                let b = sized(input, len_bytes)?;
+                let b = self.sized(input, len_bytes)?;
                 let v = self.heap.put(Obj::Bytes(b));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
+            _ => return Err(Stop::Bad(format!("opcode {op:#04x} is not one of text's"))),
+        }
+        Ok(())
+    }
+
+    /// Empty containers, containers built from marks and the stack, and appends to them.
+    fn container(
+        &mut self,
+        op: u8,
+        _input: &mut Input<'_>,
+        f: &mut Frame,
+    ) -> std::result::Result<(), Stop> {
+        match op {
             b'}' => {
                 let v = self.heap.put(Obj::Dict(Vec::new()));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b']' => {
                 let v = self.heap.put(Obj::List(Vec::new()));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b')' => {
                 let v = self.heap.put(Obj::Tuple(Vec::new()));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             0x8f => {
                 let v = self.heap.put(Obj::Set(Vec::new()));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b't' | b'l' | 0x91 => {
-                let items = pop_mark(stack)?;
+                let items = f.pop_mark()?;
                 self.grow(items.len() as u64).map_err(Stop::Limit)?;
                 let o = match op {
                     b't' => Obj::Tuple(items),
@@ -524,34 +639,34 @@ impl<'h> Machine<'h> {
                     _ => Obj::Set(items),
                 };
                 let v = self.heap.put(o);
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             0x85..=0x87 => {
                 let n = usize::from(op - 0x84);
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
-                    items.push(pop(stack)?);
+                    items.push(f.pop()?);
                 }
                 items.reverse();
                 self.grow(n as u64).map_err(Stop::Limit)?;
                 let v = self.heap.put(Obj::Tuple(items));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'd' => {
-                let items = pop_mark(stack)?;
+                let items = f.pop_mark()?;
                 let pairs = pairs(items)?;
                 self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
                 let v = self.heap.put(Obj::Dict(pairs));
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'a' | b'e' | 0x90 => {
                 let items = if op == b'a' {
-                    vec![pop(stack)?]
+                    vec![f.pop()?]
                 } else {
-                    pop_mark(stack)?
+                    f.pop_mark()?
                 };
                 self.grow(items.len() as u64).map_err(Stop::Limit)?;
-                let target = top(stack)?;
+                let target = f.top()?;
                 match self.heap.get_mut(target) {
                     Some(Obj::List(l) | Obj::Set(l)) => l.extend(items),
                     // Appending to an object we do not model (a deque, ...): it stays opaque.
@@ -561,30 +676,48 @@ impl<'h> Machine<'h> {
             }
             b's' | b'u' => {
                 let items = if op == b's' {
-                    let v = pop(stack)?;
-                    let k = pop(stack)?;
+                    let v = f.pop()?;
+                    let k = f.pop()?;
                     vec![k, v]
                 } else {
-                    pop_mark(stack)?
+                    f.pop_mark()?
                 };
                 let pairs = pairs(items)?;
                 self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
-                let target = top(stack)?;
+                let target = f.top()?;
                 match self.heap.get_mut(target) {
                     Some(Obj::Dict(d)) => d.extend(pairs),
                     Some(Obj::Opaque(_)) => {}
                     _ => return Err(Stop::Bad("SETITEM on something that is not a dict".into())),
                 }
             }
+            _ => {
+                return Err(Stop::Bad(format!(
+                    "opcode {op:#04x} is not one of container's"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Globals, calls (REDUCE, NEWOBJ, BUILD), persistent ids and protocol 0/1 instances.
+    fn object(
+        &mut self,
+        op: u8,
+        input: &mut Input<'_>,
+        f: &mut Frame,
+    ) -> std::result::Result<(), Stop> {
+        let e = |s: String| Stop::Bad(s);
+        match op {
             b'c' => {
                 let module = str_of(input.line().map_err(e)?)?;
                 let name = str_of(input.line().map_err(e)?)?;
                 let v = self.global(module, name)?;
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             0x93 => {
-                let name = pop(stack)?;
-                let module = pop(stack)?;
+                let name = f.pop()?;
+                let module = f.pop()?;
                 let (Some(m), Some(n)) = (self.heap.text(module), self.heap.text(name)) else {
                     return Err(Stop::Bad(
                         "STACK_GLOBAL of something that is not a string".into(),
@@ -595,98 +728,113 @@ impl<'h> Machine<'h> {
                 }
                 let (m, n) = (m.to_owned(), n.to_owned());
                 let v = self.global(m, n)?;
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'R' => {
-                let args = pop(stack)?;
-                let callable = pop(stack)?;
+                let args = f.pop()?;
+                let callable = f.pop()?;
                 let v = self.reduce(callable, args)?;
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             0x81 | 0x92 => {
                 if op == 0x92 {
-                    pop(stack)?; // kwargs
+                    f.pop()?; // kwargs
                 }
-                pop(stack)?; // args
-                let cls = pop(stack)?;
+                f.pop()?; // args
+                let cls = f.pop()?;
                 let v = self.opaque_of(cls);
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'b' => {
                 // BUILD sets an object's state: the state of the objects we model (a
                 // parameter's, an ordered dict's) is never needed, and an opaque object
                 // stays opaque.
-                pop(stack)?;
-                top(stack)?;
+                f.pop()?;
+                f.top()?;
             }
             b'Q' => {
-                let pid = pop(stack)?;
+                let pid = f.pop()?;
                 let v = self.persistent(pid)?;
-                stack.push(Slot::Val(v));
+                f.stack.push(Slot::Val(v));
             }
             b'P' => {
                 return Err(Stop::Unsupported(
                     "text persistent ids (PERSID) are not used by torch.save".into(),
                 ))
             }
-            b'p' => {
-                let i = text_index(input.line().map_err(e)?)?;
-                let v = top(stack)?;
-                memo_put(memo, i, v, self.limits.max_memo)?;
-            }
-            b'q' => {
-                let i = u64::from(input.u8().map_err(e)?);
-                let v = top(stack)?;
-                memo_put(memo, i, v, self.limits.max_memo)?;
-            }
-            b'r' => {
-                let i = input.le(4).map_err(e)?;
-                let v = top(stack)?;
-                memo_put(memo, i, v, self.limits.max_memo)?;
-            }
-            0x94 => {
-                let i = memo.len() as u64;
-                let v = top(stack)?;
-                memo_put(memo, i, v, self.limits.max_memo)?;
-            }
-            b'g' => {
-                let i = text_index(input.line().map_err(e)?)?;
-                stack.push(Slot::Val(memo_get(memo, i)?));
-            }
-            b'h' => {
-                let i = u64::from(input.u8().map_err(e)?);
-                stack.push(Slot::Val(memo_get(memo, i)?));
-            }
-            b'j' => {
-                let i = input.le(4).map_err(e)?;
-                stack.push(Slot::Val(memo_get(memo, i)?));
-            }
             b'i' | b'o' => {
                 // Protocol 0/1 class instantiation: opaque.
                 if op == b'i' {
                     let module = str_of(input.line().map_err(e)?)?;
                     let name = str_of(input.line().map_err(e)?)?;
-                    pop_mark(stack)?;
+                    f.pop_mark()?;
                     let cls = self.global(module, name)?;
                     let v = self.heap.put(Obj::Opaque(cls));
-                    stack.push(Slot::Val(v));
+                    f.stack.push(Slot::Val(v));
                 } else {
-                    let mut items = pop_mark(stack)?;
+                    let mut items = f.pop_mark()?;
                     if items.is_empty() {
                         return Err(Stop::Bad("OBJ without a class".into()));
                     }
                     let cls = items.remove(0);
                     let v = self.opaque_of(cls);
-                    stack.push(Slot::Val(v));
+                    f.stack.push(Slot::Val(v));
                 }
             }
-            other => {
-                return Err(Stop::Unsupported(format!(
-                    "opcode {other:#04x} is not used by torch.save"
+
+            _ => {
+                return Err(Stop::Bad(format!(
+                    "opcode {op:#04x} is not one of object's"
                 )))
             }
         }
-        Ok(None)
+        Ok(())
+    }
+
+    /// Storing to and fetching from the memo.
+    fn memo(
+        &mut self,
+        op: u8,
+        input: &mut Input<'_>,
+        f: &mut Frame,
+    ) -> std::result::Result<(), Stop> {
+        let e = |s: String| Stop::Bad(s);
+        match op {
+            b'p' => {
+                let i = text_index(input.line().map_err(e)?)?;
+                let v = f.top()?;
+                f.memo_put(i, v, self.limits.max_memo)?;
+            }
+            b'q' => {
+                let i = u64::from(input.u8().map_err(e)?);
+                let v = f.top()?;
+                f.memo_put(i, v, self.limits.max_memo)?;
+            }
+            b'r' => {
+                let i = input.le(4).map_err(e)?;
+                let v = f.top()?;
+                f.memo_put(i, v, self.limits.max_memo)?;
+            }
+            0x94 => {
+                let i = f.memo.len() as u64;
+                let v = f.top()?;
+                f.memo_put(i, v, self.limits.max_memo)?;
+            }
+            b'g' => {
+                let i = text_index(input.line().map_err(e)?)?;
+                f.stack.push(Slot::Val(f.memo_get(i)?));
+            }
+            b'h' => {
+                let i = u64::from(input.u8().map_err(e)?);
+                f.stack.push(Slot::Val(f.memo_get(i)?));
+            }
+            b'j' => {
+                let i = input.le(4).map_err(e)?;
+                f.stack.push(Slot::Val(f.memo_get(i)?));
+            }
+            _ => return Err(Stop::Bad(format!("opcode {op:#04x} is not one of memo's"))),
+        }
+        Ok(())
     }
 
     fn global(&mut self, module: String, name: String) -> std::result::Result<Pv, Stop> {
