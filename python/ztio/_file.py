@@ -47,6 +47,9 @@ class ComponentInfo:
     digest: Optional[str]
     file: int
     byte_order: str
+    #: Whether the elements lie in another order than packed row-major (strides, a
+    #: Fortran-order array): a read gathers them. ``None`` when not known.
+    arranged: Optional[bool] = None
 
 
 @dataclass(frozen=True)
@@ -250,6 +253,7 @@ class File:
         max_memory: Optional[int] = None,
     ):
         self.path = str(path)
+        self._verify = verify
         self._native = _native.Reader(
             path, unmapped=unmapped, verify=verify, max_memory=max_memory
         )

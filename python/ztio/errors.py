@@ -30,6 +30,9 @@ __all__ = [
     "ArgumentError",
     "NotFoundError",
     "IoError",
+    "FileMissingError",
+    "PermissionDeniedError",
+    "IsADirectoryIoError",
     "OutOfMemoryError",
 ]
 
@@ -88,6 +91,19 @@ class IoError(Error, OSError):
     """The operating system failed a read or a write."""
 
     kind = "io"
+
+
+class FileMissingError(IoError, FileNotFoundError):
+    """The file does not exist: ``except FileNotFoundError`` catches it, as it catches
+    safetensors' error for a missing file."""
+
+
+class PermissionDeniedError(IoError, PermissionError):
+    """The operating system refused access to the file."""
+
+
+class IsADirectoryIoError(IoError, IsADirectoryError):
+    """A folder was given where a file was expected."""
 
 
 class OutOfMemoryError(Error, MemoryError):

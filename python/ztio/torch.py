@@ -1,7 +1,11 @@
 """safetensors' ``safetensors.torch`` functions over ztio, for when torch is installed.
 
-Tensors are CPU copies moved to ``device``: a torch tensor cannot be read-only, and one
-pointing into a read-only map would crash the interpreter on its first in-place write.
+A tensor stored raw, little-endian and packed in the file that was opened is served without a
+copy, as safetensors serves it: from a private copy-on-write map of the file
+(``torch.UntypedStorage.from_file(path, shared=False)``), one per open file, so a tensor is
+writable and writing to it never touches the file. Other tensors (compressed, big-endian,
+strided, in a shard, misaligned for their type, or read with ``verify=True``) are decoded by
+the library into a fresh buffer that torch takes over, without a second copy.
 bf16, FP8 (float8_e4m3fn, float8_e5m2, and the fnuz types where torch has them), complex and
 the unsigned types map to torch's own dtypes, without ml_dtypes.
 """
@@ -51,18 +55,74 @@ def _torch():
     return torch
 
 
+def _private_map(f: File, torch: Any) -> Any:
+    """The file as one private (copy-on-write) torch storage, made once per open file; `None`
+    for what is not a local file."""
+    storage = getattr(f, "_torch_storage", None)
+    if storage is None:
+        path = f.path
+        if "://" in path or not os.path.isfile(path):
+            return None
+        size = os.path.getsize(path)
+        if size == 0:
+            return None
+        storage = torch.UntypedStorage.from_file(path, False, size)
+        f._torch_storage = storage
+    return storage
+
+
+def _mapped(f: File, info: Any, dtype: Any, torch: Any) -> Optional[Any]:
+    """The tensor over the private map of the file, or `None` when its bytes are not the
+    tensor as they lie (see the module's doc)."""
+    if getattr(f, "_verify", False) or len(info.components) != 1:
+        return None
+    c = info.components[0]
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    numel = 1
+    for d in info.shape:
+        numel *= d
+    if (
+        c.encoding != "raw"
+        or c.byte_order != "little"
+        or c.file != 0
+        or c.arranged is not False
+        or c.length != numel * itemsize
+        or c.offset % itemsize != 0
+    ):
+        return None
+    storage = _private_map(f, torch)
+    if storage is None or c.offset + c.length > storage.nbytes():
+        return None
+    raw = torch.empty(0, dtype=torch.uint8)
+    raw.set_(storage, c.offset, (c.length,))
+    return raw.view(dtype).reshape(info.shape)
+
+
 def _tensor(f: File, name: str, device: str = "cpu") -> Any:
     torch = _torch()
     info = f.info(name)
     if info.format != "dense":
         raise ArgumentError(f"object {name!r} is {info.format}; torch tensors are read from dense objects only")
+    if info.defect:
+        f.component(name, "data")  # raises the defect as the library words it
     attr = _TORCH.get(info.dtype or "")
     dtype = getattr(torch, attr, None) if attr else None
     if dtype is None:
         raise ArgumentError(f"torch has no dtype for {info.dtype} (object {name!r})")
-    raw = f.component(name, "data").view(np.uint8)
-    t = torch.from_numpy(raw.copy()).view(dtype).reshape(info.shape)
+    if any(d == 0 for d in info.shape):
+        # No bytes to view: torch cannot view an empty byte buffer as another dtype.
+        t = torch.empty(tuple(info.shape), dtype=dtype)
+    else:
+        t = _mapped(f, info, dtype, torch)
+        if t is None:
+            raw = f.component(name, "data").view(np.uint8)
+            if not raw.flags.writeable:
+                # A view of the read-only map (a file that is no local file, a shard):
+                # torch tensors are writable, so this one is a copy.
+                raw = raw.copy()
+            t = torch.from_numpy(raw).view(dtype).reshape(info.shape)
     return t if device == "cpu" else t.to(device)
+
 
 
 def load_file(filename: Union[str, "os.PathLike[str]"], device: Union[str, int] = "cpu") -> Dict[str, Any]:

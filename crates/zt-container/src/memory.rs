@@ -112,6 +112,25 @@ pub fn try_filled_vec<T: Clone>(n: usize, fill: T) -> crate::Result<Vec<T>> {
     Ok(v)
 }
 
+/// An empty vector with room for `n` items, allocated fallibly: for lists whose length a file
+/// declares (checked against the bytes left first, so `n` is at most a fraction of the file).
+///
+/// ```
+/// let v: Vec<u64> = zt_container::internal::try_with_capacity(1000).unwrap();
+/// assert!(v.capacity() >= 1000 && v.is_empty());
+/// assert!(zt_container::internal::try_with_capacity::<u64>(usize::MAX / 4).is_err());
+/// ```
+pub fn try_with_capacity<T>(n: usize) -> crate::Result<Vec<T>> {
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        crate::Error::out_of_memory(format!(
+            "cannot allocate {} bytes for a list of {n}",
+            n.saturating_mul(std::mem::size_of::<T>())
+        ))
+    })?;
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -484,7 +484,7 @@ fn gen_cd(c: &mut Cur<'_>, layout: Layout) -> Result<MagFile> {
     c.marker(b"SRP!")?;
     let n_strings = c.u32("string count")?;
     check_count(n_strings, 4, c)?;
-    let mut ends = Vec::with_capacity(n_strings as usize + 1);
+    let mut ends = zt_container::internal::try_with_capacity(n_strings as usize + 1)?;
     for _ in 0..=n_strings {
         ends.push(u64::from(c.u32("string end offset")?));
     }
@@ -496,7 +496,7 @@ fn gen_cd(c: &mut Cur<'_>, layout: Layout) -> Result<MagFile> {
     }
     let pool_at = c.pos;
     let pool = c.bytes(ends.last().copied().unwrap_or(0), "string pool")?;
-    let mut strings = Vec::with_capacity(n_strings as usize);
+    let mut strings = zt_container::internal::try_with_capacity(n_strings as usize)?;
     for w in ends.windows(2) {
         let (a, b) = (
             w.first().copied().unwrap_or(0) as usize,

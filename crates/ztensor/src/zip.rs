@@ -136,7 +136,7 @@ pub(crate) fn entries(source: &Source) -> Result<Vec<Entry>> {
         .at(dir.offset));
     }
     let cd = source.read_at(dir.offset, dir.size)?;
-    let mut out = Vec::with_capacity(dir.count as usize);
+    let mut out = zt_container::internal::try_with_capacity(dir.count as usize)?;
     let mut at = 0usize;
     for _ in 0..dir.count {
         let abs = dir.offset + at as u64;

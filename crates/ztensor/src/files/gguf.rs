@@ -29,6 +29,7 @@
 //! tensors overlapping, unknown value types and bad `general.alignment` are errors at their
 //! offset. See docs/hostile-input.md.
 
+use zt_container::internal::try_with_capacity;
 use zt_container::{Error, Result, Source};
 use zt_formats::ggml::GgmlType;
 use zt_formats::{DType, ElementType, Format};
@@ -258,7 +259,7 @@ impl<'s> Cursor<'s> {
             ))
             .at(n_at));
         }
-        let mut values = Vec::with_capacity(n as usize);
+        let mut values = try_with_capacity(n as usize).map_err(|e| e.at(n_at))?;
         let mut types = Vec::new();
         for _ in 0..n {
             let (v, t) = self.value(elem, depth + 1, elem_at)?;
@@ -381,7 +382,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         attributes.insert(key, value);
     }
 
-    let mut infos = Vec::with_capacity(n_tensors as usize);
+    let mut infos = try_with_capacity(n_tensors as usize)?;
     for _ in 0..n_tensors {
         infos.push(tensor_info(&mut c, limits)?);
     }

@@ -373,7 +373,9 @@ fn small_record<'s>(
         Method::Stored => source.read_at(e.data_offset, e.compressed),
         Method::Deflated => {
             let stored = source.read_at(e.data_offset, e.compressed)?;
-            let mut out = vec![0u8; e.uncompressed as usize];
+            let n = usize::try_from(e.uncompressed)
+                .map_err(|_| Error::limit("record size exceeds usize"))?;
+            let mut out = zt_container::internal::try_filled_vec(n, 0u8)?;
             zip::inflate_into(&stored, 0, &mut out).map_err(|err| err.at(e.data_offset))?;
             Ok(std::borrow::Cow::Owned(out))
         }

@@ -1,7 +1,8 @@
 //! A pickle machine that executes nothing: it reads the opcodes a PyTorch checkpoint uses
 //! (protocols 0-5, as far as state dicts go) into values, and evaluates only a fixed list of
 //! harmless constructions ([`Machine::reduce`]): ordered dicts, `torch.Size`, devices, dtypes,
-//! storages, `_rebuild_tensor_v2`/`_v3` and `_rebuild_parameter`. Any other global is kept as
+//! storages, `_rebuild_tensor` (torch before 0.4), `_rebuild_tensor_v2`/`_v3` and
+//! `_rebuild_parameter`. Any other global is kept as
 //! an opaque value naming it, never looked up, never called.
 //!
 //! Values live in an arena ([`Heap`]) and the stack and memo hold small copyable handles
@@ -1041,7 +1042,11 @@ impl Known {
         match (module, name) {
             ("collections", "OrderedDict") => Known::OrderedDict,
             ("torch", "Size") => Known::Size,
-            ("torch._utils", "_rebuild_tensor_v2") => Known::RebuildTensor { v3: false },
+            // `_rebuild_tensor(storage, offset, size, stride)`, as torch before 0.4 pickled a
+            // tensor: v2's first four arguments.
+            ("torch._utils", "_rebuild_tensor" | "_rebuild_tensor_v2") => {
+                Known::RebuildTensor { v3: false }
+            }
             ("torch._utils", "_rebuild_tensor_v3") => Known::RebuildTensor { v3: true },
             ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state") => {
                 Known::Parameter
