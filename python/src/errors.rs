@@ -56,10 +56,20 @@ fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
     let module = ERRORS
         .get_or_try_init(py, || Ok::<_, PyErr>(py.import("ztio.errors")?.unbind()))?
         .bind(py);
-    let class = module
-        .getattr(class_name(e.kind()))?
-        .cast_into::<PyType>()?;
+    let os_error = io_kind(e);
+    let name = match os_error {
+        Some(std::io::ErrorKind::NotFound) => "FileMissingError",
+        Some(std::io::ErrorKind::PermissionDenied) => "PermissionDeniedError",
+        Some(std::io::ErrorKind::IsADirectory) => "IsADirectoryIoError",
+        _ => class_name(e.kind()),
+    };
+    let class = module.getattr(name)?.cast_into::<PyType>()?;
     let value = class.call1((e.to_string(),))?;
+    if let Some(code) = io_errno(e) {
+        // What `except OSError as e: e.errno` callers look at, and the file it was about.
+        value.setattr("errno", code)?;
+        value.setattr("filename", e.path().map(|p| p.display().to_string()))?;
+    }
     value.setattr("kind", kind_name(e.kind()))?;
     value.setattr("message", e.message())?;
     value.setattr("offset", e.offset())?;
@@ -67,6 +77,19 @@ fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
     value.setattr("component", e.component())?;
     value.setattr("path", e.path().map(|p| p.display().to_string()))?;
     Ok(PyErr::from_value(value))
+}
+
+/// The operating system's error under a library error, if there is one.
+fn io_source(e: &ztensor::Error) -> Option<&std::io::Error> {
+    std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>())
+}
+
+fn io_kind(e: &ztensor::Error) -> Option<std::io::ErrorKind> {
+    io_source(e).map(std::io::Error::kind)
+}
+
+fn io_errno(e: &ztensor::Error) -> Option<i32> {
+    io_source(e).and_then(std::io::Error::raw_os_error)
 }
 
 /// `Result<T, ztensor::Error>` to `PyResult<T>`.

@@ -82,6 +82,7 @@ fn component_dict<'py>(py: Python<'py>, c: &ComponentInfo) -> PyResult<Bound<'py
     d.set_item("decoded_length", c.decoded_len)?;
     d.set_item("digest", c.digest.as_ref().map(|g| g.to_string()))?;
     d.set_item("file", c.file)?;
+    d.set_item("arranged", c.arrangement.as_ref().is_some_and(|a| !a.is_packed()))?;
     d.set_item(
         "byte_order",
         match c.byte_order {

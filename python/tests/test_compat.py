@@ -78,3 +78,28 @@ def test_the_stubs_name_every_native_function():
             methods = {m.name for m in cls.body if isinstance(m, ast.FunctionDef)} - {"__init__"}
             native = getattr(_native, cls.name)
             assert all(hasattr(native, m) for m in methods), cls.name
+
+
+def test_a_missing_file_is_a_file_not_found_error(tmp_path):
+    missing = tmp_path / "absent.safetensors"
+    for call in (lambda: ztio.open(missing), lambda: ztio.numpy.load_file(missing)):
+        with pytest.raises(FileNotFoundError) as info:
+            call()
+        e = info.value
+        assert isinstance(e, ztio.IoError) and e.kind == "io"
+        assert e.errno == 2 and e.filename == str(missing)
+
+
+def test_a_folder_with_no_model_is_refused_as_a_library_error(tmp_path):
+    with pytest.raises(ztio.Error):
+        ztio.open(tmp_path)
+
+
+def test_components_say_whether_their_elements_are_arranged():
+    # A Fortran-order .npy array is gathered on read; a C-order one is not.
+    with ztio.open(FIXTURES / "interop/numpy/v1_fortran_f64.npy") as f:
+        (c,) = f.info(f.keys()[0]).components
+        assert c.arranged is True
+    with ztio.open(FIXTURES / "interop/numpy/v1_f32.npy") as f:
+        (c,) = f.info(f.keys()[0]).components
+        assert c.arranged is False

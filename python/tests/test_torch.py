@@ -43,3 +43,36 @@ def test_safe_open_pt(tmp_path):
         assert isinstance(w, torch.Tensor) and w.shape == (2, 3)
         w += 1  # a copy: writable, and the file is untouched
     assert ztio.numpy.load_file(tmp_path / "m.safetensors")["w"].sum() == 6
+
+
+def test_empty_tensors_load(tmp_path):
+    ztio.numpy.save_file({"e": np.zeros((0, 3), np.float32), "w": np.ones(2, np.float32)}, tmp_path / "m.safetensors")
+    back = ztio.torch.load_file(tmp_path / "m.safetensors")
+    assert back["e"].shape == (0, 3) and back["e"].dtype == torch.float32
+    with ztio.safe_open(tmp_path / "m.safetensors", framework="pt") as f:
+        assert f.get_tensor("e").shape == (0, 3)
+
+
+def test_packed_tensors_share_one_private_map_of_the_file(tmp_path):
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.ones(4, np.int64)}, path)
+    before = path.read_bytes()
+    back = ztio.torch.load_file(path)
+    size = path.stat().st_size
+    # Both tensors view one storage: the whole file, mapped (no copy per tensor).
+    assert back["a"].untyped_storage().nbytes() == size
+    assert back["a"].untyped_storage().data_ptr() == back["b"].untyped_storage().data_ptr()
+    assert back["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    # Copy-on-write: writable, and the file is untouched.
+    back["a"] += 1
+    assert back["a"][0, 0] == 1
+    assert path.read_bytes() == before
+
+
+def test_compressed_and_strided_tensors_are_decoded(tmp_path):
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    with ztio.Writer(tmp_path / "z.zt") as w:
+        w.add("z", t.numpy(), compression=3)
+    back = ztio.torch.load_file(tmp_path / "z.zt")
+    assert torch.equal(back["z"], t)
+    back["z"] += 1  # a decoded buffer: writable

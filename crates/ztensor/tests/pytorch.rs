@@ -7,6 +7,8 @@
 
 #[path = "support/expected.rs"]
 mod expected;
+#[path = "support/checkpoint.rs"]
+mod support;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -214,4 +216,40 @@ fn verify_checks_every_zip_entry_crc_and_names_a_damaged_one() {
     assert_eq!(e.kind(), ztensor::ErrorKind::ChecksumMismatch, "{e}");
     assert!(e.to_string().contains("/data/"), "{e}");
     assert!(e.to_string().contains("CRC-32"), "{e}");
+}
+
+/// torch before 0.4 pickled a tensor as `torch._utils._rebuild_tensor(storage, offset, size,
+/// stride)`, four arguments where v2 has six; `torch.load(weights_only=True)` allows it, and
+/// published checkpoints (lpips' v0.0 weights) hold it. It was listed as an opaque value.
+#[test]
+fn a_tensor_pickled_by_torch_before_0_4_is_a_tensor() {
+    let v2 = support::checkpoint(6, 1, &[2, 2], &[2, 1], false);
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let at = find(&v2, b"_rebuild_tensor_v2\n").unwrap();
+    let mut old = v2[..at].to_vec();
+    old.extend(b"_rebuild_tensor\n");
+    let rest = &v2[at + b"_rebuild_tensor_v2\n".len()..];
+    // v2's last two arguments (requires_grad False, an empty dict of hooks) go.
+    let end = find(rest, b"t\x89}tRu.").unwrap();
+    old.extend(&rest[..end]);
+    old.extend(b"ttRu.");
+    old.extend(&rest[end + b"t\x89}tRu.".len()..]);
+    // The pickle's entry grew shorter: rebuild the zip around the new pickle.
+    let pkl_start = find(&old, b"\x80\x02").unwrap();
+    let pkl_end = find(&old, b"tRu.").unwrap() + 4;
+    let pickle = old[pkl_start..pkl_end].to_vec();
+    let storage: Vec<u8> = (0..6i32).flat_map(|v| (v * 7 - 3).to_le_bytes()).collect();
+    let file = support::zip(
+        &[
+            ("archive/data.pkl", &pickle),
+            ("archive/byteorder", b"little"),
+            ("archive/data/0", &storage),
+        ],
+        &[],
+    );
+    let r = OpenOptions::new().open_bytes(file).unwrap();
+    let t = r.object("t").unwrap();
+    assert_eq!(t.shape(), &[2, 2]);
+    // Offset 1, strides (2, 1): elements 1, 2, 3, 4 of the storage.
+    assert_eq!(&t.read::<i32>().unwrap()[..], &[4, 11, 18, 25]);
 }
