@@ -138,15 +138,30 @@ pub fn array_of<'py>(
                     _reader: Arc::clone(reader),
                 },
             )?;
-            // SAFETY: the bytes live in the reader's map, which the holder keeps alive; the
-            // array is read-only, so nothing writes to the map through it.
+            // Writable only over a private (copy-on-write) map of the file that was opened: a
+            // write copies the page in this process. Bytes of a shard's shared map stay
+            // read-only.
+            let private = reader.source().is_private_map()
+                && reader.source().as_slice().is_some_and(|map| {
+                    let range = map.as_ptr_range();
+                    range.start <= b.as_ptr() && b.as_ptr_range().end <= range.end
+                });
+            let flags = if private {
+                npyffi::NPY_ARRAY_WRITEABLE
+            } else {
+                0
+            };
+            // SAFETY: the bytes live in the reader's map, which the holder keeps alive. A
+            // read-only array writes nothing; a writable one writes to private pages of a
+            // copy-on-write map, which the library reads as it would a file another process
+            // changed (never past its length: the map's size is fixed).
             unsafe {
                 new_array(
                     py,
                     descr,
                     dims,
                     b.as_ptr() as *mut c_void,
-                    0,
+                    flags,
                     holder.into_any(),
                 )
             }

@@ -82,7 +82,10 @@ fn component_dict<'py>(py: Python<'py>, c: &ComponentInfo) -> PyResult<Bound<'py
     d.set_item("decoded_length", c.decoded_len)?;
     d.set_item("digest", c.digest.as_ref().map(|g| g.to_string()))?;
     d.set_item("file", c.file)?;
-    d.set_item("arranged", c.arrangement.as_ref().is_some_and(|a| !a.is_packed()))?;
+    d.set_item(
+        "arranged",
+        c.arrangement.as_ref().is_some_and(|a| !a.is_packed()),
+    )?;
     d.set_item(
         "byte_order",
         match c.byte_order {
@@ -119,15 +122,18 @@ fn object_dict<'py>(py: Python<'py>, o: &ObjectInfo) -> PyResult<Bound<'py, PyDi
 impl Reader {
     /// Opens `path` (mapped unless `unmapped`), or a URL (`s3://`, `gs://`, `az://`,
     /// `http(s)://`) with ranged reads. `verify`: every read checks the digests and
-    /// checksums covering its bytes, zero-copy reads too.
+    /// checksums covering its bytes, zero-copy reads too. `writable`: the file is mapped
+    /// privately, copy-on-write, and arrays over the map are writable (a write copies a page
+    /// in this process, never reaches the file, and is seen by later reads of this reader).
     #[new]
-    #[pyo3(signature = (path, *, unmapped = false, verify = false, max_memory = None))]
+    #[pyo3(signature = (path, *, unmapped = false, verify = false, max_memory = None, writable = false))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         unmapped: bool,
         verify: bool,
         max_memory: Option<u64>,
+        writable: bool,
     ) -> PyResult<Self> {
         let checks = if verify {
             ztensor::Verify::Always
@@ -136,6 +142,7 @@ impl Reader {
         };
         let mut options = ztensor::OpenOptions::new()
             .unmapped(unmapped)
+            .copy_on_write(writable)
             .verify(checks);
         if let Some(bytes) = max_memory {
             options = options.memory_budget(bytes);

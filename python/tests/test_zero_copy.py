@@ -98,3 +98,30 @@ def test_misaligned_data_is_copied_and_aligned(tmp_path):
         assert x.flags.aligned
         assert not in_map(f, x)
         assert x.tolist() == [1.5, 2.5]
+
+
+def test_load_file_arrays_are_writable_without_a_copy_and_never_reach_the_file(tmp_path):
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, path)
+    before = path.read_bytes()
+    w = ztio.numpy.load_file(path)["w"]
+    # Zero copy: the array is a view of the map, not an owned buffer.
+    assert not w.flags.owndata and type(w.base).__name__ == "MapHolder"
+    assert w.flags.writeable
+    w *= 2
+    assert w.tolist() == [[0, 2, 4], [6, 8, 10]]
+    assert path.read_bytes() == before
+    # Another load sees the file, not the first load's private pages.
+    assert ztio.numpy.load_file(path)["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_safe_open_arrays_are_writable_and_ztio_open_stays_read_only_unless_asked(tmp_path):
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"w": np.ones(4, np.float32)}, path)
+    with ztio.safe_open(path, framework="np") as f:
+        assert f.get_tensor("w").flags.writeable
+    with ztio.open(path) as f:
+        assert not f.get_tensor("w").flags.writeable
+    with ztio.open(path, writable=True) as f:
+        a = f.get_tensor("w")
+        assert a.flags.writeable and in_map(f, a)

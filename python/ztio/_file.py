@@ -1,10 +1,13 @@
 """Reading: :func:`open` and :class:`File`, the safetensors-style :func:`safe_open`, and the
 objects a read hands back for tensors that are not plain arrays.
 
-A dense tensor stored raw, little-endian and aligned comes back as a read-only numpy array
-that points into the file's memory map; the array keeps the map alive, so it stays valid after
-the file is closed. zstd-compressed, big-endian or misaligned data comes back as an owned,
-writable array.
+A dense tensor stored raw, little-endian and aligned comes back as a numpy array that points
+into the file's memory map; the array keeps the map alive, so it stays valid after the file is
+closed. It is read-only, unless the file was opened ``writable=True``: then the map is private
+and copy-on-write, a write copies one page in this process and never reaches the file (and
+later reads through the same handle see it). ``load_file`` and ``safe_open`` open files
+writable, as safetensors' arrays are writable. zstd-compressed, big-endian or misaligned data
+comes back as an owned, writable array.
 """
 
 from __future__ import annotations
@@ -251,11 +254,12 @@ class File:
         unmapped: bool = False,
         verify: bool = False,
         max_memory: Optional[int] = None,
+        writable: bool = False,
     ):
         self.path = str(path)
         self._verify = verify
         self._native = _native.Reader(
-            path, unmapped=unmapped, verify=verify, max_memory=max_memory
+            path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable
         )
 
     def _reader(self) -> "_native.Reader":
@@ -420,6 +424,7 @@ def open(
     unmapped: bool = False,
     verify: bool = False,
     max_memory: Optional[int] = None,
+    writable: bool = False,
 ) -> File:
     """Opens a tensor file of any kind ztio reads: zTensor ``.zt`` of every version,
     ``.mag``, ``.safetensors``, GGUF, NumPy and PyTorch files.
@@ -437,8 +442,12 @@ def open(
     (a broadcast or strided tensor materialized); by default twice the stored bytes plus
     64 MiB. A read over it raises :class:`ztio.LimitError`; an allocator that fails within it,
     :class:`ztio.OutOfMemoryError`.
+
+    ``writable=True`` maps the file privately, copy-on-write: arrays over the map are
+    writable, a write copies one page in this process and never reaches the file, and later
+    reads through this handle see it.
     """
-    return File(path, unmapped=unmapped, verify=verify, max_memory=max_memory)
+    return File(path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
 
 
 class _SafeOpen:
@@ -448,7 +457,8 @@ class _SafeOpen:
     def __init__(self, path: Any, framework: str, device: str):
         self._to_tensor = _frameworks.converter(framework)
         self._device = device
-        self._file = File(path)
+        # Writable arrays, as safetensors gives: a private copy-on-write map.
+        self._file = File(path, writable=True)
 
     def keys(self) -> List[str]:
         return self._file.keys()

@@ -28,10 +28,12 @@ __all__ = ["load_file", "save_file"]
 def load_file(
     filename: Union[str, "os.PathLike[str]"], *, verify: bool = False
 ) -> Dict[str, np.ndarray]:
-    """Every tensor of a file, by name. Dense raw tensors point into the memory map (the
-    arrays keep it alive); other formats come back as :meth:`ztio.File.get_tensor` gives them.
-    ``verify=True`` checks every digest and checksum the file carries, zero-copy reads too."""
-    f = File(filename, verify=verify)
+    """Every tensor of a file, by name. Dense raw tensors point into a private, copy-on-write
+    map of the file (the arrays keep it alive): writable, as safetensors' are, without a copy
+    until a page is written, and a write never reaches the file. Other formats come back as
+    :meth:`ztio.File.get_tensor` gives them. ``verify=True`` checks every digest and checksum
+    the file carries, zero-copy reads too."""
+    f = File(filename, verify=verify, writable=True)
     try:
         return {name: f.get_tensor(name) for name in f.keys()}
     finally:

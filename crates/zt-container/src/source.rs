@@ -109,8 +109,14 @@ impl Source {
     /// pages itself, so it cannot be the one to get SIGBUS). Linux only; elsewhere this is
     /// [`Source::map`].
     pub fn map_populated(path: &Path) -> Result<Self> {
+        Self::populated(Self::map(path)?)
+    }
+
+    /// Starts populating a map in the background ([`Source::map_populated`]); other sources
+    /// are returned as they are.
+    pub fn populated(source: Self) -> Result<Self> {
         #[allow(unused_mut)] // only Linux populates
-        let mut source = Self::map(path)?;
+        let mut source = source;
         #[cfg(target_os = "linux")]
         if let Source::Mapped(map) = &mut source {
             map.populate_in_background();
@@ -133,11 +139,44 @@ impl Source {
         // on `Source`, and `Source::unmapped` exists for callers who cannot rule them out.
         let map =
             unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::io(e, "cannot map file"))?;
-        Ok(Source::Mapped(Map {
-            map: Arc::new(map),
-            populator: None,
-            prefetcher: OnceLock::new(),
-        }))
+        Ok(Source::Mapped(Map::new(Mapping::Shared(map))))
+    }
+
+    /// Maps `path` privately, copy-on-write: the pages are the file's (shared with the page
+    /// cache, no copy) until something writes to one, which then gets a private copy of that
+    /// page; no write ever reaches the file. For handing out arrays that their users may
+    /// write to (numpy and torch tensors are writable), as safetensors hands torch a private
+    /// map. This library itself never writes to it. The same caveats as [`Source::map`]:
+    /// another process truncating the file kills this one with SIGBUS.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("f");
+    /// std::fs::write(&path, b"abc")?;
+    /// let s = zt_container::Source::map_private(&path)?;
+    /// assert!(s.is_private_map());
+    /// assert_eq!(&s.read_at(0, 3)?[..], b"abc");
+    /// # Ok::<(), zt_container::Error>(())
+    /// ```
+    pub fn map_private(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::io(e, "cannot open file").in_file(path))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(e, "cannot stat file").in_file(path))?
+            .len();
+        if len == 0 {
+            return Ok(Source::Owned(Vec::new()));
+        }
+        // SAFETY: as for `map_file`; the pages written through this map are private copies,
+        // so the file and other maps of it never see those writes.
+        let map = unsafe { memmap2::MmapOptions::new().map_copy(&file) }
+            .map_err(|e| Error::io(e, "cannot map file").in_file(path))?;
+        Ok(Source::Mapped(Map::new(Mapping::Private(map))))
+    }
+
+    /// Whether this is a private, copy-on-write map ([`Source::map_private`]).
+    pub fn is_private_map(&self) -> bool {
+        matches!(self, Source::Mapped(Map { map, .. }) if matches!(**map, Mapping::Private(_)))
     }
 
     /// Opens `path` for positional reads without mapping it.
@@ -349,7 +388,7 @@ impl Source {
 
 /// A read-only memory map, with the thread that populates it when one was asked for.
 pub struct Map {
-    map: Arc<memmap2::Mmap>,
+    map: Arc<Mapping>,
     /// Dropped with the map: tells the populating thread to stop and let go of it.
     populator: Option<mpsc::Sender<()>>,
     /// The prefetching thread's queue, made on the first [`Source::prefetch`]; `None` inside
@@ -382,7 +421,49 @@ const POPULATE_STEP: usize = 32 << 20;
 #[cfg(target_os = "linux")]
 const PREFETCH_STEP: usize = 4 << 20;
 
+/// The memory of a [`Map`]: a shared read-only map, or a private copy-on-write one.
+#[derive(Debug)]
+enum Mapping {
+    Shared(memmap2::Mmap),
+    Private(memmap2::MmapMut),
+}
+
+impl std::ops::Deref for Mapping {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Mapping::Shared(m) => m,
+            Mapping::Private(m) => m,
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Mapping {
+    fn advise(&self, advice: memmap2::Advice) -> std::io::Result<()> {
+        match self {
+            Mapping::Shared(m) => m.advise(advice),
+            Mapping::Private(m) => m.advise(advice),
+        }
+    }
+
+    fn advise_range(&self, advice: memmap2::Advice, at: usize, len: usize) -> std::io::Result<()> {
+        match self {
+            Mapping::Shared(m) => m.advise_range(advice, at, len),
+            Mapping::Private(m) => m.advise_range(advice, at, len),
+        }
+    }
+}
+
 impl Map {
+    fn new(mapping: Mapping) -> Self {
+        Map {
+            map: Arc::new(mapping),
+            populator: None,
+            prefetcher: OnceLock::new(),
+        }
+    }
+
     /// The mapped bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.map
@@ -459,7 +540,7 @@ impl Map {
 /// measured slower on a cold cache: for ranges of tens of MiB the call submits all of it
 /// before it returns, and the first pages the caller waits for come no sooner.
 #[cfg(target_os = "linux")]
-fn prefetch_until_dropped(map: &memmap2::Mmap, batches: &mpsc::Receiver<Vec<(usize, usize)>>) {
+fn prefetch_until_dropped(map: &Mapping, batches: &mpsc::Receiver<Vec<(usize, usize)>>) {
     while let Ok(batch) = batches.recv() {
         for (start, len) in batch {
             let mut at = start;

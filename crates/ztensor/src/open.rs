@@ -32,6 +32,7 @@ use crate::sniff::{is_zip, sniff, FileKind, SNIFF_LEN};
 pub struct OpenOptions {
     unmapped: bool,
     populate: bool,
+    copy_on_write: bool,
     limits: Limits,
     skip_mag_checksum: bool,
     requests_in_flight: Option<usize>,
@@ -76,6 +77,15 @@ impl OpenOptions {
     /// effect with [`OpenOptions::unmapped`]. See [`Source::map_populated`].
     pub fn populate(mut self, yes: bool) -> Self {
         self.populate = yes;
+        self
+    }
+
+    /// Map the file privately, copy-on-write ([`Source::map_private`]; default: no, a shared
+    /// read-only map). For bindings that hand out writable arrays over the map (ztio does): a
+    /// write copies one page in this process and never reaches the file. No effect with
+    /// [`OpenOptions::unmapped`]; a v2 file's shards are mapped read-only either way.
+    pub fn copy_on_write(mut self, yes: bool) -> Self {
+        self.copy_on_write = yes;
         self
     }
 
@@ -132,12 +142,19 @@ impl OpenOptions {
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Reader> {
         let path = path.as_ref();
         let source = if self.unmapped {
-            Source::unmapped(path)
-        } else if self.populate {
-            Source::map_populated(path)
+            Source::unmapped(path)?
         } else {
-            Source::map(path)
-        }?;
+            let map = if self.copy_on_write {
+                Source::map_private(path)?
+            } else {
+                Source::map(path)?
+            };
+            if self.populate {
+                Source::populated(map)?
+            } else {
+                map
+            }
+        };
         self.open_at(source, Some(path), None)
             .map_err(|e| e.in_file(path))
     }
