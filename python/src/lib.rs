@@ -30,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrays::OwnedHolder>()?;
     m.add_function(wrap_pyfunction!(arrays::set_dtype_table, m)?)?;
     m.add_function(wrap_pyfunction!(writer::save_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::safetensors_bytes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

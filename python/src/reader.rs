@@ -158,6 +158,25 @@ impl Reader {
         })
     }
 
+    /// Opens the bytes of a file held in memory (a copy of them is kept: arrays borrow from
+    /// it, read-only). `safetensors.*.load(data)` goes through here.
+    #[staticmethod]
+    #[pyo3(signature = (data, *, verify = false))]
+    fn from_bytes(py: Python<'_>, data: &[u8], verify: bool) -> PyResult<Self> {
+        let checks = if verify {
+            ztensor::Verify::Always
+        } else {
+            ztensor::Verify::WhenCopying
+        };
+        let bytes = data.to_vec();
+        let r = py
+            .detach(|| ztensor::OpenOptions::new().verify(checks).open_bytes(bytes))
+            .py_err(py)?;
+        Ok(Reader {
+            inner: RwLock::new(Some(Arc::new(r))),
+        })
+    }
+
     /// Lets go of this handle; arrays already read keep the map alive.
     fn close(&self) {
         let mut slot = self.inner.write().unwrap_or_else(|p| p.into_inner());

@@ -184,21 +184,65 @@ impl Writer {
 #[allow(clippy::type_complexity)]
 pub fn save_safetensors(
     py: Python<'_>,
-    tensors: Vec<(String, String, Option<String>, Vec<u64>, Bound<'_, PyAny>)>,
+    tensors: Vec<PyTensor<'_>>,
     metadata: BTreeMap<String, String>,
     path: PathBuf,
     sync: bool,
 ) -> PyResult<()> {
+    let buffers = held_buffers(py, &tensors)?;
+    let planned = planned_tensors(py, &tensors, &buffers)?;
+    let durability = if sync {
+        Durability::Synced
+    } else {
+        Durability::Unsynced
+    };
+    detach_interruptible(py, || {
+        write_safetensors_tensors(&planned, &metadata, &path, durability)
+    })
+}
+
+/// The bytes of a `.safetensors` file holding `tensors` (as [`save_safetensors`] takes them):
+/// safetensors' `save`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn safetensors_bytes<'py>(
+    py: Python<'py>,
+    tensors: Vec<PyTensor<'py>>,
+    metadata: BTreeMap<String, String>,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let buffers = held_buffers(py, &tensors)?;
+    let planned = planned_tensors(py, &tensors, &buffers)?;
+    let bytes = py
+        .detach(|| ztensor::convert::safetensors_bytes(&planned, &metadata))
+        .py_err(py)?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}
+
+/// One tensor as Python hands it to the safetensors writers: name, dtype, logical type,
+/// shape, and a buffer of its bytes.
+type PyTensor<'py> = (String, String, Option<String>, Vec<u64>, Bound<'py, PyAny>);
+
+/// Each tensor's buffer, held (pinned) while it is written; C-contiguous ones only.
+fn held_buffers(py: Python<'_>, tensors: &[PyTensor<'_>]) -> PyResult<Vec<PyBuffer<u8>>> {
     let mut buffers = Vec::with_capacity(tensors.len());
-    for (_, _, _, _, data) in &tensors {
+    for (_, _, _, _, data) in tensors {
         let buffer = PyBuffer::<u8>::get(data)?;
         if !buffer.is_c_contiguous() {
             return Err(argument(py, "data must be a C-contiguous buffer"));
         }
         buffers.push(buffer);
     }
+    Ok(buffers)
+}
+
+/// The tensors with their element types and bytes, as the safetensors writers take them.
+fn planned_tensors<'a>(
+    py: Python<'_>,
+    tensors: &'a [PyTensor<'_>],
+    buffers: &'a [PyBuffer<u8>],
+) -> PyResult<Vec<SafetensorsTensor<'a>>> {
     let mut planned = Vec::with_capacity(tensors.len());
-    for ((name, dtype, logical, shape, _), buffer) in tensors.iter().zip(&buffers) {
+    for ((name, dtype, logical, shape, _), buffer) in tensors.iter().zip(buffers) {
         let element = ztensor::DType::from_name(dtype)
             .ok_or_else(|| argument(py, format!("unknown dtype {dtype:?}")))
             .and_then(|d| ElementType::with_type(d, logical.as_deref()).py_err(py))?;
@@ -209,14 +253,7 @@ pub fn save_safetensors(
             bytes: buffer_bytes(buffer),
         });
     }
-    let durability = if sync {
-        Durability::Synced
-    } else {
-        Durability::Unsynced
-    };
-    detach_interruptible(py, || {
-        write_safetensors_tensors(&planned, &metadata, &path, durability)
-    })
+    Ok(planned)
 }
 
 /// The bytes of a held, C-contiguous u8 buffer.

@@ -103,3 +103,18 @@ def test_components_say_whether_their_elements_are_arranged():
     with ztio.open(FIXTURES / "interop/numpy/v1_f32.npy") as f:
         (c,) = f.info(f.keys()[0]).components
         assert c.arranged is False
+
+
+def test_save_and_load_bytes_match_safetensors_layout(tmp_path):
+    tensors = {"b": np.arange(3, dtype=np.int64), "a": np.ones((2, 2), np.float32)}
+    data = ztio.numpy.save(tensors, metadata={"k": "v"})
+    assert isinstance(data, bytes)
+    # The same bytes save_file writes to a .safetensors file.
+    ztio.numpy.save_file(tensors, tmp_path / "m.safetensors", metadata={"k": "v"})
+    assert data == (tmp_path / "m.safetensors").read_bytes()
+    back = ztio.numpy.load(data)
+    assert set(back) == {"a", "b"} and back["b"].tolist() == [0, 1, 2]
+    # load takes the bytes of any kind ztio reads.
+    assert ztio.numpy.load((FIXTURES / "interop/numpy/v1_f32.npy").read_bytes())
+    with pytest.raises(ztio.FileError):
+        ztio.numpy.load(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}     ")

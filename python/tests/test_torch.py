@@ -76,3 +76,11 @@ def test_compressed_and_strided_tensors_are_decoded(tmp_path):
     back = ztio.torch.load_file(tmp_path / "z.zt")
     assert torch.equal(back["z"], t)
     back["z"] += 1  # a decoded buffer: writable
+
+
+def test_save_and_load_bytes(tmp_path):
+    tensors = {"w": torch.randn(2, 3), "e": torch.empty(0, dtype=torch.bfloat16)}
+    data = ztio.torch.save(tensors, metadata={"format": "pt"})
+    back = ztio.torch.load(data)
+    assert torch.equal(back["w"], tensors["w"]) and back["e"].shape == (0,)
+    back["w"] += 1  # writable copies

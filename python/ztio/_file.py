@@ -262,6 +262,15 @@ class File:
             path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable
         )
 
+    @classmethod
+    def _of_bytes(cls, data: bytes, *, verify: bool = False) -> "File":
+        """A file held in memory (what ``safetensors.*.load`` reads)."""
+        f = cls.__new__(cls)
+        f.path = "<bytes>"
+        f._verify = verify
+        f._native = _native.Reader.from_bytes(bytes(data), verify=verify)
+        return f
+
     def _reader(self) -> "_native.Reader":
         return self._native
 

@@ -19,7 +19,17 @@ class OwnedHolder:
 class Reader:
     """An open file of any kind the library reads; safe to share between threads."""
 
-    def __init__(self, path: _Path, *, unmapped: bool = False, verify: bool = False, max_memory: Optional[int] = None) -> None: ...
+    def __init__(
+        self,
+        path: _Path,
+        *,
+        unmapped: bool = False,
+        verify: bool = False,
+        max_memory: Optional[int] = None,
+        writable: bool = False,
+    ) -> None: ...
+    @staticmethod
+    def from_bytes(data: bytes, *, verify: bool = False) -> "Reader": ...
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
@@ -72,3 +82,7 @@ def save_safetensors(
     *,
     sync: bool = True,
 ) -> None: ...
+def safetensors_bytes(
+    tensors: Sequence[Tuple[str, str, Optional[str], Sequence[int], Any]],
+    metadata: Dict[str, str],
+) -> bytes: ...

@@ -11,7 +11,7 @@ A path ending in ``.safetensors`` gets a safetensors file instead (the bytes
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -149,6 +149,28 @@ class Writer:
             self.abort()
 
 
+def safetensors_bytes(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None) -> bytes:
+    """The bytes of a ``.safetensors`` file holding ``tensors`` (numpy arrays or anything
+    ``numpy.asarray`` takes), with ``metadata`` as ``__metadata__``: safetensors' ``save``."""
+    return _native.safetensors_bytes(_safetensors_items(tensors), _text_metadata(metadata))
+
+
+def _text_metadata(metadata: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    meta = dict(metadata or {})
+    for k, v in meta.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ArgumentError("safetensors metadata must map str to str")
+    return meta
+
+
+def _safetensors_items(tensors: Mapping[str, Any]) -> List[Tuple[str, str, Optional[str], List[int], np.ndarray]]:
+    items = []
+    for name in sorted(tensors):
+        (dtype, logical), shape, data = _prepared(tensors[name])
+        items.append((name, dtype, logical, list(shape), data))
+    return items
+
+
 def save_file(
     tensors: Mapping[str, Any],
     path: PathLike,
@@ -170,15 +192,7 @@ def save_file(
     if str(path).endswith(".safetensors"):
         if compression or digest:
             raise ArgumentError("safetensors files have no compression and no digests")
-        meta = dict(metadata or {})
-        for k, v in meta.items():
-            if not isinstance(k, str) or not isinstance(v, str):
-                raise ArgumentError("safetensors metadata must map str to str")
-        items = []
-        for name in names:
-            (dtype, logical), shape, data = _prepared(tensors[name])
-            items.append((name, dtype, logical, list(shape), data))
-        _native.save_safetensors(items, meta, path, sync=sync)
+        _native.save_safetensors(_safetensors_items(tensors), _text_metadata(metadata), path, sync=sync)
         return
     with Writer(path, version=version, compression=compression, digest=digest, sync=sync) as w:
         for key, value in (metadata or {}).items():

@@ -20,9 +20,10 @@ from typing import Any, Dict, Mapping, Optional, Union
 import numpy as np
 
 from ._file import File
+from ._write import safetensors_bytes
 from ._write import save_file as _save
 
-__all__ = ["load_file", "save_file"]
+__all__ = ["load_file", "save_file", "load", "save"]
 
 
 def load_file(
@@ -48,3 +49,19 @@ def save_file(
     """Writes ``tensor_dict`` to ``filename`` (safetensors for a ``.safetensors`` name,
     zTensor v2 otherwise), replacing it atomically."""
     _save(tensor_dict, filename, metadata)
+
+
+def save(tensor_dict: Mapping[str, np.ndarray], metadata: Optional[Mapping[str, str]] = None) -> bytes:
+    """The bytes of a ``.safetensors`` file holding ``tensor_dict``, as safetensors' ``save``
+    makes them (byte for byte: same order, same header)."""
+    return safetensors_bytes(tensor_dict, metadata)
+
+
+def load(data: bytes) -> Dict[str, np.ndarray]:
+    """Every tensor of a file's bytes (any kind ztio reads), by name: safetensors' ``load``.
+    The arrays are read-only views of one copy of ``data``, as safetensors' are views of it."""
+    f = File._of_bytes(data)
+    try:
+        return {name: f.get_tensor(name) for name in f.keys()}
+    finally:
+        f.close()

@@ -22,7 +22,7 @@ from ._file import File
 from ._write import Writer
 from .errors import ArgumentError
 
-__all__ = ["load_file", "save_file"]
+__all__ = ["load_file", "save_file", "load", "save"]
 
 # our element name -> torch dtype attribute
 _TORCH = {
@@ -143,6 +143,38 @@ def save_file(
     safetensors for a ``.safetensors`` name, zTensor v2 otherwise."""
     from . import _native
 
+    items = _items(tensors)
+    path = os.fspath(filename)
+    if path.endswith(".safetensors"):
+        meta = dict(metadata or {})
+        _native.save_safetensors(items, meta, path)
+        return
+    with Writer(path) as w:
+        for k, v in (metadata or {}).items():
+            w.set_attribute(k, v)
+        for name, dtype, logical, shape, data in items:
+            w.add_bytes(name, shape, dtype, logical, data)
+
+
+def save(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None) -> bytes:
+    """The bytes of a ``.safetensors`` file holding ``tensors``: safetensors' ``save``."""
+    from . import _native
+
+    return _native.safetensors_bytes(_items(tensors), dict(metadata or {}))
+
+
+def load(data: bytes, device: Union[str, int] = "cpu") -> Dict[str, Any]:
+    """Every dense tensor of a file's bytes as torch tensors on ``device``: safetensors'
+    ``load``. Each tensor is a copy (torch tensors are writable; ``data`` is not)."""
+    f = File._of_bytes(data)
+    try:
+        return {name: _tensor(f, name, str(device) if not isinstance(device, str) else device) for name in f.keys()}
+    finally:
+        f.close()
+
+
+def _items(tensors: Mapping[str, Any]) -> list:
+    """`(name, dtype, logical, shape, bytes)` for each tensor, as the native writers take them."""
     torch = _torch()
     by_dtype = {getattr(torch, v): k for k, v in _TORCH.items() if hasattr(torch, v)}
     items = []
@@ -154,16 +186,7 @@ def save_file(
         dtype, logical = _storage(ours)
         data = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else np.zeros(0, np.uint8)
         items.append((name, dtype, logical, list(t.shape), data))
-    path = os.fspath(filename)
-    if path.endswith(".safetensors"):
-        meta = dict(metadata or {})
-        _native.save_safetensors(items, meta, path)
-        return
-    with Writer(path) as w:
-        for k, v in (metadata or {}).items():
-            w.set_attribute(k, v)
-        for name, dtype, logical, shape, data in items:
-            w.add_bytes(name, shape, dtype, logical, data)
+    return items
 
 
 def _storage(ours: str):

@@ -34,7 +34,8 @@ pub use self::indexed::{
 pub use self::safetensors::write_safetensors_views;
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::{
-    write_safetensors, write_safetensors_tensors, write_safetensors_with, SafetensorsTensor,
+    safetensors_bytes, write_safetensors, write_safetensors_tensors, write_safetensors_with,
+    SafetensorsTensor,
 };
 pub use self::shard::{write_sharded, ShardOptions};
 

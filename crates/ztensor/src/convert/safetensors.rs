@@ -143,6 +143,55 @@ pub fn write_safetensors_tensors(
     output: impl AsRef<Path>,
     durability: Durability,
 ) -> Result<()> {
+    let output = output.as_ref();
+    write_tensors_to(tensors, metadata, |meta, planned, bytes_of| {
+        write_planned(output, durability, meta, planned, bytes_of)?.commit()
+    })
+}
+
+/// As [`write_safetensors_tensors`], into memory: the bytes of a `.safetensors` file, as
+/// `safetensors.serialize` (Python: `save`) gives them.
+///
+/// ```
+/// use ztensor::convert::{safetensors_bytes, SafetensorsTensor};
+/// let w = [1.0f32, 2.0];
+/// let t = SafetensorsTensor {
+///     name: "w",
+///     element: ztensor::ElementType::plain(ztensor::DType::F32),
+///     shape: vec![2],
+///     bytes: bytemuck::cast_slice(&w),
+/// };
+/// let bytes = safetensors_bytes(&[t], &Default::default())?;
+/// let r = ztensor::OpenOptions::new().open_bytes(bytes)?;
+/// assert_eq!(&r.read::<f32>("w")?[..], &w);
+/// # Ok::<(), ztensor::Error>(())
+/// ```
+pub fn safetensors_bytes(
+    tensors: &[SafetensorsTensor<'_>],
+    metadata: &BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    write_tensors_to(tensors, metadata, |meta, planned, bytes_of| {
+        let data: u64 = planned.iter().map(|t| t.len).sum();
+        out.try_reserve(usize::try_from(data).unwrap_or(usize::MAX))
+            .map_err(|_| Error::out_of_memory(format!("cannot allocate {data} bytes")))?;
+        write_body(&mut out, meta, planned, bytes_of, |e| {
+            Error::io(e, "cannot write safetensors")
+        })
+    })?;
+    Ok(out)
+}
+
+/// Checks and plans `tensors`, then hands them to `write` with their bytes.
+fn write_tensors_to<'t>(
+    tensors: &'t [SafetensorsTensor<'t>],
+    metadata: &BTreeMap<String, String>,
+    write: impl FnOnce(
+        &BTreeMap<&str, &str>,
+        Vec<Tensor<'t>>,
+        &mut dyn FnMut(&Tensor<'t>) -> Result<std::borrow::Cow<'t, [u8]>>,
+    ) -> Result<()>,
+) -> Result<()> {
     let meta: BTreeMap<&str, &str> = metadata
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -165,12 +214,12 @@ pub fn write_safetensors_tensors(
     if bytes.len() != tensors.len() {
         return Err(Error::argument("two tensors have the same name"));
     }
-    write_planned(output.as_ref(), durability, &meta, planned, |t| {
+    let mut bytes_of = |t: &Tensor<'t>| {
         Ok(std::borrow::Cow::Borrowed(
             bytes.get(t.name).copied().unwrap_or_default(),
         ))
-    })?
-    .commit()
+    };
+    write(&meta, planned, &mut bytes_of)
 }
 
 /// Writes planned tensors: sorted as `safetensors::serialize` sorts them, the header, then
@@ -179,18 +228,29 @@ fn write_planned<'a, 'b>(
     output: &Path,
     durability: Durability,
     meta: &BTreeMap<&str, &str>,
+    tensors: Vec<Tensor<'a>>,
+    bytes_of: impl FnMut(&Tensor<'a>) -> Result<std::borrow::Cow<'b, [u8]>>,
+) -> Result<AtomicFile> {
+    let mut file = AtomicFile::create_with(output, durability)?;
+    let written = |e: std::io::Error| Error::io(e, "cannot write safetensors").in_file(output);
+    write_body(&mut file, meta, tensors, bytes_of, written)?;
+    Ok(file)
+}
+
+/// The header and the tensors, in the order of `safetensors::serialize`, into `out`.
+fn write_body<'a, 'b, W: Write>(
+    out: &mut W,
+    meta: &BTreeMap<&str, &str>,
     mut tensors: Vec<Tensor<'a>>,
     mut bytes_of: impl FnMut(&Tensor<'a>) -> Result<std::borrow::Cow<'b, [u8]>>,
-) -> Result<AtomicFile> {
+    written: impl Fn(std::io::Error) -> Error,
+) -> Result<()> {
     // The order of safetensors::serialize: dtype alignment descending, then name.
     tensors.sort_by(|a, b| b.dtype.cmp(&a.dtype).then(a.name.cmp(b.name)));
     let header = safetensors_header(meta, &tensors)?;
-
-    let mut file = AtomicFile::create_with(output, durability)?;
-    let written = |e: std::io::Error| Error::io(e, "cannot write safetensors").in_file(output);
-    file.write_all(&(header.len() as u64).to_le_bytes())
-        .map_err(written)?;
-    file.write_all(&header).map_err(written)?;
+    out.write_all(&(header.len() as u64).to_le_bytes())
+        .map_err(&written)?;
+    out.write_all(&header).map_err(&written)?;
     for t in &tensors {
         let bytes = bytes_of(t)?;
         if bytes.len() as u64 != t.len {
@@ -201,9 +261,9 @@ fn write_planned<'a, 'b>(
             ))
             .in_object(t.name));
         }
-        file.write_all(&bytes).map_err(written)?;
+        out.write_all(&bytes).map_err(&written)?;
     }
-    Ok(file)
+    Ok(())
 }
 
 /// What an object becomes in a `.safetensors` file: the type and size of its dense form,
