@@ -18,7 +18,7 @@ Reading::
     15.0
 
 The safetensors-compatible surface (:func:`safe_open`, :mod:`ztio.numpy`,
-:mod:`ztio.torch`) lets code written for safetensors run by swapping the import.
+:mod:`ztio.torch`, :mod:`ztio.flax`) lets code written for safetensors run by swapping the import.
 
 Who is at fault is in the exception's class: :class:`FileError` (the file),
 :class:`ArgumentError` (the caller), :class:`IoError` (the system), :class:`LimitError`
@@ -53,7 +53,7 @@ from .errors import (
 )
 from .values import Tagged
 from ._native import __version__
-from . import numpy, torch  # the safetensors-style submodules (torch is imported on use)
+from . import flax, numpy, torch  # the safetensors-style submodules (each imports its framework on use)
 
 __all__ = [
     "open",

@@ -1,0 +1,53 @@
+"""ztio.flax: safetensors' flax functions over JAX arrays (JAX installs from PyPI with the
+test requirements; skipped where it does not)."""
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="JAX is not installed")
+jnp = pytest.importorskip("jax.numpy")
+
+import ztio  # noqa: E402
+import ztio.flax  # noqa: E402
+
+
+def _tensors():
+    return {
+        "f32": jnp.arange(6, dtype=jnp.float32).reshape(2, 3),
+        "bf16": jnp.ones((2, 2), dtype=jnp.bfloat16),
+        "i64": jnp.arange(3, dtype=jnp.int32),
+        "b": jnp.array([True, False]),
+        "empty": jnp.zeros((0, 4), dtype=jnp.float32),
+        "scalar": jnp.array(7.5, dtype=jnp.float32),
+    }
+
+
+def _same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("name", ["m.safetensors", "m.zt"])
+def test_round_trip_of_files(tmp_path, name):
+    tensors = _tensors()
+    ztio.flax.save_file(tensors, tmp_path / name, metadata={"k": "v"})
+    back = ztio.flax.load_file(tmp_path / name)
+    assert set(back) == set(tensors)
+    for k, v in back.items():
+        assert isinstance(v, jax.Array)
+        _same(v, tensors[k])
+
+
+def test_round_trip_of_bytes():
+    tensors = _tensors()
+    back = ztio.flax.load(ztio.flax.save(tensors))
+    for k, v in back.items():
+        _same(v, tensors[k])
+
+
+def test_safe_open_flax_and_jax(tmp_path):
+    ztio.flax.save_file({"w": jnp.ones((2, 3))}, tmp_path / "m.safetensors")
+    for framework in ("flax", "jax"):
+        with ztio.safe_open(tmp_path / "m.safetensors", framework=framework) as f:
+            w = f.get_tensor("w")
+            assert isinstance(w, jax.Array) and w.shape == (2, 3)
