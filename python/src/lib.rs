@@ -4,6 +4,8 @@
 //! - [`reader`]: `Reader`, an open file; dense tensors come back as numpy arrays that point
 //!   into the memory map, everything else through the library's decoders.
 //! - [`writer`]: `Writer`, a zTensor file being written one array at a time.
+//! - [`sharded`]: `Set`, a sharded set (`*.index.json`) whose shards open lazily as
+//!   `Reader`s, and which file of a model folder is the model.
 //! - [`arrays`]: numpy arrays over bytes the library hands back (borrowed from a map, or
 //!   owned), the holder objects that keep those bytes alive, and the dtype table.
 //! - [`values`]: attribute values between the library's `Value` and Python objects.
@@ -18,6 +20,7 @@ use pyo3::prelude::*;
 mod arrays;
 mod errors;
 mod reader;
+mod sharded;
 mod values;
 mod writer;
 
@@ -26,6 +29,9 @@ mod writer;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::Reader>()?;
     m.add_class::<writer::Writer>()?;
+    m.add_class::<sharded::Set>()?;
+    m.add_function(wrap_pyfunction!(sharded::model_file, m)?)?;
+    m.add_function(wrap_pyfunction!(sharded::is_index_path, m)?)?;
     m.add_class::<arrays::MapHolder>()?;
     m.add_class::<arrays::OwnedHolder>()?;
     m.add_function(wrap_pyfunction!(arrays::set_dtype_table, m)?)?;

@@ -25,11 +25,40 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// A handle on a reader opened elsewhere (a shard of a set).
+    pub(crate) fn of(reader: Arc<ztensor::Reader>) -> Self {
+        Reader {
+            inner: RwLock::new(Some(reader)),
+        }
+    }
+
     /// The open reader, or the closed-file error.
     fn get(&self, py: Python<'_>) -> PyResult<Arc<ztensor::Reader>> {
         let slot = self.inner.read().unwrap_or_else(|p| p.into_inner());
         slot.clone()
             .ok_or_else(|| argument(py, "the file is closed"))
+    }
+}
+
+/// The library's options for the keyword arguments every Python open takes.
+pub(crate) fn open_options(
+    unmapped: bool,
+    verify: bool,
+    max_memory: Option<u64>,
+    writable: bool,
+) -> ztensor::OpenOptions {
+    let checks = if verify {
+        ztensor::Verify::Always
+    } else {
+        ztensor::Verify::WhenCopying
+    };
+    let options = ztensor::OpenOptions::new()
+        .unmapped(unmapped)
+        .copy_on_write(writable)
+        .verify(checks);
+    match max_memory {
+        Some(bytes) => options.memory_budget(bytes),
+        None => options,
     }
 }
 
@@ -135,18 +164,7 @@ impl Reader {
         max_memory: Option<u64>,
         writable: bool,
     ) -> PyResult<Self> {
-        let checks = if verify {
-            ztensor::Verify::Always
-        } else {
-            ztensor::Verify::WhenCopying
-        };
-        let mut options = ztensor::OpenOptions::new()
-            .unmapped(unmapped)
-            .copy_on_write(writable)
-            .verify(checks);
-        if let Some(bytes) = max_memory {
-            options = options.memory_budget(bytes);
-        }
+        let options = open_options(unmapped, verify, max_memory, writable);
         let r = py
             .detach(|| match path.to_str().filter(|s| ztensor::is_url(s)) {
                 Some(url) => options.open_url(url),

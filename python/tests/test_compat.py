@@ -59,7 +59,7 @@ def test_numpy_module_round_trip(tmp_path):
 
 def test_unknown_framework_is_an_argument_error():
     with pytest.raises(ztio.ArgumentError):
-        ztio.safe_open(SAFETENSORS, framework="jax")
+        ztio.safe_open(SAFETENSORS, framework="mxnet")
 
 
 def test_the_stubs_name_every_native_function():

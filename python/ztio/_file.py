@@ -13,6 +13,7 @@ comes back as an owned, writable array.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from . import _frameworks, _native
 from ._dtypes import read_table
+from .errors import ArgumentError, NotFoundError
 
 _native.set_dtype_table(read_table())
 
@@ -27,6 +29,7 @@ __all__ = [
     "open",
     "safe_open",
     "File",
+    "ShardedFile",
     "Slice",
     "TensorInfo",
     "ComponentInfo",
@@ -271,6 +274,10 @@ class File:
         f._native = _native.Reader.from_bytes(bytes(data), verify=verify)
         return f
 
+    def _file_for(self, name: str) -> "File":
+        """The file that holds ``name``: this one (a set answers with its shard)."""
+        return self
+
     def _reader(self) -> "_native.Reader":
         return self._native
 
@@ -403,6 +410,148 @@ class File:
         return f"<ztio.File {self.path!r} ({state})>"
 
 
+class ShardedFile:
+    """A sharded set (``model.safetensors.index.json`` and the shards it names) with the
+    reading surface of :class:`File`: names from the index, each tensor read from its shard.
+    The index is checked at open and every shard it names must exist; a shard is opened, and
+    checked against the index, when a tensor of it is first read. Use :func:`open`.
+    """
+
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        unmapped: bool = False,
+        verify: bool = False,
+        max_memory: Optional[int] = None,
+        writable: bool = False,
+    ):
+        self.path = str(path)
+        self._verify = verify
+        self._set = _native.Set(path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
+        self._paths = self._set.shard_paths()
+        self._shards: Dict[int, File] = {}
+        self._closed = False
+
+    def _file_for(self, name: str) -> File:
+        if self._closed:
+            raise ArgumentError("the file is closed")
+        position = self._set.shard_of(name)
+        if position is None:
+            raise NotFoundError(f"no object named {name!r} in the set {self.path}")
+        shard = self._shards.get(position)
+        if shard is None:
+            shard = File.__new__(File)
+            shard.path = self._paths[position]
+            shard._verify = self._verify
+            shard._native = self._set.reader(position)
+            self._shards[position] = shard
+        return shard
+
+    @property
+    def version(self) -> str:
+        return "set"
+
+    @property
+    def shards(self) -> List[str]:
+        """The shard files' paths."""
+        return list(self._paths)
+
+    @property
+    def attributes(self) -> Dict[str, Any]:
+        """The index's ``metadata``."""
+        return self._set.metadata()
+
+    def metadata(self) -> Optional[Dict[str, str]]:
+        """The index's ``metadata`` as text, as safetensors gives a file's; ``None`` if empty."""
+        attrs = self._set.metadata()
+        if not attrs:
+            return None
+        return {k: v if isinstance(v, str) else json.dumps(v, default=repr) for k, v in attrs.items()}
+
+    def keys(self) -> List[str]:
+        return self._set.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._set.names())
+
+    def __len__(self) -> int:
+        return len(self._set.names())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._set.shard_of(name) is not None
+
+    def info(self, name: str) -> TensorInfo:
+        return self._file_for(name).info(name)
+
+    def infos(self) -> List[TensorInfo]:
+        return [self.info(n) for n in self.keys()]
+
+    def get_tensor(self, name: str, *, verify: bool = False) -> Any:
+        return self._file_for(name).get_tensor(name, verify=verify)
+
+    __getitem__ = get_tensor
+
+    def get_slice(self, name: str) -> Slice:
+        return self._file_for(name).get_slice(name)
+
+    def component(self, name: str, role: str) -> np.ndarray:
+        return self._file_for(name).component(name, role)
+
+    def dequantize(self, name: str) -> np.ndarray:
+        return self._file_for(name).dequantize(name)
+
+    def verify(self) -> VerifyReport:
+        """Opens every shard (checking it against the index) and verifies it."""
+        checked, errors = 0, []
+        for position in range(len(self._paths)):
+            report = File.verify(self._shard_at(position))
+            checked += report.checked
+            errors.extend(report.errors)
+        return VerifyReport(checked, errors)
+
+    def _shard_at(self, position: int) -> File:
+        names = [n for n in self.keys() if self._set.shard_of(n) == position]
+        if names:
+            return self._file_for(names[0])
+        shard = File.__new__(File)
+        shard.path = self._paths[position]
+        shard._verify = self._verify
+        shard._native = self._set.reader(position)
+        return shard
+
+    def close(self) -> None:
+        """Closes the set and the shards it opened; arrays already read stay valid."""
+        for shard in self._shards.values():
+            shard.close()
+        self._shards.clear()
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "ShardedFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ztio.ShardedFile {self.path!r} ({len(self._paths)} shards)>"
+
+
+def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:
+    """A file, a sharded set's index, or a model folder (its model: an index before a single
+    file), opened as :func:`open` does."""
+    p = os.fspath(path)
+    if "://" not in p:
+        p = _native.model_file(p)
+    if _native.is_index_path(p):
+        return ShardedFile(p, **options)
+    return File(p, **options)
+
+
 def _scipy_sparse(info: TensorInfo, parts: Dict[str, np.ndarray]) -> Any:
     try:
         import scipy.sparse as sp
@@ -434,7 +583,7 @@ def open(
     verify: bool = False,
     max_memory: Optional[int] = None,
     writable: bool = False,
-) -> File:
+) -> Union[File, "ShardedFile"]:
     """Opens a tensor file of any kind ztio reads: zTensor ``.zt`` of every version,
     ``.mag``, ``.safetensors``, GGUF, NumPy and PyTorch files.
 
@@ -456,7 +605,7 @@ def open(
     writable, a write copies one page in this process and never reaches the file, and later
     reads through this handle see it.
     """
-    return File(path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
+    return open_any(path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
 
 
 class _SafeOpen:
@@ -467,7 +616,7 @@ class _SafeOpen:
         self._to_tensor = _frameworks.converter(framework)
         self._device = device
         # Writable arrays, as safetensors gives: a private copy-on-write map.
-        self._file = File(path, writable=True)
+        self._file = open_any(path, writable=True)
 
     def keys(self) -> List[str]:
         return self._file.keys()
@@ -506,5 +655,3 @@ def safe_open(path: Any, framework: str = "numpy", device: str = "cpu") -> _Safe
     """
     return _SafeOpen(path, framework, device)
 
-
-import os  # noqa: E402  (for the annotations above)

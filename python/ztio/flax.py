@@ -14,7 +14,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 import numpy as np
 
 from . import _frameworks
-from ._file import File
+from ._file import File, open_any
 from ._write import safetensors_bytes
 from ._write import save_file as _save
 from .errors import ArgumentError
@@ -41,7 +41,7 @@ def _numpy(tensors: Mapping[str, Any]) -> Dict[str, np.ndarray]:
 
 def load_file(filename: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     """Every dense tensor of a file as JAX arrays."""
-    f = File(filename)
+    f = open_any(filename)
     try:
         return {name: _tensor(f, name) for name in f.keys()}
     finally:

@@ -19,7 +19,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
 
-from ._file import File
+from ._file import File, open_any
 from ._write import safetensors_bytes
 from ._write import save_file as _save
 
@@ -34,7 +34,7 @@ def load_file(
     until a page is written, and a write never reaches the file. Other formats come back as
     :meth:`ztio.File.get_tensor` gives them. ``verify=True`` checks every digest and checksum
     the file carries, zero-copy reads too."""
-    f = File(filename, verify=verify, writable=True)
+    f = open_any(filename, verify=verify, writable=True)
     try:
         return {name: f.get_tensor(name) for name in f.keys()}
     finally:

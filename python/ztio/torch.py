@@ -18,7 +18,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 import numpy as np
 
 from . import _frameworks
-from ._file import File
+from ._file import File, open_any
 from ._write import Writer
 from .errors import ArgumentError
 
@@ -100,6 +100,7 @@ def _mapped(f: File, info: Any, dtype: Any, torch: Any) -> Optional[Any]:
 
 def _tensor(f: File, name: str, device: str = "cpu") -> Any:
     torch = _torch()
+    f = f._file_for(name)  # a set's shard
     info = f.info(name)
     if info.format != "dense":
         raise ArgumentError(f"object {name!r} is {info.format}; torch tensors are read from dense objects only")
@@ -127,7 +128,7 @@ def _tensor(f: File, name: str, device: str = "cpu") -> Any:
 
 def load_file(filename: Union[str, "os.PathLike[str]"], device: Union[str, int] = "cpu") -> Dict[str, Any]:
     """Every dense tensor of a file as torch tensors on ``device``."""
-    f = File(filename)
+    f = open_any(filename)
     try:
         return {name: _tensor(f, name, str(device) if not isinstance(device, str) else device) for name in f.keys()}
     finally:

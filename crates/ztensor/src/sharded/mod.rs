@@ -67,7 +67,8 @@ struct Shard {
     /// For a set opened by URL: the shard's URL.
     url: Option<String>,
     listed: usize,
-    reader: OnceLock<Reader>,
+    /// Shared, so a binding can hand a shard's reader out and keep it past the set.
+    reader: OnceLock<std::sync::Arc<Reader>>,
 }
 
 /// Whether a path looks like a sharded set's index: a name ending in `.index.json`, or any
@@ -261,6 +262,12 @@ impl ShardedSet {
     /// The reader of shard `position` (in [`ShardedSet::shard_paths`] order), opened and
     /// checked against the index on first use.
     pub fn reader(&self, position: usize) -> Result<&Reader> {
+        self.shared_reader(position).map(|r| &**r)
+    }
+
+    /// As [`ShardedSet::reader`], shared: for holders that outlive a borrow of the set (the
+    /// Python bindings hand shard readers to arrays that keep them alive).
+    pub fn shared_reader(&self, position: usize) -> Result<&std::sync::Arc<Reader>> {
         let shard = self.shards.get(position).ok_or_else(|| {
             Error::argument(format!(
                 "shard {position} of a set of {}",
@@ -281,7 +288,7 @@ impl ShardedSet {
         self.check_shard(position, shard, &reader)
             .map_err(|e| e.in_file(&shard.path))?;
         // Two threads may open the same shard at once; the first one kept wins.
-        let _ = shard.reader.set(reader);
+        let _ = shard.reader.set(std::sync::Arc::new(reader));
         shard
             .reader
             .get()

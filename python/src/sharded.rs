@@ -1,0 +1,97 @@
+//! `Set`: a sharded set (`model.safetensors.index.json` over its shards), its index checked at
+//! open and each shard opened, and checked against the index, on first use. Shards come back
+//! as `Reader`s sharing the set's readers, so arrays over a shard keep its map alive after the
+//! set is gone. Also which file of a model folder is the model.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::IntoPy;
+use crate::reader::{open_options, Reader};
+use crate::values::attributes_to_py;
+
+/// A sharded set, opened lazily.
+#[pyclass(frozen, module = "ztio._native")]
+pub struct Set {
+    inner: Arc<ztensor::ShardedSet>,
+}
+
+#[pymethods]
+impl Set {
+    /// Opens the set whose index is at `path` (or URL), checking the index and that every
+    /// shard it names exists; no shard is opened. Shards open with the same keyword
+    /// arguments as `Reader`.
+    #[new]
+    #[pyo3(signature = (path, *, unmapped = false, verify = false, max_memory = None, writable = false))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        unmapped: bool,
+        verify: bool,
+        max_memory: Option<u64>,
+        writable: bool,
+    ) -> PyResult<Self> {
+        let options = open_options(unmapped, verify, max_memory, writable);
+        let set = py
+            .detach(|| match path.to_str().filter(|s| ztensor::is_url(s)) {
+                Some(url) => ztensor::ShardedSet::open_url(url, options),
+                None => ztensor::ShardedSet::open_with(&path, options),
+            })
+            .py_err(py)?;
+        Ok(Set {
+            inner: Arc::new(set),
+        })
+    }
+
+    /// Every tensor name the index lists, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.inner.names().map(str::to_owned).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The shards' paths, in the order `reader(position)` counts them.
+    fn shard_paths(&self) -> Vec<String> {
+        self.inner
+            .shard_paths()
+            .map(|p| p.display().to_string())
+            .collect()
+    }
+
+    /// The position of the shard the index puts `name` in, or `None`.
+    fn shard_of(&self, name: &str) -> Option<usize> {
+        let path = self.inner.shard_of(name)?;
+        self.inner.shard_paths().position(|p| p == path)
+    }
+
+    /// The index's `metadata`, as Python values.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        attributes_to_py(py, self.inner.metadata())
+    }
+
+    /// The reader of shard `position`, opened and checked against the index on first use.
+    fn reader(&self, py: Python<'_>, position: usize) -> PyResult<Reader> {
+        let set = Arc::clone(&self.inner);
+        let shared = py
+            .detach(|| set.shared_reader(position).map(Arc::clone))
+            .py_err(py)?;
+        Ok(Reader::of(shared))
+    }
+}
+
+/// Which file of a model folder is the model (an index before a single file,
+/// `.safetensors` before `pytorch_model.bin`); a path that is no folder comes back as it is.
+#[pyfunction]
+pub fn model_file(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let found = py.detach(|| ztensor::model_file(&path)).py_err(py)?;
+    Ok(found.display().to_string())
+}
+
+/// Whether a path names a sharded set's index (`*.index.json`).
+#[pyfunction]
+pub fn is_index_path(path: PathBuf) -> bool {
+    ztensor::is_index_path(&path)
+}

@@ -1,0 +1,73 @@
+"""Sharded sets wherever a path goes: ztio.open, safe_open and every load_file take a
+`*.index.json`, and a model folder (its index, or its one file)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import ztio
+import ztio.numpy
+
+
+@pytest.fixture
+def model(tmp_path):
+    """A two-shard set as transformers writes one, in a model folder with a config."""
+    shards = {
+        "model-00001-of-00002.safetensors": {"embed.weight": np.arange(6, dtype=np.float32).reshape(2, 3)},
+        "model-00002-of-00002.safetensors": {
+            "layer.0.weight": np.ones((3, 3), np.float32),
+            "layer.0.bias": np.zeros(3, np.float32),
+        },
+    }
+    weight_map = {}
+    for file, tensors in shards.items():
+        ztio.numpy.save_file(tensors, tmp_path / file)
+        weight_map.update({name: file for name in tensors})
+    index = {"metadata": {"total_size": 60}, "weight_map": weight_map}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    (tmp_path / "config.json").write_text("{}")
+    expected = {k: v for t in shards.values() for k, v in t.items()}
+    return tmp_path, expected
+
+
+def test_open_takes_an_index_and_a_folder(model):
+    folder, expected = model
+    for path in (folder / "model.safetensors.index.json", folder):
+        with ztio.open(path) as f:
+            assert isinstance(f, ztio.ShardedFile)
+            assert f.keys() == sorted(expected)
+            assert "embed.weight" in f and "nope" not in f
+            for name, want in expected.items():
+                assert np.array_equal(f.get_tensor(name), want)
+            assert f.get_slice("layer.0.weight")[1:2].shape == (1, 3)
+            assert f.metadata() == {"total_size": "60"}
+            assert f.verify()
+            with pytest.raises(ztio.NotFoundError):
+                f.get_tensor("nope")
+
+
+def test_load_file_and_safe_open_take_sets(model):
+    folder, expected = model
+    index = folder / "model.safetensors.index.json"
+    loaded = ztio.numpy.load_file(index)
+    assert set(loaded) == set(expected)
+    assert loaded["embed.weight"].flags.writeable
+    with ztio.safe_open(folder, framework="np") as f:
+        assert np.array_equal(f.get_tensor("layer.0.bias"), expected["layer.0.bias"])
+
+
+def test_a_shard_that_disagrees_with_the_index_is_refused_when_read(model):
+    folder, _ = model
+    ztio.numpy.save_file({"other": np.ones(1, np.float32)}, folder / "model-00002-of-00002.safetensors")
+    with ztio.open(folder) as f:
+        assert np.array_equal(f.get_tensor("embed.weight"), np.arange(6, dtype=np.float32).reshape(2, 3))
+        with pytest.raises(ztio.FileError, match="index does not list"):
+            f.get_tensor("layer.0.bias")
+
+
+def test_a_missing_shard_is_refused_at_open(model):
+    folder, _ = model
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(ztio.Error):
+        ztio.open(folder)
