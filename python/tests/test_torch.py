@@ -20,7 +20,6 @@ def test_torch_round_trip_of_every_dtype(tmp_path):
         "e4m3": torch.randn(4).to(torch.float8_e4m3fn),
         "e5m2": torch.randn(4).to(torch.float8_e5m2),
         "c64": torch.randn(3, dtype=torch.complex64),
-        "strided": torch.randn(4, 6)[:, ::2],
     }
     for name in ("t.zt", "t.safetensors"):
         # safetensors has C64 only in recent versions of its format; ours writes it too,
@@ -84,3 +83,42 @@ def test_save_and_load_bytes(tmp_path):
     back = ztio.torch.load(data)
     assert torch.equal(back["w"], tensors["w"]) and back["e"].shape == (0,)
     back["w"] += 1  # writable copies
+
+
+def test_save_refuses_what_safetensors_refuses(tmp_path):
+    base = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    with pytest.raises(ValueError, match="non contiguous tensor"):
+        ztio.torch.save_file({"t": base[:, ::2]}, tmp_path / "s.safetensors")
+    with pytest.raises(RuntimeError, match="share memory"):
+        ztio.torch.save_file({"a": base, "b": base[:1]}, tmp_path / "s.safetensors")
+    with pytest.raises(ValueError, match="expected torch.Tensor"):
+        ztio.torch.save_file({"a": [1, 2]}, tmp_path / "s.safetensors")
+    assert not (tmp_path / "s.safetensors").exists()
+
+
+def test_save_model_and_load_model_keep_shared_weights(tmp_path):
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(3, 3)
+            self.b = self.a
+
+    model = Tied()
+    ztio.torch.save_model(model, tmp_path / "m.safetensors")
+    with ztio.safe_open(tmp_path / "m.safetensors", framework="pt") as f:
+        assert f.metadata() == {"b.bias": "a.bias", "b.weight": "a.weight"}
+    other = Tied()
+    ztio.torch.load_model(other, tmp_path / "m.safetensors")
+    assert torch.equal(other.b.weight, model.a.weight)
+
+
+def test_fp4_round_trip(tmp_path):
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        pytest.skip("torch before 2.8 has no float4_e2m1fn_x2")
+    t = torch.randint(0, 255, (2, 2), dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    ztio.torch.save_file({"t": t}, tmp_path / "f.safetensors")
+    with ztio.open(tmp_path / "f.safetensors") as f:
+        assert f.info("t").shape == (2, 4) and f.info("t").dtype == "f4_e2m1"
+    back = ztio.torch.load_file(tmp_path / "f.safetensors")["t"]
+    assert back.dtype == torch.float4_e2m1fn_x2 and back.shape == (2, 2)
+    assert torch.equal(back.view(torch.uint8), t.view(torch.uint8))

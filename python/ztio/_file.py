@@ -261,6 +261,7 @@ class File:
     ):
         self.path = str(path)
         self._verify = verify
+        self._unmapped = unmapped
         self._native = _native.Reader(
             path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable
         )
@@ -612,11 +613,15 @@ class _SafeOpen:
     """What :func:`safe_open` returns: safetensors' ``safe_open`` surface over a
     :class:`File`."""
 
-    def __init__(self, path: Any, framework: str, device: str):
+    def __init__(self, path: Any, framework: str, device: str, *, opened: Any = None, backend: str = "mmap"):
         self._to_tensor = _frameworks.converter(framework)
+        self._framework = framework
         self._device = device
-        # Writable arrays, as safetensors gives: a private copy-on-write map.
-        self._file = open_any(path, writable=True)
+        if backend not in ("mmap", "pread"):
+            raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
+        # Writable arrays, as safetensors gives: a private copy-on-write map (or positional
+        # reads, safetensors' "pread" backend).
+        self._file = opened if opened is not None else open_any(path, writable=True, unmapped=backend == "pread")
 
     def keys(self) -> List[str]:
         return self._file.keys()
@@ -632,8 +637,12 @@ class _SafeOpen:
     def get_tensor(self, name: str) -> Any:
         return self._to_tensor(self._file, name, self._device)
 
-    def get_slice(self, name: str) -> Slice:
-        return self._file.get_slice(name)
+    def get_tensors(self) -> Dict[str, Any]:
+        """Every tensor, by name."""
+        return {name: self.get_tensor(name) for name in self.keys()}
+
+    def get_slice(self, name: str) -> "_SafeSlice":
+        return _SafeSlice(self._file.get_slice(name), self._framework, self._device)
 
     def __enter__(self) -> "_SafeOpen":
         return self
@@ -642,7 +651,65 @@ class _SafeOpen:
         self._file.close()
 
 
-def safe_open(path: Any, framework: str = "numpy", device: str = "cpu") -> _SafeOpen:
+class _SafeSlice:
+    """What ``safe_open(...).get_slice`` returns: safetensors' slice, with its rules (an index
+    past the end is an error, not clamped; an empty list selects nothing) and its messages,
+    handing back the framework's tensors."""
+
+    def __init__(self, inner: Slice, framework: str, device: str):
+        self._inner = inner
+        self._framework = framework
+        self._device = device
+
+    def get_shape(self) -> List[int]:
+        return self._inner.get_shape()
+
+    def get_dtype(self) -> str:
+        return self._inner.get_dtype()
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def __getitem__(self, key: Any) -> Any:
+        shape = list(self._inner.shape)
+        items = key if isinstance(key, tuple) else (key,)
+        if isinstance(key, list):
+            if key:
+                raise ArgumentError("Non empty lists are not implemented")
+            items = (slice(0, 0),)
+        checked = []
+        for dim, item in enumerate(items):
+            size = shape[dim] if dim < len(shape) else 0
+            if isinstance(item, int) and not isinstance(item, bool):
+                if item < -size:
+                    raise ArgumentError(f"Invalid index {item} for dimension {dim} of size {size}")
+                if item >= size:
+                    raise ArgumentError(_slicing_error(key, shape, item, dim, size))
+                checked.append(item + size if item < 0 else item)
+            elif isinstance(item, slice) and item.stop is not None and item.stop > size:
+                raise ArgumentError(_slicing_error(key, shape, item.stop - 1, dim, size))
+            else:
+                checked.append(item)
+        values = self._inner[tuple(checked)]
+        return _frameworks.from_numpy(self._framework, values, self._device)
+
+
+def _slicing_error(key: Any, shape: List[int], index: int, dim: int, size: int) -> str:
+    def show(item: Any) -> str:
+        if isinstance(item, slice):
+            text = f"{'' if item.start is None else item.start}:{'' if item.stop is None else item.stop}"
+            return text if item.step is None else f"{text}:{item.step}"
+        return str(item)
+
+    items = key if isinstance(key, tuple) else (key,)
+    shown = ", ".join(show(i) for i in items)
+    return (
+        f"Error during slicing [{shown}] with shape {shape}: index {index} out of bounds for tensor "
+        f"dimension #{dim} of size {size}"
+    )
+
+
+def safe_open(path: Any, framework: str = "numpy", device: str = "cpu", backend: str = "mmap") -> _SafeOpen:
     """safetensors' ``safe_open``, for every file kind ztio reads.
 
     >>> import ztio, numpy as np, tempfile, os
@@ -653,5 +720,5 @@ def safe_open(path: Any, framework: str = "numpy", device: str = "cpu") -> _Safe
     ...     print(f.keys(), f.get_slice("x")[1:3].shape)
     ['x'] (2, 2)
     """
-    return _SafeOpen(path, framework, device)
+    return _SafeOpen(path, framework, device, backend=backend)
 

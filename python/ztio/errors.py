@@ -95,7 +95,12 @@ class IoError(Error, OSError):
 
 class FileMissingError(IoError, FileNotFoundError):
     """The file does not exist: ``except FileNotFoundError`` catches it, as it catches
-    safetensors' error for a missing file."""
+    safetensors' error for a missing file, and says so as safetensors does."""
+
+    def __str__(self) -> str:
+        if self.filename is None:
+            return Exception.__str__(self)
+        return f"No such file or directory: {self.filename}"
 
 
 class PermissionDeniedError(IoError, PermissionError):

@@ -72,4 +72,4 @@ def save(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = Non
     return safetensors_bytes(_numpy(tensors), metadata)
 
 
-_frameworks.register(("flax", "jax"), _tensor)
+_frameworks.register(("flax", "jax"), _tensor, lambda array, device="cpu": _jnp().asarray(array))

@@ -21,20 +21,23 @@ import numpy as np
 
 from ._file import File, open_any
 from ._write import safetensors_bytes
+from .errors import ArgumentError
 from ._write import save_file as _save
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
 
 def load_file(
-    filename: Union[str, "os.PathLike[str]"], *, verify: bool = False
+    filename: Union[str, "os.PathLike[str]"], *, verify: bool = False, backend: str = "mmap"
 ) -> Dict[str, np.ndarray]:
     """Every tensor of a file, by name. Dense raw tensors point into a private, copy-on-write
     map of the file (the arrays keep it alive): writable, as safetensors' are, without a copy
     until a page is written, and a write never reaches the file. Other formats come back as
     :meth:`ztio.File.get_tensor` gives them. ``verify=True`` checks every digest and checksum
     the file carries, zero-copy reads too."""
-    f = open_any(filename, verify=verify, writable=True)
+    if backend not in ("mmap", "pread"):
+        raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
+    f = open_any(filename, verify=verify, writable=True, unmapped=backend == "pread")
     try:
         return {name: f.get_tensor(name) for name in f.keys()}
     finally:

@@ -13,7 +13,7 @@ the unsigned types map to torch's own dtypes, without ml_dtypes.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from ._file import File, open_any
 from ._write import Writer
 from .errors import ArgumentError
 
-__all__ = ["load_file", "save_file", "load", "save"]
+__all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model", "storage_ptr", "storage_size"]
 
 # our element name -> torch dtype attribute
 _TORCH = {
@@ -44,6 +44,8 @@ _TORCH = {
     "f8_e4m3fnuz": "float8_e4m3fnuz",
     "f8_e5m2fnuz": "float8_e5m2fnuz",
     "f8_e8m0": "float8_e8m0fnu",
+    # Two FP4 values per byte: torch's shape counts bytes, ours (and safetensors') values.
+    "f4_e2m1": "float4_e2m1fn_x2",
     "complex64": "complex64",
     "complex128": "complex128",
 }
@@ -53,6 +55,12 @@ def _torch():
     import torch
 
     return torch
+
+
+def _unmapped(backend: str) -> bool:
+    if backend not in ("mmap", "pread"):
+        raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
+    return backend == "pread"
 
 
 def _private_map(f: File, torch: Any) -> Any:
@@ -71,15 +79,15 @@ def _private_map(f: File, torch: Any) -> Any:
     return storage
 
 
-def _mapped(f: File, info: Any, dtype: Any, torch: Any) -> Optional[Any]:
+def _mapped(f: File, info: Any, shape: Tuple[int, ...], dtype: Any, torch: Any) -> Optional[Any]:
     """The tensor over the private map of the file, or `None` when its bytes are not the
     tensor as they lie (see the module's doc)."""
-    if getattr(f, "_verify", False) or len(info.components) != 1:
+    if getattr(f, "_verify", False) or getattr(f, "_unmapped", False) or len(info.components) != 1:
         return None
     c = info.components[0]
     itemsize = torch.empty((), dtype=dtype).element_size()
     numel = 1
-    for d in info.shape:
+    for d in shape:
         numel *= d
     if (
         c.encoding != "raw"
@@ -95,7 +103,7 @@ def _mapped(f: File, info: Any, dtype: Any, torch: Any) -> Optional[Any]:
         return None
     raw = torch.empty(0, dtype=torch.uint8)
     raw.set_(storage, c.offset, (c.length,))
-    return raw.view(dtype).reshape(info.shape)
+    return raw.view(dtype).reshape(shape)
 
 
 def _tensor(f: File, name: str, device: str = "cpu") -> Any:
@@ -110,25 +118,31 @@ def _tensor(f: File, name: str, device: str = "cpu") -> Any:
     dtype = getattr(torch, attr, None) if attr else None
     if dtype is None:
         raise ArgumentError(f"torch has no dtype for {info.dtype} (object {name!r})")
-    if any(d == 0 for d in info.shape):
+    shape = tuple(info.shape)
+    if info.dtype == "f4_e2m1" and shape:
+        shape = shape[:-1] + (shape[-1] // 2,)
+    if any(d == 0 for d in shape):
         # No bytes to view: torch cannot view an empty byte buffer as another dtype.
-        t = torch.empty(tuple(info.shape), dtype=dtype)
+        t = torch.empty(shape, dtype=dtype)
     else:
-        t = _mapped(f, info, dtype, torch)
+        t = _mapped(f, info, shape, dtype, torch)
         if t is None:
             raw = f.component(name, "data").view(np.uint8)
             if not raw.flags.writeable:
                 # A view of the read-only map (a file that is no local file, a shard):
                 # torch tensors are writable, so this one is a copy.
                 raw = raw.copy()
-            t = torch.from_numpy(raw).view(dtype).reshape(info.shape)
+            t = torch.from_numpy(raw).view(dtype).reshape(shape)
     return t if device == "cpu" else t.to(device)
 
 
 
-def load_file(filename: Union[str, "os.PathLike[str]"], device: Union[str, int] = "cpu") -> Dict[str, Any]:
-    """Every dense tensor of a file as torch tensors on ``device``."""
-    f = open_any(filename)
+def load_file(
+    filename: Union[str, "os.PathLike[str]"], device: Union[str, int] = "cpu", backend: str = "mmap"
+) -> Dict[str, Any]:
+    """Every dense tensor of a file as torch tensors on ``device``; ``backend="pread"`` reads
+    with positional reads instead of a map, as safetensors' option of that name."""
+    f = open_any(filename, unmapped=_unmapped(backend))
     try:
         return {name: _tensor(f, name, str(device) if not isinstance(device, str) else device) for name in f.keys()}
     finally:
@@ -175,23 +189,57 @@ def load(data: bytes, device: Union[str, int] = "cpu") -> Dict[str, Any]:
 
 
 def _items(tensors: Mapping[str, Any]) -> list:
-    """`(name, dtype, logical, shape, bytes)` for each tensor, as the native writers take them."""
+    """`(name, dtype, logical, shape, bytes)` for each tensor, as the native writers take them.
+
+    As safetensors: tensors that share memory are refused (``RuntimeError``; ``save_model``
+    removes the duplicates), and so are non-contiguous ones (``ValueError``: writing them
+    would silently change what a reader gets back for a view)."""
     torch = _torch()
+    if not isinstance(tensors, Mapping):
+        raise ValueError(f"Expected a dict of [str, torch.Tensor] but received {type(tensors)}")
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"Key `{name}` is invalid, expected torch.Tensor but received {type(t)}")
+    sparse = [name for name, t in tensors.items() if t.layout != torch.strided]
+    if sparse:
+        raise ValueError(
+            f"You are trying to save a sparse tensors: `{sparse}` which this library does not support."
+            " You can make it a dense tensor before saving with `.to_dense()` but be aware this might"
+            " make a much larger file than needed."
+        )
     by_dtype = {getattr(torch, v): k for k, v in _TORCH.items() if hasattr(torch, v)}
+    shared = [sorted(g) for g in _find_shared_tensors(tensors) if len(g) > 1]
+    if shared:
+        raise RuntimeError(
+            f"Some tensors share memory, this will lead to duplicate memory on disk and potential "
+            f"differences when loading them again: {shared}. A potential way to correctly save "
+            f"your model is to use `save_model`."
+        )
     items = []
     for name in sorted(tensors):
-        t = tensors[name].detach().to("cpu").contiguous()
+        t = tensors[name]
+        if not t.is_contiguous():
+            raise ValueError(
+                f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. It "
+                f"either means you are trying to save tensors which are reference of each other in "
+                f"which case it's recommended to save only the full tensors, and reslice at load "
+                f"time, or simply call `.contiguous()` on your tensor to pack it before saving."
+            )
+        t = t.detach().to("cpu")
         ours = by_dtype.get(t.dtype)
         if ours is None:
             raise ArgumentError(f"cannot store torch dtype {t.dtype} (tensor {name!r})")
         dtype, logical = _storage(ours)
         data = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else np.zeros(0, np.uint8)
-        items.append((name, dtype, logical, list(t.shape), data))
+        shape = list(t.shape)
+        if ours == "f4_e2m1" and shape:
+            shape[-1] *= 2
+        items.append((name, dtype, logical, shape, data))
     return items
 
 
 def _storage(ours: str):
-    if ours.startswith("f8_"):
+    if ours.startswith("f8_") or ours == "f4_e2m1":
         return "u8", ours
     if ours == "complex64":
         return "f32", "complex64"
@@ -200,4 +248,157 @@ def _storage(ours: str):
     return ours, None
 
 
-_frameworks.register(("pt", "torch"), _tensor)
+def _from_numpy(array: np.ndarray, device: str = "cpu") -> Any:
+    torch = _torch()
+    a = array if array.flags.writeable else array.copy()
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    return t if device == "cpu" else t.to(device)
+
+
+_frameworks.register(("pt", "torch"), _tensor, _from_numpy)
+
+
+# -- shared tensors and whole models, as safetensors.torch has them ------------------------
+
+
+def storage_ptr(tensor: Any) -> int:
+    """The address of the memory a tensor's storage starts at (0 where it has none)."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except Exception:  # noqa: BLE001 - tensors without storage (meta, some subclasses)
+        return 0
+
+
+def storage_size(tensor: Any) -> int:
+    """The bytes of a tensor's whole storage."""
+    try:
+        return tensor.untyped_storage().nbytes()
+    except Exception:  # noqa: BLE001
+        return tensor.nelement() * tensor.element_size()
+
+
+def _end_ptr(tensor: Any) -> int:
+    """The address one past the last byte of the tensor's last element, strides included."""
+    if tensor.nelement() == 0:
+        return tensor.data_ptr()
+    last = sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride()))
+    return tensor.data_ptr() + (last + 1) * tensor.element_size()
+
+
+def _is_complete(tensor: Any) -> bool:
+    """Whether the tensor covers its whole storage, exactly."""
+    return tensor.data_ptr() == storage_ptr(tensor) and tensor.nelement() * tensor.element_size() == storage_size(
+        tensor
+    )
+
+
+def _find_shared_tensors(state_dict: Mapping[str, Any]) -> List[Set[str]]:
+    """Names whose tensors overlap in memory, grouped: tensors of one storage that overlap
+    (by their first and one-past-last bytes) are one group, a tensor alone is a group of one;
+    tensors without memory (the meta device) are left out."""
+    storages: Dict[Tuple[Any, int, int], List[Tuple[int, int, str]]] = {}
+    for name, t in state_dict.items():
+        if t.device.type == "meta" or storage_ptr(t) == 0:
+            continue
+        key = (t.device, storage_ptr(t), storage_size(t))
+        storages.setdefault(key, []).append((t.data_ptr(), _end_ptr(t), name))
+    groups: List[Set[str]] = []
+    for spans in storages.values():
+        end = None
+        for start, stop, name in sorted(spans):
+            if end is not None and start < end:
+                groups[-1].add(name)
+                end = max(end, stop)
+            else:
+                groups.append({name})
+                end = stop
+    return groups
+
+
+def _remove_duplicate_names(
+    state_dict: Mapping[str, Any],
+    *,
+    preferred_names: Optional[Iterable[str]] = None,
+    discard_names: Optional[Iterable[str]] = None,
+) -> Dict[str, List[str]]:
+    """For each group of tensors sharing memory: the name kept (one whose tensor covers the
+    whole storage, among ``preferred_names`` if any is, not among ``discard_names`` if
+    another is, the first in order) and the names dropped. ``RuntimeError`` when no tensor of
+    a group covers its storage: saving it would store more memory than the tensors hold."""
+    preferred = set(preferred_names or ())
+    discard = set(discard_names or ())
+    removed: Dict[str, List[str]] = {}
+    for group in _find_shared_tensors(state_dict):
+        complete = sorted(n for n in group if _is_complete(state_dict[n]))
+        if not complete:
+            raise RuntimeError(
+                f"Error while trying to find names to remove to save state dict, but found no suitable "
+                f"name to keep for saving amongst: {sorted(group)}. None is covering the entire storage. "
+                f"Refusing to save/load the model since you could be storing much more memory than needed."
+            )
+        if preferred & set(complete):
+            complete = sorted(preferred & set(complete))
+        if set(complete) - discard:
+            complete = sorted(set(complete) - discard)
+        keep = complete[0]
+        dropped = sorted(group - {keep})
+        if dropped:
+            removed[keep] = dropped
+    return removed
+
+
+def save_model(
+    model: Any,
+    filename: Union[str, "os.PathLike[str]"],
+    metadata: Optional[Mapping[str, str]] = None,
+    force_contiguous: bool = False,
+) -> None:
+    """Saves a module's state dict, keeping one name of each group of shared tensors (the
+    others are recorded in the metadata, ``dropped -> kept``)."""
+    state_dict = model.state_dict()
+    meta = dict(metadata or {})
+    for kept, dropped in _remove_duplicate_names(state_dict).items():
+        for name in dropped:
+            meta.setdefault(name, kept)
+            del state_dict[name]
+    if force_contiguous:
+        state_dict = {k: v.contiguous() for k, v in state_dict.items()}
+    try:
+        save_file(state_dict, filename, metadata=meta)
+    except ValueError as e:
+        raise ValueError(f"{e}. Tip: use save_model(..., force_contiguous=True) to make every tensor contiguous.") from e
+
+
+def load_model(
+    model: Any,
+    filename: Union[str, "os.PathLike[str]"],
+    strict: bool = True,
+    device: Union[str, int] = "cpu",
+    backend: str = "mmap",
+) -> Tuple[List[str], List[str]]:
+    """Loads a file into a module, its shared tensors included (the file holds one name of
+    each group). Returns the missing and unexpected keys; with ``strict``, either is a
+    ``RuntimeError`` naming them, as ``load_state_dict`` words it."""
+    state_dict = load_file(filename, device=device, backend=backend)
+    model_state = model.state_dict()
+    dropped = _remove_duplicate_names(model_state, preferred_names=state_dict.keys())
+    missing, unexpected = model.load_state_dict(state_dict, strict=False)
+    missing = set(missing)
+    unexpected = list(unexpected)
+    for names in dropped.values():
+        for name in names:
+            if name in missing:
+                missing.discard(name)
+            else:
+                unexpected.append(name)
+    if strict and (missing or unexpected):
+        lines = []
+        if unexpected:
+            keys = ", ".join(f'"{k}"' for k in sorted(unexpected))
+            lines.append(f"Unexpected key(s) in state_dict: {keys}.")
+        if missing:
+            keys = ", ".join(f'"{k}"' for k in sorted(missing))
+            lines.append(f"Missing key(s) in state_dict: {keys}.")
+        detail = "\n    ".join(lines)
+        raise RuntimeError(f"Error(s) in loading state_dict for {model.__class__.__name__}:\n    {detail}")
+    return sorted(missing), unexpected

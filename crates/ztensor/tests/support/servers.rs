@@ -213,10 +213,11 @@ impl FaultServer {
                 let (bytes, faults, gets) = (state.0.clone(), state.1.clone(), state.2.clone());
                 let (peak, active) = (peak_seen.clone(), active_now.clone());
                 std::thread::spawn(move || {
-                    let now = active.fetch_add(1, Ordering::SeqCst) + 1;
-                    peak.fetch_max(now, Ordering::SeqCst);
-                    let _ = serve(stream, &bytes, &*faults, &gets);
-                    active.fetch_sub(1, Ordering::SeqCst);
+                    let in_flight = InFlight {
+                        active: &active,
+                        peak: &peak,
+                    };
+                    let _ = serve(stream, &bytes, &*faults, &gets, &in_flight);
                 });
             }
         });
@@ -228,11 +229,37 @@ impl FaultServer {
     }
 }
 
+/// Counts the requests the server holds: from the moment one has arrived until its answer
+/// starts (the client cannot have an answer before then, so its next request never overlaps
+/// one already answered, however late the answering thread ends).
+struct InFlight<'a> {
+    active: &'a AtomicUsize,
+    peak: &'a AtomicUsize,
+}
+
+impl InFlight<'_> {
+    /// A request arrived; the returned guard ends it when dropped.
+    fn arrived(&self) -> impl Drop + '_ {
+        let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        Answered(self.active)
+    }
+}
+
+struct Answered<'a>(&'a AtomicUsize);
+
+impl Drop for Answered<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 fn serve(
     stream: TcpStream,
     bytes: &[u8],
     faults: &(dyn Fn(usize) -> Fault + Send + Sync),
     gets: &AtomicUsize,
+    in_flight: &InFlight<'_>,
 ) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
@@ -252,6 +279,7 @@ fn serve(
             }
         }
     }
+    let held = in_flight.arrived();
     let size = bytes.len() as u64;
     let (start, end) = match range.as_deref().and_then(|r| r.strip_prefix("bytes=")) {
         Some(r) => {
@@ -265,6 +293,7 @@ fn serve(
     let common =
         "Last-Modified: Mon, 02 Jan 2006 15:04:05 GMT\r\nETag: \"1\"\r\nConnection: close\r\n";
     if method == "HEAD" {
+        drop(held);
         write!(
             out,
             "HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n{common}\r\n"
@@ -278,7 +307,12 @@ fn serve(
     } else {
         "200 OK"
     };
-    match faults(n) {
+    let fault = faults(n);
+    if matches!(fault, Fault::Slow) {
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    drop(held);
+    match fault {
         Fault::ServerError => {
             write!(
                 out,
@@ -309,9 +343,6 @@ fn serve(
             out.write_all(short)?;
         }
         Fault::None | Fault::Slow => {
-            if matches!(faults(n), Fault::Slow) {
-                std::thread::sleep(Duration::from_millis(150));
-            }
             write!(
                 out,
                 "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{size}\r\n{common}\r\n",
