@@ -24,6 +24,14 @@ mod sharded;
 mod values;
 mod writer;
 
+/// Runs the `zt` command with `argv` (its name first) and returns its exit status: the
+/// package's `zt` script and `python -m ztio`. The GIL is released while it runs; it takes
+/// over SIGINT/SIGTERM as the `zt` binary does, so it is for processes that are the tool.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| zt_cli::run_from(argv))
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -37,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::set_dtype_table, m)?)?;
     m.add_function(wrap_pyfunction!(writer::save_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(writer::safetensors_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

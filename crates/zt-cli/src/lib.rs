@@ -1,0 +1,507 @@
+//! `zt`: inspect, check, compare and convert tensor files.
+//!
+//! Reads `.zt` (every version), `.mag` (every layout) and `.safetensors`; writes `.zt` v2
+//! (the default; `--compact` for 4096-byte packing) or v1.2,
+//! `.mag` version 1 or 300, and `.safetensors`. Commands and their JSON output are documented
+//! in docs/cli.md. Exit status: 0 success, 1 an invalid file or a failed check (or files that
+//! differ), 2 a usage error (and, for `diff`, any trouble: a file missing or unreadable).
+//!
+//! The commands are this library, [`run_from`]: the `zt` binary (src/main.rs) calls it, and
+//! so does the Python package's `zt` command and `python -m ztio`, one code path. Map:
+//! `commands` (info, ls, verify, cat, convert ...), `sets` (the same over sharded sets),
+//! `diff`, `json` (the JSON schemas), `slice_arg` (`--slice` syntax), `upload` (writing to
+//! URLs), `common` (opening inputs, output, exit statuses).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod commands;
+mod common;
+mod diff;
+mod json;
+mod sets;
+mod slice_arg;
+#[cfg(feature = "remote")]
+mod upload;
+
+use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestArg, Failure, Kind};
+use common::{MagVersion, Outcome};
+
+/// Inspect, check, compare and convert tensor files: zTensor .zt (every version), .mag,
+/// .safetensors, GGUF, NumPy .npy/.npz and PyTorch checkpoints.
+#[derive(Parser, Debug)]
+#[command(
+    name = "zt",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "Wherever a command reads a FILE, it may also be a sharded set's \
+                  *.index.json, a model folder (the index or the one model file in it) or a \
+                  URL (s3://, gs://, az://, http(s)://). Exit status: 0 success, 1 an invalid \
+                  file, a failed check or files that differ, 2 a usage error (for diff: any \
+                  trouble). See docs/cli.md."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// What one read may allocate for a copy larger than the file stores for it (a broadcast
+    /// or strided tensor materialized), e.g. 8GiB; by default twice the stored bytes plus
+    /// 64 MiB.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = common::byte_size)]
+    max_memory: Option<u64>,
+}
+
+/// How a reading command treats the digests and checksums it meets.
+#[derive(Args, Debug, Clone, Copy)]
+struct Checks {
+    /// Do not check the digests and checksums of what is read. By default a command that
+    /// hands bytes on (cat, convert, upgrade, merge, rm, diff) checks every digest and
+    /// checksum covering them and fails on a mismatch, naming object, component and offset.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+/// What every writing command takes.
+#[derive(Args, Debug, Clone, Copy)]
+struct Writing {
+    /// Replace the output if it exists (it stays intact until the new one is complete).
+    #[arg(long)]
+    force: bool,
+    /// Do not wait for the output to reach the disk (no fsync). The output still appears
+    /// only when complete, so a killed `zt` never leaves a torn file; a power loss soon after
+    /// may lose it.
+    #[arg(long)]
+    no_sync: bool,
+    #[command(flatten)]
+    checks: Checks,
+}
+
+/// The kinds of file upgrade, merge and rm write: zTensor only.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ZtKind {
+    /// zTensor of the default version (v2).
+    Zt,
+    #[value(name = "v2")]
+    V2,
+    #[value(name = "v1.2")]
+    V1_2,
+}
+
+impl From<ZtKind> for Kind {
+    fn from(k: ZtKind) -> Kind {
+        match k {
+            ZtKind::Zt => Kind::Zt,
+            ZtKind::V2 => Kind::V2,
+            ZtKind::V1_2 => Kind::V1_2,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Kind, version, attributes, objects and components of a file.
+    Info {
+        /// The file (or index, model folder or URL) to describe.
+        file: PathBuf,
+        /// One JSON object (schema zt.info/1) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Object names, one a line.
+    Ls {
+        /// The file (or index, model folder or URL) to list.
+        file: PathBuf,
+    },
+    /// An object's decoded elements as raw little-endian bytes (or JSON).
+    Cat {
+        /// The file (or index, model folder or URL) holding the object.
+        file: PathBuf,
+        /// The object's name.
+        name: String,
+        /// One component instead of the dense data.
+        #[arg(long, conflicts_with = "dequantize")]
+        component: Option<String>,
+        /// A quantized object (a GGUF block type, `quantized_group`) as f32 values.
+        #[arg(long)]
+        dequantize: bool,
+        /// A box of a dense object, reading only its bytes: one item per dimension,
+        /// `a:b`, `a:`, `:b`, `:` or an index, e.g. `0:8,:` or `2:4,1:3` (see docs/cli.md).
+        #[arg(long, value_name = "SPEC", value_parser = slice_arg::SliceSpec::parse, allow_hyphen_values = true)]
+        slice: Option<slice_arg::SliceSpec>,
+        /// Shape, dtype and values as JSON (schema zt.cat/1).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        checks: Checks,
+    },
+    /// Full structural validation, every digest and checksum, every object decoded.
+    Verify {
+        /// The files (or indexes, model folders or URLs) to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON object (schema zt.verify/1) instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two files object by object: exit 0 same, 1 different, 2 trouble.
+    Diff {
+        /// The first file (or index, model folder or URL).
+        a: PathBuf,
+        /// The second file (or index, model folder or URL).
+        b: PathBuf,
+        /// Absolute tolerance for float values: equal when |a-b| <= atol + rtol*|b|.
+        #[arg(long, value_name = "ATOL", default_value_t = 0.0, value_parser = tolerance)]
+        atol: f64,
+        /// Relative tolerance for float values (see --atol).
+        #[arg(long, value_name = "RTOL", default_value_t = 0.0, value_parser = tolerance)]
+        rtol: f64,
+        /// Compare object names, shapes, types and values only, not file attributes.
+        #[arg(long)]
+        values_only: bool,
+        /// One JSON object (schema zt.diff/1) instead of lines.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        checks: Checks,
+    },
+    /// Convert between .zt, .mag, .safetensors and GGUF (from any kind zt reads). INPUT or
+    /// OUTPUT may be a sharded set's index; an output URL is written locally first, then
+    /// uploaded.
+    Convert {
+        /// What to convert: a file, index, model folder or URL.
+        input: PathBuf,
+        /// Where to write: a file, an index (a sharded set) or a URL.
+        output: PathBuf,
+        /// Output kind; by default taken from OUTPUT's extension (.zt: zTensor v2).
+        #[arg(long, value_enum)]
+        to: Option<Kind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+
+        /// zstd-compress every component (.zt only); a level only as --compress=LEVEL
+        /// (default 3), so the option never takes a file name that follows it.
+        #[arg(
+            long,
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "3",
+            value_name = "LEVEL"
+        )]
+        compress: Option<i32>,
+        /// Digest every component (.zt only).
+        #[arg(long, value_enum)]
+        digest: Option<DigestArg>,
+        /// .mag layout to write.
+        #[arg(long, value_enum, default_value = "300")]
+        mag_version: MagVersion,
+        /// Write sparse objects dense and quantized objects dequantized to f32.
+        #[arg(long)]
+        densify: bool,
+        /// Sharded output, each shard at most SIZE of data (e.g. 5GB, 512MiB): v2's own
+        /// shards beside a .zt root, or an index with .safetensors/.zt shards.
+        #[arg(long, value_name = "SIZE", value_parser = common::byte_size)]
+        shard_size: Option<u64>,
+        #[command(flatten)]
+        writing: Writing,
+    },
+    /// Upgrade any zTensor file (or any file we read) to v2 or v1.2, losslessly (writes .zt
+    /// only).
+    Upgrade {
+        /// What to upgrade: a file, model folder or URL.
+        input: PathBuf,
+        /// The .zt to write.
+        output: PathBuf,
+        /// Output version (default: zt, which is v2).
+        #[arg(long, value_enum)]
+        to: Option<ZtKind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+        #[command(flatten)]
+        writing: Writing,
+    },
+    /// Combine files into one .zt (object names must not clash; writes .zt only).
+    Merge {
+        /// The files (or indexes, model folders or URLs) to combine.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// The .zt to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Output version (default: zt, which is v2).
+        #[arg(long, value_enum)]
+        to: Option<ZtKind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+        #[command(flatten)]
+        writing: Writing,
+    },
+    /// Copy a file without the named objects (writes .zt only).
+    Rm {
+        /// The file (or model folder or URL) to copy.
+        input: PathBuf,
+        /// The objects to leave out.
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// The .zt to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Output version (default: zt, which is v2).
+        #[arg(long, value_enum)]
+        to: Option<ZtKind>,
+        /// v2 output: blobs on 4096-byte boundaries instead of 64 KiB (still valid v2; for
+        /// models of many small tensors).
+        #[arg(long)]
+        compact: bool,
+        #[command(flatten)]
+        writing: Writing,
+    },
+}
+
+impl Command {
+    /// The options that say how files are read and written, for the commands that take them.
+    fn settings(&self) -> (Option<Checks>, Option<Writing>) {
+        use Command::*;
+        match self {
+            Cat { checks, .. } | Diff { checks, .. } => (Some(*checks), None),
+            Convert { writing, .. }
+            | Upgrade { writing, .. }
+            | Merge { writing, .. }
+            | Rm { writing, .. } => (Some(writing.checks), Some(*writing)),
+            Info { .. } | Ls { .. } | Verify { .. } => (None, None),
+        }
+    }
+}
+
+/// Runs `zt` with `args` (the program's name first, as `std::env::args_os` gives them) and
+/// returns its exit status. Installs a SIGINT/SIGTERM handler (once per process) that removes
+/// named temporaries and exits with 130: call it from a process that is the tool.
+///
+/// ```no_run
+/// let status = zt_cli::run_from(["zt", "verify", "model.safetensors"]);
+/// std::process::exit(i32::from(status));
+/// ```
+pub fn run_from<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            // Help and version go to stdout with status 0; mistakes are usage errors.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    // Ctrl-C or a TERM: unnamed temporaries vanish with the process; named ones (file systems
+    // without O_TMPFILE, the folder of a conversion before its upload) are removed first.
+    // 130 is the status a shell reports for an interrupted command.
+    let _ = ctrlc::set_handler(|| {
+        ztensor::container::cleanup::remove_registered();
+        std::process::exit(130);
+    });
+    let (checks, writing) = cli.command.settings();
+    common::set_durability(if writing.is_some_and(|w| w.no_sync) {
+        ztensor::Durability::Unsynced
+    } else {
+        ztensor::Durability::Synced
+    });
+    common::set_checks(!checks.is_some_and(|c| c.no_verify));
+    common::set_memory_budget(cli.max_memory);
+    match run(cli.command) {
+        Ok(()) => 0,
+        Err(Failure::Reported) => 1,
+        Err(Failure::ReportedTrouble) => 2,
+        Err(Failure::PipeClosed) => 128 + 13,
+        Err(Failure::Failed(m)) => {
+            eprintln!("zt: {m}");
+            1
+        }
+        Err(Failure::Usage(m)) | Err(Failure::Trouble(m)) => {
+            eprintln!("zt: {m}");
+            2
+        }
+    }
+}
+
+fn run(command: Command) -> Outcome {
+    // A model folder stands for the model file in it, for every command that reads.
+    use common::resolve_input as resolve;
+    use Command::*;
+    match command {
+        Info { file, json } => {
+            let file = resolve(file)?;
+            if !sets::is_set(&file) {
+                return commands::info(&file, json);
+            }
+            // The set, then each shard's own table.
+            for shard in sets::info(&file, json)? {
+                common::out("\n")?;
+                commands::info(&shard, false)?;
+            }
+            Ok(())
+        }
+        Ls { file } => {
+            let file = resolve(file)?;
+            if sets::is_set(&file) {
+                sets::ls(&file)
+            } else {
+                commands::ls(&file)
+            }
+        }
+        Cat {
+            file,
+            name,
+            component,
+            dequantize,
+            slice,
+            json,
+            checks: _,
+        } => {
+            let what = match (&component, dequantize, &slice) {
+                (Some(_), _, Some(_)) | (_, true, Some(_)) => {
+                    return Err(Failure::Usage(
+                        "--slice reads a box of the dense values; it does not combine with \
+                         --component or --dequantize"
+                            .into(),
+                    ))
+                }
+                (None, false, Some(spec)) => commands::CatWhat::Slice(spec),
+                (Some(role), _, None) => commands::CatWhat::Component(role),
+                (None, true, None) => commands::CatWhat::Dequantized,
+                (None, false, None) => commands::CatWhat::Dense,
+            };
+            commands::cat(&resolve(file)?, &name, what, json)
+        }
+        Verify { files, json } => {
+            let files: Vec<PathBuf> = files.into_iter().map(resolve).collect::<Result<_, _>>()?;
+            commands::verify(&files, json)
+        }
+        Diff {
+            a,
+            b,
+            atol,
+            rtol,
+            json,
+            values_only,
+            checks: _,
+        } => {
+            let how = diff::Compare {
+                tolerance: diff::Tolerance { atol, rtol },
+                values_only,
+            };
+            let a = resolve(a).map_err(Failure::into_trouble)?;
+            let b = resolve(b).map_err(Failure::into_trouble)?;
+            diff::diff(&a, &b, how, json)
+        }
+        Convert {
+            input,
+            output,
+            to,
+            compress,
+            digest,
+            mag_version,
+            densify,
+            compact,
+            shard_size,
+            writing,
+        } => {
+            let input = resolve(input)?;
+            let force = writing.force;
+            let kind = output_kind(&output, to)?;
+            let version = if kind.is_zt() {
+                Some(zt_version(kind, compact)?)
+            } else if compact {
+                return Err(Failure::Usage(
+                    "--compact applies to .zt output only".into(),
+                ));
+            } else {
+                None
+            };
+            // The conversion into a local path; `force` already settled for it.
+            let run = |output: &std::path::Path, force: bool| {
+                if sets::handles_convert(&input, output, kind, shard_size) {
+                    return sets::convert_command(
+                        &input,
+                        output,
+                        kind,
+                        version,
+                        shard_size,
+                        compress,
+                        digest,
+                        densify,
+                        mag_version,
+                        force,
+                    );
+                }
+                check_output(output, force)?;
+                if let Some(size) = shard_size {
+                    return commands::convert_sharded(
+                        &input, output, version, size, compress, digest, densify,
+                    );
+                }
+                commands::convert(
+                    &input,
+                    output,
+                    kind,
+                    version,
+                    compress,
+                    digest,
+                    mag_version,
+                    densify,
+                )
+            };
+            #[cfg(feature = "remote")]
+            if let Some(url) = output.to_str().filter(|s| ztensor::is_url(s)) {
+                return upload::convert_to_url(url, force, |local| run(local, true));
+            }
+            run(&output, force)
+        }
+        Upgrade {
+            input,
+            output,
+            to,
+            compact,
+            writing,
+        } => {
+            let input = resolve(input)?;
+            let version = zt_only("upgrade", &output, to.map(Kind::from), compact)?;
+            check_output(&output, writing.force)?;
+            commands::upgrade(&input, &output, version)
+        }
+        Merge {
+            inputs,
+            output,
+            to,
+            compact,
+            writing,
+        } => {
+            let inputs: Vec<PathBuf> = inputs.into_iter().map(resolve).collect::<Result<_, _>>()?;
+            let version = zt_only("merge", &output, to.map(Kind::from), compact)?;
+            check_output(&output, writing.force)?;
+            commands::merge(&sets::expand_inputs(&inputs)?, &output, version)
+        }
+        Rm {
+            input,
+            names,
+            output,
+            to,
+            compact,
+            writing,
+        } => {
+            let input = resolve(input)?;
+            let version = zt_only("rm", &output, to.map(Kind::from), compact)?;
+            check_output(&output, writing.force)?;
+            commands::rm(&input, &names, &output, version)
+        }
+    }
+}
