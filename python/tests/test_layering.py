@@ -10,7 +10,7 @@ import ztio
 
 PACKAGE = pathlib.Path(ztio.__file__).parent
 #: The framework modules: leaves over the core.
-FRAMEWORKS = {"numpy", "torch", "flax"}
+FRAMEWORKS = {"numpy", "torch", "flax", "tensorflow", "paddle", "mlx"}
 #: The package's facade, which imports everything.
 FACADE = "__init__"
 
@@ -67,5 +67,5 @@ def test_safe_open_names_the_frameworks_it_knows(tmp_path):
 
     p = tmp_path / "m.safetensors"
     ztio.numpy.save_file({"x": np.ones(2, np.float32)}, p)
-    with pytest.raises(ztio.ArgumentError, match="'mxnet' is not supported .*flax, jax, np, numpy, pt, torch"):
+    with pytest.raises(ztio.ArgumentError, match="'mxnet' is not supported .*flax, jax, mlx, np, numpy, paddle, pt, tensorflow, tf, torch"):
         ztio.safe_open(p, framework="mxnet")

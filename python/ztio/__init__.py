@@ -54,13 +54,14 @@ from .errors import (
 )
 from .values import Tagged
 from ._native import __version__
-from . import flax, numpy, torch  # the safetensors-style submodules (each imports its framework on use)
+from . import flax, mlx, numpy, paddle, tensorflow, torch  # safetensors-style submodules (each imports its framework on use)
 
 __all__ = [
     "open",
     "safe_open",
     "save_file",
     "load_file",
+    "verify",
     "File",
     "ShardedFile",
     "Writer",
@@ -88,3 +89,19 @@ __all__ = [
 def load_file(path):
     """Every tensor of a file as a dict of numpy arrays (see :func:`ztio.numpy.load_file`)."""
     return numpy.load_file(path)
+
+
+def verify(path, **options) -> VerifyReport:
+    """What ``zt verify`` checks, for a file, a set or a model folder: every digest and
+    checksum the file carries and every data rule of its formats (reading all of it; a set
+    opens and checks every shard). True when nothing failed; ``errors`` holds each failure as
+    the exception it would raise. ``options`` as :func:`open` takes them.
+
+    >>> import ztio, numpy as np, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "m.zt")
+    >>> ztio.save_file({"w": np.ones(3, np.float32)}, p, digest="sha256")
+    >>> bool(ztio.verify(p))
+    True
+    """
+    with open(path, **options) as f:
+        return f.verify()

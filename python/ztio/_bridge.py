@@ -1,0 +1,66 @@
+"""safetensors' four functions (``load_file``, ``load``, ``save_file``, ``save``) for a
+framework whose tensors go to and from numpy arrays: what ``ztio.flax``, ``ztio.tensorflow``,
+``ztio.paddle`` and ``ztio.mlx`` are made of. Part of the core: it imports no framework; each
+framework module hands it its two conversions and registers itself for ``safe_open``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _frameworks
+from ._file import File, open_any
+from ._write import safetensors_bytes
+from ._write import save_file as _save
+from .errors import ArgumentError
+
+#: ``(array, device) -> tensor``.
+ToFramework = Callable[[np.ndarray, str], Any]
+#: ``tensor -> numpy array``.
+ToNumpy = Callable[[Any], np.ndarray]
+
+Path = Union[str, "os.PathLike[str]"]
+
+
+def functions(
+    names: Tuple[str, ...], what: str, to_framework: ToFramework, to_numpy: ToNumpy = np.asarray
+) -> Tuple[Callable[..., Dict[str, Any]], Callable[..., Dict[str, Any]], Callable[..., None], Callable[..., bytes]]:
+    """``(load_file, load, save_file, save)`` for a framework, registered for ``safe_open``
+    under ``names``; ``what`` names its tensors in errors ("JAX arrays")."""
+
+    def tensor(f: Any, name: str, device: str = "cpu") -> Any:
+        info = f.info(name)
+        if info.format != "dense":
+            raise ArgumentError(f"object {name!r} is {info.format}; {what} are read from dense objects only")
+        return to_framework(f.get_tensor(name), device)
+
+    def read_all(f: Any, device: str) -> Dict[str, Any]:
+        try:
+            return {name: tensor(f, name, device) for name in f.keys()}
+        finally:
+            f.close()
+
+    def load_file(filename: Path, device: str = "cpu") -> Dict[str, Any]:
+        return read_all(open_any(filename), device)
+
+    def load(data: bytes, device: str = "cpu") -> Dict[str, Any]:
+        return read_all(File._of_bytes(data), device)
+
+    def numpy_of(tensors: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+        return {k: to_numpy(v) for k, v in tensors.items()}
+
+    def save_file(tensors: Mapping[str, Any], filename: Path, metadata: Optional[Mapping[str, str]] = None) -> None:
+        _save(numpy_of(tensors), filename, metadata)
+
+    def save(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None) -> bytes:
+        return safetensors_bytes(numpy_of(tensors), metadata)
+
+    load_file.__doc__ = f"Every dense tensor of a file (any kind ztio reads, a set, a folder) as {what}."
+    load.__doc__ = f"Every dense tensor of a file's bytes as {what}: safetensors' ``load``."
+    save_file.__doc__ = f"Writes {what} to ``filename``: safetensors for a ``.safetensors`` name, zTensor v2 otherwise."
+    save.__doc__ = f"The bytes of a ``.safetensors`` file holding {what}: safetensors' ``save``."
+    _frameworks.register(names, tensor, to_framework)
+    return load_file, load, save_file, save
