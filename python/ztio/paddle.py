@@ -16,7 +16,8 @@ __all__ = ["load_file", "save_file", "load", "save"]
 def _paddle_tensor(array: np.ndarray, device: str = "cpu") -> Any:
     import paddle
 
-    return paddle.to_tensor(array, place=device)
+    place = paddle.CPUPlace() if device in (None, "cpu") else device
+    return paddle.to_tensor(array, place=place)
 
 
 def _numpy(tensor: Any) -> np.ndarray:

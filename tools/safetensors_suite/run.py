@@ -8,6 +8,7 @@ that package first on the path. It prints pytest's summary and exits with its st
 
     target/pyenv/bin/python tools/safetensors_suite/run.py              # numpy and flax files
     /tmp/torch/bin/python tools/safetensors_suite/run.py --all          # every file it can import
+    python tools/safetensors_suite/run.py --files=test_tf_comparison.py  # chosen files
 
 Test files need their framework: the numpy and flax files run where numpy and JAX are
 installed (CI), the torch files where torch is (`--all`). docs/python.md keeps the table of
@@ -33,6 +34,8 @@ ALL_FILES = DEFAULT_FILES + [
     "test_pt_model.py",
     "test_pread_backend.py",
     "test_multithreaded.py",
+    "test_tf_comparison.py",
+    "test_paddle_comparison.py",
 ]
 #: What the default files import beside numpy and JAX (from PyPI, into this interpreter).
 NEEDS = {"flax": "flax", "fsspec": "fsspec", "pytest": "pytest"}
@@ -43,6 +46,9 @@ SHIM = {
     "numpy": "ztio.numpy",
     "torch": "ztio.torch",
     "flax": "ztio.flax",
+    "tensorflow": "ztio.tensorflow",
+    "paddle": "ztio.paddle",
+    "mlx": "ztio.mlx",
 }
 
 
@@ -64,15 +70,19 @@ def fetch() -> Path:
 
 
 def write_shim() -> Path:
-    """A `safetensors` package forwarding every name of the ztio modules in `SHIM`."""
+    """A `safetensors` package forwarding every name of the ztio modules in `SHIM`. Each
+    submodule also has the top-level names, as safetensors' own submodules import them
+    (Paddle imports `safe_open` from `safetensors.numpy`)."""
     package = WORK / "shim" / "safetensors"
     package.mkdir(parents=True, exist_ok=True)
+    top = SHIM["__init__"]
     for module, target in SHIM.items():
         (package / f"{module}.py").write_text(
             f'"""safetensors, forwarded to {target} (tools/safetensors_suite/run.py)."""\n'
             f"import importlib as _importlib\n"
-            f"_target = _importlib.import_module({target!r})\n"
-            f"globals().update({{k: v for k, v in vars(_target).items() if not k.startswith('__')}})\n"
+            f"for _name in ({top!r}, {target!r}):\n"
+            f"    _module = _importlib.import_module(_name)\n"
+            f"    globals().update({{k: v for k, v in vars(_module).items() if not k.startswith('__')}})\n"
         )
     return package.parent
 
@@ -87,6 +97,9 @@ def install_needs() -> None:
 
 def main() -> int:
     files = ALL_FILES if "--all" in sys.argv else DEFAULT_FILES
+    chosen = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--files=")]
+    if chosen:
+        files = chosen[0].split(",")
     install_needs()
     tests = fetch()
     shim = write_shim()
