@@ -25,11 +25,18 @@ mod values;
 mod writer;
 
 /// Runs the `zt` command with `argv` (its name first) and returns its exit status: the
-/// package's `zt` script and `python -m ztio`. The GIL is released while it runs; it takes
-/// over SIGINT/SIGTERM as the `zt` binary does, so it is for processes that are the tool.
+/// package's `zt` script and `python -m ztio`. The GIL is released while it runs. As the tool
+/// (`embedded=False`) it takes over SIGINT/SIGTERM as the `zt` binary does; embedded (for
+/// `ztio.convert` and `ztio.diff`) Python keeps its handler and Ctrl-C raises
+/// `KeyboardInterrupt` between pieces of work.
 #[pyfunction]
-fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(|| zt_cli::run_from(argv))
+#[pyo3(signature = (argv, *, embedded = false))]
+fn run_cli(py: Python<'_>, argv: Vec<String>, embedded: bool) -> PyResult<u8> {
+    if embedded {
+        errors::detach_interruptible(py, || Ok(zt_cli::run_embedded(argv)))
+    } else {
+        Ok(py.detach(|| zt_cli::run_from(argv)))
+    }
 }
 
 /// The extension module.

@@ -40,3 +40,22 @@ def test_the_zt_script_is_installed_beside_the_interpreter():
         pytest.skip("ztio installed without its scripts")
     r = subprocess.run([script, "verify", NPY], capture_output=True, text=True)
     assert r.returncode == 0 and "OK" in r.stdout
+
+
+def test_convert_and_diff_from_python(tmp_path):
+    import numpy as np
+
+    import ztio
+
+    src = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"w": np.arange(6, dtype=np.float32)}, src)
+    ztio.convert(src, tmp_path / "m.zt", compress=3, digest="sha256")
+    assert ztio.verify(tmp_path / "m.zt")
+    assert ztio.diff(src, tmp_path / "m.zt", values_only=True)
+    ztio.numpy.save_file({"w": np.ones(6, dtype=np.float32)}, tmp_path / "other.safetensors")
+    assert not ztio.diff(src, tmp_path / "other.safetensors")
+    with pytest.raises(ztio.Error):
+        ztio.convert(src, tmp_path / "m.zt")  # exists: the tool wants --force
+    ztio.convert(src, tmp_path / "m.zt", force=True)
+    with pytest.raises(ztio.Error):
+        ztio.diff(src, tmp_path / "absent.zt")

@@ -54,6 +54,7 @@ from .errors import (
 )
 from .values import Tagged
 from ._native import __version__
+from . import _native
 from . import flax, mlx, numpy, paddle, tensorflow, torch  # safetensors-style submodules (each imports its framework on use)
 
 __all__ = [
@@ -62,6 +63,8 @@ __all__ = [
     "save_file",
     "load_file",
     "verify",
+    "convert",
+    "diff",
     "File",
     "ShardedFile",
     "Writer",
@@ -89,6 +92,61 @@ __all__ = [
 def load_file(path):
     """Every tensor of a file as a dict of numpy arrays (see :func:`ztio.numpy.load_file`)."""
     return numpy.load_file(path)
+
+
+def convert(
+    src,
+    dst,
+    *,
+    to=None,
+    compress=None,
+    digest=None,
+    force=False,
+    verify=True,
+    sync=True,
+) -> None:
+    """What ``zt convert`` does, from Python: any file, set, folder or URL ztio reads to
+    ``dst`` (its kind from its extension, or ``to``: ``"zt"``, ``"v1.2"``, ``"safetensors"``,
+    ``"gguf"``, ``"mag"``; an ``*.index.json`` makes a sharded set). ``compress`` (a zstd
+    level) and ``digest`` (``"sha256"``, ``"crc32c"``, ...) for ``.zt`` output; ``force``
+    replaces an existing ``dst``; ``verify=False`` skips checking the digests the input
+    carries; ``sync=False`` skips the fsync. The same code as the ``zt`` tool: it writes its
+    notes to stderr, and raises :class:`ztio.Error` when the tool fails (its message on
+    stderr). Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was.
+    """
+    import os as _os
+
+    args = ["zt", "convert", _os.fspath(src), _os.fspath(dst)]
+    if to is not None:
+        args += ["--to", str(to)]
+    if compress is not None:
+        args.append(f"--compress={int(compress)}")
+    if digest is not None:
+        args += ["--digest", str(digest)]
+    if force:
+        args.append("--force")
+    if not verify:
+        args.append("--no-verify")
+    if not sync:
+        args.append("--no-sync")
+    status = _native.run_cli(args, embedded=True)
+    if status:
+        raise Error(f"zt convert failed with status {status} (its message is on stderr)")
+
+
+def diff(a, b, *, values_only=False) -> bool:
+    """What ``zt diff`` does: whether two files (sets, folders) hold the same objects with the
+    same values; the differences are printed as the tool prints them. ``ztio.Error`` when a
+    file cannot be read."""
+    import os as _os
+
+    args = ["zt", "diff", _os.fspath(a), _os.fspath(b)]
+    if values_only:
+        args.append("--values-only")
+    status = _native.run_cli(args, embedded=True)
+    if status > 1:
+        raise Error(f"zt diff failed with status {status} (its message is on stderr)")
+    return status == 0
 
 
 def verify(path, **options) -> VerifyReport:

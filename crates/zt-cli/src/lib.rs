@@ -293,6 +293,24 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    // Ctrl-C or a TERM: unnamed temporaries vanish with the process; named ones (file systems
+    // without O_TMPFILE, the folder of a conversion before its upload) are removed first.
+    // 130 is the status a shell reports for an interrupted command.
+    let _ = ctrlc::set_handler(|| {
+        ztensor::container::cleanup::remove_registered();
+        std::process::exit(130);
+    });
+    run_embedded(args)
+}
+
+/// As [`run_from`], without taking over the process's signals: for a host that handles them
+/// itself (the Python package's `ztio.convert`, which checks Python's signals between pieces
+/// of work, so that Ctrl-C raises `KeyboardInterrupt` and the output stays as it was).
+pub fn run_embedded<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -302,13 +320,6 @@ where
             return code;
         }
     };
-    // Ctrl-C or a TERM: unnamed temporaries vanish with the process; named ones (file systems
-    // without O_TMPFILE, the folder of a conversion before its upload) are removed first.
-    // 130 is the status a shell reports for an interrupted command.
-    let _ = ctrlc::set_handler(|| {
-        ztensor::container::cleanup::remove_registered();
-        std::process::exit(130);
-    });
     let (checks, writing) = cli.command.settings();
     common::set_durability(if writing.is_some_and(|w| w.no_sync) {
         ztensor::Durability::Unsynced
