@@ -85,7 +85,7 @@ def _mapped(f: File, info: Any, shape: Tuple[int, ...], dtype: Any, torch: Any) 
     if getattr(f, "_verify", False) or getattr(f, "_unmapped", False) or len(info.components) != 1:
         return None
     c = info.components[0]
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = getattr(dtype, "itemsize", None) or torch.empty((), dtype=dtype).element_size()
     numel = 1
     for d in shape:
         numel *= d
@@ -106,10 +106,11 @@ def _mapped(f: File, info: Any, shape: Tuple[int, ...], dtype: Any, torch: Any) 
     return raw.view(dtype).reshape(shape)
 
 
-def _tensor(f: File, name: str, device: str = "cpu") -> Any:
+def _tensor(f: File, name: str, device: str = "cpu", info: Any = None) -> Any:
     torch = _torch()
     f = f._file_for(name)  # a set's shard
-    info = f.info(name)
+    if info is None:
+        info = f.info(name)
     if info.format != "dense":
         raise ArgumentError(f"object {name!r} is {info.format}; torch tensors are read from dense objects only")
     if info.defect:
@@ -144,9 +145,15 @@ def load_file(
     with positional reads instead of a map, as safetensors' option of that name."""
     f = open_any(filename, unmapped=_unmapped(backend))
     try:
-        return {name: _tensor(f, name, str(device) if not isinstance(device, str) else device) for name in f.keys()}
+        return _all_tensors(f, device)
     finally:
         f.close()
+
+
+def _all_tensors(f: Any, device: Union[str, int]) -> Dict[str, Any]:
+    """Every dense tensor of an open file, its listing asked for once."""
+    device = str(device) if not isinstance(device, str) else device
+    return {info.name: _tensor(f, info.name, device, info) for info in f.infos()}
 
 
 def save_file(
@@ -183,7 +190,7 @@ def load(data: bytes, device: Union[str, int] = "cpu") -> Dict[str, Any]:
     ``load``. Each tensor is a copy (torch tensors are writable; ``data`` is not)."""
     f = File._of_bytes(data)
     try:
-        return {name: _tensor(f, name, str(device) if not isinstance(device, str) else device) for name in f.keys()}
+        return _all_tensors(f, device)
     finally:
         f.close()
 
