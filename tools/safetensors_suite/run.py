@@ -27,16 +27,16 @@ ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "target" / "safetensors-suite"
 #: The files that need neither torch nor the frameworks we do not serve.
 DEFAULT_FILES = ["test_flax_comparison.py", "test_handle.py", "test_threadable.py"]
-#: Every file whose framework ztio serves.
+#: With torch installed (`--all`).
 ALL_FILES = DEFAULT_FILES + [
     "test_simple.py",
     "test_pt_comparison.py",
     "test_pt_model.py",
     "test_pread_backend.py",
     "test_multithreaded.py",
-    "test_tf_comparison.py",
-    "test_paddle_comparison.py",
 ]
+# TensorFlow's and Paddle's files (test_tf_comparison.py, test_paddle_comparison.py) run with
+# `--files=...`, each in a process of its own: the two frameworks crash in one process.
 #: What the default files import beside numpy and JAX (from PyPI, into this interpreter).
 NEEDS = {"flax": "flax", "fsspec": "fsspec", "pytest": "pytest"}
 
