@@ -87,6 +87,7 @@ fn version_name(v: &FileVersion) -> String {
         FileVersion::Npz => "npz".to_owned(),
         FileVersion::PyTorch => "pytorch".to_owned(),
         FileVersion::PyTorchLegacy => "pytorch legacy".to_owned(),
+        FileVersion::TorchScript => "torchscript".to_owned(),
         // Kinds added later read as the library prints them.
         #[allow(unreachable_patterns)]
         other => other.to_string(),

@@ -29,6 +29,9 @@ pub enum FileVersion {
     Npz,
     /// A PyTorch checkpoint: the zip archive `torch.save` has written since 1.6.
     PyTorch,
+    /// A TorchScript archive (`torch.jit.save`): the module's parameters and buffers, named by
+    /// their path in the module, as its state dict names them.
+    TorchScript,
     /// A legacy PyTorch checkpoint: pickles and raw storages, as `torch.save` wrote before
     /// 1.6 (and with `_use_new_zipfile_serialization=False`).
     PyTorchLegacy,
@@ -50,7 +53,9 @@ impl FileVersion {
             FileVersion::Safetensors => "safetensors",
             FileVersion::Npy(..) => "npy",
             FileVersion::Npz => "npz",
-            FileVersion::PyTorch | FileVersion::PyTorchLegacy => "pytorch",
+            FileVersion::PyTorch | FileVersion::PyTorchLegacy | FileVersion::TorchScript => {
+                "pytorch"
+            }
             FileVersion::Gguf { .. } => "gguf",
         }
     }
@@ -85,6 +90,7 @@ impl FileVersion {
             FileVersion::Npy(major, minor) => format!("{major}.{minor}"),
             FileVersion::Safetensors | FileVersion::Npz | FileVersion::PyTorch => String::new(),
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
+            FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
         }
     }
@@ -101,6 +107,7 @@ impl fmt::Display for FileVersion {
             FileVersion::Npy(major, minor) => write!(f, "NumPy .npy {major}.{minor}"),
             FileVersion::Npz => f.write_str("NumPy .npz"),
             FileVersion::PyTorch => f.write_str("PyTorch checkpoint"),
+            FileVersion::TorchScript => f.write_str("TorchScript archive"),
             FileVersion::PyTorchLegacy => f.write_str("PyTorch checkpoint (legacy, before 1.6)"),
             FileVersion::Gguf {
                 version,

@@ -10,6 +10,8 @@ use crate::decode::Verify;
 use crate::files;
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
+#[cfg(feature = "torch")]
+use crate::model::FileVersion;
 use crate::reader::Reader;
 use crate::sniff::{is_zip, sniff, FileKind, SNIFF_LEN};
 
@@ -260,7 +262,13 @@ impl OpenOptions {
             #[cfg(feature = "numpy")]
             Some(FileKind::Npz) => files::npy::list_npz(&source, zip_entries, limits)?,
             #[cfg(feature = "torch")]
-            Some(FileKind::PyTorch) => files::torch::list(&source, zip_entries, limits)?,
+            Some(FileKind::PyTorch) => {
+                files::torch::list(&source, zip_entries, limits, FileVersion::PyTorch)?
+            }
+            #[cfg(feature = "torch")]
+            Some(FileKind::TorchScript) => {
+                files::torch::list(&source, zip_entries, limits, FileVersion::TorchScript)?
+            }
             #[cfg(feature = "torch")]
             Some(FileKind::PyTorchLegacy) => files::torch::list_legacy(&source, limits)?,
             #[cfg(feature = "gguf")]

@@ -81,8 +81,8 @@ impl FileKind {
         }
     }
 
-    /// Whether this build reads the kind: its feature is on (kinds read by no feature yet,
-    /// TorchScript and Keras, are not).
+    /// Whether this build reads the kind: its feature is on (a kind read by no feature yet,
+    /// Keras, is not).
     ///
     /// ```
     /// assert!(ztensor::FileKind::ZTensor.is_built());
@@ -91,10 +91,12 @@ impl FileKind {
         match self {
             FileKind::Mag | FileKind::ZTensorV2 | FileKind::ZTensor => true,
             FileKind::Npy | FileKind::Npz => cfg!(feature = "numpy"),
-            FileKind::PyTorch | FileKind::PyTorchLegacy => cfg!(feature = "torch"),
+            FileKind::PyTorch | FileKind::PyTorchLegacy | FileKind::TorchScript => {
+                cfg!(feature = "torch")
+            }
             FileKind::Gguf => cfg!(feature = "gguf"),
             FileKind::Safetensors => cfg!(feature = "safetensors"),
-            FileKind::TorchScript | FileKind::Keras | FileKind::ShardIndex => false,
+            FileKind::Keras | FileKind::ShardIndex => false,
         }
     }
 
@@ -105,9 +107,7 @@ impl FileKind {
                 "a sharded checkpoint index (model.safetensors.index.json): open it as a set \
                  (ShardedSet::open), not as one file",
             ),
-            FileKind::TorchScript | FileKind::Keras => {
-                Error::unsupported(format!("a {}: not read yet", self.name()))
-            }
+            FileKind::Keras => Error::unsupported(format!("a {}: not read yet", self.name())),
             _ => Error::unsupported(format!(
                 "a {}: this build of ztensor was built without support for it (feature {:?})",
                 self.name(),

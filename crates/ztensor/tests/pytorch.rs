@@ -33,6 +33,8 @@ fn every_tensor_reads_as_torch_wrote_it() {
                 .unwrap_or_else(|e| panic!("{file}: {e}"));
             let version = if file.starts_with("legacy") {
                 FileVersion::PyTorchLegacy
+            } else if file.starts_with("torchscript") {
+                FileVersion::TorchScript
             } else {
                 FileVersion::PyTorch
             };

@@ -88,8 +88,15 @@ fn storage_unit(class: &str) -> Option<u64> {
         .map(|e| e.logical_size())
 }
 
-/// Lists a PyTorch zip checkpoint.
-pub(crate) fn list(source: &Source, entries: Vec<zip::Entry>, limits: &Limits) -> Result<Listing> {
+/// Lists a PyTorch zip checkpoint, or a TorchScript archive (`version`
+/// [`FileVersion::TorchScript`]: the same records; its module objects are walked as their
+/// state dicts, see the pickle machine's BUILD).
+pub(crate) fn list(
+    source: &Source,
+    entries: Vec<zip::Entry>,
+    limits: &Limits,
+    version: FileVersion,
+) -> Result<Listing> {
     let pkl = entries
         .iter()
         .find(|e| e.name.ends_with("/data.pkl") && e.name.matches('/').count() == 1)
@@ -135,15 +142,7 @@ pub(crate) fn list(source: &Source, entries: Vec<zip::Entry>, limits: &Limits) -
             .map(|e| (*e).clone())
     };
     let len = pickled.len() as u64;
-    let mut listing = listing_of(
-        &heap,
-        root,
-        records,
-        byte_order,
-        limits,
-        FileVersion::PyTorch,
-        len,
-    )?;
+    let mut listing = listing_of(&heap, root, records, byte_order, limits, version, len)?;
     listing.zip_entries = entries;
     Ok(listing)
 }

@@ -747,11 +747,9 @@ impl<'h> Machine<'h> {
                 f.stack.push(Slot::Val(v));
             }
             b'b' => {
-                // BUILD sets an object's state: the state of the objects we model (a
-                // parameter's, an ordered dict's) is never needed, and an opaque object
-                // stays opaque.
-                f.pop()?;
-                f.top()?;
+                let state = f.pop()?;
+                let target = f.top()?;
+                self.build(target, state)?;
             }
             b'Q' => {
                 let pid = f.pop()?;
@@ -874,6 +872,33 @@ impl<'h> Machine<'h> {
     }
 
     /// The value an object of class `cls` stands for, never built: opaque.
+    /// BUILD: sets an object's state. A TorchScript module (an object of a `__torch__.*`
+    /// class, as `torch.jit.save` pickles one) takes its state dict as its value, so that its
+    /// parameters, buffers and submodules are walked as a dict's. The state of the objects we
+    /// model otherwise (a parameter's, an ordered dict's) is never needed, and any other
+    /// opaque object stays opaque: nothing is set, nothing is called.
+    fn build(&mut self, target: Pv, state: Pv) -> std::result::Result<(), Stop> {
+        let scripted = match self.heap.get(target) {
+            Some(Obj::Opaque(cls)) => matches!(
+                self.heap.get(*cls),
+                Some(Obj::Global(g)) if g.0 == "__torch__" || g.0.starts_with("__torch__.")
+            ),
+            _ => false,
+        };
+        if !scripted {
+            return Ok(());
+        }
+        let pairs = match self.heap.get(state) {
+            Some(Obj::Dict(pairs)) => pairs.clone(),
+            _ => return Ok(()),
+        };
+        self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
+        if let Some(obj) = self.heap.get_mut(target) {
+            *obj = Obj::Dict(pairs);
+        }
+        Ok(())
+    }
+
     fn opaque_of(&mut self, cls: Pv) -> Pv {
         let cls = match self.heap.get(cls) {
             Some(Obj::Global(_)) => cls,
@@ -1159,6 +1184,26 @@ mod tests {
         assert_eq!(long_le(&[0x00, 0x01]), Some(256));
         assert_eq!(long_le(&[0; 9]), Some(0));
         assert_eq!(long_le(&[1, 0, 0, 0, 0, 0, 0, 0, 1]), None);
+    }
+
+    #[test]
+    fn a_torchscript_module_takes_its_state_and_other_objects_stay_opaque() {
+        // __torch__.M() with state {"w": 1} (as torch.jit.save pickles a module), then the
+        // same for a class outside __torch__.
+        for (module, scripted) in [(&b"__torch__"[..], true), (&b"argparse"[..], false)] {
+            let mut p = b"\x80\x02c".to_vec();
+            p.extend(module);
+            p.extend(b"\nM\n)\x81}X\x01\x00\x00\x00wK\x01sb.");
+            let (heap, v) = run(&p).unwrap();
+            match heap.get(v) {
+                Some(Obj::Dict(pairs)) => {
+                    assert!(scripted);
+                    assert_eq!(pairs.len(), 1);
+                }
+                Some(Obj::Opaque(_)) => assert!(!scripted),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]
