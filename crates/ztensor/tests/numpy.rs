@@ -5,6 +5,8 @@
 
 #[path = "support/expected.rs"]
 mod expected;
+#[path = "support/checkpoint.rs"]
+mod checkpoint;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -174,4 +176,37 @@ fn verify_checks_every_entry_crc_stored_or_deflated() {
         });
         assert!(named, "{file}: {:?}", report.failures);
     }
+}
+
+/// An `.npy` entry of `descr` and version `major.minor` holding two bytes of data.
+fn npy_entry(descr: &str, major: u8, minor: u8) -> Vec<u8> {
+    let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (2,), }}");
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut out = vec![0x93, b'N', b'U', b'M', b'P', b'Y', major, minor];
+    out.extend((dict.len() as u16).to_le_bytes());
+    out.extend(dict.as_bytes());
+    out.extend([1, 2]);
+    out
+}
+
+/// In an `.npz`, an array that is not numbers is listed and skipped, but an entry of a
+/// format version numpy does not read refuses the archive, as numpy refuses it: told apart
+/// by what the parser found, not by the words of its message.
+#[test]
+fn an_npz_skips_what_is_not_numbers_and_refuses_a_version_numpy_refuses() {
+    let numbers = npy_entry("'|u1'", 1, 0);
+    let text = npy_entry("'|S1'", 1, 0);
+    let skipped = checkpoint::zip(&[("a.npy", &numbers), ("t.npy", &text)], &[]);
+    let r = OpenOptions::new().open_bytes(skipped).unwrap();
+    assert!(r.object("t").unwrap().skipped().is_some());
+    assert_eq!(&r.object("a").unwrap().bytes().unwrap()[..], &[1, 2]);
+
+    let future = npy_entry("'|u1'", 1, 1);
+    let refused = checkpoint::zip(&[("a.npy", &numbers), ("v.npy", &future)], &[]);
+    let e = OpenOptions::new().open_bytes(refused).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.message().contains("format version 1.1"), "{e}");
 }

@@ -60,7 +60,7 @@ struct Header {
 pub(crate) fn list_npy(source: &Source, limits: &Limits) -> Result<Listing> {
     let head_len = source.len().min(12 + MAX_HEADER_LEN);
     let head = source.read_at(0, head_len)?;
-    let h = header(&head, source.len(), limits)?;
+    let h = header(&head, source.len(), limits)?.map_err(|n| n.0)?;
     let end = h.data_start + h.data_len;
     if end != source.len() {
         return Err(bad(format!(
@@ -90,20 +90,16 @@ pub(crate) fn list_npz(
     let mut inflate_budget = source.len().saturating_mul(16).saturating_add(1 << 20);
     for e in &entries {
         let name = e.name.strip_suffix(".npy").unwrap_or(&e.name).to_owned();
-        let listed =
-            npz_entry(source, e, limits, &mut inflate_budget).map_err(|err| err.in_object(&name));
+        let listed = npz_entry(source, e, limits, &mut inflate_budget)
+            .map_err(|err| err.in_object(&name))?;
         match listed {
             Ok(o) => objects.push(ObjectInfo { name, ..o }),
-            // A version numpy does not read makes the archive one numpy does not read.
-            Err(err)
-                if err.kind() == zt_container::ErrorKind::Unsupported
-                    && !err.message().contains("format version") =>
-            {
-                // A structured, object or text array: listed as what it is, and skipped.
+            // A structured, object or text array: listed as what it is, and skipped. Any
+            // other refusal (a version numpy does not read) refuses the archive, as numpy does.
+            Err(NotNumbers(err)) => {
                 let defect = Defect::not_numbers(err.message());
                 objects.push(unreadable(name, e, defect));
             }
-            Err(err) => return Err(err),
         }
     }
     // Entry names are unique (the zip reader refused duplicates); two entries `a` and
@@ -124,12 +120,12 @@ fn npz_entry(
     e: &zip::Entry,
     limits: &Limits,
     inflate_budget: &mut u64,
-) -> Result<ObjectInfo> {
+) -> Result<Parsed<ObjectInfo>> {
     if !e.name.ends_with(".npy") {
-        return Err(Error::unsupported(format!(
+        return Ok(Err(NotNumbers(Error::unsupported(format!(
             "zip entry {:?} is not a .npy array",
             e.name
-        )));
+        )))));
     }
     let want = e.uncompressed.min(12 + MAX_HEADER_LEN);
     match e.method {
@@ -137,15 +133,19 @@ fn npz_entry(
             let head = source.read_at(e.data_offset, want)?;
             let h =
                 header(&head, e.uncompressed, limits).map_err(|err| shift(err, e.data_offset))?;
+            let h = match h {
+                Ok(h) => h,
+                Err(NotNumbers(err)) => return Ok(Err(NotNumbers(shift(err, e.data_offset)))),
+            };
             if h.data_start + h.data_len != e.uncompressed {
                 return Err(entry_size(&h, e).at(e.data_offset));
             }
-            Ok(object(
+            Ok(Ok(object(
                 String::new(),
                 &h,
                 e.data_offset + h.data_start,
                 None,
-            ))
+            )))
         }
         Method::Deflated => {
             // The header is at the start of the stream: read only what can encode it (a
@@ -179,11 +179,15 @@ fn npz_entry(
                 }
             }
             let h = header(&head, e.uncompressed, limits).map_err(|err| err.at(e.data_offset))?;
+            let h = match h {
+                Ok(h) => h,
+                Err(NotNumbers(err)) => return Ok(Err(NotNumbers(err.at(e.data_offset)))),
+            };
             if h.data_start + h.data_len != e.uncompressed {
                 return Err(entry_size(&h, e).at(e.data_offset));
             }
             let span = (e.data_offset, e.compressed, h.data_start);
-            Ok(object(String::new(), &h, 0, Some(span)))
+            Ok(Ok(object(String::new(), &h, 0, Some(span))))
         }
     }
 }
@@ -284,7 +288,7 @@ fn bad(what: impl std::fmt::Display) -> Error {
 
 /// Parses the magic, version and header at the start of `head` (the first bytes of an array
 /// of `total` bytes) and checks the shape and sizes.
-fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Header> {
+fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Parsed<Header>> {
     if !head.starts_with(NPY_MAGIC) {
         return Err(bad("no \\x93NUMPY magic").at(0));
     }
@@ -335,7 +339,10 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Header> {
     let at_header = 8 + len_size as u64;
     let fields = parse_dict(text).map_err(|e| bad(format!("header: {e}")).at(at_header))?;
     let (descr, fortran, shape) = fields;
-    let (element, byte_order) = element_of(&descr).map_err(|e| e.at(at_header))?;
+    let (element, byte_order) = match element_of(&descr) {
+        Ok(found) => found,
+        Err(e) => return Ok(Err(NotNumbers(e.at(at_header)))),
+    };
     if shape.len() > limits.decode.max_rank {
         return Err(
             Error::rank_over_cap(Some(shape.len() as u64), limits.decode.max_rank).at(at_header),
@@ -356,7 +363,7 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Header> {
         ))
         .at(data_start));
     }
-    Ok(Header {
+    Ok(Ok(Header {
         major,
         minor,
         data_start,
@@ -365,8 +372,15 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Header> {
         fortran,
         shape,
         data_len,
-    })
+    }))
 }
+
+/// A well-formed array that is not numbers we decode (structured, object, text): a `.npy` of
+/// one is refused with this error, an `.npz` lists it as what it is and skips it.
+struct NotNumbers(Error);
+
+/// What a parse found: the thing, or a well-formed array that is not numbers.
+type Parsed<T> = std::result::Result<T, NotNumbers>;
 
 /// A NumPy type string (`<f4`, `|b1`, `>c16`) as an element type and byte order.
 fn element_of(descr: &Descr) -> Result<(ElementType, ByteOrder)> {
