@@ -3,10 +3,10 @@
 //! for byte with `expected.json`), mapped and unmapped; stored entries come from the map
 //! without a copy; structured and object arrays are refused, naming what they are.
 
-#[path = "support/expected.rs"]
-mod expected;
 #[path = "support/checkpoint.rs"]
 mod checkpoint;
+#[path = "support/expected.rs"]
+mod expected;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
