@@ -298,10 +298,7 @@ class File:
     def metadata(self) -> Optional[Dict[str, str]]:
         """File attributes as strings, as safetensors' ``metadata()`` gives them: text as is,
         other values as JSON; ``None`` when the file has none."""
-        attrs = self._native.attributes()
-        if not attrs:
-            return None
-        return {k: v if isinstance(v, str) else json.dumps(v, default=repr) for k, v in attrs.items()}
+        return _as_text(self._native.attributes())
 
     def keys(self) -> List[str]:
         """Object names, sorted."""
@@ -429,6 +426,7 @@ class ShardedFile:
     ):
         self.path = str(path)
         self._verify = verify
+        self._unmapped = unmapped
         self._set = _native.Set(path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
         self._paths = self._set.shard_paths()
         self._shards: Dict[int, File] = {}
@@ -440,11 +438,16 @@ class ShardedFile:
         position = self._set.shard_of(name)
         if position is None:
             raise NotFoundError(f"no object named {name!r} in the set {self.path}")
+        return self._shard(position)
+
+    def _shard(self, position: int) -> File:
+        """Shard ``position``, opened (and checked against the index) on first use."""
         shard = self._shards.get(position)
         if shard is None:
             shard = File.__new__(File)
             shard.path = self._paths[position]
             shard._verify = self._verify
+            shard._unmapped = self._unmapped
             shard._native = self._set.reader(position)
             self._shards[position] = shard
         return shard
@@ -465,10 +468,7 @@ class ShardedFile:
 
     def metadata(self) -> Optional[Dict[str, str]]:
         """The index's ``metadata`` as text, as safetensors gives a file's; ``None`` if empty."""
-        attrs = self._set.metadata()
-        if not attrs:
-            return None
-        return {k: v if isinstance(v, str) else json.dumps(v, default=repr) for k, v in attrs.items()}
+        return _as_text(self._set.metadata())
 
     def keys(self) -> List[str]:
         return self._set.names()
@@ -506,20 +506,10 @@ class ShardedFile:
         """Opens every shard (checking it against the index) and verifies it."""
         checked, errors = 0, []
         for position in range(len(self._paths)):
-            report = File.verify(self._shard_at(position))
+            report = self._shard(position).verify()
             checked += report.checked
             errors.extend(report.errors)
         return VerifyReport(checked, errors)
-
-    def _shard_at(self, position: int) -> File:
-        names = [n for n in self.keys() if self._set.shard_of(n) == position]
-        if names:
-            return self._file_for(names[0])
-        shard = File.__new__(File)
-        shard.path = self._paths[position]
-        shard._verify = self._verify
-        shard._native = self._set.reader(position)
-        return shard
 
     def close(self) -> None:
         """Closes the set and the shards it opened; arrays already read stay valid."""
@@ -551,6 +541,14 @@ def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File
     if _native.is_index_path(p):
         return ShardedFile(p, **options)
     return File(p, **options)
+
+
+def _as_text(attrs: Dict[str, Any]) -> Optional[Dict[str, str]]:
+    """Attributes as safetensors' ``metadata()`` gives them: text as is, other values as JSON;
+    ``None`` when there are none."""
+    if not attrs:
+        return None
+    return {k: v if isinstance(v, str) else json.dumps(v, default=repr) for k, v in attrs.items()}
 
 
 def _scipy_sparse(info: TensorInfo, parts: Dict[str, np.ndarray]) -> Any:
