@@ -117,21 +117,36 @@ pub fn detach_interruptible<T: Send>(
     py: Python<'_>,
     work: impl FnOnce() -> ztensor::Result<T> + Send,
 ) -> PyResult<T> {
+    detach_interruptible_with(py, None, work)
+}
+
+/// As [`detach_interruptible`], also stopping when the `progress` callable has raised (its
+/// exception is then the one raised here).
+pub fn detach_interruptible_with<T: Send>(
+    py: Python<'_>,
+    progress: Option<std::sync::Arc<crate::progress::Callback>>,
+    work: impl FnOnce() -> ztensor::Result<T> + Send,
+) -> PyResult<T> {
     use std::sync::{Arc, Mutex};
     let raised: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
     let slot = Arc::clone(&raised);
+    let watched = progress.clone();
     let result = py.detach(move || {
         let check = move || {
-            Python::attach(|py| match py.check_signals() {
-                Ok(()) => false,
-                Err(e) => {
-                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    true
-                }
-            })
+            watched.as_ref().is_some_and(|p| p.failed())
+                || Python::attach(|py| match py.check_signals() {
+                    Ok(()) => false,
+                    Err(e) => {
+                        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        true
+                    }
+                })
         };
         ztensor::container::interrupt::with_check(check, work)
     });
+    if let Some(e) = progress.and_then(|p| p.take_error()) {
+        return Err(e);
+    }
     if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
     }

@@ -10,6 +10,7 @@
 //!   owned), the holder objects that keep those bytes alive, and the dtype table.
 //! - [`values`]: attribute values between the library's `Value` and Python objects.
 //! - [`errors`]: the library's errors as the exceptions of `ztio.errors`.
+//! - [`progress`]: a command's or a check's progress told to a Python callable.
 //!
 //! The GIL is released around every read, decode, hash and write: a reader is shared by
 //! threads through an `Arc`, and a closed reader only drops its own handle, so arrays that
@@ -19,6 +20,7 @@ use pyo3::prelude::*;
 
 mod arrays;
 mod errors;
+mod progress;
 mod reader;
 mod sharded;
 mod values;
@@ -29,11 +31,25 @@ mod writer;
 /// (`embedded=False`) it takes over SIGINT/SIGTERM as the `zt` binary does; embedded (for
 /// `ztio.convert` and `ztio.diff`) Python keeps its handler and Ctrl-C raises
 /// `KeyboardInterrupt` between pieces of work.
+///
+/// `progress` (embedded only): a callable told the command's progress in place of bars on
+/// stderr (see the `progress` module).
 #[pyfunction]
-#[pyo3(signature = (argv, *, embedded = false))]
-fn run_cli(py: Python<'_>, argv: Vec<String>, embedded: bool) -> PyResult<u8> {
+#[pyo3(signature = (argv, *, embedded = false, progress = None))]
+fn run_cli(
+    py: Python<'_>,
+    argv: Vec<String>,
+    embedded: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<u8> {
     if embedded {
-        errors::detach_interruptible(py, || Ok(zt_cli::run_embedded(argv)))
+        let callback = progress.map(|p| std::sync::Arc::new(progress::Callback::new(p)));
+        let listener = callback
+            .clone()
+            .map(|c| c as std::sync::Arc<dyn zt_cli::ProgressListener>);
+        errors::detach_interruptible_with(py, callback, || {
+            Ok(zt_cli::run_embedded_with(argv, listener))
+        })
     } else {
         Ok(py.detach(|| zt_cli::run_from(argv)))
     }

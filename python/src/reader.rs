@@ -384,9 +384,37 @@ impl Reader {
     }
 
     /// Checks every digest and data rule: `(digests checked, [errors])`.
-    fn verify<'py>(&self, py: Python<'py>) -> PyResult<(usize, Bound<'py, PyList>)> {
+    #[pyo3(signature = (progress = None))]
+    fn verify<'py>(
+        &self,
+        py: Python<'py>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
         let r = self.get(py)?;
-        let report = py.detach(|| r.verify());
+        let report = match progress {
+            None => py.detach(|| r.verify()),
+            Some(call) => {
+                let callback = crate::progress::Callback::new(call);
+                let total = r
+                    .objects()
+                    .iter()
+                    .flat_map(|o| &o.components)
+                    .fold(0u64, |n, c| n.saturating_add(c.length));
+                let done = std::sync::atomic::AtomicU64::new(0);
+                callback.tell("verify", 0, total, false);
+                let report = py.detach(|| {
+                    r.verify_with_progress(&|n| {
+                        let now = done.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+                        callback.tell("verify", now, total, false);
+                    })
+                });
+                callback.tell("verify", total, total, true);
+                if let Some(e) = callback.take_error() {
+                    return Err(e);
+                }
+                report
+            }
+        };
         let errors = PyList::empty(py);
         for e in &report.failures {
             errors.append(to_py(py, e).value(py))?;

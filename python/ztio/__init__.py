@@ -54,7 +54,7 @@ from .errors import (
 )
 from .values import Tagged
 from ._native import __version__
-from . import _native
+from . import _native, _progress
 from . import flax, mlx, numpy, paddle, tensorflow, torch  # safetensors-style submodules (each imports its framework on use)
 
 __all__ = [
@@ -104,15 +104,20 @@ def convert(
     force=False,
     verify=True,
     sync=True,
+    shard_size=None,
+    progress=None,
 ) -> None:
     """What ``zt convert`` does, from Python: any file, set, folder or URL ztio reads to
     ``dst`` (its kind from its extension, or ``to``: ``"zt"``, ``"v1.2"``, ``"safetensors"``,
     ``"gguf"``, ``"mag"``; an ``*.index.json`` makes a sharded set). ``compress`` (a zstd
     level) and ``digest`` (``"sha256"``, ``"crc32c"``, ...) for ``.zt`` output; ``force``
     replaces an existing ``dst``; ``verify=False`` skips checking the digests the input
-    carries; ``sync=False`` skips the fsync. The same code as the ``zt`` tool: it writes its
+    carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a text such as
+    ``"5GB"``) cuts a set's shards when ``dst`` is an index. The same code as the ``zt`` tool: it writes its
     notes to stderr, and raises :class:`ztio.Error` when the tool fails (its message on
-    stderr). Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was.
+    stderr). Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was. ``progress``:
+    see :mod:`ztio._progress` (a tqdm bar where a person watches, ``False`` for none, or a
+    callable).
     """
     import os as _os
 
@@ -129,31 +134,34 @@ def convert(
         args.append("--no-verify")
     if not sync:
         args.append("--no-sync")
-    status = _native.run_cli(args, embedded=True)
+    if shard_size is not None:
+        args += ["--shard-size", str(shard_size)]
+    status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
     if status:
         raise Error(f"zt convert failed with status {status} (its message is on stderr)")
 
 
-def diff(a, b, *, values_only=False) -> bool:
+def diff(a, b, *, values_only=False, progress=None) -> bool:
     """What ``zt diff`` does: whether two files (sets, folders) hold the same objects with the
     same values; the differences are printed as the tool prints them. ``ztio.Error`` when a
-    file cannot be read."""
+    file cannot be read. ``progress`` as :func:`convert` takes it."""
     import os as _os
 
     args = ["zt", "diff", _os.fspath(a), _os.fspath(b)]
     if values_only:
         args.append("--values-only")
-    status = _native.run_cli(args, embedded=True)
+    status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
     if status > 1:
         raise Error(f"zt diff failed with status {status} (its message is on stderr)")
     return status == 0
 
 
-def verify(path, **options) -> VerifyReport:
+def verify(path, *, progress=None, **options) -> VerifyReport:
     """What ``zt verify`` checks, for a file, a set or a model folder: every digest and
     checksum the file carries and every data rule of its formats (reading all of it; a set
     opens and checks every shard). True when nothing failed; ``errors`` holds each failure as
-    the exception it would raise. ``options`` as :func:`open` takes them.
+    the exception it would raise. ``options`` as :func:`open` takes them; ``progress`` as
+    :func:`convert` takes it.
 
     >>> import ztio, numpy as np, tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "m.zt")
@@ -162,4 +170,4 @@ def verify(path, **options) -> VerifyReport:
     True
     """
     with open(path, **options) as f:
-        return f.verify()
+        return f.verify(progress=progress)

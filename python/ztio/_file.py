@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _frameworks, _native
+from . import _frameworks, _native, _progress
 from ._dtypes import read_table
 from .errors import ArgumentError, NotFoundError
 
@@ -321,9 +321,10 @@ class File:
         """Every object's listing, in name order."""
         return [TensorInfo._of(d) for d in self._native.infos()]
 
-    def verify(self) -> VerifyReport:
-        """Checks every digest and data rule of the file (reading all of it)."""
-        checked, errors = self._native.verify()
+    def verify(self, *, progress: Any = None) -> VerifyReport:
+        """Checks every digest and data rule of the file (reading all of it), on every core.
+        ``progress``: see :mod:`ztio._progress`."""
+        checked, errors = self._native.verify(progress=_progress.callable_or_silent(progress))
         return VerifyReport(checked, list(errors))
 
     # -- reading ---------------------------------------------------------------------------
@@ -502,11 +503,18 @@ class ShardedFile:
     def dequantize(self, name: str) -> np.ndarray:
         return self._file_for(name).dequantize(name)
 
-    def verify(self) -> VerifyReport:
-        """Opens every shard (checking it against the index) and verifies it."""
+    def verify(self, *, progress: Any = None) -> VerifyReport:
+        """Opens every shard (checking it against the index) and verifies it.
+        ``progress``: see :mod:`ztio._progress` (one piece of work per shard)."""
+        told = _progress.callable_or_silent(progress)
         checked, errors = 0, []
         for position in range(len(self._paths)):
-            report = self._shard(position).verify()
+            shard_name = os.path.basename(self._paths[position])
+
+            def tell(what: str, done: int, total: int, finished: bool, shard: str = shard_name) -> None:
+                told(f"{what} {shard}", done, total, finished)
+
+            report = self._shard(position).verify(progress=tell)
             checked += report.checked
             errors.extend(report.errors)
         return VerifyReport(checked, errors)

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _native
+from . import _native, _progress
 from ._dtypes import element_of
 from .errors import ArgumentError
 
@@ -180,22 +180,35 @@ def save_file(
     *,
     version: str = "v2",
     sync: bool = True,
+    progress: Any = None,
 ) -> None:
     """Writes a dict of arrays to ``path``, replacing it atomically.
 
     A ``.safetensors`` path gets a safetensors file (``metadata`` must then be text, and
     ``compression``/``digest`` are refused: safetensors has neither); any other path a
     zTensor file (v2 unless ``version="v1.2"``) with ``metadata`` as file attributes.
+    ``progress``: see :mod:`ztio._progress` (bytes of the arrays written, as ``"save"``).
     """
     path = os.fspath(path)
     names = sorted(tensors)
+    told = _progress.callable_or_silent(progress)
     if str(path).endswith(".safetensors"):
         if compression or digest:
             raise ArgumentError("safetensors files have no compression and no digests")
-        _native.save_safetensors(_safetensors_items(tensors), _text_metadata(metadata), path, sync=sync)
+        items = _safetensors_items(tensors)
+        total = sum(int(item[4].nbytes) for item in items)
+        told("save", 0, total, False)
+        _native.save_safetensors(items, _text_metadata(metadata), path, sync=sync)
+        told("save", total, total, True)
         return
+    total = sum(int(getattr(tensors[name], "nbytes", 0)) for name in names)
+    done = 0
+    told("save", 0, total, False)
     with Writer(path, version=version, compression=compression, digest=digest, sync=sync) as w:
         for key, value in (metadata or {}).items():
             w.set_attribute(key, value)
         for name in names:
             w.add(name, tensors[name])
+            done += int(getattr(tensors[name], "nbytes", 0))
+            told("save", done, total, False)
+    told("save", done, total, True)

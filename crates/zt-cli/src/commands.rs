@@ -362,12 +362,11 @@ struct Checked {
 
 fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
     let r = crate::common::open_input(path).map_err(|e| e.in_file(path))?;
-    // The digests are checked in one parallel call: a spinner, since no byte count can be
-    // followed (a bar waiting at 0 promised a time left far too long); then a bar follows the
-    // decoding, object by object.
-    let spin = spinner("verify: digests", total_stored(&r));
-    let report = r.verify();
-    spin.finish_and_clear();
+    // The digests are checked in one parallel call that reports each object as it is done;
+    // then a bar follows the decoding, object by object.
+    let checking = progress(total_stored(&r), "verify: digests");
+    let report = r.verify_with_progress(&|n| checking.inc(n));
+    checking.finish_and_clear();
     let bar = progress(total_stored(&r), "verify: decode");
     let mut failures = report.failures;
     let skipped = report.skipped;

@@ -256,40 +256,129 @@ pub fn check_output(path: &Path, force: bool) -> Outcome {
     Ok(())
 }
 
-/// A progress bar over `total` bytes on stderr when stderr is a terminal; hidden otherwise.
-/// Commands advance it by the bytes they have read (stored bytes of the objects copied,
-/// decoded bytes compared), so it shows a rate and a time left.
-pub fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(what.to_owned());
-    bar
+/// Where an embedding host hears how far a command has come, in place of bars drawn on
+/// stderr (the Python package hands its `progress=` callback or tqdm to it).
+pub trait ProgressListener: Send + Sync {
+    /// The piece of work `what` (of `total` bytes; 0 when the size is not known) has `done`
+    /// bytes done. Called with `done` 0 when it starts, as it advances (from any thread), and
+    /// once with `finished` when it ends.
+    fn report(&self, what: &str, done: u64, total: u64, finished: bool);
 }
 
-/// A spinner on stderr (when a terminal) for work the library does in one call, where no
-/// byte count can be followed: it shows the elapsed time and how much there is to do.
-pub fn spinner(what: &str, total: u64) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
+thread_local! {
+    /// The listener of the command running on this thread, if its host gave one.
+    static LISTENER: std::cell::RefCell<Option<std::sync::Arc<dyn ProgressListener>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `work` with `listener` hearing the progress of the bars it makes on this thread.
+pub fn with_listener<T>(
+    listener: Option<std::sync::Arc<dyn ProgressListener>>,
+    work: impl FnOnce() -> T,
+) -> T {
+    let old = LISTENER.with(|l| l.replace(listener));
+    let out = work();
+    LISTENER.with(|l| *l.borrow_mut() = old);
+    out
+}
+
+/// Progress of one piece of work: an indicatif bar on stderr when stderr is a terminal and
+/// nobody listens, else the host's listener, else nothing. Advanced from any thread.
+pub struct Bar {
+    draw: indicatif::ProgressBar,
+    heard: Option<Heard>,
+}
+
+/// What a [`Bar`] tells a listener.
+struct Heard {
+    listener: std::sync::Arc<dyn ProgressListener>,
+    what: String,
+    total: u64,
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl Bar {
+    fn new(what: &str, total: u64, draw: impl FnOnce() -> indicatif::ProgressBar) -> Self {
+        let listener = LISTENER.with(|l| l.borrow().clone());
+        match listener {
+            Some(listener) => {
+                listener.report(what, 0, total, false);
+                Bar {
+                    draw: indicatif::ProgressBar::hidden(),
+                    heard: Some(Heard {
+                        listener,
+                        what: what.to_owned(),
+                        total,
+                        done: std::sync::atomic::AtomicU64::new(0),
+                    }),
+                }
+            }
+            None if std::io::stderr().is_terminal() => Bar {
+                draw: draw(),
+                heard: None,
+            },
+            None => Bar {
+                draw: indicatif::ProgressBar::hidden(),
+                heard: None,
+            },
+        }
     }
-    let bar = indicatif::ProgressBar::new_spinner();
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
-        bar.set_style(style);
+
+    /// `n` more bytes done.
+    pub fn inc(&self, n: u64) {
+        self.draw.inc(n);
+        if let Some(h) = &self.heard {
+            let done = h.done.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+            h.listener.report(&h.what, done, h.total, false);
+        }
     }
-    bar.set_message(if total == 0 {
-        what.to_owned()
-    } else {
-        format!("{what} ({})", indicatif::HumanBytes(total))
-    });
-    bar.enable_steady_tick(std::time::Duration::from_millis(100));
-    bar
+
+    /// The work is over: the bar leaves the terminal; a listener hears the end.
+    pub fn finish_and_clear(&self) {
+        self.draw.finish_and_clear();
+        if let Some(h) = &self.heard {
+            // A spinner never advanced: its end is all of it.
+            let done = h
+                .done
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .max(h.total);
+            h.listener.report(&h.what, done, h.total, true);
+        }
+    }
+}
+
+/// A progress bar over `total` bytes (see [`Bar`]). Commands advance it by the bytes they
+/// have read (stored bytes of the objects copied, decoded bytes compared), so it shows a
+/// rate and a time left.
+pub fn progress(total: u64, what: &str) -> Bar {
+    Bar::new(what, total, || {
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(what.to_owned());
+        bar
+    })
+}
+
+/// A spinner (see [`Bar`]) for work the library does in one call, where no byte count can
+/// be followed: it shows the elapsed time and how much there is to do.
+pub fn spinner(what: &str, total: u64) -> Bar {
+    Bar::new(what, total, || {
+        let bar = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+            bar.set_style(style);
+        }
+        bar.set_message(if total == 0 {
+            what.to_owned()
+        } else {
+            format!("{what} ({})", indicatif::HumanBytes(total))
+        });
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        bar
+    })
 }
 
 /// `n` things, singular or plural: `count(1, "object")` is "1 object".

@@ -288,7 +288,7 @@ fn compare_values(
     oa: ObjectView<'_>,
     ob: ObjectView<'_>,
     tol: Tolerance,
-    bar: &indicatif::ProgressBar,
+    bar: &crate::common::Bar,
 ) -> Result<Option<Difference>, (ztensor::Error, &'static str)> {
     let name = Some(oa.name.as_str());
     let sa = Side::new(oa).map_err(|e| (e, "A"))?;

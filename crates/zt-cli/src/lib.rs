@@ -26,6 +26,7 @@ mod slice_arg;
 #[cfg(feature = "remote")]
 mod upload;
 
+pub use common::ProgressListener;
 use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestArg, Failure, Kind};
 use common::{MagVersion, Outcome};
 
@@ -307,6 +308,42 @@ where
 /// itself (the Python package's `ztio.convert`, which checks Python's signals between pieces
 /// of work, so that Ctrl-C raises `KeyboardInterrupt` and the output stays as it was).
 pub fn run_embedded<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_embedded_with(args, None)
+}
+
+/// As [`run_embedded`], with the command's progress told to `listener` instead of drawn on
+/// stderr (a host that shows progress its own way, or `None` for bars on a terminal).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// struct Ends(Mutex<Vec<String>>);
+/// impl zt_cli::ProgressListener for Ends {
+///     fn report(&self, what: &str, _done: u64, _total: u64, finished: bool) {
+///         if finished { self.0.lock().unwrap().push(what.to_owned()); }
+///     }
+/// }
+/// let ends = Arc::new(Ends(Mutex::new(Vec::new())));
+/// // A file that does not exist: the command fails before any work, and nothing is heard.
+/// let status = zt_cli::run_embedded_with(["zt", "verify", "/nonexistent.zt"], Some(ends.clone()));
+/// assert_eq!(status, 1);
+/// assert!(ends.0.lock().unwrap().is_empty());
+/// ```
+pub fn run_embedded_with<I, T>(
+    args: I,
+    listener: Option<std::sync::Arc<dyn ProgressListener>>,
+) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    common::with_listener(listener, || run_parsed(args))
+}
+
+fn run_parsed<I, T>(args: I) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,

@@ -301,6 +301,28 @@ impl Reader {
     /// PyTorch checkpoint) it checks every entry's CRC-32 against its bytes (inflated when
     /// deflated).
     pub fn verify(&self) -> VerifyReport {
+        self.verify_with_progress(&|_| {})
+    }
+
+    /// As [`Reader::verify`], calling `progress` with each object's stored bytes once that
+    /// object is checked (from the worker threads, in no set order), so that a caller can
+    /// show how far it has come against the sum of every object's stored bytes.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// # let mut w = ztensor::Writer::create(&path)?;
+    /// # w.add("w", &[2], &[1.0f32, 2.0])?;
+    /// # w.finish()?;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// let r = ztensor::open(&path)?;
+    /// let done = AtomicU64::new(0);
+    /// let report = r.verify_with_progress(&|n| { done.fetch_add(n, Ordering::Relaxed); });
+    /// assert!(report.failures.is_empty());
+    /// assert_eq!(done.into_inner(), 8);
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn verify_with_progress(&self, progress: &(dyn Fn(u64) + Sync)) -> VerifyReport {
         let mut report = VerifyReport::default();
         for (info, source) in self.shards.iter().zip(&self.backing.shards) {
             report.tally(verify_shard(info, source));
@@ -323,9 +345,17 @@ impl Reader {
                 report.skipped.push((o.name.clone(), why.to_owned()));
             }
         }
-        let results = self.parallel_objects_whole(|o| match o.skipped() {
-            Some(_) => Ok(0),
-            None => o.verify(),
+        let results = self.parallel_objects_whole(|o| {
+            let checked = match o.skipped() {
+                Some(_) => Ok(0),
+                None => o.verify(),
+            };
+            progress(
+                o.components
+                    .iter()
+                    .fold(0u64, |n, c| n.saturating_add(c.length)),
+            );
+            checked
         });
         for r in results {
             report.tally(r);
