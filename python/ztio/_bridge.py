@@ -52,8 +52,15 @@ def functions(
     def numpy_of(tensors: Mapping[str, Any]) -> Dict[str, np.ndarray]:
         return {k: to_numpy(v) for k, v in tensors.items()}
 
-    def save_file(tensors: Mapping[str, Any], filename: Path, metadata: Optional[Mapping[str, str]] = None) -> None:
-        _save(numpy_of(tensors), filename, metadata)
+    def save_file(
+        tensors: Mapping[str, Any],
+        filename: Path,
+        metadata: Optional[Mapping[str, str]] = None,
+        *,
+        sync: bool = True,
+        progress: Any = None,
+    ) -> None:
+        _save(numpy_of(tensors), filename, metadata, sync=sync, progress=progress)
 
     def save(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None) -> bytes:
         return safetensors_bytes(numpy_of(tensors), metadata)

@@ -48,10 +48,14 @@ def save_file(
     tensor_dict: Mapping[str, np.ndarray],
     filename: Union[str, "os.PathLike[str]"],
     metadata: Optional[Mapping[str, str]] = None,
+    *,
+    sync: bool = True,
+    progress: Any = None,
 ) -> None:
     """Writes ``tensor_dict`` to ``filename`` (safetensors for a ``.safetensors`` name,
-    zTensor v2 otherwise), replacing it atomically."""
-    _save(tensor_dict, filename, metadata)
+    zTensor v2 otherwise), replacing it atomically. ``sync=False`` returns without waiting
+    for the disk (safetensors never waits); ``progress`` as :func:`ztio.save_file` takes it."""
+    _save(tensor_dict, filename, metadata, sync=sync, progress=progress)
 
 
 def save(tensor_dict: Mapping[str, np.ndarray], metadata: Optional[Mapping[str, str]] = None) -> bytes:

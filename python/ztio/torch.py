@@ -160,22 +160,34 @@ def save_file(
     tensors: Mapping[str, Any],
     filename: Union[str, "os.PathLike[str]"],
     metadata: Optional[Mapping[str, str]] = None,
+    *,
+    sync: bool = True,
+    progress: Any = None,
 ) -> None:
     """Writes torch tensors (moved to the CPU, made contiguous) to ``filename``:
-    safetensors for a ``.safetensors`` name, zTensor v2 otherwise."""
-    from . import _native
+    safetensors for a ``.safetensors`` name, zTensor v2 otherwise. ``sync=False`` returns
+    without waiting for the disk; ``progress`` as :func:`ztio.save_file` takes it."""
+    from . import _native, _progress
 
     items = _items(tensors)
     path = os.fspath(filename)
+    told = _progress.callable_or_silent(progress)
+    total = sum(int(item[4].nbytes) for item in items)
+    told("save", 0, total, False)
     if path.endswith(".safetensors"):
         meta = dict(metadata or {})
-        _native.save_safetensors(items, meta, path)
+        _native.save_safetensors(items, meta, path, sync=sync)
+        told("save", total, total, True)
         return
-    with Writer(path) as w:
+    done = 0
+    with Writer(path, sync=sync) as w:
         for k, v in (metadata or {}).items():
             w.set_attribute(k, v)
         for name, dtype, logical, shape, data in items:
             w.add_bytes(name, shape, dtype, logical, data)
+            done += int(data.nbytes)
+            told("save", done, total, False)
+    told("save", done, total, True)
 
 
 def save(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None) -> bytes:

@@ -4,10 +4,11 @@
 # tools/bench/python_bench.py. Arguments go to the script.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-venv=target/bench-pyenv
+venv=${ZT_BENCH_PYENV:-target/bench-pyenv}  # ZT_BENCH_PYENV: a venv that has torch etc. for their rows
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy ml_dtypes safetensors
-(cd python && VIRTUAL_ENV="$PWD/../$venv" PATH="$PWD/../$venv/bin:$PATH" maturin develop -q --release)
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy ml_dtypes safetensors jax
+venv=$(cd "$venv" && pwd)
+(cd python && VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop -q --release)
 exec "$venv/bin/python" tools/bench/python_bench.py "$@"

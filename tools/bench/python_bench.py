@@ -7,6 +7,11 @@ matrices and two f32 norm vectors; embeddings and head in bf16).
   when running as root).
 - save: save_file of the same dict of arrays, to the page cache (neither waits for the disk;
   ztio's default, sync=True, is shown beside it).
+- frameworks: for every framework that imports here (numpy, torch, flax/JAX, TensorFlow,
+  Paddle, MLX), ``load_file`` and ``safe_open`` + ``get_tensor`` of ztio's module against
+  safetensors' same module, warm and cold, and ``save_file`` with and without sync. Loaded
+  tensors are touched where the framework maps the file (numpy, torch); the others copy
+  into their own memory as they load, which touches every byte already.
 
 Medians of several runs, the two libraries measured in turns. Run by tools/bench/python.sh.
 """
@@ -103,6 +108,9 @@ def main() -> None:
     p.add_argument("--scale", type=int, default=1, help="divide the workload by this")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--dir", default="target/bench-data")
+    p.add_argument("--frameworks", default="numpy,torch,flax,tensorflow,paddle,mlx",
+                   help="the frameworks' rows to run (those that import); empty for none")
+    p.add_argument("--only-frameworks", action="store_true", help="skip the numpy-core rows")
     args = p.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     tensors = workload(args.scale)
@@ -114,7 +122,12 @@ def main() -> None:
     ztio.save_file(tensors, zt, sync=False)
     st_numpy.save_file(tensors, st)
     assert load_ztio(zt) == load_safetensors(st)
+    if not args.only_frameworks:
+        core(args, tensors, st, zt, nbytes)
+    frameworks(args, st, zt, nbytes)
 
+
+def core(args, tensors, st: str, zt: str, nbytes: int) -> None:
     print("load every tensor into numpy and touch every byte (warm page cache)")
     r = in_turns(args.runs, {"st": lambda: timed(load_safetensors, st), "zt": lambda: timed(load_ztio, zt),
                              "zt_st": lambda: timed(load_ztio, st)})
@@ -155,6 +168,113 @@ def main() -> None:
     row("ztio.save_file (.zt, sync=False)", r["zt"], r["st"], nbytes)
     row("ztio.save_file (.safetensors, sync=False)", r["zt_st"], r["st"], nbytes)
     row("ztio.save_file (.zt, default: synced)", r["zt_sync"], r["st"], nbytes)
+
+
+# framework -> (safe_open's name for it, the tensors of the workload in that framework)
+FRAMEWORK_NAMES = {"numpy": "np", "torch": "pt", "flax": "flax", "tensorflow": "tf", "paddle": "paddle", "mlx": "mlx"}
+
+
+def _torch_touch(t) -> int:
+    import torch
+
+    return int(t.reshape(-1).view(torch.uint8).sum(dtype=torch.int64)) if t.numel() else 0
+
+
+def _settled(obj) -> int:
+    """Waits for a framework's asynchronous copy (JAX, MLX) so the time counts it."""
+    for wait in ("block_until_ready", "eval"):
+        fn = getattr(obj, wait, None)
+        if callable(fn):
+            fn()
+            return 0
+    return 0
+
+
+def toucher(framework: str):
+    if framework == "numpy":
+        return touch
+    if framework == "torch":
+        return _torch_touch
+    return _settled
+
+
+def available_frameworks(wanted):
+    import importlib
+
+    found = []
+    for fw in wanted:
+        try:
+            importlib.import_module(f"safetensors.{fw}")
+            getattr(ztio, fw).load_file  # noqa: B018  (the module exists)
+            importlib.import_module({"flax": "jax", "numpy": "numpy"}.get(fw, fw))
+        except Exception as e:  # an absent or broken framework is skipped with its reason
+            print(f"  ({fw}: skipped, {type(e).__name__}: {str(e)[:80]})")
+            continue
+        found.append(fw)
+    return found
+
+
+def frameworks(args, st: str, zt: str, nbytes: int) -> None:
+    import importlib
+
+    wanted = [f for f in args.frameworks.split(",") if f]
+    print(f"\nframeworks ({', '.join(wanted)}): ztio's module against safetensors' same module")
+    for fw in available_frameworks(wanted):
+        st_mod = importlib.import_module(f"safetensors.{fw}")
+        zt_mod = getattr(ztio, fw)
+        name = FRAMEWORK_NAMES[fw]
+        tch = toucher(fw)
+
+        def load_file(mod, path):
+            return lambda: timed(lambda: sum(tch(t) for t in mod.load_file(path).values()))
+
+        def safe_open(opener, path):
+            def run():
+                with opener(path, framework=name) as f:
+                    return sum(tch(f.get_tensor(k)) for k in f.keys())
+
+            return lambda: timed(run)
+
+        rows = {
+            "st_load": load_file(st_mod, st),
+            "zt_load": load_file(zt_mod, st),
+            "zt_load_zt": load_file(zt_mod, zt),
+            "st_open": safe_open(safetensors.safe_open, st),
+            "zt_open": safe_open(ztio.safe_open, st),
+        }
+        for cold in (False, True):
+            if cold and not drop_cache():
+                print(f"  {fw}: cold rows skipped (dropping the page cache needs root)")
+                break
+            r = in_turns(max(3, args.runs // 2) if cold else args.runs, rows, cold=cold)
+            how = "cold" if cold else "warm"
+            row(f"{fw} {how}: safetensors load_file", r["st_load"], r["st_load"], nbytes)
+            row(f"{fw} {how}: ztio load_file (.safetensors)", r["zt_load"], r["st_load"], nbytes)
+            row(f"{fw} {how}: ztio load_file (.zt)", r["zt_load_zt"], r["st_load"], nbytes)
+            row(f"{fw} {how}: safetensors safe_open+get_tensor", r["st_open"], r["st_open"], nbytes)
+            row(f"{fw} {how}: ztio safe_open+get_tensor", r["zt_open"], r["st_open"], nbytes)
+
+        tensors = st_mod.load_file(st)
+        out = os.path.join(args.dir, f"py-save-{fw}.safetensors")
+
+        def save(fn):
+            def run():
+                if os.path.exists(out):
+                    os.remove(out)
+                subprocess.run(["sync"], check=False)
+                return timed(fn)
+
+            return run
+
+        r = in_turns(args.runs, {
+            "st": save(lambda: st_mod.save_file(tensors, out)),
+            "zt": save(lambda: zt_mod.save_file(tensors, out, sync=False)),
+            "zt_sync": save(lambda: zt_mod.save_file(tensors, out)),
+        })
+        row(f"{fw}: safetensors save_file", r["st"], r["st"], nbytes)
+        row(f"{fw}: ztio save_file (sync=False)", r["zt"], r["st"], nbytes)
+        row(f"{fw}: ztio save_file (default: synced)", r["zt_sync"], r["st"], nbytes)
+        del tensors
 
 
 if __name__ == "__main__":

@@ -23,6 +23,27 @@ pub enum Encoding {
     /// checkpoints). Never written, and never parsed from a zTensor manifest (`parse` keeps
     /// the name `deflate` unknown there).
     Deflate,
+    /// A run of protobuf varints, one per element (an ONNX tensor's packed `int32_data`,
+    /// `int64_data` or `uint64_data`, or an attribute's `ints`): each decodes to `width`
+    /// little-endian bytes, as a cast of its 64-bit value truncates it, or, for `boolean`, to
+    /// one byte, 1 when non-zero. See [`varints_decode_into`]. Never written, and never
+    /// parsed from a zTensor manifest.
+    ProtoVarints {
+        /// Bytes per decoded element: 1, 2, 4 or 8.
+        width: u8,
+        /// Whether a non-zero value decodes to 1 (ONNX `BOOL`).
+        boolean: bool,
+    },
+    /// A protobuf repeated field written unpacked (proto2's default, as ONNX writes an
+    /// attribute's `floats` and `ints`): each element its own key, then a varint (`varint`)
+    /// or `width` little-endian bytes; decodes to `width` bytes per element. See
+    /// [`tagged_decode_into`]. Never written, and never parsed from a zTensor manifest.
+    ProtoTagged {
+        /// Bytes per decoded element: 1, 2, 4 or 8.
+        width: u8,
+        /// Whether each element is a varint (else `width` fixed bytes).
+        varint: bool,
+    },
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -45,6 +66,8 @@ impl Encoding {
             Encoding::Zstd => "zstd",
             Encoding::ZstdSeekable => "zt.zstd-seekable/1",
             Encoding::Deflate => "deflate",
+            Encoding::ProtoVarints { .. } => "protobuf-varints",
+            Encoding::ProtoTagged { .. } => "protobuf-tagged",
             Encoding::Unknown(s) => s,
         }
     }
@@ -54,6 +77,156 @@ impl fmt::Display for Encoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// The longest varint protobuf allows: ten bytes carry 64 bits.
+const MAX_VARINT_LEN: usize = 10;
+
+/// Decodes a run of protobuf varints into `dst`, `width` bytes per value (little-endian, the
+/// value cast down as C casts it), or one byte per value, 1 when non-zero, for `boolean`.
+/// The run must hold exactly `dst.len() / width` values: fewer, more, or a varint that is
+/// cut short or longer than ten bytes is an `InvalidFile` error naming the byte of the run.
+///
+/// ```
+/// let mut out = [0u8; 6];
+/// // 1, 300 and -1 (ten bytes, as protobuf writes a negative int32) as 2-byte integers.
+/// let run = [0x01, 0xac, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+/// zt_formats::varints_decode_into(&run, 2, false, &mut out).unwrap();
+/// assert_eq!(out, [1, 0, 0x2c, 0x01, 0xff, 0xff]);
+/// assert!(zt_formats::varints_decode_into(&run[..2], 2, false, &mut out).is_err());
+/// ```
+pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u8]) -> Result<()> {
+    let width = if boolean { 1 } else { width };
+    if !matches!(width, 1 | 2 | 4 | 8) || dst.len() % width != 0 {
+        return Err(Error::invalid(format!(
+            "{} bytes cannot hold {width}-byte values",
+            dst.len()
+        )));
+    }
+    let wanted = dst.len() / width;
+    let mut at = 0usize;
+    let mut slots = dst.chunks_exact_mut(width);
+    let mut count = 0usize;
+    while at < src.len() {
+        let start = at;
+        let mut value = 0u64;
+        let mut shift = 0u32;
+        loop {
+            let Some(&byte) = src.get(at) else {
+                return Err(Error::invalid(format!(
+                    "varint at byte {start} of the run is cut short"
+                )));
+            };
+            at += 1;
+            if at - start > MAX_VARINT_LEN {
+                return Err(Error::invalid(format!(
+                    "varint at byte {start} of the run is longer than {MAX_VARINT_LEN} bytes"
+                )));
+            }
+            value |= u64::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        let Some(slot) = slots.next() else {
+            return Err(Error::invalid(format!(
+                "the run holds more than the {wanted} values the shape needs"
+            )));
+        };
+        let value = if boolean {
+            u64::from(value != 0)
+        } else {
+            value
+        };
+        slot.copy_from_slice(value.to_le_bytes().get(..width).unwrap_or_default());
+        count += 1;
+    }
+    if count != wanted {
+        return Err(Error::invalid(format!(
+            "the run holds {count} values, the shape needs {wanted}"
+        )));
+    }
+    Ok(())
+}
+
+/// Decodes the elements of an unpacked protobuf repeated field into `dst`, `width` bytes
+/// each: every element is the field's key (the same for all: the first one's), then a varint
+/// (`varint`, cast down to `width` bytes as C casts) or `width` little-endian bytes. The run
+/// must hold exactly `dst.len() / width` elements and nothing else.
+///
+/// ```
+/// // Field 7 as fixed32 floats, unpacked: key 0x3d before each.
+/// let mut run = vec![0x3d];
+/// run.extend(1.5f32.to_le_bytes());
+/// run.push(0x3d);
+/// run.extend((-2.0f32).to_le_bytes());
+/// let mut out = [0u8; 8];
+/// zt_formats::tagged_decode_into(&run, 4, false, &mut out).unwrap();
+/// assert_eq!(out[..4], 1.5f32.to_le_bytes());
+/// ```
+pub fn tagged_decode_into(src: &[u8], width: usize, varint: bool, dst: &mut [u8]) -> Result<()> {
+    if !matches!(width, 1 | 2 | 4 | 8) || dst.len() % width != 0 {
+        return Err(Error::invalid(format!(
+            "{} bytes cannot hold {width}-byte values",
+            dst.len()
+        )));
+    }
+    let wanted = dst.len() / width;
+    let read_varint = |at: usize| -> Result<(u64, usize)> {
+        let mut value = 0u64;
+        for i in 0..MAX_VARINT_LEN {
+            let Some(&b) = src.get(at + i) else { break };
+            value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
+            if b & 0x80 == 0 {
+                return Ok((value, i + 1));
+            }
+        }
+        Err(Error::invalid(format!(
+            "malformed varint at byte {at} of the run"
+        )))
+    };
+    let mut at = 0usize;
+    let mut key = None;
+    let mut slots = dst.chunks_exact_mut(width);
+    let mut count = 0usize;
+    while at < src.len() {
+        let (k, n) = read_varint(at)?;
+        if *key.get_or_insert(k) != k {
+            return Err(Error::invalid(format!(
+                "byte {at} of the run starts another field (key {k})"
+            )));
+        }
+        at += n;
+        let value = if varint {
+            let (v, n) = read_varint(at)?;
+            at += n;
+            v.to_le_bytes()
+        } else {
+            let bytes = src.get(at..at + width).ok_or_else(|| {
+                Error::invalid(format!("element at byte {at} of the run is cut short"))
+            })?;
+            at += width;
+            let mut v = [0u8; 8];
+            v.get_mut(..width)
+                .unwrap_or_default()
+                .copy_from_slice(bytes);
+            v
+        };
+        let Some(slot) = slots.next() else {
+            return Err(Error::invalid(format!(
+                "the run holds more than the {wanted} values the shape needs"
+            )));
+        };
+        slot.copy_from_slice(value.get(..width).unwrap_or_default());
+        count += 1;
+    }
+    if count != wanted {
+        return Err(Error::invalid(format!(
+            "the run holds {count} values, the shape needs {wanted}"
+        )));
+    }
+    Ok(())
 }
 
 /// Default cap on one component's decompressed size: 4 GiB.

@@ -153,6 +153,11 @@ pub enum LogicalType {
     F6E2M3,
     /// OCP MX FP6 E3M2: 6 bits, bit-packed into u8 like [`LogicalType::F6E2M3`].
     F6E3M2,
+    /// Signed 4-bit integers (ONNX `INT4`), packed two per u8, low nibble first; `n` elements
+    /// take `ceil(n / 2)` bytes.
+    I4,
+    /// Unsigned 4-bit integers (ONNX `UINT4`), packed like [`LogicalType::I4`].
+    U4,
     /// Interleaved `[re, im]` f32 pairs.
     Complex64,
     /// Interleaved `[re, im]` f64 pairs.
@@ -173,6 +178,8 @@ impl LogicalType {
             "f4_e2m1" => LogicalType::F4E2M1,
             "f6_e2m3" => LogicalType::F6E2M3,
             "f6_e3m2" => LogicalType::F6E3M2,
+            "i4" => LogicalType::I4,
+            "u4" => LogicalType::U4,
             "complex64" => LogicalType::Complex64,
             "complex128" => LogicalType::Complex128,
             other => LogicalType::Unknown(other.to_owned()),
@@ -190,6 +197,8 @@ impl LogicalType {
             LogicalType::F4E2M1 => "f4_e2m1",
             LogicalType::F6E2M3 => "f6_e2m3",
             LogicalType::F6E3M2 => "f6_e3m2",
+            LogicalType::I4 => "i4",
+            LogicalType::U4 => "u4",
             LogicalType::Complex64 => "complex64",
             LogicalType::Complex128 => "complex128",
             LogicalType::Unknown(s) => s,
@@ -206,7 +215,9 @@ impl LogicalType {
             | LogicalType::F8E8M0
             | LogicalType::F4E2M1
             | LogicalType::F6E2M3
-            | LogicalType::F6E3M2 => Some(DType::U8),
+            | LogicalType::F6E3M2
+            | LogicalType::I4
+            | LogicalType::U4 => Some(DType::U8),
             LogicalType::Complex64 => Some(DType::F32),
             LogicalType::Complex128 => Some(DType::F64),
             LogicalType::Unknown(_) => None,
@@ -222,10 +233,11 @@ impl LogicalType {
     }
 
     /// Bits per element of the sub-byte types, which are packed into u8 bytes with no padding
-    /// between elements (`f4_e2m1`: 4, `f6_e2m3`/`f6_e3m2`: 6); `None` for every other type.
+    /// between elements (`f4_e2m1`, `i4`, `u4`: 4; `f6_e2m3`/`f6_e3m2`: 6); `None` for every
+    /// other type.
     pub fn packed_bits(&self) -> Option<u64> {
         match self {
-            LogicalType::F4E2M1 => Some(4),
+            LogicalType::F4E2M1 | LogicalType::I4 | LogicalType::U4 => Some(4),
             LogicalType::F6E2M3 | LogicalType::F6E3M2 => Some(6),
             _ => None,
         }

@@ -60,7 +60,9 @@ pub mod seekable;
 mod sparse;
 pub mod v2;
 
-pub use compress::{available_threads, Encoding, DEFAULT_MAX_DECOMPRESSED};
+pub use compress::{
+    available_threads, tagged_decode_into, varints_decode_into, Encoding, DEFAULT_MAX_DECOMPRESSED,
+};
 #[cfg(feature = "zstd")]
 pub use compress::{
     zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decompress_bounded,

@@ -41,8 +41,8 @@ pub fn element_v2(dtype: &str, logical: Option<&str>) -> Result<ElementType> {
             }
             return Ok(ElementType::plain(DType::Bool));
         }
-        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" | "f8_e8m0" | "f4_e2m1"
-        | "complex64" | "complex128" => LogicalType::parse(name),
+        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" | "f8_e8m0" | "f4_e2m1" | "i4"
+        | "u4" | "complex64" | "complex128" => LogicalType::parse(name),
         other => LogicalType::Unknown(other.to_owned()),
     };
     if let Some(req) = t.required_dtype() {

@@ -279,6 +279,10 @@ impl Backing {
             (Encoding::Deflate, None) => {
                 return Err(Error::invalid("deflated component has no decoded length"))
             }
+            (Encoding::ProtoVarints { .. } | Encoding::ProtoTagged { .. }, Some(n)) => n,
+            (Encoding::ProtoVarints { .. } | Encoding::ProtoTagged { .. }, None) => {
+                return Err(Error::invalid("a run of varints has no decoded length"))
+            }
             (Encoding::Unknown(e), _) => {
                 return Err(Error::unsupported(format!("unknown encoding {e:?}")))
             }
@@ -357,6 +361,14 @@ impl Backing {
             }
             Encoding::Deflate => {
                 crate::zip::inflate_into(&src, 0, dst).map_err(|e| e.at(comp.offset))
+            }
+            Encoding::ProtoVarints { width, boolean } => {
+                zt_formats::varints_decode_into(&src, usize::from(*width), *boolean, dst)
+                    .map_err(|e| e.at(comp.offset))
+            }
+            Encoding::ProtoTagged { width, varint } => {
+                zt_formats::tagged_decode_into(&src, usize::from(*width), *varint, dst)
+                    .map_err(|e| e.at(comp.offset))
             }
             _ => crate::codec::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset)),
         }

@@ -35,6 +35,12 @@ pub enum FileVersion {
     /// A legacy PyTorch checkpoint: pickles and raw storages, as `torch.save` wrote before
     /// 1.6 (and with `_use_new_zipfile_serialization=False`).
     PyTorchLegacy,
+    /// An ONNX model (`ModelProto`) of the given IR version: its initializers, constants and
+    /// sparse initializers, in every subgraph.
+    Onnx {
+        /// `ir_version` (0 when the model gives none).
+        ir_version: u64,
+    },
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -45,7 +51,7 @@ pub enum FileVersion {
 }
 
 impl FileVersion {
-    /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"` or `"pytorch"`.
+    /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"` or `"onnx"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -57,6 +63,7 @@ impl FileVersion {
                 "pytorch"
             }
             FileVersion::Gguf { .. } => "gguf",
+            FileVersion::Onnx { .. } => "onnx",
         }
     }
 }
@@ -64,7 +71,8 @@ impl FileVersion {
 impl FileVersion {
     /// The version alone, as `zt info --json` gives it: `"1.2.0"`, `"0.1.0"`, `"2"`, a .mag
     /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
-    /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, and `""` for kinds
+    /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
+    /// version (`"10"`), and `""` for kinds
     /// without versions (safetensors, `.npz`, zip PyTorch checkpoints).
     ///
     /// ```
@@ -92,6 +100,7 @@ impl FileVersion {
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
             FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
+            FileVersion::Onnx { ir_version } => ir_version.to_string(),
         }
     }
 }
@@ -109,6 +118,7 @@ impl fmt::Display for FileVersion {
             FileVersion::PyTorch => f.write_str("PyTorch checkpoint"),
             FileVersion::TorchScript => f.write_str("TorchScript archive"),
             FileVersion::PyTorchLegacy => f.write_str("PyTorch checkpoint (legacy, before 1.6)"),
+            FileVersion::Onnx { ir_version } => write!(f, "ONNX model (IR version {ir_version})"),
             FileVersion::Gguf {
                 version,
                 big_endian,

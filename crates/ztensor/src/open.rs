@@ -273,6 +273,11 @@ impl OpenOptions {
             Some(FileKind::PyTorchLegacy) => files::torch::list_legacy(&source, limits)?,
             #[cfg(feature = "gguf")]
             Some(FileKind::Gguf) => files::gguf::list(&source, limits)?,
+            #[cfg(feature = "onnx")]
+            Some(FileKind::Onnx) => {
+                let local = |p: &Path| self.open_shard(p);
+                files::onnx::list(&source, path, limits, open_shard.unwrap_or(&local))?
+            }
             #[cfg(feature = "safetensors")]
             Some(FileKind::Safetensors) => {
                 files::safetensors::list(&source, limits.decode.max_rank)?

@@ -39,6 +39,8 @@ pub enum FileKind {
     Safetensors,
     /// A PyTorch checkpoint as `torch.save` wrote it before 1.6 (pickles, no zip).
     PyTorchLegacy,
+    /// An ONNX model (a serialized `ModelProto`).
+    Onnx,
 }
 
 impl FileKind {
@@ -61,6 +63,7 @@ impl FileKind {
             FileKind::ShardIndex => "sharded checkpoint index (*.index.json)",
             FileKind::Safetensors => "safetensors file",
             FileKind::PyTorchLegacy => "legacy PyTorch checkpoint (before 1.6)",
+            FileKind::Onnx => "ONNX model",
         }
     }
 
@@ -78,6 +81,7 @@ impl FileKind {
             FileKind::Keras => Some("hdf5"),
             FileKind::Gguf => Some("gguf"),
             FileKind::Safetensors => Some("safetensors"),
+            FileKind::Onnx => Some("onnx"),
         }
     }
 
@@ -96,6 +100,7 @@ impl FileKind {
             }
             FileKind::Gguf => cfg!(feature = "gguf"),
             FileKind::Safetensors => cfg!(feature = "safetensors"),
+            FileKind::Onnx => cfg!(feature = "onnx"),
             FileKind::Keras | FileKind::ShardIndex => false,
         }
     }
@@ -144,7 +149,10 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 /// 8. a u64 and then `{`: a safetensors header (none of the magics above can start one that
 ///    the safetensors reader accepts: read as a header size they exceed its cap or the file);
 /// 9. a pickle protocol 2-5 opcode: a legacy PyTorch checkpoint (after safetensors, whose
-///    header size can start the same way).
+///    header size can start the same way);
+/// 10. protobuf field 1 (`ir_version`, 1-15) and then another field of a `ModelProto`: an
+///     ONNX model (last: two bytes of protobuf are a weak sign, and none of the magics
+///     above starts that way).
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -181,7 +189,29 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if matches!(head, [0x80, 2..=5, ..]) {
         return Some(FileKind::PyTorchLegacy);
     }
+    if looks_like_onnx(head) {
+        return Some(FileKind::Onnx);
+    }
     None
+}
+
+/// Rule 10: `ir_version` (field 1, a one-byte varint of 1 to 15) first, as every protobuf
+/// writer puts it, then the key of another `ModelProto` field: `producer_name` to `graph`
+/// (fields 2-7), `opset_import` (8), `metadata_props` (14), `training_info` (20),
+/// `functions` (25).
+fn looks_like_onnx(head: &[u8]) -> bool {
+    let [0x08, ir, key, rest @ ..] = head else {
+        return false;
+    };
+    if !(1..=15).contains(ir) {
+        return false;
+    }
+    match key {
+        0x12 | 0x1a | 0x22 | 0x28 | 0x32 | 0x3a | 0x42 | 0x72 => true,
+        // Two-byte keys: field 20 (0xa2 0x01) and 25 (0xca 0x01).
+        0xa2 | 0xca => rest.first() == Some(&0x01),
+        _ => false,
+    }
 }
 
 /// Rule 4: which zip-based kind, by the names of the archive's entries.
@@ -255,6 +285,29 @@ mod tests {
         assert_eq!(kind(b"ZTEN1000"), Some(FileKind::ZTensor));
         assert_eq!(kind(b"\x80\x02}q\0."), Some(FileKind::PyTorchLegacy));
         assert_eq!(kind(b"\x80\x05\x95\0"), Some(FileKind::PyTorchLegacy));
+    }
+
+    #[test]
+    fn onnx_models_are_told_by_their_first_fields() {
+        // ir_version 10, then producer_name, graph, opset_import, functions.
+        for head in [
+            &b"\x08\x0a\x12\x07pytorch"[..],
+            b"\x08\x07\x3a\x10",
+            b"\x08\x08\x42\x04",
+            b"\x08\x0a\xca\x01\x02",
+        ] {
+            assert_eq!(kind(head), Some(FileKind::Onnx), "{head:?}");
+        }
+        // IR version 0 or past 15, an unknown next field, a two-byte key cut short.
+        for head in [
+            &b"\x08\x00\x12\x01"[..],
+            b"\x08\x10\x12\x01",
+            b"\x08\x0a\x10\x01",
+            b"\x08\x0a\xca",
+            b"\x08\x0a",
+        ] {
+            assert_eq!(kind(head), None, "{head:?}");
+        }
     }
 
     #[test]

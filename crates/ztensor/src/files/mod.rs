@@ -11,6 +11,8 @@ pub(crate) mod gguf;
 pub(crate) mod mag;
 #[cfg(feature = "numpy")]
 pub(crate) mod npy;
+#[cfg(feature = "onnx")]
+pub(crate) mod onnx;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
 #[cfg(feature = "torch")]

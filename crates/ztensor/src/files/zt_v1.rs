@@ -157,7 +157,11 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
             }
             c.uncompressed_length
         }
-        Encoding::ZstdSeekable | Encoding::Deflate | Encoding::Unknown(_) => c.uncompressed_length,
+        Encoding::ZstdSeekable
+        | Encoding::Deflate
+        | Encoding::ProtoVarints { .. }
+        | Encoding::ProtoTagged { .. }
+        | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
         .digest

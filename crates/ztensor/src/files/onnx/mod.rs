@@ -1,0 +1,1067 @@
+//! ONNX models in the facade's object model: every weight a `ModelProto` holds, read in place
+//! with the protobuf walker of [`proto`], never loading the graph.
+//!
+//! What is listed, as ONNX names it:
+//! - every initializer of the main graph and of every subgraph (`If` branches, `Loop` and
+//!   `Scan` bodies, any graph-valued attribute, to [`MAX_GRAPH_DEPTH`]);
+//! - the tensor of every `Constant` node, named by the node's output (`value`, and the
+//!   `value_float(s)` and `value_int(s)` forms; `value_string(s)` are listed and skipped);
+//! - every sparse initializer (and `sparse_value` constant) as a COO object.
+//!
+//! Where the numbers are: `raw_data` is a range of the file (served from the map);
+//! `float_data` and `double_data` are packed runs of little-endian floats, so they are ranges
+//! too; `int32_data`, `int64_data` and `uint64_data` are runs of varints, listed with
+//! [`Encoding::ProtoVarints`] and decoded when read. External data (`data_location:
+//! EXTERNAL`) is a range of a file beside the model, opened as one of the reader's shards;
+//! its `location` must name a file inside the model's folder.
+//!
+//! The model's metadata become text file attributes (text, so that every format we write
+//! can carry them): `onnx.ir_version`, `onnx.producer_name`, `onnx.producer_version`,
+//! `onnx.domain`, `onnx.model_version`, `onnx.doc_string`, `onnx.opset_import` (JSON: domain
+//! to version), and each `metadata_props` entry under its own key;
+//! each object has `onnx.source` (`initializer`, `constant`, `sparse_initializer`) and
+//! `onnx.graph` (the path of the graph that holds it: `main`, `main/if0.then_branch`, ...).
+//! A name given twice is kept for the first and qualified by its graph's path for the next.
+//!
+//! ```text
+//!  ModelProto: 1 ir_version, 2 producer_name, 7 graph, 8 opset_import, 14 metadata_props
+//!  GraphProto: 1 node, 2 name, 5 initializer, 15 sparse_initializer
+//!  NodeProto:  2 output, 3 name, 4 op_type, 5 attribute, 7 domain
+//!  TensorProto: 1 dims, 2 data_type, 4 float_data, 5 int32_data, 7 int64_data, 8 name,
+//!               9 raw_data, 10 double_data, 11 uint64_data, 13 external_data, 14 data_location
+//! ```
+
+pub(crate) mod proto;
+
+use std::hash::BuildHasher;
+use std::path::{Component as PathPart, Path, PathBuf};
+
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+use zt_container::{Error, Result, Source};
+use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
+use zt_manifest::{Attributes, Value as Attr};
+
+use crate::files::zt_v2::OpenShard;
+use crate::listing::{Limits, Listing};
+use crate::model::{
+    Arrangement, ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion,
+    ObjectInfo, ShardInfo,
+};
+use proto::{Field, Fields, Span, Value};
+
+/// How deep subgraphs may nest (a graph in a node's attribute is one level down).
+pub(crate) const MAX_GRAPH_DEPTH: usize = 32;
+
+/// The most objects one model may list: each costs a few hundred bytes of memory, and a
+/// tensor can be written in two bytes.
+pub(crate) const MAX_OBJECTS: usize = 1 << 20;
+
+/// The most distinct external data files one model may name.
+pub(crate) const MAX_EXTERNAL_FILES: usize = 4096;
+
+/// The longest name, text attribute or external-data entry read.
+const MAX_TEXT: u64 = 1 << 20;
+
+/// The longest packed run of `value_ints` counted at open (its values become the shape).
+const MAX_COUNTED_RUN: u64 = 64 << 20;
+
+/// The ONNX data type numbers (`TensorProto.DataType`).
+mod data_type {
+    pub const FLOAT: u64 = 1;
+    pub const UINT8: u64 = 2;
+    pub const INT8: u64 = 3;
+    pub const UINT16: u64 = 4;
+    pub const INT16: u64 = 5;
+    pub const INT32: u64 = 6;
+    pub const INT64: u64 = 7;
+    pub const STRING: u64 = 8;
+    pub const BOOL: u64 = 9;
+    pub const FLOAT16: u64 = 10;
+    pub const DOUBLE: u64 = 11;
+    pub const UINT32: u64 = 12;
+    pub const UINT64: u64 = 13;
+    pub const COMPLEX64: u64 = 14;
+    pub const COMPLEX128: u64 = 15;
+    pub const BFLOAT16: u64 = 16;
+    pub const FLOAT8E4M3FN: u64 = 17;
+    pub const FLOAT8E4M3FNUZ: u64 = 18;
+    pub const FLOAT8E5M2: u64 = 19;
+    pub const FLOAT8E5M2FNUZ: u64 = 20;
+    pub const UINT4: u64 = 21;
+    pub const INT4: u64 = 22;
+    pub const FLOAT4E2M1: u64 = 23;
+    pub const FLOAT8E8M0: u64 = 24;
+}
+
+/// What an ONNX data type is here, and which typed field carries it when `raw_data` does not.
+struct TypeInfo {
+    element: ElementType,
+    /// Which typed field holds its values, and how.
+    typed: Typed,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Typed {
+    /// `float_data` (field 4), packed little-endian f32.
+    Floats,
+    /// `double_data` (field 10), packed little-endian f64.
+    Doubles,
+    /// A run of varints in `field`, each `width` bytes when decoded.
+    Varints {
+        field: u64,
+        width: u8,
+        boolean: bool,
+    },
+}
+
+/// The element type of an ONNX data type, or why it is not read.
+fn type_info(code: u64) -> std::result::Result<TypeInfo, Defect> {
+    use data_type as t;
+    let plain = |d: DType| ElementType::plain(d);
+    let logical = |l: LogicalType| ElementType::logical(l).unwrap_or(ElementType::plain(DType::U8));
+    let varints = |field: u64, width: u8| Typed::Varints {
+        field,
+        width,
+        boolean: false,
+    };
+    let (element, typed) = match code {
+        t::FLOAT => (plain(DType::F32), Typed::Floats),
+        t::DOUBLE => (plain(DType::F64), Typed::Doubles),
+        t::COMPLEX64 => (logical(LogicalType::Complex64), Typed::Floats),
+        t::COMPLEX128 => (logical(LogicalType::Complex128), Typed::Doubles),
+        t::UINT8 => (plain(DType::U8), varints(5, 1)),
+        t::INT8 => (plain(DType::I8), varints(5, 1)),
+        t::UINT16 => (plain(DType::U16), varints(5, 2)),
+        t::INT16 => (plain(DType::I16), varints(5, 2)),
+        t::INT32 => (plain(DType::I32), varints(5, 4)),
+        t::INT64 => (plain(DType::I64), varints(7, 8)),
+        t::UINT32 => (plain(DType::U32), varints(11, 4)),
+        t::UINT64 => (plain(DType::U64), varints(11, 8)),
+        t::BOOL => (
+            plain(DType::Bool),
+            Typed::Varints {
+                field: 5,
+                width: 1,
+                boolean: true,
+            },
+        ),
+        t::FLOAT16 => (plain(DType::F16), varints(5, 2)),
+        t::BFLOAT16 => (plain(DType::BF16), varints(5, 2)),
+        t::FLOAT8E4M3FN => (logical(LogicalType::F8E4M3Fn), varints(5, 1)),
+        t::FLOAT8E4M3FNUZ => (logical(LogicalType::F8E4M3Fnuz), varints(5, 1)),
+        t::FLOAT8E5M2 => (logical(LogicalType::F8E5M2), varints(5, 1)),
+        t::FLOAT8E5M2FNUZ => (logical(LogicalType::F8E5M2Fnuz), varints(5, 1)),
+        t::FLOAT8E8M0 => (logical(LogicalType::F8E8M0), varints(5, 1)),
+        // Two 4-bit values per int32_data element, as one byte.
+        t::UINT4 => (logical(LogicalType::U4), varints(5, 1)),
+        t::INT4 => (logical(LogicalType::I4), varints(5, 1)),
+        t::FLOAT4E2M1 => (logical(LogicalType::F4E2M1), varints(5, 1)),
+        t::STRING => {
+            return Err(Defect::not_numbers(
+                "an ONNX STRING tensor (text, not numbers)",
+            ))
+        }
+        other => {
+            return Err(Defect::unsupported(format!(
+                "ONNX data type {other} ({}) has no element type here",
+                type_name(other)
+            )))
+        }
+    };
+    Ok(TypeInfo { element, typed })
+}
+
+fn type_name(code: u64) -> &'static str {
+    match code {
+        0 => "UNDEFINED",
+        25 => "UINT2",
+        26 => "INT2",
+        27 => "FLOAT6E2M3",
+        28 => "FLOAT6E3M2",
+        _ => "unknown",
+    }
+}
+
+/// Bytes `count` elements of `element` take (packed sub-byte types included).
+fn byte_len(element: &ElementType, count: u64) -> Option<u64> {
+    if let Some(bits) = element.logical.as_ref().and_then(LogicalType::packed_bits) {
+        return count.checked_mul(bits).map(|b| b.div_ceil(8));
+    }
+    let ratio = element.logical.as_ref().map_or(1, LogicalType::ratio);
+    count
+        .checked_mul(ratio)?
+        .checked_mul(element.dtype.size() as u64)
+}
+
+/// Lists an ONNX model. `path` is where it was opened from (its folder holds any external
+/// data); `open_external` opens such a file as the model was opened.
+pub(crate) fn list(
+    source: &Source,
+    path: Option<&Path>,
+    limits: &Limits,
+    open_external: OpenShard<'_>,
+) -> Result<Listing> {
+    let mut walk = Walk {
+        source,
+        limits,
+        folder: path.map(|p| p.parent().unwrap_or(Path::new(".")).to_path_buf()),
+        objects: Vec::new(),
+        names: Names::default(),
+        externals: Vec::new(),
+        open_external,
+    };
+    let whole = Span {
+        start: 0,
+        end: source.len(),
+    };
+    let (attributes, graph, ir_version) = walk.model(whole)?;
+    if let Some(graph) = graph {
+        walk.graph(graph, "main", 0)?;
+    }
+    let Walk {
+        objects, externals, ..
+    } = walk;
+    let mut listing = Listing::of_unique(FileVersion::Onnx { ir_version }, attributes, objects);
+    listing.shards = externals;
+    Ok(listing)
+}
+
+/// The walk over one model: what it has listed so far.
+struct Walk<'s, 'o> {
+    source: &'s Source,
+    limits: &'s Limits,
+    /// The model's folder, for external data (`None`: opened from memory).
+    folder: Option<PathBuf>,
+    objects: Vec<ObjectInfo>,
+    names: Names,
+    /// External data files opened, in the order first named (component `file` n is n - 1).
+    externals: Vec<(ShardInfo, Source)>,
+    open_external: OpenShard<'o>,
+}
+
+/// The names given so far, in a table keyed by a per-process hash (a file cannot make it
+/// quadratic).
+#[derive(Default)]
+struct Names {
+    table: HashTable<String>,
+    state: RandomState,
+}
+
+impl Names {
+    /// `name` if free, else `"{graph}/{name}"`, else that with `#2`, `#3`, ...; taken.
+    fn claim(&mut self, name: String, graph: &str) -> String {
+        let mut candidate = name.clone();
+        let mut k = 1u32;
+        loop {
+            let h = self.state.hash_one(&candidate);
+            if self.table.find(h, |n| *n == candidate).is_none() {
+                let state = self.state.clone();
+                self.table
+                    .insert_unique(h, candidate.clone(), move |n| state.hash_one(n));
+                return candidate;
+            }
+            k += 1;
+            candidate = if k == 2 {
+                format!("{graph}/{name}")
+            } else {
+                format!("{graph}/{name}#{k}")
+            };
+        }
+    }
+}
+
+/// A `TensorProto`'s fields, gathered in one pass.
+#[derive(Default)]
+struct TensorFields {
+    dims: Vec<u64>,
+    data_type: u64,
+    name: Option<Span>,
+    raw: Option<Span>,
+    /// Each typed field's packed run (by field number), and how many pieces it came in.
+    runs: [(Option<Span>, u32); 12],
+    external: Vec<Span>,
+    location_external: bool,
+    segment: bool,
+    at: u64,
+}
+
+impl<'s> Walk<'s, '_> {
+    fn text(&self, span: Span, what: &str) -> Result<String> {
+        proto::text(self.source, span, MAX_TEXT, what)
+    }
+
+    /// The model's attributes, its main graph's span and its IR version.
+    fn model(&mut self, whole: Span) -> Result<(Attributes, Option<Span>, u64)> {
+        let mut attributes = Attributes::new();
+        let mut graph = None;
+        let mut ir_version = 0;
+        let mut opsets = std::collections::BTreeMap::new();
+        let mut props = Vec::new();
+        for field in Fields::of(self.source, whole)? {
+            let field = field?;
+            let text = |w: &Self, what: &str| -> Result<Attr> {
+                Ok(Attr::Text(w.text(field.bytes(what)?, what)?))
+            };
+            let number =
+                |what: &str| -> Result<Attr> { Ok(Attr::Text(field.varint(what)?.to_string())) };
+            let (key, value): (&str, Attr) = match field.number {
+                1 => {
+                    ir_version = field.varint("ir_version")?;
+                    ("onnx.ir_version", number("ir_version")?)
+                }
+                2 => ("onnx.producer_name", text(self, "producer_name")?),
+                3 => ("onnx.producer_version", text(self, "producer_version")?),
+                4 => ("onnx.domain", text(self, "domain")?),
+                5 => ("onnx.model_version", number("model_version")?),
+                6 => ("onnx.doc_string", text(self, "doc_string")?),
+                7 => {
+                    graph = Some(field.bytes("graph")?);
+                    continue;
+                }
+                8 => {
+                    let (domain, version) = self.pair(field.bytes("opset_import")?, true)?;
+                    opsets.insert(domain, version);
+                    continue;
+                }
+                14 => {
+                    props.push(self.pair(field.bytes("metadata_props")?, false)?);
+                    continue;
+                }
+                _ => continue,
+            };
+            attributes.insert(key.to_owned(), value);
+        }
+        if !opsets.is_empty() {
+            // Text (JSON), so that every format we write can carry it.
+            let json = serde_json::Value::Object(
+                opsets
+                    .into_iter()
+                    .map(|(d, v)| {
+                        let v = match v {
+                            Attr::Integer(n) => i64::try_from(n).unwrap_or(i64::MAX),
+                            _ => 0,
+                        };
+                        (d, serde_json::Value::from(v))
+                    })
+                    .collect(),
+            );
+            attributes.insert("onnx.opset_import".into(), Attr::Text(json.to_string()));
+        }
+        // metadata_props are text pairs already: each under its own key, unless it would
+        // hide one of the model's fields above.
+        for (key, value) in props {
+            if !key.starts_with("onnx.") {
+                attributes.insert(key, value);
+            }
+        }
+        Ok((attributes, graph, ir_version))
+    }
+
+    /// A two-field message: `OperatorSetIdProto` (domain, version) when `opset`, else
+    /// `StringStringEntryProto` (key, value).
+    fn pair(&self, span: Span, opset: bool) -> Result<(String, Attr)> {
+        let mut first = String::new();
+        let mut second = if opset {
+            Attr::Integer(0)
+        } else {
+            Attr::Text(String::new())
+        };
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match (field.number, opset) {
+                (1, _) => first = self.text(field.bytes("key")?, "key")?,
+                (2, true) => second = Attr::Integer(field.varint("version")?.into()),
+                (2, false) => second = Attr::Text(self.text(field.bytes("value")?, "value")?),
+                _ => {}
+            }
+        }
+        Ok((first, second))
+    }
+
+    /// Lists a graph's initializers, sparse initializers and constants, and its subgraphs'.
+    fn graph(&mut self, span: Span, path: &str, depth: usize) -> Result<()> {
+        if depth > MAX_GRAPH_DEPTH {
+            return Err(Error::limit(format!(
+                "subgraphs nest deeper than {MAX_GRAPH_DEPTH} levels (graph {path})"
+            ))
+            .at(span.start));
+        }
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match field.number {
+                1 => self.node(field.bytes("node")?, path, depth)?,
+                5 => {
+                    let t = field.bytes("initializer")?;
+                    let (name, object) = self.tensor(t, None)?;
+                    self.add(name, object, path, "initializer")?;
+                }
+                15 => {
+                    let s = field.bytes("sparse_initializer")?;
+                    let (name, object) = self.sparse(s, None)?;
+                    self.add(name, object, path, "sparse_initializer")?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, name: String, mut object: ObjectInfo, graph: &str, from: &str) -> Result<()> {
+        if self.objects.len() >= MAX_OBJECTS {
+            return Err(Error::limit(format!(
+                "the model holds more than {MAX_OBJECTS} tensors"
+            )));
+        }
+        object.name = self.names.claim(name, graph);
+        object
+            .attributes
+            .insert("onnx.source".into(), Attr::Text(from.into()));
+        object
+            .attributes
+            .insert("onnx.graph".into(), Attr::Text(graph.into()));
+        self.objects
+            .try_reserve(1)
+            .map_err(|_| Error::out_of_memory("the list of tensors"))?;
+        self.objects.push(object);
+        Ok(())
+    }
+
+    /// A node: a `Constant`'s tensor, and every graph in its attributes.
+    fn node(&mut self, span: Span, graph: &str, depth: usize) -> Result<()> {
+        let (mut output, mut name, mut op, mut domain) = (None, None, None, None);
+        let mut has_attributes = false;
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match field.number {
+                2 if output.is_none() => output = Some(field.bytes("output")?),
+                3 => name = Some(field.bytes("name")?),
+                4 => op = Some(field.bytes("op_type")?),
+                7 => domain = Some(field.bytes("domain")?),
+                5 => has_attributes = true,
+                _ => {}
+            }
+        }
+        if !has_attributes {
+            return Ok(());
+        }
+        let op = op.map(|s| self.text(s, "op_type")).transpose()?;
+        let domain = domain.map(|s| self.text(s, "domain")).transpose()?;
+        let onnx_domain = matches!(domain.as_deref(), None | Some("" | "ai.onnx"));
+        let constant = onnx_domain && op.as_deref() == Some("Constant");
+        let output = output.map(|s| self.text(s, "output")).transpose()?;
+        let label = match name.map(|s| self.text(s, "node name")).transpose()? {
+            Some(n) if !n.is_empty() => n,
+            _ => op.clone().unwrap_or_else(|| "node".into()),
+        };
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            if field.number == 5 {
+                let attribute = field.bytes("attribute")?;
+                self.attribute(attribute, constant, output.as_deref(), graph, &label, depth)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One `AttributeProto`: graphs are walked; a `Constant`'s value is listed.
+    fn attribute(
+        &mut self,
+        span: Span,
+        constant: bool,
+        output: Option<&str>,
+        graph: &str,
+        node: &str,
+        depth: usize,
+    ) -> Result<()> {
+        let mut name = None;
+        let mut fields = Vec::new();
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match field.number {
+                1 => name = Some(self.text(field.bytes("attribute name")?, "attribute name")?),
+                // f, i, t, g, floats, ints, strings, graphs, sparse_tensor
+                2..=11 | 22 => fields.push(field),
+                _ => {}
+            }
+        }
+        let name = name.unwrap_or_default();
+        for field in fields.iter().filter(|f| matches!(f.number, 6 | 11)) {
+            let sub = field.bytes("graph")?;
+            self.graph(sub, &format!("{graph}/{node}.{name}"), depth + 1)?;
+        }
+        if !constant {
+            return Ok(());
+        }
+        let Some(output) = output else {
+            return Ok(());
+        };
+        let object = match name.as_str() {
+            "value" => match fields.iter().find(|f| f.number == 5) {
+                Some(f) => self.tensor(f.bytes("value")?, Some(output))?.1,
+                None => return Ok(()),
+            },
+            "sparse_value" => match fields.iter().find(|f| f.number == 22) {
+                Some(f) => self.sparse(f.bytes("sparse_value")?, Some(output))?.1,
+                None => return Ok(()),
+            },
+            "value_float" | "value_int" | "value_floats" | "value_ints" => {
+                match self.scalar_constant(&name, &fields)? {
+                    Some(o) => o,
+                    None => return Ok(()),
+                }
+            }
+            "value_string" | "value_strings" => {
+                let mut o = dense(ElementType::plain(DType::U8), Vec::new(), (span.start, 0));
+                o.defect = Some(Box::new(Defect::not_numbers(
+                    "an ONNX string constant (text, not numbers)",
+                )));
+                o
+            }
+            _ => return Ok(()),
+        };
+        self.add(output.to_owned(), object, graph, "constant")
+    }
+
+    /// A `Constant`'s `value_float`, `value_floats`, `value_int` or `value_ints`.
+    fn scalar_constant(&self, name: &str, fields: &[Field]) -> Result<Option<ObjectInfo>> {
+        let f32s = ElementType::plain(DType::F32);
+        let i64s = ElementType::plain(DType::I64);
+        let ints = Encoding::ProtoVarints {
+            width: 8,
+            boolean: false,
+        };
+        let want = match name {
+            "value_float" => 2,
+            "value_int" => 3,
+            "value_floats" => 7,
+            _ => 8,
+        };
+        let mine: Vec<&Field> = fields.iter().filter(|f| f.number == want).collect();
+        let [field] = mine.as_slice() else {
+            let (Some(first), Some(last)) = (mine.first(), mine.last()) else {
+                return Ok(None);
+            };
+            // Unpacked (proto2's default for an attribute's floats and ints): each number its
+            // own field. Read as one run when they follow one another.
+            let end = |f: &Field| match f.value {
+                Value::Varint(_, s) | Value::Fixed64(s) | Value::Bytes(s) | Value::Fixed32(s) => {
+                    s.end
+                }
+            };
+            let adjacent = mine
+                .windows(2)
+                .all(|w| matches!(w, [a, b] if end(a) == b.at));
+            let n = mine.len() as u64;
+            let span = (first.at, end(last) - first.at);
+            return Ok(Some(match (name, first.value, adjacent) {
+                ("value_floats", Value::Fixed32(_), true) => encoded(
+                    dense(f32s, vec![n], span),
+                    Encoding::ProtoTagged {
+                        width: 4,
+                        varint: false,
+                    },
+                    n * 4,
+                ),
+                ("value_ints", Value::Varint(..), true) => encoded(
+                    dense(i64s, vec![n], span),
+                    Encoding::ProtoTagged {
+                        width: 8,
+                        varint: true,
+                    },
+                    n * 8,
+                ),
+                _ => {
+                    let mut o = dense(f32s, vec![n], (first.at, 0));
+                    o.defect = Some(Box::new(Defect::unsupported(format!(
+                        "Constant {name}: its {n} numbers are neither one packed run nor \
+                         adjacent fields"
+                    ))));
+                    o
+                }
+            }));
+        };
+        Ok(Some(match (name, field.value) {
+            ("value_float", Value::Fixed32(s)) => dense(f32s, Vec::new(), (s.start, 4)),
+            ("value_int", Value::Varint(_, s)) => {
+                encoded(dense(i64s, Vec::new(), (s.start, s.len())), ints, 8)
+            }
+            ("value_floats", Value::Bytes(s)) => {
+                if s.len() % 4 != 0 {
+                    return Err(Error::invalid(format!(
+                        "Constant value_floats: {} bytes is not whole floats",
+                        s.len()
+                    ))
+                    .at(s.start));
+                }
+                dense(f32s, vec![s.len() / 4], (s.start, s.len()))
+            }
+            ("value_ints", Value::Bytes(s)) => {
+                if s.len() > MAX_COUNTED_RUN {
+                    return Err(Error::limit(format!(
+                        "Constant value_ints: a run of {} bytes, over the cap of \
+                         {MAX_COUNTED_RUN}",
+                        s.len()
+                    ))
+                    .at(s.start));
+                }
+                let n = proto::count_varints(self.source, s)?;
+                let object = dense(i64s, vec![n], (s.start, s.len()));
+                encoded(object, ints, n * 8)
+            }
+            // A single element of a repeated field, unpacked: one value.
+            ("value_floats", Value::Fixed32(s)) => dense(f32s, vec![1], (s.start, 4)),
+            ("value_ints", Value::Varint(_, s)) => {
+                encoded(dense(i64s, vec![1], (s.start, s.len())), ints, 8)
+            }
+            _ => {
+                return Err(
+                    Error::invalid(format!("Constant {name} has the wrong wire type")).at(field.at),
+                )
+            }
+        }))
+    }
+
+    /// One pass over a `TensorProto`.
+    fn tensor_fields(&self, span: Span) -> Result<TensorFields> {
+        let mut t = TensorFields {
+            at: span.start,
+            ..Default::default()
+        };
+        let max_rank = self.limits.decode.max_rank;
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match field.number {
+                1 => match field.value {
+                    Value::Varint(d, _) => {
+                        if t.dims.len() >= max_rank {
+                            return Err(Error::rank_over_cap(
+                                Some(t.dims.len() as u64 + 1),
+                                max_rank,
+                            )
+                            .at(field.at));
+                        }
+                        t.dims.push(d);
+                    }
+                    // Packed dims: a writer may pack them although ONNX declares them not.
+                    Value::Bytes(s) => {
+                        if s.len() > 10 * max_rank as u64 {
+                            return Err(Error::rank_over_cap(None, max_rank).at(field.at));
+                        }
+                        let bytes = self.source.read_at(s.start, s.len())?;
+                        let mut rest: &[u8] = &bytes;
+                        while !rest.is_empty() {
+                            let (d, n) = proto::varint(rest).ok_or_else(|| {
+                                Error::invalid("malformed varint in dims").at(s.start)
+                            })?;
+                            if t.dims.len() >= max_rank {
+                                return Err(Error::rank_over_cap(
+                                    Some(t.dims.len() as u64 + 1),
+                                    max_rank,
+                                )
+                                .at(field.at));
+                            }
+                            t.dims.push(d);
+                            rest = rest.get(n..).unwrap_or_default();
+                        }
+                    }
+                    _ => return Err(Error::invalid("dims has the wrong wire type").at(field.at)),
+                },
+                2 => t.data_type = field.varint("data_type")?,
+                3 => t.segment = true,
+                8 => t.name = Some(field.bytes("name")?),
+                9 => t.raw = Some(field.bytes("raw_data")?),
+                13 => {
+                    if t.external.len() >= 64 {
+                        return Err(Error::limit("more than 64 external_data entries").at(field.at));
+                    }
+                    t.external.push(field.bytes("external_data")?);
+                }
+                14 => t.location_external = field.varint("data_location")? == 1,
+                n @ (4 | 5 | 7 | 10 | 11) => {
+                    if let Some(slot) = t.runs.get_mut(n as usize) {
+                        slot.1 = slot.1.saturating_add(1);
+                        slot.0 = match field.value {
+                            Value::Bytes(s) => Some(s),
+                            // An unpacked element: counted, not a run.
+                            _ => None,
+                        };
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(t)
+    }
+
+    /// A `TensorProto` as a dense object: its name (or `name`) and the object.
+    fn tensor(&mut self, span: Span, name: Option<&str>) -> Result<(String, ObjectInfo)> {
+        let t = self.tensor_fields(span)?;
+        let name = match (name, t.name) {
+            (Some(n), _) => n.to_owned(),
+            (None, Some(s)) => self.text(s, "tensor name")?,
+            (None, None) => String::new(),
+        };
+        let object = self.dense_of(&t).map_err(|e| e.in_object(&name))?;
+        Ok((name, object))
+    }
+
+    /// Where a tensor's numbers are.
+    fn dense_of(&mut self, t: &TensorFields) -> Result<ObjectInfo> {
+        let dims = t.dims.clone();
+        let listed_with = |defect: Defect| {
+            let mut o = dense(ElementType::plain(DType::U8), dims.clone(), (t.at, 0));
+            o.defect = Some(Box::new(defect));
+            Ok(o)
+        };
+        let info = match type_info(t.data_type) {
+            Ok(i) => i,
+            Err(d) => return listed_with(d),
+        };
+        if t.segment {
+            return listed_with(Defect::unsupported(
+                "a segmented tensor (TensorProto.segment)",
+            ));
+        }
+        let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let Some(bytes) = count.and_then(|c| byte_len(&info.element, c)) else {
+            return Err(Error::invalid(format!("shape {dims:?} overflows")).at(t.at));
+        };
+        let count = count.unwrap_or(0);
+        if t.location_external || !t.external.is_empty() && t.raw.is_none() {
+            let (file, offset, length) = self.external(t, bytes)?;
+            let mut o = dense(info.element, dims, (offset, length));
+            if let Some(c) = o.components.0.first_mut() {
+                c.file = file;
+            }
+            return Ok(o);
+        }
+        if let Some(raw) = t.raw {
+            if raw.len() != bytes {
+                return listed_with(Defect::invalid(format!(
+                    "raw_data holds {} bytes; shape {dims:?} of {} needs {bytes}",
+                    raw.len(),
+                    info.element.name()
+                )));
+            }
+            return Ok(dense(info.element, dims, (raw.start, raw.len())));
+        }
+        let field = match info.typed {
+            Typed::Floats => 4,
+            Typed::Doubles => 10,
+            Typed::Varints { field, .. } => field,
+        };
+        let (run, pieces) = t.runs.get(field as usize).copied().unwrap_or((None, 0));
+        if count == 0 {
+            return Ok(dense(info.element, dims, (t.at, 0)));
+        }
+        let Some(run) = run.filter(|_| pieces == 1) else {
+            return listed_with(if pieces == 0 {
+                Defect::invalid(format!(
+                    "no data: neither raw_data nor field {field} holds the {count} values"
+                ))
+            } else {
+                Defect::unsupported(format!(
+                    "field {field} holds its values in {pieces} pieces, not one packed run"
+                ))
+            });
+        };
+        match info.typed {
+            Typed::Floats | Typed::Doubles => {
+                if run.len() != bytes {
+                    return listed_with(Defect::invalid(format!(
+                        "field {field} holds {} bytes; shape {dims:?} of {} needs {bytes}",
+                        run.len(),
+                        info.element.name()
+                    )));
+                }
+                Ok(dense(info.element, dims, (run.start, run.len())))
+            }
+            Typed::Varints { width, boolean, .. } => {
+                let o = dense(info.element, dims, (run.start, run.len()));
+                Ok(encoded(o, Encoding::ProtoVarints { width, boolean }, bytes))
+            }
+        }
+    }
+
+    /// An external tensor's file (its shard number), offset and length, checked.
+    fn external(&mut self, t: &TensorFields, bytes: u64) -> Result<(u32, u64, u64)> {
+        let (mut location, mut offset, mut length) = (None, 0u64, None);
+        for span in &t.external {
+            let (key, value) = self.pair(*span, false)?;
+            let value = match value {
+                Attr::Text(v) => v,
+                _ => String::new(),
+            };
+            let number = |v: &str| {
+                v.parse::<u64>().map_err(|_| {
+                    Error::invalid(format!("external_data {key} {v:?} is not a number")).at(t.at)
+                })
+            };
+            match key.as_str() {
+                "location" => location = Some(value),
+                "offset" => offset = number(&value)?,
+                "length" => length = Some(number(&value)?),
+                _ => {}
+            }
+        }
+        let location =
+            location.ok_or_else(|| Error::invalid("external data names no location").at(t.at))?;
+        let file = self.external_file(&location).map_err(|e| e.at(t.at))?;
+        let size = self
+            .externals
+            .get(file as usize - 1)
+            .map_or(0, |(_, s)| s.len());
+        let length = length.unwrap_or(bytes);
+        if length != bytes {
+            return Err(Error::invalid(format!(
+                "external data of {length} bytes; its shape and type need {bytes}"
+            ))
+            .at(t.at));
+        }
+        if offset.checked_add(length).is_none_or(|end| end > size) {
+            return Err(Error::invalid(format!(
+                "external data at offset {offset}, {length} bytes, lies past the end of \
+                 {location:?} ({size} bytes)"
+            ))
+            .at(t.at));
+        }
+        Ok((file, offset, length))
+    }
+
+    /// The shard number (from 1) of external file `location`, opened on first use.
+    fn external_file(&mut self, location: &str) -> Result<u32> {
+        if let Some(i) = self.externals.iter().position(|(s, _)| s.name == location) {
+            return Ok(i as u32 + 1);
+        }
+        if self.externals.len() >= MAX_EXTERNAL_FILES {
+            return Err(Error::limit(format!(
+                "the model names more than {MAX_EXTERNAL_FILES} external data files"
+            )));
+        }
+        let folder = self.folder.as_deref().ok_or_else(|| {
+            Error::unsupported(
+                "external data: a model opened from memory has no folder to find it in",
+            )
+        })?;
+        let path = external_path(folder, location)?;
+        let source = (self.open_external)(&path).map_err(|e| e.in_file(&path))?;
+        let info = ShardInfo {
+            name: location.to_owned(),
+            path,
+            size: source.len(),
+            digest: None,
+            digest_text: String::new(),
+            data_shard: true,
+            manifest: None,
+        };
+        self.externals.push((info, source));
+        Ok(self.externals.len() as u32)
+    }
+
+    /// A `SparseTensorProto` as a COO object.
+    fn sparse(&mut self, span: Span, name: Option<&str>) -> Result<(String, ObjectInfo)> {
+        let (mut values, mut indices, mut dims) = (None, None, Vec::new());
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match field.number {
+                1 => values = Some(field.bytes("values")?),
+                2 => indices = Some(field.bytes("indices")?),
+                3 => {
+                    if dims.len() >= self.limits.decode.max_rank {
+                        return Err(Error::rank_over_cap(
+                            Some(dims.len() as u64 + 1),
+                            self.limits.decode.max_rank,
+                        )
+                        .at(field.at));
+                    }
+                    dims.push(field.varint("dims")?);
+                }
+                _ => {}
+            }
+        }
+        let values =
+            values.ok_or_else(|| Error::invalid("sparse tensor has no values").at(span.start))?;
+        let vt = self.tensor_fields(values)?;
+        let name = match (name, vt.name) {
+            (Some(n), _) => n.to_owned(),
+            (None, Some(s)) => self.text(s, "tensor name")?,
+            (None, None) => String::new(),
+        };
+        let listed = (|| {
+            let v = self.dense_of(&vt)?;
+            let nnz = v.shape.first().copied().unwrap_or(0);
+            let mut value_part = v
+                .components
+                .0
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::invalid("no values"))?;
+            value_part.role = "values".into();
+            let defect = v.defect;
+            let rank = dims.len() as u64;
+            let index_part = match indices {
+                None if nnz == 0 => None,
+                None => return Err(Error::invalid("sparse tensor has values but no indices")),
+                Some(i) => {
+                    let it = self.tensor_fields(i)?;
+                    Some(self.coords(&it, nnz, rank)?)
+                }
+            };
+            let mut parts = vec![value_part];
+            parts.extend(index_part);
+            parts.sort_by(|a, b| a.role.cmp(&b.role));
+            let mut o = ObjectInfo::listed(
+                String::new(),
+                dims.as_slice().into(),
+                Format::SparseCoo,
+                Attributes::new(),
+                Components(parts.into_iter().collect()),
+            );
+            o.defect = defect;
+            Ok(o)
+        })()
+        .map_err(|e| e.in_object(&name))?;
+        Ok((name, listed))
+    }
+
+    /// The `coords` component of a COO object from ONNX's `[nnz, rank]` int64 indices,
+    /// gathered axis by axis (our layout) through strides.
+    fn coords(&mut self, t: &TensorFields, nnz: u64, rank: u64) -> Result<ComponentInfo> {
+        if t.data_type != data_type::INT64 {
+            return Err(Error::invalid(format!(
+                "sparse indices of data type {}, not INT64",
+                t.data_type
+            )));
+        }
+        let as_pairs = t.dims.as_slice() == [nnz, rank];
+        let linear = t.dims.as_slice() == [nnz];
+        if !(as_pairs || linear && rank == 1) {
+            return Err(Error::unsupported(format!(
+                "sparse indices of shape {:?} for {nnz} values of rank {rank} (linearized \
+                 indices of rank above 1 are not read)",
+                t.dims
+            )));
+        }
+        let mut it = self.dense_of(t)?;
+        if let Some(d) = it.defect {
+            return Err(d.to_error());
+        }
+        let mut part = it
+            .components
+            .0
+            .pop()
+            .ok_or_else(|| Error::invalid("no indices"))?;
+        // Indices are int64 and must not be negative: as u64, a negative one is out of range.
+        part.element = ElementType::plain(DType::U64);
+        part.role = "coords".into();
+        if rank > 1 {
+            if part.encoding != Encoding::Raw {
+                return Err(Error::unsupported(
+                    "sparse indices in int64_data for rank above 1 (only raw_data is read)",
+                ));
+            }
+            part.arrangement = Some(Box::new(Arrangement {
+                skip: 0,
+                span: part.length,
+                dims: vec![rank, nnz],
+                strides: vec![1, rank],
+            }));
+        }
+        Ok(part)
+    }
+}
+
+/// A dense object of one `data` component at `(offset, length)` of the model file, raw.
+fn dense(element: ElementType, dims: Vec<u64>, (offset, length): (u64, u64)) -> ObjectInfo {
+    ObjectInfo::raw_dense(
+        String::new(),
+        dims.as_slice().into(),
+        element,
+        (offset, length),
+        ByteOrder::Little,
+    )
+}
+
+/// `object` with its one component under `encoding`, decoding to `decoded` bytes.
+fn encoded(mut object: ObjectInfo, encoding: Encoding, decoded: u64) -> ObjectInfo {
+    if let Some(c) = object.components.0.first_mut() {
+        c.encoding = encoding;
+        c.decoded_len = Some(decoded);
+        c.uncompressed_length = Some(decoded);
+        c.digest_scope = DigestScope::Stored;
+    }
+    object
+}
+
+/// The path of external file `location` in `folder`: relative, without `..`, and (once
+/// symbolic links are resolved) still inside the folder.
+pub(crate) fn external_path(folder: &Path, location: &str) -> Result<PathBuf> {
+    let relative = Path::new(location);
+    let escapes = location.is_empty()
+        || location.contains('\0')
+        || relative
+            .components()
+            .any(|p| !matches!(p, PathPart::Normal(_) | PathPart::CurDir));
+    if escapes {
+        return Err(Error::invalid(format!(
+            "external data location {location:?} is not a relative path inside the model's \
+             folder"
+        )));
+    }
+    let path = folder.join(relative);
+    let (Ok(real_folder), Ok(real)) = (folder.canonicalize(), path.canonicalize()) else {
+        // Missing: opening it says so, with its path.
+        return Ok(path);
+    };
+    if !real.starts_with(&real_folder) {
+        return Err(Error::invalid(format!(
+            "external data location {location:?} leads out of the model's folder (to {})",
+            real.display()
+        )));
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_paths_stay_in_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("w.bin"), b"1234").unwrap();
+        assert!(external_path(dir.path(), "w.bin").is_ok());
+        assert!(external_path(dir.path(), "sub/w.bin").is_ok());
+        for bad in ["../w.bin", "/etc/passwd", "a/../../w.bin", "", "a\0b"] {
+            let e = external_path(dir.path(), bad).unwrap_err();
+            assert!(
+                e.to_string().contains("inside the model's folder"),
+                "{bad}: {e}"
+            );
+        }
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/etc", dir.path().join("link")).unwrap();
+            let e = external_path(dir.path(), "link/hostname").unwrap_err();
+            assert!(
+                e.to_string().contains("leads out of the model's folder"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_given_twice_are_qualified() {
+        let mut names = Names::default();
+        assert_eq!(names.claim("w".into(), "main"), "w");
+        assert_eq!(
+            names.claim("w".into(), "main/if0.then_branch"),
+            "main/if0.then_branch/w"
+        );
+        assert_eq!(
+            names.claim("w".into(), "main/if0.then_branch"),
+            "main/if0.then_branch/w#3"
+        );
+    }
+}

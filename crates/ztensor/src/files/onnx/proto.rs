@@ -1,0 +1,317 @@
+//! The protobuf wire format, read in place: a message is a [`Span`] of the file, and
+//! [`Fields`] walks its fields one by one, handing back each field's number and value, with a
+//! length-delimited value as the span of the file it occupies (never its bytes). Nothing is
+//! decoded that the caller does not ask for, so a tensor's data is never read to list it.
+//!
+//! A message is read from the source whole when that costs nothing (a mapped file: a slice of
+//! the map) or little (at most [`WHOLE_MESSAGE`] bytes); a larger message of an unmapped file
+//! is walked with a short read per field. Every length is checked against the end of the
+//! message that holds it; a varint is at most ten bytes; groups (wire types 3 and 4, which no
+//! ONNX writer emits) are refused.
+//!
+//! ```text
+//!  field = varint(number << 3 | wire type) value
+//!  wire type 0: varint   1: 8 bytes   2: varint length, then that many bytes   5: 4 bytes
+//! ```
+
+use std::borrow::Cow;
+
+use zt_container::{Error, Result, Source};
+
+/// A message of at most this many bytes is read whole from an unmapped file.
+const WHOLE_MESSAGE: u64 = 64 << 10;
+
+/// The longest varint: ten bytes carry 64 bits.
+const MAX_VARINT: usize = 10;
+
+/// A field's key and the longest value header after it: two varints.
+const FIELD_HEAD: u64 = 2 * MAX_VARINT as u64;
+
+/// A range of the file, `start..end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Span {
+    /// Its length in bytes.
+    pub fn len(self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// One field's value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Value {
+    /// Wire type 0: the value, and where its bytes lie.
+    Varint(u64, Span),
+    /// Wire type 1: eight little-endian bytes.
+    Fixed64(Span),
+    /// Wire type 2: the bytes (a string, a message, a packed run).
+    Bytes(Span),
+    /// Wire type 5: four little-endian bytes.
+    Fixed32(Span),
+}
+
+/// One field of a message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Field {
+    /// The field number.
+    pub number: u64,
+    pub value: Value,
+    /// Where its key starts, for errors.
+    pub at: u64,
+}
+
+impl Field {
+    /// The value of a varint field, or an error naming `what` for any other wire type.
+    pub fn varint(&self, what: &str) -> Result<u64> {
+        match self.value {
+            Value::Varint(v, _) => Ok(v),
+            _ => Err(self.wrong(what, "a varint")),
+        }
+    }
+
+    /// The span of a length-delimited field, or an error naming `what`.
+    pub fn bytes(&self, what: &str) -> Result<Span> {
+        match self.value {
+            Value::Bytes(s) => Ok(s),
+            _ => Err(self.wrong(what, "length-delimited")),
+        }
+    }
+
+    fn wrong(&self, what: &str, wanted: &str) -> Error {
+        Error::invalid(format!(
+            "{what} (field {}) is not {wanted} in the protobuf encoding",
+            self.number
+        ))
+        .at(self.at)
+    }
+}
+
+/// The fields of one message, in file order.
+pub(crate) struct Fields<'s> {
+    source: &'s Source,
+    /// The message's bytes when held whole, starting at `base`.
+    whole: Option<Cow<'s, [u8]>>,
+    base: u64,
+    pos: u64,
+    end: u64,
+    failed: bool,
+}
+
+impl<'s> Fields<'s> {
+    /// The fields of the message that occupies `span` of `source`.
+    pub fn of(source: &'s Source, span: Span) -> Result<Self> {
+        let mapped = matches!(source, Source::Mapped(_) | Source::Owned(_));
+        let whole = if mapped || span.len() <= WHOLE_MESSAGE {
+            Some(source.read_at(span.start, span.len())?)
+        } else {
+            None
+        };
+        Ok(Fields {
+            source,
+            whole,
+            base: span.start,
+            pos: span.start,
+            end: span.end,
+            failed: false,
+        })
+    }
+
+    /// Up to `n` bytes of the message from `at` (fewer at its end).
+    fn peek(&self, at: u64, n: u64) -> Result<Cow<'s, [u8]>> {
+        let n = n.min(self.end.saturating_sub(at));
+        match &self.whole {
+            Some(Cow::Borrowed(b)) => {
+                let from = usize::try_from(at - self.base).unwrap_or(usize::MAX);
+                let to = from.saturating_add(n as usize);
+                Ok(Cow::Borrowed(b.get(from..to).unwrap_or_default()))
+            }
+            Some(Cow::Owned(v)) => {
+                let from = usize::try_from(at - self.base).unwrap_or(usize::MAX);
+                let to = from.saturating_add(n as usize);
+                Ok(Cow::Owned(v.get(from..to).unwrap_or_default().to_vec()))
+            }
+            None => self.source.read_at(at, n),
+        }
+    }
+
+    fn field(&mut self) -> Result<Field> {
+        let at = self.pos;
+        let head = self.peek(at, FIELD_HEAD)?;
+        let (key, used) = varint(&head).ok_or_else(|| bad_varint(at))?;
+        let number = key >> 3;
+        if number == 0 {
+            return Err(Error::invalid("protobuf field number 0").at(at));
+        }
+        let after_key = at + used as u64;
+        let rest = head.get(used..).unwrap_or_default();
+        let fixed = |n: u64| {
+            let end = after_key.checked_add(n).filter(|&e| e <= self.end);
+            end.map(|end| Span {
+                start: after_key,
+                end,
+            })
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "protobuf field {number}: its {n}-byte value runs past the end of its message"
+                ))
+                .at(at)
+            })
+        };
+        let value = match key & 7 {
+            0 => {
+                let (v, n) = varint(rest).ok_or_else(|| bad_varint(after_key))?;
+                Value::Varint(v, fixed(n as u64)?)
+            }
+            1 => Value::Fixed64(fixed(8)?),
+            5 => Value::Fixed32(fixed(4)?),
+            2 => {
+                let (len, n) = varint(rest).ok_or_else(|| bad_varint(after_key))?;
+                let start = after_key + n as u64;
+                let end = start.checked_add(len).filter(|&e| e <= self.end);
+                let Some(end) = end else {
+                    return Err(Error::invalid(format!(
+                        "protobuf field {number}: its length {len} runs past the end of its \
+                         message at byte {}",
+                        self.end
+                    ))
+                    .at(at));
+                };
+                Value::Bytes(Span { start, end })
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "protobuf field {number} has wire type {other} (groups and unknown types \
+                     are not ONNX)"
+                ))
+                .at(at))
+            }
+        };
+        self.pos = match value {
+            Value::Varint(_, s) | Value::Fixed64(s) | Value::Bytes(s) | Value::Fixed32(s) => s.end,
+        };
+        Ok(Field { number, value, at })
+    }
+}
+
+impl Iterator for Fields<'_> {
+    type Item = Result<Field>;
+
+    fn next(&mut self) -> Option<Result<Field>> {
+        if self.failed || self.pos >= self.end {
+            return None;
+        }
+        let field = self.field();
+        self.failed = field.is_err();
+        Some(field)
+    }
+}
+
+/// A varint at the start of `bytes`: its value and length, or `None` when it is cut short or
+/// longer than ten bytes.
+pub(crate) fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().take(MAX_VARINT).enumerate() {
+        value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+fn bad_varint(at: u64) -> Error {
+    Error::invalid("malformed protobuf varint (cut short or longer than 10 bytes)").at(at)
+}
+
+/// The text of a string field, read whole after checking its length against `cap`.
+pub(crate) fn text(source: &Source, span: Span, cap: u64, what: &str) -> Result<String> {
+    if span.len() > cap {
+        return Err(Error::limit(format!(
+            "{what} is {} bytes, over the cap of {cap}",
+            span.len()
+        ))
+        .at(span.start));
+    }
+    let bytes = source.read_at(span.start, span.len())?;
+    String::from_utf8(bytes.into_owned())
+        .map_err(|_| Error::invalid(format!("{what} is not UTF-8")).at(span.start))
+}
+
+/// How many varints a packed run holds (the bytes without the continuation bit), reading it
+/// whole: only for runs whose length has been capped.
+pub(crate) fn count_varints(source: &Source, span: Span) -> Result<u64> {
+    let bytes = source.read_at(span.start, span.len())?;
+    if bytes.last().is_some_and(|b| b & 0x80 != 0) {
+        return Err(bad_varint(span.end - 1));
+    }
+    Ok(bytes.iter().filter(|&&b| b & 0x80 == 0).count() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(bytes: &[u8]) -> Vec<Result<Field>> {
+        let source = Source::from_vec(bytes.to_vec());
+        let span = Span {
+            start: 0,
+            end: bytes.len() as u64,
+        };
+        Fields::of(&source, span).unwrap().collect()
+    }
+
+    #[test]
+    fn reads_each_wire_type() {
+        // 1: varint 150; 2: "hi"; 3: fixed32; 4: fixed64
+        let msg = [
+            0x08, 0x96, 0x01, 0x12, 2, b'h', b'i', 0x1d, 1, 2, 3, 4, 0x21, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let got: Vec<Field> = fields(&msg).into_iter().map(|f| f.unwrap()).collect();
+        assert_eq!(got.len(), 4);
+        assert!(matches!(
+            got[0].value,
+            Value::Varint(150, Span { start: 1, end: 3 })
+        ));
+        assert!(matches!(
+            got[1].value,
+            Value::Bytes(Span { start: 5, end: 7 })
+        ));
+        assert!(matches!(
+            got[2].value,
+            Value::Fixed32(Span { start: 8, end: 12 })
+        ));
+        assert!(matches!(
+            got[3].value,
+            Value::Fixed64(Span { start: 13, end: 21 })
+        ));
+    }
+
+    #[test]
+    fn refuses_lengths_past_the_message_and_bad_varints() {
+        let e = fields(&[0x12, 5, b'a']).pop().unwrap().unwrap_err();
+        assert!(e.to_string().contains("runs past the end"), "{e}");
+        let e = fields(&[0x08; 1]).pop().unwrap().unwrap_err();
+        assert!(e.to_string().contains("malformed protobuf varint"), "{e}");
+        let e = fields(&[0x0b]).pop().unwrap().unwrap_err();
+        assert!(e.to_string().contains("wire type 3"), "{e}");
+        let long = [
+            0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+        ];
+        assert!(fields(&long).pop().unwrap().is_err());
+        // The walk stops at the first error.
+        assert_eq!(fields(&[0x12, 5, b'a', 0x08, 1]).len(), 1);
+    }
+
+    #[test]
+    fn counts_packed_varints() {
+        let source = Source::from_vec(vec![0x01, 0xac, 0x02, 0x7f]);
+        let span = Span { start: 0, end: 4 };
+        assert_eq!(count_varints(&source, span).unwrap(), 3);
+        let cut = Source::from_vec(vec![0x01, 0xac]);
+        assert!(count_varints(&cut, Span { start: 0, end: 2 }).is_err());
+    }
+}

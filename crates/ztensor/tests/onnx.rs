@@ -1,0 +1,207 @@
+//! ONNX models written by the onnx package (tools/interop/make_onnx.py): every tensor reads
+//! as `onnx.numpy_helper.to_array` gives it, byte for byte (fixtures/interop/onnx/expected.json),
+//! mapped and unmapped: raw_data and the typed fields, every data type we have, constants in
+//! subgraphs, sparse initializers, external data; the model's metadata as file attributes;
+//! string tensors listed and skipped; and hostile external-data locations refused.
+
+#[path = "support/expected.rs"]
+mod expected;
+
+use std::path::{Path, PathBuf};
+
+use ztensor::{FileVersion, OpenOptions, Value};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/onnx")
+}
+
+fn expected() -> serde_json::Value {
+    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn every_tensor_reads_as_onnx_wrote_it() {
+    let expected = expected();
+    let mut checked = 0;
+    for (file, tensors) in expected["files"].as_object().unwrap() {
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(r.version(), &FileVersion::Onnx { ir_version: 10 });
+            let skipped = expected["skipped"][file.as_str()]
+                .as_array()
+                .map_or(0, Vec::len);
+            let sparse = expected["sparse"][file.as_str()]
+                .as_object()
+                .map_or(0, |m| m.len());
+            let tensors = tensors.as_object().unwrap();
+            assert_eq!(r.len(), tensors.len() + skipped + sparse, "{file}");
+            for (name, want) in tensors {
+                expected::check_object(&r, file, name, want);
+                checked += 1;
+            }
+            let report = r.verify();
+            assert!(report.failures.is_empty(), "{file}: {:?}", report.failures);
+            assert_eq!(report.skipped.len(), skipped, "{file}");
+        }
+    }
+    assert!(checked >= 2 * 60, "{checked}");
+}
+
+#[test]
+fn typed_fields_decode_to_the_raw_bytes() {
+    // The same values written both ways read the same; the typed ones are decoded copies.
+    let raw = ztensor::open(dir().join("dtypes_raw.onnx")).unwrap();
+    let typed = ztensor::open(dir().join("dtypes_typed.onnx")).unwrap();
+    for o in raw.objects().iter().filter(|o| o.skipped().is_none()) {
+        let a = raw.object(&o.name).unwrap().bytes().unwrap();
+        let b = typed.object(&o.name).unwrap().bytes().unwrap();
+        assert_eq!(a, b, "{}", o.name);
+    }
+    let int8 = typed.object("int8").unwrap();
+    assert_eq!(int8.components[0].encoding.name(), "protobuf-varints");
+}
+
+#[test]
+fn raw_data_is_served_from_the_map() {
+    let r = ztensor::open(dir().join("dtypes_raw.onnx")).unwrap();
+    let o = r.object("float").unwrap();
+    let bytes = o.bytes().unwrap();
+    assert!(matches!(bytes, std::borrow::Cow::Borrowed(_)));
+}
+
+#[test]
+fn sparse_initializers_are_coo_objects() {
+    let expected = expected();
+    let r = ztensor::open(dir().join("subgraphs.onnx")).unwrap();
+    for (name, want) in expected["sparse"]["subgraphs.onnx"].as_object().unwrap() {
+        let o = r.object(name).unwrap();
+        assert_eq!(o.format.name(), "sparse_coo");
+        let (bytes, element) = o.dense_form().unwrap();
+        assert_eq!(element.name(), want["type"].as_str().unwrap());
+        let hex: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, want["hex"].as_str().unwrap(), "{name}");
+    }
+}
+
+#[test]
+fn constants_and_subgraphs_say_where_they_came_from() {
+    let r = ztensor::open(dir().join("subgraphs.onnx")).unwrap();
+    let attr = |name: &str, key: &str| -> String {
+        let o = r.objects().iter().find(|o| o.name == name).unwrap();
+        o.attributes
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(attr("cond", "onnx.source"), "constant");
+    assert_eq!(attr("cond", "onnx.graph"), "main");
+    assert_eq!(attr("then_w", "onnx.graph"), "main/if0.then_branch");
+    assert_eq!(attr("body_bias", "onnx.source"), "initializer");
+    assert_eq!(
+        attr("body_bias", "onnx.graph"),
+        "main/if0.else_branch/loop0.body"
+    );
+    assert_eq!(attr("sp", "onnx.source"), "sparse_initializer");
+    // The model's metadata, as text.
+    let want = &expected()["attributes"]["subgraphs.onnx"];
+    let a = r.attributes();
+    for key in ["producer_name", "producer_version", "doc_string"] {
+        assert_eq!(
+            a[&format!("onnx.{key}")].as_str(),
+            want[key].as_str(),
+            "{key}"
+        );
+    }
+    assert_eq!(a["onnx.ir_version"].as_str(), Some("10"));
+    assert_eq!(a["author"].as_str(), Some("ztensor"));
+    assert_eq!(a["license"].as_str(), Some("MIT"));
+    assert_eq!(a["onnx.opset_import"].as_str(), Some(r#"{"":21}"#));
+    assert!(a.values().all(|v| v.as_str().is_some()), "{a:?}");
+}
+
+#[test]
+fn external_data_lives_beside_the_model() {
+    let r = ztensor::open(dir().join("external.onnx")).unwrap();
+    let files: Vec<&str> = r.shards().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(files, ["external.onnx.data", "weights/int64.bin"]);
+    assert!(r.verify().is_ok());
+}
+
+/// A model whose only initializer keeps its data at `location`, beside it in a fresh folder.
+fn model_with_external(location: &str) -> (tempfile::TempDir, PathBuf) {
+    // Build the protobuf by hand: TensorProto { dims: [2], data_type: FLOAT, name: "w",
+    // external_data: [location, length 8], data_location: EXTERNAL }.
+    fn bytes_field(n: u8, v: &[u8]) -> Vec<u8> {
+        let mut out = vec![(n << 3) | 2, v.len() as u8];
+        out.extend_from_slice(v);
+        out
+    }
+    let entry = |k: &str, v: &str| {
+        let mut e = bytes_field(1, k.as_bytes());
+        e.extend(bytes_field(2, v.as_bytes()));
+        bytes_field(13, &e)
+    };
+    let mut tensor = vec![0x08, 2, 0x10, 1];
+    tensor.extend(bytes_field(8, b"w"));
+    tensor.extend(entry("location", location));
+    tensor.extend(entry("length", "8"));
+    tensor.extend([0x70, 1]);
+    let graph = bytes_field(5, &tensor);
+    let mut model = vec![0x08, 10];
+    model.extend(bytes_field(7, &graph));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.onnx");
+    std::fs::write(&path, model).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn external_locations_cannot_leave_the_folder() {
+    let (dir, path) = model_with_external("w.bin");
+    std::fs::write(dir.path().join("w.bin"), 1.5f32.to_le_bytes().repeat(2)).unwrap();
+    let r = ztensor::open(&path).unwrap();
+    assert_eq!(
+        r.object("w").unwrap().read::<f32>().unwrap().as_ref(),
+        &[1.5, 1.5]
+    );
+    for (location, message) in [
+        (
+            "../w.bin",
+            "is not a relative path inside the model's folder",
+        ),
+        (
+            "/etc/hostname",
+            "is not a relative path inside the model's folder",
+        ),
+        ("missing.bin", "No such file"),
+    ] {
+        let (_dir, path) = model_with_external(location);
+        let e = ztensor::open(&path).unwrap_err().to_string();
+        assert!(e.contains(message), "{location}: {e}");
+        assert!(e.contains("object \"w\""), "{location}: {e}");
+    }
+    // Too short for the declared length.
+    let (dir, path) = model_with_external("short.bin");
+    std::fs::write(dir.path().join("short.bin"), [0u8; 4]).unwrap();
+    let e = ztensor::open(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("lies past the end of \"short.bin\" (4 bytes)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_model_in_memory_with_external_data_says_why_it_cannot_be_read() {
+    let (_dir, path) = model_with_external("w.bin");
+    let bytes = std::fs::read(path).unwrap();
+    let e = OpenOptions::new()
+        .open_bytes(bytes)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("opened from memory"), "{e}");
+}
