@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 9] = [
+const TARGETS: [(&str, &[&str]); 10] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -17,6 +17,7 @@ const TARGETS: [(&str, &[&str]); 9] = [
     ("read_numpy", &["npy", "npz"]),
     ("read_pytorch", &["pt", "bin"]),
     ("read_gguf", &["gguf"]),
+    ("read_onnx", &["onnx"]),
 ];
 
 fn root() -> PathBuf {

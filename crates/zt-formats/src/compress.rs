@@ -1,12 +1,13 @@
-//! Encodings: raw and zstd, with decompression bounded by the declared size.
+//! Encodings: raw and zstd, with decompression bounded by the declared size, and the two
+//! protobuf runs of ONNX tensors ([`varints_decode_into`], [`tagged_decode_into`]).
 //!
-//! [`Encoding`] (the vocabulary) is always available; the zstd codec functions need the
-//! `zstd` feature (on by default). [`zstd_decode_into`] is the one decode path for components
-//! of declared size; [`zstd_decompress_bounded`] serves legacy streams of unknown size.
+//! [`Encoding`] (the vocabulary) and the protobuf decoders are always available; the zstd
+//! codec functions need the `zstd` feature (on by default). [`zstd_decode_into`] is the one
+//! decode path for components of declared size; [`zstd_decompress_bounded`] serves legacy
+//! streams of unknown size.
 
 use std::fmt;
 
-#[cfg(feature = "zstd")]
 use zt_container::{Error, Result};
 
 /// How a component's bytes are stored.

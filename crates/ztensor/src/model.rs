@@ -488,7 +488,7 @@ impl Defect {
     }
 
     /// An object that is not numbers we decode: listed as what it is, skipped.
-    #[cfg(feature = "numpy")]
+    #[cfg(any(feature = "numpy", feature = "onnx"))]
     pub(crate) fn not_numbers(message: impl Into<String>) -> Self {
         Defect {
             skip: true,

@@ -2,7 +2,8 @@
 //! and with single bytes changed across its header, manifest or records and footer. Opening and
 //! reading everything must give data or an error, never a panic. zTensor v2 files are among
 //! them (fixtures/interop/zt2 and the generated v2 files in fixtures/valid), the NumPy and
-//! PyTorch files numpy and torch wrote (fixtures/interop/numpy, pytorch), and GGUF files
+//! PyTorch files numpy and torch wrote (fixtures/interop/numpy, pytorch), the ONNX models
+//! onnx wrote (fixtures/interop/onnx, opened from memory: external data is refused), GGUF files
 //! (fixtures/interop/gguf, the generated v1 and v2 ones in fixtures/valid); each damaged v2
 //! file is tried again with its manifest hash fixed, so the damage reaches the manifest.
 
@@ -22,10 +23,14 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/numpy",
         "interop/pytorch",
         "interop/gguf",
+        "interop/onnx",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();
-            if p.is_file() && p.extension().is_some_and(|x| x != "tsv" && x != "json") {
+            if p.is_file()
+                && p.extension()
+                    .is_some_and(|x| x != "tsv" && x != "json" && x != "data")
+            {
                 v.push(p);
             }
         }

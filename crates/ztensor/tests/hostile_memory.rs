@@ -115,4 +115,41 @@ fn hostile_files_take_memory_in_proportion_to_what_they_store() {
         held <= decoded + ALLOWANCE,
         "a deflated .npy of {decoded} bytes held {held} at the peak"
     );
+
+    // Case 7: an ONNX model of 1,000,000 unnamed, empty initializers (two bytes each): listing
+    // them would take hundreds of bytes apiece; it stops at the memory budget instead.
+    #[cfg(feature = "onnx")]
+    {
+        let tensors = 1_000_000usize;
+        let mut graph = Vec::with_capacity(2 * tensors);
+        for _ in 0..tensors {
+            graph.extend([0x2a, 0x00]);
+        }
+        let mut model = vec![0x08, 10, 0x3a];
+        let mut n = graph.len();
+        while n >= 0x80 {
+            model.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        model.push(n as u8);
+        model.extend(graph);
+        let len = model.len();
+        let limits = ztensor::Limits {
+            memory_budget: Some(16 << 20),
+            ..Default::default()
+        };
+        let (held, opened) = peak(|| {
+            OpenOptions::new()
+                .limits(limits)
+                .open_bytes(model)
+                .map(|r| r.len())
+        });
+        let e = opened.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+        assert!(e.message().contains("memory budget"), "{e}");
+        assert!(
+            held < len + (16 << 20) + 4 * ALLOWANCE,
+            "{held} bytes for a {len}-byte model"
+        );
+    }
 }

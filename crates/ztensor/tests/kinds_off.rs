@@ -47,6 +47,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"safetensors\"",
             cfg!(feature = "safetensors"),
         ),
+        (
+            "interop/onnx/subgraphs.onnx",
+            "feature \"onnx\"",
+            cfg!(feature = "onnx"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

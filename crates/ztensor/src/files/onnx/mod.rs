@@ -60,6 +60,14 @@ pub(crate) const MAX_OBJECTS: usize = 1 << 20;
 /// The most distinct external data files one model may name.
 pub(crate) const MAX_EXTERNAL_FILES: usize = 4096;
 
+/// What one listed object costs beyond its `ObjectInfo` and names, measured: its two
+/// attributes (a B-tree node), the name table's entry and the list's spare capacity.
+const LISTED_OVERHEAD: usize = 1024;
+
+/// What listing a model may take by default, however small the file: a model of many small
+/// constants (shape tensors of an exported graph) costs more to list than its size.
+const MIN_LISTING_BUDGET: u64 = 256 << 20;
+
 /// The longest name, text attribute or external-data entry read.
 const MAX_TEXT: u64 = 1 << 20;
 
@@ -210,6 +218,7 @@ pub(crate) fn list(
         names: Names::default(),
         externals: Vec::new(),
         open_external,
+        listed_bytes: 0,
     };
     let whole = Span {
         start: 0,
@@ -238,35 +247,64 @@ struct Walk<'s, 'o> {
     /// External data files opened, in the order first named (component `file` n is n - 1).
     externals: Vec<(ShardInfo, Source)>,
     open_external: OpenShard<'o>,
+    /// What the listing costs so far (objects, names, attributes), roughly.
+    listed_bytes: u64,
 }
 
 /// The names given so far, in a table keyed by a per-process hash (a file cannot make it
-/// quadratic).
+/// quadratic), and for each qualified name the last `#k` given to it.
 #[derive(Default)]
 struct Names {
     table: HashTable<String>,
+    counters: HashTable<(String, u32)>,
     state: RandomState,
 }
 
 impl Names {
-    /// `name` if free, else `"{graph}/{name}"`, else that with `#2`, `#3`, ...; taken.
+    fn taken(&self, name: &str) -> bool {
+        let h = self.state.hash_one(name);
+        self.table.find(h, |n| n == name).is_some()
+    }
+
+    fn take(&mut self, name: String) -> String {
+        let state = self.state.clone();
+        let h = state.hash_one(&name);
+        self.table
+            .insert_unique(h, name.clone(), move |n| state.hash_one(n));
+        name
+    }
+
+    /// `name` if free, else `"{graph}/{name}"`, else that with `#2`, `#3`, ... (counted per
+    /// qualified name, so a thousand copies of one name cost a thousand steps); taken.
     fn claim(&mut self, name: String, graph: &str) -> String {
-        let mut candidate = name.clone();
-        let mut k = 1u32;
-        loop {
-            let h = self.state.hash_one(&candidate);
-            if self.table.find(h, |n| *n == candidate).is_none() {
-                let state = self.state.clone();
-                self.table
-                    .insert_unique(h, candidate.clone(), move |n| state.hash_one(n));
-                return candidate;
+        if !self.taken(&name) {
+            return self.take(name);
+        }
+        let qualified = format!("{graph}/{name}");
+        if !self.taken(&qualified) {
+            return self.take(qualified);
+        }
+        let state = self.state.clone();
+        let h = state.hash_one(&qualified);
+        let k = match self.counters.find_mut(h, |(n, _)| *n == qualified) {
+            Some((_, k)) => k,
+            None => {
+                let entry =
+                    self.counters
+                        .insert_unique(h, (qualified.clone(), 2), move |(n, _)| state.hash_one(n));
+                &mut entry.into_mut().1
             }
-            k += 1;
-            candidate = if k == 2 {
-                format!("{graph}/{name}")
-            } else {
-                format!("{graph}/{name}#{k}")
-            };
+        };
+        loop {
+            let candidate = format!("{qualified}#{k}");
+            *k += 1;
+            if !self
+                .table
+                .find(self.state.hash_one(&candidate), |n| *n == candidate)
+                .is_some()
+            {
+                return self.take(candidate);
+            }
         }
     }
 }
@@ -411,6 +449,24 @@ impl<'s> Walk<'s, '_> {
         if self.objects.len() >= MAX_OBJECTS {
             return Err(Error::limit(format!(
                 "the model holds more than {MAX_OBJECTS} tensors"
+            )));
+        }
+        // What the listing costs, against the budget a file of this size may spend: a
+        // tensor can be written in two bytes, and listing it costs hundreds.
+        self.listed_bytes = self.listed_bytes.saturating_add(
+            (2 * std::mem::size_of::<ObjectInfo>() + LISTED_OVERHEAD + 2 * name.len() + graph.len())
+                as u64,
+        );
+        let budget = self.limits.memory_budget.unwrap_or_else(|| {
+            self.limits
+                .read_budget(self.source.len())
+                .max(MIN_LISTING_BUDGET)
+        });
+        if self.listed_bytes > budget {
+            return Err(Error::limit(format!(
+                "listing the model's {} tensors would take more than the memory budget of \
+                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
+                self.objects.len() + 1
             )));
         }
         object.name = self.names.claim(name, graph);
@@ -1061,7 +1117,16 @@ mod tests {
         );
         assert_eq!(
             names.claim("w".into(), "main/if0.then_branch"),
-            "main/if0.then_branch/w#3"
+            "main/if0.then_branch/w#2"
         );
+        // Many unnamed tensors: each gets its own name, counted, not searched for.
+        let got: Vec<String> = (0..1000)
+            .map(|_| names.claim(String::new(), "main"))
+            .collect();
+        assert_eq!(got[0], "");
+        assert_eq!(got[1], "main/");
+        assert_eq!(got[999], "main/#999");
+        let distinct: std::collections::BTreeSet<&String> = got.iter().collect();
+        assert_eq!(distinct.len(), 1000);
     }
 }
