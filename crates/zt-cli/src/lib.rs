@@ -31,7 +31,7 @@ use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestAr
 use common::{MagVersion, Outcome};
 
 /// Inspect, check, compare and convert tensor files: zTensor .zt (every version), .mag,
-/// .safetensors, GGUF, NumPy .npy/.npz and PyTorch checkpoints.
+/// .safetensors, GGUF, NumPy .npy/.npz, PyTorch checkpoints and ONNX models.
 #[derive(Parser, Debug)]
 #[command(
     name = "zt",
