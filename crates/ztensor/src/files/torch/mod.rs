@@ -136,15 +136,82 @@ pub(crate) fn list(
         .run(&pickled)
         .map_err(|e| e.in_object(&pkl.name))?;
 
-    let records = |key: &str| {
+    let data = |key: &str| {
         records
             .get(format!("{prefix}data/{key}").as_str())
             .map(|e| (*e).clone())
     };
     let len = pickled.len() as u64;
-    let mut listing = listing_of(&heap, root, records, byte_order, limits, version, len)?;
+    let mut listing = listing_of(&heap, root, data, byte_order, limits, version.clone(), len)?;
+    // A TorchScript archive's tensor constants (a traced module's literals): a tuple in
+    // constants.pkl over storages in constants/, listed as `constants.<i>`.
+    let constants = records.get(format!("{prefix}constants.pkl").as_str());
+    if let (FileVersion::TorchScript, Some(pkl)) = (&version, constants) {
+        let found = |key: &str| {
+            records
+                .get(format!("{prefix}constants/{key}").as_str())
+                .map(|e| (*e).clone())
+        };
+        let mut more = script_constants(source, pkl, found, byte_order, limits)?;
+        let Listing {
+            version,
+            attributes,
+            mut objects,
+            ..
+        } = listing;
+        objects.append(&mut more);
+        listing = Listing::of_unique(version, attributes, objects);
+        if let Some(twice) = crate::listing::sort_by_name(&mut listing.objects) {
+            return Err(bad(format!("two tensors are named {twice:?}")));
+        }
+    }
     listing.zip_entries = entries;
     Ok(listing)
+}
+
+/// The tensors of a TorchScript archive's constants.pkl, named `constants.<i>`.
+fn script_constants(
+    source: &Source,
+    pkl: &zip::Entry,
+    record: impl Fn(&str) -> Option<zip::Entry>,
+    byte_order: ByteOrder,
+    limits: &Limits,
+) -> Result<Vec<ObjectInfo>> {
+    if pkl.uncompressed > MAX_PICKLE_LEN {
+        return Err(Error::limit(format!(
+            "constants.pkl of {} bytes exceeds the cap of {MAX_PICKLE_LEN}",
+            pkl.uncompressed
+        ))
+        .at(pkl.data_offset));
+    }
+    let pickled = small_record(source, pkl, MAX_PICKLE_LEN)?;
+    let mut heap = Heap::default();
+    let base = match pkl.method {
+        Method::Stored => pkl.data_offset,
+        Method::Deflated => 0,
+    };
+    let (root, _) = Machine::new(&mut heap, PICKLE_LIMITS, base)
+        .run(&pickled)
+        .map_err(|e| e.in_object(&pkl.name))?;
+    let len = pickled.len() as u64;
+    let listed = listing_of(
+        &heap,
+        root,
+        record,
+        byte_order,
+        limits,
+        FileVersion::TorchScript,
+        len,
+    )
+    .map_err(|e| e.in_object(&pkl.name))?;
+    Ok(listed
+        .objects
+        .into_iter()
+        .map(|mut o| {
+            o.name = format!("constants.{}", o.name);
+            o
+        })
+        .collect())
 }
 
 /// The listing of a checkpoint's value: tensors to objects (their storages found by
