@@ -41,6 +41,13 @@ pub enum FileVersion {
         /// `ir_version` (0 when the model gives none).
         ir_version: u64,
     },
+    /// An HDF5 file (h5py, Keras `.weights.h5`) of the given superblock version (0-3).
+    Hdf5 {
+        /// The superblock's version.
+        superblock: u8,
+    },
+    /// A Keras 3 `.keras` archive: the HDF5 weights inside it (`model.weights.h5`).
+    Keras,
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -51,7 +58,8 @@ pub enum FileVersion {
 }
 
 impl FileVersion {
-    /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"` or `"onnx"`.
+    /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
+    /// `"hdf5"` or `"keras"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -64,6 +72,8 @@ impl FileVersion {
             }
             FileVersion::Gguf { .. } => "gguf",
             FileVersion::Onnx { .. } => "onnx",
+            FileVersion::Hdf5 { .. } => "hdf5",
+            FileVersion::Keras => "keras",
         }
     }
 }
@@ -101,6 +111,8 @@ impl FileVersion {
             FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
             FileVersion::Onnx { ir_version } => ir_version.to_string(),
+            FileVersion::Hdf5 { superblock } => superblock.to_string(),
+            FileVersion::Keras => "3".to_owned(),
         }
     }
 }
@@ -119,6 +131,8 @@ impl fmt::Display for FileVersion {
             FileVersion::TorchScript => f.write_str("TorchScript archive"),
             FileVersion::PyTorchLegacy => f.write_str("PyTorch checkpoint (legacy, before 1.6)"),
             FileVersion::Onnx { ir_version } => write!(f, "ONNX model (IR version {ir_version})"),
+            FileVersion::Hdf5 { superblock } => write!(f, "HDF5 (superblock version {superblock})"),
+            FileVersion::Keras => f.write_str("Keras .keras archive"),
             FileVersion::Gguf {
                 version,
                 big_endian,
@@ -488,7 +502,7 @@ impl Defect {
     }
 
     /// An object that is not numbers we decode: listed as what it is, skipped.
-    #[cfg(any(feature = "numpy", feature = "onnx"))]
+    #[cfg(any(feature = "numpy", feature = "onnx", feature = "hdf5"))]
     pub(crate) fn not_numbers(message: impl Into<String>) -> Self {
         Defect {
             skip: true,

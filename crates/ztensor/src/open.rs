@@ -273,6 +273,10 @@ impl OpenOptions {
             Some(FileKind::PyTorchLegacy) => files::torch::list_legacy(&source, limits)?,
             #[cfg(feature = "gguf")]
             Some(FileKind::Gguf) => files::gguf::list(&source, limits)?,
+            #[cfg(feature = "hdf5")]
+            Some(FileKind::Hdf5) => files::hdf5::list(&source, limits)?,
+            #[cfg(feature = "hdf5")]
+            Some(FileKind::Keras) => return files::hdf5::list_keras(source, zip_entries, limits),
             #[cfg(feature = "onnx")]
             Some(FileKind::Onnx) => {
                 let local = |p: &Path| self.open_shard(p);

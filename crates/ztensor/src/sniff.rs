@@ -41,6 +41,8 @@ pub enum FileKind {
     PyTorchLegacy,
     /// An ONNX model (a serialized `ModelProto`).
     Onnx,
+    /// An HDF5 file (its superblock signature at 0, 512, 1024 or 2048).
+    Hdf5,
 }
 
 impl FileKind {
@@ -64,6 +66,7 @@ impl FileKind {
             FileKind::Safetensors => "safetensors file",
             FileKind::PyTorchLegacy => "legacy PyTorch checkpoint (before 1.6)",
             FileKind::Onnx => "ONNX model",
+            FileKind::Hdf5 => "HDF5 file",
         }
     }
 
@@ -78,15 +81,15 @@ impl FileKind {
             FileKind::Mag | FileKind::ZTensorV2 | FileKind::ZTensor | FileKind::ShardIndex => None,
             FileKind::Npy | FileKind::Npz => Some("numpy"),
             FileKind::PyTorch | FileKind::PyTorchLegacy | FileKind::TorchScript => Some("torch"),
-            FileKind::Keras => Some("hdf5"),
+            FileKind::Keras | FileKind::Hdf5 => Some("hdf5"),
             FileKind::Gguf => Some("gguf"),
             FileKind::Safetensors => Some("safetensors"),
             FileKind::Onnx => Some("onnx"),
         }
     }
 
-    /// Whether this build reads the kind: its feature is on (a kind read by no feature yet,
-    /// Keras, is not).
+    /// Whether this build reads the kind as one file: its feature is on (a set's index is
+    /// never one file).
     ///
     /// ```
     /// assert!(ztensor::FileKind::ZTensor.is_built());
@@ -101,7 +104,8 @@ impl FileKind {
             FileKind::Gguf => cfg!(feature = "gguf"),
             FileKind::Safetensors => cfg!(feature = "safetensors"),
             FileKind::Onnx => cfg!(feature = "onnx"),
-            FileKind::Keras | FileKind::ShardIndex => false,
+            FileKind::Keras | FileKind::Hdf5 => cfg!(feature = "hdf5"),
+            FileKind::ShardIndex => false,
         }
     }
 
@@ -112,7 +116,6 @@ impl FileKind {
                 "a sharded checkpoint index (model.safetensors.index.json): open it as a set \
                  (ShardedSet::open), not as one file",
             ),
-            FileKind::Keras => Error::unsupported(format!("a {}: not read yet", self.name())),
             _ => Error::unsupported(format!(
                 "a {}: this build of ztensor was built without support for it (feature {:?})",
                 self.name(),
@@ -150,7 +153,8 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///    the safetensors reader accepts: read as a header size they exceed its cap or the file);
 /// 9. a pickle protocol 2-5 opcode: a legacy PyTorch checkpoint (after safetensors, whose
 ///    header size can start the same way);
-/// 10. protobuf field 1 (`ir_version`, 1-15) and then another field of a `ModelProto`: an
+/// 10. the HDF5 signature at byte 0, 512, 1024 or 2048 (after a user block);
+/// 11. protobuf field 1 (`ir_version`, 1-15) and then another field of a `ModelProto`: an
 ///     ONNX model (last: two bytes of protobuf are a weak sign, and none of the magics
 ///     above starts that way).
 ///
@@ -189,13 +193,23 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if matches!(head, [0x80, 2..=5, ..]) {
         return Some(FileKind::PyTorchLegacy);
     }
+    let hdf5_at = |at: usize| {
+        head.get(at..)
+            .is_some_and(|h| h.starts_with(HDF5_SIGNATURE))
+    };
+    if [0, 512, 1024, 2048].into_iter().any(hdf5_at) {
+        return Some(FileKind::Hdf5);
+    }
     if looks_like_onnx(head) {
         return Some(FileKind::Onnx);
     }
     None
 }
 
-/// Rule 10: `ir_version` (field 1, a one-byte varint of 1 to 15) first, as every protobuf
+/// The signature that starts an HDF5 superblock.
+const HDF5_SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+
+/// Rule 11: `ir_version` (field 1, a one-byte varint of 1 to 15) first, as every protobuf
 /// writer puts it, then the key of another `ModelProto` field: `producer_name` to `graph`
 /// (fields 2-7), `opset_import` (8), `metadata_props` (14), `training_info` (20),
 /// `functions` (25).

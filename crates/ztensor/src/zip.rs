@@ -53,6 +53,30 @@ pub(crate) struct Entry {
     pub crc32: u32,
 }
 
+/// An entry's bytes, inflated when deflated (into a buffer of its declared size, at most
+/// `cap`): for records read whole (a pickle, a JSON file, an embedded HDF5 file).
+#[cfg(any(feature = "torch", feature = "hdf5"))]
+pub(crate) fn entry_bytes<'s>(source: &'s Source, e: &Entry, cap: u64) -> Result<Cow<'s, [u8]>> {
+    if e.uncompressed > cap {
+        return Err(Error::limit(format!(
+            "record {:?} of {} bytes exceeds the cap of {cap}",
+            e.name, e.uncompressed
+        ))
+        .at(e.data_offset));
+    }
+    match e.method {
+        Method::Stored => source.read_at(e.data_offset, e.compressed),
+        Method::Deflated => {
+            let stored = source.read_at(e.data_offset, e.compressed)?;
+            let n = usize::try_from(e.uncompressed)
+                .map_err(|_| Error::limit("record size exceeds usize"))?;
+            let mut out = zt_container::internal::try_filled_vec(n, 0u8)?;
+            inflate_into(&stored, 0, &mut out).map_err(|err| err.at(e.data_offset))?;
+            Ok(Cow::Owned(out))
+        }
+    }
+}
+
 impl Entry {
     /// Where the entry's stored bytes end.
     pub fn data_end(&self) -> u64 {

@@ -24,6 +24,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/pytorch",
         "interop/gguf",
         "interop/onnx",
+        "interop/hdf5",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -48,6 +48,16 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             cfg!(feature = "safetensors"),
         ),
         (
+            "interop/hdf5/h5py_default.h5",
+            "feature \"hdf5\"",
+            cfg!(feature = "hdf5"),
+        ),
+        (
+            "interop/hdf5/model.keras",
+            "feature \"hdf5\"",
+            cfg!(feature = "hdf5"),
+        ),
+        (
             "interop/onnx/subgraphs.onnx",
             "feature \"onnx\"",
             cfg!(feature = "onnx"),

@@ -8,6 +8,8 @@
 
 #[cfg(feature = "gguf")]
 pub(crate) mod gguf;
+#[cfg(feature = "hdf5")]
+pub(crate) mod hdf5;
 pub(crate) mod mag;
 #[cfg(feature = "numpy")]
 pub(crate) mod npy;

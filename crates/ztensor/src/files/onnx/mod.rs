@@ -298,10 +298,10 @@ impl Names {
         loop {
             let candidate = format!("{qualified}#{k}");
             *k += 1;
-            if !self
+            if self
                 .table
                 .find(self.state.hash_one(&candidate), |n| *n == candidate)
-                .is_some()
+                .is_none()
             {
                 return self.take(candidate);
             }

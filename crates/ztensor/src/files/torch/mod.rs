@@ -428,24 +428,7 @@ fn small_record<'s>(
     e: &zip::Entry,
     cap: u64,
 ) -> Result<std::borrow::Cow<'s, [u8]>> {
-    if e.uncompressed > cap {
-        return Err(Error::limit(format!(
-            "record {:?} of {} bytes exceeds the cap of {cap}",
-            e.name, e.uncompressed
-        ))
-        .at(e.data_offset));
-    }
-    match e.method {
-        Method::Stored => source.read_at(e.data_offset, e.compressed),
-        Method::Deflated => {
-            let stored = source.read_at(e.data_offset, e.compressed)?;
-            let n = usize::try_from(e.uncompressed)
-                .map_err(|_| Error::limit("record size exceeds usize"))?;
-            let mut out = zt_container::internal::try_filled_vec(n, 0u8)?;
-            zip::inflate_into(&stored, 0, &mut out).map_err(|err| err.at(e.data_offset))?;
-            Ok(std::borrow::Cow::Owned(out))
-        }
-    }
+    zip::entry_bytes(source, e, cap)
 }
 
 /// One tensor as an object: its element type, and where its elements lie in its storage's

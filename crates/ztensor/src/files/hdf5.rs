@@ -1,0 +1,1406 @@
+//! HDF5 files (h5py, Keras `.weights.h5`, PyTables and older writers) in the facade's object
+//! model: every dataset of numbers is a dense object named by its path (`/dense/kernel:0`),
+//! its attributes the object's; the root group's attributes are the file's, another group's
+//! are the file's under `<group path>@<name>`.
+//!
+//! Read: superblock versions 0-3 (after a user block too), object headers v1 and v2 with
+//! their continuation blocks, groups as symbol tables (v1 B-tree, local heap) or as link
+//! messages in the header, hard and soft links (a soft link to a dataset lists the dataset
+//! again under the link's path), dataspaces v1 and v2, fixed-point and floating-point types
+//! of either byte order (an enum of two 1-byte members, h5py's bool, as bool), data layouts
+//! v1-v4 contiguous and compact. A contiguous dataset is a range of the file, served from the
+//! map; a compact one a range of its object header.
+//!
+//! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
+//! references, variable-length and array types ("not numbers"); chunked datasets (their
+//! B-tree or chunk index is not read yet: listed as unsupported, with their filters named);
+//! external links; groups in dense link storage (fractal heaps) are named in the file
+//! attribute `hdf5.unread_groups`.
+//!
+//! Every address and size is checked against the file and against the caps below; a group
+//! reached twice (hard links can make cycles) is walked once.
+//!
+//! ```text
+//!  superblock v0/v1: \x89HDF\r\n\x1a\n ver ... sizes K flags base freespace eof driver root-entry
+//!  superblock v2/v3: \x89HDF\r\n\x1a\n ver sizeof-offsets sizeof-lengths flags base ext eof root checksum
+//!  object header v1: ver 0 nmsgs(2) refcount(4) size(4) pad(4) | type(2) size(2) flags(1) 0 0 0 data ...
+//!  object header v2: OHDR ver flags [times] [phase] chunk0-size | type(1) size(2) flags(1) [order(2)] data ... checksum
+//! ```
+
+use std::borrow::Cow;
+use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+use zt_container::{Error, Result, Source};
+use zt_formats::{DType, ElementType};
+use zt_manifest::{Attributes, Value as Attr};
+
+use crate::listing::{Limits, Listing};
+use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
+
+/// The signature that starts the superblock.
+pub(crate) const SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+
+/// Where a superblock may start: 0, then 512, 1024, 2048, ... (after a user block).
+const MAX_USER_BLOCK_SEARCH: u64 = 1 << 30;
+
+/// How deep groups may nest.
+pub(crate) const MAX_GROUP_DEPTH: usize = 64;
+
+/// The most messages one object header may hold, over all its blocks.
+const MAX_MESSAGES: usize = 1 << 16;
+
+/// The most continuation blocks one object header may have.
+const MAX_BLOCKS: usize = 4096;
+
+/// The most objects (datasets, groups) a file may hold.
+pub(crate) const MAX_OBJECTS: usize = 1 << 20;
+
+/// The largest structure read whole (a header block, a heap, a B-tree node, an attribute).
+const MAX_STRUCTURE: u64 = 64 << 20;
+
+/// The largest attribute value kept.
+const MAX_ATTRIBUTE: u64 = 1 << 20;
+
+/// Message types.
+mod msg {
+    pub const DATASPACE: u16 = 0x0001;
+    pub const LINK_INFO: u16 = 0x0002;
+    pub const DATATYPE: u16 = 0x0003;
+    pub const LINK: u16 = 0x0006;
+    pub const LAYOUT: u16 = 0x0008;
+    pub const FILTERS: u16 = 0x000b;
+    pub const ATTRIBUTE: u16 = 0x000c;
+    pub const CONTINUATION: u16 = 0x0010;
+    pub const SYMBOL_TABLE: u16 = 0x0011;
+}
+
+/// Lists an HDF5 file.
+pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
+    list_from(source, 0, limits, None)
+}
+
+/// Lists a Keras 3 `.keras` archive: the HDF5 file `model.weights.h5` inside it (served
+/// from the archive's map when stored; inflated into memory, under the decompression cap,
+/// when deflated: the returned source is then that copy), with `config.json` and
+/// `metadata.json` as the text attributes `keras.config` and `keras.metadata`.
+pub(crate) fn list_keras(
+    source: Source,
+    entries: Vec<crate::zip::Entry>,
+    limits: &Limits,
+) -> Result<(Source, Listing)> {
+    use crate::zip::{entry_bytes, Method};
+    let find = |name: &str| entries.iter().find(|e| e.name == name);
+    let weights = find("model.weights.h5")
+        .ok_or_else(|| Error::invalid("a .keras archive without model.weights.h5"))?;
+    let mut extra = Attributes::new();
+    for (name, key) in [
+        ("config.json", "keras.config"),
+        ("metadata.json", "keras.metadata"),
+    ] {
+        if let Some(e) = find(name) {
+            let bytes =
+                entry_bytes(&source, e, MAX_ATTRIBUTE * 16).map_err(|e| e.in_object(name))?;
+            extra.insert(key.into(), Attr::Text(text(&bytes)));
+        }
+    }
+    let (source, start) = match weights.method {
+        Method::Stored => (source, weights.data_offset),
+        Method::Deflated => {
+            let inflated = entry_bytes(&source, weights, limits.max_decompressed_len)?.into_owned();
+            (Source::from_vec(inflated), 0)
+        }
+    };
+    let mut listing = list_from(&source, start, limits, Some(FileVersion::Keras))
+        .map_err(|e| e.in_object("model.weights.h5"))?;
+    listing.attributes.extend(extra);
+    listing.zip_entries = entries;
+    Ok((source, listing))
+}
+
+fn list_from(
+    source: &Source,
+    start: u64,
+    limits: &Limits,
+    kind: Option<FileVersion>,
+) -> Result<Listing> {
+    let base = find_superblock(source, start)?;
+    let mut file = File::open(source, base, limits)?;
+    let root = file.root;
+    file.group(root, "", 0)?;
+    file.follow_soft_links()?;
+    let File {
+        version,
+        mut attributes,
+        mut objects,
+        unread_groups,
+        ..
+    } = file;
+    if !unread_groups.is_empty() {
+        attributes.insert(
+            "hdf5.unread_groups".into(),
+            Attr::Array(unread_groups.into_iter().map(Attr::Text).collect()),
+        );
+    }
+    if let Some(twice) = crate::listing::sort_by_name(&mut objects) {
+        return Err(Error::invalid(format!("two datasets are named {twice:?}")));
+    }
+    let version = kind.unwrap_or(FileVersion::Hdf5 {
+        superblock: version,
+    });
+    Ok(Listing::of_unique(version, attributes, objects))
+}
+
+/// The superblock's offset: `start`, or 512, 1024, ... bytes after it when a user block
+/// precedes it.
+fn find_superblock(source: &Source, start: u64) -> Result<u64> {
+    let mut skip = 0u64;
+    while start.saturating_add(skip).saturating_add(8) <= source.len()
+        && skip <= MAX_USER_BLOCK_SEARCH
+    {
+        if source.read_at(start + skip, 8)?.as_ref() == SIGNATURE {
+            return Ok(start + skip);
+        }
+        skip = if skip == 0 { 512 } else { skip * 2 };
+    }
+    Err(Error::invalid(
+        "no HDF5 superblock signature at offset 0, 512, 1024, ...",
+    ))
+}
+
+/// Little-endian fields of a buffer read from `at` in the file; every read checked.
+struct Cursor<'b> {
+    bytes: &'b [u8],
+    pos: usize,
+    /// The file offset of `bytes[0]`, for errors.
+    at: u64,
+    offsets: usize,
+    lengths: usize,
+}
+
+impl<'b> Cursor<'b> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'b [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(Error::invalid(format!(
+                "{what} at byte {} needs {n} bytes, but its structure ends after {}",
+                self.here(),
+                self.bytes.len().saturating_sub(self.pos)
+            ))
+            .at(self.here()));
+        };
+        let out = self.bytes.get(self.pos..end).unwrap_or_default();
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn here(&self) -> u64 {
+        self.at.saturating_add(self.pos as u64)
+    }
+
+    fn skip(&mut self, n: usize, what: &str) -> Result<()> {
+        self.take(n, what).map(|_| ())
+    }
+
+    fn uint(&mut self, n: usize, what: &str) -> Result<u64> {
+        let b = self.take(n, what)?;
+        let mut v = [0u8; 8];
+        v.get_mut(..n.min(8))
+            .unwrap_or_default()
+            .copy_from_slice(b.get(..n.min(8)).unwrap_or_default());
+        Ok(u64::from_le_bytes(v))
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8> {
+        Ok(self.uint(1, what)? as u8)
+    }
+
+    fn u16(&mut self, what: &str) -> Result<u16> {
+        Ok(self.uint(2, what)? as u16)
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(self.uint(4, what)? as u32)
+    }
+
+    /// An address (`None` when undefined: all bits set).
+    fn addr(&mut self, what: &str) -> Result<Option<u64>> {
+        let n = self.offsets;
+        let v = self.uint(n, what)?;
+        let undefined = if n >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * n)) - 1
+        };
+        Ok((v != undefined).then_some(v))
+    }
+
+    fn length(&mut self, what: &str) -> Result<u64> {
+        let n = self.lengths;
+        self.uint(n, what)
+    }
+
+    fn rest(&self) -> &'b [u8] {
+        self.bytes.get(self.pos..).unwrap_or_default()
+    }
+}
+
+/// One message of an object header: its type and where its data lies in the file.
+#[derive(Clone, Copy)]
+struct Message {
+    kind: u16,
+    at: u64,
+    size: u64,
+}
+
+/// A dataset's element type, or why it is not numbers.
+enum Element {
+    Numbers(ElementType, ByteOrder),
+    Not(String),
+}
+
+/// The walk over one file.
+struct File<'s> {
+    source: &'s Source,
+    base: u64,
+    offsets: usize,
+    lengths: usize,
+    version: u8,
+    root: u64,
+    limits: &'s Limits,
+    attributes: Attributes,
+    objects: Vec<ObjectInfo>,
+    /// Groups walked (object header addresses), in a keyed table.
+    seen: HashTable<u64>,
+    state: RandomState,
+    /// Soft links: (link path, target path).
+    soft: Vec<(String, String)>,
+    unread_groups: Vec<String>,
+    /// Objects reached, datasets and groups: bounded by [`MAX_OBJECTS`].
+    reached: usize,
+}
+
+impl<'s> File<'s> {
+    fn open(source: &'s Source, base: u64, limits: &'s Limits) -> Result<Self> {
+        let head = source.read_at(base, 96.min(source.len() - base))?;
+        let mut c = Cursor {
+            bytes: &head,
+            pos: 8,
+            at: base,
+            offsets: 8,
+            lengths: 8,
+        };
+        let version = c.u8("superblock version")?;
+        let (offsets, lengths, root);
+        match version {
+            0 | 1 => {
+                c.skip(4, "superblock versions")?;
+                offsets = c.u8("size of offsets")? as usize;
+                lengths = c.u8("size of lengths")? as usize;
+                check_sizes(offsets, lengths, &c)?;
+                c.offsets = offsets;
+                c.lengths = lengths;
+                c.skip(1 + 2 + 2 + 4, "superblock K values and flags")?;
+                if version == 1 {
+                    c.skip(4, "indexed storage K")?;
+                }
+                c.addr("base address")?;
+                c.addr("free-space address")?;
+                c.addr("end-of-file address")?;
+                c.addr("driver information address")?;
+                // The root group's symbol table entry.
+                c.addr("root link name offset")?;
+                root = c.addr("root object header address")?;
+            }
+            2 | 3 => {
+                offsets = c.u8("size of offsets")? as usize;
+                lengths = c.u8("size of lengths")? as usize;
+                check_sizes(offsets, lengths, &c)?;
+                c.offsets = offsets;
+                c.lengths = lengths;
+                c.skip(1, "superblock flags")?;
+                c.addr("base address")?;
+                c.addr("superblock extension address")?;
+                c.addr("end-of-file address")?;
+                root = c.addr("root object header address")?;
+            }
+            v => {
+                return Err(Error::unsupported(format!(
+                    "HDF5 superblock version {v}: versions 0 to 3 are read"
+                ))
+                .at(base + 8))
+            }
+        }
+        let root = root.ok_or_else(|| Error::invalid("the superblock has no root group"))?;
+        Ok(File {
+            source,
+            base,
+            offsets,
+            lengths,
+            version,
+            root,
+            limits,
+            attributes: Attributes::new(),
+            objects: Vec::new(),
+            seen: HashTable::new(),
+            state: RandomState::default(),
+            soft: Vec::new(),
+            unread_groups: Vec::new(),
+            reached: 0,
+        })
+    }
+
+    /// `n` bytes at address `addr` (relative to the base), checked against the file.
+    fn read(&self, addr: u64, n: u64, what: &str) -> Result<Cow<'s, [u8]>> {
+        let at = self.base.checked_add(addr);
+        let fits = at
+            .and_then(|a| a.checked_add(n))
+            .is_some_and(|e| e <= self.source.len());
+        let Some(at) = at.filter(|_| fits) else {
+            return Err(Error::invalid(format!(
+                "{what} at address {addr}, {n} bytes, lies past the end of the file ({} bytes)",
+                self.source.len()
+            )));
+        };
+        if n > MAX_STRUCTURE {
+            return Err(Error::limit(format!(
+                "{what} of {n} bytes exceeds the cap of {MAX_STRUCTURE}"
+            ))
+            .at(at));
+        }
+        self.source.read_at(at, n)
+    }
+
+    /// Up to `n` bytes at `addr` (fewer at the end of the file).
+    fn read_upto(&self, addr: u64, n: u64, what: &str) -> Result<Cow<'s, [u8]>> {
+        let left = self
+            .source
+            .len()
+            .saturating_sub(self.base.saturating_add(addr));
+        self.read(addr, n.min(left), what)
+    }
+
+    fn cursor<'b>(&self, bytes: &'b [u8], addr: u64) -> Cursor<'b> {
+        Cursor {
+            bytes,
+            pos: 0,
+            at: self.base.saturating_add(addr),
+            offsets: self.offsets,
+            lengths: self.lengths,
+        }
+    }
+
+    fn reach(&mut self) -> Result<()> {
+        self.reached += 1;
+        if self.reached > MAX_OBJECTS {
+            return Err(Error::limit(format!(
+                "the file holds more than {MAX_OBJECTS} objects"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The messages of the object header at `addr`, continuation blocks followed.
+    fn messages(&self, addr: u64) -> Result<Vec<Message>> {
+        let head = self.read_upto(addr, 16, "object header")?;
+        let mut out = Vec::new();
+        let mut blocks: Vec<(u64, u64, bool)> = Vec::new();
+        let v2 = head.starts_with(b"OHDR");
+        if v2 {
+            let mut c = self.cursor(&head, addr);
+            c.skip(4, "OHDR")?;
+            let version = c.u8("object header version")?;
+            if version != 2 {
+                return Err(bad_at(
+                    format!("object header version {version} after OHDR"),
+                    addr,
+                ));
+            }
+            let flags = c.u8("object header flags")?;
+            let mut skip = 0;
+            if flags & 0x20 != 0 {
+                skip += 16;
+            }
+            if flags & 0x10 != 0 {
+                skip += 4;
+            }
+            let prefix = 6 + skip;
+            let width = 1usize << (flags & 3);
+            let sized = self.read(addr + prefix as u64, width as u64, "chunk size")?;
+            let size = self.cursor(&sized, addr).uint(width, "chunk size")?;
+            let start = addr + prefix as u64 + width as u64;
+            blocks.push((start, size, true));
+            self.parse_blocks(&mut blocks, flags & 0x04 != 0, &mut out)?;
+        } else {
+            let mut c = self.cursor(&head, addr);
+            let version = c.u8("object header version")?;
+            if version != 1 {
+                return Err(bad_at(format!("object header version {version}"), addr));
+            }
+            c.skip(1, "reserved")?;
+            c.u16("message count")?;
+            c.u32("reference count")?;
+            let size = c.u32("header size")?;
+            blocks.push((addr + 16, u64::from(size), false));
+            self.parse_blocks(&mut blocks, false, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Parses the blocks on the queue (and the continuation blocks they name) into messages.
+    fn parse_blocks(
+        &self,
+        blocks: &mut Vec<(u64, u64, bool)>,
+        ordered: bool,
+        out: &mut Vec<Message>,
+    ) -> Result<()> {
+        let mut done = 0;
+        while let Some((start, size, v2)) = blocks.pop() {
+            done += 1;
+            if done > MAX_BLOCKS {
+                return Err(Error::limit(format!(
+                    "an object header of more than {MAX_BLOCKS} continuation blocks"
+                )));
+            }
+            let bytes = self.read(start, size, "object header block")?;
+            let mut c = self.cursor(&bytes, start);
+            let head_len = if v2 { 4 + usize::from(ordered) * 2 } else { 8 };
+            while c.rest().len() >= head_len {
+                let (kind, len) = if v2 {
+                    let kind = u16::from(c.u8("message type")?);
+                    let len = c.u16("message size")?;
+                    c.skip(1 + usize::from(ordered) * 2, "message flags")?;
+                    (kind, len)
+                } else {
+                    let kind = c.u16("message type")?;
+                    let len = c.u16("message size")?;
+                    c.skip(4, "message flags")?;
+                    (kind, len)
+                };
+                let at = start + c.pos as u64;
+                c.skip(usize::from(len), "message data")?;
+                if kind == msg::CONTINUATION {
+                    let data = bytes
+                        .get(c.pos - usize::from(len)..c.pos)
+                        .unwrap_or_default();
+                    let mut m = self.cursor(data, at);
+                    let addr = m
+                        .addr("continuation address")?
+                        .ok_or_else(|| bad_at("continuation to an undefined address", at))?;
+                    let length = m.length("continuation length")?;
+                    if v2 {
+                        // OCHK, messages, checksum.
+                        let sig = self.read(addr, 4.min(length), "continuation block")?;
+                        if sig.as_ref() != b"OCHK" {
+                            return Err(bad_at("continuation block without OCHK", addr));
+                        }
+                        blocks.push((addr + 4, length.saturating_sub(8), true));
+                    } else {
+                        blocks.push((addr, length, false));
+                    }
+                } else {
+                    if out.len() >= MAX_MESSAGES {
+                        return Err(Error::limit(format!(
+                            "an object header of more than {MAX_MESSAGES} messages"
+                        )));
+                    }
+                    out.push(Message {
+                        kind,
+                        at,
+                        size: u64::from(len),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn data(&self, m: &Message) -> Result<Cow<'s, [u8]>> {
+        self.read(m.at, m.size, "message")
+    }
+
+    /// Walks the group whose object header is at `addr`, named `path` ("" for the root).
+    fn group(&mut self, addr: u64, path: &str, depth: usize) -> Result<()> {
+        if depth > MAX_GROUP_DEPTH {
+            return Err(Error::limit(format!(
+                "groups nest deeper than {MAX_GROUP_DEPTH} levels (at {path})"
+            )));
+        }
+        let h = self.state.hash_one(addr);
+        if self.seen.find(h, |&a| a == addr).is_some() {
+            return Ok(());
+        }
+        let state = self.state.clone();
+        self.seen.insert_unique(h, addr, move |a| state.hash_one(a));
+        let messages = self.messages(addr)?;
+        let mut links: Vec<(String, Link)> = Vec::new();
+        for m in &messages {
+            match m.kind {
+                msg::SYMBOL_TABLE => {
+                    let data = self.data(m)?;
+                    let mut c = self.cursor(&data, m.at);
+                    let btree = c.addr("symbol table B-tree")?;
+                    let heap = c.addr("symbol table heap")?;
+                    if let (Some(btree), Some(heap)) = (btree, heap) {
+                        self.symbol_table(btree, heap, &mut links)?;
+                    }
+                }
+                msg::LINK => links.push(self.link(m)?),
+                msg::LINK_INFO => {
+                    let data = self.data(m)?;
+                    let mut c = self.cursor(&data, m.at);
+                    c.skip(1, "link info version")?;
+                    let flags = c.u8("link info flags")?;
+                    if flags & 1 != 0 {
+                        c.skip(8, "max creation index")?;
+                    }
+                    if let Some(heap) = c.addr("fractal heap address")? {
+                        self.dense_links(heap, &mut links)?;
+                    }
+                }
+                msg::ATTRIBUTE => {
+                    if let Some((name, value)) = self.attribute(m)? {
+                        let key = if path.is_empty() {
+                            name
+                        } else {
+                            format!("{path}@{name}")
+                        };
+                        self.attributes.insert(key, value);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (name, link) in links {
+            let child = format!("{path}/{name}");
+            match link {
+                Link::Hard(addr) => {
+                    self.reach()?;
+                    self.object(addr, &child, depth + 1)?;
+                }
+                Link::Soft(target) => self.soft.push((child, target)),
+                Link::External => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The object at `addr`: a group (walked) or a dataset (listed).
+    fn object(&mut self, addr: u64, path: &str, depth: usize) -> Result<()> {
+        let messages = self.messages(addr)?;
+        let is_group = messages
+            .iter()
+            .any(|m| matches!(m.kind, msg::SYMBOL_TABLE | msg::LINK | msg::LINK_INFO));
+        let is_dataset = messages.iter().any(|m| m.kind == msg::LAYOUT);
+        if is_dataset {
+            let o = self
+                .dataset(&messages, path)
+                .map_err(|e| e.in_object(path))?;
+            self.objects
+                .try_reserve(1)
+                .map_err(|_| Error::out_of_memory("the list of datasets"))?;
+            self.objects.push(o);
+        } else if is_group || messages.is_empty() {
+            self.group(addr, path, depth)?;
+        }
+        Ok(())
+    }
+
+    /// A group's symbol table: the v1 B-tree's leaves (symbol table nodes) in key order.
+    fn symbol_table(
+        &mut self,
+        btree: u64,
+        heap: u64,
+        links: &mut Vec<(String, Link)>,
+    ) -> Result<()> {
+        let heap = self.local_heap(heap)?;
+        let mut stack = vec![btree];
+        let mut nodes = 0usize;
+        while let Some(node) = stack.pop() {
+            nodes += 1;
+            if nodes > MAX_OBJECTS {
+                return Err(Error::limit("a group's B-tree of too many nodes"));
+            }
+            let head = self.read_upto(node, 8 + 2 * self.offsets as u64, "B-tree node")?;
+            let mut c = self.cursor(&head, node);
+            if c.take(4, "B-tree signature")? != b"TREE" {
+                return Err(bad_at("B-tree node without its TREE signature", node));
+            }
+            let kind = c.u8("B-tree node type")?;
+            let level = c.u8("B-tree level")?;
+            let used = u64::from(c.u16("B-tree entries used")?);
+            if kind != 0 {
+                return Err(bad_at(format!("group B-tree node of type {kind}"), node));
+            }
+            let entry = self.lengths as u64 + self.offsets as u64;
+            let body_at = node + 8 + 2 * self.offsets as u64;
+            let body = self.read(
+                body_at,
+                used * entry + self.lengths as u64,
+                "B-tree entries",
+            )?;
+            let mut b = self.cursor(&body, body_at);
+            let mut children = Vec::new();
+            for _ in 0..used {
+                b.length("B-tree key")?;
+                if let Some(child) = b.addr("B-tree child")? {
+                    children.push(child);
+                }
+            }
+            if level == 0 {
+                // Leaves: symbol table nodes, in key order.
+                for child in children {
+                    self.symbol_node(child, &heap, links)?;
+                }
+            } else {
+                // Depth first, in key order.
+                stack.extend(children.into_iter().rev());
+            }
+        }
+        Ok(())
+    }
+
+    /// One symbol table node (SNOD): its entries as links.
+    fn symbol_node(
+        &mut self,
+        addr: u64,
+        heap: &Heap,
+        links: &mut Vec<(String, Link)>,
+    ) -> Result<()> {
+        let head = self.read(addr, 8, "symbol table node")?;
+        let mut c = self.cursor(&head, addr);
+        if c.take(4, "SNOD")? != b"SNOD" {
+            return Err(bad_at("symbol table node without its SNOD signature", addr));
+        }
+        c.skip(2, "SNOD version")?;
+        let count = u64::from(c.u16("SNOD symbols")?);
+        let entry = 2 * self.offsets as u64 + 24;
+        let body = self.read(addr + 8, count * entry, "symbol table entries")?;
+        let mut b = self.cursor(&body, addr + 8);
+        for _ in 0..count {
+            let name_at = b.uint(self.offsets, "link name offset")?;
+            let header = b.addr("object header address")?;
+            let cache = b.u32("cache type")?;
+            b.skip(4, "reserved")?;
+            let scratch = b.take(16, "scratch pad")?;
+            let name = heap.string(name_at)?;
+            if links.len() >= MAX_OBJECTS {
+                return Err(Error::limit("a group of too many links"));
+            }
+            let link = if cache == 2 {
+                let offset = u64::from(u32::from_le_bytes(
+                    scratch
+                        .get(..4)
+                        .and_then(|s| s.try_into().ok())
+                        .unwrap_or([0; 4]),
+                ));
+                Link::Soft(heap.string(offset)?)
+            } else {
+                match header {
+                    Some(h) => Link::Hard(h),
+                    None => continue,
+                }
+            };
+            links.push((name, link));
+        }
+        Ok(())
+    }
+
+    fn local_heap(&self, addr: u64) -> Result<Heap> {
+        let head = self.read(
+            addr,
+            8 + 2 * self.lengths as u64 + self.offsets as u64,
+            "local heap",
+        )?;
+        let mut c = self.cursor(&head, addr);
+        if c.take(4, "HEAP")? != b"HEAP" {
+            return Err(bad_at("local heap without its HEAP signature", addr));
+        }
+        c.skip(4, "heap version")?;
+        let size = c.length("heap data size")?;
+        c.length("heap free list")?;
+        let data = c
+            .addr("heap data address")?
+            .ok_or_else(|| bad_at("local heap with no data", addr))?;
+        Ok(Heap {
+            bytes: self.read(data, size, "local heap data")?.into_owned(),
+        })
+    }
+
+    /// A link message.
+    fn link(&self, m: &Message) -> Result<(String, Link)> {
+        let data = self.data(m)?;
+        let mut c = self.cursor(&data, m.at);
+        self.link_in(&mut c, m.at)
+    }
+
+    /// A link message's fields at the cursor (in an object header or a fractal heap).
+    fn link_in(&self, c: &mut Cursor<'_>, at: u64) -> Result<(String, Link)> {
+        let version = c.u8("link version")?;
+        if version != 1 {
+            return Err(bad_at(format!("link message version {version}"), at));
+        }
+        let flags = c.u8("link flags")?;
+        let kind = if flags & 0x08 != 0 {
+            c.u8("link type")?
+        } else {
+            0
+        };
+        if flags & 0x04 != 0 {
+            c.skip(8, "creation order")?;
+        }
+        if flags & 0x10 != 0 {
+            c.skip(1, "charset")?;
+        }
+        let len = c.uint(1 << (flags & 3), "link name length")? as usize;
+        let name = text(c.take(len, "link name")?);
+        let link = match kind {
+            0 => Link::Hard(
+                c.addr("link address")?
+                    .ok_or_else(|| bad_at("hard link to an undefined address", at))?,
+            ),
+            1 => {
+                let n = usize::from(c.u16("soft link length")?);
+                Link::Soft(text(c.take(n, "soft link")?))
+            }
+            _ => {
+                // External (64) and user-defined links: a length, then their value.
+                let n = usize::from(c.u16("link value length")?);
+                c.skip(n, "link value")?;
+                Link::External
+            }
+        };
+        Ok((name, link))
+    }
+
+    /// The links of a group in dense storage: link messages stored as the managed objects of
+    /// a fractal heap. Every direct block of the heap is found from its root (a direct block,
+    /// or an indirect block of direct blocks and further indirect blocks), and its objects are
+    /// read in order from the block's start, as many as the heap says it manages.
+    fn dense_links(&mut self, heap: u64, links: &mut Vec<(String, Link)>) -> Result<()> {
+        let head = self.read_upto(heap, 256, "fractal heap header")?;
+        let mut c = self.cursor(&head, heap);
+        if c.take(4, "FRHP")? != b"FRHP" {
+            return Err(bad_at("fractal heap without its FRHP signature", heap));
+        }
+        c.skip(1, "heap version")?;
+        c.u16("heap ID length")?;
+        let filters = c.u16("I/O filters length")?;
+        let flags = c.u8("heap flags")?;
+        c.u32("max managed object size")?;
+        c.length("next huge object ID")?;
+        c.addr("huge object B-tree")?;
+        c.length("free space")?;
+        c.addr("free space manager")?;
+        c.length("managed space")?;
+        c.length("allocated managed space")?;
+        c.length("direct block allocation iterator")?;
+        let objects = c.length("managed objects")?;
+        c.length("huge objects size")?;
+        c.length("huge objects")?;
+        c.length("tiny objects size")?;
+        c.length("tiny objects")?;
+        let width = u64::from(c.u16("table width")?);
+        let start = c.length("starting block size")?;
+        let max_direct = c.length("max direct block size")?;
+        let max_heap_bits = u32::from(c.u16("max heap size")?);
+        c.u16("starting rows")?;
+        let root = c.addr("root block")?;
+        let rows = u64::from(c.u16("root rows")?);
+        if filters != 0 {
+            return Err(Error::unsupported("links in a filtered fractal heap").at(self.base + heap));
+        }
+        let checksummed = flags & 2 != 0;
+        let Some(root) = root else { return Ok(()) };
+        if width == 0
+            || width > 65536
+            || !start.is_power_of_two()
+            || !max_direct.is_power_of_two()
+            || max_direct < start
+            || max_heap_bits > 64
+        {
+            return Err(bad_at(
+                "a fractal heap with an impossible doubling table",
+                heap,
+            ));
+        }
+        let offset_bytes = max_heap_bits.div_ceil(8) as usize;
+        // Direct blocks: (address, size), in heap order.
+        let mut blocks = Vec::new();
+        let direct_rows = u64::from(max_direct.ilog2() - start.ilog2()) + 2;
+        let size_of_row = |r: u64| {
+            if r < 2 {
+                start
+            } else {
+                start.saturating_mul(1 << (r - 1).min(62))
+            }
+        };
+        let mut pending = vec![(root, rows)];
+        let mut seen = 0usize;
+        while let Some((block, rows)) = pending.pop() {
+            seen += 1;
+            if seen > MAX_BLOCKS {
+                return Err(Error::limit("a fractal heap of too many indirect blocks"));
+            }
+            if rows == 0 {
+                blocks.push((block, start));
+                continue;
+            }
+            let entries = rows.saturating_mul(width);
+            let head_len = 5 + self.offsets as u64 + offset_bytes as u64;
+            let body = self.read(
+                block,
+                head_len + entries * self.offsets as u64,
+                "fractal heap indirect block",
+            )?;
+            let mut b = self.cursor(&body, block);
+            if b.take(4, "FHIB")? != b"FHIB" {
+                return Err(bad_at("indirect block without its FHIB signature", block));
+            }
+            b.skip(1 + self.offsets + offset_bytes, "indirect block header")?;
+            let mut children = Vec::new();
+            for r in 0..rows {
+                for _ in 0..width {
+                    let child = b.addr("child block")?;
+                    if let Some(child) = child {
+                        let size = size_of_row(r);
+                        if r < direct_rows {
+                            children.push((child, size, 0));
+                        } else {
+                            // A child indirect block of this size has this many rows.
+                            let child_rows =
+                                u64::from(size.ilog2().saturating_sub((start * width).ilog2())) + 1;
+                            children.push((child, size, child_rows));
+                        }
+                    }
+                }
+            }
+            for (child, size, child_rows) in children.into_iter().rev() {
+                if child_rows == 0 {
+                    blocks.push((child, size));
+                } else {
+                    pending.push((child, child_rows));
+                }
+            }
+        }
+        let root_direct_size = if rows == 0 { start } else { 0 };
+        let _ = root_direct_size;
+        let mut left = objects;
+        for (block, size) in blocks {
+            if left == 0 {
+                break;
+            }
+            let bytes = self.read_upto(block, size, "fractal heap direct block")?;
+            let mut c = self.cursor(&bytes, block);
+            if c.take(4, "FHDB")? != b"FHDB" {
+                return Err(bad_at("direct block without its FHDB signature", block));
+            }
+            c.skip(1 + self.offsets + offset_bytes, "direct block header")?;
+            if checksummed {
+                c.skip(4, "direct block checksum")?;
+            }
+            while left > 0 && c.rest().first().is_some_and(|&v| v == 1) {
+                let at = c.here().saturating_sub(self.base);
+                let (name, link) = self.link_in(&mut c, at)?;
+                if links.len() >= MAX_OBJECTS {
+                    return Err(Error::limit("a group of too many links"));
+                }
+                links.push((name, link));
+                left -= 1;
+            }
+        }
+        // Dense storage lists links in no set order: name order, as h5py shows them.
+        links.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(())
+    }
+
+    /// Lists a soft link to a dataset again under the link's path (links to groups and to
+    /// nothing are left out).
+    fn follow_soft_links(&mut self) -> Result<()> {
+        let soft = std::mem::take(&mut self.soft);
+        for (path, target) in soft {
+            let target = if target.starts_with('/') {
+                target
+            } else {
+                let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+                format!("{parent}/{target}")
+            };
+            if let Some(o) = self.objects.iter().find(|o| o.name == target) {
+                let mut copy = o.clone();
+                copy.name = path;
+                copy.attributes
+                    .insert("hdf5.soft_link".into(), Attr::Text(target));
+                self.reach()?;
+                self.objects.push(copy);
+            }
+        }
+        Ok(())
+    }
+
+    /// A dataset: its dataspace, type and layout.
+    fn dataset(&mut self, messages: &[Message], path: &str) -> Result<ObjectInfo> {
+        let find = |kind| messages.iter().find(|m| m.kind == kind).copied();
+        let space =
+            find(msg::DATASPACE).ok_or_else(|| Error::invalid("dataset has no dataspace"))?;
+        let dims = self.dataspace(&self.data(&space)?, space.at)?;
+        let ty = find(msg::DATATYPE).ok_or_else(|| Error::invalid("dataset has no datatype"))?;
+        let element = self.datatype(&self.data(&ty)?, ty.at)?;
+        let layout = find(msg::LAYOUT).ok_or_else(|| Error::invalid("dataset has no layout"))?;
+        let mut attributes = Attributes::new();
+        for m in messages.iter().filter(|m| m.kind == msg::ATTRIBUTE) {
+            if let Some((k, v)) = self.attribute(m)? {
+                attributes.insert(k, v);
+            }
+        }
+        let listed = |element: ElementType, order, range| {
+            let mut o = ObjectInfo::raw_dense(
+                path.to_owned(),
+                dims.as_slice().into(),
+                element,
+                range,
+                order,
+            );
+            o.attributes = attributes.clone();
+            o
+        };
+        let with_defect = |defect: Defect| {
+            let mut o = listed(ElementType::plain(DType::U8), ByteOrder::Little, (0, 0));
+            o.shape = dims.as_slice().into();
+            o.defect = Some(Box::new(defect));
+            o
+        };
+        let (element, order) = match element {
+            Element::Numbers(e, o) => (e, o),
+            Element::Not(what) => return Ok(with_defect(Defect::not_numbers(what))),
+        };
+        let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let bytes = count.and_then(|c| c.checked_mul(element.dtype.size() as u64));
+        let Some(bytes) = bytes else {
+            return Err(Error::invalid(format!("shape {dims:?} overflows")));
+        };
+        if bytes == 0 {
+            // No elements: nothing to read, whatever the layout says.
+            return Ok(listed(element, order, (0, 0)));
+        }
+        let data = self.data(&layout)?;
+        match self.layout(&data, layout.at)? {
+            Layout::Contiguous(None) => Ok(with_defect(Defect::unsupported(
+                "no data written (the dataset holds its fill value)",
+            ))),
+            Layout::Contiguous(Some((addr, size))) | Layout::Compact(addr, size) => {
+                if size < bytes {
+                    return Ok(with_defect(Defect::invalid(format!(
+                        "{size} bytes of data for {bytes} bytes of elements"
+                    ))));
+                }
+                let at = self.base.checked_add(addr);
+                let fits = at
+                    .and_then(|a| a.checked_add(bytes))
+                    .is_some_and(|e| e <= self.source.len());
+                match at.filter(|_| fits) {
+                    Some(at) => Ok(listed(element, order, (at, bytes))),
+                    None => Err(Error::invalid(format!(
+                        "data at address {addr}, {bytes} bytes, lies past the end of the file"
+                    ))),
+                }
+            }
+            Layout::Chunked => {
+                let filters = match find(msg::FILTERS) {
+                    Some(f) => self.filter_names(&self.data(&f)?, f.at)?,
+                    None => Vec::new(),
+                };
+                let with = if filters.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (filters: {})", filters.join(", "))
+                };
+                Ok(with_defect(Defect::unsupported(format!(
+                    "a chunked dataset{with}: chunked layouts are not read yet"
+                ))))
+            }
+            Layout::Other(what) => Ok(with_defect(Defect::unsupported(what))),
+        }
+    }
+
+    fn dataspace(&self, data: &[u8], at: u64) -> Result<Vec<u64>> {
+        let mut c = self.cursor(data, at);
+        let version = c.u8("dataspace version")?;
+        let rank = usize::from(c.u8("dataspace rank")?);
+        let _flags = c.u8("dataspace flags")?;
+        match version {
+            1 => c.skip(5, "reserved")?,
+            2 => {
+                let kind = c.u8("dataspace type")?;
+                if kind == 2 {
+                    // The null dataspace: no elements.
+                    return Ok(vec![0]);
+                }
+            }
+            v => return Err(bad_at(format!("dataspace version {v}"), at)),
+        }
+        let cap = self.limits.decode.max_rank;
+        if rank > cap {
+            return Err(Error::rank_over_cap(Some(rank as u64), cap).at(at));
+        }
+        (0..rank).map(|_| c.length("dimension")).collect()
+    }
+
+    fn datatype(&self, data: &[u8], at: u64) -> Result<Element> {
+        let mut c = self.cursor(data, at);
+        let class_version = c.u8("datatype class")?;
+        let bits = c.take(3, "datatype bit field")?;
+        let size = c.u32("datatype size")?;
+        let b0 = bits.first().copied().unwrap_or(0);
+        let order = if b0 & 1 != 0 {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        };
+        let class = class_version & 0x0f;
+        let numbers = |d: DType| Element::Numbers(ElementType::plain(d), order);
+        Ok(match (class, size) {
+            (0, 1) if b0 & 8 != 0 => numbers(DType::I8),
+            (0, 1) => numbers(DType::U8),
+            (0, 2) if b0 & 8 != 0 => numbers(DType::I16),
+            (0, 2) => numbers(DType::U16),
+            (0, 4) if b0 & 8 != 0 => numbers(DType::I32),
+            (0, 4) => numbers(DType::U32),
+            (0, 8) if b0 & 8 != 0 => numbers(DType::I64),
+            (0, 8) => numbers(DType::U64),
+            (1, 2) => {
+                // f16 (5-bit exponent) or bfloat16 (8-bit): the exponent's size says.
+                c.skip(4, "bit offset and precision")?;
+                c.skip(1, "exponent location")?;
+                let exponent = c.u8("exponent size")?;
+                numbers(if exponent == 8 {
+                    DType::BF16
+                } else {
+                    DType::F16
+                })
+            }
+            (1, 4) => numbers(DType::F32),
+            (1, 8) => numbers(DType::F64),
+            (8, 1) => {
+                // An enum of 1-byte members: h5py's bool is FALSE = 0, TRUE = 1.
+                let members = u16::from_le_bytes([b0, bits.get(1).copied().unwrap_or(0)]);
+                if members == 2 {
+                    Element::Numbers(ElementType::plain(DType::Bool), ByteOrder::Little)
+                } else {
+                    numbers(DType::U8)
+                }
+            }
+            (0 | 1, n) => Element::Not(format!("HDF5 numbers of {n} bytes")),
+            (class, _) => Element::Not(format!("HDF5 {} data (not numbers)", class_name(class))),
+        })
+    }
+
+    fn layout(&self, data: &[u8], at: u64) -> Result<Layout> {
+        let mut c = self.cursor(data, at);
+        let version = c.u8("layout version")?;
+        match version {
+            1 | 2 => {
+                let rank = usize::from(c.u8("layout rank")?);
+                let class = c.u8("layout class")?;
+                c.skip(5, "reserved")?;
+                let addr = if class != 0 {
+                    c.addr("layout address")?
+                } else {
+                    None
+                };
+                c.skip(4 * rank, "layout dimensions")?;
+                match class {
+                    0 => {
+                        let size = u64::from(c.u32("compact size")?);
+                        Ok(Layout::Compact(at + c.pos as u64, size))
+                    }
+                    1 => {
+                        // The size is the product of the dimensions (of the elements).
+                        Ok(Layout::Contiguous(addr.map(|a| (a, u64::MAX))))
+                    }
+                    2 => Ok(Layout::Chunked),
+                    k => Ok(Layout::Other(format!("layout class {k}"))),
+                }
+            }
+            // Version 5 (HDF5 2.0, libver "latest") keeps version 4's classes.
+            3..=5 => {
+                let class = c.u8("layout class")?;
+                match class {
+                    0 => {
+                        let size = u64::from(c.u16("compact size")?);
+                        Ok(Layout::Compact(at + c.pos as u64, size))
+                    }
+                    1 => {
+                        let addr = c.addr("contiguous address")?;
+                        let size = c.length("contiguous size")?;
+                        Ok(Layout::Contiguous(addr.map(|a| (a, size))))
+                    }
+                    2 => Ok(Layout::Chunked),
+                    3 => Ok(Layout::Other(
+                        "a virtual dataset (data in other files)".into(),
+                    )),
+                    k => Ok(Layout::Other(format!("layout class {k}"))),
+                }
+            }
+            v => Ok(Layout::Other(format!("layout message version {v}"))),
+        }
+    }
+
+    /// The filters of a pipeline message, by name.
+    fn filter_names(&self, data: &[u8], at: u64) -> Result<Vec<String>> {
+        let mut c = self.cursor(data, at);
+        let version = c.u8("filter pipeline version")?;
+        let count = c.u8("filter count")?;
+        if version == 1 {
+            c.skip(6, "reserved")?;
+        }
+        let mut names = Vec::new();
+        for _ in 0..count {
+            let id = c.u16("filter id")?;
+            let name_len = if version == 1 || id >= 256 {
+                usize::from(c.u16("filter name length")?)
+            } else {
+                0
+            };
+            c.skip(2, "filter flags")?;
+            let values = usize::from(c.u16("filter values")?);
+            let mut padded = name_len;
+            if version == 1 {
+                padded = name_len.div_ceil(8) * 8;
+            }
+            c.skip(padded, "filter name")?;
+            c.skip(4 * values, "filter values")?;
+            if version == 1 && values % 2 == 1 {
+                c.skip(4, "padding")?;
+            }
+            names.push(match id {
+                1 => "deflate".to_owned(),
+                2 => "shuffle".to_owned(),
+                3 => "fletcher32".to_owned(),
+                4 => "szip".to_owned(),
+                5 => "nbit".to_owned(),
+                6 => "scaleoffset".to_owned(),
+                other => format!("filter {other}"),
+            });
+        }
+        Ok(names)
+    }
+
+    /// An attribute message: its name and value (numbers, or fixed-length text); `None`
+    /// for values we do not keep (variable-length data, compounds, ...).
+    fn attribute(&self, m: &Message) -> Result<Option<(String, Attr)>> {
+        if m.size > MAX_ATTRIBUTE {
+            return Ok(None);
+        }
+        let data = self.data(m)?;
+        let mut c = self.cursor(&data, m.at);
+        let version = c.u8("attribute version")?;
+        c.skip(1, "attribute flags")?;
+        let name_len = usize::from(c.u16("attribute name size")?);
+        let type_len = usize::from(c.u16("attribute datatype size")?);
+        let space_len = usize::from(c.u16("attribute dataspace size")?);
+        if version == 3 {
+            c.skip(1, "name encoding")?;
+        }
+        let pad = |n: usize| if version == 1 { n.div_ceil(8) * 8 } else { n };
+        let name_bytes = c.take(pad(name_len), "attribute name")?;
+        let name = text(name_bytes.get(..name_len).unwrap_or_default())
+            .trim_end_matches('\0')
+            .to_owned();
+        let ty = c.take(pad(type_len), "attribute datatype")?.to_vec();
+        let space = c.take(pad(space_len), "attribute dataspace")?.to_vec();
+        let dims = self.dataspace(&space, m.at)?;
+        let count = dims
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d))
+            .unwrap_or(u64::MAX);
+        let value_bytes = c.rest();
+        let class = ty.first().copied().unwrap_or(0) & 0x0f;
+        let size = u64::from(u32::from_le_bytes(
+            ty.get(4..8)
+                .and_then(|s| s.try_into().ok())
+                .unwrap_or([0; 4]),
+        ));
+        let needed = count.saturating_mul(size);
+        if needed > value_bytes.len() as u64 {
+            return Ok(None);
+        }
+        let scalar = dims.is_empty();
+        if class == 3 {
+            // Fixed-length strings, padded with NULs or spaces.
+            let items: Vec<Attr> = value_bytes
+                .chunks(size.max(1) as usize)
+                .take(count as usize)
+                .map(|s| Attr::Text(text(s).trim_end_matches(['\0', ' ']).to_owned()))
+                .collect();
+            return Ok(Some((name, one_or_many(items, scalar))));
+        }
+        if class == 9 && ty.get(1).is_some_and(|b| b & 0x0f == 1) {
+            // Variable-length strings: each a (length, global heap collection, index).
+            let width = 8 + self.offsets;
+            let mut items = Vec::new();
+            for chunk in value_bytes.chunks(width).take(count as usize) {
+                let mut e = self.cursor(chunk, m.at);
+                let len = u64::from(e.u32("string length")?);
+                let heap = e.addr("global heap")?;
+                let index = e.u32("global heap index")?;
+                let value = match heap {
+                    Some(heap) if len <= MAX_ATTRIBUTE => self.global_object(heap, index)?,
+                    _ => Vec::new(),
+                };
+                let value = value.get(..len as usize).unwrap_or(&value);
+                items.push(Attr::Text(text(value)));
+            }
+            return Ok(Some((name, one_or_many(items, scalar))));
+        }
+        let element = match self.datatype(&ty, m.at)? {
+            Element::Numbers(e, order) => (e, order),
+            Element::Not(_) => return Ok(None),
+        };
+        let width = element.0.dtype.size();
+        let items: Vec<Attr> = value_bytes
+            .chunks(width.max(1))
+            .take(count as usize)
+            .map(|b| number(b, element.0.dtype, element.1))
+            .collect();
+        Ok(Some((name, one_or_many(items, scalar))))
+    }
+}
+
+impl File<'_> {
+    /// Object `index` of the global heap collection at `addr` (variable-length data).
+    fn global_object(&self, addr: u64, index: u32) -> Result<Vec<u8>> {
+        let head = self.read(addr, 8 + self.lengths as u64, "global heap")?;
+        let mut c = self.cursor(&head, addr);
+        if c.take(4, "GCOL")? != b"GCOL" {
+            return Err(bad_at(
+                "global heap collection without its GCOL signature",
+                addr,
+            ));
+        }
+        c.skip(4, "global heap version")?;
+        let size = c.length("global heap size")?;
+        let bytes = self.read(addr, size, "global heap collection")?;
+        let mut c = self.cursor(&bytes, addr);
+        c.skip(8 + self.lengths, "global heap header")?;
+        while c.rest().len() >= 8 + self.lengths {
+            let i = c.u16("heap object index")?;
+            c.skip(6, "reference count")?;
+            let len = c.length("heap object size")?;
+            if i == 0 {
+                break;
+            }
+            let n = usize::try_from(len).unwrap_or(usize::MAX);
+            let data = c.take(n, "heap object")?;
+            if u32::from(i) == index {
+                return Ok(data.to_vec());
+            }
+            c.skip(n.div_ceil(8) * 8 - n, "heap object padding")?;
+        }
+        Err(bad_at(
+            format!("global heap object {index} not found"),
+            addr,
+        ))
+    }
+}
+
+/// A group's link.
+enum Link {
+    Hard(u64),
+    Soft(String),
+    External,
+}
+
+/// A dataset's layout.
+enum Layout {
+    /// Address and size (`u64::MAX` for the old messages, which give none); `None`: no
+    /// data written.
+    Contiguous(Option<(u64, u64)>),
+    /// Where the data lies in the header (an address) and its size.
+    Compact(u64, u64),
+    Chunked,
+    Other(String),
+}
+
+/// A local heap's data segment: names, NUL-terminated.
+struct Heap {
+    bytes: Vec<u8>,
+}
+
+impl Heap {
+    fn string(&self, offset: u64) -> Result<String> {
+        let from = usize::try_from(offset).unwrap_or(usize::MAX);
+        let rest = self.bytes.get(from..).ok_or_else(|| {
+            Error::invalid(format!(
+                "a name at offset {offset} of a local heap of {} bytes",
+                self.bytes.len()
+            ))
+        })?;
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        Ok(text(rest.get(..end).unwrap_or_default()))
+    }
+}
+
+fn check_sizes(offsets: usize, lengths: usize, c: &Cursor<'_>) -> Result<()> {
+    for (what, n) in [("size of offsets", offsets), ("size of lengths", lengths)] {
+        if !matches!(n, 2 | 4 | 8) {
+            return Err(Error::invalid(format!("{what} {n}: 2, 4 or 8 are read")).at(c.here()));
+        }
+    }
+    Ok(())
+}
+
+fn bad_at(message: impl Into<String>, at: u64) -> Error {
+    Error::invalid(message.into()).at(at)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn class_name(class: u8) -> &'static str {
+    match class {
+        2 => "time",
+        3 => "string",
+        4 => "bitfield",
+        5 => "opaque",
+        6 => "compound",
+        7 => "reference",
+        8 => "enum",
+        9 => "variable-length",
+        10 => "array",
+        _ => "unknown-class",
+    }
+}
+
+fn number(bytes: &[u8], dtype: DType, order: ByteOrder) -> Attr {
+    let mut b = [0u8; 8];
+    let n = bytes.len().min(8);
+    b.get_mut(..n)
+        .unwrap_or_default()
+        .copy_from_slice(bytes.get(..n).unwrap_or_default());
+    if order == ByteOrder::Big {
+        b.get_mut(..n).unwrap_or_default().reverse();
+    }
+    let u = u64::from_le_bytes(b);
+    match dtype {
+        DType::F64 => Attr::Float(f64::from_bits(u)),
+        DType::F32 => Attr::Float(f64::from(f32::from_bits(u as u32))),
+        DType::F16 => Attr::Float(f64::from(half::f16::from_bits(u as u16))),
+        DType::BF16 => Attr::Float(f64::from(half::bf16::from_bits(u as u16))),
+        DType::I8 => Attr::Integer(i128::from(u as u8 as i8)),
+        DType::I16 => Attr::Integer(i128::from(u as u16 as i16)),
+        DType::I32 => Attr::Integer(i128::from(u as u32 as i32)),
+        DType::I64 => Attr::Integer(i128::from(u as i64)),
+        DType::Bool => Attr::Bool(u != 0),
+        _ => Attr::Integer(i128::from(u)),
+    }
+}
+
+fn one_or_many(mut items: Vec<Attr>, scalar: bool) -> Attr {
+    if scalar && items.len() == 1 {
+        items.pop().unwrap_or(Attr::Null)
+    } else {
+        Attr::Array(items)
+    }
+}

@@ -1,0 +1,126 @@
+//! HDF5 files written by h5py and Keras 3 (tools/interop/make_hdf5.py): every dataset of
+//! numbers reads as h5py reads it, byte for byte (fixtures/interop/hdf5/expected.json), mapped
+//! and unmapped; strings and compounds are listed and skipped; chunked datasets are listed as
+//! not read yet, naming their filters; attributes, soft links and Keras archives.
+
+#[path = "support/expected.rs"]
+mod expected;
+
+use std::path::{Path, PathBuf};
+
+use ztensor::{FileVersion, OpenOptions, Value};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/hdf5")
+}
+
+fn expected() -> serde_json::Value {
+    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn every_dataset_reads_as_h5py_reads_it() {
+    let expected = expected();
+    let mut checked = 0;
+    for (file, datasets) in expected["files"].as_object().unwrap() {
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            match file.as_str() {
+                "model.keras" => assert_eq!(r.version(), &FileVersion::Keras),
+                "h5py_latest.h5" => assert_eq!(r.version(), &FileVersion::Hdf5 { superblock: 3 }),
+                _ => assert_eq!(r.version(), &FileVersion::Hdf5 { superblock: 0 }),
+            }
+            let datasets = datasets.as_object().unwrap();
+            let skipped: Vec<&str> = expected["skipped"][file.as_str()]
+                .as_array()
+                .map_or(Vec::new(), |a| {
+                    a.iter().map(|v| v.as_str().unwrap()).collect()
+                });
+            let unread: Vec<&str> = expected["unread"][file.as_str()]
+                .as_array()
+                .map_or(Vec::new(), |a| {
+                    a.iter().map(|v| v.as_str().unwrap()).collect()
+                });
+            assert_eq!(
+                r.len(),
+                datasets.len() + skipped.len() + unread.len(),
+                "{file}"
+            );
+            for (name, want) in datasets {
+                expected::check_object(&r, file, name, want);
+                checked += 1;
+            }
+            for name in &skipped {
+                let o = r.objects().iter().find(|o| o.name == *name).unwrap();
+                assert!(
+                    o.skipped().unwrap().contains("not numbers"),
+                    "{file} {name}"
+                );
+            }
+            for name in &unread {
+                let o = r.object(name).unwrap();
+                let e = o.bytes().unwrap_err().to_string();
+                assert!(
+                    e.contains("chunked") && e.contains("deflate"),
+                    "{file} {name}: {e}"
+                );
+            }
+        }
+    }
+    assert!(checked >= 2 * 48, "{checked}");
+}
+
+#[test]
+fn attributes_and_soft_links() {
+    let r = ztensor::open(dir().join("h5py_default.h5")).unwrap();
+    let a = r.attributes();
+    assert_eq!(a["keras_version"].as_str(), Some("2.15.0"));
+    assert_eq!(a["backend"].as_str(), Some("tensorflow"));
+    assert_eq!(a["step"], Value::Integer(7));
+    assert_eq!(a["scale"], Value::Float(0.125));
+    assert_eq!(
+        a["/model_weights/dense@weight_names"],
+        Value::Array(vec![
+            Value::Text("dense/kernel:0".into()),
+            Value::Text("dense/bias:0".into())
+        ])
+    );
+    let kernel = r
+        .objects()
+        .iter()
+        .find(|o| o.name == "/model_weights/dense/dense/kernel:0")
+        .unwrap();
+    assert_eq!(kernel.attributes["units"], Value::Integer(3));
+    let soft = r
+        .objects()
+        .iter()
+        .find(|o| o.name == "/soft_kernel")
+        .unwrap();
+    assert_eq!(
+        soft.attributes["hdf5.soft_link"].as_str(),
+        Some("/model_weights/dense/dense/kernel:0")
+    );
+    // Big-endian data is swapped when read.
+    let be = r.object("/be_i64").unwrap().read::<i64>().unwrap();
+    assert_eq!(be.as_ref(), &[1, -2, 3]);
+}
+
+#[test]
+fn contiguous_data_is_served_from_the_map() {
+    let r = ztensor::open(dir().join("keras.weights.h5")).unwrap();
+    let o = r.object("/layers/dense/vars/0").unwrap();
+    assert!(matches!(o.bytes().unwrap(), std::borrow::Cow::Borrowed(_)));
+    let k = ztensor::open(dir().join("model.keras")).unwrap();
+    assert!(k.attributes()["keras.config"]
+        .as_str()
+        .unwrap()
+        .contains("Sequential"));
+    assert!(k.attributes()["keras.metadata"]
+        .as_str()
+        .unwrap()
+        .contains("keras_version"));
+}

@@ -1,0 +1,124 @@
+"""Writes the HDF5 fixtures with h5py (and Keras 3 on the JAX backend) and records what h5py
+reads from them in fixtures/interop/hdf5/expected.json: per file, per dataset path, its shape,
+our element type name and its row-major little-endian bytes in hex; the datasets listed but
+not read (`skipped`: not numbers; `unread`: a layout not read yet, with the reason's words).
+Run in a throwaway environment:
+
+    /tmp/onnxv/bin/pip install h5py keras jax
+    KERAS_BACKEND=jax /tmp/onnxv/bin/python tools/interop/make_hdf5.py fixtures/interop/hdf5
+
+- h5py_default.h5: h5py's defaults (superblock 0, symbol-table groups, contiguous data):
+  every numeric dtype, big-endian ones, bool, f16, 0-d, empty, nested groups named like
+  Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
+  compound, and a chunked gzip dataset.
+- h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages).
+- keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
+"""
+
+import json
+import os
+import sys
+
+import h5py
+import numpy as np
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+OURS = {
+    np.dtype("f8"): "f64", np.dtype("f4"): "f32", np.dtype("f2"): "f16", np.dtype("i8"): "i64",
+    np.dtype("i4"): "i32", np.dtype("i2"): "i16", np.dtype("i1"): "i8", np.dtype("u8"): "u64",
+    np.dtype("u4"): "u32", np.dtype("u2"): "u16", np.dtype("u1"): "u8", np.dtype("bool"): "bool",
+}
+
+
+def record(table, name, array):
+    a = np.asarray(array)
+    le = a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a
+    table[name] = {"shape": list(a.shape), "type": OURS[le.dtype.newbyteorder("=")], "hex": np.ascontiguousarray(le).tobytes().hex()}
+
+
+def numbers():
+    rng = np.random.default_rng(5)
+    f = rng.standard_normal((3, 4)).astype(np.float32)
+    yield "f32", f
+    yield "f64", f.astype(np.float64)
+    yield "f16", f.astype(np.float16)
+    yield "i8", np.array([-128, -1, 0, 127], np.int8)
+    yield "u8", np.array([0, 255, 7], np.uint8)
+    yield "i16", np.array([-32768, 2, 32767], np.int16)
+    yield "u16", np.array([65535, 1], np.uint16)
+    yield "i32", np.arange(-3, 3, dtype=np.int32).reshape(2, 3)
+    yield "u32", np.array([2**32 - 1, 0], np.uint32)
+    yield "i64", np.array([-(2**63), 2**63 - 1], np.int64)
+    yield "u64", np.array([2**64 - 1, 3], np.uint64)
+    yield "bool", np.array([[True, False], [False, True]])
+    yield "be_f32", f.astype(">f4")
+    yield "be_i64", np.array([1, -2, 3], ">i8")
+    yield "scalar", np.array(2.5, np.float64)
+    yield "empty", np.zeros((0, 3), np.float32)
+
+
+def fill(f, table, skipped, unread):
+    for name, array in numbers():
+        f.create_dataset(name, data=array)
+        record(table, "/" + name, f[name][()])
+    g = f.create_group("model_weights/dense")
+    g.attrs["weight_names"] = [b"dense/kernel:0", b"dense/bias:0"]
+    kernel = np.arange(6, dtype=np.float32).reshape(2, 3) / 8
+    g.create_dataset("dense/kernel:0", data=kernel)
+    g.create_dataset("dense/bias:0", data=np.array([0.5, -0.5, 1.0], np.float32))
+    record(table, "/model_weights/dense/dense/kernel:0", kernel)
+    record(table, "/model_weights/dense/dense/bias:0", np.array([0.5, -0.5, 1.0], np.float32))
+    f["model_weights/dense/dense/kernel:0"].attrs["units"] = np.int64(3)
+    f.attrs["keras_version"] = "2.15.0"
+    f.attrs["backend"] = np.bytes_(b"tensorflow")
+    f.attrs["step"] = np.int32(7)
+    f.attrs["scale"] = np.float64(0.125)
+    f.attrs["shape"] = np.array([2, 3], np.int64)
+    # A compact dataset (data inside the object header).
+    space = h5py.h5s.create_simple((4,))
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_layout(h5py.h5d.COMPACT)
+    dsid = h5py.h5d.create(f.id, b"compact", h5py.h5t.NATIVE_INT32, space, dcpl=dcpl)
+    dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([4, 3, 2, 1], np.int32))
+    record(table, "/compact", np.array([4, 3, 2, 1], np.int32))
+    f["soft_kernel"] = h5py.SoftLink("/model_weights/dense/dense/kernel:0")
+    table["/soft_kernel"] = table["/model_weights/dense/dense/kernel:0"]
+    f["elsewhere"] = h5py.ExternalLink("other.h5", "/x")
+    f.create_dataset("text", data=np.array([b"ab", b"cd"]))
+    skipped.append("/text")
+    f.create_dataset("table", data=np.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f8")]))
+    skipped.append("/table")
+    f.create_dataset("chunked", data=np.arange(100, dtype=np.float32), chunks=(10,), compression="gzip", shuffle=True)
+    unread.append("/chunked")
+
+
+expected = {"files": {}, "skipped": {}, "unread": {}}
+for file, libver in [("h5py_default.h5", "earliest"), ("h5py_latest.h5", "latest")]:
+    table, skipped, unread = {}, [], []
+    with h5py.File(os.path.join(out, file), "w", libver=libver) as f:
+        fill(f, table, skipped, unread)
+    expected["files"][file], expected["skipped"][file], expected["unread"][file] = table, skipped, unread
+
+# Keras 3, saving a small model itself.
+import keras  # noqa: E402
+
+keras.utils.set_random_seed(3)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, name="dense"), keras.layers.Dense(2, name="head")])
+model.save_weights(os.path.join(out, "keras.weights.h5"))
+model.save(os.path.join(out, "model.keras"))
+table = {}
+with h5py.File(os.path.join(out, "keras.weights.h5"), "r") as f:
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            record(table, "/" + name, obj[()])
+    f.visititems(visit)
+expected["files"]["keras.weights.h5"] = table
+expected["files"]["model.keras"] = table
+expected["keras_version"] = keras.__version__
+
+with open(os.path.join(out, "expected.json"), "w") as f:
+    json.dump(expected, f, indent=1, sort_keys=True)
+    f.write("\n")
+print("wrote", sorted(expected["files"]), "h5py", h5py.__version__, "keras", keras.__version__)
