@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 10] = [
+const TARGETS: [(&str, &[&str]); 11] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -18,6 +18,7 @@ const TARGETS: [(&str, &[&str]); 10] = [
     ("read_pytorch", &["pt", "bin"]),
     ("read_gguf", &["gguf"]),
     ("read_onnx", &["onnx"]),
+    ("read_hdf5", &["h5", "keras"]),
 ];
 
 fn root() -> PathBuf {

@@ -148,7 +148,7 @@ pub use convert::{write_gguf, write_gguf_with};
 pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::{ReadOptions, Verify};
 pub use folder::model_file;
-pub use listing::Limits;
+pub use listing::{Limits, MIN_LISTING_BUDGET};
 pub use model::{
     Arrangement, ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion,
     LegacyLayout, LegacyPacking, ObjectInfo, RangeDigest, ShardInfo, LEGACY_BLOB_ROLE,

@@ -57,6 +57,35 @@ impl Limits {
     }
 }
 
+/// What listing a file may take by default, however small the file (see
+/// [`Limits::listing_budget`]).
+pub const MIN_LISTING_BUDGET: u64 = 256 << 20;
+
+/// What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few
+/// attributes (a B-tree node), a name table's entry and the list's spare capacity.
+pub(crate) const LISTED_OVERHEAD: u64 = 1024;
+
+impl Limits {
+    /// What listing a file of `file_len` bytes may take in memory (objects, names,
+    /// attributes), for kinds whose objects can each be written in a few bytes (ONNX, HDF5):
+    /// [`Limits::memory_budget`] if set, else the larger of [`Limits::read_budget`] of the
+    /// file and [`MIN_LISTING_BUDGET`].
+    ///
+    /// ```
+    /// let limits = ztensor::Limits::default();
+    /// assert_eq!(limits.listing_budget(1000), 256 << 20);
+    /// ```
+    pub fn listing_budget(&self, file_len: u64) -> u64 {
+        self.memory_budget
+            .unwrap_or_else(|| self.read_budget(file_len).max(MIN_LISTING_BUDGET))
+    }
+
+    /// What listing one object named `name` costs, for [`Limits::listing_budget`].
+    pub(crate) fn listing_cost(name: &str) -> u64 {
+        2 * std::mem::size_of::<ObjectInfo>() as u64 + LISTED_OVERHEAD + 2 * name.len() as u64
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

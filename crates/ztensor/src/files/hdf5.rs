@@ -279,6 +279,8 @@ struct File<'s> {
     unread_groups: Vec<String>,
     /// Objects reached, datasets and groups: bounded by [`MAX_OBJECTS`].
     reached: usize,
+    /// What the listing costs so far, against [`Limits::listing_budget`].
+    listed_bytes: u64,
 }
 
 impl<'s> File<'s> {
@@ -348,6 +350,7 @@ impl<'s> File<'s> {
             soft: Vec::new(),
             unread_groups: Vec::new(),
             reached: 0,
+            listed_bytes: 0,
         })
     }
 
@@ -594,6 +597,15 @@ impl<'s> File<'s> {
             .any(|m| matches!(m.kind, msg::SYMBOL_TABLE | msg::LINK | msg::LINK_INFO));
         let is_dataset = messages.iter().any(|m| m.kind == msg::LAYOUT);
         if is_dataset {
+            self.listed_bytes = self.listed_bytes.saturating_add(Limits::listing_cost(path));
+            let budget = self.limits.listing_budget(self.source.len());
+            if self.listed_bytes > budget {
+                return Err(Error::limit(format!(
+                    "listing the file's {} datasets would take more than the memory budget of \
+                     {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
+                    self.objects.len() + 1
+                )));
+            }
             let o = self
                 .dataset(&messages, path)
                 .map_err(|e| e.in_object(path))?;

@@ -60,14 +60,6 @@ pub(crate) const MAX_OBJECTS: usize = 1 << 20;
 /// The most distinct external data files one model may name.
 pub(crate) const MAX_EXTERNAL_FILES: usize = 4096;
 
-/// What one listed object costs beyond its `ObjectInfo` and names, measured: its two
-/// attributes (a B-tree node), the name table's entry and the list's spare capacity.
-const LISTED_OVERHEAD: usize = 1024;
-
-/// What listing a model may take by default, however small the file: a model of many small
-/// constants (shape tensors of an exported graph) costs more to list than its size.
-const MIN_LISTING_BUDGET: u64 = 256 << 20;
-
 /// The longest name, text attribute or external-data entry read.
 const MAX_TEXT: u64 = 1 << 20;
 
@@ -453,15 +445,10 @@ impl<'s> Walk<'s, '_> {
         }
         // What the listing costs, against the budget a file of this size may spend: a
         // tensor can be written in two bytes, and listing it costs hundreds.
-        self.listed_bytes = self.listed_bytes.saturating_add(
-            (2 * std::mem::size_of::<ObjectInfo>() + LISTED_OVERHEAD + 2 * name.len() + graph.len())
-                as u64,
-        );
-        let budget = self.limits.memory_budget.unwrap_or_else(|| {
-            self.limits
-                .read_budget(self.source.len())
-                .max(MIN_LISTING_BUDGET)
-        });
+        self.listed_bytes = self
+            .listed_bytes
+            .saturating_add(Limits::listing_cost(&name) + graph.len() as u64);
+        let budget = self.limits.listing_budget(self.source.len());
         if self.listed_bytes > budget {
             return Err(Error::limit(format!(
                 "listing the model's {} tensors would take more than the memory budget of \

@@ -1,0 +1,39 @@
+"""HDF5 and Keras files from Python: every dataset of the h5py- and Keras-written fixtures
+reads as h5py read it (fixtures/interop/hdf5/expected.json), contiguous data is a view of the
+map, and attributes come through."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import ztio
+
+HDF5 = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "hdf5")
+
+
+def _expected():
+    with open(os.path.join(HDF5, "expected.json")) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("file", ["h5py_default.h5", "h5py_latest.h5", "keras.weights.h5", "model.keras"])
+def test_every_dataset_reads_as_h5py_reads_it(file):
+    want = _expected()["files"][file]
+    with ztio.open(os.path.join(HDF5, file)) as f:
+        for name, w in want.items():
+            a = f.get_tensor(name)
+            assert list(a.shape) == w["shape"], name
+            got = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes().hex()
+            assert got == w["hex"], name
+
+
+def test_keras_weights_are_views_of_the_map_and_attributes_come_through():
+    with ztio.open(os.path.join(HDF5, "keras.weights.h5")) as f:
+        start, length = f._reader().map_range()
+        a = f.get_tensor("/layers/dense/vars/0")
+        assert start <= a.__array_interface__["data"][0] < start + length
+    with ztio.open(os.path.join(HDF5, "h5py_default.h5")) as f:
+        assert f.attributes["keras_version"] == "2.15.0"
+        assert f.info("/model_weights/dense/dense/kernel:0").attributes["units"] == 3
