@@ -10,7 +10,8 @@ Run in a throwaway environment:
 - h5py_default.h5: h5py's defaults (superblock 0, symbol-table groups, contiguous data):
   every numeric dtype, big-endian ones, bool, f16, 0-d, empty, nested groups named like
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
-  compound, and a chunked gzip dataset.
+  compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
+  a growable one) and an LZF one (a filter we do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
 """
@@ -59,7 +60,7 @@ def numbers():
     yield "empty", np.zeros((0, 3), np.float32)
 
 
-def fill(f, table, skipped, unread):
+def fill(f, table, skipped, unread, libver):
     for name, array in numbers():
         f.create_dataset(name, data=array)
         record(table, "/" + name, f[name][()])
@@ -91,14 +92,29 @@ def fill(f, table, skipped, unread):
     f.create_dataset("table", data=np.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f8")]))
     skipped.append("/table")
     f.create_dataset("chunked", data=np.arange(100, dtype=np.float32), chunks=(10,), compression="gzip", shuffle=True)
-    unread.append("/chunked")
+    record(table, "/chunked", f["chunked"][()])
+    grid = (np.arange(7 * 9, dtype=np.int32).reshape(7, 9) * 3 - 50).astype(">i4")
+    f.create_dataset("chunked_edges", data=grid, chunks=(3, 4), compression="gzip", compression_opts=9, shuffle=True, fletcher32=True)
+    record(table, "/chunked_edges", f["chunked_edges"][()])
+    f.create_dataset("chunked_plain", data=np.arange(24, dtype=np.float64).reshape(2, 3, 4), chunks=(1, 2, 4))
+    record(table, "/chunked_plain", f["chunked_plain"][()])
+    sparse = f.create_dataset("chunked_unwritten", shape=(10, 10), dtype=np.float32, chunks=(5, 5))
+    sparse[0:5, 0:5] = 1.5
+    record(table, "/chunked_unwritten", f["chunked_unwritten"][()])
+    grows = f.create_dataset("growable", data=np.arange(6, dtype=np.int16), chunks=(4,), maxshape=(None,))
+    if libver == "earliest":
+        record(table, "/growable", grows[()])
+    else:
+        unread.append("/growable")  # an extensible array index (libver latest)
+    f.create_dataset("lzf", data=np.arange(10, dtype=np.float32), chunks=(5,), compression="lzf")
+    unread.append("/lzf")
 
 
 expected = {"files": {}, "skipped": {}, "unread": {}}
 for file, libver in [("h5py_default.h5", "earliest"), ("h5py_latest.h5", "latest")]:
     table, skipped, unread = {}, [], []
     with h5py.File(os.path.join(out, file), "w", libver=libver) as f:
-        fill(f, table, skipped, unread)
+        fill(f, table, skipped, unread, libver)
     expected["files"][file], expected["skipped"][file], expected["unread"][file] = table, skipped, unread
 
 # Keras 3, saving a small model itself.

@@ -45,6 +45,11 @@ pub enum Encoding {
         /// Whether each element is a varint (else `width` fixed bytes).
         varint: bool,
     },
+    /// An HDF5 chunked dataset: its chunks lie anywhere in the component's stored span, each
+    /// filtered (deflate, shuffle, fletcher32) on its own; decoding unfilters each and places
+    /// it in the row-major array (chunks never written read as zeros). See [`ChunkTable`].
+    /// Never written, and never parsed from a zTensor manifest.
+    Hdf5Chunks(Box<ChunkTable>),
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -69,6 +74,7 @@ impl Encoding {
             Encoding::Deflate => "deflate",
             Encoding::ProtoVarints { .. } => "protobuf-varints",
             Encoding::ProtoTagged { .. } => "protobuf-tagged",
+            Encoding::Hdf5Chunks(_) => "hdf5-chunks",
             Encoding::Unknown(s) => s,
         }
     }
@@ -78,6 +84,35 @@ impl fmt::Display for Encoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// Where the chunks of an HDF5 chunked dataset are, and how each was filtered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChunkTable {
+    /// The dataset's dimensions.
+    pub dims: Vec<u64>,
+    /// A chunk's dimensions (as many as `dims`).
+    pub chunk: Vec<u64>,
+    /// Bytes per element.
+    pub element_size: u64,
+    /// The filter pipeline, in the order the writer applied it (HDF5 filter ids: 1 deflate,
+    /// 2 shuffle, 3 fletcher32; others are refused when read).
+    pub filters: Vec<u16>,
+    /// Every chunk written.
+    pub chunks: Vec<Chunk>,
+}
+
+/// One chunk of a [`ChunkTable`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Chunk {
+    /// Where its stored bytes start, from the start of the component's span.
+    pub at: u64,
+    /// Its stored bytes.
+    pub size: u64,
+    /// The coordinates of its first element (multiples of the chunk's dimensions).
+    pub start: Vec<u64>,
+    /// Filters skipped for this chunk: bit `i` set skips the pipeline's filter `i`.
+    pub mask: u32,
 }
 
 /// The longest varint protobuf allows: ten bytes carry 64 bits.

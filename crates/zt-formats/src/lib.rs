@@ -61,7 +61,8 @@ mod sparse;
 pub mod v2;
 
 pub use compress::{
-    available_threads, tagged_decode_into, varints_decode_into, Encoding, DEFAULT_MAX_DECOMPRESSED,
+    available_threads, tagged_decode_into, varints_decode_into, Chunk, ChunkTable, Encoding,
+    DEFAULT_MAX_DECOMPRESSED,
 };
 #[cfg(feature = "zstd")]
 pub use compress::{

@@ -279,10 +279,18 @@ impl Backing {
             (Encoding::Deflate, None) => {
                 return Err(Error::invalid("deflated component has no decoded length"))
             }
-            (Encoding::ProtoVarints { .. } | Encoding::ProtoTagged { .. }, Some(n)) => n,
-            (Encoding::ProtoVarints { .. } | Encoding::ProtoTagged { .. }, None) => {
-                return Err(Error::invalid("a run of varints has no decoded length"))
-            }
+            (
+                Encoding::ProtoVarints { .. }
+                | Encoding::ProtoTagged { .. }
+                | Encoding::Hdf5Chunks(_),
+                Some(n),
+            ) => n,
+            (
+                Encoding::ProtoVarints { .. }
+                | Encoding::ProtoTagged { .. }
+                | Encoding::Hdf5Chunks(_),
+                None,
+            ) => return Err(Error::invalid("a run of varints has no decoded length")),
             (Encoding::Unknown(e), _) => {
                 return Err(Error::unsupported(format!("unknown encoding {e:?}")))
             }
@@ -370,6 +378,16 @@ impl Backing {
                 zt_formats::tagged_decode_into(&src, usize::from(*width), *varint, dst)
                     .map_err(|e| e.at(comp.offset))
             }
+            #[cfg(feature = "hdf5")]
+            Encoding::Hdf5Chunks(table) => {
+                let cap = self.limits.max_decompressed_len;
+                crate::chunks::decode_into(table, &src, dst, cap).map_err(|e| e.at(comp.offset))
+            }
+            #[cfg(not(feature = "hdf5"))]
+            Encoding::Hdf5Chunks(_) => Err(Error::unsupported(
+                "HDF5 chunks: this build of ztensor was built without support for them \
+                 (feature \"hdf5\")",
+            )),
             _ => crate::codec::zstd_decode_into(&src, dst).map_err(|e| e.at(comp.offset)),
         }
     }

@@ -113,6 +113,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "hdf5")]
+mod chunks;
 mod codec;
 pub mod convert;
 mod decode;

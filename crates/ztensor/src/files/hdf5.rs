@@ -8,14 +8,19 @@
 //! messages in the header, hard and soft links (a soft link to a dataset lists the dataset
 //! again under the link's path), dataspaces v1 and v2, fixed-point and floating-point types
 //! of either byte order (an enum of two 1-byte members, h5py's bool, as bool), data layouts
-//! v1-v4 contiguous and compact. A contiguous dataset is a range of the file, served from the
-//! map; a compact one a range of its object header.
+//! v1-v5 contiguous, compact and chunked. A contiguous dataset is a range of the file, served
+//! from the map; a compact one a range of its object header. A chunked dataset's chunks are
+//! found through its index (a version 1 B-tree, a single chunk, implicit chunks or a fixed
+//! array) and listed as one component of [`zt_formats::Encoding::Hdf5Chunks`] over the span
+//! that holds them; reading unfilters each chunk (deflate, shuffle, fletcher32 checked) and
+//! places it (crate::chunks). Groups keep their links in symbol tables, in link messages, or
+//! in dense storage (a fractal heap, whose direct blocks are read in order).
 //!
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
-//! references, variable-length and array types ("not numbers"); chunked datasets (their
-//! B-tree or chunk index is not read yet: listed as unsupported, with their filters named);
-//! external links; groups in dense link storage (fractal heaps) are named in the file
-//! attribute `hdf5.unread_groups`.
+//! references, variable-length and array types ("not numbers"); datasets behind a filter we do
+//! not decode (szip, LZF, ...: named) or a chunk index we do not read (extensible arrays and
+//! version 2 B-trees, for datasets that can grow, written with libver "latest"); external
+//! links. Chunks never written read as zeros, within the memory budget.
 //!
 //! Every address and size is checked against the file and against the caps below; a group
 //! reached twice (hard links can make cycles) is walked once.
@@ -59,6 +64,9 @@ pub(crate) const MAX_OBJECTS: usize = 1 << 20;
 
 /// The largest structure read whole (a header block, a heap, a B-tree node, an attribute).
 const MAX_STRUCTURE: u64 = 64 << 20;
+
+/// The most chunks one dataset may have.
+const MAX_CHUNKS: usize = 1 << 22;
 
 /// The largest attribute value kept.
 const MAX_ATTRIBUTE: u64 = 1 << 20;
@@ -1017,19 +1025,58 @@ impl<'s> File<'s> {
                     ))),
                 }
             }
-            Layout::Chunked => {
+            Layout::Chunked(layout_dims, index) => {
                 let filters = match find(msg::FILTERS) {
-                    Some(f) => self.filter_names(&self.data(&f)?, f.at)?,
+                    Some(f) => self.filters(&self.data(&f)?, f.at)?,
                     None => Vec::new(),
                 };
-                let with = if filters.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (filters: {})", filters.join(", "))
+                if let Some((id, name)) = filters.iter().find(|(id, _)| !matches!(id, 1..=3)) {
+                    return Ok(with_defect(Defect::unsupported(format!(
+                        "unsupported HDF5 filter {name} (id {id}): its chunks cannot be decoded"
+                    ))));
+                }
+                let ids = filters.iter().map(|(id, _)| *id).collect();
+                let size = element.dtype.size() as u64;
+                let (table, first) = self.chunk_table(&dims, size, &layout_dims, &index, ids)?;
+                let end = table
+                    .chunks
+                    .iter()
+                    .map(|c| c.at.saturating_add(c.size))
+                    .max()
+                    .unwrap_or(0);
+                let at = self.base.checked_add(first);
+                let fits = at
+                    .and_then(|a| a.checked_add(end))
+                    .is_some_and(|e| e <= self.source.len());
+                let Some(at) = at.filter(|_| fits) else {
+                    return Err(Error::invalid(format!(
+                        "chunks at address {first}, {end} bytes, lie past the end of the file"
+                    )));
                 };
-                Ok(with_defect(Defect::unsupported(format!(
-                    "a chunked dataset{with}: chunked layouts are not read yet"
-                ))))
+                // Chunks never written read as zeros, stored nowhere: like a broadcast, what
+                // they make a read allocate is bounded by the memory budget.
+                let chunk_bytes = table.chunk.iter().fold(size, |a, &n| a.saturating_mul(n));
+                let written = chunk_bytes.saturating_mul(table.chunks.len() as u64);
+                let budget = self.limits.read_budget(end);
+                if bytes.saturating_sub(written) > budget {
+                    return Ok(with_defect(Defect {
+                        kind: zt_container::ErrorKind::LimitExceeded,
+                        message: format!(
+                            "{bytes} bytes of which {} never written (zeros) exceed the memory \
+                             budget of {budget} bytes (raise it: Limits::memory_budget, zt \
+                             --max-memory)",
+                            bytes.saturating_sub(written)
+                        ),
+                        skip: false,
+                    }));
+                }
+                let mut o = listed(element, order, (at, end));
+                if let Some(c) = o.components.0.first_mut() {
+                    c.encoding = zt_formats::Encoding::Hdf5Chunks(Box::new(table));
+                    c.decoded_len = Some(bytes);
+                    c.uncompressed_length = Some(bytes);
+                }
+                Ok(o)
             }
             Layout::Other(what) => Ok(with_defect(Defect::unsupported(what))),
         }
@@ -1120,7 +1167,9 @@ impl<'s> File<'s> {
                 } else {
                     None
                 };
-                c.skip(4 * rank, "layout dimensions")?;
+                let dims: Vec<u64> = (0..rank)
+                    .map(|_| c.u32("layout dimension").map(u64::from))
+                    .collect::<Result<_>>()?;
                 match class {
                     0 => {
                         let size = u64::from(c.u32("compact size")?);
@@ -1130,7 +1179,7 @@ impl<'s> File<'s> {
                         // The size is the product of the dimensions (of the elements).
                         Ok(Layout::Contiguous(addr.map(|a| (a, u64::MAX))))
                     }
-                    2 => Ok(Layout::Chunked),
+                    2 => Ok(Layout::Chunked(dims, ChunkIndex::BTree(addr))),
                     k => Ok(Layout::Other(format!("layout class {k}"))),
                 }
             }
@@ -1147,7 +1196,15 @@ impl<'s> File<'s> {
                         let size = c.length("contiguous size")?;
                         Ok(Layout::Contiguous(addr.map(|a| (a, size))))
                     }
-                    2 => Ok(Layout::Chunked),
+                    2 if version == 3 => {
+                        let rank = usize::from(c.u8("chunk rank")?);
+                        let addr = c.addr("chunk B-tree address")?;
+                        let dims = (0..rank)
+                            .map(|_| c.u32("chunk dimension").map(u64::from))
+                            .collect::<Result<_>>()?;
+                        Ok(Layout::Chunked(dims, ChunkIndex::BTree(addr)))
+                    }
+                    2 => self.chunked_v4(&mut c),
                     3 => Ok(Layout::Other(
                         "a virtual dataset (data in other files)".into(),
                     )),
@@ -1158,8 +1215,287 @@ impl<'s> File<'s> {
         }
     }
 
-    /// The filters of a pipeline message, by name.
-    fn filter_names(&self, data: &[u8], at: u64) -> Result<Vec<String>> {
+    /// A version 4 (or 5) chunked layout: its dimensions and chunk index.
+    fn chunked_v4(&self, c: &mut Cursor<'_>) -> Result<Layout> {
+        let flags = c.u8("chunk flags")?;
+        let rank = usize::from(c.u8("chunk rank")?);
+        let width = usize::from(c.u8("chunk dimension size")?);
+        if !(1..=8).contains(&width) {
+            return Err(bad_at(
+                format!("chunk dimensions of {width} bytes"),
+                c.here(),
+            ));
+        }
+        let dims = (0..rank)
+            .map(|_| c.uint(width, "chunk dimension"))
+            .collect::<Result<Vec<u64>>>()?;
+        let index = match c.u8("chunk index type")? {
+            1 => {
+                let filtered = if flags & 2 != 0 {
+                    Some((c.length("filtered chunk size")?, c.u32("filter mask")?))
+                } else {
+                    None
+                };
+                ChunkIndex::Single(c.addr("chunk address")?, filtered)
+            }
+            2 => ChunkIndex::Implicit(c.addr("chunk address")?),
+            3 => {
+                c.skip(1, "page bits")?;
+                ChunkIndex::FixedArray(c.addr("fixed array address")?)
+            }
+            4 => {
+                return Ok(Layout::Other(
+                    "chunks indexed by an extensible array (not read yet)".into(),
+                ))
+            }
+            5 => {
+                return Ok(Layout::Other(
+                    "chunks indexed by a version 2 B-tree (not read yet)".into(),
+                ))
+            }
+            k => return Ok(Layout::Other(format!("chunk index type {k}"))),
+        };
+        Ok(Layout::Chunked(dims, index))
+    }
+
+    /// The chunks of a chunked dataset of `dims` (elements of `size` bytes), from its index.
+    fn chunk_table(
+        &mut self,
+        dims: &[u64],
+        size: u64,
+        layout_dims: &[u64],
+        index: &ChunkIndex,
+        filters: Vec<u16>,
+    ) -> Result<(zt_formats::ChunkTable, u64)> {
+        // The layout's dimensions end with the element's size.
+        let (element, chunk) = layout_dims
+            .split_last()
+            .ok_or_else(|| Error::invalid("a chunked layout without dimensions"))?;
+        if chunk.len() != dims.len() || chunk.contains(&0) {
+            return Err(Error::invalid(format!(
+                "chunks of {chunk:?} for a dataset of {dims:?}"
+            )));
+        }
+        if *element != size && !matches!(index, ChunkIndex::BTree(_)) || *element == 0 {
+            return Err(Error::invalid(format!(
+                "chunk element size {element}, the datatype's is {size}"
+            )));
+        }
+        let per_dim: Vec<u64> = dims
+            .iter()
+            .zip(chunk)
+            .map(|(&d, &c)| d.div_ceil(c))
+            .collect();
+        let grid = per_dim
+            .iter()
+            .try_fold(1u64, |a, &n| a.checked_mul(n))
+            .unwrap_or(u64::MAX);
+        let chunk_bytes = chunk
+            .iter()
+            .try_fold(size, |a, &n| a.checked_mul(n))
+            .ok_or_else(|| Error::invalid("a chunk's size overflows"))?;
+        // Chunks found: (address, stored size, start, mask).
+        let mut found: Vec<(u64, u64, Vec<u64>, u32)> = Vec::new();
+        let start_of = |i: u64| {
+            let mut rest = i;
+            let mut start = vec![0u64; per_dim.len()];
+            for d in (0..per_dim.len()).rev() {
+                let n = per_dim[d].max(1);
+                start[d] = (rest % n) * chunk[d];
+                rest /= n;
+            }
+            start
+        };
+        match *index {
+            ChunkIndex::BTree(None)
+            | ChunkIndex::Single(None, _)
+            | ChunkIndex::Implicit(None)
+            | ChunkIndex::FixedArray(None) => {}
+            ChunkIndex::BTree(Some(root)) => {
+                self.chunk_btree(root, dims.len(), grid, &mut found)?
+            }
+            ChunkIndex::Single(Some(addr), filtered) => {
+                let (stored, mask) = filtered.unwrap_or((chunk_bytes, 0));
+                found.push((addr, stored, vec![0; dims.len()], mask));
+            }
+            ChunkIndex::Implicit(Some(addr)) => {
+                for i in 0..grid {
+                    let at = i.checked_mul(chunk_bytes).and_then(|o| o.checked_add(addr));
+                    let at = at.ok_or_else(|| Error::invalid("implicit chunks overflow"))?;
+                    self.count_chunk(found.len())?;
+                    found.push((at, chunk_bytes, start_of(i), 0));
+                }
+            }
+            ChunkIndex::FixedArray(Some(addr)) => {
+                for (i, (at, stored, mask)) in self
+                    .fixed_array(addr, grid, chunk_bytes)?
+                    .into_iter()
+                    .enumerate()
+                {
+                    if let Some(at) = at {
+                        found.push((at, stored, start_of(i as u64), mask));
+                    }
+                }
+            }
+        }
+        let first = found.iter().map(|c| c.0).min().unwrap_or(0);
+        let chunks = found
+            .into_iter()
+            .map(|(at, stored, start, mask)| zt_formats::Chunk {
+                at: at - first,
+                size: stored,
+                start,
+                mask,
+            })
+            .collect();
+        let table = zt_formats::ChunkTable {
+            dims: dims.to_vec(),
+            chunk: chunk.to_vec(),
+            element_size: size,
+            filters,
+            chunks,
+        };
+        Ok((table, first))
+    }
+
+    fn count_chunk(&mut self, n: usize) -> Result<()> {
+        if n >= MAX_CHUNKS {
+            return Err(Error::limit(format!(
+                "a dataset of more than {MAX_CHUNKS} chunks"
+            )));
+        }
+        self.listed_bytes = self.listed_bytes.saturating_add(96);
+        let budget = self.limits.listing_budget(self.source.len());
+        if self.listed_bytes > budget {
+            return Err(Error::limit(format!(
+                "listing the file's chunks would take more than the memory budget of {budget} bytes"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The chunks under a version 1 B-tree of raw data chunks (node type 1).
+    fn chunk_btree(
+        &mut self,
+        root: u64,
+        rank: usize,
+        grid: u64,
+        found: &mut Vec<(u64, u64, Vec<u64>, u32)>,
+    ) -> Result<()> {
+        let key = 8 + 8 * (rank as u64 + 1);
+        let mut stack = vec![root];
+        let mut nodes = 0usize;
+        while let Some(node) = stack.pop() {
+            nodes += 1;
+            if nodes > MAX_CHUNKS {
+                return Err(Error::limit("a chunk B-tree of too many nodes"));
+            }
+            let head = self.read(node, 8 + 2 * self.offsets as u64, "chunk B-tree node")?;
+            let mut c = self.cursor(&head, node);
+            if c.take(4, "TREE")? != b"TREE" {
+                return Err(bad_at("chunk B-tree node without its TREE signature", node));
+            }
+            let kind = c.u8("B-tree node type")?;
+            let level = c.u8("B-tree level")?;
+            let used = u64::from(c.u16("B-tree entries used")?);
+            if kind != 1 {
+                return Err(bad_at(format!("chunk B-tree node of type {kind}"), node));
+            }
+            let body_at = node + 8 + 2 * self.offsets as u64;
+            let body = self.read(
+                body_at,
+                used * (key + self.offsets as u64) + key,
+                "chunk B-tree entries",
+            )?;
+            let mut b = self.cursor(&body, body_at);
+            let mut children = Vec::new();
+            for _ in 0..used {
+                let stored = u64::from(b.u32("chunk size")?);
+                let mask = b.u32("filter mask")?;
+                let start = (0..=rank)
+                    .map(|_| b.uint(8, "chunk offset"))
+                    .collect::<Result<Vec<u64>>>()?;
+                let child = b.addr("chunk address")?;
+                if let Some(child) = child {
+                    if level == 0 {
+                        if found.len() as u64 >= grid.saturating_add(1) {
+                            return Err(bad_at(
+                                "a chunk B-tree of more chunks than the dataset holds",
+                                node,
+                            ));
+                        }
+                        self.count_chunk(found.len())?;
+                        let mut start = start;
+                        start.pop();
+                        found.push((child, stored, start, mask));
+                    } else {
+                        children.push(child);
+                    }
+                }
+            }
+            stack.extend(children.into_iter().rev());
+        }
+        Ok(())
+    }
+
+    /// The entries of a fixed array chunk index: each chunk's address (undefined when never
+    /// written), stored size and filter mask, in row-major chunk order.
+    fn fixed_array(
+        &mut self,
+        addr: u64,
+        grid: u64,
+        chunk_bytes: u64,
+    ) -> Result<Vec<(Option<u64>, u64, u32)>> {
+        let head = self.read(
+            addr,
+            12 + self.lengths as u64 + self.offsets as u64,
+            "fixed array header",
+        )?;
+        let mut c = self.cursor(&head, addr);
+        if c.take(4, "FAHD")? != b"FAHD" {
+            return Err(bad_at("fixed array without its FAHD signature", addr));
+        }
+        c.skip(1, "version")?;
+        let client = c.u8("client id")?;
+        let entry = u64::from(c.u8("entry size")?);
+        let page_bits = c.u8("page bits")?;
+        let count = c.length("entries")?;
+        let block = c
+            .addr("data block")?
+            .ok_or_else(|| bad_at("fixed array without data", addr))?;
+        if count > grid || count > MAX_CHUNKS as u64 {
+            return Err(bad_at(
+                format!("a fixed array of {count} chunks for a grid of {grid}"),
+                addr,
+            ));
+        }
+        if page_bits < 64 && count > 1u64 << page_bits {
+            return Err(
+                Error::unsupported("a paged fixed array chunk index (not read yet)")
+                    .at(self.base + addr),
+            );
+        }
+        let filtered = client == 1;
+        let start = block + 6 + self.offsets as u64;
+        let bytes = self.read(start, count * entry, "fixed array entries")?;
+        let mut b = self.cursor(&bytes, start);
+        let mut out = Vec::new();
+        for _ in 0..count {
+            self.count_chunk(out.len())?;
+            let at = b.addr("chunk address")?;
+            let (stored, mask) = if filtered {
+                let width = entry.saturating_sub(self.offsets as u64 + 4) as usize;
+                (b.uint(width.min(8), "chunk size")?, b.u32("filter mask")?)
+            } else {
+                (chunk_bytes, 0)
+            };
+            out.push((at, stored, mask));
+        }
+        Ok(out)
+    }
+
+    /// The filters of a pipeline message: (id, name).
+    fn filters(&self, data: &[u8], at: u64) -> Result<Vec<(u16, String)>> {
         let mut c = self.cursor(data, at);
         let version = c.u8("filter pipeline version")?;
         let count = c.u8("filter count")?;
@@ -1185,15 +1521,23 @@ impl<'s> File<'s> {
             if version == 1 && values % 2 == 1 {
                 c.skip(4, "padding")?;
             }
-            names.push(match id {
-                1 => "deflate".to_owned(),
-                2 => "shuffle".to_owned(),
-                3 => "fletcher32".to_owned(),
-                4 => "szip".to_owned(),
-                5 => "nbit".to_owned(),
-                6 => "scaleoffset".to_owned(),
-                other => format!("filter {other}"),
-            });
+            names.push((
+                id,
+                match id {
+                    1 => "deflate".to_owned(),
+                    2 => "shuffle".to_owned(),
+                    3 => "fletcher32".to_owned(),
+                    4 => "szip".to_owned(),
+                    5 => "nbit".to_owned(),
+                    6 => "scaleoffset".to_owned(),
+                    307 => "bzip2".to_owned(),
+                    32000 => "lzf".to_owned(),
+                    32001 => "blosc".to_owned(),
+                    32004 => "lz4".to_owned(),
+                    32015 => "zstd".to_owned(),
+                    other => format!("filter {other}"),
+                },
+            ));
         }
         Ok(names)
     }
@@ -1330,8 +1674,22 @@ enum Layout {
     Contiguous(Option<(u64, u64)>),
     /// Where the data lies in the header (an address) and its size.
     Compact(u64, u64),
-    Chunked,
+    /// The layout's dimensions (the chunk's, then the element's size) and the chunk index.
+    Chunked(Vec<u64>, ChunkIndex),
     Other(String),
+}
+
+/// Where a chunked dataset's chunks are listed.
+#[derive(Clone, Copy)]
+enum ChunkIndex {
+    /// A version 1 B-tree (layouts 1-3).
+    BTree(Option<u64>),
+    /// One chunk, with its filtered size and mask when filtered.
+    Single(Option<u64>, Option<(u64, u32)>),
+    /// Chunks back to back from an address, unfiltered.
+    Implicit(Option<u64>),
+    /// A fixed array of chunk addresses.
+    FixedArray(Option<u64>),
 }
 
 /// A local heap's data segment: names, NUL-terminated.

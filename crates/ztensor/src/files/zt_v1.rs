@@ -161,6 +161,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         | Encoding::Deflate
         | Encoding::ProtoVarints { .. }
         | Encoding::ProtoTagged { .. }
+        | Encoding::Hdf5Chunks(_)
         | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c

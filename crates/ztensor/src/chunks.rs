@@ -1,0 +1,329 @@
+//! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
+//! stored bytes are unfiltered in the reverse of the order the writer applied its filters
+//! (fletcher32 checked and stripped, deflate inflated to exactly the chunk's size, shuffle
+//! undone), then its rows are copied into the row-major array, clipped at the dataset's edge.
+//! Chunks never written read as zeros, HDF5's default fill value.
+
+use zt_container::{Error, Result};
+use zt_formats::ChunkTable;
+
+/// HDF5 filter ids.
+const DEFLATE: u16 = 1;
+const SHUFFLE: u16 = 2;
+const FLETCHER32: u16 = 3;
+
+/// Decodes every chunk of `table` from `span` (the component's stored bytes) into `dst`, the
+/// dataset's row-major bytes. `cap` bounds one chunk's decoded size.
+pub(crate) fn decode_into(table: &ChunkTable, span: &[u8], dst: &mut [u8], cap: u64) -> Result<()> {
+    let rank = table.dims.len();
+    if table.chunk.len() != rank || table.chunk.contains(&0) {
+        return Err(Error::invalid(
+            "chunk dimensions do not match the dataset's",
+        ));
+    }
+    let elements = table.chunk.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let chunk_bytes = elements
+        .and_then(|n| n.checked_mul(table.element_size))
+        .filter(|&n| n <= cap)
+        .ok_or_else(|| {
+            Error::limit(format!(
+                "a chunk of {:?} elements exceeds the cap of {cap} bytes",
+                table.chunk
+            ))
+        })?;
+    let mut buf = zt_container::internal::try_filled_vec(chunk_bytes as usize, 0u8)?;
+    let mut work = Vec::new();
+    dst.fill(0);
+    for (i, chunk) in table.chunks.iter().enumerate() {
+        let at = |e: Error| {
+            Error::new(
+                e.kind(),
+                format!("chunk {i} at {:?}: {}", chunk.start, e.message()),
+            )
+        };
+        let stored = usize::try_from(chunk.at)
+            .ok()
+            .zip(usize::try_from(chunk.size).ok())
+            .and_then(|(a, n)| span.get(a..a.checked_add(n)?))
+            .ok_or_else(|| at(Error::invalid("its bytes lie outside the dataset's span")))?;
+        unfilter(table, chunk.mask, stored, &mut buf, &mut work).map_err(at)?;
+        place(table, &chunk.start, &buf, dst).map_err(at)?;
+    }
+    Ok(())
+}
+
+/// Undoes the filters of one chunk into `out` (exactly one chunk's bytes).
+fn unfilter(
+    table: &ChunkTable,
+    mask: u32,
+    stored: &[u8],
+    out: &mut [u8],
+    work: &mut Vec<u8>,
+) -> Result<()> {
+    let mut data: &[u8] = stored;
+    let mut owned: Vec<u8>;
+    let active: Vec<u16> = table
+        .filters
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i >= 32 || mask & (1 << i) == 0)
+        .map(|(_, &f)| f)
+        .collect();
+    for (step, &filter) in active.iter().enumerate().rev() {
+        let last = step == 0;
+        match filter {
+            FLETCHER32 => {
+                let (body, sum) = data.split_last_chunk::<4>().ok_or_else(|| {
+                    Error::invalid("fletcher32: a chunk shorter than its checksum")
+                })?;
+                // Little-endian; libraries before 1.6.3 wrote it byte-swapped, as HDF5 accepts.
+                let stored_sum = u32::from_le_bytes(*sum);
+                let got = fletcher32(body);
+                if got != stored_sum && got.swap_bytes() != stored_sum {
+                    return Err(Error::checksum(format!(
+                        "fletcher32 mismatch: stored {stored_sum:08x}, computed {got:08x}"
+                    )));
+                }
+                data = body;
+            }
+            DEFLATE => {
+                use std::io::Read;
+                work.clear();
+                let limit = out.len() as u64 + 1;
+                flate2::read::ZlibDecoder::new(data)
+                    .take(limit)
+                    .read_to_end(work)
+                    .map_err(|e| Error::invalid(format!("deflate: {e}")))?;
+                if work.len() != out.len() {
+                    return Err(Error::invalid(format!(
+                        "deflate: the chunk inflates to {} bytes, not {}",
+                        work.len().min(out.len() + 1),
+                        out.len()
+                    )));
+                }
+                owned = std::mem::take(work);
+                data = &owned;
+                if last {
+                    out.copy_from_slice(data);
+                    *work = owned;
+                    return Ok(());
+                }
+                continue;
+            }
+            SHUFFLE => {
+                let n = table.element_size as usize;
+                if data.len() != out.len() {
+                    return Err(Error::invalid(format!(
+                        "shuffle: {} bytes for a chunk of {}",
+                        data.len(),
+                        out.len()
+                    )));
+                }
+                let count = data.len() / n.max(1);
+                for (b, plane) in data.chunks(count.max(1)).take(n).enumerate() {
+                    for (e, &byte) in plane.iter().enumerate() {
+                        if let Some(slot) = out.get_mut(e * n + b) {
+                            *slot = byte;
+                        }
+                    }
+                }
+                // The tail that does not fill a whole element stays where it was.
+                let whole = count * n;
+                if let (Some(o), Some(d)) = (out.get_mut(whole..), data.get(whole..)) {
+                    o.copy_from_slice(d);
+                }
+                if last {
+                    return Ok(());
+                }
+                owned = out.to_vec();
+                data = &owned;
+                continue;
+            }
+            other => {
+                return Err(Error::unsupported(format!(
+                    "HDF5 filter {other} ({})",
+                    filter_name(other)
+                )))
+            }
+        }
+    }
+    if data.len() != out.len() {
+        return Err(Error::invalid(format!(
+            "{} bytes stored for a chunk of {}",
+            data.len(),
+            out.len()
+        )));
+    }
+    out.copy_from_slice(data);
+    Ok(())
+}
+
+/// The name of an HDF5 filter id.
+pub(crate) fn filter_name(id: u16) -> &'static str {
+    match id {
+        DEFLATE => "deflate",
+        SHUFFLE => "shuffle",
+        FLETCHER32 => "fletcher32",
+        4 => "szip",
+        5 => "nbit",
+        6 => "scaleoffset",
+        _ => "unknown",
+    }
+}
+
+/// HDF5's Fletcher-32 over 16-bit big-endian words, reduced every 360 words, an odd last
+/// byte taken as the high byte of one more word: `H5_checksum_fletcher32`, step for step.
+fn fletcher32(data: &[u8]) -> u32 {
+    let (mut a, mut b) = (0u32, 0u32);
+    let mut words = data.chunks_exact(2);
+    loop {
+        let mut n = 0;
+        for w in words.by_ref().take(360) {
+            if let [hi, lo] = w {
+                a += u32::from(*hi) << 8 | u32::from(*lo);
+                b += a;
+            }
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+        a = (a & 0xffff) + (a >> 16);
+        b = (b & 0xffff) + (b >> 16);
+    }
+    if let [odd] = words.remainder() {
+        a += u32::from(*odd) << 8;
+        b += a;
+        a = (a & 0xffff) + (a >> 16);
+        b = (b & 0xffff) + (b >> 16);
+    }
+    a = (a & 0xffff) + (a >> 16);
+    b = (b & 0xffff) + (b >> 16);
+    (b << 16) | a
+}
+
+/// Copies one decoded chunk (starting at element `start`) into the row-major `dst`.
+fn place(table: &ChunkTable, start: &[u64], chunk: &[u8], dst: &mut [u8]) -> Result<()> {
+    let rank = table.dims.len();
+    let size = table.element_size;
+    if start.len() != rank {
+        return Err(Error::invalid(
+            "a chunk's coordinates do not match the dataset's rank",
+        ));
+    }
+    if rank == 0 {
+        let n = chunk.len().min(dst.len());
+        dst.get_mut(..n)
+            .unwrap_or_default()
+            .copy_from_slice(chunk.get(..n).unwrap_or_default());
+        return Ok(());
+    }
+    // The part of the chunk inside the dataset, per dimension.
+    let mut extent = Vec::with_capacity(rank);
+    for ((&s, &n), &c) in start.iter().zip(&table.dims).zip(&table.chunk) {
+        if s >= n {
+            // A chunk wholly outside the dataset (left by a shrink): nothing to place.
+            return Ok(());
+        }
+        extent.push(c.min(n - s));
+    }
+    let run = extent[rank - 1] * size;
+    // Strides in elements of the chunk and of the dataset.
+    let mut idx = vec![0u64; rank - 1];
+    loop {
+        let mut src = 0u64;
+        let mut to = 0u64;
+        let (mut cs, mut ds) = (1u64, 1u64);
+        for d in (0..rank).rev() {
+            let i = if d == rank - 1 { 0 } else { idx[d] };
+            src += i * cs;
+            to += (start[d] + i) * ds;
+            cs *= table.chunk[d];
+            ds *= table.dims[d];
+        }
+        let (src, to) = (src * size, to * size);
+        let piece = usize::try_from(src)
+            .ok()
+            .and_then(|s| chunk.get(s..s.checked_add(run as usize)?))
+            .ok_or_else(|| Error::invalid("a chunk shorter than its dimensions"))?;
+        let slot = usize::try_from(to)
+            .ok()
+            .and_then(|t| dst.get_mut(t..t.checked_add(run as usize)?))
+            .ok_or_else(|| Error::invalid("a chunk placed past the dataset's end"))?;
+        slot.copy_from_slice(piece);
+        // Next row: the odometer over all but the last dimension.
+        let mut d = rank - 1;
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < extent[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zt_formats::Chunk;
+
+    #[test]
+    fn fletcher32_sums_words() {
+        // One word: a = 0x0102, b = a. Two: a = 0x0102 + 0x0304, b = 0x0102 + a.
+        assert_eq!(fletcher32(&[1, 2]), 0x0102_0102);
+        assert_eq!(fletcher32(&[1, 2, 3, 4]), (0x0102 + 0x0406) << 16 | 0x0406);
+        // An odd byte is the high byte of one more word.
+        assert_eq!(fletcher32(&[1, 2, 3]), (0x0102 + 0x0402) << 16 | 0x0402);
+    }
+
+    #[test]
+    fn chunks_are_placed_and_clipped() {
+        // A 3x3 u8 dataset in 2x2 chunks; the last row and column are partial chunks.
+        let table = ChunkTable {
+            dims: vec![3, 3],
+            chunk: vec![2, 2],
+            element_size: 1,
+            filters: Vec::new(),
+            chunks: [[0, 0], [0, 2], [2, 0], [2, 2]]
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Chunk {
+                    at: 4 * i as u64,
+                    size: 4,
+                    start: s.to_vec(),
+                    mask: 0,
+                })
+                .collect(),
+        };
+        let span: Vec<u8> = (1..=16).collect();
+        let mut dst = [0u8; 9];
+        decode_into(&table, &span, &mut dst, 1 << 20).unwrap();
+        assert_eq!(dst, [1, 2, 5, 3, 4, 7, 9, 10, 13]);
+    }
+
+    #[test]
+    fn shuffle_is_undone() {
+        let table = ChunkTable {
+            dims: vec![2],
+            chunk: vec![2],
+            element_size: 4,
+            filters: vec![SHUFFLE],
+            chunks: vec![Chunk {
+                at: 0,
+                size: 8,
+                start: vec![0],
+                mask: 0,
+            }],
+        };
+        // 0x04030201, 0x08070605 shuffled: byte planes.
+        let span = [1, 5, 2, 6, 3, 7, 4, 8];
+        let mut dst = [0u8; 8];
+        decode_into(&table, &span, &mut dst, 1 << 20).unwrap();
+        assert_eq!(dst, [1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+}
