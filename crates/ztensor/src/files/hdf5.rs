@@ -1140,13 +1140,23 @@ impl<'s> File<'s> {
             }
             (1, 4) => numbers(DType::F32),
             (1, 8) => numbers(DType::F64),
-            (8, 1) => {
-                // An enum of 1-byte members: h5py's bool is FALSE = 0, TRUE = 1.
+            // Bitfields (PyTables' booleans): unsigned integers of their size.
+            (4, 1) => numbers(DType::U8),
+            (4, 2) => numbers(DType::U16),
+            (4, 4) => numbers(DType::U32),
+            (4, 8) => numbers(DType::U64),
+            (8, _) => {
+                // An enum: its values are its base type's. h5py's bool is an enum of two
+                // 1-byte members (FALSE = 0, TRUE = 1).
                 let members = u16::from_le_bytes([b0, bits.get(1).copied().unwrap_or(0)]);
-                if members == 2 {
+                if size == 1 && members == 2 {
                     Element::Numbers(ElementType::plain(DType::Bool), ByteOrder::Little)
                 } else {
-                    numbers(DType::U8)
+                    let base = c.rest();
+                    match base.first().map(|b| b & 0x0f) {
+                        Some(0) => self.datatype(base, at)?,
+                        _ => Element::Not("an HDF5 enum of a non-integer base".into()),
+                    }
                 }
             }
             (0 | 1, n) => Element::Not(format!("HDF5 numbers of {n} bytes")),

