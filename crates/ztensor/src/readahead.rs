@@ -14,6 +14,14 @@
 //!   [`MAX_WINDOW`] as the stream goes on, like the kernel's own read-ahead; it is topped up
 //!   when half of it has been consumed, so a stream of small objects costs one hand-over per
 //!   half window, not one per object.
+//! - **A sweep**: reads in an order that is neither (a loader asks for tensors in its model's
+//!   module order: embeddings, then layer 0's norm, q, k, v, ...), once they have covered
+//!   1/[`SWEEP_SHARE`] of the file's data in at least [`SWEEP_MIN_READS`] objects, are taken
+//!   to be reading the whole file. The rest is
+//!   then handed to the prefetching thread in file order, in large sequential pieces, up to
+//!   [`MAX_WINDOW`] ahead of what the caller has consumed, skipping what it has read already:
+//!   the disk reads the file front to back whatever order the caller asks in. A caller that
+//!   reads a few tensors never gets there, and reads only those.
 //! - **Reads from several threads at once** ([`crate::Reader::parallel_objects`]) do not take
 //!   the state's lock when another thread holds it: a hint is never worth a wait.
 //!
@@ -35,6 +43,12 @@ const FIRST_WINDOW: u64 = 8 << 20;
 /// The largest window: enough to keep a disk busy while the caller works on a large tensor,
 /// small enough that a stream abandoned early reads little in vain.
 pub(crate) const MAX_WINDOW: u64 = 64 << 20;
+
+/// Lone reads that have covered this share of the file's data (1/8) start a sweep...
+pub(crate) const SWEEP_SHARE: u64 = 8;
+/// ...when they were reads of at least this many objects: one large tensor read alone (`zt
+/// cat`) is not a whole-file load.
+pub(crate) const SWEEP_MIN_READS: u32 = 4;
 
 /// The name position an [`crate::ObjectView`] carries when its reads give no hints: the
 /// caller has already said what it reads ([`crate::Reader::parallel_objects_whole`] on a
@@ -60,6 +74,8 @@ impl Span {
 struct Plan {
     /// Per object, in name order.
     spans: Vec<Span>,
+    /// Bytes of every object's data, summed.
+    total: u64,
     /// Name positions in file order.
     file_order: Vec<u32>,
     /// File positions by name position.
@@ -84,6 +100,38 @@ struct Stream {
     /// Bytes handed to the prefetcher and not yet read.
     ahead: u64,
     window: u64,
+    /// The sweep of reads in no order we follow (made on the first such read).
+    sweep: Option<Sweep>,
+}
+
+/// Reads in no order we follow, and the sweep in file order they may start.
+#[derive(Debug, Default)]
+struct Sweep {
+    /// Objects read (a bit per name position).
+    read: Vec<u64>,
+    /// Objects handed to the prefetcher by the sweep.
+    handed: Vec<u64>,
+    /// Bytes of the objects read.
+    read_bytes: u64,
+    /// How many objects were read.
+    reads: u32,
+    /// Whether the sweep has started.
+    on: bool,
+    /// File position of the first object the sweep has not looked at.
+    frontier: u32,
+    /// Bytes handed and not yet read.
+    ahead: u64,
+}
+
+fn bit(set: &[u64], i: u32) -> bool {
+    set.get(i as usize / 64)
+        .is_some_and(|w| w & (1 << (i % 64)) != 0)
+}
+
+fn set_bit(set: &mut [u64], i: u32) {
+    if let Some(w) = set.get_mut(i as usize / 64) {
+        *w |= 1 << (i % 64);
+    }
 }
 
 /// The read-ahead state of one reader.
@@ -143,8 +191,13 @@ impl ReadAhead {
                     *slot = at as u32;
                 }
             }
+            let total = spans
+                .iter()
+                .filter(|s| s.start != u64::MAX)
+                .fold(0u64, |a, s| a.saturating_add(s.len()));
             Plan {
                 spans,
+                total,
                 file_order,
                 file_position,
             }
@@ -220,15 +273,20 @@ impl ReadAhead {
         };
         stream.last = Some(index);
         let Some(order) = order else {
+            let sweep = stream.sweep.take();
             *stream = Stream {
                 last: Some(index),
                 ..Stream::default()
             };
-            // Even for a small object: once its pages are asked for, touching them does not
-            // set off the kernel's read-around of megabytes nobody asked for.
-            if has_data {
-                hints.now = Some((span.start, span.len()));
-            }
+            let sweep = stream.sweep.insert(sweep.unwrap_or_else(|| {
+                let words = plan.spans.len().div_ceil(64);
+                Sweep {
+                    read: vec![0; words],
+                    handed: vec![0; words],
+                    ..Sweep::default()
+                }
+            }));
+            Self::sweep_read(plan, sweep, index, span, self.merge_neighbours, &mut hints);
             return hints;
         };
         let here = position_in(order, index);
@@ -269,6 +327,64 @@ impl ReadAhead {
         }
         stream.window = stream.window.saturating_mul(2).min(MAX_WINDOW);
         hints
+    }
+}
+
+impl ReadAhead {
+    /// A read in no order we follow: the object is read now (unless the sweep handed it over
+    /// already); once such reads cover [`SWEEP_SHARE`] of the data, the rest of the file is
+    /// handed over in file order, [`MAX_WINDOW`] ahead of what has been consumed.
+    fn sweep_read(
+        plan: &Plan,
+        sweep: &mut Sweep,
+        index: u32,
+        span: Span,
+        merge: bool,
+        hints: &mut Hints,
+    ) {
+        let has_data = span.start != u64::MAX;
+        if !bit(&sweep.read, index) {
+            set_bit(&mut sweep.read, index);
+            sweep.reads = sweep.reads.saturating_add(1);
+            if has_data {
+                sweep.read_bytes = sweep.read_bytes.saturating_add(span.len());
+                if bit(&sweep.handed, index) {
+                    sweep.ahead = sweep.ahead.saturating_sub(span.len());
+                }
+            }
+        }
+        // Even for a small object: once its pages are asked for, touching them does not
+        // set off the kernel's read-around of megabytes nobody asked for.
+        if has_data && !bit(&sweep.handed, index) {
+            hints.now = Some((span.start, span.len()));
+        }
+        if !sweep.on
+            && sweep.reads >= SWEEP_MIN_READS
+            && sweep.read_bytes.saturating_mul(SWEEP_SHARE) >= plan.total
+        {
+            sweep.on = true;
+        }
+        if !sweep.on || sweep.ahead >= MAX_WINDOW / 2 {
+            return;
+        }
+        while sweep.ahead < MAX_WINDOW {
+            let Some(&next) = plan.file_order.get(sweep.frontier as usize) else {
+                break;
+            };
+            sweep.frontier += 1;
+            let Some(&s) = plan.spans.get(next as usize) else {
+                break;
+            };
+            if s.start == u64::MAX || bit(&sweep.read, next) {
+                continue;
+            }
+            set_bit(&mut sweep.handed, next);
+            match hints.ahead.last_mut() {
+                Some((o, l)) if merge && *o + *l == s.start => *l += s.len(),
+                _ => hints.ahead.push((s.start, s.len())),
+            }
+            sweep.ahead = sweep.ahead.saturating_add(s.len());
+        }
     }
 }
 
@@ -369,6 +485,51 @@ mod tests {
         let ra = on();
         ra.plan_read(&objects, 1, false);
         assert_eq!(ra.plan_read(&objects, 1, false), Hints::default());
+    }
+
+    #[test]
+    fn reads_in_module_order_sweep_the_rest_of_the_file_in_file_order() {
+        // 32 objects of 2 MiB in file order 0..32, read in an order that is neither name nor
+        // file order: 0, 16, 1, 17, 2, 18, ... (a model's layers asked for in turns).
+        let objects = objects(&(0..32).collect::<Vec<_>>(), 2);
+        let ra = on();
+        let order: Vec<u32> = (0..16).flat_map(|i| [i, i + 16]).collect();
+        let mut handed: Vec<(u64, u64)> = Vec::new();
+        for (k, &i) in order.iter().enumerate() {
+            let hints = ra.plan_read(&objects, i, false);
+            if k < 3 {
+                // A few reads: each asks for itself only.
+                assert!(hints.ahead.is_empty(), "read {k}");
+                assert!(hints.now.is_some());
+            }
+            handed.extend(hints.ahead);
+        }
+        // 1/8 of 64 MiB read: the sweep hands the rest over in file order, skipping what was
+        // read, in merged ranges, never more than the window ahead.
+        let at = |pos: u64| 4096 + pos * (2 << 20);
+        // Objects 0, 16, 1 and 17 were read (8 MiB): the sweep starts at 2, and 2..16 is
+        // one range.
+        assert_eq!(handed.first(), Some(&(at(2), 28 << 20)));
+        assert!(handed.windows(2).all(|w| w[0].0 < w[1].0), "{handed:?}");
+        let total: u64 = handed.iter().map(|h| h.1).sum();
+        assert!((32 << 20..=64 << 20).contains(&total), "{total}");
+        // An object the sweep handed over is not asked for again when read.
+        let ra = on();
+        for &i in &order[..4] {
+            ra.plan_read(&objects, i, false);
+        }
+        let late = ra.plan_read(&objects, 30, false);
+        assert_eq!(late.now, None);
+    }
+
+    #[test]
+    fn a_few_scattered_reads_never_start_a_sweep() {
+        let objects = objects(&(0..64).collect::<Vec<_>>(), 2);
+        let ra = on();
+        for i in [40, 3, 27, 9, 51, 14] {
+            let hints = ra.plan_read(&objects, i, false);
+            assert!(hints.ahead.is_empty());
+        }
     }
 
     #[test]

@@ -204,6 +204,7 @@ impl<'r> ObjectView<'r> {
             // they take the decode path below, which lays them out first.
             Encoding::Raw if comp.arrangement.is_none() => {
                 let source = backing.file(comp).map_err(&at)?;
+                ask_for_exactly(source, comp.offset, &slab, element_size);
                 // One run needing no swap: borrowed from a map, or one positional read.
                 let single = runs.peek().copied().filter(|_| slab.is_single_run());
                 if let (Some((off, len)), ByteOrder::Little) = (single, comp.byte_order) {
@@ -252,6 +253,40 @@ impl Hyperslab {
         self.ranges[..self.walked_dims()]
             .iter()
             .all(|r| r.end - r.start == 1)
+    }
+}
+
+/// The most runs of a slice told to the kernel one by one; a slice of more runs asks for
+/// the span from its first byte to its last.
+const MAX_HINTED_RUNS: u64 = 4096;
+
+/// Asks the kernel for exactly the pages of a slice of a mapped component at `base`, before
+/// they are touched: a fault on a page not yet read would read the megabytes around it (the
+/// disk's read-ahead), for a slice of a few kilobytes.
+fn ask_for_exactly(source: &zt_container::Source, base: u64, slab: &Hyperslab, element_size: u64) {
+    if !matches!(source, zt_container::Source::Mapped(_)) {
+        return;
+    }
+    let mut runs = slab.runs(element_size);
+    let Some((first, first_len)) = runs.next() else {
+        return;
+    };
+    let count = slab
+        .element_count()
+        .saturating_mul(element_size)
+        .checked_div(first_len)
+        .unwrap_or(0);
+    if count <= MAX_HINTED_RUNS {
+        source.will_need(base.saturating_add(first), first_len);
+        for (off, len) in runs {
+            source.will_need(base.saturating_add(off), len);
+        }
+    } else {
+        let end = slab
+            .runs(element_size)
+            .last()
+            .map_or(first + first_len, |(o, l)| o.saturating_add(l));
+        source.will_need(base.saturating_add(first), end.saturating_sub(first));
     }
 }
 

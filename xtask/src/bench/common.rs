@@ -358,6 +358,60 @@ pub(super) fn read_zt(path: &Path, options: OpenOptions) -> Result<u64> {
     Ok(acc)
 }
 
+/// As [`read_zt`], reading the objects in `order` (names), as a loader asks for them.
+pub(super) fn read_zt_in(path: &Path, options: OpenOptions, order: &[String]) -> Result<u64> {
+    let r = options.open(path)?;
+    let mut acc = 0;
+    for name in order {
+        let o = r.object(name)?;
+        acc ^= if o.element_type().map(|t| t.name()) == Some("bf16") {
+            touch(bytemuck::cast_slice(&o.read::<bf16>()?))
+        } else {
+            touch(bytemuck::cast_slice(&o.read::<f32>()?))
+        };
+    }
+    Ok(acc)
+}
+
+/// The workload's names in a model's module order, as `load_state_dict` asks for them: the
+/// embeddings, then per layer (by number, not by name) its first norm, q, k, v, o, second
+/// norm, MLP up and down, then the head.
+pub(super) fn module_order(tensors: &[Tensor]) -> Vec<String> {
+    let rank = |name: &str| -> (u64, u64, u64) {
+        if name.starts_with("embed") {
+            return (0, 0, 0);
+        }
+        if name.starts_with("head") {
+            return (2, 0, 0);
+        }
+        let mut parts = name.split('.');
+        let layer = parts.nth(1).and_then(|l| l.parse().ok()).unwrap_or(0);
+        let within = [
+            "norm1", "attn.q.", "attn.k.", "attn.v.", "attn.o.", "norm2", "mlp.up", "mlp.down",
+        ]
+        .iter()
+        .position(|p| name.contains(p))
+        .unwrap_or(9) as u64;
+        (1, layer, within)
+    };
+    let mut names: Vec<String> = tensors.iter().map(|t| t.name.clone()).collect();
+    names.sort_by_key(|n| rank(n));
+    names
+}
+
+/// The workload's names in a fixed random order (a seeded shuffle).
+pub(super) fn random_order(tensors: &[Tensor]) -> Vec<String> {
+    let mut names: Vec<String> = tensors.iter().map(|t| t.name.clone()).collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..names.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        names.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    names
+}
+
 /// As [`read_zt`], walking the file in file order (`for o in &reader`).
 pub(super) fn read_zt_walk(path: &Path, options: OpenOptions) -> Result<u64> {
     let r = options.open(path)?;

@@ -5,7 +5,8 @@
 //! Map: this module holds the workload, the timing helpers and [`SECTIONS`], the list that
 //! `--only` picks from; each section is one function in a room of its own:
 //! [`write`] (`write`), [`read`] (`read`, `cold`), [`open`] (`open`, `header`), [`gguf`],
-//! [`zstd`], [`verify`], [`remote`], and [`tools`] (`zt`, `python`: whole programs).
+//! [`zstd`], [`verify`], [`remote`], and [`tools`] (`zt`, `python`, `formats`: whole
+//! programs).
 
 use std::path::Path;
 use std::process::Command;
@@ -40,6 +41,7 @@ const SECTIONS: &[Section] = &[
     ("zt", tools::zt_binary),
     ("remote", remote_section),
     ("python", tools::python),
+    ("formats", tools::formats),
 ];
 
 /// `cargo xtask bench [--scale N] [--only a,b]`.

@@ -5,7 +5,14 @@ use super::common::*;
 /// Reading every tensor with the page cache warm, against a scan of the same bytes in memory.
 pub(super) fn read(b: &mut Bench) -> Result<()> {
     let (runs, total) = (b.runs, b.total);
-    let Bench { zt, st, table, .. } = b;
+    let Bench {
+        zt,
+        st,
+        table,
+        tensors,
+        ..
+    } = b;
+    let (module, random) = (module_order(tensors), random_order(tensors));
     // --- read every tensor, page cache warm ---
     // As a user's files are: read in from the disk once (not left by our own writer a
     // moment ago, whose pages the kernel holds in larger pieces that fault in faster).
@@ -63,7 +70,10 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         Ok(())
     };
     let mut chunked = consumed(|| read_zt_chunked(zt));
-    let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked] =
+    let mut in_module = consumed(|| read_zt_in(zt, OpenOptions::new(), &module));
+    let mut in_random = consumed(|| read_zt_in(zt, OpenOptions::new(), &random));
+    let mut st_module = consumed(|| read_zt_in(st, OpenOptions::new(), &module));
+    let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module] =
         interleaved(
             runs,
             &mut [
@@ -76,6 +86,9 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
                 &mut fresh,
                 &mut into,
                 &mut chunked,
+                &mut in_module,
+                &mut in_random,
+                &mut st_module,
             ],
         )?;
     drop(whole);
@@ -89,6 +102,21 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         (
             "ztensor default: open, for o in &reader (file order)",
             t_walked,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor default: open, read in module order",
+            t_module,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor default: open, read in a random order",
+            t_random,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor default on .safetensors, module order",
+            t_st_module,
             Some((t_scan, "scan")),
         ),
         (
@@ -141,6 +169,7 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
         table,
         ..
     } = b;
+    let (module, random) = (module_order(tensors), random_order(tensors));
     // --- load every tensor from the disk: page cache dropped before every call ---
     if !drop_page_cache() {
         println!(
@@ -154,17 +183,24 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
         let mut populated = consumed(|| read_zt(zt, OpenOptions::new().populate(true)));
         let mut chunked = consumed(|| read_zt_chunked(zt));
         let mut st_mapped = consumed(|| read_safetensors_mapped(st));
-        let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st] = interleaved_cold(
-            cold_runs,
-            &mut [
-                &mut sequential,
-                &mut by_name,
-                &mut walked,
-                &mut populated,
-                &mut chunked,
-                &mut st_mapped,
-            ],
-        )?;
+        let mut in_module = consumed(|| read_zt_in(zt, OpenOptions::new(), &module));
+        let mut in_random = consumed(|| read_zt_in(zt, OpenOptions::new(), &random));
+        let mut st_module = consumed(|| read_zt_in(st, OpenOptions::new(), &module));
+        let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st, t_module, t_random, t_st_module] =
+            interleaved_cold(
+                cold_runs,
+                &mut [
+                    &mut sequential,
+                    &mut by_name,
+                    &mut walked,
+                    &mut populated,
+                    &mut chunked,
+                    &mut st_mapped,
+                    &mut in_module,
+                    &mut in_random,
+                    &mut st_module,
+                ],
+            )?;
         for (row, time, baseline) in [
             ("sequential read, 4 MiB pieces (limit)", t_seq, None),
             (
@@ -175,6 +211,21 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
             (
                 "ztensor default: for o in &reader",
                 t_walk,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "ztensor default: module order",
+                t_module,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "ztensor default: random order",
+                t_random,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "ztensor default on .safetensors, module order",
+                t_st_module,
                 Some((t_seq, "sequential")),
             ),
             ("ztensor populate(true)", t_pop, Some((t_seq, "sequential"))),
@@ -217,6 +268,31 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
             println!(
                 "  (build target/release/zt for the zt cat row: cargo build --release -p zt-cli)"
             );
+        }
+        // A slice reads its bytes, not the disk's read-ahead around them.
+        #[cfg(target_os = "linux")]
+        {
+            let big = tensors
+                .iter()
+                .max_by_key(|t| t.bytes.len())
+                .map(|t| t.name.clone())
+                .unwrap_or_default();
+            for (label, ranges) in [
+                ("8 rows", vec![0..8u64]),
+                ("a 16x100 box", vec![100..116u64, 200..300]),
+            ] {
+                anyhow::ensure!(drop_page_cache(), "cannot drop the page cache");
+                let r = ztensor::open(&zt)?;
+                let o = r.object(&big)?;
+                let mut full = ranges.clone();
+                full.extend(o.shape.iter().skip(ranges.len()).map(|&d| 0..d));
+                let got = o.slice_bytes(&full)?.len();
+                println!(
+                    "  cold       a slice of {label} ({:.1} KiB) of {big} read {:.2} MiB of the file",
+                    got as f64 / 1024.0,
+                    resident_bytes(zt)? as f64 / 1048576.0
+                );
+            }
         }
     }
     Ok(())

@@ -68,3 +68,16 @@ pub(super) fn python(b: &mut Bench) -> Result<()> {
     anyhow::ensure!(status.success(), "tools/bench/python.sh failed");
     Ok(())
 }
+
+/// ONNX and HDF5 from Python: ztio against onnx and h5py (tools/bench/formats.sh).
+pub(super) fn formats(b: &mut Bench) -> Result<()> {
+    let scale = b.scale;
+    println!("\n== formats: ONNX and HDF5, ztio (release build) against onnx and h5py");
+    let status = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/bench/formats.sh"))
+        .args(["--scale", &scale.to_string()])
+        .status()
+        .context("running tools/bench/formats.sh")?;
+    anyhow::ensure!(status.success(), "tools/bench/formats.sh failed");
+    Ok(())
+}
