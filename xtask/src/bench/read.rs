@@ -278,7 +278,7 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
                 .map(|t| t.name.clone())
                 .unwrap_or_default();
             for (label, ranges) in [
-                ("8 rows", [0..8u64].to_vec()),
+                ("8 rows", std::iter::once(0..8u64).collect::<Vec<_>>()),
                 ("a 16x100 box", [100..116u64, 200..300].to_vec()),
             ] {
                 anyhow::ensure!(drop_page_cache(), "cannot drop the page cache");
