@@ -676,16 +676,7 @@ impl<'s> Walk<'s, '_> {
             let field = field?;
             match field.number {
                 1 => match field.value {
-                    Value::Varint(d, _) => {
-                        if t.dims.len() >= max_rank {
-                            return Err(Error::rank_over_cap(
-                                Some(t.dims.len() as u64 + 1),
-                                max_rank,
-                            )
-                            .at(field.at));
-                        }
-                        t.dims.push(d);
-                    }
+                    Value::Varint(d, _) => push_dim(&mut t.dims, d, max_rank, field.at)?,
                     // Packed dims: a writer may pack them although ONNX declares them not.
                     Value::Bytes(s) => {
                         if s.len() > 10 * max_rank as u64 {
@@ -697,14 +688,7 @@ impl<'s> Walk<'s, '_> {
                             let (d, n) = proto::varint(rest).ok_or_else(|| {
                                 Error::invalid("malformed varint in dims").at(s.start)
                             })?;
-                            if t.dims.len() >= max_rank {
-                                return Err(Error::rank_over_cap(
-                                    Some(t.dims.len() as u64 + 1),
-                                    max_rank,
-                                )
-                                .at(field.at));
-                            }
-                            t.dims.push(d);
+                            push_dim(&mut t.dims, d, max_rank, field.at)?;
                             rest = rest.get(n..).unwrap_or_default();
                         }
                     }
@@ -911,14 +895,8 @@ impl<'s> Walk<'s, '_> {
                 1 => values = Some(field.bytes("values")?),
                 2 => indices = Some(field.bytes("indices")?),
                 3 => {
-                    if dims.len() >= self.limits.decode.max_rank {
-                        return Err(Error::rank_over_cap(
-                            Some(dims.len() as u64 + 1),
-                            self.limits.decode.max_rank,
-                        )
-                        .at(field.at));
-                    }
-                    dims.push(field.varint("dims")?);
+                    let d = field.varint("dims")?;
+                    push_dim(&mut dims, d, self.limits.decode.max_rank, field.at)?;
                 }
                 _ => {}
             }
@@ -1013,6 +991,15 @@ impl<'s> Walk<'s, '_> {
         }
         Ok(part)
     }
+}
+
+/// Adds a dimension, refusing a rank over `max_rank`.
+fn push_dim(dims: &mut Vec<u64>, d: u64, max_rank: usize, at: u64) -> Result<()> {
+    if dims.len() >= max_rank {
+        return Err(Error::rank_over_cap(Some(dims.len() as u64 + 1), max_rank).at(at));
+    }
+    dims.push(d);
+    Ok(())
 }
 
 /// A dense object of one `data` component at `(offset, length)` of the model file, raw.

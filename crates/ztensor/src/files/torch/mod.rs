@@ -119,29 +119,13 @@ pub(crate) fn list(
             }
         },
     };
-    if pkl.uncompressed > MAX_PICKLE_LEN {
-        return Err(Error::limit(format!(
-            "data.pkl of {} bytes exceeds the cap of {MAX_PICKLE_LEN}",
-            pkl.uncompressed
-        ))
-        .at(pkl.data_offset));
-    }
-    let pickled = small_record(source, pkl, MAX_PICKLE_LEN)?;
     let mut heap = Heap::default();
-    let base = match pkl.method {
-        Method::Stored => pkl.data_offset,
-        Method::Deflated => 0,
-    };
-    let (root, _) = Machine::new(&mut heap, PICKLE_LIMITS, base)
-        .run(&pickled)
-        .map_err(|e| e.in_object(&pkl.name))?;
-
+    let (root, len) = run_record(source, pkl, &mut heap)?;
     let data = |key: &str| {
         records
             .get(format!("{prefix}data/{key}").as_str())
             .map(|e| (*e).clone())
     };
-    let len = pickled.len() as u64;
     let mut listing = listing_of(&heap, root, data, byte_order, limits, version.clone(), len)?;
     // A TorchScript archive's tensor constants (a traced module's literals): a tuple in
     // constants.pkl over storages in constants/, listed as `constants.<i>`.
@@ -169,6 +153,28 @@ pub(crate) fn list(
     Ok(listing)
 }
 
+/// Runs the pickle in record `pkl` (at most [`MAX_PICKLE_LEN`] bytes, inflated when
+/// deflated) into `heap`: its root value and the pickle's length.
+fn run_record(source: &Source, pkl: &zip::Entry, heap: &mut Heap) -> Result<(Pv, u64)> {
+    if pkl.uncompressed > MAX_PICKLE_LEN {
+        return Err(Error::limit(format!(
+            "{} of {} bytes exceeds the cap of {MAX_PICKLE_LEN}",
+            pkl.name, pkl.uncompressed
+        ))
+        .at(pkl.data_offset));
+    }
+    let pickled = small_record(source, pkl, MAX_PICKLE_LEN)?;
+    // Offsets in a stored record are the file's; in an inflated one, the pickle's.
+    let base = match pkl.method {
+        Method::Stored => pkl.data_offset,
+        Method::Deflated => 0,
+    };
+    let (root, _) = Machine::new(heap, PICKLE_LIMITS, base)
+        .run(&pickled)
+        .map_err(|e| e.in_object(&pkl.name))?;
+    Ok((root, pickled.len() as u64))
+}
+
 /// The tensors of a TorchScript archive's constants.pkl, named `constants.<i>`.
 fn script_constants(
     source: &Source,
@@ -177,23 +183,8 @@ fn script_constants(
     byte_order: ByteOrder,
     limits: &Limits,
 ) -> Result<Vec<ObjectInfo>> {
-    if pkl.uncompressed > MAX_PICKLE_LEN {
-        return Err(Error::limit(format!(
-            "constants.pkl of {} bytes exceeds the cap of {MAX_PICKLE_LEN}",
-            pkl.uncompressed
-        ))
-        .at(pkl.data_offset));
-    }
-    let pickled = small_record(source, pkl, MAX_PICKLE_LEN)?;
     let mut heap = Heap::default();
-    let base = match pkl.method {
-        Method::Stored => pkl.data_offset,
-        Method::Deflated => 0,
-    };
-    let (root, _) = Machine::new(&mut heap, PICKLE_LIMITS, base)
-        .run(&pickled)
-        .map_err(|e| e.in_object(&pkl.name))?;
-    let len = pickled.len() as u64;
+    let (root, len) = run_record(source, pkl, &mut heap)?;
     let listed = listing_of(
         &heap,
         root,
