@@ -506,7 +506,8 @@ impl<'s> File<'s> {
                         if sig.as_ref() != b"OCHK" {
                             return Err(bad_at("continuation block without OCHK", addr));
                         }
-                        blocks.push((addr + 4, length.saturating_sub(8), true));
+                        // The read of its signature above found it inside the file.
+                        blocks.push((addr.saturating_add(4), length.saturating_sub(8), true));
                     } else {
                         blocks.push((addr, length, false));
                     }
@@ -1486,7 +1487,7 @@ impl<'s> File<'s> {
             );
         }
         let filtered = client == 1;
-        let start = block + 6 + self.offsets as u64;
+        let start = block.saturating_add(6 + self.offsets as u64);
         let bytes = self.read(start, count * entry, "fixed array entries")?;
         let mut b = self.cursor(&bytes, start);
         let mut out = Vec::new();
