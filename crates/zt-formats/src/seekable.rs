@@ -157,53 +157,73 @@ pub fn parse_seek_table(blob: &[u8], decoded_length: u64) -> Result<Vec<SeekFram
 #[cfg(feature = "zstd")]
 pub fn zstd_seekable_decode_into(blob: &[u8], dst: &mut [u8]) -> Result<()> {
     let frames = parse_seek_table(blob, dst.len() as u64)?;
+    for (k, (f, out)) in frames.iter().zip(frame_outputs(&frames, dst)?).enumerate() {
+        decode_frame(blob, k, f, out)?;
+    }
+    Ok(())
+}
+
+/// `dst` cut into each frame's output, in order. The seek table was checked to lay the frames'
+/// outputs end to end from 0 ([`parse_seek_table`]).
+pub fn frame_outputs<'d>(frames: &[SeekFrame], dst: &'d mut [u8]) -> Result<Vec<&'d mut [u8]>> {
+    let mut outs = Vec::new();
+    outs.try_reserve_exact(frames.len())
+        .map_err(|_| Error::out_of_memory("the frames of a zstd-seekable part"))?;
+    let mut rest = dst;
     for (k, f) in frames.iter().enumerate() {
-        let range = |o: u64, n: u64| {
-            let o = usize::try_from(o).ok()?;
-            Some(o..o.checked_add(usize::try_from(n).ok()?)?)
-        };
-        let src = range(f.offset, f.compressed)
-            .and_then(|r| blob.get(r))
-            .ok_or_else(|| {
-                Error::invalid(format!("zstd-seekable: frame {k} lies outside the blob"))
-            })?;
-        // Frame header: 4-byte magic, then the descriptor whose bit 2 says a content checksum
-        // follows the frame.
-        if src.get(..4) != Some(&[0x28, 0xb5, 0x2f, 0xfd][..]) {
-            return Err(
-                Error::invalid(format!("zstd-seekable: frame {k} is not a zstd frame"))
-                    .at(f.offset),
-            );
-        }
-        if src.get(4).is_none_or(|fhd| fhd & 0x04 == 0) {
-            return Err(Error::invalid(format!(
-                "zstd-seekable: frame {k} carries no content checksum"
-            ))
-            .at(f.offset));
-        }
-        if let Some(c) = f.checksum {
-            let own = src
-                .len()
-                .checked_sub(4)
-                .and_then(|i| src.get(i..))
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            if own != Some(c) {
-                return Err(Error::invalid(format!(
-                    "zstd-seekable: frame {k}'s checksum column entry {c:#010x} differs from the frame's own checksum"
-                ))
-                .at(f.offset));
-            }
-        }
-        let out = range(f.decoded_offset, f.decompressed)
-            .and_then(|r| dst.get_mut(r))
+        let n = usize::try_from(f.decompressed)
+            .ok()
+            .filter(|&n| n <= rest.len())
             .ok_or_else(|| {
                 Error::invalid(format!("zstd-seekable: frame {k} decodes outside the part"))
             })?;
-        crate::compress::zstd_decode_into(src, out).map_err(|e| {
-            Error::invalid(format!("zstd-seekable frame {k}: {}", e.message())).at(f.offset)
-        })?;
+        let (out, tail) = rest.split_at_mut(n);
+        outs.push(out);
+        rest = tail;
     }
-    Ok(())
+    Ok(outs)
+}
+
+/// Decodes frame `k` (`f`, from the seek table) of `blob` into `out`, its slice of the part:
+/// the frame must be a zstd frame carrying its content checksum (which zstd verifies), agree
+/// with the checksum column if there is one, and fill `out` exactly. Frames are independent:
+/// a caller may decode them on as many threads as it likes.
+#[cfg(feature = "zstd")]
+pub fn decode_frame(blob: &[u8], k: usize, f: &SeekFrame, out: &mut [u8]) -> Result<()> {
+    let src = usize::try_from(f.offset)
+        .ok()
+        .and_then(|o| blob.get(o..o.checked_add(usize::try_from(f.compressed).ok()?)?))
+        .ok_or_else(|| Error::invalid(format!("zstd-seekable: frame {k} lies outside the blob")))?;
+    // Frame header: 4-byte magic, then the descriptor whose bit 2 says a content checksum
+    // follows the frame.
+    if src.get(..4) != Some(&[0x28, 0xb5, 0x2f, 0xfd][..]) {
+        return Err(
+            Error::invalid(format!("zstd-seekable: frame {k} is not a zstd frame")).at(f.offset),
+        );
+    }
+    if src.get(4).is_none_or(|fhd| fhd & 0x04 == 0) {
+        return Err(Error::invalid(format!(
+            "zstd-seekable: frame {k} carries no content checksum"
+        ))
+        .at(f.offset));
+    }
+    if let Some(c) = f.checksum {
+        let own = src
+            .len()
+            .checked_sub(4)
+            .and_then(|i| src.get(i..))
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes);
+        if own != Some(c) {
+            return Err(Error::invalid(format!(
+                "zstd-seekable: frame {k}'s checksum column entry {c:#010x} differs from the frame's own checksum"
+            ))
+            .at(f.offset));
+        }
+    }
+    crate::compress::zstd_decode_into(src, out).map_err(|e| {
+        Error::invalid(format!("zstd-seekable frame {k}: {}", e.message())).at(f.offset)
+    })
 }
 
 /// Decoded bytes per frame when encoding, as the original writer chooses them.

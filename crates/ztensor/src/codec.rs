@@ -7,7 +7,37 @@
 use zt_container::Result;
 
 #[cfg(feature = "zstd")]
-pub(crate) use zt_formats::seekable::{zstd_seekable_decode_into, zstd_seekable_encode};
+pub(crate) use zt_formats::seekable::zstd_seekable_encode;
+
+/// Parts of at least this many frames (1 MiB each) are decoded on every core.
+#[cfg(feature = "zstd")]
+const PARALLEL_FRAMES: usize = 4;
+
+/// Decodes a `zt.zstd-seekable/1` part into `dst` (see
+/// [`zt_formats::seekable::zstd_seekable_decode_into`]), its independent frames spread over
+/// rayon's pool when there are enough of them: one large tensor keeps both cores busy, and
+/// objects decoded side by side (`parallel_objects`) share the pool with it.
+#[cfg(feature = "zstd")]
+pub(crate) fn zstd_seekable_decode_into(src: &[u8], dst: &mut [u8]) -> zt_container::Result<()> {
+    use rayon::prelude::*;
+    use zt_formats::seekable::{decode_frame, frame_outputs, parse_seek_table};
+    let frames = parse_seek_table(src, dst.len() as u64)?;
+    let outs = frame_outputs(&frames, dst)?;
+    if frames.len() < PARALLEL_FRAMES || rayon::current_num_threads() < 2 {
+        for (k, (f, out)) in frames.iter().zip(outs).enumerate() {
+            decode_frame(src, k, f, out)?;
+        }
+        return Ok(());
+    }
+    // The first error in frame order, as the sequential decode would report it.
+    let results: Vec<zt_container::Result<()>> = frames
+        .par_iter()
+        .zip(outs)
+        .enumerate()
+        .map(|(k, (f, out))| decode_frame(src, k, f, out))
+        .collect();
+    results.into_iter().collect()
+}
 #[cfg(feature = "zstd")]
 pub(crate) use zt_formats::{
     zstd_compress, zstd_decode_into, zstd_decompress_bounded, zstd_frame_content_size,
@@ -54,4 +84,30 @@ pub(crate) fn zstd_compress(_data: &[u8], _level: i32) -> Result<Vec<u8>> {
 #[cfg(not(feature = "zstd"))]
 pub(crate) fn zstd_seekable_encode(_data: &[u8], _level: i32) -> Result<Vec<u8>> {
     without_zstd()
+}
+
+#[cfg(all(test, feature = "zstd"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_decoded_on_every_core_give_the_bytes_and_the_first_error() {
+        // Five 1 MiB frames (and a short sixth) of bytes that compress, but not to nothing.
+        let data: Vec<u8> = (0..(5 << 20) + 1000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 & 0x0f)
+            .collect();
+        let blob = zstd_seekable_encode(&data, 3).unwrap();
+        let mut out = vec![0u8; data.len()];
+        zstd_seekable_decode_into(&blob, &mut out).unwrap();
+        assert!(out == data);
+        // Damage frames 1 and 3: the error is frame 1's, as a sequential decode says.
+        let frames = zt_formats::seekable::parse_seek_table(&blob, data.len() as u64).unwrap();
+        let mut bad = blob.clone();
+        for k in [1, 3] {
+            let at = (frames[k].offset + frames[k].compressed / 2) as usize;
+            bad[at] ^= 0xff;
+        }
+        let e = zstd_seekable_decode_into(&bad, &mut out).unwrap_err();
+        assert!(e.message().contains("frame 1"), "{e}");
+    }
 }
