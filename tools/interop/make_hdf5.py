@@ -11,7 +11,7 @@ Run in a throwaway environment:
   every numeric dtype, big-endian ones, bool, f16, 0-d, empty, nested groups named like
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
-  a growable one) and an LZF one (a filter we do not decode: listed as unread).
+  a growable one), and szip and LZF ones (filters we do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
 """
@@ -108,6 +108,16 @@ def fill(f, table, skipped, unread, libver):
         unread.append("/growable")  # an extensible array index (libver latest)
     f.create_dataset("lzf", data=np.arange(10, dtype=np.float32), chunks=(5,), compression="lzf")
     unread.append("/lzf")
+    # szip (libaec in h5py's wheels): listed, not decoded (docs/decisions.md: no szip decoder
+    # we trust), each dataset named unreadable with its filter.
+    rng = np.random.default_rng(11)
+    for name, data, chunks, opts in [
+        ("szip_nn_i32", np.arange(1000, dtype=np.int32).reshape(25, 40) * 7 - 300, (5, 40), ("nn", 8)),
+        ("szip_ec_f64", rng.standard_normal((12, 10)), (6, 10), ("ec", 16)),
+        ("szip_nn_u16", (rng.integers(0, 5000, (9, 13))).astype(np.uint16), (3, 13), ("nn", 8)),
+    ]:
+        f.create_dataset(name, data=data, chunks=chunks, compression="szip", compression_opts=opts)
+        unread.append("/" + name)
 
 
 expected = {"files": {}, "skipped": {}, "unread": {}}
