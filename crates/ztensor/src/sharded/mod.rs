@@ -16,6 +16,11 @@ pub mod index;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use zt_container::Source;
+
+/// How much of the next shard is asked for when a shard opens.
+const NEXT_SHARD_AHEAD: u64 = 256 << 20;
+
 use foldhash::fast::RandomState;
 use hashbrown::HashMap;
 use zt_container::{Error, Result};
@@ -287,6 +292,13 @@ impl ShardedSet {
         let reader = opened.map_err(|e| e.in_file(&shard.path))?;
         self.check_shard(position, shard, &reader)
             .map_err(|e| e.in_file(&shard.path))?;
+        // A set is mostly read shard after shard: the next one starts coming in from the disk
+        // while this one is read.
+        if let Some(next) = self.shards.get(position + 1) {
+            if next.url.is_none() && next.reader.get().is_none() {
+                Source::will_need_file(&next.path, NEXT_SHARD_AHEAD);
+            }
+        }
         // Two threads may open the same shard at once; the first one kept wins.
         let _ = shard.reader.set(std::sync::Arc::new(reader));
         shard
