@@ -589,6 +589,32 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
     Ok(())
 }
 
+impl Source {
+    /// Asks the kernel to start reading the first `len` bytes of the file at `path` into the
+    /// page cache, in the background (`posix_fadvise(WILLNEED)` on Linux; nothing elsewhere),
+    /// and returns at once: for a file about to be read whole (the next shard of a set being
+    /// loaded), so that the disk is already busy with it when its reader opens. Errors (a
+    /// missing file) are left for the open that follows to report.
+    ///
+    /// ```
+    /// zt_container::Source::will_need_file(std::path::Path::new("/no/such/file"), 1 << 20);
+    /// ```
+    pub fn will_need_file(path: &std::path::Path, len: u64) {
+        #[cfg(target_os = "linux")]
+        if let Ok(file) = File::open(path) {
+            use std::os::fd::AsRawFd;
+            let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
+            // SAFETY: the descriptor is open for the call; the advice reads nothing into our
+            // memory and its failure changes nothing but speed.
+            unsafe {
+                libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (path, len);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -666,31 +692,5 @@ mod tests {
         }
         // The prefetching thread ends with the map: dropping it does not wait or hang.
         drop(all);
-    }
-}
-
-impl Source {
-    /// Asks the kernel to start reading the first `len` bytes of the file at `path` into the
-    /// page cache, in the background (`posix_fadvise(WILLNEED)` on Linux; nothing elsewhere),
-    /// and returns at once: for a file about to be read whole (the next shard of a set being
-    /// loaded), so that the disk is already busy with it when its reader opens. Errors (a
-    /// missing file) are left for the open that follows to report.
-    ///
-    /// ```
-    /// zt_container::Source::will_need_file(std::path::Path::new("/no/such/file"), 1 << 20);
-    /// ```
-    pub fn will_need_file(path: &std::path::Path, len: u64) {
-        #[cfg(target_os = "linux")]
-        if let Ok(file) = File::open(path) {
-            use std::os::fd::AsRawFd;
-            let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
-            // SAFETY: the descriptor is open for the call; the advice reads nothing into our
-            // memory and its failure changes nothing but speed.
-            unsafe {
-                libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED);
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (path, len);
     }
 }
