@@ -643,19 +643,8 @@ impl<'s> File<'s> {
             if nodes > MAX_OBJECTS {
                 return Err(Error::limit("a group's B-tree of too many nodes"));
             }
-            let head = self.read_upto(node, 8 + 2 * self.offsets as u64, "B-tree node")?;
-            let mut c = self.cursor(&head, node);
-            if c.take(4, "B-tree signature")? != b"TREE" {
-                return Err(bad_at("B-tree node without its TREE signature", node));
-            }
-            let kind = c.u8("B-tree node type")?;
-            let level = c.u8("B-tree level")?;
-            let used = u64::from(c.u16("B-tree entries used")?);
-            if kind != 0 {
-                return Err(bad_at(format!("group B-tree node of type {kind}"), node));
-            }
+            let (level, used, body_at) = self.btree_node(node, 0, "group")?;
             let entry = self.lengths as u64 + self.offsets as u64;
-            let body_at = node + 8 + 2 * self.offsets as u64;
             let body = self.read(
                 body_at,
                 used * entry + self.lengths as u64,
@@ -680,6 +669,29 @@ impl<'s> File<'s> {
             }
         }
         Ok(())
+    }
+
+    /// The header of the version 1 B-tree node at `node`, which must be of `kind` (0: a
+    /// group's, 1: a dataset's chunks): its level, its entries used, and where its keys and
+    /// children start (after the siblings' addresses).
+    fn btree_node(&self, node: u64, kind: u8, what: &str) -> Result<(u8, u64, u64)> {
+        let head_len = 8 + 2 * self.offsets as u64;
+        let head = self.read(node, head_len, "B-tree node")?;
+        let mut c = self.cursor(&head, node);
+        if c.take(4, "B-tree signature")? != b"TREE" {
+            return Err(bad_at(
+                format!("{what} B-tree node without its TREE signature"),
+                node,
+            ));
+        }
+        let found = c.u8("B-tree node type")?;
+        let level = c.u8("B-tree level")?;
+        let used = u64::from(c.u16("B-tree entries used")?);
+        if found != kind {
+            return Err(bad_at(format!("{what} B-tree node of type {found}"), node));
+        }
+        // The read above found the header inside the file: no overflow.
+        Ok((level, used, node + head_len))
     }
 
     /// One symbol table node (SNOD): its entries as links.
@@ -1401,18 +1413,7 @@ impl<'s> File<'s> {
             if nodes > MAX_CHUNKS {
                 return Err(Error::limit("a chunk B-tree of too many nodes"));
             }
-            let head = self.read(node, 8 + 2 * self.offsets as u64, "chunk B-tree node")?;
-            let mut c = self.cursor(&head, node);
-            if c.take(4, "TREE")? != b"TREE" {
-                return Err(bad_at("chunk B-tree node without its TREE signature", node));
-            }
-            let kind = c.u8("B-tree node type")?;
-            let level = c.u8("B-tree level")?;
-            let used = u64::from(c.u16("B-tree entries used")?);
-            if kind != 1 {
-                return Err(bad_at(format!("chunk B-tree node of type {kind}"), node));
-            }
-            let body_at = node + 8 + 2 * self.offsets as u64;
+            let (level, used, body_at) = self.btree_node(node, 1, "chunk")?;
             let body = self.read(
                 body_at,
                 used * (key + self.offsets as u64) + key,
