@@ -18,7 +18,7 @@ def _expected():
         return json.load(f)
 
 
-@pytest.mark.parametrize("file", ["h5py_default.h5", "h5py_latest.h5", "keras.weights.h5", "model.keras"])
+@pytest.mark.parametrize("file", ["h5py_default.h5", "h5py_latest.h5", "other.h5", "keras.weights.h5", "model.keras"])
 def test_every_dataset_reads_as_h5py_reads_it(file):
     want = _expected()["files"][file]
     with ztio.open(os.path.join(HDF5, file)) as f:

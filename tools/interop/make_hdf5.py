@@ -7,12 +7,14 @@ Run in a throwaway environment:
     /tmp/onnxv/bin/pip install h5py keras jax
     KERAS_BACKEND=jax /tmp/onnxv/bin/python tools/interop/make_hdf5.py fixtures/interop/hdf5
 
+- other.h5: the file the others' external links name.
 - h5py_default.h5: h5py's defaults (superblock 0, symbol-table groups, contiguous data):
   every numeric dtype, big-endian ones, bool, f16, 0-d, empty, nested groups named like
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
   a growable one), and szip and LZF ones (filters we do not decode: listed as unread).
-- h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages).
+- h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
+  chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
 """
 
@@ -86,7 +88,15 @@ def fill(f, table, skipped, unread, libver):
     record(table, "/compact", np.array([4, 3, 2, 1], np.int32))
     f["soft_kernel"] = h5py.SoftLink("/model_weights/dense/dense/kernel:0")
     table["/soft_kernel"] = table["/model_weights/dense/dense/kernel:0"]
+    # External links: to a dataset and to a group of other.h5 beside the file (followed); to
+    # a file outside the folder and to a missing file (listed as not followed).
     f["elsewhere"] = h5py.ExternalLink("other.h5", "/x")
+    f["elsewhere_group"] = h5py.ExternalLink("other.h5", "/g")
+    f["outside"] = h5py.ExternalLink("../other.h5", "/x")
+    f["missing"] = h5py.ExternalLink("missing.h5", "/x")
+    for name in ["/elsewhere", "/elsewhere_group/a", "/elsewhere_group/b"]:
+        record(table, name, f[name][()])
+    unread.extend(["/outside", "/missing"])
     f.create_dataset("text", data=np.array([b"ab", b"cd"]))
     skipped.append("/text")
     f.create_dataset("table", data=np.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f8")]))
@@ -101,11 +111,34 @@ def fill(f, table, skipped, unread, libver):
     sparse = f.create_dataset("chunked_unwritten", shape=(10, 10), dtype=np.float32, chunks=(5, 5))
     sparse[0:5, 0:5] = 1.5
     record(table, "/chunked_unwritten", f["chunked_unwritten"][()])
+    # Growable datasets: under libver "latest", one unlimited dimension is indexed by an
+    # extensible array (its index block, data blocks and super blocks), more by a version 2
+    # B-tree; room to grow without an unlimited dimension by a fixed array over the maximum
+    # dimensions, paged when it has more than 1024 chunks. Under "earliest", v1 B-trees.
     grows = f.create_dataset("growable", data=np.arange(6, dtype=np.int16), chunks=(4,), maxshape=(None,))
-    if libver == "earliest":
-        record(table, "/growable", grows[()])
-    else:
-        unread.append("/growable")  # an extensible array index (libver latest)
+    record(table, "/growable", grows[()])
+    many = f.create_dataset("growable_many", shape=(300,), dtype=np.float32, chunks=(1,), maxshape=(None,))
+    # Chunks 0-3 in the index block, 4-5 and 100-101 in its data blocks, 250-253 in a super
+    # block's (few written: the damage sweep reads every chunk of every damaged copy).
+    many[0:6] = np.arange(6, dtype=np.float32) + 0.5
+    many[100:102] = 7.25
+    many[250:254] = -np.arange(4, dtype=np.float32)
+    record(table, "/growable_many", many[()])
+    gz = f.create_dataset("growable_gzip", data=np.arange(600, dtype=np.int32).reshape(200, 3) * 7, chunks=(20, 3), maxshape=(None, 3), compression="gzip", shuffle=True)
+    record(table, "/growable_gzip", gz[()])
+    cols = f.create_dataset("growable_columns", data=np.arange(45, dtype=np.float64).reshape(5, 9), chunks=(2, 2), maxshape=(5, None))
+    record(table, "/growable_columns", cols[()])
+    # 90 chunks: more than a leaf of the v2 B-tree holds, so it has an internal node.
+    both = f.create_dataset("growable_both", data=(np.arange(360, dtype=np.int16).reshape(18, 20) - 300), chunks=(2, 2), maxshape=(None, None))
+    record(table, "/growable_both", both[()])
+    both_gz = f.create_dataset("growable_both_gzip", shape=(30, 20), dtype=np.float64, chunks=(3, 4), maxshape=(None, 40), compression="gzip", shuffle=True)
+    both_gz[0:12, :] = np.arange(240, dtype=np.float64).reshape(12, 20) / 4
+    both_gz[21:30, 4:12] = 9.0
+    record(table, "/growable_both_gzip", both_gz[()])
+    room = f.create_dataset("room_to_grow", data=np.arange(10, dtype=np.uint16), chunks=(3,), maxshape=(20,))
+    record(table, "/room_to_grow", room[()])
+    room2 = f.create_dataset("room_to_grow_2d", data=np.arange(30, dtype=np.int64).reshape(5, 6), chunks=(2, 4), maxshape=(10, 12))
+    record(table, "/room_to_grow_2d", room2[()])
     f.create_dataset("lzf", data=np.arange(10, dtype=np.float32), chunks=(5,), compression="lzf")
     unread.append("/lzf")
     # szip (libaec in h5py's wheels): listed, not decoded (docs/decisions.md: no szip decoder
@@ -121,11 +154,48 @@ def fill(f, table, skipped, unread, libver):
 
 
 expected = {"files": {}, "skipped": {}, "unread": {}}
+# The file the others' external links name.
+with h5py.File(os.path.join(out, "other.h5"), "w") as f:
+    table = {}
+    f.create_dataset("x", data=np.array([[1.5, -2.0], [3.25, 4.0]], np.float32))
+    f.create_dataset("g/a", data=np.arange(5, dtype=np.int64))
+    f.create_dataset("g/b", data=np.arange(40, dtype=np.uint16).reshape(8, 5), chunks=(3, 5), compression="gzip")
+    for name in ["/x", "/g/a", "/g/b"]:
+        record(table, name, f[name][()])
+    expected["files"]["other.h5"] = table
 for file, libver in [("h5py_default.h5", "earliest"), ("h5py_latest.h5", "latest")]:
     table, skipped, unread = {}, [], []
     with h5py.File(os.path.join(out, file), "w", libver=libver) as f:
         fill(f, table, skipped, unread, libver)
     expected["files"][file], expected["skipped"][file], expected["unread"][file] = table, skipped, unread
+
+# Paged chunk indexes (pages of 1024 entries, some never written: their bitmap bits clear):
+# fixed arrays of more than 1024 chunks, and extensible arrays whose data blocks hold more
+# (super block 13 and on, past chunk 131,060: 140,000 one-byte chunks, a few written). The
+# file is mostly unset addresses, so it is committed gzipped (the damage sweep's time stays
+# on the files above); expected.json keeps each dataset's SHA-256 (its row-major bytes).
+import gzip  # noqa: E402
+import hashlib  # noqa: E402
+
+paged_path = os.path.join(out, "paged_ea.h5")
+expected["gzipped"] = {"paged_ea.h5": {}}
+with h5py.File(paged_path, "w", libver="latest") as f:
+    for name, kw in [("paged", {}), ("paged_gzip", {"compression": "gzip"})]:
+        d = f.create_dataset(name, shape=(140000,), dtype=np.uint8, chunks=(1,), maxshape=(None,), **kw)
+        d[0:10] = np.arange(10) + 1
+        d[132000:132100] = np.arange(100) + 3
+        d[134200:134300] = 200
+    d = f.create_dataset("many_chunks", shape=(2100,), dtype=np.uint8, chunks=(1,))
+    d[0:40] = np.arange(40, dtype=np.uint8)
+    d[2050:2090] = 255 - np.arange(40, dtype=np.uint8)
+    d = f.create_dataset("many_chunks_gzip", shape=(1100,), dtype=np.int16, chunks=(1,), compression="gzip")
+    d[1030:1060] = -np.arange(30, dtype=np.int16)
+    for name in f:
+        data = f[name][()]
+        expected["gzipped"]["paged_ea.h5"]["/" + name] = {"shape": list(data.shape), "type": OURS[data.dtype], "sha256": hashlib.sha256(data.tobytes()).hexdigest()}
+with open(paged_path, "rb") as raw, open(paged_path + ".gz", "wb") as packed:
+    packed.write(gzip.compress(raw.read(), compresslevel=9, mtime=0))
+os.remove(paged_path)
 
 # Keras 3, saving a small model itself.
 import keras  # noqa: E402

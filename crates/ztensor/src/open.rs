@@ -274,7 +274,10 @@ impl OpenOptions {
             #[cfg(feature = "gguf")]
             Some(FileKind::Gguf) => files::gguf::list(&source, limits)?,
             #[cfg(feature = "hdf5")]
-            Some(FileKind::Hdf5) => files::hdf5::list(&source, limits)?,
+            Some(FileKind::Hdf5) => {
+                let local = |p: &Path| self.open_shard(p);
+                files::hdf5::list(&source, path, limits, open_shard.unwrap_or(&local))?
+            }
             #[cfg(feature = "hdf5")]
             Some(FileKind::Keras) => return files::hdf5::list_keras(source, zip_entries, limits),
             #[cfg(feature = "onnx")]

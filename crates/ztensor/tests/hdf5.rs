@@ -1,8 +1,10 @@
 //! HDF5 files written by h5py and Keras 3 (tools/interop/make_hdf5.py): every dataset of
 //! numbers reads as h5py reads it, byte for byte (fixtures/interop/hdf5/expected.json), mapped
 //! and unmapped, chunked ones included (gzip, shuffle, fletcher32, edge chunks, chunks never
-//! written); strings and compounds are listed and skipped; a filter we do not decode and an
-//! index we do not read are named; attributes, soft links and Keras archives.
+//! written; every chunk index: v1 and v2 B-trees, fixed and extensible arrays, paged ones);
+//! strings and compounds are listed and skipped; a filter we do not decode is named; external
+//! links are followed inside the folder and named where not; attributes, soft links and Keras
+//! archives.
 
 #[path = "support/expected.rs"]
 mod expected;
@@ -69,6 +71,11 @@ fn every_dataset_reads_as_h5py_reads_it() {
                     "unsupported HDF5 filter lzf (id 32000)"
                 } else if name.starts_with("/szip") {
                     "unsupported HDF5 filter szip (id 4)"
+                } else if *name == "/outside" {
+                    "an external link to ../other.h5:/x not followed: invalid file: external \
+                     link file \"../other.h5\" is not a relative path inside the file's folder"
+                } else if *name == "/missing" {
+                    "an external link to missing.h5:/x not followed"
                 } else {
                     "not read yet"
                 };
@@ -128,4 +135,41 @@ fn contiguous_data_is_served_from_the_map() {
         .as_str()
         .unwrap()
         .contains("keras_version"));
+}
+
+#[test]
+fn paged_chunk_indexes() {
+    use sha2::Digest;
+    use std::io::Read;
+    let expected = expected();
+    for (file, datasets) in expected["gzipped"].as_object().unwrap() {
+        let packed = std::fs::read(dir().join(format!("{file}.gz"))).unwrap();
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(packed.as_slice())
+            .read_to_end(&mut bytes)
+            .unwrap();
+        let r = OpenOptions::new().open_bytes(bytes).unwrap();
+        assert_eq!(r.len(), datasets.as_object().unwrap().len());
+        for (name, want) in datasets.as_object().unwrap() {
+            let o = r.object(name).unwrap();
+            let data = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+            let count: u64 = want["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .product();
+            assert_eq!(
+                o.element_type().unwrap().name(),
+                want["type"].as_str().unwrap()
+            );
+            assert_eq!(
+                data.len() as u64,
+                count * o.element_type().unwrap().dtype.size() as u64
+            );
+            let digest = sha2::Sha256::digest(&data[..]);
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, want["sha256"].as_str().unwrap(), "{file} {name}");
+        }
+    }
 }

@@ -23,3 +23,39 @@ pub(crate) mod zt_v0_1;
 pub(crate) mod zt_v1;
 pub(crate) mod zt_v1_0;
 pub(crate) mod zt_v2;
+
+/// The path of a file that `location`, named inside another file, gives in that file's
+/// `folder`: relative, without `..`, and (once symbolic links are resolved) still inside the
+/// folder. A missing file is not an error here: opening it says so, with its path. `what`
+/// and `folder_name` word the error ("external data location", "the model's folder").
+#[cfg(any(feature = "onnx", feature = "hdf5"))]
+pub(crate) fn path_in_folder(
+    folder: &std::path::Path,
+    location: &str,
+    what: &str,
+    folder_name: &str,
+) -> zt_container::Result<std::path::PathBuf> {
+    use std::path::{Component, Path};
+    let relative = Path::new(location);
+    let escapes = location.is_empty()
+        || location.contains('\0')
+        || relative
+            .components()
+            .any(|p| !matches!(p, Component::Normal(_) | Component::CurDir));
+    if escapes {
+        return Err(zt_container::Error::invalid(format!(
+            "{what} {location:?} is not a relative path inside {folder_name}"
+        )));
+    }
+    let path = folder.join(relative);
+    let (Ok(real_folder), Ok(real)) = (folder.canonicalize(), path.canonicalize()) else {
+        return Ok(path);
+    };
+    if !real.starts_with(&real_folder) {
+        return Err(zt_container::Error::invalid(format!(
+            "{what} {location:?} leads out of {folder_name} (to {})",
+            real.display()
+        )));
+    }
+    Ok(path)
+}

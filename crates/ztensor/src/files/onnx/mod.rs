@@ -34,7 +34,7 @@
 pub(crate) mod proto;
 
 use std::hash::BuildHasher;
-use std::path::{Component as PathPart, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
@@ -1024,33 +1024,14 @@ fn encoded(mut object: ObjectInfo, encoding: Encoding, decoded: u64) -> ObjectIn
     object
 }
 
-/// The path of external file `location` in `folder`: relative, without `..`, and (once
-/// symbolic links are resolved) still inside the folder.
+/// The path of external data file `location` in the model's `folder`.
 pub(crate) fn external_path(folder: &Path, location: &str) -> Result<PathBuf> {
-    let relative = Path::new(location);
-    let escapes = location.is_empty()
-        || location.contains('\0')
-        || relative
-            .components()
-            .any(|p| !matches!(p, PathPart::Normal(_) | PathPart::CurDir));
-    if escapes {
-        return Err(Error::invalid(format!(
-            "external data location {location:?} is not a relative path inside the model's \
-             folder"
-        )));
-    }
-    let path = folder.join(relative);
-    let (Ok(real_folder), Ok(real)) = (folder.canonicalize(), path.canonicalize()) else {
-        // Missing: opening it says so, with its path.
-        return Ok(path);
-    };
-    if !real.starts_with(&real_folder) {
-        return Err(Error::invalid(format!(
-            "external data location {location:?} leads out of the model's folder (to {})",
-            real.display()
-        )));
-    }
-    Ok(path)
+    super::path_in_folder(
+        folder,
+        location,
+        "external data location",
+        "the model's folder",
+    )
 }
 
 #[cfg(test)]

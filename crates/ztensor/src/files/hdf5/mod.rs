@@ -10,17 +10,17 @@
 //! of either byte order (an enum of two 1-byte members, h5py's bool, as bool), data layouts
 //! v1-v5 contiguous, compact and chunked. A contiguous dataset is a range of the file, served
 //! from the map; a compact one a range of its object header. A chunked dataset's chunks are
-//! found through its index (a version 1 B-tree, a single chunk, implicit chunks or a fixed
-//! array) and listed as one component of [`zt_formats::Encoding::Hdf5Chunks`] over the span
-//! that holds them; reading unfilters each chunk (deflate, shuffle, fletcher32 checked) and
-//! places it (crate::chunks). Groups keep their links in symbol tables, in link messages, or
-//! in dense storage (a fractal heap, whose direct blocks are read in order).
+//! found through its index (every kind HDF5 writes: [`index`]) and listed as one component
+//! of [`zt_formats::Encoding::Hdf5Chunks`] over the span that holds them; reading unfilters
+//! each chunk (deflate, shuffle, fletcher32 checked) and places it (crate::chunks). Groups
+//! keep their links in symbol tables, in link messages, or in dense storage (a fractal heap,
+//! whose direct blocks are read in order). An external link to a file in the same folder is
+//! followed: what it names is listed under the link's path, read from that file as a shard.
 //!
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
 //! references, variable-length and array types ("not numbers"); datasets behind a filter we do
-//! not decode (szip, LZF, ...: named) or a chunk index we do not read (extensible arrays and
-//! version 2 B-trees, for datasets that can grow, written with libver "latest"); external
-//! links. Chunks never written read as zeros, within the memory budget.
+//! not decode (szip, LZF, ...: named); external links that cannot be followed (with why).
+//! Chunks never written read as zeros, within the memory budget.
 //!
 //! Every address and size is checked against the file and against the caps below; a group
 //! reached twice (hard links can make cycles) is walked once.
@@ -41,8 +41,12 @@ use zt_container::{Error, Result, Source};
 use zt_formats::{DType, ElementType};
 use zt_manifest::{Attributes, Value as Attr};
 
+use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
-use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
+use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo, ShardInfo};
+use std::path::Path;
+
+mod index;
 
 /// The signature that starts the superblock.
 pub(crate) const SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
@@ -84,9 +88,49 @@ mod msg {
     pub const SYMBOL_TABLE: u16 = 0x0011;
 }
 
-/// Lists an HDF5 file.
-pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
-    list_from(source, 0, limits, None)
+/// Lists an HDF5 file. `path` is where it was opened from: its folder holds the files its
+/// external links name, which `open_external` opens as the file was opened.
+pub(crate) fn list(
+    source: &Source,
+    path: Option<&Path>,
+    limits: &Limits,
+    open_external: OpenShard<'_>,
+) -> Result<Listing> {
+    let mut walked = list_from(source, 0, limits, None)?;
+    let links = std::mem::take(&mut walked.external_links);
+    let folder = path.map(|p| p.parent().unwrap_or(Path::new(".")).to_path_buf());
+    let shards = follow_external_links(
+        &mut walked.objects,
+        links,
+        folder.as_deref(),
+        limits,
+        open_external,
+    );
+    let mut listing = walked.into_listing()?;
+    listing.shards = shards;
+    Ok(listing)
+}
+
+/// What a walk over one file found: its datasets, its attributes and the external links it
+/// met, (link path, file, object path).
+struct Walked {
+    version: FileVersion,
+    attributes: Attributes,
+    objects: Vec<ObjectInfo>,
+    external_links: Vec<(String, String, String)>,
+}
+
+impl Walked {
+    fn into_listing(mut self) -> Result<Listing> {
+        if let Some(twice) = crate::listing::sort_by_name(&mut self.objects) {
+            return Err(Error::invalid(format!("two datasets are named {twice:?}")));
+        }
+        Ok(Listing::of_unique(
+            self.version,
+            self.attributes,
+            self.objects,
+        ))
+    }
 }
 
 /// Lists a Keras 3 `.keras` archive: the HDF5 file `model.weights.h5` inside it (served
@@ -120,9 +164,15 @@ pub(crate) fn list_keras(
             (Source::from_vec(inflated), 0)
         }
     };
-    let mut listing = list_from(&source, start, limits, Some(FileVersion::Keras))
+    let mut walked = list_from(&source, start, limits, Some(FileVersion::Keras))
         .map_err(|e| e.in_object("model.weights.h5"))?;
-    listing.attributes.extend(extra);
+    // An archive has no folder of its own: its external links are listed, not followed.
+    for (link, file, target) in std::mem::take(&mut walked.external_links) {
+        let why = "links in an archive are not followed";
+        walked.objects.push(unread_link(&link, &file, &target, why));
+    }
+    walked.attributes.extend(extra);
+    let mut listing = walked.into_listing()?;
     listing.zip_entries = entries;
     Ok((source, listing))
 }
@@ -132,7 +182,7 @@ fn list_from(
     start: u64,
     limits: &Limits,
     kind: Option<FileVersion>,
-) -> Result<Listing> {
+) -> Result<Walked> {
     let base = find_superblock(source, start)?;
     let mut file = File::open(source, base, limits)?;
     let root = file.root;
@@ -143,6 +193,7 @@ fn list_from(
         mut attributes,
         mut objects,
         unread_groups,
+        external,
         ..
     } = file;
     if !unread_groups.is_empty() {
@@ -157,7 +208,138 @@ fn list_from(
     let version = kind.unwrap_or(FileVersion::Hdf5 {
         superblock: version,
     });
-    Ok(Listing::of_unique(version, attributes, objects))
+    Ok(Walked {
+        version,
+        attributes,
+        objects,
+        external_links: external,
+    })
+}
+
+/// The most files a file's external links may name.
+const MAX_EXTERNAL_FILES: usize = 64;
+
+/// Lists what each external link names (a dataset, or a group's datasets) under the link's
+/// path, read from the linked file as one of the reader's shards. A link that cannot be
+/// followed (a file outside the folder, missing, not HDF5, or without the object) is listed
+/// as unreadable with the reason; it never refuses the file. Links inside a linked file are
+/// listed, not followed.
+fn follow_external_links(
+    objects: &mut Vec<ObjectInfo>,
+    links: Vec<(String, String, String)>,
+    folder: Option<&Path>,
+    limits: &Limits,
+    open_external: OpenShard<'_>,
+) -> Vec<(ShardInfo, Source)> {
+    let mut shards = Vec::new();
+    // Each file named, opened once: its shard number and listing, or why not.
+    let mut opened: Vec<(String, Result<(u32, Walked)>)> = Vec::new();
+    for (link, file, target) in links {
+        let index = match opened.iter().position(|(f, _)| *f == file) {
+            Some(i) => i,
+            None if opened.len() >= MAX_EXTERNAL_FILES => {
+                objects.push(unread_link(
+                    &link,
+                    &file,
+                    &target,
+                    &format!("the file links more than {MAX_EXTERNAL_FILES} other files"),
+                ));
+                continue;
+            }
+            None => {
+                let walked = open_linked(&file, folder, limits, open_external);
+                let walked = walked.map(|(info, source, walked)| {
+                    shards.push((info, source));
+                    (shards.len() as u32, walked)
+                });
+                opened.push((file.clone(), walked));
+                opened.len() - 1
+            }
+        };
+        let (shard, walked) = match &opened[index].1 {
+            Ok((shard, walked)) => (*shard, walked),
+            Err(e) => {
+                objects.push(unread_link(&link, &file, &target, &e.to_string()));
+                continue;
+            }
+        };
+        let target = if target.starts_with('/') {
+            target
+        } else {
+            format!("/{target}")
+        };
+        let prefix = format!("{}/", target.trim_end_matches('/'));
+        let mut found = 0usize;
+        for o in &walked.objects {
+            let rest = if o.name == target {
+                Some("")
+            } else {
+                o.name
+                    .strip_prefix(&prefix[..prefix.len() - 1])
+                    .filter(|r| r.starts_with('/'))
+            };
+            let Some(rest) = rest else { continue };
+            let mut copy = o.clone();
+            copy.name = format!("{link}{rest}");
+            for c in &mut copy.components.0 {
+                c.file = shard;
+            }
+            copy.attributes.insert(
+                "hdf5.external_link".into(),
+                Attr::Text(format!("{file}:{target}")),
+            );
+            objects.push(copy);
+            found += 1;
+        }
+        if found == 0 {
+            objects.push(unread_link(&link, &file, &target, "no dataset there"));
+        }
+    }
+    shards
+}
+
+/// Opens and lists the file an external link names.
+fn open_linked(
+    file: &str,
+    folder: Option<&Path>,
+    limits: &Limits,
+    open_external: OpenShard<'_>,
+) -> Result<(ShardInfo, Source, Walked)> {
+    let folder = folder.ok_or_else(|| {
+        Error::unsupported("a file opened from memory has no folder to find linked files in")
+    })?;
+    let path = super::path_in_folder(folder, file, "external link file", "the file's folder")?;
+    let source = open_external(&path).map_err(|e| e.in_file(&path))?;
+    let walked = list_from(&source, 0, limits, None).map_err(|e| e.in_file(&path))?;
+    let info = ShardInfo {
+        name: file.to_owned(),
+        path,
+        size: source.len(),
+        digest: None,
+        digest_text: String::new(),
+        data_shard: true,
+        manifest: None,
+    };
+    Ok((info, source, walked))
+}
+
+/// An external link that was not followed, listed under its path with the reason.
+fn unread_link(link: &str, file: &str, target: &str, why: &str) -> ObjectInfo {
+    let mut o = ObjectInfo::raw_dense(
+        link.to_owned(),
+        [0u64; 0].as_slice().into(),
+        ElementType::plain(DType::U8),
+        (0, 0),
+        ByteOrder::Little,
+    );
+    o.attributes.insert(
+        "hdf5.external_link".into(),
+        Attr::Text(format!("{file}:{target}")),
+    );
+    o.defect = Some(Box::new(Defect::unsupported(format!(
+        "an external link to {file}:{target} not followed: {why}"
+    ))));
+    o
 }
 
 /// The superblock's offset: `start`, or 512, 1024, ... bytes after it when a user block
@@ -284,6 +466,8 @@ struct File<'s> {
     state: RandomState,
     /// Soft links: (link path, target path).
     soft: Vec<(String, String)>,
+    /// External links: (link path, file, object path).
+    external: Vec<(String, String, String)>,
     unread_groups: Vec<String>,
     /// Objects reached, datasets and groups: bounded by [`MAX_OBJECTS`].
     reached: usize,
@@ -356,6 +540,7 @@ impl<'s> File<'s> {
             seen: HashTable::new(),
             state: RandomState::default(),
             soft: Vec::new(),
+            external: Vec::new(),
             unread_groups: Vec::new(),
             reached: 0,
             listed_bytes: 0,
@@ -592,7 +777,11 @@ impl<'s> File<'s> {
                     self.object(addr, &child, depth + 1)?;
                 }
                 Link::Soft(target) => self.soft.push((child, target)),
-                Link::External => {}
+                Link::External(Some((file, target))) => {
+                    self.reach()?;
+                    self.external.push((child, file, target));
+                }
+                Link::External(None) => {}
             }
         }
         Ok(())
@@ -797,11 +986,21 @@ impl<'s> File<'s> {
                 let n = usize::from(c.u16("soft link length")?);
                 Link::Soft(text(c.take(n, "soft link")?))
             }
+            64 => {
+                // A length, then flags, the file's name and the object's path, each ending
+                // in NUL.
+                let n = usize::from(c.u16("link value length")?);
+                let value = c.take(n, "external link")?;
+                let mut parts = value.get(1..).unwrap_or_default().split(|&b| b == 0);
+                let file = parts.next().map(text).unwrap_or_default();
+                let target = parts.next().map(text).unwrap_or_default();
+                Link::External(Some((file, target)))
+            }
             _ => {
-                // External (64) and user-defined links: a length, then their value.
+                // User-defined links: a length, then their value.
                 let n = usize::from(c.u16("link value length")?);
                 c.skip(n, "link value")?;
-                Link::External
+                Link::External(None)
             }
         };
         Ok((name, link))
@@ -976,7 +1175,7 @@ impl<'s> File<'s> {
         let find = |kind| messages.iter().find(|m| m.kind == kind).copied();
         let space =
             find(msg::DATASPACE).ok_or_else(|| Error::invalid("dataset has no dataspace"))?;
-        let dims = self.dataspace(&self.data(&space)?, space.at)?;
+        let (dims, max_dims) = self.dataspace(&self.data(&space)?, space.at)?;
         let ty = find(msg::DATATYPE).ok_or_else(|| Error::invalid("dataset has no datatype"))?;
         let element = self.datatype(&self.data(&ty)?, ty.at)?;
         let layout = find(msg::LAYOUT).ok_or_else(|| Error::invalid("dataset has no layout"))?;
@@ -1050,7 +1249,8 @@ impl<'s> File<'s> {
                 }
                 let ids = filters.iter().map(|(id, _)| *id).collect();
                 let size = element.dtype.size() as u64;
-                let (table, first) = self.chunk_table(&dims, size, &layout_dims, &index, ids)?;
+                let (table, first) =
+                    self.chunk_table(&dims, &max_dims, size, &layout_dims, &index, ids)?;
                 let end = table
                     .chunks
                     .iter()
@@ -1095,18 +1295,20 @@ impl<'s> File<'s> {
         }
     }
 
-    fn dataspace(&self, data: &[u8], at: u64) -> Result<Vec<u64>> {
+    /// A dataspace's dimensions and maximum dimensions (`u64::MAX`: unlimited; the
+    /// dimensions themselves when the message gives none).
+    fn dataspace(&self, data: &[u8], at: u64) -> Result<(Vec<u64>, Vec<u64>)> {
         let mut c = self.cursor(data, at);
         let version = c.u8("dataspace version")?;
         let rank = usize::from(c.u8("dataspace rank")?);
-        let _flags = c.u8("dataspace flags")?;
+        let flags = c.u8("dataspace flags")?;
         match version {
             1 => c.skip(5, "reserved")?,
             2 => {
                 let kind = c.u8("dataspace type")?;
                 if kind == 2 {
                     // The null dataspace: no elements.
-                    return Ok(vec![0]);
+                    return Ok((vec![0], vec![0]));
                 }
             }
             v => return Err(bad_at(format!("dataspace version {v}"), at)),
@@ -1115,7 +1317,22 @@ impl<'s> File<'s> {
         if rank > cap {
             return Err(Error::rank_over_cap(Some(rank as u64), cap).at(at));
         }
-        (0..rank).map(|_| c.length("dimension")).collect()
+        let dims: Vec<u64> = (0..rank)
+            .map(|_| c.length("dimension"))
+            .collect::<Result<_>>()?;
+        let max_dims = if flags & 1 != 0 {
+            // All bits set: unlimited, whatever the size of lengths.
+            let unlimited = u64::MAX >> (64 - 8 * self.lengths as u32);
+            (0..rank)
+                .map(|_| {
+                    let m = c.length("maximum dimension")?;
+                    Ok(if m == unlimited { u64::MAX } else { m })
+                })
+                .collect::<Result<_>>()?
+        } else {
+            dims.clone()
+        };
+        Ok((dims, max_dims))
     }
 
     fn datatype(&self, data: &[u8], at: u64) -> Result<Element> {
@@ -1267,243 +1484,18 @@ impl<'s> File<'s> {
                 ChunkIndex::FixedArray(c.addr("fixed array address")?)
             }
             4 => {
-                return Ok(Layout::Other(
-                    "chunks indexed by an extensible array (not read yet)".into(),
-                ))
+                // Maximum bits, index entries, minimum pointers and entries, page bits: the
+                // array's header repeats them.
+                c.skip(5, "extensible array parameters")?;
+                ChunkIndex::ExtensibleArray(c.addr("extensible array address")?)
             }
             5 => {
-                return Ok(Layout::Other(
-                    "chunks indexed by a version 2 B-tree (not read yet)".into(),
-                ))
+                c.skip(6, "v2 B-tree parameters")?;
+                ChunkIndex::BTree2(c.addr("v2 B-tree address")?)
             }
             k => return Ok(Layout::Other(format!("chunk index type {k}"))),
         };
         Ok(Layout::Chunked(dims, index))
-    }
-
-    /// The chunks of a chunked dataset of `dims` (elements of `size` bytes), from its index.
-    fn chunk_table(
-        &mut self,
-        dims: &[u64],
-        size: u64,
-        layout_dims: &[u64],
-        index: &ChunkIndex,
-        filters: Vec<u16>,
-    ) -> Result<(zt_formats::ChunkTable, u64)> {
-        // The layout's dimensions end with the element's size.
-        let (element, chunk) = layout_dims
-            .split_last()
-            .ok_or_else(|| Error::invalid("a chunked layout without dimensions"))?;
-        if chunk.len() != dims.len() || chunk.contains(&0) {
-            return Err(Error::invalid(format!(
-                "chunks of {chunk:?} for a dataset of {dims:?}"
-            )));
-        }
-        if *element != size && !matches!(index, ChunkIndex::BTree(_)) || *element == 0 {
-            return Err(Error::invalid(format!(
-                "chunk element size {element}, the datatype's is {size}"
-            )));
-        }
-        let per_dim: Vec<u64> = dims
-            .iter()
-            .zip(chunk)
-            .map(|(&d, &c)| d.div_ceil(c))
-            .collect();
-        let grid = per_dim
-            .iter()
-            .try_fold(1u64, |a, &n| a.checked_mul(n))
-            .unwrap_or(u64::MAX);
-        let chunk_bytes = chunk
-            .iter()
-            .try_fold(size, |a, &n| a.checked_mul(n))
-            .ok_or_else(|| Error::invalid("a chunk's size overflows"))?;
-        // Chunks found: (address, stored size, start, mask).
-        let mut found: Vec<(u64, u64, Vec<u64>, u32)> = Vec::new();
-        let start_of = |i: u64| {
-            let mut rest = i;
-            let mut start = vec![0u64; per_dim.len()];
-            for d in (0..per_dim.len()).rev() {
-                let n = per_dim[d].max(1);
-                start[d] = (rest % n) * chunk[d];
-                rest /= n;
-            }
-            start
-        };
-        match *index {
-            ChunkIndex::BTree(None)
-            | ChunkIndex::Single(None, _)
-            | ChunkIndex::Implicit(None)
-            | ChunkIndex::FixedArray(None) => {}
-            ChunkIndex::BTree(Some(root)) => {
-                self.chunk_btree(root, dims.len(), grid, &mut found)?
-            }
-            ChunkIndex::Single(Some(addr), filtered) => {
-                let (stored, mask) = filtered.unwrap_or((chunk_bytes, 0));
-                found.push((addr, stored, vec![0; dims.len()], mask));
-            }
-            ChunkIndex::Implicit(Some(addr)) => {
-                for i in 0..grid {
-                    let at = i.checked_mul(chunk_bytes).and_then(|o| o.checked_add(addr));
-                    let at = at.ok_or_else(|| Error::invalid("implicit chunks overflow"))?;
-                    self.count_chunk(found.len())?;
-                    found.push((at, chunk_bytes, start_of(i), 0));
-                }
-            }
-            ChunkIndex::FixedArray(Some(addr)) => {
-                for (i, (at, stored, mask)) in self
-                    .fixed_array(addr, grid, chunk_bytes)?
-                    .into_iter()
-                    .enumerate()
-                {
-                    if let Some(at) = at {
-                        found.push((at, stored, start_of(i as u64), mask));
-                    }
-                }
-            }
-        }
-        let first = found.iter().map(|c| c.0).min().unwrap_or(0);
-        let chunks = found
-            .into_iter()
-            .map(|(at, stored, start, mask)| zt_formats::Chunk {
-                at: at - first,
-                size: stored,
-                start,
-                mask,
-            })
-            .collect();
-        let table = zt_formats::ChunkTable {
-            dims: dims.to_vec(),
-            chunk: chunk.to_vec(),
-            element_size: size,
-            filters,
-            chunks,
-        };
-        Ok((table, first))
-    }
-
-    fn count_chunk(&mut self, n: usize) -> Result<()> {
-        if n >= MAX_CHUNKS {
-            return Err(Error::limit(format!(
-                "a dataset of more than {MAX_CHUNKS} chunks"
-            )));
-        }
-        self.listed_bytes = self.listed_bytes.saturating_add(96);
-        let budget = self.limits.listing_budget(self.source.len());
-        if self.listed_bytes > budget {
-            return Err(Error::limit(format!(
-                "listing the file's chunks would take more than the memory budget of {budget} bytes"
-            )));
-        }
-        Ok(())
-    }
-
-    /// The chunks under a version 1 B-tree of raw data chunks (node type 1).
-    fn chunk_btree(
-        &mut self,
-        root: u64,
-        rank: usize,
-        grid: u64,
-        found: &mut Vec<(u64, u64, Vec<u64>, u32)>,
-    ) -> Result<()> {
-        let key = 8 + 8 * (rank as u64 + 1);
-        let mut stack = vec![root];
-        let mut nodes = 0usize;
-        while let Some(node) = stack.pop() {
-            nodes += 1;
-            if nodes > MAX_CHUNKS {
-                return Err(Error::limit("a chunk B-tree of too many nodes"));
-            }
-            let (level, used, body_at) = self.btree_node(node, 1, "chunk")?;
-            let body = self.read(
-                body_at,
-                used * (key + self.offsets as u64) + key,
-                "chunk B-tree entries",
-            )?;
-            let mut b = self.cursor(&body, body_at);
-            let mut children = Vec::new();
-            for _ in 0..used {
-                let stored = u64::from(b.u32("chunk size")?);
-                let mask = b.u32("filter mask")?;
-                let start = (0..=rank)
-                    .map(|_| b.uint(8, "chunk offset"))
-                    .collect::<Result<Vec<u64>>>()?;
-                let child = b.addr("chunk address")?;
-                if let Some(child) = child {
-                    if level == 0 {
-                        if found.len() as u64 >= grid.saturating_add(1) {
-                            return Err(bad_at(
-                                "a chunk B-tree of more chunks than the dataset holds",
-                                node,
-                            ));
-                        }
-                        self.count_chunk(found.len())?;
-                        let mut start = start;
-                        start.pop();
-                        found.push((child, stored, start, mask));
-                    } else {
-                        children.push(child);
-                    }
-                }
-            }
-            stack.extend(children.into_iter().rev());
-        }
-        Ok(())
-    }
-
-    /// The entries of a fixed array chunk index: each chunk's address (undefined when never
-    /// written), stored size and filter mask, in row-major chunk order.
-    fn fixed_array(
-        &mut self,
-        addr: u64,
-        grid: u64,
-        chunk_bytes: u64,
-    ) -> Result<Vec<(Option<u64>, u64, u32)>> {
-        let head = self.read(
-            addr,
-            12 + self.lengths as u64 + self.offsets as u64,
-            "fixed array header",
-        )?;
-        let mut c = self.cursor(&head, addr);
-        if c.take(4, "FAHD")? != b"FAHD" {
-            return Err(bad_at("fixed array without its FAHD signature", addr));
-        }
-        c.skip(1, "version")?;
-        let client = c.u8("client id")?;
-        let entry = u64::from(c.u8("entry size")?);
-        let page_bits = c.u8("page bits")?;
-        let count = c.length("entries")?;
-        let block = c
-            .addr("data block")?
-            .ok_or_else(|| bad_at("fixed array without data", addr))?;
-        if count > grid || count > MAX_CHUNKS as u64 {
-            return Err(bad_at(
-                format!("a fixed array of {count} chunks for a grid of {grid}"),
-                addr,
-            ));
-        }
-        if page_bits < 64 && count > 1u64 << page_bits {
-            return Err(
-                Error::unsupported("a paged fixed array chunk index (not read yet)")
-                    .at(self.base + addr),
-            );
-        }
-        let filtered = client == 1;
-        let start = block.saturating_add(6 + self.offsets as u64);
-        let bytes = self.read(start, count * entry, "fixed array entries")?;
-        let mut b = self.cursor(&bytes, start);
-        let mut out = Vec::new();
-        for _ in 0..count {
-            self.count_chunk(out.len())?;
-            let at = b.addr("chunk address")?;
-            let (stored, mask) = if filtered {
-                let width = entry.saturating_sub(self.offsets as u64 + 4) as usize;
-                (b.uint(width.min(8), "chunk size")?, b.u32("filter mask")?)
-            } else {
-                (chunk_bytes, 0)
-            };
-            out.push((at, stored, mask));
-        }
-        Ok(out)
     }
 
     /// The filters of a pipeline message: (id, name).
@@ -1577,7 +1569,7 @@ impl<'s> File<'s> {
             .to_owned();
         let ty = c.take(pad(type_len), "attribute datatype")?.to_vec();
         let space = c.take(pad(space_len), "attribute dataspace")?.to_vec();
-        let dims = self.dataspace(&space, m.at)?;
+        let (dims, _) = self.dataspace(&space, m.at)?;
         let count = dims
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d))
@@ -1676,7 +1668,8 @@ impl File<'_> {
 enum Link {
     Hard(u64),
     Soft(String),
-    External,
+    /// An external link's file and object path (`None`: a user-defined link).
+    External(Option<(String, String)>),
 }
 
 /// A dataset's layout.
@@ -1702,6 +1695,10 @@ enum ChunkIndex {
     Implicit(Option<u64>),
     /// A fixed array of chunk addresses.
     FixedArray(Option<u64>),
+    /// An extensible array of chunk addresses.
+    ExtensibleArray(Option<u64>),
+    /// A version 2 B-tree of chunk records.
+    BTree2(Option<u64>),
 }
 
 /// A local heap's data segment: names, NUL-terminated.
