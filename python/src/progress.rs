@@ -17,6 +17,9 @@ pub struct Callback {
     call: Py<PyAny>,
     /// The piece of work last told, and the `done` it was told.
     last: Mutex<(String, u64)>,
+    /// The same, as the callable heard it: checked again under the GIL, because threads
+    /// that passed the check above in one order can take the GIL in another.
+    heard: Mutex<(String, u64)>,
     failed: AtomicBool,
     raised: Mutex<Option<PyErr>>,
 }
@@ -26,6 +29,7 @@ impl Callback {
         Callback {
             call,
             last: Mutex::new((String::new(), 0)),
+            heard: Mutex::new((String::new(), 0)),
             failed: AtomicBool::new(false),
             raised: Mutex::new(None),
         }
@@ -59,6 +63,17 @@ impl Callback {
             last.1 = done;
         }
         Python::attach(|py| {
+            {
+                // Never tell less done than already told for the same piece.
+                let mut heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
+                if heard.0 == what && done < heard.1 {
+                    return;
+                }
+                if heard.0 != what {
+                    heard.0 = what.to_owned();
+                }
+                heard.1 = done;
+            }
             if let Err(e) = self.call.call1(py, (what, done, total, finished)) {
                 self.failed.store(true, Ordering::Relaxed);
                 let mut slot = self.raised.lock().unwrap_or_else(|p| p.into_inner());

@@ -67,6 +67,14 @@ impl Set {
         self.inner.shard_paths().position(|p| p == path)
     }
 
+    /// Opens every shard and reads the set into memory for a load of all of it, several
+    /// shards at once, each front to back (`ShardedSet::load_all`); returns once done. Arrays
+    /// over the shards then read no disk and take no page fault.
+    fn load_all(&self, py: Python<'_>) -> PyResult<()> {
+        let set = Arc::clone(&self.inner);
+        py.detach(|| set.load_all(|_| {})).py_err(py)
+    }
+
     /// The index's `metadata`, as Python values.
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         attributes_to_py(py, self.inner.metadata())

@@ -71,3 +71,27 @@ def test_a_missing_shard_is_refused_at_open(model):
     (folder / "model-00002-of-00002.safetensors").unlink()
     with pytest.raises(ztio.Error):
         ztio.open(folder)
+
+
+def test_a_whole_set_load_reads_every_shard_in_first_and_names_a_bad_one(model, monkeypatch):
+    folder, expected = model
+    index = folder / "model.safetensors.index.json"
+    calls = []
+    real = ztio.ShardedFile._load_all
+
+    def counted(self):
+        calls.append(self.path)
+        return real(self)
+
+    monkeypatch.setattr(ztio.ShardedFile, "_load_all", counted)
+    loaded = ztio.numpy.load_file(index)
+    assert calls == [str(index)]
+    for name, want in expected.items():
+        assert np.array_equal(loaded[name], want)
+    # A single file is not a set: nothing to read ahead of the loop.
+    ztio.numpy.load_file(folder / "model-00001-of-00002.safetensors")
+    assert len(calls) == 1
+    # A shard that is no tensor file fails the whole load, naming it.
+    (folder / "model-00002-of-00002.safetensors").write_bytes(b"not a tensor file at all")
+    with pytest.raises(ztio.Error, match="model-00002-of-00002"):
+        ztio.numpy.load_file(index)

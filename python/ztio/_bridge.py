@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _frameworks
-from ._file import File, open_any
+from ._file import File, open_any, read_whole
 from ._write import safetensors_bytes
 from ._write import save_file as _save
 from .errors import ArgumentError
@@ -44,7 +44,13 @@ def functions(
             f.close()
 
     def load_file(filename: Path, device: str = "cpu") -> Dict[str, Any]:
-        return read_all(open_any(filename), device)
+        f = open_any(filename)
+        try:
+            read_whole(f)
+        except BaseException:
+            f.close()
+            raise
+        return read_all(f, device)
 
     def load(data: bytes, device: str = "cpu") -> Dict[str, Any]:
         return read_all(File._of_bytes(data), device)

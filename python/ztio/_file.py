@@ -433,6 +433,13 @@ class ShardedFile:
         self._shards: Dict[int, File] = {}
         self._closed = False
 
+    def _load_all(self) -> None:
+        """Reads every shard in, several at once (a whole-set load is about to read all of
+        them): the disk serves large concurrent reads instead of one shard after another."""
+        if self._closed:
+            raise ArgumentError("the file is closed")
+        self._set.load_all()
+
     def _file_for(self, name: str) -> File:
         if self._closed:
             raise ArgumentError("the file is closed")
@@ -538,6 +545,13 @@ class ShardedFile:
 
     def __repr__(self) -> str:
         return f"<ztio.ShardedFile {self.path!r} ({len(self._paths)} shards)>"
+
+
+def read_whole(f: Union[File, ShardedFile]) -> None:
+    """Says that every tensor of ``f`` is about to be read (a ``load_file``): a set reads its
+    shards in, several at once; a single file's reads start its read-ahead by themselves."""
+    if isinstance(f, ShardedFile):
+        f._load_all()
 
 
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:

@@ -19,7 +19,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
 
-from ._file import File, open_any
+from ._file import File, open_any, read_whole
 from ._write import safetensors_bytes
 from .errors import ArgumentError
 from ._write import save_file as _save
@@ -39,6 +39,7 @@ def load_file(
         raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
     f = open_any(filename, verify=verify, writable=True, unmapped=backend == "pread")
     try:
+        read_whole(f)
         return {name: f.get_tensor(name) for name in f.keys()}
     finally:
         f.close()

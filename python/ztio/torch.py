@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Uni
 import numpy as np
 
 from . import _frameworks
-from ._file import File, open_any
+from ._file import File, open_any, read_whole
 from ._write import Writer
 from .errors import ArgumentError
 
@@ -145,6 +145,7 @@ def load_file(
     with positional reads instead of a map, as safetensors' option of that name."""
     f = open_any(filename, unmapped=_unmapped(backend))
     try:
+        read_whole(f)
         return _all_tensors(f, device)
     finally:
         f.close()

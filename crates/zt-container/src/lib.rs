@@ -59,7 +59,9 @@ pub use temp::{cleanup, interrupt};
 /// Shared with the crates of this workspace, not part of the stable API.
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::memory::{prefer_huge_pages, try_filled_vec, try_with_capacity, SpareCapacity};
+    pub use crate::memory::{
+        physical_memory, prefer_huge_pages, try_filled_vec, try_with_capacity, SpareCapacity,
+    };
 }
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};
 pub use read_v2::{check_blob_range_v2, ContainerV2, FooterV2};

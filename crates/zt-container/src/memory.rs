@@ -2,6 +2,31 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The machine's physical memory in bytes, where the platform says (Linux, macOS: the
+/// page count times the page size); `None` elsewhere.
+///
+/// ```
+/// if let Some(bytes) = zt_container::internal::physical_memory() {
+///     assert!(bytes > 0);
+/// }
+/// ```
+pub fn physical_memory() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf reads a system value and touches no memory of ours.
+        let (pages, size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && size > 0 {
+            return (pages as u64).checked_mul(size as u64);
+        }
+    }
+    None
+}
+
 /// Asks the kernel to back `buffer`'s allocation with transparent huge pages.
 ///
 /// Listing a file of 100,000 objects fills tens of MiB of fresh memory; with 4 KiB pages the

@@ -121,6 +121,11 @@ impl OpenOptions {
         self.requests_in_flight.unwrap_or(8)
     }
 
+    /// The limits these options open with.
+    pub(crate) fn limits_ref(&self) -> &Limits {
+        &self.limits
+    }
+
     /// Replaces all limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;

@@ -315,3 +315,55 @@ fn a_failed_write_leaves_the_old_set_whole_and_no_new_file() {
         &[100.0, 101.0]
     );
 }
+
+#[test]
+fn load_all_reads_every_shard_once_concurrently_and_reports_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // Six shards: more than are read at once, so threads take a second shard each.
+    let shards: Vec<(String, Vec<String>)> = (0..6)
+        .map(|i| (format!("s{i}.zt"), vec![format!("w{i}")]))
+        .collect();
+    let borrowed: Vec<(&str, Vec<&str>)> = shards
+        .iter()
+        .map(|(f, n)| (f.as_str(), n.iter().map(String::as_str).collect()))
+        .collect();
+    let listing: Vec<(&str, &[&str])> = borrowed.iter().map(|(f, n)| (*f, &n[..])).collect();
+    let index: Vec<(&str, &str)> = borrowed.iter().map(|(f, n)| (n[0], *f)).collect();
+    let path = hand_made(dir.path(), &listing, &index);
+    let set = ShardedSet::open(&path).unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let threads = std::sync::Mutex::new(std::collections::HashSet::new());
+    set.load_all(|position| {
+        // Long enough that no one thread can take every shard before the others start.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seen.lock().unwrap().push(position);
+        threads.lock().unwrap().insert(std::thread::current().id());
+    })
+    .unwrap();
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..6).collect::<Vec<_>>());
+    assert!(
+        threads.into_inner().unwrap().len() > 1,
+        "one thread read them all"
+    );
+    for i in 0..6 {
+        let v = set.object(&format!("w{i}")).unwrap().read::<f32>().unwrap();
+        assert_eq!(&v[..], &[1.0, 2.0]);
+    }
+    // A budget of nothing reads nothing ahead, and still opens and checks every shard.
+    let tight = ShardedSet::open_with(&path, ztensor::OpenOptions::new().memory_budget(0)).unwrap();
+    let count = std::sync::atomic::AtomicUsize::new(0);
+    tight
+        .load_all(|_| {
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+    assert_eq!(count.into_inner(), 6);
+
+    // A shard that is not a tensor file: the error names it.
+    std::fs::write(dir.path().join("s4.zt"), b"not a tensor file at all").unwrap();
+    let set = ShardedSet::open(&path).unwrap();
+    let e = set.load_all(|_| {}).unwrap_err();
+    assert!(e.path().is_some_and(|p| p.ends_with("s4.zt")), "{e}");
+}

@@ -21,6 +21,10 @@ use zt_container::Source;
 /// How much of the next shard is asked for when a shard opens.
 const NEXT_SHARD_AHEAD: u64 = 256 << 20;
 
+/// How many shards [`ShardedSet::load_all`] reads at once: enough requests in flight to keep
+/// a disk's queue busy, each stream still large and sequential.
+pub const CONCURRENT_SHARDS: usize = 4;
+
 use foldhash::fast::RandomState;
 use hashbrown::HashMap;
 use zt_container::{Error, Result};
@@ -350,6 +354,87 @@ impl ShardedSet {
             self.reader(position)?;
         }
         Ok(())
+    }
+
+    /// Opens every shard and reads the set into memory as a loader that wants all of it does:
+    /// [`CONCURRENT_SHARDS`] shards at once, each front to back on its own thread in large
+    /// sequential requests, into the page cache and this process's maps (no copy: reads of
+    /// the set's objects then cost neither a disk wait nor a page fault). `ready(position)`
+    /// is called from the reading thread as each shard's bytes are in, so a caller can start
+    /// on a shard while the others are still coming in.
+    ///
+    /// What is read in this way is bounded: by the memory budget of the set's
+    /// [`OpenOptions`] when one is set, else by half the machine's memory. Shards past it are
+    /// opened and checked, and read when their objects are. Shards opened unmapped or
+    /// remotely are opened and checked only (their reads fetch what they need). Returns the
+    /// first error opening or checking a shard; the other threads stop at their next shard.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let shard = |name: &str, t: &str| {
+    /// #     let mut w = ztensor::Writer::create(dir.path().join(name)).unwrap();
+    /// #     w.add(t, &[2], &[1.0f32, 2.0]).unwrap();
+    /// #     w.finish().unwrap();
+    /// # };
+    /// # shard("a.zt", "x");
+    /// # shard("b.zt", "y");
+    /// # std::fs::write(dir.path().join("m.index.json"),
+    /// #     r#"{"weight_map": {"x": "a.zt", "y": "b.zt"}}"#).unwrap();
+    /// let set = ztensor::ShardedSet::open(dir.path().join("m.index.json"))?;
+    /// let done = std::sync::atomic::AtomicUsize::new(0);
+    /// set.load_all(|_shard| {
+    ///     done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// })?;
+    /// assert_eq!(done.into_inner(), 2);
+    /// assert_eq!(set.object("y")?.read::<f32>()?.as_ref(), &[1.0, 2.0]);
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn load_all(&self, ready: impl Fn(usize) + Sync) -> Result<()> {
+        use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+        let budget = self.options.limits_ref().memory_budget.unwrap_or_else(|| {
+            zt_container::internal::physical_memory().map_or(u64::MAX, |m| m / 2)
+        });
+        let next = AtomicUsize::new(0);
+        let loaded = AtomicU64::new(0);
+        let failed = AtomicBool::new(false);
+        let first_error = std::sync::Mutex::new(None);
+        let work = || {
+            while !failed.load(Ordering::Relaxed) {
+                let position = next.fetch_add(1, Ordering::Relaxed);
+                if position >= self.shards.len() {
+                    return;
+                }
+                match self.reader(position) {
+                    Ok(reader) => {
+                        let source = reader.source();
+                        let len = source.len();
+                        // Claim this shard's share of the budget before reading it.
+                        let before = loaded.fetch_add(len, Ordering::Relaxed);
+                        if before.saturating_add(len) <= budget {
+                            source.populate_now(0, len);
+                        }
+                        ready(position);
+                    }
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        if let Ok(mut first) = first_error.lock() {
+                            first.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+        };
+        let threads = CONCURRENT_SHARDS.min(self.shards.len());
+        std::thread::scope(|scope| {
+            for _ in 1..threads {
+                scope.spawn(work);
+            }
+            work();
+        });
+        match first_error.into_inner() {
+            Ok(Some(e)) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Every object of the set, in bytewise name order (opens every shard).
