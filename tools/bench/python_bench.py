@@ -7,6 +7,11 @@ matrices and two f32 norm vectors; embeddings and head in bf16).
   when running as root).
 - save: save_file of the same dict of arrays, to the page cache (neither waits for the disk;
   ztio's default, sync=True, is shown beside it).
+- sets: the workload as a 4-shard set (``model.safetensors.index.json``), loaded whole into
+  numpy and touched: ztio's ``load_file`` of the index (shards read four at once) against
+  safetensors' ``load_file`` of each shard in turn (what a loader does with an index), and
+  against ztio's ``load_file`` of each shard in turn; warm and cold, with the limit (reading
+  the shards' bytes with large sequential reads, one after another).
 - frameworks: for every framework that imports here (numpy, torch, flax/JAX, TensorFlow,
   Paddle, MLX), ``load_file`` and ``safe_open`` + ``get_tensor`` of ztio's module against
   safetensors' same module, warm and cold, and ``save_file`` with and without sync. Loaded
@@ -30,6 +35,7 @@ import numpy as np
 import safetensors
 import safetensors.numpy as st_numpy
 import ztio
+import ztio.numpy
 
 
 def workload(scale: int) -> dict:
@@ -111,6 +117,7 @@ def main() -> None:
     p.add_argument("--frameworks", default="numpy,torch,flax,tensorflow,paddle,mlx",
                    help="the frameworks' rows to run (those that import); empty for none")
     p.add_argument("--only-frameworks", action="store_true", help="skip the numpy-core rows")
+    p.add_argument("--only-sets", action="store_true", help="run the sharded-set rows only")
     args = p.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     tensors = workload(args.scale)
@@ -122,9 +129,57 @@ def main() -> None:
     ztio.save_file(tensors, zt, sync=False)
     st_numpy.save_file(tensors, st)
     assert load_ztio(zt) == load_safetensors(st)
+    if args.only_sets:
+        sets(args, st, nbytes)
+        return
     if not args.only_frameworks:
         core(args, tensors, st, zt, nbytes)
+        sets(args, st, nbytes)
     frameworks(args, st, zt, nbytes)
+
+
+def sets(args, st: str, nbytes: int) -> None:
+    folder = os.path.join(args.dir, "py-set")
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        os.makedirs(folder, exist_ok=True)
+        ztio.convert(st, index, shard_size=nbytes // 4 + 1, progress=False)
+    shards = [os.path.join(folder, p) for p in sorted(os.listdir(folder)) if p.endswith(".safetensors")]
+
+    def whole(load):
+        return lambda: timed(lambda: sum(touch(a) for a in load().values()))
+
+    def each_shard(load_file):
+        def load():
+            out = {}
+            for s in shards:
+                out.update(load_file(s))
+            return out
+        return load
+
+    def limit():
+        for s in shards:
+            with open(s, "rb", buffering=0) as f:
+                while f.read(16 << 20):
+                    pass
+
+    fns = {
+        "st": whole(each_shard(st_numpy.load_file)),
+        "zt_index": whole(lambda: ztio.numpy.load_file(index)),
+        "zt_shards": whole(each_shard(ztio.numpy.load_file)),
+        "limit": lambda: timed(limit),
+    }
+    print(f"\na {len(shards)}-shard set, every tensor loaded into numpy and touched")
+    for cold in (False, True):
+        if cold and not drop_cache():
+            print("  (cold rows skipped: dropping the page cache needs root)")
+            break
+        r = in_turns(max(3, args.runs // 2) if cold else args.runs, fns, cold=cold)
+        how = "cold" if cold else "warm"
+        row(f"set {how}: limit (read the shards in turn)", r["limit"], r["st"], nbytes)
+        row(f"set {how}: safetensors load_file per shard", r["st"], r["st"], nbytes)
+        row(f"set {how}: ztio load_file per shard", r["zt_shards"], r["st"], nbytes)
+        row(f"set {how}: ztio load_file of the index", r["zt_index"], r["st"], nbytes)
 
 
 def core(args, tensors, st: str, zt: str, nbytes: int) -> None:

@@ -257,16 +257,27 @@ impl Source {
     pub fn populate_now(&self, offset: u64, len: u64) -> u64 {
         #[cfg(target_os = "linux")]
         if let (Source::Mapped(m), Ok((start, end))) = (self, self.checked_range(offset, len)) {
+            // Each step is asked for (`MADV_WILLNEED`: the kernel submits it in large
+            // requests, asynchronously) one step ahead of the one being mapped in, so the
+            // disk always has the next piece queued; mapping a cold step alone faults it in
+            // with the small read-around of a page fault.
             let mut at = start;
+            let first = POPULATE_STEP.min(end - at);
+            let _ = m.map.advise_range(memmap2::Advice::WillNeed, at, first);
             while at < end {
                 let step = POPULATE_STEP.min(end - at);
+                let next = at + step;
+                if next < end {
+                    let ahead = POPULATE_STEP.min(end - next);
+                    let _ = m.map.advise_range(memmap2::Advice::WillNeed, next, ahead);
+                }
                 if m.map
                     .advise_range(memmap2::Advice::PopulateRead, at, step)
                     .is_err()
                 {
                     break;
                 }
-                at += step;
+                at = next;
             }
             return (at - start) as u64;
         }

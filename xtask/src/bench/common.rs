@@ -322,7 +322,31 @@ pub(super) fn write_zt_with(
     durability: ztensor::Durability,
 ) -> Result<()> {
     // The benchmark's rows measure v1.2 (docs/benchmarks.md).
-    let mut w = Writer::create_version(path, ztensor::Version::V1_2, durability)?;
+    write_zt_version(tensors, path, opts, durability, ztensor::Version::V1_2)
+}
+
+/// The workload as zTensor v2, our default output, once (the read rows in v2 beside v1.2).
+pub(super) fn ensure_v2(tensors: &[Tensor], path: &Path) -> Result<()> {
+    if !path.exists() {
+        write_zt_version(
+            tensors,
+            path,
+            WriteOptions::default(),
+            ztensor::Durability::Synced,
+            ztensor::Version::V2,
+        )?;
+    }
+    Ok(())
+}
+
+fn write_zt_version(
+    tensors: &[Tensor],
+    path: &Path,
+    opts: WriteOptions,
+    durability: ztensor::Durability,
+    version: ztensor::Version,
+) -> Result<()> {
+    let mut w = Writer::create_version(path, version, durability)?;
     w.set_options(opts);
     for t in tensors {
         let obj = ztensor::ObjectData {
@@ -494,8 +518,10 @@ pub(super) struct Bench {
     pub(super) tensors: Vec<Tensor>,
     /// The workload's bytes.
     pub(super) total: u64,
-    /// The workload as `.zt`, `.safetensors`, and `.zt` with sha256 digests.
+    /// The workload as `.zt` (v1.2), `.safetensors`, and `.zt` with sha256 digests; and as
+    /// `.zt` v2 for the order rows.
     pub(super) zt: PathBuf,
+    pub(super) zt2: PathBuf,
     pub(super) st: PathBuf,
     pub(super) zt_sha: PathBuf,
     pub(super) table: Table,

@@ -98,6 +98,7 @@ pub fn run(args: &[&str]) -> Result<()> {
         scale,
         runs: 5,
         zt: dir.join("model.zt"),
+        zt2: dir.join("model_v2.zt"),
         st: dir.join("model.safetensors"),
         zt_sha: dir.join("model_sha256.zt"),
         dir,

@@ -7,16 +7,18 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     let (runs, total) = (b.runs, b.total);
     let Bench {
         zt,
+        zt2,
         st,
         table,
         tensors,
         ..
     } = b;
     let (module, random) = (module_order(tensors), random_order(tensors));
+    ensure_v2(tensors, zt2)?;
     // --- read every tensor, page cache warm ---
     // As a user's files are: read in from the disk once (not left by our own writer a
     // moment ago, whose pages the kernel holds in larger pieces that fault in faster).
-    for f in [&zt, &st] {
+    for f in [&zt, &zt2, &st] {
         if drop_page_cache() {
             std::hint::black_box(read_sequential(f, 4 << 20)?);
         }
@@ -73,7 +75,9 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     let mut in_module = consumed(|| read_zt_in(zt, OpenOptions::new(), &module));
     let mut in_random = consumed(|| read_zt_in(zt, OpenOptions::new(), &random));
     let mut st_module = consumed(|| read_zt_in(st, OpenOptions::new(), &module));
-    let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module] =
+    let mut v2_module = consumed(|| read_zt_in(zt2, OpenOptions::new(), &module));
+    let mut v2_random = consumed(|| read_zt_in(zt2, OpenOptions::new(), &random));
+    let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module, t_v2_module, t_v2_random] =
         interleaved(
             runs,
             &mut [
@@ -89,6 +93,8 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
                 &mut in_module,
                 &mut in_random,
                 &mut st_module,
+                &mut v2_module,
+                &mut v2_random,
             ],
         )?;
     drop(whole);
@@ -117,6 +123,16 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         (
             "ztensor default on .safetensors, module order",
             t_st_module,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor default on .zt v2, module order",
+            t_v2_module,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "ztensor default on .zt v2, random order",
+            t_v2_random,
             Some((t_scan, "scan")),
         ),
         (
@@ -165,11 +181,13 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
     let Bench {
         tensors,
         zt,
+        zt2,
         st,
         table,
         ..
     } = b;
     let (module, random) = (module_order(tensors), random_order(tensors));
+    ensure_v2(tensors, zt2)?;
     // --- load every tensor from the disk: page cache dropped before every call ---
     if !drop_page_cache() {
         println!(
@@ -186,7 +204,9 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
         let mut in_module = consumed(|| read_zt_in(zt, OpenOptions::new(), &module));
         let mut in_random = consumed(|| read_zt_in(zt, OpenOptions::new(), &random));
         let mut st_module = consumed(|| read_zt_in(st, OpenOptions::new(), &module));
-        let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st, t_module, t_random, t_st_module] =
+        let mut v2_module = consumed(|| read_zt_in(zt2, OpenOptions::new(), &module));
+        let mut v2_random = consumed(|| read_zt_in(zt2, OpenOptions::new(), &random));
+        let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st, t_module, t_random, t_st_module, t_v2_module, t_v2_random] =
             interleaved_cold(
                 cold_runs,
                 &mut [
@@ -199,6 +219,8 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
                     &mut in_module,
                     &mut in_random,
                     &mut st_module,
+                    &mut v2_module,
+                    &mut v2_random,
                 ],
             )?;
         for (row, time, baseline) in [
@@ -226,6 +248,16 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
             (
                 "ztensor default on .safetensors, module order",
                 t_st_module,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "ztensor default on .zt v2, module order",
+                t_v2_module,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "ztensor default on .zt v2, random order",
+                t_v2_random,
                 Some((t_seq, "sequential")),
             ),
             ("ztensor populate(true)", t_pop, Some((t_seq, "sequential"))),
