@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ztio
+import ztio.numpy
 
 CASES = {
     "tensorflow": ("tensorflow", "tf"),
@@ -48,3 +49,44 @@ def test_round_trip_of_files_and_bytes(framework, tmp_path):
             assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), k
     with ztio.safe_open(tmp_path / "m.safetensors", framework=name) as f:
         assert np.array_equal(_numpy(f.get_tensor("f32")), tensors["f32"])
+
+
+#: Every dtype a file may hold, and which of them each framework has (the rest must raise
+#: ztio.ArgumentError, never come back as another type).
+_ALL = ["float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
+        "uint16", "uint32", "uint64", "bool", "complex64", "float8_e4m3fn", "float8_e5m2"]
+_LACKS = {
+    "tensorflow": set(),
+    # Paddle reads numpy's uint16 as its bfloat16 and has no uint32/uint64.
+    "paddle": {"uint16", "uint32", "uint64"},
+    # MLX has no FP8 types, and stores float64 as float32 (its own conversion).
+    "mlx": {"float8_e4m3fn", "float8_e5m2"},
+}
+
+
+def _dtype(name):
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+@pytest.mark.parametrize("dtype", _ALL)
+def test_every_dtype_comes_back_as_itself_or_is_refused(framework, dtype, tmp_path):
+    module, name = framework
+    fw = next(k for k, v in CASES.items() if v[1] == name)
+    want = (np.arange(6) % 2 == 1 if dtype == "bool" else np.arange(6)).astype(_dtype(dtype)).reshape(2, 3)
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"t": want}, path)
+    if dtype in _LACKS[fw]:
+        with pytest.raises(ztio.ArgumentError, match=f"no {dtype} type"):
+            module.load_file(path)
+        return
+    got = module.load_file(path)["t"]
+    # Back to numpy through the module's own conversion (bf16 and FP8 have no buffer format).
+    back = ztio.numpy.load(module.save({"t": got}))["t"]
+    if fw == "mlx" and dtype == "float64":
+        assert back.dtype == np.float32 and np.array_equal(back, want.astype(np.float32))
+        return
+    assert back.dtype == want.dtype, (back.dtype, want.dtype)
+    assert back.tobytes() == want.tobytes()

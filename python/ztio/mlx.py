@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ._bridge import functions
+from .errors import ArgumentError
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
@@ -16,7 +17,23 @@ __all__ = ["load_file", "save_file", "load", "save"]
 def _mlx_array(array: np.ndarray, device: str = "cpu") -> Any:
     import mlx.core as mx
 
+    name = array.dtype.name
+    if name == "bfloat16":
+        # numpy's bfloat16 (ml_dtypes) has no buffer format MLX knows: its bits as uint16.
+        return mx.array(array.view(np.uint16)).view(mx.bfloat16)
+    if name.startswith(("float8_", "float4_", "float6_")):
+        raise ArgumentError(f"MLX has no {name} type")
     return mx.array(array)
 
 
-load_file, load, save_file, save = functions(("mlx",), "MLX arrays", _mlx_array)
+def _numpy(array: Any) -> np.ndarray:
+    import mlx.core as mx
+
+    if getattr(array, "dtype", None) == mx.bfloat16:
+        import ml_dtypes
+
+        return np.array(array.view(mx.uint16)).view(ml_dtypes.bfloat16)
+    return np.asarray(array)
+
+
+load_file, load, save_file, save = functions(("mlx",), "MLX arrays", _mlx_array, _numpy)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ._bridge import functions
+from .errors import ArgumentError
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
@@ -16,12 +17,58 @@ __all__ = ["load_file", "save_file", "load", "save"]
 def _paddle_tensor(array: np.ndarray, device: str = "cpu") -> Any:
     import paddle
 
-    place = paddle.CPUPlace() if device in (None, "cpu") else device
-    return paddle.to_tensor(array, place=place)
+    name = array.dtype.name
+    if name == "bfloat16":
+        # Paddle takes numpy's uint16 for its bfloat16 (same bits).
+        return paddle.to_tensor(array.view(np.uint16), place=_place(device))
+    if name in _FP8:
+        stored = paddle.to_tensor(array.view(np.uint8), place=_place(device))
+        return paddle.view(stored, getattr(paddle, name))
+    if array.dtype in (np.uint16, np.uint32, np.uint64):
+        # Paddle would read uint16 as bfloat16, silently, and has no uint32 or uint64.
+        raise ArgumentError(f"Paddle has no {name} type (it has uint8 only of the unsigned ones)")
+    return paddle.to_tensor(array, place=_place(device))
+
+
+#: The FP8 types both sides have, by their common name.
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _place(device: Any) -> Any:
+    """Paddle's name for ``device``: callers of safetensors write ``"cuda"``, ``"cuda:1"`` or
+    a number, which Paddle calls ``"gpu:0"``, ``"gpu:1"``."""
+    import paddle
+
+    if device in (None, "cpu"):
+        return paddle.CPUPlace()
+    if isinstance(device, int):
+        return f"gpu:{device}"
+    if isinstance(device, str) and device.startswith(("cuda", "gpu")):
+        # With its index: a CPU-only Paddle fails to parse a bare "gpu" (an AttributeError
+        # from inside Paddle), where "gpu:0" gives its own clear "not compiled with CUDA".
+        rest = device.split(":", 1)[1] if ":" in device else "0"
+        return f"gpu:{rest}"
+    return device
 
 
 def _numpy(tensor: Any) -> np.ndarray:
-    return tensor.numpy() if hasattr(tensor, "numpy") else np.asarray(tensor)
+    if not hasattr(tensor, "numpy"):
+        return np.asarray(tensor)
+    import paddle
+
+    kind = str(tensor.dtype).rsplit(".", 1)[-1]
+    if kind == "bfloat16":
+        # Paddle hands bfloat16 out as uint16: the same bits.
+        return _as_ml(tensor.numpy(), kind)
+    if kind in _FP8:
+        return _as_ml(paddle.view(tensor, paddle.uint8).numpy(), kind)
+    return tensor.numpy()
+
+
+def _as_ml(bits: np.ndarray, kind: str) -> np.ndarray:
+    import ml_dtypes
+
+    return bits.view(getattr(ml_dtypes, kind))
 
 
 load_file, load, save_file, save = functions(("paddle",), "Paddle tensors", _paddle_tensor, _numpy)
