@@ -352,6 +352,28 @@ impl File<'_> {
         Ok(())
     }
 
+    /// The start of an array index's header (`head`, read at `addr`): its signature, version,
+    /// client and entry size; the cursor is left after them.
+    fn array_header<'b>(
+        &self,
+        head: &'b [u8],
+        addr: u64,
+        signature: &[u8; 4],
+        what: &str,
+        chunk_bytes: u64,
+    ) -> Result<(super::Cursor<'b>, Entries)> {
+        let mut c = self.cursor(head, addr);
+        if c.take(4, "signature")? != signature {
+            let sig = String::from_utf8_lossy(signature);
+            return Err(bad_at(format!("{what} without its {sig} signature"), addr));
+        }
+        c.skip(1, "version")?;
+        let client = c.u8("client id")?;
+        let size = c.u8("entry size")?;
+        let shape = self.entry_shape(client, size, chunk_bytes, addr)?;
+        Ok((c, shape))
+    }
+
     /// The checked entry shape of an array index (client 0: chunks, 1: filtered chunks).
     fn entry_shape(&self, client: u8, size: u8, chunk_bytes: u64, at: u64) -> Result<Entries> {
         let size = u64::from(size);
@@ -382,13 +404,7 @@ impl File<'_> {
             12 + self.lengths as u64 + self.offsets as u64,
             "fixed array header",
         )?;
-        let mut c = self.cursor(&head, addr);
-        if c.take(4, "FAHD")? != b"FAHD" {
-            return Err(bad_at("fixed array without its FAHD signature", addr));
-        }
-        c.skip(1, "version")?;
-        let client = c.u8("client id")?;
-        let shape = self.entry_shape(client, c.u8("entry size")?, chunk_bytes, addr)?;
+        let (mut c, shape) = self.array_header(&head, addr, b"FAHD", "fixed array", chunk_bytes)?;
         let page_bits = c.u8("page bits")?;
         let count = c.length("entries")?;
         let block = c
@@ -439,13 +455,8 @@ impl File<'_> {
             16 + 6 * lengths + self.offsets as u64,
             "extensible array header",
         )?;
-        let mut c = self.cursor(&head, addr);
-        if c.take(4, "EAHD")? != b"EAHD" {
-            return Err(bad_at("extensible array without its EAHD signature", addr));
-        }
-        c.skip(1, "version")?;
-        let client = c.u8("client id")?;
-        let shape = self.entry_shape(client, c.u8("entry size")?, chunk_bytes, addr)?;
+        let (mut c, shape) =
+            self.array_header(&head, addr, b"EAHD", "extensible array", chunk_bytes)?;
         let max_bits = c.u8("maximum bits")?;
         let index_entries = u64::from(c.u8("index block entries")?);
         let data_min = u64::from(c.u8("data block minimum")?);
