@@ -72,9 +72,7 @@ PACKAGES = {
 
 # Tensors the reference reads and ztio knowingly does not, with why (docs/decisions.md): they
 # are reported, not failed; one that starts to read correctly is reported too.
-KNOWN_GAPS = {
-    "tables/tests/test_szip.h5": {"/dset_szip": "the szip filter: no szip decoder"},
-}
+KNOWN_GAPS: dict = {}
 
 
 def fetch() -> list:

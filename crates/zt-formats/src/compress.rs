@@ -96,8 +96,10 @@ pub struct ChunkTable {
     /// Bytes per element.
     pub element_size: u64,
     /// The filter pipeline, in the order the writer applied it (HDF5 filter ids: 1 deflate,
-    /// 2 shuffle, 3 fletcher32; others are refused when read).
+    /// 2 shuffle, 3 fletcher32, 4 szip; others are refused when read).
     pub filters: Vec<u16>,
+    /// Each filter's parameters (its client data values), as many as `filters`.
+    pub filter_params: Vec<Vec<u32>>,
     /// Every chunk written.
     pub chunks: Vec<Chunk>,
 }

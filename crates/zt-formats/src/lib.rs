@@ -58,6 +58,7 @@ mod layout;
 mod quant;
 pub mod seekable;
 mod sparse;
+pub mod szip;
 pub mod v2;
 
 pub use compress::{

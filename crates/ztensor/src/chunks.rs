@@ -1,7 +1,7 @@
 //! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
-//! (fletcher32 checked and stripped, deflate inflated to exactly the chunk's size, shuffle
-//! undone), then its rows are copied into the row-major array, clipped at the dataset's edge.
+//! (fletcher32 checked and stripped, deflate inflated and szip decoded to exactly the chunk's
+//! size, shuffle undone), then its rows are copied into the row-major array, clipped at the dataset's edge.
 //! Chunks never written read as zeros, HDF5's default fill value.
 
 use zt_container::{Error, Result};
@@ -11,6 +11,7 @@ use zt_formats::ChunkTable;
 const DEFLATE: u16 = 1;
 const SHUFFLE: u16 = 2;
 const FLETCHER32: u16 = 3;
+const SZIP: u16 = 4;
 
 /// Decodes every chunk of `table` from `span` (the component's stored bytes) into `dst`, the
 /// dataset's row-major bytes. `cap` bounds one chunk's decoded size.
@@ -62,16 +63,31 @@ fn unfilter(
 ) -> Result<()> {
     let mut data: &[u8] = stored;
     let mut owned: Vec<u8>;
-    let active: Vec<u16> = table
+    let active: Vec<(u16, &[u32])> = table
         .filters
         .iter()
         .enumerate()
         .filter(|(i, _)| *i >= 32 || mask & (1 << i) == 0)
-        .map(|(_, &f)| f)
+        .map(|(i, &f)| (f, table.filter_params.get(i).map_or(&[][..], Vec::as_slice)))
         .collect();
-    for (step, &filter) in active.iter().enumerate().rev() {
+    for (step, &(filter, params)) in active.iter().enumerate().rev() {
         let last = step == 0;
         match filter {
+            SZIP => {
+                work.clear();
+                work.try_reserve_exact(out.len())
+                    .map_err(|_| Error::out_of_memory("an szip chunk"))?;
+                work.resize(out.len(), 0);
+                zt_formats::szip::decode_hdf5(data, params, work)?;
+                owned = std::mem::take(work);
+                data = &owned;
+                if last {
+                    out.copy_from_slice(data);
+                    *work = owned;
+                    return Ok(());
+                }
+                continue;
+            }
             FLETCHER32 => {
                 let (body, sum) = data.split_last_chunk::<4>().ok_or_else(|| {
                     Error::invalid("fletcher32: a chunk shorter than its checksum")
@@ -164,7 +180,7 @@ pub(crate) fn filter_name(id: u16) -> &'static str {
         DEFLATE => "deflate",
         SHUFFLE => "shuffle",
         FLETCHER32 => "fletcher32",
-        4 => "szip",
+        SZIP => "szip",
         5 => "nbit",
         6 => "scaleoffset",
         _ => "unknown",
@@ -289,6 +305,7 @@ mod tests {
             chunk: vec![2, 2],
             element_size: 1,
             filters: Vec::new(),
+            filter_params: Vec::new(),
             chunks: [[0, 0], [0, 2], [2, 0], [2, 2]]
                 .iter()
                 .enumerate()
@@ -313,6 +330,7 @@ mod tests {
             chunk: vec![2],
             element_size: 4,
             filters: vec![SHUFFLE],
+            filter_params: vec![Vec::new()],
             chunks: vec![Chunk {
                 at: 0,
                 size: 8,

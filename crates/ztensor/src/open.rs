@@ -122,6 +122,7 @@ impl OpenOptions {
     }
 
     /// The limits these options open with.
+    #[cfg(feature = "sharded")]
     pub(crate) fn limits_ref(&self) -> &Limits {
         &self.limits
     }

@@ -118,7 +118,8 @@ struct Entries {
 
 impl File<'_> {
     /// The chunks of a chunked dataset of `dims` (maximum dimensions `max_dims`, `u64::MAX`
-    /// unlimited; elements of `size` bytes), from its index.
+    /// unlimited; elements of `size` bytes), from its index; `pipeline` is the filters, each
+    /// with its parameters.
     pub(super) fn chunk_table(
         &mut self,
         dims: &[u64],
@@ -126,8 +127,9 @@ impl File<'_> {
         size: u64,
         layout_dims: &[u64],
         index: &ChunkIndex,
-        filters: Vec<u16>,
+        pipeline: Vec<(u16, Vec<u32>)>,
     ) -> Result<(zt_formats::ChunkTable, u64)> {
+        let (filters, filter_params) = pipeline.into_iter().unzip();
         // The layout's dimensions end with the element's size.
         let (element, chunk) = layout_dims
             .split_last()
@@ -236,6 +238,7 @@ impl File<'_> {
             chunk: chunk.to_vec(),
             element_size: size,
             filters,
+            filter_params,
             chunks,
         };
         Ok((table, first))

@@ -12,14 +12,14 @@
 //! from the map; a compact one a range of its object header. A chunked dataset's chunks are
 //! found through its index (every kind HDF5 writes: [`index`]) and listed as one component
 //! of [`zt_formats::Encoding::Hdf5Chunks`] over the span that holds them; reading unfilters
-//! each chunk (deflate, shuffle, fletcher32 checked) and places it (crate::chunks). Groups
+//! each chunk (deflate, shuffle, fletcher32 checked, szip) and places it (crate::chunks). Groups
 //! keep their links in symbol tables, in link messages, or in dense storage (a fractal heap,
 //! whose direct blocks are read in order). An external link to a file in the same folder is
 //! followed: what it names is listed under the link's path, read from that file as a shard.
 //!
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
 //! references, variable-length and array types ("not numbers"); datasets behind a filter we do
-//! not decode (szip, LZF, ...: named); external links that cannot be followed (with why).
+//! not decode (LZF, blosc, ...: named); external links that cannot be followed (with why).
 //! Chunks never written read as zeros, within the memory budget.
 //!
 //! Every address and size is checked against the file and against the caps below; a group
@@ -1242,15 +1242,15 @@ impl<'s> File<'s> {
                     Some(f) => self.filters(&self.data(&f)?, f.at)?,
                     None => Vec::new(),
                 };
-                if let Some((id, name)) = filters.iter().find(|(id, _)| !matches!(id, 1..=3)) {
+                if let Some((id, name, _)) = filters.iter().find(|(id, ..)| !matches!(id, 1..=4)) {
                     return Ok(with_defect(Defect::unsupported(format!(
                         "unsupported HDF5 filter {name} (id {id}): its chunks cannot be decoded"
                     ))));
                 }
-                let ids = filters.iter().map(|(id, _)| *id).collect();
+                let pipeline = filters.into_iter().map(|(id, _, p)| (id, p)).collect();
                 let size = element.dtype.size() as u64;
                 let (table, first) =
-                    self.chunk_table(&dims, &max_dims, size, &layout_dims, &index, ids)?;
+                    self.chunk_table(&dims, &max_dims, size, &layout_dims, &index, pipeline)?;
                 let end = table
                     .chunks
                     .iter()
@@ -1498,8 +1498,8 @@ impl<'s> File<'s> {
         Ok(Layout::Chunked(dims, index))
     }
 
-    /// The filters of a pipeline message: (id, name).
-    fn filters(&self, data: &[u8], at: u64) -> Result<Vec<(u16, String)>> {
+    /// The filters of a pipeline message: (id, name, parameters).
+    fn filters(&self, data: &[u8], at: u64) -> Result<Vec<(u16, String, Vec<u32>)>> {
         let mut c = self.cursor(data, at);
         let version = c.u8("filter pipeline version")?;
         let count = c.u8("filter count")?;
@@ -1521,7 +1521,9 @@ impl<'s> File<'s> {
                 padded = name_len.div_ceil(8) * 8;
             }
             c.skip(padded, "filter name")?;
-            c.skip(4 * values, "filter values")?;
+            let params = (0..values)
+                .map(|_| c.u32("filter value"))
+                .collect::<Result<Vec<u32>>>()?;
             if version == 1 && values % 2 == 1 {
                 c.skip(4, "padding")?;
             }
@@ -1541,6 +1543,7 @@ impl<'s> File<'s> {
                     32015 => "zstd".to_owned(),
                     other => format!("filter {other}"),
                 },
+                params,
             ));
         }
         Ok(names)
