@@ -72,21 +72,15 @@ fn unfilter(
         .collect();
     for (step, &(filter, params)) in active.iter().enumerate().rev() {
         let last = step == 0;
-        match filter {
+        // Whether the filter decoded `data` into `work` (exactly one chunk's bytes).
+        let decoded = match filter {
             SZIP => {
                 work.clear();
                 work.try_reserve_exact(out.len())
                     .map_err(|_| Error::out_of_memory("an szip chunk"))?;
                 work.resize(out.len(), 0);
                 zt_formats::szip::decode_hdf5(data, params, work)?;
-                owned = std::mem::take(work);
-                data = &owned;
-                if last {
-                    out.copy_from_slice(data);
-                    *work = owned;
-                    return Ok(());
-                }
-                continue;
+                true
             }
             FLETCHER32 => {
                 let (body, sum) = data.split_last_chunk::<4>().ok_or_else(|| {
@@ -101,6 +95,7 @@ fn unfilter(
                     )));
                 }
                 data = body;
+                false
             }
             DEFLATE => {
                 use std::io::Read;
@@ -117,14 +112,7 @@ fn unfilter(
                         out.len()
                     )));
                 }
-                owned = std::mem::take(work);
-                data = &owned;
-                if last {
-                    out.copy_from_slice(data);
-                    *work = owned;
-                    return Ok(());
-                }
-                continue;
+                true
             }
             SHUFFLE => {
                 let n = table.element_size as usize;
@@ -160,6 +148,15 @@ fn unfilter(
                     "HDF5 filter {other} ({})",
                     filter_name(other)
                 )))
+            }
+        };
+        if decoded {
+            owned = std::mem::take(work);
+            data = &owned;
+            if last {
+                out.copy_from_slice(data);
+                *work = owned;
+                return Ok(());
             }
         }
     }
