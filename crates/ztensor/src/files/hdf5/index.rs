@@ -427,7 +427,7 @@ impl File<'_> {
         let prefix = 6 + self.offsets as u64;
         let page = 1u64 << page_bits;
         if count <= page {
-            return self.entries(block + prefix, 0, count, shape, grid, found);
+            return self.entries(block.saturating_add(prefix), 0, count, shape, grid, found);
         }
         let pages = count.div_ceil(page);
         let bitmap_at = block.saturating_add(prefix);
@@ -548,8 +548,15 @@ impl File<'_> {
                     next = next.saturating_add(blocks.saturating_mul(entries));
                     continue;
                 };
-                let bitmap_len = if paged { blocks * pages.div_ceil(8) } else { 0 };
-                let size = 6 + offsets + offset_bytes + bitmap_len + blocks * offsets;
+                // Parameters the file declares can make these sizes overflow: saturated,
+                // they are refused by the read as past the end of the file.
+                let bitmap_len = if paged {
+                    blocks.saturating_mul(pages.div_ceil(8))
+                } else {
+                    0
+                };
+                let size =
+                    (6 + offsets + offset_bytes + blocks * offsets).saturating_add(bitmap_len);
                 let sb = self.read(sblock, size, "extensible array super block")?;
                 let mut s = self.cursor(&sb, sblock);
                 if s.take(4, "EASB")? != b"EASB" {
@@ -584,19 +591,21 @@ impl File<'_> {
                 match &bitmaps {
                     None => {
                         let n = entries.min(span - first);
-                        self.entries(dblock + prefix - 4, first, n, shape, grid, found)?;
+                        let at = dblock.saturating_add(prefix - 4);
+                        self.entries(at, first, n, shape, grid, found)?;
                     }
                     Some(bitmaps) => {
                         // One bit per page, numbered across the super block's data blocks
                         // (HDF5 sizes the bitmap a byte-rounded share per block, but numbers
                         // its bits block after block). No page past the bitmap was written.
                         let bits = bitmaps.len() as u64 * 8;
-                        for p in 0..pages.min(bits.saturating_sub(j as u64 * pages)) {
+                        let own = (j as u64).saturating_mul(pages);
+                        for p in 0..pages.min(bits.saturating_sub(own)) {
                             let at = dblock
                                 .saturating_add(prefix)
-                                .saturating_add(p * (page * shape.size + 4));
-                            let from = first.saturating_add(p * page);
-                            if from < span && bit(bitmaps, j as u64 * pages + p) {
+                                .saturating_add(p.saturating_mul(page * shape.size + 4));
+                            let from = first.saturating_add(p.saturating_mul(page));
+                            if from < span && bit(bitmaps, own + p) {
                                 let n = page.min(span - from);
                                 self.entries(at, from, n, shape, grid, found)?;
                             }
