@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
@@ -255,6 +256,29 @@ impl Source {
     /// assert_eq!(source.populate_now(0, 16), 0); // not a map
     /// ```
     pub fn populate_now(&self, offset: u64, len: u64) -> u64 {
+        self.populate_now_stepwise(offset, len, |_| ControlFlow::Continue(()))
+    }
+
+    /// As [`Source::populate_now`], calling `step_done(end)` after each step with the offset
+    /// the range is now mapped up to, so a caller can hand over what lies before it while the
+    /// rest is still coming in; `step_done` returns [`ControlFlow::Break`] to stop there.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// let source = zt_container::Source::from_vec(vec![0; 16]);
+    /// let mut steps = 0;
+    /// source.populate_now_stepwise(0, 16, |_| {
+    ///     steps += 1;
+    ///     ControlFlow::Continue(())
+    /// });
+    /// assert_eq!(steps, 0); // not a map: nothing done, no step
+    /// ```
+    pub fn populate_now_stepwise(
+        &self,
+        offset: u64,
+        len: u64,
+        mut step_done: impl FnMut(u64) -> ControlFlow<()>,
+    ) -> u64 {
         #[cfg(target_os = "linux")]
         if let (Source::Mapped(m), Ok((start, end))) = (self, self.checked_range(offset, len)) {
             // Each step is asked for (`MADV_WILLNEED`: the kernel submits it in large
@@ -278,10 +302,13 @@ impl Source {
                     break;
                 }
                 at = next;
+                if step_done(at as u64).is_break() {
+                    break;
+                }
             }
             return (at - start) as u64;
         }
-        let _ = (offset, len);
+        let _ = (offset, len, &mut step_done);
         0
     }
 
@@ -664,6 +691,27 @@ impl Source {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn populating_now_reports_each_step_as_it_is_mapped() {
+        // Holes: the steps cost no disk.
+        let f = tempfile::NamedTempFile::new().unwrap();
+        f.as_file().set_len(70 << 20).unwrap();
+        let source = Source::map(f.path()).unwrap();
+        let mut steps = Vec::new();
+        assert_eq!(
+            source.populate_now_stepwise(1 << 20, 69 << 20, |end| {
+                steps.push(end >> 20);
+                ControlFlow::Continue(())
+            }),
+            69 << 20
+        );
+        assert_eq!(steps, [33, 65, 70]);
+        // Stopped after the first step: that step is all it did.
+        let done = source.populate_now_stepwise(0, 70 << 20, |_| ControlFlow::Break(()));
+        assert_eq!(done, 32 << 20);
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -176,6 +176,63 @@ impl Reader {
         }
     }
 
+    /// Reads the file front to back into the page cache and this process's map on the
+    /// calling thread ([`Source::populate_now_stepwise`]) and hands each object to `each`, in
+    /// file order, as soon as its bytes are in: a loader starts on the first tensors while the
+    /// rest is still coming in. With `populate` false (over a memory budget), or for a source
+    /// other than a map, the objects are handed over at once and their reads fetch them.
+    /// Once `stop` is set, the reading stops after its current step and the objects left are
+    /// handed over at once.
+    #[cfg(feature = "sharded")]
+    pub(crate) fn load_in_file_order(
+        &self,
+        populate: bool,
+        stop: &std::sync::atomic::AtomicBool,
+        mut each: impl FnMut(ObjectView<'_>),
+    ) {
+        let backing = &self.backing;
+        let objects = &backing.objects;
+        let order = backing.readahead.file_order(objects);
+        // Where each object's bytes in this file end (0 for none: handed over first chance).
+        let end_of = |info: &ObjectInfo| {
+            info.components
+                .iter()
+                .filter(|c| c.file == 0)
+                .map(|c| c.offset.saturating_add(c.length))
+                .max()
+                .unwrap_or(0)
+        };
+        let mut handed = 0usize;
+        let mut hand_over_before = |mapped_to: u64| {
+            while let Some((i, info)) = order
+                .get(handed)
+                .and_then(|&i| Some((i, objects.get(i as usize)?)))
+            {
+                if end_of(info) > mapped_to {
+                    return;
+                }
+                // Bytes mapped already need no read-ahead hints; the others do.
+                let hints = if populate { NO_HINTS } else { i };
+                each(ObjectView::new(backing, info, hints, false));
+                handed += 1;
+            }
+        };
+        let populate = populate && matches!(backing.source, Source::Mapped(_));
+        if populate {
+            backing
+                .source
+                .populate_now_stepwise(0, backing.source.len(), |mapped_to| {
+                    hand_over_before(mapped_to);
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::ops::ControlFlow::Break(())
+                    } else {
+                        std::ops::ControlFlow::Continue(())
+                    }
+                });
+        }
+        hand_over_before(u64::MAX);
+    }
+
     /// Runs `f` on every object on every core; results in name order. Large objects are
     /// dealt out first, so the threads finish together.
     ///

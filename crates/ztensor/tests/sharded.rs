@@ -367,3 +367,71 @@ fn load_all_reads_every_shard_once_concurrently_and_reports_a_bad_one() {
     let e = set.load_all(|_| {}).unwrap_err();
     assert!(e.path().is_some_and(|p| p.ends_with("s4.zt")), "{e}");
 }
+
+#[test]
+fn load_each_hands_every_object_over_once_in_file_order_per_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    // Shard a is over one populate step (32 MiB), so its objects are handed over step by step.
+    let big: Vec<f32> = (0..5 << 20).map(|i| i as f32).collect();
+    let mut w = ztensor::Writer::create(dir.path().join("a.zt")).unwrap();
+    w.add("big0", &[5 << 20], &big).unwrap();
+    w.add("small", &[2], &[1.0f32, 2.0]).unwrap();
+    w.add("big1", &[5 << 20], &big).unwrap();
+    w.finish().unwrap();
+    let mut w = ztensor::Writer::create(dir.path().join("b.zt")).unwrap();
+    w.add("c", &[1], &[7.0f32]).unwrap();
+    w.finish().unwrap();
+    let index = dir.path().join("m.index.json");
+    std::fs::write(
+        &index,
+        r#"{"weight_map": {"big0": "a.zt", "small": "a.zt", "big1": "a.zt", "c": "b.zt"}}"#,
+    )
+    .unwrap();
+    for budget in [None, Some(0)] {
+        let options = match budget {
+            Some(b) => ztensor::OpenOptions::new().memory_budget(b),
+            None => ztensor::OpenOptions::new(),
+        };
+        let set = ShardedSet::open_with(&index, options).unwrap();
+        let handed = std::sync::Mutex::new(Vec::new());
+        set.load_each(|shard, object| {
+            let sum: f64 = object
+                .read::<f32>()
+                .unwrap()
+                .iter()
+                .map(|&x| x as f64)
+                .sum();
+            handed
+                .lock()
+                .unwrap()
+                .push((shard, object.name().to_owned(), sum));
+        })
+        .unwrap();
+        let handed = handed.into_inner().unwrap();
+        let in_a: Vec<&str> = handed
+            .iter()
+            .filter(|h| h.0 == 0)
+            .map(|h| h.1.as_str())
+            .collect();
+        let file_order: Vec<String> = set
+            .reader(0)
+            .unwrap()
+            .iter()
+            .map(|o| o.name().to_owned())
+            .collect();
+        assert_eq!(in_a, file_order, "budget {budget:?}");
+        let big_sum: f64 = big.iter().map(|&x| x as f64).sum();
+        let mut by_name: Vec<(&str, f64)> = handed.iter().map(|h| (h.1.as_str(), h.2)).collect();
+        by_name.sort_by(|a, b| a.0.cmp(b.0));
+        assert_eq!(
+            by_name,
+            [
+                ("big0", big_sum),
+                ("big1", big_sum),
+                ("c", 7.0),
+                ("small", 3.0)
+            ],
+            "budget {budget:?}"
+        );
+    }
+}

@@ -14,6 +14,7 @@
 pub mod index;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use zt_container::Source;
@@ -277,6 +278,13 @@ impl ShardedSet {
     /// As [`ShardedSet::reader`], shared: for holders that outlive a borrow of the set (the
     /// Python bindings hand shard readers to arrays that keep them alive).
     pub fn shared_reader(&self, position: usize) -> Result<&std::sync::Arc<Reader>> {
+        self.open_shard(position, true)
+    }
+
+    /// The reader of shard `position`, opened on first use; `hint_next` asks the disk for the
+    /// start of the next shard (a set read shard after shard; not when each shard has its
+    /// own reading thread).
+    fn open_shard(&self, position: usize, hint_next: bool) -> Result<&std::sync::Arc<Reader>> {
         let shard = self.shards.get(position).ok_or_else(|| {
             Error::argument(format!(
                 "shard {position} of a set of {}",
@@ -298,7 +306,7 @@ impl ShardedSet {
             .map_err(|e| e.in_file(&shard.path))?;
         // A set is mostly read shard after shard: the next one starts coming in from the disk
         // while this one is read.
-        if let Some(next) = self.shards.get(position + 1) {
+        if let Some(next) = self.shards.get(position + 1).filter(|_| hint_next) {
             if next.url.is_none() && next.reader.get().is_none() {
                 Source::will_need_file(&next.path, NEXT_SHARD_AHEAD);
             }
@@ -360,14 +368,15 @@ impl ShardedSet {
     /// [`CONCURRENT_SHARDS`] shards at once, each front to back on its own thread in large
     /// sequential requests, into the page cache and this process's maps (no copy: reads of
     /// the set's objects then cost neither a disk wait nor a page fault). `ready(position)`
-    /// is called from the reading thread as each shard's bytes are in, so a caller can start
-    /// on a shard while the others are still coming in.
+    /// is called from the reading thread as each shard's bytes are in; [`ShardedSet::load_each`]
+    /// hands over each object instead.
     ///
     /// What is read in this way is bounded: by the memory budget of the set's
-    /// [`OpenOptions`] when one is set, else by half the machine's memory. Shards past it are
-    /// opened and checked, and read when their objects are. Shards opened unmapped or
-    /// remotely are opened and checked only (their reads fetch what they need). Returns the
-    /// first error opening or checking a shard; the other threads stop at their next shard.
+    /// [`OpenOptions`] when one is set, else by half the machine's memory. Shards that do not
+    /// fit in what is left of it are opened and checked, and read when their objects are.
+    /// Shards opened unmapped or remotely are opened and checked only (their reads fetch what
+    /// they need). Returns the first error opening or checking a shard; the other threads
+    /// stop at their next shard.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -390,7 +399,81 @@ impl ShardedSet {
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn load_all(&self, ready: impl Fn(usize) + Sync) -> Result<()> {
-        use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+        self.load(&|_, _| {}, &ready, &AtomicBool::new(false))
+    }
+
+    /// Runs `work` while other threads read the set in as [`ShardedSet::load_all`] does, and
+    /// stops that reading (within a step of 32 MiB per shard) once `work` returns: for a
+    /// caller that reads every object but in an order of its own (a conversion in name
+    /// order, which jumps from shard to shard), whose reads then find their bytes in memory.
+    /// Errors of the reading threads are left to `work`'s own reads to meet and report.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # for (file, name) in [("a.zt", "x"), ("b.zt", "y")] {
+    /// #     let mut w = ztensor::Writer::create(dir.path().join(file)).unwrap();
+    /// #     w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+    /// #     w.finish().unwrap();
+    /// # }
+    /// # std::fs::write(dir.path().join("m.index.json"),
+    /// #     r#"{"weight_map": {"x": "a.zt", "y": "b.zt"}}"#).unwrap();
+    /// let set = ztensor::ShardedSet::open(dir.path().join("m.index.json"))?;
+    /// let total = set.with_read_ahead(|| -> ztensor::Result<f32> {
+    ///     let mut total = 0.0;
+    ///     for name in set.names() {
+    ///         total += set.object(name)?.read::<f32>()?.iter().sum::<f32>();
+    ///     }
+    ///     Ok(total)
+    /// })?;
+    /// assert_eq!(total, 6.0);
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn with_read_ahead<T>(&self, work: impl FnOnce() -> T) -> T {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.load(&|_, _| {}, &|_| {}, &stop));
+            let done = work();
+            stop.store(true, Ordering::Relaxed);
+            done
+        })
+    }
+
+    /// As [`ShardedSet::load_all`], handing each object to `ready(shard position, object)` as
+    /// soon as its bytes are in, from the thread reading its shard (objects of one shard in
+    /// the order they lie in it; shards interleave): a loader copies the first tensors to
+    /// their device while the disk still reads the rest. Every object of the set is handed
+    /// over once when this returns `Ok`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # for (file, name) in [("a.zt", "x"), ("b.zt", "y")] {
+    /// #     let mut w = ztensor::Writer::create(dir.path().join(file)).unwrap();
+    /// #     w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+    /// #     w.finish().unwrap();
+    /// # }
+    /// # std::fs::write(dir.path().join("m.index.json"),
+    /// #     r#"{"weight_map": {"x": "a.zt", "y": "b.zt"}}"#).unwrap();
+    /// let set = ztensor::ShardedSet::open(dir.path().join("m.index.json"))?;
+    /// let sums = std::sync::Mutex::new(Vec::new());
+    /// set.load_each(|_shard, object| {
+    ///     let sum: f32 = object.read::<f32>().unwrap().iter().sum();
+    ///     sums.lock().unwrap().push((object.name().to_owned(), sum));
+    /// })?;
+    /// let mut sums = sums.into_inner().unwrap();
+    /// sums.sort_by(|a, b| a.0.cmp(&b.0));
+    /// assert_eq!(sums, [("x".to_owned(), 3.0), ("y".to_owned(), 3.0)]);
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn load_each(&self, ready: impl Fn(usize, ObjectView<'_>) + Sync) -> Result<()> {
+        self.load(&ready, &|_| {}, &AtomicBool::new(false))
+    }
+
+    fn load(
+        &self,
+        object_ready: &(dyn Fn(usize, ObjectView<'_>) + Sync),
+        shard_ready: &(dyn Fn(usize) + Sync),
+        stop: &AtomicBool,
+    ) -> Result<()> {
         let budget = self.options.limits_ref().memory_budget.unwrap_or_else(|| {
             zt_container::internal::physical_memory().map_or(u64::MAX, |m| m / 2)
         });
@@ -399,21 +482,25 @@ impl ShardedSet {
         let failed = AtomicBool::new(false);
         let first_error = std::sync::Mutex::new(None);
         let work = || {
-            while !failed.load(Ordering::Relaxed) {
+            while !failed.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
                 let position = next.fetch_add(1, Ordering::Relaxed);
                 if position >= self.shards.len() {
                     return;
                 }
-                match self.reader(position) {
+                match self.open_shard(position, false) {
                     Ok(reader) => {
-                        let source = reader.source();
-                        let len = source.len();
-                        // Claim this shard's share of the budget before reading it.
-                        let before = loaded.fetch_add(len, Ordering::Relaxed);
-                        if before.saturating_add(len) <= budget {
-                            source.populate_now(0, len);
-                        }
-                        ready(position);
+                        let len = reader.source().len();
+                        // Claim this shard's share of the budget before reading it; a shard
+                        // that does not fit claims nothing, so a smaller one after it may.
+                        let fits = loaded
+                            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                                l.checked_add(len).filter(|&total| total <= budget)
+                            })
+                            .is_ok();
+                        reader.load_in_file_order(fits, stop, |object| {
+                            object_ready(position, object)
+                        });
+                        shard_ready(position);
                     }
                     Err(e) => {
                         failed.store(true, Ordering::Relaxed);
