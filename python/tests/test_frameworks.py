@@ -90,3 +90,38 @@ def test_every_dtype_comes_back_as_itself_or_is_refused(framework, dtype, tmp_pa
         return
     assert back.dtype == want.dtype, (back.dtype, want.dtype)
     assert back.tobytes() == want.tobytes()
+
+
+def test_paddle_tensors_share_the_array_and_writes_stay_in_the_process(tmp_path):
+    paddle = pytest.importorskip("paddle", reason="paddle is not installed")
+    import ml_dtypes
+
+    from ztio.paddle import _paddle_tensor
+
+    for array in (np.arange(4, dtype=np.float32), np.arange(4).astype(ml_dtypes.bfloat16)):
+        tensor = _paddle_tensor(array)
+        assert tensor.data_ptr() == array.ctypes.data, array.dtype  # no copy
+    frozen = np.arange(4, dtype=np.float32)
+    frozen.flags.writeable = False
+    assert _paddle_tensor(frozen).data_ptr() != frozen.ctypes.data  # read-only: copied
+
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"w": np.arange(4, dtype=np.float32)}, path)
+    before = path.read_bytes()
+    loaded = ztio.paddle.load_file(path)["w"]
+    loaded[0] = 99.0
+    assert float(loaded[0]) == 99.0
+    assert path.read_bytes() == before  # a private map: the write never reaches the file
+    assert paddle.to_tensor(ztio.numpy.load_file(path)["w"]).numpy()[0] == 0.0
+
+
+def test_paddle_saves_read_the_tensors_own_memory(tmp_path):
+    paddle = pytest.importorskip("paddle", reason="paddle is not installed")
+
+    from ztio.paddle import _numpy
+
+    for dtype in ("float32", "bfloat16", "float8_e4m3fn"):
+        tensor = paddle.to_tensor(np.arange(4, dtype=np.float32)).astype(getattr(paddle, dtype))
+        array = _numpy(tensor)
+        assert array.dtype.name == dtype and array.ctypes.data == tensor.data_ptr(), dtype
+    assert float(_numpy(paddle.to_tensor([1.5, 2.5]).astype(paddle.bfloat16))[1]) == 2.5

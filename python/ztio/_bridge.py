@@ -44,7 +44,9 @@ def functions(
             f.close()
 
     def load_file(filename: Path, device: str = "cpu") -> Dict[str, Any]:
-        f = open_any(filename)
+        # Writable arrays over a private map, as safe_open gives: a framework that can share
+        # them (Paddle, through DLPack) does so without a copy, and a write stays in the process.
+        f = open_any(filename, writable=True)
         try:
             read_whole(f)
         except BaseException:

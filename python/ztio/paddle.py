@@ -19,14 +19,26 @@ def _paddle_tensor(array: np.ndarray, device: str = "cpu") -> Any:
 
     name = array.dtype.name
     if name == "bfloat16":
-        # Paddle takes numpy's uint16 for its bfloat16 (same bits).
-        return paddle.to_tensor(array.view(np.uint16), place=_place(device))
+        # Same bits as int16, which Paddle takes from numpy; viewed back as bfloat16.
+        return paddle.view(_from_array(paddle, array.view(np.int16), device), paddle.bfloat16)
     if name in _FP8:
-        stored = paddle.to_tensor(array.view(np.uint8), place=_place(device))
-        return paddle.view(stored, getattr(paddle, name))
+        return paddle.view(_from_array(paddle, array.view(np.uint8), device), getattr(paddle, name))
     if array.dtype in (np.uint16, np.uint32, np.uint64):
         # Paddle would read uint16 as bfloat16, silently, and has no uint32 or uint64.
         raise ArgumentError(f"Paddle has no {name} type (it has uint8 only of the unsigned ones)")
+    return _from_array(paddle, array, device)
+
+
+def _from_array(paddle: Any, array: np.ndarray, device: Any) -> Any:
+    """On the CPU, Paddle takes a writable array through DLPack without a copy: the tensor
+    shares the array's memory (for ztio's arrays, the file's private map) and keeps it alive.
+    A read-only array is copied: a tensor over it would crash the process on its first
+    in-place write. Other devices copy in any case."""
+    if device in (None, "cpu") and array.flags.writeable:
+        try:
+            return paddle.from_dlpack(array)
+        except (BufferError, TypeError, ValueError, RuntimeError):
+            pass  # a type DLPack cannot carry: copied below
     return paddle.to_tensor(array, place=_place(device))
 
 
@@ -58,10 +70,20 @@ def _numpy(tensor: Any) -> np.ndarray:
 
     kind = str(tensor.dtype).rsplit(".", 1)[-1]
     if kind == "bfloat16":
-        # Paddle hands bfloat16 out as uint16: the same bits.
-        return _as_ml(tensor.numpy(), kind)
+        return _as_ml(_host_array(paddle, paddle.view(tensor, paddle.int16)), kind)
     if kind in _FP8:
-        return _as_ml(paddle.view(tensor, paddle.uint8).numpy(), kind)
+        return _as_ml(_host_array(paddle, paddle.view(tensor, paddle.uint8)), kind)
+    return _host_array(paddle, tensor)
+
+
+def _host_array(paddle: Any, tensor: Any) -> np.ndarray:
+    """The tensor's bytes as a numpy array: on the CPU a view through DLPack (a save reads the
+    tensor's own memory, no copy), elsewhere ``numpy()``'s copy to the host."""
+    if tensor.place.is_cpu_place():
+        try:
+            return np.from_dlpack(tensor)
+        except (BufferError, TypeError, ValueError, RuntimeError):
+            pass  # not contiguous, or a type DLPack cannot carry: copied below
     return tensor.numpy()
 
 
