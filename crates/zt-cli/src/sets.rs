@@ -145,9 +145,7 @@ pub(crate) fn with_objects<T>(
         // A set's index metadata (total_size and the like) describes the set, not a file:
         // the shards' own attributes are carried, and must agree.
         let attributes = shared_attributes(&set)?;
-        // The caller reads every object, in name order, which jumps from shard to shard:
-        // the shards are read in meanwhile, several at once, each front to back.
-        set.with_read_ahead(|| f(&objects, &attributes, &index_metadata(&set)))
+        f(&objects, &attributes, &index_metadata(&set))
     } else {
         let r = crate::common::open_input(input)
             .map_err(|e| Failure::Failed(e.in_file(input).to_string()))?;

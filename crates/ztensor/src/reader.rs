@@ -181,15 +181,8 @@ impl Reader {
     /// file order, as soon as its bytes are in: a loader starts on the first tensors while the
     /// rest is still coming in. With `populate` false (over a memory budget), or for a source
     /// other than a map, the objects are handed over at once and their reads fetch them.
-    /// Once `stop` is set, the reading stops after its current step and the objects left are
-    /// handed over at once.
     #[cfg(feature = "sharded")]
-    pub(crate) fn load_in_file_order(
-        &self,
-        populate: bool,
-        stop: &std::sync::atomic::AtomicBool,
-        mut each: impl FnMut(ObjectView<'_>),
-    ) {
+    pub(crate) fn load_in_file_order(&self, populate: bool, mut each: impl FnMut(ObjectView<'_>)) {
         let backing = &self.backing;
         let objects = &backing.objects;
         let order = backing.readahead.file_order(objects);
@@ -223,11 +216,7 @@ impl Reader {
                 .source
                 .populate_now_stepwise(0, backing.source.len(), |mapped_to| {
                     hand_over_before(mapped_to);
-                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        std::ops::ControlFlow::Break(())
-                    } else {
-                        std::ops::ControlFlow::Continue(())
-                    }
+                    std::ops::ControlFlow::Continue(())
                 });
         }
         hand_over_before(u64::MAX);

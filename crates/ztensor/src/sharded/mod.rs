@@ -399,43 +399,7 @@ impl ShardedSet {
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn load_all(&self, ready: impl Fn(usize) + Sync) -> Result<()> {
-        self.load(&|_, _| {}, &ready, &AtomicBool::new(false))
-    }
-
-    /// Runs `work` while other threads read the set in as [`ShardedSet::load_all`] does, and
-    /// stops that reading (within a step of 32 MiB per shard) once `work` returns: for a
-    /// caller that reads every object but in an order of its own (a conversion in name
-    /// order, which jumps from shard to shard), whose reads then find their bytes in memory.
-    /// Errors of the reading threads are left to `work`'s own reads to meet and report.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # for (file, name) in [("a.zt", "x"), ("b.zt", "y")] {
-    /// #     let mut w = ztensor::Writer::create(dir.path().join(file)).unwrap();
-    /// #     w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
-    /// #     w.finish().unwrap();
-    /// # }
-    /// # std::fs::write(dir.path().join("m.index.json"),
-    /// #     r#"{"weight_map": {"x": "a.zt", "y": "b.zt"}}"#).unwrap();
-    /// let set = ztensor::ShardedSet::open(dir.path().join("m.index.json"))?;
-    /// let total = set.with_read_ahead(|| -> ztensor::Result<f32> {
-    ///     let mut total = 0.0;
-    ///     for name in set.names() {
-    ///         total += set.object(name)?.read::<f32>()?.iter().sum::<f32>();
-    ///     }
-    ///     Ok(total)
-    /// })?;
-    /// assert_eq!(total, 6.0);
-    /// # Ok::<(), ztensor::Error>(())
-    /// ```
-    pub fn with_read_ahead<T>(&self, work: impl FnOnce() -> T) -> T {
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            scope.spawn(|| self.load(&|_, _| {}, &|_| {}, &stop));
-            let done = work();
-            stop.store(true, Ordering::Relaxed);
-            done
-        })
+        self.load(&|_, _| {}, &ready)
     }
 
     /// As [`ShardedSet::load_all`], handing each object to `ready(shard position, object)` as
@@ -465,14 +429,13 @@ impl ShardedSet {
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn load_each(&self, ready: impl Fn(usize, ObjectView<'_>) + Sync) -> Result<()> {
-        self.load(&ready, &|_| {}, &AtomicBool::new(false))
+        self.load(&ready, &|_| {})
     }
 
     fn load(
         &self,
         object_ready: &(dyn Fn(usize, ObjectView<'_>) + Sync),
         shard_ready: &(dyn Fn(usize) + Sync),
-        stop: &AtomicBool,
     ) -> Result<()> {
         let budget = self.options.limits_ref().memory_budget.unwrap_or_else(|| {
             zt_container::internal::physical_memory().map_or(u64::MAX, |m| m / 2)
@@ -482,7 +445,7 @@ impl ShardedSet {
         let failed = AtomicBool::new(false);
         let first_error = std::sync::Mutex::new(None);
         let work = || {
-            while !failed.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+            while !failed.load(Ordering::Relaxed) {
                 let position = next.fetch_add(1, Ordering::Relaxed);
                 if position >= self.shards.len() {
                     return;
@@ -497,9 +460,7 @@ impl ShardedSet {
                                 l.checked_add(len).filter(|&total| total <= budget)
                             })
                             .is_ok();
-                        reader.load_in_file_order(fits, stop, |object| {
-                            object_ready(position, object)
-                        });
+                        reader.load_in_file_order(fits, |object| object_ready(position, object));
                         shard_ready(position);
                     }
                     Err(e) => {
