@@ -188,6 +188,74 @@ def sets(args, st: str, nbytes: int) -> None:
         row(f"set {how}: safetensors load_file per shard", r["st"], r["st"], nbytes)
         row(f"set {how}: ztio load_file per shard", r["zt_shards"], r["st"], nbytes)
         row(f"set {how}: ztio load_file of the index", r["zt_index"], r["st"], nbytes)
+    torch_sets(args, index, shards, nbytes, limit)
+
+
+def torch_sets(args, index: str, shards: list, nbytes: int, limit) -> None:
+    """The set loaded into a torch model as ``load_state_dict`` does (each tensor copied into a
+    preallocated parameter), by safetensors, ztio, the Run:ai Model Streamer and
+    fastsafetensors. The two streamers are installed here from PyPI, by the bench only; torch
+    never is (its wheel is gigabytes): ZT_BENCH_PYENV names a venv that has it."""
+    try:
+        import torch
+    except ImportError:
+        print("  (torch rows skipped: no torch here; ZT_BENCH_PYENV names a venv with it)")
+        return
+    import importlib.util
+
+    needs = {"runai_model_streamer": "runai-model-streamer", "fastsafetensors": "fastsafetensors"}
+    missing = [pkg for module, pkg in needs.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True)
+    import safetensors.torch
+    import ztio.torch
+    from fastsafetensors import SafeTensorsFileLoader, SingleGroup
+    from runai_model_streamer import SafetensorsStreamer
+
+    params = {k: torch.empty_like(v) for k, v in ztio.torch.load_file(index).items()}
+
+    def into_model(pairs) -> None:
+        for k, t in pairs:
+            params[k].copy_(t)
+
+    def st() -> None:
+        for s in shards:
+            into_model(safetensors.torch.load_file(s).items())
+
+    def zt() -> None:
+        into_model(ztio.torch.load_file(index).items())
+
+    def runai() -> None:
+        with SafetensorsStreamer() as streamer:
+            streamer.stream_files(shards)
+            into_model(streamer.get_tensors())
+
+    def fst() -> None:
+        loader = SafeTensorsFileLoader(SingleGroup(), "cpu", nogds=True)
+        try:
+            loader.add_filenames({0: shards})
+            buffers = loader.copy_files_to_device()
+            try:
+                into_model((k, buffers.get_tensor(k)) for k in params)
+            finally:
+                buffers.close()
+        finally:
+            loader.close()
+
+    fns = {"limit": lambda: timed(limit), "st": lambda: timed(st), "zt": lambda: timed(zt),
+           "runai": lambda: timed(runai), "fst": lambda: timed(fst)}
+    print(f"the same set into a torch {torch.__version__} model, each tensor copied into its parameter")
+    for cold in (False, True):
+        if cold and not drop_cache():
+            print("  (cold rows skipped: dropping the page cache needs root)")
+            break
+        r = in_turns(max(3, args.runs // 2) if cold else args.runs, fns, cold=cold)
+        how = "cold" if cold else "warm"
+        row(f"torch {how}: limit (read the shards in turn)", r["limit"], r["st"], nbytes)
+        row(f"torch {how}: safetensors load_file per shard", r["st"], r["st"], nbytes)
+        row(f"torch {how}: ztio load_file of the index", r["zt"], r["st"], nbytes)
+        row(f"torch {how}: Run:ai Model Streamer", r["runai"], r["st"], nbytes)
+        row(f"torch {how}: fastsafetensors (CPU, no GDS)", r["fst"], r["st"], nbytes)
 
 
 def core(args, tensors, st: str, zt: str, nbytes: int) -> None:

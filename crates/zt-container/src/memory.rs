@@ -27,6 +27,17 @@ pub fn physical_memory() -> Option<u64> {
     None
 }
 
+/// The size of a memory page (4096 where the platform does not say).
+#[cfg(target_os = "linux")]
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf reads a system value and touches no memory of ours.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(4096)
+}
+
 /// Asks the kernel to back `buffer`'s allocation with transparent huge pages.
 ///
 /// Listing a file of 100,000 objects fills tens of MiB of fresh memory; with 4 KiB pages the

@@ -243,7 +243,8 @@ impl Source {
 
     /// Reads `[offset, offset + len)` of a map into the page cache and maps it into this
     /// process, on the calling thread, in large sequential requests; returns once done, with
-    /// the bytes it brought in (0 where nothing was done).
+    /// the bytes now in memory (0 where nothing was done). Steps of 32 MiB already in the page
+    /// cache are not mapped ahead (`mincore` tells): their first read maps them, from memory.
     ///
     /// For a loader that reads several files at once, one thread each: the disk serves large
     /// concurrent requests instead of faults one page at a time, and the caller's reads then
@@ -285,22 +286,36 @@ impl Source {
             // requests, asynchronously) one step ahead of the one being mapped in, so the
             // disk always has the next piece queued; mapping a cold step alone faults it in
             // with the small read-around of a page fault.
+            // A step already in the page cache is left for the first read to map: mapping it
+            // now costs as much as that read's faults would, and a caller that reads through a
+            // map of its own (torch maps each file itself) gains nothing from ours. Measured: a
+            // warm 1 GiB set into torch took 1.6x as long with it.
+            let bytes = m.bytes();
             let mut at = start;
             let first = POPULATE_STEP.min(end - at);
-            let _ = m.map.advise_range(memmap2::Advice::WillNeed, at, first);
+            let mut cached = page_cache_holds(bytes, at, first);
+            if !cached {
+                let _ = m.map.advise_range(memmap2::Advice::WillNeed, at, first);
+            }
             while at < end {
                 let step = POPULATE_STEP.min(end - at);
                 let next = at + step;
+                let mut next_cached = true;
                 if next < end {
                     let ahead = POPULATE_STEP.min(end - next);
-                    let _ = m.map.advise_range(memmap2::Advice::WillNeed, next, ahead);
+                    next_cached = page_cache_holds(bytes, next, ahead);
+                    if !next_cached {
+                        let _ = m.map.advise_range(memmap2::Advice::WillNeed, next, ahead);
+                    }
                 }
-                if m.map
-                    .advise_range(memmap2::Advice::PopulateRead, at, step)
-                    .is_err()
+                if !cached
+                    && m.map
+                        .advise_range(memmap2::Advice::PopulateRead, at, step)
+                        .is_err()
                 {
                     break;
                 }
+                cached = next_cached;
                 at = next;
                 if step_done(at as u64).is_break() {
                     break;
@@ -604,6 +619,37 @@ impl Map {
     }
 }
 
+/// Whether `bytes[start..start + len]` (a live map) is in the page cache, judged by one page
+/// in every [`RESIDENCY_SAMPLE`] and the last one (`mincore`, which neither reads nor maps
+/// anything); `false` where it cannot tell. Sampled, because asking for every page costs a
+/// page-cache lookup each: 18 ms per GiB, most of a warm set's load.
+#[cfg(target_os = "linux")]
+fn page_cache_holds(bytes: &[u8], start: usize, len: usize) -> bool {
+    let page = crate::memory::page_size();
+    let Some(end) = start
+        .checked_add(len)
+        .filter(|&e| e <= bytes.len() && len > 0)
+    else {
+        return false;
+    };
+    let first = start - start % page;
+    let last = (end - 1) - (end - 1) % page;
+    let resident = |at: usize| {
+        let mut flag = 0u8;
+        // SAFETY: `at` is a page boundary inside the live map `bytes` (`first..=last` lie in
+        // it and maps start on a page boundary), and `flag` holds the one byte mincore
+        // writes for one page. mincore reads the page tables only.
+        let rc =
+            unsafe { libc::mincore(bytes.as_ptr().add(at) as *mut libc::c_void, 1, &mut flag) };
+        rc == 0 && flag & 1 == 1
+    };
+    (first..=last).step_by(RESIDENCY_SAMPLE).all(resident) && resident(last)
+}
+
+/// How far apart the pages [`page_cache_holds`] asks about lie.
+#[cfg(target_os = "linux")]
+const RESIDENCY_SAMPLE: usize = 1 << 20;
+
 /// The prefetching thread: maps each batch of ranges in order, a step at a time, until the
 /// map's owner drops the queue.
 ///
@@ -691,6 +737,30 @@ impl Source {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn page_cache_residency_is_read_without_touching_the_map() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&vec![7u8; 3 << 20]).unwrap(); // just written: in the page cache
+        let source = Source::map(f.path()).unwrap();
+        let Source::Mapped(m) = &source else {
+            panic!("not mapped")
+        };
+        assert!(page_cache_holds(m.bytes(), 5000, 2 << 20));
+        assert!(!page_cache_holds(m.bytes(), 5000, 0));
+        assert!(!page_cache_holds(m.bytes(), 1 << 20, 3 << 20)); // past the end
+                                                                 // A hole never read is in no cache.
+        let holes = tempfile::NamedTempFile::new().unwrap();
+        holes.as_file().set_len(8 << 20).unwrap();
+        let source = Source::map(holes.path()).unwrap();
+        let Source::Mapped(m) = &source else {
+            panic!("not mapped")
+        };
+        assert!(!page_cache_holds(m.bytes(), 0, 8 << 20));
+        source.populate_now(0, 8 << 20);
+        assert!(page_cache_holds(m.bytes(), 0, 8 << 20));
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

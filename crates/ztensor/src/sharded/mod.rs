@@ -367,7 +367,8 @@ impl ShardedSet {
     /// Opens every shard and reads the set into memory as a loader that wants all of it does:
     /// [`CONCURRENT_SHARDS`] shards at once, each front to back on its own thread in large
     /// sequential requests, into the page cache and this process's maps (no copy: reads of
-    /// the set's objects then cost neither a disk wait nor a page fault). `ready(position)`
+    /// the set's objects then cost no disk wait; parts already in the page cache are left for
+    /// the reads to map, as mapping them ahead costs as much). `ready(position)`
     /// is called from the reading thread as each shard's bytes are in; [`ShardedSet::load_each`]
     /// hands over each object instead.
     ///
