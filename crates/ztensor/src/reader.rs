@@ -195,6 +195,8 @@ impl Reader {
                 .max()
                 .unwrap_or(0)
         };
+        // Only a map is read ahead here; other sources' reads keep their hints.
+        let populate = populate && matches!(backing.source, Source::Mapped(_));
         let mut handed = 0usize;
         let mut hand_over_before = |mapped_to: u64| {
             while let Some((i, info)) = order
@@ -210,7 +212,6 @@ impl Reader {
                 handed += 1;
             }
         };
-        let populate = populate && matches!(backing.source, Source::Mapped(_));
         if populate {
             backing
                 .source
