@@ -106,6 +106,17 @@ def in_turns(runs: int, fns: dict, cold: bool = False) -> dict:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def warm_then_cold(args, fns: dict, report) -> None:
+    """Runs ``fns`` in turns warm, then cold (page cache dropped before each run; fewer runs),
+    handing each set of medians to ``report("warm" | "cold", medians)``. Cold rows are skipped
+    where the cache cannot be dropped."""
+    for cold in (False, True):
+        if cold and not drop_cache():
+            print("  (cold rows skipped: dropping the page cache needs root)")
+            return
+        report("cold" if cold else "warm", in_turns(max(3, args.runs // 2) if cold else args.runs, fns, cold=cold))
+
+
 def row(label: str, seconds: float, base: float, nbytes: int) -> None:
     print(f"  {label:<44} {seconds * 1000:9.1f} ms  {nbytes / seconds / 2**30:6.2f} GiB/s  {seconds / base:5.3f}x")
 
@@ -178,16 +189,14 @@ def sets(args, st: str, nbytes: int) -> None:
         "limit": lambda: timed(limit),
     }
     print(f"\na {len(shards)}-shard set, every tensor loaded into numpy and touched")
-    for cold in (False, True):
-        if cold and not drop_cache():
-            print("  (cold rows skipped: dropping the page cache needs root)")
-            break
-        r = in_turns(max(3, args.runs // 2) if cold else args.runs, fns, cold=cold)
-        how = "cold" if cold else "warm"
+
+    def report(how: str, r: dict) -> None:
         row(f"set {how}: limit (read the shards in turn)", r["limit"], r["st"], nbytes)
         row(f"set {how}: safetensors load_file per shard", r["st"], r["st"], nbytes)
         row(f"set {how}: ztio load_file per shard", r["zt_shards"], r["st"], nbytes)
         row(f"set {how}: ztio load_file of the index", r["zt_index"], r["st"], nbytes)
+
+    warm_then_cold(args, fns, report)
     torch_sets(args, index, shards, nbytes, limit)
 
 
@@ -245,17 +254,15 @@ def torch_sets(args, index: str, shards: list, nbytes: int, limit) -> None:
     fns = {"limit": lambda: timed(limit), "st": lambda: timed(st), "zt": lambda: timed(zt),
            "runai": lambda: timed(runai), "fst": lambda: timed(fst)}
     print(f"the same set into a torch {torch.__version__} model, each tensor copied into its parameter")
-    for cold in (False, True):
-        if cold and not drop_cache():
-            print("  (cold rows skipped: dropping the page cache needs root)")
-            break
-        r = in_turns(max(3, args.runs // 2) if cold else args.runs, fns, cold=cold)
-        how = "cold" if cold else "warm"
+
+    def report(how: str, r: dict) -> None:
         row(f"torch {how}: limit (read the shards in turn)", r["limit"], r["st"], nbytes)
         row(f"torch {how}: safetensors load_file per shard", r["st"], r["st"], nbytes)
         row(f"torch {how}: ztio load_file of the index", r["zt"], r["st"], nbytes)
         row(f"torch {how}: Run:ai Model Streamer", r["runai"], r["st"], nbytes)
         row(f"torch {how}: fastsafetensors (CPU, no GDS)", r["fst"], r["st"], nbytes)
+
+    warm_then_cold(args, fns, report)
 
 
 def core(args, tensors, st: str, zt: str, nbytes: int) -> None:
@@ -405,17 +412,15 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
             "st_open": safe_open(safetensors.safe_open, st),
             "zt_open": safe_open(ztio.safe_open, st),
         }
-        for cold in (False, True):
-            if cold and not drop_cache():
-                print(f"  {fw}: cold rows skipped (dropping the page cache needs root)")
-                break
-            r = in_turns(max(3, args.runs // 2) if cold else args.runs, rows, cold=cold)
-            how = "cold" if cold else "warm"
+
+        def report(how: str, r: dict) -> None:
             row(f"{fw} {how}: safetensors load_file", r["st_load"], r["st_load"], nbytes)
             row(f"{fw} {how}: ztio load_file (.safetensors)", r["zt_load"], r["st_load"], nbytes)
             row(f"{fw} {how}: ztio load_file (.zt)", r["zt_load_zt"], r["st_load"], nbytes)
             row(f"{fw} {how}: safetensors safe_open+get_tensor", r["st_open"], r["st_open"], nbytes)
             row(f"{fw} {how}: ztio safe_open+get_tensor", r["zt_open"], r["st_open"], nbytes)
+
+        warm_then_cold(args, rows, report)
 
         # The framework's own tensors, as ztio's module gives them (safetensors' TensorFlow
         # module hands bfloat16 back as numpy arrays, which its own save_file then refuses).

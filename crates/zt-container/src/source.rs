@@ -286,10 +286,11 @@ impl Source {
             // requests, asynchronously) one step ahead of the one being mapped in, so the
             // disk always has the next piece queued; mapping a cold step alone faults it in
             // with the small read-around of a page fault.
+            //
             // A step already in the page cache is left for the first read to map: mapping it
             // now costs as much as that read's faults would, and a caller that reads through a
             // map of its own (torch maps each file itself) gains nothing from ours. Measured: a
-            // warm 1 GiB set into torch took 1.6x as long with it.
+            // warm 1 GiB set into a torch model, 1.23x safetensors' time with it, 0.96x without.
             let bytes = m.bytes();
             let mut at = start;
             let first = POPULATE_STEP.min(end - at);
@@ -755,9 +756,10 @@ mod tests {
             panic!("not mapped")
         };
         assert!(page_cache_holds(m.bytes(), 5000, 2 << 20));
+        // Empty, or past the end: cannot tell.
         assert!(!page_cache_holds(m.bytes(), 5000, 0));
-        assert!(!page_cache_holds(m.bytes(), 1 << 20, 3 << 20)); // past the end
-                                                                 // A hole never read is in no cache.
+        assert!(!page_cache_holds(m.bytes(), 1 << 20, 3 << 20));
+        // A hole never read is in no cache.
         let holes = tempfile::NamedTempFile::new().unwrap();
         holes.as_file().set_len(8 << 20).unwrap();
         let source = Source::map(holes.path()).unwrap();
