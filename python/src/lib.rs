@@ -5,7 +5,8 @@
 //!   into the memory map, everything else through the library's decoders.
 //! - [`writer`]: `Writer`, a zTensor file being written one array at a time.
 //! - [`sharded`]: `Set`, a sharded set (`*.index.json`) whose shards open lazily as
-//!   `Reader`s, and which file of a model folder is the model.
+//!   `Reader`s, `Arrivals`, a whole-set load's tensors as they come in, and which file of a
+//!   model folder is the model.
 //! - [`arrays`]: numpy arrays over bytes the library hands back (borrowed from a map, or
 //!   owned), the holder objects that keep those bytes alive, and the dtype table.
 //! - [`values`]: attribute values between the library's `Value` and Python objects.
@@ -61,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::Reader>()?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<sharded::Set>()?;
+    m.add_class::<sharded::Arrivals>()?;
     m.add_function(wrap_pyfunction!(sharded::model_file, m)?)?;
     m.add_function(wrap_pyfunction!(sharded::is_index_path, m)?)?;
     m.add_class::<arrays::MapHolder>()?;

@@ -422,6 +422,13 @@ impl Reader {
         Ok((report.checked, errors))
     }
 
+    /// Every tensor is about to be read, in the caller's order (`Reader::expect_to_read_all`):
+    /// the file is read front to back ahead of the reads from the first one on.
+    fn expect_to_read_all(&self, py: Python<'_>) -> PyResult<()> {
+        self.get(py)?.expect_to_read_all();
+        Ok(())
+    }
+
     /// The address and length of the file's memory map, or `None` when it is not mapped:
     /// lets tests see that an array points into the map.
     fn map_range(&self, py: Python<'_>) -> PyResult<Option<(usize, usize)>> {

@@ -1,10 +1,12 @@
 //! `Set`: a sharded set (`model.safetensors.index.json` over its shards), its index checked at
 //! open and each shard opened, and checked against the index, on first use. Shards come back
 //! as `Reader`s sharing the set's readers, so arrays over a shard keep its map alive after the
-//! set is gone. Also which file of a model folder is the model.
+//! set is gone. `Arrivals`: a whole-set load's tensor names, as each tensor's bytes come in.
+//! Also which file of a model folder is the model.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -75,6 +77,29 @@ impl Set {
         py.detach(|| set.load_all(|_| {})).py_err(py)
     }
 
+    /// Starts a load of the whole set (`ShardedSet::load_each`, on a thread of its own) and
+    /// returns at once: iterating the result gives `(shard position, name)` for each tensor
+    /// as soon as its bytes are in, several shards coming in at once, each front to back. A
+    /// shard that fails raises its error from the iteration, after the tensors that came in.
+    /// Abandoned early, the load still runs to its end in the background (within the set's
+    /// memory budget), and only then lets the set go.
+    fn load_each(&self) -> Arrivals {
+        let set = Arc::clone(&self.inner);
+        let (arrived, arrivals) = channel();
+        std::thread::spawn(move || {
+            let done = set.load_each(|shard, object| {
+                // A closed receiver is a caller that stopped iterating: nothing to tell.
+                let _ = arrived.send(Ok((shard, object.name().to_owned())));
+            });
+            if let Err(e) = done {
+                let _ = arrived.send(Err(e));
+            }
+        });
+        Arrivals {
+            arrivals: Mutex::new(arrivals),
+        }
+    }
+
     /// The index's `metadata`, as Python values.
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         attributes_to_py(py, self.inner.metadata())
@@ -87,6 +112,35 @@ impl Set {
             .detach(|| set.shared_reader(position).map(Arc::clone))
             .py_err(py)?;
         Ok(Reader::of(shared))
+    }
+}
+
+/// What arrives from a whole-set load: `(shard position, name)` per tensor, then the end or
+/// the load's error.
+type Arrival = ztensor::Result<(usize, String)>;
+
+/// The tensors of a whole-set load as they come in: see `Set.load_each`.
+#[pyclass(module = "ztio._native")]
+pub struct Arrivals {
+    arrivals: Mutex<Receiver<Arrival>>,
+}
+
+#[pymethods]
+impl Arrivals {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next tensor whose bytes are in, waiting for it without holding the GIL.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(usize, String)>> {
+        let next = py.detach(|| {
+            let arrivals = self.arrivals.lock().unwrap_or_else(PoisonError::into_inner);
+            arrivals.recv().ok()
+        });
+        match next {
+            None => Ok(None),
+            Some(arrival) => arrival.map(Some).py_err(py),
+        }
     }
 }
 

@@ -66,6 +66,39 @@ def test_a_shard_that_disagrees_with_the_index_is_refused_when_read(model):
             f.get_tensor("layer.0.bias")
 
 
+def test_as_read_hands_every_tensor_over_once_as_it_comes_in(model):
+    folder, expected = model
+    with ztio.open(folder) as f:
+        got = list(f.as_read())
+        names = [name for name, _ in got]
+        assert sorted(names) == sorted(expected) and len(set(names)) == len(names)
+        # Each shard's tensors come in file order; which shard comes first is the disk's call.
+        by_shard = {}
+        for name in names:
+            by_shard.setdefault(f._set.shard_of(name), []).append(name)
+        for shard, in_order in by_shard.items():
+            reader = f._shard(shard)._native
+            starts = [reader.info(n)["components"][0]["offset"] for n in in_order]
+            assert starts == sorted(starts), shard
+        for name, array in got:
+            assert np.array_equal(array, expected[name])
+    # A single file: every tensor by name.
+    single = folder / "model-00001-of-00002.safetensors"
+    with ztio.open(single) as f:
+        assert [n for n, _ in f.as_read()] == f.keys()
+
+
+def test_as_read_raises_a_bad_shards_error_after_the_tensors_that_came_in(model):
+    folder, expected = model
+    (folder / "model-00002-of-00002.safetensors").write_bytes(b"not a tensor file at all")
+    seen = []
+    with ztio.open(folder) as f:
+        with pytest.raises(ztio.Error, match="model-00002-of-00002"):
+            for name, _ in f.as_read():
+                seen.append(name)
+    assert set(seen) <= set(expected)
+
+
 def test_a_missing_shard_is_refused_at_open(model):
     folder, _ = model
     (folder / "model-00002-of-00002.safetensors").unlink()
@@ -77,15 +110,17 @@ def test_a_whole_set_load_reads_every_shard_in_first_and_names_a_bad_one(model, 
     folder, expected = model
     index = folder / "model.safetensors.index.json"
     calls = []
-    real = ztio.ShardedFile._load_all
+    real = ztio.ShardedFile._names_as_read
 
     def counted(self):
         calls.append(self.path)
         return real(self)
 
-    monkeypatch.setattr(ztio.ShardedFile, "_load_all", counted)
+    monkeypatch.setattr(ztio.ShardedFile, "_names_as_read", counted)
     loaded = ztio.numpy.load_file(index)
     assert calls == [str(index)]
+    # In key order, as safetensors returns it, whatever order the shards came in.
+    assert list(loaded) == sorted(expected)
     for name, want in expected.items():
         assert np.array_equal(loaded[name], want)
     # A single file is not a set: nothing to read ahead of the loop.

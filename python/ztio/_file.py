@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -352,6 +352,13 @@ class File:
 
     __getitem__ = get_tensor
 
+    def as_read(self) -> Iterator[Tuple[str, Any]]:
+        """Every tensor as ``(name, tensor)``, by name, the file read front to back ahead of
+        the reads (as :meth:`ShardedFile.as_read` does for a set, where the order is the
+        order the bytes come in)."""
+        for name in names_to_read(self):
+            yield name, self.get_tensor(name)
+
     def get_slice(self, name: str) -> Slice:
         """A lazily read tensor: ``f.get_slice(name)[a:b]`` reads only rows ``a..b``."""
         return Slice(self, name)
@@ -433,12 +440,21 @@ class ShardedFile:
         self._shards: Dict[int, File] = {}
         self._closed = False
 
-    def _load_all(self) -> None:
-        """Reads every shard in, several at once (a whole-set load is about to read all of
-        them): the disk serves large concurrent reads instead of one shard after another."""
+    def _names_as_read(self) -> Iterator[str]:
+        """Starts reading every shard in, several at once (a whole-set load is about to read
+        all of them: the disk serves large concurrent reads instead of one shard after
+        another), and gives each tensor's name as soon as its bytes are in."""
         if self._closed:
             raise ArgumentError("the file is closed")
-        self._set.load_all()
+        return (name for _shard, name in self._set.load_each())
+
+    def as_read(self) -> Iterator[Tuple[str, Any]]:
+        """Every tensor of the set as ``(name, tensor)``, in the order their bytes come in:
+        the shards are read several at once, each front to back, on threads of their own, and
+        each tensor is handed over as soon as it is in, without a copy. For loaders that put
+        each tensor in place as it arrives (the Run:ai Model Streamer's ``get_tensors``)."""
+        for name in self._names_as_read():
+            yield name, self.get_tensor(name)
 
     def _file_for(self, name: str) -> File:
         if self._closed:
@@ -547,11 +563,21 @@ class ShardedFile:
         return f"<ztio.ShardedFile {self.path!r} ({len(self._paths)} shards)>"
 
 
-def read_whole(f: Union[File, ShardedFile]) -> None:
-    """Says that every tensor of ``f`` is about to be read (a ``load_file``): a set reads its
-    shards in, several at once; a single file's reads start its read-ahead by themselves."""
+def names_to_read(f: Union[File, ShardedFile]) -> Iterator[str]:
+    """Every tensor name of ``f``, in the order to read them for a load of all of them (a
+    ``load_file``): a set's as each tensor's bytes come in (shards read several at once:
+    :meth:`ShardedFile.as_read`), so the caller works on the first tensors while the rest come
+    in; a single file's by name, the file read front to back ahead of the reads."""
     if isinstance(f, ShardedFile):
-        f._load_all()
+        return f._names_as_read()
+    f._native.expect_to_read_all()
+    return iter(f.keys())
+
+
+def in_key_order(f: Union[File, ShardedFile], loaded: Dict[str, Any], read: Callable[[str], Any]) -> Dict[str, Any]:
+    """``loaded`` (filled in :func:`names_to_read`'s order) in ``f.keys()`` order, as
+    safetensors returns it; a name the load did not hand over is read now."""
+    return {name: loaded[name] if name in loaded else read(name) for name in f.keys()}
 
 
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:

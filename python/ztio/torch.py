@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Uni
 import numpy as np
 
 from . import _frameworks
-from ._file import File, open_any, read_whole
+from ._file import File, in_key_order, names_to_read, open_any
 from ._write import Writer
 from .errors import ArgumentError
 
@@ -145,8 +145,13 @@ def load_file(
     with positional reads instead of a map, as safetensors' option of that name."""
     f = open_any(filename, unmapped=_unmapped(backend))
     try:
-        read_whole(f)
-        return _all_tensors(f, device)
+        names = names_to_read(f)
+        if isinstance(f, File):
+            return _all_tensors(f, device)  # the listing asked for once; the read-ahead told
+        # A set: each tensor made as its bytes come in, several shards read at once.
+        device = str(device)
+        loaded = {name: _tensor(f, name, device) for name in names}
+        return in_key_order(f, loaded, lambda name: _tensor(f, name, device))
     finally:
         f.close()
 

@@ -22,6 +22,8 @@
 //!   [`MAX_WINDOW`] ahead of what the caller has consumed, skipping what it has read already:
 //!   the disk reads the file front to back whatever order the caller asks in. A caller that
 //!   reads a few tensors never gets there, and reads only those.
+//!   A caller that says it reads everything ([`crate::Reader::expect_to_read_all`]: a
+//!   framework's `load_file`) starts the sweep at its first read in no order we follow.
 //! - **Reads from several threads at once** ([`crate::Reader::parallel_objects`]) do not take
 //!   the state's lock when another thread holds it: a hint is never worth a wait.
 //!
@@ -30,6 +32,7 @@
 //! object's byte span and the file order) is made on the first read that needs it, not at
 //! open.
 
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Mutex, OnceLock, TryLockError};
 
 use zt_container::Source;
@@ -141,6 +144,8 @@ pub(crate) struct ReadAhead {
     /// Whether neighbouring objects ahead become one range (for a map: fewer, larger disk
     /// requests); a remote source groups them itself, within its cap on one request.
     merge_neighbours: bool,
+    /// The caller said it reads every object: a sweep starts at once.
+    whole: AtomicBool,
     plan: OnceLock<Plan>,
     stream: Mutex<Stream>,
 }
@@ -155,6 +160,12 @@ impl ReadAhead {
             merge_neighbours: !source.is_ranged(),
             ..Default::default()
         }
+    }
+
+    /// Every object is about to be read, in an order of the caller's choosing: reads in no
+    /// order we follow start the sweep at once instead of after 1/[`SWEEP_SHARE`] of the data.
+    pub fn expect_whole(&self) {
+        self.whole.store(true, AtomicOrdering::Relaxed);
     }
 
     /// The objects' positions in file order (where their data starts; objects without data
@@ -262,6 +273,10 @@ impl ReadAhead {
         };
         let order = if walking {
             Some(Order::File)
+        } else if self.whole.load(AtomicOrdering::Relaxed) {
+            // Everything is read: the sweep in file order serves every order, name order
+            // included, and a second stream beside it would hand ranges over twice.
+            None
         } else if stream.order.is_some_and(follows) {
             stream.order
         } else if follows(Order::Name) {
@@ -286,7 +301,16 @@ impl ReadAhead {
                     ..Sweep::default()
                 }
             }));
-            Self::sweep_read(plan, sweep, index, span, self.merge_neighbours, &mut hints);
+            let whole = self.whole.load(AtomicOrdering::Relaxed);
+            Self::sweep_read(
+                plan,
+                sweep,
+                index,
+                span,
+                self.merge_neighbours,
+                whole,
+                &mut hints,
+            );
             return hints;
         };
         let here = position_in(order, index);
@@ -333,13 +357,15 @@ impl ReadAhead {
 impl ReadAhead {
     /// A read in no order we follow: the object is read now (unless the sweep handed it over
     /// already); once such reads cover [`SWEEP_SHARE`] of the data, the rest of the file is
-    /// handed over in file order, [`MAX_WINDOW`] ahead of what has been consumed.
+    /// handed over in file order, [`MAX_WINDOW`] ahead of what has been consumed. `whole`:
+    /// the caller said it reads everything, so the sweep starts now.
     fn sweep_read(
         plan: &Plan,
         sweep: &mut Sweep,
         index: u32,
         span: Span,
         merge: bool,
+        whole: bool,
         hints: &mut Hints,
     ) {
         let has_data = span.start != u64::MAX;
@@ -359,8 +385,9 @@ impl ReadAhead {
             hints.now = Some((span.start, span.len()));
         }
         if !sweep.on
-            && sweep.reads >= SWEEP_MIN_READS
-            && sweep.read_bytes.saturating_mul(SWEEP_SHARE) >= plan.total
+            && (whole
+                || sweep.reads >= SWEEP_MIN_READS
+                    && sweep.read_bytes.saturating_mul(SWEEP_SHARE) >= plan.total)
         {
             sweep.on = true;
         }
@@ -520,6 +547,20 @@ mod tests {
         }
         let late = ra.plan_read(&objects, 30, false);
         assert_eq!(late.now, None);
+    }
+
+    #[test]
+    fn a_caller_that_reads_everything_sweeps_from_its_first_read() {
+        let objects = objects(&(0..32).collect::<Vec<_>>(), 2);
+        let at = |pos: u64| 4096 + pos * (2 << 20);
+        let ra = on();
+        ra.expect_whole();
+        let first = ra.plan_read(&objects, 16, false);
+        assert_eq!(first.now, Some((at(16), 2 << 20)));
+        // The window ahead in file order from the front, skipping the object read now.
+        assert_eq!(first.ahead, vec![(at(0), 32 << 20), (at(17), 30 << 20)]);
+        // Name order next (17 follows 16) is not a stream of its own: 17 was handed over.
+        assert_eq!(ra.plan_read(&objects, 17, false).now, None);
     }
 
     #[test]

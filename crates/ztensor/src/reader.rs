@@ -163,6 +163,33 @@ impl Reader {
         self.object(name)?.read::<T>()
     }
 
+    /// Says that every object is about to be read, in an order of the caller's choosing (a
+    /// loader's `load_file`, which asks in its model's order): the read-ahead then reads the
+    /// file front to back on the prefetching thread from the first read on, rather than after
+    /// reads it cannot follow have covered an eighth of the data. A caller that walks the file
+    /// with [`Reader::iter`] needs no hint. Memory ahead stays bounded, as for any sweep.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// # let mut w = ztensor::Writer::create(&path)?;
+    /// # w.add("b", &[2], &[1.0f32, 2.0])?;
+    /// # w.add("a", &[1], &[3.0f32])?;
+    /// # w.finish()?;
+    /// let reader = ztensor::open(&path)?;
+    /// reader.expect_to_read_all();
+    /// for name in ["b", "a"] {
+    ///     let values = reader.read::<f32>(name)?;
+    ///     assert!(!values.is_empty());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn expect_to_read_all(&self) {
+        self.backing.readahead.expect_whole();
+    }
+
     /// Every object, in the order its data lies in the file (the order that reads a file
     /// front to back; objects without data last, by name).
     pub fn iter(&self) -> Iter<'_> {
