@@ -7,6 +7,7 @@ import pytest
 
 import ztio
 import ztio.numpy
+from conftest import FIXTURES
 
 CASES = {
     "tensorflow": ("tensorflow", "tf"),
@@ -125,3 +126,13 @@ def test_paddle_saves_read_the_tensors_own_memory(tmp_path):
         array = _numpy(tensor)
         assert array.dtype.name == dtype and array.ctypes.data == tensor.data_ptr(), dtype
     assert float(_numpy(paddle.to_tensor([1.5, 2.5]).astype(paddle.bfloat16))[1]) == 2.5
+
+
+def test_a_framework_module_refuses_objects_that_are_not_dense_naming_their_format():
+    # The core every framework module is made of, with a conversion that changes nothing:
+    # runs where no framework is installed.
+    from ztio import _bridge
+
+    load_file, _, _, _ = _bridge.functions(("identity-for-tests",), "test arrays", lambda a, device: a)
+    with pytest.raises(ztio.ArgumentError, match="'coo' is sparse_coo; test arrays are read from dense objects only"):
+        load_file(FIXTURES / "interop" / "v123_all.zt")
