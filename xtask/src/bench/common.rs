@@ -384,7 +384,21 @@ pub(super) fn read_zt(path: &Path, options: OpenOptions) -> Result<u64> {
 
 /// As [`read_zt`], reading the objects in `order` (names), as a loader asks for them.
 pub(super) fn read_zt_in(path: &Path, options: OpenOptions, order: &[String]) -> Result<u64> {
+    read_zt_in_told(path, options, order, false)
+}
+
+/// [`read_zt_in`], the reader told first, when `whole`, that every object will be read
+/// ([`ztensor::Reader::expect_to_read_all`], as a framework's `load_file` does).
+pub(super) fn read_zt_in_told(
+    path: &Path,
+    options: OpenOptions,
+    order: &[String],
+    whole: bool,
+) -> Result<u64> {
     let r = options.open(path)?;
+    if whole {
+        r.expect_to_read_all();
+    }
     let mut acc = 0;
     for name in order {
         let o = r.object(name)?;

@@ -77,7 +77,8 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     let mut st_module = consumed(|| read_zt_in(st, OpenOptions::new(), &module));
     let mut v2_module = consumed(|| read_zt_in(zt2, OpenOptions::new(), &module));
     let mut v2_random = consumed(|| read_zt_in(zt2, OpenOptions::new(), &random));
-    let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module, t_v2_module, t_v2_random] =
+    let mut told_module = consumed(|| read_zt_in_told(zt, OpenOptions::new(), &module, true));
+    let [t_scan, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module, t_v2_module, t_v2_random, t_told_module] =
         interleaved(
             runs,
             &mut [
@@ -95,6 +96,7 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
                 &mut st_module,
                 &mut v2_module,
                 &mut v2_random,
+                &mut told_module,
             ],
         )?;
     drop(whole);
@@ -118,6 +120,11 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         (
             "ztensor default: open, read in a random order",
             t_random,
+            Some((t_scan, "scan")),
+        ),
+        (
+            "module order, told expect_to_read_all",
+            t_told_module,
             Some((t_scan, "scan")),
         ),
         (
@@ -206,7 +213,8 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
         let mut st_module = consumed(|| read_zt_in(st, OpenOptions::new(), &module));
         let mut v2_module = consumed(|| read_zt_in(zt2, OpenOptions::new(), &module));
         let mut v2_random = consumed(|| read_zt_in(zt2, OpenOptions::new(), &random));
-        let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st, t_module, t_random, t_st_module, t_v2_module, t_v2_random] =
+        let mut told_module = consumed(|| read_zt_in_told(zt, OpenOptions::new(), &module, true));
+        let [t_seq, t_name, t_walk, t_pop, t_chunk, t_st, t_module, t_random, t_st_module, t_v2_module, t_v2_random, t_told_module] =
             interleaved_cold(
                 cold_runs,
                 &mut [
@@ -221,6 +229,7 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
                     &mut st_module,
                     &mut v2_module,
                     &mut v2_random,
+                    &mut told_module,
                 ],
             )?;
         for (row, time, baseline) in [
@@ -243,6 +252,11 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
             (
                 "ztensor default: random order",
                 t_random,
+                Some((t_seq, "sequential")),
+            ),
+            (
+                "module order, told expect_to_read_all",
+                t_told_module,
                 Some((t_seq, "sequential")),
             ),
             (
