@@ -222,6 +222,19 @@ impl Reader {
         Ok(self.get(py)?.names().map(str::to_owned).collect())
     }
 
+    /// Reads the whole file into the page cache on a thread of its own and returns at once
+    /// (`Reader::read_whole_in_background`): for tensors read through a map of their own
+    /// (torch's). Whether a read was started.
+    fn read_whole_in_background(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.get(py)?.read_whole_in_background())
+    }
+
+    /// Object names in the order their data lies in the file (`Reader::iter`; objects
+    /// without data last, by name): the order that reads the file front to back.
+    fn names_in_file_order(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.get(py)?.iter().map(|o| o.name().to_owned()).collect())
+    }
+
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(self.get(py)?.len())
     }

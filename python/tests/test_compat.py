@@ -118,3 +118,18 @@ def test_save_and_load_bytes_match_safetensors_layout(tmp_path):
     assert ztio.numpy.load((FIXTURES / "interop/numpy/v1_f32.npy").read_bytes())
     with pytest.raises(ztio.FileError):
         ztio.numpy.load(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}     ")
+
+
+def test_loads_hand_tensors_over_in_file_order_as_safetensors_does(tmp_path):
+    # safetensors lays out tensors by alignment, then name, and its load_file and
+    # get_tensors return them in that order (offset_keys); a loader that touches them in
+    # dict order then reads the file front to back.
+    path = tmp_path / "o.safetensors"
+    tensors = {"a": np.arange(3, dtype=np.uint8), "b": np.arange(2, dtype=np.float64), "c": np.ones(1, np.float32)}
+    ztio.numpy.save_file(tensors, path)
+    with ztio.open(path) as f:
+        assert f.keys() == ["a", "b", "c"]
+        assert f.offset_keys() == ["b", "c", "a"]
+    assert list(ztio.numpy.load_file(path)) == ["b", "c", "a"]
+    with ztio.safe_open(path, framework="np") as f:
+        assert list(f.get_tensors()) == f.offset_keys() == ["b", "c", "a"]

@@ -7,12 +7,12 @@ framework module hands it its two conversions and registers itself for ``safe_op
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _frameworks
-from ._file import File, in_key_order, names_to_read, open_any
+from ._file import File, load_every_tensor, open_any
 from ._write import safetensors_bytes
 from ._write import save_file as _save
 from .errors import ArgumentError
@@ -40,28 +40,16 @@ def functions(
             raise ArgumentError(f"object {name!r} is {fmt}; {what} are read from dense objects only")
         return to_framework(array, device)
 
-    def read_all(f: Any, device: str, names: Optional[Iterable[str]] = None) -> Dict[str, Any]:
-        """Every tensor of ``f``, read in the order of ``names`` (default: the keys')."""
+    def read_all(f: Any, device: str) -> Dict[str, Any]:
         try:
-            if names is None:
-                return {name: tensor(f, name, device) for name in f.keys()}
-            loaded = {name: tensor(f, name, device) for name in names}
-            return in_key_order(f, loaded, lambda name: tensor(f, name, device))
+            return load_every_tensor(f, lambda name: tensor(f, name, device))
         finally:
             f.close()
 
     def load_file(filename: Path, device: str = "cpu") -> Dict[str, Any]:
         # Writable arrays over a private map, as safe_open gives: a framework that can share
         # them (Paddle, through DLPack) does so without a copy, and a write stays in the process.
-        f = open_any(filename, writable=True)
-        try:
-            names = names_to_read(f)
-        except BaseException:
-            f.close()
-            raise
-        # Each tensor converted as its bytes come in: a framework that copies (JAX,
-        # TensorFlow, MLX) copies the first tensors while the rest are read.
-        return read_all(f, device, names)
+        return read_all(open_any(filename, writable=True), device)
 
     def load(data: bytes, device: str = "cpu") -> Dict[str, Any]:
         return read_all(File._of_bytes(data), device)

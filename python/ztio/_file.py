@@ -304,6 +304,11 @@ class File:
         """Object names, sorted."""
         return self._native.names()
 
+    def offset_keys(self) -> List[str]:
+        """Object names in the order their data lies in the file (objects without data
+        last): the order that reads the file front to back, and safetensors' order."""
+        return self._native.names_in_file_order()
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._native.names())
 
@@ -353,10 +358,11 @@ class File:
     __getitem__ = get_tensor
 
     def as_read(self) -> Iterator[Tuple[str, Any]]:
-        """Every tensor as ``(name, tensor)``, by name, the file read front to back ahead of
-        the reads (as :meth:`ShardedFile.as_read` does for a set, where the order is the
-        order the bytes come in)."""
-        for name in names_to_read(self):
+        """Every tensor as ``(name, tensor)``, in the order their data lies in the file, the
+        file read front to back ahead of the reads (as :meth:`ShardedFile.as_read` does for
+        a set, where the order is the order the bytes come in)."""
+        self._native.expect_to_read_all()
+        for name in self.offset_keys():
             yield name, self.get_tensor(name)
 
     def get_slice(self, name: str) -> Slice:
@@ -497,6 +503,11 @@ class ShardedFile:
     def keys(self) -> List[str]:
         return self._set.names()
 
+    def offset_keys(self) -> List[str]:
+        """Names shard by shard (in the index's order of the shard files), each shard's in
+        the order their data lies in it. Opens every shard."""
+        return [name for position in range(len(self._paths)) for name in self._shard(position).offset_keys()]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._set.names())
 
@@ -563,21 +574,17 @@ class ShardedFile:
         return f"<ztio.ShardedFile {self.path!r} ({len(self._paths)} shards)>"
 
 
-def names_to_read(f: Union[File, ShardedFile]) -> Iterator[str]:
-    """Every tensor name of ``f``, in the order to read them for a load of all of them (a
-    ``load_file``): a set's as each tensor's bytes come in (shards read several at once:
-    :meth:`ShardedFile.as_read`), so the caller works on the first tensors while the rest come
-    in; a single file's by name, the file read front to back ahead of the reads."""
+def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -> Dict[str, Any]:
+    """Every tensor of ``f``, made by ``make(name)``, as a ``load_file`` returns them: in the
+    order their data lies in the file (safetensors' order; a set's shard by shard, in the
+    index's order). A single file is read front to back ahead of the reads; a set's shards
+    are read several at once, and each tensor is made as soon as its bytes are in, so a
+    framework that copies works on the first tensors while the rest come in."""
     if isinstance(f, ShardedFile):
-        return f._names_as_read()
+        made = {name: make(name) for name in f._names_as_read()}
+        return {name: made[name] if name in made else make(name) for name in f.offset_keys()}
     f._native.expect_to_read_all()
-    return iter(f.keys())
-
-
-def in_key_order(f: Union[File, ShardedFile], loaded: Dict[str, Any], read: Callable[[str], Any]) -> Dict[str, Any]:
-    """``loaded`` (filled in :func:`names_to_read`'s order) in ``f.keys()`` order, as
-    safetensors returns it; a name the load did not hand over is read now."""
-    return {name: loaded[name] if name in loaded else read(name) for name in f.keys()}
+    return {name: make(name) for name in f.offset_keys()}
 
 
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:
@@ -674,8 +681,7 @@ class _SafeOpen:
 
     def offset_keys(self) -> List[str]:
         """Names in the order of their data in the file."""
-        infos = self._file.infos()
-        return [i.name for i in sorted(infos, key=lambda i: min((c.offset for c in i.components), default=0))]
+        return self._file.offset_keys()
 
     def metadata(self) -> Optional[Dict[str, str]]:
         return self._file.metadata()
@@ -684,8 +690,8 @@ class _SafeOpen:
         return self._to_tensor(self._file, name, self._device)
 
     def get_tensors(self) -> Dict[str, Any]:
-        """Every tensor, by name."""
-        return {name: self.get_tensor(name) for name in self.keys()}
+        """Every tensor, in the order their data lies in the file (as safetensors)."""
+        return load_every_tensor(self._file, self.get_tensor)
 
     def get_slice(self, name: str) -> "_SafeSlice":
         return _SafeSlice(self._file.get_slice(name), self._framework, self._device)

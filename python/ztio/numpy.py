@@ -19,7 +19,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
 
-from ._file import File, in_key_order, names_to_read, open_any
+from ._file import File, load_every_tensor, open_any
 from ._write import safetensors_bytes
 from .errors import ArgumentError
 from ._write import save_file as _save
@@ -39,8 +39,7 @@ def load_file(
         raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
     f = open_any(filename, verify=verify, writable=True, unmapped=backend == "pread")
     try:
-        loaded = {name: f.get_tensor(name) for name in names_to_read(f)}
-        return in_key_order(f, loaded, f.get_tensor)
+        return load_every_tensor(f, f.get_tensor)
     finally:
         f.close()
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Uni
 import numpy as np
 
 from . import _frameworks
-from ._file import File, in_key_order, names_to_read, open_any
+from ._file import File, load_every_tensor, open_any
 from ._write import Writer
 from .errors import ArgumentError
 
@@ -145,21 +145,23 @@ def load_file(
     with positional reads instead of a map, as safetensors' option of that name."""
     f = open_any(filename, unmapped=_unmapped(backend))
     try:
-        names = names_to_read(f)
-        if isinstance(f, File):
-            return _all_tensors(f, device)  # the listing asked for once; the read-ahead told
-        # A set: each tensor made as its bytes come in, several shards read at once.
-        device = str(device)
-        loaded = {name: _tensor(f, name, device) for name in names}
-        return in_key_order(f, loaded, lambda name: _tensor(f, name, device))
+        return _all_tensors(f, device)
     finally:
         f.close()
 
 
 def _all_tensors(f: Any, device: Union[str, int]) -> Dict[str, Any]:
-    """Every dense tensor of an open file, its listing asked for once."""
+    """Every dense tensor of an open file or set, in the order their data lies in it (as
+    safetensors); a single file's listing asked for once."""
     device = str(device) if not isinstance(device, str) else device
-    return {info.name: _tensor(f, info.name, device, info) for info in f.infos()}
+    infos = {}
+    if isinstance(f, File):
+        infos = {info.name: info for info in f.infos()}
+        # torch reads through a map of its own (`_private_map`), not through ours, so our
+        # read-ahead never sees its reads: the file is read into the page cache front to back
+        # on a thread of the library's instead, and torch's page faults find it there.
+        f._native.read_whole_in_background()
+    return load_every_tensor(f, lambda name: _tensor(f, name, device, infos.get(name)))
 
 
 def save_file(

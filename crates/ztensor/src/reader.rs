@@ -190,6 +190,35 @@ impl Reader {
         self.backing.readahead.expect_whole();
     }
 
+    /// Reads the whole file into the page cache on a thread of its own, front to back in
+    /// large pieces, skipping what is cached already, and returns at once
+    /// ([`Source::populate_whole_in_background`]). For a caller that reads every tensor
+    /// through a map of its own (ztio hands torch a private map of the file): its page faults
+    /// then find the pages in instead of each reading a little. The thread keeps the file
+    /// mapped until it is done, even after this reader is dropped. Nothing is started for a
+    /// file larger than the memory budget (else half of physical memory), for a source that
+    /// is not a map, or off Linux. Returns whether the read was started.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// # let mut w = ztensor::Writer::create(&path)?;
+    /// # w.add("a", &[1], &[3.0f32])?;
+    /// # w.finish()?;
+    /// let reader = ztensor::open(&path)?;
+    /// let started = reader.read_whole_in_background();
+    /// assert_eq!(started, cfg!(target_os = "linux"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_whole_in_background(&self) -> bool {
+        let budget = self.backing.limits.memory_budget.unwrap_or_else(|| {
+            zt_container::internal::physical_memory().map_or(u64::MAX, |m| m / 2)
+        });
+        self.backing.source.len() <= budget && self.backing.source.populate_whole_in_background()
+    }
+
     /// Every object, in the order its data lies in the file (the order that reads a file
     /// front to back; objects without data last, by name).
     pub fn iter(&self) -> Iter<'_> {
