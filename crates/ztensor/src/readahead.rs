@@ -23,7 +23,9 @@
 //!   the disk reads the file front to back whatever order the caller asks in. A caller that
 //!   reads a few tensors never gets there, and reads only those.
 //!   A caller that says it reads everything ([`crate::Reader::expect_to_read_all`]: a
-//!   framework's `load_file`) starts the sweep at its first read in no order we follow.
+//!   framework's `load_file`) starts the sweep at its first read in no order we follow; so
+//!   does a read of a file that is all in the page cache (sampled once, at the first read),
+//!   where the sweep reads nothing from the disk and only maps ahead, on the second core.
 //! - **Reads from several threads at once** ([`crate::Reader::parallel_objects`]) do not take
 //!   the state's lock when another thread holds it: a hint is never worth a wait.
 //!
@@ -52,6 +54,10 @@ pub(crate) const SWEEP_SHARE: u64 = 8;
 /// ...when they were reads of at least this many objects: one large tensor read alone (`zt
 /// cat`) is not a whole-file load.
 pub(crate) const SWEEP_MIN_READS: u32 = 4;
+
+/// How many pages of a map are asked about (`mincore`) to guess, at the first read, whether
+/// the whole file is in the page cache: a few dozen microseconds, once per reader.
+const WARM_SAMPLES: usize = 256;
 
 /// The name position an [`crate::ObjectView`] carries when its reads give no hints: the
 /// caller has already said what it reads ([`crate::Reader::parallel_objects_whole`] on a
@@ -146,6 +152,9 @@ pub(crate) struct ReadAhead {
     merge_neighbours: bool,
     /// The caller said it reads every object: a sweep starts at once.
     whole: AtomicBool,
+    /// Whether the whole file seemed to be in the page cache at the first read: a sweep then
+    /// costs no disk read, only mapping on the prefetching thread, so it starts at once.
+    warm: OnceLock<bool>,
     plan: OnceLock<Plan>,
     stream: Mutex<Stream>,
 }
@@ -220,6 +229,9 @@ impl ReadAhead {
     pub fn note(&self, source: &Source, objects: &[ObjectInfo], index: u32, walking: bool) {
         if !self.enabled || index == NO_HINTS {
             return;
+        }
+        if !source.is_ranged() {
+            self.warm.get_or_init(|| source.seems_cached(WARM_SAMPLES));
         }
         let mut hints = self.plan_read(objects, index, walking);
         if source.is_ranged() {
@@ -301,7 +313,8 @@ impl ReadAhead {
                     ..Sweep::default()
                 }
             }));
-            let whole = self.whole.load(AtomicOrdering::Relaxed);
+            let whole =
+                self.whole.load(AtomicOrdering::Relaxed) || self.warm.get().is_some_and(|&w| w);
             Self::sweep_read(
                 plan,
                 sweep,
@@ -561,6 +574,19 @@ mod tests {
         assert_eq!(first.ahead, vec![(at(0), 32 << 20), (at(17), 30 << 20)]);
         // Name order next (17 follows 16) is not a stream of its own: 17 was handed over.
         assert_eq!(ra.plan_read(&objects, 17, false).now, None);
+    }
+
+    #[test]
+    fn a_file_all_in_the_page_cache_sweeps_from_the_first_read() {
+        let objects = objects(&(0..32).collect::<Vec<_>>(), 2);
+        let ra = on();
+        let _ = ra.warm.set(true);
+        let first = ra.plan_read(&objects, 16, false);
+        assert!(!first.ahead.is_empty());
+        // A file not all in the cache waits for its eighth, as before.
+        let cold = on();
+        let _ = cold.warm.set(false);
+        assert!(cold.plan_read(&objects, 16, false).ahead.is_empty());
     }
 
     #[test]
