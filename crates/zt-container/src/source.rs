@@ -827,9 +827,8 @@ mod tests {
         assert!(!page_cache_holds(m.bytes(), 5000, 0));
         assert!(!page_cache_holds(m.bytes(), 1 << 20, 3 << 20));
         // A hole never read is in no cache.
-        let holes = tempfile::NamedTempFile::new().unwrap();
-        holes.as_file().set_len(8 << 20).unwrap();
-        let source = Source::map(holes.path()).unwrap();
+        let f = holes(8 << 20);
+        let source = Source::map(f.path()).unwrap();
         let Source::Mapped(m) = &source else {
             panic!("not mapped")
         };
@@ -838,16 +837,23 @@ mod tests {
         assert!(page_cache_holds(m.bytes(), 0, 8 << 20));
     }
 
+    /// A file of `len` bytes of holes: never read, so in no cache, and reading it costs no
+    /// disk. The file goes when the handle does.
+    #[cfg(target_os = "linux")]
+    fn holes(len: u64) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        f.as_file().set_len(len).unwrap();
+        f
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_whole_file_read_in_the_background_outlives_its_source() {
-        // A file of holes never read is in no cache until something reads it.
-        let holes = tempfile::NamedTempFile::new().unwrap();
-        holes.as_file().set_len(40 << 20).unwrap();
-        let source = Source::map(holes.path()).unwrap();
+        let f = holes(40 << 20);
+        let source = Source::map(f.path()).unwrap();
         assert!(source.populate_whole_in_background());
         drop(source);
-        let again = Source::map(holes.path()).unwrap();
+        let again = Source::map(f.path()).unwrap();
         let Source::Mapped(m) = &again else {
             panic!("not mapped")
         };
@@ -864,9 +870,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn populating_now_reports_each_step_as_it_is_mapped() {
-        // Holes: the steps cost no disk.
-        let f = tempfile::NamedTempFile::new().unwrap();
-        f.as_file().set_len(70 << 20).unwrap();
+        let f = holes(70 << 20);
         let source = Source::map(f.path()).unwrap();
         let mut steps = Vec::new();
         assert_eq!(
@@ -885,9 +889,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_file_truncated_while_populating_stops_the_thread_without_a_signal() {
-        // 256 MiB of holes: populating takes a while, and costs no disk.
-        let f = tempfile::NamedTempFile::new().unwrap();
-        f.as_file().set_len(256 << 20).unwrap();
+        // 256 MiB: populating takes a while.
+        let f = holes(256 << 20);
         let source = Source::map_populated(f.path()).unwrap();
         assert!(format!("{source:?}").contains("populated_in_background: true"));
         // Cut the file under the running thread. Touching a page past the new end would kill
