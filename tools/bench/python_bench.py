@@ -18,7 +18,7 @@ matrices and two f32 norm vectors; embeddings and head in bf16).
   tensors are touched where the framework maps the file (numpy, torch); the others copy
   into their own memory as they load, which touches every byte already.
 
-Medians of several runs, the two libraries measured in turns. Run by tools/bench/python.sh.
+Medians of `--runs` runs (five by default, cold ones too), the libraries measured in turns; each row shows its fastest and slowest run. Run by tools/bench/python.sh.
 """
 
 from __future__ import annotations
@@ -105,6 +105,18 @@ def timed(fn, *args) -> float:
     return time.perf_counter() - t0
 
 
+class Median(float):
+    """A median in seconds that keeps the runs it was taken over, for the spread a row shows."""
+
+    runs: list
+
+
+def median_of(times: list) -> Median:
+    m = Median(statistics.median(times))
+    m.runs = sorted(times)
+    return m
+
+
 def in_turns(runs: int, fns: dict, cold: bool = False) -> dict:
     times = {k: [] for k in fns}
     for _ in range(runs):
@@ -113,22 +125,24 @@ def in_turns(runs: int, fns: dict, cold: bool = False) -> dict:
                 drop_cache()
                 time.sleep(2)  # this VM hands freed pages back to its host for ~2 s
             times[name].append(fn())
-    return {k: statistics.median(v) for k, v in times.items()}
+    return {k: median_of(v) for k, v in times.items()}
 
 
 def warm_then_cold(args, fns: dict, report) -> None:
-    """Runs ``fns`` in turns warm, then cold (page cache dropped before each run; fewer runs),
+    """Runs ``fns`` in turns warm, then cold (page cache dropped before each run),
     handing each set of medians to ``report("warm" | "cold", medians)``. Cold rows are skipped
     where the cache cannot be dropped."""
     for cold in (False, True):
         if cold and not drop_cache():
             print("  (cold rows skipped: dropping the page cache needs root)")
             return
-        report("cold" if cold else "warm", in_turns(max(3, args.runs // 2) if cold else args.runs, fns, cold=cold))
+        report("cold" if cold else "warm", in_turns(args.runs, fns, cold=cold))
 
 
 def row(label: str, seconds: float, base: float, nbytes: int) -> None:
-    print(f"  {label:<44} {seconds * 1000:9.1f} ms  {nbytes / seconds / 2**30:6.2f} GiB/s  {seconds / base:5.3f}x")
+    runs = getattr(seconds, "runs", None)
+    spread = f"  [{runs[0] * 1000:.0f}-{runs[-1] * 1000:.0f} ms over {len(runs)}]" if runs else ""
+    print(f"  {label:<44} {seconds * 1000:9.1f} ms  {nbytes / seconds / 2**30:6.2f} GiB/s  {seconds / base:5.3f}x{spread}")
 
 
 def main() -> None:
@@ -279,7 +293,7 @@ def core(args, tensors, st: str, zt: str, nbytes: int) -> None:
 
     if drop_cache():
         print("the same, page cache dropped before every run")
-        r = in_turns(max(3, args.runs // 2), {"st": lambda: timed(load_safetensors, st),
+        r = in_turns(args.runs, {"st": lambda: timed(load_safetensors, st),
                                               "zt": lambda: timed(load_ztio, zt)}, cold=True)
         row("safetensors safe_open + get_tensor", r["st"], r["st"], nbytes)
         row("ztio safe_open + get_tensor (.zt)", r["zt"], r["st"], nbytes)
