@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::IntoPy;
+use crate::errors::{to_py, IntoPy};
 use crate::reader::{open_options, Reader};
 use crate::values::attributes_to_py;
 
@@ -83,21 +83,28 @@ impl Set {
     /// shard that fails raises its error from the iteration, after the tensors that came in.
     /// Abandoned early, the load still runs to its end in the background (within the set's
     /// memory budget), and only then lets the set go.
-    fn load_each(&self) -> Arrivals {
+    fn load_each(&self, py: Python<'_>) -> PyResult<Arrivals> {
         let set = Arc::clone(&self.inner);
         let (arrived, arrivals) = channel();
-        std::thread::spawn(move || {
-            let done = set.load_each(|shard, object| {
-                // A closed receiver is a caller that stopped iterating: nothing to tell.
-                let _ = arrived.send(Ok((shard, object.name().to_owned())));
-            });
-            if let Err(e) = done {
-                let _ = arrived.send(Err(e));
-            }
-        });
-        Arrivals {
+        // A thread the system refuses is an error to raise, not a panic (`thread::spawn`).
+        std::thread::Builder::new()
+            .name("zt-load-set".into())
+            .spawn(move || {
+                let done = set.load_each(|shard, object| {
+                    // A closed receiver is a caller that stopped iterating: nothing to tell.
+                    let _ = arrived.send(Ok((shard, object.name().to_owned())));
+                });
+                if let Err(e) = done {
+                    let _ = arrived.send(Err(e));
+                }
+            })
+            .map_err(|e| {
+                let e = ztensor::Error::io(e, "starting the thread that loads the set");
+                to_py(py, &e)
+            })?;
+        Ok(Arrivals {
             arrivals: Mutex::new(arrivals),
-        }
+        })
     }
 
     /// The index's `metadata`, as Python values.

@@ -645,15 +645,15 @@ fn populate_steps(
     end: usize,
     mut step_done: impl FnMut(u64) -> ControlFlow<()>,
 ) -> usize {
-    // Each step is asked for (`MADV_WILLNEED`: the kernel submits it in large
-    // requests, asynchronously) one step ahead of the one being mapped in, so the
-    // disk always has the next piece queued; mapping a cold step alone faults it in
-    // with the small read-around of a page fault.
+    // Each step is asked for (`MADV_WILLNEED`: the kernel submits it in large requests,
+    // asynchronously) one step ahead of the one being mapped in, so the disk always has the
+    // next piece queued; mapping a cold step alone faults it in with the small read-around of
+    // a page fault.
     //
-    // A step already in the page cache is left for the first read to map: mapping it
-    // now costs as much as that read's faults would, and a caller that reads through a
-    // map of its own (torch maps each file itself) gains nothing from ours. Measured: a
-    // warm 1 GiB set into a torch model, 1.23x safetensors' time with it, 0.96x without.
+    // A step already in the page cache is left for the first read to map: mapping it now
+    // costs as much as that read's faults would, and a caller that reads through a map of
+    // its own (torch maps each file itself) gains nothing from ours. Measured: a warm 1 GiB
+    // set into a torch model, 1.23x safetensors' time with it, 0.96x without.
     let bytes: &[u8] = map;
     let mut at = start;
     let first = POPULATE_STEP.min(end - at);

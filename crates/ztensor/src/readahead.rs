@@ -313,7 +313,7 @@ impl ReadAhead {
                     ..Sweep::default()
                 }
             }));
-            let whole =
+            let start_now =
                 self.whole.load(AtomicOrdering::Relaxed) || self.warm.get().is_some_and(|&w| w);
             Self::sweep_read(
                 plan,
@@ -321,7 +321,7 @@ impl ReadAhead {
                 index,
                 span,
                 self.merge_neighbours,
-                whole,
+                start_now,
                 &mut hints,
             );
             return hints;
@@ -370,15 +370,15 @@ impl ReadAhead {
 impl ReadAhead {
     /// A read in no order we follow: the object is read now (unless the sweep handed it over
     /// already); once such reads cover [`SWEEP_SHARE`] of the data, the rest of the file is
-    /// handed over in file order, [`MAX_WINDOW`] ahead of what has been consumed. `whole`:
-    /// the caller said it reads everything, so the sweep starts now.
+    /// handed over in file order, [`MAX_WINDOW`] ahead of what has been consumed. `start_now`:
+    /// the caller said it reads everything, or the file is all cached: no share to wait for.
     fn sweep_read(
         plan: &Plan,
         sweep: &mut Sweep,
         index: u32,
         span: Span,
         merge: bool,
-        whole: bool,
+        start_now: bool,
         hints: &mut Hints,
     ) {
         let has_data = span.start != u64::MAX;
@@ -398,7 +398,7 @@ impl ReadAhead {
             hints.now = Some((span.start, span.len()));
         }
         if !sweep.on
-            && (whole
+            && (start_now
                 || sweep.reads >= SWEEP_MIN_READS
                     && sweep.read_bytes.saturating_mul(SWEEP_SHARE) >= plan.total)
         {
