@@ -362,12 +362,17 @@ struct Checked {
 
 fn verify_one(path: &Path) -> Result<Checked, ztensor::Error> {
     let r = crate::common::open_input(path).map_err(|e| e.in_file(path))?;
+    verify_reader(&r)
+}
+
+/// Checks every digest of `r`, then decodes every object.
+fn verify_reader(r: &ztensor::Reader) -> Result<Checked, ztensor::Error> {
     // The digests are checked in one parallel call that reports each object as it is done;
     // then a bar follows the decoding, object by object.
-    let checking = progress(total_stored(&r), "verify: digests");
+    let checking = progress(total_stored(r), "verify: digests");
     let report = r.verify_with_progress(&|n| checking.inc(n));
     checking.finish_and_clear();
-    let bar = progress(total_stored(&r), "verify: decode");
+    let bar = progress(total_stored(r), "verify: decode");
     let mut failures = report.failures;
     let skipped = report.skipped;
     // A .mag CRC was checked when the file was opened.
@@ -445,56 +450,59 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
     let mut all_ok = true;
     let mut rows = Vec::new();
     let mut text = String::new();
-    for entry in crate::sets::expand_for_verify(files) {
-        let f = match entry {
-            crate::sets::ToVerify::File(f) => f,
-            crate::sets::ToVerify::SetFailed(f, e) => {
-                all_ok = false;
-                let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
-                rows.push(json!({
-                    "file": f.to_string_lossy(), "ok": false, "kind": "sharded_set", "version": null,
-                    "object_count": null, "digests_checked": null,
-                    "failures": [error_json(&e, Some(&f))],
-                }));
-                continue;
+    let mut report = |f: &Path, checked: Result<Checked, ztensor::Error>| match checked {
+        Ok(c) => {
+            let ok = c.failures.is_empty();
+            all_ok &= ok;
+            let _ = writeln!(
+                text,
+                "{}: {} ({}, {} decoded, {} and checksums verified)",
+                f.display(),
+                if ok { "OK" } else { "FAILED" },
+                c.version,
+                crate::common::count(c.objects as u64, "object"),
+                crate::common::count(c.checked as u64, "digest")
+            );
+            for e in &c.failures {
+                let _ = writeln!(text, "  {e}");
             }
-        };
-        let f = &f;
-        match verify_one(f) {
-            Ok(c) => {
-                let ok = c.failures.is_empty();
-                all_ok &= ok;
-                let _ = writeln!(
-                    text,
-                    "{}: {} ({}, {} decoded, {} and checksums verified)",
-                    f.display(),
-                    if ok { "OK" } else { "FAILED" },
-                    c.version,
-                    crate::common::count(c.objects as u64, "object"),
-                    crate::common::count(c.checked as u64, "digest")
-                );
-                for e in &c.failures {
-                    let _ = writeln!(text, "  {e}");
+            for (name, why) in &c.skipped {
+                let _ = writeln!(text, "  skipped: object {name:?}: {why}");
+            }
+            rows.push(json!({
+                "file": f.to_string_lossy(), "ok": ok, "kind": c.kind, "version": c.json_version,
+                "object_count": c.objects,
+                "digests_checked": c.checked,
+                "failures": c.failures.iter().map(|e| error_json(e, Some(f))).collect::<Vec<_>>(),
+                "skipped": c.skipped.iter().map(|(n, why)| json!({"name": n, "reason": why})).collect::<Vec<_>>(),
+            }));
+        }
+        Err(e) => {
+            all_ok = false;
+            let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
+            // A set that failed its own check has no kind of file: it is reported as a set.
+            let kind = crate::sets::is_set(f).then_some("sharded_set");
+            rows.push(json!({
+                "file": f.to_string_lossy(), "ok": false, "kind": kind, "version": null, "object_count": null,
+                "digests_checked": null, "failures": [error_json(&e, Some(f))],
+            }));
+        }
+    };
+    for f in files {
+        if !crate::sets::is_set(f) {
+            report(f, verify_one(f));
+            continue;
+        }
+        // A set is checked as a whole (every shard opened, every name where the index says),
+        // then each shard as a file, in order, while the set is read ahead beside the checks.
+        match crate::sets::open_checked(f) {
+            Ok(set) => set.with_read_ahead(|| {
+                for (position, shard) in set.shard_paths().enumerate() {
+                    let checked = set.reader(position).and_then(verify_reader);
+                    report(shard, checked.map_err(|e| e.in_file(shard)));
                 }
-                for (name, why) in &c.skipped {
-                    let _ = writeln!(text, "  skipped: object {name:?}: {why}");
-                }
-                rows.push(json!({
-                    "file": f.to_string_lossy(), "ok": ok, "kind": c.kind, "version": c.json_version,
-                    "object_count": c.objects,
-                    "digests_checked": c.checked,
-                    "failures": c.failures.iter().map(|e| error_json(e, Some(f))).collect::<Vec<_>>(),
-                    "skipped": c.skipped.iter().map(|(n, why)| json!({"name": n, "reason": why})).collect::<Vec<_>>(),
-                }));
-            }
-            Err(e) => {
-                all_ok = false;
-                let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
-                rows.push(json!({
-                    "file": f.to_string_lossy(), "ok": false, "kind": null, "version": null, "object_count": null,
-                    "digests_checked": null, "failures": [error_json(&e, Some(f))],
-                }));
-            }
+            }),
+            Err(e) => report(f, Err(e)),
         }
     }
     out(&if as_json {

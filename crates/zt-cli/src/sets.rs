@@ -4,8 +4,9 @@
 //! - [`open`]: the set, its errors as the CLI reports them.
 //! - [`info`] / [`ls`]: the set's metadata (main then prints each shard's `info`); the
 //!   index's names.
-//! - [`expand_for_verify`] / [`expand_inputs`]: a set checked as a whole (every shard opened,
-//!   every name where the index says), then treated as its shard files.
+//! - [`open_checked`] / [`expand_inputs`]: a set checked as a whole (every shard opened,
+//!   every name where the index says), then verified shard by shard or treated as its
+//!   shard files.
 //! - [`convert`]: a set, or a file, to one file or to a new set of shards with an index.
 
 use std::fmt::Write as _;
@@ -93,28 +94,12 @@ pub fn ls(index: &Path) -> Outcome {
     out(&s)
 }
 
-/// What `verify` checks for one command-line path: a file, or a set that failed its
-/// set-wide check (reported as the index's failure).
-pub enum ToVerify {
-    File(PathBuf),
-    SetFailed(PathBuf, ztensor::Error),
-}
-
-/// Each set replaced by its shards, once the set passed its check (every shard opened and
-/// every name where the index says); a set that fails is one failure of its index.
-pub fn expand_for_verify(files: &[PathBuf]) -> Vec<ToVerify> {
-    let mut all = Vec::with_capacity(files.len());
-    for f in files {
-        if !is_set(f) {
-            all.push(ToVerify::File(f.clone()));
-            continue;
-        }
-        match open_set(f).and_then(|set| set.check().map(|()| set)) {
-            Ok(set) => all.extend(set.shard_paths().map(|p| ToVerify::File(p.to_path_buf()))),
-            Err(e) => all.push(ToVerify::SetFailed(f.clone(), e.in_file(f))),
-        }
-    }
-    all
+/// The set at `index`, opened and checked as a whole (every shard opened, every name where
+/// the index says); its error names the index.
+pub fn open_checked(index: &Path) -> Result<ShardedSet, ztensor::Error> {
+    open_set(index)
+        .and_then(|set| set.check().map(|()| set))
+        .map_err(|e| e.in_file(index))
 }
 
 /// `merge`'s inputs with each set replaced by its shard files, after checking the set.
@@ -145,7 +130,9 @@ pub(crate) fn with_objects<T>(
         // A set's index metadata (total_size and the like) describes the set, not a file:
         // the shards' own attributes are carried, and must agree.
         let attributes = shared_attributes(&set)?;
-        f(&objects, &attributes, &index_metadata(&set))
+        // Every object is read, in name order, which jumps between shards: the set is read
+        // ahead beside the work, shards at once.
+        set.with_read_ahead(|| f(&objects, &attributes, &index_metadata(&set)))
     } else {
         let r = crate::common::open_input(input)
             .map_err(|e| Failure::Failed(e.in_file(input).to_string()))?;
@@ -223,15 +210,18 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
             durability: durability(),
         };
         let metadata = index_metadata(&set);
-        return ztensor::convert::write_indexed_groups(
-            &groups,
-            &attributes,
-            &metadata,
-            output,
-            options,
-        )
-        .map(drop)
-        .map_err(at);
+        return set
+            .with_read_ahead(|| {
+                ztensor::convert::write_indexed_groups(
+                    &groups,
+                    &attributes,
+                    &metadata,
+                    output,
+                    options,
+                )
+            })
+            .map(drop)
+            .map_err(at);
     }
     with_objects(input, |objects, attributes, metadata| match target {
         Target::Safetensors { densify } => ztensor::convert::write_safetensors_views(

@@ -134,6 +134,63 @@ fn a_broken_set_fails_verify_and_reading_commands_clearly() {
 }
 
 #[test]
+fn verify_of_a_set_names_the_shard_and_object_whose_bytes_are_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let index = dir.path().join("m.zt.index.json");
+    ok(&zt(&["convert", p(&src), p(&index), "--shard-size", "128"]));
+    // Tensor c (the values 32.0, 33.0, ...) lies in the second shard: one bit of it flipped.
+    let shard = dir.path().join("m-00002-of-00003.zt");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let c: Vec<u8> = [32.0f32, 33.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let at = bytes
+        .windows(c.len())
+        .position(|w| w == c)
+        .expect("c's bytes in shard 2");
+    bytes[at + 5] ^= 0x10;
+    std::fs::write(&shard, bytes).unwrap();
+
+    let o = zt(&["verify", p(&index)]);
+    let text = support::stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("m-00001-of-00003.zt: OK"), "{text}");
+    assert!(lines[1].contains("m-00002-of-00003.zt: FAILED"), "{text}");
+    assert!(lines[2].contains("\"c\""), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains("m-00003-of-00003.zt: OK")),
+        "{text}"
+    );
+    let o = zt(&["verify", "--json", p(&index)]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["ok"], false);
+    let rows = j["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(rows[1]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("m-00002-of-00003.zt"));
+    assert_eq!(rows[1]["ok"], false);
+    assert_eq!(rows[1]["failures"][0]["name"], "c");
+    assert_eq!(rows[0]["ok"], true);
+    assert_eq!(rows[2]["ok"], true);
+    // A set that fails its own check is one row, the index's, of kind "sharded_set".
+    std::fs::remove_file(dir.path().join("m-00003-of-00003.zt")).unwrap();
+    let o = zt(&["verify", "--json", p(&index)]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = j["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["kind"], "sharded_set");
+    assert!(rows[0]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("m.zt.index.json"));
+}
+
+#[test]
 fn a_set_with_sparse_objects_converts_to_mag_and_dense_zt_with_densify() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = concat!(

@@ -237,8 +237,15 @@ impl Reader {
     /// file order, as soon as its bytes are in: a loader starts on the first tensors while the
     /// rest is still coming in. With `populate` false (over a memory budget), or for a source
     /// other than a map, the objects are handed over at once and their reads fetch them.
+    /// `stop`, once set, ends the reading at its next step; returns whether every object was
+    /// handed over (false when stopped).
     #[cfg(feature = "sharded")]
-    pub(crate) fn load_in_file_order(&self, populate: bool, mut each: impl FnMut(ObjectView<'_>)) {
+    pub(crate) fn load_in_file_order(
+        &self,
+        populate: bool,
+        stop: &std::sync::atomic::AtomicBool,
+        mut each: impl FnMut(ObjectView<'_>),
+    ) -> bool {
         let backing = &self.backing;
         let objects = &backing.objects;
         let order = backing.readahead.file_order(objects);
@@ -273,10 +280,18 @@ impl Reader {
                 .source
                 .populate_now_stepwise(0, backing.source.len(), |mapped_to| {
                     hand_over_before(mapped_to);
-                    std::ops::ControlFlow::Continue(())
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::ops::ControlFlow::Break(())
+                    } else {
+                        std::ops::ControlFlow::Continue(())
+                    }
                 });
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return false;
+            }
         }
         hand_over_before(u64::MAX);
+        true
     }
 
     /// Runs `f` on every object on every core; results in name order. Large objects are

@@ -400,7 +400,7 @@ impl ShardedSet {
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn load_all(&self, ready: impl Fn(usize) + Sync) -> Result<()> {
-        self.load(&|_, _| {}, &ready)
+        self.load(&|_, _| {}, &ready, &AtomicBool::new(false))
     }
 
     /// As [`ShardedSet::load_all`], handing each object to `ready(shard position, object)` as
@@ -430,23 +430,69 @@ impl ShardedSet {
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn load_each(&self, ready: impl Fn(usize, ObjectView<'_>) + Sync) -> Result<()> {
-        self.load(&ready, &|_| {})
+        self.load(&ready, &|_| {}, &AtomicBool::new(false))
     }
 
+    /// Runs `work` while the set is read into memory beside it, as [`ShardedSet::load_all`]
+    /// reads it (shards at once, each front to back, within the same memory bound), and
+    /// returns what `work` returns. For a caller that reads every object in an order of its
+    /// own (a converter writes in name order, which jumps between shards): its reads then
+    /// find their bytes in instead of each waiting on the disk. The reading stops as soon as
+    /// `work` returns, at its next step of a few MiB, so a `work` that fails early does not
+    /// wait for the rest of the set. Errors opening a shard are left to `work`'s own reads,
+    /// which meet them too.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # for (file, name) in [("a.zt", "x"), ("b.zt", "y")] {
+    /// #     let mut w = ztensor::Writer::create(dir.path().join(file)).unwrap();
+    /// #     w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+    /// #     w.finish().unwrap();
+    /// # }
+    /// # std::fs::write(dir.path().join("m.index.json"),
+    /// #     r#"{"weight_map": {"x": "a.zt", "y": "b.zt"}}"#).unwrap();
+    /// let set = ztensor::ShardedSet::open(dir.path().join("m.index.json"))?;
+    /// let total = set.with_read_ahead(|| -> ztensor::Result<f32> {
+    ///     let mut total = 0.0;
+    ///     for object in set.objects()? {
+    ///         total += object.read::<f32>()?.iter().sum::<f32>();
+    ///     }
+    ///     Ok(total)
+    /// })?;
+    /// assert_eq!(total, 6.0);
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn with_read_ahead<T>(&self, work: impl FnOnce() -> T) -> T {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            // Without a thread, the work runs as it would have: slower, not wrong.
+            let _reading = std::thread::Builder::new()
+                .name("zt-set-ahead".into())
+                .spawn_scoped(scope, || {
+                    let _ = self.load(&|_, _| {}, &|_| {}, &stop);
+                });
+            let out = work();
+            stop.store(true, Ordering::Relaxed);
+            out
+        })
+    }
+
+    /// Reads the set as [`ShardedSet::load_all`] says; `stop` (also set here on the first
+    /// error) ends every reading thread at its next step.
     fn load(
         &self,
         object_ready: &(dyn Fn(usize, ObjectView<'_>) + Sync),
         shard_ready: &(dyn Fn(usize) + Sync),
+        stop: &AtomicBool,
     ) -> Result<()> {
         let budget = self.options.limits_ref().memory_budget.unwrap_or_else(|| {
             zt_container::internal::physical_memory().map_or(u64::MAX, |m| m / 2)
         });
         let next = AtomicUsize::new(0);
         let loaded = AtomicU64::new(0);
-        let failed = AtomicBool::new(false);
         let first_error = std::sync::Mutex::new(None);
         let work = || {
-            while !failed.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 let position = next.fetch_add(1, Ordering::Relaxed);
                 if position >= self.shards.len() {
                     return;
@@ -461,11 +507,14 @@ impl ShardedSet {
                                 l.checked_add(len).filter(|&total| total <= budget)
                             })
                             .is_ok();
-                        reader.load_in_file_order(fits, |object| object_ready(position, object));
-                        shard_ready(position);
+                        if reader
+                            .load_in_file_order(fits, stop, |object| object_ready(position, object))
+                        {
+                            shard_ready(position);
+                        }
                     }
                     Err(e) => {
-                        failed.store(true, Ordering::Relaxed);
+                        stop.store(true, Ordering::Relaxed);
                         if let Ok(mut first) = first_error.lock() {
                             first.get_or_insert(e);
                         }
@@ -508,4 +557,48 @@ fn read_capped(path: &Path) -> Result<Vec<u8>> {
         )));
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A set of two shards, `a.zt` (x) and `b.zt` (y), in a fresh folder.
+    fn two_shards(dir: &Path) -> ShardedSet {
+        for (file, name) in [("a.zt", "x"), ("b.zt", "y")] {
+            let mut w = crate::Writer::create(dir.join(file)).unwrap();
+            w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+            w.finish().unwrap();
+        }
+        let index = dir.join("m.index.json");
+        std::fs::write(&index, r#"{"weight_map": {"x": "a.zt", "y": "b.zt"}}"#).unwrap();
+        ShardedSet::open(index).unwrap()
+    }
+
+    #[test]
+    fn a_load_told_to_stop_hands_over_nothing_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = two_shards(dir.path());
+        let handed = AtomicUsize::new(0);
+        let count = |_: usize, _: ObjectView<'_>| {
+            handed.fetch_add(1, Ordering::Relaxed);
+        };
+        set.load(&count, &|_| {}, &AtomicBool::new(true)).unwrap();
+        assert_eq!(handed.load(Ordering::Relaxed), 0);
+        set.load(&count, &|_| {}, &AtomicBool::new(false)).unwrap();
+        assert_eq!(handed.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn work_beside_the_read_ahead_sees_its_own_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = two_shards(dir.path());
+        let got: Result<()> = set.with_read_ahead(|| Err(Error::argument("stop here")));
+        assert!(got.unwrap_err().to_string().contains("stop here"));
+        // And the set reads as before once the read-ahead has stopped.
+        assert_eq!(
+            &set.object("y").unwrap().read::<f32>().unwrap()[..],
+            &[1.0, 2.0]
+        );
+    }
 }
