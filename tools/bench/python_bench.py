@@ -139,6 +139,15 @@ def warm_then_cold(args, fns: dict, report) -> None:
         report("cold" if cold else "warm", in_turns(args.runs, fns, cold=cold))
 
 
+def report_rows(prefix: str, lines: list, nbytes: int):
+    """A ``report`` for :func:`warm_then_cold`: each ``(label, key, base key)`` of ``lines``
+    printed as a row, its time against the base key's."""
+    def report(how: str, r: dict) -> None:
+        for label, key, base in lines:
+            row(f"{prefix} {how}: {label}", r[key], r[base], nbytes)
+    return report
+
+
 def row(label: str, seconds: float, base: float, nbytes: int) -> None:
     runs = getattr(seconds, "runs", None)
     spread = f"  [{runs[0] * 1000:.0f}-{runs[-1] * 1000:.0f} ms over {len(runs)}]" if runs else ""
@@ -208,13 +217,12 @@ def sets(args, st: str, nbytes: int) -> None:
     }
     print(f"\na {len(shards)}-shard set, every tensor loaded into numpy and touched")
 
-    def report(how: str, r: dict) -> None:
-        row(f"set {how}: limit (read the shards in turn)", r["limit"], r["st"], nbytes)
-        row(f"set {how}: safetensors load_file per shard", r["st"], r["st"], nbytes)
-        row(f"set {how}: ztio load_file per shard", r["zt_shards"], r["st"], nbytes)
-        row(f"set {how}: ztio load_file of the index", r["zt_index"], r["st"], nbytes)
-
-    warm_then_cold(args, fns, report)
+    warm_then_cold(args, fns, report_rows("set", [
+        ("limit (read the shards in turn)", "limit", "st"),
+        ("safetensors load_file per shard", "st", "st"),
+        ("ztio load_file per shard", "zt_shards", "st"),
+        ("ztio load_file of the index", "zt_index", "st"),
+    ], nbytes))
     torch_sets(args, index, shards, nbytes)
 
 
@@ -273,14 +281,13 @@ def torch_sets(args, index: str, shards: list, nbytes: int) -> None:
            "runai": lambda: timed(runai), "fst": lambda: timed(fst)}
     print(f"the same set into a torch {torch.__version__} model, each tensor copied into its parameter")
 
-    def report(how: str, r: dict) -> None:
-        row(f"torch {how}: limit (read the shards in turn)", r["limit"], r["st"], nbytes)
-        row(f"torch {how}: safetensors load_file per shard", r["st"], r["st"], nbytes)
-        row(f"torch {how}: ztio load_file of the index", r["zt"], r["st"], nbytes)
-        row(f"torch {how}: Run:ai Model Streamer", r["runai"], r["st"], nbytes)
-        row(f"torch {how}: fastsafetensors (CPU, no GDS)", r["fst"], r["st"], nbytes)
-
-    warm_then_cold(args, fns, report)
+    warm_then_cold(args, fns, report_rows("torch", [
+        ("limit (read the shards in turn)", "limit", "st"),
+        ("safetensors load_file per shard", "st", "st"),
+        ("ztio load_file of the index", "zt", "st"),
+        ("Run:ai Model Streamer", "runai", "st"),
+        ("fastsafetensors (CPU, no GDS)", "fst", "st"),
+    ], nbytes))
 
 
 def core(args, tensors, st: str, zt: str, nbytes: int) -> None:
@@ -435,15 +442,14 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
             "zt_open": safe_open(ztio.safe_open, st),
         }
 
-        def report(how: str, r: dict) -> None:
-            row(f"{fw} {how}: limit (read the file through)", r["limit"], r["st_load"], nbytes)
-            row(f"{fw} {how}: safetensors load_file", r["st_load"], r["st_load"], nbytes)
-            row(f"{fw} {how}: ztio load_file (.safetensors)", r["zt_load"], r["st_load"], nbytes)
-            row(f"{fw} {how}: ztio load_file (.zt)", r["zt_load_zt"], r["st_load"], nbytes)
-            row(f"{fw} {how}: safetensors safe_open+get_tensor", r["st_open"], r["st_open"], nbytes)
-            row(f"{fw} {how}: ztio safe_open+get_tensor", r["zt_open"], r["st_open"], nbytes)
-
-        warm_then_cold(args, rows, report)
+        warm_then_cold(args, rows, report_rows(fw, [
+            ("limit (read the file through)", "limit", "st_load"),
+            ("safetensors load_file", "st_load", "st_load"),
+            ("ztio load_file (.safetensors)", "zt_load", "st_load"),
+            ("ztio load_file (.zt)", "zt_load_zt", "st_load"),
+            ("safetensors safe_open+get_tensor", "st_open", "st_open"),
+            ("ztio safe_open+get_tensor", "zt_open", "st_open"),
+        ], nbytes))
 
         # The framework's own tensors, as ztio's module gives them (safetensors' TensorFlow
         # module hands bfloat16 back as numpy arrays, which its own save_file then refuses).
