@@ -377,7 +377,7 @@ impl ShardedSet {
     /// fit in what is left of it are opened and checked, and read when their objects are.
     /// Shards opened unmapped or remotely are opened and checked only (their reads fetch what
     /// they need). Returns the first error opening or checking a shard; the other threads
-    /// stop at their next shard.
+    /// stop at their next step of 32 MiB.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -438,9 +438,9 @@ impl ShardedSet {
     /// returns what `work` returns. For a caller that reads every object in an order of its
     /// own (a converter writes in name order, which jumps between shards): its reads then
     /// find their bytes in instead of each waiting on the disk. The reading stops as soon as
-    /// `work` returns, at its next step of a few MiB, so a `work` that fails early does not
-    /// wait for the rest of the set. Errors opening a shard are left to `work`'s own reads,
-    /// which meet them too.
+    /// `work` returns or panics, at its next step of 32 MiB, so a `work` that fails early
+    /// does not wait for the rest of the set. Errors opening a shard are left to `work`'s own
+    /// reads, which meet them too.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -463,6 +463,14 @@ impl ShardedSet {
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn with_read_ahead<T>(&self, work: impl FnOnce() -> T) -> T {
+        /// Tells the reading threads to stop when dropped: after `work` returns, and while a
+        /// panic of `work` unwinds (the scope would otherwise wait for the whole set).
+        struct StopOnDrop<'a>(&'a AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
             // Without a thread, the work runs as it would have: slower, not wrong.
@@ -471,9 +479,8 @@ impl ShardedSet {
                 .spawn_scoped(scope, || {
                     let _ = self.load(&|_, _| {}, &|_| {}, &stop);
                 });
-            let out = work();
-            stop.store(true, Ordering::Relaxed);
-            out
+            let _stop_when_done = StopOnDrop(&stop);
+            work()
         })
     }
 
@@ -600,5 +607,16 @@ mod tests {
             &set.object("y").unwrap().read::<f32>().unwrap()[..],
             &[1.0, 2.0]
         );
+    }
+
+    #[test]
+    fn a_panic_in_the_work_reaches_the_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = two_shards(dir.path());
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            set.with_read_ahead(|| panic!("the work failed"))
+        }));
+        let message = unwound.unwrap_err();
+        assert_eq!(message.downcast_ref::<&str>(), Some(&"the work failed"));
     }
 }
