@@ -700,14 +700,44 @@ pub fn upgrade(input: &Path, output: &Path, version: ztensor::Version) -> Outcom
     Ok(w.finish()?)
 }
 
+/// One input of `merge`: a file, or a set checked as a whole (its shards are its parts).
+enum MergeInput {
+    File(PathBuf, Box<Reader>),
+    Set(ztensor::ShardedSet),
+}
+
+/// `zt merge`: every object of every input, in input order (a set's shards in index order,
+/// each file's objects in file order), into one new file. A set is read ahead beside the copy,
+/// as `convert` reads one.
 pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Outcome {
-    let readers: Vec<(PathBuf, Reader)> = inputs
+    let opened: Vec<MergeInput> = inputs
         .iter()
-        .map(|p| open(p).map(|r| (p.clone(), r)))
+        .map(|p| {
+            if crate::sets::is_set(p) {
+                crate::sets::open_checked(p)
+                    .map(MergeInput::Set)
+                    .map_err(|e| Failure::Failed(e.to_string()))
+            } else {
+                open(p).map(|r| MergeInput::File(p.clone(), Box::new(r)))
+            }
+        })
         .collect::<Result<_, _>>()?;
+    // Each input's parts: (file, reader), a set's shards through the set's own readers.
+    let mut groups: Vec<Vec<(&Path, &Reader)>> = Vec::with_capacity(opened.len());
+    for input in &opened {
+        groups.push(match input {
+            MergeInput::File(p, r) => vec![(p.as_path(), r)],
+            MergeInput::Set(set) => set
+                .shard_paths()
+                .enumerate()
+                .map(|(i, p)| set.reader(i).map(|r| (p, r)))
+                .collect::<Result<_, _>>()
+                .map_err(|e| Failure::Failed(e.to_string()))?,
+        });
+    }
     let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
     let mut attributes = ztensor::Attributes::new();
-    for (p, r) in &readers {
+    for &(p, r) in groups.iter().flatten() {
         for n in r.names() {
             if let Some(first) = owner.insert(n, p) {
                 return Err(Failure::Failed(format!(
@@ -721,12 +751,21 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
     }
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(attributes);
-    let total = readers.iter().map(|(_, r)| total_stored(r)).sum();
+    let total = groups.iter().flatten().map(|(_, r)| total_stored(r)).sum();
     let bar = progress(total, "merge");
-    for (p, r) in &readers {
-        for o in r.iter().filter(|o| !skip_with_note(p, o)) {
-            convert::copy_stored(o, &mut w).map_err(|e| e.in_file(p))?;
-            bar.inc(stored_len(&o));
+    let mut copy = |parts: &[(&Path, &Reader)]| -> Result<(), ztensor::Error> {
+        for &(p, r) in parts {
+            for o in r.iter().filter(|o| !skip_with_note(p, o)) {
+                convert::copy_stored(o, &mut w).map_err(|e| e.in_file(p))?;
+                bar.inc(stored_len(&o));
+            }
+        }
+        Ok(())
+    };
+    for (input, parts) in opened.iter().zip(&groups) {
+        match input {
+            MergeInput::File(..) => copy(parts)?,
+            MergeInput::Set(set) => set.with_read_ahead(|| copy(parts))?,
         }
     }
     bar.finish_and_clear();

@@ -477,14 +477,15 @@ fn diff_objects(
             Ok(Some(d)) => diffs.push(d),
             Err((e, side)) => {
                 trouble = true;
-                let file = if side == "A" { a } else { b };
-                let e = e.in_file(file);
+                // The file the bytes are in: a set's shard, not its index.
+                let file = crate::sets::blamed_input(if side == "A" { a } else { b }, &e);
+                let e = e.in_file(&file);
                 diffs.push(Difference {
                     name: Some(oa.name.clone()),
                     what: "unreadable",
                     detail: e.to_string(),
                     values: None,
-                    error: Some(error_json(&e, Some(file))),
+                    error: Some(error_json(&e, Some(&file))),
                 });
             }
         }

@@ -536,7 +536,7 @@ fn run(command: Command) -> Outcome {
             let inputs: Vec<PathBuf> = inputs.into_iter().map(resolve).collect::<Result<_, _>>()?;
             let version = zt_only("merge", &output, to.map(Kind::from), compact)?;
             check_output(&output, writing.force)?;
-            commands::merge(&sets::expand_inputs(&inputs)?, &output, version)
+            commands::merge(&inputs, &output, version)
         }
         Rm {
             input,

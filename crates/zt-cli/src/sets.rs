@@ -4,9 +4,8 @@
 //! - [`open`]: the set, its errors as the CLI reports them.
 //! - [`info`] / [`ls`]: the set's metadata (main then prints each shard's `info`); the
 //!   index's names.
-//! - [`open_checked`] / [`expand_inputs`]: a set checked as a whole (every shard opened,
-//!   every name where the index says), then verified shard by shard or treated as its
-//!   shard files.
+//! - [`open_checked`]: a set checked as a whole (every shard opened, every name where the
+//!   index says), for `verify` and `merge`, which then take it shard by shard.
 //! - [`convert`]: a set, or a file, to one file or to a new set of shards with an index.
 
 use std::fmt::Write as _;
@@ -102,21 +101,6 @@ pub fn open_checked(index: &Path) -> Result<ShardedSet, ztensor::Error> {
         .map_err(|e| e.in_file(index))
 }
 
-/// `merge`'s inputs with each set replaced by its shard files, after checking the set.
-pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
-    let mut all = Vec::with_capacity(inputs.len());
-    for f in inputs {
-        if !is_set(f) {
-            all.push(f.clone());
-            continue;
-        }
-        let set = open(f)?;
-        set.check().map_err(|e| Failure::Failed(e.to_string()))?;
-        all.extend(set.shard_paths().map(Path::to_path_buf));
-    }
-    Ok(all)
-}
-
 /// The objects of a set or a file, in bytewise name order, to hand to a writer (or to
 /// `diff`).
 /// `f` also gets the set's index metadata (empty for a file), for a new index.
@@ -187,7 +171,16 @@ pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
 }
 
 fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
-    let at = |e: ztensor::Error| Failure::from(e.in_file(output));
+    // A digest that does not match is the input's fault (the shard holding the object, for a
+    // set); anything else names the output, as for a file.
+    let at = |e: ztensor::Error| {
+        let file = if e.kind() == ztensor::ErrorKind::ChecksumMismatch {
+            blamed_input(input, &e)
+        } else {
+            output.to_path_buf()
+        };
+        Failure::from(e.in_file(&file))
+    };
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.to_string()))?;
@@ -265,6 +258,19 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
         // Handled above, before the objects are gathered.
         Target::SameShards(_) => Ok(()),
     })
+}
+
+/// The input file an error reading `input` belongs to: for a set, the shard that holds the
+/// error's object (the index is read again: this runs once, on failure).
+pub(crate) fn blamed_input(input: &Path, e: &ztensor::Error) -> PathBuf {
+    let shard = || {
+        let set = open_set(input).ok()?;
+        set.shard_of(e.object()?).map(Path::to_path_buf)
+    };
+    match is_set(input).then(shard).flatten() {
+        Some(shard) => shard,
+        None => input.to_path_buf(),
+    }
 }
 
 /// Whether `zt convert` goes through this module: a set as input, an index as output, or

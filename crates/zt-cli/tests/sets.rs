@@ -177,6 +177,29 @@ fn verify_of_a_set_names_the_shard_and_object_whose_bytes_are_damaged() {
     assert_eq!(rows[1]["failures"][0]["name"], "c");
     assert_eq!(rows[0]["ok"], true);
     assert_eq!(rows[2]["ok"], true);
+    // merge and convert hand the bytes on: they check them, name the shard, and leave no output.
+    let merged = dir.path().join("merged.zt");
+    let one = dir.path().join("one.safetensors");
+    for args in [
+        vec!["merge", p(&index), "-o", p(&merged)],
+        vec!["convert", p(&index), p(&one)],
+    ] {
+        let o = zt(&args);
+        let err = support::stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("m-00002-of-00003.zt"), "{args:?}: {err}");
+        assert!(err.contains("\"c\""), "{args:?}: {err}");
+    }
+    assert!(!merged.exists() && !one.exists());
+    // diff reads every value: the damaged object is unreadable, in its shard.
+    let o = zt(&["diff", p(&index), p(&src)]);
+    let text = format!("{}{}", support::stdout(&o), support::stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("m-00002-of-00003.zt: checksum mismatch"),
+        "{text}"
+    );
+    assert!(text.contains("\"c\""), "{text}");
     // A set that fails its own check is one row, the index's, of kind "sharded_set".
     std::fs::remove_file(dir.path().join("m-00003-of-00003.zt")).unwrap();
     let o = zt(&["verify", "--json", p(&index)]);
