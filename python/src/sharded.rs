@@ -5,11 +5,12 @@
 //! Also which file of a model folder is the model.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::errors::{to_py, IntoPy};
 use crate::reader::{open_options, Reader};
@@ -105,6 +106,66 @@ impl Set {
         Ok(Arrivals {
             arrivals: Mutex::new(arrivals),
         })
+    }
+
+    /// Opens and checks every shard, then checks every digest and data rule of each, in
+    /// order, while the set is read ahead beside the checks (`ShardedSet::with_read_ahead`):
+    /// `(digests checked, [errors])`, each error naming its shard. `progress` is told
+    /// `verify SHARD` for each shard's bytes.
+    #[pyo3(signature = (progress = None))]
+    fn verify<'py>(
+        &self,
+        py: Python<'py>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let set = Arc::clone(&self.inner);
+        let callback = progress.map(crate::progress::Callback::new);
+        let checked = py.detach(|| -> ztensor::Result<(usize, Vec<ztensor::Error>)> {
+            set.check()?;
+            set.with_read_ahead(|| {
+                let (mut checked, mut failures) = (0, Vec::new());
+                for (position, path) in set.shard_paths().enumerate() {
+                    let r = set.reader(position)?;
+                    let report = match &callback {
+                        None => r.verify(),
+                        Some(callback) => {
+                            let what = format!(
+                                "verify {}",
+                                path.file_name().unwrap_or_default().to_string_lossy()
+                            );
+                            let total = r
+                                .objects()
+                                .iter()
+                                .flat_map(|o| &o.components)
+                                .fold(0u64, |n, c| n.saturating_add(c.length));
+                            let done = AtomicU64::new(0);
+                            callback.tell(&what, 0, total, false);
+                            let report = r.verify_with_progress(&|n| {
+                                let now = done.fetch_add(n, Ordering::Relaxed) + n;
+                                callback.tell(&what, now, total, false);
+                            });
+                            callback.tell(&what, total, total, true);
+                            report
+                        }
+                    };
+                    checked += report.checked;
+                    failures.extend(report.failures.into_iter().map(|e| e.in_file(path)));
+                    if callback.as_ref().is_some_and(|c| c.failed()) {
+                        break;
+                    }
+                }
+                Ok((checked, failures))
+            })
+        });
+        if let Some(e) = callback.as_ref().and_then(|c| c.take_error()) {
+            return Err(e);
+        }
+        let (checked, failures) = checked.py_err(py)?;
+        let errors = PyList::empty(py);
+        for e in &failures {
+            errors.append(to_py(py, e).value(py))?;
+        }
+        Ok((checked, errors))
     }
 
     /// The index's `metadata`, as Python values.

@@ -2,6 +2,7 @@
 `*.index.json`, and a model folder (its index, or its one file)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -132,3 +133,29 @@ def test_a_whole_set_load_reads_every_shard_in_first_and_names_a_bad_one(model, 
     (folder / "model-00002-of-00002.safetensors").write_bytes(b"not a tensor file at all")
     with pytest.raises(ztio.Error, match="model-00002-of-00002"):
         ztio.numpy.load_file(index)
+
+
+def test_verify_of_a_set_names_the_damaged_shard(tmp_path):
+    arrays = {f"t{i}": np.full(4096, i, np.float32) for i in range(4)}
+    src = tmp_path / "m.zt"
+    ztio.save_file(arrays, src)
+    index = tmp_path / "set" / "m.zt.index.json"
+    os.makedirs(index.parent)
+    ztio.convert(src, index, shard_size=20_000, progress=False)
+    with ztio.open(index) as f:
+        shards = f.shards
+        assert len(shards) > 1
+        assert f.verify()
+    # One bit of t1's values (all 1.0) flipped, in the shard that holds t1.
+    with open(index) as f:
+        holder = index.parent / json.load(f)["weight_map"]["t1"]
+    data = bytearray(open(holder, "rb").read())
+    at = data.index(np.full(16, 1, np.float32).tobytes())
+    data[at + 2] ^= 0x10
+    open(holder, "wb").write(bytes(data))
+    report = ztio.verify(index)
+    assert not report
+    (error,) = report.errors
+    assert isinstance(error, ztio.ChecksumError)
+    assert error.object == "t1"
+    assert os.path.samefile(error.path, holder)
