@@ -404,30 +404,11 @@ impl Reader {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
         let r = self.get(py)?;
-        let report = match progress {
-            None => py.detach(|| r.verify()),
-            Some(call) => {
-                let callback = crate::progress::Callback::new(call);
-                let total = r
-                    .objects()
-                    .iter()
-                    .flat_map(|o| &o.components)
-                    .fold(0u64, |n, c| n.saturating_add(c.length));
-                let done = std::sync::atomic::AtomicU64::new(0);
-                callback.tell("verify", 0, total, false);
-                let report = py.detach(|| {
-                    r.verify_with_progress(&|n| {
-                        let now = done.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
-                        callback.tell("verify", now, total, false);
-                    })
-                });
-                callback.tell("verify", total, total, true);
-                if let Some(e) = callback.take_error() {
-                    return Err(e);
-                }
-                report
-            }
-        };
+        let callback = progress.map(crate::progress::Callback::new);
+        let report = py.detach(|| verify_told(&r, callback.as_ref(), "verify"));
+        if let Some(e) = callback.as_ref().and_then(|c| c.take_error()) {
+            return Err(e);
+        }
         let errors = PyList::empty(py);
         for e in &report.failures {
             errors.append(to_py(py, e).value(py))?;
@@ -475,4 +456,28 @@ fn storage_array<'py>(
     let size = descr.itemsize().max(1) as u64;
     let count = bytes.len() as u64 / size;
     array_of(py, r, bytes, descr, &[count])
+}
+
+/// `r.verify()`, telling `callback` (when given) the bytes checked as `what`.
+pub fn verify_told(
+    r: &ztensor::Reader,
+    callback: Option<&crate::progress::Callback>,
+    what: &str,
+) -> ztensor::VerifyReport {
+    let Some(callback) = callback else {
+        return r.verify();
+    };
+    let total = r
+        .objects()
+        .iter()
+        .flat_map(|o| &o.components)
+        .fold(0u64, |n, c| n.saturating_add(c.length));
+    let done = std::sync::atomic::AtomicU64::new(0);
+    callback.tell(what, 0, total, false);
+    let report = r.verify_with_progress(&|n| {
+        let now = done.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+        callback.tell(what, now, total, false);
+    });
+    callback.tell(what, total, total, true);
+    report
 }

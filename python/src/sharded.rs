@@ -5,7 +5,6 @@
 //! Also which file of a model folder is the model.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::errors::{to_py, IntoPy};
-use crate::reader::{open_options, Reader};
+use crate::reader::{open_options, verify_told, Reader};
 use crate::values::attributes_to_py;
 
 /// A sharded set, opened lazily.
@@ -126,28 +125,11 @@ impl Set {
                 let (mut checked, mut failures) = (0, Vec::new());
                 for (position, path) in set.shard_paths().enumerate() {
                     let r = set.reader(position)?;
-                    let report = match &callback {
-                        None => r.verify(),
-                        Some(callback) => {
-                            let what = format!(
-                                "verify {}",
-                                path.file_name().unwrap_or_default().to_string_lossy()
-                            );
-                            let total = r
-                                .objects()
-                                .iter()
-                                .flat_map(|o| &o.components)
-                                .fold(0u64, |n, c| n.saturating_add(c.length));
-                            let done = AtomicU64::new(0);
-                            callback.tell(&what, 0, total, false);
-                            let report = r.verify_with_progress(&|n| {
-                                let now = done.fetch_add(n, Ordering::Relaxed) + n;
-                                callback.tell(&what, now, total, false);
-                            });
-                            callback.tell(&what, total, total, true);
-                            report
-                        }
-                    };
+                    let what = format!(
+                        "verify {}",
+                        path.file_name().unwrap_or_default().to_string_lossy()
+                    );
+                    let report = verify_told(r, callback.as_ref(), &what);
                     checked += report.checked;
                     failures.extend(report.failures.into_iter().map(|e| e.in_file(path)));
                     if callback.as_ref().is_some_and(|c| c.failed()) {
