@@ -94,7 +94,7 @@ pub fn ls(index: &Path) -> Outcome {
 }
 
 /// The set at `index`, opened and checked as a whole (every shard opened, every name where
-/// the index says); its error names the index.
+/// the index says). An error names the shard it is about, else the index.
 pub fn open_checked(index: &Path) -> Result<ShardedSet, ztensor::Error> {
     open_set(index)
         .and_then(|set| set.check().map(|()| set))
