@@ -406,14 +406,7 @@ impl Reader {
         let r = self.get(py)?;
         let callback = progress.map(crate::progress::Callback::new);
         let report = py.detach(|| verify_told(&r, callback.as_ref(), "verify"));
-        if let Some(e) = callback.as_ref().and_then(|c| c.take_error()) {
-            return Err(e);
-        }
-        let errors = PyList::empty(py);
-        for e in &report.failures {
-            errors.append(to_py(py, e).value(py))?;
-        }
-        Ok((report.checked, errors))
+        verify_outcome(py, callback.as_ref(), Ok((report.checked, report.failures)))
     }
 
     /// Every tensor is about to be read, in the caller's order (`Reader::expect_to_read_all`):
@@ -456,6 +449,24 @@ fn storage_array<'py>(
     let size = descr.itemsize().max(1) as u64;
     let count = bytes.len() as u64 / size;
     array_of(py, r, bytes, descr, &[count])
+}
+
+/// A verify's outcome as Python sees it: the exception the progress callable raised, if it
+/// did; else `outcome`'s error, or `(digests checked, [errors])`.
+pub fn verify_outcome<'py>(
+    py: Python<'py>,
+    callback: Option<&crate::progress::Callback>,
+    outcome: ztensor::Result<(usize, Vec<ztensor::Error>)>,
+) -> PyResult<(usize, Bound<'py, PyList>)> {
+    if let Some(e) = callback.and_then(|c| c.take_error()) {
+        return Err(e);
+    }
+    let (checked, failures) = outcome.py_err(py)?;
+    let errors = PyList::empty(py);
+    for e in &failures {
+        errors.append(to_py(py, e).value(py))?;
+    }
+    Ok((checked, errors))
 }
 
 /// `r.verify()`, telling `callback` (when given) the bytes checked as `what`.

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::errors::{to_py, IntoPy};
-use crate::reader::{open_options, verify_told, Reader};
+use crate::reader::{open_options, verify_outcome, verify_told, Reader};
 use crate::values::attributes_to_py;
 
 /// A sharded set, opened lazily.
@@ -119,7 +119,7 @@ impl Set {
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
         let set = Arc::clone(&self.inner);
         let callback = progress.map(crate::progress::Callback::new);
-        let checked = py.detach(|| -> ztensor::Result<(usize, Vec<ztensor::Error>)> {
+        let outcome = py.detach(|| -> ztensor::Result<(usize, Vec<ztensor::Error>)> {
             set.check()?;
             set.with_read_ahead(|| {
                 let (mut checked, mut failures) = (0, Vec::new());
@@ -139,15 +139,7 @@ impl Set {
                 Ok((checked, failures))
             })
         });
-        if let Some(e) = callback.as_ref().and_then(|c| c.take_error()) {
-            return Err(e);
-        }
-        let (checked, failures) = checked.py_err(py)?;
-        let errors = PyList::empty(py);
-        for e in &failures {
-            errors.append(to_py(py, e).value(py))?;
-        }
-        Ok((checked, errors))
+        verify_outcome(py, callback.as_ref(), outcome)
     }
 
     /// The index's `metadata`, as Python values.
