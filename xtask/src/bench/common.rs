@@ -119,7 +119,7 @@ pub(super) fn touch_any(b: &[u8]) -> u64 {
     }
 }
 
-pub(super) fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+pub(super) fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
     f()?; // warm-up: page cache, allocator, lazy statics
     let mut t = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -130,8 +130,50 @@ pub(super) fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<D
         f()?;
         t.push(s.elapsed());
     }
-    t.sort();
-    Ok(t[runs / 2])
+    Ok(Timing::of(t))
+}
+
+/// One row's runs: the median, which the ratios compare, and the fastest and slowest run,
+/// which say how far to trust it (issue 30 asks for the spread beside every row).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Timing {
+    pub(super) median: Duration,
+    pub(super) fastest: Duration,
+    pub(super) slowest: Duration,
+}
+
+impl Timing {
+    /// The timing of `runs` (at least one).
+    pub(super) fn of(mut runs: Vec<Duration>) -> Timing {
+        runs.sort();
+        let at = |i: usize| runs.get(i).copied().unwrap_or_default();
+        Timing {
+            median: at(runs.len() / 2),
+            fastest: at(0),
+            slowest: at(runs.len().saturating_sub(1)),
+        }
+    }
+
+    /// The one of two rows with the larger median (a bound set by the slower of two steps).
+    pub(super) fn slower(self, other: Timing) -> Timing {
+        if other.median > self.median {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// A single measurement, or a median whose runs are not at hand (one the Python side took):
+/// no spread to show.
+impl From<Duration> for Timing {
+    fn from(d: Duration) -> Timing {
+        Timing {
+            median: d,
+            fastest: d,
+            slowest: d,
+        }
+    }
 }
 
 /// Medians of several measurements taken in turns (A B C, A B C, ...), so that drift in the
@@ -140,7 +182,7 @@ pub(super) fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<D
 pub(super) fn interleaved<const N: usize>(
     runs: usize,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
-) -> Result<[Duration; N]> {
+) -> Result<[Timing; N]> {
     measure_in_turns(runs, None, fs)
 }
 
@@ -156,7 +198,7 @@ pub(super) fn interleaved_synced<const N: usize>(
     runs: usize,
     outputs: [Option<&Path>; N],
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
-) -> Result<[Duration; N]> {
+) -> Result<[Timing; N]> {
     measure_in_turns(runs, Some(outputs), fs)
 }
 
@@ -165,7 +207,7 @@ pub(super) fn interleaved_synced<const N: usize>(
 pub(super) fn interleaved_cold<const N: usize>(
     runs: usize,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
-) -> Result<[Duration; N]> {
+) -> Result<[Timing; N]> {
     measure(runs, None, true, fs)
 }
 
@@ -204,7 +246,7 @@ pub(super) fn measure_in_turns<const N: usize>(
     runs: usize,
     outputs: Option<[Option<&Path>; N]>,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
-) -> Result<[Duration; N]> {
+) -> Result<[Timing; N]> {
     measure(runs, outputs, false, fs)
 }
 
@@ -213,7 +255,7 @@ pub(super) fn measure<const N: usize>(
     outputs: Option<[Option<&Path>; N]>,
     cold: bool,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
-) -> Result<[Duration; N]> {
+) -> Result<[Timing; N]> {
     for f in fs.iter_mut() {
         f()?; // warm-up
     }
@@ -247,42 +289,54 @@ pub(super) fn measure<const N: usize>(
             times.push(s.elapsed());
         }
     }
-    let mut out = [Duration::ZERO; N];
-    for (o, mut times) in out.iter_mut().zip(t) {
-        times.sort();
-        *o = times[runs / 2];
+    let mut out = [Timing::from(Duration::ZERO); N];
+    for (o, times) in out.iter_mut().zip(t) {
         if cold {
-            // The disk of a virtual machine is noisy: show the spread with the median.
+            // The disk of a virtual machine is noisy: every run, beside the row's spread.
             let ms: Vec<String> = times
                 .iter()
                 .map(|t| format!("{:.0}", t.as_secs_f64() * 1e3))
                 .collect();
             println!("  (cold runs, ms: {})", ms.join(" "));
         }
+        *o = Timing::of(times);
     }
     Ok(out)
 }
 
 pub(super) struct Table {
-    pub(super) rows: Vec<(String, String, Duration, Option<String>)>,
+    pub(super) rows: Vec<(String, String, Timing, Option<String>)>,
 }
 
 impl Table {
+    /// Prints and keeps one row: its median, the ratio of that median to `vs`'s, and the
+    /// fastest and slowest run.
     pub(super) fn add(
         &mut self,
         group: &str,
         name: &str,
-        d: Duration,
-        vs: Option<(Duration, &str)>,
+        t: impl Into<Timing>,
+        vs: Option<(Timing, &str)>,
     ) {
-        let ratio =
-            vs.map(|(base, what)| format!("{:.3}x {what}", d.as_secs_f64() / base.as_secs_f64()));
+        let t: Timing = t.into();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let ratio = vs.map(|(base, what)| {
+            format!(
+                "{:.3}x {what}",
+                t.median.as_secs_f64() / base.median.as_secs_f64()
+            )
+        });
+        let spread = if t.fastest == t.slowest {
+            String::new()
+        } else {
+            format!("({:.1}-{:.1})", ms(t.fastest), ms(t.slowest))
+        };
         println!(
-            "  {group:<10} {name:<46} {:>9.1} ms  {}",
-            d.as_secs_f64() * 1e3,
+            "  {group:<10} {name:<46} {:>9.1} ms {spread:<17} {}",
+            ms(t.median),
             ratio.clone().unwrap_or_default()
         );
-        self.rows.push((group.into(), name.into(), d, ratio));
+        self.rows.push((group.into(), name.into(), t, ratio));
     }
 }
 
@@ -541,6 +595,6 @@ pub(super) struct Bench {
     pub(super) table: Table,
     /// A plain write of the workload (from `write`) and sha256 over it in memory (from
     /// `verify`), for the `zt` rows.
-    pub(super) t_plain: Option<Duration>,
-    pub(super) t_sha_raw: Option<Duration>,
+    pub(super) t_plain: Option<Timing>,
+    pub(super) t_sha_raw: Option<Timing>,
 }

@@ -15,13 +15,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::common::Timing;
+
 use crate::fixtures::{Gguf, ARRAY, F32, F32_VALUE, I32, Q4_0, STR, U32};
 
 /// A row of the results table: name, time, and the time and name it is compared with.
-pub type Row = (String, Duration, Option<(Duration, String)>);
+pub type Row = (String, Timing, Option<(Timing, String)>);
 
 /// The median of several runs of a closure (after a warm-up).
-pub type Median<'a> = &'a dyn Fn(&mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+pub type Median<'a> = &'a dyn Fn(&mut dyn FnMut() -> Result<()>) -> Result<Timing>;
 
 /// What the bench lends this section.
 pub struct Helpers<'a> {
@@ -183,12 +185,15 @@ pub fn rows(dir: &Path, scale: usize, h: &Helpers<'_>) -> Result<Vec<Row>> {
                 String::from_utf8_lossy(&out.stderr)
             );
             let j: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-            let secs = |k: &str| j[k].as_f64().map(Duration::from_secs_f64);
+            let secs = |k: &str| {
+                j[k].as_f64()
+                    .map(|s| Timing::from(Duration::from_secs_f64(s)))
+            };
             Some((secs("open"), secs("read"), secs("dequantize")))
         }
         None => None,
     };
-    let vs = |d: Option<Duration>, what: &str| d.map(|d| (d, what.to_owned()));
+    let vs = |d: Option<Timing>, what: &str| d.map(|d| (d, what.to_owned()));
     let (p_open, p_read, p_deq) = theirs.unwrap_or((None, None, None));
     if let Some(t) = p_open {
         rows.push(("gguf package: GGUFReader(path) (Python)".into(), t, None));

@@ -177,8 +177,8 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     }
     println!(
         "  read rates: scan {:.1} GiB/s, mapped {:.1} GiB/s",
-        gib_per_s(total, t_scan),
-        gib_per_s(total, t_mapped)
+        gib_per_s(total, t_scan.median),
+        gib_per_s(total, t_mapped.median)
     );
     Ok(())
 }

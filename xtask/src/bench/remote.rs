@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::common::Timing;
+
 /// moto's server, killed on drop.
 struct Moto(Child);
 
@@ -51,11 +53,6 @@ fn http(port: u16, method: &str, path: &str, body: &[u8]) -> Result<(String, u64
         .unwrap_or_default()
         .to_owned();
     Ok((status, (answer.len() - head_end - 4) as u64))
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// Runs the section over `model` (a .zt), `runs` times each.
@@ -190,18 +187,21 @@ pub fn run(model: &Path, runs: usize) -> Result<()> {
             anyhow::ensure!(got > 0, "read nothing");
         }
         println!("  (measured eighth={eighth} parallel={parallel})");
-        rows.push((eighth, parallel, median(times), cost));
+        rows.push((eighth, parallel, Timing::of(times), cost));
     }
-    let get = median(t_get);
+    let get = Timing::of(t_get);
     let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
     println!(
-        "  {:<44} {:>9} {:>9} {:>11}",
-        "operation", "time", "requests", "MiB moved"
+        "  {:<44} {:>9} {:>15} {:>9} {:>11}",
+        "operation", "median", "fastest-slowest", "requests", "MiB moved"
     );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let spread = |t: Timing| format!("{:.0}-{:.0}", ms(t.fastest), ms(t.slowest));
     println!(
-        "  {:<44} {:>7.0}ms {:>9} {:>11.1}",
+        "  {:<44} {:>7.0}ms {:>15} {:>9} {:>11.1}",
         "download the file whole (one GET)",
-        get.as_secs_f64() * 1e3,
+        ms(get.median),
+        spread(get),
         1,
         mib(size)
     );
@@ -213,8 +213,9 @@ pub fn run(model: &Path, runs: usize) -> Result<()> {
             (true, true) => "  the same, parallel_objects",
         };
         println!(
-            "  {what:<44} {:>7.0}ms {requests:>9} {:>11.1}",
-            t.as_secs_f64() * 1e3,
+            "  {what:<44} {:>7.0}ms {:>15} {requests:>9} {:>11.1}",
+            ms(t.median),
+            spread(t),
             mib(b)
         );
     }
