@@ -15,11 +15,12 @@
 //!   when half of it has been consumed, so a stream of small objects costs one hand-over per
 //!   half window, not one per object.
 //! - **A sweep**: reads in an order that is neither (a loader asks for tensors in its model's
-//!   module order: embeddings, then layer 0's norm, q, k, v, ...), once they have covered
-//!   1/[`SWEEP_SHARE`] of the file's data in at least [`SWEEP_MIN_READS`] objects, are taken
-//!   to be reading the whole file. The rest is
-//!   then handed to the prefetching thread in file order, in large sequential pieces, up to
-//!   [`MAX_WINDOW`] ahead of what the caller has consumed, skipping what it has read already:
+//!   module order: embeddings, then layer 0's norm, q, k, v, ...), once the reads so far (the
+//!   short streams between the jumps included) have covered 1/[`SWEEP_SHARE`] of the file's
+//!   data in at least [`SWEEP_MIN_READS`] objects, are taken to be reading the whole file.
+//!   The rest is then handed to the prefetching thread in file order, in large sequential
+//!   pieces, up to [`MAX_WINDOW`] ahead of what the caller has consumed, skipping what it has
+//!   read already (streams skip it too):
 //!   the disk reads the file front to back whatever order the caller asks in. A caller that
 //!   reads a few tensors never gets there, and reads only those.
 //!   A caller that says it reads everything ([`crate::Reader::expect_to_read_all`]: a
@@ -49,7 +50,8 @@ const FIRST_WINDOW: u64 = 8 << 20;
 /// small enough that a stream abandoned early reads little in vain.
 pub(crate) const MAX_WINDOW: u64 = 64 << 20;
 
-/// Lone reads that have covered this share of the file's data (1/8) start a sweep...
+/// Reads that have covered this share of the file's data (1/8) start a sweep at the next read
+/// in no order we follow...
 pub(crate) const SWEEP_SHARE: u64 = 8;
 /// ...when they were reads of at least this many objects: one large tensor read alone (`zt
 /// cat`) is not a whole-file load.
@@ -109,11 +111,12 @@ struct Stream {
     /// Bytes handed to the prefetcher and not yet read.
     ahead: u64,
     window: u64,
-    /// The sweep of reads in no order we follow (made on the first such read).
+    /// The books of every read, and the sweep they may start (made on the first read).
     sweep: Option<Sweep>,
 }
 
-/// Reads in no order we follow, and the sweep in file order they may start.
+/// Every object read so far, and the sweep in file order that reads in no order we follow
+/// may start.
 #[derive(Debug, Default)]
 struct Sweep {
     /// Objects read (a bit per name position).
@@ -130,6 +133,23 @@ struct Sweep {
     frontier: u32,
     /// Bytes handed and not yet read.
     ahead: u64,
+}
+
+impl Sweep {
+    /// Enters a read of object `index` in the books (once per object).
+    fn record(&mut self, index: u32, span: Span) {
+        if bit(&self.read, index) {
+            return;
+        }
+        set_bit(&mut self.read, index);
+        self.reads = self.reads.saturating_add(1);
+        if span.start != u64::MAX {
+            self.read_bytes = self.read_bytes.saturating_add(span.len());
+            if bit(&self.handed, index) {
+                self.ahead = self.ahead.saturating_sub(span.len());
+            }
+        }
+    }
 }
 
 fn bit(set: &[u64], i: u32) -> bool {
@@ -299,20 +319,32 @@ impl ReadAhead {
             None
         };
         stream.last = Some(index);
+        // Every read is entered in the sweep's books, whichever way it is served: a sweep
+        // must skip what a stream has read already and count it towards the share that starts
+        // it, and an object the sweep handed over that a stream reads is consumed all the
+        // same. Module order runs short streams (q, k, v, o follow each other in the file)
+        // between its jumps; counting only the jumps started the sweep three times later, and
+        // it then handed over objects the streams had read, which no read ever consumed: the
+        // sweep stalled a window ahead of nothing.
+        let sweep = stream.sweep.get_or_insert_with(|| {
+            let words = plan.spans.len().div_ceil(64);
+            Sweep {
+                read: vec![0; words],
+                handed: vec![0; words],
+                ..Sweep::default()
+            }
+        });
+        sweep.record(index, span);
         let Some(order) = order else {
             let sweep = stream.sweep.take();
             *stream = Stream {
                 last: Some(index),
+                sweep,
                 ..Stream::default()
             };
-            let sweep = stream.sweep.insert(sweep.unwrap_or_else(|| {
-                let words = plan.spans.len().div_ceil(64);
-                Sweep {
-                    read: vec![0; words],
-                    handed: vec![0; words],
-                    ..Sweep::default()
-                }
-            }));
+            let Some(sweep) = stream.sweep.as_mut() else {
+                return hints;
+            };
             let start_now =
                 self.whole.load(AtomicOrdering::Relaxed) || self.warm.get().is_some_and(|&w| w);
             Self::sweep_read(
@@ -348,11 +380,13 @@ impl ReadAhead {
                 Order::Name => Some(stream.frontier),
                 Order::File => plan.file_order.get(stream.frontier as usize).copied(),
             };
-            let Some(next) = next.and_then(|i| plan.spans.get(i as usize)) else {
+            let Some((i, next)) = next.and_then(|i| Some((i, plan.spans.get(i as usize)?))) else {
                 break;
             };
             stream.frontier += 1;
-            if next.start == u64::MAX {
+            // An object read already (by a read out of this stream) is mapped already.
+            let read_already = stream.sweep.as_ref().is_some_and(|s| bit(&s.read, i));
+            if next.start == u64::MAX || read_already {
                 continue;
             }
             // Neighbours in the file become one range: fewer calls, larger disk requests.
@@ -382,16 +416,6 @@ impl ReadAhead {
         hints: &mut Hints,
     ) {
         let has_data = span.start != u64::MAX;
-        if !bit(&sweep.read, index) {
-            set_bit(&mut sweep.read, index);
-            sweep.reads = sweep.reads.saturating_add(1);
-            if has_data {
-                sweep.read_bytes = sweep.read_bytes.saturating_add(span.len());
-                if bit(&sweep.handed, index) {
-                    sweep.ahead = sweep.ahead.saturating_sub(span.len());
-                }
-            }
-        }
         // Even for a small object: once its pages are asked for, touching them does not
         // set off the kernel's read-around of megabytes nobody asked for.
         if has_data && !bit(&sweep.handed, index) {
@@ -560,6 +584,35 @@ mod tests {
         }
         let late = ra.plan_read(&objects, 30, false);
         assert_eq!(late.now, None);
+    }
+
+    #[test]
+    fn reads_served_by_short_streams_count_towards_the_sweep_and_are_never_handed_again() {
+        // A model's module order: short runs that follow each other in the file (q, k, v, o)
+        // between jumps. Here pairs: 0 1, 16 17, 2 3, 18 19, ... of 2 MiB objects.
+        let objects = objects(&(0..32).collect::<Vec<_>>(), 2);
+        let at = |pos: u64| 4096 + pos * (2 << 20);
+        let object_at = |offset: u64| (offset - 4096) / (2 << 20);
+        let order: Vec<u32> = (0..8)
+            .flat_map(|i| [2 * i, 2 * i + 1, 16 + 2 * i, 16 + 2 * i + 1])
+            .collect();
+        let ra = on();
+        let mut read = std::collections::BTreeSet::new();
+        for (k, &i) in order.iter().enumerate() {
+            read.insert(u64::from(i));
+            let hints = ra.plan_read(&objects, i, false);
+            if k == 4 {
+                // The fifth read (object 2, a jump) finds 10 MiB read in five objects, the
+                // two streams' reads included: the sweep starts, from what follows it in the
+                // file. Counting the jumps alone (0, 16, 2: 6 MiB) it would not have.
+                assert_eq!(hints.ahead.first().map(|h| h.0), Some(at(3)), "{hints:?}");
+            }
+            for &(offset, len) in &hints.ahead {
+                for pos in object_at(offset)..object_at(offset + len) {
+                    assert!(!read.contains(&pos), "read {k}: object {pos} handed again");
+                }
+            }
+        }
     }
 
     #[test]
