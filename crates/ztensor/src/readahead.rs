@@ -133,20 +133,132 @@ struct Sweep {
     frontier: u32,
     /// Bytes handed and not yet read.
     ahead: u64,
+    /// Name positions of objects with data not yet read, for streams in name order.
+    unread_by_name: Unread,
+    /// File positions of the same, for streams in file order and the sweep.
+    unread_by_file: Unread,
 }
 
 impl Sweep {
-    /// Enters a read of object `index` in the books (once per object).
-    fn record(&mut self, index: u32, span: Span) {
+    /// Empty books for the objects of `plan`.
+    fn new(plan: &Plan) -> Self {
+        let words = plan.spans.len().div_ceil(64);
+        let has_data = |i: u32| {
+            plan.spans
+                .get(i as usize)
+                .is_some_and(|s| s.start != u64::MAX)
+        };
+        Sweep {
+            read: vec![0; words],
+            handed: vec![0; words],
+            unread_by_name: Unread::new(plan.spans.len(), has_data),
+            unread_by_file: Unread::new(plan.file_order.len(), |at| {
+                plan.file_order
+                    .get(at as usize)
+                    .is_some_and(|&i| has_data(i))
+            }),
+            ..Sweep::default()
+        }
+    }
+
+    /// The objects with data not yet read, by position in `order`.
+    fn unread(&mut self, order: Order) -> &mut Unread {
+        match order {
+            Order::Name => &mut self.unread_by_name,
+            Order::File => &mut self.unread_by_file,
+        }
+    }
+
+    /// Enters a read of object `index` (at `file_position` in file order) in the books (once
+    /// per object).
+    fn record(&mut self, index: u32, file_position: u32, span: Span) {
         if bit(&self.read, index) {
             return;
         }
         set_bit(&mut self.read, index);
+        self.unread_by_name.remove(index);
+        self.unread_by_file.remove(file_position);
         self.reads = self.reads.saturating_add(1);
         if span.start != u64::MAX {
             self.read_bytes = self.read_bytes.saturating_add(span.len());
             if bit(&self.handed, index) {
                 self.ahead = self.ahead.saturating_sub(span.len());
+            }
+        }
+    }
+}
+
+/// The positions, in one order, of the objects still to be handed over, each found in
+/// near-constant time.
+///
+/// A stream starts at the object after the one just read and skips what was read already.
+/// Walking those one by one made some orders quadratic: 100,000 tiny objects read in pairs
+/// from the back of the file (each pair a stream whose every object ahead was read) took
+/// 60 s, all of it in these walks. Each position points at or past the first position after
+/// it still to be handed over (a disjoint-set forest over the positions, its paths halved as
+/// they are walked), so a run of read objects is crossed in a step or two however long it is.
+#[derive(Debug, Default)]
+struct Unread {
+    /// `next[p] == p`: position `p` is still to be handed over; otherwise every position in
+    /// `p..next[p]` is not, and `next[p] > p`. The extra last entry (`next[n] == n`) is the
+    /// end.
+    next: Vec<u32>,
+    /// Steps taken by [`Unread::first_from`], for the tests that bound them.
+    #[cfg(test)]
+    steps: u64,
+}
+
+impl Unread {
+    /// `len` positions, those for which `keep` is false left out from the start (objects
+    /// without data in this file).
+    fn new(len: usize, keep: impl Fn(u32) -> bool) -> Self {
+        // Positions are u32 throughout the read-ahead; the listing's limit on objects keeps
+        // `len` far below u32::MAX.
+        let len = u32::try_from(len).unwrap_or(u32::MAX - 1);
+        let next = (0..=len)
+            .map(|p| if p == len || keep(p) { p } else { p + 1 })
+            .collect();
+        Unread {
+            next,
+            #[cfg(test)]
+            steps: 0,
+        }
+    }
+
+    /// The end: the position after the last.
+    fn end(&self) -> u32 {
+        self.next.len().saturating_sub(1) as u32
+    }
+
+    /// The first position at or after `from` still to be handed over, or [`Unread::end`].
+    fn first_from(&mut self, from: u32) -> u32 {
+        let end = self.end();
+        let mut p = from.min(end);
+        loop {
+            #[cfg(test)]
+            {
+                self.steps += 1;
+            }
+            let Some(&q) = self.next.get(p as usize) else {
+                return end;
+            };
+            if q <= p {
+                return p;
+            }
+            // Path halving: `p` is pointed two steps on; every position it jumps is out.
+            let r = self.next.get(q as usize).copied().unwrap_or(end).max(q);
+            if let Some(slot) = self.next.get_mut(p as usize) {
+                *slot = r;
+            }
+            p = r;
+        }
+    }
+
+    /// Position `at` no longer needs handing over.
+    fn remove(&mut self, at: u32) {
+        if at < self.end() {
+            if let Some(slot) = self.next.get_mut(at as usize) {
+                *slot = (*slot).max(at + 1);
             }
         }
     }
@@ -326,15 +438,8 @@ impl ReadAhead {
         // between its jumps; counting only the jumps started the sweep three times later, and
         // it then handed over objects the streams had read, which no read ever consumed: the
         // sweep stalled a window ahead of nothing.
-        let sweep = stream.sweep.get_or_insert_with(|| {
-            let words = plan.spans.len().div_ceil(64);
-            Sweep {
-                read: vec![0; words],
-                handed: vec![0; words],
-                ..Sweep::default()
-            }
-        });
-        sweep.record(index, span);
+        let sweep = stream.sweep.get_or_insert_with(|| Sweep::new(plan));
+        sweep.record(index, position_in(Order::File, index), span);
         let Some(order) = order else {
             let sweep = stream.sweep.take();
             *stream = Stream {
@@ -376,19 +481,24 @@ impl ReadAhead {
             return hints;
         }
         while stream.ahead < stream.window {
-            let next = match order {
-                Order::Name => Some(stream.frontier),
-                Order::File => plan.file_order.get(stream.frontier as usize).copied(),
+            // An object read already (by a read out of this stream) is mapped already, and
+            // one without data has nothing to map: both are skipped. One handed over before
+            // (by the sweep, or by a stream that broke off) is handed over again: skipping
+            // those too was measured 2x slower cold in module order.
+            let from = stream.frontier;
+            let at = match stream.sweep.as_mut() {
+                Some(books) => books.unread(order).first_from(from),
+                None => from,
             };
-            let Some((i, next)) = next.and_then(|i| Some((i, plan.spans.get(i as usize)?))) else {
+            let next = match order {
+                Order::Name => Some(at),
+                Order::File => plan.file_order.get(at as usize).copied(),
+            };
+            let Some(next) = next.and_then(|i| plan.spans.get(i as usize)) else {
                 break;
             };
-            stream.frontier += 1;
-            // An object read already (by a read out of this stream) is mapped already. One
-            // handed over before (by the sweep, or by a stream that broke off) is handed over
-            // again: skipping those too was measured 2x slower cold in module order.
-            let read_already = stream.sweep.as_ref().is_some_and(|s| bit(&s.read, i));
-            if next.start == u64::MAX || read_already {
+            stream.frontier = at.saturating_add(1);
+            if next.start == u64::MAX {
                 continue;
             }
             // Neighbours in the file become one range: fewer calls, larger disk requests.
@@ -434,10 +544,11 @@ impl ReadAhead {
             return;
         }
         while sweep.ahead < MAX_WINDOW {
-            let Some(&next) = plan.file_order.get(sweep.frontier as usize) else {
+            let at = sweep.unread_by_file.first_from(sweep.frontier);
+            let Some(&next) = plan.file_order.get(at as usize) else {
                 break;
             };
-            sweep.frontier += 1;
+            sweep.frontier = at.saturating_add(1);
             let Some(&s) = plan.spans.get(next as usize) else {
                 break;
             };
@@ -623,7 +734,63 @@ mod tests {
         }
     }
 
+    #[test]
+    fn unread_positions_match_a_plain_set() {
+        // Positions 0..10, the odd ones without data.
+        let mut unread = Unread::new(10, |p| p % 2 == 0);
+        assert_eq!(unread.first_from(0), 0);
+        assert_eq!(unread.first_from(1), 2);
+        unread.remove(2);
+        unread.remove(4);
+        assert_eq!(unread.first_from(1), 6);
+        unread.remove(8);
+        unread.remove(6);
+        assert_eq!(unread.first_from(3), 10, "all gone: the end");
+        assert_eq!(unread.first_from(u32::MAX), 10);
+        unread.remove(10); // the end stays the end
+        assert_eq!(unread.first_from(0), 0);
+    }
+
+    #[test]
+    fn streams_cross_runs_of_read_objects_in_a_few_steps() {
+        // 4096 objects read in pairs from the back: each pair starts a stream in name order
+        // whose every object ahead was read already. Walked one by one, that is n^2/4 steps
+        // (about 4 million here); the books cross each run in a few.
+        let n = 4096u32;
+        let objects = objects(&(0..n as usize).collect::<Vec<_>>(), 1);
+        let ra = on();
+        for pair in (0..n / 2).rev() {
+            ra.plan_read(&objects, 2 * pair, false);
+            ra.plan_read(&objects, 2 * pair + 1, false);
+        }
+        let stream = ra.stream.lock().unwrap();
+        let books = stream.sweep.as_ref().unwrap();
+        let steps = books.unread_by_name.steps + books.unread_by_file.steps;
+        assert!(steps < 16 * u64::from(n), "{steps} steps for {n} reads");
+    }
+
     proptest::proptest! {
+        #[test]
+        fn unread_finds_what_a_plain_set_finds(
+            len in 0usize..200,
+            data in proptest::collection::vec(any::<bool>(), 200),
+            ops in proptest::collection::vec((any::<bool>(), 0u32..210), 0..300),
+        ) {
+            let mut unread = Unread::new(len, |p| data[p as usize]);
+            let mut left: Vec<bool> = (0..len).map(|p| data[p]).collect();
+            for (remove, at) in ops {
+                if remove {
+                    unread.remove(at);
+                    if let Some(slot) = left.get_mut(at as usize) {
+                        *slot = false;
+                    }
+                } else {
+                    let want = (at as usize..len).find(|&p| left[p]).unwrap_or(len);
+                    proptest::prop_assert_eq!(unread.first_from(at) as usize, want);
+                }
+            }
+        }
+
         /// Whatever the order of the reads and the layout of the file, no hint hands over an
         /// object already read. (An object may be handed over twice, by a stream and by the
         /// sweep: see the stream's loop.)
