@@ -65,8 +65,7 @@ impl Set {
 
     /// The position of the shard the index puts `name` in, or `None`.
     fn shard_of(&self, name: &str) -> Option<usize> {
-        let path = self.inner.shard_of(name)?;
-        self.inner.shard_paths().position(|p| p == path)
+        self.inner.shard_position(name)
     }
 
     /// Opens every shard and reads the set into memory for a load of all of it, several

@@ -185,13 +185,10 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.to_string()))?;
         let attributes = shared_attributes(&set)?;
-        // Objects come in name order; each goes to the group of the shard holding it (a
-        // hash map from shard path to position: an index's shard count is the file's).
-        let shards: std::collections::HashMap<&Path, usize> =
-            set.shard_paths().enumerate().map(|(i, p)| (p, i)).collect();
-        let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); shards.len()];
+        // Objects come in name order; each goes to the group of the shard holding it.
+        let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
         for o in objects {
-            let position = set.shard_of(o.name()).and_then(|p| shards.get(p).copied());
+            let position = set.shard_position(o.name());
             if let Some(group) = position.and_then(|i| groups.get_mut(i)) {
                 group.push(o);
             }

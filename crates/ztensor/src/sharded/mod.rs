@@ -250,7 +250,26 @@ impl ShardedSet {
         self.shards.get(shard).map(|s| s.path.as_path())
     }
 
-    fn shard_position(&self, name: &str) -> Option<usize> {
+    /// The position (in [`ShardedSet::shard_paths`] order, as [`ShardedSet::reader`] counts
+    /// them) of the shard the index puts `name` in, without opening anything; one hash
+    /// lookup, whatever the number of shards.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # for (file, name) in [("a.zt", "x"), ("b.zt", "y")] {
+    /// #     let mut w = ztensor::Writer::create(dir.path().join(file)).unwrap();
+    /// #     w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+    /// #     w.finish().unwrap();
+    /// # }
+    /// # std::fs::write(dir.path().join("m.index.json"),
+    /// #     r#"{"weight_map": {"x": "a.zt", "y": "b.zt"}}"#).unwrap();
+    /// let set = ztensor::ShardedSet::open(dir.path().join("m.index.json"))?;
+    /// assert_eq!(set.shard_position("y"), Some(1));
+    /// assert_eq!(set.shard_position("z"), None);
+    /// assert!(set.reader(1)?.names().eq(["y"]));
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn shard_position(&self, name: &str) -> Option<usize> {
         let i = *self.positions.get(name)?;
         self.index.entries.get(i as usize).map(|(_, s)| *s as usize)
     }

@@ -33,6 +33,7 @@
 
 pub(crate) mod proto;
 
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
@@ -209,6 +210,7 @@ pub(crate) fn list(
         objects: Vec::new(),
         names: Names::default(),
         externals: Vec::new(),
+        external_numbers: HashMap::new(),
         open_external,
         listed_bytes: 0,
     };
@@ -238,6 +240,9 @@ struct Walk<'s, 'o> {
     names: Names,
     /// External data files opened, in the order first named (component `file` n is n - 1).
     externals: Vec<(ShardInfo, Source)>,
+    /// Each external file's shard number by its name as the model gives it: one lookup per
+    /// tensor however many files the model names (std's per-process keyed hash).
+    external_numbers: HashMap<String, u32>,
     open_external: OpenShard<'o>,
     /// What the listing costs so far (objects, names, attributes), roughly.
     listed_bytes: u64,
@@ -858,8 +863,8 @@ impl<'s> Walk<'s, '_> {
 
     /// The shard number (from 1) of external file `location`, opened on first use.
     fn external_file(&mut self, location: &str) -> Result<u32> {
-        if let Some(i) = self.externals.iter().position(|(s, _)| s.name == location) {
-            return Ok(i as u32 + 1);
+        if let Some(&number) = self.external_numbers.get(location) {
+            return Ok(number);
         }
         if self.externals.len() >= MAX_EXTERNAL_FILES {
             return Err(Error::limit(format!(
@@ -883,7 +888,9 @@ impl<'s> Walk<'s, '_> {
             manifest: None,
         };
         self.externals.push((info, source));
-        Ok(self.externals.len() as u32)
+        let number = self.externals.len() as u32;
+        self.external_numbers.insert(location.to_owned(), number);
+        Ok(number)
     }
 
     /// A `SparseTensorProto` as a COO object.
