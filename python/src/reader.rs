@@ -255,6 +255,16 @@ impl Reader {
         object_dict(py, o.info())
     }
 
+    /// One object's shape and element type name (`None` for objects without one): what a
+    /// slice needs, without the rest of the listing (`info` builds its attributes and
+    /// components too, most of the cost of a slice of a small tensor).
+    fn shape_dtype(&self, py: Python<'_>, name: &str) -> PyResult<(Vec<u64>, Option<String>)> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        let dtype = o.main_component().map(|c| c.element.name().to_owned());
+        Ok((o.shape.to_vec(), dtype))
+    }
+
     /// Every object's listing, in name order.
     fn infos<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let r = self.get(py)?;

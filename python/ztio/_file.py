@@ -139,9 +139,30 @@ class VerifyReport:
         return self.ok
 
 
-def _dims(key: Any, shape: Sequence[int]) -> Tuple[List[Tuple[int, int]], Tuple[Any, ...]]:
+def _dims(key: Any, shape: Sequence[int]) -> Tuple[List[Tuple[int, int]], Optional[Tuple[Any, ...]]]:
     """A numpy-style index (ints, slices with any step, one Ellipsis) as the bounding box to
-    read, one ``(start, stop)`` per dimension, and the index to apply to that box."""
+    read, one ``(start, stop)`` per dimension, and the index to apply to that box (``None``:
+    the box is the answer)."""
+    if type(key) is slice and shape and key.step is None:
+        # Rows a..b: the most common slice, answered first.
+        start, stop, _ = key.indices(shape[0])
+        if start < stop:
+            return [(start, stop), *((0, n) for n in shape[1:])], None
+    simple = key if type(key) is tuple else (key,)
+    if shape and len(simple) <= len(shape) and all(type(k) is slice for k in simple):
+        # The common case, a box of steps of 1 (`[a:b]`, `[:, a:b]`), without the general
+        # walk below, which cost more than the read itself for a small tensor.
+        box: List[Tuple[int, int]] = []
+        for k, n in zip(simple, shape):
+            if k.step not in (None, 1):
+                break
+            start, stop, _ = k.indices(n)
+            if start >= stop:
+                break
+            box.append((start, stop))
+        else:
+            box.extend((0, n) for n in shape[len(simple) :])
+            return box, None
     if not isinstance(key, tuple):
         key = (key,)
     if sum(k is Ellipsis for k in key) > 1:
@@ -190,33 +211,36 @@ class Slice:
     def __init__(self, file: "File", name: str):
         self._file = file
         self._name = name
-        self._info = file.info(name)
+        # Shape and type only: the whole listing (`info`) cost more than the slice itself
+        # for small tensors.
+        shape, self._dtype = file._reader().shape_dtype(name)
+        self._shape = tuple(shape)
 
     @property
     def shape(self) -> Tuple[int, ...]:
-        return self._info.shape
+        return self._shape
 
     def get_shape(self) -> List[int]:
         """The tensor's shape (safetensors' spelling)."""
-        return list(self._info.shape)
+        return list(self._shape)
 
     def get_dtype(self) -> str:
         """The element type's name as safetensors spells it (``F32``, ``BF16``, ``F8_E4M3``)."""
-        return _SAFETENSORS_NAMES.get(self._info.dtype or "", (self._info.dtype or "").upper())
+        return _SAFETENSORS_NAMES.get(self._dtype or "", (self._dtype or "").upper())
 
     @property
     def dtype(self) -> Optional[str]:
-        return self._info.dtype
+        return self._dtype
 
     def __len__(self) -> int:
-        if not self._info.shape:
+        if not self._shape:
             raise TypeError("len() of a 0-d tensor")
-        return self._info.shape[0]
+        return self._shape[0]
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        box, local = _dims(key, self._info.shape)
+        box, local = _dims(key, self._shape)
         part = self._file._reader().slice(self._name, box)
-        return part[local]
+        return part if local is None else part[local]
 
 
 _SAFETENSORS_NAMES = {
@@ -717,7 +741,11 @@ class _SafeSlice:
         return len(self._inner)
 
     def __getitem__(self, key: Any) -> Any:
-        shape = list(self._inner.shape)
+        shape = self._inner.shape
+        if type(key) is slice and shape and (key.stop is None or key.stop <= shape[0]):
+            # Rows a..b, which the checks below let through as they are.
+            return _frameworks.from_numpy(self._framework, self._inner[key], self._device)
+        shape = list(shape)
         items = key if isinstance(key, tuple) else (key,)
         if isinstance(key, list):
             if key:
