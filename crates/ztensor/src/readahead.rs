@@ -78,7 +78,18 @@ impl Span {
     fn len(self) -> u64 {
         self.end - self.start
     }
+
+    /// What the object counts for in a window ahead: its bytes, and at least a page, which is
+    /// what reading it costs. Windows are in bytes; counted by their data alone, a window of
+    /// tiny objects held millions of them (100 bytes each: 670,000 in 64 MiB), and every
+    /// stream that started handed all of them over again.
+    fn weight(self) -> u64 {
+        self.len().max(MIN_WEIGHT)
+    }
 }
+
+/// The least an object counts for in a window ahead: a page.
+const MIN_WEIGHT: u64 = 4096;
 
 /// What the read-ahead knows of the file, made once.
 #[derive(Debug)]
@@ -182,7 +193,7 @@ impl Sweep {
         if span.start != u64::MAX {
             self.read_bytes = self.read_bytes.saturating_add(span.len());
             if bit(&self.handed, index) {
-                self.ahead = self.ahead.saturating_sub(span.len());
+                self.ahead = self.ahead.saturating_sub(span.weight());
             }
         }
     }
@@ -388,6 +399,19 @@ impl ReadAhead {
     /// What to tell the kernel about a read of object `index`: the decisions of
     /// [`ReadAhead::note`], without acting on them.
     fn plan_read(&self, objects: &[ObjectInfo], index: u32, walking: bool) -> Hints {
+        let mut hints = self.plan_read_in_any_state(objects, index, walking);
+        // A file that was all in the page cache at the first read has nothing for the kernel
+        // to start reading: the hint for the object read now would only cost its `mincore`
+        // (a system call per read, most of the time of a read of a tiny object).
+        if self.warm.get().is_some_and(|&w| w) {
+            hints.now = None;
+        }
+        hints
+    }
+
+    /// [`ReadAhead::plan_read`], the hint for the object read now given whatever the page
+    /// cache holds.
+    fn plan_read_in_any_state(&self, objects: &[ObjectInfo], index: u32, walking: bool) -> Hints {
         let mut hints = Hints::default();
         let mut stream = match self.stream.try_lock() {
             Ok(s) => s,
@@ -475,7 +499,7 @@ impl ReadAhead {
             stream.ahead = 0;
             stream.window = FIRST_WINDOW;
         } else if has_data {
-            stream.ahead = stream.ahead.saturating_sub(span.len());
+            stream.ahead = stream.ahead.saturating_sub(span.weight());
         }
         if stream.ahead >= stream.window / 2 {
             return hints;
@@ -506,7 +530,7 @@ impl ReadAhead {
                 Some((o, l)) if self.merge_neighbours && *o + *l == next.start => *l += next.len(),
                 _ => hints.ahead.push((next.start, next.len())),
             }
-            stream.ahead = stream.ahead.saturating_add(next.len());
+            stream.ahead = stream.ahead.saturating_add(next.weight());
         }
         stream.window = stream.window.saturating_mul(2).min(MAX_WINDOW);
         hints
@@ -560,7 +584,7 @@ impl ReadAhead {
                 Some((o, l)) if merge && *o + *l == s.start => *l += s.len(),
                 _ => hints.ahead.push((s.start, s.len())),
             }
-            sweep.ahead = sweep.ahead.saturating_add(s.len());
+            sweep.ahead = sweep.ahead.saturating_add(s.weight());
         }
     }
 }
@@ -859,10 +883,44 @@ mod tests {
         let _ = ra.warm.set(true);
         let first = ra.plan_read(&objects, 16, false);
         assert!(!first.ahead.is_empty());
+        // Nor is the object read now asked for: it is in the page cache.
+        assert_eq!(first.now, None);
+        assert_eq!(ra.plan_read(&objects, 3, false).now, None);
         // A file not all in the cache waits for its eighth, as before.
         let cold = on();
         let _ = cold.warm.set(false);
-        assert!(cold.plan_read(&objects, 16, false).ahead.is_empty());
+        let lone = cold.plan_read(&objects, 16, false);
+        assert!(lone.ahead.is_empty());
+        assert_eq!(lone.now, Some((4096 + (32 << 20), 2 << 20)));
+    }
+
+    #[test]
+    fn a_window_of_tiny_objects_counts_each_as_a_page() {
+        // 100,000 objects of 16 bytes, 64 bytes apart, in name order in the file. Counted by
+        // their bytes, a 64 MiB window would hold all of them, and each stream that starts
+        // would hand them all over again; each counts for a page.
+        let n = 100_000usize;
+        let mut objects = objects(&(0..n).collect::<Vec<_>>(), 0);
+        for (i, o) in objects.iter_mut().enumerate() {
+            if let Some(c) = o.components.0.first_mut() {
+                (c.offset, c.length) = (4096 + 64 * i as u64, 16);
+            }
+        }
+        let ra = ReadAhead {
+            merge_neighbours: false,
+            ..on()
+        };
+        let most = (MAX_WINDOW / MIN_WEIGHT) as usize;
+        let mut handed = 0;
+        for i in 0..2000u32 {
+            let hints = ra.plan_read(&objects, i, false);
+            assert!(hints.ahead.len() <= most, "read {i}: {}", hints.ahead.len());
+            handed += hints.ahead.len();
+        }
+        // One stream, reading 2,000 objects: what it handed over is what it read and at most
+        // one window more.
+        assert!(handed <= 2000 + most, "{handed}");
+        assert!(handed >= 1999, "{handed}");
     }
 
     #[test]
