@@ -310,3 +310,50 @@ fn a_set_converted_to_an_index_without_a_size_keeps_its_shards() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--shard-size"));
 }
+
+/// More shards than the soft limit on open files allows: each staged shard keeps its
+/// temporary open until the index is written, so `zt` raises the soft limit (up to the hard
+/// one) first. With the usual limit of 1024, sets of about 1,000 shards failed with "Too many
+/// open files".
+#[cfg(unix)]
+#[test]
+fn a_set_of_more_shards_than_the_soft_open_file_limit_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("many.zt");
+    let mut w = ztensor::Writer::create(&src).unwrap();
+    for i in 0..150u32 {
+        w.add(&format!("t{i:03}"), &[4], &[i as f32; 4]).unwrap();
+    }
+    w.finish().unwrap();
+    let index = dir.path().join("model.safetensors.index.json");
+    // One tensor a shard: 150 shards under a soft limit of 64 descriptors (the hard limit
+    // stays as it is; `ulimit -Sn` in a shell of its own).
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -Sn 64 && exec "$0" convert "$1" "$2" --shard-size 16"#)
+        .args([env!("CARGO_BIN_EXE_zt"), p(&src), p(&index)])
+        .output()
+        .unwrap();
+    let hard = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .unwrap();
+    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_owned();
+    if hard != "unlimited" && hard.parse::<u64>().is_ok_and(|h| h < 150 + 64) {
+        eprintln!("skipped: the hard limit on open files here is {hard}");
+        return;
+    }
+    ok(&out);
+    let shards = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref().is_ok_and(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .ends_with("-of-00150.safetensors")
+            })
+        })
+        .count();
+    assert_eq!(shards, 150);
+    assert_eq!(ok(&zt(&["ls", p(&index)])).lines().count(), 150);
+}

@@ -166,6 +166,43 @@ impl AtomicFile {
         &self.target
     }
 
+    /// Writes out what is buffered and lets go of the buffer (1 MiB): for a file written in
+    /// full that waits to be committed with others (the shards of a set go into place
+    /// together, after the last is written), so that each waiting file holds its descriptor
+    /// and no memory. Writes after this go straight to the file.
+    ///
+    /// ```
+    /// # fn main() -> zt_container::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use std::io::Write;
+    /// let mut shard = zt_container::AtomicFile::create(&dir.path().join("a.zt"))?;
+    /// shard.write_all(b"shard")?;
+    /// let shard = shard.release_buffer()?; // written; waits for the others
+    /// shard.commit()?;
+    /// assert_eq!(std::fs::read(dir.path().join("a.zt"))?, b"shard");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn release_buffer(self) -> Result<Self> {
+        let AtomicFile {
+            target,
+            temp,
+            written,
+            writeback_started,
+            durability,
+        } = self;
+        let temp = temp.into_inner().map_err(|e| {
+            Error::io(e.into_error(), "cannot flush the temporary file").in_file(&target)
+        })?;
+        Ok(AtomicFile {
+            target,
+            temp: BufWriter::with_capacity(0, temp),
+            written,
+            writeback_started,
+            durability,
+        })
+    }
+
     /// Flushes and renames over the target. For [`Durability::Synced`] files (the default) it
     /// syncs the file to disk first, and the folder after, so the rename itself survives a
     /// power loss.
@@ -197,6 +234,49 @@ impl AtomicFile {
         Ok(())
     }
 }
+
+/// Makes room for `count` more open files in this process: when the soft limit on open
+/// descriptors (`RLIMIT_NOFILE`) is below `count` and a margin of 64, raises it by that much,
+/// at most to the hard limit. Files that wait to be committed together (the shards of a set) each
+/// keep a descriptor open until the last is written: on Linux they have no name until
+/// then, so closing one would lose it. The usual soft limit of 1024 refused sets of about
+/// 1,000 shards ("Too many open files"). Never lowers a limit; does nothing where the hard
+/// limit is reached already, or on other systems.
+///
+/// ```
+/// zt_container::make_room_for_open_files(2000);
+/// ```
+pub fn make_room_for_open_files(count: usize) {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit into the value it is given.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return;
+        }
+        // Descriptors in use are not counted (that takes a walk of /proc): the old limit is
+        // added to what is asked for, so whatever was open before keeps its room.
+        let wanted = (count as libc::rlim_t).saturating_add(OPEN_FILE_MARGIN);
+        if limit.rlim_cur >= wanted || limit.rlim_cur >= limit.rlim_max {
+            return;
+        }
+        limit.rlim_cur = wanted.saturating_add(limit.rlim_cur).min(limit.rlim_max);
+        // SAFETY: setrlimit reads one rlimit; a refusal leaves the limit as it was, and the
+        // open that runs out reports it.
+        unsafe {
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = count;
+}
+
+/// Descriptors [`make_room_for_open_files`] leaves for everything else.
+#[cfg(unix)]
+const OPEN_FILE_MARGIN: libc::rlim_t = 64;
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -241,6 +321,21 @@ mod tests {
             std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
             0o640
         );
+    }
+
+    #[test]
+    fn a_released_file_keeps_its_bytes_and_no_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("shard.zt");
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.write_all(b"first").unwrap();
+        assert!(f.temp.capacity() >= 1 << 20);
+        let mut f = f.release_buffer().unwrap();
+        assert_eq!(f.temp.capacity(), 0, "a staged file holds no buffer");
+        f.write_all(b", then more").unwrap();
+        assert!(!target.exists(), "not in place before the commit");
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"first, then more");
     }
 
     #[test]

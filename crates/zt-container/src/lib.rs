@@ -52,7 +52,7 @@ pub mod temp;
 mod write;
 mod write_v2;
 
-pub use atomic::{AtomicFile, Durability};
+pub use atomic::{make_room_for_open_files, AtomicFile, Durability};
 pub use error::{Error, ErrorKind, Result};
 pub use temp::{cleanup, interrupt};
 

@@ -74,12 +74,10 @@ impl Write for Staged {
 impl Sink for Staged {
     type Output = AtomicFile;
     /// Flushes, so that the temporary file holds every byte (it may be read back by its
-    /// [`AtomicFile::temp_path`] before it is committed).
-    fn complete(mut self) -> Result<AtomicFile> {
-        self.0
-            .flush()
-            .map_err(|e| Error::io(e, "cannot flush the temporary file"))?;
-        Ok(self.0)
+    /// [`AtomicFile::temp_path`] before it is committed), and lets go of the write buffer:
+    /// a staged file may wait for its commit beside hundreds of others (a set's shards).
+    fn complete(self) -> Result<AtomicFile> {
+        self.0.release_buffer()
     }
     fn blob_written(&mut self) {
         self.0.start_writeback();

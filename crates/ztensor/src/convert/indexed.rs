@@ -214,6 +214,8 @@ fn write_planned(
     let mut total = 0u64;
     let mut shards = Vec::with_capacity(n);
     let mut staged = Vec::with_capacity(n);
+    // Each staged shard keeps its (nameless) temporary open until the index is written.
+    zt_container::make_room_for_open_files(n);
     for (i, group) in groups.iter().enumerate() {
         let file = format!("{stem}-{:05}-of-{n:05}.{ext}", i + 1);
         let path = dir.join(&file);

@@ -234,7 +234,8 @@ fn write_planned<'a, 'b>(
     let mut file = AtomicFile::create_with(output, durability)?;
     let written = |e: std::io::Error| Error::io(e, "cannot write safetensors").in_file(output);
     write_body(&mut file, meta, tensors, bytes_of, written)?;
-    Ok(file)
+    // Staged files of a set wait for the last one: none keeps its buffer meanwhile.
+    file.release_buffer()
 }
 
 /// The header and the tensors, in the order of `safetensors::serialize`, into `out`.

@@ -84,6 +84,8 @@ pub fn write_sharded(
     };
     let mut paths = Vec::with_capacity(n);
     let mut staged = Vec::with_capacity(n);
+    // Each staged shard keeps its (nameless) temporary open until the root is written.
+    zt_container::make_room_for_open_files(n);
     for (i, group) in groups.iter().enumerate() {
         let name = format!("{:05}-of-{n:05}", i + 1);
         let path = dir.join(format!("{stem}-{name}.zt"));
