@@ -4,8 +4,11 @@
 //! size, shuffle undone), then its rows are copied into the row-major array, clipped at the dataset's edge.
 //! Chunks never written read as zeros, HDF5's default fill value.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
 use zt_container::{Error, Result};
-use zt_formats::ChunkTable;
+use zt_formats::{Chunk, ChunkTable};
 
 /// HDF5 filter ids.
 const DEFLATE: u16 = 1;
@@ -16,8 +19,36 @@ const SZIP: u16 = 4;
 /// Decodes every chunk of `table` from `span` (the component's stored bytes) into `dst`, the
 /// dataset's row-major bytes. `cap` bounds one chunk's decoded size.
 pub(crate) fn decode_into(table: &ChunkTable, span: &[u8], dst: &mut [u8], cap: u64) -> Result<()> {
+    let whole: Vec<Range<u64>> = table.dims.iter().map(|&n| 0..n).collect();
+    decode_box_into(
+        table,
+        &whole,
+        |chunk| {
+            usize::try_from(chunk.at)
+                .ok()
+                .zip(usize::try_from(chunk.size).ok())
+                .and_then(|(a, n)| span.get(a..a.checked_add(n)?))
+                .map(Cow::Borrowed)
+                .ok_or_else(|| Error::invalid("its bytes lie outside the dataset's span"))
+        },
+        dst,
+        cap,
+    )
+}
+
+/// Decodes the chunks of `table` that meet the box `ranges` (one range per dimension, inside
+/// the dataset) into `dst`, the box's row-major bytes, and no other chunk: a slice of a
+/// chunked dataset reads and inflates only what it needs, as h5py does. `stored(chunk)`
+/// gives a chunk's stored bytes. `cap` bounds one chunk's decoded size.
+pub(crate) fn decode_box_into<'a>(
+    table: &ChunkTable,
+    ranges: &[Range<u64>],
+    mut stored: impl FnMut(&Chunk) -> Result<Cow<'a, [u8]>>,
+    dst: &mut [u8],
+    cap: u64,
+) -> Result<()> {
     let rank = table.dims.len();
-    if table.chunk.len() != rank || table.chunk.contains(&0) {
+    if table.chunk.len() != rank || table.chunk.contains(&0) || ranges.len() != rank {
         return Err(Error::invalid(
             "chunk dimensions do not match the dataset's",
         ));
@@ -36,21 +67,31 @@ pub(crate) fn decode_into(table: &ChunkTable, span: &[u8], dst: &mut [u8], cap: 
     let mut work = Vec::new();
     dst.fill(0);
     for (i, chunk) in table.chunks.iter().enumerate() {
+        if !meets(table, &chunk.start, ranges) {
+            continue;
+        }
         let at = |e: Error| {
             Error::new(
                 e.kind(),
                 format!("chunk {i} at {:?}: {}", chunk.start, e.message()),
             )
         };
-        let stored = usize::try_from(chunk.at)
-            .ok()
-            .zip(usize::try_from(chunk.size).ok())
-            .and_then(|(a, n)| span.get(a..a.checked_add(n)?))
-            .ok_or_else(|| at(Error::invalid("its bytes lie outside the dataset's span")))?;
-        unfilter(table, chunk.mask, stored, &mut buf, &mut work).map_err(at)?;
-        place(table, &chunk.start, &buf, dst).map_err(at)?;
+        let bytes = stored(chunk).map_err(at)?;
+        unfilter(table, chunk.mask, &bytes, &mut buf, &mut work).map_err(at)?;
+        place_in_box(table, &chunk.start, &buf, ranges, dst).map_err(at)?;
     }
     Ok(())
+}
+
+/// Whether the chunk at `start` holds any element of the box `ranges` (a chunk of another
+/// rank is let through, for [`place_in_box`] to refuse).
+pub(crate) fn meets(table: &ChunkTable, start: &[u64], ranges: &[Range<u64>]) -> bool {
+    start.len() != ranges.len()
+        || start
+            .iter()
+            .zip(&table.chunk)
+            .zip(ranges)
+            .all(|((&s, &c), r)| s < r.end && s.saturating_add(c) > r.start)
 }
 
 /// Undoes the filters of one chunk into `out` (exactly one chunk's bytes).
@@ -215,8 +256,16 @@ fn fletcher32(data: &[u8]) -> u32 {
     (b << 16) | a
 }
 
-/// Copies one decoded chunk (starting at element `start`) into the row-major `dst`.
-fn place(table: &ChunkTable, start: &[u64], chunk: &[u8], dst: &mut [u8]) -> Result<()> {
+/// Copies the part of one decoded chunk (starting at element `start`) that lies in the box
+/// `ranges` of the dataset (and in the dataset: edge chunks are clipped) into `dst`, the
+/// box's row-major bytes.
+fn place_in_box(
+    table: &ChunkTable,
+    start: &[u64],
+    chunk: &[u8],
+    ranges: &[Range<u64>],
+    dst: &mut [u8],
+) -> Result<()> {
     let rank = table.dims.len();
     let size = table.element_size;
     if start.len() != rank {
@@ -231,38 +280,48 @@ fn place(table: &ChunkTable, start: &[u64], chunk: &[u8], dst: &mut [u8]) -> Res
             .copy_from_slice(chunk.get(..n).unwrap_or_default());
         return Ok(());
     }
-    // The part of the chunk inside the dataset, per dimension.
-    let mut extent = Vec::with_capacity(rank);
-    for ((&s, &n), &c) in start.iter().zip(&table.dims).zip(&table.chunk) {
-        if s >= n {
-            // A chunk wholly outside the dataset (left by a shrink): nothing to place.
+    // The elements both in the chunk, the dataset and the box, per dimension: lo..hi.
+    let mut lo = Vec::with_capacity(rank);
+    let mut hi = Vec::with_capacity(rank);
+    for d in 0..rank {
+        let (s, c, n, r) = (start[d], table.chunk[d], table.dims[d], &ranges[d]);
+        let (a, b) = (s.max(r.start), s.saturating_add(c).min(n).min(r.end));
+        if a >= b {
+            // Nothing of this chunk in the box (or a chunk wholly outside the dataset, left
+            // by a shrink): nothing to place.
             return Ok(());
         }
-        extent.push(c.min(n - s));
+        lo.push(a);
+        hi.push(b);
     }
-    let run = extent[rank - 1] * size;
-    // Strides in elements of the chunk and of the dataset.
-    let mut idx = vec![0u64; rank - 1];
-    loop {
-        let mut src = 0u64;
-        let mut to = 0u64;
-        let (mut cs, mut ds) = (1u64, 1u64);
+    let too_far = || Error::invalid("a chunk's place lies past the end of the dataset");
+    let run = (hi[rank - 1] - lo[rank - 1])
+        .checked_mul(size)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(too_far)?;
+    // The element at `idx` (dataset coordinates): its offset in the chunk and in the box.
+    let offsets = |idx: &[u64]| -> Option<(u64, u64)> {
+        let (mut src, mut to) = (0u64, 0u64);
+        let (mut cs, mut bs) = (1u64, 1u64);
         for d in (0..rank).rev() {
-            let i = if d == rank - 1 { 0 } else { idx[d] };
-            src += i * cs;
-            to += (start[d] + i) * ds;
-            cs *= table.chunk[d];
-            ds *= table.dims[d];
+            src = src.checked_add((idx[d] - start[d]).checked_mul(cs)?)?;
+            to = to.checked_add((idx[d] - ranges[d].start).checked_mul(bs)?)?;
+            cs = cs.checked_mul(table.chunk[d])?;
+            bs = bs.checked_mul(ranges[d].end - ranges[d].start)?;
         }
-        let (src, to) = (src * size, to * size);
+        Some((src.checked_mul(size)?, to.checked_mul(size)?))
+    };
+    let mut idx = lo.clone();
+    loop {
+        let (src, to) = offsets(&idx).ok_or_else(too_far)?;
         let piece = usize::try_from(src)
             .ok()
-            .and_then(|s| chunk.get(s..s.checked_add(run as usize)?))
+            .and_then(|s| chunk.get(s..s.checked_add(run)?))
             .ok_or_else(|| Error::invalid("a chunk shorter than its dimensions"))?;
         let slot = usize::try_from(to)
             .ok()
-            .and_then(|t| dst.get_mut(t..t.checked_add(run as usize)?))
-            .ok_or_else(|| Error::invalid("a chunk placed past the dataset's end"))?;
+            .and_then(|t| dst.get_mut(t..t.checked_add(run)?))
+            .ok_or_else(too_far)?;
         slot.copy_from_slice(piece);
         // Next row: the odometer over all but the last dimension.
         let mut d = rank - 1;
@@ -272,10 +331,10 @@ fn place(table: &ChunkTable, start: &[u64], chunk: &[u8], dst: &mut [u8]) -> Res
             }
             d -= 1;
             idx[d] += 1;
-            if idx[d] < extent[d] {
+            if idx[d] < hi[d] {
                 break;
             }
-            idx[d] = 0;
+            idx[d] = lo[d];
         }
     }
 }
@@ -283,7 +342,6 @@ fn place(table: &ChunkTable, start: &[u64], chunk: &[u8], dst: &mut [u8]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zt_formats::Chunk;
 
     #[test]
     fn fletcher32_sums_words() {
@@ -318,6 +376,74 @@ mod tests {
         let mut dst = [0u8; 9];
         decode_into(&table, &span, &mut dst, 1 << 20).unwrap();
         assert_eq!(dst, [1, 2, 5, 3, 4, 7, 9, 10, 13]);
+    }
+
+    #[test]
+    fn a_box_reads_only_the_chunks_it_meets() {
+        // The 3x3 dataset above: the box rows 1..3, columns 2..3 meets chunks (0, 2) and
+        // (2, 2) only.
+        let table = ChunkTable {
+            dims: vec![3, 3],
+            chunk: vec![2, 2],
+            element_size: 1,
+            filters: Vec::new(),
+            filter_params: Vec::new(),
+            chunks: [[0, 0], [0, 2], [2, 0], [2, 2]]
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Chunk {
+                    at: 4 * i as u64,
+                    size: 4,
+                    start: s.to_vec(),
+                    mask: 0,
+                })
+                .collect(),
+        };
+        let span: Vec<u8> = (1..=16).collect();
+        let mut asked = Vec::new();
+        let mut dst = [0u8; 2];
+        decode_box_into(
+            &table,
+            &[1..3, 2..3],
+            |c| {
+                asked.push(c.start.clone());
+                Ok(Cow::Borrowed(
+                    &span[c.at as usize..(c.at + c.size) as usize],
+                ))
+            },
+            &mut dst,
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(asked, [vec![0, 2], vec![2, 2]]);
+        // The whole dataset is [1, 2, 5, 3, 4, 7, 9, 10, 13]: column 2 of rows 1 and 2.
+        assert_eq!(dst, [7, 13]);
+        // Every box of the dataset matches the same box of the whole decode.
+        let mut whole = [0u8; 9];
+        decode_into(&table, &span, &mut whole, 1 << 20).unwrap();
+        for (r0, r1, c0, c1) in (0..3u64).flat_map(|a| {
+            (a + 1..=3).flat_map(move |b| {
+                (0..3u64).flat_map(move |c| (c + 1..=3).map(move |d| (a, b, c, d)))
+            })
+        }) {
+            let mut part = vec![0u8; ((r1 - r0) * (c1 - c0)) as usize];
+            decode_box_into(
+                &table,
+                &[r0..r1, c0..c1],
+                |c| {
+                    Ok(Cow::Borrowed(
+                        &span[c.at as usize..(c.at + c.size) as usize],
+                    ))
+                },
+                &mut part,
+                1 << 20,
+            )
+            .unwrap();
+            let want: Vec<u8> = (r0..r1)
+                .flat_map(|r| (c0..c1).map(move |c| whole[(r * 3 + c) as usize]))
+                .collect();
+            assert_eq!(part, want, "rows {r0}..{r1}, columns {c0}..{c1}");
+        }
     }
 
     #[test]
