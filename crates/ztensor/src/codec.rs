@@ -19,13 +19,58 @@ const PARALLEL_FRAMES: usize = 4;
 /// objects decoded side by side (`parallel_objects`) share the pool with it.
 #[cfg(feature = "zstd")]
 pub(crate) fn zstd_seekable_decode_into(src: &[u8], dst: &mut [u8]) -> zt_container::Result<()> {
+    let frames = zt_formats::seekable::parse_seek_table(src, dst.len() as u64)?;
+    decode_frames(src, &frames, 0, dst)
+}
+
+/// Decodes bytes `start..end` of a `zt.zstd-seekable/1` part of `decoded_len` bytes, and only
+/// the frames that hold them (a slice of a few rows of a large compressed tensor decodes a
+/// frame or two, not the tensor): returns those frames' bytes and where `start` lies in them.
+#[cfg(feature = "zstd")]
+pub(crate) fn zstd_seekable_decode_span(
+    src: &[u8],
+    decoded_len: u64,
+    start: u64,
+    end: u64,
+) -> zt_container::Result<(Vec<u8>, u64)> {
+    let frames = zt_formats::seekable::parse_seek_table(src, decoded_len)?;
+    // Frames lie in decoded order, each after the one before (the seek table says so).
+    let first = frames
+        .iter()
+        .position(|f| f.decoded_offset.saturating_add(f.decompressed) > start)
+        .unwrap_or(frames.len());
+    let last = frames
+        .iter()
+        .rposition(|f| f.decoded_offset < end)
+        .map_or(first, |k| k + 1)
+        .max(first);
+    let chosen = frames.get(first..last).unwrap_or_default();
+    let from = chosen.first().map_or(start, |f| f.decoded_offset);
+    let len = chosen
+        .iter()
+        .try_fold(0u64, |n, f| n.checked_add(f.decompressed))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| zt_container::Error::invalid("zstd-seekable: frames larger than memory"))?;
+    let mut out = zt_container::internal::try_filled_vec(len, 0u8)?;
+    decode_frames(src, chosen, first, &mut out)?;
+    Ok((out, start.saturating_sub(from)))
+}
+
+/// Decodes `frames` (frame `first` of the part and those after it) into `dst`, one after
+/// another, on rayon's pool when there are enough of them; the first error in frame order.
+#[cfg(feature = "zstd")]
+fn decode_frames(
+    src: &[u8],
+    frames: &[zt_formats::seekable::SeekFrame],
+    first: usize,
+    dst: &mut [u8],
+) -> zt_container::Result<()> {
     use rayon::prelude::*;
-    use zt_formats::seekable::{decode_frame, frame_outputs, parse_seek_table};
-    let frames = parse_seek_table(src, dst.len() as u64)?;
-    let outs = frame_outputs(&frames, dst)?;
+    use zt_formats::seekable::{decode_frame, frame_outputs};
+    let outs = frame_outputs(frames, dst)?;
     if frames.len() < PARALLEL_FRAMES || rayon::current_num_threads() < 2 {
         for (k, (f, out)) in frames.iter().zip(outs).enumerate() {
-            decode_frame(src, k, f, out)?;
+            decode_frame(src, first + k, f, out)?;
         }
         return Ok(());
     }
@@ -34,7 +79,7 @@ pub(crate) fn zstd_seekable_decode_into(src: &[u8], dst: &mut [u8]) -> zt_contai
         .par_iter()
         .zip(outs)
         .enumerate()
-        .map(|(k, (f, out))| decode_frame(src, k, f, out))
+        .map(|(k, (f, out))| decode_frame(src, first + k, f, out))
         .collect();
     results.into_iter().collect()
 }
@@ -59,6 +104,17 @@ pub(crate) fn zstd_decode_into(_src: &[u8], _dst: &mut [u8]) -> Result<()> {
 /// Without zstd: decoding v2's seekable zstd is unsupported.
 #[cfg(not(feature = "zstd"))]
 pub(crate) fn zstd_seekable_decode_into(_src: &[u8], _dst: &mut [u8]) -> Result<()> {
+    without_zstd()
+}
+
+/// Without zstd: decoding v2's seekable zstd is unsupported.
+#[cfg(not(feature = "zstd"))]
+pub(crate) fn zstd_seekable_decode_span(
+    _src: &[u8],
+    _decoded_len: u64,
+    _start: u64,
+    _end: u64,
+) -> Result<(Vec<u8>, u64)> {
     without_zstd()
 }
 

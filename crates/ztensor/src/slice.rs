@@ -250,6 +250,36 @@ impl<'r> ObjectView<'r> {
                 .map_err(|e| at(e.at(comp.offset)))?;
                 out
             }
+            // v2's seekable zstd: only the frames (1 MiB of decoded bytes each) that hold the
+            // box's first to last byte are decoded.
+            Encoding::ZstdSeekable if comp.arrangement.is_none() && total > 0 => {
+                let source = backing.file(comp).map_err(&at)?;
+                let runs: Vec<(u64, u64)> = runs.collect();
+                let (Some(&(first, _)), Some(&(last, last_len))) = (runs.first(), runs.last())
+                else {
+                    return Ok(Cow::Owned(Vec::new()));
+                };
+                let end = last.saturating_add(last_len);
+                let decoded_len = comp.decoded_len.ok_or_else(|| {
+                    at(Error::invalid("a seekable part without its decoded size"))
+                })?;
+                let stored = source.read_at(comp.offset, comp.length).map_err(&at)?;
+                let (span, skip) =
+                    crate::codec::zstd_seekable_decode_span(&stored, decoded_len, first, end)
+                        .map_err(|e| at(e.at(comp.offset)))?;
+                let mut out = Vec::new();
+                out.try_reserve_exact(total)
+                    .map_err(|_| at(Error::out_of_memory("the slice")))?;
+                for (off, len) in runs {
+                    let piece = (off - first)
+                        .checked_add(skip)
+                        .and_then(|o| usize::try_from(o).ok())
+                        .and_then(|o| span.get(o..o.checked_add(usize::try_from(len).ok()?)?))
+                        .ok_or_else(|| at(Error::invalid("decoded bytes shorter than shape")))?;
+                    out.extend_from_slice(piece);
+                }
+                out
+            }
             _ => {
                 // A compressed component is decoded once; the box is gathered from it. The
                 // decoded bytes are already little-endian.
