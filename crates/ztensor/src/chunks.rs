@@ -352,10 +352,10 @@ mod tests {
         assert_eq!(fletcher32(&[1, 2, 3]), (0x0102 + 0x0402) << 16 | 0x0402);
     }
 
-    #[test]
-    fn chunks_are_placed_and_clipped() {
-        // A 3x3 u8 dataset in 2x2 chunks; the last row and column are partial chunks.
-        let table = ChunkTable {
+    /// A 3x3 u8 dataset in 2x2 chunks of 4 stored bytes each, unfiltered; the last row and
+    /// column are partial chunks.
+    fn three_by_three() -> ChunkTable {
+        ChunkTable {
             dims: vec![3, 3],
             chunk: vec![2, 2],
             element_size: 1,
@@ -371,7 +371,12 @@ mod tests {
                     mask: 0,
                 })
                 .collect(),
-        };
+        }
+    }
+
+    #[test]
+    fn chunks_are_placed_and_clipped() {
+        let table = three_by_three();
         let span: Vec<u8> = (1..=16).collect();
         let mut dst = [0u8; 9];
         decode_into(&table, &span, &mut dst, 1 << 20).unwrap();
@@ -380,25 +385,8 @@ mod tests {
 
     #[test]
     fn a_box_reads_only_the_chunks_it_meets() {
-        // The 3x3 dataset above: the box rows 1..3, columns 2..3 meets chunks (0, 2) and
-        // (2, 2) only.
-        let table = ChunkTable {
-            dims: vec![3, 3],
-            chunk: vec![2, 2],
-            element_size: 1,
-            filters: Vec::new(),
-            filter_params: Vec::new(),
-            chunks: [[0, 0], [0, 2], [2, 0], [2, 2]]
-                .iter()
-                .enumerate()
-                .map(|(i, s)| Chunk {
-                    at: 4 * i as u64,
-                    size: 4,
-                    start: s.to_vec(),
-                    mask: 0,
-                })
-                .collect(),
-        };
+        // The box rows 1..3, columns 2..3 meets chunks (0, 2) and (2, 2) only.
+        let table = three_by_three();
         let span: Vec<u8> = (1..=16).collect();
         let mut asked = Vec::new();
         let mut dst = [0u8; 2];
