@@ -6,8 +6,9 @@
 //! - [`ObjectView::slice_bytes`] (added to the view here): the box's bytes. A run of whole
 //!   rows of a raw, little-endian, mapped object is borrowed from the map; anything else is
 //!   one gather into a new buffer, reading each run once (positional reads for an unmapped
-//!   file, so only the bytes asked for cross the kernel); a zstd component is decoded once
-//!   and the box gathered from it.
+//!   file, so only the bytes asked for cross the kernel); a seekable zstd part decodes only
+//!   the frames holding the box, a chunked HDF5 dataset only the chunks meeting it, and any
+//!   other encoded component is decoded once and the box gathered from it.
 //!
 //! Slices are not checked against digests: a digest covers the whole component, and reading
 //! all of it would defeat the slice. [`crate::Reader::verify`] checks them.
