@@ -265,9 +265,16 @@ impl<'r> ObjectView<'r> {
                     at(Error::invalid("a seekable part without its decoded size"))
                 })?;
                 let stored = source.read_at(comp.offset, comp.length).map_err(&at)?;
+                // The seek table's offsets are relative to the part: errors add its offset.
                 let (span, skip) =
                     crate::codec::zstd_seekable_decode_span(&stored, decoded_len, first, end)
-                        .map_err(|e| at(e.at(comp.offset)))?;
+                        .map_err(|e| {
+                            at(match e.offset() {
+                                Some(o) => Error::new(e.kind(), e.message())
+                                    .at(comp.offset.saturating_add(o)),
+                                None => e.at(comp.offset),
+                            })
+                        })?;
                 let mut out = Vec::new();
                 out.try_reserve_exact(total)
                     .map_err(|_| at(Error::out_of_memory("the slice")))?;

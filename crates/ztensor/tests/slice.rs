@@ -281,9 +281,10 @@ fn slices_of_seekable_zstd_decode_only_their_frames() {
     assert_eq!(&rows[..], &whole[10 * 2048..20 * 2048]);
     let e = o.bytes().unwrap_err().to_string();
     assert!(e.contains("frame 2"), "{e}");
-    let e = o
-        .slice_bytes(&[1030..1040, 0..1024])
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("frame 2"), "{e}");
+    let e = o.slice_bytes(&[1030..1040, 0..1024]).unwrap_err();
+    assert!(e.to_string().contains("frame 2"), "{e}");
+    // Where: the damaged frame's first byte in the file, as the whole read says.
+    let whole_error = o.bytes().unwrap_err();
+    assert_eq!(e.offset(), Some(c.offset + frames[2].offset), "{e}");
+    assert_eq!(e.offset(), whole_error.offset());
 }
