@@ -152,17 +152,17 @@ def _dims(key: Any, shape: Sequence[int]) -> Tuple[List[Tuple[int, int]], Option
     if shape and len(simple) <= len(shape) and all(type(k) is slice for k in simple):
         # The common case, a box of steps of 1 (`[a:b]`, `[:, a:b]`), without the general
         # walk below, which cost more than the read itself for a small tensor.
-        box: List[Tuple[int, int]] = []
+        steps_of_one: List[Tuple[int, int]] = []
         for k, n in zip(simple, shape):
             if k.step not in (None, 1):
                 break
             start, stop, _ = k.indices(n)
             if start >= stop:
                 break
-            box.append((start, stop))
+            steps_of_one.append((start, stop))
         else:
-            box.extend((0, n) for n in shape[len(simple) :])
-            return box, None
+            steps_of_one.extend((0, n) for n in shape[len(simple) :])
+            return steps_of_one, None
     if not isinstance(key, tuple):
         key = (key,)
     if sum(k is Ellipsis for k in key) > 1:
