@@ -367,6 +367,14 @@ impl ReadAhead {
         })
     }
 
+    /// Whether the whole file seemed to be in the page cache at the first read (asked once,
+    /// at the first read or here, whichever comes first; never for a remote source). A read
+    /// of a warm file has nothing to ask the kernel for: the hint would cost only its
+    /// `mincore`.
+    pub fn file_seems_cached(&self, source: &Source) -> bool {
+        !source.is_ranged() && *self.warm.get_or_init(|| source.seems_cached(WARM_SAMPLES))
+    }
+
     /// Object `index` (name position) is about to be read; `walking` when the caller walks
     /// the file in file order ([`crate::Reader::iter`]). Passes the hints on to `source`.
     pub fn note(&self, source: &Source, objects: &[ObjectInfo], index: u32, walking: bool) {

@@ -200,12 +200,17 @@ impl<'r> ObjectView<'r> {
             .ok_or_else(|| at(Error::limit("the slice does not fit in memory")))?;
         let mut runs = slab.runs(element_size).peekable();
         let backing = self.backing();
+        // The pages of a file that was all in the page cache need no asking for: each hint
+        // would cost its `mincore`, most of the time of a slice of a small tensor.
+        let ask_kernel = comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source);
         let mut gathered = match comp.encoding {
             // Elements an arrangement places (Fortran order, strides) are not row-major runs:
             // they take the decode path below, which lays them out first.
             Encoding::Raw if comp.arrangement.is_none() => {
                 let source = backing.file(comp).map_err(&at)?;
-                ask_for_exactly(source, comp.offset, &slab, element_size);
+                if ask_kernel {
+                    ask_for_exactly(source, comp.offset, &slab, element_size);
+                }
                 // One run needing no swap: borrowed from a map, or one positional read.
                 let single = runs.peek().copied().filter(|_| slab.is_single_run());
                 if let (Some((off, len)), ByteOrder::Little) = (single, comp.byte_order) {
@@ -235,9 +240,11 @@ impl<'r> ObjectView<'r> {
                 let chunk_at = |c: &zt_formats::Chunk| comp.offset.saturating_add(c.at);
                 // Asked for before any is touched: each chunk's own bytes, not the megabytes
                 // a page fault would read around it.
-                for c in table.chunks.iter() {
-                    if crate::chunks::meets(table, &c.start, ranges) {
-                        source.will_need(chunk_at(c), c.size);
+                if ask_kernel {
+                    for c in table.chunks.iter() {
+                        if crate::chunks::meets(table, &c.start, ranges) {
+                            source.will_need(chunk_at(c), c.size);
+                        }
                     }
                 }
                 let mut out = zt_container::internal::try_filled_vec(total, 0u8).map_err(&at)?;
