@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 
@@ -490,6 +491,15 @@ pub struct Map {
     /// The prefetching thread's queue, made on the first [`Source::prefetch`]; `None` inside
     /// when no thread could be started. Dropped with the map, which ends the thread.
     prefetcher: OnceLock<Option<PrefetchQueue>>,
+    /// Cleared when the map is dropped: the prefetching thread stops at its next step
+    /// instead of reading the rest of what it was handed for nobody.
+    prefetch_wanted: Arc<AtomicBool>,
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        self.prefetch_wanted.store(false, AtomicOrdering::Relaxed);
+    }
 }
 
 /// Batches of `(start, len)` ranges for the prefetching thread.
@@ -557,6 +567,7 @@ impl Map {
             map: Arc::new(mapping),
             populator: None,
             prefetcher: OnceLock::new(),
+            prefetch_wanted: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -586,9 +597,10 @@ impl Map {
         let queue = self.prefetcher.get_or_init(|| {
             let (send, receive) = mpsc::channel::<Vec<(usize, usize)>>();
             let map = Arc::clone(&self.map);
+            let wanted = Arc::clone(&self.prefetch_wanted);
             std::thread::Builder::new()
                 .name("zt-prefetch".into())
-                .spawn(move || prefetch_until_dropped(&map, &receive))
+                .spawn(move || prefetch_until_dropped(&map, &receive, &wanted))
                 .ok()
                 .map(|_| send)
         });
@@ -730,19 +742,28 @@ fn page_cache_holds_every(bytes: &[u8], start: usize, len: usize, spacing: usize
 const RESIDENCY_SAMPLE: usize = 1 << 20;
 
 /// The prefetching thread: maps each batch of ranges in order, a step at a time, until the
-/// map's owner drops the queue.
+/// map's owner drops the queue, or drops the map (`wanted` cleared), which stops it at the
+/// next step: a reader dropped early left this thread reading up to a window (64 MiB) more
+/// for nobody, on the disk the next reader needs.
 ///
 /// Mapping a page that is not in the page cache reads it, with the kernel's read-around, on
 /// this thread. Asking the kernel to read a whole batch first (`MADV_WILLNEED`) was tried and
 /// measured slower on a cold cache: for ranges of tens of MiB the call submits all of it
 /// before it returns, and the first pages the caller waits for come no sooner.
 #[cfg(target_os = "linux")]
-fn prefetch_until_dropped(map: &Mapping, batches: &mpsc::Receiver<Vec<(usize, usize)>>) {
+fn prefetch_until_dropped(
+    map: &Mapping,
+    batches: &mpsc::Receiver<Vec<(usize, usize)>>,
+    wanted: &AtomicBool,
+) {
     while let Ok(batch) = batches.recv() {
         for (start, len) in batch {
             let mut at = start;
             let end = start.saturating_add(len);
             while at < end {
+                if !wanted.load(AtomicOrdering::Relaxed) {
+                    return; // the map's owner is gone: nobody will read the rest
+                }
                 let step = PREFETCH_STEP.min(end - at);
                 // Refused for a file truncated meanwhile (the caller's own read reports that)
                 // or by a kernel before 5.14 (no populate call): either way, done here.
@@ -848,6 +869,32 @@ mod tests {
         let f = tempfile::NamedTempFile::new().unwrap();
         f.as_file().set_len(len).unwrap();
         f
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_prefetching_thread_stops_once_the_map_is_dropped() {
+        let f = holes(16 << 20);
+        let source = Source::map(f.path()).unwrap();
+        let Source::Mapped(m) = &source else {
+            panic!("not mapped")
+        };
+        let batch = || {
+            let (send, receive) = mpsc::channel();
+            send.send(vec![(0usize, 16usize << 20)]).unwrap();
+            receive
+        };
+        // Handed a batch, but the map's owner is gone: nothing of it is read.
+        prefetch_until_dropped(&m.map, &batch(), &AtomicBool::new(false));
+        assert!(!page_cache_holds(m.bytes(), 0, 16 << 20));
+        // The same batch while the map is wanted is read.
+        prefetch_until_dropped(&m.map, &batch(), &AtomicBool::new(true));
+        assert!(page_cache_holds(m.bytes(), 0, 16 << 20));
+        // Dropping the map is what says so.
+        let wanted = Arc::clone(&m.prefetch_wanted);
+        assert!(wanted.load(AtomicOrdering::Relaxed));
+        drop(source);
+        assert!(!wanted.load(AtomicOrdering::Relaxed));
     }
 
     #[cfg(target_os = "linux")]
