@@ -89,7 +89,35 @@ def read_through(paths) -> None:
                 pass
 
 
+#: The folder of the bench's files (``--dir``, made absolute), as /proc/self/maps names it.
+DATA_DIR = ""
+
+
+def unmapped_settled(timeout: float = 10.0) -> None:
+    """Waits (at most ``timeout`` seconds) until this process maps no file under
+    :data:`DATA_DIR` any more. Pages a live map holds survive ``drop_caches``: JAX frees the
+    arrays of a run a moment after they die, and until then the map under them kept the file
+    cached, so the next "cold" run found it warm (no major fault, where a cold load of the
+    workload takes about 200)."""
+    import gc
+
+    gc.collect()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open("/proc/self/maps") as maps:
+                if not DATA_DIR or not any(DATA_DIR in line for line in maps):
+                    return
+        except OSError:
+            return  # no /proc: nothing we could wait for
+        if time.monotonic() > deadline:
+            print(f"  (a file under {DATA_DIR} is still mapped: this cold run may be warm in part)")
+            return
+        time.sleep(0.05)
+
+
 def drop_cache() -> bool:
+    unmapped_settled()
     subprocess.run(["sync"], check=False)
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -119,8 +147,13 @@ def median_of(times: list) -> Median:
 
 def in_turns(runs: int, fns: dict, cold: bool = False) -> dict:
     times = {k: [] for k in fns}
-    for _ in range(runs):
-        for name, fn in fns.items():
+    names = list(fns)
+    for run in range(runs):
+        # Each round starts at the next row: a row's place in a round told on its time, and
+        # a fixed order put that on the same row every time.
+        turn = run % max(len(names), 1)
+        for name in names[turn:] + names[:turn]:
+            fn = fns[name]
             if cold:
                 drop_cache()
                 time.sleep(2)  # this VM hands freed pages back to its host for ~2 s
@@ -167,6 +200,8 @@ def main() -> None:
     p.add_argument("--framework-child", type=int, metavar="NBYTES", help=argparse.SUPPRESS)
     args = p.parse_args()
     os.makedirs(args.dir, exist_ok=True)
+    global DATA_DIR
+    DATA_DIR = os.path.realpath(args.dir) + os.sep
     if args.framework_child:
         zt = os.path.join(args.dir, "py-model.zt")
         st = os.path.join(args.dir, "py-model.safetensors")

@@ -213,9 +213,39 @@ pub(super) fn interleaved_cold<const N: usize>(
 
 /// Writes back dirty pages and drops the clean ones from the page cache, so that the next
 /// read comes from the disk. Only root may; `false` when this process may not.
+///
+/// Waits first until this process maps no bench file: pages a live map holds survive the
+/// drop, and a reader's map can outlive the reader for a moment (a populated map is unmapped
+/// on its own thread once dropped), so a row dropped right after one of ours could start
+/// with the file partly cached.
 pub(super) fn drop_page_cache() -> bool {
+    wait_until_no_bench_file_is_mapped(Duration::from_secs(10));
     let _ = Command::new("sync").status();
     std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
+}
+
+/// Waits at most `timeout` until no line of `/proc/self/maps` names a file under
+/// `target/bench-data`; says so when one is still mapped then.
+fn wait_until_no_bench_file_is_mapped(timeout: Duration) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data");
+    let Ok(dir) = dir.canonicalize() else {
+        return;
+    };
+    let dir = dir.to_string_lossy().into_owned();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return; // no /proc: nothing to wait for that we could see
+        };
+        if !maps.lines().any(|line| line.contains(&dir)) {
+            return;
+        }
+        if Instant::now() > deadline {
+            println!("  (a bench file is still mapped: the next cold row may be warm in part)");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// How many bytes of `path` are in the page cache (`mincore` over a map of it).
@@ -260,8 +290,15 @@ pub(super) fn measure<const N: usize>(
         f()?; // warm-up
     }
     let mut t = vec![Vec::with_capacity(runs); N];
-    for _ in 0..runs {
-        for (i, (f, times)) in fs.iter_mut().zip(t.iter_mut()).enumerate() {
+    for run in 0..runs {
+        // Each round starts at the next row: a row's place in the round told on its time
+        // (cold, the first row after the drop ran up to 2x slower than the same row later
+        // in a round), and a fixed order put that on the same row every time.
+        for k in 0..N {
+            let i = (k + run) % N;
+            let (Some(f), Some(times)) = (fs.get_mut(i), t.get_mut(i)) else {
+                continue;
+            };
             if cold {
                 anyhow::ensure!(drop_page_cache(), "cannot drop the page cache");
                 // This machine is a virtual machine that hands freed memory back to its host
