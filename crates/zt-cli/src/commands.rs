@@ -13,8 +13,8 @@ use ztensor::{
 };
 
 use crate::common::{
-    durability, merge_attributes, out, progress, spinner, DigestArg, Failure, Kind, MagVersion,
-    Outcome,
+    durability, merge_attributes, out, progress, spinner, stdout_written, DigestArg, Failure, Kind,
+    MagVersion, Outcome,
 };
 use crate::json;
 use crate::slice_arg::SliceSpec;
@@ -71,15 +71,11 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
     let r = open(path)?;
     if as_json {
         let mut buf = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-        return match json::write_info(&r, path, &mut buf)
-            .and_then(|_| std::io::Write::flush(&mut buf).map_err(serde_json::Error::io))
-        {
-            Ok(()) => Ok(()),
-            Err(e) if e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe) => {
-                Err(Failure::PipeClosed)
-            }
-            Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
-        };
+        return stdout_written(
+            json::write_info(&r, path, &mut buf)
+                .map_err(std::io::Error::from)
+                .and_then(|_| std::io::Write::flush(&mut buf)),
+        );
     }
     let mut s = String::new();
     let total: u64 = r.objects().iter().map(stored_len).sum();
@@ -155,11 +151,7 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
         }
         table.flush()
     })();
-    match written {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::PipeClosed),
-        Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
-    }
+    stdout_written(written)
 }
 
 /// One row of `zt info`'s table, each cell cut to [`MAX_COLUMN`].
@@ -351,11 +343,9 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
         return Err(Failure::Usage("refusing to write binary data to a terminal: redirect it (zt cat F N > out.bin) or use --json".into()));
     }
     let mut o = std::io::stdout().lock();
-    match std::io::Write::write_all(&mut o, &bytes).and_then(|_| std::io::Write::flush(&mut o)) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::PipeClosed),
-        Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
-    }
+    stdout_written(
+        std::io::Write::write_all(&mut o, &bytes).and_then(|_| std::io::Write::flush(&mut o)),
+    )
 }
 
 /// Everything `verify` found in one file.

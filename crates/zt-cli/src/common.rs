@@ -395,7 +395,13 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
 /// ([`Failure::PipeClosed`]).
 pub fn out(s: &str) -> Outcome {
     let mut o = std::io::stdout().lock();
-    match o.write_all(s.as_bytes()).and_then(|_| o.flush()) {
+    stdout_written(o.write_all(s.as_bytes()).and_then(|_| o.flush()))
+}
+
+/// What a command's write to stdout came to: a closed pipe ends it quietly
+/// ([`Failure::PipeClosed`]), any other error is a failure that says it was stdout.
+pub fn stdout_written(written: std::io::Result<()>) -> Outcome {
+    match written {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::PipeClosed),
         Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),

@@ -265,6 +265,41 @@ fn a_closed_stdout_ends_zt_quietly() {
 }
 
 #[test]
+fn a_closed_stdout_ends_zt_info_quietly() {
+    // 4,000 one-element tensors: either listing is larger than a pipe's buffer, so the
+    // write fails even if it starts before the reader has gone.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.safetensors");
+    let n = 4000;
+    let entries: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                "\"tensor.{i}\":{{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[{},{}]}}",
+                4 * i,
+                4 * i + 4
+            )
+        })
+        .collect();
+    let header = format!("{{{}}}", entries.join(","));
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.resize(bytes.len() + 4 * n, 0);
+    std::fs::write(&path, bytes).unwrap();
+    for args in [vec!["info", p(&path)], vec!["info", p(&path), "--json"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zt"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(141), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?}: quietly");
+    }
+}
+
+#[test]
 fn a_model_folder_reads_as_its_model() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("model");
