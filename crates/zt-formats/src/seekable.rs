@@ -47,20 +47,63 @@ pub struct SeekFrame {
 /// `decoded_length` bytes. Allocates one entry per frame, after checking that the table's
 /// bytes are really there.
 pub fn parse_seek_table(blob: &[u8], decoded_length: u64) -> Result<Vec<SeekFrame>> {
-    let len = blob.len() as u64;
+    parse_seek_table_tail(blob, blob.len() as u64, decoded_length)
+}
+
+/// How many bytes at the end of a blob of `blob_len` bytes the seek table takes (its
+/// skippable-frame header included), read from `tail`, the blob's last `tail.len()` bytes
+/// (at least the last 9). A reader that fetches ranges asks for the blob's tail, learns here
+/// whether the table was all in it, and hands the table to [`parse_seek_table_tail`] without
+/// fetching the frames.
+///
+/// ```
+/// use zt_formats::seekable::{seek_table_len, zstd_seekable_encode};
+/// let blob = zstd_seekable_encode(&[7u8; 3 << 20], 3)?;
+/// // Three frames of 8-byte entries: 8 + 3 x 8 + 9 bytes.
+/// assert_eq!(seek_table_len(&blob[blob.len() - 9..], blob.len() as u64)?, 41);
+/// # Ok::<(), zt_container::Error>(())
+/// ```
+pub fn seek_table_len(tail: &[u8], blob_len: u64) -> Result<u64> {
+    Ok(table_shape(tail, blob_len)?.2 + 8)
+}
+
+/// The seek table's frame count, entry size and length (entries and tail, not the 8-byte
+/// skippable header), checked to fit in `blob_len`.
+fn table_shape(tail: &[u8], blob_len: u64) -> Result<(u64, u64, u64)> {
     let bad = |msg: String, at: u64| Error::invalid(format!("zstd-seekable: {msg}")).at(at);
-    let u32_at = |at: u64| -> Option<u32> {
-        let i = usize::try_from(at).ok()?;
-        let b = blob.get(i..i.checked_add(4)?)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    let base = blob_len.checked_sub(tail.len() as u64).ok_or_else(|| {
+        Error::argument(format!(
+            "zstd-seekable: a tail of {} bytes of a {blob_len}-byte blob",
+            tail.len()
+        ))
+    })?;
+    let byte_at = |at: u64| {
+        tail.get(usize::try_from(at.checked_sub(base)?).ok()?)
+            .copied()
     };
+    let u32_at = |at: u64| -> Option<u32> {
+        let b = [
+            byte_at(at)?,
+            byte_at(at + 1)?,
+            byte_at(at + 2)?,
+            byte_at(at + 3)?,
+        ];
+        Some(u32::from_le_bytes(b))
+    };
+    let len = blob_len;
     if len < 8 + TABLE_TAIL {
         return Err(bad(format!("{len} bytes is too short for a seek table"), 0));
+    }
+    if tail.len() < TABLE_TAIL as usize {
+        return Err(Error::argument(format!(
+            "zstd-seekable: the seek table's last {TABLE_TAIL} bytes are needed, {} given",
+            tail.len()
+        )));
     }
     if u32_at(len - 4) != Some(SEEKABLE_MAGIC) {
         return Err(bad("no seek table magic at the end".into(), len - 4));
     }
-    let descriptor = blob.get(len as usize - 5).copied().unwrap_or(0);
+    let descriptor = byte_at(len - 5).unwrap_or(0);
     if descriptor & 0x7f != 0 {
         return Err(bad(
             format!("seek table descriptor {descriptor:#04x} has reserved bits set"),
@@ -80,7 +123,45 @@ pub fn parse_seek_table(blob: &[u8], decoded_length: u64) -> Result<Vec<SeekFram
                 len - TABLE_TAIL,
             )
         })?;
+    Ok((n, entry, table_len))
+}
+
+/// [`parse_seek_table`] for a reader that holds only the blob's end: `tail` is the last
+/// `tail.len()` bytes of a blob of `blob_len`, and must hold the whole table
+/// ([`seek_table_len`] says how much that is). Offsets in the frames and in errors are the
+/// blob's.
+///
+/// ```
+/// use zt_formats::seekable::{parse_seek_table, parse_seek_table_tail, zstd_seekable_encode};
+/// let data = vec![1u8; (2 << 20) + 5];
+/// let blob = zstd_seekable_encode(&data, 3)?;
+/// let tail = &blob[blob.len() - 100..];
+/// let frames = parse_seek_table_tail(tail, blob.len() as u64, data.len() as u64)?;
+/// assert_eq!(frames, parse_seek_table(&blob, data.len() as u64)?);
+/// assert_eq!(frames.len(), 3);
+/// # Ok::<(), zt_container::Error>(())
+/// ```
+pub fn parse_seek_table_tail(
+    tail: &[u8],
+    blob_len: u64,
+    decoded_length: u64,
+) -> Result<Vec<SeekFrame>> {
+    let bad = |msg: String, at: u64| Error::invalid(format!("zstd-seekable: {msg}")).at(at);
+    let (n, entry, table_len) = table_shape(tail, blob_len)?;
+    let len = blob_len;
+    let base = len - tail.len() as u64;
     let start = len - 8 - table_len;
+    if start < base {
+        return Err(Error::argument(format!(
+            "zstd-seekable: the seek table starts at {start}, before the {} bytes given",
+            tail.len()
+        )));
+    }
+    let u32_at = |at: u64| -> Option<u32> {
+        let i = usize::try_from(at.checked_sub(base)?).ok()?;
+        let b = tail.get(i..i.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
     if u32_at(start) != Some(SKIPPABLE_MAGIC) {
         return Err(bad(
             "the seek table does not start with the skippable-frame magic".into(),
@@ -325,6 +406,43 @@ mod tests {
         }
         let empty = encode(&[], 4096, false);
         zstd_seekable_decode_into(&empty, &mut []).unwrap();
+    }
+
+    #[test]
+    fn a_tail_holding_the_table_parses_as_the_whole_blob_does() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 13) as u8).collect();
+        for checksums in [false, true] {
+            let blob = encode(&data, 4096, checksums);
+            let len = blob.len() as u64;
+            let whole = parse_seek_table(&blob, 10_000).unwrap();
+            // Three frames: 8 + 3 entries + 9.
+            let table = 8 + 3 * if checksums { 12 } else { 8 } + 9;
+            for cut in (0..blob.len()).rev() {
+                let tail = &blob[cut..];
+                if tail.len() < 9 {
+                    let e = seek_table_len(tail, len).unwrap_err();
+                    assert_eq!(e.kind(), zt_container::ErrorKind::InvalidArgument, "{e}");
+                    continue;
+                }
+                assert_eq!(seek_table_len(tail, len).unwrap(), table);
+                let parsed = parse_seek_table_tail(tail, len, 10_000);
+                if tail.len() as u64 >= table {
+                    assert_eq!(parsed.unwrap(), whole);
+                } else {
+                    // The caller's mistake, not the file's: it was told how much to read.
+                    let e = parsed.unwrap_err();
+                    assert_eq!(e.kind(), zt_container::ErrorKind::InvalidArgument, "{e}");
+                }
+            }
+            // A table that claims more frames than the blob holds is the file's fault, seen
+            // from the last 9 bytes alone.
+            let mut b = blob.clone();
+            let n = b.len();
+            b[n - 9..n - 5].copy_from_slice(&u32::MAX.to_le_bytes());
+            let e = seek_table_len(&b[n - 9..], len).unwrap_err();
+            assert!(e.message().contains("does not fit"), "{e}");
+            assert_eq!(e.offset(), Some(len - 9));
+        }
     }
 
     #[test]

@@ -23,17 +23,14 @@ pub(crate) fn zstd_seekable_decode_into(src: &[u8], dst: &mut [u8]) -> zt_contai
     decode_frames(src, &frames, 0, dst)
 }
 
-/// Decodes bytes `start..end` of a `zt.zstd-seekable/1` part of `decoded_len` bytes, and only
-/// the frames that hold them (a slice of a few rows of a large compressed tensor decodes a
-/// frame or two, not the tensor): returns those frames' bytes and where `start` lies in them.
-#[cfg(feature = "zstd")]
-pub(crate) fn zstd_seekable_decode_span(
-    src: &[u8],
-    decoded_len: u64,
+/// The frames of a `zt.zstd-seekable/1` part (its seek table, `frames`) that hold decoded
+/// bytes `start..end`: a slice of a few rows of a large compressed tensor needs a frame or
+/// two, and only their stored bytes are read. Empty when no frame holds them.
+pub(crate) fn seekable_frames_holding(
+    frames: &[zt_formats::seekable::SeekFrame],
     start: u64,
     end: u64,
-) -> zt_container::Result<(Vec<u8>, u64)> {
-    let frames = zt_formats::seekable::parse_seek_table(src, decoded_len)?;
+) -> std::ops::Range<usize> {
     // Frames lie in decoded order, each after the one before (the seek table says so).
     let first = frames
         .iter()
@@ -44,15 +41,41 @@ pub(crate) fn zstd_seekable_decode_span(
         .rposition(|f| f.decoded_offset < end)
         .map_or(first, |k| k + 1)
         .max(first);
-    let chosen = frames.get(first..last).unwrap_or_default();
-    let from = chosen.first().map_or(start, |f| f.decoded_offset);
-    let len = chosen
+    first..last
+}
+
+/// Decodes `frames[chosen]` of a seekable part, whose stored bytes are `stored` (from the
+/// first chosen frame's offset in the part to the end of the last): returns their decoded
+/// bytes and where decoded byte `start` lies in them. Offsets in errors are the part's.
+#[cfg(feature = "zstd")]
+pub(crate) fn zstd_seekable_decode_frames(
+    stored: &[u8],
+    frames: &[zt_formats::seekable::SeekFrame],
+    chosen: std::ops::Range<usize>,
+    start: u64,
+) -> zt_container::Result<(Vec<u8>, u64)> {
+    let picked = frames.get(chosen.clone()).unwrap_or_default();
+    let base = picked.first().map_or(0, |f| f.offset);
+    let from = picked.first().map_or(start, |f| f.decoded_offset);
+    // The same frames, placed in `stored` instead of the part.
+    let mut rebased = Vec::new();
+    rebased
+        .try_reserve_exact(picked.len())
+        .map_err(|_| zt_container::Error::out_of_memory("the frames of a slice"))?;
+    rebased.extend(picked.iter().map(|f| zt_formats::seekable::SeekFrame {
+        offset: f.offset - base,
+        ..*f
+    }));
+    let len = picked
         .iter()
         .try_fold(0u64, |n, f| n.checked_add(f.decompressed))
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| zt_container::Error::invalid("zstd-seekable: frames larger than memory"))?;
     let mut out = zt_container::internal::try_filled_vec(len, 0u8)?;
-    decode_frames(src, chosen, first, &mut out)?;
+    decode_frames(stored, &rebased, chosen.start, &mut out).map_err(|e| match e.offset() {
+        Some(o) => zt_container::Error::new(e.kind(), e.message()).at(o.saturating_add(base)),
+        None => e,
+    })?;
     Ok((out, start.saturating_sub(from)))
 }
 
@@ -109,11 +132,11 @@ pub(crate) fn zstd_seekable_decode_into(_src: &[u8], _dst: &mut [u8]) -> Result<
 
 /// Without zstd: decoding v2's seekable zstd is unsupported.
 #[cfg(not(feature = "zstd"))]
-pub(crate) fn zstd_seekable_decode_span(
-    _src: &[u8],
-    _decoded_len: u64,
+pub(crate) fn zstd_seekable_decode_frames(
+    _stored: &[u8],
+    _frames: &[zt_formats::seekable::SeekFrame],
+    _chosen: std::ops::Range<usize>,
     _start: u64,
-    _end: u64,
 ) -> Result<(Vec<u8>, u64)> {
     without_zstd()
 }

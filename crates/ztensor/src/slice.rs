@@ -6,9 +6,10 @@
 //! - [`ObjectView::slice_bytes`] (added to the view here): the box's bytes. A run of whole
 //!   rows of a raw, little-endian, mapped object is borrowed from the map; anything else is
 //!   one gather into a new buffer, reading each run once (positional reads for an unmapped
-//!   file, so only the bytes asked for cross the kernel); a seekable zstd part decodes only
-//!   the frames holding the box, a chunked HDF5 dataset only the chunks meeting it, and any
-//!   other encoded component is decoded once and the box gathered from it.
+//!   file, so only the bytes asked for cross the kernel); a seekable zstd part reads its seek
+//!   table from the part's end, then reads and decodes only the frames holding the box; a
+//!   chunked HDF5 dataset reads only the chunks meeting it; any other encoded component is
+//!   decoded once and the box gathered from it.
 //!
 //! Slices are not checked against digests: a digest covers the whole component, and reading
 //! all of it would defeat the slice. [`crate::Reader::verify`] checks them.
@@ -259,7 +260,9 @@ impl<'r> ObjectView<'r> {
                 out
             }
             // v2's seekable zstd: only the frames (1 MiB of decoded bytes each) that hold the
-            // box's first to last byte are decoded.
+            // box's first to last byte are read and decoded. The seek table comes from the
+            // part's end, so a file read by ranges (unmapped, remote) fetches the table and
+            // those frames, not the whole part.
             Encoding::ZstdSeekable if comp.arrangement.is_none() && total > 0 => {
                 let source = backing.file(comp).map_err(&at)?;
                 let runs: Vec<(u64, u64)> = runs.collect();
@@ -271,17 +274,41 @@ impl<'r> ObjectView<'r> {
                 let decoded_len = comp.decoded_len.ok_or_else(|| {
                     at(Error::invalid("a seekable part without its decoded size"))
                 })?;
-                let stored = source.read_at(comp.offset, comp.length).map_err(&at)?;
-                // The seek table's offsets are relative to the part: errors add its offset.
+                // Offsets in the part's own errors are relative to the part.
+                let in_part = |e: Error| {
+                    at(match e.offset() {
+                        Some(o) => {
+                            Error::new(e.kind(), e.message()).at(comp.offset.saturating_add(o))
+                        }
+                        None => e.at(comp.offset),
+                    })
+                };
+                let part_end = comp
+                    .offset
+                    .checked_add(comp.length)
+                    .ok_or_else(|| at(Error::invalid("the part ends past 2^64")))?;
+                let guess = comp.length.min(SEEK_TABLE_GUESS);
+                let mut tail = source.read_at(part_end - guess, guess).map_err(&at)?;
+                let table =
+                    zt_formats::seekable::seek_table_len(&tail, comp.length).map_err(in_part)?;
+                if table > guess {
+                    tail = source.read_at(part_end - table, table).map_err(&at)?;
+                }
+                let frames =
+                    zt_formats::seekable::parse_seek_table_tail(&tail, comp.length, decoded_len)
+                        .map_err(in_part)?;
+                let chosen = crate::codec::seekable_frames_holding(&frames, first, end);
+                let picked = frames.get(chosen.clone()).unwrap_or_default();
+                let (from, to) = match (picked.first(), picked.last()) {
+                    (Some(a), Some(b)) => (a.offset, b.offset.saturating_add(b.compressed)),
+                    _ => (0, 0),
+                };
+                let stored = source
+                    .read_at(comp.offset.saturating_add(from), to - from)
+                    .map_err(&at)?;
                 let (span, skip) =
-                    crate::codec::zstd_seekable_decode_span(&stored, decoded_len, first, end)
-                        .map_err(|e| {
-                            at(match e.offset() {
-                                Some(o) => Error::new(e.kind(), e.message())
-                                    .at(comp.offset.saturating_add(o)),
-                                None => e.at(comp.offset),
-                            })
-                        })?;
+                    crate::codec::zstd_seekable_decode_frames(&stored, &frames, chosen, first)
+                        .map_err(in_part)?;
                 let mut out = Vec::new();
                 out.try_reserve_exact(total)
                     .map_err(|_| at(Error::out_of_memory("the slice")))?;
@@ -325,6 +352,11 @@ impl Hyperslab {
             .all(|r| r.end - r.start == 1)
     }
 }
+
+/// Bytes read from the end of a seekable part to find its seek table in one read: the
+/// table of a part of up to 1,365 frames (1.3 GiB decoded, 12-byte entries). A larger table
+/// costs a second read of exactly its size.
+const SEEK_TABLE_GUESS: u64 = 16 << 10;
 
 /// The most runs of a slice told to the kernel one by one; a slice of more runs asks for
 /// the span from its first byte to its last.

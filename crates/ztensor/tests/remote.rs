@@ -114,6 +114,101 @@ fn a_zt_over_http_costs_the_head_the_tail_then_one_request_per_tensor_or_slice()
 }
 
 #[test]
+fn a_slice_of_a_compressed_tensor_over_http_fetches_the_seek_table_and_its_frames() {
+    let dir = served_dir();
+    // 4096 rows of 1024 u16 (2 KiB a row), zstd: eight frames of 1 MiB decoded, 512 rows
+    // each, of bytes that compress to about three quarters.
+    let shape = [4096u64, 1024];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let values: Vec<u16> = (0..4096 * 1024)
+        .map(|_| {
+            // xorshift64: no pattern zstd finds, 12 bits of it, so the bytes shrink only a
+            // quarter and the part is far larger than the tail an open reads.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 52) as u16
+        })
+        .collect();
+    let path = dir.path().join("z.zt");
+    let mut w = Writer::create_version(&path, Version::V2, ztensor::Durability::Unsynced).unwrap();
+    let opts = WriteOptions {
+        compression: Some(1),
+        digest: None,
+    };
+    w.add_with("t", &shape, &values, Default::default(), opts)
+        .unwrap();
+    // 2 MiB raw after it, so that the part's end is not in the file's tail that an open
+    // reads (and keeps).
+    w.add("u", &[1 << 19], &vec![0.5f32; 1 << 19]).unwrap();
+    w.finish().unwrap();
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let local = ztensor::open(&path).unwrap();
+    let part = local.object("t").unwrap().info().components[0].clone();
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(part.offset + part.length + TAIL_LEN < size, "{part:?}");
+    assert!(matches!(
+        part.encoding,
+        ztensor::formats::Encoding::ZstdSeekable
+    ));
+    let stored = local.object("t").unwrap().component("data").unwrap();
+    let stored = stored.stored_bytes().unwrap();
+    let frames = ztensor::formats::seekable::parse_seek_table(&stored, 8 << 20).unwrap();
+    assert_eq!(frames.len(), 8);
+
+    let r = ztensor::open_url(&nginx.url("z.zt")).unwrap();
+    let opened = nginx.requests().len();
+    // Rows 1030..1040 lie in frame 2: the part's last 16 KiB (the seek table), then frame
+    // 2's stored bytes, where the whole part is about 6 MiB.
+    let rows = r
+        .object("t")
+        .unwrap()
+        .slice_bytes(&[1030..1040, 0..1024])
+        .unwrap();
+    let want: &[u8] = bytemuck::cast_slice(&values[1030 * 1024..1040 * 1024]);
+    assert_eq!(&rows[..], want);
+    let read = since(&nginx, opened);
+    assert_eq!(read.len(), 2, "{read:?}");
+    assert_eq!(read[0].body_bytes, 16 << 10, "{read:?}");
+    let end = part.offset + part.length;
+    assert_eq!(
+        read[0].range,
+        format!("bytes={}-{}", end - (16 << 10), end - 1)
+    );
+    let f = frames[2];
+    assert_eq!(
+        read[1].range,
+        format!(
+            "bytes={}-{}",
+            part.offset + f.offset,
+            part.offset + f.offset + f.compressed - 1
+        )
+    );
+    assert!(part.length > 4 * f.compressed, "{part:?}");
+
+    // Rows 500..530 cross from frame 0 into frame 1: the table, then the two frames in one
+    // request.
+    let r = ztensor::open_url(&nginx.url("z.zt")).unwrap();
+    let opened = nginx.requests().len();
+    let rows = r
+        .object("t")
+        .unwrap()
+        .slice_bytes(&[500..530, 0..1024])
+        .unwrap();
+    let want: &[u8] = bytemuck::cast_slice(&values[500 * 1024..530 * 1024]);
+    assert_eq!(&rows[..], want);
+    let read = since(&nginx, opened);
+    assert_eq!(read.len(), 2, "{read:?}");
+    assert_eq!(
+        read[1].body_bytes,
+        frames[0].compressed + frames[1].compressed,
+        "{read:?}"
+    );
+}
+
+#[test]
 fn small_tensors_read_in_order_or_verified_come_in_a_few_grouped_requests() {
     let dir = served_dir();
     // 3,000 tensors of 1 KiB with SHA-256 digests, back to back (v1.2 packs on 64 bytes):
