@@ -23,6 +23,15 @@ const SEEKABLE_MAGIC: u32 = 0x8F92_EAB1;
 const TABLE_TAIL: u64 = 9;
 /// Largest decoded size of one frame the profile allows.
 pub const MAX_SEEKABLE_FRAME: u64 = 16 << 20;
+/// The most frames a seek table may list: a 4 TiB tensor in the original's 1 MiB frames, or
+/// 16 GiB in frames of 4 KiB. The entries are held while a part is decoded (40 bytes each
+/// here, 160 MiB at the limit), so a table cannot make a reader hold more than that.
+pub const MAX_SEEKABLE_FRAMES: u64 = 1 << 22;
+/// The fewest bytes a zstd frame with a content checksum can take: magic (4), frame header
+/// descriptor (1), a block header (3) and the checksum (4). A shorter frame in the table is a
+/// table that lies, and refusing it there keeps a table of empty entries from passing as
+/// millions of frames.
+const MIN_FRAME_LEN: u64 = 12;
 /// The most bytes zstd can produce per stored byte: a block is at least 4 bytes (a 3-byte
 /// header and one byte repeated, an RLE block) and at most 128 KiB of output. A frame that
 /// claims more than this ratio of its compressed size is lying, whatever zstd would say.
@@ -123,6 +132,12 @@ fn table_shape(tail: &[u8], blob_len: u64) -> Result<(u64, u64, u64)> {
                 len - TABLE_TAIL,
             )
         })?;
+    if n > MAX_SEEKABLE_FRAMES {
+        return Err(Error::limit(format!(
+            "zstd-seekable: a seek table of {n} frames exceeds the limit of {MAX_SEEKABLE_FRAMES}"
+        ))
+        .at(len - TABLE_TAIL));
+    }
     Ok((n, entry, table_len))
 }
 
@@ -174,13 +189,24 @@ pub fn parse_seek_table_tail(
             start + 4,
         ));
     }
-    let mut frames = Vec::with_capacity(n as usize);
+    let mut frames = Vec::new();
+    frames
+        .try_reserve_exact(usize::try_from(n).unwrap_or(usize::MAX))
+        .map_err(|_| Error::out_of_memory(format!("zstd-seekable: a seek table of {n} frames")))?;
     let (mut offset, mut decoded) = (0u64, 0u64);
     for k in 0..n {
         let at = start + 8 + k * entry;
         let compressed = u64::from(u32_at(at).unwrap_or(0));
         let decompressed = u64::from(u32_at(at + 4).unwrap_or(0));
         let checksum = (entry == 12).then(|| u32_at(at + 8).unwrap_or(0));
+        if compressed < MIN_FRAME_LEN {
+            return Err(bad(
+                format!(
+                    "frame {k} is {compressed} bytes, too short for a zstd frame with its checksum"
+                ),
+                at,
+            ));
+        }
         if decompressed > MAX_SEEKABLE_FRAME {
             return Err(bad(
                 format!("frame {k} decodes to {decompressed} bytes, more than the 16 MiB a frame may hold"),
@@ -443,6 +469,29 @@ mod tests {
             assert!(e.message().contains("does not fit"), "{e}");
             assert_eq!(e.offset(), Some(len - 9));
         }
+        // More frames than MAX_SEEKABLE_FRAMES, in a blob large enough to hold their
+        // entries: a limit, told from the last 9 bytes (the rest is never read).
+        let mut tail = ((MAX_SEEKABLE_FRAMES + 1) as u32).to_le_bytes().to_vec();
+        tail.push(0);
+        tail.extend_from_slice(&SEEKABLE_MAGIC.to_le_bytes());
+        let e = seek_table_len(&tail, 64 << 20).unwrap_err();
+        assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+        assert!(e.message().contains("4194305 frames"), "{e}");
+    }
+
+    #[test]
+    fn a_table_of_empty_frames_is_refused_at_its_first_entry() {
+        // 1,000 entries of (0, 0): they tile a part of no frames and decode to nothing, but
+        // no zstd frame is 0 bytes long.
+        let mut blob = SKIPPABLE_MAGIC.to_le_bytes().to_vec();
+        blob.extend_from_slice(&(1000u32 * 8 + 9).to_le_bytes());
+        blob.resize(blob.len() + 8000, 0);
+        blob.extend_from_slice(&1000u32.to_le_bytes());
+        blob.push(0);
+        blob.extend_from_slice(&SEEKABLE_MAGIC.to_le_bytes());
+        let e = parse_seek_table(&blob, 0).unwrap_err();
+        assert!(e.message().contains("frame 0 is 0 bytes, too short"), "{e}");
+        assert_eq!(e.offset(), Some(8));
     }
 
     #[test]
