@@ -353,9 +353,9 @@ impl Hyperslab {
     }
 }
 
-/// Bytes read from the end of a seekable part to find its seek table in one read: the
-/// table of a part of up to 1,365 frames (1.3 GiB decoded, 12-byte entries). A larger table
-/// costs a second read of exactly its size.
+/// Bytes read from the end of a seekable part to find its seek table in one read: a table of
+/// up to 2,045 frames (1,363 with a checksum column), 1.3 GiB or more of 1 MiB frames. A
+/// larger table costs a second read of exactly its size.
 const SEEK_TABLE_GUESS: u64 = 16 << 10;
 
 /// The most runs of a slice told to the kernel one by one; a slice of more runs asks for
