@@ -172,7 +172,9 @@ impl QuantParams {
         }
         let n = usize::try_from(count).map_err(|_| Error::limit("element count exceeds usize"))?;
         let gs = self.group_size as usize;
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::new();
+        out.try_reserve_exact(n)
+            .map_err(|_| Error::out_of_memory(format!("{count} dequantized elements")))?;
         for (g, (&s, &z)) in scales.iter().zip(zeros).enumerate() {
             let start = g * gs;
             let end = (start + gs).min(n);

@@ -620,7 +620,17 @@ impl<'r> ObjectView<'r> {
                 values.truncate(usize::try_from(obj.element_count()).unwrap_or(usize::MAX));
                 Ok(values)
             }
-            Format::QuantizedGroup => self.read_quantized()?.dequantize().map_err(at),
+            Format::QuantizedGroup => {
+                // The f32 values take 32 times the bytes of 1-bit codes: capped, as GGUF's.
+                let count = obj.element_count();
+                if count.saturating_mul(4) > cap {
+                    return Err(at(Error::limit(format!(
+                        "dequantizing {count} elements takes {} bytes, over the cap of {cap}",
+                        count.saturating_mul(4)
+                    ))));
+                }
+                self.read_quantized()?.dequantize().map_err(at)
+            }
             Format::SparseCsr | Format::SparseCoo => {
                 let parts = self.sparse_parts()?;
                 let values = to_f32(&parts.values, &parts.value_type)

@@ -78,8 +78,23 @@ fn every_format_round_trips_with_every_option() {
             ],
         )
         .unwrap();
-        let r = OpenOptions::new().open_bytes(w.finish().unwrap()).unwrap();
+        let bytes = w.finish().unwrap();
+        let r = OpenOptions::new().open_bytes(bytes.clone()).unwrap();
         assert!(r.verify().is_ok());
+
+        // Dequantized values count against the decompression cap, as GGUF's do: 7 f32 are
+        // 28 bytes.
+        let capped = OpenOptions::new()
+            .max_decompressed_len(27)
+            .open_bytes(bytes)
+            .unwrap();
+        let e = capped.object("q").unwrap().read_f32().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+        assert!(
+            e.to_string()
+                .contains("dequantizing 7 elements takes 28 bytes"),
+            "{e}"
+        );
 
         let csr = r.object("csr").unwrap().read_csr::<f64>().unwrap();
         assert_eq!(
