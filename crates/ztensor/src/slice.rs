@@ -222,7 +222,7 @@ impl<'r> ObjectView<'r> {
                 if source.is_ranged() {
                     gather_scattered(source, comp.offset, runs, total).map_err(&at)?
                 } else {
-                    let mut out = Vec::with_capacity(total);
+                    let mut out = zt_container::internal::try_with_capacity(total).map_err(&at)?;
                     for (off, len) in runs {
                         let bytes = source
                             .read_at(run_offset(comp.offset, off)?, len)
@@ -326,7 +326,7 @@ impl<'r> ObjectView<'r> {
                 // A compressed component is decoded once; the box is gathered from it. The
                 // decoded bytes are already little-endian.
                 let whole = data.bytes()?;
-                let mut out = Vec::with_capacity(total);
+                let mut out = zt_container::internal::try_with_capacity(total).map_err(&at)?;
                 for (off, len) in runs {
                     let piece = usize::try_from(off)
                         .ok()
@@ -405,7 +405,7 @@ fn gather_scattered(
     runs: impl Iterator<Item = (u64, u64)>,
     total: usize,
 ) -> Result<Vec<u8>> {
-    let mut out = vec![0u8; total];
+    let mut out = zt_container::internal::try_filled_vec(total, 0u8)?;
     let mut rest: &mut [u8] = &mut out;
     let mut parts: Vec<(u64, &mut [u8])> = Vec::new();
     for (off, len) in runs {

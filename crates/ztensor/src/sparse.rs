@@ -216,8 +216,8 @@ impl<'r> ObjectView<'r> {
                 }
                 let nnz = blob.len() / rec;
                 // Records are (coords, value) pairs; our model stores coordinates axis by axis.
-                let mut coords = vec![0u64; ndim * nnz];
-                let mut values = Vec::with_capacity(nnz * vsize);
+                let mut coords = zt_container::internal::try_filled_vec(ndim * nnz, 0u64)?;
+                let mut values = zt_container::internal::try_with_capacity(nnz * vsize)?;
                 for (i, r) in blob.chunks_exact(rec).enumerate() {
                     let (c, v) = r.split_at(ndim * 8);
                     for (d, x) in u64s(c).into_iter().enumerate() {
@@ -561,7 +561,7 @@ impl<'r> ObjectView<'r> {
             ))));
         }
         let blocks = self.component("data")?.bytes_with(opts)?;
-        let mut out = vec![0f32; count as usize];
+        let mut out = zt_container::internal::try_filled_vec(count as usize, 0f32).map_err(at)?;
         zt_formats::ggml::dequantize(t.id, &blocks, &mut out)
             .map_err(|e| at(e.in_component("data")))?;
         Ok(Some(out))
