@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The ONNX and HDF5 rows of `cargo xtask bench`: builds ztio optimized into its own virtual
-# environment (target/bench-formats-pyenv, with onnx and h5py from PyPI to compare against)
+# The ONNX, HDF5 and PyTorch rows of `cargo xtask bench`: builds ztio optimized into its own virtual
+# environment (target/bench-formats-pyenv, with onnx and h5py from PyPI to compare against;
+# torch is never installed here: ZT_BENCH_FORMATS_PYENV may name a venv that has it)
 # and runs tools/bench/formats_bench.py. Arguments go to the script.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,4 +1,5 @@
-"""ONNX and HDF5 from Python: ztio against the reference readers on a ~1 GiB model.
+"""ONNX, HDF5 and PyTorch checkpoints from Python: ztio against the reference readers on a
+~1 GiB model.
 
 The workload of python_bench.py (258 tensors, 0.97 GiB; bf16 kept as float32 here, since
 neither h5py nor onnx's numpy_helper takes ml_dtypes arrays everywhere: 1.2 GiB) written once
@@ -8,9 +9,12 @@ datasets, the Keras-like layout). Rows, each the median of several runs in turns
 - list: open the file and list every tensor's name, dtype and shape;
 - read: open, then every tensor as a numpy array, every byte touched (a sum over the bytes);
 
-page cache warm, and cold (dropped before every run, when running as root). The references:
-`onnx.load` + `numpy_helper.to_array` per initializer, `h5py.File` + `dataset[()]`.
-Run by tools/bench/formats.sh (`cargo xtask bench --only formats`).
+page cache warm, and cold (dropped before every run, when running as root, once the process
+maps no bench file). Each round starts at the next row. The references: `onnx.load` +
+`numpy_helper.to_array` per initializer, `h5py.File` + `dataset[()]`, and, where torch is
+installed (the bench never installs it; `ZT_BENCH_FORMATS_PYENV` names a venv that has it),
+`torch.load(weights_only=True)` with and without `mmap=True` of the same tensors saved by
+`torch.save`. Run by tools/bench/formats.sh (`cargo xtask bench --only formats`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from onnx import helper, numpy_helper
 
 import ztio
 
+import python_bench
 from python_bench import drop_cache, touch, workload
 
 
@@ -85,6 +90,34 @@ def h5py_read(path: str) -> int:
         return sum(touch(f[n][()]) for n in h5_names(f))
 
 
+def write_torch(tensors: dict, path: str) -> None:
+    import torch
+
+    torch.save({k: torch.from_numpy(v) for k, v in tensors.items()}, path)
+
+
+def torch_list(path: str, mmap: bool) -> int:
+    import torch
+
+    sd = torch.load(path, mmap=mmap, weights_only=True)
+    return sum(len(t.shape) for t in sd.values())
+
+
+def torch_read(path: str, mmap: bool) -> int:
+    import torch
+
+    sd = torch.load(path, mmap=mmap, weights_only=True)
+    return sum(touch(t.numpy()) for t in sd.values())
+
+
+def have_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def timed(fn, *args) -> float:
     t0 = time.perf_counter()
     fn(*args)
@@ -93,8 +126,12 @@ def timed(fn, *args) -> float:
 
 def in_turns(runs: int, rows: dict, cold: bool) -> dict:
     times = {k: [] for k in rows}
-    for _ in range(runs):
-        for name, fn in rows.items():
+    names = list(rows)
+    for run in range(runs):
+        # Each round starts at the next row, as in python_bench.in_turns.
+        turn = run % len(names)
+        for name in names[turn:] + names[:turn]:
+            fn = rows[name]
             if cold:
                 drop_cache()
                 time.sleep(2)
@@ -114,6 +151,8 @@ def main() -> None:
     p.add_argument("--dir", default="target/bench-data")
     args = p.parse_args()
     os.makedirs(args.dir, exist_ok=True)
+    # drop_cache waits until no file under the bench folder is mapped (python_bench).
+    python_bench.DATA_DIR = os.path.realpath(args.dir) + os.sep
     tensors = as_f32(workload(args.scale))
     nbytes = sum(v.nbytes for v in tensors.values())
     on, h5 = os.path.join(args.dir, "formats.onnx"), os.path.join(args.dir, "formats.h5")
@@ -122,6 +161,21 @@ def main() -> None:
     if not os.path.exists(h5):
         write_hdf5(tensors, h5)
     assert ztio_read(on) == onnx_read(on) and ztio_read(h5) == h5py_read(h5)
+    pt = os.path.join(args.dir, "formats.pt")
+    kinds = [
+        ("onnx", on, "onnx.load + numpy_helper", onnx_list, onnx_read),
+        ("hdf5", h5, "h5py", h5py_list, h5py_read),
+    ]
+    if have_torch():
+        if not os.path.exists(pt):
+            write_torch(tensors, pt)
+        assert ztio_read(pt) == torch_read(pt, True)
+        kinds += [
+            ("pytorch", pt, "torch.load", lambda p: torch_list(p, False), lambda p: torch_read(p, False)),
+            ("pytorch", pt, "torch.load(mmap=True)", lambda p: torch_list(p, True), lambda p: torch_read(p, True)),
+        ]
+    else:
+        print("(pytorch rows skipped: torch is not installed in this venv)")
     print(f"formats: {len(tensors)} tensors, {nbytes / 2**30:.2f} GiB; onnx {onnx.__version__}, h5py {h5py.__version__}, ztio {ztio.__version__}")
     for cold in (False, True):
         if cold and not drop_cache():
@@ -129,10 +183,7 @@ def main() -> None:
             break
         runs = max(3, args.runs // 2) if cold else args.runs
         how = "cold" if cold else "warm"
-        for kind, path, ref_name, ref_list, ref_read in [
-            ("onnx", on, "onnx.load + numpy_helper", onnx_list, onnx_read),
-            ("hdf5", h5, "h5py", h5py_list, h5py_read),
-        ]:
+        for kind, path, ref_name, ref_list, ref_read in kinds:
             r = in_turns(runs, {
                 "ref_list": lambda: timed(ref_list, path), "zt_list": lambda: timed(ztio_list, path),
                 "ref_read": lambda: timed(ref_read, path), "zt_read": lambda: timed(ztio_read, path),

@@ -69,10 +69,11 @@ pub(super) fn python(b: &mut Bench) -> Result<()> {
     Ok(())
 }
 
-/// ONNX and HDF5 from Python: ztio against onnx and h5py (tools/bench/formats.sh).
+/// ONNX, HDF5 and PyTorch checkpoints from Python: ztio against onnx, h5py and torch where
+/// installed (tools/bench/formats.sh).
 pub(super) fn formats(b: &mut Bench) -> Result<()> {
     let scale = b.scale;
-    println!("\n== formats: ONNX and HDF5, ztio (release build) against onnx and h5py");
+    println!("\n== formats: ONNX, HDF5 and PyTorch, ztio (release build) against their readers");
     let status = Command::new("bash")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/bench/formats.sh"))
         .args(["--scale", &scale.to_string()])
