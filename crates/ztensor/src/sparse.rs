@@ -621,7 +621,7 @@ impl<'r> ObjectView<'r> {
                 Ok(values)
             }
             Format::QuantizedGroup => {
-                // The f32 values take 32 times the bytes of 1-bit codes: capped, as GGUF's.
+                // The f32 values take 16 times the bytes of 2-bit codes: capped, as GGUF's.
                 let count = obj.element_count();
                 if count.saturating_mul(4) > cap {
                     return Err(at(Error::limit(format!(

@@ -161,7 +161,7 @@ fn a_slice_of_a_compressed_tensor_over_http_fetches_the_seek_table_and_its_frame
     let r = ztensor::open_url(&nginx.url("z.zt")).unwrap();
     let opened = nginx.requests().len();
     // Rows 1030..1040 lie in frame 2: the part's last 16 KiB (the seek table), then frame
-    // 2's stored bytes, where the whole part is about 6 MiB.
+    // 2's stored bytes, where the whole part is about 7 MB.
     let rows = r
         .object("t")
         .unwrap()
