@@ -303,9 +303,18 @@ impl<'r> ObjectView<'r> {
                     (Some(a), Some(b)) => (a.offset, b.offset.saturating_add(b.compressed)),
                     _ => (0, 0),
                 };
-                let stored = source
-                    .read_at(comp.offset.saturating_add(from), to - from)
-                    .map_err(&at)?;
+                // A part no longer than the first read is all in `tail` already.
+                let stored = if tail.len() as u64 == comp.length {
+                    let span = usize::try_from(from).ok().zip(usize::try_from(to).ok());
+                    match span.and_then(|(a, b)| tail.get(a..b)) {
+                        Some(bytes) => Cow::Borrowed(bytes),
+                        None => return Err(at(Error::invalid("frames lie outside the part"))),
+                    }
+                } else {
+                    source
+                        .read_at(comp.offset.saturating_add(from), to - from)
+                        .map_err(&at)?
+                };
                 let (span, skip) =
                     crate::codec::zstd_seekable_decode_frames(&stored, &frames, chosen, first)
                         .map_err(in_part)?;
