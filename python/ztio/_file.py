@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from . import _frameworks, _native, _progress
+from . import _frameworks, _native, _progress, _slice_rules
 from ._dtypes import read_table
 from .errors import ArgumentError, NotFoundError
 
@@ -690,6 +690,7 @@ class _SafeOpen:
         self._device = device
         if backend not in ("mmap", "pread"):
             raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
+        self._backend = backend
         # Writable arrays, as safetensors gives: a private copy-on-write map (or positional
         # reads, safetensors' "pread" backend).
         self._file = opened if opened is not None else open_any(path, writable=True, unmapped=backend == "pread")
@@ -705,14 +706,30 @@ class _SafeOpen:
         return self._file.metadata()
 
     def get_tensor(self, name: str) -> Any:
-        return self._to_tensor(self._file, name, self._device)
+        try:
+            return self._to_tensor(self._file, name, self._device)
+        except NotFoundError:
+            if name in self._file:
+                raise
+            raise NotFoundError(f"File does not contain tensor {name}") from None
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, in the order their data lies in the file (as safetensors)."""
         return load_every_tensor(self._file, self.get_tensor)
 
     def get_slice(self, name: str) -> "_SafeSlice":
-        return _SafeSlice(self._file._file_for(name), name, self._framework, self._device)
+        try:
+            return _SafeSlice(
+                self._file._file_for(name),
+                name,
+                self._framework,
+                self._device,
+                framework_rules=self._framework in ("pt", "torch", "paddle") and self._backend == "mmap",
+            )
+        except NotFoundError:
+            if name in self._file:
+                raise
+            raise NotFoundError(f"File does not contain tensor {name}") from None
 
     def __enter__(self) -> "_SafeOpen":
         return self
@@ -722,56 +739,42 @@ class _SafeOpen:
 
 
 class _SafeSlice(Slice):
-    """What ``safe_open(...).get_slice`` returns: safetensors' slice, with its rules (an index
-    past the end is an error, not clamped; an empty list selects nothing) and its messages,
-    handing back the framework's tensors. A :class:`Slice` itself, not a wrapper of one: a
-    slice of a small tensor costs about as much in Python calls as in reading."""
+    """What ``safe_open(...).get_slice`` returns: safetensors 0.8's slice, with its rules and
+    messages (``_slice_rules``), handing back the framework's tensors. A :class:`Slice`
+    itself, not a wrapper of one: a slice of a small tensor costs about as much in Python
+    calls as in reading."""
 
-    def __init__(self, file: "File", name: str, framework: str, device: str):
+    def __init__(self, file: "File", name: str, framework: str, device: str, framework_rules: bool):
         super().__init__(file, name)
         self._framework = framework
         self._device = device
+        # torch and Paddle over a map: the framework's own indexing (safetensors indexes the
+        # whole tensor there).
+        self._framework_rules = framework_rules
 
     def __getitem__(self, key: Any) -> Any:
         shape = self._shape
-        if type(key) is slice and shape and (key.stop is None or key.stop <= shape[0]):
-            # Rows a..b, which the checks below let through as they are.
+        if (
+            type(key) is slice
+            and shape
+            and key.step is None
+            and (key.start is None or (type(key.start) is int and 0 <= key.start < shape[0]))
+            and (key.stop is None or (type(key.stop) is int and (key.start or 0) < key.stop <= shape[0]))
+        ):
+            # Rows a..b, inside the tensor: the same answer under both sets of rules.
             return _frameworks.from_numpy(self._framework, Slice.__getitem__(self, key), self._device)
-        items = key if isinstance(key, tuple) else (key,)
-        if isinstance(key, list):
-            if key:
-                raise ArgumentError("Non empty lists are not implemented")
-            items = (slice(0, 0),)
-        checked = []
-        for dim, item in enumerate(items):
-            size = shape[dim] if dim < len(shape) else 0
-            if isinstance(item, int) and not isinstance(item, bool):
-                if item < -size:
-                    raise ArgumentError(f"Invalid index {item} for dimension {dim} of size {size}")
-                if item >= size:
-                    raise ArgumentError(_slicing_error(key, list(shape), item, dim, size))
-                checked.append(item + size if item < 0 else item)
-            elif isinstance(item, slice) and item.stop is not None and item.stop > size:
-                raise ArgumentError(_slicing_error(key, list(shape), item.stop - 1, dim, size))
-            else:
-                checked.append(item)
-        values = Slice.__getitem__(self, tuple(checked))
+        if self._framework_rules:
+            if not _slice_rules.plain_index(key, shape):
+                # None, lists, bools, indexes past the end: what the framework makes of them.
+                to_tensor = _frameworks.converter(self._framework)
+                return to_tensor(self._file, self._name, self._device)[key]
+            values = Slice.__getitem__(self, key)
+        else:
+            bits = 4 if self._dtype == "f4_e2m1" else 8
+            values = Slice.__getitem__(self, _slice_rules.safetensors_index(key, shape, bits))
+        if isinstance(values, np.generic):
+            values = np.array(values)  # a 0-d array, as safetensors gives, not a numpy scalar
         return _frameworks.from_numpy(self._framework, values, self._device)
-
-
-def _slicing_error(key: Any, shape: List[int], index: int, dim: int, size: int) -> str:
-    def show(item: Any) -> str:
-        if isinstance(item, slice):
-            text = f"{'' if item.start is None else item.start}:{'' if item.stop is None else item.stop}"
-            return text if item.step is None else f"{text}:{item.step}"
-        return str(item)
-
-    items = key if isinstance(key, tuple) else (key,)
-    shown = ", ".join(show(i) for i in items)
-    return (
-        f"Error during slicing [{shown}] with shape {shape}: index {index} out of bounds for tensor "
-        f"dimension #{dim} of size {size}"
-    )
 
 
 def safe_open(path: Any, framework: str = "numpy", device: str = "cpu", backend: str = "mmap") -> _SafeOpen:

@@ -277,8 +277,10 @@ def _storage(ours: str):
 
 def _from_numpy(array: np.ndarray, device: str = "cpu") -> Any:
     torch = _torch()
-    a = array if array.flags.writeable else array.copy()
-    t = torch.from_numpy(np.ascontiguousarray(a))
+    # A copy where the array is read-only or strided (not ascontiguousarray: it makes a
+    # 0-d array 1-d).
+    a = array if array.flags.writeable and array.flags.c_contiguous else array.copy(order="C")
+    t = torch.from_numpy(a)
     return t if device == "cpu" else t.to(device)
 
 
