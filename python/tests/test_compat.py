@@ -57,6 +57,24 @@ def test_numpy_module_round_trip(tmp_path):
             assert np.array_equal(back[k], a[k])
 
 
+@pytest.mark.parametrize("name", ["model.bin", "model", "model.safetensors", "m.zt.tmp"])
+def test_framework_save_file_writes_what_safetensors_writes_unless_named_zt(tmp_path, name):
+    """Code swapped over from safetensors keeps writing files safetensors reads, whatever
+    their names; only a ``.zt`` name asks for zTensor."""
+    a = {"x": np.arange(5, dtype=np.int16), "y": np.ones((2, 2), np.float64)}
+    ztio.numpy.save_file(a, tmp_path / name, metadata={"k": "v"})
+    assert (tmp_path / name).read_bytes() == ztio.numpy.save(a, metadata={"k": "v"})
+    ztio.numpy.save_file(a, tmp_path / "m.zt")
+    with ztio.open(tmp_path / "m.zt") as f:
+        assert f.version == "zt v2"
+
+
+def test_ztio_save_file_writes_zt_unless_named_safetensors(tmp_path):
+    ztio.save_file({"x": np.arange(3, dtype=np.int8)}, tmp_path / "model.bin")
+    with ztio.open(tmp_path / "model.bin") as f:
+        assert f.version == "zt v2"
+
+
 def test_unknown_framework_is_an_argument_error():
     with pytest.raises(ztio.ArgumentError):
         ztio.safe_open(SAFETENSORS, framework="mxnet")

@@ -122,3 +122,12 @@ def test_fp4_round_trip(tmp_path):
     back = ztio.torch.load_file(tmp_path / "f.safetensors")["t"]
     assert back.dtype == torch.float4_e2m1fn_x2 and back.shape == (2, 2)
     assert torch.equal(back.view(torch.uint8), t.view(torch.uint8))
+
+
+def test_save_file_writes_safetensors_unless_named_zt(tmp_path):
+    t = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}
+    ztio.torch.save_file(t, tmp_path / "model.bin")
+    assert (tmp_path / "model.bin").read_bytes() == ztio.torch.save(t)
+    ztio.torch.save_file(t, tmp_path / "model.zt")
+    with ztio.open(tmp_path / "model.zt") as f:
+        assert f.version == "zt v2"

@@ -14,7 +14,7 @@ import numpy as np
 from . import _frameworks
 from ._file import File, load_every_tensor, open_any
 from ._write import safetensors_bytes
-from ._write import save_file as _save
+from ._write import save_file_drop_in as _save
 from .errors import ArgumentError
 
 #: ``(array, device) -> tensor``.
@@ -72,7 +72,7 @@ def functions(
 
     load_file.__doc__ = f"Every dense tensor of a file (any kind ztio reads, a set, a folder) as {what}."
     load.__doc__ = f"Every dense tensor of a file's bytes as {what}: safetensors' ``load``."
-    save_file.__doc__ = f"Writes {what} to ``filename``: safetensors for a ``.safetensors`` name, zTensor v2 otherwise."
+    save_file.__doc__ = f"Writes {what} to ``filename``: safetensors, or zTensor v2 for a name ending in ``.zt``."
     save.__doc__ = f"The bytes of a ``.safetensors`` file holding {what}: safetensors' ``save``."
     _frameworks.register(names, tensor, to_framework)
     return load_file, load, save_file, save

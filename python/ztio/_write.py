@@ -171,6 +171,19 @@ def _safetensors_items(tensors: Mapping[str, Any]) -> List[Tuple[str, str, Optio
     return items
 
 
+def writes_safetensors(path: Union[str, "os.PathLike[str]"], *, drop_in: bool) -> bool:
+    """Whether a save to ``path`` writes safetensors rather than zTensor. ``ztio.save_file``
+    writes zTensor unless the name ends in ``.safetensors``; the framework modules, which
+    stand in for safetensors' own, write safetensors unless the name ends in ``.zt``, so that
+    code swapped over from safetensors never writes a file safetensors cannot read.
+
+    >>> writes_safetensors("model.bin", drop_in=True), writes_safetensors("model.bin", drop_in=False)
+    (True, False)
+    """
+    name = os.fspath(path)
+    return not name.endswith(".zt") if drop_in else name.endswith(".safetensors")
+
+
 def save_file(
     tensors: Mapping[str, Any],
     path: PathLike,
@@ -192,14 +205,10 @@ def save_file(
     path = os.fspath(path)
     names = sorted(tensors)
     told = _progress.callable_or_silent(progress)
-    if str(path).endswith(".safetensors"):
+    if writes_safetensors(path, drop_in=False):
         if compression or digest:
             raise ArgumentError("safetensors files have no compression and no digests")
-        items = _safetensors_items(tensors)
-        total = sum(int(item[4].nbytes) for item in items)
-        told("save", 0, total, False)
-        _native.save_safetensors(items, _text_metadata(metadata), path, sync=sync)
-        told("save", total, total, True)
+        _save_safetensors(tensors, path, metadata, sync=sync, told=told)
         return
     total = sum(int(getattr(tensors[name], "nbytes", 0)) for name in names)
     done = 0
@@ -212,3 +221,29 @@ def save_file(
             done += int(getattr(tensors[name], "nbytes", 0))
             told("save", done, total, False)
     told("save", done, total, True)
+
+
+def save_file_drop_in(
+    tensors: Mapping[str, Any],
+    path: PathLike,
+    metadata: Optional[Mapping[str, str]] = None,
+    *,
+    sync: bool = True,
+    progress: Any = None,
+) -> None:
+    """The framework modules' ``save_file``: safetensors, unless the name ends in ``.zt``
+    (:func:`writes_safetensors`)."""
+    if not writes_safetensors(path, drop_in=True):
+        save_file(tensors, path, metadata, sync=sync, progress=progress)
+        return
+    _save_safetensors(tensors, os.fspath(path), metadata, sync=sync, told=_progress.callable_or_silent(progress))
+
+
+def _save_safetensors(
+    tensors: Mapping[str, Any], path: str, metadata: Optional[Mapping[str, Any]], *, sync: bool, told: Any
+) -> None:
+    items = _safetensors_items(tensors)
+    total = sum(int(item[4].nbytes) for item in items)
+    told("save", 0, total, False)
+    _native.save_safetensors(items, _text_metadata(metadata), path, sync=sync)
+    told("save", total, total, True)

@@ -9,7 +9,7 @@
 
 ``load_file`` opens any kind ztio reads (``.zt`` of every version, ``.mag``,
 ``.safetensors``); its arrays point into the memory map where the data allows.
-``save_file`` writes safetensors for a ``.safetensors`` path and zTensor v2 otherwise.
+``save_file`` writes safetensors, as safetensors does, and zTensor v2 to a name ending in ``.zt``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from ._file import File, load_every_tensor, open_any
 from ._write import safetensors_bytes
 from .errors import ArgumentError
-from ._write import save_file as _save
+from ._write import save_file_drop_in as _save
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
@@ -52,8 +52,8 @@ def save_file(
     sync: bool = True,
     progress: Any = None,
 ) -> None:
-    """Writes ``tensor_dict`` to ``filename`` (safetensors for a ``.safetensors`` name,
-    zTensor v2 otherwise), replacing it atomically. ``sync=False`` returns without waiting
+    """Writes ``tensor_dict`` to ``filename`` (safetensors, as safetensors' own ``save_file``
+    does; zTensor v2 for a name ending in ``.zt``), replacing it atomically. ``sync=False`` returns without waiting
     for the disk (safetensors never waits); ``progress`` as :func:`ztio.save_file` takes it."""
     _save(tensor_dict, filename, metadata, sync=sync, progress=progress)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _frameworks
 from ._file import File, load_every_tensor, open_any
-from ._write import Writer
+from ._write import Writer, writes_safetensors
 from .errors import ArgumentError
 
 __all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model", "storage_ptr", "storage_size"]
@@ -172,8 +172,8 @@ def save_file(
     sync: bool = True,
     progress: Any = None,
 ) -> None:
-    """Writes torch tensors (moved to the CPU, made contiguous) to ``filename``:
-    safetensors for a ``.safetensors`` name, zTensor v2 otherwise. ``sync=False`` returns
+    """Writes torch tensors (on the CPU or moved there) to ``filename``: safetensors, as
+    safetensors' own ``save_file`` does, or zTensor v2 for a name ending in ``.zt``. ``sync=False`` returns
     without waiting for the disk; ``progress`` as :func:`ztio.save_file` takes it."""
     from . import _native, _progress
 
@@ -182,7 +182,7 @@ def save_file(
     told = _progress.callable_or_silent(progress)
     total = sum(int(item[4].nbytes) for item in items)
     told("save", 0, total, False)
-    if path.endswith(".safetensors"):
+    if writes_safetensors(path, drop_in=True):
         meta = dict(metadata or {})
         _native.save_safetensors(items, meta, path, sync=sync)
         told("save", total, total, True)
