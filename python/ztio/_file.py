@@ -770,8 +770,10 @@ class _SafeSlice(Slice):
                 return to_tensor(self._file, self._name, self._device)[key]
             values = Slice.__getitem__(self, key)
         else:
-            bits = 4 if self._dtype == "f4_e2m1" else 8
-            values = Slice.__getitem__(self, _slice_rules.safetensors_index(key, shape, bits))
+            box, local = _slice_rules.safetensors_index(key, shape, 4 if self._dtype == "f4_e2m1" else 8)
+            values = self._file._reader().slice(self._name, box)
+            if local is not None:
+                values = values[local]
         if isinstance(values, np.generic):
             values = np.array(values)  # a 0-d array, as safetensors gives, not a numpy scalar
         return _frameworks.from_numpy(self._framework, values, self._device)

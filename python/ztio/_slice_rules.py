@@ -70,45 +70,68 @@ def plain_index(key: Any, shape: Sequence[int]) -> bool:
     return True
 
 
-def safetensors_index(key: Any, shape: Sequence[int], bits: int) -> Tuple[Any, ...]:
+def safetensors_index(key: Any, shape: Sequence[int], bits: int) -> Tuple[List[Tuple[int, int]], Optional[Tuple[Any, ...]]]:
     """``key`` checked by safetensors' rules for a tensor of ``shape`` whose elements take
-    ``bits`` bits, as an index of non-negative ints and slices our reader answers with the
-    values safetensors gives. Raises what safetensors raises, with its words."""
+    ``bits`` bits, as the box to read (one ``(start, stop)`` per dimension) and the index to
+    apply to that box (``None``: the box is the answer), giving the values safetensors gives.
+    Raises what safetensors raises, with its words.
+
+    >>> safetensors_index((slice(1, 3), 2), (4, 5), 32)
+    ([(1, 3), (2, 3)], (slice(None, None, None), 0))
+    """
     parsed = _parse(key, shape)
-    shown = "[" + ", ".join(_show(p) for p in parsed) + "]"
 
     def failure(what: str) -> ArgumentError:
+        shown = "[" + ", ".join(_show(p) for p in parsed) + "]"
         return ArgumentError(f"Error during slicing {shown} with shape {list(shape)}: {what}")
 
-    if len(parsed) > len(shape):
+    ndim = len(shape)
+    if len(parsed) > ndim:
         raise failure("more slicing indexes than dimensions in tensor")
-    resolved: List[Any] = [slice(None)] * len(shape)
+    box: List[Tuple[int, int]] = [(0, n) for n in shape]
+    local: List[Any] = [_ALL] * ndim
+    cut = False  # whether the box needs an index to apply to it
     span = bits
     have_runs = False
     # Innermost dimension first, as safetensors walks them: the first error it meets is
     # the one it reports.
-    for i in reversed(range(len(shape))):
+    for i in range(len(parsed) - 1, -1, -1):
         n = shape[i]
-        if i < len(parsed):
-            start, stop, step, selects = parsed[i]
-            first = 0 if start is None else start
-            end = n if stop is None else stop
-            if start is None and stop is None and n == 0:
-                resolved[i] = slice(0, 0)  # all of an empty dimension (safetensors refuses)
-                span *= n
-                continue
-            if first >= n or end > n:
-                asked = first if first >= n else end - 1
-                raise failure(f"index {asked} out of bounds for tensor dimension #{i} of size {n}")
-            if end < first:
-                end = first  # nothing (safetensors fails with a negative size)
-            if span % 8:
-                have_runs = _check_alignment(first, end, step, n, span, have_runs, failure)
-            resolved[i] = first if selects else slice(first, end, step)
+        start, stop, step, selects = parsed[i]
+        if start is None and stop is None:
+            if span % 8 and n:
+                have_runs = _check_alignment(0, n, step, n, span, have_runs, failure)
+            if step != 1 and n:
+                local[i] = slice(None, None, step)
+                cut = True
+            # All of a dimension, an empty one too (safetensors refuses that one).
+            span *= n
+            continue
+        first = 0 if start is None else start
+        end = n if stop is None else stop
+        if first >= n or end > n:
+            asked = first if first >= n else end - 1
+            raise failure(f"index {asked} out of bounds for tensor dimension #{i} of size {n}")
+        if end < first:
+            end = first  # nothing (safetensors fails with a negative size)
+        if span % 8:
+            have_runs = _check_alignment(first, end, step, n, span, have_runs, failure)
+        box[i] = (first, end)
+        if selects:
+            local[i] = 0
+            cut = True
+        elif step != 1 and end > first:
+            local[i] = slice(None, None, step)
+            cut = True
+        span *= n
+    for n in shape[len(parsed) :]:
         span *= n
     if span % 8 and not have_runs:
         raise failure(_MISALIGNED)
-    return tuple(resolved)
+    return box, (tuple(local) if cut else None)
+
+
+_ALL = slice(None)
 
 
 _MISALIGNED = (
@@ -140,36 +163,45 @@ def _check_alignment(first: int, end: int, step: int, n: int, span: int, have_ru
 
 def _parse(key: Any, shape: Sequence[int]) -> List[_Indexer]:
     if isinstance(key, tuple):
-        items = list(key)
+        items = key
     elif isinstance(key, list):
         if not key:
             return [(0, 0, 1, False)]  # an empty list selects nothing
         raise ArgumentError("Non empty lists are not implemented")
     else:
-        items = [key]
-    ellipses = sum(1 for item in items if item is Ellipsis)
+        items = (key,)
+    ellipses = 0
+    for item in items:
+        if item is Ellipsis:
+            ellipses += 1
     if ellipses > 1:
         raise ArgumentError("Only one ellipsis (...) is allowed in slice index")
-    expansion = max(len(shape) - (len(items) - ellipses), 0)
     parsed: List[_Indexer] = []
     for item in items:
-        dim = len(parsed)
-        if item is Ellipsis:
-            parsed.extend([(None, None, 1, False)] * expansion)
-        elif isinstance(item, slice):
-            start, stop = _unsigned(item.start), _unsigned(item.stop)
-            step = 1 if item.step is None else operator.index(item.step)
-            if step < 1:
-                raise ArgumentError(f"Slice step must be a positive integer, got {step}")
+        if type(item) is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if start is not None:
+                start = _unsigned(start)
+            if stop is not None:
+                stop = _unsigned(stop)
+            if step is None:
+                step = 1
+            else:
+                step = operator.index(step)
+                if step < 1:
+                    raise ArgumentError(f"Slice step must be a positive integer, got {step}")
             parsed.append((start, stop, step, False))
+        elif item is Ellipsis:
+            parsed.extend([(None, None, 1, False)] * max(len(shape) - (len(items) - 1), 0))
         else:
-            index = _int32(item)
+            dim = len(parsed)
+            index = item if type(item) is int and -(1 << 31) <= item < 1 << 31 else _int32(item)
             if index is None:
                 raise ArgumentError(
                     f"Unsupported slice index at position {dim}: expected slice, int, or ellipsis"
                 )
-            size = shape[dim] if dim < len(shape) else 0
             if index < 0:
+                size = shape[dim] if dim < len(shape) else 0
                 if index + size < 0:
                     raise ArgumentError(f"Invalid index {index} for dimension {dim} of size {size}")
                 index += size
@@ -177,11 +209,9 @@ def _parse(key: Any, shape: Sequence[int]) -> List[_Indexer]:
     return parsed
 
 
-def _unsigned(bound: Any) -> Optional[int]:
+def _unsigned(bound: Any) -> int:
     """A slice bound as safetensors reads it (an unsigned integer)."""
-    if bound is None:
-        return None
-    value = operator.index(bound)
+    value = bound if type(bound) is int else operator.index(bound)
     if value < 0:
         raise OverflowError("can't convert negative int to unsigned")
     if value >= 1 << 64:
