@@ -131,3 +131,15 @@ def test_save_file_writes_safetensors_unless_named_zt(tmp_path):
     ztio.torch.save_file(t, tmp_path / "model.zt")
     with ztio.open(tmp_path / "model.zt") as f:
         assert f.version == "zt v2"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"])
+def test_slices_of_bf16_and_fp8_come_back_as_torch_tensors(tmp_path, dtype):
+    """transformers 5 reads every weight as `safe_open(...).get_slice(name)[...]`."""
+    want = torch.arange(12, dtype=torch.float32).reshape(3, 4).to(getattr(torch, dtype))
+    ztio.torch.save_file({"w": want}, tmp_path / "m.safetensors")
+    with ztio.safe_open(tmp_path / "m.safetensors", framework="pt") as f:
+        for key, rows in ((..., want), (np.s_[1:3], want[1:3]), (np.s_[:, 1], want[:, 1]), (np.s_[0, 0], want[0, 0])):
+            got = f.get_slice("w")[key]
+            assert got.dtype == want.dtype and got.shape == rows.shape
+            assert torch.equal(got.reshape(-1).view(torch.uint8), rows.contiguous().reshape(-1).view(torch.uint8))

@@ -51,6 +51,12 @@ _TORCH = {
 }
 
 
+#: ml_dtypes' types that torch has under the same name.
+_ML_DTYPES_IN_TORCH = frozenset(
+    ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+)
+
+
 def _torch():
     import torch
 
@@ -280,7 +286,13 @@ def _from_numpy(array: np.ndarray, device: str = "cpu") -> Any:
     # A copy where the array is read-only or strided (not ascontiguousarray: it makes a
     # 0-d array 1-d).
     a = array if array.flags.writeable and array.flags.c_contiguous else array.copy(order="C")
-    t = torch.from_numpy(a)
+    if a.dtype.name in _ML_DTYPES_IN_TORCH:
+        # torch.from_numpy knows numpy's own types only: bf16 and FP8 (ml_dtypes) go over
+        # as integers of their size and are viewed back, no copy.
+        t = torch.from_numpy(a.view(np.uint16 if a.itemsize == 2 else np.uint8))
+        t = t.view(getattr(torch, a.dtype.name))
+    else:
+        t = torch.from_numpy(a)
     return t if device == "cpu" else t.to(device)
 
 

@@ -9,6 +9,7 @@ that package first on the path. It prints pytest's summary and exits with its st
     target/pyenv/bin/python tools/safetensors_suite/run.py              # numpy and flax files
     /tmp/torch/bin/python tools/safetensors_suite/run.py --all          # every file it can import
     python tools/safetensors_suite/run.py --files=test_tf_comparison.py  # chosen files
+    python tools/safetensors_suite/run.py --shim-only   # writes the shim, prints its folder
 
 Test files need their framework: the numpy and flax files run where numpy and JAX are
 installed (CI), the torch files where torch is (`--all`). docs/python.md keeps the table of
@@ -100,6 +101,10 @@ def main() -> int:
     chosen = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--files=")]
     if chosen:
         files = chosen[0].split(",")
+    if "--shim-only" in sys.argv:
+        # For other cross-checks (tools/interop/check_transformers.py): the shim, no suite.
+        print(write_shim())
+        return 0
     install_needs()
     tests = fetch()
     shim = write_shim()
