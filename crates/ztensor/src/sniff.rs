@@ -151,6 +151,7 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///    that fits the file: a sharded checkpoint's index;
 /// 8. a u64 and then `{`: a safetensors header (none of the magics above can start one that
 ///    the safetensors reader accepts: read as a header size they exceed its cap or the file);
+///    or a u64 that fits the file, then JSON whitespace and `{`, which safetensors reads too;
 /// 9. a pickle protocol 2-5 opcode: a legacy PyTorch checkpoint (after safetensors, whose
 ///    header size can start the same way);
 /// 10. the HDF5 signature at byte 0, 512, 1024 or 2048 (after a user block);
@@ -187,7 +188,7 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if is_json_index(head, file_len) {
         return Some(FileKind::ShardIndex);
     }
-    if head.len() >= 9 && head.get(8) == Some(&b'{') {
+    if head.len() >= 9 && head.get(8) == Some(&b'{') || is_spaced_safetensors(head, file_len) {
         return Some(FileKind::Safetensors);
     }
     if matches!(head, [0x80, 2..=5, ..]) {
@@ -248,6 +249,26 @@ fn zip_kind(names: &[&str]) -> FileKind {
     } else {
         FileKind::Npz
     }
+}
+
+/// Rule 8's second form: a header size that fits the file, then JSON whitespace and `{`.
+/// The safetensors reader parses the header with serde_json, which skips whitespace before
+/// the object, so it reads such a file; a size that fits keeps this form from matching the
+/// first bytes of other kinds.
+fn is_spaced_safetensors(head: &[u8], file_len: u64) -> bool {
+    let Some(size) = head.first_chunk::<8>().map(|n| u64::from_le_bytes(*n)) else {
+        return false;
+    };
+    if size < 2 || size.checked_add(8).is_none_or(|end| end > file_len) {
+        return false;
+    }
+    let header_end =
+        usize::try_from(size).map_or(head.len(), |n| n.saturating_add(8).min(head.len()));
+    head.get(8..header_end)
+        .unwrap_or_default()
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .is_some_and(|&b| b == b'{')
 }
 
 /// Rule 7: a JSON object naming a `"weight_map"` in its first bytes, whose first 8 bytes do
@@ -353,6 +374,23 @@ mod tests {
         let mut tricky = 20u64.to_le_bytes().to_vec();
         tricky.extend(br#"{"weight_map":1}    "#);
         assert_eq!(kind(&tricky), Some(FileKind::Safetensors));
+    }
+
+    #[test]
+    fn a_safetensors_header_may_start_with_json_whitespace() {
+        // safetensors' reader (serde_json) skips it, so the file is one it reads.
+        let header = b" \t\r\n{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+        let mut st = (header.len() as u64).to_le_bytes().to_vec();
+        st.extend(header);
+        st.extend([0; 4]);
+        assert_eq!(kind(&st), Some(FileKind::Safetensors));
+        // Only with a header size that fits the file, and only JSON's whitespace.
+        assert_eq!(sniff(&st, 12, &[]), None);
+        st[8] = 0x0c; // form feed: not JSON whitespace
+        assert_eq!(kind(&st), None);
+        let mut empty = 3u64.to_le_bytes().to_vec();
+        empty.extend(b"   ");
+        assert_eq!(kind(&empty), None);
     }
 
     #[test]

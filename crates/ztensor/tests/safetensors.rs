@@ -409,3 +409,15 @@ fn sizes_safetensors_cannot_hold_are_refused_before_writing() {
     assert!(e.message().contains("3 elements of f4_e2m1"), "{e}");
     assert!(!out.exists());
 }
+
+#[test]
+fn a_header_that_starts_with_whitespace_is_read_as_the_crate_reads_it() {
+    // The crate parses the header with serde_json, which skips whitespace before the object.
+    let r = open(
+        "\n  {\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+        &1.5f32.to_le_bytes(),
+    )
+    .unwrap();
+    assert_eq!(*r.version(), ztensor::FileVersion::Safetensors);
+    assert_eq!(r.object("w").unwrap().read_f32().unwrap(), vec![1.5]);
+}
