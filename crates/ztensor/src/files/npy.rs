@@ -337,7 +337,7 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Parsed<Header>> {
         return Err(bad("version 3 header is not UTF-8").at(8 + len_size as u64));
     }
     let at_header = 8 + len_size as u64;
-    let fields = parse_dict(text).map_err(|e| bad(format!("header: {e}")).at(at_header))?;
+    let fields = parse_dict(text, !utf8).map_err(|e| bad(format!("header: {e}")).at(at_header))?;
     let (descr, fortran, shape) = fields;
     let (element, byte_order) = match element_of(&descr) {
         Ok(found) => found,
@@ -382,7 +382,10 @@ struct NotNumbers(Error);
 /// What a parse found: the thing, or a well-formed array that is not numbers.
 type Parsed<T> = std::result::Result<T, NotNumbers>;
 
-/// A NumPy type string (`<f4`, `|b1`, `>c16`) as an element type and byte order.
+/// A NumPy dtype string as an element type and byte order: what `numpy.dtype(descr)`
+/// accepts for the numbers we read. numpy writes type strings (`<f4`, `|b1`, `>c16`); other
+/// writers also use the order-less form (`f4`), the one-character codes (`f`, `<d`, `?`) and
+/// the type names (`float32`, `int64`), which numpy reads in the reading machine's order.
 fn element_of(descr: &Descr) -> Result<(ElementType, ByteOrder)> {
     let text = match descr {
         Descr::Text(t) => t.as_str(),
@@ -392,50 +395,136 @@ fn element_of(descr: &Descr) -> Result<(ElementType, ByteOrder)> {
             ))
         }
     };
-    let mut chars = text.chars();
-    let order = match chars.next() {
-        Some('<') => ByteOrder::Little,
-        Some('>') => ByteOrder::Big,
-        Some('|') => ByteOrder::Little,
-        _ => return Err(bad(format!("dtype {text:?} has no byte order"))),
+    let native = if cfg!(target_endian = "big") {
+        ByteOrder::Big
+    } else {
+        ByteOrder::Little
     };
+    if let Some(numeric) = numeric_by_name(text) {
+        return Ok((numeric.element(), native));
+    }
+    let (order, rest) = match text.as_bytes().first() {
+        Some(b'<') => (ByteOrder::Little, &text[1..]),
+        Some(b'>') => (ByteOrder::Big, &text[1..]),
+        Some(b'|' | b'=') => (native, &text[1..]),
+        _ => (native, text),
+    };
+    let mut chars = rest.chars();
     let kind = chars.next();
-    let size: &str = chars.as_str();
-    let plain = |d| Ok((ElementType::plain(d), order));
-    let complex = |d, t| {
-        Ok((
-            ElementType {
-                dtype: d,
-                logical: Some(t),
-            },
-            order,
-        ))
+    let size = chars.as_str();
+    let numeric = if size.is_empty() {
+        kind.and_then(numeric_by_code)
+    } else if size.bytes().all(|b| b.is_ascii_digit()) {
+        // numpy reads the size as a number: `i01` is `i1`.
+        let bytes = size.trim_start_matches('0').parse::<u8>().ok();
+        kind.zip(bytes).and_then(|(k, n)| numeric_by_kind(k, n))
+    } else {
+        None
     };
-    match (kind, size) {
-        (Some('b'), "1") => plain(DType::Bool),
-        (Some('i'), "1") => plain(DType::I8),
-        (Some('i'), "2") => plain(DType::I16),
-        (Some('i'), "4") => plain(DType::I32),
-        (Some('i'), "8") => plain(DType::I64),
-        (Some('u'), "1") => plain(DType::U8),
-        (Some('u'), "2") => plain(DType::U16),
-        (Some('u'), "4") => plain(DType::U32),
-        (Some('u'), "8") => plain(DType::U64),
-        (Some('f'), "2") => plain(DType::F16),
-        (Some('f'), "4") => plain(DType::F32),
-        (Some('f'), "8") => plain(DType::F64),
-        (Some('c'), "8") => complex(DType::F32, LogicalType::Complex64),
-        (Some('c'), "16") => complex(DType::F64, LogicalType::Complex128),
-        (Some('O'), _) => Err(Error::unsupported(
+    if let Some(numeric) = numeric {
+        return Ok((numeric.element(), order));
+    }
+    match kind {
+        Some('O') => Err(Error::unsupported(
             "an object .npy array (its elements are pickles, which are never run)",
         )),
-        (Some('V'), _) => Err(Error::unsupported(format!(
+        Some('V') => Err(Error::unsupported(format!(
             "a structured or void .npy array (dtype {text:?})"
         ))),
         _ => Err(Error::unsupported(format!(
             ".npy dtype {text:?} has no zTensor equivalent"
         ))),
     }
+}
+
+/// The numbers a `.npy` may hold, before a byte order is attached.
+#[derive(Clone, Copy)]
+enum Numeric {
+    Plain(DType),
+    Complex64,
+    Complex128,
+}
+
+impl Numeric {
+    fn element(self) -> ElementType {
+        match self {
+            Numeric::Plain(d) => ElementType::plain(d),
+            Numeric::Complex64 => ElementType {
+                dtype: DType::F32,
+                logical: Some(LogicalType::Complex64),
+            },
+            Numeric::Complex128 => ElementType {
+                dtype: DType::F64,
+                logical: Some(LogicalType::Complex128),
+            },
+        }
+    }
+}
+
+/// A type string's kind and size in bytes (`f` and 4 in `<f4`).
+fn numeric_by_kind(kind: char, bytes: u8) -> Option<Numeric> {
+    use DType::*;
+    Some(match (kind, bytes) {
+        ('b', 1) => Numeric::Plain(Bool),
+        ('i', 1) => Numeric::Plain(I8),
+        ('i', 2) => Numeric::Plain(I16),
+        ('i', 4) => Numeric::Plain(I32),
+        ('i', 8) => Numeric::Plain(I64),
+        ('u', 1) => Numeric::Plain(U8),
+        ('u', 2) => Numeric::Plain(U16),
+        ('u', 4) => Numeric::Plain(U32),
+        ('u', 8) => Numeric::Plain(U64),
+        ('f', 2) => Numeric::Plain(F16),
+        ('f', 4) => Numeric::Plain(F32),
+        ('f', 8) => Numeric::Plain(F64),
+        ('c', 8) => Numeric::Complex64,
+        ('c', 16) => Numeric::Complex128,
+        _ => return None,
+    })
+}
+
+/// numpy's one-character type codes, as numpy on a 64-bit Linux reads them (`l` is 8 bytes).
+fn numeric_by_code(code: char) -> Option<Numeric> {
+    use DType::*;
+    Some(match code {
+        '?' => Numeric::Plain(Bool),
+        'b' => Numeric::Plain(I8),
+        'B' => Numeric::Plain(U8),
+        'h' => Numeric::Plain(I16),
+        'H' => Numeric::Plain(U16),
+        'i' => Numeric::Plain(I32),
+        'I' => Numeric::Plain(U32),
+        'l' | 'q' | 'p' => Numeric::Plain(I64),
+        'L' | 'Q' | 'P' => Numeric::Plain(U64),
+        'e' => Numeric::Plain(F16),
+        'f' => Numeric::Plain(F32),
+        'd' => Numeric::Plain(F64),
+        'F' => Numeric::Complex64,
+        'D' => Numeric::Complex128,
+        _ => return None,
+    })
+}
+
+/// numpy's type names (`float32`, `int`, `double`), which take no byte order.
+fn numeric_by_name(name: &str) -> Option<Numeric> {
+    use DType::*;
+    Some(match name {
+        "bool" | "bool_" => Numeric::Plain(Bool),
+        "int8" | "byte" => Numeric::Plain(I8),
+        "int16" | "short" => Numeric::Plain(I16),
+        "int32" | "intc" => Numeric::Plain(I32),
+        "int64" | "int" | "long" | "longlong" | "intp" => Numeric::Plain(I64),
+        "uint8" | "ubyte" => Numeric::Plain(U8),
+        "uint16" | "ushort" => Numeric::Plain(U16),
+        "uint32" | "uintc" => Numeric::Plain(U32),
+        "uint64" | "ulong" | "ulonglong" | "uintp" => Numeric::Plain(U64),
+        "float16" | "half" => Numeric::Plain(F16),
+        "float32" | "single" => Numeric::Plain(F32),
+        "float64" | "double" | "float" => Numeric::Plain(F64),
+        "complex64" | "csingle" => Numeric::Complex64,
+        "complex128" | "cdouble" => Numeric::Complex128,
+        _ => return None,
+    })
 }
 
 /// A header's `descr`: a type string, or a structured dtype's list of fields.
@@ -469,9 +558,19 @@ enum Lit {
 }
 
 /// Parses a header: a dict literal with exactly the keys `descr`, `fortran_order` and `shape`,
-/// followed by spaces and a newline, as NumPy writes it and requires.
-fn parse_dict(text: &[u8]) -> std::result::Result<(Descr, bool, Vec<u64>), String> {
-    let mut p = Parser { text, at: 0 };
+/// as numpy's loader reads it (`ast.literal_eval`): Python's literal syntax (comments,
+/// parentheses around a value, string prefixes and escapes, integers in any base, a repeated
+/// key's last value) and, in versions 1 and 2 (`python2_longs`), the `L` of Python 2's long
+/// integers, which numpy strips before it parses.
+fn parse_dict(
+    text: &[u8],
+    python2_longs: bool,
+) -> std::result::Result<(Descr, bool, Vec<u64>), String> {
+    let mut p = Parser {
+        text,
+        at: 0,
+        python2_longs,
+    };
     let lit = p.value(0)?;
     p.space();
     if p.at != text.len() {
@@ -480,25 +579,28 @@ fn parse_dict(text: &[u8]) -> std::result::Result<(Descr, bool, Vec<u64>), Strin
     let Lit::Dict(items) = lit else {
         return Err("not a dict".into());
     };
+    // A key given twice keeps its last value, as in a Python dict.
     let (mut descr, mut fortran, mut shape) = (None, None, None);
     for (k, v) in items {
         let Lit::Str(k) = k else {
             return Err("a key is not a string".into());
         };
-        let slot_taken = match k.as_str() {
-            "descr" => descr.replace(match v {
-                Lit::Str(s) => Descr::Text(s),
-                Lit::List | Lit::Tuple(_) => Descr::Structured,
-                _ => return Err("descr is not a string or a list".into()),
-            }),
-            "fortran_order" => fortran
-                .replace(match v {
+        match k.as_str() {
+            "descr" => {
+                descr = Some(match v {
+                    Lit::Str(s) => Descr::Text(s),
+                    Lit::List | Lit::Tuple(_) => Descr::Structured,
+                    _ => return Err("descr is not a string or a list".into()),
+                })
+            }
+            "fortran_order" => {
+                fortran = Some(match v {
                     Lit::Bool(b) => b,
                     _ => return Err("fortran_order is not True or False".into()),
                 })
-                .map(|_| Descr::Structured),
-            "shape" => shape
-                .replace(match v {
+            }
+            "shape" => {
+                shape = Some(match v {
                     Lit::Tuple(items) => items
                         .into_iter()
                         .map(|d| match d {
@@ -508,11 +610,8 @@ fn parse_dict(text: &[u8]) -> std::result::Result<(Descr, bool, Vec<u64>), Strin
                         .collect::<std::result::Result<Vec<u64>, String>>()?,
                     _ => return Err("shape is not a tuple".into()),
                 })
-                .map(|_| Descr::Structured),
+            }
             other => return Err(format!("unexpected key {other:?}")),
-        };
-        if slot_taken.is_some() {
-            return Err(format!("key {k:?} is given twice"));
         }
     }
     match (descr, fortran, shape) {
@@ -524,6 +623,8 @@ fn parse_dict(text: &[u8]) -> std::result::Result<(Descr, bool, Vec<u64>), Strin
 struct Parser<'a> {
     text: &'a [u8],
     at: usize,
+    /// Whether an integer may end in Python 2's `L` (format versions 1 and 2).
+    python2_longs: bool,
 }
 
 impl Parser<'_> {
@@ -531,9 +632,18 @@ impl Parser<'_> {
         self.text.get(self.at).copied()
     }
 
+    /// Skips whitespace and comments (`#` to the end of the line).
     fn space(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
-            self.at += 1;
+        loop {
+            match self.peek() {
+                Some(b) if b.is_ascii_whitespace() => self.at += 1,
+                Some(b'#') => {
+                    while self.peek().is_some_and(|b| b != b'\n') {
+                        self.at += 1;
+                    }
+                }
+                _ => return,
+            }
         }
     }
 
@@ -543,12 +653,39 @@ impl Parser<'_> {
         }
         self.space();
         match self.peek() {
-            Some(q @ (b'\'' | b'"')) => self.string(q),
-            Some(b'(') => self.items(b')', depth).map(Lit::Tuple),
+            Some(q @ (b'\'' | b'"')) => self.string(q, false),
+            Some(b'(') => {
+                // `(x)` is x; a tuple needs a comma, or nothing: `()`, `(x,)`.
+                let (mut items, comma) = self.items(b')', depth)?;
+                match (items.len(), comma) {
+                    (1, false) => Ok(items.pop().unwrap_or(Lit::None)),
+                    _ => Ok(Lit::Tuple(items)),
+                }
+            }
             Some(b'[') => self.items(b']', depth).map(|_| Lit::List),
             Some(b'{') => self.dict(depth),
+            Some(b'+') => {
+                // Unary plus on a number, which literal_eval allows.
+                self.at += 1;
+                self.space();
+                match self.peek() {
+                    Some(b'0'..=b'9') => self.int(),
+                    _ => Err(format!(
+                        "'+' before something other than a number at {}",
+                        self.at
+                    )),
+                }
+            }
             Some(b'0'..=b'9') => self.int(),
             Some(b'A'..=b'Z' | b'a'..=b'z') => {
+                // String prefixes: `u` changes nothing in Python 3, `r` turns escapes off.
+                let prefix = self.peek();
+                let quote = self.text.get(self.at + 1).copied();
+                if let (Some(b'u' | b'U' | b'r' | b'R'), Some(q @ (b'\'' | b'"'))) = (prefix, quote)
+                {
+                    self.at += 1;
+                    return self.string(q, matches!(prefix, Some(b'r' | b'R')));
+                }
                 let start = self.at;
                 while self.peek().is_some_and(|b| b.is_ascii_alphanumeric()) {
                     self.at += 1;
@@ -566,53 +703,174 @@ impl Parser<'_> {
         }
     }
 
-    fn string(&mut self, quote: u8) -> std::result::Result<Lit, String> {
-        let start = self.at + 1;
-        let mut i = start;
+    /// A string in `quote`s, its escapes undone unless `raw`. The header's bytes are latin-1
+    /// (versions 1, 2) or UTF-8 (3); only ASCII strings mean anything to the three keys, so
+    /// each byte is kept as one char.
+    fn string(&mut self, quote: u8, raw: bool) -> std::result::Result<Lit, String> {
+        self.at += 1;
+        let mut out = String::new();
         loop {
-            match self.text.get(i) {
-                Some(&b) if b == quote => break,
-                // Escapes never occur in type strings; refusing them keeps the parser small.
-                Some(b'\\') => return Err(format!("escape in a string at {i}")),
-                Some(_) => i += 1,
-                None => return Err("a string does not end".into()),
+            let at = self.at;
+            let b = self.peek().ok_or("a string does not end")?;
+            self.at += 1;
+            if b == quote {
+                return Ok(Lit::Str(out));
+            }
+            if b == b'\n' {
+                return Err(format!("a line ends inside a string at {at}"));
+            }
+            if b != b'\\' {
+                out.push(char::from(b));
+                continue;
+            }
+            let e = self.peek().ok_or("a string does not end")?;
+            self.at += 1;
+            if raw {
+                // A raw string keeps the backslash; it still cannot end the string.
+                out.push('\\');
+                out.push(char::from(e));
+                continue;
+            }
+            match e {
+                b'\n' => {}
+                b'\\' | b'\'' | b'"' => out.push(char::from(e)),
+                b'n' => out.push('\n'),
+                b'r' => out.push('\r'),
+                b't' => out.push('\t'),
+                b'a' => out.push('\x07'),
+                b'b' => out.push('\x08'),
+                b'f' => out.push('\x0c'),
+                b'v' => out.push('\x0b'),
+                b'0'..=b'7' => {
+                    let mut code = u32::from(e - b'0');
+                    for _ in 0..2 {
+                        match self.peek() {
+                            Some(d @ b'0'..=b'7') => {
+                                code = code * 8 + u32::from(d - b'0');
+                                self.at += 1;
+                            }
+                            _ => break,
+                        }
+                    }
+                    out.push(char::from_u32(code).ok_or("an octal escape out of range")?);
+                }
+                b'x' | b'u' | b'U' => {
+                    let digits = match e {
+                        b'x' => 2,
+                        b'u' => 4,
+                        _ => 8,
+                    };
+                    let hex = self
+                        .text
+                        .get(self.at..self.at + digits)
+                        .and_then(|h| std::str::from_utf8(h).ok())
+                        .filter(|h| h.bytes().all(|d| d.is_ascii_hexdigit()))
+                        .ok_or_else(|| format!("a bad \\{} escape at {at}", char::from(e)))?;
+                    self.at += digits;
+                    let code = u32::from_str_radix(hex, 16)
+                        .map_err(|_| format!("a bad escape at {at}"))?;
+                    out.push(
+                        char::from_u32(code)
+                            .ok_or_else(|| format!("escape at {at} is no character"))?,
+                    );
+                }
+                // Python keeps an unknown escape as it is (and warns).
+                _ => {
+                    out.push('\\');
+                    out.push(char::from(e));
+                }
             }
         }
-        self.at = i + 1;
-        let s = self.text.get(start..i).unwrap_or_default();
-        Ok(Lit::Str(s.iter().map(|&b| b as char).collect()))
     }
 
+    /// An integer as Python writes one: decimal (no leading zeros but in `0`), `0x`, `0o`
+    /// or `0b`, with single underscores between digits.
     fn int(&mut self) -> std::result::Result<Lit, String> {
         let start = self.at;
+        let radix = match (
+            self.peek(),
+            self.text.get(self.at + 1).map(u8::to_ascii_lowercase),
+        ) {
+            (Some(b'0'), Some(b'x')) => 16,
+            (Some(b'0'), Some(b'o')) => 8,
+            (Some(b'0'), Some(b'b')) => 2,
+            _ => 10,
+        };
+        if radix != 10 {
+            self.at += 2;
+            // `0x_1f` is allowed: an underscore may follow the prefix.
+            if self.peek() == Some(b'_') {
+                self.at += 1;
+            }
+        }
         let mut n = 0u64;
-        while let Some(b @ b'0'..=b'9') = self.peek() {
+        let mut digits = 0usize;
+        let mut leading_zero = false;
+        while let Some(b) = self.peek() {
+            if b == b'_' {
+                // One underscore, between digits.
+                match self
+                    .text
+                    .get(self.at + 1)
+                    .map(|&d| char::from(d).to_digit(radix))
+                {
+                    Some(Some(_)) if digits > 0 => {
+                        self.at += 1;
+                        continue;
+                    }
+                    _ => return Err(format!("a misplaced '_' in the integer at {start}")),
+                }
+            }
+            let Some(d) = char::from(b).to_digit(radix) else {
+                break;
+            };
+            if radix == 10 && digits == 0 && d == 0 {
+                leading_zero = true;
+            }
             n = n
-                .checked_mul(10)
-                .and_then(|n| n.checked_add(u64::from(b - b'0')))
+                .checked_mul(u64::from(radix))
+                .and_then(|n| n.checked_add(u64::from(d)))
                 .ok_or_else(|| format!("integer at {start} exceeds 64 bits"))?;
+            digits += 1;
             self.at += 1;
         }
-        if self.peek() == Some(b'L') {
+        if digits == 0 {
+            return Err(format!("an integer without digits at {start}"));
+        }
+        if leading_zero && n != 0 {
+            return Err(format!("a decimal integer with a leading zero at {start}"));
+        }
+        if self.python2_longs && self.peek() == Some(b'L') {
             self.at += 1;
+        }
+        if self
+            .peek()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'.')
+        {
+            return Err(format!("a malformed number at {start}"));
         }
         Ok(Lit::Int(n))
     }
 
-    /// Items up to `close`, separated by commas, with an optional trailing comma.
-    fn items(&mut self, close: u8, depth: usize) -> std::result::Result<Vec<Lit>, String> {
+    /// Items up to `close`, separated by commas, with an optional trailing comma; and
+    /// whether there was a comma (`(x)` is no tuple, `(x,)` is).
+    fn items(&mut self, close: u8, depth: usize) -> std::result::Result<(Vec<Lit>, bool), String> {
         self.at += 1;
         let mut out = Vec::new();
+        let mut comma = false;
         loop {
             self.space();
             if self.peek() == Some(close) {
                 self.at += 1;
-                return Ok(out);
+                return Ok((out, comma));
             }
             out.push(self.value(depth + 1)?);
             self.space();
             match self.peek() {
-                Some(b',') => self.at += 1,
+                Some(b',') => {
+                    self.at += 1;
+                    comma = true;
+                }
                 Some(b) if b == close => {}
                 _ => return Err(format!("expected ',' at {}", self.at)),
             }
@@ -652,20 +910,29 @@ mod tests {
 
     #[test]
     fn headers_as_numpy_writes_them_parse() {
-        let (d, f, s) =
-            parse_dict(b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   \n")
-                .unwrap();
+        let (d, f, s) = parse_dict(
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   \n",
+            true,
+        )
+        .unwrap();
         assert!(matches!(d, Descr::Text(t) if t == "<f4"));
         assert!(!f);
         assert_eq!(s, [2, 3]);
-        let (_, _, s) =
-            parse_dict(b"{'descr': '|b1', 'fortran_order': True, 'shape': (), }").unwrap();
+        let (_, _, s) = parse_dict(
+            b"{'descr': '|b1', 'fortran_order': True, 'shape': (), }",
+            true,
+        )
+        .unwrap();
         assert!(s.is_empty());
-        let (_, _, s) =
-            parse_dict(b"{'descr': '<i8', 'fortran_order': False, 'shape': (7,), }").unwrap();
+        let (_, _, s) = parse_dict(
+            b"{'descr': '<i8', 'fortran_order': False, 'shape': (7,), }",
+            true,
+        )
+        .unwrap();
         assert_eq!(s, [7]);
         let (d, _, _) = parse_dict(
             b"{'descr': [('a', '<i4'), ('b', '<f8')], 'fortran_order': False, 'shape': (2,), }",
+            true,
         )
         .unwrap();
         assert!(matches!(d, Descr::Structured));
@@ -676,14 +943,125 @@ mod tests {
         for h in [
             &b"{'descr': '<f4', 'fortran_order': False}"[..],
             b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
-            b"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",
             b"{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}",
             b"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}",
             b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} x",
             b"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
             b"{'descr': '<f4",
         ] {
-            assert!(parse_dict(h).is_err(), "{}", String::from_utf8_lossy(h));
+            assert!(
+                parse_dict(h, true).is_err(),
+                "{}",
+                String::from_utf8_lossy(h)
+            );
+        }
+    }
+
+    #[test]
+    fn every_spelling_numpy_takes_for_a_number_is_read() {
+        let native = if cfg!(target_endian = "big") {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        };
+        // What numpy.dtype(descr).str says for each (checked with numpy 2.4).
+        for (descr, dtype, order) in [
+            ("<f4", DType::F32, ByteOrder::Little),
+            (">f8", DType::F64, ByteOrder::Big),
+            ("f4", DType::F32, native),
+            ("=u1", DType::U8, native),
+            ("|f8", DType::F64, native),
+            ("i01", DType::I8, native),
+            ("?", DType::Bool, native),
+            ("b", DType::I8, native),
+            ("b1", DType::Bool, native),
+            ("B", DType::U8, native),
+            ("<h", DType::I16, ByteOrder::Little),
+            ("l", DType::I64, native),
+            ("e", DType::F16, native),
+            (">d", DType::F64, ByteOrder::Big),
+            ("float32", DType::F32, native),
+            ("int", DType::I64, native),
+            ("double", DType::F64, native),
+            ("ubyte", DType::U8, native),
+        ] {
+            let (element, got_order) =
+                element_of(&Descr::Text(descr.into())).unwrap_or_else(|e| panic!("{descr}: {e}"));
+            assert_eq!((element.dtype, got_order), (dtype, order), "{descr}");
+        }
+        let (element, _) = element_of(&Descr::Text("D".into())).unwrap();
+        assert_eq!(element.logical, Some(LogicalType::Complex128));
+        // What numpy refuses, or reads as something we do not hold.
+        for descr in [
+            "i0", "b2", "u", "F8", "<float32", "f4 ", "?1", "<U1", "|O", "V4", "<f16",
+        ] {
+            assert!(element_of(&Descr::Text(descr.into())).is_err(), "{descr}");
+        }
+    }
+
+    #[test]
+    fn python_literal_syntax_parses_as_numpy_reads_it() {
+        // Each line is a header numpy 2.4's loader reads as float32 of shape (2,).
+        for h in [
+            &b"{'descr': '<f4', 'fortran_order': False, 'shape': (0x2,)}"[..],
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': (0b10,)} # a comment",
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': ((2),)}",
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': (+2,)}",
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': (0o2,)}",
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': (2_0,)}",
+            b"{u'descr': u'<f4', 'fortran_order': False, 'shape': (2,)}",
+            b"{'descr': r'<f4', 'fortran_order': False, 'shape': (2,)}",
+            b"{'descr': '<\\x66\\u0034', 'fortran_order': False, 'shape': (2,)}",
+            b"{'descr': '<i4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",
+            b"{'descr': '<f4', 'fortran_order': False, 'shape': (2L,)}",
+        ] {
+            let (d, f, s) = parse_dict(h, true)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(h)));
+            assert!(
+                matches!(d, Descr::Text(t) if t == "<f4"),
+                "{}",
+                String::from_utf8_lossy(h)
+            );
+            assert!(!f);
+            assert!(s == [2] || s == [20], "{}", String::from_utf8_lossy(h));
+        }
+        // What numpy refuses: Python 2's `L` in a version 3 header, leading zeros, stray
+        // underscores, `l`.
+        for (h, longs) in [
+            (
+                &b"{'descr': '<f4', 'fortran_order': False, 'shape': (2L,)}"[..],
+                false,
+            ),
+            (
+                b"{'descr': '<f4', 'fortran_order': False, 'shape': (02,)}",
+                true,
+            ),
+            (
+                b"{'descr': '<f4', 'fortran_order': False, 'shape': (2__0,)}",
+                true,
+            ),
+            (
+                b"{'descr': '<f4', 'fortran_order': False, 'shape': (2_,)}",
+                true,
+            ),
+            (
+                b"{'descr': '<f4', 'fortran_order': False, 'shape': (2l,)}",
+                true,
+            ),
+            (
+                b"{'descr': '<f4', 'fortran_order': False, 'shape': (0x,)}",
+                true,
+            ),
+            (
+                b"{'descr': '<f4\n', 'fortran_order': False, 'shape': (2,)}",
+                true,
+            ),
+        ] {
+            assert!(
+                parse_dict(h, longs).is_err(),
+                "{}",
+                String::from_utf8_lossy(h)
+            );
         }
     }
 }
