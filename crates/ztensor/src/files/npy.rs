@@ -403,10 +403,11 @@ fn element_of(descr: &Descr) -> Result<(ElementType, ByteOrder)> {
     if let Some(numeric) = numeric_by_name(text) {
         return Ok((numeric.element(), native));
     }
+    let after_order = text.get(1..).unwrap_or_default();
     let (order, rest) = match text.as_bytes().first() {
-        Some(b'<') => (ByteOrder::Little, &text[1..]),
-        Some(b'>') => (ByteOrder::Big, &text[1..]),
-        Some(b'|' | b'=') => (native, &text[1..]),
+        Some(b'<') => (ByteOrder::Little, after_order),
+        Some(b'>') => (ByteOrder::Big, after_order),
+        Some(b'|' | b'=') => (native, after_order),
         _ => (native, text),
     };
     let mut chars = rest.chars();
