@@ -179,8 +179,9 @@ def save_file(
     progress: Any = None,
 ) -> None:
     """Writes torch tensors (on the CPU or moved there) to ``filename``: safetensors, as
-    safetensors' own ``save_file`` does, or zTensor v2 for a name ending in ``.zt``. ``sync=False`` returns
-    without waiting for the disk; ``progress`` as :func:`ztio.save_file` takes it."""
+    safetensors' own ``save_file`` does, or zTensor v2 for a name ending in ``.zt``.
+    ``sync=False`` returns without waiting for the disk; ``progress`` as
+    :func:`ztio.save_file` takes it."""
     from . import _native, _progress
 
     items = _items(tensors)
