@@ -192,6 +192,29 @@ training_table = {}
 flatten(training, "", training_table)
 expected["training.pt"] = training_table
 
+# A whole model pickled by torch.save, inside a dict as training scripts save one
+# (Ultralytics' checkpoints hold {"model": <the module>, ...}). torch.load(weights_only=True)
+# refuses it; the reader lists what model.state_dict() gives, and builds no class.
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 3, 1, bias=False)     # a parameter that is None
+        self.bn = torch.nn.BatchNorm2d(3)                      # buffers, one of them int64
+        self.register_buffer("cache", torch.arange(3.0), persistent=False)  # not saved
+        self.register_buffer("scale", torch.tensor(0.5))
+        self.register_module("gap", None)                      # a submodule that is None
+        self.head = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()).half()
+        self.plain = torch.ones(2)                             # an attribute: not saved
+
+
+torch.manual_seed(1)
+block = Block()
+torch.save({"model": block, "epoch": 5}, os.path.join(out, "whole_model.pt"))
+table = {}
+for k, t in block.state_dict().items():
+    expect(table, "model." + k, t)
+expected["whole_model.pt"] = table
+
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump({"torch": torch.__version__, "files": expected}, f, indent=1, sort_keys=True)
     f.write("\n")

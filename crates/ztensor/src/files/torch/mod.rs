@@ -223,11 +223,13 @@ fn listing_of(
         spent: 0,
         budget: text_budget(pickle_len),
         tensors: Vec::new(),
+        unread: Vec::new(),
         attributes: Attributes::new(),
     };
     walk.walk(root, String::new(), 0)?;
     let Walk {
         tensors,
+        unread,
         attributes,
         ..
     } = walk;
@@ -237,6 +239,9 @@ fn listing_of(
         let o = tensor_object(&name, &t, r.as_ref(), byte_order, limits)
             .map_err(|e| e.in_object(&name))?;
         objects.push(o);
+    }
+    for (name, call) in unread {
+        objects.push(unread_object(name, &call));
     }
     let mut names: Vec<&str> = objects.iter().map(|o| o.name.as_str()).collect();
     names.sort_unstable();
@@ -420,6 +425,24 @@ fn small_record<'s>(
     cap: u64,
 ) -> Result<std::borrow::Cow<'s, [u8]>> {
     zip::entry_bytes(source, e, cap)
+}
+
+/// Tensor data a call we do not evaluate would have built (a quantized tensor's
+/// `_rebuild_qtensor`, a renamed or newer rebuild function): listed under its name with no
+/// bytes and a defect naming the call, so that reads and conversions say what is missing
+/// instead of leaving it out unseen; the rest of the file reads.
+fn unread_object(name: String, call: &str) -> ObjectInfo {
+    let mut o = ObjectInfo::raw_dense(
+        name,
+        Shape::new(),
+        ElementType::plain(DType::U8),
+        (0, 0),
+        ByteOrder::Little,
+    );
+    o.defect = Some(Box::new(Defect::unsupported(format!(
+        "built by {call}, a call this reader does not evaluate (it runs no pickle code)"
+    ))));
+    o
 }
 
 /// One tensor as an object: its element type, and where its elements lie in its storage's
@@ -628,6 +651,8 @@ struct Walk<'h> {
     nodes: u64,
     cap: u64,
     tensors: Vec<(String, Tensor)>,
+    /// Tensor data built by calls we do not evaluate: name and the call's global.
+    unread: Vec<(String, String)>,
     /// Bytes of names, texts and keys produced so far, against `budget`.
     spent: u64,
     budget: u64,
@@ -699,6 +724,19 @@ impl Walk<'_> {
                 let t = self.resolve(t)?;
                 self.tensors.push((name, t));
             }
+            Some(Obj::Unread(cls)) => {
+                let call = match heap.get(*cls) {
+                    Some(Obj::Global(g)) => format!("{}.{}", g.0, g.1),
+                    _ => "a call that is not a global".to_owned(),
+                };
+                self.spend(call.len())?;
+                let name = if name.is_empty() {
+                    "tensor".to_owned()
+                } else {
+                    name
+                };
+                self.unread.push((name, call));
+            }
             Some(Obj::List(items) | Obj::Tuple(items)) if self.holds_tensors(items) => {
                 for (i, &child) in items.iter().enumerate() {
                     let child_name = self.join(&name, &i.to_string())?;
@@ -723,7 +761,7 @@ impl Walk<'_> {
         items.iter().any(|&i| {
             matches!(
                 self.heap.get(i),
-                Some(Obj::Tensor(_) | Obj::Dict(_) | Obj::List(_) | Obj::Tuple(_))
+                Some(Obj::Tensor(_) | Obj::Unread(_) | Obj::Dict(_) | Obj::List(_) | Obj::Tuple(_))
             )
         })
     }
@@ -831,7 +869,7 @@ impl Walk<'_> {
                 }
                 Some(Obj::DType(d)) => self.opaque(format!("torch.{d}"))?,
                 Some(Obj::Global(g)) => self.opaque(format!("{}.{}", g.0, g.1))?,
-                Some(Obj::Opaque(cls)) => match heap.get(*cls) {
+                Some(Obj::Opaque(cls) | Obj::Unread(cls)) => match heap.get(*cls) {
                     Some(Obj::Global(g)) => self.opaque(format!("{}.{}", g.0, g.1))?,
                     _ => self.opaque("an object".to_owned())?,
                 },

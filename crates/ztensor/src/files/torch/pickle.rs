@@ -1,9 +1,10 @@
 //! A pickle machine that executes nothing: it reads the opcodes a PyTorch checkpoint uses
 //! (protocols 0-5, as far as state dicts go) into values, and evaluates only a fixed list of
-//! harmless constructions ([`Machine::reduce`]): ordered dicts, `torch.Size`, devices, dtypes,
-//! storages, `_rebuild_tensor` (torch before 0.4), `_rebuild_tensor_v2`/`_v3` and
-//! `_rebuild_parameter`. Any other global is kept as
-//! an opaque value naming it, never looked up, never called.
+//! harmless constructions ([`Machine::reduce`]): ordered dicts, sets, `torch.Size`, devices,
+//! dtypes, storages, `_rebuild_tensor` (torch before 0.4), `_rebuild_tensor_v2`/`_v3` and
+//! `_rebuild_parameter`. Any other global is kept as an opaque value naming it, never looked
+//! up, never called; an opaque object whose state is a TorchScript module's or a
+//! `torch.nn.Module`'s takes the tensors that state holds ([`Machine::build`]).
 //!
 //! Values live in an arena ([`Heap`]) and the stack and memo hold small copyable handles
 //! ([`Pv`]): fetching a memo entry shares its value instead of copying it, so a pickle that
@@ -11,6 +12,8 @@
 //! an exponential copy. Every cap is checked before the work it bounds: opcodes, stack depth,
 //! memo entries, string and bytes lengths (against the bytes left, then a cap), and the items
 //! all containers hold together.
+
+use std::collections::HashSet;
 
 use zt_container::{Error, Result};
 
@@ -106,6 +109,10 @@ pub(crate) enum Obj {
     /// What a call or class we do not evaluate would have made: the callable's or class's
     /// global, or `Pv::None` when it was not a global.
     Opaque(Pv),
+    /// What a call we do not evaluate made from tensor data (a storage or tensor among its
+    /// arguments: `_rebuild_qtensor`, a subclass's rebuild): the callable's global, or
+    /// `Pv::None`. Listed as a tensor that cannot be read, so that it is never lost unseen.
+    Unread(Pv),
     Storage(StorageRef),
     Tensor(Box<TensorRef>),
     /// A `torch.dtype` global (`torch float32`): the name.
@@ -132,6 +139,32 @@ impl Heap {
             Obj::Storage(s) => Some(s),
             _ => None,
         })
+    }
+
+    /// What kind of value `v` is, for errors: "a tuple", "an integer".
+    pub fn kind(&self, v: Pv) -> &'static str {
+        match v {
+            Pv::None => "None",
+            Pv::Bool(_) => "a bool",
+            Pv::Int(_) => "an integer",
+            Pv::Float(_) => "a float",
+            Pv::Obj(_) => match self.get(v) {
+                Some(Obj::Str(_)) => "a string",
+                Some(Obj::Bytes(_)) => "a byte string",
+                Some(Obj::BigInt(_)) => "an integer",
+                Some(Obj::Tuple(_)) => "a tuple",
+                Some(Obj::List(_)) => "a list",
+                Some(Obj::Dict(_)) => "a dict",
+                Some(Obj::Set(_)) => "a set",
+                Some(Obj::Global(_)) => "a global",
+                Some(Obj::Opaque(_)) => "an object",
+                Some(Obj::Unread(_)) => "an object made from tensor data",
+                Some(Obj::Storage(_)) => "a storage",
+                Some(Obj::Tensor(_)) => "a tensor",
+                Some(Obj::DType(_)) => "a dtype",
+                None => "nothing",
+            },
+        }
     }
 
     /// The text of a string object.
@@ -871,25 +904,29 @@ impl<'h> Machine<'h> {
             .collect()
     }
 
-    /// The value an object of class `cls` stands for, never built: opaque.
-    /// BUILD: sets an object's state. A TorchScript module (an object of a `__torch__.*`
-    /// class, as `torch.jit.save` pickles one) takes its state dict as its value, so that its
-    /// parameters, buffers and submodules are walked as a dict's. The state of the objects we
-    /// model otherwise (a parameter's, an ordered dict's) is never needed, and any other
-    /// opaque object stays opaque: nothing is set, nothing is called.
+    /// BUILD: sets an object's state. Two kinds of object take a value from it; any other
+    /// opaque object stays opaque (nothing is set, nothing is called), and the state of the
+    /// objects we model (a parameter's, an ordered dict's) is never needed.
+    /// - A TorchScript module (an object of a `__torch__.*` class, as `torch.jit.save`
+    ///   pickles one) takes its state dict as its value, so that its parameters, buffers and
+    ///   submodules are walked as a dict's.
+    /// - A `torch.nn.Module` pickled whole (`torch.save(model)`): its state is its
+    ///   `__dict__`, and it takes what `model.state_dict()` would give, a dict of its
+    ///   parameters, its persistent buffers and its submodules ([`Machine::module_state`]).
     fn build(&mut self, target: Pv, state: Pv) -> std::result::Result<(), Stop> {
         let scripted = match self.heap.get(target) {
             Some(Obj::Opaque(cls)) => matches!(
                 self.heap.get(*cls),
                 Some(Obj::Global(g)) if g.0 == "__torch__" || g.0.starts_with("__torch__.")
             ),
-            _ => false,
+            _ => return Ok(()),
         };
-        if !scripted {
-            return Ok(());
-        }
         let pairs = match self.heap.get(state) {
-            Some(Obj::Dict(pairs)) => pairs.clone(),
+            Some(Obj::Dict(pairs)) if scripted => pairs.clone(),
+            Some(Obj::Dict(pairs)) => match self.module_state(pairs) {
+                Some(own) => own,
+                None => return Ok(()),
+            },
             _ => return Ok(()),
         };
         self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
@@ -899,6 +936,49 @@ impl<'h> Machine<'h> {
         Ok(())
     }
 
+    /// What `state_dict()` takes from a module whose `__dict__` is `state`, one level: the
+    /// parameters that are tensors (not `None`), the buffers that are tensors and not named
+    /// in `_non_persistent_buffers_set`, then the submodules that are not `None` (each built
+    /// already, so a dict of its own). `None` when `state` is not a module's: it needs
+    /// `_parameters`, `_buffers` and `_modules`, each a dict.
+    fn module_state(&self, state: &[(Pv, Pv)]) -> Option<Vec<(Pv, Pv)>> {
+        let field = |name: &str| {
+            state
+                .iter()
+                .find(|&&(k, _)| self.heap.text(k) == Some(name))
+                .map(|&(_, v)| v)
+        };
+        let dict = |name: &str| match self.heap.get(field(name)?) {
+            Some(Obj::Dict(pairs)) => Some(pairs),
+            _ => None,
+        };
+        let (params, buffers, modules) =
+            (dict("_parameters")?, dict("_buffers")?, dict("_modules")?);
+        // A set of names (std's hasher is keyed: the file cannot choose colliding names).
+        let transient: HashSet<&str> =
+            match field("_non_persistent_buffers_set").map(|v| self.heap.get(v)) {
+                Some(Some(Obj::Set(names) | Obj::List(names) | Obj::Tuple(names))) => {
+                    names.iter().filter_map(|&n| self.heap.text(n)).collect()
+                }
+                _ => HashSet::new(),
+            };
+        let is_tensor = |v: Pv| matches!(self.heap.get(v), Some(Obj::Tensor(_) | Obj::Unread(_)));
+        let persistent = |k: Pv| self.heap.text(k).is_none_or(|k| !transient.contains(k));
+        let own = params
+            .iter()
+            .filter(|&&(_, v)| is_tensor(v))
+            .chain(
+                buffers
+                    .iter()
+                    .filter(|&&(k, v)| is_tensor(v) && persistent(k)),
+            )
+            .chain(modules.iter().filter(|&&(_, v)| v != Pv::None))
+            .copied()
+            .collect();
+        Some(own)
+    }
+
+    /// The value an object of class `cls` stands for, never built: opaque.
     fn opaque_of(&mut self, cls: Pv) -> Pv {
         let cls = match self.heap.get(cls) {
             Some(Obj::Global(_)) => cls,
@@ -912,7 +992,16 @@ impl<'h> Machine<'h> {
     fn reduce(&mut self, callable: Pv, args: Pv) -> std::result::Result<Pv, Stop> {
         let known = match self.heap.get(callable) {
             Some(Obj::Global(g)) => Known::of(&g.0, &g.1),
-            _ => return Ok(self.opaque_of(callable)),
+            // What an unknown call returned may be callable: its call is unknown too.
+            Some(Obj::Opaque(_) | Obj::Unread(_)) => return Ok(self.opaque_call(callable, args)),
+            // A pickler calls a class or a function; Python's unpickler and torch's
+            // weights-only one both refuse to call a tuple, a number or a tensor.
+            _ => {
+                return Err(Stop::Bad(format!(
+                    "REDUCE calls {}, which is not callable",
+                    self.heap.kind(callable)
+                )))
+            }
         };
         let Some((count, first)) = self.heap.tuple_head::<8>(args) else {
             return Err(Stop::Bad("a call with no argument tuple".into()));
@@ -939,7 +1028,7 @@ impl<'h> Machine<'h> {
             Known::RebuildTensor { v3 } => self.rebuild_tensor(&first, v3),
             Known::Parameter => match self.heap.get(arg(0)) {
                 Some(Obj::Tensor(_)) => Ok(arg(0)),
-                _ => Ok(self.opaque_of(callable)),
+                _ => Ok(self.opaque_call(callable, args)),
             },
             // (func, new_type, args, state): the tensor is func(*args). Chains of these
             // are as deep as their bytes allow: only a few levels are followed.
@@ -954,6 +1043,20 @@ impl<'h> Machine<'h> {
                 self.nested -= 1;
                 v
             }
+            // `set(items)`, as protocols 0-3 pickle a set (a module's
+            // `_non_persistent_buffers_set`, a checkpoint's tags).
+            Known::Set => match count {
+                0 => Ok(self.heap.put(Obj::Set(Vec::new()))),
+                1 => match self.heap.get(arg(0)) {
+                    Some(Obj::List(items) | Obj::Tuple(items) | Obj::Set(items)) => {
+                        let items = items.clone();
+                        self.grow(items.len() as u64).map_err(Stop::Limit)?;
+                        Ok(self.heap.put(Obj::Set(items)))
+                    }
+                    _ => Ok(self.opaque_of(callable)),
+                },
+                _ => Ok(self.opaque_of(callable)),
+            },
             Known::CodecsEncode => {
                 let latin1 = matches!(self.heap.text(arg(1)), Some("latin1" | "latin-1"));
                 match self.heap.text(arg(0)) {
@@ -969,8 +1072,31 @@ impl<'h> Machine<'h> {
                     _ => Ok(self.opaque_of(callable)),
                 }
             }
-            Known::Other => Ok(self.opaque_of(callable)),
+            Known::Other => Ok(self.opaque_call(callable, args)),
         }
+    }
+
+    /// What `callable(*args)` stands for when we do not evaluate it: [`Obj::Unread`] when
+    /// an argument is tensor data (a storage, a tensor, or another such call), else opaque.
+    fn opaque_call(&mut self, callable: Pv, args: Pv) -> Pv {
+        let from_data = match self.heap.get(args) {
+            Some(Obj::Tuple(items)) => items.iter().any(|&a| {
+                matches!(
+                    self.heap.get(a),
+                    Some(Obj::Storage(_) | Obj::Tensor(_) | Obj::Unread(_))
+                )
+            }),
+            _ => false,
+        };
+        if !from_data {
+            return self.opaque_of(callable);
+        }
+        let cls = match self.heap.get(callable) {
+            Some(Obj::Global(_)) => callable,
+            Some(Obj::Opaque(cls) | Obj::Unread(cls)) => *cls,
+            _ => Pv::None,
+        };
+        self.heap.put(Obj::Unread(cls))
     }
 
     fn rebuild_tensor(&mut self, args: &[Pv; 8], v3: bool) -> std::result::Result<Pv, Stop> {
@@ -1058,6 +1184,7 @@ enum Known {
     RebuildTensor { v3: bool },
     Parameter,
     FromType,
+    Set,
     CodecsEncode,
     Other,
 }
@@ -1078,6 +1205,7 @@ impl Known {
             }
             ("torch._tensor", "_rebuild_from_type_v2") => Known::FromType,
             ("_codecs", "encode") => Known::CodecsEncode,
+            ("builtins" | "__builtin__", "set") => Known::Set,
             _ => Known::Other,
         }
     }
