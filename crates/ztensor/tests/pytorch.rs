@@ -266,7 +266,11 @@ fn a_tensor_pickled_by_torch_before_0_4_is_a_tensor() {
 /// The pickle of `support::checkpoint`, cut out of its zip.
 fn checkpoint_pickle() -> Vec<u8> {
     let file = support::checkpoint(6, 0, &[6], &[1], false);
-    let find = |needle: &[u8]| file.windows(needle.len()).position(|w| w == needle).unwrap();
+    let find = |needle: &[u8]| {
+        file.windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap()
+    };
     file[find(b"\x80\x02")..find(b"tRu.") + 4].to_vec()
 }
 
@@ -318,4 +322,23 @@ fn a_call_of_something_not_callable_is_refused() {
         .unwrap_err();
     assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile, "{e}");
     assert!(e.to_string().contains("REDUCE calls a tuple"), "{e}");
+}
+
+/// A dict subclass we do not know (a config dict; here a renamed `OrderedDict`) is built by
+/// `NEWOBJ` and filled by `SETITEMS`: its items are its contents. They were dropped with the
+/// object left opaque, and a tensor among them went unseen.
+#[test]
+fn the_items_of_a_dict_subclass_are_its_contents() {
+    let p = checkpoint_pickle();
+    let start = p.windows(13).position(|w| w == b"ctorch._utils").unwrap();
+    let tensor = &p[start..p.len() - 2]; // up to its REDUCE, before "u."
+    let mut pickle =
+        b"\x80\x02}(X\x01\x00\x00\x00dc__main__\nMyDict\n)\x81(X\x01\x00\x00\x00t".to_vec();
+    pickle.extend(tensor);
+    pickle.extend(b"uu.");
+    let r = OpenOptions::new()
+        .open_bytes(checkpoint_with(&pickle))
+        .unwrap();
+    assert_eq!(r.names().collect::<Vec<_>>(), ["d.t"]);
+    assert_eq!(&r.read::<i32>("d.t").unwrap()[..], &[-3, 4, 11, 18, 25, 32]);
 }

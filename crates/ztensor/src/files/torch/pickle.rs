@@ -703,8 +703,10 @@ impl<'h> Machine<'h> {
                 let target = f.top()?;
                 match self.heap.get_mut(target) {
                     Some(Obj::List(l) | Obj::Set(l)) => l.extend(items),
-                    // Appending to an object we do not model (a deque, ...): it stays opaque.
-                    Some(Obj::Opaque(_)) => {}
+                    // Appending to an object we do not model (a list subclass, a deque): its
+                    // contents are what was appended, so that no tensor among them is lost.
+                    Some(obj @ Obj::Opaque(_)) => *obj = Obj::List(items),
+                    Some(Obj::Unread(_)) => {}
                     _ => return Err(Stop::Bad("APPEND to something that is not a list".into())),
                 }
             }
@@ -721,7 +723,10 @@ impl<'h> Machine<'h> {
                 let target = f.top()?;
                 match self.heap.get_mut(target) {
                     Some(Obj::Dict(d)) => d.extend(pairs),
-                    Some(Obj::Opaque(_)) => {}
+                    // Items set into an object we do not model (a dict subclass: a config
+                    // dict, an ordered dict under another name): its contents are those items.
+                    Some(obj @ Obj::Opaque(_)) => *obj = Obj::Dict(pairs),
+                    Some(Obj::Unread(_)) => {}
                     _ => return Err(Stop::Bad("SETITEM on something that is not a dict".into())),
                 }
             }
