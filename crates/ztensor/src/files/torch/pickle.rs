@@ -928,10 +928,16 @@ impl<'h> Machine<'h> {
         };
         let pairs = match self.heap.get(state) {
             Some(Obj::Dict(pairs)) if scripted => pairs.clone(),
-            Some(Obj::Dict(pairs)) => match self.module_state(pairs) {
-                Some(own) => own,
-                None => return Ok(()),
-            },
+            Some(Obj::Dict(pairs)) => {
+                let (own, looked_at) = self.module_state(pairs);
+                // Every entry looked at counts against the items cap, so that BUILD after
+                // BUILD over one shared state cannot make the work quadratic.
+                self.grow(looked_at).map_err(Stop::Limit)?;
+                match own {
+                    Some(own) => own,
+                    None => return Ok(()),
+                }
+            }
             _ => return Ok(()),
         };
         self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
@@ -945,8 +951,15 @@ impl<'h> Machine<'h> {
     /// parameters that are tensors (not `None`), the buffers that are tensors and not named
     /// in `_non_persistent_buffers_set`, then the submodules that are not `None` (each built
     /// already, so a dict of its own). `None` when `state` is not a module's: it needs
-    /// `_parameters`, `_buffers` and `_modules`, each a dict.
-    fn module_state(&self, state: &[(Pv, Pv)]) -> Option<Vec<(Pv, Pv)>> {
+    /// `_parameters`, `_buffers` and `_modules`, each a dict. Also how many entries it
+    /// looked at.
+    fn module_state(&self, state: &[(Pv, Pv)]) -> (Option<Vec<(Pv, Pv)>>, u64) {
+        let mut looked_at = state.len() as u64;
+        let own = self.module_state_of(state, &mut looked_at);
+        (own, looked_at)
+    }
+
+    fn module_state_of(&self, state: &[(Pv, Pv)], looked_at: &mut u64) -> Option<Vec<(Pv, Pv)>> {
         let field = |name: &str| {
             state
                 .iter()
@@ -959,10 +972,12 @@ impl<'h> Machine<'h> {
         };
         let (params, buffers, modules) =
             (dict("_parameters")?, dict("_buffers")?, dict("_modules")?);
+        *looked_at += (params.len() + buffers.len() + modules.len()) as u64;
         // A set of names (std's hasher is keyed: the file cannot choose colliding names).
         let transient: HashSet<&str> =
             match field("_non_persistent_buffers_set").map(|v| self.heap.get(v)) {
                 Some(Some(Obj::Set(names) | Obj::List(names) | Obj::Tuple(names))) => {
+                    *looked_at += names.len() as u64;
                     names.iter().filter_map(|&n| self.heap.text(n)).collect()
                 }
                 _ => HashSet::new(),
@@ -1082,17 +1097,18 @@ impl<'h> Machine<'h> {
     }
 
     /// What `callable(*args)` stands for when we do not evaluate it: [`Obj::Unread`] when
-    /// an argument is tensor data (a storage, a tensor, or another such call), else opaque.
+    /// one of its first 8 arguments is tensor data (a storage, a tensor, or another such
+    /// call), else opaque. torch's rebuild functions take their data among the first few;
+    /// looking no further keeps a call over a shared huge tuple from costing its length.
     fn opaque_call(&mut self, callable: Pv, args: Pv) -> Pv {
-        let from_data = match self.heap.get(args) {
-            Some(Obj::Tuple(items)) => items.iter().any(|&a| {
+        let from_data = self.heap.tuple_head::<8>(args).is_some_and(|(_, first)| {
+            first.iter().any(|&a| {
                 matches!(
                     self.heap.get(a),
                     Some(Obj::Storage(_) | Obj::Tensor(_) | Obj::Unread(_))
                 )
-            }),
-            _ => false,
-        };
+            })
+        });
         if !from_data {
             return self.opaque_of(callable);
         }
@@ -1276,6 +1292,29 @@ mod tests {
         let mut heap = Heap::default();
         let v = Machine::new(&mut heap, PICKLE_LIMITS, 0).run(p)?.0;
         Ok((heap, v))
+    }
+
+    /// One state dict of 10,000 entries, set by BUILD on one fresh object after another:
+    /// each BUILD looks at the whole state to tell a module's, so the entries looked at are
+    /// charged to the items cap, which stops the pickle (near 1,700 BUILDs) where the work
+    /// would have grown as objects times entries.
+    #[test]
+    fn builds_over_one_shared_state_are_charged_to_the_items_cap() {
+        let mut p = b"\x80\x02}q\x00(".to_vec();
+        for i in 0..10_000u32 {
+            p.push(b'J');
+            p.extend(i.to_le_bytes());
+            p.push(b'N');
+        }
+        p.push(b'u');
+        for _ in 0..20_000 {
+            // NEWOBJ of a class we do not know, then BUILD with the memoized state.
+            p.extend(b"c__main__\nThing\n)\x81h\x00b0");
+        }
+        p.push(b'.');
+        let e = run(&p).unwrap_err();
+        assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+        assert!(e.to_string().contains("items"), "{e}");
     }
 
     #[test]
