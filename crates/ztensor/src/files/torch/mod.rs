@@ -618,6 +618,24 @@ fn class_name(heap: &Heap, class: Pv) -> Option<&str> {
     }
 }
 
+/// A global's dotted name, `module.name`; `None` for anything else.
+fn global_name(heap: &Heap, v: Pv) -> Option<String> {
+    match heap.get(v) {
+        Some(Obj::Global(g)) => Some(format!("{}.{}", g.0, g.1)),
+        _ => None,
+    }
+}
+
+/// The name a tensor at `name` is listed under: a pickle whose root is one tensor gives it
+/// no name, so it is called `tensor`.
+fn tensor_name(name: String) -> String {
+    if name.is_empty() {
+        "tensor".to_owned()
+    } else {
+        name
+    }
+}
+
 /// Row-major strides of a shape, in elements.
 fn row_major(size: &[u64]) -> Vec<u64> {
     let mut s = vec![1u64; size.len()];
@@ -716,26 +734,14 @@ impl Walk<'_> {
                 }
             }
             Some(Obj::Tensor(t)) => {
-                let name = if name.is_empty() {
-                    "tensor".to_owned()
-                } else {
-                    name
-                };
                 let t = self.resolve(t)?;
-                self.tensors.push((name, t));
+                self.tensors.push((tensor_name(name), t));
             }
             Some(Obj::Unread(cls)) => {
-                let call = match heap.get(*cls) {
-                    Some(Obj::Global(g)) => format!("{}.{}", g.0, g.1),
-                    _ => "a call that is not a global".to_owned(),
-                };
+                let call = global_name(heap, *cls)
+                    .unwrap_or_else(|| "a call that is not a global".to_owned());
                 self.spend(call.len())?;
-                let name = if name.is_empty() {
-                    "tensor".to_owned()
-                } else {
-                    name
-                };
-                self.unread.push((name, call));
+                self.unread.push((tensor_name(name), call));
             }
             Some(Obj::List(items) | Obj::Tuple(items)) if self.holds_tensors(items) => {
                 for (i, &child) in items.iter().enumerate() {
@@ -869,10 +875,10 @@ impl Walk<'_> {
                 }
                 Some(Obj::DType(d)) => self.opaque(format!("torch.{d}"))?,
                 Some(Obj::Global(g)) => self.opaque(format!("{}.{}", g.0, g.1))?,
-                Some(Obj::Opaque(cls) | Obj::Unread(cls)) => match heap.get(*cls) {
-                    Some(Obj::Global(g)) => self.opaque(format!("{}.{}", g.0, g.1))?,
-                    _ => self.opaque("an object".to_owned())?,
-                },
+                Some(Obj::Opaque(cls) | Obj::Unread(cls)) => {
+                    let class = global_name(heap, *cls).unwrap_or_else(|| "an object".to_owned());
+                    self.opaque(class)?
+                }
                 Some(Obj::Storage(s)) => {
                     let key = heap.text(s.key).unwrap_or_default();
                     let key: String = key.chars().take(64).collect();

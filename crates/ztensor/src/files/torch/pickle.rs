@@ -955,11 +955,6 @@ impl<'h> Machine<'h> {
     /// looked at.
     fn module_state(&self, state: &[(Pv, Pv)]) -> (Option<Vec<(Pv, Pv)>>, u64) {
         let mut looked_at = state.len() as u64;
-        let own = self.module_state_of(state, &mut looked_at);
-        (own, looked_at)
-    }
-
-    fn module_state_of(&self, state: &[(Pv, Pv)], looked_at: &mut u64) -> Option<Vec<(Pv, Pv)>> {
         let field = |name: &str| {
             state
                 .iter()
@@ -970,14 +965,17 @@ impl<'h> Machine<'h> {
             Some(Obj::Dict(pairs)) => Some(pairs),
             _ => None,
         };
-        let (params, buffers, modules) =
-            (dict("_parameters")?, dict("_buffers")?, dict("_modules")?);
-        *looked_at += (params.len() + buffers.len() + modules.len()) as u64;
+        let (Some(params), Some(buffers), Some(modules)) =
+            (dict("_parameters"), dict("_buffers"), dict("_modules"))
+        else {
+            return (None, looked_at);
+        };
+        looked_at += (params.len() + buffers.len() + modules.len()) as u64;
         // A set of names (std's hasher is keyed: the file cannot choose colliding names).
         let transient: HashSet<&str> =
             match field("_non_persistent_buffers_set").map(|v| self.heap.get(v)) {
                 Some(Some(Obj::Set(names) | Obj::List(names) | Obj::Tuple(names))) => {
-                    *looked_at += names.len() as u64;
+                    looked_at += names.len() as u64;
                     names.iter().filter_map(|&n| self.heap.text(n)).collect()
                 }
                 _ => HashSet::new(),
@@ -995,7 +993,7 @@ impl<'h> Machine<'h> {
             .chain(modules.iter().filter(|&&(_, v)| v != Pv::None))
             .copied()
             .collect();
-        Some(own)
+        (Some(own), looked_at)
     }
 
     /// The value an object of class `cls` stands for, never built: opaque.
