@@ -16,6 +16,7 @@
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
 //! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
 //! - [`ggml`]: ggml's tensor types as GGUF numbers them, and dequantization of block types.
+//! - [`szip`] and [`lookup3`]: HDF5's szip decoder and its metadata checksum.
 //!
 //! # Features
 //!
@@ -55,6 +56,7 @@ mod format;
 pub mod fp8;
 pub mod ggml;
 mod layout;
+pub mod lookup3;
 mod quant;
 pub mod seekable;
 mod sparse;

@@ -227,3 +227,83 @@ fn slices_of_chunked_datasets_match_the_whole_read() {
     }
     assert!(sliced >= 40, "{sliced}");
 }
+
+/// `file` from the fixtures with `edit` applied, opened from memory.
+fn damaged(file: &str, edit: impl FnOnce(&mut Vec<u8>)) -> ztensor::Result<ztensor::Reader> {
+    let mut bytes = std::fs::read(dir().join(file)).unwrap();
+    edit(&mut bytes);
+    OpenOptions::new().open_bytes(bytes)
+}
+
+fn find(bytes: &[u8], what: &[u8]) -> usize {
+    bytes.windows(what.len()).position(|w| w == what).unwrap()
+}
+
+/// HDF5's lookup3 checksums are checked: a changed byte in an object header refuses the file
+/// (before, it could list a wrong shape); one in a chunk index makes that dataset unreadable,
+/// as h5py fails on that dataset's read alone, and the others read.
+#[test]
+fn damaged_checksummed_metadata_is_refused() {
+    let e = damaged("h5py_latest.h5", |b| {
+        let at = find(b, b"OHDR");
+        b[at + 12] ^= 1;
+    })
+    .unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile);
+    assert!(e.to_string().contains("object header: its checksum"), "{e}");
+
+    let r = damaged("h5py_latest.h5", |b| {
+        let at = find(b, b"FAHD");
+        b[at + 9] ^= 1;
+    })
+    .unwrap();
+    let (bad, good): (Vec<_>, Vec<_>) = r.objects().iter().partition(|o| {
+        o.defect
+            .as_ref()
+            .is_some_and(|d| d.message.contains("fixed array header: its checksum"))
+    });
+    assert_eq!(bad.len(), 1);
+    let e = r.object(&bad[0].name).unwrap().bytes().unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile);
+    let mut read = 0;
+    for o in good.iter().filter(|o| o.defect.is_none()) {
+        r.object(&o.name).unwrap().bytes().unwrap();
+        read += 1;
+    }
+    assert!(read > 30, "{read}");
+}
+
+/// A v1 chunk B-tree (h5py's default index) carries no checksum: a key that is not a chunk's
+/// (HDF5 would miss the chunk and read zeros in its place) makes the dataset unreadable.
+#[test]
+fn a_chunk_btree_key_that_is_not_a_chunks_is_refused() {
+    let r = damaged("h5py_default.h5", |b| {
+        // The first raw-data node (type 1); its keys follow its 24-byte head.
+        let mut at = 0;
+        loop {
+            at += find(&b[at..], b"TREE");
+            if b[at + 4] == 1 {
+                break;
+            }
+            at += 4;
+        }
+        // The first key's offsets are all 0 (the chunk at the origin); the first word after
+        // them that is not 0 is its child's address: the word before it is the last offset.
+        let key = at + 24;
+        let dims = (1..=8)
+            .find(|&n| {
+                let child = key + 8 + 8 * n;
+                u64::from_le_bytes(b[child..child + 8].try_into().unwrap()) > 0
+            })
+            .unwrap();
+        b[key + 8 + 8 * (dims - 1)] = 1;
+    })
+    .unwrap();
+    let bad: Vec<_> = r
+        .objects()
+        .iter()
+        .filter_map(|o| o.defect.as_ref())
+        .filter(|d| d.message.contains("a chunk B-tree key of offsets"))
+        .collect();
+    assert_eq!(bad.len(), 1, "{bad:?}");
+}

@@ -12,9 +12,8 @@
 //!
 //! The three array indexes number chunks row-major over the chunk grid of the dataset's
 //! *maximum* dimensions (an extensible array's unlimited dimension moved first); [`Grid`]
-//! turns that number back into a chunk. Checksums of index blocks are not verified: a chunk's
-//! address is checked against the file before it is read, and fletcher32, where the writer
-//! asked for it, checks the data itself.
+//! turns that number back into a chunk. Every block's lookup3 checksum is checked before
+//! anything is read from it, as HDF5 does (a paged block's pages each carry their own).
 //!
 //! ```text
 //!  fixed array      FAHD ver client entry-size page-bits count data-block checksum
@@ -182,9 +181,7 @@ impl File<'_> {
             | ChunkIndex::FixedArray(None)
             | ChunkIndex::ExtensibleArray(None)
             | ChunkIndex::BTree2(None) => {}
-            ChunkIndex::BTree(Some(root)) => {
-                self.chunk_btree(root, dims.len(), span, &mut found)?
-            }
+            ChunkIndex::BTree(Some(root)) => self.chunk_btree(root, chunk, span, &mut found)?,
             ChunkIndex::Single(Some(addr), filtered) => {
                 let (stored, mask) = filtered.unwrap_or((chunk_bytes, 0));
                 let start = vec![0; dims.len()];
@@ -260,14 +257,19 @@ impl File<'_> {
         Ok(())
     }
 
-    /// The chunks under a version 1 B-tree of raw data chunks (node type 1).
+    /// The chunks under a version 1 B-tree of raw data chunks (node type 1), whose chunks
+    /// are `chunk` elements on a side. HDF5 finds a chunk by a binary search over the keys
+    /// for its aligned offset, so keys out of order, unaligned or with a last offset other
+    /// than 0 are damage it would read past, returning the fill value for chunks that are
+    /// there: they are refused, named.
     fn chunk_btree(
         &mut self,
         root: u64,
-        rank: usize,
+        chunk: &[u64],
         grid: u64,
         found: &mut Vec<Found>,
     ) -> Result<()> {
+        let rank = chunk.len();
         let key = 8 + 8 * (rank as u64 + 1);
         let mut stack = vec![root];
         let mut nodes = 0usize;
@@ -301,7 +303,24 @@ impl File<'_> {
                         }
                         self.count_chunk(found.len())?;
                         let mut start = start;
-                        start.pop();
+                        let last = start.pop().unwrap_or_default();
+                        let aligned = start.iter().zip(chunk).all(|(&s, &c)| s % c == 0);
+                        if last != 0 || !aligned {
+                            return Err(bad_at(
+                                format!(
+                                    "a chunk B-tree key of offsets {start:?} and {last}: not \
+                                     a chunk's (multiples of {chunk:?}, then 0)"
+                                ),
+                                node,
+                            ));
+                        }
+                        // Leaves are walked left to right: their keys rise throughout.
+                        if found.last().is_some_and(|p| p.start >= start) {
+                            return Err(bad_at(
+                                format!("chunk B-tree keys out of order at chunk {start:?}"),
+                                node,
+                            ));
+                        }
                         found.push(Found {
                             at: child,
                             size: stored,
@@ -402,9 +421,9 @@ impl File<'_> {
         chunk_bytes: u64,
         found: &mut Vec<Found>,
     ) -> Result<()> {
-        let head = self.read(
+        let head = self.read_checked(
             addr,
-            12 + self.lengths as u64 + self.offsets as u64,
+            8 + self.lengths as u64 + self.offsets as u64,
             "fixed array header",
         )?;
         let (mut c, shape) = self.array_header(&head, addr, b"FAHD", "fixed array", chunk_bytes)?;
@@ -427,16 +446,21 @@ impl File<'_> {
         let prefix = 6 + self.offsets as u64;
         let page = 1u64 << page_bits;
         if count <= page {
+            let all = prefix.saturating_add(count.saturating_mul(shape.size));
+            self.read_checked(block, all, "fixed array data block")?;
             return self.entries(block.saturating_add(prefix), 0, count, shape, grid, found);
         }
         let pages = count.div_ceil(page);
         let bitmap_at = block.saturating_add(prefix);
-        let bitmap = self.read(bitmap_at, pages.div_ceil(8), "fixed array page bitmap")?;
+        let head =
+            self.read_checked(block, prefix + pages.div_ceil(8), "fixed array data block")?;
+        let bitmap = head.get(prefix as usize..).unwrap_or_default();
         let mut at = bitmap_at.saturating_add(pages.div_ceil(8) + 4);
         for p in 0..pages {
             let first = p * page;
             let n = page.min(count - first);
-            if bit(&bitmap, p) {
+            if bit(bitmap, p) {
+                self.read_checked(at, n * shape.size, "fixed array data block page")?;
                 self.entries(at, first, n, shape, grid, found)?;
             }
             at = at.saturating_add(n * shape.size + 4);
@@ -453,9 +477,9 @@ impl File<'_> {
         found: &mut Vec<Found>,
     ) -> Result<()> {
         let lengths = self.lengths as u64;
-        let head = self.read(
+        let head = self.read_checked(
             addr,
-            16 + 6 * lengths + self.offsets as u64,
+            12 + 6 * lengths + self.offsets as u64,
             "extensible array header",
         )?;
         let (mut c, shape) =
@@ -495,7 +519,7 @@ impl File<'_> {
         let offsets = self.offsets as u64;
         let size =
             6 + offsets + index_entries * shape.size + (index_data + supers - in_index) * offsets;
-        let body = self.read(iblock, size, "extensible array index block")?;
+        let body = self.read_checked(iblock, size, "extensible array index block")?;
         let mut b = self.cursor(&body, iblock);
         if b.take(4, "EAIB")? != b"EAIB" {
             return Err(bad_at(
@@ -557,7 +581,7 @@ impl File<'_> {
                 };
                 let size =
                     (6 + offsets + offset_bytes + blocks * offsets).saturating_add(bitmap_len);
-                let sb = self.read(sblock, size, "extensible array super block")?;
+                let sb = self.read_checked(sblock, size, "extensible array super block")?;
                 let mut s = self.cursor(&sb, sblock);
                 if s.take(4, "EASB")? != b"EASB" {
                     return Err(bad_at(
@@ -581,8 +605,16 @@ impl File<'_> {
                     break;
                 }
                 let prefix = 10 + offsets + offset_bytes;
-                let sig = self.read(dblock, 4, "extensible array data block")?;
-                if &sig[..] != b"EADB" {
+                // The block's own checksum covers its header, and its entries when unpaged;
+                // each page has its own.
+                let summed = prefix - 4
+                    + if bitmaps.is_none() {
+                        entries.saturating_mul(shape.size)
+                    } else {
+                        0
+                    };
+                let sig = self.read_checked(dblock, summed, "extensible array data block")?;
+                if !sig.starts_with(b"EADB") {
                     return Err(bad_at(
                         "extensible array data block without its EADB signature",
                         dblock,
@@ -607,6 +639,8 @@ impl File<'_> {
                             let from = first.saturating_add(p.saturating_mul(page));
                             if from < span && bit(bitmaps, own + p) {
                                 let n = page.min(span - from);
+                                let summed = page * shape.size;
+                                self.read_checked(at, summed, "extensible array data block page")?;
                                 self.entries(at, from, n, shape, grid, found)?;
                             }
                         }
@@ -627,7 +661,8 @@ impl File<'_> {
         found: &mut Vec<Found>,
     ) -> Result<()> {
         let offsets = self.offsets as u64;
-        let head = self.read(addr, 22 + offsets + self.lengths as u64, "v2 B-tree header")?;
+        let head =
+            self.read_checked(addr, 18 + offsets + self.lengths as u64, "v2 B-tree header")?;
         let mut c = self.cursor(&head, addr);
         if c.take(4, "BTHD")? != b"BTHD" {
             return Err(bad_at("v2 B-tree without its BTHD signature", addr));
@@ -699,7 +734,7 @@ impl File<'_> {
                 0
             };
             let size = 6 + records * record + if d > 0 { (records + 1) * pointer } else { 0 };
-            let body = self.read(node, size, "v2 B-tree node")?;
+            let body = self.read_checked(node, size, "v2 B-tree node")?;
             let mut b = self.cursor(&body, node);
             let sig = if d > 0 { b"BTIN" } else { b"BTLF" };
             if b.take(4, "node signature")? != sig {

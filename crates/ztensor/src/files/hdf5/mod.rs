@@ -23,7 +23,10 @@
 //! Chunks never written read as zeros, within the memory budget.
 //!
 //! Every address and size is checked against the file and against the caps below; a group
-//! reached twice (hard links can make cycles) is walked once.
+//! reached twice (hard links can make cycles) is walked once. Every lookup3 checksum the
+//! newer layouts carry is checked before the structure is read ([`check_lookup3`]). Damage
+//! in what places a dataset's data (layout, chunk index, addresses) makes that dataset
+//! unreadable, as h5py fails on its read alone; damage anywhere else refuses the file.
 //!
 //! ```text
 //!  superblock v0/v1: \x89HDF\r\n\x1a\n ver ... sizes K flags base freespace eof driver root-entry
@@ -518,6 +521,9 @@ impl<'s> File<'s> {
                 c.addr("superblock extension address")?;
                 c.addr("end-of-file address")?;
                 root = c.addr("root object header address")?;
+                c.skip(4, "superblock checksum")?;
+                let whole = head.get(..c.pos).unwrap_or_default();
+                check_lookup3(whole, "the superblock", base)?;
             }
             v => {
                 return Err(Error::unsupported(format!(
@@ -566,6 +572,14 @@ impl<'s> File<'s> {
             .at(at));
         }
         self.source.read_at(at, n)
+    }
+
+    /// The `n` bytes at `addr` and the lookup3 checksum that follows them, checked: a
+    /// structure of HDF5's newer layouts. The checksum is left at the end of what is returned.
+    fn read_checked(&self, addr: u64, n: u64, what: &str) -> Result<Cow<'s, [u8]>> {
+        let bytes = self.read(addr, n.saturating_add(4), what)?;
+        check_lookup3(&bytes, what, addr)?;
+        Ok(bytes)
     }
 
     /// Up to `n` bytes at `addr` (fewer at the end of the file).
@@ -626,6 +640,12 @@ impl<'s> File<'s> {
             let sized = self.read(addr + prefix as u64, width as u64, "chunk size")?;
             let size = self.cursor(&sized, addr).uint(width, "chunk size")?;
             let start = addr + prefix as u64 + width as u64;
+            let whole = (start - addr)
+                .checked_add(size)
+                .and_then(|n| n.checked_add(4));
+            let whole = whole.ok_or_else(|| bad_at("an object header of impossible size", addr))?;
+            let header = self.read(addr, whole, "object header")?;
+            check_lookup3(&header, "object header", addr)?;
             blocks.push((start, size, true));
             self.parse_blocks(&mut blocks, flags & 0x04 != 0, &mut out)?;
         } else {
@@ -687,11 +707,12 @@ impl<'s> File<'s> {
                     let length = m.length("continuation length")?;
                     if v2 {
                         // OCHK, messages, checksum.
-                        let sig = self.read(addr, 4.min(length), "continuation block")?;
-                        if sig.as_ref() != b"OCHK" {
+                        let block = self.read(addr, length, "continuation block")?;
+                        if !block.starts_with(b"OCHK") {
                             return Err(bad_at("continuation block without OCHK", addr));
                         }
-                        // The read of its signature above found it inside the file.
+                        check_lookup3(&block, "continuation block", addr)?;
+                        // The read above found the whole block inside the file.
                         blocks.push((addr.saturating_add(4), length.saturating_sub(8), true));
                     } else {
                         blocks.push((addr, length, false));
@@ -1043,6 +1064,12 @@ impl<'s> File<'s> {
         if filters != 0 {
             return Err(Error::unsupported("links in a filtered fractal heap").at(self.base + heap));
         }
+        c.skip(4, "fractal heap checksum")?;
+        check_lookup3(
+            head.get(..c.pos).unwrap_or_default(),
+            "fractal heap header",
+            heap,
+        )?;
         let checksummed = flags & 2 != 0;
         let Some(root) = root else { return Ok(()) };
         if width == 0
@@ -1083,9 +1110,10 @@ impl<'s> File<'s> {
             let head_len = 5 + self.offsets as u64 + offset_bytes as u64;
             let body = self.read(
                 block,
-                head_len + entries * self.offsets as u64,
+                head_len + entries * self.offsets as u64 + 4,
                 "fractal heap indirect block",
             )?;
+            check_lookup3(&body, "fractal heap indirect block", block)?;
             let mut b = self.cursor(&body, block);
             if b.take(4, "FHIB")? != b"FHIB" {
                 return Err(bad_at("indirect block without its FHIB signature", block));
@@ -1130,7 +1158,19 @@ impl<'s> File<'s> {
             }
             c.skip(1 + self.offsets + offset_bytes, "direct block header")?;
             if checksummed {
-                c.skip(4, "direct block checksum")?;
+                // The checksum covers the whole block with its own field read as zeros.
+                let field = c.pos;
+                let stored = c.u32("direct block checksum")?;
+                let computed = zt_formats::lookup3::lookup3_with_hole(&bytes, field);
+                if stored != computed {
+                    return Err(checksum_mismatch(
+                        "fractal heap direct block",
+                        block,
+                        stored,
+                        computed,
+                        bytes.len(),
+                    ));
+                }
             }
             while left > 0 && c.rest().first().is_some_and(|&v| v == 1) {
                 let at = c.here().saturating_sub(self.base);
@@ -1215,83 +1255,100 @@ impl<'s> File<'s> {
             // No elements: nothing to read, whatever the layout says.
             return Ok(listed(element, order, (0, 0)));
         }
-        let data = self.data(&layout)?;
-        match self.layout(&data, layout.at)? {
-            Layout::Contiguous(None) => Ok(with_defect(Defect::unsupported(
-                "no data written (the dataset holds its fill value)",
-            ))),
-            Layout::Contiguous(Some((addr, size))) | Layout::Compact(addr, size) => {
-                if size < bytes {
-                    return Ok(with_defect(Defect::invalid(format!(
-                        "{size} bytes of data for {bytes} bytes of elements"
-                    ))));
+        // Damage in what places the data (the layout, the chunk index, the addresses) makes
+        // this dataset unreadable, not the file: HDF5 reads these only when the dataset is
+        // read, so h5py lists it and fails on its read alone.
+        let placed = (|| -> Result<ObjectInfo> {
+            let data = self.data(&layout)?;
+            match self.layout(&data, layout.at)? {
+                Layout::Contiguous(None) => Ok(with_defect(Defect::unsupported(
+                    "no data written (the dataset holds its fill value)",
+                ))),
+                Layout::Contiguous(Some((addr, size))) | Layout::Compact(addr, size) => {
+                    if size < bytes {
+                        return Ok(with_defect(Defect::invalid(format!(
+                            "{size} bytes of data for {bytes} bytes of elements"
+                        ))));
+                    }
+                    let at = self.base.checked_add(addr);
+                    let fits = at
+                        .and_then(|a| a.checked_add(bytes))
+                        .is_some_and(|e| e <= self.source.len());
+                    match at.filter(|_| fits) {
+                        Some(at) => Ok(listed(element, order, (at, bytes))),
+                        None => Err(Error::invalid(format!(
+                            "data at address {addr}, {bytes} bytes, lies past the end of the file"
+                        ))),
+                    }
                 }
-                let at = self.base.checked_add(addr);
-                let fits = at
-                    .and_then(|a| a.checked_add(bytes))
-                    .is_some_and(|e| e <= self.source.len());
-                match at.filter(|_| fits) {
-                    Some(at) => Ok(listed(element, order, (at, bytes))),
-                    None => Err(Error::invalid(format!(
-                        "data at address {addr}, {bytes} bytes, lies past the end of the file"
-                    ))),
-                }
-            }
-            Layout::Chunked(layout_dims, index) => {
-                let filters = match find(msg::FILTERS) {
-                    Some(f) => self.filters(&self.data(&f)?, f.at)?,
-                    None => Vec::new(),
-                };
-                if let Some((id, name, _)) = filters.iter().find(|(id, ..)| !matches!(id, 1..=4)) {
-                    return Ok(with_defect(Defect::unsupported(format!(
+                Layout::Chunked(layout_dims, index) => {
+                    let filters = match find(msg::FILTERS) {
+                        Some(f) => self.filters(&self.data(&f)?, f.at)?,
+                        None => Vec::new(),
+                    };
+                    if let Some((id, name, _)) =
+                        filters.iter().find(|(id, ..)| !matches!(id, 1..=4))
+                    {
+                        return Ok(with_defect(Defect::unsupported(format!(
                         "unsupported HDF5 filter {name} (id {id}): its chunks cannot be decoded"
                     ))));
-                }
-                let pipeline = filters.into_iter().map(|(id, _, p)| (id, p)).collect();
-                let size = element.dtype.size() as u64;
-                let (table, first) =
-                    self.chunk_table(&dims, &max_dims, size, &layout_dims, &index, pipeline)?;
-                let end = table
-                    .chunks
-                    .iter()
-                    .map(|c| c.at.saturating_add(c.size))
-                    .max()
-                    .unwrap_or(0);
-                let at = self.base.checked_add(first);
-                let fits = at
-                    .and_then(|a| a.checked_add(end))
-                    .is_some_and(|e| e <= self.source.len());
-                let Some(at) = at.filter(|_| fits) else {
-                    return Err(Error::invalid(format!(
-                        "chunks at address {first}, {end} bytes, lie past the end of the file"
-                    )));
-                };
-                // Chunks never written read as zeros, stored nowhere: like a broadcast, what
-                // they make a read allocate is bounded by the memory budget.
-                let chunk_bytes = table.chunk.iter().fold(size, |a, &n| a.saturating_mul(n));
-                let written = chunk_bytes.saturating_mul(table.chunks.len() as u64);
-                let budget = self.limits.read_budget(end);
-                if bytes.saturating_sub(written) > budget {
-                    return Ok(with_defect(Defect {
-                        kind: zt_container::ErrorKind::LimitExceeded,
-                        message: format!(
+                    }
+                    let pipeline = filters.into_iter().map(|(id, _, p)| (id, p)).collect();
+                    let size = element.dtype.size() as u64;
+                    let (table, first) =
+                        self.chunk_table(&dims, &max_dims, size, &layout_dims, &index, pipeline)?;
+                    let end = table
+                        .chunks
+                        .iter()
+                        .map(|c| c.at.saturating_add(c.size))
+                        .max()
+                        .unwrap_or(0);
+                    let at = self.base.checked_add(first);
+                    let fits = at
+                        .and_then(|a| a.checked_add(end))
+                        .is_some_and(|e| e <= self.source.len());
+                    let Some(at) = at.filter(|_| fits) else {
+                        return Err(Error::invalid(format!(
+                            "chunks at address {first}, {end} bytes, lie past the end of the file"
+                        )));
+                    };
+                    // Chunks never written read as zeros, stored nowhere: like a broadcast, what
+                    // they make a read allocate is bounded by the memory budget.
+                    let chunk_bytes = table.chunk.iter().fold(size, |a, &n| a.saturating_mul(n));
+                    let written = chunk_bytes.saturating_mul(table.chunks.len() as u64);
+                    let budget = self.limits.read_budget(end);
+                    if bytes.saturating_sub(written) > budget {
+                        return Ok(with_defect(Defect {
+                            kind: zt_container::ErrorKind::LimitExceeded,
+                            message: format!(
                             "{bytes} bytes of which {} never written (zeros) exceed the memory \
                              budget of {budget} bytes (raise it: Limits::memory_budget, zt \
                              --max-memory)",
                             bytes.saturating_sub(written)
                         ),
-                        skip: false,
-                    }));
+                            skip: false,
+                        }));
+                    }
+                    let mut o = listed(element, order, (at, end));
+                    if let Some(c) = o.components.0.first_mut() {
+                        c.encoding = zt_formats::Encoding::Hdf5Chunks(Box::new(table));
+                        c.decoded_len = Some(bytes);
+                        c.uncompressed_length = Some(bytes);
+                    }
+                    Ok(o)
                 }
-                let mut o = listed(element, order, (at, end));
-                if let Some(c) = o.components.0.first_mut() {
-                    c.encoding = zt_formats::Encoding::Hdf5Chunks(Box::new(table));
-                    c.decoded_len = Some(bytes);
-                    c.uncompressed_length = Some(bytes);
-                }
-                Ok(o)
+                Layout::Other(what) => Ok(with_defect(Defect::unsupported(what))),
             }
-            Layout::Other(what) => Ok(with_defect(Defect::unsupported(what))),
+        })();
+        match placed {
+            Err(e) if e.kind() == zt_container::ErrorKind::InvalidFile => {
+                let message = match e.offset() {
+                    Some(at) => format!("{} (at offset {at:#x})", e.message()),
+                    None => e.message().to_owned(),
+                };
+                Ok(with_defect(Defect::invalid(message)))
+            }
+            placed => placed,
         }
     }
 
@@ -1734,6 +1791,32 @@ fn check_sizes(offsets: usize, lengths: usize, c: &Cursor<'_>) -> Result<()> {
 
 fn bad_at(message: impl Into<String>, at: u64) -> Error {
     Error::invalid(message.into()).at(at)
+}
+
+/// Checks a structure whose last 4 bytes are the lookup3 checksum of the bytes before them,
+/// as HDF5 does before it trusts one: a mismatch means the file was damaged after it was
+/// written, and nothing read from the structure can be believed.
+pub(super) fn check_lookup3(structure: &[u8], what: &str, at: u64) -> Result<()> {
+    let Some(split) = structure.len().checked_sub(4) else {
+        return Err(bad_at(format!("{what} too short to hold its checksum"), at));
+    };
+    let (body, stored) = structure.split_at(split);
+    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let computed = zt_formats::lookup3::lookup3(body);
+    if stored != computed {
+        return Err(checksum_mismatch(what, at, stored, computed, body.len()));
+    }
+    Ok(())
+}
+
+fn checksum_mismatch(what: &str, at: u64, stored: u32, computed: u32, len: usize) -> Error {
+    bad_at(
+        format!(
+            "{what}: its checksum 0x{stored:08x} does not match its {len} bytes (0x{computed:08x}); \
+             the file is damaged"
+        ),
+        at,
+    )
 }
 
 fn text(bytes: &[u8]) -> String {
