@@ -20,7 +20,8 @@
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
 //! references, variable-length and array types ("not numbers"); datasets behind a filter we do
 //! not decode (LZF, blosc, ...: named); external links that cannot be followed (with why).
-//! Chunks never written read as zeros, within the memory budget.
+//! Chunks never written read as zeros, within the memory budget; a dataset with such chunks
+//! and a fill value other than zeros is listed unreadable rather than read wrong.
 //!
 //! Every address and size is checked against the file and against the caps below; a group
 //! reached twice (hard links can make cycles) is walked once. Every lookup3 checksum the
@@ -83,6 +84,8 @@ mod msg {
     pub const DATASPACE: u16 = 0x0001;
     pub const LINK_INFO: u16 = 0x0002;
     pub const DATATYPE: u16 = 0x0003;
+    pub const FILL_VALUE_OLD: u16 = 0x0004;
+    pub const FILL_VALUE: u16 = 0x0005;
     pub const LINK: u16 = 0x0006;
     pub const LAYOUT: u16 = 0x0008;
     pub const FILTERS: u16 = 0x000b;
@@ -1329,6 +1332,26 @@ impl<'s> File<'s> {
                             skip: false,
                         }));
                     }
+                    // Chunks never written read as zeros here; HDF5 reads them as the fill
+                    // value. Where those differ, the dataset is not read rather than read wrong.
+                    let fill = self.fill_value(find(msg::FILL_VALUE), find(msg::FILL_VALUE_OLD))?;
+                    if let Some(fill) = fill {
+                        let inside = |start: &[u64]| start.iter().zip(&dims).all(|(s, d)| s < d);
+                        let written = table.chunks.iter().filter(|c| inside(&c.start)).count();
+                        let grid = dims
+                            .iter()
+                            .zip(&table.chunk)
+                            .try_fold(1u64, |a, (&d, &c)| a.checked_mul(d.div_ceil(c)));
+                        if grid.is_none_or(|g| (written as u64) < g) {
+                            let shown: Vec<String> =
+                                fill.iter().take(16).map(|b| format!("{b:02x}")).collect();
+                            return Ok(with_defect(Defect::unsupported(format!(
+                                "chunks never written hold the fill value 0x{}, which this \
+                                 reader does not apply (it reads them as zeros)",
+                                shown.concat()
+                            ))));
+                        }
+                    }
                     let mut o = listed(element, order, (at, end));
                     if let Some(c) = o.components.0.first_mut() {
                         c.encoding = zt_formats::Encoding::Hdf5Chunks(Box::new(table));
@@ -1350,6 +1373,40 @@ impl<'s> File<'s> {
             }
             placed => placed,
         }
+    }
+
+    /// The fill value a dataset declares, when it is not all zeros (`None`: zeros, the
+    /// default, or none defined). The fill value message (versions 1-3) is read first, the
+    /// old one (type 4) when it is absent.
+    fn fill_value(&self, new: Option<Message>, old: Option<Message>) -> Result<Option<Vec<u8>>> {
+        let value = if let Some(m) = new {
+            let data = self.data(&m)?;
+            let mut c = self.cursor(&data, m.at);
+            let version = c.u8("fill value version")?;
+            let defined = match version {
+                1 | 2 => {
+                    c.skip(2, "fill value times")?;
+                    let defined = c.u8("fill value defined")? != 0;
+                    // Version 1 always stores a size; version 2 only when defined.
+                    defined || version == 1
+                }
+                3 => c.u8("fill value flags")? & 0x20 != 0,
+                v => return Err(bad_at(format!("fill value message version {v}"), m.at)),
+            };
+            if !defined || c.rest().is_empty() {
+                return Ok(None);
+            }
+            let size = c.u32("fill value size")? as usize;
+            c.take(size, "fill value")?.to_vec()
+        } else if let Some(m) = old {
+            let data = self.data(&m)?;
+            let mut c = self.cursor(&data, m.at);
+            let size = c.u32("fill value size")? as usize;
+            c.take(size, "fill value")?.to_vec()
+        } else {
+            return Ok(None);
+        };
+        Ok(value.iter().any(|&b| b != 0).then_some(value))
     }
 
     /// A dataspace's dimensions and maximum dimensions (`u64::MAX`: unlimited; the
