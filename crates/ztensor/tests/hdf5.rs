@@ -252,6 +252,24 @@ fn damaged_checksummed_metadata_is_refused() {
     assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile);
     assert!(e.to_string().contains("object header: its checksum"), "{e}");
 
+    // A dense group's name index: we list links from the heap, but h5py reads the index.
+    let e = damaged("h5py_latest.h5", |b| {
+        let mut at = 0;
+        loop {
+            at += find(&b[at..], b"BTLF");
+            if b[at + 5] == 5 {
+                break;
+            }
+            at += 4;
+        }
+        b[at + 8] ^= 1;
+    })
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("v2 B-tree node: its checksum"),
+        "{e}"
+    );
+
     let r = damaged("h5py_latest.h5", |b| {
         let at = find(b, b"FAHD");
         b[at + 9] ^= 1;

@@ -661,6 +661,74 @@ impl File<'_> {
         found: &mut Vec<Found>,
     ) -> Result<()> {
         let offsets = self.offsets as u64;
+        let coords = 8 * dims.len() as u64;
+        // Type 10 records hold no size (0); type 11 one of this width, and a filter mask.
+        let size_width = |kind: u8, record: u64| match kind {
+            10 if record == offsets + coords => Ok(0),
+            11 if (offsets + coords + 5..=offsets + coords + 12).contains(&record) => {
+                Ok(record - offsets - coords - 4)
+            }
+            _ => Err(bad_at(
+                format!("a v2 B-tree of type {kind} and records of {record} bytes for chunks"),
+                addr,
+            )),
+        };
+        self.btree2_walk(addr, size_width, |file, b, &size_width| {
+            let at = b.addr("chunk address")?;
+            let (stored, mask) = if size_width > 0 {
+                (
+                    b.uint(size_width as usize, "chunk size")?,
+                    b.u32("filter mask")?,
+                )
+            } else {
+                (chunk_bytes, 0)
+            };
+            let mut start = Vec::with_capacity(dims.len());
+            let mut inside = true;
+            for (&n, &c) in dims.iter().zip(chunk) {
+                let s = b.uint(8, "scaled offset")?.checked_mul(c);
+                inside &= s.is_some_and(|s| s < n);
+                start.push(s.unwrap_or(u64::MAX));
+            }
+            if let (Some(at), true) = (at, inside) {
+                file.count_chunk(found.len())?;
+                found.push(Found {
+                    at,
+                    size: stored,
+                    start,
+                    mask,
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// Every block of a dense group's name index (a v2 B-tree of type 5), checksums checked,
+    /// records unread: HDF5 reads the index to list the group's links, so damage in it makes
+    /// h5py refuse the file; we read the links from the heap, and refuse it too.
+    pub(super) fn check_name_index(&mut self, addr: u64) -> Result<()> {
+        let accept = |kind: u8, record: u64| match kind {
+            5 if record > 4 => Ok(record),
+            _ => Err(bad_at(
+                format!("a link name index of type {kind} and records of {record} bytes"),
+                addr,
+            )),
+        };
+        self.btree2_walk(addr, accept, |_, b, &record| {
+            b.skip(record as usize, "name index record")
+        })
+    }
+
+    /// Walks the version 2 B-tree whose header is at `addr`, every header and node checksum
+    /// checked: `accept` sees the tree's type and record size (and refuses those its caller
+    /// cannot read); `record` reads one record, the cursor at its start.
+    fn btree2_walk<T>(
+        &mut self,
+        addr: u64,
+        accept: impl FnOnce(u8, u64) -> Result<T>,
+        mut record_at: impl FnMut(&mut Self, &mut super::Cursor<'_>, &T) -> Result<()>,
+    ) -> Result<()> {
+        let offsets = self.offsets as u64;
         let head =
             self.read_checked(addr, 18 + offsets + self.lengths as u64, "v2 B-tree header")?;
         let mut c = self.cursor(&head, addr);
@@ -677,21 +745,12 @@ impl File<'_> {
             return Ok(());
         };
         let root_records = u64::from(c.u16("root records")?);
-        let rank = dims.len() as u64;
-        let coords = 8 * rank;
-        let size_width = match kind {
-            10 if record == offsets + coords => 0,
-            11 if (offsets + coords + 5..=offsets + coords + 12).contains(&record) => {
-                record - offsets - coords - 4
-            }
-            _ => {
-                return Err(bad_at(
-                    format!("a v2 B-tree of type {kind} and records of {record} bytes for chunks"),
-                    addr,
-                ))
-            }
-        };
-        if depth > MAX_BTREE2_DEPTH || node_size > super::MAX_STRUCTURE || node_size < 10 + record {
+        let accepted = accept(kind, record)?;
+        if depth > MAX_BTREE2_DEPTH
+            || node_size > super::MAX_STRUCTURE
+            || record == 0
+            || node_size < 10 + record
+        {
             return Err(bad_at(
                 format!("a v2 B-tree of depth {depth} and nodes of {node_size} bytes"),
                 addr,
@@ -742,31 +801,11 @@ impl File<'_> {
             }
             b.skip(2, "version and type")?;
             for _ in 0..records {
-                let at = b.addr("chunk address")?;
-                let (stored, mask) = if kind == 11 {
-                    (
-                        b.uint(size_width as usize, "chunk size")?,
-                        b.u32("filter mask")?,
-                    )
-                } else {
-                    (chunk_bytes, 0)
-                };
-                let mut start = Vec::with_capacity(dims.len());
-                let mut inside = true;
-                for (&n, &c) in dims.iter().zip(chunk) {
-                    let s = b.uint(8, "scaled offset")?.checked_mul(c);
-                    inside &= s.is_some_and(|s| s < n);
-                    start.push(s.unwrap_or(u64::MAX));
-                }
-                if let (Some(at), true) = (at, inside) {
-                    self.count_chunk(found.len())?;
-                    found.push(Found {
-                        at,
-                        size: stored,
-                        start,
-                        mask,
-                    });
-                }
+                let from = b.pos;
+                record_at(self, &mut b, &accepted)?;
+                // Each record is exactly `record` bytes, whatever the reader took of it.
+                b.pos = from;
+                b.skip(record as usize, "record")?;
             }
             if d > 0 {
                 let mut children = Vec::new();

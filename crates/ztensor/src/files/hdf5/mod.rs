@@ -778,6 +778,11 @@ impl<'s> File<'s> {
                     }
                     if let Some(heap) = c.addr("fractal heap address")? {
                         self.dense_links(heap, &mut links)?;
+                        if let Some(names) = c.addr("name index address")? {
+                            let group = if path.is_empty() { "/" } else { path };
+                            self.check_name_index(names)
+                                .map_err(|e| e.in_object(group))?;
+                        }
                     }
                 }
                 msg::ATTRIBUTE => {
