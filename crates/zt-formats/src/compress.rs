@@ -102,6 +102,9 @@ pub struct ChunkTable {
     pub filter_params: Vec<Vec<u32>>,
     /// Every chunk written.
     pub chunks: Vec<Chunk>,
+    /// One element of the dataset's fill value, which chunks never written hold; empty when
+    /// it is zeros (HDF5's default).
+    pub fill: Vec<u8>,
 }
 
 /// One chunk of a [`ChunkTable`].

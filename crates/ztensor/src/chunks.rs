@@ -36,6 +36,33 @@ pub(crate) fn decode_into(table: &ChunkTable, span: &[u8], dst: &mut [u8], cap: 
     )
 }
 
+/// Fills `dst` with copies of one element, `fill` (zeros when it is empty), doubling what is
+/// done with each copy rather than writing element by element.
+fn fill_elements(dst: &mut [u8], fill: &[u8]) -> Result<()> {
+    if fill.is_empty() {
+        dst.fill(0);
+        return Ok(());
+    }
+    if dst.len() % fill.len() != 0 {
+        return Err(Error::invalid(format!(
+            "a fill value of {} bytes for {} bytes of elements",
+            fill.len(),
+            dst.len()
+        )));
+    }
+    let Some(first) = dst.get_mut(..fill.len()) else {
+        return Ok(());
+    };
+    first.copy_from_slice(fill);
+    let mut done = fill.len();
+    while done < dst.len() {
+        let n = done.min(dst.len() - done);
+        dst.copy_within(..n, done);
+        done += n;
+    }
+    Ok(())
+}
+
 /// Decodes the chunks of `table` that meet the box `ranges` (one range per dimension, inside
 /// the dataset) into `dst`, the box's row-major bytes, and no other chunk: a slice of a
 /// chunked dataset reads and inflates only what it needs, as h5py does. `stored(chunk)`
@@ -65,7 +92,7 @@ pub(crate) fn decode_box_into<'a>(
         })?;
     let mut buf = zt_container::internal::try_filled_vec(chunk_bytes as usize, 0u8)?;
     let mut work = Vec::new();
-    dst.fill(0);
+    fill_elements(dst, &table.fill)?;
     for (i, chunk) in table.chunks.iter().enumerate() {
         if !meets(table, &chunk.start, ranges) {
             continue;
@@ -352,6 +379,37 @@ mod tests {
         assert_eq!(fletcher32(&[1, 2, 3]), (0x0102 + 0x0402) << 16 | 0x0402);
     }
 
+    #[test]
+    fn chunks_never_written_hold_the_fill_value() {
+        // Two of three chunks written; the third, rows 2.., holds 0x0201 per element.
+        let table = ChunkTable {
+            dims: vec![5],
+            chunk: vec![2],
+            element_size: 2,
+            filters: Vec::new(),
+            filter_params: Vec::new(),
+            chunks: (0..2)
+                .map(|i| Chunk {
+                    at: 4 * i,
+                    size: 4,
+                    start: vec![2 * i],
+                    mask: 0,
+                })
+                .collect(),
+            fill: vec![1, 2],
+        };
+        let span: Vec<u8> = (10..18).collect();
+        let mut dst = vec![0xee; 10];
+        decode_into(&table, &span, &mut dst, 1 << 20).unwrap();
+        assert_eq!(dst, [10, 11, 12, 13, 14, 15, 16, 17, 1, 2]);
+        let mut odd = vec![0; 9];
+        let e = fill_elements(&mut odd, &[1, 2]).unwrap_err();
+        assert!(e.to_string().contains("a fill value of 2 bytes"), "{e}");
+        let mut many = vec![0; 2 * 1001];
+        fill_elements(&mut many, &[7, 8]).unwrap();
+        assert!(many.chunks_exact(2).all(|e| e == [7, 8]));
+    }
+
     /// A 3x3 u8 dataset in 2x2 chunks of 4 stored bytes each, unfiltered; the last row and
     /// column are partial chunks.
     fn three_by_three() -> ChunkTable {
@@ -371,6 +429,7 @@ mod tests {
                     mask: 0,
                 })
                 .collect(),
+            fill: Vec::new(),
         }
     }
 
@@ -448,6 +507,7 @@ mod tests {
                 start: vec![0],
                 mask: 0,
             }],
+            fill: Vec::new(),
         };
         // 0x04030201, 0x08070605 shuffled: byte planes.
         let span = [1, 5, 2, 6, 3, 7, 4, 8];

@@ -325,3 +325,30 @@ fn a_chunk_btree_key_that_is_not_a_chunks_is_refused() {
         .collect();
     assert_eq!(bad.len(), 1, "{bad:?}");
 }
+
+/// Chunks never written read as the dataset's fill value, as h5py reads them
+/// (tools/interop/make_hdf5_fill.py), in both layouts, whole and sliced.
+#[test]
+fn chunks_never_written_read_as_the_fill_value() {
+    for file in ["fill_values_default.h5", "fill_values_latest.h5"] {
+        let r = ztensor::open(dir().join(file)).unwrap();
+        let nan = r.read::<f32>("/nan").unwrap();
+        assert_eq!(nan.len(), 64, "{file}");
+        assert!(nan[..32].iter().all(|&v| v == 1.0), "{file}");
+        assert!(nan[32..].iter().all(|v| v.is_nan()), "{file}");
+        let neg = r.read::<i16>("/neg").unwrap();
+        assert_eq!(&neg[..], [0, 1, 2, 3, -1, -1, -1, -1, -1, -1], "{file}");
+        let grown = r.read::<f64>("/grown").unwrap();
+        assert_eq!(&grown[..8], [3.0; 8], "{file}");
+        assert_eq!(&grown[8..], [-2.5; 8], "{file}");
+        // A box across written and unwritten chunks: rows 3..5, columns 1..3 of `nan`.
+        let view = r.object("/nan").unwrap();
+        let got = view.slice_bytes(&[3..5, 1..3]).unwrap();
+        let got: Vec<f32> = got
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(&got[..2], [1.0, 1.0], "{file}");
+        assert!(got[2..].iter().all(|v| v.is_nan()), "{file} {got:?}");
+    }
+}

@@ -237,6 +237,7 @@ impl File<'_> {
             filters,
             filter_params,
             chunks,
+            fill: Vec::new(),
         };
         Ok((table, first))
     }

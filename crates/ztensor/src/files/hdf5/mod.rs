@@ -20,8 +20,8 @@
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
 //! references, variable-length and array types ("not numbers"); datasets behind a filter we do
 //! not decode (LZF, blosc, ...: named); external links that cannot be followed (with why).
-//! Chunks never written read as zeros, within the memory budget; a dataset with such chunks
-//! and a fill value other than zeros is listed unreadable rather than read wrong.
+//! Chunks never written read as the dataset's fill value (zeros unless its fill value message
+//! says otherwise), within the memory budget.
 //!
 //! Every address and size is checked against the file and against the caps below; a group
 //! reached twice (hard links can make cycles) is walked once. Every lookup3 checksum the
@@ -1303,7 +1303,7 @@ impl<'s> File<'s> {
                     }
                     let pipeline = filters.into_iter().map(|(id, _, p)| (id, p)).collect();
                     let size = element.dtype.size() as u64;
-                    let (table, first) =
+                    let (mut table, first) =
                         self.chunk_table(&dims, &max_dims, size, &layout_dims, &index, pipeline)?;
                     let end = table
                         .chunks
@@ -1320,7 +1320,7 @@ impl<'s> File<'s> {
                             "chunks at address {first}, {end} bytes, lie past the end of the file"
                         )));
                     };
-                    // Chunks never written read as zeros, stored nowhere: like a broadcast, what
+                    // Chunks never written are stored nowhere: like a broadcast, what
                     // they make a read allocate is bounded by the memory budget.
                     let chunk_bytes = table.chunk.iter().fold(size, |a, &n| a.saturating_mul(n));
                     let written = chunk_bytes.saturating_mul(table.chunks.len() as u64);
@@ -1329,7 +1329,7 @@ impl<'s> File<'s> {
                         return Ok(with_defect(Defect {
                             kind: zt_container::ErrorKind::LimitExceeded,
                             message: format!(
-                            "{bytes} bytes of which {} never written (zeros) exceed the memory \
+                            "{bytes} bytes of which {} never written (filled) exceed the memory \
                              budget of {budget} bytes (raise it: Limits::memory_budget, zt \
                              --max-memory)",
                             bytes.saturating_sub(written)
@@ -1337,25 +1337,16 @@ impl<'s> File<'s> {
                             skip: false,
                         }));
                     }
-                    // Chunks never written read as zeros here; HDF5 reads them as the fill
-                    // value. Where those differ, the dataset is not read rather than read wrong.
+                    // Chunks never written hold the fill value, as HDF5 reads them.
                     let fill = self.fill_value(find(msg::FILL_VALUE), find(msg::FILL_VALUE_OLD))?;
                     if let Some(fill) = fill {
-                        let inside = |start: &[u64]| start.iter().zip(&dims).all(|(s, d)| s < d);
-                        let written = table.chunks.iter().filter(|c| inside(&c.start)).count();
-                        let grid = dims
-                            .iter()
-                            .zip(&table.chunk)
-                            .try_fold(1u64, |a, (&d, &c)| a.checked_mul(d.div_ceil(c)));
-                        if grid.is_none_or(|g| (written as u64) < g) {
-                            let shown: Vec<String> =
-                                fill.iter().take(16).map(|b| format!("{b:02x}")).collect();
-                            return Ok(with_defect(Defect::unsupported(format!(
-                                "chunks never written hold the fill value 0x{}, which this \
-                                 reader does not apply (it reads them as zeros)",
-                                shown.concat()
-                            ))));
+                        if fill.len() as u64 != size {
+                            return Err(Error::invalid(format!(
+                                "a fill value of {} bytes for elements of {size}",
+                                fill.len()
+                            )));
                         }
+                        table.fill = fill;
                     }
                     let mut o = listed(element, order, (at, end));
                     if let Some(c) = o.components.0.first_mut() {
