@@ -287,51 +287,59 @@ impl File<'_> {
             )?;
             let mut b = self.cursor(&body, body_at);
             let mut children = Vec::new();
+            let mut previous: Option<Vec<u64>> = None;
             for _ in 0..used {
                 let stored = u64::from(b.u32("chunk size")?);
                 let mask = b.u32("filter mask")?;
-                let start = (0..=rank)
+                let mut start = (0..=rank)
                     .map(|_| b.uint(8, "chunk offset"))
                     .collect::<Result<Vec<u64>>>()?;
                 let child = b.addr("chunk address")?;
-                if let Some(child) = child {
-                    if level == 0 {
-                        if found.len() as u64 >= grid.saturating_add(1) {
-                            return Err(bad_at(
-                                "a chunk B-tree of more chunks than the dataset holds",
-                                node,
-                            ));
-                        }
-                        self.count_chunk(found.len())?;
-                        let mut start = start;
-                        let last = start.pop().unwrap_or_default();
-                        let aligned = start.iter().zip(chunk).all(|(&s, &c)| s % c == 0);
-                        if last != 0 || !aligned {
-                            return Err(bad_at(
-                                format!(
-                                    "a chunk B-tree key of offsets {start:?} and {last}: not \
-                                     a chunk's (multiples of {chunk:?}, then 0)"
-                                ),
-                                node,
-                            ));
-                        }
-                        // Leaves are walked left to right: their keys rise throughout.
-                        if found.last().is_some_and(|p| p.start >= start) {
-                            return Err(bad_at(
-                                format!("chunk B-tree keys out of order at chunk {start:?}"),
-                                node,
-                            ));
-                        }
-                        found.push(Found {
-                            at: child,
-                            size: stored,
-                            start,
-                            mask,
-                        });
-                    } else {
-                        children.push(child);
-                    }
+                // Every key, an inner node's too (HDF5 searches by them), is a chunk's
+                // offsets, and they rise through the node.
+                let last = start.pop().unwrap_or_default();
+                let aligned = start.iter().zip(chunk).all(|(&s, &c)| s % c == 0);
+                if last != 0 || !aligned {
+                    return Err(bad_at(
+                        format!(
+                            "a chunk B-tree key of offsets {start:?} and {last}: not a chunk's \
+                             (multiples of {chunk:?}, then 0)"
+                        ),
+                        node,
+                    ));
                 }
+                if previous.as_ref().is_some_and(|p| *p >= start) {
+                    return Err(bad_at(
+                        format!("chunk B-tree keys out of order at chunk {start:?}"),
+                        node,
+                    ));
+                }
+                previous = Some(start.clone());
+                let Some(child) = child else { continue };
+                if level > 0 {
+                    children.push(child);
+                    continue;
+                }
+                if found.len() as u64 >= grid.saturating_add(1) {
+                    return Err(bad_at(
+                        "a chunk B-tree of more chunks than the dataset holds",
+                        node,
+                    ));
+                }
+                self.count_chunk(found.len())?;
+                // Leaves are walked left to right: their keys rise throughout.
+                if found.last().is_some_and(|p| p.start >= start) {
+                    return Err(bad_at(
+                        format!("chunk B-tree keys out of order at chunk {start:?}"),
+                        node,
+                    ));
+                }
+                found.push(Found {
+                    at: child,
+                    size: stored,
+                    start,
+                    mask,
+                });
             }
             stack.extend(children.into_iter().rev());
         }
