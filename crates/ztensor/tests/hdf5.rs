@@ -239,6 +239,18 @@ fn find(bytes: &[u8], what: &[u8]) -> usize {
     bytes.windows(what.len()).position(|w| w == what).unwrap()
 }
 
+/// The first structure signed `signature` whose byte at `offset` is `kind` (a B-tree's type).
+fn find_kind(bytes: &[u8], signature: &[u8], offset: usize, kind: u8) -> usize {
+    let mut at = 0;
+    loop {
+        at += find(&bytes[at..], signature);
+        if bytes[at + offset] == kind {
+            return at;
+        }
+        at += signature.len();
+    }
+}
+
 /// HDF5's lookup3 checksums are checked: a changed byte in an object header refuses the file
 /// (before, it could list a wrong shape); one in a chunk index makes that dataset unreadable,
 /// as h5py fails on that dataset's read alone, and the others read.
@@ -254,14 +266,7 @@ fn damaged_checksummed_metadata_is_refused() {
 
     // A dense group's name index: we list links from the heap, but h5py reads the index.
     let e = damaged("h5py_latest.h5", |b| {
-        let mut at = 0;
-        loop {
-            at += find(&b[at..], b"BTLF");
-            if b[at + 5] == 5 {
-                break;
-            }
-            at += 4;
-        }
+        let at = find_kind(b, b"BTLF", 5, 5);
         b[at + 8] ^= 1;
     })
     .unwrap_err();
@@ -297,14 +302,7 @@ fn damaged_checksummed_metadata_is_refused() {
 fn a_chunk_btree_key_that_is_not_a_chunks_is_refused() {
     let r = damaged("h5py_default.h5", |b| {
         // The first raw-data node (type 1); its keys follow its 24-byte head.
-        let mut at = 0;
-        loop {
-            at += find(&b[at..], b"TREE");
-            if b[at + 4] == 1 {
-                break;
-            }
-            at += 4;
-        }
+        let at = find_kind(b, b"TREE", 4, 1);
         // The first key's offsets are all 0 (the chunk at the origin); the first word after
         // them that is not 0 is its child's address: the word before it is the last offset.
         let key = at + 24;

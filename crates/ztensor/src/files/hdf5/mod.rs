@@ -818,7 +818,8 @@ impl<'s> File<'s> {
 
     /// The object at `addr`: a group (walked) or a dataset (listed).
     fn object(&mut self, addr: u64, path: &str, depth: usize) -> Result<()> {
-        let messages = self.messages(addr)?;
+        let shown = if path.is_empty() { "/" } else { path };
+        let messages = self.messages(addr).map_err(|e| e.in_object(shown))?;
         let is_group = messages
             .iter()
             .any(|m| matches!(m.kind, msg::SYMBOL_TABLE | msg::LINK | msg::LINK_INFO));
