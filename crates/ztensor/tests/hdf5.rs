@@ -239,12 +239,13 @@ fn find(bytes: &[u8], what: &[u8]) -> usize {
     bytes.windows(what.len()).position(|w| w == what).unwrap()
 }
 
-/// The first structure signed `signature` whose byte at `offset` is `kind` (a B-tree's type).
-fn find_kind(bytes: &[u8], signature: &[u8], offset: usize, kind: u8) -> usize {
+/// The first structure signed `signature` whose bytes at `offset` are `kind` (a B-tree's type,
+/// and level).
+fn find_kind(bytes: &[u8], signature: &[u8], offset: usize, kind: &[u8]) -> usize {
     let mut at = 0;
     loop {
         at += find(&bytes[at..], signature);
-        if bytes[at + offset] == kind {
+        if bytes[at + offset..].starts_with(kind) {
             return at;
         }
         at += signature.len();
@@ -266,7 +267,7 @@ fn damaged_checksummed_metadata_is_refused() {
 
     // A dense group's name index: we list links from the heap, but h5py reads the index.
     let e = damaged("h5py_latest.h5", |b| {
-        let at = find_kind(b, b"BTLF", 5, 5);
+        let at = find_kind(b, b"BTLF", 5, &[5]);
         b[at + 8] ^= 1;
     })
     .unwrap_err();
@@ -302,7 +303,7 @@ fn damaged_checksummed_metadata_is_refused() {
 fn a_chunk_btree_key_that_is_not_a_chunks_is_refused() {
     let r = damaged("h5py_default.h5", |b| {
         // The first raw-data node (type 1); its keys follow its 24-byte head.
-        let at = find_kind(b, b"TREE", 4, 1);
+        let at = find_kind(b, b"TREE", 4, &[1]);
         // The first key's offsets are all 0 (the chunk at the origin); the first word after
         // them that is not 0 is its child's address: the word before it is the last offset.
         let key = at + 24;
@@ -349,4 +350,33 @@ fn chunks_never_written_read_as_the_fill_value() {
         assert_eq!(&got[..2], [1.0, 1.0], "{file}");
         assert!(got[2..].iter().all(|v| v.is_nan()), "{file} {got:?}");
     }
+}
+
+/// Inner nodes of a v1 chunk B-tree hold keys HDF5 searches by: a damaged one makes the
+/// dataset unreadable too (tools/interop/make_hdf5_btree.py: 200 one-element chunks).
+#[test]
+fn a_damaged_inner_chunk_btree_key_is_refused() {
+    let r = ztensor::open(dir().join("chunk_btree_deep.h5")).unwrap();
+    let d = r.read::<i16>("/d").unwrap();
+    assert!(d.iter().copied().eq(0..200));
+    let damage = |edit: fn(&mut [u8])| {
+        let r = damaged("chunk_btree_deep.h5", |b| {
+            // The inner node: type 1 (chunks), level 1; its keys follow its 24-byte head,
+            // each a size, a mask and two offsets (the element's, then 0): 24 bytes, then
+            // an 8-byte child.
+            let at = find_kind(b, b"TREE", 4, &[1, 1]);
+            edit(&mut b[at + 24..]);
+        })
+        .unwrap();
+        r.objects()[0].defect.as_ref().unwrap().message.clone()
+    };
+    // The second key's last offset (past the first key and child, 32 bytes, then 16).
+    let e = damage(|keys| keys[32 + 16] = 1);
+    assert!(e.contains("a chunk B-tree key of offsets"), "{e}");
+    // The second key's offset made smaller than the first's (which is 0): out of order.
+    let e = damage(|keys| {
+        let first = keys[8];
+        keys[32 + 8..32 + 16].copy_from_slice(&[first, 0, 0, 0, 0, 0, 0, 0]);
+    });
+    assert!(e.contains("chunk B-tree keys out of order"), "{e}");
 }
