@@ -1393,13 +1393,11 @@ impl<'s> File<'s> {
             if !defined || c.rest().is_empty() {
                 return Ok(None);
             }
-            let size = c.u32("fill value size")? as usize;
-            c.take(size, "fill value")?.to_vec()
+            fill_bytes(&mut c)?
         } else if let Some(m) = old {
             let data = self.data(&m)?;
             let mut c = self.cursor(&data, m.at);
-            let size = c.u32("fill value size")? as usize;
-            c.take(size, "fill value")?.to_vec()
+            fill_bytes(&mut c)?
         } else {
             return Ok(None);
         };
@@ -1845,6 +1843,16 @@ fn check_sizes(offsets: usize, lengths: usize, c: &Cursor<'_>) -> Result<()> {
 
 fn bad_at(message: impl Into<String>, at: u64) -> Error {
     Error::invalid(message.into()).at(at)
+}
+
+/// A fill value's bytes after its size. HDF5 decodes the size as signed: a size of -1 (older
+/// writers, PyTables' among them) or 0 means no value, which reads as zeros.
+fn fill_bytes(c: &mut Cursor<'_>) -> Result<Vec<u8>> {
+    let size = c.u32("fill value size")? as i32;
+    match usize::try_from(size) {
+        Ok(size) if size > 0 => Ok(c.take(size, "fill value")?.to_vec()),
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// Checks a structure whose last 4 bytes are the lookup3 checksum of the bytes before them,
