@@ -9,7 +9,7 @@ mod expected;
 
 use std::path::{Path, PathBuf};
 
-use ztensor::{FileVersion, OpenOptions, Value};
+use ztensor::{ErrorKind, FileVersion, OpenOptions, Value};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/onnx")
@@ -134,6 +134,14 @@ fn external_data_lives_beside_the_model() {
 
 /// A model whose only initializer keeps its data at `location`, beside it in a fresh folder.
 fn model_with_external(location: &str) -> (tempfile::TempDir, PathBuf) {
+    model_with_external_length(location, Some("8"))
+}
+
+/// The same, with `length` (or none: the data runs to the end of the file).
+fn model_with_external_length(
+    location: &str,
+    length: Option<&str>,
+) -> (tempfile::TempDir, PathBuf) {
     // Build the protobuf by hand: TensorProto { dims: [2], data_type: FLOAT, name: "w",
     // external_data: [location, length 8], data_location: EXTERNAL }.
     fn bytes_field(n: u8, v: &[u8]) -> Vec<u8> {
@@ -149,7 +157,9 @@ fn model_with_external(location: &str) -> (tempfile::TempDir, PathBuf) {
     let mut tensor = vec![0x08, 2, 0x10, 1];
     tensor.extend(bytes_field(8, b"w"));
     tensor.extend(entry("location", location));
-    tensor.extend(entry("length", "8"));
+    if let Some(length) = length {
+        tensor.extend(entry("length", length));
+    }
     tensor.extend([0x70, 1]);
     let graph = bytes_field(5, &tensor);
     let mut model = vec![0x08, 10];
@@ -185,14 +195,32 @@ fn external_locations_cannot_leave_the_folder() {
         assert!(e.contains(message), "{location}: {e}");
         assert!(e.contains("object \"w\""), "{location}: {e}");
     }
-    // Too short for the declared length.
+    // Too short for the declared length: onnx.load checks the range and refuses the model.
     let (dir, path) = model_with_external("short.bin");
     std::fs::write(dir.path().join("short.bin"), [0u8; 4]).unwrap();
     let e = ztensor::open(&path).unwrap_err().to_string();
     assert!(
-        e.contains("lies past the end of \"short.bin\" (4 bytes)"),
+        e.contains("at offset 0, 8 bytes, lies past the end of \"short.bin\" (4 bytes)"),
         "{e}"
     );
+    // No length: the data runs to the end of the file, here 12 bytes for a tensor of 8.
+    // onnx loads the model and fails on the tensor alone.
+    let (dir, path) = model_with_external_length("long.bin", None);
+    std::fs::write(dir.path().join("long.bin"), [0u8; 12]).unwrap();
+    let r = ztensor::open(&path).unwrap();
+    let e = r.object("w").unwrap().bytes().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile);
+    assert!(e.to_string().contains("external data of 12 bytes"), "{e}");
+    // Python's int() reads the numbers: spaces and `_` are fine.
+    let (dir, path) = model_with_external_length("w.bin", Some(" 8_0 "));
+    std::fs::write(dir.path().join("w.bin"), [0u8; 80]).unwrap();
+    let e = ztensor::open(&path)
+        .unwrap()
+        .object("w")
+        .unwrap()
+        .bytes()
+        .unwrap_err();
+    assert!(e.to_string().contains("external data of 80 bytes"), "{e}");
 }
 
 #[test]
@@ -204,4 +232,168 @@ fn a_model_in_memory_with_external_data_says_why_it_cannot_be_read() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("opened from memory"), "{e}");
+}
+
+/// Protobuf's encoding, for models built field by field.
+mod pb {
+    pub fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// Field `n` as a varint.
+    pub fn int(n: u64, v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(n << 3, &mut out);
+        varint(v, &mut out);
+        out
+    }
+
+    /// Field `n`, length-delimited.
+    pub fn bytes(n: u64, v: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint((n << 3) | 2, &mut out);
+        varint(v.len() as u64, &mut out);
+        out.extend_from_slice(v);
+        out
+    }
+
+    /// Field `n` as four bytes.
+    pub fn fixed32(n: u64, v: [u8; 4]) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint((n << 3) | 5, &mut out);
+        out.extend(v);
+        out
+    }
+
+    /// A model (IR version 10) of `fields` after its version.
+    pub fn model(fields: &[Vec<u8>]) -> Vec<u8> {
+        let mut m = int(1, 10);
+        m.extend(fields.concat());
+        m
+    }
+
+    /// An initializer (graph field 5) of f32 values in raw_data.
+    pub fn initializer(name: &[u8], values: &[f32], more: &[Vec<u8>]) -> Vec<u8> {
+        let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let tensor = [
+            int(1, values.len() as u64),
+            int(2, 1),
+            bytes(8, name),
+            bytes(9, &raw),
+            more.concat(),
+        ]
+        .concat();
+        bytes(5, &tensor)
+    }
+}
+
+fn open_model(bytes: Vec<u8>) -> ztensor::Reader {
+    OpenOptions::new().open_bytes(bytes).unwrap()
+}
+
+fn names(r: &ztensor::Reader) -> Vec<String> {
+    let mut names: Vec<String> = r.objects().iter().map(|o| o.name.clone()).collect();
+    names.sort();
+    names
+}
+
+/// What `onnx.load` (protobuf's parser) does with fields that are not as onnx.proto
+/// declares them, found comparing both readers on damaged models: each case here is read as
+/// onnx 1.23 reads it.
+#[test]
+fn fields_are_read_by_protobufs_rules() {
+    use pb::*;
+    // A field of the wrong wire type is an unknown field: skipped, not an error. Here an
+    // initializer given as a varint and a model_version given as bytes.
+    let graph = [initializer(b"w", &[1.0], &[]), int(5, 7)].concat();
+    let r = open_model(model(&[bytes(7, &graph), bytes(5, b"7")]));
+    assert_eq!(names(&r), ["w"]);
+    assert!(!r.attributes().contains_key("onnx.model_version"));
+
+    // Text that is not UTF-8 (proto2 does not check it) is read with U+FFFD.
+    let graph = initializer(b"w\xff", &[1.0], &[]);
+    let r = open_model(model(&[bytes(6, b"doc \xfe"), bytes(7, &graph)]));
+    assert_eq!(names(&r), ["w\u{fffd}"]);
+    assert_eq!(
+        r.attributes()["onnx.doc_string"].as_str(),
+        Some("doc \u{fffd}")
+    );
+
+    // A message given twice is merged: both pieces of the graph are the main graph.
+    let r = open_model(model(&[
+        bytes(7, &initializer(b"a", &[1.0], &[])),
+        bytes(7, &initializer(b"b", &[2.0], &[])),
+    ]));
+    assert_eq!(names(&r), ["a", "b"]);
+
+    // A Constant's tensor in two pieces: the shape and type in one, the data in the other.
+    let first = [int(1, 2), int(2, 1)].concat();
+    let second = bytes(9, &[1.5f32, 2.5].map(f32::to_le_bytes).concat());
+    let attribute = [bytes(1, b"value"), bytes(5, &first), bytes(5, &second)].concat();
+    let node = [bytes(2, b"c"), bytes(4, b"Constant"), bytes(5, &attribute)].concat();
+    let r = open_model(model(&[bytes(7, &bytes(1, &node))]));
+    let c = r.object("c").unwrap();
+    assert_eq!(c.read::<f32>().unwrap().as_ref(), &[1.5, 2.5]);
+
+    // A single value given twice keeps the last: value_float, data_type, data_location.
+    let attribute = [
+        bytes(1, b"value_float"),
+        fixed32(2, 1.0f32.to_le_bytes()),
+        fixed32(2, 3.0f32.to_le_bytes()),
+    ]
+    .concat();
+    let node = [bytes(2, b"f"), bytes(4, b"Constant"), bytes(5, &attribute)].concat();
+    let r = open_model(model(&[bytes(7, &bytes(1, &node))]));
+    assert_eq!(
+        r.object("f").unwrap().read::<f32>().unwrap().as_ref(),
+        &[3.0]
+    );
+
+    // data_type is an int32: a varint's low 32 bits (2^32 + 1 is FLOAT); data_location is a
+    // closed enum: 5 names nothing and leaves the data in raw_data.
+    let graph = initializer(b"w", &[4.0], &[int(2, (1 << 32) + 1), int(14, 5)]);
+    let r = open_model(model(&[bytes(7, &graph)]));
+    assert_eq!(
+        r.object("w").unwrap().read::<f32>().unwrap().as_ref(),
+        &[4.0]
+    );
+}
+
+/// What `numpy_helper.to_array` fails on is listed and unreadable, not a refused model:
+/// onnx.load reads such a model.
+#[test]
+fn tensors_onnx_cannot_convert_are_listed_unreadable() {
+    use pb::*;
+    let negative = bytes(
+        5,
+        &[
+            int(1, 2),
+            int(1, u64::MAX),
+            int(2, 1),
+            bytes(8, b"neg"),
+            bytes(9, &[]),
+        ]
+        .concat(),
+    );
+    // Six floats in float_data for a shape of no elements.
+    let empty = bytes(
+        5,
+        &[int(1, 0), int(2, 1), bytes(8, b"empty"), bytes(4, &[0; 24])].concat(),
+    );
+    let good = initializer(b"w", &[1.0], &[]);
+    let r = open_model(model(&[bytes(7, &[negative, empty, good].concat())]));
+    assert_eq!(names(&r), ["empty", "neg", "w"]);
+    for (name, message) in [
+        ("neg", "dimension -1 is negative (shape [2, -1])"),
+        ("empty", "field 4 holds 24 bytes; shape [0] of f32 needs 0"),
+    ] {
+        let e = r.object(name).unwrap().bytes().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{name}");
+        assert!(e.to_string().contains(message), "{name}: {e}");
+    }
+    assert!(r.object("w").unwrap().bytes().is_ok());
 }

@@ -32,6 +32,7 @@
 //! ```
 
 pub(crate) mod proto;
+mod schema;
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -39,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
-use zt_container::{Error, Result, Source};
+use zt_container::{Error, ErrorKind, Result, Source};
 use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value as Attr};
 
@@ -218,10 +219,10 @@ pub(crate) fn list(
         start: 0,
         end: source.len(),
     };
-    let (attributes, graph, ir_version) = walk.model(whole)?;
-    if let Some(graph) = graph {
-        walk.graph(graph, "main", 0)?;
-    }
+    // What onnx.load refuses (a damaged graph input, node or type annotation) is refused
+    // here too, although the listing reads only the messages that hold tensors.
+    proto::check(source, whole, &schema::MODEL)?;
+    let (attributes, ir_version) = walk.model(whole)?;
     let Walk {
         objects, externals, ..
     } = walk;
@@ -310,6 +311,7 @@ impl Names {
 #[derive(Default)]
 struct TensorFields {
     dims: Vec<u64>,
+    /// An `int32`: the varint's low 32 bits, as protobuf reads it.
     data_type: u64,
     name: Option<Span>,
     raw: Option<Span>,
@@ -321,46 +323,92 @@ struct TensorFields {
     at: u64,
 }
 
+/// Where an external tensor's data is, as its `external_data` entries say.
+struct External {
+    /// Its file's shard number (from 1).
+    file: u32,
+    offset: u64,
+    length: u64,
+}
+
+impl External {
+    /// The file, offset and length of `bytes` of data here, or why the range cannot hold
+    /// them (a size that is not the tensor's: onnx loads such a model and fails on the
+    /// tensor). The range was checked against the file when listed.
+    fn holding(&self, bytes: u64) -> std::result::Result<(u32, u64, u64), Defect> {
+        if self.length != bytes {
+            return Err(Defect::invalid(format!(
+                "external data of {} bytes; its shape and type need {bytes}",
+                self.length
+            )));
+        }
+        Ok((self.file, self.offset, self.length))
+    }
+}
+
+/// The most pieces one message may come in: protobuf merges a message field given several
+/// times, which no writer does on purpose.
+const MAX_PIECES: usize = 64;
+
 impl<'s> Walk<'s, '_> {
     fn text(&self, span: Span, what: &str) -> Result<String> {
         proto::text(self.source, span, MAX_TEXT, what)
     }
 
-    /// The model's attributes, its main graph's span and its IR version.
-    fn model(&mut self, whole: Span) -> Result<(Attributes, Option<Span>, u64)> {
+    /// Counts `bytes` more of listing against the memory budget a file of this size may
+    /// spend (objects, names, attributes): a tensor or a metadata entry can be written in a
+    /// few bytes, and listing it costs hundreds.
+    fn charge(&mut self, bytes: u64, what: &str) -> Result<()> {
+        self.listed_bytes = self.listed_bytes.saturating_add(bytes);
+        let budget = self.limits.listing_budget(self.source.len());
+        if self.listed_bytes > budget {
+            return Err(Error::limit(format!(
+                "listing the model's {what} would take more than the memory budget of \
+                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The model's attributes and IR version; lists its main graph on the way (protobuf
+    /// merges a graph given twice, so each piece is walked as part of `main`).
+    fn model(&mut self, whole: Span) -> Result<(Attributes, u64)> {
         let mut attributes = Attributes::new();
-        let mut graph = None;
         let mut ir_version = 0;
         let mut opsets = std::collections::BTreeMap::new();
-        let mut props = Vec::new();
+        let mut props = std::collections::BTreeMap::new();
         for field in Fields::of(self.source, whole)? {
             let field = field?;
-            let text = |w: &Self, what: &str| -> Result<Attr> {
-                Ok(Attr::Text(w.text(field.bytes(what)?, what)?))
-            };
-            let number =
-                |what: &str| -> Result<Attr> { Ok(Attr::Text(field.varint(what)?.to_string())) };
-            let (key, value): (&str, Attr) = match field.number {
-                1 => {
-                    ir_version = field.varint("ir_version")?;
-                    ("onnx.ir_version", number("ir_version")?)
+            let (key, value) = match (field.number, field.value) {
+                (1, Value::Varint(v, _)) => {
+                    ir_version = v;
+                    ("onnx.ir_version", Attr::Text(v.to_string()))
                 }
-                2 => ("onnx.producer_name", text(self, "producer_name")?),
-                3 => ("onnx.producer_version", text(self, "producer_version")?),
-                4 => ("onnx.domain", text(self, "domain")?),
-                5 => ("onnx.model_version", number("model_version")?),
-                6 => ("onnx.doc_string", text(self, "doc_string")?),
-                7 => {
-                    graph = Some(field.bytes("graph")?);
+                (5, Value::Varint(v, _)) => ("onnx.model_version", Attr::Text(v.to_string())),
+                (n @ (2 | 3 | 4 | 6), Value::Bytes(s)) => {
+                    let key = match n {
+                        2 => "onnx.producer_name",
+                        3 => "onnx.producer_version",
+                        4 => "onnx.domain",
+                        _ => "onnx.doc_string",
+                    };
+                    self.charge(s.len(), "metadata")?;
+                    (key, Attr::Text(self.text(s, &key[5..])?))
+                }
+                (7, Value::Bytes(s)) => {
+                    self.graph(s, "main", 0)?;
                     continue;
                 }
-                8 => {
-                    let (domain, version) = self.pair(field.bytes("opset_import")?, true)?;
+                (8, Value::Bytes(s)) => {
+                    let (domain, version) = self.pair(s, true)?;
+                    self.charge(domain.len() as u64 + 64, "opset_import")?;
                     opsets.insert(domain, version);
                     continue;
                 }
-                14 => {
-                    props.push(self.pair(field.bytes("metadata_props")?, false)?);
+                (14, Value::Bytes(s)) => {
+                    let (key, value) = self.pair(s, false)?;
+                    self.charge(s.len() + 64, "metadata_props")?;
+                    props.insert(key, value);
                     continue;
                 }
                 _ => continue,
@@ -390,7 +438,7 @@ impl<'s> Walk<'s, '_> {
                 attributes.insert(key, value);
             }
         }
-        Ok((attributes, graph, ir_version))
+        Ok((attributes, ir_version))
     }
 
     /// A two-field message: `OperatorSetIdProto` (domain, version) when `opset`, else
@@ -404,10 +452,10 @@ impl<'s> Walk<'s, '_> {
         };
         for field in Fields::of(self.source, span)? {
             let field = field?;
-            match (field.number, opset) {
-                (1, _) => first = self.text(field.bytes("key")?, "key")?,
-                (2, true) => second = Attr::Integer(field.varint("version")?.into()),
-                (2, false) => second = Attr::Text(self.text(field.bytes("value")?, "value")?),
+            match (field.number, field.value, opset) {
+                (1, Value::Bytes(s), _) => first = self.text(s, "key")?,
+                (2, Value::Varint(v, _), true) => second = Attr::Integer(v.into()),
+                (2, Value::Bytes(s), false) => second = Attr::Text(self.text(s, "value")?),
                 _ => {}
             }
         }
@@ -424,16 +472,14 @@ impl<'s> Walk<'s, '_> {
         }
         for field in Fields::of(self.source, span)? {
             let field = field?;
-            match field.number {
-                1 => self.node(field.bytes("node")?, path, depth)?,
-                5 => {
-                    let t = field.bytes("initializer")?;
-                    let (name, object) = self.tensor(t, None)?;
+            match (field.number, field.value) {
+                (1, Value::Bytes(s)) => self.node(s, path, depth)?,
+                (5, Value::Bytes(s)) => {
+                    let (name, object) = self.tensor(&[s], None)?;
                     self.add(name, object, path, "initializer")?;
                 }
-                15 => {
-                    let s = field.bytes("sparse_initializer")?;
-                    let (name, object) = self.sparse(s, None)?;
+                (15, Value::Bytes(s)) => {
+                    let (name, object) = self.sparse(&[s], None)?;
                     self.add(name, object, path, "sparse_initializer")?;
                 }
                 _ => {}
@@ -448,19 +494,9 @@ impl<'s> Walk<'s, '_> {
                 "the model holds more than {MAX_OBJECTS} tensors"
             )));
         }
-        // What the listing costs, against the budget a file of this size may spend: a
-        // tensor can be written in two bytes, and listing it costs hundreds.
-        self.listed_bytes = self
-            .listed_bytes
-            .saturating_add(Limits::listing_cost(&name) + graph.len() as u64);
-        let budget = self.limits.listing_budget(self.source.len());
-        if self.listed_bytes > budget {
-            return Err(Error::limit(format!(
-                "listing the model's {} tensors would take more than the memory budget of \
-                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
-                self.objects.len() + 1
-            )));
-        }
+        let cost = Limits::listing_cost(&name) + graph.len() as u64;
+        let what = format!("{} tensors", self.objects.len() + 1);
+        self.charge(cost, &what)?;
         object.name = self.names.claim(name, graph);
         object
             .attributes
@@ -481,12 +517,12 @@ impl<'s> Walk<'s, '_> {
         let mut has_attributes = false;
         for field in Fields::of(self.source, span)? {
             let field = field?;
-            match field.number {
-                2 if output.is_none() => output = Some(field.bytes("output")?),
-                3 => name = Some(field.bytes("name")?),
-                4 => op = Some(field.bytes("op_type")?),
-                7 => domain = Some(field.bytes("domain")?),
-                5 => has_attributes = true,
+            match (field.number, field.value) {
+                (2, Value::Bytes(s)) if output.is_none() => output = Some(s),
+                (3, Value::Bytes(s)) => name = Some(s),
+                (4, Value::Bytes(s)) => op = Some(s),
+                (7, Value::Bytes(s)) => domain = Some(s),
+                (5, Value::Bytes(_)) => has_attributes = true,
                 _ => {}
             }
         }
@@ -504,12 +540,32 @@ impl<'s> Walk<'s, '_> {
         };
         for field in Fields::of(self.source, span)? {
             let field = field?;
-            if field.number == 5 {
-                let attribute = field.bytes("attribute")?;
+            if let (5, Value::Bytes(attribute)) = (field.number, field.value) {
                 self.attribute(attribute, constant, output.as_deref(), graph, &label, depth)?;
             }
         }
         Ok(())
+    }
+
+    /// The spans of every length-delimited field `number` of the message at `span`, in
+    /// order: the pieces protobuf merges into one message.
+    fn pieces(&self, span: Span, number: u64, what: &str) -> Result<Vec<Span>> {
+        let mut pieces = Vec::new();
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            if let (n, Value::Bytes(s)) = (field.number, field.value) {
+                if n == number {
+                    if pieces.len() >= MAX_PIECES {
+                        return Err(Error::limit(format!(
+                            "{what} given in more than {MAX_PIECES} pieces"
+                        ))
+                        .at(field.at));
+                    }
+                    pieces.push(s);
+                }
+            }
+        }
+        Ok(pieces)
     }
 
     /// One `AttributeProto`: graphs are walked; a `Constant`'s value is listed.
@@ -523,38 +579,48 @@ impl<'s> Walk<'s, '_> {
         depth: usize,
     ) -> Result<()> {
         let mut name = None;
-        let mut fields = Vec::new();
+        let mut graphs = false;
         for field in Fields::of(self.source, span)? {
             let field = field?;
-            match field.number {
-                1 => name = Some(self.text(field.bytes("attribute name")?, "attribute name")?),
-                // f, i, t, g, floats, ints, strings, graphs, sparse_tensor
-                2..=11 | 22 => fields.push(field),
+            match (field.number, field.value) {
+                (1, Value::Bytes(s)) => name = Some(s),
+                (6 | 11, Value::Bytes(_)) => graphs = true,
                 _ => {}
             }
         }
-        let name = name.unwrap_or_default();
-        for field in fields.iter().filter(|f| matches!(f.number, 6 | 11)) {
-            let sub = field.bytes("graph")?;
-            self.graph(sub, &format!("{graph}/{node}.{name}"), depth + 1)?;
+        let name = name
+            .map(|s| self.text(s, "attribute name"))
+            .transpose()?
+            .unwrap_or_default();
+        if graphs {
+            let path = format!("{graph}/{node}.{name}");
+            for field in Fields::of(self.source, span)? {
+                let field = field?;
+                if let (6 | 11, Value::Bytes(sub)) = (field.number, field.value) {
+                    self.graph(sub, &path, depth + 1)?;
+                }
+            }
         }
-        if !constant {
-            return Ok(());
-        }
-        let Some(output) = output else {
+        let (true, Some(output)) = (constant, output) else {
             return Ok(());
         };
         let object = match name.as_str() {
-            "value" => match fields.iter().find(|f| f.number == 5) {
-                Some(f) => self.tensor(f.bytes("value")?, Some(output))?.1,
-                None => return Ok(()),
-            },
-            "sparse_value" => match fields.iter().find(|f| f.number == 22) {
-                Some(f) => self.sparse(f.bytes("sparse_value")?, Some(output))?.1,
-                None => return Ok(()),
-            },
+            "value" => {
+                let pieces = self.pieces(span, 5, "Constant value")?;
+                if pieces.is_empty() {
+                    return Ok(());
+                }
+                self.tensor(&pieces, Some(output))?.1
+            }
+            "sparse_value" => {
+                let pieces = self.pieces(span, 22, "Constant sparse_value")?;
+                if pieces.is_empty() {
+                    return Ok(());
+                }
+                self.sparse(&pieces, Some(output))?.1
+            }
             "value_float" | "value_int" | "value_floats" | "value_ints" => {
-                match self.scalar_constant(&name, &fields)? {
+                match self.scalar_constant(&name, span)? {
                     Some(o) => o,
                     None => return Ok(()),
                 }
@@ -571,164 +637,185 @@ impl<'s> Walk<'s, '_> {
         self.add(output.to_owned(), object, graph, "constant")
     }
 
-    /// A `Constant`'s `value_float`, `value_floats`, `value_int` or `value_ints`.
-    fn scalar_constant(&self, name: &str, fields: &[Field]) -> Result<Option<ObjectInfo>> {
+    /// A `Constant`'s `value_float`, `value_floats`, `value_int` or `value_ints`, from the
+    /// attribute at `span`.
+    fn scalar_constant(&self, name: &str, span: Span) -> Result<Option<ObjectInfo>> {
         let f32s = ElementType::plain(DType::F32);
         let i64s = ElementType::plain(DType::I64);
         let ints = Encoding::ProtoVarints {
             width: 8,
             boolean: false,
         };
-        let want = match name {
-            "value_float" => 2,
-            "value_int" => 3,
-            "value_floats" => 7,
-            _ => 8,
+        let (want, floats) = match name {
+            "value_float" => (2, true),
+            "value_int" => (3, false),
+            "value_floats" => (7, true),
+            _ => (8, false),
         };
-        let mine: Vec<&Field> = fields.iter().filter(|f| f.number == want).collect();
-        let [field] = mine.as_slice() else {
-            let (Some(first), Some(last)) = (mine.first(), mine.last()) else {
-                return Ok(None);
+        // The fields of that number whose wire type is the field's (any other is unknown to
+        // protobuf); a one-value field keeps the last, as protobuf does.
+        let mut first: Option<Field> = None;
+        let mut last: Option<Field> = None;
+        let (mut singles, mut runs, mut adjacent) = (0u64, 0u64, true);
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            let single = match (field.number == want, field.value, floats) {
+                (false, ..) => continue,
+                (true, Value::Fixed32(_), true) | (true, Value::Varint(..), false) => true,
+                (true, Value::Bytes(_), _) if want >= 7 => false,
+                _ => continue,
             };
-            // Unpacked (proto2's default for an attribute's floats and ints): each number its
-            // own field. Read as one run when they follow one another.
-            let end = |f: &Field| match f.value {
-                Value::Varint(_, s) | Value::Fixed64(s) | Value::Bytes(s) | Value::Fixed32(s) => {
-                    s.end
-                }
-            };
-            let adjacent = mine
-                .windows(2)
-                .all(|w| matches!(w, [a, b] if end(a) == b.at));
-            let n = mine.len() as u64;
-            let span = (first.at, end(last) - first.at);
-            return Ok(Some(match (name, first.value, adjacent) {
-                ("value_floats", Value::Fixed32(_), true) => encoded(
-                    dense(f32s, vec![n], span),
-                    Encoding::ProtoTagged {
-                        width: 4,
-                        varint: false,
-                    },
-                    n * 4,
-                ),
-                ("value_ints", Value::Varint(..), true) => encoded(
-                    dense(i64s, vec![n], span),
-                    Encoding::ProtoTagged {
-                        width: 8,
-                        varint: true,
-                    },
-                    n * 8,
-                ),
-                _ => {
-                    let mut o = dense(f32s, vec![n], (first.at, 0));
-                    o.defect = Some(Box::new(Defect::unsupported(format!(
-                        "Constant {name}: its {n} numbers are neither one packed run nor \
-                         adjacent fields"
-                    ))));
-                    o
-                }
-            }));
+            if single {
+                singles += 1;
+            } else {
+                runs += 1;
+            }
+            adjacent &= last.is_none_or(|l| l.end() == field.at);
+            first.get_or_insert(field);
+            last = Some(field);
+        }
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(None);
         };
-        Ok(Some(match (name, field.value) {
+        Ok(Some(match (name, last.value) {
             ("value_float", Value::Fixed32(s)) => dense(f32s, Vec::new(), (s.start, 4)),
             ("value_int", Value::Varint(_, s)) => {
                 encoded(dense(i64s, Vec::new(), (s.start, s.len())), ints, 8)
             }
-            ("value_floats", Value::Bytes(s)) => {
-                if s.len() % 4 != 0 {
-                    return Err(Error::invalid(format!(
-                        "Constant value_floats: {} bytes is not whole floats",
-                        s.len()
-                    ))
-                    .at(s.start));
+            (_, Value::Bytes(s)) if runs == 1 && singles == 0 => {
+                if floats {
+                    if s.len() % 4 != 0 {
+                        return Err(Error::invalid(format!(
+                            "Constant value_floats: {} bytes is not whole floats",
+                            s.len()
+                        ))
+                        .at(s.start));
+                    }
+                    dense(f32s, vec![s.len() / 4], (s.start, s.len()))
+                } else {
+                    if s.len() > MAX_COUNTED_RUN {
+                        return Err(Error::limit(format!(
+                            "Constant value_ints: a run of {} bytes, over the cap of \
+                             {MAX_COUNTED_RUN}",
+                            s.len()
+                        ))
+                        .at(s.start));
+                    }
+                    let n = proto::count_varints(self.source, s)?;
+                    encoded(dense(i64s, vec![n], (s.start, s.len())), ints, n * 8)
                 }
-                dense(f32s, vec![s.len() / 4], (s.start, s.len()))
             }
-            ("value_ints", Value::Bytes(s)) => {
-                if s.len() > MAX_COUNTED_RUN {
-                    return Err(Error::limit(format!(
-                        "Constant value_ints: a run of {} bytes, over the cap of \
-                         {MAX_COUNTED_RUN}",
-                        s.len()
-                    ))
-                    .at(s.start));
+            // Unpacked (proto2's default for an attribute's floats and ints): each number its
+            // own field. Read as one run when they follow one another.
+            _ if runs == 0 && adjacent => {
+                let n = singles;
+                let span = (first.at, last.end() - first.at);
+                if floats {
+                    let tagged = Encoding::ProtoTagged {
+                        width: 4,
+                        varint: false,
+                    };
+                    encoded(dense(f32s, vec![n], span), tagged, n * 4)
+                } else {
+                    let tagged = Encoding::ProtoTagged {
+                        width: 8,
+                        varint: true,
+                    };
+                    encoded(dense(i64s, vec![n], span), tagged, n * 8)
                 }
-                let n = proto::count_varints(self.source, s)?;
-                let object = dense(i64s, vec![n], (s.start, s.len()));
-                encoded(object, ints, n * 8)
-            }
-            // A single element of a repeated field, unpacked: one value.
-            ("value_floats", Value::Fixed32(s)) => dense(f32s, vec![1], (s.start, 4)),
-            ("value_ints", Value::Varint(_, s)) => {
-                encoded(dense(i64s, vec![1], (s.start, s.len())), ints, 8)
             }
             _ => {
-                return Err(
-                    Error::invalid(format!("Constant {name} has the wrong wire type")).at(field.at),
-                )
+                let element = if floats { f32s } else { i64s };
+                let mut o = dense(element, vec![singles + runs], (first.at, 0));
+                o.defect = Some(Box::new(Defect::unsupported(format!(
+                    "Constant {name}: its numbers are neither one packed run nor adjacent \
+                     fields"
+                ))));
+                o
             }
         }))
     }
 
-    /// One pass over a `TensorProto`.
-    fn tensor_fields(&self, span: Span) -> Result<TensorFields> {
+    /// Adds a packed run of dimensions (ONNX declares dims unpacked, but protobuf takes
+    /// either form).
+    fn packed_dims(&self, dims: &mut Vec<u64>, run: Span, at: u64) -> Result<()> {
+        let max_rank = self.limits.decode.max_rank;
+        if run.len() > 10 * max_rank as u64 {
+            return Err(Error::rank_over_cap(None, max_rank).at(at));
+        }
+        let bytes = self.source.read_at(run.start, run.len())?;
+        let mut rest: &[u8] = &bytes;
+        while !rest.is_empty() {
+            let (d, n) = proto::varint(rest)
+                .ok_or_else(|| Error::invalid("malformed varint in dims").at(run.start))?;
+            push_dim(dims, d, max_rank, at)?;
+            rest = rest.get(n..).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    /// One pass over a `TensorProto` given in `pieces` (protobuf merges them: repeated
+    /// fields add up, a single field keeps its last value).
+    fn tensor_fields(&self, pieces: &[Span]) -> Result<TensorFields> {
         let mut t = TensorFields {
-            at: span.start,
+            at: pieces.first().map_or(0, |s| s.start),
             ..Default::default()
         };
         let max_rank = self.limits.decode.max_rank;
-        for field in Fields::of(self.source, span)? {
-            let field = field?;
-            match field.number {
-                1 => match field.value {
-                    Value::Varint(d, _) => push_dim(&mut t.dims, d, max_rank, field.at)?,
+        for &span in pieces {
+            for field in Fields::of(self.source, span)? {
+                let field = field?;
+                match (field.number, field.value) {
+                    (1, Value::Varint(d, _)) => push_dim(&mut t.dims, d, max_rank, field.at)?,
                     // Packed dims: a writer may pack them although ONNX declares them not.
-                    Value::Bytes(s) => {
-                        if s.len() > 10 * max_rank as u64 {
-                            return Err(Error::rank_over_cap(None, max_rank).at(field.at));
+                    (1, Value::Bytes(s)) => self.packed_dims(&mut t.dims, s, field.at)?,
+                    (2, Value::Varint(v, _)) => t.data_type = v & u64::from(u32::MAX),
+                    (3, Value::Bytes(_)) => t.segment = true,
+                    (8, Value::Bytes(s)) => t.name = Some(s),
+                    (9, Value::Bytes(s)) => t.raw = Some(s),
+                    (13, Value::Bytes(s)) => {
+                        if t.external.len() >= 64 {
+                            return Err(
+                                Error::limit("more than 64 external_data entries").at(field.at)
+                            );
                         }
-                        let bytes = self.source.read_at(s.start, s.len())?;
-                        let mut rest: &[u8] = &bytes;
-                        while !rest.is_empty() {
-                            let (d, n) = proto::varint(rest).ok_or_else(|| {
-                                Error::invalid("malformed varint in dims").at(s.start)
-                            })?;
-                            push_dim(&mut t.dims, d, max_rank, field.at)?;
-                            rest = rest.get(n..).unwrap_or_default();
+                        t.external.push(s);
+                    }
+                    // A closed enum: a value it does not name is an unknown field to
+                    // protobuf, and the last valid one stands.
+                    (14, Value::Varint(v, _)) => match v as u32 {
+                        0 => t.location_external = false,
+                        1 => t.location_external = true,
+                        _ => {}
+                    },
+                    (n @ (4 | 5 | 7 | 10 | 11), value) => {
+                        // A run, or one value of the field's own wire type.
+                        let matches = matches!(
+                            (n, value),
+                            (_, Value::Bytes(_))
+                                | (4, Value::Fixed32(_))
+                                | (10, Value::Fixed64(_))
+                                | (5 | 7 | 11, Value::Varint(..))
+                        );
+                        if let (true, Some(slot)) = (matches, t.runs.get_mut(n as usize)) {
+                            slot.1 = slot.1.saturating_add(1);
+                            slot.0 = match value {
+                                Value::Bytes(s) => Some(s),
+                                // An unpacked element: counted, not a run.
+                                _ => None,
+                            };
                         }
                     }
-                    _ => return Err(Error::invalid("dims has the wrong wire type").at(field.at)),
-                },
-                2 => t.data_type = field.varint("data_type")?,
-                3 => t.segment = true,
-                8 => t.name = Some(field.bytes("name")?),
-                9 => t.raw = Some(field.bytes("raw_data")?),
-                13 => {
-                    if t.external.len() >= 64 {
-                        return Err(Error::limit("more than 64 external_data entries").at(field.at));
-                    }
-                    t.external.push(field.bytes("external_data")?);
+                    _ => {}
                 }
-                14 => t.location_external = field.varint("data_location")? == 1,
-                n @ (4 | 5 | 7 | 10 | 11) => {
-                    if let Some(slot) = t.runs.get_mut(n as usize) {
-                        slot.1 = slot.1.saturating_add(1);
-                        slot.0 = match field.value {
-                            Value::Bytes(s) => Some(s),
-                            // An unpacked element: counted, not a run.
-                            _ => None,
-                        };
-                    }
-                }
-                _ => {}
             }
         }
         Ok(t)
     }
 
-    /// A `TensorProto` as a dense object: its name (or `name`) and the object.
-    fn tensor(&mut self, span: Span, name: Option<&str>) -> Result<(String, ObjectInfo)> {
-        let t = self.tensor_fields(span)?;
+    /// A `TensorProto` (in `pieces`) as a dense object: its name (or `name`) and the object.
+    fn tensor(&mut self, pieces: &[Span], name: Option<&str>) -> Result<(String, ObjectInfo)> {
+        let t = self.tensor_fields(pieces)?;
         let name = match (name, t.name) {
             (Some(n), _) => n.to_owned(),
             (None, Some(s)) => self.text(s, "tensor name")?,
@@ -738,13 +825,19 @@ impl<'s> Walk<'s, '_> {
         Ok((name, object))
     }
 
-    /// Where a tensor's numbers are.
+    /// Where a tensor's numbers are. What `numpy_helper.to_array` would fail on (a negative
+    /// or overflowing shape, data of the wrong size) lists the tensor as unreadable: onnx
+    /// loads such a model and fails on that tensor alone.
     fn dense_of(&mut self, t: &TensorFields) -> Result<ObjectInfo> {
         let dims = t.dims.clone();
         let listed_with = |defect: Defect| {
             let mut o = dense(ElementType::plain(DType::U8), dims.clone(), (t.at, 0));
             o.defect = Some(Box::new(defect));
             Ok(o)
+        };
+        let external = match t.location_external {
+            true => Some(self.external(t)?),
+            false => None,
         };
         let info = match type_info(t.data_type) {
             Ok(i) => i,
@@ -755,13 +848,23 @@ impl<'s> Walk<'s, '_> {
                 "a segmented tensor (TensorProto.segment)",
             ));
         }
+        if let Some(d) = dims.iter().find(|&&d| d > i64::MAX as u64) {
+            return listed_with(Defect::invalid(format!(
+                "dimension {} is negative (shape {:?})",
+                *d as i64,
+                dims.iter().map(|&d| d as i64).collect::<Vec<_>>()
+            )));
+        }
         let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
         let Some(bytes) = count.and_then(|c| byte_len(&info.element, c)) else {
-            return Err(Error::invalid(format!("shape {dims:?} overflows")).at(t.at));
+            return listed_with(Defect::invalid(format!("shape {dims:?} overflows")));
         };
         let count = count.unwrap_or(0);
-        if t.location_external || !t.external.is_empty() && t.raw.is_none() {
-            let (file, offset, length) = self.external(t, bytes)?;
+        if let Some(place) = external {
+            let (file, offset, length) = match place.holding(bytes) {
+                Ok(placed) => placed,
+                Err(defect) => return listed_with(defect),
+            };
             let mut o = dense(info.element, dims, (offset, length));
             if let Some(c) = o.components.0.first_mut() {
                 c.file = file;
@@ -784,7 +887,7 @@ impl<'s> Walk<'s, '_> {
             Typed::Varints { field, .. } => field,
         };
         let (run, pieces) = t.runs.get(field as usize).copied().unwrap_or((None, 0));
-        if count == 0 {
+        if count == 0 && pieces == 0 {
             return Ok(dense(info.element, dims, (t.at, 0)));
         }
         let Some(run) = run.filter(|_| pieces == 1) else {
@@ -810,14 +913,21 @@ impl<'s> Walk<'s, '_> {
                 Ok(dense(info.element, dims, (run.start, run.len())))
             }
             Typed::Varints { width, boolean, .. } => {
+                if count == 0 && run.len() > 0 {
+                    return listed_with(Defect::invalid(format!(
+                        "field {field} holds values; shape {dims:?} holds none"
+                    )));
+                }
                 let o = dense(info.element, dims, (run.start, run.len()));
                 Ok(encoded(o, Encoding::ProtoVarints { width, boolean }, bytes))
             }
         }
     }
 
-    /// An external tensor's file (its shard number), offset and length, checked.
-    fn external(&mut self, t: &TensorFields, bytes: u64) -> Result<(u32, u64, u64)> {
+    /// An external tensor's place: its file (opened now, as onnx.load opens it whatever the
+    /// tensor's type), the offset, and the length (with no `length`, the data runs to the
+    /// end of the file, as onnx reads it), checked against the file.
+    fn external(&mut self, t: &TensorFields) -> Result<External> {
         let (mut location, mut offset, mut length) = (None, 0u64, None);
         for span in &t.external {
             let (key, value) = self.pair(*span, false)?;
@@ -826,8 +936,11 @@ impl<'s> Walk<'s, '_> {
                 _ => String::new(),
             };
             let number = |v: &str| {
-                v.parse::<u64>().map_err(|_| {
-                    Error::invalid(format!("external_data {key} {v:?} is not a number")).at(t.at)
+                python_int(v).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "external_data {key} {v:?} is not a whole number of bytes"
+                    ))
+                    .at(t.at)
                 })
             };
             match key.as_str() {
@@ -844,21 +957,28 @@ impl<'s> Walk<'s, '_> {
             .externals
             .get(file as usize - 1)
             .map_or(0, |(_, s)| s.len());
-        let length = length.unwrap_or(bytes);
-        if length != bytes {
-            return Err(Error::invalid(format!(
-                "external data of {length} bytes; its shape and type need {bytes}"
-            ))
-            .at(t.at));
-        }
-        if offset.checked_add(length).is_none_or(|end| end > size) {
-            return Err(Error::invalid(format!(
+        // onnx.load checks the range against the file and refuses the model.
+        let past_end = |length: &dyn std::fmt::Display| {
+            Error::invalid(format!(
                 "external data at offset {offset}, {length} bytes, lies past the end of \
                  {location:?} ({size} bytes)"
             ))
-            .at(t.at));
+            .at(t.at)
+        };
+        let length = match length {
+            Some(n) => n,
+            None => size
+                .checked_sub(offset)
+                .ok_or_else(|| past_end(&"to its end"))?,
+        };
+        if offset.checked_add(length).is_none_or(|end| end > size) {
+            return Err(past_end(&length));
         }
-        Ok((file, offset, length))
+        Ok(External {
+            file,
+            offset,
+            length,
+        })
     }
 
     /// The shard number (from 1) of external file `location`, opened on first use.
@@ -893,30 +1013,46 @@ impl<'s> Walk<'s, '_> {
         Ok(number)
     }
 
-    /// A `SparseTensorProto` as a COO object.
-    fn sparse(&mut self, span: Span, name: Option<&str>) -> Result<(String, ObjectInfo)> {
-        let (mut values, mut indices, mut dims) = (None, None, Vec::new());
-        for field in Fields::of(self.source, span)? {
-            let field = field?;
-            match field.number {
-                1 => values = Some(field.bytes("values")?),
-                2 => indices = Some(field.bytes("indices")?),
-                3 => {
-                    let d = field.varint("dims")?;
-                    push_dim(&mut dims, d, self.limits.decode.max_rank, field.at)?;
+    /// A `SparseTensorProto` (in `pieces`) as a COO object. What onnx would fail to turn
+    /// into an array lists it as unreadable, as for a dense tensor.
+    fn sparse(&mut self, pieces: &[Span], name: Option<&str>) -> Result<(String, ObjectInfo)> {
+        let (mut values, mut indices, mut dims) = (Vec::new(), Vec::new(), Vec::new());
+        for &span in pieces {
+            for field in Fields::of(self.source, span)? {
+                let field = field?;
+                let (list, s) = match (field.number, field.value) {
+                    (1, Value::Bytes(s)) => (&mut values, s),
+                    (2, Value::Bytes(s)) => (&mut indices, s),
+                    (3, Value::Varint(d, _)) => {
+                        push_dim(&mut dims, d, self.limits.decode.max_rank, field.at)?;
+                        continue;
+                    }
+                    (3, Value::Bytes(s)) => {
+                        self.packed_dims(&mut dims, s, field.at)?;
+                        continue;
+                    }
+                    _ => continue,
+                };
+                if list.len() >= MAX_PIECES {
+                    return Err(Error::limit(format!(
+                        "a sparse tensor's values or indices in more than {MAX_PIECES} pieces"
+                    ))
+                    .at(field.at));
                 }
-                _ => {}
+                list.push(s);
             }
         }
-        let values =
-            values.ok_or_else(|| Error::invalid("sparse tensor has no values").at(span.start))?;
-        let vt = self.tensor_fields(values)?;
+        let at = pieces.first().map_or(0, |s| s.start);
+        let vt = self.tensor_fields(&values)?;
         let name = match (name, vt.name) {
             (Some(n), _) => n.to_owned(),
             (None, Some(s)) => self.text(s, "tensor name")?,
             (None, None) => String::new(),
         };
         let listed = (|| {
+            if values.is_empty() {
+                return Err(Error::invalid("sparse tensor has no values").at(at));
+            }
             let v = self.dense_of(&vt)?;
             let nnz = v.shape.first().copied().unwrap_or(0);
             let mut value_part = v
@@ -928,11 +1064,11 @@ impl<'s> Walk<'s, '_> {
             value_part.role = "values".into();
             let defect = v.defect;
             let rank = dims.len() as u64;
-            let index_part = match indices {
-                None if nnz == 0 => None,
-                None => return Err(Error::invalid("sparse tensor has values but no indices")),
-                Some(i) => {
-                    let it = self.tensor_fields(i)?;
+            let index_part = match indices.is_empty() {
+                true if nnz == 0 => None,
+                true => return Err(Error::invalid("sparse tensor has values but no indices")),
+                false => {
+                    let it = self.tensor_fields(&indices)?;
                     Some(self.coords(&it, nnz, rank)?)
                 }
             };
@@ -948,8 +1084,24 @@ impl<'s> Walk<'s, '_> {
             );
             o.defect = defect;
             Ok(o)
-        })()
-        .map_err(|e| e.in_object(&name))?;
+        })();
+        let listed = match listed {
+            // onnx reads the model and fails on this tensor alone.
+            Err(e) if matches!(e.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
+                let message = match e.offset() {
+                    Some(at) => format!("{} (at offset {at:#x})", e.message()),
+                    None => e.message().to_owned(),
+                };
+                let mut o = dense(ElementType::plain(DType::U8), dims.clone(), (at, 0));
+                o.defect = Some(Box::new(Defect {
+                    kind: e.kind(),
+                    message,
+                    skip: false,
+                }));
+                o
+            }
+            listed => listed.map_err(|e| e.in_object(&name))?,
+        };
         Ok((name, listed))
     }
 
@@ -998,6 +1150,21 @@ impl<'s> Walk<'s, '_> {
         }
         Ok(part)
     }
+}
+
+/// A whole number as Python's `int()` reads the text (onnx reads `offset` and `length`
+/// so): spaces around it, a leading `+`, and `_` between digits are allowed.
+fn python_int(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    if digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+        return None;
+    }
+    let digits = digits.replace('_', "");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// Adds a dimension, refusing a rank over `max_rank`.
@@ -1066,6 +1233,25 @@ mod tests {
                 e.to_string().contains("leads out of the model's folder"),
                 "{e}"
             );
+        }
+    }
+
+    #[test]
+    fn external_numbers_are_read_as_python_reads_them() {
+        for (text, want) in [
+            ("8", Some(8)),
+            ("8 ", Some(8)),
+            (" +1_000\n", Some(1000)),
+            ("007", Some(7)),
+            ("", None),
+            ("-1", None),
+            ("1__0", None),
+            ("_1", None),
+            ("1_", None),
+            ("0x10", None),
+            ("99999999999999999999", None),
+        ] {
+            assert_eq!(python_int(text), want, "{text:?}");
         }
     }
 

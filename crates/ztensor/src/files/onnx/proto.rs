@@ -9,6 +9,12 @@
 //! message that holds it; a varint is at most ten bytes; groups (wire types 3 and 4, which no
 //! ONNX writer emits) are refused.
 //!
+//! [`check`] walks a whole message by a schema ([`Message`] tables, see `schema.rs`) as
+//! protobuf's parser does before it hands a message over: every nested message, every
+//! packed run. The listing then reads fields as protobuf does: one of the wrong wire type is
+//! an unknown field, a single field given twice keeps the last value, a message given twice
+//! is the two merged.
+//!
 //! ```text
 //!  field = varint(number << 3 | wire type) value
 //!  wire type 0: varint   1: 8 bytes   2: varint length, then that many bytes   5: 4 bytes
@@ -65,28 +71,11 @@ pub(crate) struct Field {
 }
 
 impl Field {
-    /// The value of a varint field, or an error naming `what` for any other wire type.
-    pub fn varint(&self, what: &str) -> Result<u64> {
+    /// Where the field ends.
+    pub fn end(&self) -> u64 {
         match self.value {
-            Value::Varint(v, _) => Ok(v),
-            _ => Err(self.wrong(what, "a varint")),
+            Value::Varint(_, s) | Value::Fixed64(s) | Value::Bytes(s) | Value::Fixed32(s) => s.end,
         }
-    }
-
-    /// The span of a length-delimited field, or an error naming `what`.
-    pub fn bytes(&self, what: &str) -> Result<Span> {
-        match self.value {
-            Value::Bytes(s) => Ok(s),
-            _ => Err(self.wrong(what, "length-delimited")),
-        }
-    }
-
-    fn wrong(&self, what: &str, wanted: &str) -> Error {
-        Error::invalid(format!(
-            "{what} (field {}) is not {wanted} in the protobuf encoding",
-            self.number
-        ))
-        .at(self.at)
     }
 }
 
@@ -146,6 +135,13 @@ impl<'s> Fields<'s> {
         if number == 0 {
             return Err(Error::invalid("protobuf field number 0").at(at));
         }
+        // A key is a 32-bit varint: protobuf refuses field numbers from 2^29.
+        if key > u64::from(u32::MAX) {
+            return Err(Error::invalid(format!(
+                "protobuf field number {number} is over protobuf's largest, 2^29 - 1"
+            ))
+            .at(at));
+        }
         let after_key = at + used as u64;
         let rest = head.get(used..).unwrap_or_default();
         let fixed = |n: u64| {
@@ -190,10 +186,9 @@ impl<'s> Fields<'s> {
                 .at(at))
             }
         };
-        self.pos = match value {
-            Value::Varint(_, s) | Value::Fixed64(s) | Value::Bytes(s) | Value::Fixed32(s) => s.end,
-        };
-        Ok(Field { number, value, at })
+        let field = Field { number, value, at };
+        self.pos = field.end();
+        Ok(field)
     }
 }
 
@@ -227,7 +222,151 @@ fn bad_varint(at: u64) -> Error {
     Error::invalid("malformed protobuf varint (cut short or longer than 10 bytes)").at(at)
 }
 
-/// The text of a string field, read whole after checking its length against `cap`.
+/// How a scalar field is encoded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scalar {
+    /// Wire type 0 (int32, int64, uint64, bool, enum).
+    Varint,
+    /// Wire type 5 (float).
+    Fixed32,
+    /// Wire type 1 (double).
+    Fixed64,
+}
+
+/// What a field of a [`Message`] holds, for [`check`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    /// One scalar (any wire type but length-delimited; nothing in it to check).
+    Single,
+    /// A repeated scalar: one field per value, or packed into one length-delimited run.
+    Repeated(Scalar),
+    /// A string or bytes, never looked into (proto2 does not check that a string is UTF-8).
+    Text,
+    /// A message, looked into.
+    Message(&'static Message),
+}
+
+/// The fields of one message type, by number.
+#[derive(Debug)]
+pub(crate) struct Message {
+    pub name: &'static str,
+    pub fields: &'static [(u64, &'static str, Kind)],
+}
+
+/// How deep messages may nest: protobuf's default recursion limit.
+pub(crate) const MAX_NESTING: usize = 100;
+
+/// Checks the wire format of the `message` at `span` and of every message in it, as
+/// protobuf's parser does before it hands a message over: keys, varints and lengths, field
+/// numbers, packed runs (whole varints, whole floats), nesting. A field whose wire type is
+/// not its declared one is an unknown field to protobuf, and is skipped here too.
+///
+/// Each byte is looked at once per message that holds it as a key or length, and packed
+/// varint runs are read in 64 KiB pieces: the cost is a walk over the model's structure.
+pub(crate) fn check(source: &Source, span: Span, message: &'static Message) -> Result<()> {
+    check_in(source, span, message, &mut vec![message.name])
+}
+
+fn check_in(
+    source: &Source,
+    span: Span,
+    message: &'static Message,
+    path: &mut Vec<&'static str>,
+) -> Result<()> {
+    if path.len() > MAX_NESTING {
+        return Err(within(
+            Error::limit(format!(
+                "messages nest deeper than {MAX_NESTING} levels (protobuf's limit: onnx.load \
+                 refuses the model too)"
+            ))
+            .at(span.start),
+            path,
+        ));
+    }
+    for field in Fields::of(source, span)? {
+        let field = field.map_err(|e| within(e, path))?;
+        let Some(&(_, name, kind)) = message.fields.iter().find(|f| f.0 == field.number) else {
+            continue;
+        };
+        match (kind, field.value) {
+            (Kind::Message(inner), Value::Bytes(s)) => {
+                path.push(name);
+                check_in(source, s, inner, path)?;
+                path.pop();
+            }
+            (Kind::Repeated(scalar), Value::Bytes(s)) => {
+                check_packed(source, s, scalar).map_err(|e| {
+                    path.push(name);
+                    let e = within(e, path);
+                    path.pop();
+                    e
+                })?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `e` with where it happened: `in ModelProto.graph.node.attribute`, the middle left out
+/// of a deep path.
+fn within(e: Error, path: &[&str]) -> Error {
+    let place = match path {
+        [a, b, .., x, y, z] if path.len() > 6 => {
+            format!("{a}.{b}. ... .{x}.{y}.{z} ({} levels)", path.len())
+        }
+        _ => path.join("."),
+    };
+    let moved = Error::new(e.kind(), format!("{}, in {place}", e.message()));
+    match e.offset() {
+        Some(at) => moved.at(at),
+        None => moved,
+    }
+}
+
+/// A packed run of scalars: whole floats or doubles, or varints each at most ten bytes with
+/// the last one complete.
+fn check_packed(source: &Source, span: Span, scalar: Scalar) -> Result<()> {
+    let width = match scalar {
+        Scalar::Fixed32 => 4,
+        Scalar::Fixed64 => 8,
+        Scalar::Varint => {
+            // Continuation bytes in a row so far: a tenth one makes a varint too long.
+            let mut continued = 0usize;
+            let mut at = span.start;
+            while at < span.end {
+                let piece = source.read_at(at, (span.end - at).min(WHOLE_MESSAGE))?;
+                for (i, &b) in piece.iter().enumerate() {
+                    if b & 0x80 == 0 {
+                        continued = 0;
+                    } else {
+                        continued += 1;
+                        if continued >= MAX_VARINT {
+                            return Err(bad_varint(at + i as u64));
+                        }
+                    }
+                }
+                at += piece.len().max(1) as u64;
+            }
+            if continued > 0 {
+                return Err(bad_varint(span.end - continued as u64));
+            }
+            return Ok(());
+        }
+    };
+    if span.len() % width != 0 {
+        return Err(Error::invalid(format!(
+            "a packed run of {} bytes is not whole {width}-byte values",
+            span.len()
+        ))
+        .at(span.start));
+    }
+    Ok(())
+}
+
+/// The text of a string field, read whole after checking its length against `cap`. Bytes
+/// that are not UTF-8 become U+FFFD: ONNX declares its strings in proto2, where protobuf does
+/// not check them, so `onnx.load` reads such a model.
 pub(crate) fn text(source: &Source, span: Span, cap: u64, what: &str) -> Result<String> {
     if span.len() > cap {
         return Err(Error::limit(format!(
@@ -237,8 +376,11 @@ pub(crate) fn text(source: &Source, span: Span, cap: u64, what: &str) -> Result<
         .at(span.start));
     }
     let bytes = source.read_at(span.start, span.len())?;
-    String::from_utf8(bytes.into_owned())
-        .map_err(|_| Error::invalid(format!("{what} is not UTF-8")).at(span.start))
+    Ok(match bytes {
+        Cow::Borrowed(b) => String::from_utf8_lossy(b).into_owned(),
+        Cow::Owned(v) => String::from_utf8(v)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    })
 }
 
 /// How many varints a packed run holds (the bytes without the continuation bit), reading it
