@@ -346,18 +346,18 @@ impl File<'_> {
         Ok(())
     }
 
-    /// Reads `count` array entries at `at` (numbered from `first`) into `found`.
+    /// Reads `count` array entries (numbered from `first`) into `found`, from `bytes`, read
+    /// at `at` with the checksum that covers them: the block is read once.
     fn entries(
         &mut self,
-        at: u64,
+        (bytes, at): (&[u8], u64),
         first: u64,
         count: u64,
         shape: Entries,
         grid: &Grid<'_>,
         found: &mut Vec<Found>,
     ) -> Result<()> {
-        let bytes = self.read(at, count.saturating_mul(shape.size), "chunk index entries")?;
-        let mut b = self.cursor(&bytes, at);
+        let mut b = self.cursor(bytes, at);
         for i in first..first.saturating_add(count) {
             let addr = b.addr("chunk address")?;
             let (stored, mask) = if shape.filtered {
@@ -456,8 +456,10 @@ impl File<'_> {
         let page = 1u64 << page_bits;
         if count <= page {
             let all = prefix.saturating_add(count.saturating_mul(shape.size));
-            self.read_checked(block, all, "fixed array data block")?;
-            return self.entries(block.saturating_add(prefix), 0, count, shape, grid, found);
+            let data = self.read_checked(block, all, "fixed array data block")?;
+            let listed = data.get(prefix as usize..).unwrap_or_default();
+            let at = block.saturating_add(prefix);
+            return self.entries((listed, at), 0, count, shape, grid, found);
         }
         let pages = count.div_ceil(page);
         let bitmap_at = block.saturating_add(prefix);
@@ -469,8 +471,8 @@ impl File<'_> {
             let first = p * page;
             let n = page.min(count - first);
             if bit(bitmap, p) {
-                self.read_checked(at, n * shape.size, "fixed array data block page")?;
-                self.entries(at, first, n, shape, grid, found)?;
+                let data = self.read_checked(at, n * shape.size, "fixed array data block page")?;
+                self.entries((&data, at), first, n, shape, grid, found)?;
             }
             at = at.saturating_add(n * shape.size + 4);
         }
@@ -539,7 +541,9 @@ impl File<'_> {
         b.skip(2 + self.offsets, "index block prefix")?;
         let span = grid.span();
         let here = iblock + 6 + offsets;
-        self.entries(here, 0, index_entries.min(span), shape, grid, found)?;
+        let listed = body.get(6 + offsets as usize..).unwrap_or_default();
+        let n = index_entries.min(span);
+        self.entries((listed, here), 0, n, shape, grid, found)?;
         b.skip((index_entries * shape.size) as usize, "index block entries")?;
         let page = 1u64 << page_bits;
         // Every data block, in entry order: the index block's, then each super block's.
@@ -633,7 +637,8 @@ impl File<'_> {
                     None => {
                         let n = entries.min(span - first);
                         let at = dblock.saturating_add(prefix - 4);
-                        self.entries(at, first, n, shape, grid, found)?;
+                        let listed = sig.get(prefix as usize - 4..).unwrap_or_default();
+                        self.entries((listed, at), first, n, shape, grid, found)?;
                     }
                     Some(bitmaps) => {
                         // One bit per page, numbered across the super block's data blocks
@@ -649,8 +654,12 @@ impl File<'_> {
                             if from < span && bit(bitmaps, own + p) {
                                 let n = page.min(span - from);
                                 let summed = page * shape.size;
-                                self.read_checked(at, summed, "extensible array data block page")?;
-                                self.entries(at, from, n, shape, grid, found)?;
+                                let data = self.read_checked(
+                                    at,
+                                    summed,
+                                    "extensible array data block page",
+                                )?;
+                                self.entries((&data, at), from, n, shape, grid, found)?;
                             }
                         }
                     }

@@ -618,7 +618,7 @@ impl<'s> File<'s> {
     fn messages(&self, addr: u64) -> Result<Vec<Message>> {
         let head = self.read_upto(addr, 16, "object header")?;
         let mut out = Vec::new();
-        let mut blocks: Vec<(u64, u64, bool)> = Vec::new();
+        let mut blocks: Vec<HeaderBlock<'s>> = Vec::new();
         let v2 = head.starts_with(b"OHDR");
         if v2 {
             let mut c = self.cursor(&head, addr);
@@ -649,7 +649,12 @@ impl<'s> File<'s> {
             let whole = whole.ok_or_else(|| bad_at("an object header of impossible size", addr))?;
             let header = self.read(addr, whole, "object header")?;
             check_lookup3(&header, "object header", addr)?;
-            blocks.push((start, size, true));
+            blocks.push(HeaderBlock {
+                start,
+                size,
+                v2: true,
+                read: Some((header, (start - addr) as usize)),
+            });
             self.parse_blocks(&mut blocks, flags & 0x04 != 0, &mut out)?;
         } else {
             let mut c = self.cursor(&head, addr);
@@ -661,7 +666,12 @@ impl<'s> File<'s> {
             c.u16("message count")?;
             c.u32("reference count")?;
             let size = c.u32("header size")?;
-            blocks.push((addr + 16, u64::from(size), false));
+            blocks.push(HeaderBlock {
+                start: addr + 16,
+                size: u64::from(size),
+                v2: false,
+                read: None,
+            });
             self.parse_blocks(&mut blocks, false, &mut out)?;
         }
         Ok(out)
@@ -670,20 +680,34 @@ impl<'s> File<'s> {
     /// Parses the blocks on the queue (and the continuation blocks they name) into messages.
     fn parse_blocks(
         &self,
-        blocks: &mut Vec<(u64, u64, bool)>,
+        blocks: &mut Vec<HeaderBlock<'s>>,
         ordered: bool,
         out: &mut Vec<Message>,
     ) -> Result<()> {
         let mut done = 0;
-        while let Some((start, size, v2)) = blocks.pop() {
+        while let Some(block) = blocks.pop() {
+            let HeaderBlock {
+                start, size, v2, ..
+            } = block;
             done += 1;
             if done > MAX_BLOCKS {
                 return Err(Error::limit(format!(
                     "an object header of more than {MAX_BLOCKS} continuation blocks"
                 )));
             }
-            let bytes = self.read(start, size, "object header block")?;
-            let mut c = self.cursor(&bytes, start);
+            // A block read whole for its checksum is parsed from those bytes.
+            let unread;
+            let bytes: &[u8] = match &block.read {
+                Some((read, from)) => {
+                    let to = from.saturating_add(usize::try_from(size).unwrap_or(usize::MAX));
+                    read.get(*from..to).unwrap_or_default()
+                }
+                None => {
+                    unread = self.read(start, size, "object header block")?;
+                    &unread
+                }
+            };
+            let mut c = self.cursor(bytes, start);
             let head_len = if v2 { 4 + usize::from(ordered) * 2 } else { 8 };
             while c.rest().len() >= head_len {
                 let (kind, len) = if v2 {
@@ -715,10 +739,19 @@ impl<'s> File<'s> {
                             return Err(bad_at("continuation block without OCHK", addr));
                         }
                         check_lookup3(&block, "continuation block", addr)?;
-                        // The read above found the whole block inside the file.
-                        blocks.push((addr.saturating_add(4), length.saturating_sub(8), true));
+                        blocks.push(HeaderBlock {
+                            start: addr.saturating_add(4),
+                            size: length.saturating_sub(8),
+                            v2: true,
+                            read: Some((block, 4)),
+                        });
                     } else {
-                        blocks.push((addr, length, false));
+                        blocks.push(HeaderBlock {
+                            start: addr,
+                            size: length,
+                            v2: false,
+                            read: None,
+                        });
                     }
                 } else {
                     if out.len() >= MAX_MESSAGES {
@@ -1857,6 +1890,16 @@ fn fill_bytes(c: &mut Cursor<'_>) -> Result<Vec<u8>> {
 
 /// Checks a structure whose last 4 bytes are the lookup3 checksum of the bytes before them,
 /// as HDF5 does before it trusts one: a mismatch means the file was damaged after it was
+/// A block of object header messages waiting to be parsed: where its messages start, how
+/// many bytes they take, whether it is a version 2 header's, and its bytes when they were
+/// already read whole for a checksum (with where `start` lies in them).
+struct HeaderBlock<'s> {
+    start: u64,
+    size: u64,
+    v2: bool,
+    read: Option<(Cow<'s, [u8]>, usize)>,
+}
+
 /// written, and nothing read from the structure can be believed.
 pub(super) fn check_lookup3(structure: &[u8], what: &str, at: u64) -> Result<()> {
     let Some(split) = structure.len().checked_sub(4) else {
