@@ -22,7 +22,7 @@
 
 use std::borrow::Cow;
 
-use zt_container::{Error, Result, Source};
+use zt_container::{Error, ErrorKind, Result, Source};
 
 /// How an entry's bytes are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +51,51 @@ pub(crate) struct Entry {
     /// The CRC-32 of its uncompressed bytes, as the central directory gives it (checked by
     /// [`check_crc`] on verify, never at open: it costs a pass over the data).
     pub crc32: u32,
+    /// Why the entry cannot be read, when only it is damaged (its local header, its method,
+    /// its sizes): Python's zipfile opens such an archive and fails on that entry alone.
+    /// `data_offset` is then unknown. [`undamaged`] refuses an archive with any.
+    pub damage: Option<Damage>,
+}
+
+/// What is wrong with one entry of an archive that is otherwise whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Damage {
+    /// `InvalidFile` or `Unsupported`.
+    pub kind: ErrorKind,
+    /// What is wrong and where.
+    pub message: String,
+}
+
+impl Damage {
+    fn of(e: &Error) -> Self {
+        let message = match e.offset() {
+            Some(at) => format!("{} (at offset {at:#x})", e.message()),
+            None => e.message().to_owned(),
+        };
+        Damage {
+            kind: e.kind(),
+            message,
+        }
+    }
+
+    /// The error reading the entry gives.
+    #[cfg(any(feature = "torch", feature = "hdf5"))]
+    pub fn to_error(&self) -> Error {
+        Error::new(self.kind, self.message.clone())
+    }
+}
+
+/// `entries`, or the first entry's damage as an error: for readers that need every entry
+/// (a checkpoint's records, a `.keras` archive).
+#[cfg(any(feature = "torch", feature = "hdf5"))]
+pub(crate) fn undamaged(entries: Vec<Entry>) -> Result<Vec<Entry>> {
+    match entries
+        .iter()
+        .find_map(|e| e.damage.as_ref().map(|d| (e, d)))
+    {
+        Some((e, d)) => Err(d.to_error().in_object(&e.name)),
+        None => Ok(entries),
+    }
 }
 
 /// An entry's bytes, inflated when deflated (into a buffer of its declared size, at most
@@ -165,9 +210,28 @@ pub(crate) fn entries(source: &Source) -> Result<Vec<Entry>> {
     for _ in 0..dir.count {
         let abs = dir.offset + at as u64;
         let (entry, next) = central_record(&cd, at, abs)?;
-        let entry = with_local_header(source, entry, dir.offset)?;
+        let entry = match entry.damage {
+            Some(_) => entry,
+            None => match with_local_header(source, entry.clone(), dir.offset) {
+                Ok(e) => e,
+                Err(e) if e.kind() == ErrorKind::InvalidFile => Entry {
+                    damage: Some(Damage::of(&e)),
+                    ..entry
+                },
+                Err(e) => return Err(e),
+            },
+        };
         out.push(entry);
         at = next;
+    }
+    // The records must fill the directory: Python's zipfile reads records until the
+    // directory's end, and refuses an archive whose last one is cut short.
+    if at as u64 != dir.size {
+        return Err(bad(format!(
+            "the central directory's {} records take {at} of its {} bytes",
+            dir.count, dir.size
+        ))
+        .at(dir.offset + at as u64));
     }
     check_overlaps(&mut out)?;
     Ok(out)
@@ -273,14 +337,16 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
         return Err(bad("bad central directory record signature").at(abs));
     }
     let flags = f.u16(8);
+    // What makes only this entry unreadable (the archive stays readable, as in zipfile).
+    let mut damage = None;
     let method = match f.u16(10) {
         0 => Method::Stored,
         8 => Method::Deflated,
         m => {
-            return Err(Error::unsupported(format!(
+            damage = Some(Error::unsupported(format!(
                 "zip compression method {m} (only stored and deflate are read)"
-            ))
-            .at(abs))
+            )));
+            Method::Stored
         }
     };
     let (name_len, extra_len, comment_len) =
@@ -306,7 +372,9 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
     let name = String::from_utf8(name.to_vec())
         .map_err(|_| bad("entry name is not UTF-8").at(abs + name_at as u64))?;
     if flags & 1 != 0 {
-        return Err(Error::unsupported(format!("zip entry {name:?} is encrypted")).at(abs));
+        damage.get_or_insert(Error::unsupported(format!(
+            "zip entry {name:?} is encrypted"
+        )));
     }
     let mut uncompressed = u64::from(f.u32(24));
     let mut compressed = u64::from(f.u32(20));
@@ -339,11 +407,10 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
             }
         }
     }
-    if method == Method::Stored && compressed != uncompressed {
-        return Err(bad(format!(
+    if damage.is_none() && method == Method::Stored && compressed != uncompressed {
+        damage = Some(bad(format!(
             "stored entry {name:?} has {compressed} stored bytes but declares {uncompressed}"
-        ))
-        .at(abs));
+        )));
     }
     let entry = Entry {
         name,
@@ -353,6 +420,7 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
         uncompressed,
         header_offset,
         crc32: f.u32(16),
+        damage: damage.map(|e| Damage::of(&e.at(abs))),
     };
     Ok((entry, at + next_rel))
 }
@@ -509,9 +577,12 @@ fn with_local_header(source: &Source, mut e: Entry, cd_offset: u64) -> Result<En
     Ok(e)
 }
 
-/// Entries may not share bytes (a header or data), and a name may be given once.
+/// Entries may not share bytes (a header or data), and a name may be given once. A damaged
+/// entry's data is not placed, so only its name counts.
 fn check_overlaps(entries: &mut [Entry]) -> Result<()> {
-    let mut order: Vec<usize> = (0..entries.len()).collect();
+    let mut order: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries.get(i).is_some_and(|e| e.damage.is_none()))
+        .collect();
     order.sort_unstable_by_key(|&i| entries.get(i).map_or(0, |e| e.header_offset));
     for w in order.windows(2) {
         let (Some(a), Some(b)) = (entries.get(w[0]), entries.get(w[1])) else {

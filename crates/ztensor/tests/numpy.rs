@@ -139,7 +139,11 @@ fn a_corrupt_deflate_stream_is_an_invalid_file() {
     assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
     assert!(e.to_string().contains("deflate stream"), "{e}");
     assert_eq!(e.object(), Some("f64"));
-    assert!(e.offset().is_some());
+    // Met at open, the damage makes the array unreadable and its message keeps the offset.
+    assert!(
+        e.offset().is_some() || e.message().contains("(at offset 0x"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -192,11 +196,12 @@ fn npy_entry(descr: &str, major: u8, minor: u8) -> Vec<u8> {
     out
 }
 
-/// In an `.npz`, an array that is not numbers is listed and skipped, but an entry of a
-/// format version numpy does not read refuses the archive, as numpy refuses it: told apart
-/// by what the parser found, not by the words of its message.
+/// In an `.npz`, an array that is not numbers is listed and skipped, and an entry of a
+/// format version numpy does not read is listed and unreadable (numpy's archive is lazy: it
+/// fails on that array alone): told apart by what the parser found, not by the words of its
+/// message.
 #[test]
-fn an_npz_skips_what_is_not_numbers_and_refuses_a_version_numpy_refuses() {
+fn an_npz_skips_what_is_not_numbers_and_lists_other_versions_unreadable() {
     let numbers = npy_entry("'|u1'", 1, 0);
     let text = npy_entry("'|S1'", 1, 0);
     let skipped = checkpoint::zip(&[("a.npy", &numbers), ("t.npy", &text)], &[]);
@@ -206,7 +211,10 @@ fn an_npz_skips_what_is_not_numbers_and_refuses_a_version_numpy_refuses() {
 
     let future = npy_entry("'|u1'", 1, 1);
     let refused = checkpoint::zip(&[("a.npy", &numbers), ("v.npy", &future)], &[]);
-    let e = OpenOptions::new().open_bytes(refused).unwrap_err();
+    let r = OpenOptions::new().open_bytes(refused).unwrap();
+    assert!(r.object("v").unwrap().skipped().is_none());
+    let e = r.object("v").unwrap().bytes().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert_eq!(&r.object("a").unwrap().bytes().unwrap()[..], &[1, 2]);
     assert!(e.message().contains("format version 1.1"), "{e}");
 }

@@ -20,7 +20,7 @@
 //!  \x93NUMPY 01 00 | u16 len | {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   \n | data
 //! ```
 
-use zt_container::{Error, Result, Source};
+use zt_container::{Error, ErrorKind, Result, Source};
 use zt_formats::{DType, ElementType, Encoding, LogicalType};
 use zt_manifest::{Attributes, Shape};
 
@@ -90,16 +90,44 @@ pub(crate) fn list_npz(
     let mut inflate_budget = source.len().saturating_mul(16).saturating_add(1 << 20);
     for e in &entries {
         let name = e.name.strip_suffix(".npy").unwrap_or(&e.name).to_owned();
-        let listed = npz_entry(source, e, limits, &mut inflate_budget)
-            .map_err(|err| err.in_object(&name))?;
-        match listed {
-            Ok(o) => objects.push(ObjectInfo { name, ..o }),
-            // A structured, object or text array: listed as what it is, and skipped. Any
-            // other refusal (a version numpy does not read) refuses the archive, as numpy does.
-            Err(NotNumbers(err)) => {
+        if let Some(damage) = &e.damage {
+            // Damaged in the zip itself (its local header, method or sizes): numpy opens the
+            // archive and fails on this array alone. Its data is not placed.
+            let defect = Defect {
+                kind: damage.kind,
+                message: damage.message.clone(),
+                skip: false,
+            };
+            let placed = zip::Entry {
+                data_offset: e.header_offset,
+                compressed: 0,
+                ..e.clone()
+            };
+            objects.push(unreadable(name, &placed, defect));
+            continue;
+        }
+        match npz_entry(source, e, limits, &mut inflate_budget) {
+            Ok(Ok(o)) => objects.push(ObjectInfo { name, ..o }),
+            // A structured, object or text array: listed as what it is, and skipped.
+            Ok(Err(NotNumbers(err))) => {
                 let defect = Defect::not_numbers(err.message());
                 objects.push(unreadable(name, e, defect));
             }
+            // A damaged or unsupported array (its .npy header, its deflate stream): numpy's
+            // archive is lazy, so it lists the array and fails on reading it alone.
+            Err(err) if matches!(err.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
+                let message = match err.offset() {
+                    Some(at) => format!("{} (at offset {at:#x})", err.message()),
+                    None => err.message().to_owned(),
+                };
+                let defect = Defect {
+                    kind: err.kind(),
+                    message,
+                    skip: false,
+                };
+                objects.push(unreadable(name, e, defect));
+            }
+            Err(err) => return Err(err.in_object(&name)),
         }
     }
     // Entry names are unique (the zip reader refused duplicates); two entries `a` and
@@ -110,7 +138,8 @@ pub(crate) fn list_npz(
         return Err(bad(format!("two entries make the array {:?}", w[0])));
     }
     let mut listing = Listing::of_unique(FileVersion::Npz, Attributes::new(), objects);
-    listing.zip_entries = entries;
+    // Entries whose data is not placed are left out of the CRC checks.
+    listing.zip_entries = entries.into_iter().filter(|e| e.damage.is_none()).collect();
     Ok(listing)
 }
 

@@ -149,6 +149,7 @@ pub(crate) fn list_keras(
     limits: &Limits,
 ) -> Result<(Source, Listing)> {
     use crate::zip::{entry_bytes, Method};
+    let entries = crate::zip::undamaged(entries)?;
     let find = |name: &str| entries.iter().find(|e| e.name == name);
     let weights = find("model.weights.h5")
         .ok_or_else(|| Error::invalid("a .keras archive without model.weights.h5"))?;

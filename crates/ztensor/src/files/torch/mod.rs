@@ -97,6 +97,8 @@ pub(crate) fn list(
     limits: &Limits,
     version: FileVersion,
 ) -> Result<Listing> {
+    // torch.load reads every record it names; a damaged one refuses the checkpoint.
+    let entries = zip::undamaged(entries)?;
     let pkl = entries
         .iter()
         .find(|e| e.name.ends_with("/data.pkl") && e.name.matches('/').count() == 1)
@@ -402,6 +404,7 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
                 // A legacy storage record has no CRC; it is never among the entries that
                 // verify checks.
                 crc32: 0,
+                damage: None,
             },
         );
         offset = data_offset + len;
