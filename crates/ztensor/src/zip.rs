@@ -12,6 +12,11 @@
 //! two entries may overlap. Encrypted entries, archives split over disks and compression
 //! methods other than stored (0) and deflate (8) are `Unsupported`.
 //!
+//! What is wrong with one entry only (its local header, method, encryption, stored sizes) is
+//! kept on that entry as its [`Damage`], as Python's zipfile fails on that entry alone: an
+//! `.npz` lists the array unreadable; a checkpoint, which needs every record, refuses the
+//! archive ([`undamaged`]). Damage to the directory or the end record refuses the archive.
+//!
 //! Written here instead of taken from the `zip` crate: the readers need each entry's data
 //! offset (to serve stored entries from the map without a copy), which that crate exposes
 //! only through its own reading path, and every check above is easier to state once here.
@@ -212,8 +217,11 @@ pub(crate) fn entries(source: &Source) -> Result<Vec<Entry>> {
         let (entry, next) = central_record(&cd, at, abs)?;
         let entry = match entry.damage {
             Some(_) => entry,
-            None => match with_local_header(source, entry.clone(), dir.offset) {
-                Ok(e) => e,
+            None => match data_offset(source, &entry, dir.offset) {
+                Ok(data_offset) => Entry {
+                    data_offset,
+                    ..entry
+                },
                 Err(e) if e.kind() == ErrorKind::InvalidFile => Entry {
                     damage: Some(Damage::of(&e)),
                     ..entry
@@ -532,9 +540,9 @@ fn zip64_extra(mut extra: &[u8]) -> std::result::Result<Option<&[u8]>, String> {
     Ok(zip64)
 }
 
-/// Reads an entry's local header: it must name the same entry, and the data it starts must
-/// end before the central directory.
-fn with_local_header(source: &Source, mut e: Entry, cd_offset: u64) -> Result<Entry> {
+/// Where an entry's data starts, from its local header: the header must name the same
+/// entry, and the data it starts must end before the central directory.
+fn data_offset(source: &Source, e: &Entry, cd_offset: u64) -> Result<u64> {
     let at = e.header_offset;
     let in_entry = |err: Error| err.in_object(&e.name);
     let head_fits = at
@@ -573,8 +581,7 @@ fn with_local_header(source: &Source, mut e: Entry, cd_offset: u64) -> Result<En
             .at(at),
         ));
     }
-    e.data_offset = data_offset;
-    Ok(e)
+    Ok(data_offset)
 }
 
 /// Entries may not share bytes (a header or data), and a name may be given once. A damaged
