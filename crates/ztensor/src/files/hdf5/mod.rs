@@ -720,6 +720,14 @@ impl<'s> File<'s> {
                     let kind = c.u16("message type")?;
                     let len = c.u16("message size")?;
                     c.skip(4, "message flags")?;
+                    // Version 1 headers align every message to 8 bytes; HDF5 refuses one
+                    // that is not.
+                    if len % 8 != 0 {
+                        return Err(bad_at(
+                            format!("object header message of {len} bytes, not a multiple of 8"),
+                            start + c.pos as u64 - 8,
+                        ));
+                    }
                     (kind, len)
                 };
                 let at = start + c.pos as u64;
@@ -968,6 +976,14 @@ impl<'s> File<'s> {
             let name_at = b.uint(self.offsets, "link name offset")?;
             let header = b.addr("object header address")?;
             let cache = b.u32("cache type")?;
+            // 0: nothing cached, 1: a group's B-tree and heap, 2: a soft link. HDF5 refuses
+            // any other.
+            if cache > 2 {
+                return Err(bad_at(
+                    format!("symbol table entry of cache type {cache} (0, 1 or 2)"),
+                    b.here(),
+                ));
+            }
             b.skip(4, "reserved")?;
             let scratch = b.take(16, "scratch pad")?;
             let name = heap.string(name_at)?;
@@ -1855,12 +1871,17 @@ struct Heap {
 impl Heap {
     fn string(&self, offset: u64) -> Result<String> {
         let from = usize::try_from(offset).unwrap_or(usize::MAX);
-        let rest = self.bytes.get(from..).ok_or_else(|| {
-            Error::invalid(format!(
-                "a name at offset {offset} of a local heap of {} bytes",
-                self.bytes.len()
-            ))
-        })?;
+        // Inside the segment, as HDF5 requires (an offset at its end is refused too).
+        let rest = self
+            .bytes
+            .get(from..)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "a name at offset {offset} of a local heap of {} bytes",
+                    self.bytes.len()
+                ))
+            })?;
         let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
         Ok(text(rest.get(..end).unwrap_or_default()))
     }
