@@ -297,6 +297,54 @@ fn damaged_checksummed_metadata_is_refused() {
     assert!(read > 30, "{read}");
 }
 
+/// The old layouts carry no checksums, but HDF5 checks a few of their fields, and refuses a
+/// file where they are damaged (found comparing both readers on h5py's `libver="earliest"`
+/// files): so do we.
+#[test]
+fn damaged_old_layout_fields_are_refused_as_hdf5_refuses_them() {
+    let file = std::fs::read(dir().join("h5py_default.h5")).unwrap();
+    let refused = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut bytes = file.clone();
+        edit(&mut bytes);
+        OpenOptions::new()
+            .open_bytes(bytes)
+            .err()
+            .map(|e| e.to_string())
+    };
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    // Each symbol table node's first entry (name offset, header address, cache type) with
+    // cache type 7. HDF5 leaves stale nodes behind, which neither reader walks; every node
+    // that is walked must refuse it.
+    let nodes: Vec<usize> = (0..file.len() - 4)
+        .filter(|&i| &file[i..i + 4] == b"SNOD")
+        .collect();
+    let mut live = Vec::new();
+    for &node in &nodes {
+        if let Some(e) = refused(&|b| {
+            let at = node + 8 + 16;
+            b[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
+        }) {
+            assert!(
+                e.contains("symbol table entry of cache type 7 (0, 1 or 2)"),
+                "{e}"
+            );
+            live.push(node);
+        }
+    }
+    assert!(!live.is_empty(), "no symbol table node is walked");
+    // A version 1 object header named by a walked node, its first message made one byte
+    // longer: no longer a multiple of 8.
+    let e = refused(&|b| {
+        let header = u64_at(b, live[0] + 8 + 8) as usize;
+        assert_eq!(b[header], 1, "a version 1 object header");
+        let size = header + 16 + 2;
+        let len = u16::from_le_bytes([b[size], b[size + 1]]) + 1;
+        b[size..size + 2].copy_from_slice(&len.to_le_bytes());
+    })
+    .expect("an unaligned message is refused");
+    assert!(e.contains("not a multiple of 8"), "{e}");
+}
+
 /// A v1 chunk B-tree (h5py's default index) carries no checksum: a key that is not a chunk's
 /// (HDF5 would miss the chunk and read zeros in its place) makes the dataset unreadable.
 #[test]

@@ -1996,3 +1996,23 @@ fn one_or_many(mut items: Vec<Attr>, scalar: bool) -> Attr {
         Attr::Array(items)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Heap;
+
+    #[test]
+    fn a_heap_name_must_start_inside_the_heap() {
+        let heap = Heap {
+            bytes: b"\0ab\0cd".to_vec(),
+        };
+        assert_eq!(heap.string(1).unwrap(), "ab");
+        // Running to the heap's end without a NUL is read as HDF5 reads it.
+        assert_eq!(heap.string(4).unwrap(), "cd");
+        // At the end of the data, or past it: HDF5's "unable to offset into local heap".
+        for offset in [6, 7, u64::MAX] {
+            let e = heap.string(offset).unwrap_err();
+            assert!(e.to_string().contains("of a local heap of 6 bytes"), "{e}");
+        }
+    }
+}
