@@ -358,13 +358,14 @@ impl<'s> Walk<'s, '_> {
     /// Counts `bytes` more of listing against the memory budget a file of this size may
     /// spend (objects, names, attributes): a tensor or a metadata entry can be written in a
     /// few bytes, and listing it costs hundreds.
-    fn charge(&mut self, bytes: u64, what: &str) -> Result<()> {
+    fn charge(&mut self, bytes: u64, what: impl FnOnce() -> String) -> Result<()> {
         self.listed_bytes = self.listed_bytes.saturating_add(bytes);
         let budget = self.limits.listing_budget(self.source.len());
         if self.listed_bytes > budget {
             return Err(Error::limit(format!(
-                "listing the model's {what} would take more than the memory budget of \
-                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)"
+                "listing the model's {} would take more than the memory budget of \
+                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
+                what()
             )));
         }
         Ok(())
@@ -392,7 +393,7 @@ impl<'s> Walk<'s, '_> {
                         4 => "onnx.domain",
                         _ => "onnx.doc_string",
                     };
-                    self.charge(s.len(), "metadata")?;
+                    self.charge(s.len(), || "metadata".into())?;
                     (key, Attr::Text(self.text(s, &key[5..])?))
                 }
                 (7, Value::Bytes(s)) => {
@@ -401,13 +402,13 @@ impl<'s> Walk<'s, '_> {
                 }
                 (8, Value::Bytes(s)) => {
                     let (domain, version) = self.pair(s, true)?;
-                    self.charge(domain.len() as u64 + 64, "opset_import")?;
+                    self.charge(domain.len() as u64 + 64, || "opset_import".into())?;
                     opsets.insert(domain, version);
                     continue;
                 }
                 (14, Value::Bytes(s)) => {
                     let (key, value) = self.pair(s, false)?;
-                    self.charge(s.len() + 64, "metadata_props")?;
+                    self.charge(s.len() + 64, || "metadata_props".into())?;
                     props.insert(key, value);
                     continue;
                 }
@@ -495,8 +496,8 @@ impl<'s> Walk<'s, '_> {
             )));
         }
         let cost = Limits::listing_cost(&name) + graph.len() as u64;
-        let what = format!("{} tensors", self.objects.len() + 1);
-        self.charge(cost, &what)?;
+        let count = self.objects.len() + 1;
+        self.charge(cost, || format!("{count} tensors"))?;
         object.name = self.names.claim(name, graph);
         object
             .attributes
