@@ -197,6 +197,23 @@ impl Error {
         &self.inner.message
     }
 
+    /// What is wrong and, when known, where in the file: the message with
+    /// `(at offset 0x..)` after it, as [`Display`](fmt::Display) writes them. For a reader
+    /// that keeps a failure as text to report later (an object listed as unreadable).
+    ///
+    /// ```
+    /// use zt_container::Error;
+    /// let e = Error::invalid("bad length").at(0x40);
+    /// assert_eq!(e.located_message(), "bad length (at offset 0x40)");
+    /// assert_eq!(Error::invalid("bad length").located_message(), "bad length");
+    /// ```
+    pub fn located_message(&self) -> String {
+        match self.inner.offset {
+            Some(at) => format!("{} (at offset {at:#x})", self.inner.message),
+            None => self.inner.message.clone(),
+        }
+    }
+
     /// The absolute byte offset of the problem, when known.
     pub fn offset(&self) -> Option<u64> {
         self.inner.offset

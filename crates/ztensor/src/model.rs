@@ -518,6 +518,17 @@ impl Defect {
         }
     }
 
+    /// An object that fails to read with `e` (a damaged header, an unknown encoding), kept as
+    /// a defect so the rest of the file still opens; the message keeps `e`'s offset.
+    #[cfg(any(feature = "numpy", feature = "onnx", feature = "hdf5"))]
+    pub(crate) fn from_error(e: &zt_container::Error) -> Self {
+        Defect {
+            kind: e.kind(),
+            message: e.located_message(),
+            skip: false,
+        }
+    }
+
     /// The error reading the object gives.
     pub fn to_error(&self) -> zt_container::Error {
         zt_container::Error::new(self.kind, self.message.clone())

@@ -73,13 +73,9 @@ pub(crate) struct Damage {
 
 impl Damage {
     fn of(e: &Error) -> Self {
-        let message = match e.offset() {
-            Some(at) => format!("{} (at offset {at:#x})", e.message()),
-            None => e.message().to_owned(),
-        };
         Damage {
             kind: e.kind(),
-            message,
+            message: e.located_message(),
         }
     }
 

@@ -116,16 +116,7 @@ pub(crate) fn list_npz(
             // A damaged or unsupported array (its .npy header, its deflate stream): numpy's
             // archive is lazy, so it lists the array and fails on reading it alone.
             Err(err) if matches!(err.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
-                let message = match err.offset() {
-                    Some(at) => format!("{} (at offset {at:#x})", err.message()),
-                    None => err.message().to_owned(),
-                };
-                let defect = Defect {
-                    kind: err.kind(),
-                    message,
-                    skip: false,
-                };
-                objects.push(unreadable(name, e, defect));
+                objects.push(unreadable(name, e, Defect::from_error(&err)));
             }
             Err(err) => return Err(err.in_object(&name)),
         }

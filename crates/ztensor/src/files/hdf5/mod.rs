@@ -1412,11 +1412,7 @@ impl<'s> File<'s> {
         })();
         match placed {
             Err(e) if e.kind() == zt_container::ErrorKind::InvalidFile => {
-                let message = match e.offset() {
-                    Some(at) => format!("{} (at offset {at:#x})", e.message()),
-                    None => e.message().to_owned(),
-                };
-                Ok(with_defect(Defect::invalid(message)))
+                Ok(with_defect(Defect::from_error(&e)))
             }
             placed => placed,
         }

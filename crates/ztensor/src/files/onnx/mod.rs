@@ -1089,16 +1089,8 @@ impl<'s> Walk<'s, '_> {
         let listed = match listed {
             // onnx reads the model and fails on this tensor alone.
             Err(e) if matches!(e.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
-                let message = match e.offset() {
-                    Some(at) => format!("{} (at offset {at:#x})", e.message()),
-                    None => e.message().to_owned(),
-                };
                 let mut o = dense(ElementType::plain(DType::U8), dims.clone(), (at, 0));
-                o.defect = Some(Box::new(Defect {
-                    kind: e.kind(),
-                    message,
-                    skip: false,
-                }));
+                o.defect = Some(Box::new(Defect::from_error(&e)));
                 o
             }
             listed => listed.map_err(|e| e.in_object(&name))?,
