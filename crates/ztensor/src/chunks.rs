@@ -2,7 +2,8 @@
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
 //! (fletcher32 checked and stripped, deflate inflated and szip decoded to exactly the chunk's
 //! size, shuffle undone), then its rows are copied into the row-major array, clipped at the dataset's edge.
-//! Chunks never written read as zeros, HDF5's default fill value.
+//! Chunks never written read as the table's fill value (zeros, HDF5's default, when it has
+//! none).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -83,19 +84,24 @@ pub(crate) fn decode_box_into<'a>(
     let elements = table.chunk.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
     let chunk_bytes = elements
         .and_then(|n| n.checked_mul(table.element_size))
-        .filter(|&n| n <= cap)
-        .ok_or_else(|| {
-            Error::limit(format!(
-                "a chunk of {:?} elements exceeds the cap of {cap} bytes",
-                table.chunk
-            ))
-        })?;
-    let mut buf = zt_container::internal::try_filled_vec(chunk_bytes as usize, 0u8)?;
+        .filter(|&n| n <= cap);
+    // Allocated at the first chunk that meets the box: a dataset never written (one chunk of
+    // the whole dataset, none stored) costs only its fill.
+    let mut buf = Vec::new();
     let mut work = Vec::new();
     fill_elements(dst, &table.fill)?;
     for (i, chunk) in table.chunks.iter().enumerate() {
         if !meets(table, &chunk.start, ranges) {
             continue;
+        }
+        if buf.is_empty() {
+            let n = chunk_bytes.ok_or_else(|| {
+                Error::limit(format!(
+                    "a chunk of {:?} elements exceeds the cap of {cap} bytes",
+                    table.chunk
+                ))
+            })?;
+            buf = zt_container::internal::try_filled_vec(n as usize, 0u8)?;
         }
         let at = |e: Error| {
             Error::new(

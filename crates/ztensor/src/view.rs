@@ -171,6 +171,11 @@ impl<'r> ObjectView<'r> {
     /// in the error.
     fn dense_data<T: Element>(&self, api: &str) -> Result<ComponentView<'r>> {
         let info = self.info;
+        // An object listed as unreadable says why, whatever type the caller asks for: the
+        // type it is listed with (bytes) stands in for one the file failed to give.
+        if let (Some(d), Some(c)) = (&info.defect, info.components.0.first()) {
+            return Err(locate(info, c)(d.to_error()));
+        }
         if api == "read" && info.format != Format::Dense {
             return Err(Error::argument(format!(
                 "object is {}, not dense: read its components or convert it to dense",

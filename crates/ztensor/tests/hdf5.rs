@@ -400,6 +400,104 @@ fn chunks_never_written_read_as_the_fill_value() {
     }
 }
 
+/// Contiguous datasets never written (no data address) read as their fill value, as h5py
+/// reads them (tools/interop/make_hdf5_fill.py). With no fill value defined HDF5 refuses to
+/// read one; with the fill time "never" it leaves h5py's buffer of zeros as it was.
+#[test]
+fn contiguous_datasets_never_written_read_as_the_fill_value() {
+    for file in ["fill_values_default.h5", "fill_values_latest.h5"] {
+        let r = ztensor::open(dir().join(file)).unwrap();
+        assert_eq!(
+            &r.read::<f32>("/unwritten").unwrap()[..],
+            [7.5; 15],
+            "{file}"
+        );
+        assert_eq!(
+            &r.read::<i32>("/unwritten_zeros").unwrap()[..],
+            [0; 4],
+            "{file}"
+        );
+        assert_eq!(
+            &r.read::<f64>("/unwritten_scalar").unwrap()[..],
+            [-1.0],
+            "{file}"
+        );
+        let got = r
+            .object("/unwritten")
+            .unwrap()
+            .slice_bytes(&[1..3, 2..4])
+            .unwrap();
+        assert_eq!(&got[..], 7.5f32.to_le_bytes().repeat(4), "{file}");
+    }
+    // The old layout's fill value message of `unwritten` (version 2, no checksum): version,
+    // allocation time, fill time, "defined", then the size (4) and the value (7.5).
+    let edited = |edit: fn(&mut [u8])| {
+        damaged("fill_values_default.h5", |b| {
+            let at = find(b, &[2, 2, 2, 1, 4, 0, 0, 0, 0, 0, 0xf0, 0x40]);
+            edit(&mut b[at..]);
+        })
+        .unwrap()
+    };
+    let refusal = |r: &ztensor::Reader| r.read::<f32>("/unwritten").err().map(|e| e.to_string());
+    for (what, r) in [
+        ("not defined", edited(|m| m[3] = 0)),
+        ("size -1", edited(|m| m[4..8].copy_from_slice(&[0xff; 4]))),
+    ] {
+        let e = refusal(&r).unwrap_or_else(|| panic!("{what}: read"));
+        assert!(
+            e.contains("no fill value defined: HDF5 refuses"),
+            "{what}: {e}"
+        );
+    }
+    let never = edited(|m| m[2] = 1);
+    assert_eq!(&never.read::<f32>("/unwritten").unwrap()[..], [0.0; 15]);
+    // The fill time "never" with no value defined reads as zeros too, as h5py reads it.
+    let never = edited(|m| {
+        m[2] = 1;
+        m[3] = 0;
+    });
+    assert_eq!(&never.read::<f32>("/unwritten").unwrap()[..], [0.0; 15]);
+}
+
+/// A chunked dataset takes HDF5's same two exceptions to its fill value: none of it written
+/// (no chunk index) and no fill value defined is refused, and with the fill time "never"
+/// chunks never written read as zeros, as h5py reads them.
+#[test]
+fn chunked_datasets_take_hdf5s_fill_time_and_undefined_fill() {
+    let r = ztensor::open(dir().join("fill_values_default.h5")).unwrap();
+    assert_eq!(&r.read::<f32>("/chunked_unwritten").unwrap()[..], [6.5; 8]);
+    // `chunked_unwritten`'s fill value message: version 2, allocation time 3 (incremental),
+    // fill time 2 (if set), defined, size 4, 6.5.
+    let edited = |edit: fn(&mut [u8])| {
+        damaged("fill_values_default.h5", |b| {
+            let at = find(b, &[2, 3, 2, 1, 4, 0, 0, 0, 0, 0, 0xd0, 0x40]);
+            edit(&mut b[at..]);
+        })
+        .unwrap()
+    };
+    let undefined = edited(|m| m[3] = 0);
+    let e = undefined
+        .read::<f32>("/chunked_unwritten")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("no fill value defined: HDF5 refuses"), "{e}");
+    let never = edited(|m| m[2] = 1);
+    assert_eq!(
+        &never.read::<f32>("/chunked_unwritten").unwrap()[..],
+        [0.0; 8]
+    );
+    // `nan`, half written, fill NaN: with the fill time "never" its other half reads as zeros.
+    let never = damaged("fill_values_default.h5", |b| {
+        let at = find(b, &[2, 3, 2, 1, 4, 0, 0, 0, 0, 0, 0xc0, 0x7f]);
+        b[at + 2] = 1;
+    })
+    .unwrap();
+    let nan = never.read::<f32>("/nan").unwrap();
+    assert!(nan[..32].iter().all(|&v| v == 1.0));
+    assert!(nan[32..].iter().all(|&v| v == 0.0), "{nan:?}");
+}
+
 /// Inner nodes of a v1 chunk B-tree hold keys HDF5 searches by: a damaged one makes the
 /// dataset unreadable too (tools/interop/make_hdf5_btree.py: 200 one-element chunks).
 #[test]

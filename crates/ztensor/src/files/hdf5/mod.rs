@@ -20,8 +20,9 @@
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
 //! references, variable-length and array types ("not numbers"); datasets behind a filter we do
 //! not decode (LZF, blosc, ...: named); external links that cannot be followed (with why).
-//! Chunks never written read as the dataset's fill value (zeros unless its fill value message
-//! says otherwise), within the memory budget.
+//! Chunks never written, and contiguous data never written, read as the dataset's fill value
+//! (zeros unless its fill value message says otherwise), within the memory budget; HDF5's
+//! exceptions for an undefined value and the fill time "never" are kept ([`Fill`]).
 //!
 //! Every address and size is checked against the file and against the caps below; a group
 //! reached twice (hard links can make cycles) is walked once. Every lookup3 checksum the
@@ -87,6 +88,7 @@ mod msg {
     pub const FILL_VALUE_OLD: u16 = 0x0004;
     pub const FILL_VALUE: u16 = 0x0005;
     pub const LINK: u16 = 0x0006;
+    pub const EXTERNAL_FILES: u16 = 0x0007;
     pub const LAYOUT: u16 = 0x0008;
     pub const FILTERS: u16 = 0x000b;
     pub const ATTRIBUTE: u16 = 0x000c;
@@ -1320,9 +1322,60 @@ impl<'s> File<'s> {
         let placed = (|| -> Result<ObjectInfo> {
             let data = self.data(&layout)?;
             match self.layout(&data, layout.at)? {
-                Layout::Contiguous(None) => Ok(with_defect(Defect::unsupported(
-                    "no data written (the dataset holds its fill value)",
-                ))),
+                Layout::Contiguous(None) => {
+                    if find(msg::EXTERNAL_FILES).is_some() {
+                        return Ok(with_defect(Defect::unsupported(
+                            "its data lies in external files (HDF5's external storage), \
+                             which are not read",
+                        )));
+                    }
+                    // Never written: HDF5 reads the fill value, as for a chunk never written.
+                    let fill = self.fill_value(find(msg::FILL_VALUE), find(msg::FILL_VALUE_OLD))?;
+                    if fill.refuses_unallocated() {
+                        return Ok(with_defect(Defect::unsupported(NO_DATA_NO_FILL)));
+                    }
+                    // With the fill time "never" HDF5 leaves the caller's buffer as it was;
+                    // h5py's is zeros.
+                    let value = fill.value.filter(|_| !fill.never).unwrap_or_default();
+                    let size = element.dtype.size() as u64;
+                    if !value.is_empty() && value.len() as u64 != size {
+                        return Err(Error::invalid(format!(
+                            "a fill value of {} bytes for elements of {size}",
+                            value.len()
+                        )));
+                    }
+                    // Stored nowhere: what it makes a read allocate is bounded as for
+                    // chunks never written.
+                    let budget = self.limits.read_budget(0);
+                    if bytes > budget {
+                        return Ok(with_defect(Defect {
+                            kind: zt_container::ErrorKind::LimitExceeded,
+                            message: format!(
+                                "{bytes} bytes never written (filled) exceed the memory \
+                                 budget of {budget} bytes (raise it: Limits::memory_budget, \
+                                 zt --max-memory)"
+                            ),
+                            skip: false,
+                        }));
+                    }
+                    // One chunk, the whole dataset, never written.
+                    let table = zt_formats::ChunkTable {
+                        dims: dims.to_vec(),
+                        chunk: dims.to_vec(),
+                        element_size: size,
+                        filters: Vec::new(),
+                        filter_params: Vec::new(),
+                        chunks: Vec::new(),
+                        fill: value,
+                    };
+                    let mut o = listed(element, order, (0, 0));
+                    if let Some(c) = o.components.0.first_mut() {
+                        c.encoding = zt_formats::Encoding::Hdf5Chunks(Box::new(table));
+                        c.decoded_len = Some(bytes);
+                        c.uncompressed_length = Some(bytes);
+                    }
+                    Ok(o)
+                }
                 Layout::Contiguous(Some((addr, size))) | Layout::Compact(addr, size) => {
                     if size < bytes {
                         return Ok(with_defect(Defect::invalid(format!(
@@ -1390,7 +1443,12 @@ impl<'s> File<'s> {
                     }
                     // Chunks never written hold the fill value, as HDF5 reads them.
                     let fill = self.fill_value(find(msg::FILL_VALUE), find(msg::FILL_VALUE_OLD))?;
-                    if let Some(fill) = fill {
+                    if fill.refuses_unallocated() && index.address().is_none() {
+                        return Ok(with_defect(Defect::unsupported(NO_DATA_NO_FILL)));
+                    }
+                    // With the fill time "never" HDF5 leaves unwritten chunks' elements as
+                    // the caller's buffer had them; h5py's is zeros.
+                    if let Some(fill) = fill.value.filter(|_| !fill.never) {
                         if fill.len() as u64 != size {
                             return Err(Error::invalid(format!(
                                 "a fill value of {} bytes for elements of {size}",
@@ -1418,36 +1476,53 @@ impl<'s> File<'s> {
         }
     }
 
-    /// The fill value a dataset declares, when it is not all zeros (`None`: zeros, the
-    /// default, or none defined). The fill value message (versions 1-3) is read first, the
-    /// old one (type 4) when it is absent.
-    fn fill_value(&self, new: Option<Message>, old: Option<Message>) -> Result<Option<Vec<u8>>> {
-        let value = if let Some(m) = new {
+    /// A dataset's fill value, as HDF5 reads storage never written: the fill value message
+    /// (versions 1-3) is read first, the old one (type 4) when it is absent, and zeros (HDF5's
+    /// default) when there is neither.
+    fn fill_value(&self, new: Option<Message>, old: Option<Message>) -> Result<Fill> {
+        let (value, never) = if let Some(m) = new {
             let data = self.data(&m)?;
             let mut c = self.cursor(&data, m.at);
             let version = c.u8("fill value version")?;
-            let defined = match version {
+            match version {
                 1 | 2 => {
-                    c.skip(2, "fill value times")?;
+                    c.skip(1, "fill value allocation time")?;
+                    let never = c.u8("fill value time")? == FILL_TIME_NEVER;
                     let defined = c.u8("fill value defined")? != 0;
                     // Version 1 always stores a size; version 2 only when defined.
-                    defined || version == 1
+                    let value = if defined || version == 1 {
+                        fill_bytes(&mut c)?
+                    } else {
+                        None
+                    };
+                    (value, never)
                 }
-                3 => c.u8("fill value flags")? & 0x20 != 0,
+                3 => {
+                    let flags = c.u8("fill value flags")?;
+                    let never = (flags >> 2) & 3 == FILL_TIME_NEVER;
+                    let value = if flags & 0x10 != 0 {
+                        None
+                    } else if flags & 0x20 != 0 {
+                        fill_bytes(&mut c)?
+                    } else {
+                        Some(Vec::new())
+                    };
+                    (value, never)
+                }
                 v => return Err(bad_at(format!("fill value message version {v}"), m.at)),
-            };
-            if !defined || c.rest().is_empty() {
-                return Ok(None);
             }
-            fill_bytes(&mut c)?
         } else if let Some(m) = old {
             let data = self.data(&m)?;
             let mut c = self.cursor(&data, m.at);
-            fill_bytes(&mut c)?
+            (fill_bytes(&mut c)?, false)
         } else {
-            return Ok(None);
+            (Some(Vec::new()), false)
         };
-        Ok(value.iter().any(|&b| b != 0).then_some(value))
+        Ok(Fill {
+            undefined: value.is_none(),
+            value: value.filter(|v| v.iter().any(|&b| b != 0)),
+            never,
+        })
     }
 
     /// A dataspace's dimensions and maximum dimensions (`u64::MAX`: unlimited; the
@@ -1859,6 +1934,20 @@ enum ChunkIndex {
     BTree2(Option<u64>),
 }
 
+impl ChunkIndex {
+    /// Where the index lies; `None` when no chunk was ever written (HDF5 allocates it then).
+    fn address(&self) -> Option<u64> {
+        match *self {
+            ChunkIndex::BTree(a)
+            | ChunkIndex::Single(a, _)
+            | ChunkIndex::Implicit(a)
+            | ChunkIndex::FixedArray(a)
+            | ChunkIndex::ExtensibleArray(a)
+            | ChunkIndex::BTree2(a) => a,
+        }
+    }
+}
+
 /// A local heap's data segment: names, NUL-terminated.
 struct Heap {
     bytes: Vec<u8>,
@@ -1896,15 +1985,42 @@ fn bad_at(message: impl Into<String>, at: u64) -> Error {
     Error::invalid(message.into()).at(at)
 }
 
-/// A fill value's bytes after its size. HDF5 decodes the size as signed: a size of -1 (older
-/// writers, PyTables' among them) or 0 means no value, which reads as zeros.
-fn fill_bytes(c: &mut Cursor<'_>) -> Result<Vec<u8>> {
+/// A fill value's bytes after its size. HDF5 decodes the size as signed: 0 means its default
+/// (zeros, `Some` of nothing) and a negative size (-1 from older writers, PyTables' among
+/// them) a value left undefined (`None`).
+fn fill_bytes(c: &mut Cursor<'_>) -> Result<Option<Vec<u8>>> {
     let size = c.u32("fill value size")? as i32;
     match usize::try_from(size) {
-        Ok(size) if size > 0 => Ok(c.take(size, "fill value")?.to_vec()),
-        _ => Ok(Vec::new()),
+        Ok(size) => Ok(Some(c.take(size, "fill value")?.to_vec())),
+        Err(_) => Ok(None),
     }
 }
+
+/// A fill value message's fill time "never": HDF5 writes no fill value into storage it
+/// allocates, and a read of storage never allocated leaves the caller's buffer as it was.
+const FILL_TIME_NEVER: u8 = 1;
+
+/// A dataset's fill value ([`File::fill_value`]).
+struct Fill {
+    /// One element of it, when it is not all zeros (`None`: zeros, or undefined).
+    value: Option<Vec<u8>>,
+    /// No value is defined (HDF5's "undefined", not its default of zeros).
+    undefined: bool,
+    /// The fill time is "never" ([`FILL_TIME_NEVER`]).
+    never: bool,
+}
+
+impl Fill {
+    /// Whether HDF5 refuses to read a dataset none of whose storage was ever allocated (no
+    /// data address, no chunk index): no value is defined and the fill time is not "never".
+    fn refuses_unallocated(&self) -> bool {
+        self.undefined && !self.never
+    }
+}
+
+/// The defect of a dataset [`Fill::refuses_unallocated`] refuses, with HDF5's words.
+const NO_DATA_NO_FILL: &str = "no data written and no fill value defined: HDF5 refuses to read \
+                               it (\"dataset doesn't exist, no data can be read\")";
 
 /// Checks a structure whose last 4 bytes are the lookup3 checksum of the bytes before them,
 /// as HDF5 does before it trusts one: a mismatch means the file was damaged after it was
