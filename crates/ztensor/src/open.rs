@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use zt_container::{Container, ContainerV2, ContainerVersion, Error, Result, Source};
+use zt_container::{Container, ContainerV2, ContainerVersion, Error, ErrorKind, Result, Source};
 
 use crate::decode::Verify;
 use crate::files;
@@ -13,7 +13,7 @@ use crate::listing::{Limits, Listing};
 #[cfg(feature = "torch")]
 use crate::model::FileVersion;
 use crate::reader::Reader;
-use crate::sniff::{is_zip, sniff, FileKind, SNIFF_LEN};
+use crate::sniff::{is_zip, kind_by_name, sniff, FileKind, SNIFF_LEN};
 
 /// How to open a file.
 ///
@@ -247,8 +247,9 @@ impl OpenOptions {
             Vec::new()
         };
         let names: Vec<&str> = zip_entries.iter().map(|e| e.name.as_str()).collect();
-        let kind = sniff(&head, source.len(), &names);
+        let sniffed = sniff(&head, source.len(), &names);
         drop(names);
+        let kind = sniffed.or_else(|| path.and_then(kind_by_name));
         let limits = &self.limits;
         let listing = match kind {
             Some(FileKind::Mag) => {
@@ -295,9 +296,26 @@ impl OpenOptions {
             Some(FileKind::Safetensors) => {
                 files::safetensors::list(&source, limits.decode.max_rank)?
             }
-            // Anything else that is not `ZTEN` gets the zTensor container's magic error.
+            // Anything else is read as zTensor 0.1 or 1.x, whose magic error then says what
+            // the file starts with; when neither its bytes nor its name said so, the error
+            // says first that no kind matched.
             Some(FileKind::ZTensor) | None => {
-                let container = Container::parse_with_limit(source, limits.max_manifest_len)?;
+                let container = Container::parse_with_limit(source, limits.max_manifest_len)
+                    .map_err(|e| match kind {
+                        None if e.kind() == ErrorKind::InvalidFile => {
+                            let unknown = Error::invalid(format!(
+                                "not a kind of file ztensor reads: its first bytes match none \
+                                 (zTensor, safetensors, GGUF, NumPy, PyTorch, ONNX, HDF5, \
+                                 .mag); as zTensor: {}",
+                                e.message()
+                            ));
+                            match e.offset() {
+                                Some(at) => unknown.at(at),
+                                None => unknown,
+                            }
+                        }
+                        _ => e,
+                    })?;
                 let listing = match container.version() {
                     ContainerVersion::V1 => files::zt_v1::list(&container, limits),
                     ContainerVersion::V1_0 => files::zt_v1_0::list(&container, limits),

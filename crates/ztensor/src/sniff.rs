@@ -133,8 +133,8 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 
 /// Tells a file's kind from its first bytes (`head`, up to [`SNIFF_LEN`] of them), its length,
 /// and, when `head` starts a zip archive, the names of its entries (else an empty slice).
-/// `None`: no kind we know (the zTensor container's parser then says what is wrong with the
-/// magic).
+/// `None`: no kind we know (`open` then goes by the file's name when it names one kind, and
+/// otherwise says that no kind's signature matches).
 ///
 /// The rules, in order; the first that holds decides:
 /// 1. a `.mag` magic (4 bytes; magnetron's layouts have several);
@@ -205,6 +205,24 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
         return Some(FileKind::Onnx);
     }
     None
+}
+
+/// The kind a file's name says, for a file whose first bytes match no rule of [`sniff`]: a
+/// damaged ONNX model or safetensors header then gets its own reader's error, which says what
+/// is wrong and where, rather than the zTensor container's magic error. Only extensions that
+/// name one kind count (`.zt` and `.mag` name their containers, whose parsers report a bad
+/// magic themselves; `.bin` and `.pt` name several).
+pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match extension.as_str() {
+        "onnx" => FileKind::Onnx,
+        "safetensors" => FileKind::Safetensors,
+        "gguf" => FileKind::Gguf,
+        "npy" => FileKind::Npy,
+        "h5" | "hdf5" => FileKind::Hdf5,
+        "zt" => FileKind::ZTensor,
+        _ => return None,
+    })
 }
 
 /// The signature that starts an HDF5 superblock.
@@ -290,7 +308,19 @@ fn is_json_index(head: &[u8], file_len: u64) -> bool {
 mod tests {
     //! Every kind, every near miss, empty and short files.
 
-    use super::{sniff, FileKind};
+    use super::{kind_by_name, sniff, FileKind};
+
+    #[test]
+    fn names_that_say_one_kind() {
+        let by = |name: &str| kind_by_name(std::path::Path::new(name));
+        assert_eq!(by("dir/model.ONNX"), Some(FileKind::Onnx));
+        assert_eq!(by("model.safetensors"), Some(FileKind::Safetensors));
+        assert_eq!(by("w.h5"), Some(FileKind::Hdf5));
+        assert_eq!(by("m.zt"), Some(FileKind::ZTensor));
+        for name in ["pytorch_model.bin", "m.pt", "m.mag", "onnx", "m.onnx.data"] {
+            assert_eq!(by(name), None, "{name}");
+        }
+    }
 
     fn kind(head: &[u8]) -> Option<FileKind> {
         sniff(head, head.len() as u64, &[])

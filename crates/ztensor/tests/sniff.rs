@@ -156,3 +156,44 @@ fn everything_else_keeps_the_magic_error() {
     let e = open_err(b"hello world, not a tensor file at all, really");
     assert!(e.message().contains("ZTEN1000"), "{e}");
 }
+
+/// A file whose first bytes match no kind's signature is read as its name says, when the name
+/// says one kind: a damaged ONNX model or safetensors header gets that reader's error (what
+/// and where), not the zTensor container's magic error. Other files are told that no kind
+/// matched.
+#[test]
+fn a_file_no_signature_matches_is_read_as_its_name_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        match ztensor::open(&path) {
+            Ok(_) => panic!("{name} opened"),
+            Err(e) => e.to_string(),
+        }
+    };
+    // A safetensors header whose first byte is not '{'.
+    let mut st = 4u64.to_le_bytes().to_vec();
+    st.extend(b"[1] ");
+    let e = open("m.safetensors", &st);
+    assert!(e.contains("header") && !e.contains("ZTEN"), "{e}");
+    // An ONNX model whose first key has wire type 7, which protobuf does not have.
+    let onnx = [0x0f, 0x07, 0x3a, 0x00];
+    let e = open("m.onnx", &onnx);
+    assert!(e.contains("wire type 7") && !e.contains("ZTEN"), "{e}");
+    // The same bytes under a name that says nothing.
+    for name in ["m.bin", "m"] {
+        let e = open(name, &onnx);
+        assert!(e.contains("not a kind of file ztensor reads"), "{e}");
+        assert!(e.contains("shorter than"), "{e}");
+    }
+    let e = open("m.dat", b"0123456789abcdef0123456789abcdef0123456789");
+    assert!(e.contains("not a kind of file ztensor reads"), "{e}");
+    assert!(e.contains("bad header magic"), "{e}");
+    // A name that says zTensor keeps the container's own error.
+    let e = open("m.zt", b"0123456789abcdef0123456789abcdef0123456789");
+    assert!(
+        e.contains("bad header magic") && !e.contains("not a kind"),
+        "{e}"
+    );
+}
