@@ -191,7 +191,7 @@ impl Backing {
     ) -> Result<Cow<'_, [T]>> {
         let at = locate(obj, comp);
         if let Some(d) = &obj.defect {
-            return Err(at(d.to_error()));
+            return Err(d.error_in(&obj.name));
         }
         let borrowable = comp.encoding == Encoding::Raw
             && comp.arrangement.is_none()
@@ -482,7 +482,7 @@ impl Backing {
     ) -> Result<()> {
         let at = locate(obj, comp);
         if let Some(d) = &obj.defect {
-            return Err(at(d.to_error()));
+            return Err(d.error_in(&obj.name));
         }
         // Always a copy: checked unless checks are off (see `load` for the order of checks).
         let (check, strict) = (verify.applies(true), verify == Verify::Always);
@@ -563,7 +563,7 @@ impl Backing {
             return buf.chunks(piece).try_for_each(each);
         }
         if let Some(d) = &obj.defect {
-            return Err(at(d.to_error()));
+            return Err(d.error_in(&obj.name));
         }
         // Checked when the file was opened: the range lies inside the file.
         let (offset, length) = (comp.offset, comp.length);

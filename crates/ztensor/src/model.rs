@@ -519,14 +519,25 @@ impl Defect {
     }
 
     /// An object that fails to read with `e` (a damaged header, an unknown encoding), kept as
-    /// a defect so the rest of the file still opens; the message keeps `e`'s offset.
-    #[cfg(any(feature = "numpy", feature = "onnx", feature = "hdf5"))]
+    /// a defect so the rest of the file still opens; the message keeps `e`'s component and
+    /// offset (the object is named when the defect is read).
     pub(crate) fn from_error(e: &zt_container::Error) -> Self {
+        let message = match e.component() {
+            Some(role) => format!("component {role:?}: {}", e.located_message()),
+            None => e.located_message(),
+        };
         Defect {
             kind: e.kind(),
-            message: e.located_message(),
+            message,
             skip: false,
         }
+    }
+
+    /// The error reading the object `name` gives: named by the object alone, since what
+    /// is listed for an unreadable object stands in for parts the file failed to give (the
+    /// message names the failing component when there is one).
+    pub(crate) fn error_in(&self, name: &str) -> zt_container::Error {
+        self.to_error().in_object(name)
     }
 
     /// The error reading the object gives.

@@ -184,7 +184,7 @@ impl<'r> ObjectView<'r> {
         let comp = data.info();
         let at = locate(info, comp);
         if let Some(d) = &info.defect {
-            return Err(at(d.to_error()));
+            return Err(d.error_in(&info.name));
         }
         if let Some(bits) = comp.element.logical.as_ref().and_then(|t| t.packed_bits()) {
             return Err(at(Error::unsupported(format!(

@@ -271,6 +271,13 @@ impl<'r> ObjectView<'r> {
     /// structure (v2 makes that part of verification); returns how many digests it checked.
     /// [`Reader::verify`](crate::Reader::verify) runs this on every object.
     pub fn verify(&self) -> Result<usize> {
+        // An object listed as unreadable fails verification with why: it holds no bytes to
+        // digest, and passing over it would call a damaged file sound. (Objects that are
+        // not numbers, a `skip` defect, are passed over by `Reader::verify` with a note.)
+        let info = self.info();
+        if let Some(d) = info.defect.as_ref().filter(|d| !d.skip) {
+            return Err(d.error_in(&info.name));
+        }
         let checked = self.verify_digests()?;
         if self
             .components

@@ -173,8 +173,8 @@ impl<'r> ObjectView<'r> {
         let info = self.info;
         // An object listed as unreadable says why, whatever type the caller asks for: the
         // type it is listed with (bytes) stands in for one the file failed to give.
-        if let (Some(d), Some(c)) = (&info.defect, info.components.0.first()) {
-            return Err(locate(info, c)(d.to_error()));
+        if let Some(d) = &info.defect {
+            return Err(d.error_in(&info.name));
         }
         if api == "read" && info.format != Format::Dense {
             return Err(Error::argument(format!(

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use zt_container::{Container, Error, Result};
+use zt_container::{Container, Error, ErrorKind, Result};
 use zt_formats::{
     check_layout, dense_len, ComponentLayout, DType, Digest, ElementType, Encoding, Format,
     LogicalType,
@@ -12,7 +12,9 @@ use zt_formats::{
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
 use crate::listing::{intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS};
-use crate::model::{ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo};
+use crate::model::{
+    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, ObjectInfo,
+};
 
 /// Tables of fewer objects are faulted in by the decoder itself: a second task costs more.
 const PREFAULT_MIN_OBJECTS: usize = 16_384;
@@ -50,8 +52,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
                 }
                 match version {
                     Some(v) => {
-                        build_object(container, o, v.minor <= 1, &mut objects)
-                            .map_err(|e| e.in_object(&o.name))?;
+                        build_or_list_unreadable(container, o, v.minor <= 1, &mut objects)?;
                         if let Some(built) = objects.last() {
                             collected.add(built);
                         }
@@ -67,8 +68,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let version = SpecVersion::parse(&head.version)
         .ok_or_else(|| Error::invalid("manifest version is not MAJOR.MINOR.PATCH"))?;
     for o in &late {
-        build_object(container, o, version.minor <= 1, &mut objects)
-            .map_err(|e| e.in_object(&o.name))?;
+        build_or_list_unreadable(container, o, version.minor <= 1, &mut objects)?;
         if let Some(built) = objects.last() {
             collected.add(built);
         }
@@ -79,6 +79,35 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
         objects,
         |name| Error::invalid(format!("duplicate key {name:?} in objects")),
     )
+}
+
+/// As [`build_object`], but an object whose own entry is damaged or unknown (a component
+/// past the data area, a size its shape does not take, a malformed digest, a missing part) is
+/// listed as unreadable, with the error and its offset, and the rest of the file reads: the
+/// original (ztensor 1.x) opens such a file and fails on that object alone. Limits and I/O
+/// errors still fail the open.
+pub(crate) fn build_or_list_unreadable(
+    container: &Container,
+    o: &ObjectRef<'_>,
+    v1_1: bool,
+    objects: &mut Vec<ObjectInfo>,
+) -> Result<()> {
+    match build_object(container, o, v1_1, objects) {
+        Ok(()) => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
+            let mut unreadable = ObjectInfo::raw_dense(
+                o.name.to_string(),
+                o.shape.clone(),
+                ElementType::plain(DType::U8),
+                (0, 0),
+                ByteOrder::Little,
+            );
+            unreadable.defect = Some(Box::new(Defect::from_error(&e)));
+            objects.push(unreadable);
+            Ok(())
+        }
+        Err(e) => Err(e.in_object(&o.name)),
+    }
 }
 
 /// Validates `o` and appends it to `objects` (built in place there: an object is a few hundred

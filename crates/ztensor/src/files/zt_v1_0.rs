@@ -65,7 +65,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let mut collected = Collected::default();
     for (name, t) in tensors {
         let o = object(name, t).map_err(|e| e.at(at).in_object(name))?;
-        zt_v1::build_object(container, &o, true, &mut objects).map_err(|e| e.in_object(name))?;
+        zt_v1::build_or_list_unreadable(container, &o, true, &mut objects)?;
         if let Some(built) = objects.last() {
             collected.add(built);
         }
