@@ -184,3 +184,28 @@ fn errors_say_whose_fault_it_is() {
     }
     let _ = ErrorKind::InvalidFile;
 }
+
+/// An object listed as unreadable fails `verify`, in every kind of file: it holds no bytes to
+/// digest, and passing over it would call a damaged file sound.
+#[test]
+fn every_unreadable_object_fails_verify() {
+    let mut seen = 0;
+    for l in tsv("invalid") {
+        let Ok(r) = OpenOptions::new().open(dir("invalid").join(&l[0])) else {
+            continue;
+        };
+        let report = r.verify();
+        for o in r.objects() {
+            if o.defect.as_ref().is_some_and(|d| !d.skip) {
+                seen += 1;
+                assert!(
+                    report.failures.iter().any(|e| e.object() == Some(&o.name)),
+                    "{}: {:?} is unreadable but verify did not say so",
+                    l[0],
+                    o.name
+                );
+            }
+        }
+    }
+    assert!(seen >= 40, "only {seen} unreadable objects in the corpus");
+}
