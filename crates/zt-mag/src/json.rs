@@ -83,6 +83,20 @@ pub(crate) struct ParsedManifest {
     pub tensors: Vec<JsonTensor>,
 }
 
+/// The top-level keys of a version 300 manifest, each required by magnetron's reader.
+const REQUIRED_KEYS: [&str; 6] = [
+    "manifest_ver",
+    "timestamp",
+    "magnetron_ver",
+    "snapshot_ver",
+    "usr_metadata",
+    "tensor_map",
+];
+
+/// The keys of a `tensor_map` entry, each required by magnetron's reader (it uses
+/// `dtype_id`; `dtype` is the type's name, for people).
+const REQUIRED_TENSOR_KEYS: [&str; 5] = ["shape", "dtype", "dtype_id", "offset", "nbytes"];
+
 pub(crate) fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
     if text.contains(&0) {
         return Err(Error::invalid("metadata JSON contains a NUL byte"));
@@ -95,18 +109,28 @@ pub(crate) fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
     let Value::Map(mut root) = root else {
         return Err(Error::invalid("metadata JSON is not an object"));
     };
+    // magnetron 0.2.x builds its manifest from these keys and refuses a file missing any
+    // (a `KeyError`); we use only the last two, and refuse as it does.
+    for key in REQUIRED_KEYS {
+        if !root.contains_key(key) {
+            return Err(Error::invalid(format!(
+                "metadata JSON has no {key:?} (magnetron 0.2.x requires it)"
+            )));
+        }
+    }
     let metadata = match root.remove("usr_metadata") {
         Some(Value::Map(m)) => m,
-        Some(Value::Null) | None => Attributes::new(),
-        Some(v) => {
+        other => {
             return Err(Error::invalid(format!(
                 "usr_metadata is {}, not an object",
-                v.kind_name()
+                other.as_ref().map_or("missing", Value::kind_name)
             )))
         }
     };
     let Some(Value::Map(map)) = root.remove("tensor_map") else {
-        return Err(Error::invalid("metadata JSON has no tensor_map object"));
+        return Err(Error::invalid(
+            "metadata JSON's tensor_map is not an object",
+        ));
     };
     let mut tensors = Vec::with_capacity(map.len());
     for (name, v) in map {
@@ -118,6 +142,12 @@ pub(crate) fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
         let Value::Map(t) = v else {
             return Err(Error::invalid("tensor_map entry is not an object").in_object(&name));
         };
+        if let Some(key) = REQUIRED_TENSOR_KEYS.iter().find(|k| !t.contains_key(**k)) {
+            return Err(Error::invalid(format!(
+                "tensor_map entry has no {key:?} (magnetron 0.2.x requires it)"
+            ))
+            .in_object(&name));
+        }
         let uint = |k: &str| -> Result<u64> {
             t.get(k).and_then(Value::as_u64).ok_or_else(|| {
                 Error::invalid(format!(
@@ -196,7 +226,7 @@ mod tests {
 
     #[test]
     fn duplicates_nul_and_depth_are_refused() {
-        let ok = br#"{"usr_metadata":{"a":1,"b":[1.5,null,"x"]},"tensor_map":{"w":{"shape":[2],"dtype_id":0,"offset":0,"nbytes":8}}}"#;
+        let ok = br#"{"manifest_ver":1,"timestamp":"","magnetron_ver":"","snapshot_ver":"","usr_metadata":{"a":1,"b":[1.5,null,"x"]},"tensor_map":{"w":{"shape":[2],"dtype":"float32","dtype_id":0,"offset":0,"nbytes":8}}}"#;
         let m = parse_manifest(ok).unwrap();
         assert_eq!(m.metadata["a"], Value::Integer(1));
         assert_eq!(m.tensors[0].name, "w");
@@ -211,5 +241,22 @@ mod tests {
             .unwrap_err()
             .message()
             .contains("NUL"));
+    }
+
+    /// magnetron 0.2.x reads every key of its manifest and fails on a file missing one.
+    #[test]
+    fn keys_magnetron_requires_are_required() {
+        let ok = r#"{"manifest_ver":1,"timestamp":"t","magnetron_ver":"v","snapshot_ver":"s","usr_metadata":{},"tensor_map":{"w":{"shape":[2],"dtype":"float32","dtype_id":0,"offset":0,"nbytes":8}}}"#;
+        assert!(parse_manifest(ok.as_bytes()).is_ok());
+        for key in REQUIRED_KEYS.iter().chain(&REQUIRED_TENSOR_KEYS) {
+            let broken = ok.replace(&format!("\"{key}\":"), &format!("\"{key}_\":"));
+            let e = parse_manifest(broken.as_bytes()).err().unwrap();
+            assert!(
+                e.message().contains(&format!("has no {key:?}")),
+                "{key}: {e}"
+            );
+        }
+        let null = ok.replace(r#""usr_metadata":{}"#, r#""usr_metadata":null"#);
+        assert!(parse_manifest(null.as_bytes()).is_err());
     }
 }
