@@ -1987,8 +1987,12 @@ fn bad_at(message: impl Into<String>, at: u64) -> Error {
 
 /// A fill value's bytes after its size. HDF5 decodes the size as signed: 0 means its default
 /// (zeros, `Some` of nothing) and a negative size (-1 from older writers, PyTables' among
-/// them) a value left undefined (`None`).
+/// them) a value left undefined (`None`). A message that ends before the size reads as the
+/// default, as it always has here.
 fn fill_bytes(c: &mut Cursor<'_>) -> Result<Option<Vec<u8>>> {
+    if c.rest().is_empty() {
+        return Ok(Some(Vec::new()));
+    }
     let size = c.u32("fill value size")? as i32;
     match usize::try_from(size) {
         Ok(size) => Ok(Some(c.take(size, "fill value")?.to_vec())),
