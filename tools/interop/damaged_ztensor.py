@@ -25,78 +25,67 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 # Each reader prints one JSON object: "open" ("ok" or the error), "tensors" (name -> short
-# SHA-256 of the bytes, or the error), "verify".
-ORIGINAL_V2 = r'''
-import sys, json, hashlib, ztensor
-out = {}
+# SHA-256 of the bytes, or the error), "verify" (None when the reader has none). The three
+# readers differ in how they open a file, get a tensor's bytes, and verify.
+READER = r'''
+import sys, json, hashlib
+import {module}
+
+
+def failed(e, n):
+    return "ERR " + type(e).__name__ + ": " + str(e)[:n]
+
+
+def short_sha(parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.tobytes())
+    return h.hexdigest()[:16]
+
+
+out = {{"verify": None}}
 try:
-    f = ztensor.open(sys.argv[1])
+    f = {open}(sys.argv[1])
     out["open"] = "ok"
-    t = {}
+    t = {{}}
     for k in list(f.keys()):
         try:
-            x = f.get(k)
-            h = hashlib.sha256()
-            for p in (sorted(x.parts) if len(x.parts) > 1 else [None]):
-                h.update((x if p is None else x[p]).tobytes())
-            t[k] = h.hexdigest()[:16]
+            t[k] = short_sha({parts})
         except BaseException as e:
-            t[k] = "ERR " + type(e).__name__ + ": " + str(e)[:200]
+            t[k] = failed(e, 200)
     out["tensors"] = t
 except BaseException as e:
-    out["open"] = "ERR " + type(e).__name__ + ": " + str(e)[:300]
+    out["open"] = failed(e, 300)
 try:
-    out["verify"] = "ok " + str(ztensor.verify(sys.argv[1]))
+    {verify}
 except BaseException as e:
-    out["verify"] = "ERR " + type(e).__name__ + ": " + str(e)[:300]
+    out["verify"] = failed(e, 300)
 print(json.dumps(out))
 '''
+
+# ztensor 2.x: a sparse tensor's parts by name; verify raises on a failure.
+ORIGINAL_V2 = READER.format(
+    module="ztensor",
+    open="ztensor.open",
+    parts="(lambda x: [x[p] for p in sorted(x.parts)] if len(x.parts) > 1 else [x])(f.get(k))",
+    verify='out["verify"] = "ok " + str(ztensor.verify(sys.argv[1]))',
+)
 
 # ztensor 1.x reads dense tensors only (`read_numpy`) and has no verify.
-ORIGINAL_V1 = r'''
-import sys, json, hashlib, ztensor
-out = {"verify": None}
-try:
-    r = ztensor.Reader(sys.argv[1])
-    out["open"] = "ok"
-    t = {}
-    for k in list(r.keys()):
-        try:
-            t[k] = hashlib.sha256(r.read_numpy(k).tobytes()).hexdigest()[:16]
-        except BaseException as e:
-            t[k] = "ERR " + type(e).__name__ + ": " + str(e)[:200]
-    out["tensors"] = t
-except BaseException as e:
-    out["open"] = "ERR " + type(e).__name__ + ": " + str(e)[:300]
-print(json.dumps(out))
-'''
+ORIGINAL_V1 = READER.format(
+    module="ztensor",
+    open="ztensor.Reader",
+    parts="[f.read_numpy(k)]",
+    verify="pass",
+)
 
-OURS = r'''
-import sys, json, hashlib, ztio
-out = {}
-try:
-    f = ztio.open(sys.argv[1])
-    out["open"] = "ok"
-    t = {}
-    for k in list(f.keys()):
-        try:
-            a = f.get_tensor(k)
-            h = hashlib.sha256()
-            for p in ((a.indices, a.indptr, a.data) if hasattr(a, "indptr") else (a,)):
-                h.update(p.tobytes())
-            t[k] = h.hexdigest()[:16]
-        except BaseException as e:
-            t[k] = "ERR " + type(e).__name__ + ": " + str(e)[:200]
-    out["tensors"] = t
-except BaseException as e:
-    out["open"] = "ERR " + type(e).__name__ + ": " + str(e)[:300]
-try:
-    r = ztio.verify(sys.argv[1])
-    out["verify"] = ("ok " if not r.errors else "ERR ") + str(r)[:300]
-except BaseException as e:
-    out["verify"] = "ERR " + type(e).__name__ + ": " + str(e)[:300]
-print(json.dumps(out))
-'''
+# ztio: a sparse tensor comes back as a scipy array; verify returns a report.
+OURS = READER.format(
+    module="ztio",
+    open="ztio.open",
+    parts="(lambda a: [a.indices, a.indptr, a.data] if hasattr(a, 'indptr') else [a])(f.get_tensor(k))",
+    verify='r = ztio.verify(sys.argv[1]); out["verify"] = ("ok " if not r.errors else "ERR ") + str(r)[:300]',
+)
 
 
 def run(python, code, path):
