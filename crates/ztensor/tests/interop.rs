@@ -114,6 +114,23 @@ fn a_damaged_object_entry_leaves_the_others_readable() {
     assert!(report.failures[0].to_string().contains("crc_f32"));
 }
 
+/// The same for v0.1: the original (0.1.4) opens a file with one damaged entry and fails on
+/// that entry alone.
+#[test]
+fn a_damaged_v0_1_entry_leaves_the_others_readable() {
+    let mut bytes = std::fs::read(fixture("v014.zt")).unwrap();
+    // `i64`'s dtype, "int64", made a name no version has.
+    let at = bytes.windows(5).position(|w| w == b"int64").unwrap();
+    bytes[at + 2] = b'x';
+    let r = OpenOptions::new().open_bytes(bytes).unwrap();
+    let e = r.read::<i64>("i64").err().unwrap();
+    assert!(e.to_string().contains("unknown dtype \"inx64\""), "{e}");
+    assert_eq!(&r.read::<f32>("dense_f32").unwrap()[..], &arange12()[..]);
+    assert_eq!(&r.read::<f32>("scalar").unwrap()[..], &[2.5]);
+    let report = r.verify();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+}
+
 #[test]
 fn v123_rust_and_savefile() {
     for r in open_both("v123_rust.zt") {

@@ -1,6 +1,6 @@
 //! zTensor v0.1 (`ZTEN0001`): index entries listed in the same object model as v1.
 
-use zt_container::{check_blob_range, Container, Error, Result};
+use zt_container::{check_blob_range, Container, Error, ErrorKind, Result};
 use zt_formats::{dense_len, element_count, DType, Digest, ElementType, Encoding, Format};
 use zt_manifest::{decode_index, IndexEntry};
 
@@ -17,8 +17,25 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
     let mut collected = Collected::default();
     for e in entries {
-        let name = e.name.clone();
-        let obj = entry(container, e).map_err(|err| err.in_object(&name))?;
+        let (name, shape) = (e.name.clone(), e.shape.clone());
+        // An entry whose own fields are damaged (its range, its dtype, its sizes) is listed
+        // as unreadable and the rest of the file reads, as the original (0.1.4) opens such
+        // a file and fails on that entry alone; limits still refuse the file.
+        let obj = match entry(container, e) {
+            Ok(obj) => obj,
+            Err(err) if matches!(err.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
+                let mut unreadable = ObjectInfo::raw_dense(
+                    name,
+                    shape.as_slice().into(),
+                    ElementType::plain(DType::U8),
+                    (0, 0),
+                    ByteOrder::Little,
+                );
+                unreadable.defect = Some(Box::new(Defect::from_error(&err)));
+                unreadable
+            }
+            Err(err) => return Err(err.in_object(&name)),
+        };
         collected.add(&obj);
         objects.push(obj);
     }
