@@ -376,6 +376,21 @@ impl ObjectInfo {
         }
     }
 
+    /// An object the file lists but whose entry failed its checks with `e`: a stand-in of
+    /// bytes and no data, its defect the error (component and offset kept), so the rest of
+    /// the file still reads (zTensor 0.1 and 1.x entries).
+    pub(crate) fn unreadable(name: String, shape: Shape, e: &zt_container::Error) -> Self {
+        let mut o = Self::raw_dense(
+            name,
+            shape,
+            ElementType::plain(zt_formats::DType::U8),
+            (0, 0),
+            ByteOrder::Little,
+        );
+        o.defect = Some(Box::new(Defect::from_error(e)));
+        o
+    }
+
     /// A dense object of one raw `data` component in the opened file (.mag, safetensors).
     pub(crate) fn raw_dense(
         name: String,

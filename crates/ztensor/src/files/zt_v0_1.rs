@@ -24,15 +24,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
         let obj = match entry(container, e) {
             Ok(obj) => obj,
             Err(err) if matches!(err.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
-                let mut unreadable = ObjectInfo::raw_dense(
-                    name,
-                    shape.as_slice().into(),
-                    ElementType::plain(DType::U8),
-                    (0, 0),
-                    ByteOrder::Little,
-                );
-                unreadable.defect = Some(Box::new(Defect::from_error(&err)));
-                unreadable
+                ObjectInfo::unreadable(name, shape.as_slice().into(), &err)
             }
             Err(err) => return Err(err.in_object(&name)),
         };

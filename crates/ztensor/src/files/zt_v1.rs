@@ -12,9 +12,7 @@ use zt_formats::{
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
 use crate::listing::{intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS};
-use crate::model::{
-    ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion, ObjectInfo,
-};
+use crate::model::{ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo};
 
 /// Tables of fewer objects are faulted in by the decoder itself: a second task costs more.
 const PREFAULT_MIN_OBJECTS: usize = 16_384;
@@ -95,15 +93,11 @@ pub(crate) fn build_or_list_unreadable(
     match build_object(container, o, v1_1, objects) {
         Ok(()) => Ok(()),
         Err(e) if matches!(e.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
-            let mut unreadable = ObjectInfo::raw_dense(
+            objects.push(ObjectInfo::unreadable(
                 o.name.to_string(),
                 o.shape.clone(),
-                ElementType::plain(DType::U8),
-                (0, 0),
-                ByteOrder::Little,
-            );
-            unreadable.defect = Some(Box::new(Defect::from_error(&e)));
-            objects.push(unreadable);
+                &e,
+            ));
             Ok(())
         }
         Err(e) => Err(e.in_object(&o.name)),
