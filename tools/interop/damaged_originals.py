@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Reads damaged copies of zTensor files with the original implementation and with ztio, and
-prints every copy where the two disagree: which files open, which tensors read and whether
-their bytes are still the intact file's, and (v2) what `verify` says.
+"""Reads damaged copies of zTensor and .mag files with the original implementation and with
+ztio, and prints every copy where the two disagree: which files open, which tensors read and
+whether their bytes are still the intact file's, and (zTensor v2) what `verify` says.
 
     python3 -m venv /tmp/zt2 && /tmp/zt2/bin/pip install ztensor==2.1.2 numpy
     python3 -m venv /tmp/zt12 && /tmp/zt12/bin/pip install ztensor==1.2.3 numpy ml_dtypes
-    python3 tools/interop/damaged_ztensor.py --original /tmp/zt2/bin/python \\
+    python3 -m venv /tmp/mag19 && /tmp/mag19/bin/pip install magnetron==0.1.9 numpy
+    python3 tools/interop/damaged_originals.py --original /tmp/zt2/bin/python \\
         --ours target/pyenv/bin/python --seed 2 --copies 1500 ../shared/interop/zt2/0[2-5]*.zt
-    python3 tools/interop/damaged_ztensor.py --original /tmp/zt12/bin/python --api 1 \\
+    python3 tools/interop/damaged_originals.py --original /tmp/zt12/bin/python --api 1 \\
         --ours target/pyenv/bin/python --seed 3 --copies 1000 fixtures/interop/v1[12]*.zt
+    python3 tools/interop/damaged_originals.py --original /tmp/mag19/bin/python --api mag1 \\
+        --ours target/pyenv/bin/python --seed 2 --copies 500 ../shared/interop/mag/*_v200_*.mag
 
-Each copy has 1 to 3 random changes (a byte replaced, a bit flipped, 1-16 bytes cut, 1-8
-inserted), half of them in the last 2 KiB, where the manifest and footer are. Each reader
-runs in its own process with a timeout, so a crash or a hang is reported too. Copies that
-differ are kept in --keep (default /tmp/damaged_ztensor). Not part of the tests: the runs
-and what they found are in docs/decisions.md ("A damaged object entry").
+`--api`: `2` ztensor 2.x, `1` ztensor 1.x, `mag1` magnetron 0.1.5-0.1.9 (`.mag` versions 100
+and 200), `mag2` magnetron 0.2.x (version 300). Each copy has 1 to 3 random changes (a byte
+replaced, a bit flipped, 1-16 bytes cut, 1-8 inserted), half of them in the last 2 KiB, where
+a zTensor manifest and footer are. Each reader runs in its own process with a timeout, so a
+crash or a hang is reported too. Copies that differ are kept in --keep (default
+/tmp/damaged_originals). Not part of the tests: the runs and what they found are in
+docs/decisions.md ("A damaged object entry") and docs/mag.md.
 """
 
 import argparse
@@ -24,9 +29,9 @@ import random
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
-# Each reader prints one JSON object: "open" ("ok" or the error), "tensors" (name -> short
-# SHA-256 of the bytes, or the error), "verify" (None when the reader has none). The three
-# readers differ in how they open a file, get a tensor's bytes, and verify.
+# Each reader prints one JSON object, as its last line: "open" ("ok" or the error), "tensors"
+# (name -> short SHA-256 of the bytes, or the error), "verify" (None when the reader has none).
+# The readers differ in how they open a file, list and get a tensor's bytes, and verify.
 READER = r'''
 import sys, json, hashlib
 import {module}
@@ -48,7 +53,7 @@ try:
     f = {open}(sys.argv[1])
     out["open"] = "ok"
     t = {{}}
-    for k in list(f.keys()):
+    for k in list({keys}):
         try:
             t[k] = short_sha({parts})
         except BaseException as e:
@@ -67,6 +72,7 @@ print(json.dumps(out))
 ORIGINAL_V2 = READER.format(
     module="ztensor",
     open="ztensor.open",
+    keys="f.keys()",
     parts="(lambda x: [x[p] for p in sorted(x.parts)] if len(x.parts) > 1 else [x])(f.get(k))",
     verify='out["verify"] = "ok " + str(ztensor.verify(sys.argv[1]))',
 )
@@ -75,14 +81,37 @@ ORIGINAL_V2 = READER.format(
 ORIGINAL_V1 = READER.format(
     module="ztensor",
     open="ztensor.Reader",
+    keys="f.keys()",
     parts="[f.read_numpy(k)]",
     verify="pass",
 )
+
+# magnetron 0.1.5-0.1.9: `Snapshot`; a tensor's values as a list (its bf16 has no numpy
+# type), hashed through numpy; no verify (it never checks its CRC).
+ORIGINAL_MAG1 = READER.format(
+    module="magnetron, numpy",
+    open="magnetron.Snapshot.read",
+    keys="f.tensor_keys()",
+    parts="[numpy.array(f.get_tensor(k).tolist())]",
+    verify="pass",
+)
+
+# magnetron 0.2.x: `deserialize` gives every tensor and the metadata at once.
+ORIGINAL_MAG2 = READER.format(
+    module="magnetron.snapshot",
+    open="(lambda p: magnetron.snapshot.deserialize(p)[0])",
+    keys="f.keys()",
+    parts="[f[k]]",
+    verify="pass",
+)
+
+ORIGINALS = {"2": ORIGINAL_V2, "1": ORIGINAL_V1, "mag1": ORIGINAL_MAG1, "mag2": ORIGINAL_MAG2}
 
 # ztio: a sparse tensor comes back as a scipy array; verify returns a report.
 OURS = READER.format(
     module="ztio",
     open="ztio.open",
+    keys="f.keys()",
     parts="(lambda a: [a.indices, a.indptr, a.data] if hasattr(a, 'indptr') else [a])(f.get_tensor(k))",
     verify='r = ztio.verify(sys.argv[1]); out["verify"] = ("ok " if not r.errors else "ERR ") + str(r)[:300]',
 )
@@ -95,7 +124,12 @@ def run(python, code, path):
         return {"open": "HANG"}
     if p.returncode != 0:
         return {"open": f"CRASH (exit {p.returncode}): {p.stderr[-300:]}"}
-    return json.loads(p.stdout)
+    # magnetron's C library may print lines of its own before ours.
+    lines = p.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        return {"open": f"CRASH (no result): {p.stdout[-300:]!r} {p.stderr[-300:]}"}
 
 
 def damage(data, rng):
@@ -156,15 +190,15 @@ def compare(original, ours, intact_original, intact_ours):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--original", required=True, help="python with the original ztensor")
-    ap.add_argument("--api", choices=["1", "2"], default="2", help="the original's major version")
+    ap.add_argument("--original", required=True, help="python with the original ztensor or magnetron")
+    ap.add_argument("--api", choices=sorted(ORIGINALS), default="2", help="which original (see above)")
     ap.add_argument("--ours", required=True, help="python with ztio")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--copies", type=int, default=200)
-    ap.add_argument("--keep", default="/tmp/damaged_ztensor")
+    ap.add_argument("--keep", default="/tmp/damaged_originals")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
-    original_code = ORIGINAL_V2 if a.api == "2" else ORIGINAL_V1
+    original_code = ORIGINALS[a.api]
     os.makedirs(a.keep, exist_ok=True)
     intact = {f: (run(a.original, original_code, f), run(a.ours, OURS, f)) for f in a.files}
 
@@ -173,7 +207,8 @@ def main():
         base = rng.choice(a.files)
         with open(base, "rb") as fh:
             data = damage(fh.read(), rng)
-        path = os.path.join(a.keep, f"{a.seed}_{i}.zt")
+        # magnetron 0.1.x refuses a name that does not end in .mag.
+        path = os.path.join(a.keep, f"{a.seed}_{i}{os.path.splitext(base)[1]}")
         with open(path, "wb") as fh:
             fh.write(data)
         notes = compare(run(a.original, original_code, path), run(a.ours, OURS, path), *intact[base])
