@@ -109,6 +109,25 @@ pub fn argument(py: Python<'_>, message: impl Into<String>) -> PyErr {
     to_py(py, &ztensor::Error::argument(message))
 }
 
+/// A caller's mistake worded exactly as another library words it (`message` is the whole
+/// text, with no "invalid argument" before it), as `ztio.errors.ArgumentError`.
+pub fn argument_worded(py: Python<'_>, message: impl Into<String>) -> PyErr {
+    let message = message.into();
+    let built = ERRORS
+        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("ztio.errors")?.unbind()))
+        .and_then(|module| {
+            let value = module
+                .bind(py)
+                .getattr("ArgumentError")?
+                .call1((&message,))?;
+            value.setattr("message", &message)?;
+            Ok(PyErr::from_value(value))
+        });
+    built.unwrap_or_else(|import_failure| {
+        PyRuntimeError::new_err(format!("{message} ({import_failure})"))
+    })
+}
+
 /// Runs `work` without the GIL, as `py.detach` does, but with Python's signals checked
 /// between its pieces of work (every few megabytes written): a Ctrl-C raises
 /// `KeyboardInterrupt` promptly, through Python's own handler, which the library never

@@ -24,6 +24,7 @@ mod errors;
 mod progress;
 mod reader;
 mod sharded;
+mod slice_rules;
 mod values;
 mod writer;
 

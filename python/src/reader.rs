@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use numpy::PyArrayDescrMethods;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use ztensor::{ComponentInfo, Encoding, FileVersion, Format, ObjectInfo, ObjectView};
 
 use crate::arrays::{array_of, descr_for, owned_array};
@@ -394,16 +394,56 @@ impl Reader {
             .map(|c| c.element.clone())
             .ok_or_else(|| argument(py, format!("object {name:?} has no data component")))?;
         let ranges: Vec<Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
-        let bytes = py.detach(|| o.slice_bytes(&ranges)).py_err(py)?;
-        if element.dtype == ztensor::DType::Bool && bytes.iter().any(|&b| b > 1) {
-            return Err(to_py(
-                py,
-                &ztensor::Error::invalid("bool element is neither 0 nor 1").in_object(name),
-            ));
+        let dims: Vec<u64> = ranges
+            .iter()
+            .map(|r| r.end.saturating_sub(r.start))
+            .collect();
+        box_array(py, &r, &o, name, &element, &ranges, &dims)
+    }
+
+    /// `get_slice(name)[key]` by safetensors 0.8's rules (`slice_rules`), for elements of
+    /// `bits` bits: `(array, index)`, where `index` (a tuple, or `None` when the array is the
+    /// answer) is what is left to apply to the array: the steps of slices that have one.
+    fn slice_by_safetensors_rules<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        key: &Bound<'py, PyAny>,
+        bits: u64,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyTuple>>)> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        let element = o
+            .main_component()
+            .map(|c| c.element.clone())
+            .ok_or_else(|| argument(py, format!("object {name:?} has no data component")))?;
+        let cut = crate::slice_rules::cut(py, key, &o.shape, bits)?;
+        let ranges: Vec<Range<u64>> = cut.boxed.iter().map(|&(a, b)| a..b).collect();
+        if cut.steps.iter().all(|&s| s == 1) {
+            // The box is the answer, less the dimensions an int selected: no index to apply.
+            let dims: Vec<u64> = ranges
+                .iter()
+                .zip(&cut.selects)
+                .filter(|(_, &selected)| !selected)
+                .map(|(r, _)| r.end - r.start)
+                .collect();
+            let array = box_array(py, &r, &o, name, &element, &ranges, &dims)?;
+            return Ok((array, None));
         }
         let dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
-        let descr = descr_for(py, &element)?;
-        array_of(py, &r, bytes, descr, &dims)
+        let array = box_array(py, &r, &o, name, &element, &ranges, &dims)?;
+        let slice_type = py.get_type::<PySlice>();
+        let mut index: Vec<Bound<'py, PyAny>> = Vec::with_capacity(dims.len());
+        for (&selected, &step) in cut.selects.iter().zip(&cut.steps) {
+            index.push(if selected {
+                0i64.into_pyobject(py)?.into_any()
+            } else if step == 1 {
+                PySlice::full(py).into_any()
+            } else {
+                slice_type.call1((py.None(), py.None(), step))?
+            });
+        }
+        Ok((array, Some(PyTuple::new(py, index)?)))
     }
 
     /// Checks every digest and data rule: `(digests checked, [errors])`.
@@ -435,6 +475,29 @@ impl Reader {
             _ => None,
         })
     }
+}
+
+/// The bytes of `ranges` of `o` as an array of `dims` (the box's extents, or fewer when
+/// dimensions of one element are dropped): borrowed from the map where the box is one run
+/// of aligned bytes.
+fn box_array<'py>(
+    py: Python<'py>,
+    r: &Arc<ztensor::Reader>,
+    o: &ObjectView<'_>,
+    name: &str,
+    element: &ztensor::ElementType,
+    ranges: &[Range<u64>],
+    dims: &[u64],
+) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = py.detach(|| o.slice_bytes(ranges)).py_err(py)?;
+    if element.dtype == ztensor::DType::Bool && bytes.iter().any(|&b| b > 1) {
+        return Err(to_py(
+            py,
+            &ztensor::Error::invalid("bool element is neither 0 nor 1").in_object(name),
+        ));
+    }
+    let descr = descr_for(py, element)?;
+    array_of(py, r, bytes, descr, dims)
 }
 
 fn bool_bytes(b: &[bool]) -> &[u8] {

@@ -184,3 +184,48 @@ def test_torch_with_pread_follows_safetensors_parse(path):
     with ztio.safe_open(path, framework="pt", backend="pread") as f:
         with pytest.raises(ztio.Error, match="Slice step must be a positive integer, got -1"):
             f.get_slice("y")[::-1]
+
+
+def _f4_file(tmp_path):
+    """A safetensors file of 4-bit (F4) tensors, written by hand: numpy has no such dtype."""
+    import json
+    import struct
+
+    shapes = {"a": [2, 3, 4], "b": [2, 5, 3], "c": [4, 6], "e": [0, 3]}
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = int(np.prod(shape)) // 2
+        header[name] = {"dtype": "F4", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    p = tmp_path / "f4.safetensors"
+    p.write_bytes(struct.pack("<Q", len(text)) + text + bytes(offset))
+    return str(p)
+
+
+MISALIGNED = "The slice is slicing for subbytes dtypes, and the slice does not end up at a byte boundary, this is invalid."
+
+# (tensor, index, message or None) for 4-bit elements, as safetensors 0.8 answers: None where
+# its checks pass (it then fails converting to numpy; ztio reads no slice of 4-bit data).
+F4_CASES = [
+    ("a", np.s_[:, 1], None),  # runs of 4 elements (2 bytes), the dimensions inside counted
+    ("a", np.s_[:, 1:3], None),
+    ("b", np.s_[1:], f"Error during slicing [1:] with shape [2, 5, 3]: {MISALIGNED}"),  # row 1 starts mid-byte
+    ("c", np.s_[:, ::2], f"Error during slicing [:, ::2] with shape [4, 6]: {MISALIGNED}"),
+    # innermost first, with the stop as given: 4:1 ends mid-byte before 8 is out of bounds
+    ("b", np.s_[8:4, 4:1], f"Error during slicing [8:4, 4:1] with shape [2, 5, 3]: {MISALIGNED}"),
+    ("e", np.s_[...], None),  # no bits at all (safetensors: index 0 out of bounds; decisions.md)
+]
+
+
+@pytest.mark.parametrize("name,key,message", F4_CASES, ids=repr)
+def test_four_bit_elements_follow_safetensors_byte_rules(tmp_path, name, key, message):
+    with ztio.safe_open(_f4_file(tmp_path), framework="np") as f:
+        with pytest.raises(ztio.Error) as caught:
+            f.get_slice(name)[key]
+    if message is None:
+        # Past the rules: ztio then refuses to slice packed 4-bit data, as its own error.
+        assert isinstance(caught.value, ztio.UnsupportedError), caught.value
+    else:
+        assert type(caught.value) is ztio.ArgumentError and str(caught.value) == message

@@ -754,29 +754,35 @@ class _SafeSlice(Slice):
 
     def __getitem__(self, key: Any) -> Any:
         shape = self._shape
-        if (
-            type(key) is slice
-            and shape
-            and key.step is None
-            and (key.start is None or (type(key.start) is int and 0 <= key.start < shape[0]))
-            and (key.stop is None or (type(key.stop) is int and (key.start or 0) < key.stop <= shape[0]))
-        ):
-            # Rows a..b, inside the tensor: the same answer under both sets of rules.
-            return _frameworks.from_numpy(self._framework, Slice.__getitem__(self, key), self._device)
-        if self._framework_rules:
+        if self._framework_rules and not _rows_inside(key, shape):
             if not _slice_rules.plain_index(key, shape):
                 # None, lists, bools, indexes past the end: what the framework makes of them.
                 to_tensor = _frameworks.converter(self._framework)
                 return to_tensor(self._file, self._name, self._device)[key]
             values = Slice.__getitem__(self, key)
         else:
-            box, local = _slice_rules.safetensors_index(key, shape, 4 if self._dtype == "f4_e2m1" else 8)
-            values = self._file._reader().slice(self._name, box)
+            # safetensors' own parse of the index, in the native module (python/src/slice_rules.rs);
+            # rows inside the tensor mean the same under the framework's rules.
+            values, local = self._file._reader().slice_by_safetensors_rules(
+                self._name, key, 4 if self._dtype == "f4_e2m1" else 8
+            )
             if local is not None:
                 values = values[local]
         if isinstance(values, np.generic):
             values = np.array(values)  # a 0-d array, as safetensors gives, not a numpy scalar
         return _frameworks.from_numpy(self._framework, values, self._device)
+
+
+def _rows_inside(key: Any, shape: Tuple[int, ...]) -> bool:
+    """Whether ``key`` is rows ``a:b`` inside the tensor, given as Python ints: an index that
+    means the same to torch and Paddle as to safetensors' own parse."""
+    return (
+        type(key) is slice
+        and bool(shape)
+        and key.step is None
+        and (key.start is None or (type(key.start) is int and 0 <= key.start < shape[0]))
+        and (key.stop is None or (type(key.stop) is int and (key.start or 0) < key.stop <= shape[0]))
+    )
 
 
 def safe_open(path: Any, framework: str = "numpy", device: str = "cpu", backend: str = "mmap") -> _SafeOpen:
