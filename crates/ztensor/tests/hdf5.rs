@@ -299,7 +299,7 @@ fn damaged_checksummed_metadata_is_refused() {
 
 /// The old layouts carry no checksums, but HDF5 checks a few of their fields, and refuses a
 /// file where they are damaged (found comparing both readers on h5py's `libver="earliest"`
-/// files): so do we.
+/// files, and h5py 3.16 with HDF5 2.0 on edited message counts): so do we.
 #[test]
 fn damaged_old_layout_fields_are_refused_as_hdf5_refuses_them() {
     let file = std::fs::read(dir().join("h5py_default.h5")).unwrap();
@@ -343,6 +343,40 @@ fn damaged_old_layout_fields_are_refused_as_hdf5_refuses_them() {
     })
     .expect("an unaligned message is refused");
     assert!(e.contains("not a multiple of 8"), "{e}");
+    // Its message count (bytes 2-3): HDF5 refuses fewer than the messages there are and a
+    // count of 0 with a chunk, and reads a count that is too large.
+    let header = u64_at(&file, live[0] + 8 + 8) as usize;
+    let counted = u16::from_le_bytes([file[header + 2], file[header + 3]]);
+    let with_count = |n: u16| {
+        let mut bytes = file.clone();
+        bytes[header + 2..header + 4].copy_from_slice(&n.to_le_bytes());
+        OpenOptions::new().open_bytes(bytes)
+    };
+    let e = with_count(counted - 1)
+        .map(|_| ())
+        .expect_err("too few counted");
+    assert!(
+        e.to_string().contains(&format!(
+            "object header holds {counted} messages, more than the {} its prefix counts",
+            counted - 1
+        )),
+        "{e}"
+    );
+    let e = with_count(0).map(|_| ()).expect_err("none counted");
+    assert!(
+        e.to_string()
+            .contains("object header of no messages with a chunk of"),
+        "{e}"
+    );
+    let more = with_count(counted + 4).unwrap();
+    assert_eq!(
+        more.objects().len(),
+        OpenOptions::new()
+            .open_bytes(file.clone())
+            .unwrap()
+            .objects()
+            .len()
+    );
 }
 
 /// A v1 chunk B-tree (h5py's default index) carries no checksum: a key that is not a chunk's

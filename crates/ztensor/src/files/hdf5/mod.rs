@@ -666,28 +666,44 @@ impl<'s> File<'s> {
                 return Err(bad_at(format!("object header version {version}"), addr));
             }
             c.skip(1, "reserved")?;
-            c.u16("message count")?;
+            let counted = c.u16("message count")?;
             c.u32("reference count")?;
             let size = c.u32("header size")?;
+            // HDF5's own checks of a version 1 prefix (found comparing with h5py on edited
+            // files): no messages and yet a chunk, or more messages than the prefix counts.
+            if counted == 0 && size > 0 {
+                return Err(bad_at(
+                    format!("object header of no messages with a chunk of {size} bytes"),
+                    addr,
+                ));
+            }
             blocks.push(HeaderBlock {
                 start: addr + 16,
                 size: u64::from(size),
                 v2: false,
                 read: None,
             });
-            self.parse_blocks(&mut blocks, false, &mut out)?;
+            let found = self.parse_blocks(&mut blocks, false, &mut out)?;
+            if found > usize::from(counted) {
+                return Err(bad_at(
+                    format!("object header holds {found} messages, more than the {counted} its prefix counts"),
+                    addr,
+                ));
+            }
         }
         Ok(out)
     }
 
-    /// Parses the blocks on the queue (and the continuation blocks they name) into messages.
+    /// Parses the blocks on the queue (and the continuation blocks they name) into messages;
+    /// returns how many messages it read, continuation messages included.
     fn parse_blocks(
         &self,
         blocks: &mut Vec<HeaderBlock<'s>>,
         ordered: bool,
         out: &mut Vec<Message>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let mut done = 0;
+        let mut found = 0usize;
         while let Some(block) = blocks.pop() {
             let HeaderBlock {
                 start, size, v2, ..
@@ -734,6 +750,7 @@ impl<'s> File<'s> {
                 };
                 let at = start + c.pos as u64;
                 c.skip(usize::from(len), "message data")?;
+                found += 1;
                 if kind == msg::CONTINUATION {
                     let data = bytes
                         .get(c.pos - usize::from(len)..c.pos)
@@ -778,7 +795,7 @@ impl<'s> File<'s> {
                 }
             }
         }
-        Ok(())
+        Ok(found)
     }
 
     fn data(&self, m: &Message) -> Result<Cow<'s, [u8]>> {
