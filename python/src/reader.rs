@@ -295,6 +295,8 @@ impl Reader {
         if verify {
             o = o.with_checks(ztensor::Verify::Always);
         }
+        // An unreadable object says why, whatever its format.
+        o.readable().py_err(py)?;
         if o.format != Format::Dense {
             return Ok(None);
         }
@@ -389,6 +391,7 @@ impl Reader {
     ) -> PyResult<Bound<'py, PyAny>> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
+        o.readable().py_err(py)?;
         let element = o
             .main_component()
             .map(|c| c.element.clone())
@@ -413,6 +416,7 @@ impl Reader {
     ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyTuple>>)> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
+        o.readable().py_err(py)?;
         let element = o
             .main_component()
             .map(|c| c.element.clone())

@@ -263,6 +263,8 @@ pub fn cat(path: &Path, name: &str, what: CatWhat<'_>, as_json: bool) -> Outcome
 
 /// `cat` of one object, of a file or of a set.
 fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) -> Outcome {
+    // An unreadable object: why, before any word about its format.
+    o.readable().map_err(|e| e.in_file(path))?;
     let name = o.name();
     let quantized = o.ggml_type().is_some() || o.format == Format::QuantizedGroup;
     let component = match what {

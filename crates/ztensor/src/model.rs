@@ -376,16 +376,22 @@ impl ObjectInfo {
         }
     }
 
-    /// An object the file lists but whose entry failed its checks with `e`: a stand-in of
-    /// bytes and no data, its defect the error (component and offset kept), so the rest of
-    /// the file still reads (zTensor 0.1 and 1.x entries).
-    pub(crate) fn unreadable(name: String, shape: Shape, e: &zt_container::Error) -> Self {
-        let mut o = Self::raw_dense(
+    /// An object the file lists but whose entry failed its checks with `e`: its name, shape
+    /// and declared format, no components (none could be trusted; listings show no type and
+    /// no bytes), its defect the error (component and offset kept), so the rest of the file
+    /// still reads (zTensor 0.1 and 1.x entries).
+    pub(crate) fn unreadable(
+        name: String,
+        shape: Shape,
+        format: Format,
+        e: &zt_container::Error,
+    ) -> Self {
+        let mut o = Self::listed(
             name,
             shape,
-            ElementType::plain(zt_formats::DType::U8),
-            (0, 0),
-            ByteOrder::Little,
+            format,
+            Attributes::default(),
+            Components(SmallVec::new()),
         );
         o.defect = Some(Box::new(Defect::from_error(e)));
         o

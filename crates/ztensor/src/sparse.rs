@@ -357,6 +357,7 @@ impl<'r> ObjectView<'r> {
     /// # }
     /// ```
     pub fn read_sparse(&self) -> Result<SparseData<'r>> {
+        self.readable()?;
         let obj = self.info();
         let name = &obj.name;
         let parts = match obj.format {
@@ -437,6 +438,7 @@ impl<'r> ObjectView<'r> {
 
     /// A `quantized_group` object's parts.
     pub fn read_quantized(&self) -> Result<Quantized<'r>> {
+        self.readable()?;
         let obj = self.expect_format(Format::QuantizedGroup)?;
         let params =
             QuantParams::from_attributes(&obj.attributes).map_err(|e| e.in_object(&obj.name))?;
@@ -578,6 +580,7 @@ impl<'r> ObjectView<'r> {
     /// stored, sparse objects densified in their value type, quantized objects dequantized to
     /// f32. This is what formats without sparse or quantized objects (.mag, .safetensors) hold.
     pub fn dense_form(&self) -> Result<(Cow<'r, [u8]>, ElementType)> {
+        self.readable()?;
         let o = self.info();
         let name = &o.name;
         if let Some(v) = self.dequantize_ggml(self.read_options())? {
@@ -614,6 +617,7 @@ impl<'r> ObjectView<'r> {
     /// objects densified, quantized objects dequantized (GGUF block types too, see
     /// [`ObjectView::ggml_type`]). Complex values and unknown formats are refused.
     pub fn read_f32(&self) -> Result<Vec<f32>> {
+        self.readable()?;
         let obj = self.info();
         let cap = self.backing().limits.max_decompressed_len;
         let at = |e: Error| e.in_object(&obj.name);

@@ -158,24 +158,37 @@ impl<'r> ObjectView<'r> {
 
     /// A component by role; a missing role is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
     pub fn component(&self, role: &str) -> Result<ComponentView<'r>> {
-        let info = self.info.component(role).ok_or_else(|| {
-            Error::not_found(format!("object has no component {role:?}")).in_object(self.name())
-        })?;
+        let Some(info) = self.info.component(role) else {
+            // An unreadable object may list no components at all: say why first.
+            self.readable()?;
+            return Err(
+                Error::not_found(format!("object has no component {role:?}"))
+                    .in_object(self.name()),
+            );
+        };
         Ok(ComponentView {
             object: *self,
             info,
         })
     }
 
+    /// `Ok` unless the file lists this object as unreadable; then the error reading it gives
+    /// (what is wrong, with its component and offset when known). Every read checks this
+    /// itself; a caller that picks what to do by the object's format or components checks it
+    /// first, so that the reason comes before any complaint about the format.
+    pub fn readable(&self) -> Result<()> {
+        match &self.info.defect {
+            Some(d) => Err(d.error_in(&self.info.name)),
+            None => Ok(()),
+        }
+    }
+
     /// The `data` component of a dense object whose elements are `T`; `api` names the call
     /// in the error.
     fn dense_data<T: Element>(&self, api: &str) -> Result<ComponentView<'r>> {
         let info = self.info;
-        // An object listed as unreadable says why, whatever type the caller asks for: the
-        // type it is listed with (bytes) stands in for one the file failed to give.
-        if let Some(d) = &info.defect {
-            return Err(d.error_in(&info.name));
-        }
+        // An object listed as unreadable says why, whatever type the caller asks for.
+        self.readable()?;
         if api == "read" && info.format != Format::Dense {
             return Err(Error::argument(format!(
                 "object is {}, not dense: read its components or convert it to dense",

@@ -114,6 +114,37 @@ fn a_damaged_object_entry_leaves_the_others_readable() {
     assert!(report.failures[0].to_string().contains("crc_f32"));
 }
 
+/// An unreadable entry is listed as what the file declares (its format, no components, so no
+/// type), and every way of reading it gives why, not a complaint about its format or a
+/// missing component.
+#[test]
+fn an_unreadable_entry_is_listed_as_declared_and_says_why() {
+    let mut bytes = std::fs::read(fixture("v123_all.zt")).unwrap();
+    // `csr`'s part "indptr" renamed: the CSR object lacks one of its parts.
+    let at = bytes.windows(6).position(|w| w == b"indptr").unwrap();
+    bytes[at + 5] = b's';
+    let r = OpenOptions::new().open_bytes(bytes).unwrap();
+    let o = r.object("csr").unwrap();
+    assert_eq!(o.format, ztensor::Format::SparseCsr);
+    assert!(o.components.is_empty() && o.element_type().is_none());
+    let why = o
+        .readable()
+        .map(|_| ())
+        .expect_err("csr is unreadable")
+        .to_string();
+    assert!(why.contains("csr"), "{why}");
+    for e in [
+        o.read_f32().map(|_| ()).err(),
+        o.dense_form().map(|_| ()).err(),
+        o.read_sparse().map(|_| ()).err(),
+        o.component("values").map(|_| ()).err(),
+    ] {
+        assert_eq!(e.map(|e| e.to_string()).as_deref(), Some(why.as_str()));
+    }
+    assert!(r.object("coo").unwrap().readable().is_ok());
+    assert_eq!(&r.read::<f32>("dense_f32").unwrap()[..], &arange12()[..]);
+}
+
 /// The same for v0.1: the original (0.1.4) opens a file with one damaged entry and fails on
 /// that entry alone.
 #[test]

@@ -17,14 +17,15 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
     let mut collected = Collected::default();
     for e in entries {
-        let (name, shape) = (e.name.clone(), e.shape.clone());
+        let (name, shape, layout) = (e.name.clone(), e.shape.clone(), e.layout.clone());
         // An entry whose own fields are damaged (its range, its dtype, its sizes) is listed
         // as unreadable and the rest of the file reads, as the original (0.1.4) opens such
         // a file and fails on that entry alone; limits still refuse the file.
         let obj = match entry(container, e) {
             Ok(obj) => obj,
             Err(err) if matches!(err.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
-                ObjectInfo::unreadable(name, shape.as_slice().into(), &err)
+                let format = Format::parse(if layout.is_empty() { "dense" } else { &layout });
+                ObjectInfo::unreadable(name, shape.as_slice().into(), format, &err)
             }
             Err(err) => return Err(err.in_object(&name)),
         };

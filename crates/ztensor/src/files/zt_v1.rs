@@ -96,6 +96,7 @@ pub(crate) fn build_or_list_unreadable(
             objects.push(ObjectInfo::unreadable(
                 o.name.to_string(),
                 o.shape.clone(),
+                Format::parse(&o.format),
                 &e,
             ));
             Ok(())
