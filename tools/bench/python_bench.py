@@ -5,6 +5,8 @@ matrices and two f32 norm vectors; embeddings and head in bf16).
 - load: open the file, get every tensor as a numpy array, touch every byte (a sum over the
   bytes, the same work for both); page cache warm, and cold (dropped before every run,
   when running as root).
+- slices: ``get_slice(name)[1:3, 0:2]`` of each of 20,000 small tensors, the cost of a
+  slice call itself (warm).
 - save: save_file of the same dict of arrays, to the page cache (neither waits for the disk;
   ztio's default, sync=True, is shown beside it).
 - sets: the workload as a 4-shard set (``model.safetensors.index.json``), loaded whole into
@@ -342,6 +344,8 @@ def core(args, tensors, st: str, zt: str, nbytes: int) -> None:
     else:
         print("(cold rows skipped: dropping the page cache needs root)")
 
+    small_slices(args)
+
     print("save_file of the same arrays (to the page cache)")
     out_st, out_zt = os.path.join(args.dir, "py-save.safetensors"), os.path.join(args.dir, "py-save.zt")
     out_zst = os.path.join(args.dir, "py-save-ztio.safetensors")
@@ -366,6 +370,28 @@ def core(args, tensors, st: str, zt: str, nbytes: int) -> None:
     row("ztio.save_file (.zt, sync=False)", r["zt"], r["st"], nbytes)
     row("ztio.save_file (.safetensors, sync=False)", r["zt_st"], r["st"], nbytes)
     row("ztio.save_file (.zt, default: synced)", r["zt_sync"], r["st"], nbytes)
+
+
+def small_slices(args) -> None:
+    """``get_slice(name)[1:3, 0:2]`` of every one of many 4 x 3 f32 tensors: the per-call cost
+    of a slice, where parsing the index outweighs reading it."""
+    count = 20_000 // args.scale
+    print(f"get_slice(name)[1:3, 0:2] of each of {count:,} tensors of 4 x 3 f32 (warm)")
+    small = os.path.join(args.dir, f"py-small-{count}.safetensors")
+    if not os.path.exists(small):
+        one = np.arange(12, dtype=np.float32).reshape(4, 3)
+        st_numpy.save_file({f"t{i:06d}": one for i in range(count)}, small)
+
+    def boxes(safe_open):
+        with safe_open(small, framework="np") as f:
+            for k in f.keys():
+                f.get_slice(k)[1:3, 0:2]
+
+    r = in_turns(args.runs, {"st": lambda: timed(boxes, safetensors.safe_open),
+                             "zt": lambda: timed(boxes, ztio.safe_open)})
+    nbytes = os.path.getsize(small)
+    row("safetensors safe_open + get_slice", r["st"], r["st"], nbytes)
+    row("ztio safe_open + get_slice", r["zt"], r["st"], nbytes)
 
 
 # framework -> (safe_open's name for it, the tensors of the workload in that framework)
