@@ -391,11 +391,7 @@ impl Reader {
     ) -> PyResult<Bound<'py, PyAny>> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
-        o.readable().py_err(py)?;
-        let element = o
-            .main_component()
-            .map(|c| c.element.clone())
-            .ok_or_else(|| argument(py, format!("object {name:?} has no data component")))?;
+        let element = sliced_element(py, &o, name)?;
         let ranges: Vec<Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
         let dims: Vec<u64> = ranges
             .iter()
@@ -416,11 +412,7 @@ impl Reader {
     ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyTuple>>)> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
-        o.readable().py_err(py)?;
-        let element = o
-            .main_component()
-            .map(|c| c.element.clone())
-            .ok_or_else(|| argument(py, format!("object {name:?} has no data component")))?;
+        let element = sliced_element(py, &o, name)?;
         let cut = crate::slice_rules::cut(py, key, &o.shape, bits)?;
         let ranges: Vec<Range<u64>> = cut.boxed.iter().map(|&(a, b)| a..b).collect();
         if cut.steps.iter().all(|&s| s == 1) {
@@ -479,6 +471,19 @@ impl Reader {
             _ => None,
         })
     }
+}
+
+/// The element type of an object to slice: its data component's, or why it has none (it
+/// is unreadable, or has no data component).
+fn sliced_element(
+    py: Python<'_>,
+    o: &ObjectView<'_>,
+    name: &str,
+) -> PyResult<ztensor::ElementType> {
+    o.readable().py_err(py)?;
+    o.main_component()
+        .map(|c| c.element.clone())
+        .ok_or_else(|| argument(py, format!("object {name:?} has no data component")))
 }
 
 /// The bytes of `ranges` of `o` as an array of `dims` (the box's extents, or fewer when
