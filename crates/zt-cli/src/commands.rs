@@ -681,10 +681,15 @@ fn in_write_order(
     names.into_iter().map(|n| r.object(n))
 }
 
-pub fn upgrade(input: &Path, output: &Path, version: ztensor::Version) -> Outcome {
-    // What `ztensor::upgrade` does (`copy_into` with the default options), object by object so
-    // the bar can follow. Without skip_unreadable an upgrade either writes every object or
-    // fails: no report to show.
+pub fn upgrade(
+    input: &Path,
+    output: &Path,
+    version: ztensor::Version,
+    skip_unreadable: bool,
+) -> Outcome {
+    // What `ztensor::upgrade` does (`copy_into`), object by object so the bar can follow: it
+    // writes every object or fails, or with `skip_unreadable` leaves out, naming each, the
+    // objects listed as unreadable.
     let r = open(input)?;
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(r.attributes().clone());
@@ -696,6 +701,14 @@ pub fn upgrade(input: &Path, output: &Path, version: ztensor::Version) -> Outcom
     for o in in_write_order(&r, version) {
         let o = o.map_err(|e| e.in_file(input))?;
         if skip_with_note(input, &o) {
+            continue;
+        }
+        if let (true, Some(d)) = (skip_unreadable, &o.defect) {
+            eprintln!(
+                "zt: note: {}: object {:?} left out, unreadable: {d}",
+                input.display(),
+                o.name
+            );
             continue;
         }
         convert::copy_object(o, &mut w, opts).map_err(|e| e.in_file(input))?;

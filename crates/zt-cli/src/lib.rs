@@ -223,6 +223,10 @@ enum Command {
         /// models of many small tensors).
         #[arg(long)]
         compact: bool,
+        /// Leave out the objects the input lists but cannot read (damaged entries), each
+        /// named on stderr, and write the rest: to salvage a damaged file.
+        #[arg(long)]
+        skip_unreadable: bool,
         #[command(flatten)]
         writing: Writing,
     },
@@ -519,12 +523,13 @@ fn run(command: Command) -> Outcome {
             output,
             to,
             compact,
+            skip_unreadable,
             writing,
         } => {
             let input = resolve(input)?;
             let version = zt_only("upgrade", &output, to.map(Kind::from), compact)?;
             check_output(&output, writing.force)?;
-            commands::upgrade(&input, &output, version)
+            commands::upgrade(&input, &output, version, skip_unreadable)
         }
         Merge {
             inputs,

@@ -367,6 +367,47 @@ fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
 }
 
 #[test]
+fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
+    let mut bytes = std::fs::read(fixtures().join("interop/v123_all.zt")).unwrap();
+    // `csr`'s part "indptr" renamed: that object's entry is damaged, the rest is whole.
+    let at = bytes.windows(6).position(|w| w == b"indptr").unwrap();
+    bytes[at + 5] = b's';
+    let dir = tempfile::tempdir().unwrap();
+    let damaged = dir.path().join("damaged.zt");
+    std::fs::write(&damaged, bytes).unwrap();
+    let damaged = damaged.to_str().unwrap();
+    let why = "object \"csr\": sparse_csr object has no \"indptr\" component";
+
+    let info = stdout(&zt(&["info", damaged]));
+    let row = info.lines().find(|l| l.starts_with("csr ")).unwrap();
+    assert_eq!(
+        row.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["csr", "sparse_csr", "-"]
+    );
+    assert_clean_error(&zt(&["cat", damaged, "csr"]), 1, why);
+
+    // Without the flag an upgrade fails on it and writes nothing; with it, the rest.
+    let out = dir.path().join("salvaged.zt");
+    let out_s = out.to_str().unwrap();
+    assert_clean_error(&zt(&["upgrade", "--to", "v1.2", damaged, out_s]), 1, why);
+    assert!(!out.exists());
+    let salvaged = zt(&[
+        "upgrade",
+        "--to",
+        "v1.2",
+        "--skip-unreadable",
+        damaged,
+        out_s,
+    ]);
+    assert_eq!(code(&salvaged), 0, "{}", stderr(&salvaged));
+    assert!(stderr(&salvaged).contains("object \"csr\" left out, unreadable"));
+    let names = stdout(&zt(&["ls", out_s]));
+    assert_eq!(names.lines().count(), 12, "{names}");
+    assert!(!names.lines().any(|n| n == "csr"));
+    assert_eq!(code(&zt(&["verify", out_s])), 0);
+}
+
+#[test]
 fn a_v1_0_file_shows_its_version_and_upgrades() {
     let v100 = fx("interop/v100_pypi-1.0.1.zt");
     let o = zt(&["info", &v100]);

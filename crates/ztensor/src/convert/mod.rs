@@ -212,6 +212,8 @@ pub fn copy_object<W: Sink>(
     writer: &mut Writer<W>,
     options: ConvertOptions,
 ) -> Result<()> {
+    // An object listed as unreadable has no parts to copy: why, not an empty object.
+    obj.readable()?;
     let obj = source_view(obj, options.verify);
     let name = obj.name.as_str();
     let write = write_options(&obj, writer, options);
