@@ -229,3 +229,40 @@ def test_four_bit_elements_follow_safetensors_byte_rules(tmp_path, name, key, me
         assert isinstance(caught.value, ztio.UnsupportedError), caught.value
     else:
         assert type(caught.value) is ztio.ArgumentError and str(caught.value) == message
+
+
+def test_random_indexes_inside_the_tensor_give_numpys_values(tmp_path):
+    """Property: every index safetensors' parse accepts and that stays inside the tensor (ints
+    in range, slices with a positive step and bounds within the dimension, at most one
+    ``...``) gives what numpy gives for the same index, shape and values alike."""
+    import random
+
+    rng = random.Random(20261128)
+    shapes = [(2, 3, 4), (5,), (7, 2), (3, 1, 8), (4, 6)]
+    arrays = {f"t{i}": np.arange(int(np.prod(s)), dtype=np.float32).reshape(s) for i, s in enumerate(shapes)}
+    path = str(tmp_path / "r.safetensors")
+    ztio.numpy.save_file(arrays, path)
+
+    def item(n):
+        if rng.random() < 0.4:
+            return rng.randrange(-n, n)
+        start = rng.choice([None, rng.randrange(n)])
+        stop = rng.choice([None, rng.randrange((start or 0) + 1, n + 1)])
+        return slice(start, stop, rng.choice([None, 1, 2, 3]))
+
+    checked = 0
+    with ztio.safe_open(path, framework="np") as f:
+        for _ in range(3000):
+            name = rng.choice(list(arrays))
+            shape = arrays[name].shape
+            lead = rng.randint(0, len(shape))
+            key = tuple(item(n) for n in shape[:lead])
+            if rng.random() < 0.3:
+                # `...` then indexes of the last dimensions, those the leading ones left.
+                trail = rng.randint(0, len(shape) - lead)
+                key += (Ellipsis,) + tuple(item(n) for n in shape[len(shape) - trail :])
+            got = f.get_slice(name)[key]
+            want = arrays[name][key]
+            assert got.shape == want.shape and np.array_equal(got, want), (name, key)
+            checked += 1
+    assert checked == 3000
