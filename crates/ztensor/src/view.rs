@@ -176,6 +176,25 @@ impl<'r> ObjectView<'r> {
     /// (what is wrong, with its component and offset when known). Every read checks this
     /// itself; a caller that picks what to do by the object's format or components checks it
     /// first, so that the reason comes before any complaint about the format.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add("w", &[2], &[1.0f32, 2.0])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// for info in r.objects() {
+    ///     match r.object(&info.name)?.readable() {
+    ///         Ok(()) => println!("{}: {}", info.name, info.format),
+    ///         Err(why) => println!("{}: unreadable: {why}", info.name),
+    ///     }
+    /// }
+    /// assert!(r.object("w")?.readable().is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn readable(&self) -> Result<()> {
         match &self.info.defect {
             Some(d) => Err(d.error_in(&self.info.name)),
