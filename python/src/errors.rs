@@ -52,10 +52,15 @@ pub fn to_py(py: Python<'_>, e: &ztensor::Error) -> PyErr {
     }
 }
 
-fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
-    let module = ERRORS
+/// `ztio.errors`, imported once.
+fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    Ok(ERRORS
         .get_or_try_init(py, || Ok::<_, PyErr>(py.import("ztio.errors")?.unbind()))?
-        .bind(py);
+        .bind(py))
+}
+
+fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
+    let module = errors_module(py)?;
     let os_error = io_kind(e);
     let name = match os_error {
         Some(std::io::ErrorKind::NotFound) => "FileMissingError",
@@ -113,16 +118,11 @@ pub fn argument(py: Python<'_>, message: impl Into<String>) -> PyErr {
 /// text, with no "invalid argument" before it), as `ztio.errors.ArgumentError`.
 pub fn argument_worded(py: Python<'_>, message: impl Into<String>) -> PyErr {
     let message = message.into();
-    let built = ERRORS
-        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("ztio.errors")?.unbind()))
-        .and_then(|module| {
-            let value = module
-                .bind(py)
-                .getattr("ArgumentError")?
-                .call1((&message,))?;
-            value.setattr("message", &message)?;
-            Ok(PyErr::from_value(value))
-        });
+    let built = errors_module(py).and_then(|module| {
+        let value = module.getattr("ArgumentError")?.call1((&message,))?;
+        value.setattr("message", &message)?;
+        Ok(PyErr::from_value(value))
+    });
     built.unwrap_or_else(|import_failure| {
         PyRuntimeError::new_err(format!("{message} ({import_failure})"))
     })

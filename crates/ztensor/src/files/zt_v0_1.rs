@@ -16,18 +16,22 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let entries = decode_index(&bytes, container.manifest_offset(), limits.decode)?;
     let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
     let mut collected = Collected::default();
-    for e in entries {
-        let (name, shape, layout) = (e.name.clone(), e.shape.clone(), e.layout.clone());
+    for mut e in entries {
         // An entry whose own fields are damaged (its range, its dtype, its sizes) is listed
         // as unreadable and the rest of the file reads, as the original (0.1.4) opens such
         // a file and fails on that entry alone; limits still refuse the file.
-        let obj = match entry(container, e) {
+        let obj = match entry(container, &mut e) {
             Ok(obj) => obj,
             Err(err) if matches!(err.kind(), ErrorKind::InvalidFile | ErrorKind::Unsupported) => {
-                let format = Format::parse(if layout.is_empty() { "dense" } else { &layout });
-                ObjectInfo::unreadable(name, shape.as_slice().into(), format, &err)
+                let layout = if e.layout.is_empty() {
+                    "dense"
+                } else {
+                    &e.layout
+                };
+                let shape = e.shape.as_slice().into();
+                ObjectInfo::unreadable(e.name, shape, Format::parse(layout), &err)
             }
-            Err(err) => return Err(err.in_object(&name)),
+            Err(err) => return Err(err.in_object(&e.name)),
         };
         collected.add(&obj);
         objects.push(obj);
@@ -40,7 +44,10 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     )
 }
 
-fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
+/// The object of entry `e`, its fields checked. On success its name, shape and custom fields
+/// are moved out of `e`; on failure they are left there (with its layout), to list the entry
+/// as unreadable without copying them for every entry that is not.
+fn entry(container: &Container, e: &mut IndexEntry) -> Result<ObjectInfo> {
     let dtype = DType::from_long_name(&e.dtype)
         .ok_or_else(|| Error::invalid(format!("unknown dtype {:?}", e.dtype)))?;
     let element = ElementType::plain(dtype);
@@ -144,10 +151,10 @@ fn entry(container: &Container, mut e: IndexEntry) -> Result<ObjectInfo> {
         arrangement: None,
     };
     Ok(ObjectInfo {
-        name: e.name,
-        shape: e.shape.into(),
+        name: std::mem::take(&mut e.name),
+        shape: std::mem::take(&mut e.shape).into(),
         format,
-        attributes: e.extra,
+        attributes: std::mem::take(&mut e.extra),
         components: Components::one(component),
         range_digests: Vec::new(),
         legacy_packing: packing.map(|layout| LegacyPacking {
