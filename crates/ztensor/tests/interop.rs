@@ -143,6 +143,29 @@ fn an_unreadable_entry_is_listed_as_declared_and_says_why() {
     }
     assert!(r.object("coo").unwrap().readable().is_ok());
     assert_eq!(&r.read::<f32>("dense_f32").unwrap()[..], &arange12()[..]);
+    // Writers of dense-only formats refuse it for its defect, densify or not: "use densify"
+    // would send the user after an option that cannot help.
+    use ztensor::convert::{write_gguf_views, write_mag_views, write_safetensors_views};
+    let dir = tempfile::tempdir().unwrap();
+    let csr = [o];
+    let (attrs, unsynced) = (r.attributes(), ztensor::Durability::Unsynced);
+    for densify in [false, true] {
+        let out = dir.path().join("out");
+        let mag = ztensor::MagOptions {
+            version: ztensor::mag::WriteVersion::V1,
+            densify,
+            durability: unsynced,
+        };
+        for e in [
+            write_safetensors_views(&csr, attrs, &out, densify, unsynced).err(),
+            write_gguf_views(&csr, attrs, &out, densify, unsynced).err(),
+            write_mag_views(&csr, attrs, &out, mag).err(),
+        ] {
+            let e = e.map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains(&why), "{e} (densify {densify})");
+        }
+        assert!(!out.exists());
+    }
 }
 
 /// The same for v0.1: the original (0.1.4) opens a file with one damaged entry and fails on
