@@ -14,9 +14,13 @@ whether their bytes are still the intact file's, and (zTensor v2) what `verify` 
         --ours target/pyenv/bin/python --seed 2 --copies 500 ../shared/interop/mag/*_v200_*.mag
 
 `--api`: `2` ztensor 2.x, `1` ztensor 1.x, `mag1` magnetron 0.1.5-0.1.9 (`.mag` versions 100
-and 200), `mag2` magnetron 0.2.x (version 300). Each copy has 1 to 3 random changes (a byte
+and 200), `mag2` magnetron 0.2.x (version 300); and the reference readers of the other formats,
+installed in the --original environment: `safetensors` (`safe_open`, numpy), `gguf` (gguf-py's
+`GGUFReader`), `numpy` (`np.load`, no pickles; `.npy` and `.npz`), `onnx` (`onnx.load` and
+`numpy_helper`), `hdf5` (h5py, every dataset). Each copy has 1 to 3 random changes (a byte
 replaced, a bit flipped, 1-16 bytes cut, 1-8 inserted), half of them in the last 2 KiB, where
-a zTensor manifest and footer are. Each reader runs in its own process with a timeout, so a
+a zTensor manifest and footer are, or with `--near head` in the first 2 KiB (where the headers
+of safetensors, GGUF and NumPy files are). Each reader runs in its own process with a timeout, so a
 crash or a hang is reported too. Copies that differ are kept in --keep (default
 /tmp/damaged_originals). Not part of the tests: the runs and what they found are in
 docs/decisions.md ("A damaged object entry") and docs/mag.md.
@@ -105,7 +109,67 @@ ORIGINAL_MAG2 = READER.format(
     verify="pass",
 )
 
-ORIGINALS = {"2": ORIGINAL_V2, "1": ORIGINAL_V1, "mag1": ORIGINAL_MAG1, "mag2": ORIGINAL_MAG2}
+# The reference readers of the other formats, each read as its users read it.
+# safetensors 0.8: `safe_open` with numpy.
+REFERENCE_SAFETENSORS = READER.format(
+    module="safetensors",
+    open="(lambda p: safetensors.safe_open(p, framework='np'))",
+    keys="f.keys()",
+    parts="[f.get_tensor(k)]",
+    verify="pass",
+)
+
+# gguf-py (llama.cpp's reader): a tensor's stored bytes, quantized blocks as they are.
+REFERENCE_GGUF = READER.format(
+    module="gguf",
+    open="(lambda p: {t.name: t for t in gguf.GGUFReader(p).tensors})",
+    keys="f",
+    parts="[f[k].data]",
+    verify="pass",
+)
+
+# numpy: `load` without pickles; a .npy is one array, named "array" as ztio names it.
+REFERENCE_NUMPY = READER.format(
+    module="numpy",
+    open="(lambda p: (lambda x: {'array': x} if isinstance(x, numpy.ndarray) else x)"
+    "(numpy.load(p, allow_pickle=False)))",
+    keys="(f.files if hasattr(f, 'files') else f)",
+    parts="[f[k]]",
+    verify="pass",
+)
+
+# onnx: `load` (external data beside the file) and every initializer as numpy; a name that is
+# not UTF-8 (protobuf hands it over as bytes) with U+FFFD, as ztio lists it.
+REFERENCE_ONNX = READER.format(
+    module="onnx, onnx.numpy_helper",
+    open="(lambda p: {(i.name if isinstance(i.name, str) else i.name.decode('utf-8', 'replace')):"
+    " i for i in onnx.load(p).graph.initializer})",
+    keys="f",
+    parts="[onnx.numpy_helper.to_array(f[k])]",
+    verify="pass",
+)
+
+# h5py: every dataset by its path from the root, read whole.
+REFERENCE_HDF5 = READER.format(
+    module="h5py",
+    open="(lambda p: (lambda h: (h, h.visititems(lambda n, o: None)))(h5py.File(p, 'r'))[0])",
+    keys="(lambda names: (f.visititems(lambda n, o: names.append('/' + n) "
+    "if isinstance(o, h5py.Dataset) else None), names)[1])([])",
+    parts="[f[k][()]]",
+    verify="pass",
+)
+
+ORIGINALS = {
+    "2": ORIGINAL_V2,
+    "1": ORIGINAL_V1,
+    "mag1": ORIGINAL_MAG1,
+    "mag2": ORIGINAL_MAG2,
+    "safetensors": REFERENCE_SAFETENSORS,
+    "gguf": REFERENCE_GGUF,
+    "numpy": REFERENCE_NUMPY,
+    "onnx": REFERENCE_ONNX,
+    "hdf5": REFERENCE_HDF5,
+}
 
 # ztio: a sparse tensor comes back as a scipy array; verify returns a report.
 OURS = READER.format(
@@ -132,11 +196,13 @@ def run(python, code, path):
         return {"open": f"CRASH (no result): {p.stdout[-300:]!r} {p.stderr[-300:]}"}
 
 
-def damage(data, rng):
+def damage(data, rng, near="tail"):
     b = bytearray(data)
     for _ in range(rng.randint(1, 3)):
         if rng.random() < 0.5:
             i = rng.randrange(len(b))
+        elif near == "head":
+            i = rng.randrange(min(len(b), 2048))
         else:
             i = max(0, len(b) - 1 - rng.randrange(min(len(b), 2048)))
         op = rng.choice(["set", "flip", "cut", "insert"])
@@ -196,6 +262,13 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--copies", type=int, default=200)
     ap.add_argument("--keep", default="/tmp/damaged_originals")
+    ap.add_argument(
+        "--near",
+        choices=["head", "tail"],
+        default="tail",
+        help="where half the changes go: the first or the last 2 KiB (headers of safetensors, "
+        "GGUF and NumPy files are at the head; zTensor's manifest at the tail)",
+    )
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     original_code = ORIGINALS[a.api]
@@ -206,7 +279,7 @@ def main():
         rng = random.Random(a.seed * 1_000_003 + i)
         base = rng.choice(a.files)
         with open(base, "rb") as fh:
-            data = damage(fh.read(), rng)
+            data = damage(fh.read(), rng, a.near)
         # magnetron 0.1.x refuses a name that does not end in .mag.
         path = os.path.join(a.keep, f"{a.seed}_{i}{os.path.splitext(base)[1]}")
         with open(path, "wb") as fh:

@@ -14,6 +14,7 @@ use crate::listing::{Limits, Listing};
 use crate::model::FileVersion;
 use crate::reader::Reader;
 use crate::sniff::{is_zip, kind_by_name, sniff, FileKind, SNIFF_LEN};
+use crate::zip::{self, Rules};
 
 /// How to open a file.
 ///
@@ -240,15 +241,17 @@ impl OpenOptions {
     ) -> Result<(Source, Listing)> {
         let mut head = vec![0u8; source.len().min(SNIFF_LEN) as usize];
         source.read_into(0, &mut head)?;
-        // A zip archive's kind is in its entries' names; its readers take the entries.
-        let zip_entries = if is_zip(&head) {
-            crate::zip::entries(&source)?
+        // A zip archive's kind is in its entries' names; its readers take the entries (read
+        // even when no zip kind is built: the error names the kind).
+        #[cfg_attr(
+            not(any(feature = "numpy", feature = "torch", feature = "hdf5")),
+            allow(unused_variables)
+        )]
+        let (zip_entries, sniffed) = if is_zip(&head) {
+            zip_entries(&source, &head)?
         } else {
-            Vec::new()
+            (Vec::new(), sniff(&head, source.len(), &[]))
         };
-        let names: Vec<&str> = zip_entries.iter().map(|e| e.name.as_str()).collect();
-        let sniffed = sniff(&head, source.len(), &names);
-        drop(names);
         let kind = sniffed.or_else(|| path.and_then(kind_by_name));
         let limits = &self.limits;
         let listing = match kind {
@@ -329,6 +332,41 @@ impl OpenOptions {
             Some(other) => return Err(other.unread()),
         };
         Ok((source, listing))
+    }
+}
+
+/// A zip archive's entries and its kind, read by the rules of the reader its kind's own tools
+/// use ([`zip::Rules`]): miniz's for checkpoints, Python's `zipfile` for `.npz` and Keras
+/// archives. The names tell the kind, so the archive is read by miniz's rules first and read
+/// again by zipfile's only when those find something else: a directory moved from where its
+/// end record says, or a record needing a newer zip (rare: damaged or odd archives).
+fn zip_entries(source: &Source, head: &[u8]) -> Result<(Vec<zip::Entry>, Option<FileKind>)> {
+    let kind_of = |entries: &[zip::Entry]| {
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        sniff(head, source.len(), &names)
+    };
+    let python = |kind| matches!(kind, Some(FileKind::Npz | FileKind::Keras));
+    let by_miniz = zip::entries_by(source, Rules::Miniz);
+    if let Ok(archive) = &by_miniz {
+        let kind = kind_of(&archive.entries);
+        if archive.zipfile_agrees || !python(kind) {
+            let archive = by_miniz?;
+            return Ok((archive.entries, kind));
+        }
+    }
+    // Either miniz's rules refused the archive, or they read what zipfile does not: the
+    // archive is zipfile's if its entries, as zipfile finds them, make it an `.npz` or Keras
+    // archive. Otherwise miniz's answer stands.
+    match zip::entries_by(source, Rules::Zipfile) {
+        Ok(archive) if python(kind_of(&archive.entries)) => {
+            let kind = kind_of(&archive.entries);
+            Ok((archive.entries, kind))
+        }
+        Err(e) if by_miniz.is_ok() => Err(e),
+        _ => by_miniz.map(|a| {
+            let kind = kind_of(&a.entries);
+            (a.entries, kind)
+        }),
     }
 }
 

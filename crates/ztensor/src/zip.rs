@@ -17,6 +17,13 @@
 //! `.npz` lists the array unreadable; a checkpoint, which needs every record, refuses the
 //! archive ([`undamaged`]). Damage to the directory or the end record refuses the archive.
 //!
+//! Two readers set the rules ([`Rules`]). torch reads checkpoints with miniz, which takes the
+//! directory where the end record says and checks its disk numbers and entry count. numpy
+//! (`.npz`) and Keras read with Python's `zipfile`, which finds the directory from where the
+//! end record lies: bytes inserted or cut before it shift every offset the same way
+//! (zipfile's "concat", there for archives with data before them), and the entries it still
+//! finds read. Disk numbers and counts it ignores; it reads records to the directory's size.
+//!
 //! Written here instead of taken from the `zip` crate: the readers need each entry's data
 //! offset (to serve stored entries from the map without a copy), which that crate exposes
 //! only through its own reading path, and every check above is easier to state once here.
@@ -176,44 +183,97 @@ impl Fields<'_> {
     }
 }
 
+/// Whose rules an archive is read by: the reader its format's own tools use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rules {
+    /// miniz's (torch's checkpoints): the directory at the offset the end record gives, one
+    /// disk, as many records as the end record counts.
+    Miniz,
+    /// Python's `zipfile` (numpy's `.npz`, Keras): the directory ends where the end record (or
+    /// the zip64 one) starts, and every local header offset moves by as much as the
+    /// directory did; records are read to the directory's size; disk numbers and counts in a
+    /// plain end record are not looked at; a record needing a zip version above 6.3 refuses
+    /// the archive.
+    Zipfile,
+}
+
+/// An archive's entries, and how far its offsets were moved to find them.
+#[derive(Debug)]
+pub(crate) struct Archive {
+    /// In central directory order.
+    pub entries: Vec<Entry>,
+    /// Whether Python's `zipfile` finds these entries too: read by its rules, or by miniz's
+    /// with the directory ending where the records after it start and no record needing a
+    /// zip newer than 6.3. When not, an archive zipfile reads is read again by its rules.
+    pub zipfile_agrees: bool,
+}
+
 /// Where the central directory is and how many entries it declares.
 struct Directory {
     offset: u64,
     size: u64,
-    count: u64,
+    /// Declared records (miniz's rules); `None`: read records to `size` (zipfile's).
+    count: Option<u64>,
     /// Where the records after the directory start (zip64 EOCD or EOCD).
     end: u64,
+    /// What local header offsets are moved by.
+    shift: i128,
 }
 
-/// Lists an archive's entries in central directory order, each checked as the module says.
-pub(crate) fn entries(source: &Source) -> Result<Vec<Entry>> {
-    let dir = find_directory(source)?;
-    if dir.count > MAX_ZIP_ENTRIES {
+/// Lists an archive's entries in central directory order, each checked as the module says,
+/// by `rules`.
+pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
+    let dir = match rules {
+        Rules::Miniz => find_directory(source)?,
+        Rules::Zipfile => find_directory_as_zipfile(source)?,
+    };
+    // Every record takes 46 bytes at least: the directory's size bounds the count too.
+    let most = dir.count.unwrap_or(dir.size / CENTRAL_LEN);
+    if most > MAX_ZIP_ENTRIES {
         return Err(Error::limit(format!(
-            "zip archive lists {} entries, more than the cap of {MAX_ZIP_ENTRIES}",
-            dir.count
+            "zip archive lists {most} entries, more than the cap of {MAX_ZIP_ENTRIES}"
         )));
     }
-    let fits = dir
-        .count
-        .checked_mul(CENTRAL_LEN)
-        .is_some_and(|n| n <= dir.size);
+    let fits = most.checked_mul(CENTRAL_LEN).is_some_and(|n| n <= dir.size);
     if !fits {
         return Err(bad(format!(
-            "{} entries cannot fit in a central directory of {} bytes",
-            dir.count, dir.size
+            "{most} entries cannot fit in a central directory of {} bytes",
+            dir.size
         ))
         .at(dir.offset));
     }
     let cd = source.read_at(dir.offset, dir.size)?;
-    let mut out = zt_container::internal::try_with_capacity(dir.count as usize)?;
+    let mut out = zt_container::internal::try_with_capacity(most as usize)?;
     let mut at = 0usize;
-    for _ in 0..dir.count {
+    let mut newest_version = 0u8;
+    // A name that is neither ASCII nor flagged UTF-8 zipfile reads as code page 437.
+    let mut names_decode_alike = true;
+    while match dir.count {
+        Some(count) => (out.len() as u64) < count,
+        None => (at as u64) < dir.size,
+    } {
         let abs = dir.offset + at as u64;
-        let (entry, next) = central_record(&cd, at, abs)?;
+        let (mut entry, next) = central_record(&cd, at, abs, rules)?;
+        let version = cd.get(at + 6).copied().unwrap_or(0);
+        newest_version = newest_version.max(version);
+        let flags = Fields(cd.get(at..).unwrap_or_default()).u16(8);
+        names_decode_alike &= entry.name.is_ascii() || flags & FLAG_UTF8 != 0;
+        if rules == Rules::Zipfile {
+            // zipfile refuses the whole archive for a record that needs a newer zip.
+            if version > 63 {
+                return Err(Error::unsupported(format!(
+                    "zip entry {:?} needs zip version {}.{} to extract (6.3 is read)",
+                    entry.name,
+                    version / 10,
+                    version % 10
+                ))
+                .at(abs));
+            }
+            shift_header(&mut entry, dir.shift);
+        }
         let entry = match entry.damage {
             Some(_) => entry,
-            None => match data_offset(source, &entry, dir.offset) {
+            None => match data_offset(source, &entry, dir.offset, rules) {
                 Ok(data_offset) => Entry {
                     data_offset,
                     ..entry
@@ -233,12 +293,98 @@ pub(crate) fn entries(source: &Source) -> Result<Vec<Entry>> {
     if at as u64 != dir.size {
         return Err(bad(format!(
             "the central directory's {} records take {at} of its {} bytes",
-            dir.count, dir.size
+            out.len(),
+            dir.size
         ))
         .at(dir.offset + at as u64));
     }
     check_overlaps(&mut out)?;
-    Ok(out)
+    let ends_at_end_record = dir.offset.checked_add(dir.size) == Some(dir.end);
+    Ok(Archive {
+        entries: out,
+        zipfile_agrees: rules == Rules::Zipfile
+            || (ends_at_end_record && newest_version <= 63 && names_decode_alike),
+    })
+}
+
+/// Moves an entry's local header by `shift` (zipfile's rules); one moved outside the file's
+/// offsets is damage to that entry, which zipfile finds when the entry is read.
+fn shift_header(entry: &mut Entry, shift: i128) {
+    if shift == 0 || entry.damage.is_some() {
+        return;
+    }
+    match u64::try_from(i128::from(entry.header_offset) + shift) {
+        Ok(moved) => entry.header_offset = moved,
+        Err(_) => {
+            let e = bad(format!(
+                "local header offset {} moved by {shift} (as the directory was) lies before \
+                 the file",
+                entry.header_offset
+            ));
+            entry.damage = Some(Damage::of(&e.in_object(&entry.name)));
+        }
+    }
+}
+
+/// The end record as Python's `zipfile` finds it: one with no comment in the last 22 bytes,
+/// else the last signature in the last 64 KiB + 22 bytes, whatever its comment length says;
+/// the zip64 record when a locator sits right before it (the locator's own offset unread);
+/// and the directory placed to end where those records start.
+fn find_directory_as_zipfile(source: &Source) -> Result<Directory> {
+    let len = source.len();
+    if len < EOCD_LEN {
+        return Err(bad(format!(
+            "no end of central directory record ({len} bytes is too short for one)"
+        )));
+    }
+    let tail_len = len.min(EOCD_LEN + (1 << 16));
+    let tail_start = len - tail_len;
+    let tail = source.read_at(tail_start, tail_len)?;
+    let last = (tail_len - EOCD_LEN) as usize;
+    let plain = Fields(tail.get(last..).unwrap_or_default());
+    let i = if plain.u32(0) == EOCD_SIG && plain.u16(20) == 0 {
+        last
+    } else {
+        match tail.windows(4).rposition(|w| w == EOCD_SIG.to_le_bytes()) {
+            Some(i) if i <= last => i,
+            _ => return Err(bad("no end of central directory record")),
+        }
+    };
+    let eocd_at = tail_start + i as u64;
+    let f = Fields(tail.get(i..).unwrap_or_default());
+    let (mut size, mut offset) = (u64::from(f.u32(12)), u64::from(f.u32(16)));
+    let mut end = eocd_at;
+    if let Some(locator_at) = eocd_at.checked_sub(ZIP64_LOCATOR_LEN) {
+        let locator = source.read_at(locator_at, ZIP64_LOCATOR_LEN)?;
+        let l = Fields(&locator);
+        if l.u32(0) == ZIP64_LOCATOR_SIG {
+            if l.u32(4) != 0 || l.u32(16) > 1 {
+                return Err(
+                    Error::unsupported("a zip archive split over several disks").at(locator_at)
+                );
+            }
+            if let Some(z64_at) = locator_at.checked_sub(ZIP64_EOCD_LEN) {
+                let z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?;
+                let z = Fields(&z64);
+                if z.u32(0) == ZIP64_EOCD_SIG {
+                    (size, offset, end) = (z.u64(40), z.u64(48), z64_at);
+                }
+            }
+        }
+    }
+    let Some(start) = end.checked_sub(size) else {
+        return Err(bad(format!(
+            "central directory of {size} bytes does not fit before its end record at {end}"
+        ))
+        .at(end));
+    };
+    Ok(Directory {
+        offset: start,
+        size,
+        count: None,
+        end,
+        shift: i128::from(start) - i128::from(offset),
+    })
 }
 
 /// Finds the EOCD (the last signature whose comment reaches exactly to the end of the file)
@@ -273,8 +419,9 @@ fn find_directory(source: &Source) -> Result<Directory> {
         let dir = Directory {
             offset: u64::from(offset),
             size: u64::from(size),
-            count: u64::from(total),
+            count: Some(u64::from(total)),
             end: eocd_at,
+            shift: 0,
         };
         return check_directory(dir);
     }
@@ -308,8 +455,9 @@ fn find_directory(source: &Source) -> Result<Directory> {
     check_directory(Directory {
         offset: z.u64(48),
         size: z.u64(40),
-        count: total,
+        count: Some(total),
         end: z64_at,
+        shift: 0,
     })
 }
 
@@ -331,7 +479,7 @@ fn check_directory(dir: Directory) -> Result<Directory> {
 
 /// One central directory record at `at` in `cd` (`abs` in the file): the entry (its data
 /// offset not yet known) and where the next record starts.
-fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
+fn central_record(cd: &[u8], at: usize, abs: u64, rules: Rules) -> Result<(Entry, usize)> {
     let rec = cd.get(at..).unwrap_or_default();
     let f = Fields(rec);
     if rec.len() < CENTRAL_LEN as usize {
@@ -373,8 +521,8 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
         ))
         .at(abs));
     }
-    let name = String::from_utf8(name.to_vec())
-        .map_err(|_| bad("entry name is not UTF-8").at(abs + name_at as u64))?;
+    let name = entry_name(name, flags, rules)
+        .ok_or_else(|| bad("entry name is not UTF-8").at(abs + name_at as u64))?;
     if flags & 1 != 0 {
         damage.get_or_insert(Error::unsupported(format!(
             "zip entry {name:?} is encrypted"
@@ -428,6 +576,39 @@ fn central_record(cd: &[u8], at: usize, abs: u64) -> Result<(Entry, usize)> {
     };
     Ok((entry, at + next_rel))
 }
+
+/// General purpose flag bit 11: the name is UTF-8.
+const FLAG_UTF8: u16 = 1 << 11;
+
+/// An entry's name from its bytes: UTF-8 by miniz's rules (torch's names are ASCII); by
+/// zipfile's, UTF-8 when flag bit 11 says so and code page 437 otherwise, as zipfile decodes
+/// them (so a name numpy lists with a damaged byte is listed the same). `None`: not UTF-8
+/// where it must be.
+fn entry_name(bytes: &[u8], flags: u16, rules: Rules) -> Option<String> {
+    if rules == Rules::Miniz || flags & FLAG_UTF8 != 0 {
+        return String::from_utf8(bytes.to_vec()).ok();
+    }
+    Some(
+        bytes
+            .iter()
+            .map(|&b| match b.checked_sub(0x80) {
+                None => char::from(b),
+                Some(high) => CP437_HIGH.get(usize::from(high)).copied().unwrap_or('?'),
+            })
+            .collect(),
+    )
+}
+
+/// Code page 437's characters for bytes 0x80-0xFF (below, it is ASCII).
+const CP437_HIGH: [char; 128] = [
+    'Ç', 'ü', 'é', 'â', 'ä', 'à', 'å', 'ç', 'ê', 'ë', 'è', 'ï', 'î', 'ì', 'Ä', 'Å', 'É', 'æ', 'Æ',
+    'ô', 'ö', 'ò', 'û', 'ù', 'ÿ', 'Ö', 'Ü', '¢', '£', '¥', '₧', 'ƒ', 'á', 'í', 'ó', 'ú', 'ñ', 'Ñ',
+    'ª', 'º', '¿', '⌐', '¬', '½', '¼', '¡', '«', '»', '░', '▒', '▓', '│', '┤', '╡', '╢', '╖', '╕',
+    '╣', '║', '╗', '╝', '╜', '╛', '┐', '└', '┴', '┬', '├', '─', '┼', '╞', '╟', '╚', '╔', '╩', '╦',
+    '╠', '═', '╬', '╧', '╨', '╤', '╥', '╙', '╘', '╒', '╓', '╫', '╪', '┘', '┌', '█', '▄', '▌', '▐',
+    '▀', 'α', 'ß', 'Γ', 'π', 'Σ', 'σ', 'µ', 'τ', 'Φ', 'Θ', 'Ω', 'δ', '∞', 'φ', 'ε', '∩', '≡', '±',
+    '≥', '≤', '⌠', '⌡', '÷', '≈', '°', '∙', '·', '√', 'ⁿ', '²', '■', '\u{a0}',
+];
 
 /// Bytes of a stored entry hashed at a time (borrowed from a map, or read), so a large entry
 /// never needs memory of its size.
@@ -538,7 +719,7 @@ fn zip64_extra(mut extra: &[u8]) -> std::result::Result<Option<&[u8]>, String> {
 
 /// Where an entry's data starts, from its local header: the header must name the same
 /// entry, and the data it starts must end before the central directory.
-fn data_offset(source: &Source, e: &Entry, cd_offset: u64) -> Result<u64> {
+fn data_offset(source: &Source, e: &Entry, cd_offset: u64, rules: Rules) -> Result<u64> {
     let at = e.header_offset;
     let in_entry = |err: Error| err.in_object(&e.name);
     let head_fits = at
@@ -559,7 +740,12 @@ fn data_offset(source: &Source, e: &Entry, cd_offset: u64) -> Result<u64> {
     }
     let (name_len, extra_len) = (u64::from(f.u16(26)), u64::from(f.u16(28)));
     let name: Cow<'_, [u8]> = source.read_at(at + LOCAL_LEN, name_len)?;
-    if *name != *e.name.as_bytes() {
+    // zipfile compares the names as each header's own flag decodes them.
+    let same = match rules {
+        Rules::Miniz => *name == *e.name.as_bytes(),
+        Rules::Zipfile => entry_name(&name, f.u16(6), rules).as_deref() == Some(e.name.as_str()),
+    };
+    if !same {
         return Err(in_entry(
             bad("local header names another entry than the central directory").at(at),
         ));

@@ -218,3 +218,74 @@ fn an_npz_skips_what_is_not_numbers_and_lists_other_versions_unreadable() {
     assert_eq!(&r.object("a").unwrap().bytes().unwrap()[..], &[1, 2]);
     assert!(e.message().contains("format version 1.1"), "{e}");
 }
+
+/// An `.npz` is read by the rules of Python's zipfile, which numpy loads it with: the central
+/// directory is found where the end record lies, so bytes inserted before it move every
+/// offset (an entry then reads where its moved local header still is); a name that is not
+/// flagged UTF-8 is code page 437; a record needing a zip above 6.3 refuses the archive. A
+/// checkpoint keeps miniz's rules (torch's reader), which refuse the moved directory.
+#[test]
+fn an_npz_is_read_by_python_zipfile_rules() {
+    let a = npy_entry("'|u1'", 1, 0);
+    let zip = checkpoint::zip(&[("a.npy", &a), ("b.npy", &a)], &[]);
+    let b_at = 30 + "a.npy".len() + a.len();
+    assert_eq!(&zip[b_at..b_at + 4], b"PK\x03\x04");
+
+    let mut moved = zip.clone();
+    moved.splice(b_at..b_at, [0u8; 16]);
+    let r = OpenOptions::new().open_bytes(moved).unwrap();
+    assert_eq!(&r.object("b").unwrap().bytes().unwrap()[..], &[1, 2]);
+    let e = r
+        .object("a")
+        .unwrap()
+        .readable()
+        .expect_err("a's header moved");
+    assert!(e.to_string().contains("bad local header signature"), "{e}");
+
+    let mut cp437 = zip.clone();
+    let names: Vec<usize> = (0..cp437.len() - 5)
+        .filter(|&i| &cp437[i..i + 5] == b"b.npy")
+        .collect();
+    assert_eq!(names.len(), 2, "local and central header");
+    for i in names {
+        cp437[i] = 0xED;
+    }
+    let r = OpenOptions::new().open_bytes(cp437).unwrap();
+    assert_eq!(&r.object("\u{3c6}").unwrap().bytes().unwrap()[..], &[1, 2]);
+
+    let mut newer = zip.clone();
+    let central = (0..newer.len() - 4)
+        .find(|&i| &newer[i..i + 4] == b"PK\x01\x02")
+        .unwrap();
+    newer[central + 6] = 64;
+    let e = OpenOptions::new()
+        .open_bytes(newer)
+        .map(|_| ())
+        .expect_err("needs zip 6.4");
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.message().contains("zip version 6.4"), "{e}");
+
+    // The end record's disk numbers and entry counts zipfile never reads (miniz refuses a
+    // checkpoint with these: fixtures/invalid/zip_*.pt).
+    let mut counts = zip.clone();
+    let eocd = counts.len() - 22;
+    assert_eq!(&counts[eocd..eocd + 4], b"PK\x05\x06");
+    counts[eocd + 4] = 1; // this disk's number
+    counts[eocd + 8..eocd + 12].copy_from_slice(&[0x60, 0xEA, 0x60, 0xEA]); // 60000 records
+    let r = OpenOptions::new().open_bytes(counts).unwrap();
+    assert_eq!(&r.object("a").unwrap().bytes().unwrap()[..], &[1, 2]);
+    assert_eq!(&r.object("b").unwrap().bytes().unwrap()[..], &[1, 2]);
+
+    let pt = checkpoint::checkpoint(4, 0, &[4], &[1], false);
+    let first_data = (30..pt.len() - 4)
+        .find(|&i| &pt[i..i + 4] == b"PK\x03\x04")
+        .unwrap();
+    let mut moved_pt = pt.clone();
+    moved_pt.splice(first_data..first_data, [0u8; 16]);
+    assert!(ztensor::OpenOptions::new().open_bytes(pt).is_ok());
+    let e = OpenOptions::new()
+        .open_bytes(moved_pt)
+        .map(|_| ())
+        .expect_err("miniz's rules");
+    assert!(e.to_string().contains("central directory"), "{e}");
+}
