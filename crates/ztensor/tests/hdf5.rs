@@ -297,6 +297,125 @@ fn damaged_checksummed_metadata_is_refused() {
     assert!(read > 30, "{read}");
 }
 
+/// A file shorter than its superblock's end-of-file address is refused, as libhdf5 refuses it
+/// ("truncated file"): bytes cut from its middle would otherwise read as shifted data. The
+/// address moves by as much as the superblock lies from the base address it gives. A version
+/// 0 superblock with a free-space address (libhdf5: a superblock extension) is refused too.
+#[test]
+fn a_truncated_file_and_an_old_superblock_extension_are_refused() {
+    let file = std::fs::read(dir().join("h5py_default.h5")).unwrap();
+    assert_eq!(file[8], 0, "superblock version 0");
+    let (base_at, free_space_at, eof_at) = (24, 32, 40);
+    assert_eq!(
+        u64::from_le_bytes(file[eof_at..eof_at + 8].try_into().unwrap()),
+        file.len() as u64
+    );
+    let open = |bytes: Vec<u8>| OpenOptions::new().open_bytes(bytes).map(|_| ());
+    open(file.clone()).unwrap();
+
+    let mut cut = file.clone();
+    cut.remove(file.len() / 2);
+    let e = open(cut).expect_err("a byte cut");
+    assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile);
+    assert_eq!(e.offset(), Some(eof_at as u64), "{e}");
+    let says = format!(
+        "truncated HDF5 file: its end-of-file address {} (base address 0, superblock at 0) is \
+         past its {} bytes",
+        file.len(),
+        file.len() - 1
+    );
+    assert!(e.message().contains(&says), "{e}");
+
+    let mut longer = file.clone();
+    longer.extend([0; 8]);
+    open(longer).expect("bytes after the end-of-file address are read past");
+    let mut moved_base = file.clone();
+    moved_base[base_at + 6] = 1;
+    let e = open(moved_base).expect_err("the base address moved");
+    assert!(e.message().contains("truncated HDF5 file"), "{e}");
+
+    let mut extension = file.clone();
+    extension[free_space_at..free_space_at + 8].copy_from_slice(&64u64.to_le_bytes());
+    let e = open(extension).expect_err("an extension in version 0");
+    assert_eq!(e.offset(), Some(free_space_at as u64), "{e}");
+    assert!(
+        e.message()
+            .contains("superblock version 0 gives a free-space"),
+        "{e}"
+    );
+}
+
+/// What libhdf5 checks when it opens a group or a dataset, found by a differential run
+/// against h5py 3.16 (`tools/interop/damaged_originals.py --api hdf5`): each copy is a byte
+/// that run changed. A group's damage refuses the file (h5py fails to visit it); a dataset's
+/// makes that dataset unreadable (h5py fails to open it), and the others read.
+#[test]
+fn what_hdf5_checks_at_open_is_checked() {
+    let with_byte = |file: &str, at: usize, was: u8, now: u8| {
+        damaged(file, |b| {
+            assert_eq!(b[at], was, "{file} at {at}");
+            b[at] = now;
+        })
+    };
+    let refused = |r: ztensor::Result<ztensor::Reader>| r.map(|_| ()).unwrap_err().to_string();
+    // The root's symbol table message made a message of unknown type: no type at all.
+    let e = refused(with_byte("chunk_btree_deep.h5", 113, 0, 0xD0));
+    assert!(
+        e.contains("object \"/\": the object header at address 96 holds no group, dataset"),
+        "{e}"
+    );
+    // The local heap's free list starting far past its data.
+    let e = refused(with_byte("chunk_btree_deep.h5", 735, 0, 2));
+    assert!(
+        e.contains("lies outside the heap's 88 bytes of data"),
+        "{e}"
+    );
+    // A group B-tree key (a name's heap offset) past the heap.
+    let e = refused(with_byte("chunk_btree_deep.h5", 161, 0, 0x80));
+    assert!(e.contains("group B-tree key of heap offset 32768"), "{e}");
+
+    let unreadable = |r: ztensor::Result<ztensor::Reader>, name: &str| {
+        let r = r.unwrap();
+        let e = r.object(name).unwrap().readable().unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile, "{e}");
+        let others = r.objects().iter().filter(|o| o.name != name);
+        assert!(others.clone().count() > 2);
+        for o in others.filter(|o| o.defect.is_none()) {
+            r.object(&o.name).unwrap().bytes().unwrap();
+        }
+        e.to_string()
+    };
+    // A v1 B-tree chunked dataset whose layout's element size is not its type's.
+    let e = unreadable(with_byte("fill_values_default.h5", 963, 4, 0x84), "/nan");
+    assert!(
+        e.contains("chunk element size 132, the datatype's is 4"),
+        "{e}"
+    );
+    // A fill value message whose size runs past it, on a contiguous dataset.
+    let e = unreadable(
+        with_byte("keras.weights.h5", 14335, 0, 8),
+        "/layers/dense_1/vars/1",
+    );
+    assert!(
+        e.contains("fill value at byte 14336 needs 134217728 bytes"),
+        "{e}"
+    );
+    // An integer type whose bits run past its element.
+    let e = unreadable(with_byte("h5py_default.h5", 6296, 0, 8), "/i64");
+    assert!(
+        e.contains("a number type of 64 bits at bit 8 in elements of 8 bytes"),
+        "{e}"
+    );
+    // Fewer bits than the element: libhdf5 converts them; we do not read them as numbers.
+    let r = with_byte("h5py_default.h5", 6298, 64, 48).unwrap();
+    let o = r.objects().iter().find(|o| o.name == "/i64").unwrap();
+    let defect = o.defect.as_ref().unwrap();
+    assert!(
+        defect.message.contains("HDF5 numbers of 48 bits at bit 0"),
+        "{defect:?}"
+    );
+}
+
 /// The old layouts carry no checksums, but HDF5 checks a few of their fields, and refuses a
 /// file where they are damaged (found comparing both readers on h5py's `libver="earliest"`
 /// files, and h5py 3.16 with HDF5 2.0 on edited message counts): so do we.

@@ -138,7 +138,9 @@ impl File<'_> {
                 "chunks of {chunk:?} for a dataset of {dims:?}"
             )));
         }
-        if *element != size && !matches!(index, ChunkIndex::BTree(_)) || *element == 0 {
+        // libhdf5 refuses the dataset too ("stored datatype size in chunk layout does not
+        // match datatype description"), whatever its chunk index.
+        if *element != size || *element == 0 {
             return Err(Error::invalid(format!(
                 "chunk element size {element}, the datatype's is {size}"
             )));

@@ -495,7 +495,7 @@ impl<'s> File<'s> {
             lengths: 8,
         };
         let version = c.u8("superblock version")?;
-        let (offsets, lengths, root);
+        let (offsets, lengths, root, base_field, eof, eof_at);
         match version {
             0 | 1 => {
                 c.skip(4, "superblock versions")?;
@@ -508,9 +508,19 @@ impl<'s> File<'s> {
                 if version == 1 {
                     c.skip(4, "indexed storage K")?;
                 }
-                c.addr("base address")?;
-                c.addr("free-space address")?;
-                c.addr("end-of-file address")?;
+                base_field = c.addr("base address")?;
+                // libhdf5 reads this field as a superblock extension's address, which only
+                // versions 2 and 3 may have: a defined one refuses the file there.
+                let extension_at = c.at + c.pos as u64;
+                if c.addr("free-space address")?.is_some() {
+                    return Err(Error::invalid(format!(
+                        "HDF5 superblock version {version} gives a free-space (superblock \
+                         extension) address, which only versions 2 and 3 may have"
+                    ))
+                    .at(extension_at));
+                }
+                eof_at = c.at + c.pos as u64;
+                eof = c.addr("end-of-file address")?;
                 c.addr("driver information address")?;
                 // The root group's symbol table entry.
                 c.addr("root link name offset")?;
@@ -523,9 +533,10 @@ impl<'s> File<'s> {
                 c.offsets = offsets;
                 c.lengths = lengths;
                 c.skip(1, "superblock flags")?;
-                c.addr("base address")?;
+                base_field = c.addr("base address")?;
                 c.addr("superblock extension address")?;
-                c.addr("end-of-file address")?;
+                eof_at = c.at + c.pos as u64;
+                eof = c.addr("end-of-file address")?;
                 root = c.addr("root object header address")?;
                 c.skip(4, "superblock checksum")?;
                 let whole = head.get(..c.pos).unwrap_or_default();
@@ -539,6 +550,20 @@ impl<'s> File<'s> {
             }
         }
         let root = root.ok_or_else(|| Error::invalid("the superblock has no root group"))?;
+        // A file shorter than its superblock says was cut short: libhdf5 refuses it (and
+        // whatever of it still parses would read shifted or missing bytes). As libhdf5 does,
+        // the end-of-file address moves by as much as the superblock lies away from the base
+        // address it gives, in its unsigned arithmetic; an undefined address is all ones.
+        let len = source.len();
+        let (eof, base_field) = (eof.unwrap_or(u64::MAX), base_field.unwrap_or(u64::MAX));
+        let stored_eof = eof.wrapping_sub(base_field.wrapping_sub(base));
+        if u128::from(len) + u128::from(base) < u128::from(stored_eof) {
+            return Err(Error::invalid(format!(
+                "truncated HDF5 file: its end-of-file address {eof} (base address {base_field}, \
+                 superblock at {base}) is past its {len} bytes"
+            ))
+            .at(eof_at));
+        }
         Ok(File {
             source,
             base,
@@ -816,6 +841,19 @@ impl<'s> File<'s> {
         let state = self.state.clone();
         self.seen.insert_unique(h, addr, move |a| state.hash_one(a));
         let messages = self.messages(addr)?;
+        // libhdf5 tells a group by these messages and fails on an object without them
+        // ("unable to determine object type"); read as a group, it would list nothing.
+        let is_group = messages
+            .iter()
+            .any(|m| matches!(m.kind, msg::SYMBOL_TABLE | msg::LINK | msg::LINK_INFO));
+        if !is_group {
+            let group = if path.is_empty() { "/" } else { path };
+            return Err(Error::invalid(format!(
+                "the object header at address {addr} holds no group, dataset or datatype \
+                 message: HDF5 cannot tell what it is"
+            ))
+            .in_object(group));
+        }
         let mut links: Vec<(String, Link)> = Vec::new();
         for m in &messages {
             match m.kind {
@@ -881,9 +919,6 @@ impl<'s> File<'s> {
     fn object(&mut self, addr: u64, path: &str, depth: usize) -> Result<()> {
         let shown = if path.is_empty() { "/" } else { path };
         let messages = self.messages(addr).map_err(|e| e.in_object(shown))?;
-        let is_group = messages
-            .iter()
-            .any(|m| matches!(m.kind, msg::SYMBOL_TABLE | msg::LINK | msg::LINK_INFO));
         let is_dataset = messages.iter().any(|m| m.kind == msg::LAYOUT);
         if is_dataset {
             self.listed_bytes = self.listed_bytes.saturating_add(Limits::listing_cost(path));
@@ -902,7 +937,8 @@ impl<'s> File<'s> {
                 .try_reserve(1)
                 .map_err(|_| Error::out_of_memory("the list of datasets"))?;
             self.objects.push(o);
-        } else if is_group || messages.is_empty() {
+        } else if !messages.iter().any(|m| m.kind == msg::DATATYPE) {
+            // A group, or an object of no type (refused there). A named datatype is no data.
             self.group(addr, path, depth)?;
         }
         Ok(())
@@ -932,8 +968,24 @@ impl<'s> File<'s> {
             )?;
             let mut b = self.cursor(&body, body_at);
             let mut children = Vec::new();
-            for _ in 0..used {
-                b.length("B-tree key")?;
+            // Each key is a name's offset in the heap: libhdf5 looks names up by them, and
+            // fails on one past the heap ("unable to offset into local heap data block").
+            let heap_size = heap.bytes.len() as u64;
+            for i in 0..=used {
+                let key_at = b.here();
+                let key = b.length("B-tree key")?;
+                if key >= heap_size {
+                    return Err(bad_at(
+                        format!(
+                            "a group B-tree key of heap offset {key}, past the heap's \
+                             {heap_size} bytes"
+                        ),
+                        key_at,
+                    ));
+                }
+                if i == used {
+                    break;
+                }
                 if let Some(child) = b.addr("B-tree child")? {
                     children.push(child);
                 }
@@ -1040,13 +1092,56 @@ impl<'s> File<'s> {
         }
         c.skip(4, "heap version")?;
         let size = c.length("heap data size")?;
-        c.length("heap free list")?;
+        let free_list = c.length("heap free list")?;
         let data = c
             .addr("heap data address")?
             .ok_or_else(|| bad_at("local heap with no data", addr))?;
-        Ok(Heap {
-            bytes: self.read(data, size, "local heap data")?.into_owned(),
-        })
+        let bytes = self.read(data, size, "local heap data")?.into_owned();
+        self.check_free_list(&bytes, free_list, data)?;
+        Ok(Heap { bytes })
+    }
+
+    /// A local heap's free list, walked as libhdf5 walks it when it loads the heap (and
+    /// refuses the group for: "bad heap free list"): each block inside the data, with a next
+    /// offset that is not 0, until the offset 1 that ends the list. A list that loops is
+    /// refused too (libhdf5 would walk it forever).
+    fn check_free_list(&self, heap: &[u8], mut free: u64, data: u64) -> Result<()> {
+        const END: u64 = 1;
+        let len = self.lengths;
+        let size = heap.len() as u64;
+        let mut blocks = 0u64;
+        while free != END {
+            let block = usize::try_from(free)
+                .ok()
+                .and_then(|at| heap.get(at..at.checked_add(2 * len)?));
+            let Some(block) = block else {
+                return Err(bad_at(
+                    format!(
+                        "a local heap free block at offset {free} lies outside the heap's \
+                         {size} bytes of data (a bad free list)"
+                    ),
+                    data,
+                ));
+            };
+            let mut c = self.cursor(block, data + free);
+            let next = c.length("free block's next offset")?;
+            let block_size = c.length("free block size")?;
+            if next == 0 || free.checked_add(block_size).is_none_or(|end| end > size) {
+                return Err(bad_at(
+                    format!(
+                        "a local heap free block at offset {free} of {block_size} bytes, next \
+                         at {next}: not inside the heap's {size} bytes of data (a bad free list)"
+                    ),
+                    data + free,
+                ));
+            }
+            blocks += 1;
+            if blocks > size {
+                return Err(bad_at("a local heap's free list loops", data));
+            }
+            free = next;
+        }
+        Ok(())
     }
 
     /// A link message.
@@ -1295,7 +1390,8 @@ impl<'s> File<'s> {
             find(msg::DATASPACE).ok_or_else(|| Error::invalid("dataset has no dataspace"))?;
         let (dims, max_dims) = self.dataspace(&self.data(&space)?, space.at)?;
         let ty = find(msg::DATATYPE).ok_or_else(|| Error::invalid("dataset has no datatype"))?;
-        let element = self.datatype(&self.data(&ty)?, ty.at)?;
+        // A damaged datatype fails this dataset's open in libhdf5, not the file's.
+        let element = self.datatype(&self.data(&ty)?, ty.at);
         let layout = find(msg::LAYOUT).ok_or_else(|| Error::invalid("dataset has no layout"))?;
         let mut attributes = Attributes::new();
         for m in messages.iter().filter(|m| m.kind == msg::ATTRIBUTE) {
@@ -1321,8 +1417,12 @@ impl<'s> File<'s> {
             o
         };
         let (element, order) = match element {
-            Element::Numbers(e, o) => (e, o),
-            Element::Not(what) => return Ok(with_defect(Defect::not_numbers(what))),
+            Ok(Element::Numbers(e, o)) => (e, o),
+            Ok(Element::Not(what)) => return Ok(with_defect(Defect::not_numbers(what))),
+            Err(e) if e.kind() == zt_container::ErrorKind::InvalidFile => {
+                return Ok(with_defect(Defect::from_error(&e)))
+            }
+            Err(e) => return Err(e),
         };
         let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
         let bytes = count.and_then(|c| c.checked_mul(element.dtype.size() as u64));
@@ -1337,6 +1437,9 @@ impl<'s> File<'s> {
         // this dataset unreadable, not the file: HDF5 reads these only when the dataset is
         // read, so h5py lists it and fails on its read alone.
         let placed = (|| -> Result<ObjectInfo> {
+            // libhdf5 decodes the fill value when it opens the dataset, used or not, and
+            // fails on a damaged one ("ran off end of input buffer while decoding").
+            self.fill_value(find(msg::FILL_VALUE), find(msg::FILL_VALUE_OLD))?;
             let data = self.data(&layout)?;
             match self.layout(&data, layout.at)? {
                 Layout::Contiguous(None) => {
@@ -1594,6 +1697,28 @@ impl<'s> File<'s> {
             ByteOrder::Little
         };
         let class = class_version & 0x0f;
+        if matches!(class, 0 | 1 | 4) {
+            // Integers, floats and bitfields give the bits they use: libhdf5 refuses bits
+            // past the element ("integer offset+precision out of bounds") and converts the
+            // others when it reads; only full-width elements are read here as they are.
+            let offset = c.u16("bit offset")?;
+            let precision = c.u16("bit precision")?;
+            let bits = 8 * u64::from(size);
+            if u64::from(offset) + u64::from(precision) > bits {
+                return Err(bad_at(
+                    format!(
+                        "a number type of {precision} bits at bit {offset} in elements of \
+                         {size} bytes"
+                    ),
+                    at,
+                ));
+            }
+            if offset != 0 || u64::from(precision) != bits {
+                return Ok(Element::Not(format!(
+                    "HDF5 numbers of {precision} bits at bit {offset} in {size} bytes"
+                )));
+            }
+        }
         let numbers = |d: DType| Element::Numbers(ElementType::plain(d), order);
         Ok(match (class, size) {
             (0, 1) if b0 & 8 != 0 => numbers(DType::I8),
@@ -1606,7 +1731,6 @@ impl<'s> File<'s> {
             (0, 8) => numbers(DType::U64),
             (1, 2) => {
                 // f16 (5-bit exponent) or bfloat16 (8-bit): the exponent's size says.
-                c.skip(4, "bit offset and precision")?;
                 c.skip(1, "exponent location")?;
                 let exponent = c.u8("exponent size")?;
                 numbers(if exponent == 8 {
