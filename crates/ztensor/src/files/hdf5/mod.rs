@@ -199,18 +199,11 @@ fn list_from(
     file.follow_soft_links()?;
     let File {
         version,
-        mut attributes,
+        attributes,
         mut objects,
-        unread_groups,
         external,
         ..
     } = file;
-    if !unread_groups.is_empty() {
-        attributes.insert(
-            "hdf5.unread_groups".into(),
-            Attr::Array(unread_groups.into_iter().map(Attr::Text).collect()),
-        );
-    }
     if let Some(twice) = crate::listing::sort_by_name(&mut objects) {
         return Err(Error::invalid(format!("two datasets are named {twice:?}")));
     }
@@ -477,7 +470,6 @@ struct File<'s> {
     soft: Vec<(String, String)>,
     /// External links: (link path, file, object path).
     external: Vec<(String, String, String)>,
-    unread_groups: Vec<String>,
     /// Objects reached, datasets and groups: bounded by [`MAX_OBJECTS`].
     reached: usize,
     /// What the listing costs so far, against [`Limits::listing_budget`].
@@ -578,7 +570,6 @@ impl<'s> File<'s> {
             state: RandomState::default(),
             soft: Vec::new(),
             external: Vec::new(),
-            unread_groups: Vec::new(),
             reached: 0,
             listed_bytes: 0,
         })
