@@ -59,3 +59,17 @@ def test_convert_and_diff_from_python(tmp_path):
     ztio.convert(src, tmp_path / "m.zt", force=True)
     with pytest.raises(ztio.Error):
         ztio.diff(src, tmp_path / "absent.zt")
+
+
+def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
+    import ztio
+
+    # One entry encrypted (listed, unreadable), the other intact.
+    src = FIXTURES / "invalid/zip_encrypted.npz"
+    out = tmp_path / "salvaged.safetensors"
+    with pytest.raises(ztio.Error):
+        ztio.convert(src, out, progress=False)
+    assert not out.exists()
+    ztio.convert(src, out, skip_unreadable=True, progress=False)
+    with ztio.safe_open(out, "np") as f:
+        assert list(f.keys()) == ["b"]

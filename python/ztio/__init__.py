@@ -107,6 +107,8 @@ def convert(
     verify=True,
     sync=True,
     shard_size=None,
+    densify=False,
+    skip_unreadable=False,
     progress=None,
 ) -> None:
     """What ``zt convert`` does, from Python: any file, set, folder or URL ztio reads to
@@ -115,7 +117,10 @@ def convert(
     level) and ``digest`` (``"sha256"``, ``"crc32c"``, ...) for ``.zt`` output; ``force``
     replaces an existing ``dst``; ``verify=False`` skips checking the digests the input
     carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a text such as
-    ``"5GB"``) cuts a set's shards when ``dst`` is an index. The same code as the ``zt`` tool: it writes its
+    ``"5GB"``) cuts a set's shards when ``dst`` is an index; ``densify`` writes sparse objects
+    dense and quantized ones as f32; ``skip_unreadable`` leaves out, each named on stderr, the
+    objects the input lists but cannot read (damaged entries), which otherwise fail the
+    conversion. The same code as the ``zt`` tool: it writes its
     notes to stderr, and raises :class:`ztio.Error` when the tool fails (its message on
     stderr). Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was. ``progress``:
     see :mod:`ztio._progress` (a tqdm bar where a person watches, ``False`` for none, or a
@@ -138,6 +143,10 @@ def convert(
         args.append("--no-sync")
     if shard_size is not None:
         args += ["--shard-size", str(shard_size)]
+    if densify:
+        args.append("--densify")
+    if skip_unreadable:
+        args.append("--skip-unreadable")
     status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
     if status:
         raise Error(f"zt convert failed with status {status} (its message is on stderr)")

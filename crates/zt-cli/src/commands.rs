@@ -38,6 +38,21 @@ fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
     }
 }
 
+/// Whether `o` is left out as unreadable (`--skip-unreadable`), saying so on stderr.
+fn left_out_unreadable(input: &Path, o: &ObjectInfo, skip_unreadable: bool) -> bool {
+    match (&o.defect, skip_unreadable) {
+        (Some(d), true) => {
+            eprintln!(
+                "zt: note: {}: object {:?} left out, unreadable: {d}",
+                input.display(),
+                o.name
+            );
+            true
+        }
+        _ => false,
+    }
+}
+
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
@@ -546,6 +561,7 @@ pub fn convert(
     digest: Option<DigestArg>,
     mag_version: MagVersion,
     densify: bool,
+    skip_unreadable: bool,
 ) -> Outcome {
     if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
         return Err(Failure::Usage(
@@ -553,8 +569,12 @@ pub fn convert(
         ));
     }
     let r = open(input)?;
-    for o in r.objects() {
-        skip_with_note(input, o);
+    // The objects written: all but the skipped (not numbers) and, when asked, the unreadable.
+    let mut views = Vec::with_capacity(r.len());
+    for o in r.iter() {
+        if !skip_with_note(input, &o) && !left_out_unreadable(input, &o, skip_unreadable) {
+            views.push(o);
+        }
     }
     // A digest that does not match is the input's fault; anything else names the output.
     let in_file = |e: ztensor::Error| {
@@ -570,8 +590,9 @@ pub fn convert(
             let version = mag_version.into();
             // The library writes the whole file in one call: a spinner, not a byte count.
             let bar = spinner("convert to .mag", total_stored(&r));
-            let done = ztensor::write_mag(
-                &r,
+            let done = convert::write_mag_views(
+                &views,
+                r.attributes(),
                 output,
                 MagOptions {
                     version,
@@ -584,13 +605,20 @@ pub fn convert(
         }
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
-            let done = ztensor::write_safetensors_with(&r, output, densify, durability());
+            let done = convert::write_safetensors_views(
+                &views,
+                r.attributes(),
+                output,
+                densify,
+                durability(),
+            );
             bar.finish_and_clear();
             done.map_err(in_file)
         }
         Kind::Gguf => {
             let bar = spinner("convert to .gguf", total_stored(&r));
-            let done = ztensor::write_gguf_with(&r, output, densify, durability());
+            let done =
+                convert::write_gguf_views(&views, r.attributes(), output, densify, durability());
             bar.finish_and_clear();
             done.map_err(in_file)
         }
@@ -607,7 +635,7 @@ pub fn convert(
             let bar = progress(total_stored(&r), "convert");
             for o in in_write_order(&r, version) {
                 let o = o.map_err(in_file)?;
-                if o.skipped().is_some() {
+                if o.skipped().is_some() || (skip_unreadable && o.defect.is_some()) {
                     continue;
                 }
                 if densify {
@@ -624,6 +652,7 @@ pub fn convert(
 }
 
 /// `zt convert --shard-size`: a sharded v2 model.
+#[allow(clippy::too_many_arguments)] // the command's options, as `main` parsed them
 pub fn convert_sharded(
     input: &Path,
     output: &Path,
@@ -632,6 +661,7 @@ pub fn convert_sharded(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
+    skip_unreadable: bool,
 ) -> Outcome {
     let version = match version {
         Some(v) if v.is_v2() => v,
@@ -647,6 +677,9 @@ pub fn convert_sharded(
         ));
     }
     let r = open(input)?;
+    for o in r.objects() {
+        left_out_unreadable(input, o, skip_unreadable);
+    }
     let options = ztensor::convert::ShardOptions {
         max_shard_size,
         convert: ConvertOptions {
@@ -658,6 +691,7 @@ pub fn convert_sharded(
                 Some(DigestArg::Crc32c) => Keep::Always(DigestAlgorithm::Crc32c),
                 _ => Keep::Source,
             },
+            skip_unreadable,
             ..Default::default()
         },
     };
@@ -703,12 +737,7 @@ pub fn upgrade(
         if skip_with_note(input, &o) {
             continue;
         }
-        if let (true, Some(d)) = (skip_unreadable, &o.defect) {
-            eprintln!(
-                "zt: note: {}: object {:?} left out, unreadable: {d}",
-                input.display(),
-                o.name
-            );
+        if left_out_unreadable(input, &o, skip_unreadable) {
             continue;
         }
         convert::copy_object(o, &mut w, opts).map_err(|e| e.in_file(input))?;

@@ -206,6 +206,10 @@ enum Command {
         /// shards beside a .zt root, or an index with .safetensors/.zt shards.
         #[arg(long, value_name = "SIZE", value_parser = common::byte_size)]
         shard_size: Option<u64>,
+        /// Leave out the objects the input lists but cannot read (damaged entries), each
+        /// named on stderr, and write the rest: to salvage a damaged file (one input file).
+        #[arg(long)]
+        skip_unreadable: bool,
         #[command(flatten)]
         writing: Writing,
     },
@@ -465,6 +469,7 @@ fn run(command: Command) -> Outcome {
             densify,
             compact,
             shard_size,
+            skip_unreadable,
             writing,
         } => {
             let input = resolve(input)?;
@@ -482,6 +487,11 @@ fn run(command: Command) -> Outcome {
             // The conversion into a local path; `force` already settled for it.
             let run = |output: &std::path::Path, force: bool| {
                 if sets::handles_convert(&input, output, kind, shard_size) {
+                    if skip_unreadable {
+                        return Err(Failure::Usage(
+                            "--skip-unreadable converts one input file into one output file".into(),
+                        ));
+                    }
                     return sets::convert_command(
                         &input,
                         output,
@@ -498,7 +508,14 @@ fn run(command: Command) -> Outcome {
                 check_output(output, force)?;
                 if let Some(size) = shard_size {
                     return commands::convert_sharded(
-                        &input, output, version, size, compress, digest, densify,
+                        &input,
+                        output,
+                        version,
+                        size,
+                        compress,
+                        digest,
+                        densify,
+                        skip_unreadable,
                     );
                 }
                 commands::convert(
@@ -510,6 +527,7 @@ fn run(command: Command) -> Outcome {
                     digest,
                     mag_version,
                     densify,
+                    skip_unreadable,
                 )
             };
             #[cfg(feature = "remote")]

@@ -405,6 +405,29 @@ fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
     assert_eq!(names.lines().count(), 12, "{names}");
     assert!(!names.lines().any(|n| n == "csr"));
     assert_eq!(code(&zt(&["verify", out_s])), 0);
+
+    // `convert` takes the flag too (the views writers: .safetensors; the object loop: .zt).
+    for (name, options) in [
+        ("salvaged_v2.zt", &["--densify"][..]),
+        ("salvaged.safetensors", &["--densify"][..]),
+    ] {
+        let out = dir.path().join(name);
+        let out_s = out.to_str().unwrap();
+        let plain = [&["convert", damaged, out_s][..], options].concat();
+        assert_clean_error(&zt(&plain), 1, why);
+        assert!(!out.exists(), "{name}");
+        let salvage = [
+            &["convert", "--skip-unreadable", damaged, out_s][..],
+            options,
+        ]
+        .concat();
+        let salvaged = zt(&salvage);
+        assert_eq!(code(&salvaged), 0, "{name}: {}", stderr(&salvaged));
+        assert!(stderr(&salvaged).contains("object \"csr\" left out, unreadable"));
+        let names = stdout(&zt(&["ls", out_s]));
+        assert!(names.lines().count() > 3, "{name}: {names}");
+        assert!(!names.lines().any(|n| n == "csr"), "{name}");
+    }
 }
 
 #[test]
