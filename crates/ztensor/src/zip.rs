@@ -197,14 +197,15 @@ pub(crate) enum Rules {
     Zipfile,
 }
 
-/// An archive's entries, and how far its offsets were moved to find them.
+/// An archive's entries, and whether Python's `zipfile` would find the same ones.
 #[derive(Debug)]
 pub(crate) struct Archive {
     /// In central directory order.
     pub entries: Vec<Entry>,
     /// Whether Python's `zipfile` finds these entries too: read by its rules, or by miniz's
-    /// with the directory ending where the records after it start and no record needing a
-    /// zip newer than 6.3. When not, an archive zipfile reads is read again by its rules.
+    /// with the directory ending where the records after it start, no record needing a zip
+    /// newer than 6.3 and every name ASCII or flagged UTF-8 (zipfile decodes others as code
+    /// page 437). When not, an archive zipfile reads is read again by its rules.
     pub zipfile_agrees: bool,
 }
 
