@@ -191,9 +191,9 @@ pub(crate) enum Rules {
     Miniz,
     /// Python's `zipfile` (numpy's `.npz`, Keras): the directory ends where the end record (or
     /// the zip64 one) starts, and every local header offset moves by as much as the
-    /// directory did; records are read to the directory's size; disk numbers and counts in a
-    /// plain end record are not looked at; a record needing a zip version above 6.3 refuses
-    /// the archive.
+    /// directory did; records are read to the directory's size (the last one's fields short
+    /// where they run past it); disk numbers and counts in a plain end record are not looked
+    /// at; a record needing a zip version above 6.3 refuses the archive.
     Zipfile,
 }
 
@@ -291,7 +291,10 @@ pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
     }
     // The records must fill the directory: Python's zipfile reads records until the
     // directory's end, and refuses an archive whose last one is cut short.
-    if at as u64 != dir.size {
+    // Records must fill the directory (zipfile reads what is left as one more record); by
+    // zipfile's rules the last may run past it.
+    let past_end = at as u64 > dir.size && rules == Rules::Zipfile;
+    if at as u64 != dir.size && !past_end {
         return Err(bad(format!(
             "the central directory's {} records take {at} of its {} bytes",
             out.len(),
@@ -507,18 +510,23 @@ fn central_record(cd: &[u8], at: usize, abs: u64, rules: Rules) -> Result<(Entry
     let name_at = CENTRAL_LEN as usize;
     let extra_at = name_at + name_len;
     let next_rel = extra_at + extra_len + comment_len;
-    let (Some(name), Some(extra)) = (
-        rec.get(name_at..extra_at),
-        rec.get(extra_at..extra_at + extra_len),
-    ) else {
+    // zipfile reads the last record's fields short when they run past the directory (and
+    // stops there: its loop runs while it is inside); miniz refuses the record.
+    let field = |from: usize, len: usize| match rules {
+        Rules::Miniz => rec.get(from..from + len),
+        Rules::Zipfile => rec.get(from.min(rec.len())..(from + len).min(rec.len())),
+    };
+    let (Some(name), Some(extra)) = (field(name_at, name_len), field(extra_at, extra_len)) else {
         return Err(bad("central directory record runs past the directory").at(abs));
     };
-    if rec.len() < next_rel {
+    if rec.len() < next_rel && rules == Rules::Miniz {
         return Err(bad("central directory record runs past the directory").at(abs));
     }
-    if name_len > MAX_ZIP_NAME_LEN {
+    // The bytes taken (a name read short is only what is left of the directory).
+    if name.len() > MAX_ZIP_NAME_LEN {
         return Err(Error::limit(format!(
-            "zip entry name of {name_len} bytes exceeds the cap of {MAX_ZIP_NAME_LEN}"
+            "zip entry name of {} bytes exceeds the cap of {MAX_ZIP_NAME_LEN}",
+            name.len()
         ))
         .at(abs));
     }

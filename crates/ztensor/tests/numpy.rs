@@ -276,6 +276,16 @@ fn an_npz_is_read_by_python_zipfile_rules() {
     assert_eq!(&r.object("a").unwrap().bytes().unwrap()[..], &[1, 2]);
     assert_eq!(&r.object("b").unwrap().bytes().unwrap()[..], &[1, 2]);
 
+    // The last record's name runs past the directory: zipfile reads it short ("b.npy",
+    // all that is left), which its local header matches.
+    let mut long_name = zip.clone();
+    let last = (0..long_name.len() - 4)
+        .rfind(|&i| &long_name[i..i + 4] == b"PK\x01\x02")
+        .unwrap();
+    long_name[last + 28] += 100;
+    let r = OpenOptions::new().open_bytes(long_name).unwrap();
+    assert_eq!(&r.object("b").unwrap().bytes().unwrap()[..], &[1, 2]);
+
     let pt = checkpoint::checkpoint(4, 0, &[4], &[1], false);
     let first_data = (30..pt.len() - 4)
         .find(|&i| &pt[i..i + 4] == b"PK\x03\x04")
