@@ -346,28 +346,29 @@ fn zip_entries(source: &Source, head: &[u8]) -> Result<(Vec<zip::Entry>, Option<
         sniff(head, source.len(), &names)
     };
     let python = |kind| matches!(kind, Some(FileKind::Npz | FileKind::Keras));
-    let by_miniz = zip::entries_by(source, Rules::Miniz);
-    if let Ok(archive) = &by_miniz {
-        let kind = kind_of(&archive.entries);
-        if archive.zipfile_agrees || !python(kind) {
-            let archive = by_miniz?;
-            return Ok((archive.entries, kind));
+    let by_miniz = zip::entries_by(source, Rules::Miniz).map(|a| {
+        let kind = kind_of(&a.entries);
+        (a, kind)
+    });
+    if let Ok((archive, kind)) = &by_miniz {
+        if archive.zipfile_agrees || !python(*kind) {
+            return by_miniz.map(|(a, kind)| (a.entries, kind));
         }
     }
     // Either miniz's rules refused the archive, or they read what zipfile does not: the
     // archive is zipfile's if its entries, as zipfile finds them, make it an `.npz` or Keras
     // archive. Otherwise miniz's answer stands.
     match zip::entries_by(source, Rules::Zipfile) {
-        Ok(archive) if python(kind_of(&archive.entries)) => {
+        Ok(archive) => {
             let kind = kind_of(&archive.entries);
-            Ok((archive.entries, kind))
+            if python(kind) {
+                return Ok((archive.entries, kind));
+            }
         }
-        Err(e) if by_miniz.is_ok() => Err(e),
-        _ => by_miniz.map(|a| {
-            let kind = kind_of(&a.entries);
-            (a.entries, kind)
-        }),
+        Err(e) if by_miniz.is_ok() => return Err(e),
+        Err(_) => {}
     }
+    by_miniz.map(|(a, kind)| (a.entries, kind))
 }
 
 #[cfg(test)]

@@ -1694,8 +1694,8 @@ impl<'s> File<'s> {
             // others when it reads; only full-width elements are read here as they are.
             let offset = c.u16("bit offset")?;
             let precision = c.u16("bit precision")?;
-            let bits = 8 * u64::from(size);
-            if u64::from(offset) + u64::from(precision) > bits {
+            let element_bits = 8 * u64::from(size);
+            if u64::from(offset) + u64::from(precision) > element_bits {
                 return Err(bad_at(
                     format!(
                         "a number type of {precision} bits at bit {offset} in elements of \
@@ -1704,7 +1704,7 @@ impl<'s> File<'s> {
                     at,
                 ));
             }
-            if offset != 0 || u64::from(precision) != bits {
+            if offset != 0 || u64::from(precision) != element_bits {
                 return Ok(Element::Not(format!(
                     "HDF5 numbers of {precision} bits at bit {offset} in {size} bytes"
                 )));
