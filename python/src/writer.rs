@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use ztensor::container::AtomicFile;
 use ztensor::convert::{write_safetensors_tensors, SafetensorsTensor};
 use ztensor::{
@@ -178,19 +180,19 @@ impl Writer {
 }
 
 /// Writes arrays as a `.safetensors` file at `path`, crash-safely: `tensors` is a list of
-/// `(name, dtype, logical, shape, buffer)`, `metadata` text pairs for `__metadata__`.
+/// `(name, dtype, logical, shape, data)` (`data` a C-contiguous numpy array of the bytes;
+/// `shape` `None` for the array's own), `metadata` text pairs for `__metadata__`.
 #[pyfunction]
 #[pyo3(signature = (tensors, metadata, path, *, sync = true))]
-#[allow(clippy::type_complexity)]
 pub fn save_safetensors(
     py: Python<'_>,
-    tensors: Vec<PyTensor<'_>>,
+    tensors: &Bound<'_, PyAny>,
     metadata: BTreeMap<String, String>,
     path: PathBuf,
     sync: bool,
 ) -> PyResult<()> {
-    let buffers = held_buffers(py, &tensors)?;
-    let planned = planned_tensors(py, &tensors, &buffers)?;
+    let mut held = HeldTensors::of(py, tensors)?;
+    let planned = held.planned();
     let durability = if sync {
         Durability::Synced
     } else {
@@ -204,56 +206,117 @@ pub fn save_safetensors(
 /// The bytes of a `.safetensors` file holding `tensors` (as [`save_safetensors`] takes them):
 /// safetensors' `save`.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
 pub fn safetensors_bytes<'py>(
     py: Python<'py>,
-    tensors: Vec<PyTensor<'py>>,
+    tensors: &Bound<'py, PyAny>,
     metadata: BTreeMap<String, String>,
 ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-    let buffers = held_buffers(py, &tensors)?;
-    let planned = planned_tensors(py, &tensors, &buffers)?;
+    let mut held = HeldTensors::of(py, tensors)?;
+    let planned = held.planned();
     let bytes = py
         .detach(|| ztensor::convert::safetensors_bytes(&planned, &metadata))
         .py_err(py)?;
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
 
-/// One tensor as Python hands it to the safetensors writers: name, dtype, logical type,
-/// shape, and a buffer of its bytes.
-type PyTensor<'py> = (String, String, Option<String>, Vec<u64>, Bound<'py, PyAny>);
-
-/// Each tensor's buffer, held (pinned) while it is written; C-contiguous ones only.
-fn held_buffers(py: Python<'_>, tensors: &[PyTensor<'_>]) -> PyResult<Vec<PyBuffer<u8>>> {
-    let mut buffers = Vec::with_capacity(tensors.len());
-    for (_, _, _, _, data) in tensors {
-        let buffer = PyBuffer::<u8>::get(data)?;
-        if !buffer.is_c_contiguous() {
-            return Err(argument(py, "data must be a C-contiguous buffer"));
-        }
-        buffers.push(buffer);
-    }
-    Ok(buffers)
+/// The tensors Python hands the safetensors writers, each `(name, dtype, logical, shape,
+/// data)` with `data` a C-contiguous numpy array of the bytes, held for as long as they are
+/// written. Per tensor this keeps what the writer needs and no more (a million tiny
+/// tensors are a million of everything): the name shared with Python's string, the shape,
+/// and a pointer to bytes that stay where they are.
+struct HeldTensors<'py> {
+    names: Vec<PyBackedStr>,
+    /// Element type, shape and bytes of each, beside `names`.
+    rest: Vec<(ElementType, Vec<u64>, BorrowedBytes)>,
+    /// The numpy arrays the bytes are in, a reference each: kept alive while written.
+    arrays: Vec<Bound<'py, PyAny>>,
 }
 
-/// The tensors with their element types and bytes, as the safetensors writers take them.
-fn planned_tensors<'a>(
-    py: Python<'_>,
-    tensors: &'a [PyTensor<'_>],
-    buffers: &'a [PyBuffer<u8>],
-) -> PyResult<Vec<SafetensorsTensor<'a>>> {
-    let mut planned = Vec::with_capacity(tensors.len());
-    for ((name, dtype, logical, shape, _), buffer) in tensors.iter().zip(buffers) {
-        let element = ztensor::DType::from_name(dtype)
-            .ok_or_else(|| argument(py, format!("unknown dtype {dtype:?}")))
-            .and_then(|d| ElementType::with_type(d, logical.as_deref()).py_err(py))?;
-        planned.push(SafetensorsTensor {
-            name,
-            element,
-            shape: shape.clone(),
-            bytes: buffer_bytes(buffer),
-        });
+/// Where a held tensor's bytes are.
+#[derive(Clone, Copy)]
+struct BorrowedBytes {
+    start: *const u8,
+    len: usize,
+}
+
+impl<'py> HeldTensors<'py> {
+    fn of(py: Python<'py>, tensors: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let count = tensors.len()?;
+        let mut held = HeldTensors {
+            names: Vec::with_capacity(count),
+            rest: Vec::with_capacity(count),
+            arrays: Vec::with_capacity(count),
+        };
+        for item in tensors.try_iter()? {
+            let (name, dtype, logical, shape, data): (
+                PyBackedStr,
+                PyBackedStr,
+                Option<PyBackedStr>,
+                Option<Vec<u64>>,
+                Bound<'py, PyAny>,
+            ) = item?.extract()?;
+            let element = ztensor::DType::from_name(&dtype)
+                .ok_or_else(|| argument(py, format!("unknown dtype {:?}", &*dtype)))
+                .and_then(|d| ElementType::with_type(d, logical.as_deref()).py_err(py))?;
+            let (shape, bytes) = held.hold(py, data, shape)?;
+            held.names.push(name);
+            held.rest.push((element, shape, bytes));
+        }
+        Ok(held)
     }
-    Ok(planned)
+
+    /// Holds `data`, a numpy array, and says where its bytes are: the array's own pointer,
+    /// not a buffer export (which numpy answers by allocating a description it keeps until
+    /// the array goes). The shape is `shape`, or when `None` the array's own.
+    fn hold(
+        &mut self,
+        py: Python<'py>,
+        data: Bound<'py, PyAny>,
+        shape: Option<Vec<u64>>,
+    ) -> PyResult<(Vec<u64>, BorrowedBytes)> {
+        let array = data
+            .cast::<PyUntypedArray>()
+            .map_err(|_| argument(py, "data must be a numpy array"))?;
+        if !array.is_c_contiguous() {
+            return Err(argument(py, "data must be a C-contiguous array"));
+        }
+        let shape = shape.unwrap_or_else(|| array.shape().iter().map(|&d| d as u64).collect());
+        let len = array
+            .len()
+            .checked_mul(array.dtype().itemsize())
+            .ok_or_else(|| argument(py, "array exceeds the address space"))?;
+        // SAFETY: a numpy array object's `data` points at its `len x itemsize` bytes
+        // (contiguous, checked above) for as long as the array lives, which the reference
+        // kept in `arrays` makes at least as long as these bytes are read.
+        let start = unsafe {
+            (*numpy::npyffi::_PyArray_GET_ITEM_DATA(array.as_array_ptr())).data as *const u8
+        };
+        self.arrays.push(data);
+        Ok((shape, BorrowedBytes { start, len }))
+    }
+
+    /// The tensors as the library's safetensors writers take them (once: element types
+    /// and shapes move there).
+    fn planned(&mut self) -> Vec<SafetensorsTensor<'_>> {
+        let rest = std::mem::take(&mut self.rest);
+        self.names
+            .iter()
+            .zip(rest)
+            .map(|(name, (element, shape, bytes))| SafetensorsTensor {
+                name,
+                element,
+                shape,
+                bytes: if bytes.len == 0 {
+                    &[]
+                } else {
+                    // SAFETY: the bytes of an array held by `self` for the
+                    // borrow; another thread writing the array while it is saved is the
+                    // caller's race, as with any buffer consumer.
+                    unsafe { std::slice::from_raw_parts(bytes.start, bytes.len) }
+                },
+            })
+            .collect()
+    }
 }
 
 /// The bytes of a held, C-contiguous u8 buffer.
@@ -261,5 +324,8 @@ fn buffer_bytes(buffer: &PyBuffer<u8>) -> &[u8] {
     // SAFETY: the buffer is held (its exporter pinned) for as long as the borrow; a u8 buffer
     // is `len_bytes` readable bytes. Another thread writing the array while it is saved is
     // the caller's race, as with any buffer consumer.
+    if buffer.len_bytes() == 0 {
+        return &[]; // the pointer of an empty buffer may be null
+    }
     unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) }
 }

@@ -3,6 +3,7 @@ same bytes as the Rust writer."""
 
 import os
 import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -241,3 +242,25 @@ def test_verify_true_checks_a_zero_copy_read(tmp_path):
     # An unmapped read copies every byte, and checks what it copies.
     with ztio.open(bad, unmapped=True) as f, pytest.raises(ztio.ChecksumError):
         f.get_tensor("a")
+
+
+def test_a_million_tiny_tensors_cost_little_more_than_their_listing(tmp_path):
+    # Memory per tensor of a .safetensors save, in a process of its own (peak resident size
+    # only grows): about 420 bytes here, where safetensors 0.8 takes about 520 and ztio took
+    # about 1,070 when each tensor's shape, name, type and buffer export were copied over.
+    probe = (
+        "import resource, sys, numpy as np, ztio.numpy\n"
+        "n = 200_000\n"
+        "tensors = {f'layer.{i}.w': np.full(4, i, np.float32) for i in range(n)}\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "ztio.numpy.save_file(tensors, sys.argv[1])\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print((after - before) * 1024 / n)\n"
+    )
+    out = tmp_path / "many.safetensors"
+    run = subprocess.run([sys.executable, "-c", probe, str(out)], check=True, capture_output=True, text=True)
+    per_tensor = float(run.stdout)
+    assert per_tensor < 600, f"{per_tensor:.0f} bytes of memory per tensor saved"
+    with ztio.open(out) as f:
+        assert len(f.keys()) == 200_000
+        assert f["layer.199999.w"].tolist() == [199999.0] * 4

@@ -35,15 +35,22 @@ def _level(compression: Union[None, bool, int]) -> Optional[int]:
     raise ArgumentError(f"compression must be None, True or a zstd level 1-22, not {compression!r}")
 
 
-def _prepared(array: Any) -> Tuple[Tuple[str, Optional[str]], Tuple[int, ...], np.ndarray]:
-    """An array's element type, shape, and its bytes as a flat uint8 array (a view when the
-    array is already little-endian and C-contiguous)."""
+def _little_endian_row_major(array: Any) -> Tuple[Tuple[str, Optional[str]], np.ndarray]:
+    """An array's element type, and the array in little-endian row-major order (itself
+    when it already is)."""
     a = np.asarray(array)
     element = element_of(a.dtype)
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
     if not a.flags.c_contiguous:
         a = a.copy(order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
+    return element, a
+
+
+def _prepared(array: Any) -> Tuple[Tuple[str, Optional[str]], Tuple[int, ...], np.ndarray]:
+    """An array's element type, shape, and its bytes as a flat uint8 array (a view when the
+    array is already little-endian and C-contiguous)."""
+    element, a = _little_endian_row_major(array)
     return element, a.shape, a.reshape(-1).view(np.uint8)
 
 
@@ -163,11 +170,14 @@ def _text_metadata(metadata: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     return meta
 
 
-def _safetensors_items(tensors: Mapping[str, Any]) -> List[Tuple[str, str, Optional[str], List[int], np.ndarray]]:
+def _safetensors_items(tensors: Mapping[str, Any]) -> List[Tuple[str, str, Optional[str], None, np.ndarray]]:
+    """``(name, dtype, logical, None, array)`` for each, as the native writers take them
+    (``None``: the shape is the array's). No object per tensor beyond the tuple where the
+    array is already little-endian and C-contiguous: a million tiny tensors stay small."""
     items = []
     for name in sorted(tensors):
-        (dtype, logical), shape, data = _prepared(tensors[name])
-        items.append((name, dtype, logical, list(shape), data))
+        (dtype, logical), a = _little_endian_row_major(tensors[name])
+        items.append((name, dtype, logical, None, a))
     return items
 
 

@@ -569,7 +569,10 @@ pub fn convert(
         ));
     }
     let r = open(input)?;
-    // The objects written: all but the skipped (not numbers) and, when asked, the unreadable.
+    // The objects written: all but the skipped (not numbers) and, when asked, the unreadable;
+    // each left out is named once, here.
+    let left_out =
+        |o: &ObjectInfo| o.skipped().is_some() || (skip_unreadable && o.defect.is_some());
     let mut views = Vec::with_capacity(r.len());
     for o in r.iter() {
         if !skip_with_note(input, &o) && !left_out_unreadable(input, &o, skip_unreadable) {
@@ -635,7 +638,7 @@ pub fn convert(
             let bar = progress(total_stored(&r), "convert");
             for o in in_write_order(&r, version) {
                 let o = o.map_err(in_file)?;
-                if o.skipped().is_some() || (skip_unreadable && o.defect.is_some()) {
+                if left_out(&o) {
                     continue;
                 }
                 if densify {

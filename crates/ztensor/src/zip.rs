@@ -254,11 +254,14 @@ pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
         None => (at as u64) < dir.size,
     } {
         let abs = dir.offset + at as u64;
-        let (mut entry, next) = central_record(&cd, at, abs, rules)?;
-        let version = cd.get(at + 6).copied().unwrap_or(0);
+        let Record {
+            mut entry,
+            next,
+            version,
+            name_flagged_utf8,
+        } = central_record(&cd, at, abs, rules)?;
         newest_version = newest_version.max(version);
-        let flags = Fields(cd.get(at..).unwrap_or_default()).u16(8);
-        names_decode_alike &= entry.name.is_ascii() || flags & FLAG_UTF8 != 0;
+        names_decode_alike &= entry.name.is_ascii() || name_flagged_utf8;
         if rules == Rules::Zipfile {
             // zipfile refuses the whole archive for a record that needs a newer zip.
             if version > 63 {
@@ -289,8 +292,6 @@ pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
         out.push(entry);
         at = next;
     }
-    // The records must fill the directory: Python's zipfile reads records until the
-    // directory's end, and refuses an archive whose last one is cut short.
     // Records must fill the directory (zipfile reads what is left as one more record); by
     // zipfile's rules the last may run past it.
     let past_end = at as u64 > dir.size && rules == Rules::Zipfile;
@@ -481,9 +482,20 @@ fn check_directory(dir: Directory) -> Result<Directory> {
     Ok(dir)
 }
 
-/// One central directory record at `at` in `cd` (`abs` in the file): the entry (its data
-/// offset not yet known) and where the next record starts.
-fn central_record(cd: &[u8], at: usize, abs: u64, rules: Rules) -> Result<(Entry, usize)> {
+/// What one central directory record says.
+struct Record {
+    /// The entry, its data offset not yet known.
+    entry: Entry,
+    /// Where the next record starts in the directory.
+    next: usize,
+    /// The zip version needed to extract (major x 10 + minor).
+    version: u8,
+    /// Whether flag bit 11 says the name is UTF-8.
+    name_flagged_utf8: bool,
+}
+
+/// One central directory record at `at` in `cd` (`abs` in the file).
+fn central_record(cd: &[u8], at: usize, abs: u64, rules: Rules) -> Result<Record> {
     let rec = cd.get(at..).unwrap_or_default();
     let f = Fields(rec);
     if rec.len() < CENTRAL_LEN as usize {
@@ -583,7 +595,12 @@ fn central_record(cd: &[u8], at: usize, abs: u64, rules: Rules) -> Result<(Entry
         crc32: f.u32(16),
         damage: damage.map(|e| Damage::of(&e.at(abs))),
     };
-    Ok((entry, at + next_rel))
+    Ok(Record {
+        entry,
+        next: at + next_rel,
+        version: rec.get(6).copied().unwrap_or(0),
+        name_flagged_utf8: flags & FLAG_UTF8 != 0,
+    })
 }
 
 /// General purpose flag bit 11: the name is UTF-8.

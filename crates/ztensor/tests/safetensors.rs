@@ -421,3 +421,71 @@ fn a_header_that_starts_with_whitespace_is_read_as_the_crate_reads_it() {
     assert_eq!(*r.version(), ztensor::FileVersion::Safetensors);
     assert_eq!(r.object("w").unwrap().read_f32().unwrap(), vec![1.5]);
 }
+
+#[test]
+fn tensors_held_in_memory_are_written_as_the_crate_writes_them() {
+    use ztensor::convert::{safetensors_bytes, SafetensorsTensor};
+    use ztensor::{DType, ElementType};
+    let wide = [1.0f64, -2.0, 3.5];
+    let narrow = [7u8, 8];
+    let half = [0x3c00u16, 0x4000, 0x4200, 0x4400];
+    let held = |name, d, shape: Vec<u64>, bytes| SafetensorsTensor {
+        name,
+        element: ElementType::plain(d),
+        shape,
+        bytes,
+    };
+    // Out of the crate's order (dtype alignment, then name) on purpose.
+    let tensors = [
+        held("b.narrow", DType::U8, vec![2], &narrow[..]),
+        held(
+            "a.half",
+            DType::F16,
+            vec![2, 2],
+            bytemuck::cast_slice(&half),
+        ),
+        held("c.wide", DType::F64, vec![3], bytemuck::cast_slice(&wide)),
+        held("d.empty", DType::F32, vec![0, 4], &[][..]),
+    ];
+    let ours = safetensors_bytes(&tensors, &Default::default()).unwrap();
+    let views: Vec<(&str, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .map(|t| {
+            let dtype = match t.element.dtype {
+                DType::U8 => safetensors::Dtype::U8,
+                DType::F16 => safetensors::Dtype::F16,
+                DType::F64 => safetensors::Dtype::F64,
+                _ => safetensors::Dtype::F32,
+            };
+            let shape = t.shape.iter().map(|&d| d as usize).collect();
+            (
+                t.name,
+                safetensors::tensor::TensorView::new(dtype, shape, t.bytes).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ours, safetensors::serialize(views, None).unwrap());
+
+    // The same name twice is refused, naming it, also when the two differ in type (the
+    // crate's order would not put them side by side).
+    let twice = [
+        held("w", DType::F64, vec![3], bytemuck::cast_slice(&wide)),
+        held("x", DType::U8, vec![2], &narrow[..]),
+        held("w", DType::U8, vec![2], &narrow[..]),
+    ];
+    let e = safetensors_bytes(&twice, &Default::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(
+        e.to_string().contains("same name") && e.to_string().contains("\"w\""),
+        "{e}"
+    );
+
+    // Bytes that do not match the shape are refused before anything is written.
+    let short = [held("w", DType::F64, vec![4], bytemuck::cast_slice(&wide))];
+    let e = safetensors_bytes(&short, &Default::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("has 24 bytes, but its shape and type take 32"),
+        "{e}"
+    );
+}

@@ -17,12 +17,17 @@ use crate::reader::Reader;
 use crate::view::ObjectView;
 
 /// One tensor of a `.safetensors` file being written, planned from the listing alone.
+/// Borrows name and shape from what it was planned from: a million tiny tensors must not
+/// cost a million more allocations.
 struct Tensor<'a> {
     name: &'a str,
     dtype: Dtype,
-    shape: Vec<usize>,
+    /// Every dimension fits a `usize` (checked when planned).
+    shape: &'a [u64],
     /// Bytes of its dense form, from the shape and type.
     len: u64,
+    /// Its position in the caller's list, where its bytes come from.
+    position: usize,
 }
 
 /// Writes every object of `reader` as a `.safetensors` file at `output`, crash-safely. File
@@ -86,18 +91,15 @@ pub(crate) fn safetensors_views_staged(
         };
     }
     let mut tensors = Vec::with_capacity(views.len());
-    let mut by_name: std::collections::HashMap<&str, &ObjectView<'_>> =
-        std::collections::HashMap::with_capacity(views.len());
-    for view in views {
+    for (position, view) in views.iter().enumerate() {
         let obj = view.info();
-        tensors.push(safetensors_tensor(obj, densify).map_err(|e| e.in_object(&obj.name))?);
-        if by_name.insert(obj.name.as_str(), view).is_some() {
-            return Err(Error::argument("two objects have the same name").in_object(&obj.name));
-        }
+        tensors
+            .push(safetensors_tensor(obj, densify, position).map_err(|e| e.in_object(&obj.name))?);
     }
+    refuse_repeated_names(&tensors, "two objects have the same name")?;
     write_planned(output, durability, &meta, tensors, |t| {
-        let view = by_name
-            .get(t.name)
+        let view = views
+            .get(t.position)
             .ok_or_else(|| Error::argument("an object vanished").in_object(t.name))?;
         Ok(view.for_copy().dense_form()?.0)
     })
@@ -197,8 +199,8 @@ fn write_tensors_to<'t>(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let mut planned = Vec::with_capacity(tensors.len());
-    for t in tensors {
-        let p = plan(t.name, &t.element, &t.shape).map_err(|e| e.in_object(t.name))?;
+    for (position, t) in tensors.iter().enumerate() {
+        let p = plan(t.name, &t.element, &t.shape, position).map_err(|e| e.in_object(t.name))?;
         if p.len != t.bytes.len() as u64 {
             return Err(Error::argument(format!(
                 "has {} bytes, but its shape and type take {}",
@@ -209,17 +211,24 @@ fn write_tensors_to<'t>(
         }
         planned.push(p);
     }
-    let bytes: std::collections::HashMap<&str, &[u8]> =
-        tensors.iter().map(|t| (t.name, t.bytes)).collect();
-    if bytes.len() != tensors.len() {
-        return Err(Error::argument("two tensors have the same name"));
-    }
+    refuse_repeated_names(&planned, "two tensors have the same name")?;
     let mut bytes_of = |t: &Tensor<'t>| {
         Ok(std::borrow::Cow::Borrowed(
-            bytes.get(t.name).copied().unwrap_or_default(),
+            tensors.get(t.position).map_or(&[][..], |held| held.bytes),
         ))
     };
     write(&meta, planned, &mut bytes_of)
+}
+
+/// Fails with `message`, naming one, when two of `tensors` have the same name (a sort of
+/// the names: no table of a million entries kept while the file is written).
+fn refuse_repeated_names(tensors: &[Tensor<'_>], message: &str) -> Result<()> {
+    let mut names: Vec<&str> = tensors.iter().map(|t| t.name).collect();
+    names.sort_unstable();
+    match names.windows(2).find(|pair| pair[0] == pair[1]) {
+        Some(pair) => Err(Error::argument(message).in_object(pair[0])),
+        None => Ok(()),
+    }
 }
 
 /// Writes planned tensors: sorted as `safetensors::serialize` sorts them, the header, then
@@ -269,16 +278,21 @@ fn write_body<'a, 'b, W: Write>(
 
 /// What an object becomes in a `.safetensors` file: the type and size of its dense form,
 /// from its listing.
-fn safetensors_tensor(obj: &ObjectInfo, densify: bool) -> Result<Tensor<'_>> {
+fn safetensors_tensor(obj: &ObjectInfo, densify: bool, position: usize) -> Result<Tensor<'_>> {
     if let Some(d) = &obj.defect {
         return Err(d.to_error());
     }
     let element = dense_element_type(obj, densify, ".safetensors")?;
-    plan(&obj.name, &element, &obj.shape)
+    plan(&obj.name, &element, &obj.shape, position)
 }
 
 /// The safetensors type and size of a tensor of `element` and `shape`.
-fn plan<'a>(name: &'a str, element: &ElementType, shape: &[u64]) -> Result<Tensor<'a>> {
+fn plan<'a>(
+    name: &'a str,
+    element: &ElementType,
+    shape: &'a [u64],
+    position: usize,
+) -> Result<Tensor<'a>> {
     let dtype = dtype_of(element)
         .ok_or_else(|| Error::argument(format!("safetensors has no {} type", element.name())))?;
     let len = dense_len(shape, element)?;
@@ -291,15 +305,15 @@ fn plan<'a>(name: &'a str, element: &ElementType, shape: &[u64]) -> Result<Tenso
             element.name()
         )));
     }
-    let shape = shape
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| Error::limit("dimension exceeds usize")))
-        .collect::<Result<_>>()?;
+    if shape.iter().any(|&d| usize::try_from(d).is_err()) {
+        return Err(Error::limit("dimension exceeds usize"));
+    }
     Ok(Tensor {
         name,
         dtype,
         shape,
         len,
+        position,
     })
 }
 
@@ -325,7 +339,8 @@ fn safetensors_header(meta: &BTreeMap<&str, &str>, tensors: &[Tensor<'_>]) -> Re
         h.push(b':');
         let info = TensorInfo {
             dtype: t.dtype,
-            shape: t.shape.clone(),
+            // Checked to fit when planned.
+            shape: t.shape.iter().map(|&d| d as usize).collect(),
             data_offsets: (offset, end),
         };
         serde_json::to_writer(&mut h, &info).map_err(json)?;
