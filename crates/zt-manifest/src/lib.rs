@@ -49,8 +49,8 @@ mod value;
 pub use det::MAX_DEPTH_V2;
 pub use index::{decode_index, encode_index, IndexEntry};
 pub use manifest::{
-    decode_objects, decode_value, decode_value_at, encode_value, Component, ComponentRef, Manifest,
-    ManifestHead, Object, ObjectRef, SpecVersion, WRITE_VERSION,
+    decode_objects, decode_value, decode_value_at, encode_value, Component, ComponentRef,
+    Components, Manifest, ManifestHead, Object, ObjectRef, SpecVersion, WRITE_VERSION,
 };
 pub use shape::Shape;
 pub use v2::{

@@ -37,7 +37,162 @@ pub struct Object {
     /// Object attributes.
     pub attributes: Attributes,
     /// Components by role (`data`, `values`, `scales`, ...), sorted bytewise.
-    pub components: BTreeMap<String, Component>,
+    pub components: Components,
+}
+
+/// An object's components by role, sorted bytewise: a map kept as a sorted vector with no
+/// spare room, since an object has one to a few components (a `BTreeMap` allocates room for
+/// eleven in its first node: about 1.7 KB an object, which a writer of a million tiny
+/// tensors holds until the manifest is written).
+///
+/// ```
+/// use zt_manifest::{Component, Components};
+/// let mut c = Components::new();
+/// c.insert("values".into(), Component { dtype: "f32".into(), ..Default::default() });
+/// c.insert("indices".into(), Component { dtype: "u64".into(), ..Default::default() });
+/// assert_eq!(c.keys().collect::<Vec<_>>(), ["indices", "values"]);
+/// assert_eq!(c.get("values").map(|v| v.dtype.as_str()), Some("f32"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Components(Vec<(String, Component)>);
+
+impl Components {
+    /// No components.
+    pub fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Adds `component` as `role`, returning the one it replaces.
+    pub fn insert(&mut self, role: String, component: Component) -> Option<Component> {
+        match self.0.binary_search_by(|(r, _)| r.as_str().cmp(&role)) {
+            Ok(i) => self
+                .0
+                .get_mut(i)
+                .map(|(_, old)| std::mem::replace(old, component)),
+            Err(i) => {
+                // Room for this one only: a vector's first growth makes room for four.
+                self.0.reserve_exact(1);
+                self.0.insert(i, (role, component));
+                None
+            }
+        }
+    }
+
+    /// The component of `role`.
+    pub fn get(&self, role: &str) -> Option<&Component> {
+        let i = self.position(role)?;
+        self.0.get(i).map(|(_, c)| c)
+    }
+
+    /// The component of `role`, to change.
+    pub fn get_mut(&mut self, role: &str) -> Option<&mut Component> {
+        let i = self.position(role)?;
+        self.0.get_mut(i).map(|(_, c)| c)
+    }
+
+    /// Takes out the component of `role`.
+    pub fn remove(&mut self, role: &str) -> Option<Component> {
+        let i = self.position(role)?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// Whether there is a component of `role`.
+    pub fn contains_key(&self, role: &str) -> bool {
+        self.position(role).is_some()
+    }
+
+    fn position(&self, role: &str) -> Option<usize> {
+        self.0.binary_search_by(|(r, _)| r.as_str().cmp(role)).ok()
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Roles and components in role order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &Component)> + Clone {
+        self.0.iter().map(|(r, c)| (r, c))
+    }
+
+    /// Roles and components in role order, to change.
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&String, &mut Component)> {
+        self.0.iter_mut().map(|(r, c)| (&*r, c))
+    }
+
+    /// Roles in order.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &String> + Clone {
+        self.0.iter().map(|(r, _)| r)
+    }
+
+    /// Components in role order.
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &Component> + Clone {
+        self.0.iter().map(|(_, c)| c)
+    }
+
+    /// The components in role order, owned.
+    pub fn into_values(self) -> impl ExactSizeIterator<Item = Component> {
+        self.0.into_iter().map(|(_, c)| c)
+    }
+
+    /// Takes out every component.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Components in role order, to change.
+    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut Component> {
+        self.0.iter_mut().map(|(_, c)| c)
+    }
+}
+
+impl FromIterator<(String, Component)> for Components {
+    /// As a `BTreeMap` collects: sorted by role, the last of a repeated role kept. A sort, not
+    /// one insert after another: a decoded object's components are the file's to choose.
+    fn from_iter<I: IntoIterator<Item = (String, Component)>>(items: I) -> Self {
+        let mut all: Vec<(String, Component)> = items.into_iter().collect();
+        // Stable: of a repeated role, the later stays later.
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut kept: Vec<(String, Component)> = Vec::with_capacity(all.len());
+        for item in all {
+            match kept.last_mut() {
+                Some(last) if last.0 == item.0 => *last = item,
+                _ => kept.push(item),
+            }
+        }
+        kept.shrink_to_fit();
+        Self(kept)
+    }
+}
+
+impl<const N: usize> From<[(String, Component); N]> for Components {
+    fn from(items: [(String, Component); N]) -> Self {
+        items.into_iter().collect()
+    }
+}
+
+impl IntoIterator for Components {
+    type Item = (String, Component);
+    type IntoIter = std::vec::IntoIter<(String, Component)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Components {
+    type Item = (&'a String, &'a Component);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, Component)>,
+        fn(&'a (String, Component)) -> (&'a String, &'a Component),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(r, c)| (r, c))
+    }
 }
 
 /// One component: where a blob is and how to read its bytes.

@@ -43,7 +43,7 @@ fn real_v123_manifest_reencodes_byte_identically() {
     assert_eq!(fp8.attributes["b"], Value::Bytes(vec![1, 2]));
     assert_eq!(fp8.attributes["none"], Value::Null);
     assert_eq!(
-        fp8.components["data"].logical_type.as_deref(),
+        fp8.components.get("data").unwrap().logical_type.as_deref(),
         Some("f8_e4m3fn")
     );
     assert_eq!(
@@ -121,7 +121,7 @@ fn component_fields_are_checked_and_located() {
         3,
     );
     let m = Manifest::decode(&ok, 0, lim()).unwrap();
-    assert_eq!(m.objects["w"].components["data"].offset, 64);
+    assert_eq!(m.objects["w"].components.get("data").unwrap().offset, 64);
     assert_eq!(Manifest::decode(&m.encode(), 0, lim()).unwrap(), m);
 
     let neg = one_component(

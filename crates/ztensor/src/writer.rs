@@ -2,14 +2,13 @@
 //! manifest last. The v2 specifics are in `writer_v2`; where a file goes is a [`Sink`].
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use zt_container::{AtomicFile, BlobWriter, ContainerVersion, Durability, Error, Result};
 use zt_formats::{
     check_layout, ComponentLayout, DType, DigestAlgorithm, Element, ElementType, Format,
 };
-use zt_manifest::{Attributes, Component, Manifest, Object, Value, WRITE_VERSION};
+use zt_manifest::{Attributes, Component, Components, Manifest, Object, Value, WRITE_VERSION};
 
 pub use crate::sink::Sink;
 use crate::writer_v2::{self, V2Blobs, ALIGN_CANONICAL, ALIGN_COMPACT};
@@ -300,7 +299,7 @@ impl<W: Sink> Writer<W> {
             // v2 writes an object's parts in bytewise order of their names, as the original.
             order.sort_by(|a, b| a.role.as_bytes().cmp(b.role.as_bytes()));
         }
-        let mut components = BTreeMap::new();
+        let mut components = Components::new();
         for c in order {
             let comp = self
                 .write_component(c, options)
@@ -492,7 +491,7 @@ impl<W: Sink> Writer<W> {
             })
             .collect();
         check_layout(&format, &shape, &attributes, &layout).map_err(|e| e.in_object(name))?;
-        let mut comps = BTreeMap::new();
+        let mut comps = Components::new();
         for c in components {
             let offset = blobs
                 .append_blob(&c.stored)
