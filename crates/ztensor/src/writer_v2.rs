@@ -225,6 +225,9 @@ impl<W: Sink> V2Blobs<W> {
             attributes: manifest.attributes,
             ..Default::default()
         };
+        // The objects move over one by one (each map node freed as it empties): room for
+        // all of them at once, not twice that from doubling.
+        m.objects.reserve_exact(manifest.objects.len());
         for (name, o) in manifest.objects {
             m.objects.push(ObjectV2 {
                 name,
