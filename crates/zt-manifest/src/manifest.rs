@@ -62,7 +62,8 @@ impl Components {
         Self(Vec::new())
     }
 
-    /// Adds `component` as `role`, returning the one it replaces.
+    /// Adds `component` as `role`, returning the one it replaces. Each insert moves the
+    /// components after it: to build many, collect them ([`FromIterator`] sorts once).
     pub fn insert(&mut self, role: String, component: Component) -> Option<Component> {
         match self.0.binary_search_by(|(r, _)| r.as_str().cmp(&role)) {
             Ok(i) => self
@@ -70,8 +71,12 @@ impl Components {
                 .get_mut(i)
                 .map(|(_, old)| std::mem::replace(old, component)),
             Err(i) => {
-                // Room for this one only: a vector's first growth makes room for four.
-                self.0.reserve_exact(1);
+                // Room for this one only while there are few (a vector's first growth
+                // makes room for four); doubling beyond, so many inserts stay linear in
+                // their copies.
+                if self.0.len() < 8 {
+                    self.0.reserve_exact(1);
+                }
                 self.0.insert(i, (role, component));
                 None
             }

@@ -299,13 +299,16 @@ impl<W: Sink> Writer<W> {
             // v2 writes an object's parts in bytewise order of their names, as the original.
             order.sort_by(|a, b| a.role.as_bytes().cmp(b.role.as_bytes()));
         }
-        let mut components = Components::new();
+        // Collected, not inserted one by one: an object copied from a file has as many
+        // components as the file gives it, in its order.
+        let mut components = Vec::with_capacity(order.len());
         for c in order {
             let comp = self
                 .write_component(c, options)
                 .map_err(|e| e.in_component(&c.role).in_object(name))?;
-            components.insert(c.role.clone(), comp);
+            components.push((c.role.clone(), comp));
         }
+        let components: Components = components.into_iter().collect();
         let format = match self.version {
             Version::V1_2 => obj.format.name().to_owned(),
             _ => writer_v2::layout_id(&obj.format)?,
@@ -491,13 +494,13 @@ impl<W: Sink> Writer<W> {
             })
             .collect();
         check_layout(&format, &shape, &attributes, &layout).map_err(|e| e.in_object(name))?;
-        let mut comps = Components::new();
+        let mut comps = Vec::with_capacity(components.len());
         for c in components {
             let offset = blobs
                 .append_blob(&c.stored)
                 .map_err(|e| Error::io(e, "cannot write a blob"))?;
             let zstd = c.encoding == zt_formats::Encoding::Zstd;
-            comps.insert(
+            comps.push((
                 c.role.clone(),
                 Component {
                     dtype: c.element.dtype.name().to_owned(),
@@ -508,7 +511,7 @@ impl<W: Sink> Writer<W> {
                     encoding: zstd.then(|| "zstd".to_owned()),
                     digest: c.digest.map(|d| d.to_string()),
                 },
-            );
+            ));
         }
         self.manifest.objects.insert(
             name.to_owned(),
@@ -516,7 +519,7 @@ impl<W: Sink> Writer<W> {
                 shape,
                 format: format.name().to_owned(),
                 attributes,
-                components: comps,
+                components: comps.into_iter().collect(),
             },
         );
         Ok(())
