@@ -47,9 +47,15 @@ pub struct Hyperslab {
 
 impl Hyperslab {
     /// The box `ranges` of a tensor of `shape`: one range per dimension, each with
-    /// `start <= end <= dim`. A wrong rank or a range outside its dimension is the caller's
-    /// error.
+    /// `start <= end <= dim`. A wrong rank, a range outside its dimension, or a shape of more
+    /// elements than fit in 64 bits is the caller's error.
     pub fn new(shape: &[u64], ranges: &[Range<u64>]) -> Result<Self> {
+        // A shape with a zero dimension holds nothing, however large the others: only its
+        // empty boxes exist. Any other must count its elements in 64 bits, so that every
+        // product of its dimensions does.
+        if !shape.contains(&0) {
+            zt_formats::element_count(shape)?;
+        }
         if ranges.len() != shape.len() {
             return Err(Error::argument(format!(
                 "a slice of a rank-{} tensor needs {} ranges, not {}",
@@ -79,7 +85,10 @@ impl Hyperslab {
 
     /// The number of elements in the box.
     pub fn element_count(&self) -> u64 {
-        // Each range fits a dimension of a listed shape, whose product the listing checked.
+        if self.ranges.iter().any(|r| r.start == r.end) {
+            return 0;
+        }
+        // Each range fits its dimension, none of them zero, and `new` checked their product.
         self.ranges.iter().map(|r| r.end - r.start).product()
     }
 
@@ -103,21 +112,25 @@ impl Hyperslab {
 
     /// The box's contiguous runs as `(byte offset, byte length)` from the start of the tensor,
     /// in row-major order, for elements of `element_size` bytes. An empty box has no runs.
+    /// Offsets are exact when the tensor's bytes fit in 64 bits (as a listed object's do) and
+    /// saturate otherwise.
     pub fn runs(&self, element_size: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
         let walked = self.walked_dims();
-        // Elements per index of dimension d: the product of the dimensions after it.
+        // Elements per index of dimension d: the product of the dimensions after it. Exact
+        // for a box with elements (no dimension is zero, and `new` checked the product); a
+        // shape with a zero dimension has only empty boxes, whose strides are never used.
         let mut stride = vec![1u64; self.shape.len()];
         for d in (0..self.shape.len().saturating_sub(1)).rev() {
-            stride[d] = stride[d + 1] * self.shape[d + 1];
+            stride[d] = stride[d + 1].saturating_mul(self.shape[d + 1]);
         }
         let run_elements: u64 = if walked < self.shape.len() {
             let r = &self.ranges[walked];
-            (r.end - r.start) * stride[walked]
+            (r.end - r.start).saturating_mul(stride[walked])
         } else {
             1
         };
         let tail_start: u64 = if walked < self.shape.len() {
-            self.ranges[walked].start * stride[walked]
+            self.ranges[walked].start.saturating_mul(stride[walked])
         } else {
             0
         };
@@ -130,8 +143,8 @@ impl Hyperslab {
             }
             let first: u64 = index.iter().zip(&stride).map(|(i, s)| i * s).sum();
             let run = (
-                (first + tail_start) * element_size,
-                run_elements * element_size,
+                (first + tail_start).saturating_mul(element_size),
+                run_elements.saturating_mul(element_size),
             );
             // Advance the odometer over the walked dimensions, last fastest.
             done = true;
@@ -474,6 +487,25 @@ mod tests {
     fn empty_and_scalar_boxes() {
         assert!(runs(&[4, 3], &[2..2, 0..3]).is_empty());
         assert_eq!(runs(&[], &[]), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn a_zero_dimension_beside_huge_ones_has_only_empty_boxes() {
+        // 2^40 x 2^40 x 0 elements: the strides of the leading dimensions do not fit in 64
+        // bits, and are never needed (found by the read_safetensors fuzz target, via GGUF).
+        let huge = 1u64 << 40;
+        for shape in [[0, huge, huge], [huge, huge, 0], [huge, 0, huge]] {
+            let head: Vec<_> = shape.iter().map(|&n| 0..n.min(2)).collect();
+            let slab = Hyperslab::new(&shape, &head).unwrap();
+            assert_eq!(slab.element_count(), 0);
+            assert_eq!(slab.runs(8).count(), 0);
+        }
+        // Without a zero, a shape must count its elements in 64 bits.
+        let e = Hyperslab::new(&[huge, huge], &[0..1, 0..1]).unwrap_err();
+        assert!(
+            e.to_string().contains("more elements than fit in 64 bits"),
+            "{e}"
+        );
     }
 
     #[test]
