@@ -119,7 +119,15 @@ pub fn array_of<'py>(
     dims: &[u64],
 ) -> PyResult<Bound<'py, PyAny>> {
     let itemsize = descr.itemsize();
-    let count: u64 = dims.iter().product();
+    let count = dims
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| {
+            argument(
+                py,
+                format!("shape {dims:?} has more elements than 64 bits hold"),
+            )
+        })?;
     if (count as u128) * (itemsize as u128) != bytes.len() as u128 {
         return Err(argument(
             py,

@@ -313,8 +313,9 @@ impl Reader {
             _ => py.detach(|| o.bytes()).py_err(py)?,
         };
         let descr = descr_for(py, &element)?;
-        let count: u64 = o.shape.iter().product();
-        if (count as u128) * (descr.itemsize() as u128) == bytes.len() as u128 {
+        // The listing counted the shape's elements in 64 bits, left to right.
+        let count = o.shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+        if count.is_some_and(|c| u128::from(c) * descr.itemsize() as u128 == bytes.len() as u128) {
             return array_of(py, &r, bytes, descr, &o.shape).map(Some);
         }
         // Packed sub-byte types and logical types we do not know: the storage elements.
