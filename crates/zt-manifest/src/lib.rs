@@ -1,10 +1,12 @@
 //! The zTensor manifest as Rust types, encoded and decoded with minicbor.
 //!
-//! - [`Manifest`], [`Object`], [`Component`]: the v1 manifest (v1.1 and v1.2 share the layout;
+//! - [`Manifest`], [`Object`], [`Components`], [`Component`]: the v1 manifest (v1.1 and v1.2 share the layout;
 //!   v1.1 spells some dtypes differently, which `zt-formats` maps). [`Manifest::decode`] is strict
 //!   about structure (duplicate keys, trailing bytes, depth, required fields, major version) and
 //!   lenient about content (unknown fields are skipped, names are kept as spelled).
 //!   [`Manifest::encode`] is deterministic and matches the byte layout of real v1.2 files.
+//!   An object's components are a map kept as a sorted vector ([`Components`]): objects
+//!   have a few, files may have millions of objects.
 //! - [`IndexEntry`], [`decode_index`], [`encode_index`]: the v0.1 index.
 //! - [`ManifestV2`], [`decode_manifest_v2`]: the zTensor v2 manifest (ztensor 2.x), read with
 //!   a strict deterministic-CBOR reader (shortest heads, sorted keys, no indefinite lengths,
