@@ -264,3 +264,25 @@ def test_a_million_tiny_tensors_cost_little_more_than_their_listing(tmp_path):
     with ztio.open(out) as f:
         assert len(f.keys()) == 200_000
         assert f["layer.199999.w"].tolist() == [199999.0] * 4
+
+
+def test_the_native_safetensors_writer_takes_explicit_shapes_as_torch_hands_them(tmp_path):
+    # ztio.torch passes each tensor as bytes (a uint8 view) with its shape given apart: for
+    # FP4 the shape counts two elements a byte. numpy callers pass None, the array's own.
+    from ztio import _native
+
+    packed = np.array([0x21, 0x43, 0x65, 0x87], np.uint8)
+    items = [
+        ("fp4", "u8", "f4_e2m1", [2, 4], packed),
+        ("plain", "f32", None, None, np.arange(6, dtype=np.float32).reshape(2, 3)),
+    ]
+    path = tmp_path / "explicit.safetensors"
+    _native.save_safetensors(items, {}, str(path))
+    with ztio.open(path) as f:
+        assert f.info("fp4").shape == (2, 4)
+        assert f.info("plain").shape == (2, 3)
+        assert f["plain"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(ztio.ArgumentError, match="numpy array"):
+        _native.save_safetensors([("b", "u8", None, [3], b"abc")], {}, str(path))
+    with pytest.raises(ztio.ArgumentError, match="C-contiguous"):
+        _native.save_safetensors([("t", "f32", None, None, np.ones((3, 3), np.float32).T[:2])], {}, str(path))
