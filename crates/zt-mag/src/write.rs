@@ -222,8 +222,9 @@ impl<W: Write> MagWriter<W> {
         let mut running = 0u64;
         let mut blob_span = 0u64;
         let mut plan = Vec::with_capacity(tensors.len());
-        let mut map = serde_json::Map::new();
-        for t in tensors {
+        // Each tensor's entry of `tensor_map`: (its position, type code, offset, bytes).
+        let mut entries = Vec::with_capacity(tensors.len());
+        for (position, t) in tensors.iter().enumerate() {
             check_key(&t.name, "tensor")?;
             let at = |e: Error| e.in_object(&t.name);
             let code = code_of(Layout::V300, &t.element).ok_or_else(|| {
@@ -243,20 +244,7 @@ impl<W: Write> MagWriter<W> {
                 running = offset + length;
                 blob_span = running;
             }
-            let mut e = serde_json::Map::new();
-            e.insert(
-                "shape".into(),
-                t.shape
-                    .iter()
-                    .copied()
-                    .map(serde_json::Value::from)
-                    .collect(),
-            );
-            e.insert("dtype".into(), name_of_code_de(code).into());
-            e.insert("dtype_id".into(), code.into());
-            e.insert("offset".into(), offset.into());
-            e.insert("nbytes".into(), length.into());
-            map.insert(t.name.clone(), e.into());
+            entries.push((position, code, offset, length));
             plan.push(Planned {
                 name: t.name.clone(),
                 offset,
@@ -270,18 +258,35 @@ impl<W: Write> MagWriter<W> {
         for &(k, v) in metadata {
             usr.insert(k.to_owned(), to_json(k, v)?);
         }
-        let mut root = serde_json::Map::new();
-        root.insert("manifest_ver".into(), 1.into());
-        root.insert("timestamp".into(), V300_TIMESTAMP.into());
-        root.insert(
-            "magnetron_ver".into(),
-            concat!("ztensor ", env!("CARGO_PKG_VERSION")).into(),
-        );
-        root.insert("snapshot_ver".into(), "0.3.0".into());
-        root.insert("usr_metadata".into(), usr.into());
-        root.insert("tensor_map".into(), map.into());
-        let text = serde_json::to_vec(&serde_json::Value::Object(root))
-            .map_err(|e| Error::argument(format!("cannot encode metadata: {e}")))?;
+        // The manifest as serde_json writes a tree of maps (keys sorted, no spaces), written
+        // as it goes: a tree of a million tensor entries would take a kilobyte each.
+        entries.sort_unstable_by(|a, b| tensors[a.0].name.cmp(&tensors[b.0].name));
+        let json = |e: serde_json::Error| Error::argument(format!("cannot encode metadata: {e}"));
+        let mut text = Vec::with_capacity(256 + 96 * entries.len());
+        text.extend_from_slice(b"{\"magnetron_ver\":");
+        serde_json::to_writer(&mut text, concat!("ztensor ", env!("CARGO_PKG_VERSION")))
+            .map_err(json)?;
+        text.extend_from_slice(b",\"manifest_ver\":1,\"snapshot_ver\":\"0.3.0\",\"tensor_map\":{");
+        for (k, &(position, code, offset, length)) in entries.iter().enumerate() {
+            let t = &tensors[position];
+            if k > 0 {
+                text.push(b',');
+            }
+            serde_json::to_writer(&mut text, &t.name).map_err(json)?;
+            text.extend_from_slice(b":{\"dtype\":");
+            serde_json::to_writer(&mut text, name_of_code_de(code)).map_err(json)?;
+            text.extend_from_slice(
+                format!(",\"dtype_id\":{code},\"nbytes\":{length},\"offset\":{offset},\"shape\":")
+                    .as_bytes(),
+            );
+            serde_json::to_writer(&mut text, &t.shape).map_err(json)?;
+            text.push(b'}');
+        }
+        text.extend_from_slice(b"},\"timestamp\":");
+        serde_json::to_writer(&mut text, V300_TIMESTAMP).map_err(json)?;
+        text.extend_from_slice(b",\"usr_metadata\":");
+        serde_json::to_writer(&mut text, &usr).map_err(json)?;
+        text.push(b'}');
         let meta_span = text.len() as u64;
         let blob_offset = align_up(V300_HEADER + meta_span, V300_ALIGN)
             .ok_or_else(|| Error::argument("metadata too large"))?;
