@@ -53,8 +53,10 @@ impl Hyperslab {
         // A shape with a zero dimension holds nothing, however large the others: only its
         // empty boxes exist. Any other must count its elements in 64 bits, so that every
         // product of its dimensions does.
-        if !shape.contains(&0) {
-            zt_formats::element_count(shape)?;
+        if !shape.contains(&0) && zt_formats::element_count(shape).is_err() {
+            return Err(Error::argument(format!(
+                "shape {shape:?} has more elements than fit in 64 bits"
+            )));
         }
         if ranges.len() != shape.len() {
             return Err(Error::argument(format!(
@@ -502,6 +504,7 @@ mod tests {
         }
         // Without a zero, a shape must count its elements in 64 bits.
         let e = Hyperslab::new(&[huge, huge], &[0..1, 0..1]).unwrap_err();
+        assert_eq!(e.kind(), zt_container::ErrorKind::InvalidArgument);
         assert!(
             e.to_string().contains("more elements than fit in 64 bits"),
             "{e}"
