@@ -5,12 +5,15 @@ A file's pages stay in the page cache in the size they were read in: `MADV_WILLN
 folios, and a fault on a map advised `MADV_HUGEPAGE` into 2 MiB pages. A later map of the
 warm file then costs a fault per 64 KiB of small pages, or one entry per 2 MiB huge page.
 
-For each way of filling the cache (the page cache dropped for the file first, with
+`sendfile` to `/dev/null` reads through the page cache as `read` does (large folios), without
+a copy. For each way of filling the cache (the page cache dropped for the file first, with
 `posix_fadvise(DONTNEED)`), this prints how long the fill took, how much of a fresh map of
 the warm file the kernel mapped with 2 MiB entries (`FilePmdMapped`), and the first and
 second scan of that fresh map, in a process of its own. Linux 5.14+ only (MADV_POPULATE_READ).
 
-    python tools/bench/page_size_probe.py FILE [ROUNDS]
+    python tools/bench/page_size_probe.py FILE [ROUNDS] [WAYS]
+
+WAYS: a comma-separated subset of willneed, faults, huge, sendfile (all by default).
 
 Measurements for docs/benchmarks.md ("What a warm map costs"); never a test.
 """
@@ -47,12 +50,22 @@ def fill(path, how):
         libc.madvise(addr, size, MADV_HUGEPAGE)
     if how == "willneed":
         libc.madvise(addr, min(STEP, size), MADV_WILLNEED)
+    sink = os.open(os.devnull, os.O_WRONLY) if how == "sendfile" else None
     for at in range(0, size, STEP):
         step = min(STEP, size - at)
         if how == "willneed" and at + STEP < size:
             libc.madvise(addr + at + STEP, min(STEP, size - at - STEP), MADV_WILLNEED)
+        if sink is not None:
+            done = 0
+            while done < step:
+                sent = os.sendfile(sink, f.fileno(), at + done, step - done)
+                if sent == 0:
+                    break
+                done += sent
         if libc.madvise(addr + at, step, MADV_POPULATE_READ) != 0:
             sys.exit(f"MADV_POPULATE_READ refused: errno {ctypes.get_errno()}")
+    if sink is not None:
+        os.close(sink)
     del a
     m.close()
     f.close()
@@ -87,7 +100,7 @@ def main():
         return
     path = sys.argv[1]
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    ways = ["willneed", "faults", "huge"]
+    ways = sys.argv[3].split(",") if len(sys.argv) > 3 else ["willneed", "faults", "huge", "sendfile"]
     rows = {w: [] for w in ways}
     for _ in range(rounds):
         random.shuffle(ways)
