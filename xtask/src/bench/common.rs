@@ -430,7 +430,7 @@ pub(super) fn ensure_v2(tensors: &[Tensor], path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn write_zt_version(
+pub(super) fn write_zt_version(
     tensors: &[Tensor],
     path: &Path,
     opts: WriteOptions,

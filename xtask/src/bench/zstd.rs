@@ -1,4 +1,5 @@
-//! The `zstd` section: compression and decompression against one core in memory.
+//! The `zstd` section: compression and decompression against one core in memory, for v1.2
+//! (a zstd frame per part) and v2 (zstd-seekable parts of 1 MiB frames).
 
 use super::common::*;
 
@@ -86,8 +87,56 @@ pub(super) fn zstd(b: &mut Bench) -> Result<()> {
         }
         Ok(())
     };
-    let [t_z1, t_z1x2, t_z2] = interleaved(runs, &mut [&mut one, &mut two, &mut ours])?;
+    // The same tensors as v2, our default output: each part a zstd-seekable blob of 1 MiB
+    // frames, which the reader decodes on rayon's pool, frame by frame.
+    let zzt2 = dir.join("model_zstd_v2.zt");
+    write_zt_version(
+        &ztensors,
+        &zzt2,
+        WriteOptions {
+            compression: Some(3),
+            digest: None,
+        },
+        ztensor::Durability::Synced,
+        ztensor::Version::V2,
+    )?;
+    let zr2 = ztensor::open(&zzt2)?;
+    let stored_v2: Vec<(Vec<u8>, usize)> = zr2
+        .iter()
+        .map(|o| {
+            let decoded = o.components[0].decoded_len.unwrap_or(0);
+            Ok((
+                o.component("data")?.stored_bytes()?.into_owned(),
+                usize::try_from(decoded).unwrap_or(usize::MAX),
+            ))
+        })
+        .collect::<ztensor::Result<_>>()?;
+    drop(zr2);
+    if drop_page_cache() {
+        std::hint::black_box(read_sequential(&zzt2, 4 << 20)?);
+    }
+    let mut one_v2 = || {
+        for (blob, n) in &stored_v2 {
+            let mut out = vec![0u8; *n];
+            ztensor::formats::seekable::zstd_seekable_decode_into(blob, &mut out)?;
+            std::hint::black_box(&out);
+        }
+        Ok(())
+    };
+    let mut ours_v2 = || {
+        let zr = ztensor::open(&zzt2)?;
+        let res = zr.parallel_objects(|o| o.bytes().map(|b| touch_any(&b)));
+        for r in res {
+            std::hint::black_box(r?);
+        }
+        Ok(())
+    };
+    let [t_z1, t_z1x2, t_z2, t_v2_1, t_v2_2] = interleaved(
+        runs,
+        &mut [&mut one, &mut two, &mut ours, &mut one_v2, &mut ours_v2],
+    )?;
     let baseline = Some((t_z1, "one-core decompress"));
+    let baseline_v2 = Some((t_v2_1, "one-core decompress"));
     for (row, time, vs) in [
         ("decompress in memory, one core (baseline)", t_z1, None),
         (
@@ -99,6 +148,16 @@ pub(super) fn zstd(b: &mut Bench) -> Result<()> {
             "ztensor open + read every tensor, two cores",
             t_z2,
             baseline,
+        ),
+        (
+            "v2 (seekable frames): decompress in memory, one core",
+            t_v2_1,
+            None,
+        ),
+        (
+            "v2: ztensor open + read every tensor, two cores",
+            t_v2_2,
+            baseline_v2,
         ),
     ] {
         table.add("zstd", row, time, vs);
