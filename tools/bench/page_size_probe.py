@@ -15,7 +15,8 @@ second scan of that fresh map, in a process of its own. Linux 5.14+ only (MADV_P
 
 WAYS: a comma-separated subset of willneed, faults, huge, sendfile (all by default).
 
-Measurements for docs/benchmarks.md ("What a warm map costs"); never a test.
+Measurements for docs/benchmarks.md ("What a warm map costs", "Reading ahead into large
+folios"); never a test.
 """
 
 import ctypes
