@@ -46,22 +46,7 @@ pub(super) fn zstd(b: &mut Bench) -> Result<()> {
         t_zw,
         None,
     );
-    let zr = ztensor::open(&zzt)?;
-    // The stored frames in memory, each with its declared size (objects are sorted by name).
-    let stored: Vec<(Vec<u8>, u64)> = zr
-        .iter()
-        .map(|o| {
-            Ok((
-                o.component("data")?.stored_bytes()?.into_owned(),
-                o.components[0].decoded_len.unwrap_or(0),
-            ))
-        })
-        .collect::<ztensor::Result<_>>()?;
-    drop(zr);
-    // As a user's file is: read in from the disk, then opened afresh by every run.
-    if drop_page_cache() {
-        std::hint::black_box(read_sequential(&zzt, 4 << 20)?);
-    }
+    let stored = stored_parts(&zzt)?;
     let mut one = || {
         for (s, n) in &stored {
             std::hint::black_box(ztensor::formats::zstd_decompress_exact(s, *n, u64::MAX)?);
@@ -79,14 +64,7 @@ pub(super) fn zstd(b: &mut Bench) -> Result<()> {
         })?;
         Ok(())
     };
-    let mut ours = || {
-        let zr = ztensor::open(&zzt)?;
-        let res = zr.parallel_objects(|o| o.bytes().map(|b| touch_any(&b)));
-        for r in res {
-            std::hint::black_box(r?);
-        }
-        Ok(())
-    };
+    let mut ours = || read_every_tensor_in_parallel(&zzt);
     // The same tensors as v2, our default output: each part a zstd-seekable blob of 1 MiB
     // frames, which the reader decodes on rayon's pool, frame by frame.
     let zzt2 = dir.join("model_zstd_v2.zt");
@@ -100,37 +78,16 @@ pub(super) fn zstd(b: &mut Bench) -> Result<()> {
         ztensor::Durability::Synced,
         ztensor::Version::V2,
     )?;
-    let zr2 = ztensor::open(&zzt2)?;
-    let stored_v2: Vec<(Vec<u8>, usize)> = zr2
-        .iter()
-        .map(|o| {
-            let decoded = o.components[0].decoded_len.unwrap_or(0);
-            Ok((
-                o.component("data")?.stored_bytes()?.into_owned(),
-                usize::try_from(decoded).unwrap_or(usize::MAX),
-            ))
-        })
-        .collect::<ztensor::Result<_>>()?;
-    drop(zr2);
-    if drop_page_cache() {
-        std::hint::black_box(read_sequential(&zzt2, 4 << 20)?);
-    }
+    let stored_v2 = stored_parts(&zzt2)?;
     let mut one_v2 = || {
         for (blob, n) in &stored_v2 {
-            let mut out = vec![0u8; *n];
+            let mut out = vec![0u8; usize::try_from(*n)?];
             ztensor::formats::seekable::zstd_seekable_decode_into(blob, &mut out)?;
             std::hint::black_box(&out);
         }
         Ok(())
     };
-    let mut ours_v2 = || {
-        let zr = ztensor::open(&zzt2)?;
-        let res = zr.parallel_objects(|o| o.bytes().map(|b| touch_any(&b)));
-        for r in res {
-            std::hint::black_box(r?);
-        }
-        Ok(())
-    };
+    let mut ours_v2 = || read_every_tensor_in_parallel(&zzt2);
     let [t_z1, t_z1x2, t_z2, t_v2_1, t_v2_2] = interleaved(
         runs,
         &mut [&mut one, &mut two, &mut ours, &mut one_v2, &mut ours_v2],
@@ -163,4 +120,35 @@ pub(super) fn zstd(b: &mut Bench) -> Result<()> {
         table.add("zstd", row, time, vs);
     }
     Ok(())
+}
+
+/// Opens `path` afresh and reads every tensor on both cores (`Reader::parallel_objects`),
+/// touching every byte: what a user's loader of a compressed file does.
+fn read_every_tensor_in_parallel(path: &std::path::Path) -> Result<()> {
+    let reader = ztensor::open(path)?;
+    for read in reader.parallel_objects(|o| o.bytes().map(|b| touch_any(&b))) {
+        std::hint::black_box(read?);
+    }
+    Ok(())
+}
+
+/// Every tensor's stored (compressed) part of the file at `path`, in memory, each with its
+/// declared decoded size; then the file as a user's is: read in from the disk once (when the
+/// page cache can be dropped), to be opened afresh by every run.
+fn stored_parts(path: &std::path::Path) -> Result<Vec<(Vec<u8>, u64)>> {
+    let reader = ztensor::open(path)?;
+    let stored = reader
+        .iter()
+        .map(|o| {
+            Ok((
+                o.component("data")?.stored_bytes()?.into_owned(),
+                o.components[0].decoded_len.unwrap_or(0),
+            ))
+        })
+        .collect::<ztensor::Result<_>>()?;
+    drop(reader);
+    if drop_page_cache() {
+        std::hint::black_box(read_sequential(path, 4 << 20)?);
+    }
+    Ok(stored)
 }
