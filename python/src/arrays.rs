@@ -119,15 +119,13 @@ pub fn array_of<'py>(
     dims: &[u64],
 ) -> PyResult<Bound<'py, PyAny>> {
     let itemsize = descr.itemsize();
-    let count = dims
-        .iter()
-        .try_fold(1u64, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| {
-            argument(
-                py,
-                format!("shape {dims:?} has more elements than 64 bits hold"),
-            )
-        })?;
+    // The caller's shape, so the caller's error (element_count's own says the file's).
+    let count = ztensor::formats::element_count(dims).map_err(|_| {
+        argument(
+            py,
+            format!("shape {dims:?} has more elements than fit in 64 bits"),
+        )
+    })?;
     if (count as u128) * (itemsize as u128) != bytes.len() as u128 {
         return Err(argument(
             py,

@@ -314,7 +314,7 @@ impl Reader {
         };
         let descr = descr_for(py, &element)?;
         // The listing counted the shape's elements in 64 bits, left to right.
-        let count = o.shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+        let count = ztensor::formats::element_count(&o.shape).ok();
         if count.is_some_and(|c| u128::from(c) * descr.itemsize() as u128 == bytes.len() as u128) {
             return array_of(py, &r, bytes, descr, &o.shape).map(Some);
         }

@@ -275,10 +275,11 @@ impl<W: Write> MagWriter<W> {
             serde_json::to_writer(&mut text, &t.name).map_err(json)?;
             text.extend_from_slice(b":{\"dtype\":");
             serde_json::to_writer(&mut text, name_of_code_de(code)).map_err(json)?;
-            text.extend_from_slice(
-                format!(",\"dtype_id\":{code},\"nbytes\":{length},\"offset\":{offset},\"shape\":")
-                    .as_bytes(),
-            );
+            write!(
+                text,
+                ",\"dtype_id\":{code},\"nbytes\":{length},\"offset\":{offset},\"shape\":"
+            )
+            .map_err(|e| Error::io(e, "cannot encode metadata"))?;
             serde_json::to_writer(&mut text, &t.shape).map_err(json)?;
             text.push(b'}');
         }

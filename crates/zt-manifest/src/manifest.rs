@@ -163,15 +163,18 @@ impl FromIterator<(String, Component)> for Components {
         let mut all: Vec<(String, Component)> = items.into_iter().collect();
         // Stable: of a repeated role, the later stays later.
         all.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut kept: Vec<(String, Component)> = Vec::with_capacity(all.len());
-        for item in all {
-            match kept.last_mut() {
-                Some(last) if last.0 == item.0 => *last = item,
-                _ => kept.push(item),
+        // In place: `later` goes, after handing its component to the one kept before it.
+        all.dedup_by(|later, kept| {
+            let repeated = later.0 == kept.0;
+            if repeated {
+                std::mem::swap(later, kept);
             }
-        }
-        kept.shrink_to_fit();
-        Self(kept)
+            repeated
+        });
+        // No spare room (the point of this type); free when the items came in an exact
+        // allocation.
+        all.shrink_to_fit();
+        Self(all)
     }
 }
 

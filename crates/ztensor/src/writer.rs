@@ -301,14 +301,14 @@ impl<W: Sink> Writer<W> {
         }
         // Collected, not inserted one by one: an object copied from a file has as many
         // components as the file gives it, in its order.
-        let mut components = Vec::with_capacity(order.len());
-        for c in order {
-            let comp = self
-                .write_component(c, options)
-                .map_err(|e| e.in_component(&c.role).in_object(name))?;
-            components.push((c.role.clone(), comp));
-        }
-        let components: Components = components.into_iter().collect();
+        let components = order
+            .into_iter()
+            .map(|c| {
+                self.write_component(c, options)
+                    .map(|comp| (c.role.clone(), comp))
+                    .map_err(|e| e.in_component(&c.role).in_object(name))
+            })
+            .collect::<Result<Components>>()?;
         let format = match self.version {
             Version::V1_2 => obj.format.name().to_owned(),
             _ => writer_v2::layout_id(&obj.format)?,
