@@ -57,6 +57,12 @@ pub struct AtomicFile {
 /// Writeback is started in whole units of this size, a multiple of every page size in use.
 const WRITEBACK_UNIT: u64 = 64 << 10;
 
+/// Runs of zeros at least this long become holes ([`AtomicFile::write_zeros`]): two pages,
+/// so that a hole covers at least one whole block of the usual 4096-byte file systems
+/// wherever it starts. A shorter run is written: one `write` into the buffer is cheaper than
+/// the flush and seek a hole takes.
+pub const HOLE_MIN: u64 = 8 << 10;
+
 /// Writeback starts by itself whenever this much more has been written: large writes are
 /// split into pieces of this size so the disk works while the rest is still being written,
 /// and the final sync waits for at most about this much.
@@ -159,6 +165,50 @@ impl AtomicFile {
         let read = file.read_exact(buf);
         file.seek(SeekFrom::Start(end))?;
         read
+    }
+
+    /// Writes `count` zero bytes. A run of at least [`HOLE_MIN`] bytes is not written but
+    /// skipped over (the buffer is flushed and the file position moved on), so the file
+    /// system leaves a hole there: it reads back as zeros, as every reader of the file sees
+    /// it, and costs neither disk space nor a write. A v2 file of many small tensors is
+    /// mostly the padding between its 64 KiB boundaries: written out, each tensor of a few
+    /// bytes cost a 64 KiB write and its writeback.
+    ///
+    /// The file must go on past the hole (a v2 file always ends with its footer), else its
+    /// length would stop where the last byte was written.
+    ///
+    /// ```
+    /// # fn main() -> zt_container::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use std::io::Write;
+    /// let path = dir.path().join("holes.bin");
+    /// let mut f = zt_container::AtomicFile::create(&path)?;
+    /// f.write_all(b"head")?;
+    /// f.write_zeros(1 << 20)?; // a hole, not a megabyte of writes
+    /// f.write_all(b"tail")?;
+    /// f.commit()?;
+    /// let bytes = std::fs::read(&path)?;
+    /// assert_eq!(bytes.len(), 4 + (1 << 20) + 4);
+    /// assert!(bytes[4..4 + (1 << 20)].iter().all(|&b| b == 0));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn write_zeros(&mut self, count: u64) -> io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        if count < HOLE_MIN {
+            return crate::write_zeros(self, count);
+        }
+        let end = self
+            .written
+            .checked_add(count)
+            .ok_or_else(|| io::Error::other("file offset overflows 64 bits"))?;
+        let skip =
+            i64::try_from(count).map_err(|_| io::Error::other("file offset overflows 64 bits"))?;
+        self.temp.flush()?;
+        let mut file = self.temp.get_ref().file();
+        file.seek(SeekFrom::Current(skip))?;
+        self.written = end;
+        Ok(())
     }
 
     /// The path the file will have after the commit.
@@ -321,6 +371,31 @@ mod tests {
             std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
             0o640
         );
+    }
+
+    #[test]
+    fn zeros_short_and_long_read_back_as_zeros_around_the_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("z.bin");
+        let mut f = AtomicFile::create_with(&target, Durability::Unsynced).unwrap();
+        f.write_all(b"ab").unwrap();
+        f.write_zeros(HOLE_MIN - 1).unwrap(); // written
+        f.write_all(b"cd").unwrap();
+        f.write_zeros(HOLE_MIN).unwrap(); // skipped
+        f.write_all(b"ef").unwrap();
+        let mut back = [0u8; 2];
+        f.read_back(HOLE_MIN + 1, &mut back).unwrap();
+        assert_eq!(&back, b"cd", "read back before a hole");
+        f.write_zeros(0).unwrap();
+        f.write_all(b"gh").unwrap(); // after a read back, at the end again
+        f.commit().unwrap();
+        let bytes = std::fs::read(&target).unwrap();
+        let mut expected = b"ab".to_vec();
+        expected.resize(expected.len() + HOLE_MIN as usize - 1, 0);
+        expected.extend_from_slice(b"cd");
+        expected.resize(expected.len() + HOLE_MIN as usize, 0);
+        expected.extend_from_slice(b"efgh");
+        assert_eq!(bytes, expected);
     }
 
     #[test]

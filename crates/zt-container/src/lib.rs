@@ -52,7 +52,7 @@ pub mod temp;
 mod write;
 mod write_v2;
 
-pub use atomic::{make_room_for_open_files, AtomicFile, Durability};
+pub use atomic::{make_room_for_open_files, AtomicFile, Durability, HOLE_MIN};
 pub use error::{Error, ErrorKind, Result};
 pub use temp::{cleanup, interrupt};
 
@@ -67,4 +67,4 @@ pub use read::{check_blob_range, check_overlaps, BlobRange, Container, Container
 pub use read_v2::{check_blob_range_v2, ContainerV2, FooterV2};
 pub use source::{Map, RangeRead, Source};
 pub use write::BlobWriter;
-pub use write_v2::BlobWriterV2;
+pub use write_v2::{write_zeros, BlobWriterV2, Padding};

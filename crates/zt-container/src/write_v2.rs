@@ -73,14 +73,55 @@ pub struct BlobWriterV2<W: Write> {
     sink: W,
     position: u64,
     alignment: u64,
+    pad: Padding<W>,
 }
 
+/// How a [`BlobWriterV2`] writes the zeros between blobs: given the sink and a count, it
+/// must leave the sink that many bytes further on, reading as zeros. [`write_zeros`] by
+/// default; a file sink may skip over long runs instead ([`AtomicFile::write_zeros`](crate::AtomicFile::write_zeros)).
+pub type Padding<W> = fn(&mut W, u64) -> io::Result<()>;
+
 const ZEROS: [u8; 4096] = [0; 4096];
+
+/// Writes `count` zero bytes to `sink`, 4096 at a time.
+///
+/// ```
+/// let mut out = Vec::new();
+/// zt_container::write_zeros(&mut out, 5000)?;
+/// assert_eq!(out, vec![0u8; 5000]);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_zeros<W: Write + ?Sized>(sink: &mut W, count: u64) -> io::Result<()> {
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(ZEROS.len() as u64);
+        // `n` is at most 4096, so it indexes ZEROS.
+        sink.write_all(ZEROS.get(..n as usize).unwrap_or(&[]))?;
+        left -= n;
+    }
+    Ok(())
+}
 
 impl<W: Write> BlobWriterV2<W> {
     /// Writes the header magic and returns the writer. `alignment` must be a power of two and
     /// at least 4096.
-    pub fn new(mut sink: W, alignment: u64) -> io::Result<Self> {
+    pub fn new(sink: W, alignment: u64) -> io::Result<Self> {
+        Self::with_padding(sink, alignment, write_zeros)
+    }
+
+    /// As [`BlobWriterV2::new`], with the padding between blobs written by `pad` (which may
+    /// leave holes in a file instead of writing zeros).
+    ///
+    /// ```
+    /// use zt_container::BlobWriterV2;
+    /// let mut w = BlobWriterV2::with_padding(Vec::new(), 4096, |sink, n| {
+    ///     sink.resize(sink.len() + n as usize, 0);
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(w.append_blob(b"abc")?, 4096);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn with_padding(mut sink: W, alignment: u64, pad: Padding<W>) -> io::Result<Self> {
         if !alignment.is_power_of_two() || alignment < ALIGNMENT_V2 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -92,6 +133,7 @@ impl<W: Write> BlobWriterV2<W> {
             sink,
             position: HEADER_LEN,
             alignment,
+            pad,
         })
     }
 
@@ -105,18 +147,12 @@ impl<W: Write> BlobWriterV2<W> {
         self.alignment
     }
 
-    /// Pads with zeros to the next boundary and returns it: the offset of the next blob.
+    /// Pads with zeros to the next boundary (through the writer's [`Padding`]) and returns
+    /// it: the offset of the next blob.
     pub fn start_blob(&mut self) -> io::Result<u64> {
         let aligned = align_up(self.position, self.alignment)
             .ok_or_else(|| io::Error::other("file offset overflows 64 bits"))?;
-        let mut pad = aligned - self.position;
-        while pad > 0 {
-            let n = pad.min(ZEROS.len() as u64);
-            // `n` is at most 4096, so it indexes ZEROS.
-            self.sink
-                .write_all(ZEROS.get(..n as usize).unwrap_or(&[]))?;
-            pad -= n;
-        }
+        (self.pad)(&mut self.sink, aligned - self.position)?;
         self.position = aligned;
         Ok(aligned)
     }

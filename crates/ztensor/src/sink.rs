@@ -20,12 +20,21 @@ pub trait Sink: Write {
     fn read_back(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<bool> {
         Ok(false)
     }
+    /// Writes `count` zero bytes: the padding between a v2 file's blobs. A file sink that
+    /// writes from start to end leaves long runs as holes instead
+    /// ([`AtomicFile::write_zeros`]); the bytes read back the same.
+    fn pad_with_zeros(&mut self, count: u64) -> std::io::Result<()> {
+        zt_container::write_zeros(self, count)
+    }
 }
 
 impl Sink for AtomicFile {
     type Output = ();
     fn complete(self) -> Result<()> {
         self.commit()
+    }
+    fn pad_with_zeros(&mut self, count: u64) -> std::io::Result<()> {
+        self.write_zeros(count)
     }
     fn blob_written(&mut self) {
         self.start_writeback();
@@ -78,6 +87,9 @@ impl Sink for Staged {
     /// a staged file may wait for its commit beside hundreds of others (a set's shards).
     fn complete(self) -> Result<AtomicFile> {
         self.0.release_buffer()
+    }
+    fn pad_with_zeros(&mut self, count: u64) -> std::io::Result<()> {
+        self.0.write_zeros(count)
     }
     fn blob_written(&mut self) {
         self.0.start_writeback();

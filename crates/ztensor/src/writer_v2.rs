@@ -98,7 +98,7 @@ fn dtype_fields(element: &ElementType) -> (String, Option<String>) {
 impl<W: Sink> V2Blobs<W> {
     /// Writes the header magic; blobs go at multiples of `alignment`.
     pub(crate) fn new(sink: W, alignment: u64) -> Result<Self> {
-        let blobs = BlobWriterV2::new(sink, alignment)
+        let blobs = BlobWriterV2::with_padding(sink, alignment, W::pad_with_zeros)
             .map_err(|e| Error::io(e, "cannot write the header"))?;
         Ok(V2Blobs {
             blobs,

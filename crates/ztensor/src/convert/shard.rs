@@ -119,7 +119,7 @@ pub fn write_sharded(
     let bytes = encode_manifest_v2(&manifest)?;
     let file = AtomicFile::create_with(root, options.convert.durability)?;
     let io = |e| Error::io(e, "cannot write the root").in_file(root);
-    let blobs = BlobWriterV2::new(file, alignment).map_err(io)?;
+    let blobs = BlobWriterV2::with_padding(file, alignment, AtomicFile::write_zeros).map_err(io)?;
     let root_file = blobs
         .finish(&bytes, zt_formats::xxh3_64(&bytes))
         .map_err(io)?;
