@@ -212,7 +212,8 @@ def save_file(
     zTensor file (v2 unless ``version="v1.2"``) with ``metadata`` as file attributes.
     v2 places every tensor on a 64 KiB boundary (the original's packing): for many small
     tensors, ``version="v2-compact"`` (4 KiB) or ``"v1.2"`` (64 bytes) keeps the file small
-    (a million 16-byte tensors make 62 GB of v2).
+    (a million 16-byte tensors make 62 GB of v2; the padding is left as holes, so on disk it
+    takes about a page a tensor, but a copy or an upload carries all of it).
     ``progress``: see :mod:`ztio._progress` (bytes of the arrays written, as ``"save"``).
     """
     path = os.fspath(path)
