@@ -1,6 +1,6 @@
 //! Temporary files that do not outlive their writer, and the means to stop a writer early.
 //!
-//! - [`TempFile`]: where an [`crate::AtomicFile`]'s bytes go until the commit. On Linux it is
+//! - `TempFile` (crate-private): where an [`crate::AtomicFile`]'s bytes go until the commit. On Linux it is
 //!   an unnamed file (`O_TMPFILE`) in the target's folder: a killed process (SIGKILL, a power
 //!   loss) leaves nothing behind, and the file gets a name only at the commit, for one rename.
 //!   Where the folder's file system cannot make one, it is a named file

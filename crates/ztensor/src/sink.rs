@@ -6,9 +6,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 
 use zt_container::{AtomicFile, Error, Result};
 
-/// Where a [`Writer`] puts the file, and what finishing it means.
+/// Where a [`Writer`](crate::Writer) puts the file, and what finishing it means.
 pub trait Sink: Write {
-    /// What [`Writer::finish`] returns.
+    /// What [`Writer::finish`](crate::Writer::finish) returns.
     type Output;
     /// Completes the file: flush, and for [`AtomicFile`] sync and rename over the target.
     fn complete(self) -> Result<Self::Output>;
@@ -45,7 +45,7 @@ impl Sink for AtomicFile {
     }
 }
 
-/// An [`AtomicFile`] that finishing leaves in its temporary place: [`Writer::finish`] returns
+/// An [`AtomicFile`] that finishing leaves in its temporary place: [`Writer::finish`](crate::Writer::finish) returns
 /// it, and the caller commits it. For outputs of several files (a sharded set) that replace
 /// their targets only once every one of them is written, so that a failure or a kill while
 /// writing leaves the old set whole (and no new file behind: an uncommitted temporary file

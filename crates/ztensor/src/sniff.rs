@@ -131,7 +131,7 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
     head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
 }
 
-/// Tells a file's kind from its first bytes (`head`, up to [`SNIFF_LEN`] of them), its length,
+/// Tells a file's kind from its first bytes (`head`, up to 4096 of them: `SNIFF_LEN`), its length,
 /// and, when `head` starts a zip archive, the names of its entries (else an empty slice).
 /// `None`: no kind we know (`open` then goes by the file's name when it names one kind, and
 /// otherwise says that no kind's signature matches).

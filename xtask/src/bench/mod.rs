@@ -4,7 +4,7 @@
 //!
 //! Map: this module holds the workload, the timing helpers and [`SECTIONS`], the list that
 //! `--only` picks from; each section is one function in a room of its own:
-//! [`write`] (`write`), [`read`] (`read`, `cold`), [`open`] (`open`, `header`), [`gguf`],
+//! [`write`](mod@write) (`write`), [`read`] (`read`, `cold`), [`open`] (`open`, `header`), [`gguf`],
 //! [`zstd`], [`verify`], [`remote`], and [`tools`] (`zt`, `python`, `formats`: whole
 //! programs).
 

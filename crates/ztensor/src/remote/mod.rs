@@ -9,7 +9,7 @@
 //!   docs/remote.md.
 //! - [`open_url`] / [`OpenOptions::open_url`]: a [`Reader`] over a URL. Everything above
 //!   the source (listing, validation, decoding, digests, slices) is the local code path.
-//! - [`upload`]: a finished local file put at a URL (multipart when large); the writers
+//! - [`upload()`]: a finished local file put at a URL (multipart when large); the writers
 //!   themselves write local files only.
 //!
 //! Do not call these from inside an async runtime's worker thread: they block.

@@ -428,7 +428,7 @@ impl RangeRead for RemoteObject {
     }
 
     /// Parts in the head or the tail, or in a request made ahead, are served from there;
-    /// the others are grouped ([`group`]) and the groups fetched at once, at most the bound
+    /// the others are grouped (`group`) and the groups fetched at once, at most the bound
     /// in flight.
     fn read_scattered(&self, parts: &mut [(u64, &mut [u8])]) -> std::io::Result<()> {
         let mut far: Vec<(Range<u64>, usize)> = Vec::new();

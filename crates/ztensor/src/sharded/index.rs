@@ -79,7 +79,7 @@ struct RawIndex {
 }
 
 impl ShardIndex {
-    /// The largest index file read ([`MAX_INDEX_LEN`]).
+    /// The largest index file read: 64 MiB.
     pub const MAX_LEN: u64 = MAX_INDEX_LEN;
 
     /// Parses and checks an index's bytes. Every refusal is an `InvalidFile` error saying

@@ -164,7 +164,7 @@ impl ShardedSet {
     }
 
     /// Opens the set whose index is at `url` (feature `remote`): one or two requests for the
-    /// index (at most [`index::MAX_INDEX_LEN`] bytes), its shards named relative to it and
+    /// index (at most [`ShardIndex::MAX_LEN`] bytes), its shards named relative to it and
     /// opened by URL on the first lookup that needs them (a missing shard is reported then,
     /// as `NotFound` naming its URL: checking them all first would cost a request each).
     #[cfg(feature = "remote")]
@@ -384,7 +384,7 @@ impl ShardedSet {
     }
 
     /// Opens every shard and reads the set into memory as a loader that wants all of it does:
-    /// [`CONCURRENT_SHARDS`] shards at once, each front to back on its own thread in large
+    /// four shards at once (`CONCURRENT_SHARDS`), each front to back on its own thread in large
     /// sequential requests, into the page cache and this process's maps (no copy: reads of
     /// the set's objects then cost no disk wait; parts already in the page cache are left for
     /// the reads to map, as mapping them ahead costs as much). `ready(position)`
