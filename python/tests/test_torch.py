@@ -68,6 +68,32 @@ def test_packed_tensors_share_one_private_map_of_the_file(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_tensors_as_they_lie_load_without_a_listing(tmp_path, monkeypatch):
+    """A tensor stored as it lies is made from its place in the file alone: no object's
+    listing is built (a file of many small tensors spent most of its load on them)."""
+    tensors = {
+        "scalar": np.array(2.5, np.float32),
+        "m": np.arange(12, dtype=np.int16).reshape(3, 4),
+        "f32": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "b": np.array([True, False, True]),
+        "e": np.zeros((0, 3), np.float32),
+    }
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file(tensors, path)
+    wanted = {k: torch.from_numpy(v.copy()) for k, v in tensors.items()}
+    listed = []
+    real_info = ztio.File.info
+    monkeypatch.setattr(ztio.File, "info", lambda self, name: listed.append(name) or real_info(self, name))
+    back = ztio.torch.load_file(path)
+    assert listed == ["e"], "only the empty tensor takes the general path"
+    for k, v in wanted.items():
+        assert back[k].dtype == v.dtype and back[k].shape == v.shape and torch.equal(back[k], v), k
+    assert back["m"].stride() == (4, 1) and back["scalar"].dim() == 0
+    with ztio.safe_open(path, framework="pt") as f:
+        assert torch.equal(f.get_tensor("m"), wanted["m"])
+    assert listed == ["e"]
+
+
 def test_compressed_and_strided_tensors_are_decoded(tmp_path):
     t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     with ztio.Writer(tmp_path / "z.zt") as w:

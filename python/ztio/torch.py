@@ -112,11 +112,59 @@ def _mapped(f: File, info: Any, shape: Tuple[int, ...], dtype: Any, torch: Any) 
     return raw.view(dtype).reshape(shape)
 
 
-def _tensor(f: File, name: str, device: str = "cpu", info: Any = None) -> Any:
+#: Our element name -> (torch dtype, its size, an empty tensor of it), made on first use;
+#: (None, 0, None) for names the fast path leaves to the general one.
+_SPAN_KINDS: Dict[str, Tuple[Any, int, Any]] = {}
+
+
+def _span_kind(element: str, torch: Any) -> Tuple[Any, int, Any]:
+    kind = _SPAN_KINDS.get(element)
+    if kind is None:
+        attr = _TORCH.get(element)
+        # FP4's shape counts values where torch's counts bytes: the general path reshapes it.
+        dtype = getattr(torch, attr, None) if attr and element != "f4_e2m1" else None
+        if dtype is None:
+            kind = (None, 0, None)
+        else:
+            empty = torch.empty(0, dtype=dtype)
+            kind = (dtype, empty.element_size(), empty)
+        _SPAN_KINDS[element] = kind
+    return kind
+
+
+def _mapped_span(f: File, name: str, torch: Any) -> Optional[Any]:
+    """As `_mapped`, from the object's place in the file alone (`Reader.raw_span`), without
+    its listing: a file of many small tensors spent more time building listings than
+    loading. `None` for every case `_mapped` and the general path look at more closely."""
+    if getattr(f, "_verify", False) or getattr(f, "_unmapped", False):
+        return None
+    span = f._native.raw_span(name)
+    if span is None:
+        return None
+    element, shape, offset, length = span
+    dtype, itemsize, empty = _span_kind(element, torch)
+    if dtype is None or offset % itemsize:
+        return None
+    numel = 1
+    strides = []
+    for d in reversed(shape):
+        strides.append(numel)
+        numel *= d
+    if numel == 0 or length != numel * itemsize:
+        return None
+    storage = _private_map(f, torch)
+    if storage is None or offset + length > storage.nbytes():
+        return None
+    return empty.new_empty(0).set_(storage, offset // itemsize, tuple(shape), tuple(reversed(strides)))
+
+
+def _tensor(f: File, name: str, device: str = "cpu") -> Any:
     torch = _torch()
     f = f._file_for(name)  # a set's shard
-    if info is None:
-        info = f.info(name)
+    t = _mapped_span(f, name, torch)
+    if t is not None:
+        return t if device == "cpu" else t.to(device)
+    info = f.info(name)
     if info.format != "dense":
         raise ArgumentError(f"object {name!r} is {info.format}; torch tensors are read from dense objects only")
     if info.defect:
@@ -158,16 +206,14 @@ def load_file(
 
 def _all_tensors(f: Any, device: Union[str, int]) -> Dict[str, Any]:
     """Every dense tensor of an open file or set, in the order their data lies in it (as
-    safetensors); a single file's listing asked for once."""
+    safetensors)."""
     device = str(device) if not isinstance(device, str) else device
-    infos = {}
     if isinstance(f, File):
-        infos = {info.name: info for info in f.infos()}
         # torch reads through a map of its own (`_private_map`), not through ours, so our
         # read-ahead never sees its reads: the file is read into the page cache front to back
         # on a thread of the library's instead, and torch's page faults find it there.
         f._native.read_whole_in_background()
-    return load_every_tensor(f, lambda name: _tensor(f, name, device, infos.get(name)))
+    return load_every_tensor(f, lambda name: _tensor(f, name, device))
 
 
 def save_file(
