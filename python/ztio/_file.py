@@ -208,6 +208,9 @@ class Slice:
     raw tensor points into the map, any other box is gathered in one pass.
     """
 
+    # Slots: a slice is made per tensor by loaders that only ask its shape.
+    __slots__ = ("_file", "_name", "_dtype", "_shape")
+
     def __init__(self, file: "File", name: str):
         self._file = file
         self._name = name
@@ -744,8 +747,10 @@ class _SafeSlice(Slice):
     itself, not a wrapper of one: a slice of a small tensor costs about as much in Python
     calls as in reading."""
 
+    __slots__ = ("_framework", "_device", "_framework_rules")
+
     def __init__(self, file: "File", name: str, framework: str, device: str, framework_rules: bool):
-        super().__init__(file, name)
+        Slice.__init__(self, file, name)
         self._framework = framework
         self._device = device
         # torch and Paddle over a map: the framework's own indexing (safetensors indexes the
