@@ -85,35 +85,8 @@ def _private_map(f: File, torch: Any) -> Any:
     return storage
 
 
-def _mapped(f: File, info: Any, shape: Tuple[int, ...], dtype: Any, torch: Any) -> Optional[Any]:
-    """The tensor over the private map of the file, or `None` when its bytes are not the
-    tensor as they lie (see the module's doc)."""
-    if getattr(f, "_verify", False) or getattr(f, "_unmapped", False) or len(info.components) != 1:
-        return None
-    c = info.components[0]
-    itemsize = getattr(dtype, "itemsize", None) or torch.empty((), dtype=dtype).element_size()
-    numel = 1
-    for d in shape:
-        numel *= d
-    if (
-        c.encoding != "raw"
-        or c.byte_order != "little"
-        or c.file != 0
-        or c.arranged is not False
-        or c.length != numel * itemsize
-        or c.offset % itemsize != 0
-    ):
-        return None
-    storage = _private_map(f, torch)
-    if storage is None or c.offset + c.length > storage.nbytes():
-        return None
-    raw = torch.empty(0, dtype=torch.uint8)
-    raw.set_(storage, c.offset, (c.length,))
-    return raw.view(dtype).reshape(shape)
-
-
 #: Our element name -> (torch dtype, its size, an empty tensor of it), made on first use;
-#: (None, 0, None) for names the fast path leaves to the general one.
+#: (None, 0, None) for names torch has no dtype for.
 _SPAN_KINDS: Dict[str, Tuple[Any, int, Any]] = {}
 
 
@@ -121,8 +94,7 @@ def _span_kind(element: str, torch: Any) -> Tuple[Any, int, Any]:
     kind = _SPAN_KINDS.get(element)
     if kind is None:
         attr = _TORCH.get(element)
-        # FP4's shape counts values where torch's counts bytes: the general path reshapes it.
-        dtype = getattr(torch, attr, None) if attr and element != "f4_e2m1" else None
+        dtype = getattr(torch, attr, None) if attr else None
         if dtype is None:
             kind = (None, 0, None)
         else:
@@ -132,10 +104,11 @@ def _span_kind(element: str, torch: Any) -> Tuple[Any, int, Any]:
     return kind
 
 
-def _mapped_span(f: File, name: str, torch: Any) -> Optional[Any]:
-    """As `_mapped`, from the object's place in the file alone (`Reader.raw_span`), without
-    its listing: a file of many small tensors spent more time building listings than
-    loading. `None` for every case `_mapped` and the general path look at more closely."""
+def _mapped(f: File, name: str, torch: Any) -> Optional[Any]:
+    """The tensor over the private map of the file, or `None` when its bytes are not the
+    tensor as they lie (see the module's doc) and the general path must look closer. Made
+    from the object's place in the file alone (`Reader.raw_span`), not its listing: a file
+    of many small tensors spent more time building listings than loading."""
     if getattr(f, "_verify", False) or getattr(f, "_unmapped", False):
         return None
     span = f._native.raw_span(name)
@@ -145,6 +118,8 @@ def _mapped_span(f: File, name: str, torch: Any) -> Optional[Any]:
     dtype, itemsize, empty = _span_kind(element, torch)
     if dtype is None or offset % itemsize:
         return None
+    if element == "f4_e2m1" and shape:
+        shape[-1] //= 2  # two FP4 values per byte: torch's shape counts bytes
     numel = 1
     strides = []
     for d in reversed(shape):
@@ -161,7 +136,7 @@ def _mapped_span(f: File, name: str, torch: Any) -> Optional[Any]:
 def _tensor(f: File, name: str, device: str = "cpu") -> Any:
     torch = _torch()
     f = f._file_for(name)  # a set's shard
-    t = _mapped_span(f, name, torch)
+    t = _mapped(f, name, torch)
     if t is not None:
         return t if device == "cpu" else t.to(device)
     info = f.info(name)
@@ -180,14 +155,12 @@ def _tensor(f: File, name: str, device: str = "cpu") -> Any:
         # No bytes to view: torch cannot view an empty byte buffer as another dtype.
         t = torch.empty(shape, dtype=dtype)
     else:
-        t = _mapped(f, info, shape, dtype, torch)
-        if t is None:
-            raw = f.component(name, "data").view(np.uint8)
-            if not raw.flags.writeable:
-                # A view of the read-only map (a file that is no local file, a shard):
-                # torch tensors are writable, so this one is a copy.
-                raw = raw.copy()
-            t = torch.from_numpy(raw).view(dtype).reshape(shape)
+        raw = f.component(name, "data").view(np.uint8)
+        if not raw.flags.writeable:
+            # A view of the read-only map (a file that is no local file, a shard):
+            # torch tensors are writable, so this one is a copy.
+            raw = raw.copy()
+        t = torch.from_numpy(raw).view(dtype).reshape(shape)
     return t if device == "cpu" else t.to(device)
 
 
