@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use numpy::PyArrayDescrMethods;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use ztensor::{ComponentInfo, Encoding, FileVersion, Format, ObjectInfo, ObjectView};
@@ -103,21 +104,24 @@ fn encoding_name(e: &Encoding) -> String {
 
 fn component_dict<'py>(py: Python<'py>, c: &ComponentInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("role", c.role.as_ref())?;
-    d.set_item("dtype", c.element.dtype.name())?;
-    d.set_item("type", c.element.type_field())?;
-    d.set_item("encoding", encoding_name(&c.encoding))?;
-    d.set_item("offset", c.offset)?;
-    d.set_item("length", c.length)?;
-    d.set_item("decoded_length", c.decoded_len)?;
-    d.set_item("digest", c.digest.as_ref().map(|g| g.to_string()))?;
-    d.set_item("file", c.file)?;
+    d.set_item(intern!(py, "role"), c.role.as_ref())?;
+    d.set_item(intern!(py, "dtype"), c.element.dtype.name())?;
+    d.set_item(intern!(py, "type"), c.element.type_field())?;
+    d.set_item(intern!(py, "encoding"), encoding_name(&c.encoding))?;
+    d.set_item(intern!(py, "offset"), c.offset)?;
+    d.set_item(intern!(py, "length"), c.length)?;
+    d.set_item(intern!(py, "decoded_length"), c.decoded_len)?;
     d.set_item(
-        "arranged",
+        intern!(py, "digest"),
+        c.digest.as_ref().map(|g| g.to_string()),
+    )?;
+    d.set_item(intern!(py, "file"), c.file)?;
+    d.set_item(
+        intern!(py, "arranged"),
         c.arrangement.as_ref().is_some_and(|a| !a.is_packed()),
     )?;
     d.set_item(
-        "byte_order",
+        intern!(py, "byte_order"),
         match c.byte_order {
             ztensor::ByteOrder::Little => "little",
             ztensor::ByteOrder::Big => "big",
@@ -131,21 +135,27 @@ type RawSpan = (String, Vec<u64>, u64, u64);
 
 fn object_dict<'py>(py: Python<'py>, o: &ObjectInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("name", &o.name)?;
-    d.set_item("shape", o.shape.to_vec())?;
-    d.set_item("format", o.format.to_string())?;
+    d.set_item(intern!(py, "name"), &o.name)?;
+    d.set_item(intern!(py, "shape"), o.shape.to_vec())?;
+    d.set_item(intern!(py, "format"), o.format.to_string())?;
     let element = o.main_component().map(|c| &c.element);
-    d.set_item("dtype", element.map(|e| e.name()))?;
-    d.set_item("storage_dtype", element.map(|e| e.dtype.name()))?;
-    d.set_item("logical", element.and_then(|e| e.type_field()))?;
-    d.set_item("attributes", attributes_to_py(py, &o.attributes)?)?;
+    d.set_item(intern!(py, "dtype"), element.map(|e| e.name()))?;
+    d.set_item(
+        intern!(py, "storage_dtype"),
+        element.map(|e| e.dtype.name()),
+    )?;
+    d.set_item(intern!(py, "logical"), element.and_then(|e| e.type_field()))?;
+    d.set_item(
+        intern!(py, "attributes"),
+        attributes_to_py(py, &o.attributes)?,
+    )?;
     let comps = PyList::empty(py);
     for c in o.components.iter() {
         comps.append(component_dict(py, c)?)?;
     }
-    d.set_item("components", comps)?;
+    d.set_item(intern!(py, "components"), comps)?;
     d.set_item(
-        "defect",
+        intern!(py, "defect"),
         o.defect.as_ref().map(|x| x.to_error().to_string()),
     )?;
     Ok(d)
