@@ -13,7 +13,7 @@ the unsigned types map to torch's own dtypes, without ml_dtypes.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -104,6 +104,13 @@ def _span_kind(element: str, torch: Any) -> Tuple[Any, int, Any]:
     return kind
 
 
+def _torch_shape(element: str, shape: Sequence[int]) -> Tuple[int, ...]:
+    """Our shape as torch's: FP4 holds two values a byte, and torch's shape counts bytes."""
+    if element == "f4_e2m1" and shape:
+        return (*shape[:-1], shape[-1] // 2)
+    return tuple(shape)
+
+
 def _mapped(f: File, name: str, torch: Any) -> Optional[Any]:
     """The tensor over the private map of the file, or `None` when its bytes are not the
     tensor as they lie (see the module's doc) and the general path must look closer. Made
@@ -118,8 +125,7 @@ def _mapped(f: File, name: str, torch: Any) -> Optional[Any]:
     dtype, itemsize, empty = _span_kind(element, torch)
     if dtype is None or offset % itemsize:
         return None
-    if element == "f4_e2m1" and shape:
-        shape[-1] //= 2  # two FP4 values per byte: torch's shape counts bytes
+    shape = _torch_shape(element, shape)
     numel = 1
     strides = []
     for d in reversed(shape):
@@ -130,7 +136,7 @@ def _mapped(f: File, name: str, torch: Any) -> Optional[Any]:
     storage = _private_map(f, torch)
     if storage is None or offset + length > storage.nbytes():
         return None
-    return empty.new_empty(0).set_(storage, offset // itemsize, tuple(shape), tuple(reversed(strides)))
+    return empty.new_empty(0).set_(storage, offset // itemsize, shape, tuple(reversed(strides)))
 
 
 def _tensor(f: File, name: str, device: str = "cpu") -> Any:
@@ -144,13 +150,10 @@ def _tensor(f: File, name: str, device: str = "cpu") -> Any:
         raise ArgumentError(f"object {name!r} is {info.format}; torch tensors are read from dense objects only")
     if info.defect:
         f.component(name, "data")  # raises the defect as the library words it
-    attr = _TORCH.get(info.dtype or "")
-    dtype = getattr(torch, attr, None) if attr else None
+    dtype = _span_kind(info.dtype or "", torch)[0]
     if dtype is None:
         raise ArgumentError(f"torch has no dtype for {info.dtype} (object {name!r})")
-    shape = tuple(info.shape)
-    if info.dtype == "f4_e2m1" and shape:
-        shape = shape[:-1] + (shape[-1] // 2,)
+    shape = _torch_shape(info.dtype or "", info.shape)
     if any(d == 0 for d in shape):
         # No bytes to view: torch cannot view an empty byte buffer as another dtype.
         t = torch.empty(shape, dtype=dtype)
