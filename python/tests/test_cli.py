@@ -73,3 +73,74 @@ def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
     ztio.convert(src, out, skip_unreadable=True, progress=False)
     with ztio.safe_open(out, "np") as f:
         assert list(f.keys()) == ["b"]
+
+
+def test_upgrade_merge_and_rm_from_python(tmp_path):
+    import numpy as np
+
+    import ztio
+
+    a, b = tmp_path / "a.zt", tmp_path / "b.safetensors"
+    ztio.save_file({"x": np.arange(4, dtype=np.float32), "-dash": np.ones(2, np.int8)}, a, version="v1.2")
+    ztio.save_file({"y": np.zeros(3, np.float64)}, b)
+
+    ztio.upgrade(a, tmp_path / "up.zt", progress=False)
+    assert ztio.open(tmp_path / "up.zt").version == "zt v2"
+    assert ztio.diff(a, tmp_path / "up.zt")
+    ztio.upgrade(tmp_path / "up.zt", tmp_path / "down.zt", to="v1.2", progress=False)
+    assert ztio.open(tmp_path / "down.zt").version == "zt v1.2.0"
+
+    ztio.merge([a, b], tmp_path / "ab.zt", progress=False)
+    with ztio.open(tmp_path / "ab.zt") as f:
+        assert sorted(f.keys()) == ["-dash", "x", "y"]
+        assert f.get_tensor("y").dtype == np.float64
+    # A name in two inputs: an error, and nothing written.
+    with pytest.raises(ztio.Error):
+        ztio.merge([a, a], tmp_path / "clash.zt", progress=False)
+    assert not (tmp_path / "clash.zt").exists()
+    with pytest.raises(ztio.ArgumentError):
+        ztio.merge(a, tmp_path / "one.zt")
+
+    # A name that looks like an option is a name.
+    ztio.rm(a, "-dash", tmp_path / "rm.zt", progress=False)
+    with ztio.open(tmp_path / "rm.zt") as f:
+        assert list(f.keys()) == ["x"]
+        np.testing.assert_array_equal(f.get_tensor("x"), np.arange(4, dtype=np.float32))
+    with pytest.raises(ztio.Error):
+        ztio.rm(a, ["absent"], tmp_path / "rm2.zt", progress=False)
+    assert not (tmp_path / "rm2.zt").exists()
+    with pytest.raises(ztio.Error):
+        ztio.rm(a, ["x"], tmp_path / "rm.zt", progress=False)  # exists: the tool wants force
+    ztio.rm(a, ["x"], tmp_path / "rm.zt", force=True, progress=False)
+    assert list(ztio.open(tmp_path / "rm.zt").keys()) == ["-dash"]
+
+
+def test_compact_v2_output_from_python(tmp_path):
+    import numpy as np
+
+    import ztio
+
+    src = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({f"t{i}": np.full(4, i, np.float32) for i in range(8)}, src)
+    ztio.convert(src, tmp_path / "wide.zt", progress=False)
+    ztio.convert(src, tmp_path / "compact.zt", compact=True, progress=False)
+    ztio.merge([src], tmp_path / "merged.zt", compact=True, progress=False)
+    wide, compact = (os.path.getsize(tmp_path / n) for n in ("wide.zt", "compact.zt"))
+    # Eight blobs on 64 KiB boundaries against 4 KiB ones.
+    assert wide >= 8 * 65536 > 8 * 4096 * 2 >= compact
+    assert os.path.getsize(tmp_path / "merged.zt") == compact
+    assert ztio.diff(src, tmp_path / "compact.zt", values_only=True)
+
+
+def test_paths_that_start_with_a_dash_are_paths(tmp_path, monkeypatch):
+    import numpy as np
+
+    import ztio
+
+    monkeypatch.chdir(tmp_path)
+    ztio.save_file({"w": np.arange(3, dtype=np.int16)}, "-in.safetensors")
+    ztio.convert("-in.safetensors", "-out.zt", progress=False)
+    ztio.upgrade("-out.zt", "-v12.zt", to="v1.2", progress=False)
+    ztio.merge(["-v12.zt"], "-merged.zt", progress=False)
+    assert ztio.diff("-in.safetensors", "-merged.zt", values_only=True)
+    assert ztio.open("-merged.zt").keys() == ["w"]

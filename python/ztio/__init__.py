@@ -67,6 +67,9 @@ __all__ = [
     "verify",
     "convert",
     "diff",
+    "upgrade",
+    "merge",
+    "rm",
     "File",
     "ShardedFile",
     "Writer",
@@ -96,6 +99,40 @@ def load_file(path):
     return numpy.load_file(path)
 
 
+def _run_tool(args, what, progress):
+    """Runs the ``zt`` tool's code for ``args`` in this process; raises :class:`ztio.Error`
+    when it fails (its message is on stderr)."""
+    status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
+    if status:
+        raise Error(f"zt {what} failed with status {status} (its message is on stderr)")
+
+
+def _paths(*paths):
+    """Paths as the tool's last arguments, after ``--``: a name that starts with ``-`` (a
+    file's or an object's) is then never read as an option."""
+    import os as _os
+
+    return ["--", *(_os.fspath(p) for p in paths)]
+
+
+def _writing(*, force, verify, sync, to=None, compact=False, skip_unreadable=False):
+    """The tool's options every writing command takes, as arguments."""
+    args = []
+    if to is not None:
+        args += ["--to", str(to)]
+    if compact:
+        args.append("--compact")
+    if force:
+        args.append("--force")
+    if not verify:
+        args.append("--no-verify")
+    if not sync:
+        args.append("--no-sync")
+    if skip_unreadable:
+        args.append("--skip-unreadable")
+    return args
+
+
 def convert(
     src,
     dst,
@@ -103,6 +140,7 @@ def convert(
     to=None,
     compress=None,
     digest=None,
+    compact=False,
     force=False,
     verify=True,
     sync=True,
@@ -114,53 +152,111 @@ def convert(
     """What ``zt convert`` does, from Python: any file, set, folder or URL ztio reads to
     ``dst`` (its kind from its extension, or ``to``: ``"zt"``, ``"v1.2"``, ``"safetensors"``,
     ``"gguf"``, ``"mag"``; an ``*.index.json`` makes a sharded set). ``compress`` (a zstd
-    level) and ``digest`` (``"sha256"``, ``"crc32c"``, ...) for ``.zt`` output; ``force``
-    replaces an existing ``dst``; ``verify=False`` skips checking the digests the input
-    carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a text such as
-    ``"5GB"``) cuts a set's shards when ``dst`` is an index; ``densify`` writes sparse objects
-    dense and quantized ones as f32; ``skip_unreadable`` leaves out, each named on stderr, the
-    objects the input lists but cannot read (damaged entries), which otherwise fail the
-    conversion. The same code as the ``zt`` tool: it writes its
+    level) and ``digest`` (``"sha256"``, ``"crc32c"``, ...) for ``.zt`` output; ``compact``
+    puts v2 blobs on 4096-byte boundaries instead of 64 KiB (for files of many small
+    tensors); ``force`` replaces an existing ``dst``; ``verify=False`` skips checking the
+    digests the input carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a
+    text such as ``"5GB"``) cuts a set's shards when ``dst`` is an index; ``densify`` writes
+    sparse objects dense and quantized ones as f32; ``skip_unreadable`` leaves out, each named
+    on stderr, the objects the input lists but cannot read (damaged entries), which otherwise
+    fail the conversion. The same code as the ``zt`` tool: it writes its
     notes to stderr, and raises :class:`ztio.Error` when the tool fails (its message on
     stderr). Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was. ``progress``:
     see :mod:`ztio._progress` (a tqdm bar where a person watches, ``False`` for none, or a
     callable).
     """
-    import os as _os
-
-    args = ["zt", "convert", _os.fspath(src), _os.fspath(dst)]
-    if to is not None:
-        args += ["--to", str(to)]
+    args = ["zt", "convert"]
+    args += _writing(
+        force=force, verify=verify, sync=sync, to=to, compact=compact, skip_unreadable=skip_unreadable
+    )
     if compress is not None:
         args.append(f"--compress={int(compress)}")
     if digest is not None:
         args += ["--digest", str(digest)]
-    if force:
-        args.append("--force")
-    if not verify:
-        args.append("--no-verify")
-    if not sync:
-        args.append("--no-sync")
     if shard_size is not None:
         args += ["--shard-size", str(shard_size)]
     if densify:
         args.append("--densify")
-    if skip_unreadable:
-        args.append("--skip-unreadable")
-    status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
-    if status:
-        raise Error(f"zt convert failed with status {status} (its message is on stderr)")
+    _run_tool(args + _paths(src, dst), "convert", progress)
+
+
+def upgrade(
+    src, dst, *, to=None, compact=False, force=False, verify=True, sync=True, skip_unreadable=False, progress=None
+) -> None:
+    """What ``zt upgrade`` does: any zTensor file (or any file ztio reads) to a ``.zt`` of
+    version ``to`` (``"zt"`` or ``"v2"``, the default, or ``"v1.2"``), losslessly: attributes,
+    encodings and digests carried over. Other arguments as :func:`convert` takes them.
+
+    >>> import ztio, numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> ztio.save_file({"w": np.ones(3, np.float32)}, os.path.join(d, "old.zt"), version="v1.2")
+    >>> ztio.upgrade(os.path.join(d, "old.zt"), os.path.join(d, "new.zt"), progress=False)
+    >>> ztio.open(os.path.join(d, "new.zt")).version
+    'zt v2'
+    """
+    args = ["zt", "upgrade"]
+    args += _writing(
+        force=force, verify=verify, sync=sync, to=to, compact=compact, skip_unreadable=skip_unreadable
+    )
+    _run_tool(args + _paths(src, dst), "upgrade", progress)
+
+
+def merge(inputs, dst, *, to=None, compact=False, force=False, verify=True, sync=True, progress=None) -> None:
+    """What ``zt merge`` does: the objects of every file in ``inputs`` (files, sets, folders
+    or URLs) in one ``.zt`` at ``dst``; a name found in two inputs is an error and nothing is
+    written. Other arguments as :func:`upgrade` takes them.
+
+    >>> import ztio, numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> a, b, out = (os.path.join(d, n) for n in ("a.zt", "b.safetensors", "ab.zt"))
+    >>> ztio.save_file({"a": np.ones(2, np.float32)}, a)
+    >>> ztio.save_file({"b": np.zeros(2, np.int8)}, b)
+    >>> ztio.merge([a, b], out, progress=False)
+    >>> sorted(ztio.open(out).keys())
+    ['a', 'b']
+    """
+    import os as _os
+
+    if isinstance(inputs, (str, bytes, _os.PathLike)):
+        raise ArgumentError("merge takes a list of inputs, not one path")
+    args = ["zt", "merge", f"--output={_os.fspath(dst)}"]
+    args += _writing(force=force, verify=verify, sync=sync, to=to, compact=compact)
+    _run_tool(args + _paths(*inputs), "merge", progress)
+
+
+def rm(src, names, dst, *, to=None, compact=False, force=False, verify=True, sync=True, progress=None) -> None:
+    """What ``zt rm`` does: a copy of ``src`` without the objects named in ``names`` (each
+    must be there), written as a ``.zt`` to ``dst``; ``src`` itself is not changed. Other
+    arguments as :func:`upgrade` takes them.
+
+    >>> import ztio, numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> src, out = os.path.join(d, "m.zt"), os.path.join(d, "small.zt")
+    >>> ztio.save_file({"keep": np.ones(2, np.float32), "drop": np.zeros(2, np.float32)}, src)
+    >>> ztio.rm(src, ["drop"], out, progress=False)
+    >>> list(ztio.open(out).keys())
+    ['keep']
+    """
+    import os as _os
+
+    if isinstance(names, str):
+        names = [names]
+    names = [str(n) for n in names]
+    if not names:
+        raise ArgumentError("rm needs at least one object name")
+    args = ["zt", "rm", f"--output={_os.fspath(dst)}"]
+    args += _writing(force=force, verify=verify, sync=sync, to=to, compact=compact)
+    _run_tool(args + _paths(src) + names, "rm", progress)
 
 
 def diff(a, b, *, values_only=False, progress=None) -> bool:
     """What ``zt diff`` does: whether two files (sets, folders) hold the same objects with the
     same values; the differences are printed as the tool prints them. ``ztio.Error`` when a
     file cannot be read. ``progress`` as :func:`convert` takes it."""
-    import os as _os
-
-    args = ["zt", "diff", _os.fspath(a), _os.fspath(b)]
+    args = ["zt", "diff"]
     if values_only:
         args.append("--values-only")
+    args += _paths(a, b)
     status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
     if status > 1:
         raise Error(f"zt diff failed with status {status} (its message is on stderr)")
