@@ -101,16 +101,19 @@ impl Container {
         if manifest_len == 0 {
             return Err(Error::invalid(format!("{what} size is 0")).at(tail_offset));
         }
-        if manifest_len > max_manifest_len {
-            return Err(Error::limit(format!(
-                "{what} size {manifest_len} exceeds the cap of {max_manifest_len} bytes"
-            ))
-            .at(tail_offset));
-        }
+        // A size the file cannot hold is the file's fault (damage, or a truncated copy whose
+        // last bytes are not the tail), whatever the cap: checked first, so the error does
+        // not send the caller to raise a limit that would not help.
         let room = tail_offset - HEADER_LEN;
         if manifest_len > room {
             return Err(Error::invalid(format!(
-                "{what} size {manifest_len} is larger than the {room} bytes between header and footer"
+                "{what} size {manifest_len} is larger than the {room} bytes between header and footer (file truncated?)"
+            ))
+            .at(tail_offset));
+        }
+        if manifest_len > max_manifest_len {
+            return Err(Error::limit(format!(
+                "{what} size {manifest_len} exceeds the cap of {max_manifest_len} bytes"
             ))
             .at(tail_offset));
         }
@@ -334,9 +337,19 @@ mod tests {
             .unwrap_err()
             .message()
             .contains("between header and footer"));
+        // Over the cap and past the file: the file's fault (a truncated copy), not the cap's.
         let mut f = v1_file(b"\xa0", 0);
         f[9..17].copy_from_slice(&(MAX_MANIFEST_LEN + 1).to_le_bytes());
-        assert_eq!(parse(f).unwrap_err().kind(), ErrorKind::LimitExceeded);
+        let e = parse(f).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile);
+        assert!(e.message().contains("(file truncated?)"), "{e}");
+        // Over the cap and in the file: the cap's.
+        let manifest = [0xa1, 0x61, b'k', 0x60];
+        let e =
+            Container::parse_with_limit(Source::from_vec(v1_file(&manifest, 0)), 3).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::LimitExceeded);
+        assert_eq!(e.message(), "manifest size 4 exceeds the cap of 3 bytes");
+        assert!(Container::parse_with_limit(Source::from_vec(v1_file(&manifest, 0)), 4).is_ok());
     }
 
     #[test]

@@ -122,6 +122,11 @@ impl ContainerV2 {
             }
             return Ok(c);
         }
+        // The range first: a manifest the file cannot hold is the file's fault whatever the
+        // cap (a truncated copy), and the error should not send the caller to raise a limit.
+        check_blob_range_v2(footer.manifest_offset, footer.manifest_length, c.data_end()).map_err(
+            |e| Error::invalid(format!("manifest: {}", e.message())).at(footer.manifest_offset),
+        )?;
         if footer.manifest_length > max_manifest_len {
             return Err(Error::limit(format!(
                 "manifest size {} exceeds the cap of {max_manifest_len} bytes",
@@ -129,9 +134,6 @@ impl ContainerV2 {
             ))
             .at(footer_at + 8));
         }
-        check_blob_range_v2(footer.manifest_offset, footer.manifest_length, c.data_end()).map_err(
-            |e| Error::invalid(format!("manifest: {}", e.message())).at(footer.manifest_offset),
-        )?;
         Ok(c)
     }
 
@@ -254,8 +256,16 @@ mod tests {
         let mut f = file(0, 0, 0, 0, 2);
         *f.last_mut().unwrap() ^= 1;
         assert!(parse(f).unwrap_err().message().contains("footer magic"));
+        // Over the cap and past the file: the file's fault, not the cap's.
         let e = parse(file(100, 4096, 1 << 31, 0, 2)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile);
+        assert!(e.message().contains("reaches past the data area"), "{e}");
+        // Over the cap and in the file: the cap's.
+        let fits = || Source::from_vec(file(4088 + 100, 4096, 100, 0, 2));
+        let e = ContainerV2::parse(fits(), 99).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::LimitExceeded);
+        assert_eq!(e.message(), "manifest size 100 exceeds the cap of 99 bytes");
+        assert!(ContainerV2::parse(fits(), 100).is_ok());
         let e = parse(file(4088 + 10, 4096, 11, 0, 2)).unwrap_err();
         assert!(e.message().contains("reaches past the data area"), "{e}");
         let e = parse(file(4096, 4095, 1, 0, 2)).unwrap_err();

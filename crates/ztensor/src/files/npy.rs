@@ -335,16 +335,18 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Parsed<Header>> {
         .iter()
         .rev()
         .fold(0u64, |a, &b| (a << 8) | u64::from(b));
-    if header_len > MAX_HEADER_LEN {
-        return Err(Error::limit(format!(
-            ".npy header of {header_len} bytes exceeds the cap of {MAX_HEADER_LEN}"
-        ))
-        .at(8));
-    }
-    let data_start = 8 + len_size as u64 + header_len;
+    // A header the array cannot hold first: a truncated copy is the file's fault, not a cap
+    // to raise (docs/decisions.md).
+    let data_start = (8 + len_size as u64).saturating_add(header_len);
     if data_start > total {
         return Err(bad(format!(
             "a header of {header_len} bytes runs past the end of the {total}-byte array"
+        ))
+        .at(8));
+    }
+    if header_len > MAX_HEADER_LEN {
+        return Err(Error::limit(format!(
+            ".npy header of {header_len} bytes exceeds the cap of {MAX_HEADER_LEN}"
         ))
         .at(8));
     }

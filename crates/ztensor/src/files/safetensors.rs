@@ -110,18 +110,20 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
     let mut size = [0u8; 8];
     source.read_into(0, &mut size)?;
     let n = u64::from_le_bytes(size);
+    // A header the file cannot hold first (the safetensors crate checks the cap first): a
+    // truncated copy is the file's fault, not a cap to raise (docs/decisions.md).
+    let base = 8u64.saturating_add(n);
+    if base > source.len() {
+        return Err(bad(format!(
+            "header of {n} bytes runs past the end of the {}-byte file (file truncated?)",
+            source.len()
+        ))
+        .at(8));
+    }
     if n > MAX_HEADER_LEN {
         return Err(Error::limit(format!(
             "safetensors header of {n} bytes exceeds the cap of {MAX_HEADER_LEN}"
         )));
-    }
-    let base = 8 + n;
-    if base > source.len() {
-        return Err(bad(format!(
-            "header of {n} bytes runs past the end of the {}-byte file",
-            source.len()
-        ))
-        .at(8));
     }
     source.will_need(8, n);
     let header = source.read_at(8, n)?;
