@@ -352,7 +352,7 @@ fn find_directory_as_zipfile(source: &Source) -> Result<Directory> {
     } else {
         match tail.windows(4).rposition(|w| w == EOCD_SIG.to_le_bytes()) {
             Some(i) if i <= last => i,
-            _ => return Err(bad("no end of central directory record")),
+            _ => return Err(bad("no end of central directory record (file truncated?)")),
         }
     };
     let eocd_at = tail_start + i as u64;
@@ -409,7 +409,7 @@ fn find_directory(source: &Source) -> Result<Directory> {
         f.u32(0) == EOCD_SIG && i as u64 + EOCD_LEN + u64::from(f.u16(20)) == tail_len
     });
     let Some(i) = found else {
-        return Err(bad("no end of central directory record"));
+        return Err(bad("no end of central directory record (file truncated?)"));
     };
     let eocd_at = tail_start + i as u64;
     let f = Fields(tail.get(i..).unwrap_or_default());
