@@ -135,6 +135,6 @@ def test_a_framework_module_refuses_objects_that_are_not_dense_naming_their_form
 
     monkeypatch.setattr(_frameworks, "_CONVERTERS", dict(_frameworks._CONVERTERS))
     monkeypatch.setattr(_frameworks, "_FROM_NUMPY", dict(_frameworks._FROM_NUMPY))
-    load_file, _, _, _ = _bridge.functions(("identity-for-tests",), "test arrays", lambda a, device: a)
+    load_file, _, _, _ = _bridge.functions(("identity-for-tests",), "test arrays", lambda a, device, kind: a)
     with pytest.raises(ztio.ArgumentError, match="object 'csr' is sparse_csr; test arrays are read from dense objects only"):
         load_file(FIXTURES / "interop" / "v123_all.zt")

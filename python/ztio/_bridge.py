@@ -12,17 +12,34 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _frameworks
+from ._dtypes import STAND_INS
 from ._file import File, load_every_tensor, open_any
 from ._write import safetensors_bytes
 from ._write import save_file_drop_in as _save
 from .errors import ArgumentError
 
-#: ``(array, device) -> tensor``.
-ToFramework = Callable[[np.ndarray, str], Any]
-#: ``tensor -> numpy array``.
-ToNumpy = Callable[[Any], np.ndarray]
+#: ``(array, device, kind) -> tensor``. ``kind`` is None, or ml_dtypes' name of the type
+#: (``"bfloat16"``, ``"float8_e4m3fn"``) whose storage integers ``array`` holds because numpy
+#: has no such dtype here (ml_dtypes not installed): the tensor must be of that type.
+ToFramework = Callable[[np.ndarray, str, Optional[str]], Any]
+#: ``tensor -> numpy array``, or a :class:`ztio._dtypes.StandIn` for a bf16 or FP8 tensor
+#: when numpy has no such dtype.
+ToNumpy = Callable[[Any], Any]
 
 Path = Union[str, "os.PathLike[str]"]
+
+
+def typed_by_ml_dtypes(array: np.ndarray, kind: Optional[str]) -> np.ndarray:
+    """``array`` viewed as ml_dtypes' type ``kind`` (see :data:`ToFramework`), for frameworks
+    that take ml_dtypes' arrays (JAX and TensorFlow, which depend on ml_dtypes themselves)."""
+    if kind is None:
+        return array
+    try:
+        import ml_dtypes
+
+        return array.view(getattr(ml_dtypes, kind))
+    except (ImportError, AttributeError):
+        raise ArgumentError(f"reading {kind} needs ml_dtypes with that type (pip install -U ml_dtypes)") from None
 
 
 def functions(
@@ -38,7 +55,12 @@ def functions(
         if not isinstance(array, np.ndarray):
             fmt = f.info(name).format
             raise ArgumentError(f"object {name!r} is {fmt}; {what} are read from dense objects only")
-        return to_framework(array, device)
+        kind = None
+        if STAND_INS and array.dtype.kind == "u" and array.dtype.itemsize <= 2:
+            # Storage integers that may stand in for bf16 or FP8: the listing says which
+            # (asked only here, without ml_dtypes: it costs more than the read).
+            kind = STAND_INS.get(f.info(name).dtype or "")
+        return to_framework(array, device, kind)
 
     def read_all(f: Any, device: str) -> Dict[str, Any]:
         try:

@@ -7,7 +7,7 @@ the same bytes. Packed FP4/FP6 read as their storage bytes.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -80,3 +80,48 @@ def element_of(dtype: np.dtype) -> Tuple[str, Optional[str]]:
         raise ArgumentError(
             f"cannot store numpy dtype {dtype} (numeric, bool, complex, and with ml_dtypes bf16 and FP8)"
         ) from None
+
+
+#: Without ml_dtypes (or with one too old for a type), the types that read as their storage
+#: integers: our name -> ml_dtypes' name, which the frameworks use too (``"bfloat16"``).
+STAND_INS: Dict[str, str] = {
+    ours: attr for ours, attr in _ML.items() if _ml is None or not hasattr(_ml, attr)
+}
+
+
+class StandIn(NamedTuple):
+    """A bf16 or FP8 tensor's storage integers, with the type they stand in for (our name:
+    ``"bf16"``, ``"f8_e4m3fn"``): what a framework module hands the writers when numpy has
+    no such dtype (ml_dtypes not installed), so that the file says bf16, not uint16."""
+
+    array: np.ndarray
+    type_name: str
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the tensor holds (for progress)."""
+        return int(self.array.nbytes)
+
+
+def stand_in_element(value: StandIn) -> Tuple[str, Optional[str]]:
+    """The element type a :class:`StandIn` is written as: ``(dtype, logical type)``."""
+    if value.type_name == "bf16":
+        return "bf16", None
+    if value.type_name in _ML and value.type_name.startswith("f8_"):
+        return "u8", value.type_name
+    from .errors import ArgumentError
+
+    raise ArgumentError(f"cannot store {value.type_name!r} from its storage integers")
+
+
+def stand_in(type_name: str, bits: np.ndarray) -> "np.ndarray | StandIn":
+    """A framework's bf16 or FP8 tensor, given as its storage integers ``bits``, in the form
+    the writers take: an ml_dtypes array when ml_dtypes has the type, else a :class:`StandIn`."""
+    attr = _ML[type_name]
+    if type_name in STAND_INS:
+        return StandIn(bits, type_name)
+    return bits.view(getattr(_ml, attr))
+
+
+#: ml_dtypes' name -> ours (``"bfloat16"`` -> ``"bf16"``).
+OURS_OF_ML: Dict[str, str] = {attr: ours for ours, attr in _ML.items()}

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 
 from . import _frameworks, _native, _progress, _slice_rules
-from ._dtypes import read_table
+from ._dtypes import STAND_INS, read_table
 from .errors import ArgumentError, NotFoundError
 
 _native.set_dtype_table(read_table())
@@ -775,7 +775,8 @@ class _SafeSlice(Slice):
                 values = values[local]
         if isinstance(values, np.generic):
             values = np.array(values)  # a 0-d array, as safetensors gives, not a numpy scalar
-        return _frameworks.from_numpy(self._framework, values, self._device)
+        kind = STAND_INS.get(self._dtype or "") if STAND_INS else None
+        return _frameworks.from_numpy(self._framework, values, self._device, kind)
 
 
 def _rows_inside(key: Any, shape: Tuple[int, ...]) -> bool:

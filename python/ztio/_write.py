@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native, _progress
-from ._dtypes import element_of
+from ._dtypes import StandIn, element_of, stand_in_element
 from .errors import ArgumentError
 
 __all__ = ["Writer", "save_file"]
@@ -38,8 +38,12 @@ def _level(compression: Union[None, bool, int]) -> Optional[int]:
 def _little_endian_row_major(array: Any) -> Tuple[Tuple[str, Optional[str]], np.ndarray]:
     """An array's element type, and the array in little-endian row-major order (itself
     when it already is)."""
-    a = np.asarray(array)
-    element = element_of(a.dtype)
+    if isinstance(array, StandIn):
+        a = np.asarray(array.array)
+        element = stand_in_element(array)
+    else:
+        a = np.asarray(array)
+        element = element_of(a.dtype)
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
     if not a.flags.c_contiguous:

@@ -8,19 +8,19 @@ takes). bf16 and the FP8 types travel as ml_dtypes' numpy types, which JAX uses 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
-from ._bridge import functions
+from ._bridge import functions, typed_by_ml_dtypes
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
 
-def _jax_array(array: np.ndarray, device: str = "cpu") -> Any:
+def _jax_array(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
     import jax.numpy as jnp
 
-    return jnp.asarray(array)
+    return jnp.asarray(typed_by_ml_dtypes(array, kind))
 
 
 load_file, load, save_file, save = functions(("flax", "jax"), "JAX arrays", _jax_array)

@@ -4,20 +4,21 @@ framework="mlx")`` reads them too. MLX is imported only when called."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ._bridge import functions
+from ._dtypes import stand_in
 from .errors import ArgumentError
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
 
-def _mlx_array(array: np.ndarray, device: str = "cpu") -> Any:
+def _mlx_array(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
     import mlx.core as mx
 
-    name = array.dtype.name
+    name = kind or array.dtype.name
     if name == "bfloat16":
         # numpy's bfloat16 (ml_dtypes) has no buffer format MLX knows: its bits as uint16.
         return mx.array(array.view(np.uint16)).view(mx.bfloat16)
@@ -26,13 +27,11 @@ def _mlx_array(array: np.ndarray, device: str = "cpu") -> Any:
     return mx.array(array)
 
 
-def _numpy(array: Any) -> np.ndarray:
+def _numpy(array: Any) -> Any:
     import mlx.core as mx
 
     if getattr(array, "dtype", None) == mx.bfloat16:
-        import ml_dtypes
-
-        return np.array(array.view(mx.uint16)).view(ml_dtypes.bfloat16)
+        return stand_in("bf16", np.array(array.view(mx.uint16)))
     return np.asarray(array)
 
 

@@ -4,20 +4,21 @@ Paddle is imported only when called."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ._bridge import functions
+from ._dtypes import OURS_OF_ML, stand_in
 from .errors import ArgumentError
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
 
-def _paddle_tensor(array: np.ndarray, device: str = "cpu") -> Any:
+def _paddle_tensor(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
     import paddle
 
-    name = array.dtype.name
+    name = kind or array.dtype.name
     if name == "bfloat16":
         # Same bits as int16, which Paddle takes from numpy; viewed back as bfloat16.
         return paddle.view(_from_array(paddle, array.view(np.int16), device), paddle.bfloat16)
@@ -63,16 +64,16 @@ def _place(device: Any) -> Any:
     return device
 
 
-def _numpy(tensor: Any) -> np.ndarray:
+def _numpy(tensor: Any) -> Any:
     if not hasattr(tensor, "numpy"):
         return np.asarray(tensor)
     import paddle
 
     kind = str(tensor.dtype).rsplit(".", 1)[-1]
     if kind == "bfloat16":
-        return _as_ml(_host_array(paddle, paddle.view(tensor, paddle.int16)), kind)
+        return stand_in("bf16", _host_array(paddle, paddle.view(tensor, paddle.int16)).view(np.uint16))
     if kind in _FP8:
-        return _as_ml(_host_array(paddle, paddle.view(tensor, paddle.uint8)), kind)
+        return stand_in(OURS_OF_ML[kind], _host_array(paddle, paddle.view(tensor, paddle.uint8)))
     return _host_array(paddle, tensor)
 
 
@@ -85,12 +86,6 @@ def _host_array(paddle: Any, tensor: Any) -> np.ndarray:
         except (BufferError, TypeError, ValueError, RuntimeError):
             pass  # not contiguous, or a type DLPack cannot carry: copied below
     return tensor.numpy()
-
-
-def _as_ml(bits: np.ndarray, kind: str) -> np.ndarray:
-    import ml_dtypes
-
-    return bits.view(getattr(ml_dtypes, kind))
 
 
 load_file, load, save_file, save = functions(("paddle",), "Paddle tensors", _paddle_tensor, _numpy)

@@ -304,16 +304,18 @@ def _storage(ours: str):
     return ours, None
 
 
-def _from_numpy(array: np.ndarray, device: str = "cpu") -> Any:
+def _from_numpy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
     torch = _torch()
     # A copy where the array is read-only or strided (not ascontiguousarray: it makes a
     # 0-d array 1-d).
     a = array if array.flags.writeable and array.flags.c_contiguous else array.copy(order="C")
-    if a.dtype.name in _ML_DTYPES_IN_TORCH:
-        # torch.from_numpy knows numpy's own types only: bf16 and FP8 (ml_dtypes) go over
-        # as integers of their size and are viewed back, no copy.
+    name = kind or a.dtype.name
+    if name in _ML_DTYPES_IN_TORCH:
+        # torch.from_numpy knows numpy's own types only: bf16 and FP8 (ml_dtypes, or their
+        # storage integers without it) go over as integers of their size and are viewed
+        # back, no copy.
         t = torch.from_numpy(a.view(np.uint16 if a.itemsize == 2 else np.uint8))
-        t = t.view(getattr(torch, a.dtype.name))
+        t = t.view(getattr(torch, name))
     else:
         t = torch.from_numpy(a)
     return t if device == "cpu" else t.to(device)
