@@ -56,8 +56,9 @@ pub use manifest::{
 };
 pub use shape::Shape;
 pub use v2::{
-    check_name, check_shard_name, decode_manifest_v2, ManifestV2, ObjectV2, PartV2, ShardV2,
-    MAX_NAME_LEN_V2, MAX_SHARD_NAME_LEN,
+    check_name, check_shard_name, decode_manifest_v2, shard_index, visit_manifest_v2, ManifestV2,
+    ManifestV2Rest, ObjectV2, ObjectV2Ref, PartV2, PartV2Ref, ShardV2, MAX_NAME_LEN_V2,
+    MAX_SHARD_NAME_LEN, MIN_OBJECT_ENTRY_V2,
 };
 pub use v2_encode::encode_manifest_v2;
 pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};

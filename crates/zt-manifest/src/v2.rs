@@ -14,6 +14,11 @@
 //! skipped (and checked), names follow the v2 rules ([`check_name`], [`check_shard_name`]),
 //! `decoded_length` is present exactly when `encoding` is, and every `shard` a part names is
 //! in the shard table.
+//!
+//! Two ways in: [`decode_manifest_v2`] gives the whole manifest as owned values
+//! ([`ManifestV2`]: what the writer encodes, what tests compare); [`visit_manifest_v2`] hands
+//! each object over as it is decoded, its texts borrowed from the bytes ([`ObjectV2Ref`]),
+//! for a reader that builds a listing of its own without a second copy of the manifest.
 
 use zt_container::{Error, Result};
 
@@ -25,6 +30,12 @@ use crate::{DecodeLimits, Shape};
 pub const MAX_NAME_LEN_V2: usize = 1024;
 /// Longest shard name, in bytes.
 pub const MAX_SHARD_NAME_LEN: usize = 64;
+
+/// The fewest bytes one entry of the `"objects"` map can take in a manifest this decoder
+/// accepts (43: a one-byte name, and a map of an empty shape, an empty layout and one part
+/// with a one-byte name, an empty dtype and a blob of two one-byte integers). A reader that
+/// reserves room for the objects a manifest declares bounds it by `bytes / this`.
+pub const MIN_OBJECT_ENTRY_V2: usize = 40;
 
 /// A decoded v2 manifest.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -42,10 +53,7 @@ impl ManifestV2 {
     /// table is in the order of its encoded keys, which for text is by length, then bytewise
     /// (so a table of many shards and parts costs no quadratic scan).
     pub fn shard_index(&self, name: &str) -> Option<usize> {
-        let want = (name.len(), name.as_bytes());
-        self.shards
-            .binary_search_by(|e| (e.name.len(), e.name.as_bytes()).cmp(&want))
-            .ok()
+        shard_index(&self.shards, name)
     }
 }
 
@@ -147,23 +155,162 @@ pub fn check_shard_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// One part of a v2 object with its texts borrowed from the manifest's bytes: what
+/// [`visit_manifest_v2`] hands out, with no allocation per field. [`PartV2`] is the owned
+/// form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartV2Ref<'a> {
+    /// Name (`data`, `values`, ...).
+    pub name: &'a str,
+    /// Storage dtype as written.
+    pub dtype: &'a str,
+    /// Logical type as written.
+    pub logical_type: Option<&'a str>,
+    /// Blob offset (in the file that holds it).
+    pub offset: u64,
+    /// Blob length.
+    pub length: u64,
+    /// The shard that holds the blob (in the shard table); `None` for this file.
+    pub shard: Option<&'a str>,
+    /// Encoding id; `None` for raw.
+    pub encoding: Option<&'a str>,
+    /// Size after decoding (present exactly when `encoding` is).
+    pub decoded_length: Option<u64>,
+    /// Digest text as written (`algo:hex`).
+    pub digest: Option<&'a str>,
+    /// Absolute offset of the part's key in the file.
+    pub at: u64,
+}
+
+impl PartV2Ref<'_> {
+    /// The owned form.
+    pub fn to_part(&self) -> PartV2 {
+        PartV2 {
+            name: self.name.to_owned(),
+            dtype: self.dtype.to_owned(),
+            logical_type: self.logical_type.map(str::to_owned),
+            offset: self.offset,
+            length: self.length,
+            shard: self.shard.map(str::to_owned),
+            encoding: self.encoding.map(str::to_owned),
+            decoded_length: self.decoded_length,
+            digest: self.digest.map(str::to_owned),
+            at: self.at,
+        }
+    }
+}
+
+/// One object of a v2 manifest, its texts borrowed (see [`PartV2Ref`]). Its shape and
+/// attributes are owned: a visitor may take them (`std::mem::take`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ObjectV2Ref<'a> {
+    /// Name.
+    pub name: &'a str,
+    /// Shape (rank checked against [`DecodeLimits::max_rank`]).
+    pub shape: Shape,
+    /// Layout id as written.
+    pub layout: &'a str,
+    /// Parts in the manifest's order (at least one).
+    pub parts: Vec<PartV2Ref<'a>>,
+    /// Object attributes.
+    pub attributes: Attributes,
+    /// Absolute offset of the object's key in the file.
+    pub at: u64,
+}
+
+/// What a v2 manifest holds besides its objects: [`visit_manifest_v2`]'s result.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManifestV2Rest {
+    /// The shard table, in the manifest's order.
+    pub shards: Vec<ShardV2>,
+    /// File attributes.
+    pub attributes: Attributes,
+}
+
+/// The position of shard `name` in a shard table in the manifest's order (see
+/// [`ManifestV2::shard_index`]).
+pub fn shard_index(shards: &[ShardV2], name: &str) -> Option<usize> {
+    let want = (name.len(), name.as_bytes());
+    shards
+        .binary_search_by(|e| (e.name.len(), e.name.as_bytes()).cmp(&want))
+        .ok()
+}
+
 /// Decodes a v2 manifest whose first byte is at absolute offset `base`. The nesting cap is
 /// the smaller of the v2 format's 32 levels and `limits.max_depth`.
+///
+/// ```
+/// use zt_manifest::{decode_manifest_v2, encode_manifest_v2, ManifestV2, ObjectV2, PartV2};
+/// let mut m = ManifestV2::default();
+/// m.objects.push(ObjectV2 {
+///     name: "w".into(),
+///     shape: vec![2].into(),
+///     layout: "dense".into(),
+///     parts: vec![PartV2 { name: "data".into(), dtype: "f32".into(), offset: 8, length: 8, ..Default::default() }],
+///     ..Default::default()
+/// });
+/// let bytes = encode_manifest_v2(&m).unwrap();
+/// let back = decode_manifest_v2(&bytes, 0, Default::default()).unwrap();
+/// assert_eq!(back.objects[0].parts[0].dtype, "f32");
+/// ```
 pub fn decode_manifest_v2(bytes: &[u8], base: u64, limits: DecodeLimits) -> Result<ManifestV2> {
+    let mut objects = Vec::new();
+    let rest = visit_manifest_v2(
+        bytes,
+        base,
+        limits,
+        |_, _| Ok(()),
+        |o| {
+            objects.push(ObjectV2 {
+                name: o.name.to_owned(),
+                shape: std::mem::take(&mut o.shape),
+                layout: o.layout.to_owned(),
+                parts: o.parts.iter().map(PartV2Ref::to_part).collect(),
+                attributes: std::mem::take(&mut o.attributes),
+                at: o.at,
+            });
+            Ok(())
+        },
+    )?;
+    Ok(ManifestV2 {
+        objects,
+        shards: rest.shards,
+        attributes: rest.attributes,
+    })
+}
+
+/// Decodes a v2 manifest as [`decode_manifest_v2`] does, handing each object to `object` as
+/// it is decoded, its texts borrowed from `bytes`: a reader that builds its own listing makes
+/// no owned copy of the manifest on the way (for a file of many objects, most of the cost).
+///
+/// `objects_start` is called once, before the first object, with the shard table (complete:
+/// deterministic CBOR puts `"shards"` before `"objects"`) and the number of objects, which
+/// the bytes left have been checked to hold. Every shard a part names is in that table when
+/// `object` sees it. The [`ObjectV2Ref`] handed over is reused for the next object; the
+/// visitor takes what it keeps.
+pub fn visit_manifest_v2<'a>(
+    bytes: &'a [u8],
+    base: u64,
+    limits: DecodeLimits,
+    mut objects_start: impl FnMut(&[ShardV2], u64) -> Result<()>,
+    mut object: impl FnMut(&mut ObjectV2Ref<'a>) -> Result<()>,
+) -> Result<ManifestV2Rest> {
     let mut d = Det::new(bytes, base, MAX_DEPTH_V2.min(limits.max_depth));
-    let mut m = ManifestV2::default();
+    let mut rest = ManifestV2Rest::default();
     let mut seen_objects = false;
+    let mut o = ObjectV2Ref::default();
     let n = d.map("manifest")?;
     d.entries(n, 0, "the manifest", |d, key, at| match key {
         Some("objects") => {
             seen_objects = true;
             let n = d.map("objects")?;
+            let shards = &rest.shards;
+            objects_start(shards, n)?;
             d.entries(n, 1, "objects", |d, name, at| {
                 let name = name.ok_or_else(|| Error::invalid("objects key is not text").at(at))?;
                 check_name(name, "object").map_err(|e| e.at(at))?;
-                let o = object(d, name, at, &limits).map_err(|e| e.in_object(name))?;
-                m.objects.push(o);
-                Ok(())
+                object_ref(d, name, at, &limits, shards, &mut o).map_err(|e| e.in_object(name))?;
+                object(&mut o).map_err(|e| e.in_object(name))
             })
         }
         Some("shards") => {
@@ -171,12 +318,12 @@ pub fn decode_manifest_v2(bytes: &[u8], base: u64, limits: DecodeLimits) -> Resu
             d.entries(n, 1, "shards", |d, name, at| {
                 let name = name.ok_or_else(|| Error::invalid("shards key is not text").at(at))?;
                 check_shard_name(name).map_err(|e| e.at(at))?;
-                m.shards.push(shard(d, name, at)?);
+                rest.shards.push(shard(d, name, at)?);
                 Ok(())
             })
         }
         Some("attributes") => {
-            m.attributes = attributes(d, 1)?;
+            rest.attributes = attributes(d, 1)?;
             Ok(())
         }
         // Unknown fields, and keys that are not text, are checked and skipped.
@@ -186,21 +333,7 @@ pub fn decode_manifest_v2(bytes: &[u8], base: u64, limits: DecodeLimits) -> Resu
     if !seen_objects {
         return Err(Error::invalid("manifest has no \"objects\" map").at(base));
     }
-    for o in &m.objects {
-        for p in &o.parts {
-            if let Some(s) = &p.shard {
-                if m.shard_index(s).is_none() {
-                    return Err(Error::invalid(format!(
-                        "part names shard {s:?}, which the shard table does not list"
-                    ))
-                    .at(p.at)
-                    .in_component(&p.name)
-                    .in_object(&o.name));
-                }
-            }
-        }
-    }
-    Ok(m)
+    Ok(rest)
 }
 
 /// An attribute map at `depth`: text keys (checked as names), any values.
@@ -217,12 +350,21 @@ fn attributes(d: &mut Det<'_>, depth: usize) -> Result<Attributes> {
     Ok(attrs)
 }
 
-fn object(d: &mut Det<'_>, name: &str, at: u64, limits: &DecodeLimits) -> Result<ObjectV2> {
-    let mut o = ObjectV2 {
-        name: name.to_owned(),
-        at,
-        ..Default::default()
-    };
+/// Decodes one object into `o` (its parts, shape and attributes emptied first).
+fn object_ref<'a>(
+    d: &mut Det<'a>,
+    name: &'a str,
+    at: u64,
+    limits: &DecodeLimits,
+    shards: &[ShardV2],
+    o: &mut ObjectV2Ref<'a>,
+) -> Result<()> {
+    o.name = name;
+    o.at = at;
+    o.layout = "";
+    o.shape = Shape::default();
+    o.parts.clear();
+    o.attributes = Attributes::new();
     let (mut shape, mut layout, mut parts) = (false, false, false);
     let n = d.map("object")?;
     d.entries(n, 2, "object", |d, key, at| {
@@ -239,7 +381,7 @@ fn object(d: &mut Det<'_>, name: &str, at: u64, limits: &DecodeLimits) -> Result
             }
             Some("layout") => {
                 layout = true;
-                o.layout = d.text("layout")?.to_owned();
+                o.layout = d.text("layout")?;
             }
             Some("parts") => {
                 parts = true;
@@ -248,7 +390,7 @@ fn object(d: &mut Det<'_>, name: &str, at: u64, limits: &DecodeLimits) -> Result
                     let pname =
                         pname.ok_or_else(|| Error::invalid("parts key is not text").at(at))?;
                     check_name(pname, "part").map_err(|e| e.at(at))?;
-                    let p = part(d, pname, at).map_err(|e| e.in_component(pname))?;
+                    let p = part(d, pname, at, shards).map_err(|e| e.in_component(pname))?;
                     o.parts.push(p);
                     Ok(())
                 })?;
@@ -266,12 +408,12 @@ fn object(d: &mut Det<'_>, name: &str, at: u64, limits: &DecodeLimits) -> Result
     if o.parts.is_empty() {
         return Err(Error::invalid("object has no parts").at(at));
     }
-    Ok(o)
+    Ok(())
 }
 
-fn part(d: &mut Det<'_>, name: &str, at: u64) -> Result<PartV2> {
-    let mut p = PartV2 {
-        name: name.to_owned(),
+fn part<'a>(d: &mut Det<'a>, name: &'a str, at: u64, shards: &[ShardV2]) -> Result<PartV2Ref<'a>> {
+    let mut p = PartV2Ref {
+        name,
         at,
         ..Default::default()
     };
@@ -281,9 +423,9 @@ fn part(d: &mut Det<'_>, name: &str, at: u64) -> Result<PartV2> {
         match key {
             Some("dtype") => {
                 dtype = true;
-                p.dtype = d.text("dtype")?.to_owned();
+                p.dtype = d.text("dtype")?;
             }
-            Some("type") => p.logical_type = Some(d.text("type")?.to_owned()),
+            Some("type") => p.logical_type = Some(d.text("type")?),
             Some("blob") => {
                 blob = true;
                 let n = d.array("blob")?;
@@ -299,11 +441,11 @@ fn part(d: &mut Det<'_>, name: &str, at: u64) -> Result<PartV2> {
             Some("shard") => {
                 let s = d.text("shard")?;
                 check_shard_name(s).map_err(|e| e.at(at))?;
-                p.shard = Some(s.to_owned());
+                p.shard = Some(s);
             }
-            Some("encoding") => p.encoding = Some(d.text("encoding")?.to_owned()),
+            Some("encoding") => p.encoding = Some(d.text("encoding")?),
             Some("decoded_length") => p.decoded_length = Some(d.uint("decoded_length")?),
-            Some("digest") => p.digest = Some(d.text("digest")?.to_owned()),
+            Some("digest") => p.digest = Some(d.text("digest")?),
             _ => d.skip(5)?,
         }
         Ok(())
@@ -319,6 +461,14 @@ fn part(d: &mut Det<'_>, name: &str, at: u64) -> Result<PartV2> {
             "part must have \"decoded_length\" exactly when it has \"encoding\"",
         )
         .at(at));
+    }
+    if let Some(s) = p.shard {
+        if shard_index(shards, s).is_none() {
+            return Err(Error::invalid(format!(
+                "part names shard {s:?}, which the shard table does not list"
+            ))
+            .at(at));
+        }
     }
     Ok(p)
 }
@@ -356,6 +506,21 @@ fn shard(d: &mut Det<'_>, name: &str, at: u64) -> Result<ShardV2> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_smallest_object_entry_is_no_smaller_than_the_bound() {
+        // { "objects": { "a": { "parts": { "p": { "blob": [0, 0], "dtype": "" } },
+        //                       "shape": [], "layout": "" } } }
+        let mut m = b"\xa1\x67objects\xa1".to_vec();
+        let entry_start = m.len();
+        m.extend_from_slice(b"\x61a\xa3\x65parts\xa1\x61p\xa2\x64blob\x82\x00\x00");
+        m.extend_from_slice(b"\x65dtype\x60\x65shape\x80\x66layout\x60");
+        let entry = m.len() - entry_start;
+        let decoded = decode_manifest_v2(&m, 0, DecodeLimits::default()).unwrap();
+        assert_eq!(decoded.objects[0].parts[0].dtype, "");
+        assert_eq!(entry, 43);
+        assert!(entry >= MIN_OBJECT_ENTRY_V2);
+    }
 
     #[test]
     fn shard_names() {

@@ -204,7 +204,10 @@ pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
     // the permutation.
     let name = |i: u32| objects.get(i as usize).map_or("", |o| o.name.as_str());
     let mut order: Vec<u32> = (0..objects.len() as u32).collect();
-    order.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
+    // The stable sort finds runs already in order and merges them: a v2 manifest lists its
+    // objects by encoded key (by length, then bytewise), a few dozen runs in name order each,
+    // which it merges in a few sequential passes instead of sorting from scratch.
+    order.sort_by(|&a, &b| name(a).cmp(name(b)));
     let twice = order
         .windows(2)
         .position(|w| matches!(w, [a, b] if name(*a) == name(*b)));
@@ -271,6 +274,10 @@ pub(crate) struct Collected {
 /// Files with at least this many objects check blob overlaps and build the name index on a
 /// second core while the name order is checked; below it the hand-off costs more than it saves.
 const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
+
+/// Object lists of fewer objects are faulted in by the decoder itself: a second task costs
+/// more.
+pub(crate) const PREFAULT_MIN_OBJECTS: usize = 16_384;
 
 /// The most objects whose room is reserved before any is decoded (about 350 MiB); larger
 /// lists grow as they go.

@@ -11,11 +11,10 @@ use zt_formats::{
 
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
-use crate::listing::{intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS};
+use crate::listing::{
+    intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS, PREFAULT_MIN_OBJECTS,
+};
 use crate::model::{ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo};
-
-/// Tables of fewer objects are faulted in by the decoder itself: a second task costs more.
-const PREFAULT_MIN_OBJECTS: usize = 16_384;
 
 /// Lists a zTensor 1.x file whose container has been parsed.
 pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {

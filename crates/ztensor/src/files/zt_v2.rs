@@ -7,7 +7,9 @@
 //! every other version. What differs is kept on the component: which file holds its bytes
 //! (`file`, for shards) and that its digest covers the decoded bytes (`digest_scope`).
 
+use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use zt_container::{
     check_blob_range_v2, check_overlaps, BlobRange, ContainerV2, Error, Result, Source,
@@ -15,9 +17,9 @@ use zt_container::{
 use zt_formats::seekable::MAX_ZSTD_RATIO;
 use zt_formats::v2::{check_layout_v2, element_v2, PartLayout};
 use zt_formats::{xxh3_64, Digest, ElementType, Encoding};
-use zt_manifest::{decode_manifest_v2, ManifestV2, ObjectV2, PartV2, ShardV2};
+use zt_manifest::{visit_manifest_v2, ObjectV2Ref, PartV2Ref, ShardV2, MIN_OBJECT_ENTRY_V2};
 
-use crate::listing::{intern_role, Limits, Listing};
+use crate::listing::{intern_role, Limits, Listing, MAX_RESERVED_OBJECTS, PREFAULT_MIN_OBJECTS};
 use crate::model::{
     ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo, ShardInfo,
 };
@@ -51,21 +53,59 @@ pub(crate) fn list(
         ))
         .at(footer.manifest_offset));
     }
-    let manifest = decode_manifest_v2(&bytes, footer.manifest_offset, limits.decode)?;
-    let shards = open_shards(&manifest, path, limits, open_shard)?;
-    let mut objects = Vec::with_capacity(manifest.objects.len());
-    for o in &manifest.objects {
-        objects.push(object(container, &manifest, &shards, o).map_err(|e| e.in_object(&o.name))?);
-    }
+    // Objects are built as the manifest is decoded, from texts borrowed from its bytes: an
+    // owned copy of the manifest first, then the listing from it, cost three times as much
+    // (allocating, copying and freeing every name, dtype and digest text). The list is
+    // reserved once the number of objects is known (bounded by what the bytes can hold).
+    let shards: OnceCell<Vec<(ShardInfo, Source)>> = OnceCell::new();
+    let mut objects: Vec<ObjectInfo> = Vec::new();
+    let declared = Cell::new(0usize);
+    let done = AtomicBool::new(false);
+    let rest = rayon::in_place_scope(|scope| {
+        let rest = visit_manifest_v2(
+            &bytes,
+            footer.manifest_offset,
+            limits.decode,
+            |table, count| {
+                let _ = shards.set(open_shards(table, path, limits, open_shard)?);
+                declared.set(usize::try_from(count).unwrap_or(usize::MAX));
+                Ok(())
+            },
+            |o| {
+                if objects.capacity() == 0 {
+                    // As for v1.x: the list's fresh pages are faulted in on the second core
+                    // while this one decodes into them. The room is what the manifest's bytes
+                    // can hold, so a manifest that declares more objects than it has takes
+                    // memory in proportion to its size (about 9x), not to its claim.
+                    let n = declared
+                        .get()
+                        .min(bytes.len() / MIN_OBJECT_ENTRY_V2)
+                        .min(MAX_RESERVED_OBJECTS);
+                    objects.reserve_exact(n);
+                    zt_container::internal::prefer_huge_pages(&mut objects);
+                    if n >= PREFAULT_MIN_OBJECTS {
+                        let spare = zt_container::internal::SpareCapacity::of(&mut objects);
+                        let done = &done;
+                        scope.spawn(move |_| spare.prefault(done));
+                    }
+                }
+                let shards = shards.get().map_or(&[][..], Vec::as_slice);
+                objects.push(object(container, shards, o)?);
+                Ok(())
+            },
+        );
+        done.store(true, Ordering::Relaxed);
+        rest
+    })?;
+    let shards = shards.into_inner().unwrap_or_default();
     check_overlaps_per_file(
         &objects,
         &shards,
         footer.manifest_offset,
         footer.manifest_length,
     )?;
-    let ManifestV2 { attributes, .. } = manifest;
     // Object names are unique: deterministic CBOR refuses a key given twice.
-    let mut listing = Listing::of_unique(FileVersion::ZTensorV2, attributes, objects);
+    let mut listing = Listing::of_unique(FileVersion::ZTensorV2, rest.attributes, objects);
     listing.shards = shards;
     listing.manifest_hash = Some(footer.manifest_hash);
     Ok(listing)
@@ -91,13 +131,13 @@ pub(crate) fn shard_path(root: &Path, name: &str) -> Result<PathBuf> {
 /// exist, have the size the table gives, and be a valid v2 container (with its own manifest
 /// hash checked when it has a manifest). Whole-file digests are checked on verify.
 fn open_shards(
-    manifest: &ManifestV2,
+    table: &[ShardV2],
     root: Option<&Path>,
     limits: &Limits,
     open_shard: OpenShard<'_>,
 ) -> Result<Vec<(ShardInfo, Source)>> {
-    let mut out = Vec::with_capacity(manifest.shards.len());
-    for s in &manifest.shards {
+    let mut out = Vec::with_capacity(table.len());
+    for s in table {
         out.push(open_one(s, root, limits, open_shard)?);
     }
     Ok(out)
@@ -163,13 +203,12 @@ fn open_one(
 /// Validates one object and builds it.
 fn object(
     container: &ContainerV2,
-    manifest: &ManifestV2,
     shards: &[(ShardInfo, Source)],
-    o: &ObjectV2,
+    o: &mut ObjectV2Ref<'_>,
 ) -> Result<ObjectInfo> {
     let mut components = Components::default();
     for p in &o.parts {
-        let c = part(container, manifest, shards, p).map_err(|e| e.in_component(&p.name))?;
+        let c = part(container, shards, p).map_err(|e| e.in_component(p.name))?;
         components.0.push(c);
     }
     let format = {
@@ -178,42 +217,48 @@ fn object(
             .iter()
             .zip(components.iter())
             .map(|(p, c)| PartLayout {
-                name: &p.name,
+                name: p.name,
                 element: &c.element,
                 decoded_len: c.decoded_len.unwrap_or(0),
             })
             .collect();
-        check_layout_v2(&o.layout, &o.shape, &layout).map_err(|e| e.at(o.at))?
+        check_layout_v2(o.layout, &o.shape, &layout).map_err(|e| e.at(o.at))?
     };
     components.0.sort_unstable_by(|a, b| a.role.cmp(&b.role));
     Ok(ObjectInfo::listed(
-        o.name.clone(),
-        o.shape.clone(),
+        o.name.to_owned(),
+        std::mem::take(&mut o.shape),
         format,
-        o.attributes.clone(),
+        std::mem::take(&mut o.attributes),
         components,
     ))
+}
+
+/// The position of shard `name` among the opened shards, which are in the table's order
+/// (by encoded key: length, then bytes), as [`zt_manifest::shard_index`] finds it.
+fn shard_index_of(shards: &[(ShardInfo, Source)], name: &str) -> Option<usize> {
+    let want = (name.len(), name.as_bytes());
+    shards
+        .binary_search_by(|(s, _)| (s.name.len(), s.name.as_bytes()).cmp(&want))
+        .ok()
 }
 
 /// Validates one part: its type, its blob in the file that holds it, its encoding's sizes
 /// and its digest's spelling.
 fn part(
     container: &ContainerV2,
-    manifest: &ManifestV2,
     shards: &[(ShardInfo, Source)],
-    p: &PartV2,
+    p: &PartV2Ref<'_>,
 ) -> Result<ComponentInfo> {
-    let element: ElementType =
-        element_v2(&p.dtype, p.logical_type.as_deref()).map_err(|e| e.at(p.at))?;
-    let file = match &p.shard {
+    let element: ElementType = element_v2(p.dtype, p.logical_type).map_err(|e| e.at(p.at))?;
+    let file = match p.shard {
         None => {
             container.check_blob(p.offset, p.length)?;
             0
         }
         Some(name) => {
             // Listed at decode; opened in table order, so the positions agree.
-            let i = manifest
-                .shard_index(name)
+            let i = shard_index_of(shards, name)
                 .ok_or_else(|| Error::invalid(format!("unknown shard {name:?}")).at(p.at))?;
             let (info, _) = shards
                 .get(i)
@@ -228,7 +273,7 @@ fn part(
         }
     };
     // Only the registered encoding is decoded; any other id (even "zstd") stays unknown.
-    let encoding = match p.encoding.as_deref() {
+    let encoding = match p.encoding {
         None => Encoding::Raw,
         Some("zt.zstd-seekable/1") => Encoding::ZstdSeekable,
         Some(other) => Encoding::Unknown(other.to_owned()),
@@ -245,7 +290,7 @@ fn part(
         ))
         .at(p.offset));
     }
-    let (digest, foreign_digest) = match p.digest.as_deref() {
+    let (digest, foreign_digest) = match p.digest {
         None => (None, None),
         Some(text) => match Digest::parse_v2(text).map_err(|e| e.at(p.at))? {
             Some(d) => (Some(d), None),
@@ -253,7 +298,7 @@ fn part(
         },
     };
     Ok(ComponentInfo {
-        role: intern_role(&p.name),
+        role: intern_role(p.name),
         element,
         offset: p.offset,
         length: p.length,
