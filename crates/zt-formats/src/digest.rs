@@ -151,15 +151,11 @@ impl Digest {
         }
         match alg {
             "xxh3" => {
-                let b = parse_hex(hex, 8).ok_or_else(|| bad("is not 16 hex digits"))?;
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&b);
+                let a = parse_hex::<8>(hex).ok_or_else(|| bad("is not 16 hex digits"))?;
                 Ok(Some(Digest::Xxh3(u64::from_be_bytes(a))))
             }
             "sha256" => {
-                let b = parse_hex(hex, 32).ok_or_else(|| bad("is not 64 hex digits"))?;
-                let mut a = [0u8; 32];
-                a.copy_from_slice(&b);
+                let a = parse_hex::<32>(hex).ok_or_else(|| bad("is not 64 hex digits"))?;
                 Ok(Some(Digest::Sha256(a)))
             }
             _ => Ok(None),
@@ -175,11 +171,9 @@ impl Digest {
         })?;
         match alg {
             "sha256" => {
-                let b = parse_hex(hex, 32).ok_or_else(|| {
+                let a = parse_hex::<32>(hex).ok_or_else(|| {
                     Error::invalid(format!("sha256 digest {s:?} is not 64 hex digits"))
                 })?;
-                let mut a = [0u8; 32];
-                a.copy_from_slice(&b);
                 Ok(Digest::Sha256(a))
             }
             "crc32c" => {
@@ -187,10 +181,10 @@ impl Digest {
                     .strip_prefix("0x")
                     .or_else(|| hex.strip_prefix("0X"))
                     .unwrap_or(hex);
-                let b = parse_hex(h, 4).ok_or_else(|| {
+                let b = parse_hex::<4>(h).ok_or_else(|| {
                     Error::invalid(format!("crc32c digest {s:?} is not 8 hex digits"))
                 })?;
-                Ok(Digest::Crc32c(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+                Ok(Digest::Crc32c(u32::from_be_bytes(b)))
             }
             _ => Err(Error::unsupported(format!(
                 "unknown digest algorithm {alg:?}"
@@ -230,13 +224,23 @@ impl fmt::Display for Digest {
     }
 }
 
-fn parse_hex(s: &str, n: usize) -> Option<Vec<u8>> {
-    if s.len() != 2 * n || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+/// `N` bytes from exactly `2N` hex digits (either case), or `None`. No allocation: a v2
+/// manifest has a digest for every part, and this runs once each at open.
+fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let digits = s.as_bytes();
+    if digits.len() != 2 * N {
         return None;
     }
-    (0..n)
-        .map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
-        .collect()
+    let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; N];
+    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        let (hi, lo) = match pair {
+            [hi, lo] => (nibble(*hi)?, nibble(*lo)?),
+            _ => return None,
+        };
+        *byte = hi << 4 | lo;
+    }
+    Some(out)
 }
 
 #[cfg(test)]
