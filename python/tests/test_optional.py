@@ -29,14 +29,15 @@ print("ok")
 """
 
 
-def test_without_ml_dtypes_and_scipy(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(FIXTURES / "interop" / "v123_all.zt"), str(tmp_path / "x.zt")],
-        capture_output=True,
-        text=True,
-    )
+def run_ok(script, *args):
+    """Runs ``script`` in a fresh interpreter with ``args``; it must print ``ok``."""
+    out = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_without_ml_dtypes_and_scipy(tmp_path):
+    run_ok(SCRIPT, FIXTURES / "interop" / "v123_all.zt", tmp_path / "x.zt")
 
 
 FRAMEWORK_SCRIPT = r"""
@@ -85,10 +86,4 @@ def test_frameworks_without_ml_dtypes_get_bf16_and_fp8_as_themselves(tmp_path):
     """Paddle, MLX and torch have bf16 without ml_dtypes: a framework module is told the type
     the storage integers stand for, and hands a bf16 tensor back as bf16 (Paddle refused it
     as "uint16", MLX made a uint16 array)."""
-    out = subprocess.run(
-        [sys.executable, "-c", FRAMEWORK_SCRIPT, str(FIXTURES / "interop" / "v123_all.zt"), str(tmp_path / "x")],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    run_ok(FRAMEWORK_SCRIPT, FIXTURES / "interop" / "v123_all.zt", tmp_path / "x")

@@ -277,11 +277,31 @@ const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
 
 /// Object lists of fewer objects are faulted in by the decoder itself: a second task costs
 /// more.
-pub(crate) const PREFAULT_MIN_OBJECTS: usize = 16_384;
+const PREFAULT_MIN_OBJECTS: usize = 16_384;
+
+/// Reserves room in the empty list `objects` for the `declared` objects a manifest says it
+/// holds (at most [`MAX_RESERVED_OBJECTS`]; the caller bounds `declared` by what the
+/// manifest's bytes can hold), in huge pages where the system has them, and for a long list
+/// has the pages faulted in on the second core (a task of `scope`, until `done` is set) while
+/// this one decodes into them: no growing and copying, and the faults off the open's path.
+pub(crate) fn reserve_objects<'scope>(
+    objects: &mut Vec<ObjectInfo>,
+    declared: usize,
+    scope: &rayon::Scope<'scope>,
+    done: &'scope std::sync::atomic::AtomicBool,
+) {
+    let n = declared.min(MAX_RESERVED_OBJECTS);
+    objects.reserve_exact(n);
+    zt_container::internal::prefer_huge_pages(objects);
+    if n >= PREFAULT_MIN_OBJECTS {
+        let spare = zt_container::internal::SpareCapacity::of(objects);
+        scope.spawn(move |_| spare.prefault(done));
+    }
+}
 
 /// The most objects whose room is reserved before any is decoded (about 350 MiB); larger
 /// lists grow as they go.
-pub(crate) const MAX_RESERVED_OBJECTS: usize = 1 << 20;
+const MAX_RESERVED_OBJECTS: usize = 1 << 20;
 
 impl Collected {
     /// Takes what [`Collected::finish`] needs from `o`, the object just listed.

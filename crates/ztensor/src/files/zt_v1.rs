@@ -11,9 +11,7 @@ use zt_formats::{
 
 use zt_manifest::{decode_objects, ComponentRef, ObjectRef, SpecVersion};
 
-use crate::listing::{
-    intern_role, Collected, Limits, Listing, MAX_RESERVED_OBJECTS, PREFAULT_MIN_OBJECTS,
-};
+use crate::listing::{intern_role, reserve_objects, Collected, Limits, Listing};
 use crate::model::{ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo};
 
 /// Lists a zTensor 1.x file whose container has been parsed.
@@ -38,14 +36,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
             |n| declared.store(n, Ordering::Relaxed),
             |o, _, version| {
                 if objects.capacity() == 0 {
-                    let n = declared.load(Ordering::Relaxed).min(MAX_RESERVED_OBJECTS);
-                    objects.reserve_exact(n);
-                    zt_container::internal::prefer_huge_pages(&mut objects);
-                    if n >= PREFAULT_MIN_OBJECTS {
-                        let spare = zt_container::internal::SpareCapacity::of(&mut objects);
-                        let done = &done;
-                        scope.spawn(move |_| spare.prefault(done));
-                    }
+                    reserve_objects(&mut objects, declared.load(Ordering::Relaxed), scope, &done);
                 }
                 match version {
                     Some(v) => {

@@ -19,7 +19,7 @@ use zt_formats::v2::{check_layout_v2, element_v2, PartLayout};
 use zt_formats::{xxh3_64, Digest, ElementType, Encoding};
 use zt_manifest::{visit_manifest_v2, ObjectV2Ref, PartV2Ref, ShardV2, MIN_OBJECT_ENTRY_V2};
 
-use crate::listing::{intern_role, Limits, Listing, MAX_RESERVED_OBJECTS, PREFAULT_MIN_OBJECTS};
+use crate::listing::{intern_role, reserve_objects, Limits, Listing};
 use crate::model::{
     ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo, ShardInfo,
 };
@@ -73,21 +73,11 @@ pub(crate) fn list(
             },
             |o| {
                 if objects.capacity() == 0 {
-                    // As for v1.x: the list's fresh pages are faulted in on the second core
-                    // while this one decodes into them. The room is what the manifest's bytes
-                    // can hold, so a manifest that declares more objects than it has takes
-                    // memory in proportion to its size (about 9x), not to its claim.
-                    let n = declared
-                        .get()
-                        .min(bytes.len() / MIN_OBJECT_ENTRY_V2)
-                        .min(MAX_RESERVED_OBJECTS);
-                    objects.reserve_exact(n);
-                    zt_container::internal::prefer_huge_pages(&mut objects);
-                    if n >= PREFAULT_MIN_OBJECTS {
-                        let spare = zt_container::internal::SpareCapacity::of(&mut objects);
-                        let done = &done;
-                        scope.spawn(move |_| spare.prefault(done));
-                    }
+                    // The room is what the manifest's bytes can hold, so a manifest that
+                    // declares more objects than it has takes memory in proportion to its
+                    // size (about 9x), not to its claim.
+                    let n = declared.get().min(bytes.len() / MIN_OBJECT_ENTRY_V2);
+                    reserve_objects(&mut objects, n, scope, &done);
                 }
                 let shards = shards.get().map_or(&[][..], Vec::as_slice);
                 objects.push(object(container, shards, o)?);
