@@ -45,7 +45,7 @@ import sys
 sys.modules["ml_dtypes"] = None  # import fails
 import numpy as np, ztio
 from ztio._bridge import functions
-from ztio._dtypes import StandIn, stand_in
+from ztio._dtypes import stand_in
 
 seen = {}
 

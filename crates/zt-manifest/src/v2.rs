@@ -172,6 +172,9 @@ pub struct PartV2Ref<'a> {
     pub length: u64,
     /// The shard that holds the blob (in the shard table); `None` for this file.
     pub shard: Option<&'a str>,
+    /// That shard's position in the shard table (found when the part was checked), so a
+    /// reader that opened the shards in table order needs no search of its own.
+    pub shard_position: Option<usize>,
     /// Encoding id; `None` for raw.
     pub encoding: Option<&'a str>,
     /// Size after decoding (present exactly when `encoding` is).
@@ -463,7 +466,8 @@ fn part<'a>(d: &mut Det<'a>, name: &'a str, at: u64, shards: &[ShardV2]) -> Resu
         .at(at));
     }
     if let Some(s) = p.shard {
-        if shard_index(shards, s).is_none() {
+        p.shard_position = shard_index(shards, s);
+        if p.shard_position.is_none() {
             return Err(Error::invalid(format!(
                 "part names shard {s:?}, which the shard table does not list"
             ))

@@ -224,15 +224,6 @@ fn object(
     ))
 }
 
-/// The position of shard `name` among the opened shards, which are in the table's order
-/// (by encoded key: length, then bytes), as [`zt_manifest::shard_index`] finds it.
-fn shard_index_of(shards: &[(ShardInfo, Source)], name: &str) -> Option<usize> {
-    let want = (name.len(), name.as_bytes());
-    shards
-        .binary_search_by(|(s, _)| (s.name.len(), s.name.as_bytes()).cmp(&want))
-        .ok()
-}
-
 /// Validates one part: its type, its blob in the file that holds it, its encoding's sizes
 /// and its digest's spelling.
 fn part(
@@ -247,8 +238,9 @@ fn part(
             0
         }
         Some(name) => {
-            // Listed at decode; opened in table order, so the positions agree.
-            let i = shard_index_of(shards, name)
+            // Found in the table at decode; opened in table order, so the positions agree.
+            let i = p
+                .shard_position
                 .ok_or_else(|| Error::invalid(format!("unknown shard {name:?}")).at(p.at))?;
             let (info, _) = shards
                 .get(i)
