@@ -60,7 +60,8 @@ pub use temp::{cleanup, interrupt};
 #[doc(hidden)]
 pub mod internal {
     pub use crate::memory::{
-        physical_memory, prefer_huge_pages, try_filled_vec, try_with_capacity, SpareCapacity,
+        permute_in_place, physical_memory, prefer_huge_pages, try_filled_vec, try_with_capacity,
+        SpareCapacity,
     };
 }
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};

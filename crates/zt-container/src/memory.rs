@@ -167,6 +167,74 @@ pub fn try_with_capacity<T>(n: usize) -> crate::Result<Vec<T>> {
     Ok(v)
 }
 
+/// Reorders `items` so that position `k` holds what was at `order[k]`, moving each element
+/// once; `order` is used up. Returns `false`, and changes nothing, when `order` is not a
+/// permutation of `0..items.len()`.
+///
+/// A listing sorts its objects by name after decoding them in the file's order. Objects are
+/// a few hundred bytes, and sorting them directly moves each many times; sorting their
+/// positions and then swapping along the permutation's cycles moves each twice through a
+/// temporary. Here each is copied once into its place, with one temporary per cycle: half
+/// the memory traffic of the swaps, which was a sixth of opening a file of 100,000 objects.
+///
+/// ```
+/// let mut names = vec!["b", "c", "a"];
+/// let mut order = vec![2, 0, 1];
+/// assert!(zt_container::internal::permute_in_place(&mut names, &mut order));
+/// assert_eq!(names, ["a", "b", "c"]);
+/// let mut order = vec![0, 0, 1];
+/// assert!(!zt_container::internal::permute_in_place(&mut names, &mut order));
+/// assert_eq!(names, ["a", "b", "c"]);
+/// ```
+pub fn permute_in_place<T>(items: &mut [T], order: &mut [u32]) -> bool {
+    let n = items.len();
+    if order.len() != n || u32::try_from(n).is_err() {
+        return false;
+    }
+    // Every position must come up exactly once: the moves below rely on it.
+    let mut seen = vec![false; n];
+    for &from in order.iter() {
+        match seen.get_mut(from as usize) {
+            Some(s) if !*s => *s = true,
+            _ => return false,
+        }
+    }
+    drop(seen);
+    let base = items.as_mut_ptr();
+    let order = order.as_mut_ptr();
+    for start in 0..n {
+        // SAFETY: `order` is a permutation of `0..n` (checked above), so every index read
+        // from it is in bounds of both slices, which this function borrows mutably. A cycle
+        // starting at `start` is followed only while its entries still point elsewhere; each
+        // visited entry is set to point at itself, so no element is moved twice. The element
+        // at `start` is read into `held` (a bitwise copy; its slot is a hole until the cycle
+        // closes), each following element is copied into the hole its predecessor left, and
+        // the cycle ends when it leads back to `start`, where `held` fills the last hole.
+        // Nothing in the loop can panic or return early, so no hole outlives it and no value
+        // is dropped twice or lost.
+        unsafe {
+            let first = *order.add(start) as usize;
+            if first == start {
+                continue;
+            }
+            let held = std::ptr::read(base.add(start));
+            let mut at = start;
+            let mut from = first;
+            loop {
+                *order.add(at) = at as u32;
+                if from == start {
+                    std::ptr::write(base.add(at), held);
+                    break;
+                }
+                std::ptr::copy_nonoverlapping(base.add(from), base.add(at), 1);
+                at = from;
+                from = *order.add(at) as usize;
+            }
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +267,63 @@ mod tests {
         assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
         // A stopped prefault does nothing.
         SpareCapacity::of(&mut v).prefault(&stop);
+    }
+
+    /// Every permutation of up to 6 elements, and random ones of up to 5,000, give what
+    /// gathering by `order` gives; owned values are neither dropped twice nor lost.
+    #[test]
+    fn permuting_in_place_matches_gathering() {
+        fn check(order: &[u32]) {
+            let items: Vec<String> = (0..order.len()).map(|i| format!("item {i}")).collect();
+            let want: Vec<String> = order.iter().map(|&i| items[i as usize].clone()).collect();
+            let mut got = items;
+            let mut scratch = order.to_vec();
+            assert!(permute_in_place(&mut got, &mut scratch), "{order:?}");
+            assert_eq!(got, want, "{order:?}");
+        }
+        fn all(prefix: &mut Vec<u32>, n: u32) {
+            if prefix.len() == n as usize {
+                return check(prefix);
+            }
+            for i in 0..n {
+                if !prefix.contains(&i) {
+                    prefix.push(i);
+                    all(prefix, n);
+                    prefix.pop();
+                }
+            }
+        }
+        for n in 0..=6 {
+            all(&mut Vec::new(), n);
+        }
+        // A small linear congruential shuffle: reproducible, no dependency.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for n in [7u32, 100, 1000, 5000] {
+            let mut order: Vec<u32> = (0..n).collect();
+            for i in (1..order.len()).rev() {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                order.swap(i, (state >> 33) as usize % (i + 1));
+            }
+            check(&order);
+        }
+    }
+
+    #[test]
+    fn an_order_that_is_not_a_permutation_changes_nothing() {
+        let items = vec!["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        for order in [
+            &[0u32, 1][..],
+            &[0, 1, 2, 3],
+            &[0, 0, 1],
+            &[2, 1, 3],
+            &[1, 2, 2],
+        ] {
+            let mut got = items.clone();
+            let mut scratch = order.to_vec();
+            assert!(!permute_in_place(&mut got, &mut scratch), "{order:?}");
+            assert_eq!(got, items);
+        }
     }
 }
