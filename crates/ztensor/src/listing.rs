@@ -124,8 +124,10 @@ impl Listing {
         attributes: Attributes,
         mut objects: Vec<ObjectInfo>,
     ) -> Self {
-        sort_by_name(&mut objects);
-        let index = NameIndex::build(&objects);
+        let sorted = sort_and_index(&mut objects, None, None::<fn()>);
+        // The caller refused names given twice, so `Err` does not happen; its index would
+        // serve all the same.
+        let index = sorted.unwrap_or_else(|(_, index)| index);
         Listing::new(version, attributes, objects, index)
     }
 
@@ -148,6 +150,88 @@ impl Listing {
     }
 }
 
+/// Sorts `objects` by name and indexes them, running `beside` (a check over what was
+/// collected from the objects as listed) meanwhile. `hashes` are the names' hashes in the objects' order, when the caller
+/// took them as it built the objects (each object was in cache then). A name given twice is
+/// `Err` with its position in the sorted list, beside the index.
+///
+/// A list in name order is only indexed (with `beside` on the second core for a long list).
+/// A long list out of order (a v2 manifest's, which is in key order) uses both cores in two
+/// steps: `beside` and the hashes beside the sort of the objects' positions by name, then
+/// the index of the sorted hashes beside the moves of the objects into name order.
+fn sort_and_index(
+    objects: &mut [ObjectInfo],
+    hashes: Option<(RandomState, Vec<u64>)>,
+    beside: Option<impl FnOnce() + Send>,
+) -> std::result::Result<NameIndex, (usize, NameIndex)> {
+    let listed: &[ObjectInfo] = objects;
+    let long = listed.len() >= PARALLEL_FINISH_MIN_OBJECTS;
+    let hashed = || {
+        hashes.unwrap_or_else(|| {
+            let state = RandomState::default();
+            let hashes = listed.iter().map(|o| state.hash_one(&o.name)).collect();
+            (state, hashes)
+        })
+    };
+    // Lists in name order (v1.x files, most safetensors files) are only indexed.
+    if names_strictly_increasing(listed) {
+        let index = || {
+            let (state, hashes) = hashed();
+            NameIndex::from_hashes(state, &hashes)
+        };
+        return Ok(match beside {
+            Some(beside) => join_here(long, index, beside),
+            None => index(),
+        });
+    }
+    // Room for the positions is taken here, not on the worker that fills it (see `join_here`).
+    let mut order: Vec<u32> = Vec::with_capacity(listed.len());
+    let checked_and_hashed = || {
+        if let Some(beside) = beside {
+            beside();
+        }
+        hashed()
+    };
+    let (state, hashes) = join_here(long, checked_and_hashed, || {
+        sort_positions(listed, &mut order)
+    });
+    let name = |i: u32| listed.get(i as usize).map_or("", |o| o.name.as_str());
+    let twice = order
+        .windows(2)
+        .position(|w| matches!(w, [a, b] if name(*a) == name(*b)));
+    let sorted: Vec<u64> = order
+        .iter()
+        .map(|&i| hashes.get(i as usize).copied().unwrap_or(0))
+        .collect();
+    drop(hashes);
+    let index = join_here(
+        long,
+        || NameIndex::from_hashes(state, &sorted),
+        || move_into_order(objects, &mut order),
+    );
+    match twice {
+        Some(i) => Err((i, index)),
+        None => Ok(index),
+    }
+}
+
+/// Runs `here` on this thread and, when `parallel`, `there` on a worker of the pool at the
+/// same time; returns `here`'s result once both are done.
+///
+/// What allocates runs here: a worker's allocations come from its own heap arena, memory
+/// the process faults in afresh on every open (2,000 faults an open of a file of 100,000
+/// tensors, a tenth of its time), where this thread's arena reuses what earlier work freed.
+fn join_here<A>(parallel: bool, here: impl FnOnce() -> A, there: impl FnOnce() + Send) -> A {
+    if !parallel {
+        there();
+        return here();
+    }
+    rayon::in_place_scope(|scope| {
+        scope.spawn(|_| there());
+        here()
+    })
+}
+
 /// Finds an object's position by name: a hash table of positions in the sorted object list,
 /// with no owned keys (the names stay in the objects).
 ///
@@ -161,13 +245,6 @@ pub(crate) struct NameIndex {
 }
 
 impl NameIndex {
-    /// The index of `objects`, hashing every name.
-    pub fn build(objects: &[ObjectInfo]) -> Self {
-        let state = RandomState::default();
-        let hashes: Vec<u64> = objects.iter().map(|o| state.hash_one(&o.name)).collect();
-        Self::from_hashes(state, &hashes)
-    }
-
     /// The index of objects whose names have these hashes under `state`, in order.
     fn from_hashes(state: RandomState, hashes: &[u64]) -> Self {
         let mut table = HashTable::with_capacity(hashes.len());
@@ -195,43 +272,39 @@ impl NameIndex {
 /// Sorts objects by name and returns a name that occurs twice, if any. Real files list their
 /// objects sorted already, so this is usually one pass of comparisons that also finds
 /// duplicates; only an unsorted list is sorted and then checked.
+#[cfg(any(test, feature = "gguf", feature = "hdf5", feature = "torch"))]
 pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
     if names_strictly_increasing(objects) {
         return None;
     }
-    // Objects are large (hundreds of bytes): sorting them directly moves each one many
-    // times. Sort their positions instead, then move each object once, along the cycles of
-    // the permutation.
+    let mut order = Vec::new();
+    sort_positions(objects, &mut order);
     let name = |i: u32| objects.get(i as usize).map_or("", |o| o.name.as_str());
-    let mut order: Vec<u32> = (0..objects.len() as u32).collect();
+    let twice = order
+        .windows(2)
+        .position(|w| matches!(w, [a, b] if name(*a) == name(*b)));
+    move_into_order(objects, &mut order);
+    twice.and_then(|i| objects.get(i)).map(|o| o.name.as_str())
+}
+
+/// Fills `order` with the positions of `objects` in name order.
+fn sort_positions(objects: &[ObjectInfo], order: &mut Vec<u32>) {
+    // Objects are large (hundreds of bytes): sorting them directly moves each one many
+    // times. Sort their positions instead, then move each object once into its place.
+    let name = |i: u32| objects.get(i as usize).map_or("", |o| o.name.as_str());
+    order.clear();
+    order.extend(0..objects.len() as u32);
     // The stable sort finds runs already in order and merges them: a v2 manifest lists its
     // objects by encoded key (by length, then bytewise), a few dozen runs in name order each,
     // which it merges in a few sequential passes instead of sorting from scratch.
     order.sort_by(|&a, &b| name(a).cmp(name(b)));
-    let twice = order
-        .windows(2)
-        .position(|w| matches!(w, [a, b] if name(*a) == name(*b)));
-    permute(objects, &mut order);
-    twice.and_then(|i| objects.get(i)).map(|o| o.name.as_str())
 }
 
-/// Reorders `items` so that position `k` holds what was at `order[k]`; `order` is used up.
-fn permute<T>(items: &mut [T], order: &mut [u32]) {
-    for start in 0..order.len() {
-        // Follow the cycle through `start`: each step swaps the element that belongs at
-        // `at` into place, and marks `at` done by pointing it at itself.
-        let mut at = start;
-        loop {
-            let from = order.get(at).map_or(at, |&f| f as usize);
-            if let Some(slot) = order.get_mut(at) {
-                *slot = at as u32;
-            }
-            if from == start || from == at {
-                break;
-            }
-            items.swap(at, from);
-            at = from;
-        }
+/// Moves each object to where [`sort_positions`] puts it; `order` is used up.
+fn move_into_order(objects: &mut [ObjectInfo], order: &mut [u32]) {
+    if !zt_container::internal::permute_in_place(objects, order) {
+        // Only a list of more than 2^32 objects gets here (positions are u32).
+        objects.sort_by(|a, b| a.name.cmp(&b.name));
     }
 }
 
@@ -266,13 +339,21 @@ pub(crate) fn intern_role(role: &str) -> Cow<'static, str> {
 /// the object is hot in cache instead of in later passes over the whole list.
 #[derive(Default)]
 pub(crate) struct Collected {
-    ranges: Vec<BlobRange<()>>,
+    ranges: Vec<BlobRange<Held>>,
     hashes: Vec<u64>,
     state: RandomState,
 }
 
-/// Files with at least this many objects check blob overlaps and build the name index on a
-/// second core while the name order is checked; below it the hand-off costs more than it saves.
+/// What a collected range is: stored bytes of the `file`-th file (0 for the file opened, `n`
+/// for a v2 file's `n`-th shard), and whether they are a manifest rather than a blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Held {
+    file: u32,
+    manifest: bool,
+}
+
+/// Files with at least this many objects check blob overlaps, index names and move objects on
+/// two cores; below it the hand-off costs more than it saves.
 const PARALLEL_FINISH_MIN_OBJECTS: usize = 4096;
 
 /// Object lists of fewer objects are faulted in by the decoder itself: a second task costs
@@ -304,72 +385,104 @@ pub(crate) fn reserve_objects<'scope>(
 const MAX_RESERVED_OBJECTS: usize = 1 << 20;
 
 impl Collected {
+    /// Room for the ranges and hashes of the `declared` objects a manifest says it holds, of
+    /// one component each (at most [`MAX_RESERVED_OBJECTS`], like [`reserve_objects`]).
+    pub fn reserve(&mut self, declared: usize) {
+        let n = declared.min(MAX_RESERVED_OBJECTS);
+        self.ranges.reserve(n);
+        self.hashes.reserve(n);
+    }
+
     /// Takes what [`Collected::finish`] needs from `o`, the object just listed.
     pub fn add(&mut self, o: &ObjectInfo) {
         self.hashes.push(self.state.hash_one(&o.name));
         self.ranges.extend(o.components.iter().map(|c| BlobRange {
             offset: c.offset,
             length: c.length,
-            id: (),
+            id: Held {
+                file: c.file,
+                manifest: false,
+            },
         }));
     }
 
+    /// Adds the manifest stored in `file` at `offset`, which no blob may overlap either.
+    pub fn add_manifest(&mut self, file: u32, offset: u64, length: u64) {
+        self.ranges.push(BlobRange {
+            offset,
+            length,
+            id: Held {
+                file,
+                manifest: true,
+            },
+        });
+    }
+
     /// The last steps of listing a zTensor file: sorts `objects` by name (a name given twice
-    /// is `duplicate(name)`), rejects partially overlapping blobs across the whole file
-    /// (identical aliases are allowed) and indexes the names. `self` holds what
-    /// [`Collected::add`] took from each object, in the order of `objects`.
+    /// is `duplicate(name)`), rejects partially overlapping blobs (identical aliases are
+    /// allowed) and indexes the names. `self` holds what [`Collected::add`] took from each
+    /// object, in the order of `objects`.
     pub fn finish(
+        self,
+        version: FileVersion,
+        attributes: Attributes,
+        objects: Vec<ObjectInfo>,
+        duplicate: impl FnOnce(&str) -> Error,
+    ) -> Result<Listing> {
+        self.finish_in_files(version, attributes, objects, duplicate, |_| String::new())
+    }
+
+    /// [`Collected::finish`] for objects stored across files (a v2 file and its shards):
+    /// overlaps count within each file, and `place(n)` says where file `n` is in the error
+    /// (empty for the file opened).
+    pub fn finish_in_files(
         self,
         version: FileVersion,
         attributes: Attributes,
         mut objects: Vec<ObjectInfo>,
         duplicate: impl FnOnce(&str) -> Error,
+        place: impl FnOnce(u32) -> String,
     ) -> Result<Listing> {
         let Collected {
             mut ranges,
             hashes,
             state,
         } = self;
-        let checks = move || {
-            (
-                check_overlaps(&mut ranges),
-                NameIndex::from_hashes(state, &hashes),
-            )
-        };
-        let ((overlap, index), in_order) = if objects.len() >= PARALLEL_FINISH_MIN_OBJECTS {
-            rayon::join(checks, || names_strictly_increasing(&objects))
-        } else {
-            (checks(), names_strictly_increasing(&objects))
-        };
-        // Files list their objects sorted, so the index built from the hashes in file order
-        // is usually the final one; otherwise sort, refuse duplicates and index again.
-        let index = if in_order {
-            index
-        } else {
-            if let Some(name) = sort_by_name(&mut objects) {
+        let mut overlap = Ok(());
+        let sorted = sort_and_index(
+            &mut objects,
+            Some((state, hashes)),
+            Some(|| overlap = check_overlaps_per_file(&mut ranges)),
+        );
+        let index = match sorted {
+            Ok(index) => index,
+            Err((i, _)) => {
+                let name = objects.get(i).map_or("", |o| o.name.as_str());
                 return Err(duplicate(name));
             }
-            NameIndex::build(&objects)
         };
         if let Err((a, b)) = overlap {
             // Name the blobs by their ranges: the first component with each (an alias, if any,
             // has the same range and is just as much at fault).
-            let name = |r: BlobRange<()>| {
+            let name = |r: BlobRange<Held>| {
+                if r.id.manifest {
+                    return "the manifest".to_owned();
+                }
                 objects
                     .iter()
                     .find_map(|o| {
-                        let c = o
-                            .components
-                            .iter()
-                            .find(|c| (c.offset, c.length) == (r.offset, r.length))?;
+                        let c = o.components.iter().find(|c| {
+                            (c.file, c.offset, c.length) == (r.id.file, r.offset, r.length)
+                        })?;
                         Some(format!("{}/{}", o.name, c.role))
                     })
                     .unwrap_or_else(|| "?".to_owned())
             };
             return Err(Error::invalid(format!(
-                "blobs of {} and {} partially overlap",
+                "blobs of {} and {} partially overlap{}",
                 name(a),
-                name(b)
+                name(b),
+                place(b.id.file)
             ))
             .at(b.offset));
         }
@@ -377,40 +490,144 @@ impl Collected {
     }
 }
 
+/// Checks that within each file (the one opened, with a v2 file's manifest, and each shard)
+/// blobs are identical or disjoint: aliases (parts sharing one blob, as the original v2
+/// writer makes for equal tensors) are fine, partial overlaps are not, and empty blobs
+/// overlap nothing. One sort by file, then by offset, and one pass over each file's run.
+fn check_overlaps_per_file(
+    ranges: &mut [BlobRange<Held>],
+) -> std::result::Result<(), (BlobRange<Held>, BlobRange<Held>)> {
+    ranges.sort_unstable_by_key(|r| (r.id.file, r.offset, r.length));
+    for file in ranges.chunk_by_mut(|a, b| a.id.file == b.id.file) {
+        // Sorted already: the check's own sort finds nothing to do.
+        check_overlaps(file)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::permute;
+    use super::{sort_by_name, Collected, PARALLEL_FINISH_MIN_OBJECTS};
+    use crate::model::{ByteOrder, Components, FileVersion, ObjectInfo};
+    use zt_container::Error;
+    use zt_formats::{DType, ElementType, Format};
+
+    fn named(names: &[&str]) -> Vec<ObjectInfo> {
+        names
+            .iter()
+            .map(|n| {
+                ObjectInfo::listed(
+                    (*n).to_owned(),
+                    Default::default(),
+                    Format::Dense,
+                    Default::default(),
+                    Components::default(),
+                )
+            })
+            .collect()
+    }
+
+    fn names(objects: &[ObjectInfo]) -> Vec<&str> {
+        objects.iter().map(|o| o.name.as_str()).collect()
+    }
 
     #[test]
-    fn permute_moves_each_item_to_where_the_order_says() {
-        // Every permutation of 6 items, and a few longer ones with long cycles.
-        let mut orders: Vec<Vec<u32>> = Vec::new();
-        let mut p: Vec<u32> = (0..6).collect();
-        // Heap's algorithm, iteratively.
-        let mut c = [0usize; 6];
-        orders.push(p.clone());
-        let mut i = 0;
-        while i < 6 {
-            if c[i] < i {
-                let j = if i % 2 == 0 { 0 } else { c[i] };
-                p.swap(j, i);
-                orders.push(p.clone());
-                c[i] += 1;
-                i = 0;
-            } else {
-                c[i] = 0;
-                i += 1;
-            }
+    fn sorting_by_name_merges_the_runs_of_a_v2_manifest_and_finds_a_name_given_twice() {
+        // Deterministic CBOR's order: by length, then bytewise.
+        let mut objects = named(&["b", "x", "aa", "bz", "zz", "abc", "b.1"]);
+        assert_eq!(sort_by_name(&mut objects), None);
+        assert_eq!(names(&objects), ["aa", "abc", "b", "b.1", "bz", "x", "zz"]);
+        // Already sorted: nothing moves.
+        assert_eq!(sort_by_name(&mut objects), None);
+        let mut twice = named(&["w", "a", "w"]);
+        assert_eq!(sort_by_name(&mut twice), Some("w"));
+        assert_eq!(names(&twice), ["a", "w", "w"]);
+    }
+
+    /// `count` objects of 16 bytes each, in file `file`, listed in a v2 manifest's order (by
+    /// name length, then bytewise), their blobs in name order; `edit` changes them first.
+    fn collected(
+        count: usize,
+        edit: impl FnOnce(&mut Vec<ObjectInfo>),
+    ) -> crate::Result<Vec<String>> {
+        let mut names: Vec<String> = (0..count).map(|i| format!("t.{i}")).collect();
+        names.sort();
+        let mut objects: Vec<ObjectInfo> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let mut o = ObjectInfo::raw_dense(
+                    n.clone(),
+                    [4u64].into_iter().collect(),
+                    ElementType::plain(DType::F32),
+                    (64 + 16 * i as u64, 16),
+                    ByteOrder::Little,
+                );
+                for c in o.components.0.iter_mut() {
+                    c.file = 1;
+                }
+                o
+            })
+            .collect();
+        objects.sort_by(|a, b| (a.name.len(), &a.name).cmp(&(b.name.len(), &b.name)));
+        edit(&mut objects);
+        let mut c = Collected::default();
+        c.add_manifest(0, 0, 64);
+        for o in &objects {
+            c.add(o);
         }
-        assert_eq!(orders.len(), 720);
-        orders.push((0..1000).rev().collect());
-        orders.push((0..1000).map(|k| (k * 7 + 3) % 1000).collect());
-        for order in orders {
-            let mut items: Vec<String> = (0..order.len()).map(|k| format!("item{k}")).collect();
-            let want: Vec<String> = order.iter().map(|&k| format!("item{k}")).collect();
-            let mut scratch = order.clone();
-            permute(&mut items, &mut scratch);
-            assert_eq!(items, want, "order {order:?}");
+        let listing = c.finish_in_files(
+            FileVersion::ZTensorV2,
+            Default::default(),
+            objects,
+            |name| Error::invalid(format!("{name} twice")),
+            |file| format!(" in file {file}"),
+        )?;
+        // The index finds every object where the sorted list has it.
+        for (i, o) in listing.objects.iter().enumerate() {
+            assert_eq!(listing.index.find(&listing.objects, &o.name), Some(i));
+        }
+        Ok(listing.objects.into_iter().map(|o| o.name).collect())
+    }
+
+    /// Short lists are finished on one core, long ones on two: both sort, index, and find
+    /// the same faults.
+    #[test]
+    fn finishing_a_collected_listing_sorts_indexes_and_refuses_faults_short_and_long() {
+        for count in [50, PARALLEL_FINISH_MIN_OBJECTS + 50] {
+            let mut want: Vec<String> = (0..count).map(|i| format!("t.{i}")).collect();
+            want.sort();
+            assert_eq!(collected(count, |_| ()).unwrap(), want);
+            // Aliases (one blob for two objects) are fine.
+            let alias = collected(count, |o| {
+                let (offset, length) = (o[3].components[0].offset, o[3].components[0].length);
+                o[7].components.0[0].offset = offset;
+                o[7].components.0[0].length = length;
+            });
+            assert_eq!(alias.unwrap().len(), count);
+            // A blob 8 bytes into another's, in shard 1.
+            let mut pair = (String::new(), String::new());
+            let e = collected(count, |o| {
+                o[7].components.0[0].offset = o[3].components[0].offset + 8;
+                pair = (o[3].name.clone(), o[7].name.clone());
+            })
+            .unwrap_err();
+            assert_eq!(
+                e.message(),
+                format!(
+                    "blobs of {}/data and {}/data partially overlap in file 1",
+                    pair.0, pair.1
+                ),
+                "{count}"
+            );
+            // A name given twice, found wherever it sorts.
+            let mut twice = String::new();
+            let e = collected(count, |o| {
+                o[9].name = o[2].name.clone();
+                twice = o[2].name.clone();
+            })
+            .unwrap_err();
+            assert_eq!(e.message(), format!("{twice} twice"), "{count}");
         }
     }
 }

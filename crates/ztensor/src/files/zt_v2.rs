@@ -11,15 +11,13 @@ use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use zt_container::{
-    check_blob_range_v2, check_overlaps, BlobRange, ContainerV2, Error, Result, Source,
-};
+use zt_container::{check_blob_range_v2, ContainerV2, Error, Result, Source};
 use zt_formats::seekable::MAX_ZSTD_RATIO;
 use zt_formats::v2::{check_layout_v2, element_v2, PartLayout};
 use zt_formats::{xxh3_64, Digest, ElementType, Encoding};
 use zt_manifest::{visit_manifest_v2, ObjectV2Ref, PartV2Ref, ShardV2, MIN_OBJECT_ENTRY_V2};
 
-use crate::listing::{intern_role, reserve_objects, Limits, Listing};
+use crate::listing::{intern_role, reserve_objects, Collected, Limits, Listing};
 use crate::model::{
     ByteOrder, ComponentInfo, Components, DigestScope, FileVersion, ObjectInfo, ShardInfo,
 };
@@ -59,6 +57,9 @@ pub(crate) fn list(
     // reserved once the number of objects is known (bounded by what the bytes can hold).
     let shards: OnceCell<Vec<(ShardInfo, Source)>> = OnceCell::new();
     let mut objects: Vec<ObjectInfo> = Vec::new();
+    // No blob may overlap another in the same file, nor the manifest.
+    let mut collected = Collected::default();
+    collected.add_manifest(0, footer.manifest_offset, footer.manifest_length);
     let declared = Cell::new(0usize);
     let done = AtomicBool::new(false);
     let rest = rayon::in_place_scope(|scope| {
@@ -78,9 +79,12 @@ pub(crate) fn list(
                     // size (about 9x), not to its claim.
                     let n = declared.get().min(bytes.len() / MIN_OBJECT_ENTRY_V2);
                     reserve_objects(&mut objects, n, scope, &done);
+                    collected.reserve(n);
                 }
                 let shards = shards.get().map_or(&[][..], Vec::as_slice);
-                objects.push(object(container, shards, o)?);
+                let built = object(container, shards, o)?;
+                collected.add(&built);
+                objects.push(built);
                 Ok(())
             },
         );
@@ -88,14 +92,24 @@ pub(crate) fn list(
         rest
     })?;
     let shards = shards.into_inner().unwrap_or_default();
-    check_overlaps_per_file(
-        &objects,
-        &shards,
-        footer.manifest_offset,
-        footer.manifest_length,
+    // A shard with a manifest of its own: no blob may overlap it either.
+    for (k, (s, _)) in shards.iter().enumerate() {
+        if let Some((offset, length)) = s.manifest {
+            let file = u32::try_from(k + 1).unwrap_or(u32::MAX);
+            collected.add_manifest(file, offset, length);
+        }
+    }
+    let mut listing = collected.finish_in_files(
+        FileVersion::ZTensorV2,
+        rest.attributes,
+        objects,
+        // Deterministic CBOR refuses a key given twice.
+        |name| Error::invalid(format!("duplicate key {name:?} in objects")),
+        |file| match file.checked_sub(1).and_then(|k| shards.get(k as usize)) {
+            Some((s, _)) => format!(" in shard {:?}", s.name),
+            None => String::new(),
+        },
     )?;
-    // Object names are unique: deterministic CBOR refuses a key given twice.
-    let mut listing = Listing::of_unique(FileVersion::ZTensorV2, rest.attributes, objects);
     listing.shards = shards;
     listing.manifest_hash = Some(footer.manifest_hash);
     Ok(listing)
@@ -294,73 +308,4 @@ fn part(
         foreign_digest,
         arrangement: None,
     })
-}
-
-/// Within each file (the root with its manifest blob, and each shard), blobs are identical
-/// or disjoint: aliases (parts sharing one blob, as the original's writer makes for equal
-/// tensors) are fine, partial overlaps are not. Empty blobs overlap nothing.
-fn check_overlaps_per_file(
-    objects: &[ObjectInfo],
-    shards: &[(ShardInfo, Source)],
-    manifest_offset: u64,
-    manifest_len: u64,
-) -> Result<()> {
-    /// Names a blob in an error: an object's part, or the manifest.
-    #[derive(Clone, Copy, Debug)]
-    enum Id {
-        Part(usize, usize),
-        Manifest,
-    }
-    // One pass sorts every range into its file's list.
-    let mut by_file: Vec<Vec<BlobRange<Id>>> = vec![Vec::new(); shards.len() + 1];
-    if let Some(root) = by_file.first_mut() {
-        root.push(BlobRange {
-            offset: manifest_offset,
-            length: manifest_len,
-            id: Id::Manifest,
-        });
-    }
-    // A shard with a manifest of its own: no blob may overlap it either.
-    for ((s, _), list) in shards.iter().zip(by_file.iter_mut().skip(1)) {
-        if let Some((offset, length)) = s.manifest {
-            list.push(BlobRange {
-                offset,
-                length,
-                id: Id::Manifest,
-            });
-        }
-    }
-    for (i, o) in objects.iter().enumerate() {
-        for (j, c) in o.components.iter().enumerate() {
-            if let Some(list) = by_file.get_mut(c.file as usize) {
-                list.push(BlobRange {
-                    offset: c.offset,
-                    length: c.length,
-                    id: Id::Part(i, j),
-                });
-            }
-        }
-    }
-    for (file, mut ranges) in by_file.into_iter().enumerate() {
-        if let Err((a, b)) = check_overlaps(&mut ranges) {
-            let name = |id: Id| match id {
-                Id::Manifest => "the manifest".to_owned(),
-                Id::Part(i, j) => objects
-                    .get(i)
-                    .and_then(|o| Some(format!("{}/{}", o.name, o.components.get(j)?.role)))
-                    .unwrap_or_else(|| "?".to_owned()),
-            };
-            let place = match file.checked_sub(1).and_then(|k| shards.get(k)) {
-                Some((s, _)) => format!(" in shard {:?}", s.name),
-                None => String::new(),
-            };
-            return Err(Error::invalid(format!(
-                "blobs of {} and {} partially overlap{place}",
-                name(a.id),
-                name(b.id)
-            ))
-            .at(b.offset));
-        }
-    }
-    Ok(())
 }
