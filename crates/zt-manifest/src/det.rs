@@ -84,22 +84,47 @@ impl<'b> Det<'b> {
 
     fn take(&mut self, n: u64) -> Result<&'b [u8]> {
         let left = self.input.len().saturating_sub(self.pos);
-        let n = usize::try_from(n)
-            .ok()
-            .filter(|&n| n <= left)
-            .ok_or_else(|| {
-                self.error(format!(
-                    "CBOR length {n} is larger than the {left} bytes left in the manifest"
-                ))
-            })?;
-        let s = self.input.get(self.pos..self.pos + n).unwrap_or_default();
-        self.pos += n;
-        Ok(s)
+        match usize::try_from(n).ok().filter(|&n| n <= left) {
+            Some(n) => {
+                let s = self.input.get(self.pos..self.pos + n).unwrap_or_default();
+                self.pos += n;
+                Ok(s)
+            }
+            None => Err(self.too_long(n, left as u64)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn too_long(&self, n: u64, left: u64) -> Error {
+        self.error(format!(
+            "CBOR length {n} is larger than the {left} bytes left in the manifest"
+        ))
     }
 
     /// Reads a head, refusing reserved and indefinite forms and non-shortest arguments.
     /// (Floats of major type 7 come back with their raw bits as the argument.)
+    #[inline]
     pub fn head(&mut self) -> Result<Head> {
+        // Most heads in a manifest are one byte: a small number, a short text, a small map
+        // or array. The rest, and every error, take the long way (kept out of line so this
+        // path stays a few instructions).
+        if let Some(&b) = self.input.get(self.pos) {
+            let (major, info) = (b >> 5, b & 0x1f);
+            if info < 24 && major < 6 {
+                self.pos += 1;
+                return Ok(Head {
+                    major,
+                    info,
+                    arg: u64::from(info),
+                });
+            }
+        }
+        self.head_in_full()
+    }
+
+    #[inline(never)]
+    fn head_in_full(&mut self) -> Result<Head> {
         let at = self.offset();
         let b = self.byte()?;
         let (major, info) = (b >> 5, b & 0x1f);
@@ -165,13 +190,13 @@ impl<'b> Det<'b> {
         let at = self.offset();
         let h = self.head()?;
         if h.major != 3 {
-            return Err(
-                Error::invalid(format!("{what} must be text, found {}", kind_name(h))).at(at),
-            );
+            return Err(wrong_kind(what, "text", h, at));
         }
         let bytes = self.take(h.arg)?;
-        std::str::from_utf8(bytes)
-            .map_err(|_| Error::invalid(format!("{what} is not valid UTF-8")).at(at))
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(text),
+            Err(_) => Err(not_utf8(what, at)),
+        }
     }
 
     /// An unsigned integer.
@@ -179,11 +204,7 @@ impl<'b> Det<'b> {
         let at = self.offset();
         let h = self.head()?;
         if h.major != 0 {
-            return Err(Error::invalid(format!(
-                "{what} must be an unsigned integer, found {}",
-                kind_name(h)
-            ))
-            .at(at));
+            return Err(wrong_kind(what, "an unsigned integer", h, at));
         }
         Ok(h.arg)
     }
@@ -193,9 +214,7 @@ impl<'b> Det<'b> {
         let at = self.offset();
         let h = self.head()?;
         if h.major != 4 {
-            return Err(
-                Error::invalid(format!("{what} must be an array, found {}", kind_name(h))).at(at),
-            );
+            return Err(wrong_kind(what, "an array", h, at));
         }
         self.fits(h.arg, 1)?;
         Ok(h.arg)
@@ -206,9 +225,7 @@ impl<'b> Det<'b> {
         let at = self.offset();
         let h = self.head()?;
         if h.major != 5 {
-            return Err(
-                Error::invalid(format!("{what} must be a map, found {}", kind_name(h))).at(at),
-            );
+            return Err(wrong_kind(what, "a map", h, at));
         }
         self.fits(h.arg, 2)?;
         Ok(h.arg)
@@ -218,9 +235,7 @@ impl<'b> Det<'b> {
     fn fits(&self, count: u64, min_bytes: u64) -> Result<()> {
         let left = self.input.len().saturating_sub(self.pos) as u64;
         if count.saturating_mul(min_bytes) > left {
-            return Err(self.error(format!(
-                "CBOR length {count} is larger than the {left} bytes left in the manifest"
-            )));
+            return Err(self.too_long(count, left));
         }
         Ok(())
     }
@@ -247,22 +262,8 @@ impl<'b> Det<'b> {
             };
             let encoded = self.slice(start, self.pos);
             if let Some(p) = prev {
-                match p.cmp(encoded) {
-                    std::cmp::Ordering::Less => {}
-                    std::cmp::Ordering::Equal => {
-                        return Err(Error::invalid(format!(
-                            "duplicate key {} in {what}",
-                            show_key(key, encoded)
-                        ))
-                        .at(at))
-                    }
-                    std::cmp::Ordering::Greater => {
-                        return Err(Error::invalid(format!(
-                        "key {} of {what} is out of order (deterministic CBOR sorts keys bytewise)",
-                        show_key(key, encoded)
-                    ))
-                        .at(at))
-                    }
+                if p >= encoded {
+                    return Err(misordered_key(p == encoded, key, encoded, what, at));
                 }
             }
             prev = Some(encoded);
@@ -400,6 +401,34 @@ fn show_key(key: Option<&str>, encoded: &[u8]) -> String {
 }
 
 /// What kind of item a head starts, for messages.
+/// "`what` must be `want`, found ...", at absolute offset `at` (out of line: errors are rare,
+/// and their formatting would otherwise weigh on every read).
+#[cold]
+#[inline(never)]
+fn wrong_kind(what: &str, want: &str, h: Head, at: u64) -> Error {
+    Error::invalid(format!("{what} must be {want}, found {}", kind_name(h))).at(at)
+}
+
+/// A map key that repeats the one before it (`twice`) or sorts before it.
+#[cold]
+#[inline(never)]
+fn misordered_key(twice: bool, key: Option<&str>, encoded: &[u8], what: &str, at: u64) -> Error {
+    let key = show_key(key, encoded);
+    let message = if twice {
+        format!("duplicate key {key} in {what}")
+    } else {
+        format!("key {key} of {what} is out of order (deterministic CBOR sorts keys bytewise)")
+    };
+    Error::invalid(message).at(at)
+}
+
+/// "`what` is not valid UTF-8", at absolute offset `at`.
+#[cold]
+#[inline(never)]
+fn not_utf8(what: &str, at: u64) -> Error {
+    Error::invalid(format!("{what} is not valid UTF-8")).at(at)
+}
+
 fn kind_name(h: Head) -> &'static str {
     match (h.major, h.info) {
         (0, _) => "an unsigned integer",
