@@ -124,7 +124,7 @@ impl Listing {
         attributes: Attributes,
         mut objects: Vec<ObjectInfo>,
     ) -> Self {
-        let sorted = sort_and_index(&mut objects, None, None::<fn()>);
+        let sorted = sort_and_index(&mut objects, None, None::<fn()>, false);
         // The caller refused names given twice, so `Err` does not happen; its index would
         // serve all the same.
         let index = sorted.unwrap_or_else(|(_, index)| index);
@@ -151,50 +151,78 @@ impl Listing {
 }
 
 /// Sorts `objects` by name and indexes them, running `beside` (a check over what was
-/// collected from the objects as listed) meanwhile. `hashes` are the names' hashes in the objects' order, when the caller
-/// took them as it built the objects (each object was in cache then). A name given twice is
-/// `Err` with its position in the sorted list, beside the index.
+/// collected from the objects as listed) meanwhile. `hashes` are the names' hashes in the
+/// objects' order, when the caller took them as it built the objects (each object was in
+/// cache then). A name given twice is `Err` with its position in the sorted list, beside the
+/// index.
 ///
-/// A list in name order is only indexed (with `beside` on the second core for a long list).
-/// A long list out of order (a v2 manifest's, which is in key order) uses both cores in two
-/// steps: `beside` and the hashes beside the sort of the objects' positions by name, then
-/// the index of the sorted hashes beside the moves of the objects into name order.
+/// A long list uses both cores. When the file usually lists its objects in name order
+/// (`likely_in_order`: v1.x), the index of the list as it stands is built beside `beside`
+/// and a look at the order, and that is all for a list in order. Otherwise (a v2 manifest
+/// is in key order, by name length first), `beside` and the hashes run beside the sort of
+/// the objects' positions by name, then the index of the sorted hashes beside the moves of
+/// the objects into name order.
 fn sort_and_index(
     objects: &mut [ObjectInfo],
-    hashes: Option<(RandomState, Vec<u64>)>,
-    beside: Option<impl FnOnce() + Send>,
+    mut hashes: Option<(RandomState, Vec<u64>)>,
+    mut beside: Option<impl FnOnce() + Send>,
+    likely_in_order: bool,
 ) -> std::result::Result<NameIndex, (usize, NameIndex)> {
     let listed: &[ObjectInfo] = objects;
     let long = listed.len() >= PARALLEL_FINISH_MIN_OBJECTS;
-    let hashed = || {
+    let hash_all = |hashes: Option<(RandomState, Vec<u64>)>| {
         hashes.unwrap_or_else(|| {
             let state = RandomState::default();
             let hashes = listed.iter().map(|o| state.hash_one(&o.name)).collect();
             (state, hashes)
         })
     };
-    // Lists in name order (v1.x files, most safetensors files) are only indexed.
-    if names_strictly_increasing(listed) {
+    let has_beside = beside.is_some();
+    let mut run_beside = || {
+        if let Some(beside) = beside.take() {
+            beside();
+        }
+    };
+    if likely_in_order {
+        // Index the list as it stands while the second core runs `beside` and looks at the
+        // order: for a list in name order, that is all.
+        let mut in_order = false;
+        let (state, all, index) = join_here(
+            long,
+            || {
+                let (state, all) = hash_all(hashes.take());
+                let index = NameIndex::from_hashes(state.clone(), &all);
+                (state, all, index)
+            },
+            || {
+                run_beside();
+                in_order = names_strictly_increasing(listed);
+            },
+        );
+        if in_order {
+            return Ok(index);
+        }
+        hashes = Some((state, all));
+    } else if names_strictly_increasing(listed) {
         let index = || {
-            let (state, hashes) = hashed();
-            NameIndex::from_hashes(state, &hashes)
+            let (state, all) = hash_all(hashes.take());
+            NameIndex::from_hashes(state, &all)
         };
-        return Ok(match beside {
-            Some(beside) => join_here(long, index, beside),
-            None => index(),
-        });
+        // With nothing to run beside it, the index is built alone: handing even an empty
+        // task to the pool made the safetensors open slower (docs/decisions.md).
+        let parallel = long && has_beside;
+        return Ok(join_here(parallel, index, run_beside));
     }
     // Room for the positions is taken here, not on the worker that fills it (see `join_here`).
     let mut order: Vec<u32> = Vec::with_capacity(listed.len());
-    let checked_and_hashed = || {
-        if let Some(beside) = beside {
-            beside();
-        }
-        hashed()
-    };
-    let (state, hashes) = join_here(long, checked_and_hashed, || {
-        sort_positions(listed, &mut order)
-    });
+    let (state, hashes) = join_here(
+        long,
+        || {
+            run_beside();
+            hash_all(hashes.take())
+        },
+        || sort_positions(listed, &mut order),
+    );
     let name = |i: u32| listed.get(i as usize).map_or("", |o| o.name.as_str());
     let twice = order
         .windows(2)
@@ -218,9 +246,9 @@ fn sort_and_index(
 /// Runs `here` on this thread and, when `parallel`, `there` on a worker of the pool at the
 /// same time; returns `here`'s result once both are done.
 ///
-/// What allocates runs here: a worker's allocations come from its own heap arena, memory
-/// the process faults in afresh on every open (2,000 faults an open of a file of 100,000
-/// tensors, a tenth of its time), where this thread's arena reuses what earlier work freed.
+/// Callers keep what allocates on this thread: its allocations come from this thread's
+/// heap, which reuses what earlier work here freed, where a worker's come from an arena of
+/// its own.
 fn join_here<A>(parallel: bool, here: impl FnOnce() -> A, there: impl FnOnce() + Send) -> A {
     if !parallel {
         there();
@@ -429,7 +457,9 @@ impl Collected {
         objects: Vec<ObjectInfo>,
         duplicate: impl FnOnce(&str) -> Error,
     ) -> Result<Listing> {
-        self.finish_in_files(version, attributes, objects, duplicate, |_| String::new())
+        // v1.x files list their objects in name order.
+        let place = |_| String::new();
+        self.finish_as(version, attributes, objects, duplicate, place, true)
     }
 
     /// [`Collected::finish`] for objects stored across files (a v2 file and its shards):
@@ -439,9 +469,22 @@ impl Collected {
         self,
         version: FileVersion,
         attributes: Attributes,
+        objects: Vec<ObjectInfo>,
+        duplicate: impl FnOnce(&str) -> Error,
+        place: impl FnOnce(u32) -> String,
+    ) -> Result<Listing> {
+        // A v2 manifest lists its objects by encoded key: by name length first.
+        self.finish_as(version, attributes, objects, duplicate, place, false)
+    }
+
+    fn finish_as(
+        self,
+        version: FileVersion,
+        attributes: Attributes,
         mut objects: Vec<ObjectInfo>,
         duplicate: impl FnOnce(&str) -> Error,
         place: impl FnOnce(u32) -> String,
+        likely_in_order: bool,
     ) -> Result<Listing> {
         let Collected {
             mut ranges,
@@ -453,6 +496,7 @@ impl Collected {
             &mut objects,
             Some((state, hashes)),
             Some(|| overlap = check_overlaps_per_file(&mut ranges)),
+            likely_in_order,
         );
         let index = match sorted {
             Ok(index) => index,
@@ -544,10 +588,12 @@ mod tests {
         assert_eq!(names(&twice), ["a", "w", "w"]);
     }
 
-    /// `count` objects of 16 bytes each, in file `file`, listed in a v2 manifest's order (by
-    /// name length, then bytewise), their blobs in name order; `edit` changes them first.
+    /// `count` objects of 16 bytes each in file 1, their blobs in name order, listed in a v2
+    /// manifest's order (by name length, then bytewise) and finished as v2 files are, or
+    /// (`v1`) finished as v1.x files are; `edit` changes them first.
     fn collected(
         count: usize,
+        v1: bool,
         edit: impl FnOnce(&mut Vec<ObjectInfo>),
     ) -> crate::Result<Vec<String>> {
         let mut names: Vec<String> = (0..count).map(|i| format!("t.{i}")).collect();
@@ -576,13 +622,24 @@ mod tests {
         for o in &objects {
             c.add(o);
         }
-        let listing = c.finish_in_files(
-            FileVersion::ZTensorV2,
-            Default::default(),
-            objects,
-            |name| Error::invalid(format!("{name} twice")),
-            |file| format!(" in file {file}"),
-        )?;
+        let duplicate = |name: &str| Error::invalid(format!("{name} twice"));
+        let listing = if v1 {
+            c.finish(
+                FileVersion::ZTensorV2,
+                Default::default(),
+                objects,
+                duplicate,
+            )?
+        } else {
+            let place = |file| format!(" in file {file}");
+            c.finish_in_files(
+                FileVersion::ZTensorV2,
+                Default::default(),
+                objects,
+                duplicate,
+                place,
+            )?
+        };
         // The index finds every object where the sorted list has it.
         for (i, o) in listing.objects.iter().enumerate() {
             assert_eq!(listing.index.find(&listing.objects, &o.name), Some(i));
@@ -594,12 +651,15 @@ mod tests {
     /// the same faults.
     #[test]
     fn finishing_a_collected_listing_sorts_indexes_and_refuses_faults_short_and_long() {
-        for count in [50, PARALLEL_FINISH_MIN_OBJECTS + 50] {
+        for (count, v1) in [50, PARALLEL_FINISH_MIN_OBJECTS + 50]
+            .into_iter()
+            .flat_map(|n| [(n, false), (n, true)])
+        {
             let mut want: Vec<String> = (0..count).map(|i| format!("t.{i}")).collect();
             want.sort();
-            assert_eq!(collected(count, |_| ()).unwrap(), want);
+            assert_eq!(collected(count, v1, |_| ()).unwrap(), want);
             // Aliases (one blob for two objects) are fine.
-            let alias = collected(count, |o| {
+            let alias = collected(count, v1, |o| {
                 let (offset, length) = (o[3].components[0].offset, o[3].components[0].length);
                 o[7].components.0[0].offset = offset;
                 o[7].components.0[0].length = length;
@@ -607,7 +667,7 @@ mod tests {
             assert_eq!(alias.unwrap().len(), count);
             // A blob 8 bytes into another's, in shard 1.
             let mut pair = (String::new(), String::new());
-            let e = collected(count, |o| {
+            let e = collected(count, v1, |o| {
                 o[7].components.0[0].offset = o[3].components[0].offset + 8;
                 pair = (o[3].name.clone(), o[7].name.clone());
             })
@@ -615,19 +675,21 @@ mod tests {
             assert_eq!(
                 e.message(),
                 format!(
-                    "blobs of {}/data and {}/data partially overlap in file 1",
-                    pair.0, pair.1
+                    "blobs of {}/data and {}/data partially overlap{}",
+                    pair.0,
+                    pair.1,
+                    if v1 { "" } else { " in file 1" }
                 ),
-                "{count}"
+                "{count} {v1}"
             );
             // A name given twice, found wherever it sorts.
             let mut twice = String::new();
-            let e = collected(count, |o| {
+            let e = collected(count, v1, |o| {
                 o[9].name = o[2].name.clone();
                 twice = o[2].name.clone();
             })
             .unwrap_err();
-            assert_eq!(e.message(), format!("{twice} twice"), "{count}");
+            assert_eq!(e.message(), format!("{twice} twice"), "{count} {v1}");
         }
     }
 }
