@@ -94,6 +94,8 @@ impl<'b> Det<'b> {
         }
     }
 
+    /// The error for a length of `n` where `left` bytes are left (out of line, as are the
+    /// other errors: their formatting would weigh on every read).
     #[cold]
     #[inline(never)]
     fn too_long(&self, n: u64, left: u64) -> Error {
@@ -123,6 +125,7 @@ impl<'b> Det<'b> {
         self.head_in_full()
     }
 
+    /// [`Det::head`] for every head: longer arguments, floats and simple values, and errors.
     #[inline(never)]
     fn head_in_full(&mut self) -> Result<Head> {
         let at = self.offset();
