@@ -31,10 +31,11 @@ pub const MAX_NAME_LEN_V2: usize = 1024;
 /// Longest shard name, in bytes.
 pub const MAX_SHARD_NAME_LEN: usize = 64;
 
-/// The fewest bytes one entry of the `"objects"` map can take in a manifest this decoder
-/// accepts (43: a one-byte name, and a map of an empty shape, an empty layout and one part
-/// with a one-byte name, an empty dtype and a blob of two one-byte integers). A reader that
-/// reserves room for the objects a manifest declares bounds it by `bytes / this`.
+/// A lower bound on the bytes one entry of the `"objects"` map takes in a manifest this
+/// decoder accepts: the smallest such entry is 43 bytes (a one-byte name, and a map of an
+/// empty shape, an empty layout and one part with a one-byte name, an empty dtype and a blob
+/// of two one-byte integers; see the test). A reader that reserves room for the objects a
+/// manifest declares bounds it by `bytes / this`.
 pub const MIN_OBJECT_ENTRY_V2: usize = 40;
 
 /// A decoded v2 manifest.
