@@ -215,7 +215,8 @@ fn check_tensors(file: &mut MagFile, file_len: u64) -> Result<()> {
             .filter(|&e| e <= file_len)
             .ok_or_else(|| {
                 Error::invalid(format!(
-                    "data of {} bytes runs past the end of the {file_len}-byte file",
+                    "data of {} bytes runs past the end of the {file_len}-byte file \
+                     (file truncated?)",
                     t.length
                 ))
                 .at(t.offset)

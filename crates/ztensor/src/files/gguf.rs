@@ -569,7 +569,7 @@ fn object(
         return Err(fail(
             invalid(format!(
                 "tensor data of {length} bytes at byte {start} runs past the end of the \
-                 {file_len}-byte file"
+                 {file_len}-byte file (file truncated?)"
             ))
             .at(start),
         ));

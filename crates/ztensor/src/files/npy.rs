@@ -340,7 +340,8 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Parsed<Header>> {
     let data_start = (8 + len_size as u64).saturating_add(header_len);
     if data_start > total {
         return Err(bad(format!(
-            "a header of {header_len} bytes runs past the end of the {total}-byte array"
+            "a header of {header_len} bytes runs past the end of the {total}-byte array \
+             (truncated?)"
         ))
         .at(8));
     }
@@ -380,7 +381,8 @@ fn header(head: &[u8], total: u64, limits: &Limits) -> Result<Parsed<Header>> {
         .ok_or_else(|| bad(format!("shape {shape:?} of {descr} overflows")).at(at_header))?;
     if data_len > total - data_start {
         return Err(bad(format!(
-            "shape {shape:?} of {descr} takes {data_len} bytes, but {} follow the header",
+            "shape {shape:?} of {descr} takes {data_len} bytes, but {} follow the header \
+             (truncated?)",
             total - data_start
         ))
         .at(data_start));

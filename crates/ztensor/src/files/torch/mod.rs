@@ -385,7 +385,8 @@ pub(crate) fn list_legacy(source: &Source, limits: &Limits) -> Result<Listing> {
             })
             .ok_or_else(|| {
                 bad(format!(
-                    "storage {key:?} of {numel} elements runs past the end of the file"
+                    "storage {key:?} of {numel} elements runs past the end of the file \
+                     (truncated?)"
                 ))
                 .at(offset)
             })?;
