@@ -23,7 +23,7 @@ a zTensor manifest and footer are, or with `--near head` in the first 2 KiB (whe
 of safetensors, GGUF and NumPy files are). Each reader runs in its own process with a timeout, so a
 crash or a hang is reported too. Copies that differ are kept in --keep (default
 /tmp/damaged_originals). Not part of the tests: the runs and what they found are in
-docs/decisions.md ("A damaged object entry") and docs/mag.md.
+docs/decisions.md ("A damaged object entry", ".npz", GGUF's "Hostile input") and docs/mag.md.
 """
 
 import argparse
