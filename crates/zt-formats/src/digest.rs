@@ -135,6 +135,11 @@ impl Digest {
     /// exactly 16 digits and `sha256` 64. An algorithm this library does not compute gives
     /// `Ok(None)`: the file stays valid, and only verifying that digest is unsupported.
     pub fn parse_v2(s: &str) -> Result<Option<Self>> {
+        // What every part the original writes carries, in one pass; anything else (and any
+        // error) takes the general path below.
+        if let Some(v) = s.strip_prefix("xxh3:").and_then(lower_hex_u64) {
+            return Ok(Some(Digest::Xxh3(v)));
+        }
         let bad = |why: &str| Error::invalid(format!("digest {s:?} {why}"));
         let (alg, hex) = s
             .split_once(':')
@@ -222,6 +227,21 @@ impl fmt::Display for Digest {
             Digest::Xxh3(v) => write!(f, "xxh3:{v:016x}"),
         }
     }
+}
+
+/// Exactly 16 lowercase hex digits as the number they spell, checked and read in one pass.
+fn lower_hex_u64(hex: &str) -> Option<u64> {
+    if hex.len() != 16 {
+        return None;
+    }
+    hex.bytes().try_fold(0u64, |acc, c| {
+        let digit = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        Some(acc << 4 | u64::from(digit))
+    })
 }
 
 /// `N` bytes from exactly `2N` hex digits (either case), or `None`. No allocation: a v2
@@ -319,9 +339,20 @@ mod tests {
         // 4000 zero bytes: sample 03's decoded part.
         assert_eq!(DigestAlgorithm::Xxh3.compute(&[0u8; 4000]), d);
         assert_eq!(Digest::parse_v2("blake3:00ff").unwrap(), None);
+        // The one-pass path reads digits most significant first.
+        for (text, value) in [
+            ("xxh3:0000000000000001", 1),
+            ("xxh3:ffffffffffffffff", u64::MAX),
+            ("xxh3:0123456789abcdef", 0x0123_4567_89ab_cdef),
+        ] {
+            assert_eq!(Digest::parse_v2(text).unwrap(), Some(Digest::Xxh3(value)));
+        }
         for bad in [
             "xxh3:4ECDA0EF8E2CAFB9",
             "xxh3:4ecda0ef8e2cafb",
+            "xxh3:4ecda0ef8e2cafb9a",
+            "xxh3:4ecda0ef8e2cafbg",
+            "xxh3:4ecda0ef8e2cafb-",
             "xxh3:",
             ":00",
             "XXH3:00",

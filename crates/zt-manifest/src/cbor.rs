@@ -190,7 +190,7 @@ impl<'b> Reader<'b> {
         let input = self.d.input();
         let start = self.d.position().checked_add(head)?;
         let end = start.checked_add(usize::try_from(len).ok()?)?;
-        let text = std::str::from_utf8(input.get(start..end)?).ok()?;
+        let text = crate::det::utf8(input.get(start..end)?)?;
         self.d.set_position(end);
         Some(text)
     }
