@@ -17,8 +17,9 @@ whether their bytes are still the intact file's, and (zTensor v2) what `verify` 
 and 200), `mag2` magnetron 0.2.x (version 300); and the reference readers of the other formats,
 installed in the --original environment: `safetensors` (`safe_open`, numpy), `gguf` (gguf-py's
 `GGUFReader`), `numpy` (`np.load`, no pickles; `.npy` and `.npz`), `onnx` (`onnx.load` and
-`numpy_helper`), `hdf5` (h5py, every dataset). Each copy has 1 to 3 random changes (a byte
-replaced, a bit flipped, 1-16 bytes cut, 1-8 inserted), half of them in the last 2 KiB, where
+`numpy_helper`), `hdf5` (h5py, every dataset), `torch` (`torch.load(weights_only=True)`, a
+state dict's tensors). Each copy has 1 to 3 random changes (a byte replaced, a bit flipped,
+1-16 bytes cut, 1-8 inserted), half of them in the last 2 KiB, where
 a zTensor manifest and footer are, or with `--near head` in the first 2 KiB (where the headers
 of safetensors, GGUF and NumPy files are). Each reader runs in its own process with a timeout, so a
 crash or a hang is reported too. Copies that differ are kept in --keep (default
@@ -159,6 +160,17 @@ REFERENCE_HDF5 = READER.format(
     verify="pass",
 )
 
+# torch: `load` with `weights_only=True` (its unpickler that builds tensors and containers and
+# refuses anything else), the top-level tensors of a state dict, each as its bytes.
+REFERENCE_TORCH = READER.format(
+    module="torch",
+    open="(lambda p: (lambda sd: {k: v for k, v in (sd.items() if isinstance(sd, dict) else [])"
+    " if isinstance(v, torch.Tensor)})(torch.load(p, weights_only=True, map_location='cpu')))",
+    keys="f",
+    parts="[f[k].contiguous().reshape(-1).view(torch.uint8).numpy()]",
+    verify="pass",
+)
+
 ORIGINALS = {
     "2": ORIGINAL_V2,
     "1": ORIGINAL_V1,
@@ -169,6 +181,7 @@ ORIGINALS = {
     "numpy": REFERENCE_NUMPY,
     "onnx": REFERENCE_ONNX,
     "hdf5": REFERENCE_HDF5,
+    "torch": REFERENCE_TORCH,
 }
 
 # ztio: a sparse tensor comes back as a scipy array; verify returns a report.

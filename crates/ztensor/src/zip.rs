@@ -8,8 +8,8 @@
 //! Hostile archives are refused before anything is allocated from their numbers: the entry
 //! count is checked against the central directory's bytes (46 bytes an entry at least), every
 //! offset and size through checked arithmetic against the file, every local header against
-//! its central directory record (same name, inside the file, before the directory), and no
-//! two entries may overlap. Encrypted entries, archives split over disks and compression
+//! its central directory record (the same name, or by miniz's rules a name of the same
+//! length; inside the file, before the directory), and no two entries may overlap. Encrypted entries, archives split over disks and compression
 //! methods other than stored (0) and deflate (8) are `Unsupported`.
 //!
 //! What is wrong with one entry only (its local header, method, encryption, stored sizes) is
@@ -18,7 +18,8 @@
 //! archive ([`undamaged`]). Damage to the directory or the end record refuses the archive.
 //!
 //! Two readers set the rules ([`Rules`]). torch reads checkpoints with miniz, which takes the
-//! directory where the end record says and checks its disk numbers and entry count. numpy
+//! directory where the end record says (the zip64 one whenever it is there) and checks its
+//! disk numbers and entry count, and reads a local header for its lengths only. numpy
 //! (`.npz`) and Keras read with Python's `zipfile`, which finds the directory from where the
 //! end record lies: bytes inserted or cut before it shift every offset the same way
 //! (zipfile's "concat", there for archives with data before them), and the entries it still
@@ -186,8 +187,9 @@ impl Fields<'_> {
 /// Whose rules an archive is read by: the reader its format's own tools use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rules {
-    /// miniz's (torch's checkpoints): the directory at the offset the end record gives, one
-    /// disk, as many records as the end record counts.
+    /// miniz's (torch's checkpoints): the directory at the offset the end record gives (the
+    /// zip64 one whenever its locator is there), one disk, as many records as the end record
+    /// counts; a local header's name is not compared, only its length.
     Miniz,
     /// Python's `zipfile` (numpy's `.npz`, Keras): the directory ends where the end record (or
     /// the zip64 one) starts, and every local header offset moves by as much as the
@@ -204,8 +206,9 @@ pub(crate) struct Archive {
     pub entries: Vec<Entry>,
     /// Whether Python's `zipfile` finds these entries too: read by its rules, or by miniz's
     /// with the directory ending where the records after it start, no record needing a zip
-    /// newer than 6.3 and every name ASCII or flagged UTF-8 (zipfile decodes others as code
-    /// page 437). When not, an archive zipfile reads is read again by its rules.
+    /// newer than 6.3, every name ASCII or flagged UTF-8 (zipfile decodes others as code
+    /// page 437) and every local header naming its entry as the directory does. When not, an
+    /// archive zipfile reads is read again by its rules.
     pub zipfile_agrees: bool,
 }
 
@@ -249,6 +252,8 @@ pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
     let mut newest_version = 0u8;
     // A name that is neither ASCII nor flagged UTF-8 zipfile reads as code page 437.
     let mut names_decode_alike = true;
+    // A local header spelling its name otherwise is damage to zipfile, not to miniz.
+    let mut local_names_agree = true;
     while match dir.count {
         Some(count) => (out.len() as u64) < count,
         None => (at as u64) < dir.size,
@@ -278,10 +283,13 @@ pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
         let entry = match entry.damage {
             Some(_) => entry,
             None => match data_offset(source, &entry, dir.offset, rules) {
-                Ok(data_offset) => Entry {
-                    data_offset,
-                    ..entry
-                },
+                Ok((data_offset, same_name)) => {
+                    local_names_agree &= same_name;
+                    Entry {
+                        data_offset,
+                        ..entry
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::InvalidFile => Entry {
                     damage: Some(Damage::of(&e)),
                     ..entry
@@ -308,7 +316,10 @@ pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
     Ok(Archive {
         entries: out,
         zipfile_agrees: rules == Rules::Zipfile
-            || (ends_at_end_record && newest_version <= 63 && names_decode_alike),
+            || (ends_at_end_record
+                && newest_version <= 63
+                && names_decode_alike
+                && local_names_agree),
     })
 }
 
@@ -392,8 +403,10 @@ fn find_directory_as_zipfile(source: &Source) -> Result<Directory> {
     })
 }
 
-/// Finds the EOCD (the last signature whose comment reaches exactly to the end of the file)
-/// and, when its fields say so, the zip64 EOCD.
+/// Finds the end record as miniz does (the last signature whose comment reaches exactly to
+/// the end of the file) and, whenever a zip64 locator sits right before it, takes the
+/// directory from the zip64 end record instead, whatever the plain record's fields say:
+/// torch writes both, and miniz reads the zip64 one.
 fn find_directory(source: &Source) -> Result<Directory> {
     let len = source.len();
     if len < EOCD_LEN {
@@ -413,55 +426,94 @@ fn find_directory(source: &Source) -> Result<Directory> {
     };
     let eocd_at = tail_start + i as u64;
     let f = Fields(tail.get(i..).unwrap_or_default());
-    let (disk, cd_disk) = (f.u16(4), f.u16(6));
-    let (here, total) = (f.u16(8), f.u16(10));
-    let (size, offset) = (f.u32(12), f.u32(16));
-    let zip64 = here == 0xFFFF || total == 0xFFFF || size == u32::MAX || offset == u32::MAX;
-    if !zip64 {
-        if disk != 0 || cd_disk != 0 || here != total {
-            return Err(Error::unsupported("a zip archive split over several disks").at(eocd_at));
+    // The zip64 records sit right before the end record: its locator, and before that
+    // (normally) the zip64 end record.
+    let zip64_end = eocd_at.checked_sub(ZIP64_LOCATOR_LEN + ZIP64_EOCD_LEN);
+    let locator = match zip64_end {
+        Some(_) => {
+            let at = eocd_at - ZIP64_LOCATOR_LEN;
+            let l = source.read_at(at, ZIP64_LOCATOR_LEN)?;
+            (Fields(&l).u32(0) == ZIP64_LOCATOR_SIG).then(|| (at, l.into_owned()))
         }
-        let dir = Directory {
-            offset: u64::from(offset),
-            size: u64::from(size),
-            count: Some(u64::from(total)),
-            end: eocd_at,
-            shift: 0,
-        };
-        return check_directory(dir);
-    }
-    let locator_at = eocd_at
-        .checked_sub(ZIP64_LOCATOR_LEN)
-        .ok_or_else(|| bad("zip64 fields but no zip64 locator").at(eocd_at))?;
-    let locator = source.read_at(locator_at, ZIP64_LOCATOR_LEN)?;
+        None => None,
+    };
+    let (Some((locator_at, locator)), Some(records_at)) = (locator, zip64_end) else {
+        let (here, total) = (f.u16(8), f.u16(10));
+        let (size, offset) = (f.u32(12), f.u32(16));
+        if here == 0xFFFF || total == 0xFFFF || size == u32::MAX || offset == u32::MAX {
+            return Err(bad("zip64 fields but no zip64 locator").at(eocd_at));
+        }
+        return check_directory(miniz_directory(
+            (u32::from(f.u16(4)), u32::from(f.u16(6))),
+            (u64::from(here), u64::from(total)),
+            (u64::from(offset), u64::from(size)),
+            eocd_at,
+        )?);
+    };
     let l = Fields(&locator);
-    if l.u32(0) != ZIP64_LOCATOR_SIG {
-        return Err(bad("zip64 fields but no zip64 locator").at(locator_at));
+    // The zip64 end record right before its locator, else where the locator points.
+    let mut z64_at = records_at;
+    let mut z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?.into_owned();
+    if Fields(&z64).u32(0) != ZIP64_EOCD_SIG {
+        z64_at = l.u64(8);
+        let fits = z64_at.checked_add(ZIP64_EOCD_LEN).is_some_and(|e| e <= len);
+        if !fits {
+            return Err(bad(format!(
+                "zip64 end of central directory at {z64_at} runs past the end of the file"
+            ))
+            .at(locator_at));
+        }
+        z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?.into_owned();
+        if Fields(&z64).u32(0) != ZIP64_EOCD_SIG {
+            return Err(bad("bad zip64 end of central directory signature").at(z64_at));
+        }
     }
-    let z64_at = l.u64(8);
-    let z64_fits = z64_at
-        .checked_add(ZIP64_EOCD_LEN)
-        .is_some_and(|e| e <= locator_at);
-    if !z64_fits {
-        return Err(bad(format!(
-            "zip64 end of central directory at {z64_at} is not before its locator"
-        ))
-        .at(locator_at));
-    }
-    let z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?;
     let z = Fields(&z64);
-    if z.u32(0) != ZIP64_EOCD_SIG {
-        return Err(bad("bad zip64 end of central directory signature").at(z64_at));
+    if z.u64(4) < ZIP64_EOCD_LEN - 12 {
+        return Err(bad(format!(
+            "zip64 end of central directory says it is {} bytes long, less than its fields",
+            z.u64(4)
+        ))
+        .at(z64_at));
     }
-    let (here, total) = (z.u64(24), z.u64(32));
-    if z.u32(16) != 0 || z.u32(20) != 0 || here != total || l.u32(4) != 0 {
-        return Err(Error::unsupported("a zip archive split over several disks").at(z64_at));
+    if l.u32(16) != 1 {
+        return Err(Error::unsupported("a zip archive split over several disks").at(locator_at));
     }
-    check_directory(Directory {
-        offset: z.u64(48),
-        size: z.u64(40),
+    let size = z.u64(40);
+    if size > u64::from(u32::MAX) {
+        // miniz's own limit: torch refuses such an archive ("unsupported central directory
+        // size").
+        return Err(Error::unsupported(format!(
+            "a central directory of {size} bytes (torch's reader takes at most 4 GiB)"
+        ))
+        .at(z64_at));
+    }
+    // The directory must end before the zip64 records that follow it.
+    check_directory(miniz_directory(
+        (z.u32(16), z.u32(20)),
+        (z.u64(24), z.u64(32)),
+        (z.u64(48), size),
+        records_at,
+    )?)
+}
+
+/// The directory by miniz's checks of an end record's fields (plain or zip64): as many
+/// entries on this disk as in all, and the disk numbers both 0 or both 1.
+fn miniz_directory(
+    (disk, directory_disk): (u32, u32),
+    (here, total): (u64, u64),
+    (offset, size): (u64, u64),
+    end: u64,
+) -> Result<Directory> {
+    let one_disk = (disk == 0 && directory_disk == 0) || (disk == 1 && directory_disk == 1);
+    if here != total || !one_disk {
+        return Err(Error::unsupported("a zip archive split over several disks").at(end));
+    }
+    Ok(Directory {
+        offset,
+        size,
         count: Some(total),
-        end: z64_at,
+        end,
         shift: 0,
     })
 }
@@ -743,9 +795,13 @@ fn zip64_extra(mut extra: &[u8]) -> std::result::Result<Option<&[u8]>, String> {
     Ok(zip64)
 }
 
-/// Where an entry's data starts, from its local header: the header must name the same
-/// entry, and the data it starts must end before the central directory.
-fn data_offset(source: &Source, e: &Entry, cd_offset: u64, rules: Rules) -> Result<u64> {
+/// Where an entry's data starts, from its local header, and whether the header spells the
+/// entry's name as the directory does. By zipfile's rules the header must name the same
+/// entry. miniz never reads the header's name, only its length: a name of the directory's
+/// length with other bytes leaves the data where it is (torch reads it, and so do we), while
+/// one of another length moves the data, which torch then reads from the wrong place without
+/// a word (refused here). Either way the data must end before the central directory.
+fn data_offset(source: &Source, e: &Entry, cd_offset: u64, rules: Rules) -> Result<(u64, bool)> {
     let at = e.header_offset;
     let in_entry = |err: Error| err.in_object(&e.name);
     let head_fits = at
@@ -771,7 +827,18 @@ fn data_offset(source: &Source, e: &Entry, cd_offset: u64, rules: Rules) -> Resu
         Rules::Miniz => *name == *e.name.as_bytes(),
         Rules::Zipfile => entry_name(&name, f.u16(6), rules).as_deref() == Some(e.name.as_str()),
     };
-    if !same {
+    if rules == Rules::Miniz && name.len() != e.name.len() {
+        return Err(in_entry(
+            bad(format!(
+                "local header's name is {} bytes where the central directory's is {} (its data \
+                 would move)",
+                name.len(),
+                e.name.len()
+            ))
+            .at(at),
+        ));
+    }
+    if !same && rules == Rules::Zipfile {
         return Err(in_entry(
             bad("local header names another entry than the central directory").at(at),
         ));
@@ -789,7 +856,7 @@ fn data_offset(source: &Source, e: &Entry, cd_offset: u64, rules: Rules) -> Resu
             .at(at),
         ));
     }
-    Ok(data_offset)
+    Ok((data_offset, same))
 }
 
 /// Entries may not share bytes (a header or data), and a name may be given once. A damaged

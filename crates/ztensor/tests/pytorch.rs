@@ -227,6 +227,73 @@ fn verify_checks_every_zip_entry_crc_and_names_a_damaged_one() {
     assert!(e.to_string().contains("CRC-32"), "{e}");
 }
 
+/// Where each local header of `bytes` starts, with its name's length.
+fn local_headers(bytes: &[u8]) -> Vec<(usize, usize)> {
+    (0..bytes.len().saturating_sub(30))
+        .filter(|&i| bytes[i..].starts_with(b"PK\x03\x04"))
+        .map(|i| {
+            (
+                i,
+                u16::from_le_bytes([bytes[i + 26], bytes[i + 27]]) as usize,
+            )
+        })
+        .collect()
+}
+
+/// What torch itself (miniz) reads, found comparing `torch.load(weights_only=True)` with ours
+/// on damaged copies of this file (`tools/interop/damaged_originals.py --api torch`).
+#[test]
+fn the_archive_is_read_by_torchs_rules() {
+    let intact = std::fs::read(dir().join("state_dict.pt")).unwrap();
+    let read_all = |bytes: Vec<u8>| -> ztensor::Result<Vec<(String, Vec<u8>)>> {
+        let r = OpenOptions::new().open_bytes(bytes)?;
+        let mut out = Vec::new();
+        for name in r.names() {
+            out.push((name.to_owned(), r.object(name)?.bytes()?.to_vec()));
+        }
+        Ok(out)
+    };
+    let want = read_all(intact.clone()).unwrap();
+    assert!(want.len() >= 8, "{}", want.len());
+    let headers = local_headers(&intact);
+    assert!(headers.len() > 8, "{headers:?}");
+
+    // miniz never reads a local header's name, only its length: another name of the same
+    // length leaves every byte where it was, so torch and we read the intact values.
+    let mut b = intact.clone();
+    for &(at, name_len) in &headers {
+        b[at + 30 + name_len - 1] ^= 0x01;
+    }
+    assert_eq!(read_all(b).unwrap(), want);
+    // A name of another length moves the data, which torch then reads from the wrong place
+    // without a word: refused, naming the entry.
+    let (at, name_len) = headers[4];
+    let mut b = intact.clone();
+    b[at + 26..at + 28].copy_from_slice(&(name_len as u16 + 1).to_le_bytes());
+    let e = read_all(b).unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile, "{e}");
+    let message = e.to_string();
+    assert!(message.contains("its data would move"), "{message}");
+    assert!(message.contains("state_dict/"), "{message}");
+
+    // torch writes the zip64 end records too, and miniz takes the directory from them
+    // whenever their locator is there: counts damaged in the plain end record do not matter.
+    let eocd = intact.len() - 22;
+    assert_eq!(&intact[eocd..eocd + 4], b"PK\x05\x06");
+    let mut b = intact.clone();
+    b[eocd + 10..eocd + 12].copy_from_slice(&155u16.to_le_bytes());
+    assert_eq!(read_all(b).unwrap(), want);
+    // ... and a damaged zip64 directory size refuses the file, as torch does ("unsupported
+    // central directory size").
+    let z64 = eocd - 20 - 56;
+    assert_eq!(&intact[z64..z64 + 4], b"PK\x06\x06");
+    let mut b = intact;
+    b[z64 + 40..z64 + 48].copy_from_slice(&(1u64 << 47).to_le_bytes());
+    let e = read_all(b).unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("at most 4 GiB"), "{e}");
+}
+
 /// torch before 0.4 pickled a tensor as `torch._utils._rebuild_tensor(storage, offset, size,
 /// stride)`, four arguments where v2 has six; `torch.load(weights_only=True)` allows it, and
 /// published checkpoints (lpips' v0.0 weights) hold it. It was listed as an opaque value.

@@ -99,13 +99,33 @@ pub(crate) fn list(
 ) -> Result<Listing> {
     // torch.load reads every record it names; a damaged one refuses the checkpoint.
     let entries = zip::undamaged(entries)?;
-    let pkl = entries
-        .iter()
-        .find(|e| e.name.ends_with("/data.pkl") && e.name.matches('/').count() == 1)
-        .ok_or_else(|| bad("no <archive>/data.pkl record"))?;
-    let prefix = pkl.name.strip_suffix("data.pkl").unwrap_or_default();
+    // As torch's reader: the folder of the first record is the archive's, every record must
+    // be in it, and the records are looked up there.
+    let folder = entries
+        .first()
+        .map(|e| e.name.split_once('/').map(|(folder, _)| folder).ok_or(e))
+        .ok_or_else(|| bad("no <archive>/data.pkl record"))?
+        .map_err(|first| {
+            bad(format!(
+                "record {:?} is not in a folder, where torch reads a checkpoint's records",
+                first.name
+            ))
+            .at(first.header_offset)
+        })?;
+    let prefix = format!("{folder}/");
+    if let Some(stray) = entries.iter().find(|e| !e.name.starts_with(&prefix)) {
+        return Err(bad(format!(
+            "record {:?} is not in the archive's folder {folder:?}, where torch reads every \
+             record",
+            stray.name
+        ))
+        .at(stray.header_offset));
+    }
     let records: BTreeMap<&str, &zip::Entry> =
         entries.iter().map(|e| (e.name.as_str(), e)).collect();
+    let pkl = *records
+        .get(format!("{prefix}data.pkl").as_str())
+        .ok_or_else(|| bad("no <archive>/data.pkl record"))?;
 
     let byte_order = match records.get(format!("{prefix}byteorder").as_str()) {
         None => ByteOrder::Little,
