@@ -9,8 +9,9 @@
 //! count is checked against the central directory's bytes (46 bytes an entry at least), every
 //! offset and size through checked arithmetic against the file, every local header against
 //! its central directory record (the same name, or by miniz's rules a name of the same
-//! length; inside the file, before the directory), and no two entries may overlap. Encrypted entries, archives split over disks and compression
-//! methods other than stored (0) and deflate (8) are `Unsupported`.
+//! length; inside the file, before the directory), and no two entries may overlap.
+//! Encrypted entries, archives split over disks and compression methods other than stored
+//! (0) and deflate (8) are `Unsupported`.
 //!
 //! What is wrong with one entry only (its local header, method, encryption, stored sizes) is
 //! kept on that entry as its [`Damage`], as Python's zipfile fails on that entry alone: an
@@ -428,16 +429,18 @@ fn find_directory(source: &Source) -> Result<Directory> {
     let f = Fields(tail.get(i..).unwrap_or_default());
     // The zip64 records sit right before the end record: its locator, and before that
     // (normally) the zip64 end record.
-    let zip64_end = eocd_at.checked_sub(ZIP64_LOCATOR_LEN + ZIP64_EOCD_LEN);
-    let locator = match zip64_end {
-        Some(_) => {
-            let at = eocd_at - ZIP64_LOCATOR_LEN;
-            let l = source.read_at(at, ZIP64_LOCATOR_LEN)?;
-            (Fields(&l).u32(0) == ZIP64_LOCATOR_SIG).then(|| (at, l.into_owned()))
+    let places = eocd_at
+        .checked_sub(ZIP64_LOCATOR_LEN)
+        .and_then(|locator_at| Some((locator_at, locator_at.checked_sub(ZIP64_EOCD_LEN)?)));
+    let zip64 = match places {
+        Some((locator_at, records_at)) => {
+            let l = source.read_at(locator_at, ZIP64_LOCATOR_LEN)?;
+            (Fields(&l).u32(0) == ZIP64_LOCATOR_SIG)
+                .then(|| (locator_at, records_at, l.into_owned()))
         }
         None => None,
     };
-    let (Some((locator_at, locator)), Some(records_at)) = (locator, zip64_end) else {
+    let Some((locator_at, records_at, locator)) = zip64 else {
         let (here, total) = (f.u16(8), f.u16(10));
         let (size, offset) = (f.u32(12), f.u32(16));
         if here == 0xFFFF || total == 0xFFFF || size == u32::MAX || offset == u32::MAX {
