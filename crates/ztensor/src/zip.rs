@@ -19,7 +19,7 @@
 //! archive ([`undamaged`]). Damage to the directory or the end record refuses the archive.
 //!
 //! Two readers set the rules ([`Rules`]). torch reads checkpoints with miniz, which takes the
-//! directory where the end record says (the zip64 one whenever it is there) and checks its
+//! directory where the end record says (the zip64 one where its locator points) and checks its
 //! disk numbers and entry count, and reads a local header for its lengths only. numpy
 //! (`.npz`) and Keras read with Python's `zipfile`, which finds the directory from where the
 //! end record lies: bytes inserted or cut before it shift every offset the same way
@@ -189,7 +189,7 @@ impl Fields<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rules {
     /// miniz's (torch's checkpoints): the directory at the offset the end record gives (the
-    /// zip64 one whenever its locator is there), one disk, as many records as the end record
+    /// zip64 one where its locator points), one disk, as many records as the end record
     /// counts; a local header's name is not compared, only its length.
     Miniz,
     /// Python's `zipfile` (numpy's `.npz`, Keras): the directory ends where the end record (or
@@ -223,6 +223,9 @@ struct Directory {
     end: u64,
     /// What local header offsets are moved by.
     shift: i128,
+    /// The end record's number of this disk (0 or 1 by miniz's rules; zipfile's ignore it),
+    /// which each record's first disk must match (or be 1).
+    disk: u32,
 }
 
 /// Lists an archive's entries in central directory order, each checked as the module says,
@@ -265,7 +268,18 @@ pub(crate) fn entries_by(source: &Source, rules: Rules) -> Result<Archive> {
             next,
             version,
             name_flagged_utf8,
+            disk,
         } = central_record(&cd, at, abs, rules)?;
+        // miniz refuses the archive for an entry on another disk than the end record's (1
+        // passes, as does 0 on disk 0).
+        if rules == Rules::Miniz && (disk == u16::MAX || (u32::from(disk) != dir.disk && disk != 1))
+        {
+            return Err(Error::unsupported(format!(
+                "a zip archive split over several disks (entry {:?} starts on disk {disk})",
+                entry.name
+            ))
+            .at(abs));
+        }
         newest_version = newest_version.max(version);
         names_decode_alike &= entry.name.is_ascii() || name_flagged_utf8;
         if rules == Rules::Zipfile {
@@ -401,13 +415,16 @@ fn find_directory_as_zipfile(source: &Source) -> Result<Directory> {
         count: None,
         end,
         shift: i128::from(start) - i128::from(offset),
+        disk: 0,
     })
 }
 
-/// Finds the end record as miniz does (the last signature whose comment reaches exactly to
-/// the end of the file) and, whenever a zip64 locator sits right before it, takes the
-/// directory from the zip64 end record instead, whatever the plain record's fields say:
-/// torch writes both, and miniz reads the zip64 one.
+/// Finds the end record as torch's miniz does (the last signature with a whole record after
+/// it, in the last 64 KiB + 22 bytes; what follows the record is not looked at) and, when a
+/// zip64 locator sits right before it and points at a zip64 end record, takes the directory
+/// from that record, whatever the plain record's fields say: torch writes both, and miniz
+/// reads the zip64 one. A locator pointing past the file refuses the archive; one pointing
+/// at anything else leaves the plain record in charge.
 fn find_directory(source: &Source) -> Result<Directory> {
     let len = source.len();
     if len < EOCD_LEN {
@@ -418,60 +435,59 @@ fn find_directory(source: &Source) -> Result<Directory> {
     let tail_len = len.min(EOCD_LEN + MAX_COMMENT);
     let tail_start = len - tail_len;
     let tail = source.read_at(tail_start, tail_len)?;
-    let found = (0..=(tail_len - EOCD_LEN) as usize).rev().find(|&i| {
-        let f = Fields(tail.get(i..).unwrap_or_default());
-        f.u32(0) == EOCD_SIG && i as u64 + EOCD_LEN + u64::from(f.u16(20)) == tail_len
-    });
+    let found = (0..=(tail_len - EOCD_LEN) as usize)
+        .rev()
+        .find(|&i| Fields(tail.get(i..).unwrap_or_default()).u32(0) == EOCD_SIG);
     let Some(i) = found else {
         return Err(bad("no end of central directory record (file truncated?)"));
     };
     let eocd_at = tail_start + i as u64;
     let f = Fields(tail.get(i..).unwrap_or_default());
-    // The zip64 records sit right before the end record: its locator, and before that
-    // (normally) the zip64 end record.
-    let places = eocd_at
-        .checked_sub(ZIP64_LOCATOR_LEN)
-        .and_then(|locator_at| Some((locator_at, locator_at.checked_sub(ZIP64_EOCD_LEN)?)));
-    let zip64 = match places {
-        Some((locator_at, records_at)) => {
-            let l = source.read_at(locator_at, ZIP64_LOCATOR_LEN)?;
-            (Fields(&l).u32(0) == ZIP64_LOCATOR_SIG)
-                .then(|| (locator_at, records_at, l.into_owned()))
-        }
-        None => None,
-    };
-    let Some((locator_at, records_at, locator)) = zip64 else {
+    let plain = |zip64_lost: bool| {
         let (here, total) = (f.u16(8), f.u16(10));
         let (size, offset) = (f.u32(12), f.u32(16));
         if here == 0xFFFF || total == 0xFFFF || size == u32::MAX || offset == u32::MAX {
-            return Err(bad("zip64 fields but no zip64 locator").at(eocd_at));
+            let what = if zip64_lost {
+                "zip64 fields but no zip64 end of central directory where its locator points"
+            } else {
+                "zip64 fields but no zip64 locator"
+            };
+            return Err(bad(what).at(eocd_at));
         }
-        return check_directory(miniz_directory(
+        check_directory(miniz_directory(
             (u32::from(f.u16(4)), u32::from(f.u16(6))),
             (u64::from(here), u64::from(total)),
             (u64::from(offset), u64::from(size)),
             eocd_at,
-        )?);
+        )?)
     };
+    // miniz looks for the locator only where a zip64 end record could also fit before it.
+    let Some(locator_at) = eocd_at
+        .checked_sub(ZIP64_LOCATOR_LEN)
+        .filter(|&at| at >= ZIP64_EOCD_LEN)
+    else {
+        return plain(false);
+    };
+    let locator = source.read_at(locator_at, ZIP64_LOCATOR_LEN)?;
     let l = Fields(&locator);
-    // The zip64 end record right before its locator, else where the locator points.
-    let mut z64_at = records_at;
-    let mut z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?.into_owned();
-    if Fields(&z64).u32(0) != ZIP64_EOCD_SIG {
-        z64_at = l.u64(8);
-        let fits = z64_at.checked_add(ZIP64_EOCD_LEN).is_some_and(|e| e <= len);
-        if !fits {
-            return Err(bad(format!(
-                "zip64 end of central directory at {z64_at} runs past the end of the file"
-            ))
-            .at(locator_at));
-        }
-        z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?.into_owned();
-        if Fields(&z64).u32(0) != ZIP64_EOCD_SIG {
-            return Err(bad("bad zip64 end of central directory signature").at(z64_at));
-        }
+    if l.u32(0) != ZIP64_LOCATOR_SIG {
+        return plain(false);
     }
+    let z64_at = l.u64(8);
+    if len
+        .checked_sub(ZIP64_EOCD_LEN)
+        .is_none_or(|last| z64_at > last)
+    {
+        return Err(bad(format!(
+            "zip64 end of central directory at {z64_at} runs past the end of the file"
+        ))
+        .at(locator_at));
+    }
+    let z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?;
     let z = Fields(&z64);
+    if z.u32(0) != ZIP64_EOCD_SIG {
+        return plain(true);
+    }
     if z.u64(4) < ZIP64_EOCD_LEN - 12 {
         return Err(bad(format!(
             "zip64 end of central directory says it is {} bytes long, less than its fields",
@@ -491,12 +507,12 @@ fn find_directory(source: &Source) -> Result<Directory> {
         ))
         .at(z64_at));
     }
-    // The directory must end before the zip64 records that follow it.
+    // The directory must end before the zip64 end record.
     check_directory(miniz_directory(
         (z.u32(16), z.u32(20)),
         (z.u64(24), z.u64(32)),
         (z.u64(48), size),
-        records_at,
+        z64_at,
     )?)
 }
 
@@ -518,6 +534,7 @@ fn miniz_directory(
         count: Some(total),
         end,
         shift: 0,
+        disk,
     })
 }
 
@@ -547,6 +564,8 @@ struct Record {
     version: u8,
     /// Whether flag bit 11 says the name is UTF-8.
     name_flagged_utf8: bool,
+    /// The disk the entry starts on.
+    disk: u16,
 }
 
 /// One central directory record at `at` in `cd` (`abs` in the file).
@@ -655,6 +674,7 @@ fn central_record(cd: &[u8], at: usize, abs: u64, rules: Rules) -> Result<Record
         next: at + next_rel,
         version: rec.get(6).copied().unwrap_or(0),
         name_flagged_utf8: flags & FLAG_UTF8 != 0,
+        disk: f.u16(34),
     })
 }
 

@@ -287,11 +287,41 @@ fn the_archive_is_read_by_torchs_rules() {
     // central directory size").
     let z64 = eocd - 20 - 56;
     assert_eq!(&intact[z64..z64 + 4], b"PK\x06\x06");
-    let mut b = intact;
+    let mut b = intact.clone();
     b[z64 + 40..z64 + 48].copy_from_slice(&(1u64 << 47).to_le_bytes());
     let e = read_all(b).unwrap_err();
     assert_eq!(e.kind(), ztensor::ErrorKind::Unsupported, "{e}");
     assert!(e.to_string().contains("at most 4 GiB"), "{e}");
+    // miniz reads the zip64 end record where the locator points, and nowhere else: past the
+    // file refuses it ("not a ZIP archive").
+    let mut b = intact.clone();
+    b[eocd - 20 + 12] = 0x80;
+    let e = read_all(b).unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string().contains("runs past the end of the file"),
+        "{e}"
+    );
+    // Bytes after the end record, or a comment length that no longer reaches the end, are not
+    // looked at.
+    let mut b = intact.clone();
+    b.extend_from_slice(b"\xd0\x05");
+    assert_eq!(read_all(b).unwrap(), want);
+    let mut b = intact.clone();
+    b[eocd + 20] = 0xbf;
+    assert_eq!(read_all(b).unwrap(), want);
+    // A record on another disk than the end record's refuses the archive ("unsupported
+    // multidisk archive"); disk 1 passes.
+    let first_record = u32::from_le_bytes(intact[z64 + 48..z64 + 52].try_into().unwrap());
+    let disk_field = first_record as usize + 34;
+    let mut b = intact.clone();
+    b[disk_field] = 1;
+    assert_eq!(read_all(b).unwrap(), want);
+    let mut b = intact;
+    b[disk_field] = 2;
+    let e = read_all(b).unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("starts on disk 2"), "{e}");
 }
 
 /// torch before 0.4 pickled a tensor as `torch._utils._rebuild_tensor(storage, offset, size,
