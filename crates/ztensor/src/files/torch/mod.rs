@@ -101,17 +101,16 @@ pub(crate) fn list(
     let entries = zip::undamaged(entries)?;
     // As torch's reader: the folder of the first record is the archive's, every record must
     // be in it, and the records are looked up there.
-    let folder = entries
+    let first = entries
         .first()
-        .map(|e| e.name.split_once('/').map(|(folder, _)| folder).ok_or(e))
-        .ok_or_else(|| bad("no <archive>/data.pkl record"))?
-        .map_err(|first| {
-            bad(format!(
-                "record {:?} is not in a folder, where torch reads a checkpoint's records",
-                first.name
-            ))
-            .at(first.header_offset)
-        })?;
+        .ok_or_else(|| bad("no <archive>/data.pkl record"))?;
+    let Some((folder, _)) = first.name.split_once('/') else {
+        return Err(bad(format!(
+            "record {:?} is not in a folder, where torch reads a checkpoint's records",
+            first.name
+        ))
+        .at(first.header_offset));
+    };
     let prefix = format!("{folder}/");
     if let Some(stray) = entries.iter().find(|e| !e.name.starts_with(&prefix)) {
         return Err(bad(format!(
