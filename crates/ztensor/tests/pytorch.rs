@@ -276,8 +276,8 @@ fn the_archive_is_read_by_torchs_rules() {
     assert!(message.contains("its data would move"), "{message}");
     assert!(message.contains("state_dict/"), "{message}");
 
-    // torch writes the zip64 end records too, and miniz takes the directory from them
-    // whenever their locator is there: counts damaged in the plain end record do not matter.
+    // torch writes the zip64 end records too, and miniz takes the directory from the zip64
+    // one where the locator points: counts damaged in the plain end record do not matter.
     let eocd = intact.len() - 22;
     assert_eq!(&intact[eocd..eocd + 4], b"PK\x05\x06");
     let mut b = intact.clone();
