@@ -9,8 +9,9 @@ pub(super) fn open(b: &mut Bench) -> Result<()> {
     let many_zt = dir.join("many.zt");
     let many_v2 = dir.join("many_v2.zt");
     let many_st = dir.join("many.safetensors");
-    // The same names and values tools/bench/many_original.py writes with the original.
+    // The same names tools/bench/many_original.py writes with the original, 1.2.3 and 2.x.
     let many_original = dir.join("many-original.zt");
+    let many_original_v2 = dir.join("many-original-v2.zt");
     let names: Vec<String> = (0..100_000)
         .map(|i| format!("blk.{}.expert.{}.w{}", i / 500, i / 5 % 100, i % 5))
         .collect();
@@ -69,6 +70,7 @@ pub(super) fn open(b: &mut Bench) -> Result<()> {
     let mut ours = || open_each(&many_zt);
     let mut ours_v2 = || open_each(&many_v2);
     let have_original = many_original.exists();
+    let have_original_v2 = many_original_v2.exists();
     let mut original = || {
         if have_original {
             open_each(&many_original)
@@ -76,10 +78,23 @@ pub(super) fn open(b: &mut Bench) -> Result<()> {
             Ok(())
         }
     };
+    let mut original_v2 = || {
+        if have_original_v2 {
+            open_each(&many_original_v2)
+        } else {
+            Ok(())
+        }
+    };
     // Many runs, in turns: this row swings from run to run on this machine.
-    let [t_open_st, t_open, t_open_v2, t_open_original] = interleaved(
+    let [t_open_st, t_open, t_open_v2, t_open_original, t_open_original_v2] = interleaved(
         11,
-        &mut [&mut st_open, &mut ours, &mut ours_v2, &mut original],
+        &mut [
+            &mut st_open,
+            &mut ours,
+            &mut ours_v2,
+            &mut original,
+            &mut original_v2,
+        ],
     )?;
     table.add(
         "open",
@@ -99,18 +114,28 @@ pub(super) fn open(b: &mut Bench) -> Result<()> {
         t_open_v2,
         Some((t_open_st, "safetensors")),
     );
-    if have_original {
-        table.add(
-            "open",
+    for (have, path, row, time) in [
+        (
+            have_original,
+            &many_original,
             "ztensor: the same, file written by ztensor 1.2.3",
             t_open_original,
-            Some((t_open_st, "safetensors")),
-        );
-    } else {
-        println!(
-            "  (for the row on a file the original wrote: tools/bench/many_original.py {})",
-            many_original.display()
-        );
+        ),
+        (
+            have_original_v2,
+            &many_original_v2,
+            "ztensor: the same, v2 file written by ztensor 2.1.2",
+            t_open_original_v2,
+        ),
+    ] {
+        if have {
+            table.add("open", row, time, Some((t_open_st, "safetensors")));
+        } else {
+            println!(
+                "  (for the row on a file the original wrote: tools/bench/many_original.py {})",
+                path.display()
+            );
+        }
     }
     Ok(())
 }
