@@ -209,10 +209,10 @@ pub fn permute_in_place<T>(items: &mut [T], order: &mut [u32]) -> bool {
     let order = order.as_mut_ptr();
     for start in 0..n {
         // SAFETY: `order` is a permutation of `0..n` (checked above), and an entry set
-        // below points at its own position, so every index read from it is in bounds of both
-        // slices, which this function borrows mutably. A cycle
-        // starting at `start` is followed only while its entries still point elsewhere; each
-        // visited entry is set to point at itself, so no element is moved twice. The element
+        // below points at its own position, so every index read from it (`ahead`'s
+        // included) is in bounds of both slices, which this function borrows mutably. A
+        // cycle starting at `start` is followed only while its entries still point elsewhere;
+        // each visited entry is set to point at itself, so no element is moved twice. The element
         // at `start` is read into `held` (a bitwise copy; its slot is a hole until the cycle
         // closes), each following element is copied into the hole its predecessor left, and
         // the cycle ends when it leads back to `start`, where `held` fills the last hole.
