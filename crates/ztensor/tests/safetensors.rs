@@ -204,6 +204,33 @@ fn the_crates_checks_are_kept() {
         &f32x2,
         "data_offsets is not an array of two numbers",
     );
+    // Every kind of wrong `data_offsets`, each with the message it gave when the value was
+    // read as a JSON tree (it is read as two numbers now).
+    for (offsets, message) in [
+        ("[0,8,9]", "data_offsets is not an array of two numbers"),
+        ("[]", "data_offsets is not an array of two numbers"),
+        ("{\"0\":0}", "data_offsets is not an array of two numbers"),
+        ("\"0,8\"", "data_offsets is not an array of two numbers"),
+        ("null", "data_offsets is not an array of two numbers"),
+        ("true", "data_offsets is not an array of two numbers"),
+        ("8", "data_offsets is not an array of two numbers"),
+        ("-8", "data_offsets is not an array of two numbers"),
+        ("0.5", "data_offsets is not an array of two numbers"),
+        ("[-1,8]", "-1 is not an unsigned integer"),
+        ("[0,1.5]", "1.5 is not an unsigned integer"),
+        ("[\"0\",8]", "\"0\" is not an unsigned integer"),
+        ("[0,[8]]", "[8] is not an unsigned integer"),
+        (
+            "[-1,\"8\",9]",
+            "data_offsets is not an array of two numbers",
+        ),
+    ] {
+        invalid(
+            &format!(r#"{{"a":{{"dtype":"F32","shape":[2],"data_offsets":{offsets}}}}}"#),
+            &f32x2,
+            message,
+        );
+    }
     invalid(
         r#"{"a":{"dtype":7,"shape":[2],"data_offsets":[0,8]}}"#,
         &f32x2,
