@@ -125,18 +125,24 @@ impl<'b> Det<'b> {
         // Most heads in a manifest are one byte: a small number, a short text, a small map
         // or array. The rest, and every error, take the long way (kept out of line so this
         // path stays a few instructions).
-        if let Some(&b) = self.input.get(self.pos) {
-            let (major, info) = (b >> 5, b & 0x1f);
-            if info < 24 && major < 6 {
-                self.pos += 1;
-                return Ok(Head {
-                    major,
-                    info,
-                    arg: u64::from(info),
-                });
-            }
+        if let Some((major, info)) = self.one_byte_head() {
+            self.pos += 1;
+            return Ok(Head {
+                major,
+                info,
+                arg: u64::from(info),
+            });
         }
         self.head_in_full()
+    }
+
+    /// The major type and argument of the next head when it is one byte of a number, text,
+    /// bytes, array or map (not consumed); `None` for every other head.
+    #[inline(always)]
+    fn one_byte_head(&self) -> Option<(u8, u8)> {
+        let b = *self.input.get(self.pos)?;
+        let (major, info) = (b >> 5, b & 0x1f);
+        (info < 24 && major < 6).then_some((major, info))
     }
 
     /// [`Det::head`] for every head: longer arguments, floats and simple values, and errors.
@@ -241,13 +247,13 @@ impl<'b> Det<'b> {
     /// `text`, `map` and `array` in profiles of a manifest of 100,000 objects.
     #[inline(always)]
     fn arg_of(&mut self, major: u8, what: &str, want: &str, at: u64) -> Result<u64> {
-        if let Some(&b) = self.input.get(self.pos) {
-            if b >> 5 == major && b & 0x1f < 24 {
+        match self.one_byte_head() {
+            Some((found, info)) if found == major => {
                 self.pos += 1;
-                return Ok(u64::from(b & 0x1f));
+                Ok(u64::from(info))
             }
+            _ => self.arg_in_full(major, what, want, at),
         }
-        self.arg_in_full(major, what, want, at)
     }
 
     /// [`Det::arg_of`] for every other head, and for errors.

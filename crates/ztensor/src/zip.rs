@@ -524,7 +524,7 @@ fn miniz_directory(
     (offset, size): (u64, u64),
     end: u64,
 ) -> Result<Directory> {
-    let one_disk = (disk == 0 && directory_disk == 0) || (disk == 1 && directory_disk == 1);
+    let one_disk = disk == directory_disk && disk <= 1;
     if here != total || !one_disk {
         return Err(Error::unsupported("a zip archive split over several disks").at(end));
     }
