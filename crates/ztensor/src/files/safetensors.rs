@@ -7,11 +7,13 @@
 
 use safetensors::tensor::Dtype;
 use serde_json::Value as Json;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use zt_container::{Error, Result, Source};
 use zt_formats::{DType, ElementType, LogicalType};
 use zt_manifest::{Shape, Value};
 
-use crate::listing::Listing;
+use crate::listing::{reserve_objects, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
 /// Every dtype of the safetensors crate (0.8), with its spelling in headers.
@@ -89,6 +91,10 @@ pub(crate) fn dtype_of(e: &ElementType) -> Option<Dtype> {
 /// The largest safetensors header accepted, as the safetensors crate caps it.
 const MAX_HEADER_LEN: u64 = 100_000_000;
 
+// Positions of entries are `u32`: each member of the header's object takes at least four
+// bytes (`"":0`), so a header under the cap lists fewer than 2^32.
+const _: () = assert!(MAX_HEADER_LEN / 4 < u32::MAX as u64);
+
 /// Lists a `.safetensors` file. Only the header is read: from a map it is borrowed, from a
 /// positional source it is read alone, and tensors are read on demand like every other kind.
 ///
@@ -120,29 +126,64 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
     let header = source.read_at(8, n)?;
     let (entries, metadata) = parse_header(&header, max_rank).map_err(|e| e.at(8))?;
 
-    // In offset order the tensors must tile the data area. The entries stay in name order
-    // (as `parse_header` gives them, and as the listing keeps them); the walk in offset order
-    // goes through their positions. Sorting the entries by offset, building the objects in
-    // that order and sorting them back by name moved every entry and object several times:
-    // a third of the open of a header of a million tensors.
-    let mut by_offset: Vec<(u64, u64, usize)> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.start, e.end, i))
+    // The objects take a few hundred bytes each: their room is reserved now and, for a long
+    // list, faulted in on the second core while this one checks the offsets and builds them.
+    let mut objects = Vec::new();
+    let done = AtomicBool::new(false);
+    rayon::scope(|scope| {
+        reserve_objects(&mut objects, entries.len(), scope, &done);
+        let built = check_tiling(&entries, base, source.len())
+            .and_then(|()| build_objects(entries, base, &mut objects));
+        done.store(true, Ordering::Relaxed);
+        built
+    })?;
+    let attributes = metadata
+        .into_iter()
+        .map(|(k, v)| (k, Value::Text(v)))
         .collect();
-    // Unstable, on keys that are unique with the position: ties of offsets keep name order.
+    // Names are unique and in order: built in name order, and parse_header refused a key
+    // given twice.
+    Ok(Listing::of_unique(
+        FileVersion::Safetensors,
+        attributes,
+        objects,
+    ))
+}
+
+/// Checks that the tensors, in offset order, tile the data area from byte `base` to the end
+/// of a file of `file_len` bytes, and that each one's length is what its shape and dtype
+/// take: the first fault in offset order is the error (among tensors at the same offsets,
+/// the first by name).
+///
+/// The walk in offset order goes through the entries' positions: sorting the entries by
+/// offset, building the objects in that order and sorting them back by name moved every
+/// entry and object several times, a third of the open of a header of a million tensors.
+fn check_tiling(entries: &Entries, base: u64, file_len: u64) -> Result<()> {
+    let listed = &entries.listed;
+    // Each entry's rank by name breaks ties of offsets; its position finds it.
+    let rank_of = entries.ranks();
+    let mut by_offset: Vec<(u64, u64, u32, u32)> = (0u32..)
+        .zip(listed)
+        .map(|(i, e)| {
+            let rank = rank_of
+                .as_ref()
+                .map_or(i, |r| r.get(i as usize).copied().unwrap_or(i));
+            (e.start, e.end, rank, i)
+        })
+        .collect();
+    drop(rank_of);
+    // Unstable, on keys that are unique by their rank.
     by_offset.sort_unstable();
-    let data_len = source.len() - base;
+    let data_len = file_len.saturating_sub(base);
     let past_the_end = |end: u64| {
         bad(format!(
-            "tensors end at byte {}, but the file has {} bytes",
+            "tensors end at byte {}, but the file has {file_len} bytes",
             base.saturating_add(end),
-            source.len()
         ))
     };
     let mut next = 0u64;
-    for &(start, end, i) in &by_offset {
-        let Some(entry) = entries.get(i) else {
+    for &(start, end, _, i) in &by_offset {
+        let Some(entry) = listed.get(i as usize) else {
             continue;
         };
         let at = |e: Error| e.in_object(&entry.name);
@@ -163,10 +204,13 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
     if next != data_len {
         return Err(past_the_end(next));
     }
-    drop(by_offset);
-    let mut objects = Vec::with_capacity(entries.len());
-    for entry in entries {
-        // Checked in the walk above; nothing here fails.
+    Ok(())
+}
+
+/// The objects of entries that passed [`check_tiling`], appended to `objects` in name order.
+fn build_objects(entries: Entries, base: u64, objects: &mut Vec<ObjectInfo>) -> Result<()> {
+    for entry in entries.into_name_order() {
+        // Checked by `check_tiling`; nothing here fails.
         let (element, defect) = element_of_entry(&entry).map_err(|e| e.in_object(&entry.name))?;
         let range = (
             base.saturating_add(entry.start),
@@ -177,16 +221,7 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
             ..ObjectInfo::raw_dense(entry.name, entry.shape, element, range, ByteOrder::Little)
         });
     }
-    let attributes = metadata
-        .into_iter()
-        .map(|(k, v)| (k, Value::Text(v)))
-        .collect();
-    // Names are unique and in order: parse_header sorted them and refused a key given twice.
-    Ok(Listing::of_unique(
-        FileVersion::Safetensors,
-        attributes,
-        objects,
-    ))
+    Ok(())
 }
 
 fn bad(what: String) -> Error {
@@ -256,39 +291,48 @@ type Metadata = Vec<(String, String)>;
 /// values. Anything wrong that pass meets (the header's syntax, an entry's fields) ends it,
 /// and the header is parsed again by [`parse_header_for_errors`], which reports the error a
 /// damaged header gives: the first in the order of the checks, not the first in its bytes.
-fn parse_header(header: &[u8], max_rank: usize) -> Result<(Vec<Entry>, Metadata)> {
+fn parse_header(header: &[u8], max_rank: usize) -> Result<(Entries, Metadata)> {
     let Ok(top) = top_level::<Entry>(header, max_rank) else {
         return parse_header_for_errors(header, max_rank);
     };
     let metadata = metadata_of(&top.metadata)?;
-    let mut entries = top.tensors;
+    let listed = top.tensors;
     // By name, as a JSON map gives them (the safetensors crate writes them by dtype, then by
-    // name: a file of one dtype is in order already). The sort moves names and positions,
-    // and each entry (over 100 bytes) is moved once, into its place.
-    if !entries.windows(2).all(|w| w[0].name < w[1].name) {
-        let mut by_name: Vec<(&str, u32)> = (0u32..)
-            .zip(&entries)
-            .map(|(i, e)| (e.name.as_str(), i))
-            .collect();
-        // Unique keys (the position breaks ties), so the unstable sort gives one order.
-        by_name.sort_unstable();
-        if let Some(w) = by_name.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(named_twice(w[0].0));
-        }
-        let mut order: Vec<u32> = by_name.into_iter().map(|(_, i)| i).collect();
-        // A permutation of the positions by construction (and fewer than 2^32 entries: a
-        // header is at most 100 MB); `false` would leave the entries as they are.
-        if !zt_container::internal::permute_in_place(&mut entries, &mut order) {
-            return Err(bad("tensor entries could not be put in name order".into()));
-        }
+    // name: a file of one dtype is in order already). The entries (over 100 bytes each) stay
+    // where they are; their positions are sorted, and the objects built in that order.
+    if listed.windows(2).all(|w| w[0].name < w[1].name) {
+        return Ok((
+            Entries {
+                listed,
+                by_name: None,
+            },
+            metadata,
+        ));
     }
-    Ok((entries, metadata))
+    // Fewer than 2^32 entries (see `MAX_HEADER_LEN`).
+    let mut by_name: Vec<(&str, u32)> = (0u32..)
+        .zip(&listed)
+        .map(|(i, e)| (e.name.as_str(), i))
+        .collect();
+    // Unique keys (the position breaks ties), so the unstable sort gives one order.
+    by_name.sort_unstable();
+    if let Some(w) = by_name.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(named_twice(w[0].0));
+    }
+    let order = by_name.into_iter().map(|(_, i)| i).collect();
+    Ok((
+        Entries {
+            listed,
+            by_name: Some(order),
+        },
+        metadata,
+    ))
 }
 
 /// [`parse_header`] for a header the one-pass parse refused: the whole header's syntax first
 /// (each tensor entry kept as its raw text), then `__metadata__`, then names given twice, then
 /// each entry's fields, in name order.
-fn parse_header_for_errors(header: &[u8], max_rank: usize) -> Result<(Vec<Entry>, Metadata)> {
+fn parse_header_for_errors(header: &[u8], max_rank: usize) -> Result<(Entries, Metadata)> {
     let top = top_level::<RawEntry<'_>>(header, max_rank)?;
     let metadata = metadata_of(&top.metadata)?;
     let mut tensors = top.tensors;
@@ -303,6 +347,10 @@ fn parse_header_for_errors(header: &[u8], max_rank: usize) -> Result<(Vec<Entry>
             .map_err(|e| e.in_object(&name))?;
         entries.push(fields.into_entry(name));
     }
+    let entries = Entries {
+        listed: entries,
+        by_name: None,
+    };
     Ok((entries, metadata))
 }
 
@@ -343,6 +391,63 @@ struct Entry {
     shape: Shape,
     start: u64,
     end: u64,
+}
+
+/// An entry taken out of a list ([`Entries::into_name_order`]): nothing allocated.
+impl Default for Entry {
+    fn default() -> Self {
+        Entry {
+            name: String::new(),
+            dtype: Err(String::new()),
+            shape: Shape::new(),
+            start: 0,
+            end: 0,
+        }
+    }
+}
+
+/// A header's tensor entries and their order by name.
+struct Entries {
+    /// In the order of the header (the one-pass parse) or by name.
+    listed: Vec<Entry>,
+    /// Positions in `listed`, by name; `None` when `listed` is by name.
+    by_name: Option<Vec<u32>>,
+}
+
+impl Entries {
+    fn len(&self) -> usize {
+        self.listed.len()
+    }
+
+    /// Each listed entry's rank by name (`None`: its position), the inverse of `by_name`.
+    fn ranks(&self) -> Option<Vec<u32>> {
+        let by_name = self.by_name.as_ref()?;
+        let mut rank_of = vec![0u32; by_name.len()];
+        for (rank, &i) in (0u32..).zip(by_name) {
+            if let Some(r) = rank_of.get_mut(i as usize) {
+                *r = rank;
+            }
+        }
+        Some(rank_of)
+    }
+
+    /// The entries, by name, each taken out of the list (which is not copied: the loads of
+    /// a gather are independent of each other, so the CPU overlaps their cache misses).
+    fn into_name_order(self) -> impl Iterator<Item = Entry> {
+        let Entries {
+            mut listed,
+            by_name,
+        } = self;
+        let order = by_name.unwrap_or_default();
+        (0..listed.len()).filter_map(move |rank| {
+            let i = if order.is_empty() {
+                rank
+            } else {
+                *order.get(rank)? as usize
+            };
+            listed.get_mut(i).map(std::mem::take)
+        })
+    }
 }
 
 /// A tensor entry as the top level holds it until the whole header has been parsed: its name
@@ -705,9 +810,11 @@ mod tests {
     /// What a parse of a header gives, in a form two parses can be compared by: the entries
     /// and metadata, or the error's whole message.
     fn outcome(
-        parsed: Result<(Vec<Entry>, Metadata)>,
+        parsed: Result<(Entries, Metadata)>,
     ) -> std::result::Result<(Vec<Entry>, Metadata), String> {
-        parsed.map_err(|e| e.to_string())
+        parsed
+            .map(|(entries, metadata)| (entries.into_name_order().collect(), metadata))
+            .map_err(|e| e.to_string())
     }
 
     /// The one-pass parse must give what the parse in two passes gives, on every header: the
