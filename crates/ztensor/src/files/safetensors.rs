@@ -383,11 +383,14 @@ fn metadata_of(raws: &[&serde_json::value::RawValue]) -> Result<Metadata> {
     Ok(metadata)
 }
 
+/// A header's dtype: one of [`DTYPES`], or the spelling of one we do not know.
+type HeaderDtype = std::result::Result<Dtype, String>;
+
 /// One tensor entry of a header, as written: the dtype known to us, or its spelling.
 #[cfg_attr(test, derive(Debug, PartialEq))]
 struct Entry {
     name: String,
-    dtype: std::result::Result<Dtype, String>,
+    dtype: HeaderDtype,
     shape: Shape,
     start: u64,
     end: u64,
@@ -570,7 +573,7 @@ fn entry_fields(raw: &str, max_rank: usize) -> Result<EntryFields> {
 /// What an entry's object held of the three fields read (others are ignored, as the
 /// safetensors crate ignores them; a field given twice keeps its last value).
 struct EntryFields {
-    dtype: Option<std::result::Result<Dtype, String>>,
+    dtype: Option<HeaderDtype>,
     shape: Option<Shape>,
     /// The shape's length (beyond the cap, its dimensions are not kept).
     rank: usize,
@@ -579,7 +582,7 @@ struct EntryFields {
 
 /// An entry's fields, each present and the shape within the rank cap.
 struct CheckedFields {
-    dtype: std::result::Result<Dtype, String>,
+    dtype: HeaderDtype,
     shape: Shape,
     offsets: (u64, u64),
 }
@@ -613,21 +616,32 @@ impl CheckedFields {
     }
 }
 
+/// Each of these visitors is also the seed that reads its value, whatever JSON it is.
+macro_rules! seed_by_visitor {
+    ($($seed:ty => $value:ty),* $(,)?) => {$(
+        impl<'de> serde::de::DeserializeSeed<'de> for $seed {
+            type Value = $value;
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> std::result::Result<$value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    )*};
+}
+
+seed_by_visitor!(
+    EntrySeed => EntryFields,
+    DtypeSeed => Option<HeaderDtype>,
+    ShapeSeed => (Shape, usize),
+);
+
 /// Reads one tensor entry's object field by field, without a tree of values: a shape longer
 /// than `max_rank` is counted, not kept, so a header of one 100,000-dimension shape costs its
 /// own bytes, not a value per dimension.
 struct EntrySeed {
     max_rank: usize,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for EntrySeed {
-    type Value = EntryFields;
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        d: D,
-    ) -> std::result::Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
 }
 
 impl<'de> serde::de::Visitor<'de> for EntrySeed {
@@ -688,7 +702,7 @@ impl<'de> serde::de::Visitor<'de> for EntrySeed {
 struct DtypeSeed;
 
 impl DtypeSeed {
-    fn of(spelled: &str) -> std::result::Result<Dtype, String> {
+    fn of(spelled: &str) -> HeaderDtype {
         DTYPES
             .iter()
             .find(|(s, _)| *s == spelled)
@@ -697,18 +711,8 @@ impl DtypeSeed {
     }
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for DtypeSeed {
-    type Value = Option<std::result::Result<Dtype, String>>;
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        d: D,
-    ) -> std::result::Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> serde::de::Visitor<'de> for DtypeSeed {
-    type Value = Option<std::result::Result<Dtype, String>>;
+    type Value = Option<HeaderDtype>;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a dtype")
     }
@@ -759,16 +763,6 @@ fn unsigned(x: &Json) -> std::result::Result<u64, String> {
 /// to its end (and refused by [`EntryFields::checked`] with the rank cap's error).
 struct ShapeSeed {
     cap: usize,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for ShapeSeed {
-    type Value = (Shape, usize);
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        d: D,
-    ) -> std::result::Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
 }
 
 impl<'de> serde::de::Visitor<'de> for ShapeSeed {
