@@ -128,7 +128,9 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
 
     // The objects take a few hundred bytes each: their room is reserved now and, for a long
     // list, faulted in on the second core while this one checks the offsets and builds them.
-    let mut objects = Vec::new();
+    // Room for every entry (they are parsed, not declared: `reserve_objects` caps what a
+    // manifest's count may reserve), so the list never moves under the faulting task.
+    let mut objects = Vec::with_capacity(entries.len());
     let done = AtomicBool::new(false);
     rayon::scope(|scope| {
         reserve_objects(&mut objects, entries.len(), scope, &done);
