@@ -204,8 +204,8 @@ fn the_crates_checks_are_kept() {
         &f32x2,
         "data_offsets is not an array of two numbers",
     );
-    // Every kind of wrong `data_offsets`, each with the message it gave when the value was
-    // read as a JSON tree (it is read as two numbers now).
+    // Every kind of wrong `data_offsets`, each pinned to its message: a parse of the value
+    // that skips the JSON tree must keep them.
     for (offsets, message) in [
         ("[0,8,9]", "data_offsets is not an array of two numbers"),
         ("[]", "data_offsets is not an array of two numbers"),

@@ -71,20 +71,10 @@ pub(super) fn open(b: &mut Bench) -> Result<()> {
     let mut ours_v2 = || open_each(&many_v2);
     let have_original = many_original.exists();
     let have_original_v2 = many_original_v2.exists();
-    let mut original = || {
-        if have_original {
-            open_each(&many_original)
-        } else {
-            Ok(())
-        }
-    };
-    let mut original_v2 = || {
-        if have_original_v2 {
-            open_each(&many_original_v2)
-        } else {
-            Ok(())
-        }
-    };
+    // A file the original wrote is there only if tools/bench/many_original.py made it.
+    let open_if = |have: bool, path: &Path| if have { open_each(path) } else { Ok(()) };
+    let mut original = || open_if(have_original, &many_original);
+    let mut original_v2 = || open_if(have_original_v2, &many_original_v2);
     // Many runs, in turns: this row swings from run to run on this machine.
     let [t_open_st, t_open, t_open_v2, t_open_original, t_open_original_v2] = interleaved(
         11,
