@@ -231,8 +231,11 @@ impl Reader {
     }
 
     /// Object names, sorted.
-    fn names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        Ok(self.get(py)?.names().map(str::to_owned).collect())
+    fn names<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        // Straight from the listing's names: an owned copy of each name first cost a small
+        // allocation per object, most of the call on a file of many objects.
+        let reader = self.get(py)?;
+        PyList::new(py, reader.names().collect::<Vec<&str>>())
     }
 
     /// Reads the whole file into the page cache on a thread of its own and returns at once
@@ -244,8 +247,9 @@ impl Reader {
 
     /// Object names in the order their data lies in the file (`Reader::iter`; objects
     /// without data last, by name): the order that reads the file front to back.
-    fn names_in_file_order(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        Ok(self.get(py)?.iter().map(|o| o.name().to_owned()).collect())
+    fn names_in_file_order<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let reader = self.get(py)?;
+        PyList::new(py, reader.iter().map(|o| o.name()).collect::<Vec<&str>>())
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
