@@ -224,8 +224,15 @@ pub(crate) fn list(
     proto::check(source, whole, &schema::MODEL)?;
     let (attributes, ir_version) = walk.model(whole)?;
     let Walk {
-        objects, externals, ..
+        mut objects,
+        externals,
+        names,
+        ..
     } = walk;
+    // `Walk::add` claimed one name for each object, in the same order.
+    for (object, name) in objects.iter_mut().zip(names.into_list()) {
+        object.name = name;
+    }
     let mut listing = Listing::of_unique(FileVersion::Onnx { ir_version }, attributes, objects);
     listing.shards = externals;
     Ok(listing)
@@ -249,32 +256,50 @@ struct Walk<'s, 'o> {
     listed_bytes: u64,
 }
 
-/// The names given so far, in a table keyed by a per-process hash (a file cannot make it
-/// quadratic), and for each qualified name the last `#k` given to it.
+/// The names given so far, in the order given, with a table of their positions keyed by a
+/// per-process hash (a file cannot make it quadratic), and for each qualified name the last
+/// `#k` given to it. The names are kept here, not copied into the table, and handed to the
+/// objects at the end ([`Names::into_list`]): a copy per tensor was a fifth of the open of a
+/// model of many small tensors, most of it in freeing the copies.
 #[derive(Default)]
 struct Names {
-    table: HashTable<String>,
+    list: Vec<String>,
+    table: HashTable<u32>,
     counters: HashTable<(String, u32)>,
     state: RandomState,
 }
 
 impl Names {
     fn taken(&self, name: &str) -> bool {
-        let h = self.state.hash_one(name);
-        self.table.find(h, |n| n == name).is_some()
+        Self::in_table(&self.table, &self.list, &self.state, name)
     }
 
-    fn take(&mut self, name: String) -> String {
-        let state = self.state.clone();
-        let h = state.hash_one(&name);
+    /// Whether `name` is in `table` (positions in `list`): a function of the fields, for the
+    /// loop of `claim` that holds a counter borrowed meanwhile.
+    fn in_table(table: &HashTable<u32>, list: &[String], state: &RandomState, name: &str) -> bool {
+        table
+            .find(state.hash_one(name), |&i| {
+                list.get(i as usize).is_some_and(|n| n == name)
+            })
+            .is_some()
+    }
+
+    fn take(&mut self, name: String) -> &str {
+        let (state, list) = (&self.state, &self.list);
+        // `Walk::add` stops at `MAX_OBJECTS` (2^20) names, so a position fits in a `u32`.
+        let position = list.len() as u32;
         self.table
-            .insert_unique(h, name.clone(), move |n| state.hash_one(n));
-        name
+            .insert_unique(state.hash_one(&name), position, |&i| {
+                state.hash_one(list.get(i as usize).map_or("", String::as_str))
+            });
+        self.list.push(name);
+        self.list.last().map_or("", String::as_str)
     }
 
     /// `name` if free, else `"{graph}/{name}"`, else that with `#2`, `#3`, ... (counted per
-    /// qualified name, so a thousand copies of one name cost a thousand steps); taken.
-    fn claim(&mut self, name: String, graph: &str) -> String {
+    /// qualified name, so a thousand copies of one name cost a thousand steps); taken, and
+    /// the next of [`Names::into_list`].
+    fn claim(&mut self, name: String, graph: &str) -> &str {
         if !self.taken(&name) {
             return self.take(name);
         }
@@ -293,17 +318,19 @@ impl Names {
                 &mut entry.into_mut().1
             }
         };
-        loop {
+        let candidate = loop {
             let candidate = format!("{qualified}#{k}");
             *k += 1;
-            if self
-                .table
-                .find(self.state.hash_one(&candidate), |n| *n == candidate)
-                .is_none()
-            {
-                return self.take(candidate);
+            if !Self::in_table(&self.table, &self.list, &self.state, &candidate) {
+                break candidate;
             }
-        }
+        };
+        self.take(candidate)
+    }
+
+    /// The names claimed, in the order claimed.
+    fn into_list(self) -> Vec<String> {
+        self.list
     }
 }
 
@@ -498,7 +525,8 @@ impl<'s> Walk<'s, '_> {
         let cost = Limits::listing_cost(&name) + graph.len() as u64;
         let count = self.objects.len() + 1;
         self.charge(cost, || format!("{count} tensors"))?;
-        object.name = self.names.claim(name, graph);
+        // The name itself joins the object at the end of the walk (`list`).
+        self.names.claim(name, graph);
         object
             .attributes
             .insert("onnx.source".into(), Attr::Text(from.into()));
@@ -1262,12 +1290,20 @@ mod tests {
         );
         // Many unnamed tensors: each gets its own name, counted, not searched for.
         let got: Vec<String> = (0..1000)
-            .map(|_| names.claim(String::new(), "main"))
+            .map(|_| names.claim(String::new(), "main").to_owned())
             .collect();
         assert_eq!(got[0], "");
         assert_eq!(got[1], "main/");
         assert_eq!(got[999], "main/#999");
         let distinct: std::collections::BTreeSet<&String> = got.iter().collect();
         assert_eq!(distinct.len(), 1000);
+        // The list hands the names over in the order claimed.
+        let list = names.into_list();
+        assert_eq!(list.len(), 1003);
+        assert_eq!(
+            list[..3],
+            ["w", "main/if0.then_branch/w", "main/if0.then_branch/w#2"]
+        );
+        assert_eq!(list[3..], got[..]);
     }
 }
