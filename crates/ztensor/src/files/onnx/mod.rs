@@ -284,6 +284,19 @@ impl Names {
             .is_some()
     }
 
+    /// Room for one more name (and its `#k` counter), or `OutOfMemory`: a model's count of
+    /// tensors is the file's to choose.
+    fn reserve_one(&mut self) -> Result<()> {
+        let (state, list) = (&self.state, &self.list);
+        let hash_at = |&i: &u32| state.hash_one(list.get(i as usize).map_or("", String::as_str));
+        let full = || Error::out_of_memory("the table of tensor names");
+        self.table.try_reserve(1, hash_at).map_err(|_| full())?;
+        self.counters
+            .try_reserve(1, |(n, _)| state.hash_one(n))
+            .map_err(|_| full())?;
+        self.list.try_reserve(1).map_err(|_| full())
+    }
+
     fn take(&mut self, name: String) -> &str {
         let (state, list) = (&self.state, &self.list);
         // `Walk::add` stops at `MAX_OBJECTS` (2^20) names, so a position fits in a `u32`.
@@ -526,6 +539,7 @@ impl<'s> Walk<'s, '_> {
         let count = self.objects.len() + 1;
         self.charge(cost, || format!("{count} tensors"))?;
         // The name itself joins the object at the end of the walk (`list`).
+        self.names.reserve_one()?;
         self.names.claim(name, graph);
         object
             .attributes
