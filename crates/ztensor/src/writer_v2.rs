@@ -35,14 +35,54 @@ pub(crate) const ALIGN_COMPACT: u64 = 4096;
 /// Blobs are compared in pieces of this size when checking that they are identical.
 const COMPARE_CHUNK: usize = 1 << 20;
 
+/// The most earlier blobs a raw part is compared with byte for byte. Only blobs with its
+/// key and its digest are compared, which for real data is one identical blob or none; the
+/// cap keeps parts whose digests collide on purpose (xxh3 is not a cryptographic hash) from
+/// making the writer quadratic. A part that finds no match among them gets a blob of its
+/// own: the file is as valid, and a little larger.
+const MAX_SHARE_COMPARISONS: usize = 4;
+
 /// The v2 blob heap being written, with the blobs written so far by content.
 #[derive(Debug)]
 pub(crate) struct V2Blobs<W: Sink> {
     blobs: BlobWriterV2<W>,
-    /// (xxh3-64 of the first 64 KiB of a raw blob, its length) -> offsets of blobs with that
-    /// key. A match is confirmed byte for byte, so a collision costs a comparison, never a
-    /// wrong blob.
-    written: HashMap<(u64, u64), Vec<u64>>,
+    /// (xxh3-64 of the first 64 KiB of a raw blob, its length) -> each blob with that key.
+    /// A match is confirmed byte for byte, so a collision costs a comparison, never a wrong
+    /// blob.
+    written: HashMap<(u64, u64), Vec<WrittenBlob>>,
+}
+
+/// A raw blob as the sharing table keeps it: where it is, and 64 bits of its digest (a
+/// whole digest would double what a writer of many tiny tensors holds per object).
+#[derive(Debug, Clone, Copy)]
+struct WrittenBlob {
+    offset: u64,
+    algorithm: DigestAlgorithm,
+    digest_bits: u64,
+}
+
+impl WrittenBlob {
+    fn new(offset: u64, digest: &Digest) -> Self {
+        let digest_bits = match *digest {
+            Digest::Xxh3(v) => v,
+            Digest::Crc32c(v) => u64::from(v),
+            Digest::Sha256([a, b, c, d, e, f, g, h, ..]) => {
+                u64::from_le_bytes([a, b, c, d, e, f, g, h])
+            }
+        };
+        WrittenBlob {
+            offset,
+            algorithm: digest.algorithm(),
+            digest_bits,
+        }
+    }
+
+    /// Whether this blob can hold the bytes of a part with `digest`: the same digest bits,
+    /// or a digest of another algorithm (which tells nothing).
+    fn may_hold(&self, digest: &Digest) -> bool {
+        let part = WrittenBlob::new(self.offset, digest);
+        self.algorithm != part.algorithm || self.digest_bits == part.digest_bits
+    }
 }
 
 /// The v2 layout id of a format.
@@ -164,41 +204,61 @@ impl<W: Sink> V2Blobs<W> {
     /// Writes (or shares) a raw part and computes its digest: the offset of a blob holding
     /// exactly `bytes`, an earlier identical one or a new one.
     ///
-    /// Earlier blobs are found by their length and the xxh3-64 of their first 64 KiB, and a
-    /// candidate is confirmed byte for byte. A part with no candidate (nearly every part of a
+    /// Earlier blobs are found by their length and the xxh3-64 of their first 64 KiB; of
+    /// those, the ones with the part's digest (at most [`MAX_SHARE_COMPARISONS`]) are
+    /// compared byte for byte. A part with no candidate (nearly every part of a
     /// model) is written on this thread while its digest is hashed on rayon's pool, so the
     /// digest v2 requires costs no time when writing is the slower of the two.
     fn put_raw(&mut self, bytes: &[u8], algorithm: DigestAlgorithm) -> Result<(u64, Digest)> {
         let prefix = bytes.get(..SHARE_KEY_PREFIX).unwrap_or(bytes);
         let key = (zt_formats::xxh3_64(prefix), bytes.len() as u64);
-        let candidates = self.written.get(&key).cloned().unwrap_or_default();
-        for o in candidates {
-            if self.same_bytes(o, bytes)? {
-                return Ok((o, algorithm.compute(bytes)));
+        // Blobs of this length whose first 64 KiB match are only candidates: parts that
+        // differ after their first 64 KiB (rows of zeros, then data) share keys in numbers.
+        // The part's digest, computed first here, narrows them to blobs that can hold the
+        // same bytes; comparing with every candidate made such a file quadratic to write.
+        let mut digest_first = None;
+        if let Some(candidates) = self.written.get(&key) {
+            let digest = algorithm.compute(bytes);
+            let same_digest: Vec<u64> = candidates
+                .iter()
+                .filter(|blob| blob.may_hold(&digest))
+                .map(|blob| blob.offset)
+                .take(MAX_SHARE_COMPARISONS)
+                .collect();
+            for offset in same_digest {
+                if self.same_bytes(offset, bytes)? {
+                    return Ok((offset, digest));
+                }
             }
+            digest_first = Some(digest);
         }
         let append = |blobs: &mut BlobWriterV2<W>| {
             blobs
                 .append_blob(bytes)
                 .map_err(|e| Error::io(e, "cannot write a blob"))
         };
-        let (offset, digest) =
-            if bytes.len() >= PARALLEL_HASH_MIN && zt_formats::available_threads() > 1 {
-                let mut digest = None;
-                let offset = rayon::in_place_scope(|s| {
-                    s.spawn(|_| digest = Some(algorithm.compute(bytes)));
-                    append(&mut self.blobs)
-                })?;
-                let digest = digest.unwrap_or_else(|| algorithm.compute(bytes));
-                (offset, digest)
-            } else {
-                let digest = algorithm.compute(bytes);
-                (append(&mut self.blobs)?, digest)
-            };
+        let (offset, digest) = if let Some(digest) = digest_first {
+            (append(&mut self.blobs)?, digest)
+        } else if bytes.len() >= PARALLEL_HASH_MIN && zt_formats::available_threads() > 1 {
+            let mut digest = None;
+            let offset = rayon::in_place_scope(|s| {
+                s.spawn(|_| digest = Some(algorithm.compute(bytes)));
+                append(&mut self.blobs)
+            })?;
+            let digest = digest.unwrap_or_else(|| algorithm.compute(bytes));
+            (offset, digest)
+        } else {
+            let digest = algorithm.compute(bytes);
+            (append(&mut self.blobs)?, digest)
+        };
         if bytes.len() >= COMPARE_CHUNK {
             self.blobs.sink_mut().blob_written();
         }
-        self.written.entry(key).or_default().push(offset);
+        // Nearly every key has one blob: room for one, not the four a first push makes.
+        self.written
+            .entry(key)
+            .or_insert_with(|| Vec::with_capacity(1))
+            .push(WrittenBlob::new(offset, &digest));
         Ok((offset, digest))
     }
 

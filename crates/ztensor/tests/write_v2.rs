@@ -273,6 +273,101 @@ fn output_is_deterministic_and_identical_parts_share_a_blob() {
     assert!(r.verify().is_ok());
 }
 
+/// A sink in memory that counts the bytes the writer reads back to compare blobs.
+struct CountingSink {
+    bytes: Vec<u8>,
+    read_back: u64,
+}
+
+impl std::io::Write for CountingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl ztensor::Sink for CountingSink {
+    type Output = CountingSink;
+    fn complete(self) -> ztensor::Result<Self> {
+        Ok(self)
+    }
+    fn read_back(&mut self, offset: u64, buf: &mut [u8]) -> ztensor::Result<bool> {
+        self.read_back += buf.len() as u64;
+        self.bytes.read_back(offset, buf)
+    }
+}
+
+/// Parts of one length whose first 64 KiB are the same (rows of zeros, then data) share the
+/// sharing key; only the ones with the same digest are compared byte for byte. Compared with
+/// every earlier one, 48 parts read back 48 x 47 / 2 parts' worth: a file of such tensors
+/// took time quadratic in their count to write.
+#[test]
+fn parts_that_only_start_alike_are_not_compared_and_identical_ones_still_share() {
+    let part = |i: u32| -> Vec<f32> {
+        let mut p = vec![0f32; 32 << 10]; // 128 KiB, its first 64 KiB zeros like every other
+        p[(32 << 10) - 1] = i as f32;
+        p
+    };
+    let len = (128u64) << 10;
+    let sha256 = WriteOptions {
+        digest: Some(ztensor::DigestAlgorithm::Sha256),
+        ..Default::default()
+    };
+    let write = |more: &dyn Fn(&mut Writer<CountingSink>)| {
+        let sink = CountingSink {
+            bytes: Vec::new(),
+            read_back: 0,
+        };
+        let mut w = Writer::new_version(sink, Version::V2Compact).unwrap();
+        for i in 0..48 {
+            w.add(&format!("p{i:02}"), &[32 << 10], &part(i)).unwrap();
+        }
+        more(&mut w);
+        let out = w.finish().unwrap();
+        let read_back = out.read_back;
+        let r = ztensor::OpenOptions::new().open_bytes(out.bytes).unwrap();
+        assert!(r.verify().is_ok());
+        (r, read_back)
+    };
+    let at = |r: &ztensor::Reader, n: &str| r.object(n).unwrap().component("data").unwrap().offset;
+
+    // Identical to p00 and p01: each compared with its twin alone.
+    let (r, read_back) = write(&|w| {
+        w.add("same_as_p00", &[32 << 10], &part(0)).unwrap();
+        w.add("same_as_p01", &[32 << 10], &part(1)).unwrap();
+    });
+    assert_eq!(read_back, 2 * len);
+    assert_eq!(at(&r, "same_as_p00"), at(&r, "p00"));
+    assert_eq!(at(&r, "same_as_p01"), at(&r, "p01"));
+    let offsets: std::collections::BTreeSet<u64> =
+        (0..48).map(|i| at(&r, &format!("p{i:02}"))).collect();
+    assert_eq!(offsets.len(), 48);
+    assert_eq!(
+        r.object("p47").unwrap().read::<f32>().unwrap()[(32 << 10) - 1],
+        47.0
+    );
+
+    // A part whose digest is of another algorithm than the earlier blobs' cannot be told
+    // apart by digest: it is compared, with four of them at most (p00 is the first).
+    let (r, read_back) = write(&|w| {
+        w.add_with("sha_p00", &[32 << 10], &part(0), Attributes::new(), sha256)
+            .unwrap();
+        w.add_with("sha_new", &[32 << 10], &part(99), Attributes::new(), sha256)
+            .unwrap();
+    });
+    assert_eq!(read_back, len + 4 * len);
+    assert_eq!(at(&r, "sha_p00"), at(&r, "p00"));
+    let offsets: std::collections::BTreeSet<u64> =
+        (0..48).map(|i| at(&r, &format!("p{i:02}"))).collect();
+    assert!(!offsets.contains(&at(&r, "sha_new")));
+    assert_eq!(
+        r.object("sha_new").unwrap().read::<f32>().unwrap()[(32 << 10) - 1],
+        99.0
+    );
+}
+
 /// The padding between 64 KiB boundaries is skipped over in a file (a hole), not written:
 /// the file reads byte for byte as the same writer's output in memory, blobs shared across a
 /// hole included, and takes about a page per small tensor on disk, not 64 KiB.
