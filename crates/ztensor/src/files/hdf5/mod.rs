@@ -623,6 +623,22 @@ impl<'s> File<'s> {
         }
     }
 
+    /// Counts one more dataset listed as `path` against the memory budget a file of this
+    /// size may spend on its listing: a dataset can be written in a few hundred bytes (a
+    /// soft link to one in a few dozen), and listing it costs about a kilobyte.
+    fn charge_listing(&mut self, path: &str) -> Result<()> {
+        self.listed_bytes = self.listed_bytes.saturating_add(Limits::listing_cost(path));
+        let budget = self.limits.listing_budget(self.source.len());
+        if self.listed_bytes > budget {
+            return Err(Error::limit(format!(
+                "listing the file's {} datasets would take more than the memory budget of \
+                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
+                self.objects.len() + 1
+            )));
+        }
+        Ok(())
+    }
+
     fn reach(&mut self) -> Result<()> {
         self.reached += 1;
         if self.reached > MAX_OBJECTS {
@@ -912,15 +928,7 @@ impl<'s> File<'s> {
         let messages = self.messages(addr).map_err(|e| e.in_object(shown))?;
         let is_dataset = messages.iter().any(|m| m.kind == msg::LAYOUT);
         if is_dataset {
-            self.listed_bytes = self.listed_bytes.saturating_add(Limits::listing_cost(path));
-            let budget = self.limits.listing_budget(self.source.len());
-            if self.listed_bytes > budget {
-                return Err(Error::limit(format!(
-                    "listing the file's {} datasets would take more than the memory budget of \
-                     {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
-                    self.objects.len() + 1
-                )));
-            }
+            self.charge_listing(path)?;
             let o = self
                 .dataset(&messages, path)
                 .map_err(|e| e.in_object(path))?;
@@ -1352,9 +1360,19 @@ impl<'s> File<'s> {
     }
 
     /// Lists a soft link to a dataset again under the link's path (links to groups and to
-    /// nothing are left out).
+    /// nothing are left out). A target may be a link listed before it, as the list was
+    /// searched in order; each is found in a table of the names listed so far (a per-process
+    /// keyed hash): searching the list for every link made a file of many links quadratic.
     fn follow_soft_links(&mut self) -> Result<()> {
         let soft = std::mem::take(&mut self.soft);
+        if soft.is_empty() {
+            return Ok(());
+        }
+        let state = RandomState::default();
+        let mut by_name: HashTable<usize> = HashTable::new();
+        for i in 0..self.objects.len() {
+            index_first(&mut by_name, &state, &self.objects, i);
+        }
         for (path, target) in soft {
             let target = if target.starts_with('/') {
                 target
@@ -1362,13 +1380,23 @@ impl<'s> File<'s> {
                 let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
                 format!("{parent}/{target}")
             };
-            if let Some(o) = self.objects.iter().find(|o| o.name == target) {
+            let found = by_name
+                .find(state.hash_one(target.as_str()), |&i| {
+                    self.objects.get(i).is_some_and(|o| o.name == target)
+                })
+                .and_then(|&i| self.objects.get(i));
+            if let Some(o) = found {
                 let mut copy = o.clone();
                 copy.name = path;
                 copy.attributes
                     .insert("hdf5.soft_link".into(), Attr::Text(target));
                 self.reach()?;
+                self.charge_listing(&copy.name)?;
+                self.objects
+                    .try_reserve(1)
+                    .map_err(|_| Error::out_of_memory("the list of datasets"))?;
                 self.objects.push(copy);
+                index_first(&mut by_name, &state, &self.objects, self.objects.len() - 1);
             }
         }
         Ok(())
@@ -2242,6 +2270,22 @@ fn one_or_many(mut items: Vec<Attr>, scalar: bool) -> Attr {
         items.pop().unwrap_or(Attr::Null)
     } else {
         Attr::Array(items)
+    }
+}
+
+/// Adds object `i` of `objects` to `table` (by name), unless a name the same is there: the
+/// first object of a name is the one a lookup finds, as a search of the list in order did.
+fn index_first(
+    table: &mut HashTable<usize>,
+    state: &RandomState,
+    objects: &[ObjectInfo],
+    i: usize,
+) {
+    let name_at = |j: usize| objects.get(j).map_or("", |o| o.name.as_str());
+    let name = name_at(i);
+    let hash = state.hash_one(name);
+    if table.find(hash, |&j| name_at(j) == name).is_none() {
+        table.insert_unique(hash, i, |&j| state.hash_one(name_at(j)));
     }
 }
 
