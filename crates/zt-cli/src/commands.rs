@@ -829,7 +829,10 @@ pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Versi
     }
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(r.attributes().clone());
-    let kept = |o: &ObjectInfo| !names.contains(&o.name);
+    // A set, not the list: `names.contains` per object made removing 20,000 names from a
+    // file of 100,000 objects take 10 s.
+    let removed: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+    let kept = |o: &ObjectInfo| !removed.contains(o.name.as_str());
     let bar = progress(
         r.objects().iter().filter(|o| kept(o)).map(stored_len).sum(),
         "rm",
