@@ -430,12 +430,19 @@ mod tests {
         let mut back = [0u8; 4];
         f.read_back(3, &mut back).unwrap();
         assert_eq!(&back, b"3456");
-        assert_eq!(f.temp.buffer().len(), 10, "read from the buffer, nothing flushed");
+        assert_eq!(
+            f.temp.buffer().len(),
+            10,
+            "read from the buffer, nothing flushed"
+        );
         f.temp.flush().unwrap();
         f.write_all(b"abcdef").unwrap();
         f.read_back(8, &mut back).unwrap(); // half in the file, half in the buffer
         assert_eq!(&back, b"89ab");
-        assert!(f.temp.buffer().is_empty(), "flushed, then read from the file");
+        assert!(
+            f.temp.buffer().is_empty(),
+            "flushed, then read from the file"
+        );
         assert!(f.read_back(14, &mut back).is_err(), "past what was written");
         f.write_all(b"XY").unwrap(); // the writing goes on at the end
         f.commit().unwrap();

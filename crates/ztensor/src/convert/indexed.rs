@@ -242,7 +242,9 @@ fn write_planned(
         shard.commit()?;
     }
     file.commit()?;
-    for old in replaced.iter().filter(|old| !index.shards.contains(old)) {
+    // The old index's shard names are the old file's to choose: looked up in a set.
+    let kept: std::collections::HashSet<&str> = index.shards.iter().map(String::as_str).collect();
+    for old in replaced.iter().filter(|old| !kept.contains(old.as_str())) {
         // Checked when the old index was parsed: a plain name in the index's folder.
         match std::fs::remove_file(dir.join(old)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
