@@ -35,53 +35,46 @@ pub(crate) const ALIGN_COMPACT: u64 = 4096;
 /// Blobs are compared in pieces of this size when checking that they are identical.
 const COMPARE_CHUNK: usize = 1 << 20;
 
-/// The most earlier blobs a raw part is compared with byte for byte. Only blobs with its
-/// key and its digest are compared, which for real data is one identical blob or none; the
-/// cap keeps parts whose digests collide on purpose (xxh3 is not a cryptographic hash) from
-/// making the writer quadratic. A part that finds no match among them gets a blob of its
-/// own: the file is as valid, and a little larger.
+/// The most earlier blobs a raw part is compared with byte for byte: blobs with its key and
+/// its digest, which for real data is one identical blob or none. The cap keeps parts whose
+/// digests collide on purpose (xxh3 is not a cryptographic hash) from making the writer
+/// quadratic; a part that matches none of them gets a blob of its own: the file is as
+/// valid, and a little larger.
 const MAX_SHARE_COMPARISONS: usize = 4;
 
 /// The v2 blob heap being written, with the blobs written so far by content.
 #[derive(Debug)]
 pub(crate) struct V2Blobs<W: Sink> {
     blobs: BlobWriterV2<W>,
-    /// (xxh3-64 of the first 64 KiB of a raw blob, its length) -> each blob with that key.
-    /// A match is confirmed byte for byte, so a collision costs a comparison, never a wrong
-    /// blob.
-    written: HashMap<(u64, u64), Vec<WrittenBlob>>,
+    /// (xxh3-64 of the first 64 KiB of a raw blob, its length) -> the digest algorithms of
+    /// the blobs written with that key (a bit each, [`algorithm_bit`]).
+    keys: HashMap<(u64, u64), u8>,
+    /// (that key, an algorithm's bit, 64 bits of the blob's digest by it) -> the offsets of
+    /// the blobs written with them. A part whose key was seen is hashed by each algorithm
+    /// seen with it and compared with the blobs found here only, so parts that start alike
+    /// (rows of zeros, then data) cost a lookup each, not a look at every earlier one. A
+    /// match is confirmed byte for byte: a collision costs a comparison, never a wrong blob.
+    by_digest: HashMap<(u64, u64, u8, u64), Vec<u64>>,
 }
 
-/// A raw blob as the sharing table keeps it: where it is, and 64 bits of its digest (a
-/// whole digest would double what a writer of many tiny tensors holds per object).
-#[derive(Debug, Clone, Copy)]
-struct WrittenBlob {
-    offset: u64,
-    algorithm: DigestAlgorithm,
-    digest_bits: u64,
-}
-
-impl WrittenBlob {
-    fn new(offset: u64, digest: &Digest) -> Self {
-        let digest_bits = match *digest {
-            Digest::Xxh3(v) => v,
-            Digest::Crc32c(v) => u64::from(v),
-            Digest::Sha256([a, b, c, d, e, f, g, h, ..]) => {
-                u64::from_le_bytes([a, b, c, d, e, f, g, h])
-            }
-        };
-        WrittenBlob {
-            offset,
-            algorithm: digest.algorithm(),
-            digest_bits,
-        }
+/// One bit per digest algorithm, for [`V2Blobs::keys`].
+fn algorithm_bit(algorithm: DigestAlgorithm) -> u8 {
+    match algorithm {
+        DigestAlgorithm::Sha256 => 1,
+        DigestAlgorithm::Crc32c => 2,
+        DigestAlgorithm::Xxh3 => 4,
     }
+}
 
-    /// Whether this blob can hold the bytes of a part with `digest`: the same digest bits,
-    /// or a digest of another algorithm (which tells nothing).
-    fn may_hold(&self, digest: &Digest) -> bool {
-        let part = WrittenBlob::new(self.offset, digest);
-        self.algorithm != part.algorithm || self.digest_bits == part.digest_bits
+/// 64 bits of a digest: all of an xxh3 or CRC-32C, the first eight bytes of a SHA-256 (a
+/// whole one would double what a writer of many tiny tensors holds per object).
+fn digest_bits(digest: &Digest) -> u64 {
+    match *digest {
+        Digest::Xxh3(v) => v,
+        Digest::Crc32c(v) => u64::from(v),
+        Digest::Sha256([a, b, c, d, e, f, g, h, ..]) => {
+            u64::from_le_bytes([a, b, c, d, e, f, g, h])
+        }
     }
 }
 
@@ -142,7 +135,8 @@ impl<W: Sink> V2Blobs<W> {
             .map_err(|e| Error::io(e, "cannot write the header"))?;
         Ok(V2Blobs {
             blobs,
-            written: HashMap::new(),
+            keys: HashMap::new(),
+            by_digest: HashMap::new(),
         })
     }
 
@@ -204,9 +198,8 @@ impl<W: Sink> V2Blobs<W> {
     /// Writes (or shares) a raw part and computes its digest: the offset of a blob holding
     /// exactly `bytes`, an earlier identical one or a new one.
     ///
-    /// Earlier blobs are found by their length and the xxh3-64 of their first 64 KiB; of
-    /// those, the ones with the part's digest (at most [`MAX_SHARE_COMPARISONS`]) are
-    /// compared byte for byte. A part with no candidate (nearly every part of a
+    /// Earlier blobs are found by their length, the xxh3-64 of their first 64 KiB and their
+    /// digest; those (at most [`MAX_SHARE_COMPARISONS`]) are compared byte for byte. A part with no candidate (nearly every part of a
     /// model) is written on this thread while its digest is hashed on rayon's pool, so the
     /// digest v2 requires costs no time when writing is the slower of the two.
     fn put_raw(&mut self, bytes: &[u8], algorithm: DigestAlgorithm) -> Result<(u64, Digest)> {
@@ -214,17 +207,34 @@ impl<W: Sink> V2Blobs<W> {
         let key = (zt_formats::xxh3_64(prefix), bytes.len() as u64);
         // Blobs of this length whose first 64 KiB match are only candidates: parts that
         // differ after their first 64 KiB (rows of zeros, then data) share keys in numbers.
-        // The part's digest, computed first here, narrows them to blobs that can hold the
-        // same bytes; comparing with every candidate made such a file quadratic to write.
+        // The part's digest, computed first here, finds the ones that can hold its bytes.
         let mut digest_first = None;
-        if let Some(candidates) = self.written.get(&key) {
+        if let Some(&seen) = self.keys.get(&key) {
             let digest = algorithm.compute(bytes);
-            let same_digest: Vec<u64> = candidates
-                .iter()
-                .filter(|blob| blob.may_hold(&digest))
-                .map(|blob| blob.offset)
-                .take(MAX_SHARE_COMPARISONS)
-                .collect();
+            let mut same_digest: Vec<u64> = Vec::new();
+            for other in [
+                DigestAlgorithm::Xxh3,
+                DigestAlgorithm::Sha256,
+                DigestAlgorithm::Crc32c,
+            ] {
+                let bit = algorithm_bit(other);
+                if seen & bit == 0 {
+                    continue;
+                }
+                // Blobs whose digests are of another algorithm: that algorithm's of the part.
+                let theirs = if other == algorithm {
+                    digest
+                } else {
+                    other.compute(bytes)
+                };
+                if let Some(offsets) =
+                    self.by_digest
+                        .get(&(key.0, key.1, bit, digest_bits(&theirs)))
+                {
+                    let room = MAX_SHARE_COMPARISONS.saturating_sub(same_digest.len());
+                    same_digest.extend(offsets.iter().take(room));
+                }
+            }
             for offset in same_digest {
                 if self.same_bytes(offset, bytes)? {
                     return Ok((offset, digest));
@@ -254,11 +264,13 @@ impl<W: Sink> V2Blobs<W> {
         if bytes.len() >= COMPARE_CHUNK {
             self.blobs.sink_mut().blob_written();
         }
-        // Nearly every key has one blob: room for one, not the four a first push makes.
-        self.written
-            .entry(key)
+        let bit = algorithm_bit(algorithm);
+        *self.keys.entry(key).or_default() |= bit;
+        // Nearly every digest has one blob: room for one, not the four a first push makes.
+        self.by_digest
+            .entry((key.0, key.1, bit, digest_bits(&digest)))
             .or_insert_with(|| Vec::with_capacity(1))
-            .push(WrittenBlob::new(offset, &digest));
+            .push(offset);
         Ok((offset, digest))
     }
 
