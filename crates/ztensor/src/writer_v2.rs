@@ -4,9 +4,9 @@
 //!
 //! - blobs go out in the order objects are added, each object's parts in bytewise order of
 //!   their names; the manifest is the last blob, the footer follows it at once;
-//! - a raw part whose bytes equal an earlier raw blob's (same length and xxh3-64 of the first
-//!   64 KiB, then a byte comparison of what was written) points at that blob instead of being
-//!   written again (encoded parts are never shared, as in the original);
+//! - a raw part whose bytes equal an earlier raw blob's (same length, xxh3-64 of the first
+//!   64 KiB and digest, then a byte comparison of what was written) points at that blob
+//!   instead of being written again (encoded parts are never shared, as in the original);
 //! - every part carries a digest, `xxh3:` (16 hex digits) unless sha256 is asked for;
 //! - compression is `zt.zstd-seekable/1` (1 MiB frames with checksums).
 //!
