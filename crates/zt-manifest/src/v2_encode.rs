@@ -52,7 +52,7 @@ pub fn encode_manifest_v2(m: &ManifestV2) -> Result<Vec<u8>> {
     }
     shards.sort_by_key()?;
 
-    let mut out = Vec::with_capacity(objects.buf.len() + objects.keys_len + 64);
+    let mut out = Vec::with_capacity(objects.buf.len() + objects.keys_len() + 64);
     let fields = 1 + u64::from(!m.shards.is_empty()) + u64::from(!m.attributes.is_empty());
     head(&mut out, 5, fields);
     // Root keys in encoded order: "shards" (6 bytes), "objects" (7), "attributes" (10).
@@ -76,8 +76,6 @@ struct Entries<'a> {
     buf: Vec<u8>,
     /// (key, start, end of its value in `buf`).
     spans: Vec<(&'a str, usize, usize)>,
-    /// The keys' bytes together, for the output's capacity.
-    keys_len: usize,
 }
 
 impl<'a> Entries<'a> {
@@ -91,13 +89,16 @@ impl<'a> Entries<'a> {
     fn clear(&mut self) {
         self.buf.clear();
         self.spans.clear();
-        self.keys_len = 0;
     }
 
     /// Records the value encoded into `buf` from `start` to its end under `key`.
     fn push(&mut self, key: &'a str, start: usize) {
         self.spans.push((key, start, self.buf.len()));
-        self.keys_len += key.len() + 9;
+    }
+
+    /// The bytes the keys take encoded, at most (for the output's capacity).
+    fn keys_len(&self) -> usize {
+        self.spans.iter().map(|(key, ..)| key.len() + 9).sum()
     }
 
     /// Sorts the entries by their encoded keys; a key given twice is an error.
