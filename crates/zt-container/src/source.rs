@@ -96,7 +96,7 @@ pub trait RangeRead: Send + Sync + std::fmt::Debug {
 impl Source {
     /// Maps `path` read-only.
     pub fn map(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(e, "cannot open file").in_file(path))?;
+        let file = open_for_reading(path)?;
         Self::map_file(&file).map_err(|e| e.in_file(path))
     }
 
@@ -126,12 +126,10 @@ impl Source {
         Ok(source)
     }
 
-    /// Maps an open file read-only.
+    /// Maps an open file read-only. A pipe, a device or a folder is an `InvalidArgument`
+    /// error: it has no length to map.
     pub fn map_file(file: &File) -> Result<Self> {
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(e, "cannot stat file"))?
-            .len();
+        let len = regular_len(file)?;
         if len == 0 {
             // Some platforms refuse to map an empty file; an empty buffer is the same thing.
             return Ok(Source::Owned(Vec::new()));
@@ -161,11 +159,8 @@ impl Source {
     /// # Ok::<(), zt_container::Error>(())
     /// ```
     pub fn map_private(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(e, "cannot open file").in_file(path))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(e, "cannot stat file").in_file(path))?
-            .len();
+        let file = open_for_reading(path)?;
+        let len = regular_len(&file).map_err(|e| e.in_file(path))?;
         if len == 0 {
             return Ok(Source::Owned(Vec::new()));
         }
@@ -183,11 +178,8 @@ impl Source {
 
     /// Opens `path` for positional reads without mapping it.
     pub fn unmapped(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(e, "cannot open file").in_file(path))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(e, "cannot stat file").in_file(path))?
-            .len();
+        let file = open_for_reading(path)?;
+        let len = regular_len(&file).map_err(|e| e.in_file(path))?;
         Ok(Source::File { file, len })
     }
 
@@ -807,6 +799,72 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
     Ok(())
 }
 
+/// What a file that is not a regular one is, for [`regular_len`]'s error.
+fn kind_of_file(file_type: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a pipe";
+        } else if file_type.is_char_device() {
+            return "a character device";
+        } else if file_type.is_block_device() {
+            return "a block device";
+        } else if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a folder"
+    } else {
+        "a special file"
+    }
+}
+
+/// Opens `path` for reading. On Unix a FIFO is opened without waiting for a writer (an open
+/// for reading blocks until one comes), so that naming one gets [`regular_len`]'s error
+/// instead of a hang; the flag is taken off again once the file is known to be regular.
+fn open_for_reading(path: &Path) -> Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options
+        .open(path)
+        .map_err(|e| Error::io(e, "cannot open file").in_file(path))?;
+    #[cfg(unix)]
+    if file.metadata().is_ok_and(|m| m.is_file()) {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: F_GETFL and F_SETFL on a descriptor this function owns; they read and set
+        // its status flags and touch no memory.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+    }
+    Ok(file)
+}
+
+/// The length of `file`, which must be a regular file: a pipe, a terminal, a device or a
+/// folder has no length to map or read by position (their `stat` size is 0 or meaningless),
+/// and is refused as the caller's mistake, saying what it is.
+fn regular_len(file: &File) -> Result<u64> {
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io(e, "cannot stat file"))?;
+    if meta.is_file() {
+        return Ok(meta.len());
+    }
+    let what = kind_of_file(&meta.file_type());
+    Err(Error::argument(format!(
+        "{what}, not a regular file: tensor files are mapped or read by position (save a \
+         stream to a file first)"
+    )))
+}
+
 impl Source {
     /// Asks the kernel to start reading the first `len` bytes of the file at `path` into the
     /// page cache, in the background (`posix_fadvise(WILLNEED)` on Linux; nothing elsewhere),
@@ -819,7 +877,7 @@ impl Source {
     /// ```
     pub fn will_need_file(path: &std::path::Path, len: u64) {
         #[cfg(target_os = "linux")]
-        if let Ok(file) = File::open(path) {
+        if let Ok(file) = open_for_reading(path).and_then(|f| regular_len(&f).map(|_| f)) {
             use std::os::fd::AsRawFd;
             let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
             // SAFETY: the descriptor is open for the call; the advice reads nothing into our
@@ -837,6 +895,55 @@ impl Source {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A pipe, a device or a folder has no length: each open says what it is, as the
+    /// caller's mistake, and a FIFO no one writes to does not make the open wait (it would,
+    /// opened as a plain file is). A regular file opened the same way still reads and maps.
+    #[cfg(unix)]
+    #[test]
+    fn what_is_not_a_regular_file_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path it is given.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = mpsc::channel();
+        let paths = [fifo.clone(), "/dev/null".into(), dir.path().to_path_buf()];
+        std::thread::spawn(move || {
+            for p in &paths {
+                let outcomes = [
+                    Source::map(p).err(),
+                    Source::map_private(p).err(),
+                    Source::unmapped(p).err(),
+                ];
+                Source::will_need_file(p, 1 << 20);
+                tx.send(outcomes.map(|e| e.map(|e| (e.kind(), e.to_string()))))
+                    .unwrap();
+            }
+        });
+        for what in ["a pipe", "a character device", "a folder"] {
+            let outcomes = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("opening a FIFO waited for a writer");
+            for outcome in outcomes {
+                let (kind, message) = outcome.expect("not a regular file, yet opened");
+                assert_eq!(kind, crate::ErrorKind::InvalidArgument, "{message}");
+                assert!(
+                    message.contains(&format!("{what}, not a regular file")),
+                    "{message}"
+                );
+            }
+        }
+        let regular = dir.path().join("f");
+        std::fs::write(&regular, b"abc").unwrap();
+        for s in [
+            Source::map(&regular).unwrap(),
+            Source::map_private(&regular).unwrap(),
+            Source::unmapped(&regular).unwrap(),
+        ] {
+            assert_eq!(&s.read_at(0, 3).unwrap()[..], b"abc");
+        }
+    }
 
     #[cfg(target_os = "linux")]
     #[test]
