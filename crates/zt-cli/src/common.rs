@@ -247,6 +247,19 @@ pub fn check_output(path: &Path, force: bool) -> Outcome {
                 .unwrap_or("a URL")
         )));
     }
+    // A device, pipe or folder is refused with or without --force (the writer's rename
+    // would replace it); said before suggesting --force, which could not help.
+    if let Some(m) = std::fs::metadata(path).ok().filter(|m| !m.is_file()) {
+        let what = if m.is_dir() {
+            "a folder"
+        } else {
+            "not a regular file"
+        };
+        return Err(Failure::Usage(format!(
+            "{}: {what}; zt writes its output to a regular file, replacing it whole",
+            path.display()
+        )));
+    }
     if path.exists() && !force {
         return Err(Failure::Usage(format!(
             "{} exists; use --force to overwrite it",

@@ -300,6 +300,47 @@ fn safetensors_round_trip_keeps_bytes_and_metadata() {
     }
 }
 
+/// An output that is a folder or a pipe is refused with and without --force (not told to
+/// use --force), and stays what it was: the writer's rename would have replaced it with a
+/// regular file (a device too: `/dev/null` given as the output, as root).
+#[cfg(unix)]
+#[test]
+fn convert_refuses_an_output_that_is_not_a_regular_file() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.safetensors");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let folder = dir.path().join("out.zt");
+    std::fs::create_dir(&folder).unwrap();
+    for (out, what) in [(&fifo, "not a regular file"), (&folder, "a folder")] {
+        for force in [false, true] {
+            let src = fx("interop/mag/v1_0.1.2.mag");
+            let mut args = vec![
+                "convert",
+                &src,
+                out.to_str().unwrap(),
+                "--to",
+                "safetensors",
+            ];
+            if force {
+                args.push("--force");
+            }
+            let o = zt(&args);
+            assert_clean_error(
+                &o,
+                2,
+                &format!("{what}; zt writes its output to a regular file"),
+            );
+        }
+    }
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(std::fs::metadata(&folder).unwrap().is_dir());
+}
+
 #[test]
 fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
     let dir = tempfile::tempdir().unwrap();

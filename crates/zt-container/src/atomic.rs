@@ -83,14 +83,24 @@ impl AtomicFile {
         let name = target
             .file_name()
             .ok_or_else(|| Error::argument("target path has no file name").in_file(target))?;
+        let existing = std::fs::metadata(target).ok();
+        // The rename at the commit replaces whatever has the name: a device (`/dev/null`
+        // given as the output, by a user running as root), a pipe or a folder would be
+        // swapped for a regular file.
+        if let Some(m) = existing.as_ref().filter(|m| !m.is_file()) {
+            return Err(Error::argument(format!(
+                "{}, not a regular file: output replaces its target whole (a finished file \
+                 renamed over it), so it goes to regular files only",
+                crate::source::kind_of_file(&m.file_type())
+            ))
+            .in_file(target));
+        }
         // A replacement keeps the mode of the file it replaces; a new file gets 0666 less
         // the umask, like any other.
         #[cfg(unix)]
         let exact_mode = {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(target)
-                .ok()
-                .map(|m| m.permissions().mode() & 0o7777)
+            existing.map(|m| m.permissions().mode() & 0o7777)
         };
         #[cfg(not(unix))]
         let exact_mode = None;
@@ -393,6 +403,45 @@ mod tests {
         assert_eq!(
             std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
             0o640
+        );
+    }
+
+    /// A target that is a pipe, a folder, or a device (a symlink to `/dev/null` here: a test
+    /// may not make device nodes) is refused before anything is written, and stays what it
+    /// was; the commit's rename would have swapped it for a regular file.
+    #[cfg(unix)]
+    #[test]
+    fn a_target_that_is_not_a_regular_file_is_refused_and_kept() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path it is given.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let folder = dir.path().join("folder");
+        std::fs::create_dir(&folder).unwrap();
+        let null = dir.path().join("null");
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+        for (target, what) in [
+            (&fifo, "a pipe"),
+            (&folder, "a folder"),
+            (&null, "a character device"),
+        ] {
+            let e = AtomicFile::create(target).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(
+                e.to_string()
+                    .contains(&format!("{what}, not a regular file")),
+                "{e}"
+            );
+        }
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(std::fs::metadata(&folder).unwrap().is_dir());
+        assert!(std::fs::symlink_metadata(&null).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            3,
+            "nothing left behind"
         );
     }
 

@@ -799,8 +799,9 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
     Ok(())
 }
 
-/// What a file that is not a regular one is, for [`regular_len`]'s error.
-fn kind_of_file(file_type: &std::fs::FileType) -> &'static str {
+/// What a file that is not a regular one is, for errors that refuse one ([`regular_len`],
+/// and the atomic writer's for a target).
+pub(crate) fn kind_of_file(file_type: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
