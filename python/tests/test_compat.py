@@ -2,6 +2,10 @@
 and on every other kind. (The same code against safetensors itself is the cross-check
 tools/interop/check_ztio.py: the default tests never need safetensors installed.)"""
 
+import errno
+import os
+import stat
+
 import numpy as np
 import pytest
 
@@ -106,6 +110,29 @@ def test_a_missing_file_is_a_file_not_found_error(tmp_path):
         e = info.value
         assert isinstance(e, ztio.IoError) and e.kind == "io"
         assert e.errno == 2 and e.filename == str(missing)
+
+
+def test_an_output_that_is_a_folder_is_an_is_a_directory_error_and_stays(tmp_path):
+    folder = tmp_path / "out.safetensors"
+    folder.mkdir()
+    for save in (ztio.numpy.save_file, ztio.save_file):
+        with pytest.raises(IsADirectoryError) as info:
+            save({"a": np.zeros(2, np.float32)}, folder)
+        e = info.value
+        assert isinstance(e, ztio.IoError) and e.errno == errno.EISDIR
+        assert "a folder, not a regular file" in str(e) and str(folder) in str(e)
+    assert folder.is_dir() and not any(folder.iterdir())
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_pipe_is_refused_as_input_and_output_without_waiting(tmp_path):
+    fifo = tmp_path / "pipe.safetensors"
+    os.mkfifo(fifo)  # no writer: a plain open for reading would wait forever
+    with pytest.raises(ztio.ArgumentError, match="a pipe, not a regular file"):
+        ztio.open(fifo)
+    with pytest.raises(ztio.ArgumentError, match="a pipe, not a regular file"):
+        ztio.numpy.save_file({"a": np.zeros(2, np.float32)}, fifo)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
 def test_a_folder_with_no_model_is_refused_as_a_library_error(tmp_path):

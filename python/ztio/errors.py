@@ -92,6 +92,11 @@ class IoError(Error, OSError):
 
     kind = "io"
 
+    def __str__(self) -> str:
+        # The message says what failed, where and why; OSError's own form would give
+        # "[Errno 21] None: 'path'" here, as `errno` and `filename` are set after the fact.
+        return Exception.__str__(self)
+
 
 class FileMissingError(IoError, FileNotFoundError):
     """The file does not exist: ``except FileNotFoundError`` catches it, as it catches

@@ -88,12 +88,9 @@ impl AtomicFile {
         // given as the output, by a user running as root), a pipe or a folder would be
         // swapped for a regular file.
         if let Some(m) = existing.as_ref().filter(|m| !m.is_file()) {
-            return Err(Error::argument(format!(
-                "{}, not a regular file: output replaces its target whole (a finished file \
-                 renamed over it), so it goes to regular files only",
-                crate::source::kind_of_file(&m.file_type())
-            ))
-            .in_file(target));
+            let why = "output replaces its target whole (a finished file renamed over it), \
+                       so it goes to regular files only";
+            return Err(crate::source::not_a_regular_file(&m.file_type(), why).in_file(target));
         }
         // A replacement keeps the mode of the file it replaces; a new file gets 0666 less
         // the umask, like any other.
@@ -428,7 +425,12 @@ mod tests {
             (&null, "a character device"),
         ] {
             let e = AtomicFile::create(target).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            let want = if what == "a folder" {
+                crate::ErrorKind::Io // IsADirectory, as Python's callers expect
+            } else {
+                crate::ErrorKind::InvalidArgument
+            };
+            assert_eq!(e.kind(), want);
             assert!(
                 e.to_string()
                     .contains(&format!("{what}, not a regular file")),

@@ -799,9 +799,8 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
     Ok(())
 }
 
-/// What a file that is not a regular one is, for errors that refuse one ([`regular_len`],
-/// and the atomic writer's for a target).
-pub(crate) fn kind_of_file(file_type: &std::fs::FileType) -> &'static str {
+/// What a file that is not a regular one is, for [`not_a_regular_file`].
+fn kind_of_file(file_type: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
@@ -859,11 +858,26 @@ fn regular_len(file: &File) -> Result<u64> {
     if meta.is_file() {
         return Ok(meta.len());
     }
-    let what = kind_of_file(&meta.file_type());
-    Err(Error::argument(format!(
-        "{what}, not a regular file: tensor files are mapped or read by position (save a \
-         stream to a file first)"
-    )))
+    Err(not_a_regular_file(
+        &meta.file_type(),
+        "tensor files are mapped or read by position (save a stream to a file first)",
+    ))
+}
+
+/// The error for a path that is not a regular file, saying what it is and `why` that
+/// matters: a folder is an I/O error of kind `IsADirectory` (what `except IsADirectoryError`
+/// catches in Python, and what opening one as a file gives elsewhere), anything else the
+/// caller's `InvalidArgument`.
+pub(crate) fn not_a_regular_file(file_type: &std::fs::FileType, why: &str) -> Error {
+    let what = kind_of_file(file_type);
+    if file_type.is_dir() {
+        #[cfg(unix)]
+        let source = std::io::Error::from_raw_os_error(libc::EISDIR);
+        #[cfg(not(unix))]
+        let source = std::io::Error::from(std::io::ErrorKind::IsADirectory);
+        return Error::io(source, format!("{what}, not a regular file: {why}"));
+    }
+    Error::argument(format!("{what}, not a regular file: {why}"))
 }
 
 impl Source {
@@ -928,7 +942,12 @@ mod tests {
                 .expect("opening a FIFO waited for a writer");
             for outcome in outcomes {
                 let (kind, message) = outcome.expect("not a regular file, yet opened");
-                assert_eq!(kind, crate::ErrorKind::InvalidArgument, "{message}");
+                let want = if what == "a folder" {
+                    crate::ErrorKind::Io // IsADirectory, as Python's callers expect
+                } else {
+                    crate::ErrorKind::InvalidArgument
+                };
+                assert_eq!(kind, want, "{message}");
                 assert!(
                     message.contains(&format!("{what}, not a regular file")),
                     "{message}"
