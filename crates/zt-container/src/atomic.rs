@@ -447,6 +447,25 @@ mod tests {
         );
     }
 
+    /// A target that is a symbolic link to a regular file: the link is replaced by the new
+    /// file, and the file it pointed to is left as it was (docs/decisions.md, "Symbolic links
+    /// as output").
+    #[cfg(unix)]
+    #[test]
+    fn a_link_as_target_is_replaced_and_what_it_pointed_to_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let pointed = dir.path().join("blob");
+        std::fs::write(&pointed, b"old").unwrap();
+        let link = dir.path().join("model.safetensors");
+        std::os::unix::fs::symlink(&pointed, &link).unwrap();
+        let mut f = AtomicFile::create(&link).unwrap();
+        f.write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(std::fs::read(&link).unwrap(), b"new");
+        assert_eq!(std::fs::read(&pointed).unwrap(), b"old");
+    }
+
     #[test]
     fn zeros_short_and_long_read_back_as_zeros_around_the_bytes() {
         let dir = tempfile::tempdir().unwrap();
