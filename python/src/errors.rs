@@ -73,14 +73,14 @@ fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
     if let Some(code) = io_errno(e) {
         // What `except OSError as e: e.errno` callers look at, and the file it was about.
         value.setattr("errno", code)?;
-        value.setattr("filename", e.path().map(|p| p.display().to_string()))?;
+        value.setattr("filename", e.path().map(std::path::Path::as_os_str))?;
     }
     value.setattr("kind", kind_name(e.kind()))?;
     value.setattr("message", e.message())?;
     value.setattr("offset", e.offset())?;
     value.setattr("object", e.object())?;
     value.setattr("component", e.component())?;
-    value.setattr("path", e.path().map(|p| p.display().to_string()))?;
+    value.setattr("path", e.path().map(std::path::Path::as_os_str))?;
     Ok(PyErr::from_value(value))
 }
 

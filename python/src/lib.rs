@@ -43,7 +43,7 @@ mod writer;
 #[pyo3(signature = (argv, *, embedded = false, progress = None))]
 fn run_cli(
     py: Python<'_>,
-    argv: Vec<String>,
+    argv: Vec<std::ffi::OsString>,
     embedded: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<u8> {

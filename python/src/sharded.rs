@@ -55,11 +55,12 @@ impl Set {
         names
     }
 
-    /// The shards' paths, in the order `reader(position)` counts them.
-    fn shard_paths(&self) -> Vec<String> {
+    /// The shards' paths, in the order `reader(position)` counts them (as `str`, bytes
+    /// that are not UTF-8 kept as Python's `os.fsdecode` keeps them).
+    fn shard_paths(&self) -> Vec<std::ffi::OsString> {
         self.inner
             .shard_paths()
-            .map(|p| p.display().to_string())
+            .map(|p| p.as_os_str().to_owned())
             .collect()
     }
 
@@ -188,9 +189,10 @@ impl Arrivals {
 /// Which file of a model folder is the model (an index before a single file,
 /// `.safetensors` before `pytorch_model.bin`); a path that is no folder comes back as it is.
 #[pyfunction]
-pub fn model_file(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+pub fn model_file(py: Python<'_>, path: PathBuf) -> PyResult<std::ffi::OsString> {
     let found = py.detach(|| ztensor::model_file(&path)).py_err(py)?;
-    Ok(found.display().to_string())
+    // Not `display()`: a name that is not UTF-8 must come back as the same bytes.
+    Ok(found.into_os_string())
 }
 
 /// Whether a path names a sharded set's index (`*.index.json`).

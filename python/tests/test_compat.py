@@ -5,6 +5,7 @@ tools/interop/check_ztio.py: the default tests never need safetensors installed.
 import errno
 import os
 import stat
+import sys
 
 import numpy as np
 import pytest
@@ -178,3 +179,23 @@ def test_loads_hand_tensors_over_in_file_order_as_safetensors_does(tmp_path):
     assert list(ztio.numpy.load_file(path)) == ["b", "c", "a"]
     with ztio.safe_open(path, framework="np") as f:
         assert list(f.get_tensors()) == f.offset_keys() == ["b", "c", "a"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="names of any bytes: Linux")
+def test_names_that_are_not_utf8_keep_their_bytes(tmp_path):
+    # Given as bytes or as the str os.fsdecode makes of them (lone surrogates), as Python's
+    # own open() takes them; every path that comes back holds the same bytes.
+    folder = os.fsencode(tmp_path) + b"/set\xff"
+    os.mkdir(folder)
+    single = folder + b"/\xfe\xfd.zt"
+    tensors = {"a": np.arange(4, dtype=np.float32)}
+    ztio.save_file(tensors, single)
+    assert np.array_equal(ztio.numpy.load_file(os.fsdecode(single))["a"], tensors["a"])
+    ztio.numpy.save_file(tensors, os.fsdecode(folder + b"/model.safetensors"))
+    assert ztio.open(folder).keys() == ["a"]  # the folder's model: model.safetensors
+    ztio.convert(single, folder + b"/copy.mag")
+    assert ztio.diff(single, folder + b"/copy.mag")
+    missing = folder + b"/\xfe-missing.zt"
+    with pytest.raises(FileNotFoundError) as info:
+        ztio.open(missing)
+    assert os.fsencode(info.value.filename) == missing

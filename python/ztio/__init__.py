@@ -112,7 +112,7 @@ def _paths(*paths):
     file's or an object's) is then never read as an option."""
     import os as _os
 
-    return ["--", *(_os.fspath(p) for p in paths)]
+    return ["--", *(_os.fsdecode(p) for p in paths)]
 
 
 def _writing(*, force, verify, sync, to=None, compact=False, skip_unreadable=False):
@@ -219,7 +219,7 @@ def merge(inputs, dst, *, to=None, compact=False, force=False, verify=True, sync
 
     if isinstance(inputs, (str, bytes, _os.PathLike)):
         raise ArgumentError("merge takes a list of inputs, not one path")
-    args = ["zt", "merge", f"--output={_os.fspath(dst)}"]
+    args = ["zt", "merge", f"--output={_os.fsdecode(dst)}"]
     args += _writing(force=force, verify=verify, sync=sync, to=to, compact=compact)
     _run_tool(args + _paths(*inputs), "merge", progress)
 
@@ -244,7 +244,7 @@ def rm(src, names, dst, *, to=None, compact=False, force=False, verify=True, syn
     names = [str(n) for n in names]
     if not names:
         raise ArgumentError("rm needs at least one object name")
-    args = ["zt", "rm", f"--output={_os.fspath(dst)}"]
+    args = ["zt", "rm", f"--output={_os.fsdecode(dst)}"]
     args += _writing(force=force, verify=verify, sync=sync, to=to, compact=compact)
     _run_tool(args + _paths(src) + names, "rm", progress)
 

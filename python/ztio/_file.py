@@ -611,7 +611,7 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:
     """A file, a sharded set's index, or a model folder (its model: an index before a single
     file), opened as :func:`open` does."""
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     if "://" not in p:
         p = _native.model_file(p)
     if _native.is_index_path(p):

@@ -81,7 +81,7 @@ def serialize_file(
     from ._write import _safetensors_items, _text_metadata
 
     items = _safetensors_items(_arrays(tensor_dict))
-    _native.save_safetensors(items, _text_metadata(metadata), os.fspath(filename))
+    _native.save_safetensors(items, _text_metadata(metadata), os.fsdecode(filename))
 
 
 def _safe_open_handle(handle: Any, framework: str = "numpy", device: str = "cpu") -> _SafeOpen:

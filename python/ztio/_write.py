@@ -91,7 +91,7 @@ class Writer:
     ):
         self._compression = _level(compression)
         self._digest = digest
-        self._native = _native.Writer(os.fspath(path), version=version, sync=sync)
+        self._native = _native.Writer(os.fsdecode(path), version=version, sync=sync)
 
     def add(
         self,
@@ -194,7 +194,7 @@ def writes_safetensors(path: Union[str, "os.PathLike[str]"], *, drop_in: bool) -
     >>> writes_safetensors("model.bin", drop_in=True), writes_safetensors("model.bin", drop_in=False)
     (True, False)
     """
-    name = os.fspath(path)
+    name = os.fsdecode(path)
     return not name.endswith(".zt") if drop_in else name.endswith(".safetensors")
 
 
@@ -220,7 +220,7 @@ def save_file(
     takes about a page a tensor, but a copy or an upload carries all of it).
     ``progress``: see :mod:`ztio._progress` (bytes of the arrays written, as ``"save"``).
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     names = sorted(tensors)
     told = _progress.callable_or_silent(progress)
     if writes_safetensors(path, drop_in=False):
@@ -254,7 +254,7 @@ def save_file_drop_in(
     if not writes_safetensors(path, drop_in=True):
         save_file(tensors, path, metadata, sync=sync, progress=progress)
         return
-    _save_safetensors(tensors, os.fspath(path), metadata, sync=sync, told=_progress.callable_or_silent(progress))
+    _save_safetensors(tensors, os.fsdecode(path), metadata, sync=sync, told=_progress.callable_or_silent(progress))
 
 
 def _save_safetensors(

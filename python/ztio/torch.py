@@ -207,7 +207,7 @@ def save_file(
     from . import _native, _progress
 
     items = _items(tensors)
-    path = os.fspath(filename)
+    path = os.fsdecode(filename)
     told = _progress.callable_or_silent(progress)
     total = sum(int(item[4].nbytes) for item in items)
     told("save", 0, total, False)

@@ -217,12 +217,13 @@ pub fn tolerance(s: &str) -> Result<f64, String> {
 }
 
 pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
-    // A sharded set's index (`model.safetensors.index.json`) names its shards' kind.
+    // A sharded set's index (`model.safetensors.index.json`) names its shards' kind. Read
+    // lossily: a name that is not UTF-8 still ends in an ASCII extension.
     let name = path
         .file_name()
-        .and_then(|n| n.to_str())
+        .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    let base = Path::new(name.strip_suffix(".index.json").unwrap_or(name));
+    let base = Path::new(name.strip_suffix(".index.json").unwrap_or(&name));
     match base.extension().and_then(|e| e.to_str()) {
         Some("zt") => Ok(Kind::Zt),
         Some("mag") => Ok(Kind::Mag),

@@ -300,6 +300,27 @@ fn safetensors_round_trip_keeps_bytes_and_metadata() {
     }
 }
 
+/// File names need not be UTF-8 (Linux allows any bytes but `/` and NUL): the output's kind
+/// still comes from its extension, and the file reads back.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_name_that_is_not_utf8_is_read_and_written() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join(std::ffi::OsStr::from_bytes(b"\xff\xfe.zt"));
+    let src = fx("interop/mag/v1_0.1.2.mag");
+    let run = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_zt"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["convert".as_ref(), src.as_ref(), out.as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = run(&["diff".as_ref(), src.as_ref(), out.as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
 /// An output that is a folder or a pipe is refused with and without --force (not told to
 /// use --force), and stays what it was: the writer's rename would have replaced it with a
 /// regular file (a device too: `/dev/null` given as the output, as root).
