@@ -466,6 +466,29 @@ mod tests {
         assert_eq!(std::fs::read(&pointed).unwrap(), b"old");
     }
 
+    /// A target whose name is near the 255-byte limit of names: the temporary's name (the
+    /// target's and a suffix) must stay under it too, or the commit fails after the whole
+    /// file was written ("File name too long").
+    #[test]
+    fn a_target_named_near_the_longest_name_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            format!("{}.zt", "a".repeat(250)),
+            format!("{}.zt", "é".repeat(125)), // two bytes each: cut on a boundary
+        ] {
+            let target = dir.path().join(&name);
+            let mut f = AtomicFile::create(&target).unwrap();
+            f.write_all(b"bytes").unwrap();
+            f.commit().unwrap();
+            assert_eq!(std::fs::read(&target).unwrap(), b"bytes");
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temporary left"
+        );
+    }
+
     #[test]
     fn zeros_short_and_long_read_back_as_zeros_around_the_bytes() {
         let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 //!   an unnamed file (`O_TMPFILE`) in the target's folder: a killed process (SIGKILL, a power
 //!   loss) leaves nothing behind, and the file gets a name only at the commit, for one rename.
 //!   Where the folder's file system cannot make one, it is a named file
-//!   `.<target>.<pid>.<n>.zt-tmp`, locked (`flock`) for as long as its writer lives; every new
+//!   `.<target>.<pid>.<n>.zt-tmp` (the target's name cut to 128 bytes), locked (`flock`) for as long as its writer lives; every new
 //!   temporary sweeps its folder of such files whose lock it can take, so what a dead writer
 //!   left is removed by the next.
 //! - [`cleanup`]: named temporaries (and folders of them) register here while they exist, so a
@@ -116,7 +116,34 @@ impl Drop for TempFile {
     }
 }
 
-/// A fresh temporary name for `target_name`: `.<name>.<pid>.<n><TEMP_SUFFIX>`.
+/// Most bytes of the target's name a temporary name repeats: a file system's names end at
+/// 255 bytes (`NAME_MAX`), and a target named near that would otherwise get a temporary name
+/// it refuses ("File name too long") at the commit, after the whole file was written.
+const TEMP_NAME_TARGET_BYTES: usize = 128;
+
+/// The first [`TEMP_NAME_TARGET_BYTES`] bytes of `name` (ending on a character's boundary
+/// when the name is UTF-8), all of it where names are not bytes.
+fn shortened(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, std::ffi::OsStr> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = name.as_bytes();
+        if bytes.len() > TEMP_NAME_TARGET_BYTES {
+            let mut end = TEMP_NAME_TARGET_BYTES;
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+            }
+            let head = bytes.get(..end).unwrap_or(bytes);
+            return std::borrow::Cow::Owned(std::ffi::OsStr::from_bytes(head).to_owned());
+        }
+    }
+    std::borrow::Cow::Borrowed(name)
+}
+
+/// A fresh temporary name for `target_name`: `.<name>.<pid>.<n><TEMP_SUFFIX>`, the name cut
+/// to its first [`TEMP_NAME_TARGET_BYTES`] bytes.
 fn temp_name(target_name: &std::ffi::OsStr) -> std::ffi::OsString {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -125,7 +152,7 @@ fn temp_name(target_name: &std::ffi::OsStr) -> std::ffi::OsString {
         .map_or(0, |d| d.subsec_nanos());
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut s = std::ffi::OsString::from(".");
-    s.push(target_name);
+    s.push(shortened(target_name));
     s.push(format!(
         ".{}.{n}{nanos:08x}{TEMP_SUFFIX}",
         std::process::id()
