@@ -127,7 +127,9 @@ impl Source {
     }
 
     /// Maps an open file read-only. A pipe, a device or a folder is an `InvalidArgument`
-    /// error: it has no length to map.
+    /// error: it has no length to map. A file whose file system cannot map files (`ENODEV`:
+    /// some FUSE and network file systems) is read by position instead, as
+    /// [`Source::unmapped`] reads it: the same bytes, copied per read.
     pub fn map_file(file: &File) -> Result<Self> {
         let len = regular_len(file)?;
         if len == 0 {
@@ -137,9 +139,16 @@ impl Source {
         // SAFETY: the map is read-only. If another process modifies the file the values we read
         // may change, and if it truncates the file the process gets SIGBUS; both are documented
         // on `Source`, and `Source::unmapped` exists for callers who cannot rule them out.
-        let map =
-            unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::io(e, "cannot map file"))?;
-        Ok(Source::Mapped(Map::new(Mapping::Shared(map))))
+        match unsafe { memmap2::Mmap::map(file) } {
+            Ok(map) => Ok(Source::Mapped(Map::new(Mapping::Shared(map)))),
+            Err(e) if cannot_map_here(&e) => {
+                let file = file
+                    .try_clone()
+                    .map_err(|e| Error::io(e, "cannot open the file again to read it"))?;
+                Ok(Source::File { file, len })
+            }
+            Err(e) => Err(Error::io(e, "cannot map file")),
+        }
     }
 
     /// Maps `path` privately, copy-on-write: the pages are the file's (shared with the page
@@ -166,9 +175,12 @@ impl Source {
         }
         // SAFETY: as for `map_file`; the pages written through this map are private copies,
         // so the file and other maps of it never see those writes.
-        let map = unsafe { memmap2::MmapOptions::new().map_copy(&file) }
-            .map_err(|e| Error::io(e, "cannot map file").in_file(path))?;
-        Ok(Source::Mapped(Map::new(Mapping::Private(map))))
+        match unsafe { memmap2::MmapOptions::new().map_copy(&file) } {
+            Ok(map) => Ok(Source::Mapped(Map::new(Mapping::Private(map)))),
+            // Read by position: every read is a fresh buffer of the caller's, writable.
+            Err(e) if cannot_map_here(&e) => Ok(Source::File { file, len }),
+            Err(e) => Err(Error::io(e, "cannot map file").in_file(path)),
+        }
     }
 
     /// Whether this is a private, copy-on-write map ([`Source::map_private`]).
@@ -799,6 +811,15 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
     Ok(())
 }
 
+/// Whether a map failed because the file's file system maps no files (`ENODEV`), not
+/// because of this file or the process's limits: such a file is read by position instead.
+fn cannot_map_here(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    return e.raw_os_error() == Some(libc::ENODEV);
+    #[cfg(not(unix))]
+    return false;
+}
+
 /// What a file that is not a regular one is, for [`not_a_regular_file`].
 fn kind_of_file(file_type: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
@@ -910,6 +931,26 @@ impl Source {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A regular file on a file system that maps no files (sysfs here, which refuses a map
+    /// of an attribute with ENODEV, as some FUSE and network file systems do) is read by
+    /// position instead of refused.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_the_file_system_cannot_map_is_read_by_position() {
+        let path = Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
+        let Ok(expected) = std::fs::read(path) else {
+            return; // no such file in this container: nothing to show
+        };
+        for s in [
+            Source::map(path).unwrap(),
+            Source::map_private(path).unwrap(),
+        ] {
+            assert!(matches!(s, Source::File { .. }), "{s:?}");
+            let n = expected.len().min(4) as u64;
+            assert_eq!(&s.read_at(0, n).unwrap()[..], &expected[..n as usize]);
+        }
+    }
 
     /// A pipe, a device or a folder has no length: each open says what it is, as the
     /// caller's mistake, and a FIFO no one writes to does not make the open wait (it would,
