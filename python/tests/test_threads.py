@@ -1,12 +1,16 @@
 """One reader shared by threads: reads run in parallel (the GIL is released) and give the
 same values as one thread; closing the file while others read never breaks an array."""
 
+import os
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import ztio
+import ztio.numpy
 
 
 def test_threads_read_the_same_values(tmp_path):
@@ -59,3 +63,35 @@ def test_closing_while_threads_read(tmp_path):
     for x in got:
         assert x[-1] == a[-1]
     assert all("closed" in str(e) for e in errors)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_worker_reads_after_the_parent_did(tmp_path):
+    # PyTorch's DataLoader and multiprocessing fork workers (Linux's default) after the
+    # parent has read: a fork has none of the parent's threads, so work handed to the
+    # parent's thread pool waited forever (a safetensors open, a verify, a zstd decode).
+    rng = np.random.default_rng(5)
+    arrays = {f"t{i}": rng.standard_normal((256, 1024)).astype(np.float32) for i in range(8)}
+    files = [tmp_path / "m.safetensors", tmp_path / "m.zt"]
+    ztio.numpy.save_file(arrays, files[0])
+    ztio.save_file(arrays, files[1], compression=True)
+    opened = [ztio.open(p) for p in files]
+    for p, f in zip(files, opened):  # the parent's pools at work first
+        ztio.numpy.load_file(p)
+        ztio.verify(p)
+        f.get_tensor("t0")
+    for p, f in zip(files, opened):
+        pid = os.fork()
+        if pid == 0:  # the worker: any failure or hang is its exit status
+            code = 3
+            try:
+                signal.alarm(30)
+                same = np.array_equal(ztio.numpy.load_file(p)["t3"], arrays["t3"])
+                same &= not ztio.verify(p).errors
+                same &= np.array_equal(ztio.open(p).get_tensor("t5"), arrays["t5"])
+                same &= np.array_equal(f.get_tensor("t6"), arrays["t6"])
+                code = 0 if same else 4
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (p.name, status)

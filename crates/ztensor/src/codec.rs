@@ -98,12 +98,14 @@ fn decode_frames(
         return Ok(());
     }
     // The first error in frame order, as the sequential decode would report it.
-    let results: Vec<zt_container::Result<()>> = frames
-        .par_iter()
-        .zip(outs)
-        .enumerate()
-        .map(|(k, (f, out))| decode_frame(src, first + k, f, out))
-        .collect();
+    let results: Vec<zt_container::Result<()>> = crate::pool::install(|| {
+        frames
+            .par_iter()
+            .zip(outs)
+            .enumerate()
+            .map(|(k, (f, out))| decode_frame(src, first + k, f, out))
+            .collect()
+    });
     results.into_iter().collect()
 }
 #[cfg(feature = "zstd")]

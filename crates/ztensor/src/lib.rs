@@ -123,6 +123,7 @@ mod folder;
 mod listing;
 mod model;
 mod open;
+mod pool;
 mod readahead;
 mod reader;
 #[cfg(feature = "remote")]

@@ -254,7 +254,7 @@ fn join_here<A>(parallel: bool, here: impl FnOnce() -> A, there: impl FnOnce() +
         there();
         return here();
     }
-    rayon::in_place_scope(|scope| {
+    crate::pool::in_place_scope(|scope| {
         scope.spawn(|_| there());
         here()
     })

@@ -310,11 +310,13 @@ impl Reader {
         order.sort_unstable_by_key(|&i| {
             std::cmp::Reverse(self.backing.objects.get(i).map_or(0, weight))
         });
-        let mut done: Vec<(usize, R)> = order
-            .into_par_iter()
-            .with_max_len(1)
-            .filter_map(|i| Some((i, f(self.view(i, false)?))))
-            .collect();
+        let mut done: Vec<(usize, R)> = crate::pool::install(|| {
+            order
+                .into_par_iter()
+                .with_max_len(1)
+                .filter_map(|i| Some((i, f(self.view(i, false)?))))
+                .collect()
+        });
         done.sort_unstable_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
     }
@@ -395,15 +397,17 @@ impl Reader {
             if let Some(next) = batches.get(k + 1) {
                 fetch(next);
             }
-            let results: Vec<(usize, R)> = batch
-                .par_iter()
-                .with_max_len(1)
-                .filter_map(|&i| {
-                    let info = objects.get(i as usize)?;
-                    let view = ObjectView::new(&self.backing, info, NO_HINTS, false);
-                    Some((i as usize, f(view)))
-                })
-                .collect();
+            let results: Vec<(usize, R)> = crate::pool::install(|| {
+                batch
+                    .par_iter()
+                    .with_max_len(1)
+                    .filter_map(|&i| {
+                        let info = objects.get(i as usize)?;
+                        let view = ObjectView::new(&self.backing, info, NO_HINTS, false);
+                        Some((i as usize, f(view)))
+                    })
+                    .collect()
+            });
             done.extend(results);
         }
         done.sort_unstable_by_key(|(i, _)| *i);
@@ -447,14 +451,15 @@ impl Reader {
         }
         // A zip-based file's entries (tensor data, pickle, headers): each CRC-32.
         let cap = self.backing.limits.max_decompressed_len;
-        let entries: Vec<Result<usize>> = self
-            .backing
-            .zip
-            .entries
-            .par_iter()
-            .with_max_len(1)
-            .map(|e| crate::zip::check_crc(&self.backing.source, e, cap).map(|()| 1))
-            .collect();
+        let entries: Vec<Result<usize>> = crate::pool::install(|| {
+            self.backing
+                .zip
+                .entries
+                .par_iter()
+                .with_max_len(1)
+                .map(|e| crate::zip::check_crc(&self.backing.source, e, cap).map(|()| 1))
+                .collect()
+        });
         for r in entries {
             report.tally(r);
         }

@@ -413,7 +413,7 @@ impl<W: Sink> Writer<W> {
                 // rayon's pool keeps its threads: starting a thread per blob cost a fifth of
                 // the time (the new thread begins on this core and migrates late).
                 let mut digest = None;
-                let offset = rayon::in_place_scope(|s| {
+                let offset = crate::pool::in_place_scope(|s| {
                     s.spawn(|_| digest = Some(alg.compute(&stored)));
                     write(blobs)
                 })?;

@@ -251,7 +251,7 @@ impl<W: Sink> V2Blobs<W> {
             (append(&mut self.blobs)?, digest)
         } else if bytes.len() >= PARALLEL_HASH_MIN && zt_formats::available_threads() > 1 {
             let mut digest = None;
-            let offset = rayon::in_place_scope(|s| {
+            let offset = crate::pool::in_place_scope(|s| {
                 s.spawn(|_| digest = Some(algorithm.compute(bytes)));
                 append(&mut self.blobs)
             })?;

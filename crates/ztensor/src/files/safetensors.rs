@@ -132,7 +132,7 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
     // manifest's count may reserve), so the list never moves under the faulting task.
     let mut objects = Vec::with_capacity(entries.len());
     let done = AtomicBool::new(false);
-    rayon::scope(|scope| {
+    crate::pool::in_place_scope(|scope| {
         reserve_objects(&mut objects, entries.len(), scope, &done);
         let built = check_tiling(&entries, base, source.len())
             .and_then(|()| build_objects(entries, base, &mut objects));

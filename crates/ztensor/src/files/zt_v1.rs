@@ -28,7 +28,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let mut late = Vec::new();
     let declared = AtomicUsize::new(0);
     let done = AtomicBool::new(false);
-    let head = rayon::scope(|scope| {
+    let head = crate::pool::in_place_scope(|scope| {
         let head = decode_objects(
             &bytes,
             container.manifest_offset(),

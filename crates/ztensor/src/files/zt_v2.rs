@@ -62,7 +62,7 @@ pub(crate) fn list(
     collected.add_manifest(0, footer.manifest_offset, footer.manifest_length);
     let declared = Cell::new(0usize);
     let done = AtomicBool::new(false);
-    let rest = rayon::in_place_scope(|scope| {
+    let rest = crate::pool::in_place_scope(|scope| {
         let rest = visit_manifest_v2(
             &bytes,
             footer.manifest_offset,
