@@ -1,6 +1,7 @@
 """One reader shared by threads: reads run in parallel (the GIL is released) and give the
 same values as one thread; closing the file while others read never breaks an array."""
 
+import json
 import os
 import subprocess
 import sys
@@ -108,3 +109,40 @@ for p, f in zip(files, opened):
     files = [str(tmp_path / "m.safetensors"), str(tmp_path / "m.zt")]
     run = subprocess.run([sys.executable, "-c", script, *files], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
+
+
+def _sum_of(args):
+    f, name = args
+    return float(f.get_tensor(name).sum())
+
+
+def test_open_files_pickle_by_path_and_reach_spawned_workers(tmp_path):
+    # A dataset holding open files goes to DataLoader workers by pickle when they are
+    # spawned (macOS' and Windows' default): the copy opens the file again by its path,
+    # with the options it was opened with.
+    import multiprocessing
+    import pickle
+
+    arrays = {f"t{i}": np.full((8, 8), i, np.float32) for i in range(4)}
+    single = tmp_path / "m.safetensors"
+    ztio.numpy.save_file(arrays, single)
+    (tmp_path / "set").mkdir()
+    ztio.numpy.save_file(arrays, tmp_path / "set" / "model-00001-of-00001.safetensors")
+    index = tmp_path / "set" / "model.safetensors.index.json"
+    shard = {k: "model-00001-of-00001.safetensors" for k in arrays}
+    index.write_text(json.dumps({"metadata": {}, "weight_map": shard}))
+    for f in (ztio.open(single, verify=True), ztio.open(index), ztio.safe_open(single, framework="np")):
+        copy = pickle.loads(pickle.dumps(f))
+        assert type(copy) is type(f) and copy.keys() == f.keys()
+        assert np.array_equal(copy.get_tensor("t2"), arrays["t2"])
+    assert pickle.loads(pickle.dumps(ztio.open(single, verify=True)))._options["verify"]
+    closed = ztio.open(single)
+    closed.close()
+    with pytest.raises(TypeError, match="closed"):
+        pickle.dumps(closed)
+    with pytest.raises(TypeError, match="bytes"):
+        pickle.dumps(ztio.File._of_bytes(single.read_bytes()))
+    f = ztio.open(single)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        sums = pool.map(_sum_of, [(f, name) for name in sorted(arrays)])
+    assert sums == [64.0 * i for i in range(4)]

@@ -286,9 +286,10 @@ class File:
         max_memory: Optional[int] = None,
         writable: bool = False,
     ):
-        self.path = str(path)
+        self.path = os.fsdecode(path)
         self._verify = verify
         self._unmapped = unmapped
+        self._options = dict(unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
         self._native = _native.Reader(
             path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable
         )
@@ -442,6 +443,9 @@ class File:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return _pickled(self)
+
     def __repr__(self) -> str:
         if "_native" not in self.__dict__:  # the open failed
             return f"<ztio.File {getattr(self, 'path', '?')!r} (not open)>"
@@ -465,9 +469,10 @@ class ShardedFile:
         max_memory: Optional[int] = None,
         writable: bool = False,
     ):
-        self.path = str(path)
+        self.path = os.fsdecode(path)
         self._verify = verify
         self._unmapped = unmapped
+        self._options = dict(unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
         self._set = _native.Set(path, unmapped=unmapped, verify=verify, max_memory=max_memory, writable=writable)
         self._paths = self._set.shard_paths()
         self._shards: Dict[int, File] = {}
@@ -588,6 +593,9 @@ class ShardedFile:
     def __enter__(self) -> "ShardedFile":
         return self
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return _pickled(self)
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -649,6 +657,25 @@ def _scipy_has_nd_coo(sp: Any) -> bool:
         return True
     except Exception:
         return False
+
+
+def _pickled(f: Union[File, "ShardedFile"]) -> Tuple[Any, ...]:
+    """How a :class:`File` or :class:`ShardedFile` pickles: its path and the options it was
+    opened with, so that the copy opens the file again where it is unpickled (a worker
+    process started by ``spawn``: PyTorch's DataLoader on macOS and Windows, or anywhere with
+    ``multiprocessing_context="spawn"``). The copy reads the file as it then is. A file read
+    from bytes, or closed, is refused: there is nothing to open again."""
+    options = getattr(f, "_options", None)
+    if options is None:
+        raise TypeError(f"{f!r} was read from bytes and cannot be pickled: pickle the bytes instead")
+    if f.closed:
+        raise TypeError(f"{f!r} is closed and cannot be pickled")
+    return (_reopened, (type(f), f.path, options))
+
+
+def _reopened(cls: Any, path: str, options: Dict[str, Any]) -> Union[File, "ShardedFile"]:
+    """Unpickles a :class:`File` or :class:`ShardedFile` (see :func:`_pickled`)."""
+    return cls(path, **options)
 
 
 def open(
@@ -739,6 +766,15 @@ class _SafeOpen:
 
     def __exit__(self, *exc: object) -> None:
         self._file.close()
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        _pickled(self._file)  # refuses what cannot be opened again
+        return (_reopened_safe_open, (self._file.path, self._framework, self._device, self._backend))
+
+
+def _reopened_safe_open(path: str, framework: str, device: str, backend: str) -> _SafeOpen:
+    """Unpickles what :func:`safe_open` returned: the file opened again (see :func:`_pickled`)."""
+    return _SafeOpen(path, framework, device, backend=backend)
 
 
 class _SafeSlice(Slice):
