@@ -13,8 +13,8 @@ use ztensor::{
 };
 
 use crate::common::{
-    durability, merge_attributes, out, progress, spinner, stdout_written, DigestArg, Failure, Kind,
-    MagVersion, Outcome,
+    durability, merge_attributes, out, printable, progress, spinner, stdout_written, DigestArg,
+    Failure, Kind, MagVersion, Outcome,
 };
 use crate::json;
 use crate::slice_arg::SliceSpec;
@@ -27,11 +27,12 @@ fn open(path: &Path) -> Result<Reader, Failure> {
 fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
     match o.skipped() {
         Some(why) => {
-            eprintln!(
+            let note = format!(
                 "zt: note: {}: object {:?} skipped: {why}",
                 input.display(),
                 o.name
             );
+            eprintln!("{}", printable(&note));
             true
         }
         None => false,
@@ -42,11 +43,12 @@ fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
 fn left_out_unreadable(input: &Path, o: &ObjectInfo, skip_unreadable: bool) -> bool {
     match (&o.defect, skip_unreadable) {
         (Some(d), true) => {
-            eprintln!(
+            let note = format!(
                 "zt: note: {}: object {:?} left out, unreadable: {d}",
                 input.display(),
                 o.name
             );
+            eprintln!("{}", printable(&note));
             true
         }
         _ => false,
@@ -103,7 +105,12 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
         human_bytes(total)
     );
     for (k, v) in r.attributes() {
-        let _ = writeln!(s, "  @{k} = {}", shortened(&json::value(v).to_string()));
+        let _ = writeln!(
+            s,
+            "  @{} = {}",
+            printable(k),
+            shortened(&json::value(v).to_string())
+        );
     }
     if r.objects().len() > 20 {
         // A summary first: what kinds of objects, and how much of each.
@@ -156,12 +163,13 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
             for (k, v) in &o.attributes {
                 writeln!(
                     table,
-                    "    @{k} = {}",
+                    "    @{} = {}",
+                    printable(k),
                     fit(&json::value(v).to_string(), MAX_COLUMN)
                 )?;
             }
             if let Some(d) = &o.defect {
-                writeln!(table, "    unreadable: {d}")?;
+                writeln!(table, "    unreadable: {}", printable(&d.to_string()))?;
             }
         }
         table.flush()
@@ -194,7 +202,7 @@ fn info_cells(o: &ObjectInfo) -> [String; 6] {
         human_bytes(stored_len(o)),
         enc.join(", "),
     ]
-    .map(|c| fit(&c, MAX_COLUMN))
+    .map(|c| fit(&printable(&c), MAX_COLUMN))
 }
 
 /// The widest a column of `zt info`'s table grows.
@@ -229,7 +237,7 @@ pub fn ls(path: &Path) -> Outcome {
     let r = open(path)?;
     let mut s = String::with_capacity(r.objects().len() * 16);
     for n in r.names() {
-        s.push_str(n);
+        s.push_str(&printable(n));
         s.push('\n');
     }
     out(&s)
@@ -484,10 +492,11 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
                 crate::common::count(c.checked as u64, "digest")
             );
             for e in &c.failures {
-                let _ = writeln!(text, "  {e}");
+                let _ = writeln!(text, "  {}", printable(&e.to_string()));
             }
             for (name, why) in &c.skipped {
-                let _ = writeln!(text, "  skipped: object {name:?}: {why}");
+                let line = format!("  skipped: object {name:?}: {why}");
+                let _ = writeln!(text, "{}", printable(&line));
             }
             rows.push(json!({
                 "file": f.to_string_lossy(), "ok": ok, "kind": c.kind, "version": c.json_version,
@@ -499,7 +508,12 @@ pub fn verify(files: &[PathBuf], as_json: bool) -> Outcome {
         }
         Err(e) => {
             all_ok = false;
-            let _ = writeln!(text, "{}: FAILED\n  {e}", f.display());
+            let _ = writeln!(
+                text,
+                "{}: FAILED\n  {}",
+                f.display(),
+                printable(&e.to_string())
+            );
             // A set that failed its own check has no kind of file: it is reported as a set.
             let kind = crate::sets::is_set(f).then_some("sharded_set");
             rows.push(json!({

@@ -405,6 +405,33 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     }
 }
 
+/// `text` as it may reach a terminal: control characters (C0, DEL, C1) and the bidirectional
+/// overrides shown as escapes (`\u{1b}`), so that a name or message from a file cannot move
+/// the cursor, retitle the window, clear the screen, fake a line of output or reorder what is
+/// shown. Text without them is returned as it is. `--json` output is exact instead (JSON
+/// escapes control characters itself).
+///
+/// ```
+/// assert_eq!(zt_cli::printable("w\u{1b}[2J\nx"), "w\\u{1b}[2J\\nx");
+/// assert_eq!(zt_cli::printable("layers.0.weight"), "layers.0.weight");
+/// ```
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.contains(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 /// Writes to stdout; a closed pipe (`zt ls f | head`) ends the command quietly
 /// ([`Failure::PipeClosed`]).
 pub fn out(s: &str) -> Outcome {

@@ -515,7 +515,8 @@ fn diff_objects(
     } else {
         let mut s = String::new();
         for d in &diffs {
-            let _ = writeln!(s, "{}: {}", d.name.as_deref().unwrap_or("(file)"), d.detail);
+            let line = format!("{}: {}", d.name.as_deref().unwrap_or("(file)"), d.detail);
+            let _ = writeln!(s, "{}", crate::common::printable(&line));
         }
         out(&s)?;
     }

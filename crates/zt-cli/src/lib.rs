@@ -26,8 +26,8 @@ mod slice_arg;
 #[cfg(feature = "remote")]
 mod upload;
 
-pub use common::ProgressListener;
 use common::{check_output, output_kind, tolerance, zt_only, zt_version, DigestArg, Failure, Kind};
+pub use common::{printable, ProgressListener};
 use common::{MagVersion, Outcome};
 
 /// Inspect, check, compare and convert tensor files: zTensor .zt (every version), .mag,
@@ -379,11 +379,11 @@ where
         Err(Failure::ReportedTrouble) => 2,
         Err(Failure::PipeClosed) => 128 + 13,
         Err(Failure::Failed(m)) => {
-            eprintln!("zt: {m}");
+            eprintln!("zt: {}", common::printable(&m));
             1
         }
         Err(Failure::Usage(m)) | Err(Failure::Trouble(m)) => {
-            eprintln!("zt: {m}");
+            eprintln!("zt: {}", common::printable(&m));
             2
         }
     }

@@ -76,7 +76,7 @@ pub fn info(index: &Path, as_json: bool) -> Result<Vec<PathBuf>, Failure> {
         crate::common::count(set.len() as u64, "object")
     );
     for (k, v) in set.metadata() {
-        let _ = writeln!(s, "  @{k} = {}", json::value(v));
+        let _ = writeln!(s, "  @{} = {}", crate::common::printable(k), json::value(v));
     }
     out(&s)?;
     Ok(set.shard_paths().map(Path::to_path_buf).collect())
@@ -87,7 +87,7 @@ pub fn ls(index: &Path) -> Outcome {
     let set = open(index)?;
     let mut s = String::with_capacity(set.len() * 16);
     for n in set.names() {
-        s.push_str(n);
+        s.push_str(&crate::common::printable(n));
         s.push('\n');
     }
     out(&s)

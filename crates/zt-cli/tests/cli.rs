@@ -300,6 +300,44 @@ fn safetensors_round_trip_keeps_bytes_and_metadata() {
     }
 }
 
+/// Names and keys come from the file: in the human views they are shown with control
+/// characters and bidirectional overrides escaped, so a hostile file cannot move the cursor,
+/// retitle the terminal, clear it or fake lines of output; `--json` keeps them exact.
+#[test]
+fn names_from_a_file_cannot_drive_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evil.safetensors");
+    let name = "w\u{1b}[2J\u{7}\r\nfake\u{202e}";
+    let header = serde_json::json!({
+        name: {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+        "__metadata__": {"k\u{1b}]0;title\u{7}": "v"},
+    })
+    .to_string();
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 4]);
+    std::fs::write(&path, bytes).unwrap();
+    let p_ = path.to_str().unwrap();
+    let hidden = |c: char| c.is_control() && c != '\n' || c == '\u{202e}';
+    for args in [
+        vec!["ls", p_],
+        vec!["info", p_],
+        vec!["verify", p_],
+        vec!["diff", p_, &fx("interop/mag/v1_0.1.2.mag")],
+    ] {
+        let o = zt(&args);
+        for text in [String::from_utf8_lossy(&o.stdout), stderr(&o).into()] {
+            assert!(!text.contains(hidden), "{args:?}: {text:?}");
+        }
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&zt(&["ls", p_]).stdout),
+        "w\\u{1b}[2J\\u{7}\\r\\nfake\\u{202e}\n"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&zt(&["info", "--json", p_]).stdout).unwrap();
+    assert!(j.to_string().contains("\\u001b[2J"), "{j}");
+}
+
 /// File names need not be UTF-8 (Linux allows any bytes but `/` and NUL): the output's kind
 /// still comes from its extension, and the file reads back.
 #[cfg(target_os = "linux")]
