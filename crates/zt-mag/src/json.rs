@@ -17,6 +17,47 @@ use zt_manifest::{Attributes, Value};
 
 use crate::limits::MAX_RANK;
 
+/// The `visit_*` methods of a visitor to which every JSON scalar (boolean, number, string,
+/// null) means the same `$value`: a thing that is not the object or array it wants.
+macro_rules! every_scalar_is {
+    ($value:expr) => {
+        fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+
+/// A visitor used as its own seed: it reads whatever JSON value comes (`deserialize_any`).
+macro_rules! seed_by_any {
+    ($visitor:ty) => {
+        impl<'de> de::DeserializeSeed<'de> for $visitor {
+            type Value = <$visitor as Visitor<'de>>::Value;
+
+            fn deserialize<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> std::result::Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    };
+}
+
 /// A JSON value as an attribute [`Value`], refusing duplicate object keys (serde_json would
 /// keep the last one silently, so two readers could disagree about the file).
 struct JsonValue(Value);
@@ -190,24 +231,7 @@ impl<'de> Visitor<'de> for SkipVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Skipped, E> {
-        Ok(Skipped)
-    }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Skipped, E> {
-        Ok(Skipped)
-    }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Skipped, E> {
-        Ok(Skipped)
-    }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Skipped, E> {
-        Ok(Skipped)
-    }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<Skipped, E> {
-        Ok(Skipped)
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Skipped, E> {
-        Ok(Skipped)
-    }
+    every_scalar_is!(Skipped);
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Skipped, A::Error> {
         while let Some(Skipped) = seq.next_element()? {}
         Ok(Skipped)
@@ -279,24 +303,7 @@ impl<'de> Visitor<'de> for RootVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
+    every_scalar_is!(None);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Self::Value, A::Error> {
         SkipVisitor.visit_seq(seq).map(|_| None)
     }
@@ -329,16 +336,7 @@ impl<'de> Visitor<'de> for RootVisitor {
 /// per-process hash: a file cannot make it quadratic, and growing it hashes no name again.
 struct TensorMapVisitor;
 
-impl<'de> de::DeserializeSeed<'de> for TensorMapVisitor {
-    type Value = RawTensorMap;
-
-    fn deserialize<D: Deserializer<'de>>(
-        self,
-        d: D,
-    ) -> std::result::Result<RawTensorMap, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_by_any!(TensorMapVisitor);
 
 impl<'de> Visitor<'de> for TensorMapVisitor {
     type Value = RawTensorMap;
@@ -346,24 +344,7 @@ impl<'de> Visitor<'de> for TensorMapVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<RawTensorMap, E> {
-        Ok(RawTensorMap::NotAnObject)
-    }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<RawTensorMap, E> {
-        Ok(RawTensorMap::NotAnObject)
-    }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<RawTensorMap, E> {
-        Ok(RawTensorMap::NotAnObject)
-    }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<RawTensorMap, E> {
-        Ok(RawTensorMap::NotAnObject)
-    }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<RawTensorMap, E> {
-        Ok(RawTensorMap::NotAnObject)
-    }
-    fn visit_unit<E>(self) -> std::result::Result<RawTensorMap, E> {
-        Ok(RawTensorMap::NotAnObject)
-    }
+    every_scalar_is!(RawTensorMap::NotAnObject);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<RawTensorMap, A::Error> {
         SkipVisitor
             .visit_seq(seq)
@@ -395,16 +376,7 @@ impl<'de> Visitor<'de> for TensorMapVisitor {
 /// Parses one `tensor_map` entry: the keys we use kept, the others read and dropped.
 struct EntryVisitor;
 
-impl<'de> de::DeserializeSeed<'de> for EntryVisitor {
-    type Value = Option<RawBody>;
-
-    fn deserialize<D: Deserializer<'de>>(
-        self,
-        d: D,
-    ) -> std::result::Result<Option<RawBody>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_by_any!(EntryVisitor);
 
 impl<'de> Visitor<'de> for EntryVisitor {
     type Value = Option<RawBody>;
@@ -412,24 +384,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
+    every_scalar_is!(None);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Self::Value, A::Error> {
         SkipVisitor.visit_seq(seq).map(|_| None)
     }
@@ -458,13 +413,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
 /// Parses a `shape` into a [`RawShape`], keeping at most [`MAX_RANK`] dimensions.
 struct ShapeVisitor;
 
-impl<'de> de::DeserializeSeed<'de> for ShapeVisitor {
-    type Value = RawShape;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<RawShape, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_by_any!(ShapeVisitor);
 
 impl<'de> Visitor<'de> for ShapeVisitor {
     type Value = RawShape;
@@ -472,24 +421,7 @@ impl<'de> Visitor<'de> for ShapeVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<RawShape, E> {
-        Ok(RawShape::NotAnArray)
-    }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<RawShape, E> {
-        Ok(RawShape::NotAnArray)
-    }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<RawShape, E> {
-        Ok(RawShape::NotAnArray)
-    }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<RawShape, E> {
-        Ok(RawShape::NotAnArray)
-    }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<RawShape, E> {
-        Ok(RawShape::NotAnArray)
-    }
-    fn visit_unit<E>(self) -> std::result::Result<RawShape, E> {
-        Ok(RawShape::NotAnArray)
-    }
+    every_scalar_is!(RawShape::NotAnArray);
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<RawShape, A::Error> {
         SkipVisitor.visit_map(map).map(|_| RawShape::NotAnArray)
     }
