@@ -126,8 +126,8 @@ impl Source {
         Ok(source)
     }
 
-    /// Maps an open file read-only. A pipe, a device or a folder is an `InvalidArgument`
-    /// error: it has no length to map. A file whose file system cannot map files (`ENODEV`:
+    /// Maps an open file read-only. A pipe or a device is an `InvalidArgument` error, a folder
+    /// an I/O error of kind `IsADirectory`: neither has a length to map. A file whose file system cannot map files (`ENODEV`:
     /// some FUSE and network file systems) is read by position instead, as
     /// [`Source::unmapped`] reads it: the same bytes, copied per read.
     pub fn map_file(file: &File) -> Result<Self> {
