@@ -91,7 +91,7 @@ fn decode_frames(
     use rayon::prelude::*;
     use zt_formats::seekable::{decode_frame, frame_outputs};
     let outs = frame_outputs(frames, dst)?;
-    if frames.len() < PARALLEL_FRAMES || rayon::current_num_threads() < 2 {
+    if frames.len() < PARALLEL_FRAMES || crate::pool::threads() < 2 {
         for (k, (f, out)) in frames.iter().zip(outs).enumerate() {
             decode_frame(src, first + k, f, out)?;
         }

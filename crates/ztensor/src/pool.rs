@@ -59,6 +59,16 @@ pub(crate) fn in_place_scope<'scope, R>(op: impl FnOnce(&rayon::Scope<'scope>) -
     }
 }
 
+/// The number of threads of this process's pool (asked through here, not of rayon directly:
+/// asking rayon starts its global pool, which must be known as this process's).
+#[cfg(feature = "zstd")] // its one caller decodes zstd frames
+pub(crate) fn threads() -> usize {
+    match fork_pool() {
+        None => rayon::current_num_threads(),
+        Some(pool) => pool.current_num_threads(),
+    }
+}
+
 /// Runs `op`, whose parallel iterators then use this process's pool.
 pub(crate) fn install<R: Send>(op: impl FnOnce() -> R + Send) -> R {
     match fork_pool() {
