@@ -767,7 +767,7 @@ pub fn upgrade(
 /// One input of `merge`: a file, or a set checked as a whole (its shards are its parts).
 enum MergeInput {
     File(PathBuf, Box<Reader>),
-    Set(ztensor::ShardedSet),
+    Set(Box<ztensor::ShardedSet>),
 }
 
 /// `zt merge`: every object of every input, in input order (a set's shards in index order,
@@ -779,7 +779,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
         .map(|p| {
             if crate::sets::is_set(p) {
                 crate::sets::open_checked(p)
-                    .map(MergeInput::Set)
+                    .map(|set| MergeInput::Set(Box::new(set)))
                     .map_err(|e| Failure::Failed(e.to_string()))
             } else {
                 open(p).map(|r| MergeInput::File(p.clone(), Box::new(r)))

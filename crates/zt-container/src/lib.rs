@@ -61,7 +61,7 @@ pub use temp::{cleanup, interrupt};
 pub mod internal {
     pub use crate::memory::{
         permute_in_place, physical_memory, prefer_huge_pages, try_filled_vec, try_with_capacity,
-        SpareCapacity,
+        MemoryBudget, SpareCapacity,
     };
 }
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};

@@ -1,4 +1,4 @@
-//! Memory hints for the large tables a reader builds.
+//! Memory for the large tables a reader builds: hints, fallible allocation, a budget.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -129,6 +129,74 @@ impl SpareCapacity {
         }
         #[cfg(not(target_os = "linux"))]
         let _ = stop;
+    }
+}
+
+/// Bytes that what a reader builds from a file (a listing, attribute values) may still take
+/// in memory: each piece is charged as it is made, and the first charge past the cap is a
+/// [`crate::ErrorKind::LimitExceeded`] error.
+///
+/// A byte of a file can become tens of bytes in memory (a one-byte CBOR integer is a
+/// 32-byte value; a seven-byte JSON entry a 150-byte record), so a reader that only checks
+/// declared counts against the bytes left still lets a file of a few hundred MB ask for tens
+/// of GB, which the system grants lazily and then kills the process for.
+///
+/// ```
+/// use zt_container::internal::MemoryBudget;
+///
+/// let mut budget = MemoryBudget::new(100, "the attribute values");
+/// budget.charge(60).unwrap();
+/// let e = budget.charge(60).unwrap_err();
+/// assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded);
+/// assert!(e.to_string().contains("the attribute values would take more than"));
+/// assert_eq!(budget.used(), 120);
+/// ```
+#[derive(Debug, Clone)]
+pub struct MemoryBudget {
+    cap: u64,
+    used: u64,
+    what: &'static str,
+    raise: &'static str,
+}
+
+impl MemoryBudget {
+    /// A budget of `cap` bytes for `what` (named in the error: "the attribute values"), which
+    /// the facade's `Limits::memory_budget` (`zt --max-memory`) raises.
+    pub fn new(cap: u64, what: &'static str) -> Self {
+        MemoryBudget::raised_by(cap, what, "Limits::memory_budget, zt --max-memory")
+    }
+
+    /// [`MemoryBudget::new`] whose error names `raise` as what raises the cap.
+    pub fn raised_by(cap: u64, what: &'static str, raise: &'static str) -> Self {
+        MemoryBudget {
+            cap,
+            used: 0,
+            what,
+            raise,
+        }
+    }
+
+    /// Counts `bytes` more; an error once the total passes the cap (the total keeps counting,
+    /// so a caller that goes on gets the same error again).
+    pub fn charge(&mut self, bytes: u64) -> crate::Result<()> {
+        self.used = self.used.saturating_add(bytes);
+        if self.used > self.cap {
+            return Err(crate::Error::limit(format!(
+                "{} would take more than the memory budget of {} bytes (raise it: {})",
+                self.what, self.cap, self.raise
+            )));
+        }
+        Ok(())
+    }
+
+    /// What has been charged so far.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+
+    /// The cap.
+    pub fn cap(&self) -> u64 {
+        self.cap
     }
 }
 

@@ -406,7 +406,10 @@ impl Source {
             Source::Mapped(m) => m.bytes().get(start..end).map(Cow::Borrowed),
             Source::Owned(v) => v.get(start..end).map(Cow::Borrowed),
             Source::File { .. } | Source::Ranged { .. } => {
-                let mut buf = vec![0u8; end - start];
+                // The length is the caller's, often a file's word: refused, not aborted on,
+                // when the memory is not there.
+                let mut buf =
+                    crate::memory::try_filled_vec(end - start, 0u8).map_err(|e| e.at(offset))?;
                 self.read_into(offset, &mut buf)?;
                 return Ok(Cow::Owned(buf));
             }

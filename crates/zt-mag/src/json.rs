@@ -4,6 +4,8 @@
 //!   (`RawEntry`: the keys we use, the rest checked for JSON's faults and repeated keys, then
 //!   dropped), then checked in the order and with the errors magnetron's keys call for.
 //!   `usr_metadata` becomes attribute values (`JsonValue`), duplicate keys refused everywhere.
+//!   What is built is charged as it is built (`Budgets`): values against a cap of their own,
+//!   entries against the listing budget.
 //! - [`to_json`]: attribute values as JSON, for the writer.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,8 +14,9 @@ use std::hash::{BuildHasher, RandomState};
 
 use hashbrown::HashTable;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result};
-use zt_manifest::{Attributes, Value};
+use zt_manifest::{Attributes, Value, ValueBudget};
 
 use crate::limits::MAX_RANK;
 
@@ -42,69 +45,129 @@ macro_rules! every_scalar_is {
     };
 }
 
-/// A visitor used as its own seed: it reads whatever JSON value comes (`deserialize_any`).
+/// A visitor (which borrows the parse's [`Budgets`]) used as its own seed: it reads whatever
+/// JSON value comes (`deserialize_any`) into a `$value`.
 macro_rules! seed_by_any {
-    ($visitor:ty) => {
-        impl<'de> de::DeserializeSeed<'de> for $visitor {
-            type Value = <$visitor as Visitor<'de>>::Value;
+    ($visitor:ident, $value:ty) => {
+        impl<'de> de::DeserializeSeed<'de> for $visitor<'_> {
+            type Value = $value;
 
             fn deserialize<D: Deserializer<'de>>(
                 self,
                 d: D,
-            ) -> std::result::Result<Self::Value, D::Error> {
+            ) -> std::result::Result<$value, D::Error> {
                 d.deserialize_any(self)
             }
         }
     };
 }
 
+/// What the parse may still allocate, and the first limit it ran into.
+///
+/// A byte of the manifest can become tens of bytes in memory (`[0,0,...]` two bytes a
+/// value, `"a":{},` seven bytes an entry), so what is built is charged as it is built:
+/// attribute values (and the unused keys remembered to refuse repeats) against
+/// [`ParseOptions::max_value_bytes`](crate::ParseOptions::max_value_bytes), the tensor
+/// entries against the listing budget. serde's errors are text, so a charge that fails
+/// keeps its error here and the visitor stops with a placeholder.
+struct Budgets {
+    values: ValueBudget,
+    entries: MemoryBudget,
+    exceeded: Option<Error>,
+}
+
+impl Budgets {
+    /// Runs `charge` on `self`; its error is kept and a serde error returned that stops the
+    /// parse.
+    fn charge<E: de::Error>(
+        &mut self,
+        charge: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> std::result::Result<(), E> {
+        charge(self).map_err(|e| self.fail(e))
+    }
+
+    /// Keeps `error` (the first one only) and returns a serde error that stops the parse.
+    fn fail<E: de::Error>(&mut self, error: Error) -> E {
+        self.exceeded.get_or_insert(error);
+        E::custom("memory budget exceeded")
+    }
+}
+
 /// A JSON value as an attribute [`Value`], refusing duplicate object keys (serde_json would
 /// keep the last one silently, so two readers could disagree about the file).
 struct JsonValue(Value);
 
+/// Without a budget of the caller's (the tests' reference reader).
+#[cfg(test)]
 impl<'de> de::Deserialize<'de> for JsonValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(ValueVisitor)
+        let mut budgets = Budgets {
+            values: ValueBudget::new(u64::MAX),
+            entries: MemoryBudget::new(u64::MAX, "the tensor entries"),
+            exceeded: None,
+        };
+        d.deserialize_any(ValueVisitor(&mut budgets))
     }
 }
 
-struct ValueVisitor;
+/// Reads a [`JsonValue`], charging each value to the budget as it is made.
+struct ValueVisitor<'a>(&'a mut Budgets);
 
-impl<'de> Visitor<'de> for ValueVisitor {
+seed_by_any!(ValueVisitor, JsonValue);
+
+impl ValueVisitor<'_> {
+    /// `value`, once its node and `payload` bytes are charged.
+    fn charged<E: de::Error>(
+        self,
+        payload: usize,
+        value: impl FnOnce() -> Value,
+    ) -> std::result::Result<JsonValue, E> {
+        self.0.charge(|b| {
+            b.values.node()?;
+            b.values.payload(payload)
+        })?;
+        Ok(JsonValue(value()))
+    }
+}
+
+impl<'de> Visitor<'de> for ValueVisitor<'_> {
     type Value = JsonValue;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> std::result::Result<JsonValue, E> {
-        Ok(JsonValue(Value::Bool(v)))
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<JsonValue, E> {
+        self.charged(0, || Value::Bool(v))
     }
-    fn visit_i64<E>(self, v: i64) -> std::result::Result<JsonValue, E> {
-        Ok(JsonValue(Value::Integer(v.into())))
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<JsonValue, E> {
+        self.charged(0, || Value::Integer(v.into()))
     }
-    fn visit_u64<E>(self, v: u64) -> std::result::Result<JsonValue, E> {
-        Ok(JsonValue(Value::Integer(v.into())))
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<JsonValue, E> {
+        self.charged(0, || Value::Integer(v.into()))
     }
-    fn visit_f64<E>(self, v: f64) -> std::result::Result<JsonValue, E> {
-        Ok(JsonValue(Value::Float(v)))
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<JsonValue, E> {
+        self.charged(0, || Value::Float(v))
     }
-    fn visit_str<E>(self, v: &str) -> std::result::Result<JsonValue, E> {
-        Ok(JsonValue(Value::Text(v.to_owned())))
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<JsonValue, E> {
+        self.charged(v.len(), || Value::Text(v.to_owned()))
     }
-    fn visit_unit<E>(self) -> std::result::Result<JsonValue, E> {
-        Ok(JsonValue(Value::Null))
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<JsonValue, E> {
+        self.charged(0, || Value::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<JsonValue, A::Error> {
+        self.0.charge(|b| b.values.node())?;
         let mut v = Vec::new();
-        while let Some(JsonValue(x)) = seq.next_element()? {
+        while let Some(JsonValue(x)) = seq.next_element_seed(ValueVisitor(&mut *self.0))? {
             v.push(x);
         }
         Ok(JsonValue(Value::Array(v)))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<JsonValue, A::Error> {
+        self.0.charge(|b| b.values.node())?;
         let mut m = BTreeMap::new();
         while let Some(k) = map.next_key::<String>()? {
-            let JsonValue(v) = map.next_value()?;
+            self.0.charge(|b| b.values.key(k.len()))?;
+            let JsonValue(v) = map.next_value_seed(ValueVisitor(&mut *self.0))?;
             if m.contains_key(&k) {
                 return Err(de::Error::custom(format!("duplicate key {k:?}")));
             }
@@ -188,7 +251,12 @@ struct SeenKeys {
 impl SeenKeys {
     /// Notes `key` (of an object whose keys we use are `known`); an error the second time,
     /// worded as the attribute parser words it.
-    fn note<E: de::Error>(&mut self, key: Key, known: &[&str]) -> std::result::Result<(), E> {
+    fn note<E: de::Error>(
+        &mut self,
+        key: Key,
+        known: &[&str],
+        budgets: &mut Budgets,
+    ) -> std::result::Result<(), E> {
         let repeated = match key {
             Key::Known(i) => {
                 let bit = 1u8 << i;
@@ -198,6 +266,8 @@ impl SeenKeys {
             }
             Key::Other(k) if self.others.contains(&k) => Some(k),
             Key::Other(k) => {
+                // Remembered until the object ends: charged as attribute values are.
+                budgets.charge(|b| b.values.key(k.len()))?;
                 self.others.insert(k);
                 None
             }
@@ -217,15 +287,12 @@ impl SeenKeys {
 /// the values of keys we do not use.
 struct Skipped;
 
-impl<'de> de::Deserialize<'de> for Skipped {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(SkipVisitor)
-    }
-}
+/// Reads a [`Skipped`] value.
+struct SkipVisitor<'a>(&'a mut Budgets);
 
-struct SkipVisitor;
+seed_by_any!(SkipVisitor, Skipped);
 
-impl<'de> Visitor<'de> for SkipVisitor {
+impl<'de> Visitor<'de> for SkipVisitor<'_> {
     type Value = Skipped;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -233,14 +300,14 @@ impl<'de> Visitor<'de> for SkipVisitor {
     }
     every_scalar_is!(Skipped);
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Skipped, A::Error> {
-        while let Some(Skipped) = seq.next_element()? {}
+        while let Some(Skipped) = seq.next_element_seed(SkipVisitor(&mut *self.0))? {}
         Ok(Skipped)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Skipped, A::Error> {
         let mut seen = SeenKeys::default();
         while let Some(key) = map.next_key_seed(KeySeed(&[]))? {
-            let Skipped = map.next_value()?;
-            seen.note(key, &[])?;
+            let Skipped = map.next_value_seed(SkipVisitor(&mut *self.0))?;
+            seen.note(key, &[], self.0)?;
         }
         Ok(Skipped)
     }
@@ -295,9 +362,9 @@ enum RawShape {
 
 /// Parses the root object; anything else is consumed (so JSON's own errors come first, as
 /// before) and reported as not an object.
-struct RootVisitor;
+struct RootVisitor<'a>(&'a mut Budgets);
 
-impl<'de> Visitor<'de> for RootVisitor {
+impl<'de> Visitor<'de> for RootVisitor<'_> {
     type Value = Option<RawManifest>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -305,7 +372,7 @@ impl<'de> Visitor<'de> for RootVisitor {
     }
     every_scalar_is!(None);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Self::Value, A::Error> {
-        SkipVisitor.visit_seq(seq).map(|_| None)
+        SkipVisitor(self.0).visit_seq(seq).map(|_| None)
     }
     fn visit_map<A: MapAccess<'de>>(
         self,
@@ -317,15 +384,18 @@ impl<'de> Visitor<'de> for RootVisitor {
             // values reader did.
             match key {
                 Key::Known(4) => {
-                    let JsonValue(v) = map.next_value()?;
+                    let JsonValue(v) = map.next_value_seed(ValueVisitor(&mut *self.0))?;
                     root.usr_metadata = Some(v);
                 }
-                Key::Known(5) => root.tensor_map = Some(map.next_value_seed(TensorMapVisitor)?),
+                Key::Known(5) => {
+                    let entries = map.next_value_seed(TensorMapVisitor(&mut *self.0))?;
+                    root.tensor_map = Some(entries);
+                }
                 _ => {
-                    let Skipped = map.next_value()?;
+                    let Skipped = map.next_value_seed(SkipVisitor(&mut *self.0))?;
                 }
             }
-            root.keys.note(key, &REQUIRED_KEYS)?;
+            root.keys.note(key, &REQUIRED_KEYS, self.0)?;
         }
         Ok(Some(root))
     }
@@ -334,11 +404,11 @@ impl<'de> Visitor<'de> for RootVisitor {
 /// Parses `tensor_map` into [`RawEntry`]s, refusing a name given twice as it is read. The
 /// entries are kept once, in file order, and indexed by a table of (hash, position) with a
 /// per-process hash: a file cannot make it quadratic, and growing it hashes no name again.
-struct TensorMapVisitor;
+struct TensorMapVisitor<'a>(&'a mut Budgets);
 
-seed_by_any!(TensorMapVisitor);
+seed_by_any!(TensorMapVisitor, RawTensorMap);
 
-impl<'de> Visitor<'de> for TensorMapVisitor {
+impl<'de> Visitor<'de> for TensorMapVisitor<'_> {
     type Value = RawTensorMap;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -346,7 +416,7 @@ impl<'de> Visitor<'de> for TensorMapVisitor {
     }
     every_scalar_is!(RawTensorMap::NotAnObject);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<RawTensorMap, A::Error> {
-        SkipVisitor
+        SkipVisitor(self.0)
             .visit_seq(seq)
             .map(|_| RawTensorMap::NotAnObject)
     }
@@ -358,7 +428,24 @@ impl<'de> Visitor<'de> for TensorMapVisitor {
         let mut entries: Vec<RawEntry> = Vec::new();
         let mut by_name: HashTable<(u64, usize)> = HashTable::new();
         while let Some(name) = map.next_key::<String>()? {
-            let body = map.next_value_seed(EntryVisitor)?;
+            let body = map.next_value_seed(EntryVisitor(&mut *self.0))?;
+            let dims = match &body {
+                Some(RawBody {
+                    shape: RawShape::Dims(d),
+                    ..
+                }) => d.len(),
+                _ => 0,
+            };
+            // The entry, its name, its dimensions, its slot in the table.
+            let cost = std::mem::size_of::<RawEntry>() + name.len() + dims * 8 + 16;
+            self.0.charge(|b| b.entries.charge(cost as u64))?;
+            if entries.try_reserve(1).is_err() {
+                let e = Error::out_of_memory(format!(
+                    "cannot allocate the list of {} tensor entries",
+                    entries.len() + 1
+                ));
+                return Err(self.0.fail(e));
+            }
             let hash = state.hash_one(name.as_str());
             let same = |&(h, i): &(u64, usize)| {
                 h == hash && entries.get(i).is_some_and(|e| e.name == name)
@@ -374,11 +461,11 @@ impl<'de> Visitor<'de> for TensorMapVisitor {
 }
 
 /// Parses one `tensor_map` entry: the keys we use kept, the others read and dropped.
-struct EntryVisitor;
+struct EntryVisitor<'a>(&'a mut Budgets);
 
-seed_by_any!(EntryVisitor);
+seed_by_any!(EntryVisitor, Option<RawBody>);
 
-impl<'de> Visitor<'de> for EntryVisitor {
+impl<'de> Visitor<'de> for EntryVisitor<'_> {
     type Value = Option<RawBody>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -386,7 +473,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
     }
     every_scalar_is!(None);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Self::Value, A::Error> {
-        SkipVisitor.visit_seq(seq).map(|_| None)
+        SkipVisitor(self.0).visit_seq(seq).map(|_| None)
     }
     fn visit_map<A: MapAccess<'de>>(
         self,
@@ -395,27 +482,28 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let mut body = RawBody::default();
         while let Some(key) = map.next_key_seed(KeySeed(&REQUIRED_TENSOR_KEYS))? {
             let uint = |JsonValue(v)| v.as_u64();
+            let b = &mut *self.0;
             match key {
-                Key::Known(0) => body.shape = map.next_value_seed(ShapeVisitor)?,
-                Key::Known(2) => body.dtype_id = uint(map.next_value()?),
-                Key::Known(3) => body.offset = uint(map.next_value()?),
-                Key::Known(4) => body.nbytes = uint(map.next_value()?),
+                Key::Known(0) => body.shape = map.next_value_seed(ShapeVisitor(b))?,
+                Key::Known(2) => body.dtype_id = uint(map.next_value_seed(ValueVisitor(b))?),
+                Key::Known(3) => body.offset = uint(map.next_value_seed(ValueVisitor(b))?),
+                Key::Known(4) => body.nbytes = uint(map.next_value_seed(ValueVisitor(b))?),
                 _ => {
-                    let Skipped = map.next_value()?;
+                    let Skipped = map.next_value_seed(SkipVisitor(b))?;
                 }
             }
-            body.keys.note(key, &REQUIRED_TENSOR_KEYS)?;
+            body.keys.note(key, &REQUIRED_TENSOR_KEYS, self.0)?;
         }
         Ok(Some(body))
     }
 }
 
 /// Parses a `shape` into a [`RawShape`], keeping at most [`MAX_RANK`] dimensions.
-struct ShapeVisitor;
+struct ShapeVisitor<'a>(&'a mut Budgets);
 
-seed_by_any!(ShapeVisitor);
+seed_by_any!(ShapeVisitor, RawShape);
 
-impl<'de> Visitor<'de> for ShapeVisitor {
+impl<'de> Visitor<'de> for ShapeVisitor<'_> {
     type Value = RawShape;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -423,13 +511,15 @@ impl<'de> Visitor<'de> for ShapeVisitor {
     }
     every_scalar_is!(RawShape::NotAnArray);
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<RawShape, A::Error> {
-        SkipVisitor.visit_map(map).map(|_| RawShape::NotAnArray)
+        SkipVisitor(self.0)
+            .visit_map(map)
+            .map(|_| RawShape::NotAnArray)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<RawShape, A::Error> {
         let mut dims = Vec::new();
         let mut count = 0usize;
         let mut bad = None;
-        while let Some(JsonValue(d)) = seq.next_element()? {
+        while let Some(JsonValue(d)) = seq.next_element_seed(ValueVisitor(&mut *self.0))? {
             count += 1;
             if count <= MAX_RANK && bad.is_none() {
                 match d.as_u64() {
@@ -446,14 +536,28 @@ impl<'de> Visitor<'de> for ShapeVisitor {
     }
 }
 
-pub(crate) fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
+/// Parses the manifest `text`, building at most `max_value_bytes` of attribute values and
+/// `max_entry_bytes` of tensor entries.
+pub(crate) fn parse_manifest(
+    text: &[u8],
+    max_value_bytes: u64,
+    max_entry_bytes: u64,
+) -> Result<ParsedManifest> {
     if text.contains(&0) {
         return Err(Error::invalid("metadata JSON contains a NUL byte"));
     }
+    let mut budgets = Budgets {
+        values: ValueBudget::new(max_value_bytes),
+        entries: MemoryBudget::new(max_entry_bytes, "the manifest's tensor entries"),
+        exceeded: None,
+    };
     let mut de = serde_json::Deserializer::from_slice(text);
-    let root = de
-        .deserialize_any(RootVisitor)
-        .map_err(|e| Error::invalid(format!("metadata is not valid JSON: {e}")))?;
+    let root = de.deserialize_any(RootVisitor(&mut budgets)).map_err(|e| {
+        match budgets.exceeded.take() {
+            Some(limit) => limit,
+            None => Error::invalid(format!("metadata is not valid JSON: {e}")),
+        }
+    })?;
     de.end()
         .map_err(|e| Error::invalid(format!("metadata JSON has trailing data: {e}")))?;
     let Some(root) = root else {
@@ -583,6 +687,15 @@ pub(crate) fn to_json(key: &str, v: &Value) -> Result<serde_json::Value> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// [`super::parse_manifest`] with the default budgets of a small file.
+    fn parse_manifest(text: &[u8]) -> Result<ParsedManifest> {
+        super::parse_manifest(
+            text,
+            zt_manifest::DEFAULT_MAX_VALUE_BYTES,
+            crate::limits::default_listing_budget(0),
+        )
+    }
 
     #[test]
     fn duplicates_nul_and_depth_are_refused() {

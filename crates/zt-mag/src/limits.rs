@@ -5,3 +5,19 @@
 pub const MAX_RANK: usize = 64;
 /// Longest key.
 pub const MAX_KEY_LEN: u64 = 65_535;
+
+/// What listing a file of `file_len` bytes may take by default: twice its length plus
+/// 64 MiB, and at least 256 MiB (the rule the facade's listings follow). A real tensor
+/// entry of a manifest is some sixty bytes of JSON and lists in about a hundred and fifty,
+/// so real files stay far inside it; seven-byte entries do not.
+///
+/// ```
+/// assert_eq!(zt_mag::default_listing_budget(1000), 256 << 20);
+/// assert_eq!(zt_mag::default_listing_budget(1 << 30), (2 << 30) + (64 << 20));
+/// ```
+pub fn default_listing_budget(file_len: u64) -> u64 {
+    file_len
+        .saturating_mul(2)
+        .saturating_add(64 << 20)
+        .max(256 << 20)
+}

@@ -10,7 +10,7 @@ use zt_manifest::{Attributes, Value};
 use crate::dtype::{code_count, element_of, name_of_code_de};
 use crate::json;
 use crate::layout::Layout;
-use crate::limits::{MAX_KEY_LEN, MAX_RANK};
+use crate::limits::{default_listing_budget, MAX_KEY_LEN, MAX_RANK};
 
 /// One tensor of a `.mag` file, validated: its data range lies inside the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,12 +56,21 @@ pub struct ChecksumStatus {
 pub struct ParseOptions {
     /// Fail when a stored CRC-32C does not match (default). Off for reading damaged files.
     pub verify_checksum: bool,
+    /// Most memory a version 300 manifest's metadata values may take once parsed
+    /// (default [`zt_manifest::DEFAULT_MAX_VALUE_BYTES`]): two bytes of JSON can be a
+    /// 32-byte value.
+    pub max_value_bytes: u64,
+    /// Most memory the list of a version 300 manifest's tensor entries may take while it is
+    /// read; `None` (the default) is [`crate::default_listing_budget`] of the file's length.
+    pub max_listing_bytes: Option<u64>,
 }
 
 impl Default for ParseOptions {
     fn default() -> Self {
         ParseOptions {
             verify_checksum: true,
+            max_value_bytes: zt_manifest::DEFAULT_MAX_VALUE_BYTES,
+            max_listing_bytes: None,
         }
     }
 }
@@ -178,7 +187,7 @@ pub fn parse(src: &Source, opts: ParseOptions) -> Result<MagFile> {
         Layout::GenA => gen_a(&mut c)?,
         Layout::V1 => gen_b(&mut c)?,
         Layout::V100 | Layout::V200 => gen_cd(&mut c, layout)?,
-        Layout::V300 => gen_e(&mut c)?,
+        Layout::V300 => gen_e(&mut c, &opts)?,
     };
     if let (Some(cs), true) = (file.checksum, opts.verify_checksum) {
         if cs.stored != cs.computed {
@@ -591,7 +600,7 @@ fn gen_cd(c: &mut Cur<'_>, layout: Layout) -> Result<MagFile> {
 }
 
 /// `MAG!` version 300 (magnetron 0.2.x): a JSON manifest and 4096-aligned data.
-fn gen_e(c: &mut Cur<'_>) -> Result<MagFile> {
+fn gen_e(c: &mut Cur<'_>, opts: &ParseOptions) -> Result<MagFile> {
     let aux = c.u32("aux")?;
     if aux >> 1 != 0 {
         return Err(Error::invalid(format!("header aux {aux:#x} has reserved bits set")).at(8));
@@ -624,7 +633,11 @@ fn gen_e(c: &mut Cur<'_>) -> Result<MagFile> {
     }
     c.pos = meta_offset;
     let text = c.bytes(meta_span, "metadata")?;
-    let manifest = json::parse_manifest(&text).map_err(|e| e.at(meta_offset))?;
+    let listing = opts
+        .max_listing_bytes
+        .unwrap_or_else(|| default_listing_budget(c.src.len()));
+    let manifest = json::parse_manifest(&text, opts.max_value_bytes, listing)
+        .map_err(|e| e.at(meta_offset))?;
     let mut tensors = Vec::with_capacity(manifest.tensors.len());
     for t in manifest.tensors {
         let element = element_of(Layout::V300, t.dtype_id).ok_or_else(|| {

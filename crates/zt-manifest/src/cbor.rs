@@ -8,7 +8,7 @@ use minicbor::Decoder;
 use smallvec::SmallVec;
 use zt_container::{Error, Result};
 
-use crate::value::Value;
+use crate::value::{Value, ValueBudget};
 use crate::DecodeLimits;
 
 /// Most keys of one map checked by a linear scan; past this, [`SeenKeys`] moves to a hash set.
@@ -86,6 +86,8 @@ pub(crate) struct Reader<'b> {
     pub d: Decoder<'b>,
     base: u64,
     limits: DecodeLimits,
+    /// What the values built so far take ([`DecodeLimits::max_value_bytes`]).
+    values: ValueBudget,
 }
 
 impl<'b> Reader<'b> {
@@ -94,6 +96,7 @@ impl<'b> Reader<'b> {
             d: Decoder::new(bytes),
             base,
             limits,
+            values: ValueBudget::new(limits.max_value_bytes),
         }
     }
 
@@ -344,9 +347,16 @@ impl<'b> Reader<'b> {
         self.value(depth).map(drop)
     }
 
+    /// Charges a map key of `len` bytes, read at `at`, to the values' budget.
+    pub fn charge_key(&mut self, len: usize, at: u64) -> Result<()> {
+        self.values.key(len).map_err(|e| e.at(at))
+    }
+
     /// Reads one item as a [`Value`], within the depth limit.
     pub fn value(&mut self, depth: usize) -> Result<Value> {
         self.check_depth(depth)?;
+        let at = self.offset();
+        self.values.node().map_err(|e| e.at(at))?;
         let t = self.datatype()?;
         Ok(match t {
             Type::Bool => Value::Bool(self.call(|d| d.bool())?),
@@ -369,17 +379,28 @@ impl<'b> Reader<'b> {
             Type::F16 => Value::Float(self.call(|d| d.f16())?.into()),
             Type::F32 => Value::Float(self.call(|d| d.f32())?.into()),
             Type::F64 => Value::Float(self.call(|d| d.f64())?),
-            Type::String | Type::StringIndef => Value::Text(self.text("text")?.into_owned()),
-            Type::Bytes => Value::Bytes(self.call(|d| d.bytes())?.to_vec()),
+            Type::String | Type::StringIndef => {
+                let text = self.text("text")?;
+                self.values.payload(text.len()).map_err(|e| e.at(at))?;
+                Value::Text(text.into_owned())
+            }
+            Type::Bytes => {
+                let bytes = self.call(|d| d.bytes())?;
+                self.values.payload(bytes.len()).map_err(|e| e.at(at))?;
+                Value::Bytes(bytes.to_vec())
+            }
             Type::BytesIndef => {
                 let at = self.offset();
                 let mut v = Vec::new();
                 let iter = self.d.bytes_iter().map_err(|e| Self::cbor_error(at, e))?;
+                let mut budget = self.values.clone();
                 for part in iter {
-                    v.extend_from_slice(
-                        part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?,
-                    );
+                    let part =
+                        part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?;
+                    budget.payload(part.len()).map_err(|e| e.at(at))?;
+                    v.extend_from_slice(part);
                 }
+                self.values = budget;
                 Value::Bytes(v)
             }
             Type::Array | Type::ArrayIndef => {
@@ -392,7 +413,8 @@ impl<'b> Reader<'b> {
             }
             Type::Map | Type::MapIndef => {
                 let mut m = BTreeMap::new();
-                self.map_entries("attribute map", |r, k, _| {
+                self.map_entries("attribute map", |r, k, key_at| {
+                    r.charge_key(k.len(), key_at)?;
                     m.insert(k.into_owned(), r.value(depth + 1)?);
                     Ok(())
                 })?;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use zt_container::{Error, Result};
 
-use crate::value::Value;
+use crate::value::{Value, ValueBudget};
 
 /// The deepest nesting a v2 manifest may have: the root is at depth 0, a value at depth 33
 /// is refused.
@@ -49,17 +49,26 @@ pub(crate) struct Det<'b> {
     pos: usize,
     base: u64,
     max_depth: usize,
+    /// What the values built so far take.
+    values: ValueBudget,
 }
 
 impl<'b> Det<'b> {
-    /// A reader over `input`, whose first byte is at absolute offset `base` in the file.
-    pub fn new(input: &'b [u8], base: u64, max_depth: usize) -> Self {
+    /// A reader over `input`, whose first byte is at absolute offset `base` in the file,
+    /// nesting at most `max_depth` deep and building values of at most `max_value_bytes`.
+    pub fn new(input: &'b [u8], base: u64, max_depth: usize, max_value_bytes: u64) -> Self {
         Det {
             input,
             pos: 0,
             base,
             max_depth,
+            values: ValueBudget::new(max_value_bytes),
         }
+    }
+
+    /// Charges a map key of `len` bytes, read at `at`, to the values' budget.
+    pub fn charge_key(&mut self, len: usize, at: u64) -> Result<()> {
+        self.values.key(len).map_err(|e| e.at(at))
     }
 
     /// Absolute offset of the next byte.
@@ -333,20 +342,27 @@ impl<'b> Det<'b> {
     fn item(&mut self, depth: usize, build: bool) -> Result<Option<Value>> {
         self.check_depth(depth)?;
         let at = self.offset();
+        if build {
+            self.values.node().map_err(|e| e.at(at))?;
+        }
         let h = self.head()?;
         let v = match h.major {
             0 => Value::Integer(i128::from(h.arg)),
             1 => Value::Integer(-1 - i128::from(h.arg)),
-            2 => Value::Bytes(if build {
-                self.take(h.arg)?.to_vec()
-            } else {
-                self.take(h.arg)?;
-                Vec::new()
-            }),
+            2 => {
+                let bytes = self.take(h.arg)?;
+                if build {
+                    self.values.payload(bytes.len()).map_err(|e| e.at(at))?;
+                }
+                Value::Bytes(if build { bytes.to_vec() } else { Vec::new() })
+            }
             3 => {
                 let bytes = self.take(h.arg)?;
                 let s = utf8(bytes)
                     .ok_or_else(|| Error::invalid("CBOR text is not valid UTF-8").at(at))?;
+                if build {
+                    self.values.payload(s.len()).map_err(|e| e.at(at))?;
+                }
                 Value::Text(if build { s.to_owned() } else { String::new() })
             }
             4 => {
@@ -369,6 +385,7 @@ impl<'b> Det<'b> {
                         let key = key.ok_or_else(|| {
                             Error::invalid("attribute map key is not text").at(key_at)
                         })?;
+                        r.charge_key(key.len(), key_at)?;
                         m.insert(key.to_owned(), v.unwrap_or(Value::Null));
                     }
                     Ok(())
@@ -522,7 +539,7 @@ mod tests {
     }
 
     fn value(b: &[u8]) -> Result<Value> {
-        let mut d = Det::new(b, 100, MAX_DEPTH_V2);
+        let mut d = Det::new(b, 100, MAX_DEPTH_V2, crate::DEFAULT_MAX_VALUE_BYTES);
         let v = d.value(0)?;
         d.expect_end()?;
         Ok(v)

@@ -13,7 +13,8 @@
 //!   tags or trailing bytes, at most [`MAX_DEPTH_V2`] levels) and the v2 name rules;
 //!   [`encode_manifest_v2`] writes one as deterministic CBOR, as ztensor 2.x does.
 //! - [`Value`], [`Attributes`]: attribute values, every CBOR kind real files hold.
-//! - [`DecodeLimits`]: the caps that keep hostile input from exhausting the stack.
+//! - [`DecodeLimits`]: the caps that keep hostile input from exhausting the stack or memory;
+//!   [`ValueBudget`] counts the memory decoded attribute values take against one of them.
 //!
 //! # Example
 //!
@@ -61,7 +62,7 @@ pub use v2::{
     MAX_SHARD_NAME_LEN, MIN_OBJECT_ENTRY_V2,
 };
 pub use v2_encode::encode_manifest_v2;
-pub use value::{Attributes, Value, CBOR_INT_MAX, CBOR_INT_MIN};
+pub use value::{Attributes, Value, ValueBudget, CBOR_INT_MAX, CBOR_INT_MIN};
 pub use zt_container::{Error, ErrorKind, Result};
 
 /// Caps on the manifest's structure, so hostile input cannot exhaust the stack or memory.
@@ -71,18 +72,25 @@ pub struct DecodeLimits {
     pub max_depth: usize,
     /// Most dimensions a shape may have.
     pub max_rank: usize,
+    /// Most memory the attribute values of one manifest may take once decoded, counted as
+    /// they are built ([`ValueBudget`]): a one-byte CBOR integer is a 32-byte [`Value`].
+    pub max_value_bytes: u64,
 }
 
 /// Default [`DecodeLimits::max_depth`]: deep enough for any real attribute tree.
 pub const DEFAULT_MAX_DEPTH: usize = 128;
 /// Default [`DecodeLimits::max_rank`]: NumPy's and PyTorch's own limit.
 pub const DEFAULT_MAX_RANK: usize = 64;
+/// Default [`DecodeLimits::max_value_bytes`]: 256 MiB, a hundred times the attributes of
+/// any file we have met (a GGUF vocabulary of 256,000 tokens takes about 30 MB).
+pub const DEFAULT_MAX_VALUE_BYTES: u64 = 256 << 20;
 
 impl Default for DecodeLimits {
     fn default() -> Self {
         DecodeLimits {
             max_depth: DEFAULT_MAX_DEPTH,
             max_rank: DEFAULT_MAX_RANK,
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
         }
     }
 }

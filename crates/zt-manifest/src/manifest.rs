@@ -375,7 +375,8 @@ fn encode_object(e: &mut Enc, o: &Object) {
 
 pub(crate) fn attributes_map(r: &mut Reader<'_>, depth: usize, what: &str) -> Result<Attributes> {
     let mut m = Attributes::new();
-    r.map_entries(what, |r, k, _| {
+    r.map_entries(what, |r, k, at| {
+        r.charge_key(k.len(), at)?;
         m.insert(k.into_owned(), r.value(depth + 1)?);
         Ok(())
     })?;

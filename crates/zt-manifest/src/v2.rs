@@ -299,7 +299,12 @@ pub fn visit_manifest_v2<'a>(
     mut objects_start: impl FnMut(&[ShardV2], u64) -> Result<()>,
     mut object: impl FnMut(&mut ObjectV2Ref<'a>) -> Result<()>,
 ) -> Result<ManifestV2Rest> {
-    let mut d = Det::new(bytes, base, MAX_DEPTH_V2.min(limits.max_depth));
+    let mut d = Det::new(
+        bytes,
+        base,
+        MAX_DEPTH_V2.min(limits.max_depth),
+        limits.max_value_bytes,
+    );
     let mut rest = ManifestV2Rest::default();
     let mut seen_objects = false;
     let mut o = ObjectV2Ref::default();
@@ -347,6 +352,7 @@ fn attributes(d: &mut Det<'_>, depth: usize) -> Result<Attributes> {
     d.entries(n, depth, "attributes", |d, key, at| {
         let key = key.ok_or_else(|| Error::invalid("attribute key is not text").at(at))?;
         check_name(key, "attribute").map_err(|e| e.at(at))?;
+        d.charge_key(key.len(), at)?;
         let v: Value = d.value(depth + 1)?;
         attrs.insert(key.to_owned(), v);
         Ok(())

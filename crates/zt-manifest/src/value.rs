@@ -33,6 +33,65 @@ pub enum Value {
     Tag(u64, Box<Value>),
 }
 
+/// What decoded attribute values may still take in memory ([`crate::DecodeLimits::max_value_bytes`]),
+/// charged by every reader that builds [`Value`]s from a file: the CBOR manifests here, and
+/// the GGUF and `.mag` readers beside them.
+///
+/// Each value costs its node (`size_of::<Value>()`) plus its text's or bytes' length, each map
+/// entry its key. That is what the tree holds, give or take the allocator's rounding, so a
+/// file cannot turn a few hundred MB of one-byte values into tens of GB of them.
+///
+/// ```
+/// use zt_manifest::{Value, ValueBudget};
+///
+/// let node = std::mem::size_of::<Value>() as u64;
+/// let mut budget = ValueBudget::new(10 * node);
+/// budget.nodes(9).unwrap();
+/// budget.node().unwrap();
+/// let e = budget.payload(1).unwrap_err();
+/// assert!(e.to_string().contains("the attribute values would take more than"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ValueBudget(zt_container::internal::MemoryBudget);
+
+impl ValueBudget {
+    /// A budget of `cap` bytes.
+    pub fn new(cap: u64) -> Self {
+        ValueBudget(zt_container::internal::MemoryBudget::raised_by(
+            cap,
+            "the attribute values",
+            "DecodeLimits::max_value_bytes, Limits::memory_budget, zt --max-memory",
+        ))
+    }
+
+    /// Charges one value's node.
+    pub fn node(&mut self) -> crate::Result<()> {
+        self.0.charge(std::mem::size_of::<Value>() as u64)
+    }
+
+    /// Charges `count` values' nodes at once (an array's elements, before its list is
+    /// allocated).
+    pub fn nodes(&mut self, count: u64) -> crate::Result<()> {
+        self.0
+            .charge(count.saturating_mul(std::mem::size_of::<Value>() as u64))
+    }
+
+    /// Charges `len` bytes of a value's text or bytes.
+    pub fn payload(&mut self, len: usize) -> crate::Result<()> {
+        self.0.charge(len as u64)
+    }
+
+    /// Charges one map entry's key of `len` bytes (its value is charged as a node).
+    pub fn key(&mut self, len: usize) -> crate::Result<()> {
+        self.0.charge((std::mem::size_of::<String>() + len) as u64)
+    }
+
+    /// What has been charged so far.
+    pub fn used(&self) -> u64 {
+        self.0.used()
+    }
+}
+
 /// Smallest and largest integer CBOR can hold.
 pub const CBOR_INT_MIN: i128 = -(1i128 << 64);
 /// Largest integer CBOR can hold.

@@ -81,6 +81,23 @@ impl Limits {
             .unwrap_or_else(|| self.read_budget(file_len).max(MIN_LISTING_BUDGET))
     }
 
+    /// The caps the manifest and metadata decoders work under: [`Limits::decode`], with its
+    /// cap on attribute values ([`DecodeLimits::max_value_bytes`]) raised to
+    /// [`Limits::memory_budget`] when that is set higher.
+    ///
+    /// ```
+    /// let raised = ztensor::Limits { memory_budget: Some(8 << 30), ..Default::default() };
+    /// assert_eq!(raised.decode_limits().max_value_bytes, 8 << 30);
+    /// assert_eq!(ztensor::Limits::default().decode_limits().max_value_bytes, 256 << 20);
+    /// ```
+    pub fn decode_limits(&self) -> DecodeLimits {
+        let raised = self.memory_budget.unwrap_or(0);
+        DecodeLimits {
+            max_value_bytes: self.decode.max_value_bytes.max(raised),
+            ..self.decode
+        }
+    }
+
     /// What listing one object named `name` costs, for [`Limits::listing_budget`].
     #[cfg(any(feature = "onnx", feature = "hdf5"))]
     pub(crate) fn listing_cost(name: &str) -> u64 {

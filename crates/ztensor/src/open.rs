@@ -258,7 +258,7 @@ impl OpenOptions {
             Some(FileKind::Mag) => {
                 // .mag tables are read piecemeal: read-around serves them better.
                 source.expect_sparse_reads(false);
-                files::mag::list(&source, !self.skip_mag_checksum)?
+                files::mag::list(&source, !self.skip_mag_checksum, limits)?
             }
             Some(FileKind::ZTensorV2) => {
                 let container = ContainerV2::parse(source, limits.max_manifest_len)?;

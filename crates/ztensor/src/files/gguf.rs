@@ -29,11 +29,11 @@
 //! tensors overlapping, unknown value types and bad `general.alignment` are errors at their
 //! offset. See docs/hostile-input.md.
 
-use zt_container::internal::try_with_capacity;
+use zt_container::internal::{try_with_capacity, MemoryBudget};
 use zt_container::{Error, Result, Source};
 use zt_formats::ggml::GgmlType;
 use zt_formats::{DType, ElementType, Format};
-use zt_manifest::{Attributes, Value};
+use zt_manifest::{Attributes, Value, ValueBudget};
 
 use crate::listing::{sort_by_name, Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
@@ -82,6 +82,8 @@ struct Cursor<'s> {
     len: u64,
     big_endian: bool,
     v1: bool,
+    /// What the metadata values made so far take.
+    values: ValueBudget,
 }
 
 /// How much an unmapped file is read ahead at a time while its header is parsed.
@@ -186,9 +188,16 @@ impl<'s> Cursor<'s> {
         })
     }
 
-    /// One metadata value of type `type_id` and its type (see [`value_type`]); `depth`
-    /// counts the arrays around it.
-    fn value(&mut self, type_id: u32, depth: usize, type_at: u64) -> Result<(Value, Value)> {
+    /// One metadata value of type `type_id` and, when `want_type`, its type (see
+    /// [`value_type`]); `depth` counts the arrays around it. The caller has charged the
+    /// value's node to the budget; its text, and its type, are charged here.
+    fn value(
+        &mut self,
+        type_id: u32,
+        depth: usize,
+        type_at: u64,
+        want_type: bool,
+    ) -> Result<(Value, Option<Value>)> {
         let at = self.pos;
         let int = |v: i128| Value::Integer(v);
         let value = match type_id {
@@ -210,6 +219,7 @@ impl<'s> Cursor<'s> {
             },
             8 => {
                 let bytes = self.string("string value")?;
+                self.values.payload(bytes.len()).map_err(|e| e.at(at))?;
                 // Not every GGUF string is text (a tokenizer's byte tokens may not be):
                 // what is not UTF-8 is kept as bytes, and its type still says str.
                 match String::from_utf8(bytes) {
@@ -217,7 +227,7 @@ impl<'s> Cursor<'s> {
                     Err(e) => Value::Bytes(e.into_bytes()),
                 }
             }
-            ARRAY => return self.array_value(depth, at),
+            ARRAY => return self.array_value(depth, at, want_type),
             10 => int(self.u64("u64 value")?.into()),
             11 => int(self.array::<8>("i64 value").map(i64::from_le_bytes)?.into()),
             12 => Value::Float(self.array::<8>("f64 value").map(f64::from_le_bytes)?),
@@ -228,11 +238,28 @@ impl<'s> Cursor<'s> {
                 .at(type_at))
             }
         };
+        if !want_type {
+            return Ok((value, None));
+        }
         let name = value_type(type_id).unwrap_or("?");
-        Ok((value, Value::Text(name.to_owned())))
+        self.charge_text_value(name, at)?;
+        Ok((value, Some(Value::Text(name.to_owned()))))
     }
 
-    fn array_value(&mut self, depth: usize, at: u64) -> Result<(Value, Value)> {
+    /// Charges a text value of `text` (a value's type) to the budget.
+    fn charge_text_value(&mut self, text: &str, at: u64) -> Result<()> {
+        self.values
+            .node()
+            .and_then(|()| self.values.payload(text.len()))
+            .map_err(|e| e.at(at))
+    }
+
+    fn array_value(
+        &mut self,
+        depth: usize,
+        at: u64,
+        want_type: bool,
+    ) -> Result<(Value, Option<Value>)> {
         if depth >= MAX_NESTING {
             return Err(Error::limit(format!(
                 "metadata arrays nested more than {MAX_NESTING} deep at byte {at}"
@@ -259,21 +286,29 @@ impl<'s> Cursor<'s> {
             ))
             .at(n_at));
         }
+        // Every element's node is charged before any is allocated: a byte of the file can
+        // be a 32-byte value.
+        self.values.nodes(n).map_err(|e| e.at(n_at))?;
         let mut values = try_with_capacity(n as usize).map_err(|e| e.at(n_at))?;
         let mut types = Vec::new();
         for _ in 0..n {
-            let (v, t) = self.value(elem, depth + 1, elem_at)?;
+            // An array of arrays records each inner array's type; scalars' are not made.
+            let (v, t) = self.value(elem, depth + 1, elem_at, elem == ARRAY)?;
             values.push(v);
-            if elem == ARRAY {
-                types.push(t);
-            }
+            types.extend(t);
+        }
+        if !want_type {
+            return Ok((Value::Array(values), None));
         }
         let ty = if elem == ARRAY {
+            self.values.node().map_err(|e| e.at(at))?;
             Value::Array(types)
         } else {
-            Value::Text(format!("[{}]", value_type(elem).unwrap_or("?")))
+            let name = format!("[{}]", value_type(elem).unwrap_or("?"));
+            self.charge_text_value(&name, at)?;
+            Value::Text(name)
         };
-        Ok((Value::Array(values), ty))
+        Ok((Value::Array(values), Some(ty)))
     }
 }
 
@@ -322,6 +357,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         len,
         big_endian: false,
         v1: false,
+        values: ValueBudget::new(limits.decode_limits().max_value_bytes),
     };
     if c.take(4, "magic")? != b"GGUF" {
         return Err(invalid("no GGUF magic").at(0));
@@ -355,7 +391,14 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         let key = c.text("metadata key")?;
         let type_at = c.pos;
         let type_id = c.u32("metadata value type")?;
-        let (value, ty) = c.value(type_id, 0, type_at)?;
+        // The key is kept twice (the value's and its type's), the value's node once.
+        c.values
+            .key(key.len())
+            .and_then(|()| c.values.key(key.len()))
+            .and_then(|()| c.values.node())
+            .map_err(|e| e.at(key_at))?;
+        let (value, ty) = c.value(type_id, 0, type_at, true)?;
+        let ty = ty.unwrap_or(Value::Null);
         if key == ALIGNMENT_KEY {
             alignment = match (&value, type_id) {
                 (Value::Integer(a), 4) if *a > 0 && (*a as u64).is_power_of_two() => *a as u64,
@@ -382,9 +425,22 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         attributes.insert(key, value);
     }
 
+    // A tensor info can be written in 24 bytes and lists in about twenty times that: the
+    // listing is charged as it grows, against the budget every listing has.
+    // The declared count's records are charged before their list is allocated, each name
+    // and shape as it is read.
+    let mut listing = MemoryBudget::new(limits.listing_budget(len), "listing the file's tensors");
+    let record = (std::mem::size_of::<TensorInfo>() + std::mem::size_of::<ObjectInfo>()) as u64;
+    listing
+        .charge(n_tensors.saturating_mul(record))
+        .map_err(|e| e.at(n_kv_at - if c.v1 { 4 } else { 8 }))?;
     let mut infos = try_with_capacity(n_tensors as usize)?;
     for _ in 0..n_tensors {
-        infos.push(tensor_info(&mut c, limits)?);
+        let at = c.pos;
+        let info = tensor_info(&mut c, limits)?;
+        let cost = 2 * info.name.len() + 16 * info.shape.len();
+        listing.charge(cost as u64).map_err(|e| e.at(at))?;
+        infos.push(info);
     }
 
     let data_start = c

@@ -4,12 +4,17 @@
 use zt_container::{Result, Source};
 use zt_mag::{parse, ParseOptions};
 
-use crate::listing::Listing;
+use crate::listing::{Limits, Listing};
 use crate::model::{ByteOrder, FileVersion, ObjectInfo};
 
 /// Lists a `.mag` file of any layout.
-pub(crate) fn list(source: &Source, verify_checksum: bool) -> Result<Listing> {
-    let file = parse(source, ParseOptions { verify_checksum })?;
+pub(crate) fn list(source: &Source, verify_checksum: bool, limits: &Limits) -> Result<Listing> {
+    let options = ParseOptions {
+        verify_checksum,
+        max_value_bytes: limits.decode_limits().max_value_bytes,
+        max_listing_bytes: Some(limits.listing_budget(source.len())),
+    };
+    let file = parse(source, options)?;
     let byte_order = if file.big_endian {
         ByteOrder::Big
     } else {

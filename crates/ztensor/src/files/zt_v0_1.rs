@@ -13,7 +13,7 @@ use crate::model::{
 /// Lists a zTensor v0.1 file whose container has been parsed.
 pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let bytes = container.manifest_bytes()?;
-    let entries = decode_index(&bytes, container.manifest_offset(), limits.decode)?;
+    let entries = decode_index(&bytes, container.manifest_offset(), limits.decode_limits())?;
     let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
     let mut collected = Collected::default();
     for mut e in entries {

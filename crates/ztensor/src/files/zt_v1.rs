@@ -32,7 +32,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
         let head = decode_objects(
             &bytes,
             container.manifest_offset(),
-            limits.decode,
+            limits.decode_limits(),
             |n| declared.store(n, Ordering::Relaxed),
             |o, _, version| {
                 if objects.capacity() == 0 {

@@ -33,7 +33,7 @@ const INDEX_ROLES: [&str; 3] = ["indices", "indptr", "coords"];
 pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let at = container.manifest_offset();
     let bytes = container.manifest_bytes()?;
-    let root = decode_value_at(&bytes, at, limits.decode)?;
+    let root = decode_value_at(&bytes, at, limits.decode_limits())?;
     let Value::Map(root) = root else {
         return Err(Error::invalid("v1.0 manifest is not a map").at(at));
     };

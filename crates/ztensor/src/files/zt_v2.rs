@@ -66,7 +66,7 @@ pub(crate) fn list(
         let rest = visit_manifest_v2(
             &bytes,
             footer.manifest_offset,
-            limits.decode,
+            limits.decode_limits(),
             |table, count| {
                 let _ = shards.set(open_shards(table, path, limits, open_shard)?);
                 declared.set(usize::try_from(count).unwrap_or(usize::MAX));
