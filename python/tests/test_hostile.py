@@ -89,3 +89,23 @@ def test_every_failure_says_where():
     assert e.value.path and e.value.path.endswith("bad_header_magic.zt")
     assert e.value.kind == "invalid_file"
     assert "magic" in e.value.message
+
+
+def test_metadata_of_one_byte_values_is_refused_not_grown_into_gigabytes(tmp_path):
+    """A GGUF holding one array of 9 M u8 values: 9 MB of file, 288 MB of values. Refused
+    by the cap on attribute values before anything is allocated, naming how to raise it."""
+    import struct
+
+    n = 9 << 20
+    path = tmp_path / "bomb.gguf"
+    with open(path, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1))
+        f.write(struct.pack("<Q", 4) + b"bomb")
+        f.write(struct.pack("<IIQ", 9, 0, n))
+        f.write(bytes(n))
+    with pytest.raises(ztio.LimitError) as info:
+        ztio.open(path)
+    message = str(info.value)
+    assert "the attribute values would take more than the memory budget of 268435456" in message
+    assert "ztio.open(max_memory=...)" in message
+    assert info.value.offset == 44

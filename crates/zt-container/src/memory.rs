@@ -163,7 +163,11 @@ impl MemoryBudget {
     /// A budget of `cap` bytes for `what` (named in the error: "the attribute values"), which
     /// the facade's `Limits::memory_budget` (`zt --max-memory`) raises.
     pub fn new(cap: u64, what: &'static str) -> Self {
-        MemoryBudget::raised_by(cap, what, "Limits::memory_budget, zt --max-memory")
+        MemoryBudget::raised_by(
+            cap,
+            what,
+            "Limits::memory_budget, zt --max-memory, ztio.open(max_memory=...)",
+        )
     }
 
     /// [`MemoryBudget::new`] whose error names `raise` as what raises the cap.

@@ -60,7 +60,8 @@ impl ValueBudget {
         ValueBudget(zt_container::internal::MemoryBudget::raised_by(
             cap,
             "the attribute values",
-            "DecodeLimits::max_value_bytes, Limits::memory_budget, zt --max-memory",
+            "DecodeLimits::max_value_bytes, Limits::memory_budget, zt --max-memory, \
+             ztio.open(max_memory=...)",
         ))
     }
 

@@ -105,7 +105,8 @@ fn metadata_takes_memory_within_its_caps() {
     assert_eq!(
         e.message(),
         "the attribute values would take more than the memory budget of 268435456 bytes \
-         (raise it: DecodeLimits::max_value_bytes, Limits::memory_budget, zt --max-memory)"
+         (raise it: DecodeLimits::max_value_bytes, Limits::memory_budget, zt --max-memory, \
+         ztio.open(max_memory=...))"
     );
     assert_eq!(e.offset(), Some(44), "at the array's length");
     assert!(held < 4 * MIB, "held {held} bytes");
@@ -141,7 +142,7 @@ fn metadata_takes_memory_within_its_caps() {
     assert_eq!(
         e.message(),
         "listing the file's tensors would take more than the memory budget of 16777216 bytes \
-         (raise it: Limits::memory_budget, zt --max-memory)"
+         (raise it: Limits::memory_budget, zt --max-memory, ztio.open(max_memory=...))"
     );
     assert_eq!(e.offset(), Some(8), "at the tensor count");
     assert!(held < 4 * MIB, "held {held} bytes");
@@ -192,7 +193,7 @@ fn metadata_takes_memory_within_its_caps() {
     assert_eq!(
         e.message(),
         "the manifest's tensor entries would take more than the memory budget of 16777216 \
-         bytes (raise it: Limits::memory_budget, zt --max-memory)"
+         bytes (raise it: Limits::memory_budget, zt --max-memory, ztio.open(max_memory=...))"
     );
     assert!(held < file.len() + 16 * MIB + 8 * MIB, "held {held} bytes");
     // By default (a budget of twice the file plus 64 MiB) the parse goes on to the entries'

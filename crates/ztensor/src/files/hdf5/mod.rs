@@ -632,7 +632,8 @@ impl<'s> File<'s> {
         if self.listed_bytes > budget {
             return Err(Error::limit(format!(
                 "listing the file's {} datasets would take more than the memory budget of \
-                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
+                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory, \
+                 ztio.open(max_memory=...))",
                 self.objects.len() + 1
             )));
         }

@@ -404,7 +404,8 @@ impl<'s> Walk<'s, '_> {
         if self.listed_bytes > budget {
             return Err(Error::limit(format!(
                 "listing the model's {} would take more than the memory budget of \
-                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory)",
+                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory, \
+                 ztio.open(max_memory=...))",
                 what()
             )));
         }
