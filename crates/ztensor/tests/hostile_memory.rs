@@ -9,8 +9,6 @@
 //!   decoded once, into the buffer handed back: the peak is the decoded size plus a little,
 //!   not twice it.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use ztensor::{ErrorKind, OpenOptions};
 
 #[path = "support/counting_alloc.rs"]
@@ -18,19 +16,11 @@ mod counting_alloc;
 #[path = "support/checkpoint.rs"]
 mod support;
 
-use counting_alloc::{Counting, LIVE, PEAK};
+use counting_alloc::{peak, Counting};
 use support::{checkpoint, zip};
 
 #[global_allocator]
 static A: Counting = Counting;
-
-/// Runs `f` and returns the peak of live heap bytes it added.
-fn peak<R>(f: impl FnOnce() -> R) -> (usize, R) {
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
-    let r = f();
-    (PEAK.load(Relaxed).saturating_sub(base), r)
-}
 
 /// What reading one tensor may hold beside its decoded bytes: the inflater's window and
 /// tables, the error and the listing's small vectors.

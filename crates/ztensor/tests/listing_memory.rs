@@ -2,12 +2,10 @@
 //! crate itself needs to read it: no tree of JSON values beside the listing. One test in this
 //! binary, under the counting allocator.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
 
-use counting_alloc::{Counting, LIVE, PEAK};
+use counting_alloc::{peak, Counting};
 
 #[global_allocator]
 static A: Counting = Counting;
@@ -30,14 +28,6 @@ fn header_file() -> Vec<u8> {
     file.extend(header.as_bytes());
     file.extend(vec![0u8; TENSORS * 4]);
     file
-}
-
-/// The peak of live heap bytes while `f` runs, and its result.
-fn peak<R>(f: impl FnOnce() -> R) -> (usize, R) {
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
-    let r = f();
-    (PEAK.load(Relaxed) - base, r)
 }
 
 #[test]

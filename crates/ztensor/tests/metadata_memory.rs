@@ -4,26 +4,16 @@
 //! listing budget, as they are built. A counting allocator measures the peak of live heap
 //! bytes; one test in this binary, so nothing else allocates concurrently.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use ztensor::manifest::{DecodeLimits, Value};
 use ztensor::{ErrorKind, Limits, OpenOptions, Version};
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
 
-use counting_alloc::{Counting, LIVE, PEAK};
+use counting_alloc::{peak, Counting};
 
 #[global_allocator]
 static A: Counting = Counting;
-
-/// Runs `f` and returns the peak of live heap bytes it added.
-fn peak<R>(f: impl FnOnce() -> R) -> (usize, R) {
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
-    let r = f();
-    (PEAK.load(Relaxed).saturating_sub(base), r)
-}
 
 const MIB: usize = 1 << 20;
 
@@ -93,6 +83,16 @@ fn with_value_cap(bytes: u64) -> OpenOptions {
     })
 }
 
+/// Opens a copy of `file` with a cap of `cap` bytes on attribute values, which must refuse
+/// it as over a limit: the peak of live heap bytes the open added, and the error.
+fn refused_with_value_cap(cap: u64, file: &[u8]) -> (usize, ztensor::Error) {
+    let copy = file.to_vec();
+    let (held, result) = peak(|| with_value_cap(cap).open_bytes(copy).map(drop));
+    let e = result.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    (held, e)
+}
+
 #[test]
 fn metadata_takes_memory_within_its_caps() {
     // GGUF: 16 M one-byte values would be 512 MiB of values. Refused by the default cap
@@ -150,19 +150,13 @@ fn metadata_takes_memory_within_its_caps() {
     // `.mag` version 300: `usr_metadata` of a million zeros, two bytes each in the JSON.
     let zeros = vec!["0"; 1 << 20].join(",");
     let file = mag_v300(&manifest(&format!(r#"{{"z":[{zeros}]}}"#), "{}"));
-    let (held, result) = peak(|| {
-        with_value_cap(4 * MIB as u64)
-            .open_bytes(file.clone())
-            .map(drop)
-    });
-    let e = result.unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    let (held, e) = refused_with_value_cap(4 * MIB as u64, &file);
     assert!(
         e.message()
             .starts_with("the attribute values would take more than"),
         "{e}"
     );
-    assert!(held < file.len() + 4 * MIB + 2 * MIB, "held {held} bytes");
+    assert!(held < 4 * MIB + 2 * MIB, "held {held} bytes");
     let reader = with_value_cap(64 * MIB as u64).open_bytes(file).unwrap();
     assert!(matches!(&reader.attributes()["z"], Value::Array(a) if a.len() == 1 << 20));
     drop(reader);
@@ -207,13 +201,7 @@ fn metadata_takes_memory_within_its_caps() {
         let mut w = ztensor::Writer::new_version(Vec::new(), version).unwrap();
         w.set_attribute("z", Value::Array(vec![0u8.into(); 1 << 20]));
         let file = w.finish().unwrap();
-        let (held, result) = peak(|| {
-            with_value_cap(4 * MIB as u64)
-                .open_bytes(file.clone())
-                .map(drop)
-        });
-        let e = result.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{version:?}: {e}");
+        let (held, _) = refused_with_value_cap(4 * MIB as u64, &file);
         assert!(
             held < file.len() + 4 * MIB + 2 * MIB,
             "{version:?}: held {held} bytes"

@@ -40,3 +40,13 @@ unsafe impl GlobalAlloc for Counting {
         q
     }
 }
+
+/// Runs `f` and returns the peak of live heap bytes it added, and its result. (Not every
+/// binary that counts uses it.)
+#[allow(dead_code)]
+pub fn peak<R>(f: impl FnOnce() -> R) -> (usize, R) {
+    let base = LIVE.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    let r = f();
+    (PEAK.load(Relaxed).saturating_sub(base), r)
+}
