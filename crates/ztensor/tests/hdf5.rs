@@ -679,3 +679,32 @@ fn a_damaged_inner_chunk_btree_key_is_refused() {
     });
     assert!(e.contains("chunk B-tree keys out of order"), "{e}");
 }
+
+/// Attribute values count against the cap on values (`DecodeLimits::max_value_bytes`): an
+/// attribute message of up to a MiB can hold a million one-byte numbers, and an object header
+/// many such messages. A file's attributes over the cap refuse the open, at the message.
+#[test]
+fn attribute_values_count_against_the_value_cap() {
+    let path = dir().join("h5py_default.h5");
+    let limits = |max_value_bytes| ztensor::Limits {
+        decode: ztensor::manifest::DecodeLimits {
+            max_value_bytes,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let r = OpenOptions::new().limits(limits(4096)).open(&path).unwrap();
+    assert_eq!(r.attributes()["keras_version"], Value::from("2.15.0"));
+    let e = OpenOptions::new()
+        .limits(limits(100))
+        .open(&path)
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::LimitExceeded, "{e}");
+    assert!(
+        e.message()
+            .starts_with("the attribute values would take more than the memory budget of 100"),
+        "{e}"
+    );
+    assert!(e.offset().is_some(), "{e}");
+}

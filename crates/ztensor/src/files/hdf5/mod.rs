@@ -44,7 +44,7 @@ use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use zt_container::{Error, Result, Source};
 use zt_formats::{DType, ElementType};
-use zt_manifest::{Attributes, Value as Attr};
+use zt_manifest::{Attributes, Value as Attr, ValueBudget};
 
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
@@ -474,6 +474,8 @@ struct File<'s> {
     reached: usize,
     /// What the listing costs so far, against [`Limits::listing_budget`].
     listed_bytes: u64,
+    /// What the attribute values kept so far take, against [`Limits::decode_limits`]' cap.
+    values: ValueBudget,
 }
 
 impl<'s> File<'s> {
@@ -572,6 +574,7 @@ impl<'s> File<'s> {
             external: Vec::new(),
             reached: 0,
             listed_bytes: 0,
+            values: ValueBudget::new(limits.decode_limits().max_value_bytes),
         })
     }
 
@@ -1942,7 +1945,29 @@ impl<'s> File<'s> {
 
     /// An attribute message: its name and value (numbers, or fixed-length text); `None`
     /// for values we do not keep (variable-length data, compounds, ...).
-    fn attribute(&self, m: &Message) -> Result<Option<(String, Attr)>> {
+    fn attribute(&mut self, m: &Message) -> Result<Option<(String, Attr)>> {
+        let kept = self.attribute_value(m)?;
+        if let Some((name, value)) = &kept {
+            // An attribute message of up to a MiB can hold a million one-byte numbers, each
+            // a 32-byte value, and an object header can hold many such messages.
+            let (nodes, text) = match value {
+                Attr::Array(items) => {
+                    let text = items.iter().map(|v| v.as_str().map_or(0, str::len)).sum();
+                    (items.len() as u64 + 1, text)
+                }
+                v => (1, v.as_str().map_or(0, str::len)),
+            };
+            self.values
+                .key(name.len())
+                .and_then(|()| self.values.nodes(nodes))
+                .and_then(|()| self.values.payload(text))
+                .map_err(|e| e.at(m.at))?;
+        }
+        Ok(kept)
+    }
+
+    /// The name and value of [`File::attribute`], uncharged.
+    fn attribute_value(&self, m: &Message) -> Result<Option<(String, Attr)>> {
         if m.size > MAX_ATTRIBUTE {
             return Ok(None);
         }
