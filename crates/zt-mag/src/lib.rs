@@ -49,6 +49,6 @@ mod read;
 mod write;
 
 pub use layout::{is_mag_magic, Layout};
-pub use limits::{default_listing_budget, MAX_KEY_LEN, MAX_RANK};
+pub use limits::{default_listing_budget, MAX_KEY_LEN, MAX_METADATA_LEN, MAX_RANK};
 pub use read::{parse, ChecksumStatus, MagFile, MagTensor, ParseOptions};
 pub use write::{MagWriter, TensorSpec, WriteVersion, V300_ALIGN};

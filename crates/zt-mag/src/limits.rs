@@ -5,6 +5,9 @@
 pub const MAX_RANK: usize = 64;
 /// Longest key.
 pub const MAX_KEY_LEN: u64 = 65_535;
+/// Longest version 300 JSON manifest: zTensor's cap on a manifest (1 GiB). magnetron sets
+/// none; the manifest of 100,000 tensors takes about 15 MB.
+pub const MAX_METADATA_LEN: u64 = 1 << 30;
 
 /// What listing a file of `file_len` bytes may take by default: twice its length plus
 /// 64 MiB, and at least 256 MiB (the rule the facade's listings follow). A real tensor

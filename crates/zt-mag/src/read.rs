@@ -10,7 +10,7 @@ use zt_manifest::{Attributes, Value};
 use crate::dtype::{code_count, element_of, name_of_code_de};
 use crate::json;
 use crate::layout::Layout;
-use crate::limits::{default_listing_budget, MAX_KEY_LEN, MAX_RANK};
+use crate::limits::{default_listing_budget, MAX_KEY_LEN, MAX_METADATA_LEN, MAX_RANK};
 
 /// One tensor of a `.mag` file, validated: its data range lies inside the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -630,6 +630,13 @@ fn gen_e(c: &mut Cur<'_>, opts: &ParseOptions) -> Result<MagFile> {
     }
     if blob_offset < meta_end || blob_offset % 4096 != 0 {
         return Err(Error::invalid(format!("data offset {blob_offset} is not 4096-aligned after the metadata, which ends at {meta_end}")).at(28));
+    }
+    // Past the end first (the file's fault), then the cap (a limit one may raise).
+    if meta_span > MAX_METADATA_LEN {
+        return Err(Error::limit(format!(
+            "metadata of {meta_span} bytes exceeds the cap of {MAX_METADATA_LEN} bytes"
+        ))
+        .at(20));
     }
     c.pos = meta_offset;
     let text = c.bytes(meta_span, "metadata")?;

@@ -127,3 +127,31 @@ fn writers_refuse_what_a_layout_cannot_hold() {
 fn attrs(a: &Attributes) -> impl Iterator<Item = (&str, &Value)> {
     a.iter().map(|(k, v)| (k.as_str(), v))
 }
+
+/// A version 300 manifest over 1 GiB is over the cap (`LimitExceeded`, at the length field),
+/// not read: a sparse file, so the test writes next to nothing.
+#[test]
+fn a_manifest_over_the_cap_is_refused_before_it_is_read() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.mag");
+    let meta_len = zt_mag::MAX_METADATA_LEN + 1;
+    let blob_offset = (44 + meta_len).next_multiple_of(4096);
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(b"MAG!").unwrap();
+    f.write_all(&300u32.to_le_bytes()).unwrap();
+    f.write_all(&0u32.to_le_bytes()).unwrap();
+    for v in [44, meta_len, blob_offset, 0] {
+        f.write_all(&v.to_le_bytes()).unwrap();
+    }
+    f.set_len(blob_offset).unwrap();
+    drop(f);
+    let source = zt_container::Source::map(&path).unwrap();
+    let e = zt_mag::parse(&source, zt_mag::ParseOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+    assert_eq!(
+        e.message(),
+        "metadata of 1073741825 bytes exceeds the cap of 1073741824 bytes"
+    );
+    assert_eq!(e.offset(), Some(20));
+}
