@@ -393,14 +393,12 @@ impl<'b> Reader<'b> {
                 let at = self.offset();
                 let mut v = Vec::new();
                 let iter = self.d.bytes_iter().map_err(|e| Self::cbor_error(at, e))?;
-                let mut budget = self.values.clone();
                 for part in iter {
                     let part =
                         part.map_err(|e| Error::invalid(format!("invalid CBOR: {e}")).at(at))?;
-                    budget.payload(part.len()).map_err(|e| e.at(at))?;
+                    self.values.payload(part.len()).map_err(|e| e.at(at))?;
                     v.extend_from_slice(part);
                 }
-                self.values = budget;
                 Value::Bytes(v)
             }
             Type::Array | Type::ArrayIndef => {

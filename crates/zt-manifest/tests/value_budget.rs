@@ -106,3 +106,27 @@ fn the_default_cap_is_far_above_real_attributes() {
     assert_eq!(DecodeLimits::default().max_value_bytes, 256 << 20);
     assert_eq!(DEFAULT_MAX_VALUE_BYTES, 256 << 20);
 }
+
+#[test]
+fn indefinite_bytes_count_chunk_by_chunk() {
+    // {"version": "1.2.0", "objects": {}, "attributes": {"b": (_ h'00' x 1000, ... x 10)}}
+    let mut bytes = vec![0xa3, 0x67];
+    bytes.extend(b"version");
+    bytes.push(0x65);
+    bytes.extend(b"1.2.0");
+    bytes.push(0x67);
+    bytes.extend(b"objects");
+    bytes.extend([0xa0, 0x6a]);
+    bytes.extend(b"attributes");
+    bytes.extend([0xa1, 0x61, b'b', 0x5f]);
+    for _ in 0..10 {
+        bytes.extend([0x59, 0x03, 0xe8]);
+        bytes.extend([0u8; 1000]);
+    }
+    bytes.push(0xff);
+    let exact = 24 + 1 + NODE + 10_000;
+    let m = Manifest::decode(&bytes, 0, limits_of(exact)).unwrap();
+    assert_eq!(m.attributes["b"], Value::Bytes(vec![0; 10_000]));
+    let e = Manifest::decode(&bytes, 0, limits_of(exact - 1)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+}
