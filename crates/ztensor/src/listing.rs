@@ -29,7 +29,8 @@ pub struct Limits {
     pub max_manifest_len: u64,
     /// Largest decompressed size of one component (4 GiB by default).
     pub max_decompressed_len: u64,
-    /// Manifest nesting depth and rank caps.
+    /// Manifest nesting depth and rank caps, and the cap on what a file's attribute values
+    /// take in memory (see [`Limits::decode_limits`]).
     pub decode: DecodeLimits,
     /// What one read may allocate for a copy larger than what the file stores for it (a
     /// broadcast or strided view materialized): `None` (the default) is twice the bytes
