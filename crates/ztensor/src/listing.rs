@@ -420,14 +420,20 @@ pub(crate) fn reserve_objects<'scope>(
     declared: usize,
     scope: &rayon::Scope<'scope>,
     done: &'scope std::sync::atomic::AtomicBool,
-) {
+) -> Result<()> {
     let n = declared.min(MAX_RESERVED_OBJECTS);
-    objects.reserve_exact(n);
+    objects.try_reserve_exact(n).map_err(|_| {
+        Error::out_of_memory(format!(
+            "cannot allocate {} bytes for a list of {n} objects",
+            n.saturating_mul(std::mem::size_of::<ObjectInfo>())
+        ))
+    })?;
     zt_container::internal::prefer_huge_pages(objects);
     if n >= PREFAULT_MIN_OBJECTS {
         let spare = zt_container::internal::SpareCapacity::of(objects);
         scope.spawn(move |_| spare.prefault(done));
     }
+    Ok(())
 }
 
 /// The most objects whose room is reserved before any is decoded (about 350 MiB); larger
@@ -437,10 +443,11 @@ const MAX_RESERVED_OBJECTS: usize = 1 << 20;
 impl Collected {
     /// Room for the ranges and hashes of the `declared` objects a manifest says it holds, of
     /// one component each (at most [`MAX_RESERVED_OBJECTS`], like [`reserve_objects`]).
-    pub fn reserve(&mut self, declared: usize) {
+    pub fn reserve(&mut self, declared: usize) -> Result<()> {
         let n = declared.min(MAX_RESERVED_OBJECTS);
-        self.ranges.reserve(n);
-        self.hashes.reserve(n);
+        let refused = |_| Error::out_of_memory(format!("cannot allocate the index of {n} objects"));
+        self.ranges.try_reserve(n).map_err(refused)?;
+        self.hashes.try_reserve(n).map_err(refused)
     }
 
     /// Takes what [`Collected::finish`] needs from `o`, the object just listed.

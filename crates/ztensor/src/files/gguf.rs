@@ -512,7 +512,7 @@ fn objects(
     file_len: u64,
     big_endian: bool,
 ) -> Result<Vec<ObjectInfo>> {
-    let mut objects = Vec::with_capacity(infos.len());
+    let mut objects = try_with_capacity(infos.len())?;
     for info in infos {
         let o = object(info, data_start, alignment, file_len, big_endian)?;
         objects.push(o);

@@ -84,7 +84,7 @@ pub(crate) fn list_npz(
     entries: Vec<zip::Entry>,
     limits: &Limits,
 ) -> Result<Listing> {
-    let mut objects = Vec::with_capacity(entries.len());
+    let mut objects = zt_container::internal::try_with_capacity(entries.len())?;
     // Deflated headers are inflated at open: their total is tied to the archive's size, so
     // many entries of large, highly compressed headers cannot make opening slow.
     let mut inflate_budget = source.len().saturating_mul(16).saturating_add(1 << 20);

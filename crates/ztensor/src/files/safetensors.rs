@@ -130,10 +130,10 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
     // list, faulted in on the second core while this one checks the offsets and builds them.
     // Room for every entry (they are parsed, not declared: `reserve_objects` caps what a
     // manifest's count may reserve), so the list never moves under the faulting task.
-    let mut objects = Vec::with_capacity(entries.len());
+    let mut objects = zt_container::internal::try_with_capacity(entries.len())?;
     let done = AtomicBool::new(false);
     crate::pool::in_place_scope(|scope| {
-        reserve_objects(&mut objects, entries.len(), scope, &done);
+        reserve_objects(&mut objects, entries.len(), scope, &done)?;
         let built = check_tiling(&entries, base, source.len())
             .and_then(|()| build_objects(entries, base, &mut objects));
         done.store(true, Ordering::Relaxed);
@@ -342,7 +342,7 @@ fn parse_header_for_errors(header: &[u8], max_rank: usize) -> Result<(Entries, M
     if let Some(w) = tensors.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(named_twice(&w[0].0));
     }
-    let mut entries = Vec::with_capacity(tensors.len());
+    let mut entries = zt_container::internal::try_with_capacity(tensors.len())?;
     for (name, raw) in tensors {
         let fields = entry_fields(raw.get(), max_rank)
             .and_then(|f| f.checked(max_rank))

@@ -14,7 +14,7 @@ use crate::model::{
 pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
     let bytes = container.manifest_bytes()?;
     let entries = decode_index(&bytes, container.manifest_offset(), limits.decode_limits())?;
-    let mut objects: Vec<ObjectInfo> = Vec::with_capacity(entries.len());
+    let mut objects: Vec<ObjectInfo> = zt_container::internal::try_with_capacity(entries.len())?;
     let mut collected = Collected::default();
     for mut e in entries {
         // An entry whose own fields are damaged (its range, its dtype, its sizes) is listed

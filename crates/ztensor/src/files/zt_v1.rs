@@ -36,7 +36,8 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
             |n| declared.store(n, Ordering::Relaxed),
             |o, _, version| {
                 if objects.capacity() == 0 {
-                    reserve_objects(&mut objects, declared.load(Ordering::Relaxed), scope, &done);
+                    let declared = declared.load(Ordering::Relaxed);
+                    reserve_objects(&mut objects, declared, scope, &done)?;
                 }
                 match version {
                     Some(v) => {

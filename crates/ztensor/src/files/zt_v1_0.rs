@@ -61,7 +61,7 @@ pub(crate) fn list(container: &Container, limits: &Limits) -> Result<Listing> {
         Some(_) => return Err(Error::invalid("v1.0 \"tensors\" is not a map").at(at)),
         None => return Err(Error::invalid("v1.0 manifest has no \"tensors\"").at(at)),
     };
-    let mut objects = Vec::with_capacity(tensors.len());
+    let mut objects = zt_container::internal::try_with_capacity(tensors.len())?;
     let mut collected = Collected::default();
     for (name, t) in tensors {
         let o = object(name, t).map_err(|e| e.at(at).in_object(name))?;

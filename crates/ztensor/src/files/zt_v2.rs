@@ -61,6 +61,7 @@ pub(crate) fn list(
     let mut collected = Collected::default();
     collected.add_manifest(0, footer.manifest_offset, footer.manifest_length);
     let declared = Cell::new(0usize);
+    let refused: Cell<Option<Error>> = Cell::new(None);
     let done = AtomicBool::new(false);
     let rest = crate::pool::in_place_scope(|scope| {
         let rest = visit_manifest_v2(
@@ -78,8 +79,15 @@ pub(crate) fn list(
                     // declares more objects than it has takes memory in proportion to its
                     // size (about 9x), not to its claim.
                     let n = declared.get().min(bytes.len() / MIN_OBJECT_ENTRY_V2);
-                    reserve_objects(&mut objects, n, scope, &done);
-                    collected.reserve(n);
+                    // Not this object's fault: kept aside, so the visit's error does not
+                    // name it.
+                    if let Err(e) = reserve_objects(&mut objects, n, scope, &done)
+                        .and_then(|()| collected.reserve(n))
+                    {
+                        let stop = Error::out_of_memory(e.message());
+                        refused.set(Some(e));
+                        return Err(stop);
+                    }
                 }
                 let shards = shards.get().map_or(&[][..], Vec::as_slice);
                 let built = object(container, shards, o)?;
@@ -90,7 +98,8 @@ pub(crate) fn list(
         );
         done.store(true, Ordering::Relaxed);
         rest
-    })?;
+    })
+    .map_err(|e| refused.take().unwrap_or(e))?;
     let shards = shards.into_inner().unwrap_or_default();
     // A shard with a manifest of its own: no blob may overlap it either.
     for (k, (s, _)) in shards.iter().enumerate() {

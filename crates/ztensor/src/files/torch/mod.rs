@@ -254,7 +254,7 @@ fn listing_of(
         attributes,
         ..
     } = walk;
-    let mut objects = Vec::with_capacity(tensors.len());
+    let mut objects = zt_container::internal::try_with_capacity(tensors.len())?;
     for (name, t) in tensors {
         let r = record(&t.key);
         let o = tensor_object(&name, &t, r.as_ref(), byte_order, limits)
