@@ -701,7 +701,8 @@ def open(
     ``max_memory``: what one read may allocate for a copy larger than the file stores for it
     (a broadcast or strided tensor materialized); by default twice the stored bytes plus
     64 MiB. A read over it raises :class:`ztio.LimitError`; an allocator that fails within it,
-    :class:`ztio.OutOfMemoryError`.
+    :class:`ztio.OutOfMemoryError`. It also raises the caps on what opening may take for the
+    file's listing and its attribute values (256 MiB and more), when set above them.
 
     ``writable=True`` maps the file privately, copy-on-write: arrays over the map are
     writable, a write copies one page in this process and never reaches the file, and later

@@ -49,7 +49,8 @@ struct Cli {
     command: Command,
     /// What one read may allocate for a copy larger than the file stores for it (a broadcast
     /// or strided tensor materialized), e.g. 8GiB; by default twice the stored bytes plus
-    /// 64 MiB.
+    /// 64 MiB. Also what a listing and a file's attribute values may take, where the file
+    /// is over their own caps (256 MiB and more).
     #[arg(long, global = true, value_name = "SIZE", value_parser = common::byte_size)]
     max_memory: Option<u64>,
 }
