@@ -8,6 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use ztensor::{ErrorKind, OpenOptions, Version};
 
+#[path = "support/many_tensors.rs"]
+mod many_tensors;
+
+use many_tensors::safetensors_of_scalars;
+
 /// Refuses allocations over [`LARGEST`] bytes while [`ARMED`].
 struct Refusing;
 
@@ -39,23 +44,6 @@ static A: Refusing = Refusing;
 /// Tensors per file: their list takes some 7 MiB, over what the allocator grants at once.
 const TENSORS: usize = 20_000;
 
-fn safetensors() -> Vec<u8> {
-    let mut header = String::from("{");
-    for i in 0..TENSORS {
-        let start = i * 4;
-        header.push_str(&format!(
-            r#""t{i}":{{"dtype":"F32","shape":[1],"data_offsets":[{start},{}]}},"#,
-            start + 4
-        ));
-    }
-    header.pop();
-    header.push('}');
-    let mut file = (header.len() as u64).to_le_bytes().to_vec();
-    file.extend(header.as_bytes());
-    file.resize(file.len() + TENSORS * 4, 0);
-    file
-}
-
 /// A GGUF v3 file of one-element f32 tensors, each on its own 32-byte boundary.
 fn gguf() -> Vec<u8> {
     let mut out = b"GGUF".to_vec();
@@ -86,7 +74,10 @@ fn zt(version: Version) -> Vec<u8> {
 #[test]
 fn a_refused_object_list_is_an_out_of_memory_error() {
     let files = [
-        ("safetensors", safetensors()),
+        (
+            "safetensors",
+            safetensors_of_scalars(TENSORS, |i| format!("t{i}")),
+        ),
         ("gguf", gguf()),
         ("v1.2", zt(Version::V1_2)),
         ("v2", zt(Version::V2)),

@@ -7,6 +7,11 @@ mod counting_alloc;
 
 use counting_alloc::{peak, Counting};
 
+#[path = "support/many_tensors.rs"]
+mod many_tensors;
+
+use many_tensors::safetensors_of_scalars;
+
 #[global_allocator]
 static A: Counting = Counting;
 
@@ -14,20 +19,7 @@ static A: Counting = Counting;
 const TENSORS: usize = 200_000;
 
 fn header_file() -> Vec<u8> {
-    let mut header = String::from("{");
-    for i in 0..TENSORS {
-        let start = i * 4;
-        header.push_str(&format!(
-            r#""model.layers.{i}.weight":{{"dtype":"F32","shape":[1],"data_offsets":[{start},{}]}},"#,
-            start + 4
-        ));
-    }
-    header.pop();
-    header.push('}');
-    let mut file = (header.len() as u64).to_le_bytes().to_vec();
-    file.extend(header.as_bytes());
-    file.extend(vec![0u8; TENSORS * 4]);
-    file
+    safetensors_of_scalars(TENSORS, |i| format!("model.layers.{i}.weight"))
 }
 
 #[test]
