@@ -1,6 +1,7 @@
 //! Crash-safe writing, proven: a writing `zt` process is killed with SIGKILL at pseudo-random
 //! moments; afterwards the target is always its previous version, intact, or (when the write
-//! won the race) the complete new version, never anything in between.
+//! won the race) the complete new version, never anything in between. And a write that fails
+//! partway (no room left) leaves every old output as it was and nothing else behind.
 
 #![cfg(unix)]
 
@@ -94,4 +95,64 @@ fn a_killed_writer_leaves_the_old_file_intact() {
         killed_mid_write >= 3,
         "the kills must land mid-write ({killed_mid_write} did, {completed} completed)"
     );
+}
+
+/// Every kind of output, and sets of shards, when a write fails partway (the file size limit
+/// of `ulimit -f`, with SIGXFSZ ignored so that `write` returns `EFBIG`, as a full disk
+/// returns `ENOSPC`): `zt` exits with the error, each old output is as it was, and nothing
+/// else is left in the folder, no temporary and no shard.
+#[test]
+fn a_write_that_runs_out_of_room_leaves_the_old_files_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.zt");
+    {
+        let mut w = ztensor::Writer::create(&input).unwrap();
+        for i in 0..32u32 {
+            let data: Vec<f32> = (0..16_384u32).map(|j| (j ^ i) as f32).collect();
+            w.add(&format!("t{i:02}"), &[16_384], &data).unwrap();
+        }
+        // Last in every order, and over the limit alone: a set's small shards are written
+        // before the one that holds it fails.
+        w.add("zz", &[1 << 19], &vec![1f32; 1 << 19]).unwrap();
+        w.finish().unwrap();
+    }
+    let cases: [(&str, &[&str]); 7] = [
+        ("out.zt", &[]),
+        ("old.zt", &["--to", "v1.2"]),
+        ("out.safetensors", &[]),
+        ("out.gguf", &[]),
+        ("out.mag", &[]),
+        ("model.safetensors.index.json", &["--shard-size", "256KiB"]),
+        ("root.zt", &["--shard-size", "256KiB"]),
+    ];
+    for (name, extra) in cases {
+        let work = dir.path().join(name.replace('.', "_"));
+        std::fs::create_dir(&work).unwrap();
+        let target = work.join(name);
+        std::fs::write(&target, b"the previous version").unwrap();
+        // A limit of 1024 blocks (512 KiB or 1 MiB, as the shell counts): every output here
+        // is 4 MiB; a set's shards are 256 KiB but for the last, of the 2 MiB tensor.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(r#"trap '' XFSZ; ulimit -f 1024 && exec "$0" convert --force "$@""#)
+            .arg(env!("CARGO_BIN_EXE_zt"))
+            .arg(&input)
+            .arg(&target)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("File too large"), "{name}: {stderr}");
+        assert_eq!(
+            std::fs::read(&target).unwrap(),
+            b"the previous version",
+            "{name}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&work)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [std::ffi::OsString::from(name)], "{name}");
+    }
 }
