@@ -13,6 +13,9 @@ mod many_tensors;
 
 use many_tensors::safetensors_of_scalars;
 
+#[path = "support/checkpoint.rs"]
+mod support;
+
 /// Refuses allocations over [`LARGEST`] bytes while [`ARMED`].
 struct Refusing;
 
@@ -63,6 +66,22 @@ fn gguf() -> Vec<u8> {
     out
 }
 
+/// An `.npz` of one-element f32 arrays, stored.
+fn npz() -> Vec<u8> {
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let mut dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }".to_owned();
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    npy.extend((dict.len() as u16).to_le_bytes());
+    npy.extend(dict.as_bytes());
+    npy.extend(0f32.to_le_bytes());
+    let names: Vec<String> = (0..TENSORS).map(|i| format!("t{i}.npy")).collect();
+    let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &npy[..])).collect();
+    support::zip(&entries, &[])
+}
+
 fn zt(version: Version) -> Vec<u8> {
     let mut w = ztensor::Writer::new_version(Vec::new(), version).unwrap();
     for i in 0..TENSORS {
@@ -79,6 +98,7 @@ fn a_refused_object_list_is_an_out_of_memory_error() {
             safetensors_of_scalars(TENSORS, |i| format!("t{i}")),
         ),
         ("gguf", gguf()),
+        ("npz", npz()),
         ("v1.2", zt(Version::V1_2)),
         ("v2", zt(Version::V2)),
     ];
