@@ -412,9 +412,7 @@ mod tests {
         use std::os::unix::fs::FileTypeExt;
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo reads the NUL-terminated path it is given.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        crate::test_support::make_fifo(&fifo);
         let folder = dir.path().join("folder");
         std::fs::create_dir(&folder).unwrap();
         let null = dir.path().join("null");

@@ -56,6 +56,17 @@ pub use atomic::{make_room_for_open_files, AtomicFile, Durability, HOLE_MIN};
 pub use error::{Error, ErrorKind, Result};
 pub use temp::{cleanup, interrupt};
 
+/// What the unit tests of more than one module use.
+#[cfg(all(test, unix))]
+pub(crate) mod test_support {
+    /// Makes a FIFO (a named pipe) at `path`.
+    pub fn make_fifo(path: &std::path::Path) {
+        let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path it is given.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    }
+}
+
 /// Shared with the crates of this workspace, not part of the stable API.
 #[doc(hidden)]
 pub mod internal {

@@ -183,11 +183,20 @@ impl MemoryBudget {
     /// Counts `bytes` more; an error once the total passes the cap (the total keeps counting,
     /// so a caller that goes on gets the same error again).
     pub fn charge(&mut self, bytes: u64) -> crate::Result<()> {
+        let what = self.what;
+        self.charge_for(bytes, || what.to_owned())
+    }
+
+    /// [`MemoryBudget::charge`] whose error names `what` (made only for the error) instead
+    /// of the budget's own words: "listing the model's 160000 tensors".
+    pub fn charge_for(&mut self, bytes: u64, what: impl FnOnce() -> String) -> crate::Result<()> {
         self.used = self.used.saturating_add(bytes);
         if self.used > self.cap {
             return Err(crate::Error::limit(format!(
                 "{} would take more than the memory budget of {} bytes (raise it: {})",
-                self.what, self.cap, self.raise
+                what(),
+                self.cap,
+                self.raise
             )));
         }
         Ok(())

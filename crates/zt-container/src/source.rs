@@ -963,9 +963,7 @@ mod tests {
     fn what_is_not_a_regular_file_is_refused_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo reads the NUL-terminated path it is given.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        crate::test_support::make_fifo(&fifo);
         let (tx, rx) = mpsc::channel();
         let paths = [fifo.clone(), "/dev/null".into(), dir.path().to_path_buf()];
         std::thread::spawn(move || {

@@ -36,9 +36,8 @@ fn fork_pool() -> Option<&'static rayon::ThreadPool> {
             return Some(&fork.pool);
         }
     }
-    // A thread pool that cannot be built (no threads to be had) leaves the work to this
-    // thread alone: a pool of one, which rayon runs on the caller's thread... unless even
-    // that fails, when the global pool is the only one left.
+    // A pool of the default size that cannot be built (no threads to be had) is tried again
+    // with one thread; if even that fails, the global pool is the only one left.
     let pool = rayon::ThreadPoolBuilder::new()
         .build()
         .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())

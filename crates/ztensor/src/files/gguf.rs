@@ -366,6 +366,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
     c.big_endian = big_endian;
     c.v1 = version == 1;
 
+    let n_tensors_at = c.pos;
     let n_tensors = c.count("tensor count")?;
     let n_kv_at = c.pos;
     let n_kv = c.count("metadata count")?;
@@ -433,7 +434,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
     let record = (std::mem::size_of::<TensorInfo>() + std::mem::size_of::<ObjectInfo>()) as u64;
     listing
         .charge(n_tensors.saturating_mul(record))
-        .map_err(|e| e.at(n_kv_at - if c.v1 { 4 } else { 8 }))?;
+        .map_err(|e| e.at(n_tensors_at))?;
     let mut infos = try_with_capacity(n_tensors as usize)?;
     for _ in 0..n_tensors {
         let at = c.pos;

@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
+use zt_container::internal::MemoryBudget;
 use zt_container::{Error, ErrorKind, Result, Source};
 use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value as Attr};
@@ -213,7 +214,7 @@ pub(crate) fn list(
         externals: Vec::new(),
         external_numbers: HashMap::new(),
         open_external,
-        listed_bytes: 0,
+        listing: MemoryBudget::new(limits.listing_budget(source.len()), "listing the model"),
     };
     let whole = Span {
         start: 0,
@@ -252,8 +253,9 @@ struct Walk<'s, 'o> {
     /// tensor however many files the model names (std's per-process keyed hash).
     external_numbers: HashMap<String, u32>,
     open_external: OpenShard<'o>,
-    /// What the listing costs so far (objects, names, attributes), roughly.
-    listed_bytes: u64,
+    /// What the listing costs so far (objects, names, attributes), roughly, against
+    /// [`Limits::listing_budget`].
+    listing: MemoryBudget,
 }
 
 /// The names given so far, in the order given, with a table of their positions keyed by a
@@ -399,17 +401,8 @@ impl<'s> Walk<'s, '_> {
     /// spend (objects, names, attributes): a tensor or a metadata entry can be written in a
     /// few bytes, and listing it costs hundreds.
     fn charge(&mut self, bytes: u64, what: impl FnOnce() -> String) -> Result<()> {
-        self.listed_bytes = self.listed_bytes.saturating_add(bytes);
-        let budget = self.limits.listing_budget(self.source.len());
-        if self.listed_bytes > budget {
-            return Err(Error::limit(format!(
-                "listing the model's {} would take more than the memory budget of \
-                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory, \
-                 ztio.open(max_memory=...))",
-                what()
-            )));
-        }
-        Ok(())
+        self.listing
+            .charge_for(bytes, || format!("listing the model's {}", what()))
     }
 
     /// The model's attributes and IR version; lists its main graph on the way (protobuf
