@@ -708,3 +708,45 @@ fn attribute_values_count_against_the_value_cap() {
     );
     assert!(e.offset().is_some(), "{e}");
 }
+
+/// A dataset can be written in a few hundred bytes and a chunk's record in a B-tree in a few
+/// dozen, and each costs more in memory once listed: both count against the listing budget
+/// (`Limits::memory_budget` when set), and the error says which was being listed and how to
+/// raise it.
+#[test]
+fn datasets_and_chunks_count_against_the_listing_budget() {
+    let open = |file: &str, budget: u64| {
+        let limits = ztensor::Limits {
+            memory_budget: Some(budget),
+            ..Default::default()
+        };
+        OpenOptions::new().limits(limits).open(dir().join(file))
+    };
+    let refused = |file: &str, budget: u64| {
+        let e = open(file, budget).map(drop).unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::LimitExceeded, "{e}");
+        assert!(
+            e.message().contains("(raise it: Limits::memory_budget"),
+            "{e}"
+        );
+        e.message().to_owned()
+    };
+    // 47 objects, listed in a quarter of a MiB; a quarter of that stops at the 27th.
+    assert_eq!(open("h5py_latest.h5", 256 << 10).unwrap().len(), 47);
+    let e = refused("h5py_latest.h5", 64 << 10);
+    assert!(
+        e.starts_with(
+            "listing the file's 27 datasets would take more than the memory budget of 65536 bytes"
+        ),
+        "{e}"
+    );
+    // One dataset of hundreds of chunks in a deep B-tree.
+    assert_eq!(open("chunk_btree_deep.h5", 64 << 10).unwrap().len(), 1);
+    let e = refused("chunk_btree_deep.h5", 16 << 10);
+    assert!(
+        e.starts_with(
+            "listing a dataset's 153 chunks would take more than the memory budget of 16384 bytes"
+        ),
+        "{e}"
+    );
+}

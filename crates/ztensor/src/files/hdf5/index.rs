@@ -31,6 +31,11 @@
 use super::{bad_at, ChunkIndex, File, MAX_CHUNKS};
 use zt_container::{Error, Result};
 
+/// What one listed chunk costs in memory, roughly: its record (address, stored size, filter
+/// mask and its start in the dataset, a vector of one index per dimension) and the list's
+/// spare capacity.
+const CHUNK_LISTING_COST: u64 = 96;
+
 /// The deepest version 2 B-tree read.
 const MAX_BTREE2_DEPTH: u16 = 32;
 
@@ -250,14 +255,9 @@ impl File<'_> {
                 "a dataset of more than {MAX_CHUNKS} chunks"
             )));
         }
-        self.listed_bytes = self.listed_bytes.saturating_add(96);
-        let budget = self.limits.listing_budget(self.source.len());
-        if self.listed_bytes > budget {
-            return Err(Error::limit(format!(
-                "listing the file's chunks would take more than the memory budget of {budget} bytes"
-            )));
-        }
-        Ok(())
+        self.listing.charge_for(CHUNK_LISTING_COST, || {
+            format!("listing a dataset's {} chunks", n + 1)
+        })
     }
 
     /// The chunks under a version 1 B-tree of raw data chunks (node type 1), whose chunks

@@ -42,6 +42,7 @@ use std::hash::BuildHasher;
 
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
+use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
 use zt_formats::{DType, ElementType};
 use zt_manifest::{Attributes, Value as Attr, ValueBudget};
@@ -472,8 +473,9 @@ struct File<'s> {
     external: Vec<(String, String, String)>,
     /// Objects reached, datasets and groups: bounded by [`MAX_OBJECTS`].
     reached: usize,
-    /// What the listing costs so far, against [`Limits::listing_budget`].
-    listed_bytes: u64,
+    /// What the listing (datasets and their chunk tables) costs so far, against
+    /// [`Limits::listing_budget`].
+    listing: MemoryBudget,
     /// What the attribute values kept so far take, against [`Limits::decode_limits`]' cap.
     values: ValueBudget,
 }
@@ -573,7 +575,10 @@ impl<'s> File<'s> {
             soft: Vec::new(),
             external: Vec::new(),
             reached: 0,
-            listed_bytes: 0,
+            listing: MemoryBudget::new(
+                limits.listing_budget(source.len()),
+                "listing the file's datasets",
+            ),
             values: ValueBudget::new(limits.decode_limits().max_value_bytes),
         })
     }
@@ -630,17 +635,10 @@ impl<'s> File<'s> {
     /// size may spend on its listing: a dataset can be written in a few hundred bytes (a
     /// soft link to one in a few dozen), and listing it costs about a kilobyte.
     fn charge_listing(&mut self, path: &str) -> Result<()> {
-        self.listed_bytes = self.listed_bytes.saturating_add(Limits::listing_cost(path));
-        let budget = self.limits.listing_budget(self.source.len());
-        if self.listed_bytes > budget {
-            return Err(Error::limit(format!(
-                "listing the file's {} datasets would take more than the memory budget of \
-                 {budget} bytes (raise it: Limits::memory_budget, zt --max-memory, \
-                 ztio.open(max_memory=...))",
-                self.objects.len() + 1
-            )));
-        }
-        Ok(())
+        let datasets = self.objects.len() + 1;
+        self.listing.charge_for(Limits::listing_cost(path), || {
+            format!("listing the file's {datasets} datasets")
+        })
     }
 
     fn reach(&mut self) -> Result<()> {
