@@ -26,22 +26,21 @@ case "$(basename "$wheel")" in
   *) echo "wheel check: not an abi3 wheel for CPython 3.11 and later: $wheel" >&2; exit 1 ;;
 esac
 
-python3 -m venv "$out/venv"
-"$out/venv/bin/pip" install -q --disable-pip-version-check "$wheel"
-
-# Away from the source tree, so that `import ztio` can only find the installed package.
-cd "$out"
-fixture=$root/fixtures/valid/dtypes.zt
-version=$("$out/venv/bin/zt" --version)
-[[ $version == "zt "* ]] || { echo "wheel check: zt --version said: $version" >&2; exit 1; }
-from_command=$("$out/venv/bin/zt" ls "$fixture")
-from_module=$("$out/venv/bin/python" -m ztio ls "$fixture")
-from_binary=$("$root/target/debug/zt" ls "$fixture")
-if [ "$from_command" != "$from_binary" ] || [ "$from_module" != "$from_binary" ]; then
-  echo "wheel check: the wheel's zt ls differs from the zt binary's" >&2
-  exit 1
-fi
-"$out/venv/bin/python" - "$out/venv" <<'EOF'
+# What the installed package in `venv` does, run from a folder outside the source tree so
+# that `import ztio` can only find the installed package.
+check_installed() {
+  local venv=$1 fixture=$root/fixtures/valid/dtypes.zt
+  local version from_command from_module from_binary
+  version=$("$venv/bin/zt" --version)
+  [[ $version == "zt "* ]] || { echo "wheel check: zt --version said: $version" >&2; exit 1; }
+  from_command=$("$venv/bin/zt" ls "$fixture")
+  from_module=$("$venv/bin/python" -m ztio ls "$fixture")
+  from_binary=$("$root/target/debug/zt" ls "$fixture")
+  if [ "$from_command" != "$from_binary" ] || [ "$from_module" != "$from_binary" ]; then
+    echo "wheel check: the wheel's zt ls differs from the zt binary's" >&2
+    exit 1
+  fi
+  "$venv/bin/python" - "$venv" <<'PY'
 import os, sys
 import numpy as np
 import ztio, ztio.numpy
@@ -52,8 +51,34 @@ w = np.arange(12, dtype=np.float32).reshape(3, 4)
 ztio.numpy.save_file({"w": w}, "w.safetensors")
 back = ztio.numpy.load_file("w.safetensors")["w"]
 assert back.dtype == w.dtype and (back == w).all()
-ztio.convert("w.safetensors", "w.zt")
+ztio.convert("w.safetensors", "w.zt", force=True)
 with ztio.open("w.zt") as f:
     assert (f.get_tensor("w") == w).all()
-EOF
-echo "wheel check: $(basename "$wheel") installs zt, python -m ztio and ztio"
+PY
+  echo "wheel check: $(basename "$wheel") installs zt, python -m ztio and ztio on $("$venv/bin/python" -V)"
+}
+
+# A fresh virtual environment of `python` with the wheel installed by pip, checked.
+check_with() {
+  local python=$1 venv=$2
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "$wheel"
+  (cd "$out" && check_installed "$venv")
+}
+
+# The 3.11 every machine has, and a later Python where one is installed (pyenv's, here),
+# which only an abi3 wheel can serve.
+check_with python3 "$out/venv"
+later=
+# The last of these that runs: the latest (a pyenv shim of a version not selected is on PATH
+# but does not run).
+for python in python3.12 python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+  if command -v "$python" >/dev/null && "$python" -V >/dev/null 2>&1; then
+    later=$python
+  fi
+done
+if [ -n "$later" ]; then
+  check_with "$later" "$out/venv-later"
+else
+  echo "wheel check: no Python after 3.11 on this machine; the abi3 wheel was checked on 3.11 only"
+fi
