@@ -75,6 +75,22 @@ def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
         assert list(f.keys()) == ["b"]
 
 
+def test_one_calls_options_do_not_carry_over_to_the_next(tmp_path):
+    import ztio
+
+    # A v1.1 file whose object's digest does not match its bytes.
+    bad = FIXTURES / "invalid/v11_bad_digest.zt"
+    good = FIXTURES / "valid/dtypes.zt"
+    ztio.convert(good, tmp_path / "good.zt", verify=False, sync=False, progress=False)
+    # verify=False was the call before's; this one checks, and refuses.
+    with pytest.raises(ztio.Error):
+        ztio.convert(bad, tmp_path / "bad.zt", progress=False)
+    assert not (tmp_path / "bad.zt").exists()
+    ztio.convert(bad, tmp_path / "copied.zt", verify=False, progress=False)
+    with pytest.raises(ztio.Error):
+        ztio.convert(bad, tmp_path / "bad.zt", progress=False)
+
+
 def test_upgrade_merge_and_rm_from_python(tmp_path):
     import numpy as np
 

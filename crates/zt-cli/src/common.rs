@@ -8,47 +8,69 @@ use std::path::Path;
 use clap::ValueEnum;
 use ztensor::Durability;
 
-/// Whether writing commands sync what they write: set once from `--no-sync` before any
-/// command runs.
-static DURABILITY: std::sync::OnceLock<Durability> = std::sync::OnceLock::new();
+/// How the command running on this thread reads and writes, from its options: set for the
+/// length of one run ([`with_settings`]). Not process-wide: a host that runs many commands in
+/// one process (the Python package's `ztio.convert`, `ztio.verify`, ...) gives each its own
+/// options, from any thread, and a `verify=False` or `sync=False` of one call must not
+/// carry over to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Whether writing commands sync their output (`--no-sync` turns it off).
+    pub durability: Durability,
+    /// Whether reads check the digests and checksums of what they read (`--no-verify`
+    /// turns it off).
+    pub checks: bool,
+    /// `--max-memory`: the memory budget of every read (`None`: the library's default).
+    pub memory_budget: Option<u64>,
+}
 
-/// Chooses, once, whether writing commands sync their output (`--no-sync` turns it off).
-pub fn set_durability(durability: Durability) {
-    let _ = DURABILITY.set(durability);
+impl Settings {
+    /// A command given no option: synced, checked, the library's budget.
+    pub const DEFAULT: Settings = Settings {
+        durability: Durability::Synced,
+        checks: true,
+        memory_budget: None,
+    };
+}
+
+thread_local! {
+    /// The settings of the command running on this thread.
+    static SETTINGS: std::cell::Cell<Settings> = const { std::cell::Cell::new(Settings::DEFAULT) };
+}
+
+/// Runs `work` under `settings`, and puts the settings before it back afterwards, also when
+/// `work` panics (a host that catches the panic runs its next command as it asks).
+pub fn with_settings<T>(settings: Settings, work: impl FnOnce() -> T) -> T {
+    struct Restore(Settings);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SETTINGS.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SETTINGS.with(|s| s.replace(settings)));
+    work()
+}
+
+fn settings() -> Settings {
+    SETTINGS.with(|s| s.get())
 }
 
 /// How writing commands finish their output: synced unless `--no-sync` was given.
 pub fn durability() -> Durability {
-    DURABILITY.get().copied().unwrap_or_default()
-}
-
-/// Whether reads check what files carry: off with `--no-verify`, set once before any
-/// command runs.
-static CHECKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-
-/// Chooses, once, whether commands check the digests and checksums of what they read.
-pub fn set_checks(on: bool) {
-    let _ = CHECKS.set(on);
-}
-
-/// `--max-memory`, set once before any command runs.
-static MEMORY_BUDGET: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-
-/// Chooses, once, the memory budget of every read (`None`: the library's default).
-pub fn set_memory_budget(bytes: Option<u64>) {
-    let _ = MEMORY_BUDGET.set(bytes);
+    settings().durability
 }
 
 /// How every command opens a file: a command that hands bytes on (`cat`, the writing
 /// commands) checks every digest and checksum covering them, unless `--no-verify` was given.
 pub fn open_options() -> ztensor::OpenOptions {
-    let verify = if CHECKS.get().copied().unwrap_or(true) {
+    let settings = settings();
+    let verify = if settings.checks {
         ztensor::Verify::Always
     } else {
         ztensor::Verify::Never
     };
     let options = ztensor::OpenOptions::new().verify(verify);
-    match MEMORY_BUDGET.get().copied().flatten() {
+    match settings.memory_budget {
         Some(bytes) => options.memory_budget(bytes),
         None => options,
     }
@@ -290,10 +312,16 @@ pub fn with_listener<T>(
     listener: Option<std::sync::Arc<dyn ProgressListener>>,
     work: impl FnOnce() -> T,
 ) -> T {
-    let old = LISTENER.with(|l| l.replace(listener));
-    let out = work();
-    LISTENER.with(|l| *l.borrow_mut() = old);
-    out
+    type Listener = Option<std::sync::Arc<dyn ProgressListener>>;
+    // Put back also when `work` panics, as `with_settings` does.
+    struct Restore(Listener);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LISTENER.with(|l| *l.borrow_mut() = self.0.take());
+        }
+    }
+    let _restore = Restore(LISTENER.with(|l| l.replace(listener)));
+    work()
 }
 
 /// Progress of one piece of work: an indicatif bar on stderr when stderr is a terminal and
@@ -525,4 +553,27 @@ pub fn merge_attributes(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_last_one_run_and_are_put_back_after_a_panic() {
+        let unsynced = Settings {
+            durability: Durability::Unsynced,
+            checks: false,
+            memory_budget: Some(1024),
+        };
+        let inside = with_settings(unsynced, settings);
+        assert_eq!(inside, unsynced);
+        assert_eq!(settings(), Settings::DEFAULT);
+        let panicked = std::panic::catch_unwind(|| {
+            with_settings(unsynced, || panic!("a command that panics"));
+        });
+        assert!(panicked.is_err());
+        assert_eq!(settings(), Settings::DEFAULT);
+        assert_eq!(durability(), Durability::Synced);
+    }
 }

@@ -367,14 +367,16 @@ where
         }
     };
     let (checks, writing) = cli.command.settings();
-    common::set_durability(if writing.is_some_and(|w| w.no_sync) {
-        ztensor::Durability::Unsynced
-    } else {
-        ztensor::Durability::Synced
-    });
-    common::set_checks(!checks.is_some_and(|c| c.no_verify));
-    common::set_memory_budget(cli.max_memory);
-    match run(cli.command) {
+    let settings = common::Settings {
+        durability: if writing.is_some_and(|w| w.no_sync) {
+            ztensor::Durability::Unsynced
+        } else {
+            ztensor::Durability::Synced
+        },
+        checks: !checks.is_some_and(|c| c.no_verify),
+        memory_budget: cli.max_memory,
+    };
+    match common::with_settings(settings, || run(cli.command)) {
         Ok(()) => 0,
         Err(Failure::Reported) => 1,
         Err(Failure::ReportedTrouble) => 2,
