@@ -117,9 +117,14 @@ pub fn argument(py: Python<'_>, message: impl Into<String>) -> PyErr {
 /// A caller's mistake worded exactly as another library words it (`message` is the whole
 /// text, with no "invalid argument" before it), as `ztio.errors.ArgumentError`.
 pub fn argument_worded(py: Python<'_>, message: impl Into<String>) -> PyErr {
+    worded(py, "ArgumentError", message)
+}
+
+/// The `ztio.errors` class named `class` with `message` as its whole text.
+pub fn worded(py: Python<'_>, class: &str, message: impl Into<String>) -> PyErr {
     let message = message.into();
     let built = errors_module(py).and_then(|module| {
-        let value = module.getattr("ArgumentError")?.call1((&message,))?;
+        let value = module.getattr(class)?.call1((&message,))?;
         value.setattr("message", &message)?;
         Ok(PyErr::from_value(value))
     });

@@ -38,7 +38,8 @@ mod writer;
 /// `KeyboardInterrupt` between pieces of work.
 ///
 /// `progress` (embedded only): a callable told the command's progress in place of bars on
-/// stderr (see the `progress` module).
+/// stderr (see the `progress` module). Embedded, a failure is raised (its `ztio.errors`
+/// class) instead of printed.
 #[pyfunction]
 #[pyo3(signature = (argv, *, embedded = false, progress = None))]
 fn run_cli(
@@ -52,9 +53,17 @@ fn run_cli(
         let listener = callback
             .clone()
             .map(|c| c as std::sync::Arc<dyn zt_cli::ProgressListener>);
-        errors::detach_interruptible_with(py, callback, || {
-            Ok(zt_cli::run_embedded_with(argv, listener))
-        })
+        let ended = errors::detach_interruptible_with(py, callback, || {
+            Ok(zt_cli::run_embedded_reporting(argv, listener))
+        })?;
+        // The command's failure as the exception the library's error would be (its class
+        // by kind, its file, object and offset), not a line on stderr.
+        match ended.failure {
+            None => Ok(ended.status),
+            Some(zt_cli::Failed::Error(e)) => Err(errors::to_py(py, &e)),
+            Some(zt_cli::Failed::Usage(message)) => Err(errors::argument_worded(py, message)),
+            Some(other) => Err(errors::worded(py, "Error", other.to_string())),
+        }
     } else {
         Ok(py.detach(|| zt_cli::run_from(argv)))
     }

@@ -83,12 +83,33 @@ def test_one_calls_options_do_not_carry_over_to_the_next(tmp_path):
     good = FIXTURES / "valid/dtypes.zt"
     ztio.convert(good, tmp_path / "good.zt", verify=False, sync=False, progress=False)
     # verify=False was the call before's; this one checks, and refuses.
-    with pytest.raises(ztio.Error):
+    with pytest.raises(ztio.ChecksumError, match="digest mismatch"):
         ztio.convert(bad, tmp_path / "bad.zt", progress=False)
     assert not (tmp_path / "bad.zt").exists()
     ztio.convert(bad, tmp_path / "copied.zt", verify=False, progress=False)
-    with pytest.raises(ztio.Error):
+    with pytest.raises(ztio.ChecksumError, match="digest mismatch"):
         ztio.convert(bad, tmp_path / "bad.zt", progress=False)
+
+
+def test_the_tools_failures_raise_as_reads_do(tmp_path, capfd):
+    import ztio
+
+    # The library's error, its class by kind and where it happened; nothing on stderr.
+    with pytest.raises(ztio.ChecksumError) as raised:
+        ztio.convert(FIXTURES / "invalid/v11_bad_digest.zt", tmp_path / "a.zt", progress=False)
+    e = raised.value
+    assert (e.kind, e.object, e.component, e.offset) == ("checksum_mismatch", "w", "data", 0x40)
+    assert e.path.endswith("v11_bad_digest.zt")
+    with pytest.raises(FileNotFoundError):
+        ztio.convert(tmp_path / "absent.safetensors", tmp_path / "b.zt", progress=False)
+    with pytest.raises(FileNotFoundError):
+        ztio.diff(FIXTURES / "valid/dtypes.zt", tmp_path / "absent.zt", progress=False)
+    # A conversion the output cannot hold, and an argument the tool refuses: the caller's.
+    with pytest.raises(ztio.ArgumentError, match="safetensors metadata holds text only"):
+        ztio.convert(FIXTURES / "valid/attributes.zt", tmp_path / "c.safetensors", progress=False)
+    with pytest.raises(ztio.ArgumentError, match="invalid value 'md5' for '--digest"):
+        ztio.convert(FIXTURES / "valid/dtypes.zt", tmp_path / "d.zt", digest="md5", progress=False)
+    assert capfd.readouterr().err == ""
 
 
 def test_upgrade_merge_and_rm_from_python(tmp_path):

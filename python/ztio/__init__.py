@@ -100,11 +100,11 @@ def load_file(path):
 
 
 def _run_tool(args, what, progress):
-    """Runs the ``zt`` tool's code for ``args`` in this process; raises :class:`ztio.Error`
-    when it fails (its message is on stderr)."""
+    """Runs the ``zt`` tool's code for ``args`` in this process; a failure raises as the
+    library's errors do (:class:`ztio.ChecksumError`, ``FileNotFoundError``, ...)."""
     status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
     if status:
-        raise Error(f"zt {what} failed with status {status} (its message is on stderr)")
+        raise Error(f"zt {what} failed with status {status}")
 
 
 def _paths(*paths):
@@ -160,8 +160,9 @@ def convert(
     sparse objects dense and quantized ones as f32; ``skip_unreadable`` leaves out, each named
     on stderr, the objects the input lists but cannot read (damaged entries), which otherwise
     fail the conversion. The same code as the ``zt`` tool: it writes its
-    notes to stderr, and raises :class:`ztio.Error` when the tool fails (its message on
-    stderr). Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was. ``progress``:
+    notes to stderr, and a failure raises as reads do: :class:`ztio.ChecksumError` for bytes
+    whose digest fails, ``FileNotFoundError`` for a missing input, :class:`ztio.ArgumentError`
+    for a conversion the output cannot hold, each with the file, object and offset. Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was. ``progress``:
     see :mod:`ztio._progress` (a tqdm bar where a person watches, ``False`` for none, or a
     callable).
     """
@@ -251,15 +252,15 @@ def rm(src, names, dst, *, to=None, compact=False, force=False, verify=True, syn
 
 def diff(a, b, *, values_only=False, progress=None) -> bool:
     """What ``zt diff`` does: whether two files (sets, folders) hold the same objects with the
-    same values; the differences are printed as the tool prints them. ``ztio.Error`` when a
-    file cannot be read. ``progress`` as :func:`convert` takes it."""
+    same values; the differences are printed as the tool prints them. A file that cannot be
+    read raises as reads do (``FileNotFoundError``, :class:`ztio.FileError`, ...). ``progress`` as :func:`convert` takes it."""
     args = ["zt", "diff"]
     if values_only:
         args.append("--values-only")
     args += _paths(a, b)
     status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
     if status > 1:
-        raise Error(f"zt diff failed with status {status} (its message is on stderr)")
+        raise Error(f"zt diff failed with status {status}")
     return status == 0
 
 

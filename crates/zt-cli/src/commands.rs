@@ -20,7 +20,7 @@ use crate::json;
 use crate::slice_arg::SliceSpec;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
-    crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).to_string()))
+    crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).into()))
 }
 
 /// Whether a copying command passes over `o` (not numbers we decode); says so on stderr.
@@ -297,14 +297,17 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
     let (bytes, ty, shape) = match what {
         CatWhat::Slice(spec) => {
             if o.format != Format::Dense {
-                return Err(Failure::Usage(format!(
-                    "object {name:?} is {}: only dense objects can be sliced",
-                    o.format
-                )));
+                return Err(Failure::Usage(
+                    format!(
+                        "object {name:?} is {}: only dense objects can be sliced",
+                        o.format
+                    )
+                    .into(),
+                ));
             }
             let ranges = spec
                 .resolve(&o.shape)
-                .map_err(|m| Failure::Usage(format!("object {name:?}: {m}")))?;
+                .map_err(|m| Failure::Usage(format!("object {name:?}: {m}").into()))?;
             let ty = o
                 .component("data")
                 .map_err(|e| e.in_file(path))?
@@ -316,7 +319,7 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
         }
         CatWhat::Component(role) => {
             let c = o.component(role).map_err(|_| {
-                Failure::Usage(format!("object {name:?} has no component {role:?}"))
+                Failure::Usage(format!("object {name:?} has no component {role:?}").into())
             })?;
             let b = c.bytes().map_err(|e| e.in_file(path))?;
             let n = b.len() as u64 / c.element.logical_size();
@@ -324,11 +327,14 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
         }
         CatWhat::Dequantized => {
             if !quantized {
-                return Err(Failure::Usage(format!(
+                return Err(Failure::Usage(
+                    format!(
                     "object {name:?} is {}, not quantized: --dequantize is for GGUF block types \
                      and quantized_group objects",
                     o.format
-                )));
+                )
+                    .into(),
+                ));
             }
             let v = o.read_f32().map_err(|e| e.in_file(path))?;
             let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -342,10 +348,9 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
                 } else {
                     "use --component ROLE for raw bytes or --json for dense values"
                 };
-                return Err(Failure::Usage(format!(
-                    "object {name:?} is {}; {hint}",
-                    o.format
-                )));
+                return Err(Failure::Usage(
+                    format!("object {name:?} is {}; {hint}", o.format).into(),
+                ));
             }
             let (b, ty) = o.dense_form().map_err(|e| e.in_file(path))?;
             (b, ty, o.shape.to_vec())
@@ -780,7 +785,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
             if crate::sets::is_set(p) {
                 crate::sets::open_checked(p)
                     .map(|set| MergeInput::Set(Box::new(set)))
-                    .map_err(|e| Failure::Failed(e.to_string()))
+                    .map_err(|e| Failure::Failed(e.into()))
             } else {
                 open(p).map(|r| MergeInput::File(p.clone(), Box::new(r)))
             }
@@ -796,7 +801,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
                 .enumerate()
                 .map(|(i, p)| set.reader(i).map(|r| (p, r)))
                 .collect::<Result<_, _>>()
-                .map_err(|e| Failure::Failed(e.to_string()))?,
+                .map_err(|e| Failure::Failed(e.into()))?,
         });
     }
     let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
@@ -804,11 +809,14 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
     for &(p, r) in groups.iter().flatten() {
         for n in r.names() {
             if let Some(first) = owner.insert(n, p) {
-                return Err(Failure::Failed(format!(
-                    "object {n:?} is in both {} and {}; names must not clash",
-                    first.display(),
-                    p.display()
-                )));
+                return Err(Failure::Failed(
+                    format!(
+                        "object {n:?} is in both {} and {}; names must not clash",
+                        first.display(),
+                        p.display()
+                    )
+                    .into(),
+                ));
             }
         }
         merge_attributes(&mut attributes, r.attributes(), "inputs", p)?;

@@ -127,18 +127,56 @@ impl From<MagVersion> for ztensor::mag::WriteVersion {
     }
 }
 
+/// Why a command failed: the library's error as it was (its kind, file, object and offset,
+/// which an in-process host such as the Python package raises as its own exception), or a
+/// message of the tool's own.
+#[derive(Debug)]
+pub enum Reason {
+    /// A library error.
+    Error(Box<ztensor::Error>),
+    /// The tool's own words.
+    Text(String),
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Error(e) => e.fmt(f),
+            Reason::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+impl From<ztensor::Error> for Reason {
+    fn from(e: ztensor::Error) -> Self {
+        Reason::Error(Box::new(e))
+    }
+}
+
+impl From<String> for Reason {
+    fn from(text: String) -> Self {
+        Reason::Text(text)
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(text: &str) -> Self {
+        Reason::Text(text.to_owned())
+    }
+}
+
 /// How a command ended, when it did not simply succeed.
 #[derive(Debug)]
 pub enum Failure {
     /// The caller asked for something impossible (exit 2).
-    Usage(String),
+    Usage(Reason),
     /// A file is invalid, a check failed, or files differ (exit 1); the message is printed.
-    Failed(String),
+    Failed(Reason),
     /// Already reported on stdout (verify, diff): exit 1 quietly.
     Reported,
     /// `diff` could not compare (a file missing or unreadable): exit 2, as diff(1) does; the
     /// message is printed.
-    Trouble(String),
+    Trouble(Reason),
     /// `diff` reported on stdout, but could not compare everything: exit 2 quietly.
     ReportedTrouble,
     /// Whoever read stdout stopped reading (`zt ls f | head -1`): stop at once, quietly,
@@ -152,16 +190,19 @@ impl From<ztensor::Error> for Failure {
     fn from(e: ztensor::Error) -> Self {
         match e.kind() {
             ztensor::ErrorKind::InvalidArgument | ztensor::ErrorKind::NotFound => {
-                Failure::Usage(e.to_string())
+                Failure::Usage(e.into())
             }
-            _ => Failure::Failed(e.to_string()),
+            _ => Failure::Failed(e.into()),
         }
     }
 }
 
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
-        Failure::Failed(format!("{e:#}"))
+        match e.downcast::<ztensor::Error>() {
+            Ok(e) => Failure::Failed(e.into()),
+            Err(e) => Failure::Failed(format!("{e:#}").into()),
+        }
     }
 }
 
@@ -191,11 +232,14 @@ pub fn output_kind(path: &Path, to: Option<Kind>) -> Result<Kind, Failure> {
 pub fn zt_only(command: &str, path: &Path, to: Option<Kind>, compact: bool) -> ZtResult {
     let kind = output_kind(path, to)?;
     if !kind.is_zt() {
-        return Err(Failure::Usage(format!(
-            "{}: {command} writes .zt only, not {}; write a .zt and `zt convert` it",
-            path.display(),
-            kind.extension()
-        )));
+        return Err(Failure::Usage(
+            format!(
+                "{}: {command} writes .zt only, not {}; write a .zt and `zt convert` it",
+                path.display(),
+                kind.extension()
+            )
+            .into(),
+        ));
     }
     zt_version(kind, compact)
 }
@@ -254,21 +298,24 @@ pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
         _ => Err(Failure::Usage(format!(
             "{}: cannot tell the output kind from the extension; use --to zt|v2|v1.2|mag|safetensors|gguf",
             path.display()
-        ))),
+        ).into())),
     }
 }
 
 /// Writing commands never replace an existing file unless told to.
 pub fn check_output(path: &Path, force: bool) -> Outcome {
     if path.to_str().is_some_and(|s| s.contains("://")) {
-        return Err(Failure::Usage(format!(
-            "{}: not a URL zt writes to (zt convert writes s3://, gs://, az://, http(s):// \
+        return Err(Failure::Usage(
+            format!(
+                "{}: not a URL zt writes to (zt convert writes s3://, gs://, az://, http(s):// \
              when built with the remote feature)",
-            path.to_string_lossy()
-                .split("://")
-                .next()
-                .unwrap_or("a URL")
-        )));
+                path.to_string_lossy()
+                    .split("://")
+                    .next()
+                    .unwrap_or("a URL")
+            )
+            .into(),
+        ));
     }
     // A device, pipe or folder is refused with or without --force (the writer's rename
     // would replace it); said before suggesting --force, which could not help.
@@ -278,16 +325,18 @@ pub fn check_output(path: &Path, force: bool) -> Outcome {
         } else {
             "not a regular file"
         };
-        return Err(Failure::Usage(format!(
-            "{}: {what}; zt writes its output to a regular file, replacing it whole",
-            path.display()
-        )));
+        return Err(Failure::Usage(
+            format!(
+                "{}: {what}; zt writes its output to a regular file, replacing it whole",
+                path.display()
+            )
+            .into(),
+        ));
     }
     if path.exists() && !force {
-        return Err(Failure::Usage(format!(
-            "{} exists; use --force to overwrite it",
-            path.display()
-        )));
+        return Err(Failure::Usage(
+            format!("{} exists; use --force to overwrite it", path.display()).into(),
+        ));
     }
     Ok(())
 }
@@ -473,7 +522,9 @@ pub fn stdout_written(written: std::io::Result<()>) -> Outcome {
     match written {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::PipeClosed),
-        Err(e) => Err(Failure::Failed(format!("cannot write to stdout: {e}"))),
+        Err(e) => Err(Failure::Failed(
+            format!("cannot write to stdout: {e}").into(),
+        )),
     }
 }
 
@@ -542,10 +593,13 @@ pub fn merge_attributes(
     for (k, v) in from {
         match into.get(k) {
             Some(old) if old != v => {
-                return Err(Failure::Failed(format!(
-                    "file attribute {k:?} differs between {between} ({})",
-                    source.display()
-                )));
+                return Err(Failure::Failed(
+                    format!(
+                        "file attribute {k:?} differs between {between} ({})",
+                        source.display()
+                    )
+                    .into(),
+                ));
             }
             _ => {
                 into.insert(k.clone(), v.clone());

@@ -398,7 +398,7 @@ pub fn diff(a: &Path, b: &Path, how: Compare, as_json: bool) -> Outcome {
                 "atol": how.tolerance.atol,
                 "rtol": how.tolerance.rtol,
                 "differences": [],
-                "error": { "error_kind": "Trouble", "message": m },
+                "error": { "error_kind": "Trouble", "message": m.to_string() },
             });
             out(&format!("{j}\n"))?;
             Err(Failure::ReportedTrouble)

@@ -349,21 +349,97 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    common::with_listener(listener, || run_parsed(args))
+    let (ended, clap_error) = common::with_listener(listener, || run_parsed(args));
+    match (clap_error, &ended.failure) {
+        // clap's own words and layout: the mistake, the usage line, where to find help.
+        (Some(e), _) => drop(e.print()),
+        (None, Some(why)) => eprintln!("zt: {}", printable(&why.to_string())),
+        (None, None) => {}
+    }
+    ended.status
 }
 
-fn run_parsed<I, T>(args: I) -> u8
+/// What a command run in-process by [`run_embedded_reporting`] ended with.
+#[derive(Debug)]
+pub struct Ended {
+    /// The exit status the `zt` binary would exit with.
+    pub status: u8,
+    /// Why the command failed, unless it succeeded or said so itself on stdout (`verify`'s
+    /// and `diff`'s reports).
+    pub failure: Option<Failed>,
+}
+
+/// Why an in-process command failed: what the `zt` binary prints after `zt: `, and more.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Failed {
+    /// A library error as the library gave it: its kind, file, object, component and offset
+    /// (a host raises it as its own exception: the Python package as `ztio.ChecksumError`,
+    /// `FileNotFoundError`, ...).
+    Error(ztensor::Error),
+    /// A mistake in the arguments that the tool found itself (exit status 2).
+    Usage(String),
+    /// Any other failure the tool found itself.
+    Other(String),
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Error(e) => e.fmt(f),
+            Failed::Usage(m) | Failed::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// As [`run_embedded_with`], printing nothing about a failure: the command's failure comes
+/// back in [`Ended::failure`] for the host to raise (what a command writes on stdout, its
+/// notes on stderr and its progress are as in [`run_embedded_with`]).
+///
+/// ```
+/// let ended = zt_cli::run_embedded_reporting(["zt", "ls", "/nonexistent.zt"], None);
+/// assert_eq!(ended.status, 1);
+/// match ended.failure {
+///     Some(zt_cli::Failed::Error(e)) => assert_eq!(e.kind(), ztensor::ErrorKind::Io),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+pub fn run_embedded_reporting<I, T>(
+    args: I,
+    listener: Option<std::sync::Arc<dyn ProgressListener>>,
+) -> Ended
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    common::with_listener(listener, || run_parsed(args).0)
+}
+
+/// Parses `args` and runs the command. A mistake in the arguments comes back both as a
+/// [`Failed::Usage`] in clap's words (which name the argument and what it takes) and as
+/// clap's error, for a caller that prints it as clap lays it out.
+fn run_parsed<I, T>(args: I) -> (Ended, Option<clap::Error>)
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let ended = |status, failure| Ended { status, failure };
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            let text = e.render().to_string();
+            let text = text
+                .trim_end()
+                .trim_end_matches("For more information, try '--help'.")
+                .trim_end()
+                .trim_start_matches("error: ")
+                .to_owned();
+            return (ended(2, Some(Failed::Usage(text))), Some(e));
+        }
+        // Help and version go to stdout with status 0.
         Err(e) => {
-            // Help and version go to stdout with status 0; mistakes are usage errors.
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return code;
+            return (ended(0, None), None);
         }
     };
     let (checks, writing) = cli.command.settings();
@@ -376,20 +452,21 @@ where
         checks: !checks.is_some_and(|c| c.no_verify),
         memory_budget: cli.max_memory,
     };
-    match common::with_settings(settings, || run(cli.command)) {
-        Ok(()) => 0,
-        Err(Failure::Reported) => 1,
-        Err(Failure::ReportedTrouble) => 2,
-        Err(Failure::PipeClosed) => 128 + 13,
-        Err(Failure::Failed(m)) => {
-            eprintln!("zt: {}", common::printable(&m));
-            1
-        }
-        Err(Failure::Usage(m)) | Err(Failure::Trouble(m)) => {
-            eprintln!("zt: {}", common::printable(&m));
-            2
-        }
-    }
+    let why = |reason: common::Reason, usage: bool| match reason {
+        common::Reason::Error(e) => Failed::Error(*e),
+        common::Reason::Text(t) if usage => Failed::Usage(t),
+        common::Reason::Text(t) => Failed::Other(t),
+    };
+    let ended = match common::with_settings(settings, || run(cli.command)) {
+        Ok(()) => ended(0, None),
+        Err(Failure::Reported) => ended(1, None),
+        Err(Failure::ReportedTrouble) => ended(2, None),
+        Err(Failure::PipeClosed) => ended(128 + 13, None),
+        Err(Failure::Failed(m)) => ended(1, Some(why(m, false))),
+        Err(Failure::Usage(m)) => ended(2, Some(why(m, true))),
+        Err(Failure::Trouble(m)) => ended(2, Some(why(m, false))),
+    };
+    (ended, None)
 }
 
 fn run(command: Command) -> Outcome {

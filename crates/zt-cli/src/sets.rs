@@ -27,7 +27,7 @@ pub fn is_set(path: &Path) -> bool {
 
 /// Opens the set at `index` (the index read and checked; no shard opened).
 pub fn open(index: &Path) -> Result<ShardedSet, Failure> {
-    open_set(index).map_err(|e| Failure::Failed(e.in_file(index).to_string()))
+    open_set(index).map_err(|e| Failure::Failed(e.in_file(index).into()))
 }
 
 /// A set by path, or (feature `remote`) by URL.
@@ -44,16 +44,16 @@ fn open_set(index: &Path) -> ztensor::Result<ShardedSet> {
 /// Returns the shards whose own table `main` prints after it (none for JSON).
 pub fn info(index: &Path, as_json: bool) -> Result<Vec<PathBuf>, Failure> {
     let set = open(index)?;
-    set.check().map_err(|e| Failure::Failed(e.to_string()))?;
+    set.check().map_err(|e| Failure::Failed(e.into()))?;
     if as_json {
         let mut shards = Vec::new();
         for (i, path) in set.shard_paths().enumerate() {
-            let r = set.reader(i).map_err(|e| Failure::Failed(e.to_string()))?;
+            let r = set.reader(i).map_err(|e| Failure::Failed(e.into()))?;
             let mut buf = Vec::new();
             json::write_info(r, path, &mut buf)
-                .map_err(|e| Failure::Failed(format!("cannot write JSON: {e}")))?;
+                .map_err(|e| Failure::Failed(format!("cannot write JSON: {e}").into()))?;
             let shard: serde_json::Value = serde_json::from_slice(&buf)
-                .map_err(|e| Failure::Failed(format!("cannot write JSON: {e}")))?;
+                .map_err(|e| Failure::Failed(format!("cannot write JSON: {e}").into()))?;
             shards.push(shard);
         }
         let j = json!({
@@ -110,7 +110,7 @@ pub(crate) fn with_objects<T>(
 ) -> Result<T, Failure> {
     if is_set(input) {
         let set = open(input)?;
-        let objects = set.objects().map_err(|e| Failure::Failed(e.to_string()))?;
+        let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
         // A set's index metadata (total_size and the like) describes the set, not a file:
         // the shards' own attributes are carried, and must agree.
         let attributes = shared_attributes(&set)?;
@@ -119,7 +119,7 @@ pub(crate) fn with_objects<T>(
         set.with_read_ahead(|| f(&objects, &attributes, &index_metadata(&set)))
     } else {
         let r = crate::common::open_input(input)
-            .map_err(|e| Failure::Failed(e.in_file(input).to_string()))?;
+            .map_err(|e| Failure::Failed(e.in_file(input).into()))?;
         let mut objects: Vec<ObjectView<'_>> = r.iter().collect();
         objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
         f(&objects, r.attributes(), &ztensor::Attributes::new())
@@ -138,7 +138,7 @@ fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
 fn shared_attributes(set: &ShardedSet) -> Result<ztensor::Attributes, Failure> {
     let mut attributes = ztensor::Attributes::new();
     for (i, path) in set.shard_paths().enumerate() {
-        let r = set.reader(i).map_err(|e| Failure::Failed(e.to_string()))?;
+        let r = set.reader(i).map_err(|e| Failure::Failed(e.into()))?;
         merge_attributes(&mut attributes, r.attributes(), "shards", path)?;
     }
     Ok(attributes)
@@ -183,7 +183,7 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
     };
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
-        let objects = set.objects().map_err(|e| Failure::Failed(e.to_string()))?;
+        let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
         let attributes = shared_attributes(&set)?;
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
@@ -332,10 +332,13 @@ pub fn convert_command(
                 ))
             }
             _ => {
-                return Err(Failure::Usage(format!(
-                    "a sharded set's shards are .zt or .safetensors, not {}",
-                    kind.extension()
-                )))
+                return Err(Failure::Usage(
+                    format!(
+                        "a sharded set's shards are .zt or .safetensors, not {}",
+                        kind.extension()
+                    )
+                    .into(),
+                ))
             }
         },
         (None, _) if is_set(output) => {
@@ -354,10 +357,13 @@ pub fn convert_command(
         }),
         (None, Kind::Gguf) => Target::Gguf { densify },
         _ => {
-            return Err(Failure::Usage(format!(
-                "{} output cannot be sharded (--shard-size): .zt and .safetensors can",
-                kind.extension()
-            )))
+            return Err(Failure::Usage(
+                format!(
+                    "{} output cannot be sharded (--shard-size): .zt and .safetensors can",
+                    kind.extension()
+                )
+                .into(),
+            ))
         }
     };
     let index = match target {
@@ -375,7 +381,7 @@ fn indexed_output(output: &Path) -> Result<PathBuf, Failure> {
     }
     let mut name = output
         .file_name()
-        .ok_or_else(|| Failure::Usage(format!("{}: no file name", output.display())))?
+        .ok_or_else(|| Failure::Usage(format!("{}: no file name", output.display()).into()))?
         .to_os_string();
     name.push(".index.json");
     Ok(output.with_file_name(name))

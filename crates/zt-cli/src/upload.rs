@@ -14,51 +14,50 @@ use crate::common::{Failure, Outcome};
 /// Runs `convert` into a temporary folder and uploads what it wrote to `url` and beside it.
 /// Without `force`, an object already at `url` is a usage error (one HEAD request).
 pub fn convert_to_url(url: &str, force: bool, convert: impl FnOnce(&Path) -> Outcome) -> Outcome {
-    let parsed = url::Url::parse(url).map_err(|e| Failure::Usage(format!("not a URL ({e})")))?;
+    let parsed =
+        url::Url::parse(url).map_err(|e| Failure::Usage(format!("not a URL ({e})").into()))?;
     let shown = ztensor::remote::store::redacted(&parsed);
     let name = parsed
         .path_segments()
         .and_then(|mut s| s.next_back())
         .filter(|n| !n.is_empty())
         .map(str::to_owned)
-        .ok_or_else(|| Failure::Usage(format!("{shown}: the URL names no file")))?;
+        .ok_or_else(|| Failure::Usage(format!("{shown}: the URL names no file").into()))?;
     // The last segment as a local file name: percent-decoded, and nothing that leaves the
     // folder.
     let local_name = percent_encoding::percent_decode_str(&name)
         .decode_utf8_lossy()
         .into_owned();
     if local_name.contains(['/', '\\']) || local_name == "." || local_name == ".." {
-        return Err(Failure::Usage(format!(
-            "{shown}: {local_name:?} is not a file name"
-        )));
+        return Err(Failure::Usage(
+            format!("{shown}: {local_name:?} is not a file name").into(),
+        ));
     }
-    if !force && ztensor::remote::exists(url).map_err(|e| Failure::Failed(e.to_string()))? {
-        return Err(Failure::Usage(format!(
-            "{shown} exists; use --force to overwrite it"
-        )));
+    if !force && ztensor::remote::exists(url).map_err(|e| Failure::Failed(e.into()))? {
+        return Err(Failure::Usage(
+            format!("{shown} exists; use --force to overwrite it").into(),
+        ));
     }
     let folder = tempfile::Builder::new()
         .prefix("zt-upload-")
         .tempdir()
-        .map_err(|e| Failure::Failed(format!("cannot make a temporary folder: {e}")))?;
+        .map_err(|e| Failure::Failed(format!("cannot make a temporary folder: {e}").into()))?;
     // Removed on drop; on SIGINT or SIGTERM by the handler in main.
     let _registered = ztensor::container::cleanup::register(folder.path().to_path_buf());
     let local = folder.path().join(&local_name);
     convert(&local)?;
     for file in upload_order(folder.path(), &local)? {
-        let file_name = file
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(|| Failure::Failed(format!("{}: not a UTF-8 name", file.display())))?;
+        let file_name = file.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            Failure::Failed(format!("{}: not a UTF-8 name", file.display()).into())
+        })?;
         let target = if file == local {
             parsed.clone()
         } else {
             parsed
                 .join(file_name)
-                .map_err(|e| Failure::Failed(format!("{shown}: {e}")))?
+                .map_err(|e| Failure::Failed(format!("{shown}: {e}").into()))?
         };
-        ztensor::remote::upload(&file, target.as_str())
-            .map_err(|e| Failure::Failed(e.to_string()))?;
+        ztensor::remote::upload(&file, target.as_str()).map_err(|e| Failure::Failed(e.into()))?;
     }
     Ok(())
 }
@@ -66,10 +65,11 @@ pub fn convert_to_url(url: &str, force: bool, convert: impl FnOnce(&Path) -> Out
 /// The files the conversion wrote: shards (by name), then `main`, then an index.
 fn upload_order(folder: &Path, main: &Path) -> Result<Vec<PathBuf>, Failure> {
     let listed = std::fs::read_dir(folder)
-        .map_err(|e| Failure::Failed(format!("{}: {e}", folder.display())))?;
+        .map_err(|e| Failure::Failed(format!("{}: {e}", folder.display()).into()))?;
     let mut files = Vec::new();
     for entry in listed {
-        let entry = entry.map_err(|e| Failure::Failed(format!("{}: {e}", folder.display())))?;
+        let entry =
+            entry.map_err(|e| Failure::Failed(format!("{}: {e}", folder.display()).into()))?;
         files.push(entry.path());
     }
     let rank = |p: &Path| {
