@@ -181,3 +181,21 @@ def test_paths_that_start_with_a_dash_are_paths(tmp_path, monkeypatch):
     ztio.merge(["-v12.zt"], "-merged.zt", progress=False)
     assert ztio.diff("-in.safetensors", "-merged.zt", values_only=True)
     assert ztio.open("-merged.zt").keys() == ["w"]
+
+
+def test_convert_can_write_attributes_as_json_text(tmp_path):
+    import json
+
+    import ztio
+
+    gguf = FIXTURES / "interop/gguf/dense.gguf"
+    out = tmp_path / "dense.safetensors"
+    with pytest.raises(ztio.ArgumentError, match="attributes_as_json=True"):
+        ztio.convert(gguf, out, progress=False)
+    ztio.convert(gguf, out, attributes_as_json=True, progress=False)
+    with ztio.safe_open(out, "np") as f:
+        metadata = f.metadata()
+    assert metadata["general.alignment"] == "64"
+    assert json.loads(metadata["gguf.value_types"])["general.alignment"] == "u32"
+    with ztio.open(gguf) as src, ztio.safe_open(out, "np") as f:
+        assert sorted(f.keys()) == sorted(src.keys())

@@ -146,6 +146,7 @@ def convert(
     sync=True,
     shard_size=None,
     densify=False,
+    attributes_as_json=False,
     skip_unreadable=False,
     progress=None,
 ) -> None:
@@ -157,7 +158,9 @@ def convert(
     tensors); ``force`` replaces an existing ``dst``; ``verify=False`` skips checking the
     digests the input carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a
     text such as ``"5GB"``) cuts a set's shards when ``dst`` is an index; ``densify`` writes
-    sparse objects dense and quantized ones as f32; ``skip_unreadable`` leaves out, each named
+    sparse objects dense and quantized ones as f32; ``attributes_as_json`` writes file
+    attributes that are not text (a GGUF's numbers, a checkpoint's lists) into ``.safetensors``
+    metadata, which holds text only, as their JSON text (else they are an error); ``skip_unreadable`` leaves out, each named
     on stderr, the objects the input lists but cannot read (damaged entries), which otherwise
     fail the conversion. The same code as the ``zt`` tool: it writes its
     notes to stderr, and a failure raises as reads do: :class:`ztio.ChecksumError` for bytes
@@ -178,6 +181,8 @@ def convert(
         args += ["--shard-size", str(shard_size)]
     if densify:
         args.append("--densify")
+    if attributes_as_json:
+        args.append("--attributes-as-json")
     _run_tool(args + _paths(src, dst), "convert", progress)
 
 

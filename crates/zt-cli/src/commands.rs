@@ -1,6 +1,7 @@
 //! The commands. Each returns `Ok(())`, or a [`Failure`] that `main` turns into a message and
 //! an exit status.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -580,6 +581,7 @@ pub fn convert(
     digest: Option<DigestArg>,
     mag_version: MagVersion,
     densify: bool,
+    attributes_as_json: bool,
     skip_unreadable: bool,
 ) -> Outcome {
     if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
@@ -627,9 +629,14 @@ pub fn convert(
         }
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
+            let attributes = if attributes_as_json {
+                Cow::Owned(json::attributes_as_text(r.attributes()))
+            } else {
+                Cow::Borrowed(r.attributes())
+            };
             let done = convert::write_safetensors_views(
                 &views,
-                r.attributes(),
+                &attributes,
                 output,
                 densify,
                 durability(),

@@ -47,6 +47,23 @@ pub fn attributes(a: &Attributes) -> J {
     J::Object(a.iter().map(|(k, v)| (k.clone(), value(v))).collect())
 }
 
+/// `attributes` as `.safetensors` metadata holds them (`convert --attributes-as-json`): text
+/// as it is, every other value as its JSON text in [`value`]'s form (`8`, `[1,2]`,
+/// `{"bytes":"00ff"}`).
+pub fn attributes_as_text(a: &Attributes) -> Attributes {
+    a.iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::Text(_) => v.clone(),
+                // Any integer is a JSON number as text, past 64 bits too.
+                Value::Integer(i) => Value::Text(i.to_string()),
+                other => Value::Text(value(other).to_string()),
+            };
+            (k.clone(), text)
+        })
+        .collect()
+}
+
 /// `zt info --json` object entries, serialized straight from the reader's data (no tree of
 /// JSON values per object: 100,000 objects must print fast and in little memory).
 #[derive(serde::Serialize)]

@@ -203,6 +203,11 @@ enum Command {
         /// Write sparse objects dense and quantized objects dequantized to f32.
         #[arg(long)]
         densify: bool,
+        /// .safetensors output: write file attributes that are not text (numbers, lists,
+        /// maps: a GGUF's or a checkpoint's) as their JSON text, since safetensors metadata
+        /// holds text only; without it, such an attribute is an error.
+        #[arg(long)]
+        attributes_as_json: bool,
         /// Sharded output, each shard at most SIZE of data (e.g. 5GB, 512MiB): v2's own
         /// shards beside a .zt root, or an index with .safetensors/.zt shards.
         #[arg(long, value_name = "SIZE", value_parser = common::byte_size)]
@@ -547,6 +552,7 @@ fn run(command: Command) -> Outcome {
             digest,
             mag_version,
             densify,
+            attributes_as_json,
             compact,
             shard_size,
             skip_unreadable,
@@ -555,6 +561,11 @@ fn run(command: Command) -> Outcome {
             let input = resolve(input)?;
             let force = writing.force;
             let kind = output_kind(&output, to)?;
+            if attributes_as_json && kind != Kind::Safetensors {
+                return Err(Failure::Usage(
+                    "--attributes-as-json applies to .safetensors output only".into(),
+                ));
+            }
             let version = if kind.is_zt() {
                 Some(zt_version(kind, compact)?)
             } else if compact {
@@ -581,6 +592,7 @@ fn run(command: Command) -> Outcome {
                         compress,
                         digest,
                         densify,
+                        attributes_as_json,
                         mag_version,
                         force,
                     );
@@ -607,6 +619,7 @@ fn run(command: Command) -> Outcome {
                     digest,
                     mag_version,
                     densify,
+                    attributes_as_json,
                     skip_unreadable,
                 )
             };

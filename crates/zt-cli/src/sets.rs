@@ -162,15 +162,30 @@ pub enum Target {
 }
 
 /// `zt convert` with a set as input, or with an indexed set as output.
-pub fn convert(input: &Path, output: &Path, target: Target) -> Outcome {
+/// `attributes_as_json`: `.safetensors` output gets attributes that are not text as their
+/// JSON text (`--attributes-as-json`).
+pub fn convert(input: &Path, output: &Path, target: Target, attributes_as_json: bool) -> Outcome {
     // The library writes a set's output in one call: a spinner, with the time it has taken.
     let bar = crate::common::spinner("convert a set", 0);
-    let done = convert_quietly(input, output, target);
+    let done = convert_quietly(input, output, target, attributes_as_json);
     bar.finish_and_clear();
     done
 }
 
-fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
+fn convert_quietly(
+    input: &Path,
+    output: &Path,
+    target: Target,
+    attributes_as_json: bool,
+) -> Outcome {
+    // What the output holds of the input's file attributes.
+    let fitted = |attributes: &ztensor::Attributes| {
+        if attributes_as_json {
+            crate::json::attributes_as_text(attributes)
+        } else {
+            attributes.clone()
+        }
+    };
     // A digest that does not match is the input's fault (the shard holding the object, for a
     // set); anything else names the output, as for a file.
     let at = |e: ztensor::Error| {
@@ -184,7 +199,7 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
-        let attributes = shared_attributes(&set)?;
+        let attributes = fitted(&shared_attributes(&set)?);
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
         for o in objects {
@@ -213,7 +228,22 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
             .map(drop)
             .map_err(at);
     }
-    with_objects(input, |objects, attributes, metadata| match target {
+    with_objects(input, |objects, attributes, metadata| {
+        let attributes = &fitted(attributes);
+        write_target(objects, attributes, metadata, output, target, &at)
+    })
+}
+
+/// Writes `objects` and `attributes` (and, for an index, `metadata`) as `target` says.
+fn write_target(
+    objects: &[ObjectView<'_>],
+    attributes: &ztensor::Attributes,
+    metadata: &ztensor::Attributes,
+    output: &Path,
+    target: Target,
+    at: &dyn Fn(ztensor::Error) -> Failure,
+) -> Outcome {
+    match target {
         Target::Safetensors { densify } => ztensor::convert::write_safetensors_views(
             objects,
             attributes,
@@ -254,7 +284,7 @@ fn convert_quietly(input: &Path, output: &Path, target: Target) -> Outcome {
         }
         // Handled above, before the objects are gathered.
         Target::SameShards(_) => Ok(()),
-    })
+    }
 }
 
 /// The input file an error reading `input` belongs to: for a set, the shard that holds the
@@ -287,6 +317,7 @@ pub fn convert_command(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
+    attributes_as_json: bool,
     mag_version: MagVersion,
     force: bool,
 ) -> Outcome {
@@ -371,7 +402,7 @@ pub fn convert_command(
         _ => output.to_path_buf(),
     };
     check_output(&index, force)?;
-    convert(input, output, target)
+    convert(input, output, target, attributes_as_json)
 }
 
 /// The index a sharded output writes: OUT itself when it is one, else `OUT.index.json`.

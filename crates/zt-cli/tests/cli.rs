@@ -463,7 +463,66 @@ fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
         dir.path().join("a.safetensors").to_str().unwrap(),
     ]);
     assert_clean_error(&o, 2, "safetensors metadata holds text only");
+    assert!(
+        stderr(&o).contains("--attributes-as-json"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!dir.path().join("a.safetensors").exists());
+    // Asked for, every value that is not text is written as its JSON text.
+    let text = dir.path().join("a.safetensors");
+    let o = zt(&[
+        "convert",
+        &fx("valid/attributes.zt"),
+        text.to_str().unwrap(),
+        "--attributes-as-json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let info: serde_json::Value =
+        serde_json::from_slice(&zt(&["info", "--json", text.to_str().unwrap()]).stdout).unwrap();
+    let want = serde_json::json!({
+        "bytes": "{\"bytes\":\"0001ff\"}",
+        "double": "0.1",
+        "half": "1.25",
+        "list": "[1,2.5]",
+        "map": "{\"inner\":[1,\"a\",null]}",
+        "nint": "-18446744073709551616",
+        "none": "null",
+        "single": "0.10000000149011612",
+        "small": "-3",
+        "tagged": "{\"tag\":1,\"value\":1700000000}",
+        "text": "h\u{e9}llo \u{2713}",
+        "uint": "18446744073709551615",
+        "yes": "true",
+    });
+    assert_eq!(info["attributes"], want);
+    // The same for a set's shards (--shard-size writes an index and .safetensors shards).
+    let index = dir.path().join("set.safetensors.index.json");
+    let o = zt(&[
+        "convert",
+        &fx("valid/attributes.zt"),
+        index.to_str().unwrap(),
+        "--shard-size",
+        "1KB",
+        "--attributes-as-json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let shard = dir.path().join("set-00001-of-00001.safetensors");
+    let info: serde_json::Value =
+        serde_json::from_slice(&zt(&["info", "--json", shard.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(info["attributes"], want);
+    // Other kinds hold such values as they are: the option is a mistake there.
+    let o = zt(&[
+        "convert",
+        &fx("valid/attributes.zt"),
+        dir.path().join("a.zt").to_str().unwrap(),
+        "--attributes-as-json",
+    ]);
+    assert_clean_error(
+        &o,
+        2,
+        "--attributes-as-json applies to .safetensors output only",
+    );
 }
 
 #[test]

@@ -84,7 +84,9 @@ pub(crate) fn safetensors_views_staged(
             Value::Text(s) => meta.insert(k.as_str(), s.as_str()),
             other => {
                 return Err(Error::argument(format!(
-                    "attribute {k:?} is {}; safetensors metadata holds text only",
+                    "attribute {k:?} is {}; safetensors metadata holds text only (to write \
+                     such values as their JSON text: zt convert --attributes-as-json, \
+                     ztio.convert(..., attributes_as_json=True))",
                     other.kind_name()
                 )))
             }
