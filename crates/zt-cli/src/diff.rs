@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde_json::{json, Value as J};
 use ztensor::fp8::Fp8Format;
-use ztensor::{DType, ElementType, LogicalType, ObjectView};
+use ztensor::{DType, ElementType, Format, LogicalType, ObjectView, Value};
 
 use crate::commands::error_json;
 use crate::common::{out, progress, Failure, Outcome};
@@ -283,6 +283,58 @@ impl Difference {
     }
 }
 
+/// Whether `o` is compared by its components, not its dense form: a format the library
+/// carries but does not decode (MX blocks, a writer's own formats); GGUF blocks are compared
+/// by their bytes in [`Side`].
+fn by_components(o: ObjectView<'_>) -> bool {
+    matches!(o.format, Format::Unknown(_)) && o.ggml_type().is_none()
+}
+
+/// Compares two objects component by component: the same format, the same roles with the
+/// same element types in the same order, and the same decoded bytes. For objects that have
+/// no dense form here, whose values cannot be compared element by element.
+fn compare_components(
+    oa: ObjectView<'_>,
+    ob: ObjectView<'_>,
+    bar: &crate::common::Bar,
+) -> Result<Option<Difference>, (ztensor::Error, &'static str)> {
+    let differ = |what, detail| Ok(Some(Difference::simple(Some(oa.name()), what, detail)));
+    if oa.format != ob.format {
+        return differ("format", format!("format {} vs {}", oa.format, ob.format));
+    }
+    let layout = |o: ObjectView<'_>| -> Vec<(String, String)> {
+        o.components()
+            .map(|c| (c.role.to_string(), c.element.name().to_owned()))
+            .collect()
+    };
+    let (layout_a, layout_b) = (layout(oa), layout(ob));
+    if layout_a != layout_b {
+        return differ(
+            "components",
+            format!("components {layout_a:?} vs {layout_b:?}"),
+        );
+    }
+    for (ca, cb) in oa.components().zip(ob.components()) {
+        let bytes_a = ca.bytes().map_err(|e| (e, "A"))?;
+        let bytes_b = cb.bytes().map_err(|e| (e, "B"))?;
+        bar.inc(bytes_a.len() as u64);
+        if bytes_a != bytes_b {
+            return differ(
+                "values",
+                format!(
+                    "component {:?} differs ({} and {} bytes; a {} object is compared by its \
+                     components' bytes)",
+                    ca.role,
+                    bytes_a.len(),
+                    bytes_b.len(),
+                    oa.format
+                ),
+            );
+        }
+    }
+    Ok(None)
+}
+
 /// Compares the values of one common object; `Ok(None)` when they are equal.
 fn compare_values(
     oa: ObjectView<'_>,
@@ -290,6 +342,9 @@ fn compare_values(
     tol: Tolerance,
     bar: &crate::common::Bar,
 ) -> Result<Option<Difference>, (ztensor::Error, &'static str)> {
+    if by_components(oa) || by_components(ob) {
+        return compare_components(oa, ob, bar);
+    }
     let name = Some(oa.name.as_str());
     let sa = Side::new(oa).map_err(|e| (e, "A"))?;
     let sb = Side::new(ob).map_err(|e| (e, "B"))?;
@@ -363,6 +418,26 @@ fn compare_values(
     }))
 }
 
+/// Whether two attribute values are the same, floats by their bits: a NaN is the same as a
+/// NaN with the same bits (a file compared with itself is the same), and -0.0 is not 0.0 (a
+/// conversion must keep the sign).
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| kx == ky && same_value(x, y))
+        }
+        (Value::Tag(tx, x), Value::Tag(ty, y)) => tx == ty && same_value(x, y),
+        _ => a == b,
+    }
+}
+
 /// Decoded bytes an object's comparison reads, roughly: for the progress bar.
 fn dense_len(o: &ztensor::ObjectInfo) -> u64 {
     o.element_count()
@@ -420,19 +495,25 @@ fn diff_objects(
 ) -> Outcome {
     let mut diffs = Vec::new();
     let mut trouble = false;
-    if let Some((attributes_a, attributes_b)) = attributes.filter(|(x, y)| x != y) {
+    if let Some((attributes_a, attributes_b)) = attributes {
+        let differs = |k: &&String| match (attributes_a.get(*k), attributes_b.get(*k)) {
+            (Some(x), Some(y)) => !same_value(x, y),
+            _ => true,
+        };
         let keys: Vec<&String> = attributes_a
             .keys()
             .chain(attributes_b.keys())
-            .filter(|k| attributes_a.get(*k) != attributes_b.get(*k))
+            .filter(differs)
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        diffs.push(Difference::simple(
-            None,
-            "attributes",
-            format!("file attributes differ: {keys:?}"),
-        ));
+        if !keys.is_empty() {
+            diffs.push(Difference::simple(
+                None,
+                "attributes",
+                format!("file attributes differ: {keys:?}"),
+            ));
+        }
     }
     // Names come from the files: a keyed hash.
     let by_name = |objects: &[ObjectView<'_>]| -> std::collections::HashSet<String> {
@@ -532,6 +613,18 @@ fn diff_objects(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attribute_floats_are_the_same_by_their_bits() {
+        let nan = Value::Float(f64::NAN);
+        assert!(same_value(&nan, &nan));
+        assert!(!same_value(&nan, &Value::Float(-f64::NAN)));
+        assert!(!same_value(&Value::Float(0.0), &Value::Float(-0.0)));
+        let nested = |x| Value::Array(vec![Value::Map([("k".to_owned(), Value::Float(x))].into())]);
+        assert!(same_value(&nested(f64::NAN), &nested(f64::NAN)));
+        assert!(!same_value(&nested(1.0), &nested(2.0)));
+        assert!(!same_value(&Value::Integer(1), &Value::Float(1.0)));
+    }
 
     #[test]
     fn unravel_row_major() {
