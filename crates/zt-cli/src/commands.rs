@@ -600,9 +600,8 @@ pub fn convert(
             views.push(o);
         }
     }
-    // A digest that does not match is the input's fault; anything else names the output.
     let in_file = |e: ztensor::Error| {
-        let file = if e.kind() == ztensor::ErrorKind::ChecksumMismatch {
+        let file = if crate::common::inputs_fault(&e) {
             input
         } else {
             output

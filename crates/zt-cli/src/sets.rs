@@ -186,10 +186,10 @@ fn convert_quietly(
             attributes.clone()
         }
     };
-    // A digest that does not match is the input's fault (the shard holding the object, for a
-    // set); anything else names the output, as for a file.
+    // The input's fault names the shard holding the object, for a set; anything else names
+    // the output, as for a file.
     let at = |e: ztensor::Error| {
-        let file = if e.kind() == ztensor::ErrorKind::ChecksumMismatch {
+        let file = if crate::common::inputs_fault(&e) {
             blamed_input(input, &e)
         } else {
             output.to_path_buf()

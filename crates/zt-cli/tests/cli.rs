@@ -810,6 +810,37 @@ fn diff_exits_0_same_1_different_2_trouble() {
     assert_eq!(code(&zt(&["diff", "--rtol", "nan", p(&a), p(&b)])), 2);
 }
 
+/// A conversion's error names the file at fault: the input for what is wrong with it or
+/// cannot be decoded in it (exit 1), the output for what the output kind cannot hold (a
+/// usage error, exit 2).
+#[test]
+fn a_conversion_error_names_the_file_at_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.zt");
+    let convert = |input: &str| zt(&["convert", &fx(input), p(&out), "--no-sync"]);
+    // A v0.1 CSR object whose blob is too short for its row pointers.
+    let o = convert("interop/v014_rust.zt");
+    assert_clean_error(&o, 1, "v014_rust.zt: invalid file: object \"csr_try\"");
+    // A chunked HDF5 dataset whose filter (lzf) is not decoded here.
+    let o = convert("interop/hdf5/h5py_default.h5");
+    assert_eq!(code(&o), 1);
+    let last = stderr(&o).lines().last().unwrap_or_default().to_owned();
+    assert!(
+        last.starts_with("zt: ") && last.contains("h5py_default.h5: unsupported: object \"/lzf\""),
+        "{last}"
+    );
+    // v1.2 objects zTensor v2 has no layout for.
+    let o = convert("valid/quantized.zt");
+    assert_clean_error(
+        &o,
+        2,
+        "out.zt: invalid argument: object \"q2_u8\": zTensor v2 has no layout",
+    );
+    let o = convert("valid/v11_types.zt");
+    assert_clean_error(&o, 2, "out.zt: invalid argument: object \"csr_narrow\"");
+    assert!(!out.exists());
+}
+
 /// A file compared with itself is the same, whatever it holds: a NaN attribute, objects of
 /// formats with no dense form here (compared by their components' bytes), MX and quantized
 /// objects, a type from the future.

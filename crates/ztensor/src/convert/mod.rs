@@ -235,14 +235,11 @@ pub fn copy_object<W: Sink>(
             components,
         }
     };
-    writer.add_object_with(name, data, write).map_err(|e| {
-        // What the writer refuses here came from the source file, not from the caller.
-        if e.kind() == zt_container::ErrorKind::InvalidArgument {
-            e.with_kind(zt_container::ErrorKind::InvalidFile)
-        } else {
-            e
-        }
-    })
+    // What the writer refuses here is what the target cannot hold (a v2 file has no
+    // quantized_group layout, no u16 index part, no CBOR tag): the caller's choice of target,
+    // as safetensors' and GGUF's refusals are. A source object broken in itself fails when it
+    // is read, above, as the source file's fault.
+    writer.add_object_with(name, data, write)
 }
 
 /// How [`copy_object`] writes `obj`'s components: compression and digest as `options` keep
