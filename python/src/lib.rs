@@ -31,41 +31,40 @@ mod slice_rules;
 mod values;
 mod writer;
 
-/// Runs the `zt` command with `argv` (its name first) and returns its exit status: the
-/// package's `zt` script and `python -m ztio`. The GIL is released while it runs. As the tool
-/// (`embedded=False`) it takes over SIGINT/SIGTERM as the `zt` binary does; embedded (for
-/// `ztio.convert` and `ztio.diff`) Python keeps its handler and Ctrl-C raises
-/// `KeyboardInterrupt` between pieces of work.
-///
-/// `progress` (embedded only): a callable told the command's progress in place of bars on
-/// stderr (see the `progress` module). Embedded, a failure is raised (its `ztio.errors`
-/// class) instead of printed.
+/// Runs the `zt` command with `argv` (its name first) as the tool, and returns its exit
+/// status: the package's `zt` script and `python -m ztio`. It takes over SIGINT/SIGTERM as
+/// the `zt` binary does. The GIL is released while it runs.
 #[pyfunction]
-#[pyo3(signature = (argv, *, embedded = false, progress = None))]
-fn run_cli(
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| zt_cli::run_from(argv))
+}
+
+/// Runs the `zt` command with `argv` (its name first) in this process, for `ztio.convert`,
+/// `ztio.diff` and the like, and returns its exit status and its notes (each what the tool
+/// prints after `zt: note: `, for the caller to warn with). A failure is raised, as the
+/// library's errors are (their `ztio.errors` class, file, object and offset), not printed.
+/// Python keeps its signal handlers: Ctrl-C raises `KeyboardInterrupt` between pieces of
+/// work. `progress`: a callable told the command's progress in place of bars on stderr
+/// (see the `progress` module).
+#[pyfunction]
+#[pyo3(signature = (argv, *, progress = None))]
+fn run_tool(
     py: Python<'_>,
     argv: Vec<std::ffi::OsString>,
-    embedded: bool,
     progress: Option<Py<PyAny>>,
-) -> PyResult<u8> {
-    if embedded {
-        let callback = progress.map(|p| std::sync::Arc::new(progress::Callback::new(p)));
-        let listener = callback
-            .clone()
-            .map(|c| c as std::sync::Arc<dyn zt_cli::ProgressListener>);
-        let ended = errors::detach_interruptible_with(py, callback, || {
-            Ok(zt_cli::run_embedded_reporting(argv, listener))
-        })?;
-        // The command's failure as the exception the library's error would be (its class
-        // by kind, its file, object and offset), not a line on stderr.
-        match ended.failure {
-            None => Ok(ended.status),
-            Some(zt_cli::Failed::Error(e)) => Err(errors::to_py(py, &e)),
-            Some(zt_cli::Failed::Usage(message)) => Err(errors::argument_worded(py, message)),
-            Some(other) => Err(errors::worded(py, "Error", other.to_string())),
-        }
-    } else {
-        Ok(py.detach(|| zt_cli::run_from(argv)))
+) -> PyResult<(u8, Vec<String>)> {
+    let callback = progress.map(|p| std::sync::Arc::new(progress::Callback::new(p)));
+    let listener = callback
+        .clone()
+        .map(|c| c as std::sync::Arc<dyn zt_cli::ProgressListener>);
+    let ended = errors::detach_interruptible_with(py, callback, || {
+        Ok(zt_cli::run_embedded_reporting(argv, listener))
+    })?;
+    match ended.failure {
+        None => Ok((ended.status, ended.notes)),
+        Some(zt_cli::Failed::Error(e)) => Err(errors::to_py(py, &e)),
+        Some(zt_cli::Failed::Usage(message)) => Err(errors::argument_worded(py, message)),
+        Some(other) => Err(errors::worded(py, "Error", other.to_string())),
     }
 }
 
@@ -84,6 +83,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::save_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(writer::safetensors_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(run_tool, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

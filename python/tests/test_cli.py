@@ -70,7 +70,8 @@ def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
     with pytest.raises(ztio.Error):
         ztio.convert(src, out, progress=False)
     assert not out.exists()
-    ztio.convert(src, out, skip_unreadable=True, progress=False)
+    with pytest.warns(ztio.ZtWarning, match='object "a" left out, unreadable: zip entry "a.npy" is encrypted'):
+        ztio.convert(src, out, skip_unreadable=True, progress=False)
     with ztio.safe_open(out, "np") as f:
         assert list(f.keys()) == ["b"]
 
@@ -199,3 +200,16 @@ def test_convert_can_write_attributes_as_json_text(tmp_path):
     assert json.loads(metadata["gguf.value_types"])["general.alignment"] == "u32"
     with ztio.open(gguf) as src, ztio.safe_open(out, "np") as f:
         assert sorted(f.keys()) == sorted(src.keys())
+
+
+def test_what_the_tool_notes_is_a_warning_at_the_callers_line(tmp_path, capfd):
+    import ztio
+
+    # One of the archive's arrays is structured (not numbers): left out, and said so.
+    src = FIXTURES / "interop/numpy/mixed.npz"
+    with pytest.warns(ztio.ZtWarning, match='object "structured" skipped') as caught:
+        ztio.convert(src, tmp_path / "m.zt", progress=False)
+    assert caught[0].filename == __file__
+    assert "zt: note" not in capfd.readouterr().err
+    with ztio.open(tmp_path / "m.zt") as f:
+        assert "structured" not in f.keys()

@@ -53,6 +53,7 @@ from .errors import (
     LimitError,
     NotFoundError,
     UnsupportedError,
+    ZtWarning,
 )
 from .values import Tagged
 from ._native import __version__
@@ -89,6 +90,7 @@ __all__ = [
     "NotFoundError",
     "IoError",
     "OutOfMemoryError",
+    "ZtWarning",
     "HAVE_ML_DTYPES",
     "__version__",
 ]
@@ -102,9 +104,21 @@ def load_file(path):
 def _run_tool(args, what, progress):
     """Runs the ``zt`` tool's code for ``args`` in this process; a failure raises as the
     library's errors do (:class:`ztio.ChecksumError`, ``FileNotFoundError``, ...)."""
-    status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
+    status = _tool(args, progress)
     if status:
         raise Error(f"zt {what} failed with status {status}")
+
+
+def _tool(args, progress, stacklevel=4):
+    """Runs the tool's code in this process and returns its exit status; its notes (an object
+    left out of a conversion, and why) become warnings at the caller of the public function
+    (``stacklevel``: this function, its caller, the public function, the user's code)."""
+    import warnings
+
+    status, notes = _native.run_tool(args, progress=_progress.listener(progress))
+    for note in notes:
+        warnings.warn(note, ZtWarning, stacklevel=stacklevel)
+    return status
 
 
 def _paths(*paths):
@@ -263,7 +277,7 @@ def diff(a, b, *, values_only=False, progress=None) -> bool:
     if values_only:
         args.append("--values-only")
     args += _paths(a, b)
-    status = _native.run_cli(args, embedded=True, progress=_progress.listener(progress))
+    status = _tool(args, progress, stacklevel=3)
     if status > 1:
         raise Error(f"zt diff failed with status {status}")
     return status == 0

@@ -34,6 +34,7 @@ __all__ = [
     "PermissionDeniedError",
     "IsADirectoryIoError",
     "OutOfMemoryError",
+    "ZtWarning",
 ]
 
 
@@ -121,3 +122,9 @@ class OutOfMemoryError(Error, MemoryError):
     ``ztio.open(..., max_memory=...)``): never an abort of the interpreter."""
 
     kind = "out_of_memory"
+
+
+class ZtWarning(UserWarning):
+    """What ``ztio.convert`` and the other tool functions note on the way: an object left out
+    of the output (not numbers, or unreadable with ``skip_unreadable=True``), and why. The
+    ``zt`` tool prints the same as ``zt: note: ...`` on stderr."""

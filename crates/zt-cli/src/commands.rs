@@ -24,32 +24,30 @@ fn open(path: &Path) -> Result<Reader, Failure> {
     crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).into()))
 }
 
-/// Whether a copying command passes over `o` (not numbers we decode); says so on stderr.
+/// Whether a copying command passes over `o` (not numbers we decode); says so in a note.
 fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
     match o.skipped() {
         Some(why) => {
-            let note = format!(
-                "zt: note: {}: object {:?} skipped: {why}",
+            crate::common::note(format!(
+                "{}: object {:?} skipped: {why}",
                 input.display(),
                 o.name
-            );
-            eprintln!("{}", printable(&note));
+            ));
             true
         }
         None => false,
     }
 }
 
-/// Whether `o` is left out as unreadable (`--skip-unreadable`), saying so on stderr.
+/// Whether `o` is left out as unreadable (`--skip-unreadable`), saying so in a note.
 fn left_out_unreadable(input: &Path, o: &ObjectInfo, skip_unreadable: bool) -> bool {
     match (&o.defect, skip_unreadable) {
         (Some(d), true) => {
-            let note = format!(
-                "zt: note: {}: object {:?} left out, unreadable: {d}",
+            crate::common::note(format!(
+                "{}: object {:?} left out, unreadable: {d}",
                 input.display(),
                 o.name
-            );
-            eprintln!("{}", printable(&note));
+            ));
             true
         }
         _ => false,

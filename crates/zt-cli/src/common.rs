@@ -369,6 +369,42 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+thread_local! {
+    /// The notes of the command running on this thread, when its host collects them.
+    static NOTES: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Says `text` (an object left out, and why) as a note: on stderr as `zt: note: ...`, or into
+/// the notes an in-process host collects ([`collecting_notes`]).
+pub fn note(text: String) {
+    let printed = NOTES.with(|notes| match &mut *notes.borrow_mut() {
+        Some(collected) => {
+            collected.push(text);
+            None
+        }
+        None => Some(text),
+    });
+    if let Some(text) = printed {
+        eprintln!("zt: note: {}", printable(&text));
+    }
+}
+
+/// Runs `work` with its notes collected instead of printed, and returns them beside its
+/// result.
+pub fn collecting_notes<T>(work: impl FnOnce() -> T) -> (T, Vec<String>) {
+    struct Restore(Option<Vec<String>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            NOTES.with(|n| *n.borrow_mut() = self.0.take());
+        }
+    }
+    let restore = Restore(NOTES.with(|n| n.replace(Some(Vec::new()))));
+    let out = work();
+    let notes = NOTES.with(|n| n.replace(None)).unwrap_or_default();
+    drop(restore);
+    (out, notes)
+}
+
 /// Runs `work` with `listener` hearing the progress of the bars it makes on this thread.
 pub fn with_listener<T>(
     listener: Option<std::sync::Arc<dyn ProgressListener>>,

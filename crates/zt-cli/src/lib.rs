@@ -372,6 +372,9 @@ pub struct Ended {
     /// Why the command failed, unless it succeeded or said so itself on stdout (`verify`'s
     /// and `diff`'s reports).
     pub failure: Option<Failed>,
+    /// What the command noted on the way, each what the binary prints after `zt: note: `
+    /// (an object left out of a conversion, and why).
+    pub notes: Vec<String>,
 }
 
 /// Why an in-process command failed: what the `zt` binary prints after `zt: `, and more.
@@ -397,9 +400,9 @@ impl std::fmt::Display for Failed {
     }
 }
 
-/// As [`run_embedded_with`], printing nothing about a failure: the command's failure comes
-/// back in [`Ended::failure`] for the host to raise (what a command writes on stdout, its
-/// notes on stderr and its progress are as in [`run_embedded_with`]).
+/// As [`run_embedded_with`], printing nothing on stderr: the command's failure comes back in
+/// [`Ended::failure`] for the host to raise, and its notes in [`Ended::notes`] (what a
+/// command writes on stdout, and its progress, are as in [`run_embedded_with`]).
 ///
 /// ```
 /// let ended = zt_cli::run_embedded_reporting(["zt", "ls", "/nonexistent.zt"], None);
@@ -417,7 +420,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    common::with_listener(listener, || run_parsed(args).0)
+    let (mut ended, notes) =
+        common::collecting_notes(|| common::with_listener(listener, || run_parsed(args).0));
+    ended.notes = notes;
+    ended
 }
 
 /// Parses `args` and runs the command. A mistake in the arguments comes back both as a
@@ -428,7 +434,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let ended = |status, failure| Ended { status, failure };
+    let ended = |status, failure| Ended {
+        status,
+        failure,
+        notes: Vec::new(),
+    };
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {

@@ -91,3 +91,39 @@ fn commands_on_two_threads_keep_their_own_options() {
         assert!(listed.join().unwrap().iter().all(|&c| c == 1));
     });
 }
+
+#[test]
+fn an_in_process_host_gets_the_notes_and_the_failure_instead_of_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.zt");
+    // One of the archive's arrays is structured (not numbers): left out, with a note.
+    let mixed = fixture("interop/numpy/mixed.npz");
+    let ended =
+        zt_cli::run_embedded_reporting(["zt", "convert", &mixed, s(&out), "--no-sync"], None);
+    assert_eq!(ended.status, 0);
+    assert!(ended.failure.is_none());
+    assert_eq!(ended.notes.len(), 1, "{:?}", ended.notes);
+    assert!(ended.notes[0]
+        .ends_with("object \"structured\" skipped: a structured .npy array (fields are not read)"));
+    // The library's error, as it was.
+    let bad = fixture("invalid/v11_bad_digest.zt");
+    let ended = zt_cli::run_embedded_reporting(["zt", "convert", &bad, s(&out), "--force"], None);
+    assert_eq!(ended.status, 1);
+    match ended.failure {
+        Some(zt_cli::Failed::Error(e)) => {
+            assert_eq!(e.kind(), ztensor::ErrorKind::ChecksumMismatch);
+            assert_eq!(
+                (e.object(), e.component(), e.offset()),
+                (Some("w"), Some("data"), Some(0x40))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // A mistake in the arguments, in clap's words.
+    let ended = zt_cli::run_embedded_reporting(["zt", "convert", &bad], None);
+    assert_eq!(ended.status, 2);
+    match ended.failure {
+        Some(zt_cli::Failed::Usage(m)) => assert!(m.contains("<OUTPUT>"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
