@@ -66,6 +66,7 @@ fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
         Some(std::io::ErrorKind::NotFound) => "FileMissingError",
         Some(std::io::ErrorKind::PermissionDenied) => "PermissionDeniedError",
         Some(std::io::ErrorKind::IsADirectory) => "IsADirectoryIoError",
+        Some(std::io::ErrorKind::AlreadyExists) => "FileExistsIoError",
         _ => class_name(e.kind()),
     };
     let class = module.getattr(name)?.cast_into::<PyType>()?;

@@ -33,6 +33,7 @@ __all__ = [
     "FileMissingError",
     "PermissionDeniedError",
     "IsADirectoryIoError",
+    "FileExistsIoError",
     "OutOfMemoryError",
     "ZtWarning",
 ]
@@ -115,6 +116,10 @@ class PermissionDeniedError(IoError, PermissionError):
 
 class IsADirectoryIoError(IoError, IsADirectoryError):
     """A folder was given where a file was expected."""
+
+
+class FileExistsIoError(IoError, FileExistsError):
+    """The output exists, and the call did not say to replace it (``force=True``)."""
 
 
 class OutOfMemoryError(Error, MemoryError):

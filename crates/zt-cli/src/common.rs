@@ -347,11 +347,20 @@ pub fn check_output(path: &Path, force: bool) -> Outcome {
         ));
     }
     if path.exists() && !force {
-        return Err(Failure::Usage(
-            format!("{} exists; use --force to overwrite it", path.display()).into(),
-        ));
+        return Err(Failure::Usage(output_exists(path).into()));
     }
     Ok(())
+}
+
+/// The error for an output (a file or a URL) that exists when `--force` was not given: of
+/// the operating system's kind, so that an in-process host raises what its language raises
+/// for it (Python: `FileExistsError`); a usage error all the same.
+pub fn output_exists(path: &Path) -> ztensor::Error {
+    let exists = std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "use --force (force=True from Python) to replace it",
+    );
+    ztensor::Error::io(exists, "the output exists").in_file(path)
 }
 
 /// Where an embedding host hears how far a command has come, in place of bars drawn on

@@ -35,7 +35,7 @@ pub fn convert_to_url(url: &str, force: bool, convert: impl FnOnce(&Path) -> Out
     }
     if !force && ztensor::remote::exists(url).map_err(|e| Failure::Failed(e.into()))? {
         return Err(Failure::Usage(
-            format!("{shown} exists; use --force to overwrite it").into(),
+            crate::common::output_exists(std::path::Path::new(&shown)).into(),
         ));
     }
     let folder = tempfile::Builder::new()

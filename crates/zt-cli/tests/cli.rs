@@ -418,7 +418,7 @@ fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
     assert_clean_error(
         &zt(&["convert", &fx("interop/mag/v1_0.1.2.mag"), o_]),
         2,
-        "exists; use --force",
+        "I/O error: the output exists: use --force (force=True from Python) to replace it",
     );
     assert_eq!(
         code(&zt(&[
