@@ -10,7 +10,7 @@ use ztensor::Durability;
 
 /// How the command running on this thread reads and writes, from its options: set for the
 /// length of one run ([`with_settings`]). Not process-wide: a host that runs many commands in
-/// one process (the Python package's `ztio.convert`, `ztio.verify`, ...) gives each its own
+/// one process (the Python package's `ztio.convert`, `ztio.diff`, ...) gives each its own
 /// options, from any thread, and a `verify=False` or `sync=False` of one call must not
 /// carry over to the next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

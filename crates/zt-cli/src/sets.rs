@@ -178,14 +178,6 @@ fn convert_quietly(
     target: Target,
     attributes_as_json: bool,
 ) -> Outcome {
-    // What the output holds of the input's file attributes.
-    let fitted = |attributes: &ztensor::Attributes| {
-        if attributes_as_json {
-            crate::json::attributes_as_text(attributes)
-        } else {
-            attributes.clone()
-        }
-    };
     // The input's fault names the shard holding the object, for a set; anything else names
     // the output, as for a file.
     let at = |e: ztensor::Error| {
@@ -199,7 +191,10 @@ fn convert_quietly(
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
-        let attributes = fitted(&shared_attributes(&set)?);
+        let mut attributes = shared_attributes(&set)?;
+        if attributes_as_json {
+            attributes = crate::json::attributes_as_text(&attributes);
+        }
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
         for o in objects {
@@ -229,8 +224,13 @@ fn convert_quietly(
             .map_err(at);
     }
     with_objects(input, |objects, attributes, metadata| {
-        let attributes = &fitted(attributes);
-        write_target(objects, attributes, metadata, output, target, &at)
+        // The input's file attributes as they are, unless asked to write them as text.
+        let attributes = if attributes_as_json {
+            std::borrow::Cow::Owned(crate::json::attributes_as_text(attributes))
+        } else {
+            std::borrow::Cow::Borrowed(attributes)
+        };
+        write_target(objects, &attributes, metadata, output, target, &at)
     })
 }
 
