@@ -213,3 +213,17 @@ def test_what_the_tool_notes_is_a_warning_at_the_callers_line(tmp_path, capfd):
     assert "zt: note" not in capfd.readouterr().err
     with ztio.open(tmp_path / "m.zt") as f:
         assert "structured" not in f.keys()
+
+
+def test_convert_to_gguf_can_write_attributes_as_json_text(tmp_path):
+    import ztio
+
+    # A training checkpoint's arguments are a map (an argparse.Namespace, never run).
+    src = FIXTURES / "interop/pytorch/training.pt"
+    out = tmp_path / "training.gguf"
+    with pytest.raises(ztio.ArgumentError, match="GGUF metadata has no map values"):
+        ztio.convert(src, out, progress=False)
+    ztio.convert(src, out, attributes_as_json=True, progress=False)
+    with ztio.open(out) as f:
+        assert f.attributes["args"] == '{"opaque":"argparse.Namespace"}'
+        assert f.attributes["epoch"] == 7

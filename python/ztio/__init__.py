@@ -172,9 +172,10 @@ def convert(
     tensors); ``force`` replaces an existing ``dst``; ``verify=False`` skips checking the
     digests the input carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a
     text such as ``"5GB"``) cuts a set's shards when ``dst`` is an index; ``densify`` writes
-    sparse objects dense and quantized ones as f32; ``attributes_as_json`` writes file
-    attributes that are not text (a GGUF's numbers, a checkpoint's lists) into ``.safetensors``
-    metadata, which holds text only, as their JSON text (else they are an error); ``skip_unreadable`` leaves out, each named
+    sparse objects dense and quantized ones as f32; ``attributes_as_json`` writes the file
+    attributes the output's metadata cannot hold as their JSON text (else they are an error):
+    for ``.safetensors``, whose metadata is text only, a GGUF's numbers or a checkpoint's
+    lists; for GGUF, null, maps and lists of mixed types; ``skip_unreadable`` leaves out, each named
     on stderr, the objects the input lists but cannot read (damaged entries), which otherwise
     fail the conversion. The same code as the ``zt`` tool: it writes its
     notes to stderr, and a failure raises as reads do: :class:`ztio.ChecksumError` for bytes

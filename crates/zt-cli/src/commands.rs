@@ -569,6 +569,19 @@ pub(crate) fn error_json(e: &ztensor::Error, file: Option<&Path>) -> serde_json:
     })
 }
 
+/// The file attributes an output gets: `attributes` as they are, or, for
+/// `--attributes-as-json`, with what the output's metadata cannot hold (`as_text`) as JSON
+/// text.
+pub(crate) fn attributes_to_write(
+    attributes: &ztensor::Attributes,
+    as_text: Option<json::MetadataHolds>,
+) -> Cow<'_, ztensor::Attributes> {
+    match as_text {
+        Some(holds) => Cow::Owned(json::attributes_as_text(attributes, holds)),
+        None => Cow::Borrowed(attributes),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn convert(
     input: &Path,
@@ -579,7 +592,7 @@ pub fn convert(
     digest: Option<DigestArg>,
     mag_version: MagVersion,
     densify: bool,
-    attributes_as_json: bool,
+    as_text: Option<json::MetadataHolds>,
     skip_unreadable: bool,
 ) -> Outcome {
     if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
@@ -626,11 +639,7 @@ pub fn convert(
         }
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
-            let attributes = if attributes_as_json {
-                Cow::Owned(json::attributes_as_text(r.attributes()))
-            } else {
-                Cow::Borrowed(r.attributes())
-            };
+            let attributes = attributes_to_write(r.attributes(), as_text);
             let done = convert::write_safetensors_views(
                 &views,
                 &attributes,
@@ -643,8 +652,9 @@ pub fn convert(
         }
         Kind::Gguf => {
             let bar = spinner("convert to .gguf", total_stored(&r));
+            let attributes = attributes_to_write(r.attributes(), as_text);
             let done =
-                convert::write_gguf_views(&views, r.attributes(), output, densify, durability());
+                convert::write_gguf_views(&views, &attributes, output, densify, durability());
             bar.finish_and_clear();
             done.map_err(in_file)
         }

@@ -47,19 +47,33 @@ pub fn attributes(a: &Attributes) -> J {
     J::Object(a.iter().map(|(k, v)| (k.clone(), value(v))).collect())
 }
 
-/// `attributes` as `.safetensors` metadata holds them (`convert --attributes-as-json`): text
-/// as it is, every other value as its JSON text in [`value`]'s form (`8`, `[1,2]`,
-/// `{"bytes":"00ff"}`).
-pub fn attributes_as_text(a: &Attributes) -> Attributes {
+/// Whether an output kind's metadata holds the attribute `key` = `value` as it is.
+pub type MetadataHolds = fn(&str, &Value) -> bool;
+
+/// What `kind`'s metadata holds as it is, for `--attributes-as-json`; `None` for the kinds
+/// the option does not apply to (zTensor holds every attribute value).
+pub fn metadata_holds(kind: crate::common::Kind) -> Option<MetadataHolds> {
+    match kind {
+        crate::common::Kind::Safetensors => Some(|_, v| matches!(v, Value::Text(_))),
+        crate::common::Kind::Gguf => Some(ztensor::convert::gguf_holds),
+        _ => None,
+    }
+}
+
+/// `attributes` with each value that `holds` refuses written as its JSON text, in
+/// [`value`]'s form (`8`, `[1,2]`, `{"bytes":"00ff"}`): what `convert --attributes-as-json`
+/// hands a writer whose metadata cannot hold every value (`.safetensors`: text only; GGUF:
+/// no null, map or mixed list).
+pub fn attributes_as_text(a: &Attributes, holds: MetadataHolds) -> Attributes {
     a.iter()
         .map(|(k, v)| {
-            let text = match v {
-                Value::Text(_) => v.clone(),
+            let kept = match v {
+                v if holds(k, v) => v.clone(),
                 // Any integer is a JSON number as text, past 64 bits too.
                 Value::Integer(i) => Value::Text(i.to_string()),
                 other => Value::Text(value(other).to_string()),
             };
-            (k.clone(), text)
+            (k.clone(), kept)
         })
         .collect()
 }

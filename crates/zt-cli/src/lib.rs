@@ -203,9 +203,9 @@ enum Command {
         /// Write sparse objects dense and quantized objects dequantized to f32.
         #[arg(long)]
         densify: bool,
-        /// .safetensors output: write file attributes that are not text (numbers, lists,
-        /// maps: a GGUF's or a checkpoint's) as their JSON text, since safetensors metadata
-        /// holds text only; without it, such an attribute is an error.
+        /// Write the file attributes the output's metadata cannot hold as their JSON text:
+        /// for .safetensors (text only) numbers, lists and maps, a GGUF's or a checkpoint's;
+        /// for GGUF null, maps and mixed lists. Without it, such an attribute is an error.
         #[arg(long)]
         attributes_as_json: bool,
         /// Sharded output, each shard at most SIZE of data (e.g. 5GB, 512MiB): v2's own
@@ -571,11 +571,16 @@ fn run(command: Command) -> Outcome {
             let input = resolve(input)?;
             let force = writing.force;
             let kind = output_kind(&output, to)?;
-            if attributes_as_json && kind != Kind::Safetensors {
-                return Err(Failure::Usage(
-                    "--attributes-as-json applies to .safetensors output only".into(),
-                ));
-            }
+            // What the output's metadata holds as it is, when asked to write the rest as text.
+            let as_text = match (attributes_as_json, json::metadata_holds(kind)) {
+                (false, _) => None,
+                (true, Some(holds)) => Some(holds),
+                (true, None) => {
+                    return Err(Failure::Usage(
+                        "--attributes-as-json applies to .safetensors and GGUF output only".into(),
+                    ))
+                }
+            };
             let version = if kind.is_zt() {
                 Some(zt_version(kind, compact)?)
             } else if compact {
@@ -602,7 +607,7 @@ fn run(command: Command) -> Outcome {
                         compress,
                         digest,
                         densify,
-                        attributes_as_json,
+                        as_text,
                         mag_version,
                         force,
                     );
@@ -629,7 +634,7 @@ fn run(command: Command) -> Outcome {
                     digest,
                     mag_version,
                     densify,
-                    attributes_as_json,
+                    as_text,
                     skip_unreadable,
                 )
             };

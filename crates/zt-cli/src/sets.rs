@@ -162,12 +162,17 @@ pub enum Target {
 }
 
 /// `zt convert` with a set as input, or with an indexed set as output.
-/// `attributes_as_json`: `.safetensors` output gets attributes that are not text as their
-/// JSON text (`--attributes-as-json`).
-pub fn convert(input: &Path, output: &Path, target: Target, attributes_as_json: bool) -> Outcome {
+/// `as_text`: the output's attributes that its metadata cannot hold are written as their JSON
+/// text (`--attributes-as-json`).
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    target: Target,
+    as_text: Option<crate::json::MetadataHolds>,
+) -> Outcome {
     // The library writes a set's output in one call: a spinner, with the time it has taken.
     let bar = crate::common::spinner("convert a set", 0);
-    let done = convert_quietly(input, output, target, attributes_as_json);
+    let done = convert_quietly(input, output, target, as_text);
     bar.finish_and_clear();
     done
 }
@@ -176,7 +181,7 @@ fn convert_quietly(
     input: &Path,
     output: &Path,
     target: Target,
-    attributes_as_json: bool,
+    as_text: Option<crate::json::MetadataHolds>,
 ) -> Outcome {
     // The input's fault names the shard holding the object, for a set; anything else names
     // the output, as for a file.
@@ -191,10 +196,8 @@ fn convert_quietly(
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
-        let mut attributes = shared_attributes(&set)?;
-        if attributes_as_json {
-            attributes = crate::json::attributes_as_text(&attributes);
-        }
+        let shared = shared_attributes(&set)?;
+        let attributes = crate::commands::attributes_to_write(&shared, as_text);
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
         for o in objects {
@@ -224,12 +227,7 @@ fn convert_quietly(
             .map_err(at);
     }
     with_objects(input, |objects, attributes, metadata| {
-        // The input's file attributes as they are, unless asked to write them as text.
-        let attributes = if attributes_as_json {
-            std::borrow::Cow::Owned(crate::json::attributes_as_text(attributes))
-        } else {
-            std::borrow::Cow::Borrowed(attributes)
-        };
+        let attributes = crate::commands::attributes_to_write(attributes, as_text);
         write_target(objects, &attributes, metadata, output, target, &at)
     })
 }
@@ -317,7 +315,7 @@ pub fn convert_command(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
-    attributes_as_json: bool,
+    as_text: Option<crate::json::MetadataHolds>,
     mag_version: MagVersion,
     force: bool,
 ) -> Outcome {
@@ -402,7 +400,7 @@ pub fn convert_command(
         _ => output.to_path_buf(),
     };
     check_output(&index, force)?;
-    convert(input, output, target, attributes_as_json)
+    convert(input, output, target, as_text)
 }
 
 /// The index a sharded output writes: OUT itself when it is one, else `OUT.index.json`.

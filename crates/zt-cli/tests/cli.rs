@@ -511,7 +511,32 @@ fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
     let info: serde_json::Value =
         serde_json::from_slice(&zt(&["info", "--json", shard.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(info["attributes"], want);
-    // Other kinds hold such values as they are: the option is a mistake there.
+    // GGUF holds numbers, text and lists of one type; null, maps, tags and byte strings
+    // (a u8 list) as JSON text when asked. Its own table of value types stays a table.
+    let gguf = dir.path().join("a.gguf");
+    let source = fx("valid/attributes.zt");
+    let convert_gguf = |extra: &[&str]| {
+        let args = [
+            &["convert", &source, gguf.to_str().unwrap(), "--force"],
+            extra,
+        ]
+        .concat();
+        zt(&args)
+    };
+    assert_clean_error(&convert_gguf(&[]), 2, "--attributes-as-json");
+    let o = convert_gguf(&["--attributes-as-json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let info: serde_json::Value =
+        serde_json::from_slice(&zt(&["info", "--json", gguf.to_str().unwrap()]).stdout).unwrap();
+    let attributes = &info["attributes"];
+    assert_eq!(attributes["none"], "null");
+    assert_eq!(attributes["map"], "{\"inner\":[1,\"a\",null]}");
+    assert_eq!(attributes["small"], -3);
+    // An integer and a float: no one GGUF type holds both.
+    assert_eq!(attributes["list"], "[1,2.5]");
+    assert_eq!(attributes["text"], "h\u{e9}llo \u{2713}");
+    assert!(attributes["gguf.value_types"].is_object(), "{attributes}");
+    // zTensor holds every value as it is: the option is a mistake there.
     let o = zt(&[
         "convert",
         &fx("valid/attributes.zt"),
@@ -521,7 +546,7 @@ fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
     assert_clean_error(
         &o,
         2,
-        "--attributes-as-json applies to .safetensors output only",
+        "--attributes-as-json applies to .safetensors and GGUF output only",
     );
 }
 

@@ -258,7 +258,12 @@ fn metadata(attrs: &Attributes) -> Result<(Vec<u8>, u64, u64)> {
         let bad = |what: String| Error::argument(format!("attribute {key:?}: {what}"));
         let ty = match types.and_then(|t| t.get(key)) {
             Some(t) => t.clone(),
-            None => infer(value).map_err(bad)?,
+            None => infer(value).map_err(|what| {
+                bad(format!(
+                    "{what} (to write such values as their JSON text: zt convert \
+                     --attributes-as-json, ztio.convert(..., attributes_as_json=True))"
+                ))
+            })?,
         };
         if key == ALIGNMENT_KEY {
             alignment = match (value.as_u64(), &ty) {
@@ -275,6 +280,23 @@ fn metadata(attrs: &Attributes) -> Result<(Vec<u8>, u64, u64)> {
         n += 1;
     }
     Ok((out, n, alignment))
+}
+
+/// Whether the GGUF writer takes the file attribute `key` = `value` as it is: the map of value
+/// types a GGUF reader keeps (`gguf.value_types`, which the writer uses and does not write),
+/// or a value GGUF metadata has a type for when no such map types it: not null, a map, a
+/// tag, an integer past 64 bits or a list of mixed types.
+///
+/// ```
+/// use ztensor::{convert::gguf_holds, Value};
+/// assert!(gguf_holds("general.alignment", &Value::Integer(64)));
+/// assert!(gguf_holds("x", &Value::Array(vec![Value::Float(0.5), Value::Float(1.0)])));
+/// assert!(!gguf_holds("x", &Value::Null));
+/// assert!(!gguf_holds("x", &Value::Array(vec![Value::Integer(1), Value::Text("a".into())])));
+/// assert!(gguf_holds("gguf.value_types", &Value::Map(Default::default())));
+/// ```
+pub fn gguf_holds(key: &str, value: &Value) -> bool {
+    (key == VALUE_TYPES_KEY && matches!(value, Value::Map(_))) || infer(value).is_ok()
 }
 
 /// The type the `gguf` package would give a value it was handed untyped.

@@ -25,7 +25,7 @@ mod indexed;
 mod safetensors;
 mod shard;
 #[cfg(feature = "gguf")]
-pub use self::gguf::{write_gguf, write_gguf_views, write_gguf_with};
+pub use self::gguf::{gguf_holds, write_gguf, write_gguf_views, write_gguf_with};
 #[cfg(feature = "sharded")]
 pub use self::indexed::{
     write_indexed, write_indexed_groups, IndexedFiles, IndexedOptions, ShardKind,
