@@ -1,7 +1,6 @@
 //! The commands. Each returns `Ok(())`, or a [`Failure`] that `main` turns into a message and
 //! an exit status.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -569,19 +568,6 @@ pub(crate) fn error_json(e: &ztensor::Error, file: Option<&Path>) -> serde_json:
     })
 }
 
-/// The file attributes an output gets: `attributes` as they are, or, for
-/// `--attributes-as-json`, with what the output's metadata cannot hold (`as_text`) as JSON
-/// text.
-pub(crate) fn attributes_to_write(
-    attributes: &ztensor::Attributes,
-    as_text: Option<json::MetadataHolds>,
-) -> Cow<'_, ztensor::Attributes> {
-    match as_text {
-        Some(holds) => Cow::Owned(json::attributes_as_text(attributes, holds)),
-        None => Cow::Borrowed(attributes),
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 pub fn convert(
     input: &Path,
@@ -639,7 +625,7 @@ pub fn convert(
         }
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
-            let attributes = attributes_to_write(r.attributes(), as_text);
+            let attributes = json::attributes_to_write(r.attributes(), as_text);
             let done = convert::write_safetensors_views(
                 &views,
                 &attributes,
@@ -652,7 +638,7 @@ pub fn convert(
         }
         Kind::Gguf => {
             let bar = spinner("convert to .gguf", total_stored(&r));
-            let attributes = attributes_to_write(r.attributes(), as_text);
+            let attributes = json::attributes_to_write(r.attributes(), as_text);
             let done =
                 convert::write_gguf_views(&views, &attributes, output, densify, durability());
             bar.finish_and_clear();

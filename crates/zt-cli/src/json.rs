@@ -60,6 +60,19 @@ pub fn metadata_holds(kind: crate::common::Kind) -> Option<MetadataHolds> {
     }
 }
 
+/// The file attributes an output gets: `attributes` as they are, or, for
+/// `--attributes-as-json`, with what the output's metadata cannot hold (`as_text`) as JSON
+/// text.
+pub fn attributes_to_write(
+    attributes: &Attributes,
+    as_text: Option<MetadataHolds>,
+) -> std::borrow::Cow<'_, Attributes> {
+    match as_text {
+        Some(holds) => std::borrow::Cow::Owned(attributes_as_text(attributes, holds)),
+        None => std::borrow::Cow::Borrowed(attributes),
+    }
+}
+
 /// `attributes` with each value that `holds` refuses written as its JSON text, in
 /// [`value`]'s form (`8`, `[1,2]`, `{"bytes":"00ff"}`): what `convert --attributes-as-json`
 /// hands a writer whose metadata cannot hold every value (`.safetensors`: text only; GGUF:

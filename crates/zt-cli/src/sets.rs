@@ -197,7 +197,7 @@ fn convert_quietly(
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
         let shared = shared_attributes(&set)?;
-        let attributes = crate::commands::attributes_to_write(&shared, as_text);
+        let attributes = crate::json::attributes_to_write(&shared, as_text);
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
         for o in objects {
@@ -227,7 +227,7 @@ fn convert_quietly(
             .map_err(at);
     }
     with_objects(input, |objects, attributes, metadata| {
-        let attributes = crate::commands::attributes_to_write(attributes, as_text);
+        let attributes = crate::json::attributes_to_write(attributes, as_text);
         write_target(objects, &attributes, metadata, output, target, &at)
     })
 }
