@@ -173,16 +173,20 @@ def convert(
     digests the input carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a
     text such as ``"5GB"``) cuts a set's shards when ``dst`` is an index; ``densify`` writes
     sparse objects dense and quantized ones as f32; ``attributes_as_json`` writes the file
-    attributes the output's metadata cannot hold as their JSON text (else they are an error):
-    for ``.safetensors``, whose metadata is text only, a GGUF's numbers or a checkpoint's
-    lists; for GGUF, null, maps and lists of mixed types; ``skip_unreadable`` leaves out, each named
-    on stderr, the objects the input lists but cannot read (damaged entries), which otherwise
-    fail the conversion. The same code as the ``zt`` tool: it writes its
-    notes to stderr, and a failure raises as reads do: :class:`ztio.ChecksumError` for bytes
-    whose digest fails, ``FileNotFoundError`` for a missing input, :class:`ztio.ArgumentError`
-    for a conversion the output cannot hold, each with the file, object and offset. Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was. ``progress``:
-    see :mod:`ztio._progress` (a tqdm bar where a person watches, ``False`` for none, or a
-    callable).
+    attributes the output's metadata cannot hold as their JSON text (else they are an
+    error): for ``.safetensors``, whose metadata is text only, a GGUF's numbers or a
+    checkpoint's lists; for GGUF, null, maps and lists of mixed types; ``skip_unreadable``
+    leaves out the objects the input lists but cannot read (damaged entries), which
+    otherwise fail the conversion.
+
+    The same code as the ``zt`` tool. What it notes on the way (an object left out, and
+    why) is a :class:`ztio.ZtWarning`; a failure raises as reads do:
+    :class:`ztio.ChecksumError` for bytes whose digest fails, ``FileNotFoundError`` for a
+    missing input, ``FileExistsError`` for an existing ``dst`` without ``force``,
+    :class:`ztio.ArgumentError` for a conversion the output cannot hold, each with the file,
+    object and offset. Ctrl-C raises ``KeyboardInterrupt`` and leaves ``dst`` as it was.
+    ``progress``: see :mod:`ztio._progress` (a tqdm bar where a person watches, ``False`` for
+    none, or a callable).
     """
     args = ["zt", "convert"]
     args += _writing(
@@ -273,7 +277,8 @@ def rm(src, names, dst, *, to=None, compact=False, force=False, verify=True, syn
 def diff(a, b, *, values_only=False, progress=None) -> bool:
     """What ``zt diff`` does: whether two files (sets, folders) hold the same objects with the
     same values; the differences are printed as the tool prints them. A file that cannot be
-    read raises as reads do (``FileNotFoundError``, :class:`ztio.FileError`, ...). ``progress`` as :func:`convert` takes it."""
+    read raises as reads do (``FileNotFoundError``, :class:`ztio.FileError`, ...).
+    ``progress`` as :func:`convert` takes it."""
     args = ["zt", "diff"]
     if values_only:
         args.append("--values-only")
