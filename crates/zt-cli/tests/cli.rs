@@ -1400,4 +1400,15 @@ fn gguf_info_ls_cat_verify_diff_and_convert_both_ways() {
         "GGUF has no",
     );
     assert!(!out.exists(), "nothing written");
+
+    // A file made into a GGUF is the same as the GGUF: the types the GGUF's reader keeps of
+    // its metadata (gguf.value_types) are compared only when both sides have them.
+    let scalars = fx("valid/scalars.zt");
+    let out = dir.path().join("scalars.gguf");
+    assert_eq!(code(&zt(&["convert", &scalars, p(&out)])), 0);
+    let o = zt(&["diff", &scalars, p(&out)]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let o = zt(&["diff", &fx("interop/gguf/dense.gguf"), p(&out)]);
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).contains("gguf.value_types"), "{}", stdout(&o));
 }

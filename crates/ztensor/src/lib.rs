@@ -150,6 +150,8 @@ pub use convert::{write_gguf, write_gguf_with};
 #[cfg(feature = "safetensors")]
 pub use convert::{write_safetensors, write_safetensors_with};
 pub use decode::{ReadOptions, Verify};
+#[cfg(feature = "gguf")]
+pub use files::gguf::VALUE_TYPES_KEY as GGUF_VALUE_TYPES_KEY;
 pub use folder::model_file;
 pub use listing::{Limits, MIN_LISTING_BUDGET};
 pub use model::{

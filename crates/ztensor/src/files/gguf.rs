@@ -39,7 +39,8 @@ use crate::listing::{sort_by_name, Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
 /// The file attribute that holds the GGUF type of every metadata value, keyed like the
-/// metadata (see [`value_type`]).
+/// metadata (`"u32"`, `"str"`, `"[f32]"`, ...): a GGUF file's reader makes it, and the GGUF
+/// writer writes each value with the type it names.
 pub const VALUE_TYPES_KEY: &str = "gguf.value_types";
 
 /// The data section's alignment when `general.alignment` is absent.
