@@ -12,7 +12,10 @@
 //!   types (`gguf.<type>/1`) are compared by their blocks' bytes, exactly.
 //!
 //! Only windows whose bytes differ are looked at element by element, so a file compared with
-//! itself costs a `memcmp`. Nothing is ever turned into one JSON value per element.
+//! itself costs a `memcmp`. Nothing is ever turned into one JSON value per element. An object
+//! of a format with no dense form here (`zt.mx/1`, a writer's own) is compared by its format
+//! and its components' roles, types and decoded bytes ([`compare_components`]). File
+//! attributes compare floats by their bits ([`same_value`]).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
