@@ -14,11 +14,11 @@ phase "Rust: the zt binary for the Python tests"
 cargo build -p zt-cli
 
 venv=target/pyenv
+phase "Python: the test packages and ztio, into $venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements-test.txt
-phase "Python: ztio built into $venv"
 # maturin installs the package in development mode: python/ztio with the extension beside it.
 (cd python && VIRTUAL_ENV="$PWD/../$venv" PATH="$PWD/../$venv/bin:$PATH" maturin develop -q)
 phase "Python: pytest"
