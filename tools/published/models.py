@@ -1,19 +1,25 @@
-"""ONNX models, HDF5 files and TorchScript archives as published in PyPI packages: fetched,
-opened with ztio, and compared with what the reference readers read from them.
+"""ONNX models, HDF5 files, TorchScript archives and GGUF files as published in PyPI packages:
+fetched, opened with ztio, and compared with what the reference readers read from them.
 
 Files from the wild go further than our fixtures: silero-vad's ONNX models keep their weights
 in `Constant` nodes inside `If`/`Loop` subgraphs (and one in float16), its TorchScript archive
 is a scripted model; PyTables' test files were written by PyTables and HDF5 libraries from
 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO and blosc,
-compound tables beside arrays. Each file is taken from its package's wheel (`pip download`, no
-install) into target/published/models, and every tensor is checked by name, dtype, shape and
-the SHA-256 of its C-order little-endian bytes:
+compound tables beside arrays; llama.cpp's vocabulary files (in llama-cpp-python's source
+distribution: PyPI has no wheel of it) are GGUF as its converter writes it, v2 and v3, with
+up to 262,144 tokens and 514,906 merges, scores and chat templates, and no tensors. Each file
+is taken from its package's wheel (`pip download`, no install) or source distribution (found
+in PyPI's simple index as pip finds it, its SHA-256 checked) into target/published/models, and
+every tensor is checked by name, dtype, shape and the SHA-256 of its C-order little-endian
+bytes, and every GGUF metadata key (as `@key`) by its value type and the SHA-256 of its value
+as JSON:
 
 - against tools/published/models.expected.json (the default; needs only ztio and numpy), or
 - with `--reference`, against the reference readers themselves: `onnx` (initializers and
   `Constant` tensors of every graph, through `numpy_helper`), `h5py` (every
-  dataset of numbers h5py can read, by every hard and soft link to it) and `torch`
-  (`torch.jit.load(...).state_dict()`); `--record` then writes what they read into the
+  dataset of numbers h5py can read, by every hard and soft link to it), `torch`
+  (`torch.jit.load(...).state_dict()`) and `gguf` (`GGUFReader`: every metadata field and
+  every tensor of a dense type); `--record` then writes what they read into the
   expected file (files whose reader is not installed keep their recorded entries).
 
 A tensor the reference reads and ztio does not, or reads differently, is a failure; so is a
@@ -21,15 +27,19 @@ file ztio refuses. Datasets the reference cannot read either (filters neither li
 are left out. Exit status 1 on any failure.
 
     target/pyenv/bin/python tools/published/models.py               # against the expected file
-    /tmp/ref/bin/python tools/published/models.py --reference       # onnx, h5py, torch
+    /tmp/ref/bin/python tools/published/models.py --reference       # onnx, h5py, torch, gguf
 """
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
+import tarfile
+import urllib.request
 import zipfile
 from pathlib import Path
+from urllib.parse import urljoin
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "target" / "published"
@@ -37,6 +47,7 @@ EXPECTED = Path(__file__).with_name("models.expected.json")
 
 SILERO = "silero_vad/data/"
 TABLES = "tables/tests/"
+LLAMA = "vendor/llama.cpp/models/"
 PACKAGES = {
     "silero-vad==6.2.3": [
         SILERO + n
@@ -65,6 +76,18 @@ PACKAGES = {
             "smpl_unsupptype.h5", "test_szip.h5", "time-table-vlarray-1_x.h5",
             "times-nested-be.h5", "vlstr_attr.h5", "vlunicode_endian.h5",
             "zerodim-attrs-1.3.h5", "zerodim-attrs-1.4.h5",
+        ]
+    ],
+}
+
+# Package (pinned) -> files inside its source distribution, for packages PyPI has no wheel of.
+SDISTS = {
+    "llama-cpp-python==0.3.36": [
+        LLAMA + f"ggml-vocab-{n}.gguf"
+        for n in [
+            "aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm",
+            "falcon", "gemma-4", "gpt-2", "gpt-neox", "llama-bpe", "llama-spm", "mpt",
+            "nomic-bert-moe", "phi-3", "qwen2", "qwen35", "refact", "starcoder",
         ]
     ],
 }
@@ -98,7 +121,48 @@ def fetch() -> list:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(z.read(member))
                 out.append(target)
+    for spec, members in SDISTS.items():
+        out += fetch_sdist(spec, members)
     return out
+
+
+def fetch_sdist(spec: str, members: list) -> list:
+    """Downloads a source distribution once (PyPI's JSON API names it and its SHA-256) and
+    extracts the members; returns their paths."""
+    targets = [WORK / "models" / m for m in members]
+    if all(t.exists() for t in targets):
+        return targets
+    name, version = spec.split("==")
+    filename = f"{name.replace('-', '_')}-{version}.tar.gz"
+    # The simple index, as pip reads it (PEP 691's JSON form), names the file's URL and hash.
+    api = f"https://pypi.org/simple/{name}/"
+    request = urllib.request.Request(api, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=60) as r:
+        [sdist] = [f for f in json.load(r)["files"] if f["filename"] == filename]
+    sdists = WORK / "sdists"
+    sdists.mkdir(parents=True, exist_ok=True)
+    archive = sdists / filename
+    if not archive.exists():
+        partial = archive.with_name(archive.name + ".part")
+        with urllib.request.urlopen(urljoin(api, sdist["url"]), timeout=600) as r, open(partial, "wb") as f:
+            shutil.copyfileobj(r, f, 1 << 20)
+        digest = hashlib.sha256(partial.read_bytes()).hexdigest()
+        if digest != sdist["hashes"]["sha256"]:
+            partial.unlink()
+            raise RuntimeError(f"{filename}: SHA-256 {digest}, PyPI says {sdist['hashes']['sha256']}")
+        partial.rename(archive)
+    top = filename.removesuffix(".tar.gz")
+    wanted = {f"{top}/{m}": t for m, t in zip(members, targets)}
+    with tarfile.open(archive) as tar:
+        for info in tar:
+            target = wanted.pop(info.name, None)
+            if target is not None and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with tar.extractfile(info) as src:
+                    target.write_bytes(src.read())
+    if wanted:
+        raise RuntimeError(f"{sdist['filename']} lacks {sorted(wanted)}")
+    return targets
 
 
 def entry(array) -> list:
@@ -123,6 +187,57 @@ def ours(path: Path) -> dict:
                 out[info.name] = entry(f.get_tensor(info.name, verify=True))
             except ztio.Error as e:
                 out[info.name] = ["unreadable", str(e)[:200]]
+        if path.suffix == ".gguf":
+            attributes = dict(f.attributes)
+            types = attributes.pop("gguf.value_types")
+            for key, value in attributes.items():
+                out["@" + key] = metadata_entry(types[key], value)
+    return out
+
+
+def metadata_entry(value_type, value) -> list:
+    """A GGUF metadata value as both sides compare it: its type as ztio names it (`u32`,
+    `[str]`; an array of arrays as the list of its elements' types) and the SHA-256 of its JSON
+    (floats as Python's shortest repr of the f32 or f64 value, both sides widen f32 exactly)."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    return [value_type, hashlib.sha256(text.encode()).hexdigest()]
+
+
+def gguf_reference(path: Path) -> dict:
+    """Every metadata field and every tensor of a dense ggml type, as `gguf.GGUFReader` reads
+    them (quantized tensors are the fixtures' business: tools/interop/make_gguf.py)."""
+    import gguf
+    import numpy as np
+
+    names = {
+        gguf.GGUFValueType.UINT8: "u8", gguf.GGUFValueType.INT8: "i8",
+        gguf.GGUFValueType.UINT16: "u16", gguf.GGUFValueType.INT16: "i16",
+        gguf.GGUFValueType.UINT32: "u32", gguf.GGUFValueType.INT32: "i32",
+        gguf.GGUFValueType.UINT64: "u64", gguf.GGUFValueType.INT64: "i64",
+        gguf.GGUFValueType.FLOAT32: "f32", gguf.GGUFValueType.FLOAT64: "f64",
+        gguf.GGUFValueType.BOOL: "bool", gguf.GGUFValueType.STRING: "str",
+    }
+    reader = gguf.GGUFReader(path)
+    out = {}
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF."):
+            continue  # the header's own fields, which the package lists as keys
+        types = field.types
+        if types[0] != gguf.GGUFValueType.ARRAY:
+            value_type = names[types[0]]
+        elif len(types) == 2:
+            value_type = f"[{names[types[1]]}]"
+        else:
+            raise NotImplementedError(f"{key}: an array of arrays (none of the published files has one)")
+        out["@" + key] = metadata_entry(value_type, field.contents())
+    dense = {
+        gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.F64,
+        gguf.GGMLQuantizationType.I8, gguf.GGMLQuantizationType.I16, gguf.GGMLQuantizationType.I32,
+        gguf.GGMLQuantizationType.I64,
+    }
+    for t in reader.tensors:
+        if t.tensor_type in dense:
+            out[t.name] = entry(np.asarray(t.data))
     return out
 
 
@@ -214,7 +329,15 @@ def reference(path: Path) -> dict:
         return onnx_reference(path)
     if path.suffix == ".jit":
         return torchscript_reference(path)
+    if path.suffix == ".gguf":
+        return gguf_reference(path)
     return hdf5_reference(path)
+
+
+def counted(entries: dict) -> str:
+    keys = sum(1 for n in entries if n.startswith("@"))
+    tensors = f"{len(entries) - keys} tensors"
+    return f"{tensors} and {keys} metadata keys" if keys else tensors
 
 
 def main() -> int:
@@ -255,13 +378,15 @@ def main() -> int:
             state = "now reads identically" if got.get(n) == want.get(n) else "not read"
             print(f"gap  {key}: {n}: {state} ({why})")
         diff = [n for n in sorted(want) if got.get(n) != want.get(n) and n not in known]
+        # A metadata key only ztio lists is one the file does not hold.
+        diff += [n for n in sorted(got) if n.startswith("@") and n not in want]
         if diff:
             failures += 1
             for n in diff[:5]:
                 print(f"FAIL {key}: {n}: ztio {got.get(n)} != reference {want.get(n)}")
-            print(f"     {key}: {len(want) - len(diff)} of {len(want)} tensors identical")
+            print(f"     {key}: {sum(1 for n in want if n not in diff)} of {counted(want)} identical")
         else:
-            print(f"ok   {key}: {len(want)} tensors identical")
+            print(f"ok   {key}: {counted(want)} identical")
     if record and use_reference:
         EXPECTED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
         print(f"recorded {EXPECTED.relative_to(ROOT)}")
