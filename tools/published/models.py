@@ -1,33 +1,35 @@
-"""ONNX models, HDF5 files, TorchScript archives and GGUF files as published in PyPI packages:
-fetched, opened with ztio, and compared with what the reference readers read from them.
+"""ONNX models, HDF5 files, TorchScript archives, `.safetensors` and GGUF files as published in
+PyPI packages: fetched, opened with ztio, and compared with what the reference readers read
+from them.
 
 Files from the wild go further than our fixtures: silero-vad's ONNX models keep their weights
 in `Constant` nodes inside `If`/`Loop` subgraphs (and one in float16), its TorchScript archive
 is a scripted model; PyTables' test files were written by PyTables and HDF5 libraries from
 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO and blosc,
-compound tables beside arrays; llama.cpp's vocabulary files (in llama-cpp-python's source
-distribution: PyPI has no wheel of it) are GGUF as its converter writes it, v2 and v3, with
-up to 262,144 tokens and 514,906 merges, scores and chat templates, and no tensors. Each file
-is taken from its package's wheel (`pip download`, no install) or source distribution (found
-in PyPI's simple index as pip finds it, its SHA-256 checked) into target/published/models, and
-every tensor is checked by name, dtype, shape and the SHA-256 of its C-order little-endian
-bytes, and every GGUF metadata key (as `@key`) by its value type and the SHA-256 of its value
-as JSON:
+compound tables beside arrays; chess-cv's weights are `.safetensors` as MLX writes them;
+llama.cpp's vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of
+it) are GGUF as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906
+merges, scores and chat templates, and no tensors. Each file is taken from its package's wheel
+(`pip download`, no install) or source distribution (found in PyPI's simple index as pip finds
+it, its SHA-256 checked) into target/published/models, and every tensor is checked by name,
+dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF metadata key
+(as `@key`) by its value type and the SHA-256 of its value as JSON:
 
 - against tools/published/models.expected.json (the default; needs only ztio and numpy), or
 - with `--reference`, against the reference readers themselves: `onnx` (initializers and
-  `Constant` tensors of every graph, through `numpy_helper`), `h5py` (every
-  dataset of numbers h5py can read, by every hard and soft link to it), `torch`
-  (`torch.jit.load(...).state_dict()`) and `gguf` (`GGUFReader`: every metadata field and
-  every tensor of a dense type); `--record` then writes what they read into the
-  expected file (files whose reader is not installed keep their recorded entries).
+  `Constant` tensors of every graph, through `numpy_helper`), `h5py` (every dataset of
+  numbers h5py can read, by every hard and soft link to it), `torch`
+  (`torch.jit.load(...).state_dict()`), `safetensors` (`safetensors.numpy.load_file`) and
+  `gguf` (`GGUFReader`: every metadata field and every tensor of a dense type); `--record`
+  then writes what they read into the expected file (files whose reader is not installed
+  keep their recorded entries).
 
 A tensor the reference reads and ztio does not, or reads differently, is a failure; so is a
 file ztio refuses. Datasets the reference cannot read either (filters neither library has)
 are left out. Exit status 1 on any failure.
 
-    target/pyenv/bin/python tools/published/models.py               # against the expected file
-    /tmp/ref/bin/python tools/published/models.py --reference       # onnx, h5py, torch, gguf
+    target/pyenv/bin/python tools/published/models.py          # against the expected file
+    /tmp/ref/bin/python tools/published/models.py --reference  # onnx, h5py, torch, safetensors, gguf
 """
 
 import hashlib
@@ -78,7 +80,12 @@ PACKAGES = {
             "zerodim-attrs-1.3.h5", "zerodim-attrs-1.4.h5",
         ]
     ],
+    # Written by MLX (`"__metadata__": null`, tensors stored out of name order).
+    "chess-cv==0.7.2": [f"chess_cv/weights/{n}.safetensors" for n in ["arrows", "pieces", "snap"]],
 }
+
+# Wheels made for newer Pythons only: the version pip is to pick the wheel for (else 3.11).
+WHEEL_PYTHON = {"chess-cv": "3.13"}
 
 # Package (pinned) -> files inside its source distribution, for packages PyPI has no wheel of.
 SDISTS = {
@@ -110,7 +117,7 @@ def fetch() -> list:
         if not found:
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                 "--python-version", "3.11", "--platform", "manylinux2014_x86_64", "-d", str(wheels), spec],
+                 "--python-version", WHEEL_PYTHON.get(name, "3.11"), "--platform", "manylinux2014_x86_64", "-d", str(wheels), spec],
                 check=True,
             )
             found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
@@ -331,6 +338,10 @@ def reference(path: Path) -> dict:
         return torchscript_reference(path)
     if path.suffix == ".gguf":
         return gguf_reference(path)
+    if path.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+
+        return {name: entry(a) for name, a in load_file(str(path)).items()}
     return hdf5_reference(path)
 
 
