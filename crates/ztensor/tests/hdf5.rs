@@ -740,6 +740,12 @@ fn datasets_and_chunks_count_against_the_listing_budget() {
         ),
         "{e}"
     );
+    // A budget the first dataset overruns says so in the singular.
+    let e = refused("h5py_latest.h5", 1 << 10);
+    assert!(
+        e.starts_with("listing the file's 1 dataset would take more than"),
+        "{e}"
+    );
     // One dataset of hundreds of chunks in a deep B-tree.
     assert_eq!(open("chunk_btree_deep.h5", 64 << 10).unwrap().len(), 1);
     let e = refused("chunk_btree_deep.h5", 16 << 10);

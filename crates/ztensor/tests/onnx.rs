@@ -397,3 +397,25 @@ fn tensors_onnx_cannot_convert_are_listed_unreadable() {
     }
     assert!(r.object("w").unwrap().bytes().is_ok());
 }
+
+/// The listing's memory budget names how many tensors it was listing, in the singular for one.
+#[test]
+fn a_listing_over_its_budget_counts_its_tensors() {
+    // ir_version 10; a graph of one initializer named "w" (float, no data).
+    let model = vec![0x08, 10, 0x3a, 0x05, 0x2a, 0x03, 0x42, 0x01, b'w'];
+    let open = |budget: u64| {
+        let limits = ztensor::Limits {
+            memory_budget: Some(budget),
+            ..Default::default()
+        };
+        OpenOptions::new().limits(limits).open_bytes(model.clone())
+    };
+    assert_eq!(open(64 << 10).unwrap().len(), 1);
+    let e = open(64).map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    assert!(
+        e.message()
+            .starts_with("listing the model's 1 tensor would take more than the memory budget"),
+        "{e}"
+    );
+}

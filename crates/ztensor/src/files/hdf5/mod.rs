@@ -637,7 +637,8 @@ impl<'s> File<'s> {
     fn charge_listing(&mut self, path: &str) -> Result<()> {
         let datasets = self.objects.len() + 1;
         self.listing.charge_for(Limits::listing_cost(path), || {
-            format!("listing the file's {datasets} datasets")
+            let plural = if datasets == 1 { "" } else { "s" };
+            format!("listing the file's {datasets} dataset{plural}")
         })
     }
 

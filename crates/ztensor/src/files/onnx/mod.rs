@@ -531,7 +531,10 @@ impl<'s> Walk<'s, '_> {
         }
         let cost = Limits::listing_cost(&name) + graph.len() as u64;
         let count = self.objects.len() + 1;
-        self.charge(cost, || format!("{count} tensors"))?;
+        self.charge(cost, || {
+            let plural = if count == 1 { "" } else { "s" };
+            format!("{count} tensor{plural}")
+        })?;
         // The name itself joins the object at the end of the walk (`list`).
         self.names.reserve_one()?;
         self.names.claim(name, graph);
