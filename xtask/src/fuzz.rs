@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 11] = [
+const TARGETS: [(&str, &[&str]); 12] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -19,7 +19,15 @@ const TARGETS: [(&str, &[&str]); 11] = [
     ("read_gguf", &["gguf"]),
     ("read_onnx", &["onnx"]),
     ("read_hdf5", &["h5", "keras"]),
+    ("parse_index", &["json"]),
 ];
+
+/// A sharded checkpoint's index as writers make it: fixtures/ holds JSON files, not one of
+/// these, so the index target also starts from this.
+const INDEX_SEED: &str = r#"{"metadata": {"total_size": 24, "format": "pt"},
+ "weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors",
+                "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+                "model.norm.weight": "model-00002-of-00002.safetensors"}}"#;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -29,6 +37,9 @@ fn root() -> PathBuf {
 fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
     let corpus = root().join("fuzz/corpus").join(target);
     std::fs::create_dir_all(&corpus)?;
+    if target == "parse_index" {
+        std::fs::write(corpus.join("model.safetensors.index.json"), INDEX_SEED)?;
+    }
     let mut stack = vec![root().join("fixtures")];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d)? {

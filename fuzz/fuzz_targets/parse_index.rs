@@ -1,0 +1,24 @@
+//! Fuzz target: arbitrary bytes parsed as a sharded checkpoint's index
+//! (`model.safetensors.index.json`, seeded with the JSON files in fixtures/ and one index).
+//! What the parser accepts must keep the promises `ShardIndex` documents: shard files sorted
+//! and named once, each a plain name in the index's own folder; tensor names sorted and
+//! unique, each pointing at a shard that is listed.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let Ok(index) = ztensor::ShardIndex::parse(data) else {
+        return;
+    };
+    assert!(index.shards.windows(2).all(|w| w[0] < w[1]), "shards sorted, each once");
+    assert!(index.entries.windows(2).all(|w| w[0].0 < w[1].0), "names sorted, each once");
+    for (name, shard) in &index.entries {
+        assert!((*shard as usize) < index.shards.len(), "{name}: shard {shard} is listed");
+    }
+    for shard in &index.shards {
+        let plain = !shard.is_empty()
+            && !shard.contains(['/', '\\', '\0', ':'])
+            && shard != "."
+            && shard != "..";
+        assert!(plain, "{shard:?} names a file in the index's folder");
+    }
+});
