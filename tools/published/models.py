@@ -4,7 +4,8 @@ from them.
 
 Files from the wild go further than our fixtures: silero-vad's ONNX models keep their weights
 in `Constant` nodes inside `If`/`Loop` subgraphs (and one in float16), its TorchScript archive
-is a scripted model; PyTables' test files were written by PyTables and HDF5 libraries from
+is a scripted model; RapidOCR's models, exported from PaddlePaddle, have no initializers at
+all, only `Constant` nodes; PyTables' test files were written by PyTables and HDF5 libraries from
 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO and blosc,
 compound tables beside arrays; chess-cv's weights are `.safetensors` as MLX writes them;
 llama.cpp's vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of
@@ -79,6 +80,11 @@ PACKAGES = {
             "times-nested-be.h5", "vlstr_attr.h5", "vlunicode_endian.h5",
             "zerodim-attrs-1.3.h5", "zerodim-attrs-1.4.h5",
         ]
+    ],
+    # Exported by paddle2onnx: no initializers, every weight a `Constant` node.
+    "rapidocr-onnxruntime==1.4.4": [
+        f"rapidocr_onnxruntime/models/{n}.onnx"
+        for n in ["ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer"]
     ],
     # Written by MLX (`"__metadata__": null`, tensors stored out of name order).
     "chess-cv==0.7.2": [f"chess_cv/weights/{n}.safetensors" for n in ["arrows", "pieces", "snap"]],
