@@ -30,7 +30,7 @@ file ztio refuses. Datasets the reference cannot read either (filters neither li
 are left out. Exit status 1 on any failure.
 
     target/pyenv/bin/python tools/published/models.py          # against the expected file
-    /tmp/ref/bin/python tools/published/models.py --reference  # onnx, h5py, torch, safetensors, gguf
+    /tmp/ref/bin/python tools/published/models.py --reference  # onnx, h5py, torch, gguf, ...
 """
 
 import hashlib
@@ -84,7 +84,9 @@ PACKAGES = {
     # Exported by paddle2onnx: no initializers, every weight a `Constant` node.
     "rapidocr-onnxruntime==1.4.4": [
         f"rapidocr_onnxruntime/models/{n}.onnx"
-        for n in ["ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer"]
+        for n in [
+            "ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer",
+        ]
     ],
     # Written by MLX (`"__metadata__": null`, tensors stored out of name order).
     "chess-cv==0.7.2": [f"chess_cv/weights/{n}.safetensors" for n in ["arrows", "pieces", "snap"]],
@@ -123,7 +125,8 @@ def fetch() -> list:
         if not found:
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                 "--python-version", WHEEL_PYTHON.get(name, "3.11"), "--platform", "manylinux2014_x86_64", "-d", str(wheels), spec],
+                 "--python-version", WHEEL_PYTHON.get(name, "3.11"), "--platform", "manylinux2014_x86_64",
+                 "-d", str(wheels), spec],
                 check=True,
             )
             found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
@@ -157,12 +160,14 @@ def fetch_sdist(spec: str, members: list) -> list:
     archive = sdists / filename
     if not archive.exists():
         partial = archive.with_name(archive.name + ".part")
-        with urllib.request.urlopen(urljoin(api, sdist["url"]), timeout=600) as r, open(partial, "wb") as f:
+        url = urljoin(api, sdist["url"])
+        with urllib.request.urlopen(url, timeout=600) as r, open(partial, "wb") as f:
             shutil.copyfileobj(r, f, 1 << 20)
         digest = hashlib.sha256(partial.read_bytes()).hexdigest()
         if digest != sdist["hashes"]["sha256"]:
             partial.unlink()
-            raise RuntimeError(f"{filename}: SHA-256 {digest}, PyPI says {sdist['hashes']['sha256']}")
+            want = sdist["hashes"]["sha256"]
+            raise RuntimeError(f"{filename}: SHA-256 {digest}, PyPI says {want}")
         partial.rename(archive)
     top = filename.removesuffix(".tar.gz")
     wanted = {f"{top}/{m}": t for m, t in zip(members, targets)}
@@ -241,7 +246,7 @@ def gguf_reference(path: Path) -> dict:
         elif len(types) == 2:
             value_type = f"[{names[types[1]]}]"
         else:
-            raise NotImplementedError(f"{key}: an array of arrays (none of the published files has one)")
+            raise NotImplementedError(f"{key}: an array of arrays (no published file has one)")
         out["@" + key] = metadata_entry(value_type, field.contents())
     dense = {
         gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.F64,
@@ -401,7 +406,8 @@ def main() -> int:
             failures += 1
             for n in diff[:5]:
                 print(f"FAIL {key}: {n}: ztio {got.get(n)} != reference {want.get(n)}")
-            print(f"     {key}: {sum(1 for n in want if n not in diff)} of {counted(want)} identical")
+            same = sum(1 for n in want if n not in diff)
+            print(f"     {key}: {same} of {counted(want)} identical")
         else:
             print(f"ok   {key}: {counted(want)} identical")
     if record and use_reference:
