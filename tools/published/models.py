@@ -207,9 +207,10 @@ def ours(path: Path) -> dict:
                 out[info.name] = ["unreadable", str(e)[:200]]
         if path.suffix == ".gguf":
             attributes = dict(f.attributes)
-            types = attributes.pop("gguf.value_types")
+            # ztio's record of each key's GGUF type (absent for a file without keys).
+            types = attributes.pop("gguf.value_types", {})
             for key, value in attributes.items():
-                out["@" + key] = metadata_entry(types[key], value)
+                out["@" + key] = metadata_entry(types.get(key, "untyped"), value)
     return out
 
 
