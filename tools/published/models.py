@@ -1,18 +1,19 @@
-"""ONNX models, HDF5 files, TorchScript archives, `.safetensors` and GGUF files as published in
-PyPI packages: fetched, opened with ztio, and compared with what the reference readers read
-from them.
+"""ONNX models, HDF5 files, TorchScript archives, NumPy, `.safetensors` and GGUF files as
+published in PyPI packages: fetched, opened with ztio, and compared with what the reference
+readers read from them.
 
 Files from the wild go further than our fixtures: silero-vad's ONNX models keep their weights
 in `Constant` nodes inside `If`/`Loop` subgraphs (and one in float16), its TorchScript archive
 is a scripted model; RapidOCR's models, exported from PaddlePaddle, have no initializers at
-all, only `Constant` nodes; PyTables' test files were written by PyTables and HDF5 libraries from
-1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO and blosc,
-compound tables beside arrays; chess-cv's weights are `.safetensors` as MLX writes them;
-llama.cpp's vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of
-it) are GGUF as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906
-merges, scores and chat templates, and no tensors. Each file is taken from its package's wheel
-(`pip download`, no install) or source distribution (found in PyPI's simple index as pip finds
-it, its SHA-256 checked) into target/published/models, and every tensor is checked by name,
+all, only `Constant` nodes; PyTables' test files were written by PyTables and HDF5 libraries
+from 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO and blosc,
+compound tables beside arrays; numpy's and SciPy's test data are NumPy files written by numpy
+since its Python 2 days; chess-cv's weights are `.safetensors` as MLX writes them; llama.cpp's
+vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of it) are GGUF
+as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906 merges, scores
+and chat templates, and no tensors. Each file is taken from its package's wheel (`pip
+download`, no install) or source distribution (found in PyPI's simple index as pip finds it,
+its SHA-256 checked) into target/published/models, and every tensor is checked by name,
 dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF metadata key
 (as `@key`) by its value type and the SHA-256 of its value as JSON:
 
@@ -20,10 +21,11 @@ dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF 
 - with `--reference`, against the reference readers themselves: `onnx` (initializers and
   `Constant` tensors of every graph, through `numpy_helper`), `h5py` (every dataset of
   numbers h5py can read, by every hard and soft link to it), `torch`
-  (`torch.jit.load(...).state_dict()`), `safetensors` (`safetensors.numpy.load_file`) and
-  `gguf` (`GGUFReader`: every metadata field and every tensor of a dense type); `--record`
-  then writes what they read into the expected file (files whose reader is not installed
-  keep their recorded entries).
+  (`torch.jit.load(...).state_dict()`), `numpy` (`np.load` without pickles: every array of
+  numbers zTensor has a type for), `safetensors` (`safetensors.numpy.load_file`) and `gguf`
+  (`GGUFReader`: every metadata field and every tensor of a dense type); `--record` then
+  writes what they read into the expected file (files whose reader is not installed keep
+  their recorded entries).
 
 A tensor the reference reads and ztio does not, or reads differently, is a failure; so is a
 file ztio refuses. Datasets the reference cannot read either (filters neither library has)
@@ -88,6 +90,30 @@ PACKAGES = {
             "ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer",
         ]
     ],
+    # NumPy files written by numpy over the years (Python 2 headers, compressed and stored
+    # archives, big and tiny), as numpy and SciPy ship them for their tests; entries of types
+    # zTensor has none for (strings, long double) are not compared.
+    "numpy==2.4.6": [f"numpy/lib/tests/data/{n}.npy" for n in ["python3", "win64python2"]],
+    "scipy==1.17.1": [
+        f"scipy/{n}"
+        for n in [
+            "fftpack/tests/fftw_double_ref.npz", "fftpack/tests/fftw_longdouble_ref.npz",
+            "fftpack/tests/fftw_single_ref.npz", "fftpack/tests/test.npz",
+            "interpolate/tests/data/bug-1310.npz",
+            "interpolate/tests/data/estimate_gradients_hang.npy",
+            "interpolate/tests/data/gcvspl.npz", "linalg/tests/data/carex_15_data.npz",
+            "linalg/tests/data/carex_18_data.npz", "linalg/tests/data/carex_19_data.npz",
+            "linalg/tests/data/carex_20_data.npz", "linalg/tests/data/carex_6_data.npz",
+            "linalg/tests/data/gendare_20170120_data.npz", "sparse/tests/data/csc_py2.npz",
+            "sparse/tests/data/csc_py3.npz", "spatial/tests/data/degenerate_pointset.npz",
+            "special/tests/data/boost.npz", "special/tests/data/gsl.npz",
+            "special/tests/data/local.npz", "stats/_sobol_direction_numbers.npz",
+            "stats/tests/data/jf_skew_t_gamlss_pdf_data.npy",
+            "stats/tests/data/levy_stable/stable-Z1-cdf-sample-data.npy",
+            "stats/tests/data/levy_stable/stable-Z1-pdf-sample-data.npy",
+            "stats/tests/data/rel_breitwigner_pdf_sample_data_ROOT.npy",
+        ]
+    ],
     # Written by MLX (`"__metadata__": null`, tensors stored out of name order).
     "chess-cv==0.7.2": [f"chess_cv/weights/{n}.safetensors" for n in ["arrows", "pieces", "snap"]],
 }
@@ -126,7 +152,7 @@ def fetch() -> list:
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
                  "--python-version", WHEEL_PYTHON.get(name, "3.11"), "--platform", "manylinux2014_x86_64",
-                 "-d", str(wheels), spec],
+                 "--platform", "manylinux_2_28_x86_64", "-d", str(wheels), spec],
                 check=True,
             )
             found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
@@ -343,6 +369,21 @@ def torchscript_reference(path: Path) -> dict:
     return out
 
 
+def numpy_reference(path: Path) -> dict:
+    """Every array `np.load` (no pickles) reads whose type zTensor has: numbers up to 64 bits
+    a part (long double and strings have none; ztio lists them as unsupported)."""
+    import numpy as np
+
+    loaded = np.load(path, allow_pickle=False)
+    arrays = {k: loaded[k] for k in loaded.files} if hasattr(loaded, "files") else {"array": loaded}
+    out = {}
+    for name, a in arrays.items():
+        part = a.dtype.itemsize // (2 if a.dtype.kind == "c" else 1)
+        if a.dtype.kind in "biufc" and part <= 8:
+            out[name] = entry(a)
+    return out
+
+
 def reference(path: Path) -> dict:
     if path.suffix == ".onnx":
         return onnx_reference(path)
@@ -350,6 +391,8 @@ def reference(path: Path) -> dict:
         return torchscript_reference(path)
     if path.suffix == ".gguf":
         return gguf_reference(path)
+    if path.suffix in (".npy", ".npz"):
+        return numpy_reference(path)
     if path.suffix == ".safetensors":
         from safetensors.numpy import load_file
 
