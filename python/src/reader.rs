@@ -275,11 +275,16 @@ impl Reader {
     /// One object's shape and element type name (`None` for objects without one): what a
     /// slice needs, without the rest of the listing (`info` builds its attributes and
     /// components too, most of the cost of a slice of a small tensor).
-    fn shape_dtype(&self, py: Python<'_>, name: &str) -> PyResult<(Vec<u64>, Option<String>)> {
+    /// The shape comes as a tuple, as a slice keeps it: a list would be copied once more.
+    fn shape_dtype<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+    ) -> PyResult<(Bound<'py, PyTuple>, Option<String>)> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
         let dtype = o.main_component().map(|c| c.element.name().to_owned());
-        Ok((o.shape.to_vec(), dtype))
+        Ok((PyTuple::new(py, o.shape.iter())?, dtype))
     }
 
     /// A dense object's bytes as one range of the main file, when they are the tensor as it

@@ -216,8 +216,7 @@ class Slice:
         self._name = name
         # Shape and type only: the whole listing (`info`) cost more than the slice itself
         # for small tensors.
-        shape, self._dtype = file._reader().shape_dtype(name)
-        self._shape = tuple(shape)
+        self._shape, self._dtype = file._native.shape_dtype(name)
 
     @property
     def shape(self) -> Tuple[int, ...]:
@@ -229,7 +228,8 @@ class Slice:
 
     def get_dtype(self) -> str:
         """The element type's name as safetensors spells it (``F32``, ``BF16``, ``F8_E4M3``)."""
-        return _SAFETENSORS_NAMES.get(self._dtype or "", (self._dtype or "").upper())
+        name = _SAFETENSORS_NAMES.get(self._dtype or "")
+        return name if name is not None else (self._dtype or "").upper()
 
     @property
     def dtype(self) -> Optional[str]:
@@ -787,7 +787,11 @@ class _SafeSlice(Slice):
     __slots__ = ("_framework", "_device", "_framework_rules")
 
     def __init__(self, file: "File", name: str, framework: str, device: str, framework_rules: bool):
-        Slice.__init__(self, file, name)
+        # Slice.__init__'s two lines, not a call to it: loaders make a slice per tensor just
+        # to ask its shape and type (transformers does, for every checkpoint it loads).
+        self._file = file
+        self._name = name
+        self._shape, self._dtype = file._native.shape_dtype(name)
         self._framework = framework
         self._device = device
         # torch and Paddle over a map: the framework's own indexing (safetensors indexes the
