@@ -9,7 +9,8 @@ writer of zTensor v2 (default) and v1.2, and of ``.safetensors``. A hostile file
 Reading::
 
     >>> import numpy as np, ztio, tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.zt")
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> path = os.path.join(tmp.name, "model.zt")
     >>> ztio.save_file({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, path,
     ...                metadata={"framework": "numpy"})
     >>> with ztio.open(path) as f:
@@ -213,7 +214,8 @@ def upgrade(
     encodings and digests carried over. Other arguments as :func:`convert` takes them.
 
     >>> import ztio, numpy as np, tempfile, os
-    >>> d = tempfile.mkdtemp()
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> d = tmp.name
     >>> ztio.save_file({"w": np.ones(3, np.float32)}, os.path.join(d, "old.zt"), version="v1.2")
     >>> ztio.upgrade(os.path.join(d, "old.zt"), os.path.join(d, "new.zt"), progress=False)
     >>> ztio.open(os.path.join(d, "new.zt")).version
@@ -232,7 +234,8 @@ def merge(inputs, dst, *, to=None, compact=False, force=False, verify=True, sync
     written. Other arguments as :func:`upgrade` takes them.
 
     >>> import ztio, numpy as np, tempfile, os
-    >>> d = tempfile.mkdtemp()
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> d = tmp.name
     >>> a, b, out = (os.path.join(d, n) for n in ("a.zt", "b.safetensors", "ab.zt"))
     >>> ztio.save_file({"a": np.ones(2, np.float32)}, a)
     >>> ztio.save_file({"b": np.zeros(2, np.int8)}, b)
@@ -255,7 +258,8 @@ def rm(src, names, dst, *, to=None, compact=False, force=False, verify=True, syn
     arguments as :func:`upgrade` takes them.
 
     >>> import ztio, numpy as np, tempfile, os
-    >>> d = tempfile.mkdtemp()
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> d = tmp.name
     >>> src, out = os.path.join(d, "m.zt"), os.path.join(d, "small.zt")
     >>> ztio.save_file({"keep": np.ones(2, np.float32), "drop": np.zeros(2, np.float32)}, src)
     >>> ztio.rm(src, ["drop"], out, progress=False)
@@ -297,7 +301,8 @@ def verify(path, *, progress=None, **options) -> VerifyReport:
     :func:`convert` takes it.
 
     >>> import ztio, numpy as np, tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "m.zt")
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> p = os.path.join(tmp.name, "m.zt")
     >>> ztio.save_file({"w": np.ones(3, np.float32)}, p, digest="sha256")
     >>> bool(ztio.verify(p))
     True

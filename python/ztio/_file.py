@@ -836,7 +836,8 @@ def safe_open(path: Any, framework: str = "numpy", device: str = "cpu", backend:
     """safetensors' ``safe_open``, for every file kind ztio reads.
 
     >>> import ztio, numpy as np, tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "m.safetensors")
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> p = os.path.join(tmp.name, "m.safetensors")
     >>> import ztio.numpy
     >>> ztio.numpy.save_file({"x": np.ones((4, 2), np.float32)}, p)
     >>> with ztio.safe_open(p, framework="np") as f:

@@ -15,7 +15,8 @@ Every such call takes ``progress=``:
 
 >>> import ztio, numpy as np, tempfile, os
 >>> seen = []
->>> p = os.path.join(tempfile.mkdtemp(), "m.zt")
+>>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+>>> p = os.path.join(tmp.name, "m.zt")
 >>> ztio.save_file({"w": np.ones(4, np.float32)}, p,
 ...                progress=lambda what, done, total, finished: seen.append((what, done, total, finished)))
 >>> seen[-1]

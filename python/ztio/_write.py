@@ -66,7 +66,8 @@ class Writer:
     leaves it untouched and no temporary file behind.
 
     >>> import ztio, numpy as np, tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "big.zt")
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> path = os.path.join(tmp.name, "big.zt")
     >>> with ztio.Writer(path, compression=True) as w:
     ...     for i in range(3):
     ...         w.add(f"layer.{i}", np.full((4, 4), i, np.float32))

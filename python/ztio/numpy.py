@@ -2,7 +2,8 @@
 
 >>> import numpy as np, tempfile, os
 >>> from ztio.numpy import save_file, load_file
->>> path = os.path.join(tempfile.mkdtemp(), "model.safetensors")
+>>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+>>> path = os.path.join(tmp.name, "model.safetensors")
 >>> save_file({"a": np.zeros((2, 2), np.float32)}, path)
 >>> load_file(path)["a"].shape
 (2, 2)

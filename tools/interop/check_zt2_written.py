@@ -90,7 +90,8 @@ def rewrite(src_path, out_path, writer_args, encoded):
 
 
 failures, refused, identical, skipped = 0, 0, 0, 0
-tmp = tempfile.mkdtemp()
+_tmp_dir = tempfile.TemporaryDirectory()  # removed at exit
+tmp = _tmp_dir.name
 for src in inputs():
     base = os.path.basename(src)
     for mode, flags, writer_args in MODES:

@@ -56,7 +56,8 @@ arrays = {
     "c64": np.array([1 + 2j], np.complex64),
 }
 
-tmp = tempfile.mkdtemp()
+_tmp_dir = tempfile.TemporaryDirectory()  # removed at exit
+tmp = _tmp_dir.name
 for version in ("v2", "v2-compact"):
     for compression in (None, True):
         path = os.path.join(tmp, f"{version}-{compression}.zt")

@@ -19,7 +19,8 @@ import numpy as np
 
 ZT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "zt")
 rng = np.random.default_rng(1)
-path = os.path.join(tempfile.mkdtemp(), 's.h5')
+_tmp_dir = tempfile.TemporaryDirectory()  # removed at exit
+path = os.path.join(_tmp_dir.name, 's.h5')
 cases = {}
 with h5py.File(path, 'w') as f:
     i = 0
