@@ -154,6 +154,31 @@ impl ZipEntries {
     }
 }
 
+impl ZipEntries {
+    /// The entry whose stored bytes are exactly `offset..offset + length` and whose CRC-32 is
+    /// not yet known to hold: a read that inflates all of it can check it on the way
+    /// ([`ZipEntries::note_crc`]) instead of inflating it twice.
+    fn unchecked_entry(&self, offset: u64, length: u64) -> Option<usize> {
+        use std::sync::atomic::Ordering;
+        let i = self.entries.partition_point(|e| e.data_offset < offset);
+        let entry = self.entries.get(i)?;
+        let whole = entry.data_offset == offset && entry.compressed == length;
+        let checked = self.checked.get(i)?.load(Ordering::Relaxed);
+        (whole && !checked).then_some(i)
+    }
+
+    /// Entry `i` was inflated whole, to `inflated` bytes with CRC-32 `crc`: remembered as
+    /// checked when both match the directory. A mismatch is left for [`ZipEntries::check`],
+    /// which reports it with the entry's name.
+    fn note_crc(&self, i: usize, inflated: u64, crc: u32) {
+        if let (Some(entry), Some(checked)) = (self.entries.get(i), self.checked.get(i)) {
+            if entry.uncompressed == inflated && entry.crc32 == crc {
+                checked.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// Where an error of component `comp` of `obj` happened.
 pub(crate) fn locate<'a>(
     obj: &'a ObjectInfo,
@@ -367,9 +392,7 @@ impl Backing {
                     None => e.at(comp.offset),
                 })
             }
-            Encoding::Deflate => {
-                crate::zip::inflate_into(&src, 0, dst).map_err(|e| e.at(comp.offset))
-            }
+            Encoding::Deflate => self.inflate_whole_into(comp, &src, 0, dst),
             Encoding::ProtoVarints { width, boolean } => {
                 zt_formats::varints_decode_into(&src, usize::from(*width), *boolean, dst)
                     .map_err(|e| e.at(comp.offset))
@@ -392,6 +415,31 @@ impl Backing {
         }
     }
 
+    /// Inflates a deflated component to its end into `dst`, dropping its first `skip` bytes.
+    /// When the component is a whole zip entry (a `.npz` member) whose CRC-32 is not yet
+    /// checked, the CRC is taken on the way, so that the check a copying read makes after
+    /// decoding ([`ZipEntries::check`]) does not inflate the entry a second time.
+    fn inflate_whole_into(
+        &self,
+        comp: &ComponentInfo,
+        src: &[u8],
+        skip: u64,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let entry = match comp.file {
+            0 => self.zip.unchecked_entry(comp.offset, comp.length),
+            _ => None,
+        };
+        let mut crc = entry.map(|_| crc32fast::Hasher::new());
+        crate::zip::inflate_part_into(src, skip, dst, true, crc.as_mut())
+            .map_err(|e| e.at(comp.offset))?;
+        if let (Some(i), Some(crc)) = (entry, crc) {
+            let inflated = skip.saturating_add(dst.len() as u64);
+            self.zip.note_crc(i, inflated, crc.finalize());
+        }
+        Ok(())
+    }
+
     /// Decodes an arranged component (see [`Arrangement`]) into `dst`, its row-major copy:
     /// the span that holds the elements is borrowed (raw) or inflated under the cap (deflate),
     /// then each element is copied from where its strides put it.
@@ -412,8 +460,10 @@ impl Backing {
                 };
                 // Packed elements inflate straight into `dst`: the one copy.
                 if arrangement.is_packed() && dst.len() as u64 <= arrangement.span {
-                    let to_end = arrangement.span == dst.len() as u64;
-                    return crate::zip::inflate_part_into(&src, arrangement.skip, dst, to_end)
+                    if arrangement.span == dst.len() as u64 {
+                        return self.inflate_whole_into(comp, &src, arrangement.skip, dst);
+                    }
+                    return crate::zip::inflate_part_into(&src, arrangement.skip, dst, false, None)
                         .map_err(|e| e.at(comp.offset));
                 }
                 let cap = self.limits.max_decompressed_len;
@@ -427,8 +477,7 @@ impl Backing {
                 let n = usize::try_from(arrangement.span)
                     .map_err(|_| Error::limit("inflated size exceeds usize"))?;
                 let mut buf = zt_container::internal::try_filled_vec(n, 0u8)?;
-                crate::zip::inflate_into(&src, arrangement.skip, &mut buf)
-                    .map_err(|e| e.at(comp.offset))?;
+                self.inflate_whole_into(comp, &src, arrangement.skip, &mut buf)?;
                 Cow::Owned(buf)
             }
             other => {

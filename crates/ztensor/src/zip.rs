@@ -759,7 +759,7 @@ pub(crate) fn check_crc(source: &Source, entry: &Entry, max_inflated: u64) -> Re
                 .read_at(entry.data_offset, entry.compressed)
                 .map_err(at)?;
             // One byte past the declared size is read, so that more data is seen as such.
-            let mut inflater = flate2::read::DeflateDecoder::new(&stored[..])
+            let mut inflater = flate2::bufread::DeflateDecoder::new(&stored[..])
                 .take(entry.uncompressed.saturating_add(1));
             let mut buf = vec![0u8; INFLATE_PIECE];
             let mut total = 0u64;
@@ -914,7 +914,7 @@ fn check_overlaps(entries: &mut [Entry]) -> Result<()> {
 pub(crate) fn inflate_prefix(stored: &[u8], want: u64, whole: bool) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut out = Vec::new();
-    let read = flate2::read::DeflateDecoder::new(stored)
+    let read = flate2::bufread::DeflateDecoder::new(stored)
         .take(want)
         .read_to_end(&mut out);
     match read {
@@ -928,22 +928,45 @@ pub(crate) fn inflate_prefix(stored: &[u8], want: u64, whole: bool) -> Result<Ve
 /// Inflates a deflated stream that must decode to exactly `skip + dst.len()` bytes, dropping
 /// the first `skip` and filling `dst` with the rest. Nothing past the declared size is
 /// decoded, and a stream that ends early or goes on is an error.
+#[cfg(any(feature = "torch", feature = "hdf5"))]
 pub(crate) fn inflate_into(stored: &[u8], skip: u64, dst: &mut [u8]) -> Result<()> {
-    inflate_part_into(stored, skip, dst, true)
+    inflate_part_into(stored, skip, dst, true, None)
+}
+
+/// A sink for the skipped head of a stream that still feeds the CRC-32 of the entry.
+struct HashedSink<'h>(Option<&'h mut crc32fast::Hasher>);
+
+impl std::io::Write for HashedSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(crc) = self.0.as_deref_mut() {
+            crc.update(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Inflates `dst.len()` bytes of a deflate stream, from `skip` bytes into it; with `to_end`,
 /// the stream must end there (the whole entry is being read), otherwise the rest is not
 /// inflated (a tensor that is a prefix of its storage; the entry's CRC-32 check reads it all).
+/// `crc`, when given, is fed every byte inflated, the skipped ones too: a read that inflates
+/// a whole entry checks its CRC-32 in the same pass.
 pub(crate) fn inflate_part_into(
     stored: &[u8],
     skip: u64,
     dst: &mut [u8],
     to_end: bool,
+    mut crc: Option<&mut crc32fast::Hasher>,
 ) -> Result<()> {
     use std::io::Read;
-    let mut d = flate2::read::DeflateDecoder::new(stored);
-    let skipped = std::io::copy(&mut (&mut d).take(skip), &mut std::io::sink())
+    // The buffered decoder reads the slice in place (the unbuffered one copies it through a
+    // buffer of its own first).
+    let mut d = flate2::bufread::DeflateDecoder::new(stored);
+    let mut head = HashedSink(crc.as_deref_mut());
+    let skipped = std::io::copy(&mut (&mut d).take(skip), &mut head)
         .map_err(|e| bad(format!("deflate stream: {e}")))?;
     if skipped != skip {
         return Err(bad("deflate stream ends before its declared size"));
@@ -952,6 +975,9 @@ pub(crate) fn inflate_part_into(
         std::io::ErrorKind::UnexpectedEof => bad("deflate stream ends before its declared size"),
         _ => bad(format!("deflate stream: {e}")),
     })?;
+    if let Some(crc) = crc {
+        crc.update(dst);
+    }
     if !to_end {
         return Ok(());
     }

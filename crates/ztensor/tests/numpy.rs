@@ -182,6 +182,39 @@ fn verify_checks_every_entry_crc_stored_or_deflated() {
     }
 }
 
+/// A read of a deflated member takes its CRC-32 while inflating it, and only a CRC that
+/// matches spares the member a second pass: a member whose stream inflates cleanly but
+/// whose directory gives another CRC is refused by every copying read, and a member that
+/// matches reads and verifies.
+#[test]
+fn a_deflated_member_is_crc_checked_as_it_is_inflated() {
+    let member = npy_entry("'|u1'", 1, 0);
+    let good = checkpoint::zip(&[("a.npy", &member)], &["a.npy"]);
+    let r = OpenOptions::new().open_bytes(good.clone()).unwrap();
+    for _ in 0..2 {
+        assert_eq!(&r.object("a").unwrap().bytes().unwrap()[..], &[1, 2]);
+    }
+    assert!(r.verify().is_ok());
+
+    // The same archive with the CRC-32 changed in the local and the central header.
+    let crc = crc32fast::hash(&member).to_le_bytes();
+    let at: Vec<usize> = (0..good.len() - 3)
+        .filter(|&i| good[i..i + 4] == crc)
+        .collect();
+    assert_eq!(at.len(), 2, "the CRC is in both headers");
+    let mut lying = good;
+    for i in at {
+        lying[i] ^= 0x01;
+    }
+    let r = OpenOptions::new().open_bytes(lying).unwrap();
+    for _ in 0..2 {
+        let e = r.object("a").unwrap().bytes().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
+        assert!(e.to_string().contains("CRC-32 of its bytes is"), "{e}");
+        assert!(e.to_string().contains("zip entry \"a.npy\""), "{e}");
+    }
+}
+
 /// An `.npy` entry of `descr` and version `major.minor` holding two bytes of data.
 fn npy_entry(descr: &str, major: u8, minor: u8) -> Vec<u8> {
     let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (2,), }}");
