@@ -39,6 +39,13 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
     py.detach(|| zt_cli::run_from(argv))
 }
 
+/// The CPUs this process may use (its affinity mask and cgroup quota, as the library's own
+/// thread pool counts them): how many threads a whole-file load decodes on.
+#[pyfunction]
+fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// Runs the `zt` command with `argv` (its name first) in this process, for `ztio.convert`,
 /// `ztio.diff` and the like, and returns its exit status and its notes (each what the tool
 /// prints after `zt: note: `, for the caller to warn with). A failure is raised, as the
@@ -83,6 +90,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::save_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(writer::safetensors_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(usable_cpus, m)?)?;
     m.add_function(wrap_pyfunction!(run_tool, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -252,6 +252,31 @@ impl Reader {
         PyList::new(py, reader.iter().map(|o| o.name()).collect::<Vec<&str>>())
     }
 
+    /// The readable dense objects whose read decodes (a compressed, byte-swapped or gathered
+    /// component), in file order, each with the bytes it stores: what a whole-file load
+    /// hands to worker threads, so that decoding runs on every core.
+    fn names_decoded<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let reader = self.get(py)?;
+        let decodes = |c: &ztensor::ComponentInfo| {
+            c.encoding != Encoding::Raw
+                || c.byte_order == ztensor::ByteOrder::Big
+                || c.arrangement.as_ref().is_some_and(|a| !a.is_packed())
+        };
+        let stored = |o: &ztensor::ObjectInfo| {
+            o.components
+                .iter()
+                .fold(0u64, |n, c| n.saturating_add(c.length))
+        };
+        let decoded: Vec<(&str, u64)> = reader
+            .iter()
+            .filter(|o| {
+                o.format == Format::Dense && o.defect.is_none() && o.components.iter().any(decodes)
+            })
+            .map(|o| (o.name(), stored(&o)))
+            .collect();
+        PyList::new(py, decoded)
+    }
+
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(self.get(py)?.len())
     }

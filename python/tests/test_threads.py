@@ -146,3 +146,67 @@ def test_open_files_pickle_by_path_and_reach_spawned_workers(tmp_path):
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         sums = pool.map(_sum_of, [(f, name) for name in sorted(arrays)])
     assert sums == [64.0 * i for i in range(4)]
+
+
+def _mixed_file(path, rng):
+    """A v2 file of compressed and raw objects, interleaved, over 1 MiB to decode."""
+    arrays = {}
+    with ztio.Writer(path) as w:
+        for i in range(24):
+            a = (rng.standard_normal((128, 256)) * 8).astype(np.float16).astype(np.float32)
+            arrays[f"t{i:02}"] = a
+            w.add(f"t{i:02}", a, compression=(i % 3 != 0))
+    return arrays
+
+
+def test_a_whole_file_load_decodes_on_worker_threads_and_gives_the_same_arrays(tmp_path, monkeypatch):
+    from ztio import _file
+
+    arrays = _mixed_file(tmp_path / "m.zt", np.random.default_rng(5))
+    # Pretend two CPUs where the machine has one, so that the threads are always tried.
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
+    started, taken = [], []
+    real_start, real_take = _file._DecodeAhead.start, _file._DecodeAhead.take
+
+    def start(f):
+        ahead = real_start(f)
+        started.append(ahead)
+        return ahead
+
+    def take(self, name):
+        future = real_take(self, name)
+        if future is not None:
+            taken.append(name)
+        return future
+
+    monkeypatch.setattr(_file._DecodeAhead, "start", staticmethod(start))
+    monkeypatch.setattr(_file._DecodeAhead, "take", take)
+    before = threading.active_count()
+    loaded = ztio.numpy.load_file(tmp_path / "m.zt")
+    assert started and started[0] is not None
+    # Every compressed object came from a worker, in file order, and the raw ones did not.
+    assert taken == [n for i, n in enumerate(sorted(arrays)) if i % 3 != 0]
+    assert list(loaded) == sorted(arrays)
+    for name, a in arrays.items():
+        np.testing.assert_array_equal(loaded[name], a)
+    assert threading.active_count() == before
+
+
+def test_a_failed_decode_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch):
+    from ztio import _file
+
+    path = tmp_path / "m.zt"
+    _mixed_file(path, np.random.default_rng(6))
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
+    with ztio.open(path) as f:
+        victim = f.info("t07").components[0]
+    data = bytearray(path.read_bytes())
+    # The middle of a compressed object's stream: its decode (or its digest) fails.
+    middle = victim.offset + victim.length // 2
+    data[middle : middle + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    before = threading.active_count()
+    with pytest.raises(ztio.Error) as e:
+        ztio.numpy.load_file(path)
+    assert "t07" in str(e.value)
+    assert threading.active_count() == before

@@ -12,8 +12,10 @@ comes back as an owned, writable array.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -277,6 +279,10 @@ class File:
     threads: reads release the GIL and run in parallel.
     """
 
+    #: Arrays being decoded on worker threads while a whole-file load runs
+    #: (:func:`load_every_tensor`); ``None`` otherwise.
+    _ahead: Optional["_DecodeAhead"] = None
+
     def __init__(
         self,
         path: Union[str, "os.PathLike[str]"],
@@ -378,6 +384,10 @@ class File:
         - ``quantized_group``: :class:`Quantized` (see :meth:`Quantized.dequantize`).
         - any other format: :class:`Components`.
         """
+        if self._ahead is not None and not verify:
+            decoded = self._ahead.take(name)
+            if decoded is not None:
+                return decoded.result()
         array = self._native.array(name, verify)
         if array is not None:
             return array
@@ -613,7 +623,65 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
         made = {name: make(name) for name in f._names_as_read()}
         return {name: made[name] if name in made else make(name) for name in f.offset_keys()}
     f._native.expect_to_read_all()
-    return {name: make(name) for name in f.offset_keys()}
+    ahead = _DecodeAhead.start(f)
+    if ahead is None:
+        return {name: make(name) for name in f.offset_keys()}
+    try:
+        return {name: make(name) for name in f.offset_keys()}
+    finally:
+        ahead.stop(f)
+
+
+class _DecodeAhead:
+    """The arrays of a whole-file load that must be decoded (compressed, byte-swapped or
+    gathered), decoded on worker threads a few ahead of the caller, in file order, while the
+    caller converts the ones before: a load of a compressed file uses every core, not one.
+    Only the decoding runs on the workers (the native read, without the GIL); the framework's
+    conversion stays on the caller's thread, with its device and context. At most
+    ``workers`` arrays wait decoded, so a load onto a device holds few host copies at once."""
+
+    #: Below this many stored bytes to decode, threads cost more than they save.
+    MIN_BYTES = 1 << 20
+
+    def __init__(self, f: File, names: List[str], workers: int):
+        self._native = f._native
+        self._waiting = collections.deque(names)
+        self._futures: Dict[str, "Future[Any]"] = {}
+        self._workers = workers
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="ztio-decode")
+        self._refill()
+
+    @classmethod
+    def start(cls, f: File) -> Optional["_DecodeAhead"]:
+        """Starts decoding ahead for ``f`` (``f.get_tensor`` then takes from it), or returns
+        ``None`` when there is too little to decode or one CPU to decode it on."""
+        decoded = f._native.names_decoded()
+        workers = min(_native.usable_cpus(), len(decoded))
+        if workers < 2 or sum(size for _, size in decoded) < cls.MIN_BYTES:
+            return None
+        ahead = cls(f, [name for name, _ in decoded], workers)
+        f._ahead = ahead
+        return ahead
+
+    def _refill(self) -> None:
+        while self._waiting and len(self._futures) < self._workers:
+            name = self._waiting.popleft()
+            self._futures[name] = self._pool.submit(self._native.array, name, False)
+
+    def take(self, name: str) -> Optional["Future[Any]"]:
+        """The decode of ``name`` if it was started (each is taken once), and the next one
+        started. The load asks in file order, the order the decodes start in."""
+        future = self._futures.pop(name, None)
+        self._refill()
+        return future
+
+    def stop(self, f: File) -> None:
+        """Ends the decoding ahead: what was not taken is dropped, the threads joined."""
+        f._ahead = None
+        self._waiting.clear()
+        for future in self._futures.values():
+            future.cancel()
+        self._pool.shutdown(wait=True)
 
 
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:

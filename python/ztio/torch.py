@@ -158,7 +158,9 @@ def _tensor(f: File, name: str, device: str = "cpu") -> Any:
         # No bytes to view: torch cannot view an empty byte buffer as another dtype.
         t = torch.empty(shape, dtype=dtype)
     else:
-        raw = f.component(name, "data").view(np.uint8)
+        # Its bytes as the array read gives them (decoded on a worker thread during a
+        # whole-file load: see ztio._file._DecodeAhead).
+        raw = f.get_tensor(name).reshape(-1).view(np.uint8)
         if not raw.flags.writeable:
             # A view of the read-only map (a file that is no local file, a shard):
             # torch tensors are writable, so this one is a copy.

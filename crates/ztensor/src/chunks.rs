@@ -175,7 +175,7 @@ fn unfilter(
                 use std::io::Read;
                 work.clear();
                 let limit = out.len() as u64 + 1;
-                flate2::read::ZlibDecoder::new(data)
+                flate2::bufread::ZlibDecoder::new(data)
                     .take(limit)
                     .read_to_end(work)
                     .map_err(|e| Error::invalid(format!("deflate: {e}")))?;
