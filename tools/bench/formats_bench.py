@@ -8,6 +8,13 @@ datasets, the Keras-like layout). Rows, each the median of several runs in turns
 
 - list: open the file and list every tensor's name, dtype and shape;
 - read: open, then every tensor as a numpy array, every byte touched (a sum over the bytes);
+- load_file: ``ztio.numpy.load_file``, every byte touched: the whole-file load, which decodes
+  compressed tensors on every core;
+
+and two compressed files of a quarter of the tensors (every fourth): a NumPy ``.npz`` written
+by ``np.savez_compressed`` (deflate; against ``np.load``) and an HDF5 file of gzip-4 and
+shuffle chunks of 64 rows (h5py), read rows only (listing a compressed file costs what listing
+the plain one does);
 
 page cache warm, and cold (dropped before every run, when running as root, once the process
 maps no bench file). Each round starts at the next row. The references: `onnx.load` +
@@ -52,6 +59,24 @@ def write_hdf5(tensors: dict, path: str) -> None:
     with h5py.File(path, "w") as f:
         for k, v in tensors.items():
             f.create_dataset("model_weights/" + k.replace(".", "/"), data=v)
+
+
+def write_hdf5_gzip(tensors: dict, path: str) -> None:
+    with h5py.File(path, "w") as f:
+        for k, v in tensors.items():
+            chunks = (min(64, v.shape[0]),) + v.shape[1:] if v.ndim else None
+            f.create_dataset(k, data=v, chunks=chunks, compression="gzip", compression_opts=4, shuffle=True)
+
+
+def ztio_load_file(path: str) -> int:
+    import ztio.numpy
+
+    return sum(touch(a) for a in ztio.numpy.load_file(path).values())
+
+
+def npz_read(path: str) -> int:
+    with np.load(path) as z:
+        return sum(touch(z[k]) for k in z.files)
 
 
 def ztio_list(path: str) -> int:
@@ -176,6 +201,18 @@ def main() -> None:
         ]
     else:
         print("(pytorch rows skipped: torch is not installed in this venv)")
+    quarter = dict(list(tensors.items())[::4])
+    npz, h5z = os.path.join(args.dir, "formats.npz"), os.path.join(args.dir, "formats-gzip.h5")
+    if not os.path.exists(npz):
+        np.savez_compressed(npz, **quarter)
+    if not os.path.exists(h5z):
+        write_hdf5_gzip(quarter, h5z)
+    qbytes = sum(v.nbytes for v in quarter.values())
+    assert ztio_read(npz) == npz_read(npz) and ztio_read(h5z) == h5py_read(h5z)
+    compressed = [
+        ("npz deflated", npz, "np.load", npz_read),
+        ("hdf5 gzip", h5z, "h5py", h5py_read),
+    ]
     print(f"formats: {len(tensors)} tensors, {nbytes / 2**30:.2f} GiB; onnx {onnx.__version__}, h5py {h5py.__version__}, ztio {ztio.__version__}")
     for cold in (False, True):
         if cold and not drop_cache():
@@ -187,11 +224,21 @@ def main() -> None:
             r = in_turns(runs, {
                 "ref_list": lambda: timed(ref_list, path), "zt_list": lambda: timed(ztio_list, path),
                 "ref_read": lambda: timed(ref_read, path), "zt_read": lambda: timed(ztio_read, path),
+                "zt_load": lambda: timed(ztio_load_file, path),
             }, cold)
             report(f"{kind} {how}: list, {ref_name}", r["ref_list"], r["ref_list"][0], nbytes)
             report(f"{kind} {how}: list, ztio", r["zt_list"], r["ref_list"][0], nbytes)
             report(f"{kind} {how}: read all, {ref_name}", r["ref_read"], r["ref_read"][0], nbytes)
             report(f"{kind} {how}: read all, ztio", r["zt_read"], r["ref_read"][0], nbytes)
+            report(f"{kind} {how}: ztio.numpy.load_file", r["zt_load"], r["ref_read"][0], nbytes)
+        for kind, path, ref_name, ref_read in compressed:
+            r = in_turns(runs, {
+                "ref_read": lambda: timed(ref_read, path), "zt_read": lambda: timed(ztio_read, path),
+                "zt_load": lambda: timed(ztio_load_file, path),
+            }, cold)
+            report(f"{kind} {how}: read all, {ref_name}", r["ref_read"], r["ref_read"][0], qbytes)
+            report(f"{kind} {how}: read all, ztio", r["zt_read"], r["ref_read"][0], qbytes)
+            report(f"{kind} {how}: ztio.numpy.load_file", r["zt_load"], r["ref_read"][0], qbytes)
 
 
 if __name__ == "__main__":
