@@ -152,9 +152,7 @@ impl ZipEntries {
         }
         Ok(())
     }
-}
 
-impl ZipEntries {
     /// The entry whose stored bytes are exactly `offset..offset + length` and whose CRC-32 is
     /// not yet known to hold: a read that inflates all of it can check it on the way
     /// ([`ZipEntries::note_crc`]) instead of inflating it twice.
