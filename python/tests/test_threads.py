@@ -149,11 +149,13 @@ def test_open_files_pickle_by_path_and_reach_spawned_workers(tmp_path):
 
 
 def _mixed_file(path, rng):
-    """A v2 file of compressed and raw objects, interleaved, over 1 MiB to decode."""
+    """A v2 file of raw objects (every third), small compressed ones (which the caller
+    decodes itself) and compressed ones of 512 KiB, interleaved: several MiB to decode."""
     arrays = {}
     with ztio.Writer(path) as w:
         for i in range(24):
-            a = (rng.standard_normal((128, 256)) * 8).astype(np.float16).astype(np.float32)
+            shape = (16, 16) if i % 6 == 1 else (512, 256)
+            a = rng.standard_normal(shape).astype(np.float32)
             arrays[f"t{i:02}"] = a
             w.add(f"t{i:02}", a, compression=(i % 3 != 0))
     return arrays
@@ -184,8 +186,9 @@ def test_a_whole_file_load_decodes_on_worker_threads_and_gives_the_same_arrays(t
     before = threading.active_count()
     loaded = ztio.numpy.load_file(tmp_path / "m.zt")
     assert started and started[0] is not None
-    # Every compressed object came from a worker, in file order, and the raw ones did not.
-    assert taken == [n for i, n in enumerate(sorted(arrays)) if i % 3 != 0]
+    # Every large compressed object came from a worker, in file order; the raw ones and the
+    # small ones did not.
+    assert taken == [n for i, n in enumerate(sorted(arrays)) if i % 3 != 0 and i % 6 != 1]
     assert list(loaded) == sorted(arrays)
     for name, a in arrays.items():
         np.testing.assert_array_equal(loaded[name], a)
@@ -199,7 +202,7 @@ def test_a_failed_decode_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch
     _mixed_file(path, np.random.default_rng(6))
     monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
     with ztio.open(path) as f:
-        victim = f.info("t07").components[0]
+        victim = f.info("t08").components[0]
     data = bytearray(path.read_bytes())
     # The middle of a compressed object's stream: its decode (or its digest) fails.
     middle = victim.offset + victim.length // 2
@@ -208,5 +211,5 @@ def test_a_failed_decode_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch
     before = threading.active_count()
     with pytest.raises(ztio.Error) as e:
         ztio.numpy.load_file(path)
-    assert "t07" in str(e.value)
+    assert "t08" in str(e.value)
     assert threading.active_count() == before
