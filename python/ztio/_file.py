@@ -624,12 +624,11 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
         return {name: made[name] if name in made else make(name) for name in f.offset_keys()}
     f._native.expect_to_read_all()
     ahead = _DecodeAhead.start(f)
-    if ahead is None:
-        return {name: make(name) for name in f.offset_keys()}
     try:
         return {name: make(name) for name in f.offset_keys()}
     finally:
-        ahead.stop(f)
+        if ahead is not None:
+            ahead.stop(f)
 
 
 class _DecodeAhead:
