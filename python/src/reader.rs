@@ -257,11 +257,6 @@ impl Reader {
     /// hands to worker threads, so that decoding runs on every core.
     fn names_decoded<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let reader = self.get(py)?;
-        let decodes = |c: &ztensor::ComponentInfo| {
-            c.encoding != Encoding::Raw
-                || c.byte_order == ztensor::ByteOrder::Big
-                || c.arrangement.as_ref().is_some_and(|a| !a.is_packed())
-        };
         let stored = |o: &ztensor::ObjectInfo| {
             o.components
                 .iter()
@@ -270,7 +265,9 @@ impl Reader {
         let decoded: Vec<(&str, u64)> = reader
             .iter()
             .filter(|o| {
-                o.format == Format::Dense && o.defect.is_none() && o.components.iter().any(decodes)
+                o.format == Format::Dense
+                    && o.defect.is_none()
+                    && !o.components.iter().all(stored_as_it_lies)
             })
             .map(|o| (o.name(), stored(&o)))
             .collect();
@@ -324,12 +321,8 @@ impl Reader {
         let [c] = &o.components[..] else {
             return Ok(None);
         };
-        let as_it_lies = o.format == Format::Dense
-            && o.defect.is_none()
-            && c.encoding == Encoding::Raw
-            && c.byte_order == ztensor::ByteOrder::Little
-            && c.file == 0
-            && c.arrangement.as_ref().is_none_or(|a| a.is_packed());
+        let as_it_lies =
+            o.format == Format::Dense && o.defect.is_none() && stored_as_it_lies(c) && c.file == 0;
         Ok(as_it_lies.then(|| {
             (
                 c.element.name().to_owned(),
@@ -547,6 +540,15 @@ impl Reader {
             _ => None,
         })
     }
+}
+
+/// Whether a component's stored bytes are its elements as a read hands them over: raw,
+/// little-endian, packed row-major. Anything else is decoded (inflated, byte-swapped or
+/// gathered) by a read.
+fn stored_as_it_lies(c: &ztensor::ComponentInfo) -> bool {
+    c.encoding == Encoding::Raw
+        && c.byte_order == ztensor::ByteOrder::Little
+        && c.arrangement.as_ref().is_none_or(|a| a.is_packed())
 }
 
 /// The element type of an object to slice: its data component's, or why it has none (it
