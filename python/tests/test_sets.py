@@ -111,13 +111,13 @@ def test_a_whole_set_load_reads_every_shard_in_first_and_names_a_bad_one(model, 
     folder, expected = model
     index = folder / "model.safetensors.index.json"
     calls = []
-    real = ztio.ShardedFile._names_as_read
+    real = ztio.ShardedFile._arrivals
 
     def counted(self):
         calls.append(self.path)
         return real(self)
 
-    monkeypatch.setattr(ztio.ShardedFile, "_names_as_read", counted)
+    monkeypatch.setattr(ztio.ShardedFile, "_arrivals", counted)
     loaded = ztio.numpy.load_file(index)
     assert calls == [str(index)]
     # Shard by shard, each in file order (safetensors' order for a file), whatever order

@@ -213,3 +213,88 @@ def test_a_failed_decode_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch
         ztio.numpy.load_file(path)
     assert "t08" in str(e.value)
     assert threading.active_count() == before
+
+
+def _mixed_set(tmp_path, rng):
+    """The objects of :func:`_mixed_file` in a set of compressed ``.zt`` shards."""
+    arrays = _mixed_file(tmp_path / "m.zt", rng)
+    index = tmp_path / "set" / "m.zt.index.json"
+    os.makedirs(index.parent)
+    ztio.convert(tmp_path / "m.zt", index, compress=3, shard_size=1_500_000, progress=False)
+    return arrays, index
+
+
+def test_a_whole_set_load_decodes_on_worker_threads_and_gives_the_same_arrays(tmp_path, monkeypatch):
+    from ztio import _file
+
+    arrays, index = _mixed_set(tmp_path, np.random.default_rng(7))
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
+    added, taken = [], []
+    real_add, real_take = _file._DecodeAhead.add, _file._DecodeAhead.take
+
+    def add(self, reader, name):
+        added.append(name)
+        real_add(self, reader, name)
+
+    def take(self, name):
+        future = real_take(self, name)
+        if future is not None:
+            taken.append(name)
+        return future
+
+    monkeypatch.setattr(_file._DecodeAhead, "add", add)
+    monkeypatch.setattr(_file._DecodeAhead, "take", take)
+    before = threading.active_count()
+    with ztio.open(index) as f:
+        assert len(f.shards) > 2
+    # Each large object (every one compressed now) came from a worker; the small ones not.
+    large = sorted(n for i, n in enumerate(sorted(arrays)) if i % 6 != 1)
+    for load in (ztio.numpy.load_file, ztio.flax.load_file if _has_jax() else None):
+        if load is None:
+            continue
+        added.clear()
+        taken.clear()
+        loaded = load(index)
+        assert sorted(added) == large
+        assert sorted(taken) == large
+        assert sorted(loaded) == sorted(arrays)
+        for name, a in arrays.items():
+            np.testing.assert_array_equal(np.asarray(loaded[name]), a)
+    assert threading.active_count() == before
+    # One CPU: no threads, the same arrays.
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 1)
+    added.clear()
+    loaded = ztio.numpy.load_file(index)
+    assert added == []
+    for name, a in arrays.items():
+        np.testing.assert_array_equal(loaded[name], a)
+
+
+def test_a_failed_decode_of_a_shard_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch):
+    from ztio import _file
+
+    _arrays, index = _mixed_set(tmp_path, np.random.default_rng(8))
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
+    with open(index) as f:
+        holder = index.parent / json.load(f)["weight_map"]["t08"]
+    with ztio.open(holder) as f:
+        victim = f.info("t08").components[0]
+    data = bytearray(holder.read_bytes())
+    middle = victim.offset + victim.length // 2
+    data[middle : middle + 64] = bytes(64)
+    holder.write_bytes(bytes(data))
+    before = threading.active_count()
+    with pytest.raises(ztio.Error) as e:
+        ztio.numpy.load_file(index)
+    assert "t08" in str(e.value)
+    assert threading.active_count() == before
+
+
+def _has_jax():
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return False
+    import ztio.flax  # noqa: F401
+
+    return True

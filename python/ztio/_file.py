@@ -17,7 +17,7 @@ import json
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -492,9 +492,51 @@ class ShardedFile:
         """Starts reading every shard in, several at once (a whole-set load is about to read
         all of them: the disk serves large concurrent reads instead of one shard after
         another), and gives each tensor's name as soon as its bytes are in."""
+        return (name for _shard, name in self._arrivals())
+
+    def _arrivals(self) -> Iterator[Tuple[int, str]]:
+        """``(shard position, name)`` of each tensor as its bytes come in (see
+        :meth:`_names_as_read`)."""
         if self._closed:
             raise ArgumentError("the file is closed")
-        return (name for _shard, name in self._set.load_each())
+        return iter(self._set.load_each())
+
+    def _made_as_read(self, make: Callable[[str], Any]) -> Dict[str, Any]:
+        """``make(name)`` of every tensor of the set, made in the order their bytes come in
+        (:meth:`_names_as_read`). The large objects that must be decoded (compressed shards)
+        are decoded on worker threads as they arrive (:class:`_DecodeAhead`): the caller
+        makes the tensors that arrived before while a few later ones decode, so a set of
+        compressed shards decodes on every core, as a single file does."""
+        workers = _native.usable_cpus()
+        ahead = _DecodeAhead(workers) if workers >= 2 else None
+        worth: Dict[int, Set[str]] = {}
+        arrived: Deque[str] = collections.deque()
+        made: Dict[str, Any] = {}
+        try:
+            for position, name in self._arrivals():
+                if ahead is not None:
+                    shard = self._shard(position)
+                    shard_worth = worth.get(position)
+                    if shard_worth is None:
+                        # The shard's reads (a framework may read through the shard, not the
+                        # set) take from the same decodes.
+                        shard._ahead = ahead
+                        shard_worth = worth[position] = {n for n, _ in ahead.worth_decoding(shard._native)}
+                    if name in shard_worth:
+                        ahead.add(shard._native, name)
+                arrived.append(name)
+                # Make what arrived before, except that while a worker is free, a decode at
+                # the front waits for more arrivals to start theirs beside it.
+                while arrived and not (ahead is not None and not ahead.full and ahead.has(arrived[0])):
+                    front = arrived.popleft()
+                    made[front] = make(front)
+            while arrived:
+                front = arrived.popleft()
+                made[front] = make(front)
+            return made
+        finally:
+            if ahead is not None:
+                ahead.stop(*(self._shard(position) for position in worth))
 
     def as_read(self) -> Iterator[Tuple[str, Any]]:
         """Every tensor of the set as ``(name, tensor)``, in the order their bytes come in:
@@ -618,9 +660,10 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
     order their data lies in the file (safetensors' order; a set's shard by shard, in the
     index's order). A single file is read front to back ahead of the reads; a set's shards
     are read several at once, and each tensor is made as soon as its bytes are in, so a
-    framework that copies works on the first tensors while the rest come in."""
+    framework that copies works on the first tensors while the rest come in. Either way the
+    large objects that must be decoded are decoded on worker threads (:class:`_DecodeAhead`)."""
     if isinstance(f, ShardedFile):
-        made = {name: make(name) for name in f._names_as_read()}
+        made = f._made_as_read(make)
         return {name: made[name] if name in made else make(name) for name in f.offset_keys()}
     f._native.expect_to_read_all()
     ahead = _DecodeAhead.start(f)
@@ -632,60 +675,88 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
 
 
 class _DecodeAhead:
-    """The arrays of a whole-file load that must be decoded (compressed, byte-swapped or
-    gathered) and are not small, decoded on worker threads a few ahead of the caller, in file
-    order, while the caller converts the ones before: a load of a compressed file uses every
-    core, not one. Only the decoding runs on the workers (the native read, without the GIL);
-    the framework's conversion stays on the caller's thread, with its device and context. At
-    most ``workers`` arrays wait decoded, so a load onto a device holds few host copies at
-    once."""
+    """The arrays of a whole-file or whole-set load that must be decoded (compressed,
+    byte-swapped or gathered) and are not small, decoded on worker threads a few ahead of the
+    caller, in the order the caller will ask for them, while the caller converts the ones
+    before: a load of a compressed file uses every core, not one. Only the decoding runs on
+    the workers (the native read, without the GIL); the framework's conversion stays on the
+    caller's thread, with its device and context. At most ``workers`` arrays are decoding or
+    wait decoded, so a load onto a device holds few host copies at once."""
 
-    #: Below this many stored bytes to decode, threads cost more than they save.
+    #: Below this many stored bytes to decode in a single file, threads cost more than they
+    #: save.
     MIN_BYTES = 1 << 20
     #: Objects that store less are decoded by the caller: handing one to a worker and taking
     #: it back costs tens of microseconds, more than decoding a small tensor (20,000 zstd
     #: tensors of 1 KiB loaded in 0.5 s on one thread and in 1.0 s through the workers).
     MIN_OBJECT_BYTES = 256 << 10
 
-    def __init__(self, f: File, names: List[str], workers: int):
-        self._native = f._native
-        self._waiting = collections.deque(names)
+    def __init__(self, workers: int):
+        self._waiting: Deque[Tuple["_native.Reader", str]] = collections.deque()
         self._futures: Dict[str, "Future[Any]"] = {}
         self._workers = workers
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="ztio-decode")
-        self._refill()
+        self._pool: Optional[ThreadPoolExecutor] = None
+
+    @classmethod
+    def worth_decoding(cls, reader: "_native.Reader") -> List[Tuple[str, int]]:
+        """The objects of ``reader`` that a worker should decode, in file order, each with
+        the bytes it stores."""
+        return [(name, size) for name, size in reader.names_decoded() if size >= cls.MIN_OBJECT_BYTES]
 
     @classmethod
     def start(cls, f: File) -> Optional["_DecodeAhead"]:
-        """Starts decoding ahead for ``f`` (``f.get_tensor`` then takes from it), or returns
-        ``None`` when there is too little to decode or one CPU to decode it on."""
-        decoded = [(name, size) for name, size in f._native.names_decoded() if size >= cls.MIN_OBJECT_BYTES]
+        """Starts decoding ahead for ``f``, in file order (``f.get_tensor`` then takes from
+        it), or returns ``None`` when there is too little to decode or one CPU to decode it
+        on."""
+        decoded = cls.worth_decoding(f._native)
         workers = min(_native.usable_cpus(), len(decoded))
         if workers < 2 or sum(size for _, size in decoded) < cls.MIN_BYTES:
             return None
-        ahead = cls(f, [name for name, _ in decoded], workers)
+        ahead = cls(workers)
+        for name, _ in decoded:
+            ahead.add(f._native, name)
         f._ahead = ahead
         return ahead
 
+    def add(self, reader: "_native.Reader", name: str) -> None:
+        """Queues the decode of ``name`` from ``reader``: it starts as soon as fewer than
+        ``workers`` decodes are under way or waiting to be taken."""
+        self._waiting.append((reader, name))
+        self._refill()
+
+    def has(self, name: str) -> bool:
+        """Whether ``name`` is queued or decoding here (and not yet taken)."""
+        return name in self._futures or any(queued == name for _, queued in self._waiting)
+
+    @property
+    def full(self) -> bool:
+        """Whether every worker's share of the window is taken: a decode added now waits."""
+        return len(self._futures) >= self._workers
+
     def _refill(self) -> None:
-        while self._waiting and len(self._futures) < self._workers:
-            name = self._waiting.popleft()
-            self._futures[name] = self._pool.submit(self._native.array, name, False)
+        while self._waiting and not self.full:
+            reader, name = self._waiting.popleft()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ztio-decode")
+            self._futures[name] = self._pool.submit(reader.array, name, False)
 
     def take(self, name: str) -> Optional["Future[Any]"]:
         """The decode of ``name`` if it was started (each is taken once), and the next one
-        started. The load asks in file order, the order the decodes start in."""
+        started. The load asks in the order the decodes start in."""
         future = self._futures.pop(name, None)
         self._refill()
         return future
 
-    def stop(self, f: File) -> None:
-        """Ends the decoding ahead: what was not taken is dropped, the threads joined."""
-        f._ahead = None
+    def stop(self, *files: File) -> None:
+        """Ends the decoding ahead for ``files``: what was not taken is dropped, the threads
+        joined."""
+        for f in files:
+            f._ahead = None
         self._waiting.clear()
         for future in self._futures.values():
             future.cancel()
-        self._pool.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
 
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:
