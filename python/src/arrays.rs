@@ -48,7 +48,7 @@ impl AlignedBytes {
     /// A copy of `bytes`, allocated fallibly (an allocator that says no is an error).
     fn copy_of(bytes: &[u8]) -> ztensor::Result<Self> {
         let mut words =
-            ztensor::container::internal::try_filled_vec(bytes.len().div_ceil(16), 0u128)?;
+            ztensor::container::internal::try_zeroed_vec::<u128>(bytes.len().div_ceil(16))?;
         let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
         dst[..bytes.len()].copy_from_slice(bytes);
         Ok(AlignedBytes::Words(words))

@@ -72,7 +72,7 @@ pub(crate) mod test_support {
 pub mod internal {
     pub use crate::memory::{
         permute_in_place, physical_memory, prefer_huge_pages, try_filled_vec, try_with_capacity,
-        MemoryBudget, SpareCapacity,
+        try_zeroed_vec, MemoryBudget, SpareCapacity,
     };
 }
 pub use read::{check_blob_range, check_overlaps, BlobRange, Container, ContainerVersion};

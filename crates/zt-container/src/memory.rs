@@ -218,15 +218,51 @@ impl MemoryBudget {
 /// huge pages ([`prefer_huge_pages`]).
 pub fn try_filled_vec<T: Clone>(n: usize, fill: T) -> crate::Result<Vec<T>> {
     let mut v: Vec<T> = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
-        crate::Error::out_of_memory(format!(
-            "cannot allocate {} bytes",
-            n.saturating_mul(std::mem::size_of::<T>())
-        ))
-    })?;
+    v.try_reserve_exact(n).map_err(|_| out_of_memory::<T>(n))?;
     prefer_huge_pages(&mut v);
     v.resize(n, fill);
     Ok(v)
+}
+
+/// A vector of `n` zeros, allocated fallibly and zeroed by the allocator: for a buffer the
+/// caller is about to overwrite (a decode, a positional read). [`try_filled_vec`] writes
+/// every byte of the buffer once before the caller does; here fresh memory from the system
+/// (every large allocation) comes zeroed by the kernel on its first touch, so the buffer's
+/// bytes are written once, by the caller, and only reused memory is cleared. Large ones
+/// prefer huge pages ([`prefer_huge_pages`]).
+///
+/// ```
+/// let v: Vec<u32> = zt_container::internal::try_zeroed_vec(1 << 20).unwrap();
+/// assert!(v.len() == 1 << 20 && v.iter().all(|&x| x == 0));
+/// assert!(zt_container::internal::try_zeroed_vec::<u64>(usize::MAX / 4).is_err());
+/// ```
+pub fn try_zeroed_vec<T: bytemuck::Zeroable + Clone>(n: usize) -> crate::Result<Vec<T>> {
+    let layout = std::alloc::Layout::array::<T>(n);
+    let layout = match layout {
+        // Zero bytes to allocate (a zero-sized type, or none of them): nothing to zero.
+        Ok(layout) if layout.size() == 0 => return try_filled_vec(n, T::zeroed()),
+        Ok(layout) => layout,
+        Err(_) => return Err(out_of_memory::<T>(n)),
+    };
+    // SAFETY: `layout` has a non-zero size (checked above).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(out_of_memory::<T>(n));
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `[T; n]` (the
+    // alignment of `T`, `n * size_of::<T>()` bytes), which is the allocation a `Vec` of
+    // capacity `n` owns; its `n` elements are all-zero bytes, which `Zeroable` says is a
+    // valid `T`.
+    let mut v = unsafe { Vec::from_raw_parts(ptr, n, n) };
+    prefer_huge_pages(&mut v);
+    Ok(v)
+}
+
+fn out_of_memory<T>(n: usize) -> crate::Error {
+    crate::Error::out_of_memory(format!(
+        "cannot allocate {} bytes",
+        n.saturating_mul(std::mem::size_of::<T>())
+    ))
 }
 
 /// An empty vector with room for `n` items, allocated fallibly: for lists whose length a file
@@ -356,6 +392,24 @@ fn prefetch<T>(item: *const T) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeroed_vectors_are_zero_in_reused_memory_too() {
+        // Small and mid-sized buffers come from memory the allocator hands out again: freed
+        // full of ones, they must still come back zero. Large ones are fresh pages.
+        for bytes in [24usize, 4096, 200_000, 8 << 20] {
+            for _ in 0..3 {
+                drop(std::hint::black_box(vec![0xffu8; bytes]));
+                let v: Vec<u64> = try_zeroed_vec(bytes / 8).unwrap();
+                assert_eq!(v.len(), bytes / 8);
+                assert!(v.iter().all(|&x| x == 0), "{bytes} bytes");
+            }
+        }
+        assert!(try_zeroed_vec::<()>(5).unwrap().len() == 5);
+        assert!(try_zeroed_vec::<u8>(0).unwrap().is_empty());
+        let e = try_zeroed_vec::<u64>(usize::MAX / 4).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::OutOfMemory);
+    }
 
     #[test]
     fn hinted_buffers_keep_their_contents() {

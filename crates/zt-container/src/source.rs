@@ -409,7 +409,7 @@ impl Source {
                 // The length is the caller's, often a file's word: refused, not aborted on,
                 // when the memory is not there.
                 let mut buf =
-                    crate::memory::try_filled_vec(end - start, 0u8).map_err(|e| e.at(offset))?;
+                    crate::memory::try_zeroed_vec::<u8>(end - start).map_err(|e| e.at(offset))?;
                 self.read_into(offset, &mut buf)?;
                 return Ok(Cow::Owned(buf));
             }

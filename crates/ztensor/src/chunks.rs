@@ -101,7 +101,7 @@ pub(crate) fn decode_box_into<'a>(
                     table.chunk
                 ))
             })?;
-            buf = zt_container::internal::try_filled_vec(n as usize, 0u8)?;
+            buf = zt_container::internal::try_zeroed_vec::<u8>(n as usize)?;
         }
         let at = |e: Error| {
             Error::new(

@@ -71,7 +71,7 @@ pub(crate) fn zstd_seekable_decode_frames(
         .try_fold(0u64, |n, f| n.checked_add(f.decompressed))
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| zt_container::Error::invalid("zstd-seekable: frames larger than memory"))?;
-    let mut out = zt_container::internal::try_filled_vec(len, 0u8)?;
+    let mut out = zt_container::internal::try_zeroed_vec::<u8>(len)?;
     decode_frames(stored, &rebased, chosen.start, &mut out).map_err(|e| match e.offset() {
         Some(o) => zt_container::Error::new(e.kind(), e.message()).at(o.saturating_add(base)),
         None => e,

@@ -474,7 +474,7 @@ impl Backing {
                 }
                 let n = usize::try_from(arrangement.span)
                     .map_err(|_| Error::limit("inflated size exceeds usize"))?;
-                let mut buf = zt_container::internal::try_filled_vec(n, 0u8)?;
+                let mut buf = zt_container::internal::try_zeroed_vec::<u8>(n)?;
                 self.inflate_whole_into(comp, &src, arrangement.skip, &mut buf)?;
                 Cow::Owned(buf)
             }
@@ -512,8 +512,8 @@ impl Backing {
         let n = whole_elements::<T>(len).map_err(|e| e.at(comp.offset))?;
         // Fallible (an allocator that says no is an error, not an abort), and in 2 MiB pages
         // where it can be: a fresh buffer is faulted in page by page as it is filled.
-        let mut out = zt_container::internal::try_filled_vec(n, T::zeroed())
-            .map_err(|e| e.at(comp.offset))?;
+        let mut out =
+            zt_container::internal::try_zeroed_vec::<T>(n).map_err(|e| e.at(comp.offset))?;
         self.decode_into(comp, stored.as_deref(), bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
     }

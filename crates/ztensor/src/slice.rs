@@ -263,7 +263,7 @@ impl<'r> ObjectView<'r> {
                         }
                     }
                 }
-                let mut out = zt_container::internal::try_filled_vec(total, 0u8).map_err(&at)?;
+                let mut out = zt_container::internal::try_zeroed_vec::<u8>(total).map_err(&at)?;
                 crate::chunks::decode_box_into(
                     table,
                     ranges,
@@ -429,7 +429,7 @@ fn gather_scattered(
     runs: impl Iterator<Item = (u64, u64)>,
     total: usize,
 ) -> Result<Vec<u8>> {
-    let mut out = zt_container::internal::try_filled_vec(total, 0u8)?;
+    let mut out = zt_container::internal::try_zeroed_vec::<u8>(total)?;
     let mut rest: &mut [u8] = &mut out;
     let mut parts: Vec<(u64, &mut [u8])> = Vec::new();
     for (off, len) in runs {

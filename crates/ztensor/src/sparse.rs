@@ -216,7 +216,7 @@ impl<'r> ObjectView<'r> {
                 }
                 let nnz = blob.len() / rec;
                 // Records are (coords, value) pairs; our model stores coordinates axis by axis.
-                let mut coords = zt_container::internal::try_filled_vec(ndim * nnz, 0u64)?;
+                let mut coords = zt_container::internal::try_zeroed_vec::<u64>(ndim * nnz)?;
                 let mut values = zt_container::internal::try_with_capacity(nnz * vsize)?;
                 for (i, r) in blob.chunks_exact(rec).enumerate() {
                     let (c, v) = r.split_at(ndim * 8);
@@ -570,7 +570,7 @@ impl<'r> ObjectView<'r> {
             ))));
         }
         let blocks = self.component("data")?.bytes_with(opts)?;
-        let mut out = zt_container::internal::try_filled_vec(count as usize, 0f32).map_err(at)?;
+        let mut out = zt_container::internal::try_zeroed_vec::<f32>(count as usize).map_err(at)?;
         zt_formats::ggml::dequantize(t.id, &blocks, &mut out)
             .map_err(|e| at(e.in_component("data")))?;
         Ok(Some(out))

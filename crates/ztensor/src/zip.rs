@@ -125,7 +125,7 @@ pub(crate) fn entry_bytes<'s>(source: &'s Source, e: &Entry, cap: u64) -> Result
             let stored = source.read_at(e.data_offset, e.compressed)?;
             let n = usize::try_from(e.uncompressed)
                 .map_err(|_| Error::limit("record size exceeds usize"))?;
-            let mut out = zt_container::internal::try_filled_vec(n, 0u8)?;
+            let mut out = zt_container::internal::try_zeroed_vec::<u8>(n)?;
             inflate_into(&stored, 0, &mut out).map_err(|err| err.at(e.data_offset))?;
             Ok(Cow::Owned(out))
         }
