@@ -298,3 +298,42 @@ def _has_jax():
     import ztio.flax  # noqa: F401
 
     return True
+
+
+def test_as_read_decodes_ahead_while_it_runs_and_stops_when_left(tmp_path, monkeypatch):
+    from ztio import _file
+
+    arrays, index = _mixed_set(tmp_path, np.random.default_rng(9))
+    _mixed_file(tmp_path / "one.zt", np.random.default_rng(9))
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
+    taken = []
+    real_take = _file._DecodeAhead.take
+
+    def take(self, name):
+        future = real_take(self, name)
+        if future is not None:
+            taken.append(name)
+        return future
+
+    monkeypatch.setattr(_file._DecodeAhead, "take", take)
+    before = threading.active_count()
+    large = sorted(n for i, n in enumerate(sorted(arrays)) if i % 6 != 1)
+    for path, decoded in ((index, large), (tmp_path / "one.zt", [n for n in large if int(n[1:]) % 3])):
+        with ztio.open(path) as f:
+            taken.clear()
+            got = dict(f.as_read())
+            assert sorted(taken) == decoded
+            for name, a in arrays.items():
+                np.testing.assert_array_equal(got[name], a)
+            # Left after three tensors: the workers end with the iteration, and reads go on.
+            taken.clear()
+            it = f.as_read()
+            for _ in range(3):
+                next(it)
+            assert threading.active_count() > before
+            it.close()
+            assert threading.active_count() == before
+            assert all(shard._ahead is None for shard in getattr(f, "_shards", {}).values())
+            assert getattr(f, "_ahead", None) is None
+            np.testing.assert_array_equal(f.get_tensor("t10"), arrays["t10"])
+    assert threading.active_count() == before

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
@@ -384,8 +385,9 @@ class File:
         - ``quantized_group``: :class:`Quantized` (see :meth:`Quantized.dequantize`).
         - any other format: :class:`Components`.
         """
-        if self._ahead is not None and not verify:
-            decoded = self._ahead.take(name)
+        ahead = self._ahead  # read once: a load on another thread may end meanwhile
+        if ahead is not None and not verify:
+            decoded = ahead.take(name)
             if decoded is not None:
                 return decoded.result()
         array = self._native.array(name, verify)
@@ -397,11 +399,24 @@ class File:
 
     def as_read(self) -> Iterator[Tuple[str, Any]]:
         """Every tensor as ``(name, tensor)``, in the order their data lies in the file, the
-        file read front to back ahead of the reads (as :meth:`ShardedFile.as_read` does for
-        a set, where the order is the order the bytes come in)."""
+        file read front to back ahead of the reads and the large compressed tensors decoded
+        a few ahead on worker threads (as :meth:`ShardedFile.as_read` does for a set, where
+        the order is the order the bytes come in)."""
+        return self._each_made(self.get_tensor)
+
+    def _each_made(self, make: Callable[[str], Any]) -> Iterator[Tuple[str, Any]]:
+        """``(name, make(name))`` of every object, in the order their data lies in the file:
+        the file is read front to back ahead of the calls, and the large objects that must
+        be decoded are decoded on worker threads a few ahead (:class:`_DecodeAhead`), for
+        as long as the iteration runs."""
         self._native.expect_to_read_all()
-        for name in self.offset_keys():
-            yield name, self.get_tensor(name)
+        ahead = _DecodeAhead.start(self)
+        try:
+            for name in self.offset_keys():
+                yield name, make(name)
+        finally:
+            if ahead is not None:
+                ahead.stop(self)
 
     def get_slice(self, name: str) -> Slice:
         """A lazily read tensor: ``f.get_slice(name)[a:b]`` reads only rows ``a..b``."""
@@ -488,30 +503,25 @@ class ShardedFile:
         self._shards: Dict[int, File] = {}
         self._closed = False
 
-    def _names_as_read(self) -> Iterator[str]:
+    def _arrivals(self) -> Iterator[Tuple[int, str]]:
         """Starts reading every shard in, several at once (a whole-set load is about to read
         all of them: the disk serves large concurrent reads instead of one shard after
-        another), and gives each tensor's name as soon as its bytes are in."""
-        return (name for _shard, name in self._arrivals())
-
-    def _arrivals(self) -> Iterator[Tuple[int, str]]:
-        """``(shard position, name)`` of each tensor as its bytes come in (see
-        :meth:`_names_as_read`)."""
+        another), and gives ``(shard position, name)`` of each tensor as soon as its bytes
+        are in."""
         if self._closed:
             raise ArgumentError("the file is closed")
         return iter(self._set.load_each())
 
-    def _made_as_read(self, make: Callable[[str], Any]) -> Dict[str, Any]:
-        """``make(name)`` of every tensor of the set, made in the order their bytes come in
-        (:meth:`_names_as_read`). The large objects that must be decoded (compressed shards)
-        are decoded on worker threads as they arrive (:class:`_DecodeAhead`): the caller
-        makes the tensors that arrived before while a few later ones decode, so a set of
-        compressed shards decodes on every core, as a single file does."""
+    def _each_made(self, make: Callable[[str], Any]) -> Iterator[Tuple[str, Any]]:
+        """``(name, make(name))`` of every tensor of the set, made in the order their bytes
+        come in (:meth:`_arrivals`). The large objects that must be decoded (compressed
+        shards) are decoded on worker threads as they arrive (:class:`_DecodeAhead`): the
+        caller makes the tensors that arrived before while a few later ones decode, so a set
+        of compressed shards decodes on every core, as a single file does."""
         workers = _native.usable_cpus()
         ahead = _DecodeAhead(workers) if workers >= 2 else None
         worth: Dict[int, Set[str]] = {}
         arrived: Deque[str] = collections.deque()
-        made: Dict[str, Any] = {}
         try:
             for position, name in self._arrivals():
                 if ahead is not None:
@@ -529,11 +539,10 @@ class ShardedFile:
                 # the front waits for more arrivals to start theirs beside it.
                 while arrived and not (ahead is not None and not ahead.full and ahead.has(arrived[0])):
                     front = arrived.popleft()
-                    made[front] = make(front)
+                    yield front, make(front)
             while arrived:
                 front = arrived.popleft()
-                made[front] = make(front)
-            return made
+                yield front, make(front)
         finally:
             if ahead is not None:
                 ahead.stop(*(self._shard(position) for position in worth))
@@ -541,10 +550,10 @@ class ShardedFile:
     def as_read(self) -> Iterator[Tuple[str, Any]]:
         """Every tensor of the set as ``(name, tensor)``, in the order their bytes come in:
         the shards are read several at once, each front to back, on threads of their own, and
-        each tensor is handed over as soon as it is in, without a copy. For loaders that put
-        each tensor in place as it arrives (the Run:ai Model Streamer's ``get_tensors``)."""
-        for name in self._names_as_read():
-            yield name, self.get_tensor(name)
+        each tensor is handed over as soon as it is in, without a copy (the large compressed
+        ones decoded a few ahead on worker threads). For loaders that put each tensor in place
+        as it arrives (the Run:ai Model Streamer's ``get_tensors``)."""
+        return self._each_made(self.get_tensor)
 
     def _file_for(self, name: str) -> File:
         if self._closed:
@@ -663,15 +672,9 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
     framework that copies works on the first tensors while the rest come in. Either way the
     large objects that must be decoded are decoded on worker threads (:class:`_DecodeAhead`)."""
     if isinstance(f, ShardedFile):
-        made = f._made_as_read(make)
+        made = dict(f._each_made(make))
         return {name: made[name] if name in made else make(name) for name in f.offset_keys()}
-    f._native.expect_to_read_all()
-    ahead = _DecodeAhead.start(f)
-    try:
-        return {name: make(name) for name in f.offset_keys()}
-    finally:
-        if ahead is not None:
-            ahead.stop(f)
+    return dict(f._each_made(make))
 
 
 class _DecodeAhead:
@@ -696,6 +699,9 @@ class _DecodeAhead:
         self._futures: Dict[str, "Future[Any]"] = {}
         self._workers = workers
         self._pool: Optional[ThreadPoolExecutor] = None
+        # A file is shared by threads: another may read from it (and take a decode) while
+        # the load runs.
+        self._lock = threading.Lock()
 
     @classmethod
     def worth_decoding(cls, reader: "_native.Reader") -> List[Tuple[str, int]]:
@@ -721,12 +727,14 @@ class _DecodeAhead:
     def add(self, reader: "_native.Reader", name: str) -> None:
         """Queues the decode of ``name`` from ``reader``: it starts as soon as fewer than
         ``workers`` decodes are under way or waiting to be taken."""
-        self._waiting.append((reader, name))
-        self._refill()
+        with self._lock:
+            self._waiting.append((reader, name))
+            self._refill()
 
     def has(self, name: str) -> bool:
         """Whether ``name`` is queued or decoding here (and not yet taken)."""
-        return name in self._futures or any(queued == name for _, queued in self._waiting)
+        with self._lock:
+            return name in self._futures or any(queued == name for _, queued in self._waiting)
 
     @property
     def full(self) -> bool:
@@ -734,6 +742,7 @@ class _DecodeAhead:
         return len(self._futures) >= self._workers
 
     def _refill(self) -> None:
+        """Starts queued decodes while the window has room (the lock held)."""
         while self._waiting and not self.full:
             reader, name = self._waiting.popleft()
             if self._pool is None:
@@ -743,8 +752,9 @@ class _DecodeAhead:
     def take(self, name: str) -> Optional["Future[Any]"]:
         """The decode of ``name`` if it was started (each is taken once), and the next one
         started. The load asks in the order the decodes start in."""
-        future = self._futures.pop(name, None)
-        self._refill()
+        with self._lock:
+            future = self._futures.pop(name, None)
+            self._refill()
         return future
 
     def stop(self, *files: File) -> None:
@@ -752,11 +762,13 @@ class _DecodeAhead:
         joined."""
         for f in files:
             f._ahead = None
-        self._waiting.clear()
-        for future in self._futures.values():
-            future.cancel()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        with self._lock:
+            self._waiting.clear()
+            for future in self._futures.values():
+                future.cancel()
+            pool = self._pool
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:
