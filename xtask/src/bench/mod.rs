@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 
 use common::*;
 
@@ -46,6 +46,47 @@ const SECTIONS: &[Section] = &[
 
 /// `cargo xtask bench [--scale N] [--only a,b]`.
 pub fn run(args: &[&str]) -> Result<()> {
+    // Read before anything is built or timed: a typo or `--help` must not start a run of
+    // twenty minutes.
+    let mut scale = 1usize;
+    // `--only read,open`: just those sections (files they need are made once, untimed).
+    let mut only: Option<Vec<&str>> = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match *arg {
+            "--scale" => {
+                let n = it.next().context("--scale needs a number")?;
+                scale = n
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| n >= 1)
+                    .with_context(|| format!("--scale takes a whole number from 1, not {n:?}"))?;
+            }
+            "--only" => {
+                only = Some(
+                    it.next()
+                        .context("--only needs sections")?
+                        .split(',')
+                        .collect(),
+                )
+            }
+            "-h" | "--help" => {
+                let names: Vec<&str> = SECTIONS.iter().map(|(name, _)| *name).collect();
+                println!("usage: cargo xtask bench [--scale N] [--only SECTION,...]");
+                println!("sections: {}", names.join(", "));
+                return Ok(());
+            }
+            other => bail!("unknown bench argument {other:?} (cargo xtask bench --help)"),
+        }
+    }
+    if let Some(unknown) = only
+        .iter()
+        .flatten()
+        .find(|s| !SECTIONS.iter().any(|(name, _)| name == *s))
+    {
+        let names: Vec<&str> = SECTIONS.iter().map(|(name, _)| *name).collect();
+        bail!("no section {unknown:?}; the sections: {}", names.join(", "));
+    }
     if cfg!(debug_assertions) {
         // Benchmarks of a debug build mean nothing: run ourselves again, optimized.
         let status = Command::new("cargo")
@@ -61,24 +102,6 @@ pub fn run(args: &[&str]) -> Result<()> {
             .args(args)
             .status()?;
         std::process::exit(status.code().unwrap_or(1));
-    }
-    let scale: usize = args
-        .windows(2)
-        .find(|w| w[0] == "--scale")
-        .and_then(|w| w[1].parse().ok())
-        .unwrap_or(1);
-    // `--only read,open`: just those sections (files they need are made once, untimed).
-    let only: Option<Vec<&str>> = args
-        .windows(2)
-        .find(|w| w[0] == "--only")
-        .map(|w| w[1].split(',').collect());
-    if let Some(unknown) = only
-        .iter()
-        .flatten()
-        .find(|s| !SECTIONS.iter().any(|(name, _)| name == *s))
-    {
-        let names: Vec<&str> = SECTIONS.iter().map(|(name, _)| *name).collect();
-        anyhow::bail!("no section {unknown:?}; the sections: {}", names.join(", "));
     }
     let want = |section: &str| only.as_ref().is_none_or(|o| o.contains(&section));
     // One folder per scale: files made at one scale are never read as another's.
