@@ -159,3 +159,18 @@ def test_verify_of_a_set_names_the_damaged_shard(tmp_path):
     assert isinstance(error, ztio.ChecksumError)
     assert error.object == "t1"
     assert os.path.samefile(error.path, holder)
+
+
+def test_a_closed_set_opens_no_shard_again(model):
+    folder, _ = model
+    f = ztio.open(folder)
+    it = f.as_read()
+    next(it)
+    f.close()
+    with pytest.raises(ztio.ArgumentError, match="closed"):
+        list(it)
+    with pytest.raises(ztio.ArgumentError, match="closed"):
+        f.offset_keys()
+    with pytest.raises(ztio.ArgumentError, match="closed"):
+        f.get_tensor("embed.weight")
+    assert f._shards == {}

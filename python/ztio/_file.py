@@ -520,19 +520,21 @@ class ShardedFile:
         of compressed shards decodes on every core, as a single file does."""
         workers = _native.usable_cpus()
         ahead = _DecodeAhead(workers) if workers >= 2 else None
-        worth: Dict[int, Set[str]] = {}
+        # Per shard seen: its File and the names a worker should decode.
+        worth: Dict[int, Tuple[File, Set[str]]] = {}
         arrived: Deque[str] = collections.deque()
         try:
             for position, name in self._arrivals():
                 if ahead is not None:
-                    shard = self._shard(position)
-                    shard_worth = worth.get(position)
-                    if shard_worth is None:
+                    seen = worth.get(position)
+                    if seen is None:
+                        shard = self._shard(position)
                         # The shard's reads (a framework may read through the shard, not the
                         # set) take from the same decodes.
                         shard._ahead = ahead
-                        shard_worth = worth[position] = {n for n, _ in ahead.worth_decoding(shard._native)}
-                    if name in shard_worth:
+                        seen = worth[position] = (shard, {n for n, _ in ahead.worth_decoding(shard._native)})
+                    shard, names = seen
+                    if name in names:
                         ahead.add(shard._native, name)
                 arrived.append(name)
                 # Make what arrived before, except that while a worker is free, a decode at
@@ -545,7 +547,7 @@ class ShardedFile:
                 yield front, make(front)
         finally:
             if ahead is not None:
-                ahead.stop(*(self._shard(position) for position in worth))
+                ahead.stop(*(shard for shard, _ in worth.values()))
 
     def as_read(self) -> Iterator[Tuple[str, Any]]:
         """Every tensor of the set as ``(name, tensor)``, in the order their bytes come in:
@@ -565,6 +567,8 @@ class ShardedFile:
 
     def _shard(self, position: int) -> File:
         """Shard ``position``, opened (and checked against the index) on first use."""
+        if self._closed:
+            raise ArgumentError("the file is closed")
         shard = self._shards.get(position)
         if shard is None:
             shard = File.__new__(File)
