@@ -161,7 +161,7 @@ def test_verify_of_a_set_names_the_damaged_shard(tmp_path):
     assert os.path.samefile(error.path, holder)
 
 
-def test_a_closed_set_opens_no_shard_again(model):
+def test_a_closed_set_opens_no_shard_again_and_answers_as_a_closed_file(model):
     folder, _ = model
     f = ztio.open(folder)
     it = f.as_read()
@@ -174,3 +174,7 @@ def test_a_closed_set_opens_no_shard_again(model):
     with pytest.raises(ztio.ArgumentError, match="closed"):
         f.get_tensor("embed.weight")
     assert f._shards == {}
+    # The rest of the surface answers as a closed File's does.
+    for ask in (f.keys, f.metadata, lambda: len(f), lambda: "embed.weight" in f, lambda: f.attributes):
+        with pytest.raises(ztio.ArgumentError, match="closed"):
+            ask()

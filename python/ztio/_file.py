@@ -557,10 +557,14 @@ class ShardedFile:
         as it arrives (the Run:ai Model Streamer's ``get_tensors``)."""
         return self._each_made(self.get_tensor)
 
-    def _file_for(self, name: str) -> File:
+    def _open_set(self) -> "_native.Set":
+        """The native set, or the error a closed file gives (as a :class:`File`'s)."""
         if self._closed:
             raise ArgumentError("the file is closed")
-        position = self._set.shard_of(name)
+        return self._set
+
+    def _file_for(self, name: str) -> File:
+        position = self._open_set().shard_of(name)
         if position is None:
             raise NotFoundError(f"no object named {name!r} in the set {self.path}")
         return self._shard(position)
@@ -591,14 +595,14 @@ class ShardedFile:
     @property
     def attributes(self) -> Dict[str, Any]:
         """The index's ``metadata``."""
-        return self._set.metadata()
+        return self._open_set().metadata()
 
     def metadata(self) -> Optional[Dict[str, str]]:
         """The index's ``metadata`` as text, as safetensors gives a file's; ``None`` if empty."""
-        return _as_text(self._set.metadata())
+        return _as_text(self._open_set().metadata())
 
     def keys(self) -> List[str]:
-        return self._set.names()
+        return self._open_set().names()
 
     def offset_keys(self) -> List[str]:
         """Names shard by shard (in the index's order of the shard files), each shard's in
@@ -606,13 +610,13 @@ class ShardedFile:
         return [name for position in range(len(self._paths)) for name in self._shard(position).offset_keys()]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._set.names())
+        return iter(self._open_set().names())
 
     def __len__(self) -> int:
-        return len(self._set.names())
+        return len(self._open_set().names())
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._set.shard_of(name) is not None
+        return isinstance(name, str) and self._open_set().shard_of(name) is not None
 
     def info(self, name: str) -> TensorInfo:
         return self._file_for(name).info(name)
