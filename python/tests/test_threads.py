@@ -161,28 +161,39 @@ def _mixed_file(path, rng):
     return arrays
 
 
-def test_a_whole_file_load_decodes_on_worker_threads_and_gives_the_same_arrays(tmp_path, monkeypatch):
+@pytest.fixture
+def taken(monkeypatch):
+    """The names a load took decoded from the workers, in order. Two CPUs are pretended where
+    the machine has one, so that the threads are always tried."""
+    from ztio import _file
+
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
+    names = []
+    real_take = _file._DecodeAhead.take
+
+    def take(self, name):
+        future = real_take(self, name)
+        if future is not None:
+            names.append(name)
+        return future
+
+    monkeypatch.setattr(_file._DecodeAhead, "take", take)
+    return names
+
+
+def test_a_whole_file_load_decodes_on_worker_threads_and_gives_the_same_arrays(tmp_path, monkeypatch, taken):
     from ztio import _file
 
     arrays = _mixed_file(tmp_path / "m.zt", np.random.default_rng(5))
-    # Pretend two CPUs where the machine has one, so that the threads are always tried.
-    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
-    started, taken = [], []
-    real_start, real_take = _file._DecodeAhead.start, _file._DecodeAhead.take
+    started = []
+    real_start = _file._DecodeAhead.start
 
     def start(f):
         ahead = real_start(f)
         started.append(ahead)
         return ahead
 
-    def take(self, name):
-        future = real_take(self, name)
-        if future is not None:
-            taken.append(name)
-        return future
-
     monkeypatch.setattr(_file._DecodeAhead, "start", staticmethod(start))
-    monkeypatch.setattr(_file._DecodeAhead, "take", take)
     before = threading.active_count()
     loaded = ztio.numpy.load_file(tmp_path / "m.zt")
     assert started and started[0] is not None
@@ -195,26 +206,6 @@ def test_a_whole_file_load_decodes_on_worker_threads_and_gives_the_same_arrays(t
     assert threading.active_count() == before
 
 
-def test_a_failed_decode_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch):
-    from ztio import _file
-
-    path = tmp_path / "m.zt"
-    _mixed_file(path, np.random.default_rng(6))
-    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
-    with ztio.open(path) as f:
-        victim = f.info("t08").components[0]
-    data = bytearray(path.read_bytes())
-    # The middle of a compressed object's stream: its decode (or its digest) fails.
-    middle = victim.offset + victim.length // 2
-    data[middle : middle + 64] = bytes(64)
-    path.write_bytes(bytes(data))
-    before = threading.active_count()
-    with pytest.raises(ztio.Error) as e:
-        ztio.numpy.load_file(path)
-    assert "t08" in str(e.value)
-    assert threading.active_count() == before
-
-
 def _mixed_set(tmp_path, rng):
     """The objects of :func:`_mixed_file` in a set of compressed ``.zt`` shards."""
     arrays = _mixed_file(tmp_path / "m.zt", rng)
@@ -224,26 +215,18 @@ def _mixed_set(tmp_path, rng):
     return arrays, index
 
 
-def test_a_whole_set_load_decodes_on_worker_threads_and_gives_the_same_arrays(tmp_path, monkeypatch):
+def test_a_whole_set_load_decodes_on_worker_threads_and_gives_the_same_arrays(tmp_path, monkeypatch, taken):
     from ztio import _file
 
     arrays, index = _mixed_set(tmp_path, np.random.default_rng(7))
-    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
-    added, taken = [], []
-    real_add, real_take = _file._DecodeAhead.add, _file._DecodeAhead.take
+    added = []
+    real_add = _file._DecodeAhead.add
 
     def add(self, reader, name):
         added.append(name)
         real_add(self, reader, name)
 
-    def take(self, name):
-        future = real_take(self, name)
-        if future is not None:
-            taken.append(name)
-        return future
-
     monkeypatch.setattr(_file._DecodeAhead, "add", add)
-    monkeypatch.setattr(_file._DecodeAhead, "take", take)
     before = threading.active_count()
     with ztio.open(index) as f:
         assert len(f.shards) > 2
@@ -270,22 +253,33 @@ def test_a_whole_set_load_decodes_on_worker_threads_and_gives_the_same_arrays(tm
         np.testing.assert_array_equal(loaded[name], a)
 
 
-def test_a_failed_decode_of_a_shard_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch):
-    from ztio import _file
-
-    _arrays, index = _mixed_set(tmp_path, np.random.default_rng(8))
-    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
-    with open(index) as f:
-        holder = index.parent / json.load(f)["weight_map"]["t08"]
-    with ztio.open(holder) as f:
-        victim = f.info("t08").components[0]
-    data = bytearray(holder.read_bytes())
+def _damage_the_middle_of(path, name):
+    """Zeroes 64 bytes in the middle of ``name``'s compressed stream in the file at ``path``:
+    its decode (or its digest) fails."""
+    with ztio.open(path) as f:
+        victim = f.info(name).components[0]
+    data = bytearray(path.read_bytes())
     middle = victim.offset + victim.length // 2
     data[middle : middle + 64] = bytes(64)
-    holder.write_bytes(bytes(data))
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("kind", ["file", "set"])
+def test_a_failed_decode_on_a_worker_is_raised_by_the_load(tmp_path, monkeypatch, kind):
+    from ztio import _file
+
+    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
+    if kind == "file":
+        path = holder = tmp_path / "m.zt"
+        _mixed_file(path, np.random.default_rng(6))
+    else:
+        _arrays, path = _mixed_set(tmp_path, np.random.default_rng(8))
+        with open(path) as f:
+            holder = path.parent / json.load(f)["weight_map"]["t08"]
+    _damage_the_middle_of(holder, "t08")
     before = threading.active_count()
     with pytest.raises(ztio.Error) as e:
-        ztio.numpy.load_file(index)
+        ztio.numpy.load_file(path)
     assert "t08" in str(e.value)
     assert threading.active_count() == before
 
@@ -300,22 +294,9 @@ def _has_jax():
     return True
 
 
-def test_as_read_decodes_ahead_while_it_runs_and_stops_when_left(tmp_path, monkeypatch):
-    from ztio import _file
-
+def test_as_read_decodes_ahead_while_it_runs_and_stops_when_left(tmp_path, taken):
     arrays, index = _mixed_set(tmp_path, np.random.default_rng(9))
     _mixed_file(tmp_path / "one.zt", np.random.default_rng(9))
-    monkeypatch.setattr(_file._native, "usable_cpus", lambda: 2)
-    taken = []
-    real_take = _file._DecodeAhead.take
-
-    def take(self, name):
-        future = real_take(self, name)
-        if future is not None:
-            taken.append(name)
-        return future
-
-    monkeypatch.setattr(_file._DecodeAhead, "take", take)
     before = threading.active_count()
     large = sorted(n for i, n in enumerate(sorted(arrays)) if i % 6 != 1)
     for path, decoded in ((index, large), (tmp_path / "one.zt", [n for n in large if int(n[1:]) % 3])):
