@@ -197,19 +197,7 @@ fn unfilter(
                         out.len()
                     )));
                 }
-                let count = data.len() / n.max(1);
-                for (b, plane) in data.chunks(count.max(1)).take(n).enumerate() {
-                    for (e, &byte) in plane.iter().enumerate() {
-                        if let Some(slot) = out.get_mut(e * n + b) {
-                            *slot = byte;
-                        }
-                    }
-                }
-                // The tail that does not fill a whole element stays where it was.
-                let whole = count * n;
-                if let (Some(o), Some(d)) = (out.get_mut(whole..), data.get(whole..)) {
-                    o.copy_from_slice(d);
-                }
+                unshuffle(data, n, out);
                 if last {
                     return Ok(());
                 }
@@ -243,6 +231,65 @@ fn unfilter(
     }
     out.copy_from_slice(data);
     Ok(())
+}
+
+/// Undoes HDF5's shuffle filter: `data` holds byte 0 of every `n`-byte element, then byte 1
+/// of every element, and so on; `out` (as long as `data`) gets the elements back. The tail
+/// that does not fill a whole element stays where it was, as HDF5 leaves it.
+fn unshuffle(data: &[u8], n: usize, out: &mut [u8]) {
+    let n = n.max(1);
+    let count = data.len().min(out.len()) / n;
+    let whole = count * n;
+    if let (Some(o), Some(d)) = (out.get_mut(whole..), data.get(whole..)) {
+        o.copy_from_slice(d);
+    }
+    let (Some(planes), Some(out)) = (data.get(..whole), out.get_mut(..whole)) else {
+        return;
+    };
+    if count == 0 {
+        return;
+    }
+    // Element sizes of the types HDF5 stores get a loop of their own, so that the element
+    // is written whole and the compiler knows `N`; a byte at a time was a quarter of the
+    // time of reading a shuffled, deflated dataset.
+    match n {
+        1 => out.copy_from_slice(planes),
+        2 => interleave::<2>(planes, count, out),
+        4 => interleave::<4>(planes, count, out),
+        8 => interleave::<8>(planes, count, out),
+        _ => {
+            for (b, plane) in planes.chunks_exact(count).enumerate() {
+                for (slot, &byte) in out.iter_mut().skip(b).step_by(n).zip(plane) {
+                    *slot = byte;
+                }
+            }
+        }
+    }
+}
+
+/// [`unshuffle`] for elements of `N` bytes: `planes` is `N` planes of `count` bytes, `out`
+/// `count` elements.
+fn interleave<const N: usize>(planes: &[u8], count: usize, out: &mut [u8]) {
+    // Blocks of 64 elements: each plane's block is read in one run, and the block of
+    // elements written in one run, while both stay in the L1 cache.
+    const BLOCK: usize = 64;
+    let mut at = 0;
+    for elements in out.chunks_mut(BLOCK * N) {
+        let len = elements.len() / N;
+        let mut block = [[0u8; N]; BLOCK];
+        for (b, plane) in planes.chunks_exact(count).enumerate().take(N) {
+            let Some(run) = plane.get(at..at + len) else {
+                return;
+            };
+            for (element, &byte) in block.iter_mut().zip(run) {
+                element[b] = byte;
+            }
+        }
+        for (dst, element) in elements.chunks_exact_mut(N).zip(&block) {
+            dst.copy_from_slice(element);
+        }
+        at += len;
+    }
 }
 
 /// The name of an HDF5 filter id.
@@ -496,6 +543,26 @@ mod tests {
                 .flat_map(|r| (c0..c1).map(move |c| whole[(r * 3 + c) as usize]))
                 .collect();
             assert_eq!(part, want, "rows {r0}..{r1}, columns {c0}..{c1}");
+        }
+    }
+
+    #[test]
+    fn unshuffle_agrees_with_the_definition() {
+        // Every element size, lengths with and without a tail, across block edges.
+        for n in [1usize, 2, 3, 4, 5, 8, 16] {
+            for len in [0usize, 1, 7, 8, 63 * n, 64 * n, 64 * n + 3, 1000 * n + 5] {
+                let data: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+                let count = len / n;
+                let mut want = data.clone();
+                for e in 0..count {
+                    for b in 0..n {
+                        want[e * n + b] = data[b * count + e];
+                    }
+                }
+                let mut got = vec![0xaau8; len];
+                unshuffle(&data, n, &mut got);
+                assert_eq!(got, want, "{n}-byte elements, {len} bytes");
+            }
         }
     }
 
