@@ -39,11 +39,11 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
     py.detach(|| zt_cli::run_from(argv))
 }
 
-/// The CPUs this process may use (its affinity mask and cgroup quota, as the library's own
-/// thread pool counts them): how many threads a whole-file load decodes on.
+/// The CPUs this process may use (its affinity mask and cgroup quota, as the library counts
+/// them for its own parallel work): how many threads a whole-file load decodes on.
 #[pyfunction]
 fn usable_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    ztensor::formats::available_threads()
 }
 
 /// Runs the `zt` command with `argv` (its name first) in this process, for `ztio.convert`,
