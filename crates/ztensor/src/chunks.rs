@@ -2,6 +2,8 @@
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
 //! (fletcher32 checked and stripped, deflate inflated and szip decoded to exactly the chunk's
 //! size, shuffle undone), then its rows are copied into the row-major array, clipped at the dataset's edge.
+//! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
+//! by the caller ([`decode_box_into`]).
 //! Chunks never written read as the table's fill value (zeros, HDF5's default, when it has
 //! none).
 
@@ -68,6 +70,11 @@ fn fill_elements(dst: &mut [u8], fill: &[u8]) -> Result<()> {
 /// the dataset) into `dst`, the box's row-major bytes, and no other chunk: a slice of a
 /// chunked dataset reads and inflates only what it needs, as h5py does. `stored(chunk)`
 /// gives a chunk's stored bytes. `cap` bounds one chunk's decoded size.
+///
+/// Compressed chunks are decoded on the pool a batch at a time (at most
+/// [`DECODE_WINDOW`] bytes of them, a few per thread), then placed in order by the caller:
+/// a large gzip dataset inflates on every core, and the first error in chunk order is the
+/// one reported, as a decode one chunk after another would report it.
 pub(crate) fn decode_box_into<'a>(
     table: &ChunkTable,
     ranges: &[Range<u64>],
@@ -75,6 +82,7 @@ pub(crate) fn decode_box_into<'a>(
     dst: &mut [u8],
     cap: u64,
 ) -> Result<()> {
+    use rayon::prelude::*;
     let rank = table.dims.len();
     if table.chunk.len() != rank || table.chunk.contains(&0) || ranges.len() != rank {
         return Err(Error::invalid(
@@ -84,37 +92,93 @@ pub(crate) fn decode_box_into<'a>(
     let elements = table.chunk.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
     let chunk_bytes = elements
         .and_then(|n| n.checked_mul(table.element_size))
-        .filter(|&n| n <= cap);
-    // Allocated at the first chunk that meets the box: a dataset never written (one chunk of
-    // the whole dataset, none stored) costs only its fill.
-    let mut buf = Vec::new();
-    let mut work = Vec::new();
+        .filter(|&n| n <= cap)
+        .and_then(|n| usize::try_from(n).ok());
     fill_elements(dst, &table.fill)?;
-    for (i, chunk) in table.chunks.iter().enumerate() {
-        if !meets(table, &chunk.start, ranges) {
-            continue;
+    let meeting: Vec<(usize, &Chunk)> = table
+        .chunks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| meets(table, &c.start, ranges))
+        .collect();
+    // A dataset never written (one chunk of the whole dataset, none stored) costs only its
+    // fill: the buffers are allocated only when a chunk meets the box.
+    if meeting.is_empty() {
+        return Ok(());
+    }
+    let chunk_bytes = chunk_bytes.ok_or_else(|| {
+        Error::limit(format!(
+            "a chunk of {:?} elements exceeds the cap of {cap} bytes",
+            table.chunk
+        ))
+    })?;
+    let compressed = table.filters.iter().any(|&f| f == DEFLATE || f == SZIP);
+    let threads = if compressed && meeting.len() > 1 {
+        crate::pool::threads()
+    } else {
+        1
+    };
+    let batch = (DECODE_WINDOW / chunk_bytes.max(1)).clamp(1, 4 * threads.max(1));
+    let batch = if threads > 1 { batch } else { 1 };
+    // One decoded chunk and its filters' work buffer per place in a batch, reused.
+    let mut slots: Vec<Slot> = Vec::new();
+    for group in meeting.chunks(batch) {
+        while slots.len() < group.len() {
+            let decoded = zt_container::internal::try_zeroed_vec::<u8>(chunk_bytes)?;
+            slots.push(Slot {
+                decoded,
+                work: Vec::new(),
+            });
         }
-        if buf.is_empty() {
-            let n = chunk_bytes.ok_or_else(|| {
-                Error::limit(format!(
-                    "a chunk of {:?} elements exceeds the cap of {cap} bytes",
-                    table.chunk
-                ))
-            })?;
-            buf = zt_container::internal::try_zeroed_vec::<u8>(n as usize)?;
-        }
-        let at = |e: Error| {
-            Error::new(
-                e.kind(),
-                format!("chunk {i} at {:?}: {}", chunk.start, e.message()),
-            )
+        let bytes: Vec<Result<Cow<'a, [u8]>>> = group.iter().map(|(_, c)| stored(c)).collect();
+        let decode = |slot: &mut Slot, bytes: &Result<Cow<'a, [u8]>>, chunk: &Chunk| match bytes {
+            Ok(b) => unfilter(table, chunk.mask, b, &mut slot.decoded, &mut slot.work),
+            // Reported below, in its place.
+            Err(_) => Ok(()),
         };
-        let bytes = stored(chunk).map_err(at)?;
-        unfilter(table, chunk.mask, &bytes, &mut buf, &mut work).map_err(at)?;
-        place_in_box(table, &chunk.start, &buf, ranges, dst).map_err(at)?;
+        let decoded: Vec<Result<()>> = if group.len() > 1 {
+            crate::pool::install(|| {
+                slots
+                    .par_iter_mut()
+                    .zip(bytes.par_iter())
+                    .zip(group.par_iter())
+                    .map(|((slot, bytes), (_, chunk))| decode(slot, bytes, chunk))
+                    .collect()
+            })
+        } else {
+            slots
+                .iter_mut()
+                .zip(bytes.iter())
+                .zip(group)
+                .map(|((slot, bytes), (_, chunk))| decode(slot, bytes, chunk))
+                .collect()
+        };
+        for ((((i, chunk), bytes), done), slot) in group.iter().zip(bytes).zip(decoded).zip(&slots)
+        {
+            let at = |e: Error| {
+                Error::new(
+                    e.kind(),
+                    format!("chunk {i} at {:?}: {}", chunk.start, e.message()),
+                )
+            };
+            bytes.map_err(at)?;
+            done.map_err(at)?;
+            place_in_box(table, &chunk.start, &slot.decoded, ranges, dst).map_err(at)?;
+        }
     }
     Ok(())
 }
+
+/// A place in a batch of [`decode_box_into`]: one chunk's decoded bytes and the buffer its
+/// filters decode between.
+struct Slot {
+    decoded: Vec<u8>,
+    work: Vec<u8>,
+}
+
+/// The most decoded chunk bytes one parallel batch holds: a few chunks per thread of the
+/// sizes h5py chooses (up to 1 MiB), and chunks of more than half of it decode one at a time.
+const DECODE_WINDOW: usize = 8 << 20;
 
 /// Whether the chunk at `start` holds any element of the box `ranges` (a chunk of another
 /// rank is let through, for [`place_in_box`] to refuse).
@@ -127,7 +191,19 @@ pub(crate) fn meets(table: &ChunkTable, start: &[u64], ranges: &[Range<u64>]) ->
             .all(|((&s, &c), r)| s < r.end && s.saturating_add(c) > r.start)
 }
 
-/// Undoes the filters of one chunk into `out` (exactly one chunk's bytes).
+/// Where a chunk's bytes are between two filters: still the stored bytes, or in one of the
+/// two buffers the filters decode into.
+#[derive(Clone, Copy, PartialEq)]
+enum Held {
+    Stored,
+    Work,
+    Out,
+}
+
+/// Undoes the filters of one chunk into `out` (exactly one chunk's bytes). Each filter that
+/// transforms the bytes writes into the buffer the previous one did not, `work` or `out`,
+/// chosen so that the last one writes into `out`: no filter allocates, and no bytes are
+/// copied but the ones a filter moves. `work` is kept across chunks.
 fn unfilter(
     table: &ChunkTable,
     mask: u32,
@@ -135,8 +211,6 @@ fn unfilter(
     out: &mut [u8],
     work: &mut Vec<u8>,
 ) -> Result<()> {
-    let mut data: &[u8] = stored;
-    let mut owned: Vec<u8>;
     let active: Vec<(u16, &[u32])> = table
         .filters
         .iter()
@@ -144,66 +218,64 @@ fn unfilter(
         .filter(|(i, _)| *i >= 32 || mask & (1 << i) == 0)
         .map(|(i, &f)| (f, table.filter_params.get(i).map_or(&[][..], Vec::as_slice)))
         .collect();
-    for (step, &(filter, params)) in active.iter().enumerate().rev() {
-        let last = step == 0;
-        // Whether the filter decoded `data` into `work` (exactly one chunk's bytes).
-        let decoded = match filter {
-            SZIP => {
-                work.clear();
-                work.try_reserve_exact(out.len())
-                    .map_err(|_| Error::out_of_memory("an szip chunk"))?;
-                work.resize(out.len(), 0);
-                zt_formats::szip::decode_hdf5(data, params, work)?;
-                true
+    // The filters that write a new buffer still to come, counting the current one.
+    let mut writes_left = active.iter().filter(|(f, _)| *f != FLETCHER32).count();
+    if writes_left > 1 && work.len() != out.len() {
+        work.clear();
+        work.try_reserve_exact(out.len())
+            .map_err(|_| Error::out_of_memory("a chunk's work buffer"))?;
+        work.resize(out.len(), 0);
+    }
+    let (mut held, mut len) = (Held::Stored, stored.len());
+    // Undone in the reverse of the order the writer applied them.
+    for &(filter, params) in active.iter().rev() {
+        if filter == FLETCHER32 {
+            let data = match held {
+                Held::Stored => stored.get(..len),
+                Held::Work => work.get(..len),
+                Held::Out => out.get(..len),
             }
-            FLETCHER32 => {
-                let (body, sum) = data.split_last_chunk::<4>().ok_or_else(|| {
-                    Error::invalid("fletcher32: a chunk shorter than its checksum")
-                })?;
-                // Little-endian; libraries before 1.6.3 wrote it byte-swapped, as HDF5 accepts.
-                let stored_sum = u32::from_le_bytes(*sum);
-                let got = fletcher32(body);
-                if got != stored_sum && got.swap_bytes() != stored_sum {
-                    return Err(Error::checksum(format!(
-                        "fletcher32 mismatch: stored {stored_sum:08x}, computed {got:08x}"
-                    )));
-                }
-                data = body;
-                false
+            .unwrap_or_default();
+            let (body, sum) = data
+                .split_last_chunk::<4>()
+                .ok_or_else(|| Error::invalid("fletcher32: a chunk shorter than its checksum"))?;
+            // Little-endian; libraries before 1.6.3 wrote it byte-swapped, as HDF5 accepts.
+            let stored_sum = u32::from_le_bytes(*sum);
+            let got = fletcher32(body);
+            if got != stored_sum && got.swap_bytes() != stored_sum {
+                return Err(Error::checksum(format!(
+                    "fletcher32 mismatch: stored {stored_sum:08x}, computed {got:08x}"
+                )));
             }
-            DEFLATE => {
-                use std::io::Read;
-                work.clear();
-                let limit = out.len() as u64 + 1;
-                flate2::bufread::ZlibDecoder::new(data)
-                    .take(limit)
-                    .read_to_end(work)
-                    .map_err(|e| Error::invalid(format!("deflate: {e}")))?;
-                if work.len() != out.len() {
-                    return Err(Error::invalid(format!(
-                        "deflate: the chunk inflates to {} bytes, not {}",
-                        work.len().min(out.len() + 1),
-                        out.len()
-                    )));
-                }
-                true
-            }
+            len = body.len();
+            continue;
+        }
+        // Odd counts of writes left end in `out`, even ones in `work`.
+        let to = if writes_left % 2 == 1 {
+            Held::Out
+        } else {
+            Held::Work
+        };
+        writes_left -= 1;
+        let (data, dst): (&[u8], &mut [u8]) = match (held, to) {
+            (Held::Stored, Held::Out) => (stored, &mut *out),
+            (Held::Stored, _) => (stored, work.as_mut_slice()),
+            (Held::Work, _) => (work.as_slice(), &mut *out),
+            (Held::Out, _) => (&*out, work.as_mut_slice()),
+        };
+        let data = data.get(..len).unwrap_or_default();
+        match filter {
+            SZIP => zt_formats::szip::decode_hdf5(data, params, dst)?,
+            DEFLATE => inflate(data, dst)?,
             SHUFFLE => {
-                let n = table.element_size as usize;
-                if data.len() != out.len() {
+                if data.len() != dst.len() {
                     return Err(Error::invalid(format!(
                         "shuffle: {} bytes for a chunk of {}",
                         data.len(),
-                        out.len()
+                        dst.len()
                     )));
                 }
-                unshuffle(data, n, out);
-                if last {
-                    return Ok(());
-                }
-                owned = out.to_vec();
-                data = &owned;
-                continue;
+                unshuffle(data, table.element_size as usize, dst);
             }
             other => {
                 return Err(Error::unsupported(format!(
@@ -211,26 +283,50 @@ fn unfilter(
                     filter_name(other)
                 )))
             }
-        };
-        if decoded {
-            owned = std::mem::take(work);
-            data = &owned;
-            if last {
-                out.copy_from_slice(data);
-                *work = owned;
-                return Ok(());
-            }
         }
+        (held, len) = (to, dst.len());
     }
-    if data.len() != out.len() {
-        return Err(Error::invalid(format!(
-            "{} bytes stored for a chunk of {}",
-            data.len(),
+    match held {
+        Held::Out => Ok(()),
+        Held::Stored if len == out.len() => {
+            out.copy_from_slice(stored.get(..len).unwrap_or_default());
+            Ok(())
+        }
+        _ => Err(Error::invalid(format!(
+            "{len} bytes stored for a chunk of {}",
             out.len()
-        )));
+        ))),
     }
-    out.copy_from_slice(data);
-    Ok(())
+}
+
+/// Inflates one zlib stream (HDF5's deflate filter) into `out`, which it must fill exactly;
+/// bytes after the stream's end are ignored, as HDF5 ignores them.
+fn inflate(data: &[u8], out: &mut [u8]) -> Result<()> {
+    use flate2::{Decompress, FlushDecompress, Status};
+    let mut inflater = Decompress::new(true);
+    let status = inflater
+        .decompress(data, out, FlushDecompress::Finish)
+        .map_err(|e| Error::invalid(format!("deflate: {e}")))?;
+    let made = inflater.total_out();
+    match status {
+        Status::StreamEnd if made == out.len() as u64 => Ok(()),
+        Status::StreamEnd => Err(Error::invalid(format!(
+            "deflate: the chunk inflates to {made} bytes, not {}",
+            out.len()
+        ))),
+        // Not at the stream's end: either the output is full and more would follow, or the
+        // input ran out first.
+        _ if made == out.len() as u64 && inflater.total_in() < data.len() as u64 => {
+            Err(Error::invalid(format!(
+                "deflate: the chunk inflates to more than {} bytes",
+                out.len()
+            )))
+        }
+        _ => Err(Error::invalid(format!(
+            "deflate: the stream ends after {made} of the chunk's {} bytes",
+            out.len()
+        ))),
+    }
 }
 
 /// Undoes HDF5's shuffle filter: `data` holds byte 0 of every `n`-byte element, then byte 1
@@ -564,6 +660,219 @@ mod tests {
                 assert_eq!(got, want, "{n}-byte elements, {len} bytes");
             }
         }
+    }
+
+    /// Shuffles `elements` of `n` bytes into byte planes, as HDF5's shuffle filter does.
+    fn shuffle(data: &[u8], n: usize) -> Vec<u8> {
+        let count = data.len() / n;
+        (0..n)
+            .flat_map(|b| (0..count).map(move |e| data[e * n + b]))
+            .collect()
+    }
+
+    fn zlib(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(4));
+        z.write_all(data).unwrap();
+        z.finish().unwrap()
+    }
+
+    /// One chunk of `chunk` u32 elements filtered by `filters`, in the order the writer
+    /// applies them.
+    fn filtered(filters: &[u16], elements: &[u8]) -> Vec<u8> {
+        let mut bytes = elements.to_vec();
+        for &f in filters {
+            bytes = match f {
+                SHUFFLE => shuffle(&bytes, 4),
+                DEFLATE => zlib(&bytes),
+                FLETCHER32 => {
+                    let sum = fletcher32(&bytes);
+                    [bytes, sum.to_le_bytes().to_vec()].concat()
+                }
+                _ => unreachable!(),
+            };
+        }
+        bytes
+    }
+
+    #[test]
+    fn every_order_of_filters_is_undone() {
+        let elements: Vec<u8> = (0..1024u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
+        let table = |filters: &[u16], size: u64| ChunkTable {
+            dims: vec![1024],
+            chunk: vec![1024],
+            element_size: 4,
+            filters: filters.to_vec(),
+            filter_params: vec![Vec::new(); filters.len()],
+            chunks: vec![Chunk {
+                at: 0,
+                size,
+                start: vec![0],
+                mask: 0,
+            }],
+            fill: Vec::new(),
+        };
+        // Shuffles, then at most one filter that changes the size, then the checksum: what
+        // HDF5's writers build (a second size-changing filter is refused, see
+        // docs/decisions.md).
+        let pipelines: &[&[u16]] = &[
+            &[],
+            &[DEFLATE],
+            &[SHUFFLE],
+            &[FLETCHER32],
+            &[SHUFFLE, DEFLATE],
+            &[SHUFFLE, SHUFFLE],
+            &[SHUFFLE, SHUFFLE, DEFLATE],
+            &[SHUFFLE, FLETCHER32],
+            &[SHUFFLE, DEFLATE, FLETCHER32],
+            &[SHUFFLE, SHUFFLE, DEFLATE, FLETCHER32],
+        ];
+        for filters in pipelines {
+            let span = filtered(filters, &elements);
+            let mut dst = vec![0xee; elements.len()];
+            decode_into(&table(filters, span.len() as u64), &span, &mut dst, 1 << 20)
+                .unwrap_or_else(|e| panic!("{filters:?}: {e}"));
+            assert!(dst == elements, "{filters:?}");
+        }
+        // A filter skipped by the chunk's mask is not undone.
+        let span = filtered(&[DEFLATE], &elements);
+        let mut t = table(&[SHUFFLE, DEFLATE], span.len() as u64);
+        t.chunks[0].mask = 1;
+        let mut dst = vec![0; elements.len()];
+        decode_into(&t, &span, &mut dst, 1 << 20).unwrap();
+        assert!(dst == elements);
+    }
+
+    /// A 1-D dataset of 96 deflated chunks of 256 u32 each, enough for several batches, and
+    /// the elements it holds.
+    fn many_deflated_chunks() -> (ChunkTable, Vec<u8>, Vec<u8>) {
+        let elements: Vec<u8> = (0..96 * 256u32)
+            .flat_map(|i| (i * 7).to_le_bytes())
+            .collect();
+        let mut span = Vec::new();
+        let mut chunks = Vec::new();
+        for (k, chunk) in elements.chunks(1024).enumerate() {
+            let z = zlib(chunk);
+            chunks.push(Chunk {
+                at: span.len() as u64,
+                size: z.len() as u64,
+                start: vec![256 * k as u64],
+                mask: 0,
+            });
+            span.extend_from_slice(&z);
+        }
+        let table = ChunkTable {
+            dims: vec![96 * 256],
+            chunk: vec![256],
+            element_size: 4,
+            filters: vec![SHUFFLE, DEFLATE],
+            filter_params: vec![Vec::new(); 2],
+            chunks,
+            fill: Vec::new(),
+        };
+        // The chunks were deflated without the shuffle: their masks skip it.
+        let mut table = table;
+        table.chunks.iter_mut().for_each(|c| c.mask = 1);
+        (table, span, elements)
+    }
+
+    #[test]
+    fn chunks_decoded_in_batches_land_in_place() {
+        let (table, span, elements) = many_deflated_chunks();
+        let mut dst = vec![0xee; elements.len()];
+        decode_into(&table, &span, &mut dst, 1 << 20).unwrap();
+        assert!(dst == elements);
+        // Eight chunks a batch here, on the pool when it has two threads or more. A box
+        // across chunk edges:
+        let mut part = vec![0u8; 4 * 1000];
+        decode_box_into(
+            &table,
+            std::slice::from_ref(&(300..1300)),
+            |c| {
+                Ok(Cow::Borrowed(
+                    &span[c.at as usize..(c.at + c.size) as usize],
+                ))
+            },
+            &mut part,
+            1 << 20,
+        )
+        .unwrap();
+        assert!(part == elements[4 * 300..4 * 1300]);
+    }
+
+    #[test]
+    fn the_first_bad_chunk_in_order_is_reported() {
+        let (table, mut span, _) = many_deflated_chunks();
+        // Chunk 70's bytes cannot be read; chunks 9 and 40 are damaged.
+        for k in [9, 40] {
+            let c = &table.chunks[k];
+            span[(c.at + c.size / 2) as usize] ^= 0x55;
+            span[(c.at + 2) as usize] = 0xff;
+        }
+        let read = |upto: usize| {
+            let mut dst = vec![0u8; 96 * 1024];
+            decode_box_into(
+                &table,
+                std::slice::from_ref(&(0..96 * 256)),
+                |c| {
+                    if c.start[0] >= upto as u64 * 256 {
+                        Err(Error::invalid("unreadable"))
+                    } else {
+                        Ok(Cow::Borrowed(
+                            &span[c.at as usize..(c.at + c.size) as usize],
+                        ))
+                    }
+                },
+                &mut dst,
+                1 << 20,
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        let e = read(70);
+        assert!(e.contains("chunk 9 at [2304]: deflate"), "{e}");
+        // An unreadable chunk before the damaged ones is the one reported.
+        let e = read(3);
+        assert!(e.contains("chunk 3 at [768]: unreadable"), "{e}");
+    }
+
+    #[test]
+    fn a_deflated_chunk_of_the_wrong_size_is_refused() {
+        let table = |size: u64| ChunkTable {
+            dims: vec![16],
+            chunk: vec![16],
+            element_size: 4,
+            filters: vec![DEFLATE],
+            filter_params: vec![Vec::new()],
+            chunks: vec![Chunk {
+                at: 0,
+                size,
+                start: vec![0],
+                mask: 0,
+            }],
+            fill: Vec::new(),
+        };
+        let message = |span: &[u8]| {
+            let mut dst = [0u8; 64];
+            decode_into(&table(span.len() as u64), span, &mut dst, 1 << 20)
+                .unwrap_err()
+                .to_string()
+        };
+        let short = message(&zlib(&[1; 63]));
+        assert!(short.contains("inflates to 63 bytes, not 64"), "{short}");
+        let long = message(&zlib(&[1; 65]));
+        assert!(long.contains("inflates to more than 64 bytes"), "{long}");
+        let whole = zlib(&[1; 64]);
+        let cut = message(&whole[..whole.len() - 5]);
+        assert!(cut.contains("the stream ends after"), "{cut}");
+        let junk = message(&[0x78, 0x9c, 0xff, 0xff, 0xff]);
+        assert!(junk.contains("deflate: "), "{junk}");
+        assert!(junk.contains("chunk 0 at [0]"), "{junk}");
+        // Bytes after the stream's end are ignored, as HDF5 ignores them.
+        let mut dst = [0u8; 64];
+        let trailing = [whole.as_slice(), &[0xab; 7]].concat();
+        decode_into(&table(trailing.len() as u64), &trailing, &mut dst, 1 << 20).unwrap();
+        assert_eq!(dst, [1; 64]);
     }
 
     #[test]
