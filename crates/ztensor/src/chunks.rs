@@ -118,8 +118,14 @@ pub(crate) fn decode_box_into<'a>(
     } else {
         1
     };
-    let batch = (DECODE_WINDOW / chunk_bytes.max(1)).clamp(1, 4 * threads.max(1));
-    let batch = if threads > 1 { batch } else { 1 };
+    // A few chunks a thread, or as many small ones as fill a batch worth handing over.
+    let per_window = DECODE_WINDOW / chunk_bytes.max(1);
+    let most = (4 * threads).max(BATCH_BYTES / chunk_bytes.max(1));
+    let batch = if threads > 1 {
+        per_window.clamp(1, most)
+    } else {
+        1
+    };
     // One decoded chunk and its filters' work buffer per place in a batch, reused.
     let mut slots: Vec<Slot> = Vec::new();
     for group in meeting.chunks(batch) {
@@ -179,6 +185,11 @@ struct Slot {
 /// The most decoded chunk bytes one parallel batch holds: a few chunks per thread of the
 /// sizes h5py chooses (up to 1 MiB), and chunks of more than half of it decode one at a time.
 const DECODE_WINDOW: usize = 8 << 20;
+
+/// The decoded bytes a batch of small chunks gathers at least (within [`DECODE_WINDOW`]), so
+/// that handing the batch to the pool costs little beside decoding it: 16x16 chunks of f32
+/// are 1 KiB each.
+const BATCH_BYTES: usize = 256 << 10;
 
 /// Whether the chunk at `start` holds any element of the box `ranges` (a chunk of another
 /// rank is let through, for [`place_in_box`] to refuse).
@@ -743,10 +754,10 @@ mod tests {
         assert!(dst == elements);
     }
 
-    /// A 1-D dataset of 96 deflated chunks of 256 u32 each, enough for several batches, and
+    /// A 1-D dataset of 600 deflated chunks of 256 u32 each, three batches of at most 256, and
     /// the elements it holds.
     fn many_deflated_chunks() -> (ChunkTable, Vec<u8>, Vec<u8>) {
-        let elements: Vec<u8> = (0..96 * 256u32)
+        let elements: Vec<u8> = (0..600 * 256u32)
             .flat_map(|i| (i * 7).to_le_bytes())
             .collect();
         let mut span = Vec::new();
@@ -762,7 +773,7 @@ mod tests {
             span.extend_from_slice(&z);
         }
         let table = ChunkTable {
-            dims: vec![96 * 256],
+            dims: vec![600 * 256],
             chunk: vec![256],
             element_size: 4,
             filters: vec![SHUFFLE, DEFLATE],
@@ -803,19 +814,20 @@ mod tests {
     #[test]
     fn the_first_bad_chunk_in_order_is_reported() {
         let (table, mut span, _) = many_deflated_chunks();
-        // Chunk 70's bytes cannot be read; chunks 9 and 40 are damaged.
-        for k in [9, 40] {
+        // Chunks 9, 40 (first batch) and 300 (second) are damaged; from chunk `upto` on the
+        // bytes cannot be read.
+        for k in [9, 40, 300] {
             let c = &table.chunks[k];
             span[(c.at + c.size / 2) as usize] ^= 0x55;
             span[(c.at + 2) as usize] = 0xff;
         }
-        let read = |upto: usize| {
-            let mut dst = vec![0u8; 96 * 1024];
+        let read = |from: u64, upto: u64| {
+            let mut dst = vec![0u8; ((600 - from) * 1024) as usize];
             decode_box_into(
                 &table,
-                std::slice::from_ref(&(0..96 * 256)),
+                std::slice::from_ref(&(from * 256..600 * 256)),
                 |c| {
-                    if c.start[0] >= upto as u64 * 256 {
+                    if c.start[0] >= upto * 256 {
                         Err(Error::invalid("unreadable"))
                     } else {
                         Ok(Cow::Borrowed(
@@ -829,11 +841,16 @@ mod tests {
             .unwrap_err()
             .to_string()
         };
-        let e = read(70);
+        let e = read(0, 600);
         assert!(e.contains("chunk 9 at [2304]: deflate"), "{e}");
         // An unreadable chunk before the damaged ones is the one reported.
-        let e = read(3);
+        let e = read(0, 3);
         assert!(e.contains("chunk 3 at [768]: unreadable"), "{e}");
+        // Past the first batch's damage: the second batch's.
+        let e = read(41, 600);
+        assert!(e.contains("chunk 300 at [76800]: deflate"), "{e}");
+        let e = read(41, 299);
+        assert!(e.contains("chunk 299 at [76544]: unreadable"), "{e}");
     }
 
     #[test]
