@@ -4,7 +4,7 @@ our element type name and its row-major little-endian bytes in hex; the datasets
 not read (`skipped`: not numbers; `unread`: a layout not read yet, with the reason's words).
 Run in a throwaway environment:
 
-    /tmp/onnxv/bin/pip install h5py keras jax
+    /tmp/onnxv/bin/pip install h5py hdf5plugin keras jax
     KERAS_BACKEND=jax /tmp/onnxv/bin/python tools/interop/make_hdf5.py fixtures/interop/hdf5
 
 - other.h5: the file the others' external links name.
@@ -12,7 +12,8 @@ Run in a throwaway environment:
   every numeric dtype, big-endian ones, bool, f16, 0-d, empty, nested groups named like
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
-  a growable one), and szip and LZF ones (filters we do not decode: listed as unread).
+  a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, and Blosc (a filter we do not
+  decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
@@ -23,6 +24,7 @@ import os
 import sys
 
 import h5py
+import hdf5plugin
 import numpy as np
 
 out = sys.argv[1]
@@ -139,8 +141,22 @@ def fill(f, table, skipped, unread, libver):
     record(table, "/room_to_grow", room[()])
     room2 = f.create_dataset("room_to_grow_2d", data=np.arange(30, dtype=np.int64).reshape(5, 6), chunks=(2, 4), maxshape=(10, 12))
     record(table, "/room_to_grow_2d", room2[()])
-    f.create_dataset("lzf", data=np.arange(10, dtype=np.float32), chunks=(5,), compression="lzf")
-    unread.append("/lzf")
+    # h5py's own LZF filter: chunks that shrink, an edge, and chunks of random bytes that LZF
+    # cannot shrink (stored as they are, the filter skipped in the chunk's mask).
+    lzf_rng = np.random.default_rng(13)
+    for name, data, chunks, shuffle in [
+        ("lzf", np.arange(10, dtype=np.float32), (5,), False),
+        ("lzf_shuffled", np.repeat(np.linspace(-1, 1, 40, dtype=np.float32), 30).reshape(40, 30), (16, 30), True),
+        ("lzf_edges", (np.arange(63, dtype=np.int16) % 7).reshape(7, 9), (3, 4), False),
+        ("lzf_random", lzf_rng.integers(0, 256, (4, 300), dtype=np.uint8), (2, 300), False),
+    ]:
+        f.create_dataset(name, data=data, chunks=chunks, compression="lzf", shuffle=shuffle)
+        record(table, "/" + name, f[name][()])
+    # Filters of hdf5plugin: its Zstandard (decoded) and Blosc (listed as unread).
+    f.create_dataset("zstd", data=np.repeat(np.arange(50, dtype=np.float64), 8).reshape(20, 20), chunks=(8, 20), shuffle=True, **hdf5plugin.Zstd(clevel=3))
+    record(table, "/zstd", f["zstd"][()])
+    f.create_dataset("blosc", data=np.arange(10, dtype=np.float32), chunks=(5,), **hdf5plugin.Blosc())
+    unread.append("/blosc")
     # szip (libaec in h5py's wheels), decoded by our own decoder (docs/decisions.md): every
     # sample width (32- and 64-bit pixels are coded as byte planes), both byte orders, the
     # predictor and entropy coding alone, scanlines padded to whole blocks (13, 30 pixels),

@@ -16,7 +16,8 @@
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
 //! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
 //! - [`ggml`]: ggml's tensor types as GGUF numbers them, and dequantization of block types.
-//! - [`szip`] and [`lookup3`]: HDF5's szip decoder and its metadata checksum.
+//! - [`szip`], [`lzf`] and [`lookup3`]: the decoders of HDF5's szip filter and of h5py's LZF
+//!   filter, and HDF5's metadata checksum.
 //!
 //! # Features
 //!
@@ -57,6 +58,7 @@ pub mod fp8;
 pub mod ggml;
 mod layout;
 pub mod lookup3;
+pub mod lzf;
 mod quant;
 pub mod seekable;
 mod sparse;

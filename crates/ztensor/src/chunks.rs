@@ -1,7 +1,8 @@
 //! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
-//! (fletcher32 checked and stripped, deflate inflated and szip decoded to exactly the chunk's
-//! size, shuffle undone), then its rows are copied into the row-major array, clipped at the dataset's edge.
+//! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and the Zstandard plugin's
+//! zstd decoded to exactly the chunk's size; shuffle undone), then its rows are copied into
+//! the row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
 //! by the caller ([`decode_box_into`]).
 //! Chunks never written read as the table's fill value (zeros, HDF5's default, when it has
@@ -18,6 +19,21 @@ const DEFLATE: u16 = 1;
 const SHUFFLE: u16 = 2;
 const FLETCHER32: u16 = 3;
 const SZIP: u16 = 4;
+/// h5py's own LZF filter.
+const LZF: u16 = 32000;
+/// The Zstandard filter of hdf5plugin and HDF5's registered filters: one zstd frame a chunk.
+const ZSTD: u16 = 32015;
+
+/// Whether chunks through the filter `id` can be decoded here.
+pub(crate) fn decodable(id: u16) -> bool {
+    matches!(id, DEFLATE | SHUFFLE | FLETCHER32 | SZIP | LZF)
+        || (id == ZSTD && cfg!(feature = "zstd"))
+}
+
+/// Whether the filter `id` decompresses, so that its chunks are worth decoding on the pool.
+fn decompresses(id: u16) -> bool {
+    matches!(id, DEFLATE | SZIP | LZF | ZSTD)
+}
 
 /// Decodes every chunk of `table` from `span` (the component's stored bytes) into `dst`, the
 /// dataset's row-major bytes. `cap` bounds one chunk's decoded size.
@@ -112,7 +128,7 @@ pub(crate) fn decode_box_into<'a>(
             table.chunk
         ))
     })?;
-    let compressed = table.filters.iter().any(|&f| f == DEFLATE || f == SZIP);
+    let compressed = table.filters.iter().any(|&f| decompresses(f));
     let threads = if compressed && meeting.len() > 1 {
         crate::pool::threads()
     } else {
@@ -278,6 +294,8 @@ fn unfilter(
         match filter {
             SZIP => zt_formats::szip::decode_hdf5(data, params, dst)?,
             DEFLATE => inflate(data, dst)?,
+            LZF => zt_formats::lzf::decode_into(data, dst)?,
+            ZSTD => crate::codec::zstd_decode_into(data, dst)?,
             SHUFFLE => {
                 if data.len() != dst.len() {
                     return Err(Error::invalid(format!(
@@ -406,6 +424,8 @@ pub(crate) fn filter_name(id: u16) -> &'static str {
         SHUFFLE => "shuffle",
         FLETCHER32 => "fletcher32",
         SZIP => "szip",
+        LZF => "lzf",
+        ZSTD => "zstd",
         5 => "nbit",
         6 => "scaleoffset",
         _ => "unknown",

@@ -1540,8 +1540,9 @@ impl<'s> File<'s> {
                         Some(f) => self.filters(&self.data(&f)?, f.at)?,
                         None => Vec::new(),
                     };
-                    if let Some((id, name, _)) =
-                        filters.iter().find(|(id, ..)| !matches!(id, 1..=4))
+                    if let Some((id, name, _)) = filters
+                        .iter()
+                        .find(|(id, ..)| !crate::chunks::decodable(*id))
                     {
                         return Ok(with_defect(Defect::unsupported(format!(
                         "unsupported HDF5 filter {name} (id {id}): its chunks cannot be decoded"
