@@ -1455,6 +1455,14 @@ impl<'s> File<'s> {
             // No elements: nothing to read, whatever the layout says.
             return Ok(listed(element, order, (0, 0)));
         }
+        // From here the element type is known: a dataset that cannot be read is listed with
+        // it (`zt info` shows an unreadable i64 dataset as i64, as h5py shows it).
+        let known = element.clone();
+        let with_defect = |defect: Defect| {
+            let mut o = listed(known.clone(), order, (0, 0));
+            o.defect = Some(Box::new(defect));
+            o
+        };
         // Damage in what places the data (the layout, the chunk index, the addresses) makes
         // this dataset unreadable, not the file: HDF5 reads these only when the dataset is
         // read, so h5py lists it and fails on its read alone.
