@@ -42,6 +42,8 @@ pub enum AlignedBytes {
     Taken(Vec<u8>),
     /// A copy, aligned to 16, enough for every numpy type we make.
     Words(Vec<u128>),
+    /// float32 values made for this read (dequantized, converted), moved in: no copy.
+    Floats(Vec<f32>),
 }
 
 impl AlignedBytes {
@@ -67,6 +69,7 @@ impl AlignedBytes {
         match self {
             AlignedBytes::Taken(v) => v.as_mut_ptr(),
             AlignedBytes::Words(w) => w.as_mut_ptr().cast(),
+            AlignedBytes::Floats(f) => f.as_mut_ptr().cast(),
         }
     }
 }
@@ -184,7 +187,7 @@ pub fn array_of<'py>(
 /// A writable array over a copy of `bytes` in aligned storage. Decoded buffers are copied
 /// too: a `Vec<u8>` promises no alignment, and one copy of decoded bytes is cheap next to the
 /// decoding.
-pub fn owned_array<'py>(
+fn owned_array<'py>(
     py: Python<'py>,
     bytes: &[u8],
     descr: Bound<'py, PyArrayDescr>,
@@ -192,6 +195,28 @@ pub fn owned_array<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let storage = py.detach(|| AlignedBytes::copy_of(bytes)).py_err(py)?;
     array_over(py, storage, descr, dims)
+}
+
+/// A writable float32 array of `values` in the shape `dims`, which takes the values' buffer
+/// as its own: no copy.
+pub fn f32_array<'py>(
+    py: Python<'py>,
+    values: Vec<f32>,
+    dims: &[u64],
+) -> PyResult<Bound<'py, PyAny>> {
+    let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    if count != Some(values.len() as u64) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{} float32 values for the shape {dims:?}",
+            values.len()
+        )));
+    }
+    array_over(
+        py,
+        AlignedBytes::Floats(values),
+        numpy::dtype::<f32>(py),
+        dims,
+    )
 }
 
 /// A writable array over `storage`, which its holder owns.

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use ztensor::{ComponentInfo, Encoding, FileVersion, Format, ObjectInfo, ObjectView};
 
-use crate::arrays::{array_of, descr_for, owned_array};
+use crate::arrays::{array_of, descr_for, f32_array};
 use crate::errors::{argument, to_py, IntoPy};
 use crate::values::attributes_to_py;
 
@@ -446,8 +446,7 @@ impl Reader {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
         let values = py.detach(|| o.read_f32()).py_err(py)?;
-        let bytes: &[u8] = f32_bytes(&values);
-        owned_array(py, bytes, numpy::dtype::<f32>(py), &o.shape)
+        f32_array(py, values, &o.shape)
     }
 
     /// The box `ranges` (one `(start, stop)` per dimension) of a dense object, reading only
@@ -590,10 +589,6 @@ fn box_array<'py>(
 fn bool_bytes(b: &[bool]) -> &[u8] {
     // SAFETY: bool is one byte, 0 or 1.
     unsafe { std::slice::from_raw_parts(b.as_ptr().cast(), b.len()) }
-}
-
-fn f32_bytes(v: &[f32]) -> &[u8] {
-    bytemuck::cast_slice(v)
 }
 
 /// Bytes as a 1-D array of their storage type: for packed sub-byte elements (FP4, FP6) and

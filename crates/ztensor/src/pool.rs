@@ -60,7 +60,6 @@ pub(crate) fn in_place_scope<'scope, R>(op: impl FnOnce(&rayon::Scope<'scope>) -
 
 /// The number of threads of this process's pool (asked through here, not of rayon directly:
 /// asking rayon starts its global pool, which must be known as this process's).
-#[cfg(any(feature = "zstd", feature = "hdf5"))] // its callers decode zstd frames and HDF5 chunks
 pub(crate) fn threads() -> usize {
     match fork_pool() {
         None => rayon::current_num_threads(),

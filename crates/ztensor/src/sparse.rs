@@ -571,8 +571,7 @@ impl<'r> ObjectView<'r> {
         }
         let blocks = self.component("data")?.bytes_with(opts)?;
         let mut out = zt_container::internal::try_zeroed_vec::<f32>(count as usize).map_err(at)?;
-        zt_formats::ggml::dequantize(t.id, &blocks, &mut out)
-            .map_err(|e| at(e.in_component("data")))?;
+        dequantize_on_the_pool(&t, &blocks, &mut out).map_err(|e| at(e.in_component("data")))?;
         Ok(Some(out))
     }
 
@@ -664,6 +663,29 @@ impl<'r> ObjectView<'r> {
         }
     }
 }
+
+/// Dequantizes `blocks` of the ggml type `t` into `out` on the pool, in pieces of about
+/// [`DEQUANTIZE_PIECE`] values when there are several: each block decodes alone. Blocks that
+/// do not fill `out` exactly are refused by the whole call, with the message it gives.
+fn dequantize_on_the_pool(t: &GgmlType, blocks: &[u8], out: &mut [f32]) -> Result<()> {
+    use rayon::prelude::*;
+    let (bb, be) = (t.block_bytes as usize, t.block_elems as usize);
+    let whole = bb > 0 && be > 0 && blocks.len() % bb == 0 && blocks.len() / bb * be == out.len();
+    if !whole || out.len() <= DEQUANTIZE_PIECE || crate::pool::threads() < 2 {
+        return zt_formats::ggml::dequantize(t.id, blocks, out);
+    }
+    let per_piece = (DEQUANTIZE_PIECE / be).max(1);
+    crate::pool::install(|| {
+        blocks
+            .par_chunks(bb * per_piece)
+            .zip(out.par_chunks_mut(be * per_piece))
+            .try_for_each(|(b, o)| zt_formats::ggml::dequantize(t.id, b, o))
+    })
+}
+
+/// The values one piece of a dequantization on the pool makes: a quarter of a million f32
+/// (1 MiB), enough that handing it to a thread costs nothing beside decoding it.
+const DEQUANTIZE_PIECE: usize = 1 << 18;
 
 /// Little-endian element bytes as `V`, if `V` is their type: borrowed when aligned.
 fn typed<'a, V: Element>(bytes: Cow<'a, [u8]>, ty: &ElementType) -> Result<Cow<'a, [V]>> {
@@ -835,5 +857,42 @@ impl<W: Sink> Writer<W> {
         let r = f(self);
         self.set_options(saved);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dequantization_in_pieces_matches_one_in_a_piece() {
+        // Every block type that dequantizes, over more values than a piece holds (and a last
+        // piece cut short), from bytes that make every scale and code.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for id in 0..64 {
+            let Some(t) = GgmlType::by_id(id).filter(|t| t.can_dequantize()) else {
+                continue;
+            };
+            let blocks_count = (DEQUANTIZE_PIECE as u64 * 5 / 2).div_ceil(t.block_elems);
+            let blocks: Vec<u8> = (0..blocks_count * t.block_bytes)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect();
+            let n = (blocks_count * t.block_elems) as usize;
+            let (mut pieces, mut whole) = (vec![0f32; n], vec![0f32; n]);
+            dequantize_on_the_pool(&t, &blocks, &mut pieces).unwrap();
+            zt_formats::ggml::dequantize(t.id, &blocks, &mut whole).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(bits(&pieces) == bits(&whole), "{}", t.name);
+            // Blocks that do not fill the output are refused as the whole call refuses them.
+            let short = &blocks[..blocks.len() - 1];
+            let e = dequantize_on_the_pool(&t, short, &mut pieces).unwrap_err();
+            let want = zt_formats::ggml::dequantize(t.id, short, &mut whole).unwrap_err();
+            assert_eq!(e.to_string(), want.to_string());
+        }
     }
 }
