@@ -334,10 +334,9 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
                     .into(),
                 ));
             }
-            let v = o.read_f32().map_err(|e| e.in_file(path))?;
-            let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-            let f32 = ElementType::plain(ztensor::DType::F32);
-            (std::borrow::Cow::Owned(b), f32, o.shape.to_vec())
+            // A quantized object's dense form is its f32 values, little-endian.
+            let (b, f32) = o.dense_form().map_err(|e| e.in_file(path))?;
+            (b, f32, o.shape.to_vec())
         }
         CatWhat::Dense => {
             if !as_json && o.format != Format::Dense {

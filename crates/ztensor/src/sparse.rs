@@ -584,7 +584,7 @@ impl<'r> ObjectView<'r> {
         let name = &o.name;
         if let Some(v) = self.dequantize_ggml(self.read_options())? {
             return Ok((
-                Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Cow::Owned(le_bytes(&v).into_owned()),
                 ElementType::plain(DType::F32),
             ));
         }
@@ -596,7 +596,7 @@ impl<'r> ObjectView<'r> {
             Format::QuantizedGroup => {
                 let v = self.read_f32()?;
                 Ok((
-                    Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                    Cow::Owned(le_bytes(&v).into_owned()),
                     ElementType::plain(DType::F32),
                 ))
             }

@@ -391,7 +391,7 @@ fn legacy_sparse_object(obj: ObjectView<'_>) -> Result<ObjectData<'static>> {
     let index = |role: &str, v: &[u64]| ComponentData {
         role: role.into(),
         element: ElementType::plain(DType::U64),
-        bytes: Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        bytes: Cow::Owned(crate::writer::le_bytes(v).into_owned()),
     };
     let values = |bytes: Vec<u8>| ComponentData {
         role: "values".into(),
