@@ -144,7 +144,22 @@ pub(crate) fn decode_box_into<'a>(
     };
     // One decoded chunk and its filters' work buffer per place in a batch, reused.
     let mut slots: Vec<Slot> = Vec::new();
-    for group in meeting.chunks(batch) {
+    let mut rest = meeting.as_slice();
+    while !rest.is_empty() {
+        // A batch also stops before its stored bytes pass the window: read from a file that
+        // is not mapped, each chunk's bytes are a buffer of their own, and a chunk index may
+        // claim any size for them.
+        let mut take = 0;
+        let mut stored_bytes = 0u64;
+        for (_, c) in rest.iter().take(batch) {
+            stored_bytes = stored_bytes.saturating_add(c.size);
+            if take > 0 && stored_bytes > DECODE_WINDOW as u64 {
+                break;
+            }
+            take += 1;
+        }
+        let (group, tail) = rest.split_at(take.max(1));
+        rest = tail;
         while slots.len() < group.len() {
             let decoded = zt_container::internal::try_zeroed_vec::<u8>(chunk_bytes)?;
             slots.push(Slot {
@@ -198,8 +213,9 @@ struct Slot {
     work: Vec<u8>,
 }
 
-/// The most decoded chunk bytes one parallel batch holds: a few chunks per thread of the
-/// sizes h5py chooses (up to 1 MiB), and chunks of more than half of it decode one at a time.
+/// The most decoded chunk bytes one parallel batch holds, and the most stored bytes it reads
+/// at once (at least one chunk's): a few chunks per thread of the sizes h5py chooses (up to
+/// 1 MiB), and chunks of more than half of it decode one at a time.
 const DECODE_WINDOW: usize = 8 << 20;
 
 /// The decoded bytes a batch of small chunks gathers at least (within [`DECODE_WINDOW`]), so
@@ -871,6 +887,29 @@ mod tests {
         assert!(e.contains("chunk 300 at [76800]: deflate"), "{e}");
         let e = read(41, 299);
         assert!(e.contains("chunk 299 at [76544]: unreadable"), "{e}");
+    }
+
+    #[test]
+    fn a_batch_reads_no_more_stored_bytes_than_the_window() {
+        // Chunks of 1 KiB whose index claims 5 MiB stored each: one chunk a batch, so the
+        // first chunk's damage is found before any other chunk's bytes are read.
+        let (mut table, span, _) = many_deflated_chunks();
+        table.chunks.iter_mut().for_each(|c| c.size = 5 << 20);
+        let mut asked = 0;
+        let mut dst = vec![0u8; 600 * 1024];
+        let e = decode_box_into(
+            &table,
+            std::slice::from_ref(&(0..600 * 256)),
+            |_| {
+                asked += 1;
+                Ok(Cow::Borrowed(&span[..7]))
+            },
+            &mut dst,
+            1 << 20,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("chunk 0 at [0]: deflate"), "{e}");
+        assert_eq!(asked, 1);
     }
 
     #[test]
