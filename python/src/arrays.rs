@@ -184,9 +184,8 @@ pub fn array_of<'py>(
     }
 }
 
-/// A writable array over a copy of `bytes` in aligned storage. Decoded buffers are copied
-/// too: a `Vec<u8>` promises no alignment, and one copy of decoded bytes is cheap next to the
-/// decoding.
+/// A writable array over a copy of `bytes` in aligned storage: for borrowed bytes not aligned
+/// for the dtype (decoded buffers are taken as they are, [`array_of`]).
 fn owned_array<'py>(
     py: Python<'py>,
     bytes: &[u8],
@@ -205,11 +204,12 @@ pub fn f32_array<'py>(
     dims: &[u64],
 ) -> PyResult<Bound<'py, PyAny>> {
     let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    // numpy reads as many values as the shape says: fewer would be read past the buffer.
     if count != Some(values.len() as u64) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "{} float32 values for the shape {dims:?}",
-            values.len()
-        )));
+        return Err(argument(
+            py,
+            format!("{} float32 values for the shape {dims:?}", values.len()),
+        ));
     }
     array_over(
         py,
