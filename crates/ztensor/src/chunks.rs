@@ -566,6 +566,22 @@ fn place_in_box(
 mod tests {
     use super::*;
 
+    /// The box `ranges` (`len` bytes) of the dataset `table` whose chunks lie in `span`.
+    fn decode_box(
+        table: &ChunkTable,
+        span: &[u8],
+        ranges: &[Range<u64>],
+        len: usize,
+    ) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; len];
+        let stored = |c: &Chunk| {
+            Ok(Cow::Borrowed(
+                &span[c.at as usize..(c.at + c.size) as usize],
+            ))
+        };
+        decode_box_into(table, ranges, stored, &mut out, 1 << 20).map(|()| out)
+    }
+
     #[test]
     fn fletcher32_sums_words() {
         // One word: a = 0x0102, b = a. Two: a = 0x0102 + 0x0304, b = 0x0102 + a.
@@ -669,19 +685,8 @@ mod tests {
                 (0..3u64).flat_map(move |c| (c + 1..=3).map(move |d| (a, b, c, d)))
             })
         }) {
-            let mut part = vec![0u8; ((r1 - r0) * (c1 - c0)) as usize];
-            decode_box_into(
-                &table,
-                &[r0..r1, c0..c1],
-                |c| {
-                    Ok(Cow::Borrowed(
-                        &span[c.at as usize..(c.at + c.size) as usize],
-                    ))
-                },
-                &mut part,
-                1 << 20,
-            )
-            .unwrap();
+            let len = ((r1 - r0) * (c1 - c0)) as usize;
+            let part = decode_box(&table, &span, &[r0..r1, c0..c1], len).unwrap();
             let want: Vec<u8> = (r0..r1)
                 .flat_map(|r| (c0..c1).map(move |c| whole[(r * 3 + c) as usize]))
                 .collect();
@@ -709,7 +714,26 @@ mod tests {
         }
     }
 
-    /// Shuffles `elements` of `n` bytes into byte planes, as HDF5's shuffle filter does.
+    /// A 1-D dataset of `elements` u32 in one chunk of `size` stored bytes at 0, through
+    /// `filters`.
+    fn one_chunk(elements: u64, filters: &[u16], size: u64) -> ChunkTable {
+        ChunkTable {
+            dims: vec![elements],
+            chunk: vec![elements],
+            element_size: 4,
+            filters: filters.to_vec(),
+            filter_params: vec![Vec::new(); filters.len()],
+            chunks: vec![Chunk {
+                at: 0,
+                size,
+                start: vec![0],
+                mask: 0,
+            }],
+            fill: Vec::new(),
+        }
+    }
+
+    /// Shuffles `data`, elements of `n` bytes, into byte planes, as HDF5's shuffle filter does.
     fn shuffle(data: &[u8], n: usize) -> Vec<u8> {
         let count = data.len() / n;
         (0..n)
@@ -724,8 +748,8 @@ mod tests {
         z.finish().unwrap()
     }
 
-    /// One chunk of `chunk` u32 elements filtered by `filters`, in the order the writer
-    /// applies them.
+    /// The bytes of u32 `elements` filtered by `filters` (shuffle, deflate, fletcher32), in the
+    /// order the writer applies them.
     fn filtered(filters: &[u16], elements: &[u8]) -> Vec<u8> {
         let mut bytes = elements.to_vec();
         for &f in filters {
@@ -745,20 +769,7 @@ mod tests {
     #[test]
     fn every_order_of_filters_is_undone() {
         let elements: Vec<u8> = (0..1024u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
-        let table = |filters: &[u16], size: u64| ChunkTable {
-            dims: vec![1024],
-            chunk: vec![1024],
-            element_size: 4,
-            filters: filters.to_vec(),
-            filter_params: vec![Vec::new(); filters.len()],
-            chunks: vec![Chunk {
-                at: 0,
-                size,
-                start: vec![0],
-                mask: 0,
-            }],
-            fill: Vec::new(),
-        };
+        let table = |filters: &[u16], size: u64| one_chunk(1024, filters, size);
         // Shuffles, then at most one filter that changes the size, then the checksum: what
         // HDF5's writers build (a second size-changing filter is refused, see
         // docs/decisions.md).
@@ -829,21 +840,9 @@ mod tests {
         let mut dst = vec![0xee; elements.len()];
         decode_into(&table, &span, &mut dst, 1 << 20).unwrap();
         assert!(dst == elements);
-        // Eight chunks a batch here, on the pool when it has two threads or more. A box
-        // across chunk edges:
-        let mut part = vec![0u8; 4 * 1000];
-        decode_box_into(
-            &table,
-            std::slice::from_ref(&(300..1300)),
-            |c| {
-                Ok(Cow::Borrowed(
-                    &span[c.at as usize..(c.at + c.size) as usize],
-                ))
-            },
-            &mut part,
-            1 << 20,
-        )
-        .unwrap();
+        // Three batches of at most 256 chunks, on the pool when it has two threads or more.
+        // A box across chunk edges:
+        let part = decode_box(&table, &span, std::slice::from_ref(&(300..1300)), 4000).unwrap();
         assert!(part == elements[4 * 300..4 * 1300]);
     }
 
@@ -914,20 +913,7 @@ mod tests {
 
     #[test]
     fn a_deflated_chunk_of_the_wrong_size_is_refused() {
-        let table = |size: u64| ChunkTable {
-            dims: vec![16],
-            chunk: vec![16],
-            element_size: 4,
-            filters: vec![DEFLATE],
-            filter_params: vec![Vec::new()],
-            chunks: vec![Chunk {
-                at: 0,
-                size,
-                start: vec![0],
-                mask: 0,
-            }],
-            fill: Vec::new(),
-        };
+        let table = |size: u64| one_chunk(16, &[DEFLATE], size);
         let message = |span: &[u8]| {
             let mut dst = [0u8; 64];
             decode_into(&table(span.len() as u64), span, &mut dst, 1 << 20)
