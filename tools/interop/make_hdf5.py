@@ -12,8 +12,8 @@ Run in a throwaway environment:
   every numeric dtype, big-endian ones, bool, f16, 0-d, empty, nested groups named like
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
-  a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, and Blosc (a filter we do not
-  decode: listed as unread).
+  a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4 and bzip2, and Blosc (a
+  filter we do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
@@ -152,9 +152,20 @@ def fill(f, table, skipped, unread, libver):
     ]:
         f.create_dataset(name, data=data, chunks=chunks, compression="lzf", shuffle=shuffle)
         record(table, "/" + name, f[name][()])
-    # Filters of hdf5plugin: its Zstandard (decoded) and Blosc (listed as unread).
+    # Filters of hdf5plugin: its Zstandard, LZ4 and bzip2 (decoded) and Blosc (listed as
+    # unread). LZ4 with blocks of 200 bytes, so that a chunk holds several, the last one
+    # shorter, and random bytes that LZ4 cannot shrink (those blocks stored as they are).
     f.create_dataset("zstd", data=np.repeat(np.arange(50, dtype=np.float64), 8).reshape(20, 20), chunks=(8, 20), shuffle=True, **hdf5plugin.Zstd(clevel=3))
     record(table, "/zstd", f["zstd"][()])
+    lz4_rng = np.random.default_rng(17)
+    lz4_data = np.repeat(np.arange(30, dtype=np.float32), 20).reshape(30, 20)
+    lz4_data[10:14] = lz4_rng.standard_normal((4, 20), dtype=np.float32)
+    f.create_dataset("lz4", data=lz4_data, chunks=(16, 20), **hdf5plugin.LZ4(nbytes=200))
+    record(table, "/lz4", f["lz4"][()])
+    f.create_dataset("lz4_shuffled", data=np.arange(1000, dtype=np.int64).reshape(40, 25), chunks=(16, 25), shuffle=True, **hdf5plugin.LZ4())
+    record(table, "/lz4_shuffled", f["lz4_shuffled"][()])
+    f.create_dataset("bzip2", data=(np.arange(600, dtype=np.int32) % 37).reshape(20, 30), chunks=(7, 30), **hdf5plugin.BZip2(blocksize=1))
+    record(table, "/bzip2", f["bzip2"][()])
     f.create_dataset("blosc", data=np.arange(10, dtype=np.float32), chunks=(5,), **hdf5plugin.Blosc())
     unread.append("/blosc")
     # szip (libaec in h5py's wheels), decoded by our own decoder (docs/decisions.md): every

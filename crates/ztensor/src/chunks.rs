@@ -1,7 +1,8 @@
 //! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
-//! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and the Zstandard plugin's
-//! zstd decoded to exactly the chunk's size; shuffle undone), then its rows are copied into
+//! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and hdf5plugin's Zstandard,
+//! LZ4 and bzip2 decoded to exactly the chunk's size; shuffle undone), then its rows are
+//! copied into
 //! the row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
 //! by the caller ([`decode_box_into`]).
@@ -23,16 +24,22 @@ const SZIP: u16 = 4;
 const LZF: u16 = 32000;
 /// The Zstandard filter of hdf5plugin and HDF5's registered filters: one zstd frame a chunk.
 const ZSTD: u16 = 32015;
+/// PyTables' bzip2 filter, also in hdf5plugin: one bzip2 stream a chunk.
+const BZIP2: u16 = 307;
+/// The LZ4 filter of hdf5plugin (HDF5's registered 32004): a header, then LZ4 blocks.
+const LZ4: u16 = 32004;
 
 /// Whether chunks through the filter `id` can be decoded here.
 pub(crate) fn decodable(id: u16) -> bool {
-    matches!(id, DEFLATE | SHUFFLE | FLETCHER32 | SZIP | LZF)
-        || (id == ZSTD && cfg!(feature = "zstd"))
+    matches!(
+        id,
+        DEFLATE | SHUFFLE | FLETCHER32 | SZIP | LZF | BZIP2 | LZ4
+    ) || (id == ZSTD && cfg!(feature = "zstd"))
 }
 
 /// Whether the filter `id` decompresses, so that its chunks are worth decoding on the pool.
 fn decompresses(id: u16) -> bool {
-    matches!(id, DEFLATE | SZIP | LZF | ZSTD)
+    matches!(id, DEFLATE | SZIP | LZF | ZSTD | BZIP2 | LZ4)
 }
 
 /// Decodes every chunk of `table` from `span` (the component's stored bytes) into `dst`, the
@@ -312,6 +319,8 @@ fn unfilter(
             DEFLATE => inflate(data, dst)?,
             LZF => zt_formats::lzf::decode_into(data, dst)?,
             ZSTD => crate::codec::zstd_decode_into(data, dst)?,
+            BZIP2 => bunzip(data, dst)?,
+            LZ4 => lz4_blocks(data, dst)?,
             SHUFFLE => {
                 if data.len() != dst.len() {
                     return Err(Error::invalid(format!(
@@ -372,6 +381,88 @@ fn inflate(data: &[u8], out: &mut [u8]) -> Result<()> {
             out.len()
         ))),
     }
+}
+
+/// Decompresses one bzip2 stream (the bzip2 filter) into `out`, which it must fill exactly;
+/// bytes after the stream's end are ignored, as the filter ignores them.
+fn bunzip(data: &[u8], out: &mut [u8]) -> Result<()> {
+    use bzip2::{Decompress, Status};
+    let mut decoder = Decompress::new(false);
+    let status = decoder
+        .decompress(data, out)
+        // Its messages start "bzip2: " already.
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    let made = decoder.total_out();
+    match status {
+        Status::StreamEnd if made == out.len() as u64 => Ok(()),
+        Status::StreamEnd => Err(Error::invalid(format!(
+            "bzip2: the chunk decompresses to {made} bytes, not {}",
+            out.len()
+        ))),
+        _ if made == out.len() as u64 && decoder.total_in() < data.len() as u64 => {
+            Err(Error::invalid(format!(
+                "bzip2: the chunk decompresses to more than {} bytes",
+                out.len()
+            )))
+        }
+        _ => Err(Error::invalid(format!(
+            "bzip2: the stream ends after {made} of the chunk's {} bytes",
+            out.len()
+        ))),
+    }
+}
+
+/// Decodes the LZ4 filter's framing into `out`: the chunk's size (8 bytes) and the block size
+/// (4 bytes), big-endian, then each block of that many bytes (the last one shorter) as its
+/// stored size (4 bytes, big-endian) and its bytes, an LZ4 block, or the block as it is when
+/// its stored size is its size (LZ4 could not shrink it). Bytes after the last block are
+/// ignored, as the filter ignores them.
+fn lz4_blocks(data: &[u8], out: &mut [u8]) -> Result<()> {
+    let (size, rest) = data
+        .split_first_chunk::<8>()
+        .ok_or_else(|| Error::invalid("lz4: a chunk shorter than its 12-byte header"))?;
+    let (block, mut rest) = rest
+        .split_first_chunk::<4>()
+        .ok_or_else(|| Error::invalid("lz4: a chunk shorter than its 12-byte header"))?;
+    let size = u64::from_be_bytes(*size);
+    if size != out.len() as u64 {
+        return Err(Error::invalid(format!(
+            "lz4: the header gives {size} bytes for a chunk of {}",
+            out.len()
+        )));
+    }
+    // A block size larger than the chunk means one block, as the filter reads it.
+    let block = usize::try_from(u32::from_be_bytes(*block))
+        .unwrap_or(usize::MAX)
+        .min(out.len());
+    if block == 0 && !out.is_empty() {
+        return Err(Error::invalid("lz4: a block size of 0"));
+    }
+    for (i, piece) in out.chunks_mut(block.max(1)).enumerate() {
+        let (stored, tail) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| Error::invalid(format!("lz4: the chunk ends before block {i}")))?;
+        let stored = u32::from_be_bytes(*stored) as usize;
+        let (body, tail) = tail.split_at_checked(stored).ok_or_else(|| {
+            Error::invalid(format!(
+                "lz4: block {i} of {stored} stored bytes runs past the chunk's end"
+            ))
+        })?;
+        if stored == piece.len() {
+            piece.copy_from_slice(body);
+        } else {
+            let made = lz4_flex::block::decompress_into(body, piece)
+                .map_err(|e| Error::invalid(format!("lz4: block {i}: {e}")))?;
+            if made != piece.len() {
+                return Err(Error::invalid(format!(
+                    "lz4: block {i} decompresses to {made} bytes, not {}",
+                    piece.len()
+                )));
+            }
+        }
+        rest = tail;
+    }
+    Ok(())
 }
 
 /// Undoes HDF5's shuffle filter: `data` holds byte 0 of every `n`-byte element, then byte 1
@@ -442,6 +533,8 @@ pub(crate) fn filter_name(id: u16) -> &'static str {
         SZIP => "szip",
         LZF => "lzf",
         ZSTD => "zstd",
+        BZIP2 => "bzip2",
+        LZ4 => "lz4",
         5 => "nbit",
         6 => "scaleoffset",
         _ => "unknown",
@@ -935,6 +1028,126 @@ mod tests {
         let trailing = [whole.as_slice(), &[0xab; 7]].concat();
         decode_into(&table(trailing.len() as u64), &trailing, &mut dst, 1 << 20).unwrap();
         assert_eq!(dst, [1; 64]);
+    }
+
+    /// `data` as one bzip2 stream.
+    fn bzip2(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut z = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
+        z.write_all(data).unwrap();
+        z.finish().unwrap()
+    }
+
+    #[test]
+    fn a_bzip2_chunk_of_the_wrong_size_is_refused() {
+        let table = |size: u64| one_chunk(16, &[BZIP2], size);
+        let message = |span: &[u8]| {
+            let mut dst = [0u8; 64];
+            decode_into(&table(span.len() as u64), span, &mut dst, 1 << 20)
+                .unwrap_err()
+                .to_string()
+        };
+        let short = message(&bzip2(&[1; 63]));
+        assert!(
+            short.contains("decompresses to 63 bytes, not 64"),
+            "{short}"
+        );
+        let long = message(&bzip2(&[1; 65]));
+        assert!(
+            long.contains("decompresses to more than 64 bytes"),
+            "{long}"
+        );
+        let whole = bzip2(&[1; 64]);
+        let cut = message(&whole[..whole.len() - 5]);
+        assert!(cut.contains("bzip2: the stream ends after"), "{cut}");
+        let junk = message(b"BZh9 not a bzip2 block");
+        assert!(
+            junk.ends_with("chunk 0 at [0]: bzip2: invalid data"),
+            "{junk}"
+        );
+        let alien = message(b"PK\x03\x04 a zip");
+        assert!(alien.ends_with("bzip2: bz2 header missing"), "{alien}");
+        // Bytes after the stream's end are ignored, as the filter ignores them.
+        let mut dst = [0u8; 64];
+        let trailing = [whole.as_slice(), &[0xab; 7]].concat();
+        decode_into(&table(trailing.len() as u64), &trailing, &mut dst, 1 << 20).unwrap();
+        assert_eq!(dst, [1; 64]);
+    }
+
+    /// `data` in the LZ4 filter's framing, blocks of `block` bytes; the blocks at `raw` are
+    /// stored as they are.
+    fn lz4_framed(data: &[u8], block: usize, raw: &[usize]) -> Vec<u8> {
+        let mut out = (data.len() as u64).to_be_bytes().to_vec();
+        out.extend((block as u32).to_be_bytes());
+        for (i, piece) in data.chunks(block).enumerate() {
+            let body = if raw.contains(&i) {
+                piece.to_vec()
+            } else {
+                lz4_flex::block::compress(piece)
+            };
+            out.extend((body.len() as u32).to_be_bytes());
+            out.extend(body);
+        }
+        out
+    }
+
+    #[test]
+    fn lz4_blocks_are_decoded_and_their_framing_checked() {
+        let data: Vec<u8> = (0..64u8).map(|i| i / 8).collect();
+        let decode = |span: &[u8]| {
+            let mut dst = [0u8; 64];
+            let table = one_chunk(16, &[LZ4], span.len() as u64);
+            decode_into(&table, span, &mut dst, 1 << 20).map(|()| dst)
+        };
+        let message = |span: &[u8]| decode(span).unwrap_err().to_string();
+        // Blocks of 24 bytes (the last one 16), the second stored as it is; trailing bytes
+        // ignored, as the filter ignores them.
+        let framed = lz4_framed(&data, 24, &[1]);
+        assert_eq!(decode(&framed).unwrap().as_slice(), data);
+        let trailing = [framed.as_slice(), &[0xcd; 5]].concat();
+        assert_eq!(decode(&trailing).unwrap().as_slice(), data);
+        // A block size past the chunk's is one block.
+        assert_eq!(
+            decode(&lz4_framed(&data, 64, &[])).unwrap().as_slice(),
+            data
+        );
+        let mut big = lz4_framed(&data, 64, &[]);
+        big[8..12].copy_from_slice(&1000u32.to_be_bytes());
+        assert_eq!(decode(&big).unwrap().as_slice(), data);
+
+        assert!(message(&framed[..11]).contains("shorter than its 12-byte header"));
+        let mut wrong = framed.clone();
+        wrong[7] = 65;
+        let e = message(&wrong);
+        assert!(
+            e.contains("lz4: the header gives 65 bytes for a chunk of 64"),
+            "{e}"
+        );
+        let mut zero = framed.clone();
+        zero[8..12].fill(0);
+        assert!(message(&zero).contains("lz4: a block size of 0"));
+        let e = message(&framed[..framed.len() - 1]);
+        assert!(e.contains("lz4: block 2 of "), "{e}");
+        assert!(e.contains("stored bytes runs past the chunk's end"), "{e}");
+        let e = message(&lz4_framed(&data[..48], 24, &[]));
+        assert!(e.contains("the header gives 48 bytes"), "{e}");
+        // Two blocks where the header promises three.
+        let mut missing = lz4_framed(&data, 24, &[]);
+        let first = 12 + 4 + u32::from_be_bytes(missing[12..16].try_into().unwrap()) as usize;
+        let second =
+            first + 4 + u32::from_be_bytes(missing[first..first + 4].try_into().unwrap()) as usize;
+        missing.truncate(second);
+        let e = message(&missing);
+        assert!(e.contains("lz4: the chunk ends before block 2"), "{e}");
+        // A block that decodes to fewer bytes than its share.
+        let mut short = framed.clone();
+        let body = lz4_flex::block::compress(&data[..20]);
+        short.splice(
+            12..,
+            (body.len() as u32).to_be_bytes().into_iter().chain(body),
+        );
+        let e = message(&short);
+        assert!(e.contains("lz4: block 0"), "{e}");
     }
 
     #[test]
