@@ -12,8 +12,9 @@ Run in a throwaway environment:
   every numeric dtype, big-endian ones, bool, f16, 0-d, empty, nested groups named like
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
-  a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4 and bzip2, and Blosc (a
-  filter we do not decode: listed as unread).
+  a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4, bzip2 and Blosc (every
+  codec but Snappy, every shuffle), and scale-offset (a filter we do not decode: listed as
+  unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
@@ -152,8 +153,7 @@ def fill(f, table, skipped, unread, libver):
     ]:
         f.create_dataset(name, data=data, chunks=chunks, compression="lzf", shuffle=shuffle)
         record(table, "/" + name, f[name][()])
-    # Filters of hdf5plugin: its Zstandard, LZ4 and bzip2 (decoded) and Blosc (listed as
-    # unread). LZ4 with blocks of 200 bytes, so that a chunk holds several, the last one
+    # Filters of hdf5plugin: its Zstandard, LZ4 and bzip2. LZ4 with blocks of 200 bytes, so that a chunk holds several, the last one
     # shorter, and random bytes that LZ4 cannot shrink (those blocks stored as they are).
     f.create_dataset("zstd", data=np.repeat(np.arange(50, dtype=np.float64), 8).reshape(20, 20), chunks=(8, 20), shuffle=True, **hdf5plugin.Zstd(clevel=3))
     record(table, "/zstd", f["zstd"][()])
@@ -166,8 +166,29 @@ def fill(f, table, skipped, unread, libver):
     record(table, "/lz4_shuffled", f["lz4_shuffled"][()])
     f.create_dataset("bzip2", data=(np.arange(600, dtype=np.int32) % 37).reshape(20, 30), chunks=(7, 30), **hdf5plugin.BZip2(blocksize=1))
     record(table, "/bzip2", f["bzip2"][()])
-    f.create_dataset("blosc", data=np.arange(10, dtype=np.float32), chunks=(5,), **hdf5plugin.Blosc())
-    unread.append("/blosc")
+    # Blosc (c-blosc 1.x): each codec but Snappy, each shuffle. Chunks past 64 KiB for
+    # BloscLZ and LZ4, so that a chunk holds a block of 64 KiB split into byte streams and a
+    # shorter last block that is not; bit shuffles of a count of elements divisible by 8 and
+    # not (left as it is); a chunk too small to compress and random bytes (both stored as
+    # they are, the filter skipped in the chunk's mask).
+    blosc_rng = np.random.default_rng(19)
+    steps = np.repeat(np.arange(1000, dtype=np.float32), 25) / 8
+    B = hdf5plugin.Blosc
+    for name, data, chunks, opts in [
+        ("blosc", np.arange(10, dtype=np.float32), (5,), B()),
+        ("blosc_blosclz", steps.reshape(250, 100), (250, 100), B(cname="blosclz", clevel=1, shuffle=B.SHUFFLE)),
+        ("blosc_lz4_bitshuffle", (np.arange(50000, dtype=np.int16) % 100).reshape(2, 25000), (2, 25000), B(cname="lz4", clevel=1, shuffle=B.BITSHUFFLE)),
+        ("blosc_lz4hc", steps.astype(np.float64)[:600:2].reshape(15, 20), (8, 20), B(cname="lz4hc", clevel=4, shuffle=B.SHUFFLE)),
+        ("blosc_zlib", (np.arange(3000, dtype=np.uint8) % 13).reshape(60, 50), (60, 50), B(cname="zlib", clevel=6, shuffle=B.NOSHUFFLE)),
+        ("blosc_zlib_bitshuffle_odd", steps[:1003:3].copy(), (335,), B(cname="zlib", clevel=6, shuffle=B.BITSHUFFLE)),
+        ("blosc_zstd", steps.astype(np.float64)[:500:5].reshape(5, 20), (5, 20), B(cname="zstd", clevel=3, shuffle=B.SHUFFLE)),
+        ("blosc_random", blosc_rng.integers(0, 256, (8, 300), dtype=np.uint8), (8, 300), B(cname="blosclz", clevel=9, shuffle=B.NOSHUFFLE)),
+    ]:
+        f.create_dataset(name, data=data, chunks=chunks, **opts)
+        record(table, "/" + name, f[name][()])
+    # HDF5's own scale-offset filter, which we do not decode: listed as unread.
+    f.create_dataset("scaleoffset", data=np.arange(10, dtype=np.int32), chunks=(5,), scaleoffset=0)
+    unread.append("/scaleoffset")
     # szip (libaec in h5py's wheels), decoded by our own decoder (docs/decisions.md): every
     # sample width (32- and 64-bit pixels are coded as byte planes), both byte orders, the
     # predictor and entropy coding alone, scanlines padded to whole blocks (13, 30 pixels),

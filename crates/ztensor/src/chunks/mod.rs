@@ -1,8 +1,8 @@
 //! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
 //! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and hdf5plugin's Zstandard,
-//! LZ4 and bzip2 decoded to exactly the chunk's size; shuffle undone), then its rows are
-//! copied into
+//! LZ4, bzip2 and Blosc decoded to exactly the chunk's size: [`codecs`], [`blosc`]; shuffle
+//! undone), then its rows are copied into
 //! the row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
 //! by the caller ([`decode_box_into`]).
@@ -14,6 +14,11 @@ use std::ops::Range;
 
 use zt_container::{Error, Result};
 use zt_formats::{Chunk, ChunkTable};
+
+mod blosc;
+mod codecs;
+
+use codecs::{bunzip, inflate, lz4_blocks, unshuffle};
 
 /// HDF5 filter ids.
 const DEFLATE: u16 = 1;
@@ -28,18 +33,20 @@ const ZSTD: u16 = 32015;
 const BZIP2: u16 = 307;
 /// The LZ4 filter of hdf5plugin (HDF5's registered 32004): a header, then LZ4 blocks.
 const LZ4: u16 = 32004;
+/// hdf5-blosc's filter (hdf5plugin, PyTables): one Blosc 1 chunk an HDF5 chunk.
+const BLOSC: u16 = 32001;
 
 /// Whether chunks through the filter `id` can be decoded here.
 pub(crate) fn decodable(id: u16) -> bool {
     matches!(
         id,
-        DEFLATE | SHUFFLE | FLETCHER32 | SZIP | LZF | BZIP2 | LZ4
+        DEFLATE | SHUFFLE | FLETCHER32 | SZIP | LZF | BZIP2 | LZ4 | BLOSC
     ) || (id == ZSTD && cfg!(feature = "zstd"))
 }
 
 /// Whether the filter `id` decompresses, so that its chunks are worth decoding on the pool.
 fn decompresses(id: u16) -> bool {
-    matches!(id, DEFLATE | SZIP | LZF | ZSTD | BZIP2 | LZ4)
+    matches!(id, DEFLATE | SZIP | LZF | ZSTD | BZIP2 | LZ4 | BLOSC)
 }
 
 /// Decodes every chunk of `table` from `span` (the component's stored bytes) into `dst`, the
@@ -321,6 +328,7 @@ fn unfilter(
             ZSTD => crate::codec::zstd_decode_into(data, dst)?,
             BZIP2 => bunzip(data, dst)?,
             LZ4 => lz4_blocks(data, dst)?,
+            BLOSC => blosc::decode_into(data, dst)?,
             SHUFFLE => {
                 if data.len() != dst.len() {
                     return Err(Error::invalid(format!(
@@ -353,177 +361,6 @@ fn unfilter(
     }
 }
 
-/// Inflates one zlib stream (HDF5's deflate filter) into `out`, which it must fill exactly;
-/// bytes after the stream's end are ignored, as HDF5 ignores them.
-fn inflate(data: &[u8], out: &mut [u8]) -> Result<()> {
-    use flate2::{Decompress, FlushDecompress, Status};
-    let mut inflater = Decompress::new(true);
-    let status = inflater
-        .decompress(data, out, FlushDecompress::Finish)
-        .map_err(|e| Error::invalid(format!("deflate: {e}")))?;
-    let made = inflater.total_out();
-    match status {
-        Status::StreamEnd if made == out.len() as u64 => Ok(()),
-        Status::StreamEnd => Err(Error::invalid(format!(
-            "deflate: the chunk inflates to {made} bytes, not {}",
-            out.len()
-        ))),
-        // Not at the stream's end: either the output is full and more would follow, or the
-        // input ran out first.
-        _ if made == out.len() as u64 && inflater.total_in() < data.len() as u64 => {
-            Err(Error::invalid(format!(
-                "deflate: the chunk inflates to more than {} bytes",
-                out.len()
-            )))
-        }
-        _ => Err(Error::invalid(format!(
-            "deflate: the stream ends after {made} of the chunk's {} bytes",
-            out.len()
-        ))),
-    }
-}
-
-/// Decompresses one bzip2 stream (the bzip2 filter) into `out`, which it must fill exactly;
-/// bytes after the stream's end are ignored, as the filter ignores them.
-fn bunzip(data: &[u8], out: &mut [u8]) -> Result<()> {
-    use bzip2::{Decompress, Status};
-    let mut decoder = Decompress::new(false);
-    let status = decoder
-        .decompress(data, out)
-        // Its messages start "bzip2: " already.
-        .map_err(|e| Error::invalid(e.to_string()))?;
-    let made = decoder.total_out();
-    match status {
-        Status::StreamEnd if made == out.len() as u64 => Ok(()),
-        Status::StreamEnd => Err(Error::invalid(format!(
-            "bzip2: the chunk decompresses to {made} bytes, not {}",
-            out.len()
-        ))),
-        _ if made == out.len() as u64 && decoder.total_in() < data.len() as u64 => {
-            Err(Error::invalid(format!(
-                "bzip2: the chunk decompresses to more than {} bytes",
-                out.len()
-            )))
-        }
-        _ => Err(Error::invalid(format!(
-            "bzip2: the stream ends after {made} of the chunk's {} bytes",
-            out.len()
-        ))),
-    }
-}
-
-/// Decodes the LZ4 filter's framing into `out`: the chunk's size (8 bytes) and the block size
-/// (4 bytes), big-endian, then each block of that many bytes (the last one shorter) as its
-/// stored size (4 bytes, big-endian) and its bytes, an LZ4 block, or the block as it is when
-/// its stored size is its size (LZ4 could not shrink it). Bytes after the last block are
-/// ignored, as the filter ignores them.
-fn lz4_blocks(data: &[u8], out: &mut [u8]) -> Result<()> {
-    let (size, rest) = data
-        .split_first_chunk::<8>()
-        .ok_or_else(|| Error::invalid("lz4: a chunk shorter than its 12-byte header"))?;
-    let (block, mut rest) = rest
-        .split_first_chunk::<4>()
-        .ok_or_else(|| Error::invalid("lz4: a chunk shorter than its 12-byte header"))?;
-    let size = u64::from_be_bytes(*size);
-    if size != out.len() as u64 {
-        return Err(Error::invalid(format!(
-            "lz4: the header gives {size} bytes for a chunk of {}",
-            out.len()
-        )));
-    }
-    // A block size larger than the chunk means one block, as the filter reads it.
-    let block = usize::try_from(u32::from_be_bytes(*block))
-        .unwrap_or(usize::MAX)
-        .min(out.len());
-    if block == 0 && !out.is_empty() {
-        return Err(Error::invalid("lz4: a block size of 0"));
-    }
-    for (i, piece) in out.chunks_mut(block.max(1)).enumerate() {
-        let (stored, tail) = rest
-            .split_first_chunk::<4>()
-            .ok_or_else(|| Error::invalid(format!("lz4: the chunk ends before block {i}")))?;
-        let stored = u32::from_be_bytes(*stored) as usize;
-        let (body, tail) = tail.split_at_checked(stored).ok_or_else(|| {
-            Error::invalid(format!(
-                "lz4: block {i} of {stored} stored bytes runs past the chunk's end"
-            ))
-        })?;
-        if stored == piece.len() {
-            piece.copy_from_slice(body);
-        } else {
-            let made = lz4_flex::block::decompress_into(body, piece)
-                .map_err(|e| Error::invalid(format!("lz4: block {i}: {e}")))?;
-            if made != piece.len() {
-                return Err(Error::invalid(format!(
-                    "lz4: block {i} decompresses to {made} bytes, not {}",
-                    piece.len()
-                )));
-            }
-        }
-        rest = tail;
-    }
-    Ok(())
-}
-
-/// Undoes HDF5's shuffle filter: `data` holds byte 0 of every `n`-byte element, then byte 1
-/// of every element, and so on; `out` (as long as `data`) gets the elements back. The tail
-/// that does not fill a whole element stays where it was, as HDF5 leaves it.
-fn unshuffle(data: &[u8], n: usize, out: &mut [u8]) {
-    let n = n.max(1);
-    let count = data.len().min(out.len()) / n;
-    let whole = count * n;
-    if let (Some(o), Some(d)) = (out.get_mut(whole..), data.get(whole..)) {
-        o.copy_from_slice(d);
-    }
-    let (Some(planes), Some(out)) = (data.get(..whole), out.get_mut(..whole)) else {
-        return;
-    };
-    if count == 0 {
-        return;
-    }
-    // Element sizes of the types HDF5 stores get a loop of their own, so that the element
-    // is written whole and the compiler knows `N`; a byte at a time was a quarter of the
-    // time of reading a shuffled, deflated dataset.
-    match n {
-        1 => out.copy_from_slice(planes),
-        2 => interleave::<2>(planes, count, out),
-        4 => interleave::<4>(planes, count, out),
-        8 => interleave::<8>(planes, count, out),
-        _ => {
-            for (b, plane) in planes.chunks_exact(count).enumerate() {
-                for (slot, &byte) in out.iter_mut().skip(b).step_by(n).zip(plane) {
-                    *slot = byte;
-                }
-            }
-        }
-    }
-}
-
-/// [`unshuffle`] for elements of `N` bytes: `planes` is `N` planes of `count` bytes, `out`
-/// `count` elements.
-fn interleave<const N: usize>(planes: &[u8], count: usize, out: &mut [u8]) {
-    // Blocks of 64 elements: each plane's block is read in one run, and the block of
-    // elements written in one run, while both stay in the L1 cache.
-    const BLOCK: usize = 64;
-    let mut at = 0;
-    for elements in out.chunks_mut(BLOCK * N) {
-        let len = elements.len() / N;
-        let mut block = [[0u8; N]; BLOCK];
-        for (b, plane) in planes.chunks_exact(count).enumerate().take(N) {
-            let Some(run) = plane.get(at..at + len) else {
-                return;
-            };
-            for (element, &byte) in block.iter_mut().zip(run) {
-                element[b] = byte;
-            }
-        }
-        for (dst, element) in elements.chunks_exact_mut(N).zip(&block) {
-            dst.copy_from_slice(element);
-        }
-        at += len;
-    }
-}
-
 /// The name of an HDF5 filter id.
 pub(crate) fn filter_name(id: u16) -> &'static str {
     match id {
@@ -535,6 +372,7 @@ pub(crate) fn filter_name(id: u16) -> &'static str {
         ZSTD => "zstd",
         BZIP2 => "bzip2",
         LZ4 => "lz4",
+        BLOSC => "blosc",
         5 => "nbit",
         6 => "scaleoffset",
         _ => "unknown",
