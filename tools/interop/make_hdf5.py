@@ -13,7 +13,7 @@ Run in a throwaway environment:
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
   a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4, bzip2 and Blosc (every
-  codec but Snappy, every shuffle), and scale-offset (a filter we do not decode: listed as
+  codec, every shuffle), and scale-offset (a filter we do not decode: listed as
   unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
@@ -166,7 +166,7 @@ def fill(f, table, skipped, unread, libver):
     record(table, "/lz4_shuffled", f["lz4_shuffled"][()])
     f.create_dataset("bzip2", data=(np.arange(600, dtype=np.int32) % 37).reshape(20, 30), chunks=(7, 30), **hdf5plugin.BZip2(blocksize=1))
     record(table, "/bzip2", f["bzip2"][()])
-    # Blosc (c-blosc 1.x): each codec but Snappy, each shuffle. Chunks past 64 KiB for
+    # Blosc (c-blosc 1.x): each codec, each shuffle. Chunks past 64 KiB for
     # BloscLZ and LZ4, so that a chunk holds a block of 64 KiB split into byte streams and a
     # shorter last block that is not; bit shuffles of a count of elements divisible by 8 and
     # not (left as it is); a chunk too small to compress and random bytes (both stored as
@@ -181,6 +181,7 @@ def fill(f, table, skipped, unread, libver):
         ("blosc_lz4hc", steps.astype(np.float64)[:600:2].reshape(15, 20), (8, 20), B(cname="lz4hc", clevel=4, shuffle=B.SHUFFLE)),
         ("blosc_zlib", (np.arange(3000, dtype=np.uint8) % 13).reshape(60, 50), (60, 50), B(cname="zlib", clevel=6, shuffle=B.NOSHUFFLE)),
         ("blosc_zlib_bitshuffle_odd", steps[:1003:3].copy(), (335,), B(cname="zlib", clevel=6, shuffle=B.BITSHUFFLE)),
+        ("blosc_snappy", steps[::7].reshape(-1, 1), (1000, 1), B(cname="snappy", clevel=5, shuffle=B.SHUFFLE)),
         ("blosc_zstd", steps.astype(np.float64)[:500:5].reshape(5, 20), (5, 20), B(cname="zstd", clevel=3, shuffle=B.SHUFFLE)),
         ("blosc_random", blosc_rng.integers(0, 256, (8, 300), dtype=np.uint8), (8, 300), B(cname="blosclz", clevel=9, shuffle=B.NOSHUFFLE)),
     ]:

@@ -10,8 +10,8 @@
 //! when it may be split: flag 0x10 clear, elements of at most 16 bytes, at least 128 of them
 //! in a block, and not the shorter last block. Each stream is its stored size (a u32) and
 //! its bytes: as they are when that size is the stream's, else compressed by the codec the
-//! flags' top three bits name (0 BloscLZ, 1 LZ4, 3 zlib, 4 Zstandard; 2, Snappy, is not
-//! read). Then the block's byte shuffle (flag 0x01) or bit shuffle (flag 0x04) is undone.
+//! flags' top three bits name (0 BloscLZ, 1 LZ4, 2 Snappy, 3 zlib, 4 Zstandard). Then the
+//! block's byte shuffle (flag 0x01) or bit shuffle (flag 0x04) is undone.
 //!
 //! Every offset and size is checked against the stored bytes and every count against the
 //! output: a hostile chunk gives an error naming the block and stream, never a read past
@@ -44,6 +44,7 @@ const MAX_DISTANCE: usize = 8191;
 enum Codec {
     BloscLz,
     Lz4,
+    Snappy,
     Zlib,
     Zstd,
 }
@@ -119,9 +120,9 @@ fn decode(data: &[u8], out: &mut [u8]) -> Result<()> {
     let codec = match flags >> 5 {
         0 => Codec::BloscLz,
         1 => Codec::Lz4,
+        2 => Codec::Snappy,
         3 => Codec::Zlib,
         4 => Codec::Zstd,
-        2 => return Err(Error::unsupported("streams compressed by Snappy")),
         other => return Err(bad(format!("codec {other} is none of Blosc's"))),
     };
     if codec_version != 1 {
@@ -266,6 +267,18 @@ fn decode_stream(codec: Codec, body: &[u8], out: &mut [u8]) -> Result<()> {
             Ok(())
         }
         Codec::Lz4 => lz4_block_into(body, out),
+        Codec::Snappy => {
+            let made = snap::raw::Decoder::new()
+                .decompress(body, out)
+                .map_err(|e| bad(format!("snappy: {e}")))?;
+            if made != out.len() {
+                return Err(bad(format!(
+                    "Snappy gives {made} bytes for a stream of {}",
+                    out.len()
+                )));
+            }
+            Ok(())
+        }
         Codec::Zlib => inflate(body, out),
         Codec::Zstd => crate::codec::zstd_decode_into(body, out),
     }
@@ -612,9 +625,23 @@ mod tests {
         let mut v = good.clone();
         v[2] = FUTURE;
         assert!(message(&v).contains("flags 0x08"));
-        let mut v = good.clone();
-        v[2] = 2 << 5;
-        assert!(message(&v).contains("blosc: streams compressed by Snappy"));
+        let snappy = |data: &[u8]| {
+            let stream = snap::raw::Encoder::new().compress_vec(data).unwrap();
+            let mut v = plain(vec![stream]);
+            v[2] = 2 << 5;
+            v
+        };
+        let mut good_out = vec![0u8; 64];
+        let data: Vec<u8> = (0..64u8).map(|i| i / 5).collect();
+        decode_into(&snappy(&data), &mut good_out).unwrap();
+        assert_eq!(good_out, data);
+        let e = message(&snappy(&data[..40]));
+        assert!(
+            e.contains("stream 0: Snappy gives 40 bytes for a stream of 64"),
+            "{e}"
+        );
+        let e = message(&snappy(&[data.as_slice(), &[1]].concat()));
+        assert!(e.contains("stream 0: snappy: "), "{e}");
         let mut v = good.clone();
         v[2] = 6 << 5;
         assert!(message(&v).contains("codec 6 is none of Blosc's"));
