@@ -64,14 +64,7 @@ pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<()> {
         if end > out.len() {
             return Err(past_end("a back reference", at));
         }
-        // A reference shorter than its length repeats the `distance` bytes it starts at:
-        // copied a period at a time, each copy clear of what it writes.
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(distance);
-            out.copy_within(from + done..from + done + n, at + done);
-            done += n;
-        }
+        copy_back_reference(out, from, at, len);
         at = end;
     }
     if at != out.len() {
@@ -81,6 +74,42 @@ pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Copies the `len` bytes that start at `from` in `out` to `at`, as an LZ77 back reference
+/// does (LZF's, and BloscLZ's): when the reference is nearer than its length, the copy
+/// repeats the pattern between `from` and `at`. A run of one byte is a fill; a longer
+/// pattern is copied once, then from its start in copies that double, each clear of what
+/// it writes (200 bytes 4 back are 6 copies, not 50).
+///
+/// Does nothing unless `from < at` and `at + len` lies inside `out` (the decoders check
+/// both first, and report them).
+///
+/// ```
+/// let mut out = *b"ab......";
+/// zt_formats::lzf::copy_back_reference(&mut out, 0, 2, 6);
+/// assert_eq!(&out, b"abababab");
+/// ```
+pub fn copy_back_reference(out: &mut [u8], from: usize, at: usize, len: usize) {
+    let inside = at.checked_add(len).is_some_and(|end| end <= out.len());
+    if from >= at || !inside {
+        return;
+    }
+    let distance = at - from;
+    if distance == 1 {
+        let byte = out[from];
+        out[at..at + len].fill(byte);
+        return;
+    }
+    let mut done = len.min(distance);
+    out.copy_within(from..from + done, at);
+    // `done` stays a whole number of periods until the last copy, so the pattern restarts
+    // at `from`; the source ends before `at + done`, where the copy writes.
+    while done < len {
+        let n = (len - done).min(done);
+        out.copy_within(from..from + n, at + done);
+        done += n;
+    }
 }
 
 #[cfg(test)]
@@ -109,6 +138,25 @@ mod tests {
         want.extend_from_within(..3);
         assert_eq!(decode(&far, 8195).unwrap(), want);
         assert_eq!(decode(&[], 0).unwrap(), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn a_back_reference_repeats_its_pattern() {
+        for distance in 1..12 {
+            for len in 0..40 {
+                let mut out: Vec<u8> = (0..distance as u8)
+                    .chain(std::iter::repeat_n(0, len))
+                    .collect();
+                copy_back_reference(&mut out, 0, distance, len);
+                let want: Vec<u8> = (0..distance + len).map(|i| (i % distance) as u8).collect();
+                assert_eq!(out, want, "{distance} {len}");
+            }
+        }
+        // Outside the slice, or not backwards: nothing is written.
+        let mut out = [1, 2, 0, 0];
+        copy_back_reference(&mut out, 0, 2, 3);
+        copy_back_reference(&mut out, 2, 2, 1);
+        assert_eq!(out, [1, 2, 0, 0]);
     }
 
     #[test]

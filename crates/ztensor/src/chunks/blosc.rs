@@ -367,14 +367,7 @@ fn blosclz_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
         })?;
         let Some(&next) = data.get(ip) else { break };
         (control, ip) = (usize::from(next), ip + 1);
-        // A match nearer than its length repeats the `distance` bytes it starts at: copied a
-        // period at a time, each copy clear of what it writes.
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(distance);
-            out.copy_within(from + done..from + done + n, op + done);
-            done += n;
-        }
+        zt_formats::lzf::copy_back_reference(out, from, op, len);
         op += len;
     }
     Ok(op)
@@ -395,20 +388,20 @@ fn bit_unshuffle(planes: &[u8], element: usize, out: &mut [u8]) {
     if whole == 0 || rows == 0 {
         return;
     }
-    // For each byte of the element and each eight elements: the eight planes' bytes for
-    // those elements, an 8x8 bit matrix, transposed into the elements' eight bytes.
-    for j in 0..element {
-        for r in 0..rows {
-            let mut matrix = 0u64;
-            for b in 0..8 {
-                let byte = planes.get((8 * j + b) * rows + r).copied().unwrap_or(0);
-                matrix |= u64::from(byte) << (8 * b);
-            }
-            let matrix = transpose_bits(matrix);
-            for k in 0..8 {
-                if let Some(slot) = out.get_mut((8 * r + k) * element + j) {
-                    *slot = (matrix >> (8 * k)) as u8;
-                }
+    let (Some(planes), Some(out)) = (planes.get(..whole), out.get_mut(..whole)) else {
+        return;
+    };
+    // For each byte `j` of the element and each eight elements: the eight planes' bytes for
+    // those elements, an 8x8 bit matrix, transposed into the elements' eight bytes `j`.
+    for (j, eight_planes) in planes.chunks_exact(8 * rows).enumerate() {
+        let p: [&[u8]; 8] = std::array::from_fn(|b| &eight_planes[b * rows..(b + 1) * rows]);
+        for (r, elements) in out.chunks_exact_mut(8 * element).enumerate() {
+            let matrix = u64::from_le_bytes([
+                p[0][r], p[1][r], p[2][r], p[3][r], p[4][r], p[5][r], p[6][r], p[7][r],
+            ]);
+            let bytes = transpose_bits(matrix).to_le_bytes();
+            for (slot, byte) in elements.iter_mut().skip(j).step_by(element).zip(bytes) {
+                *slot = byte;
             }
         }
     }
