@@ -13,8 +13,8 @@ Run in a throwaway environment:
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
   a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4, bzip2 and Blosc (every
-  codec, every shuffle), and scale-offset (a filter we do not decode: listed as
-  unread).
+  codec, every shuffle), scale-offset (integers and floats), and Blosc2 (a filter we
+  do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
@@ -187,9 +187,26 @@ def fill(f, table, skipped, unread, libver):
     ]:
         f.create_dataset(name, data=data, chunks=chunks, **opts)
         record(table, "/" + name, f[name][()])
-    # HDF5's own scale-offset filter, which we do not decode: listed as unread.
-    f.create_dataset("scaleoffset", data=np.arange(10, dtype=np.int32), chunks=(5,), scaleoffset=0)
-    unread.append("/scaleoffset")
+    # HDF5's scale-offset filter: integers with the bit count worked out (0) or given, both
+    # byte orders, zeros among them (the default fill value, coded as all ones), floats scaled
+    # by 10^2 and 10^4, a fill value of its own, edge chunks.
+    so_rng = np.random.default_rng(23)
+    for name, data, chunks, opts in [
+        ("so_i32", (so_rng.integers(-500, 500, (30, 17)) * (so_rng.random((30, 17)) > 0.2)).astype(np.int32), (8, 10), dict(scaleoffset=0)),
+        ("so_u16_bits", so_rng.integers(0, 4000, (50,)).astype(np.uint16), (16,), dict(scaleoffset=12)),
+        ("so_i8", so_rng.integers(-128, 127, (40,)).astype(np.int8), (40,), dict(scaleoffset=0)),
+        ("so_u64", (so_rng.integers(0, 2**40, (20,)).astype(np.uint64) + np.uint64(2**63)), (7,), dict(scaleoffset=0)),
+        ("so_be_i32", so_rng.integers(-(2**20), 2**20, (25,)).astype(">i4"), (10,), dict(scaleoffset=0)),
+        ("so_f32", (so_rng.standard_normal((12, 9)) * 10).astype(np.float32), (5, 9), dict(scaleoffset=2)),
+        ("so_f64", so_rng.standard_normal((40,)) * 1000, (16,), dict(scaleoffset=4)),
+        ("so_f32_fill", np.where(so_rng.random(30) > 0.7, -1.5, so_rng.standard_normal(30)).astype(np.float32), (10,), dict(scaleoffset=3, fillvalue=-1.5)),
+        ("so_i16_full", so_rng.integers(-30000, 30000, (20,)).astype(np.int16), (8,), dict(scaleoffset=16)),
+    ]:
+        f.create_dataset(name, data=data, chunks=chunks, **opts)
+        record(table, "/" + name, f[name][()])
+    # Blosc2 (hdf5plugin), which we do not decode: listed as unread.
+    f.create_dataset("blosc2", data=np.arange(10, dtype=np.int32), chunks=(5,), **hdf5plugin.Blosc2())
+    unread.append("/blosc2")
     # szip (libaec in h5py's wheels), decoded by our own decoder (docs/decisions.md): every
     # sample width (32- and 64-bit pixels are coded as byte planes), both byte orders, the
     # predictor and entropy coding alone, scanlines padded to whole blocks (13, 30 pixels),

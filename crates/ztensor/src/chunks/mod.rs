@@ -1,8 +1,8 @@
 //! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
 //! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and hdf5plugin's Zstandard,
-//! LZ4, bzip2 and Blosc decoded to exactly the chunk's size: [`codecs`], [`blosc`]; shuffle
-//! undone), then its rows are copied into
+//! LZ4, bzip2 and Blosc decoded to exactly the chunk's size: [`codecs`], [`blosc`];
+//! scale-offset unpacked: [`scale_offset`]; shuffle undone), then its rows are copied into
 //! the row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
 //! by the caller ([`decode_box_into`]).
@@ -17,6 +17,7 @@ use zt_formats::{Chunk, ChunkTable};
 
 mod blosc;
 mod codecs;
+mod scale_offset;
 
 use codecs::{bunzip, inflate, lz4_blocks, unshuffle};
 
@@ -25,6 +26,8 @@ const DEFLATE: u16 = 1;
 const SHUFFLE: u16 = 2;
 const FLETCHER32: u16 = 3;
 const SZIP: u16 = 4;
+/// HDF5's scale-offset filter: integers and decimally scaled floats packed in fewer bits.
+const SCALEOFFSET: u16 = 6;
 /// h5py's own LZF filter.
 const LZF: u16 = 32000;
 /// The Zstandard filter of hdf5plugin and HDF5's registered filters: one zstd frame a chunk.
@@ -40,13 +43,16 @@ const BLOSC: u16 = 32001;
 pub(crate) fn decodable(id: u16) -> bool {
     matches!(
         id,
-        DEFLATE | SHUFFLE | FLETCHER32 | SZIP | LZF | BZIP2 | LZ4 | BLOSC
+        DEFLATE | SHUFFLE | FLETCHER32 | SZIP | SCALEOFFSET | LZF | BZIP2 | LZ4 | BLOSC
     ) || (id == ZSTD && cfg!(feature = "zstd"))
 }
 
 /// Whether the filter `id` decompresses, so that its chunks are worth decoding on the pool.
 fn decompresses(id: u16) -> bool {
-    matches!(id, DEFLATE | SZIP | LZF | ZSTD | BZIP2 | LZ4 | BLOSC)
+    matches!(
+        id,
+        DEFLATE | SZIP | SCALEOFFSET | LZF | ZSTD | BZIP2 | LZ4 | BLOSC
+    )
 }
 
 /// Decodes every chunk of `table` from `span` (the component's stored bytes) into `dst`, the
@@ -323,6 +329,7 @@ fn unfilter(
         let data = data.get(..len).unwrap_or_default();
         match filter {
             SZIP => zt_formats::szip::decode_hdf5(data, params, dst)?,
+            SCALEOFFSET => scale_offset::decode_into(data, params, dst)?,
             DEFLATE => inflate(data, dst)?,
             LZF => zt_formats::lzf::decode_into(data, dst)?,
             ZSTD => crate::codec::zstd_decode_into(data, dst)?,
@@ -374,7 +381,7 @@ pub(crate) fn filter_name(id: u16) -> &'static str {
         LZ4 => "lz4",
         BLOSC => "blosc",
         5 => "nbit",
-        6 => "scaleoffset",
+        SCALEOFFSET => "scaleoffset",
         _ => "unknown",
     }
 }
