@@ -255,33 +255,25 @@ fn decode_block(
 
 /// Decompresses one stream into `out`, which it must fill exactly.
 fn decode_stream(codec: Codec, body: &[u8], out: &mut [u8]) -> Result<()> {
-    match codec {
-        Codec::BloscLz => {
-            let made = blosclz_into(body, out)?;
-            if made != out.len() {
-                return Err(bad(format!(
-                    "BloscLZ gives {made} bytes for a stream of {}",
-                    out.len()
-                )));
-            }
-            Ok(())
-        }
-        Codec::Lz4 => lz4_block_into(body, out),
+    let (name, made) = match codec {
+        Codec::BloscLz => ("BloscLZ", blosclz_into(body, out)?),
         Codec::Snappy => {
             let made = snap::raw::Decoder::new()
                 .decompress(body, out)
                 .map_err(|e| bad(format!("snappy: {e}")))?;
-            if made != out.len() {
-                return Err(bad(format!(
-                    "Snappy gives {made} bytes for a stream of {}",
-                    out.len()
-                )));
-            }
-            Ok(())
+            ("Snappy", made)
         }
-        Codec::Zlib => inflate(body, out),
-        Codec::Zstd => crate::codec::zstd_decode_into(body, out),
+        Codec::Lz4 => return lz4_block_into(body, out),
+        Codec::Zlib => return inflate(body, out),
+        Codec::Zstd => return crate::codec::zstd_decode_into(body, out),
+    };
+    if made != out.len() {
+        return Err(bad(format!(
+            "{name} gives {made} bytes for a stream of {}",
+            out.len()
+        )));
     }
+    Ok(())
 }
 
 /// An error in a Blosc chunk.
@@ -606,18 +598,38 @@ mod tests {
         let plain = |streams: Vec<Vec<u8>>| chunk(0, 1, 64, 64, &[streams]);
         let good = plain(vec![vec![7; 64]]);
         assert!(message(&good[..15]).contains("blosc: a chunk shorter than its 16-byte header"));
-        let mut v = good.clone();
-        v[0] = 3;
-        assert!(message(&v).contains("blosc: format version 3"));
-        let mut v = good.clone();
-        v[4] = 65;
-        assert!(message(&v).contains("the header gives 65 bytes for a chunk of 64"));
-        let mut v = good.clone();
-        v[8] = 0;
-        assert!(message(&v).contains("a block size of 0 for 64 bytes"));
-        let mut v = good.clone();
-        v[2] = FUTURE;
-        assert!(message(&v).contains("flags 0x08"));
+        // One field of the header or the block table changed at a time: (where, new bytes,
+        // the error).
+        let damages: [(usize, &[u8], &str); 9] = [
+            (0, &[3], "blosc: format version 3"),
+            (4, &[65], "the header gives 65 bytes for a chunk of 64"),
+            (8, &[0], "a block size of 0 for 64 bytes"),
+            (2, &[FUTURE], "flags 0x08"),
+            (2, &[6 << 5], "codec 6 is none of Blosc's"),
+            (1, &[2], "codec format version 2"),
+            (
+                12,
+                &[200],
+                "the header gives 200 stored bytes; the chunk holds 88",
+            ),
+            // A block's offset past the stored bytes; a stream's size running past them.
+            (
+                16,
+                &1000u32.to_le_bytes(),
+                "blosc: block 0: stream 0's size at byte 1000 lies past the chunk",
+            ),
+            (
+                20,
+                &65u32.to_le_bytes(),
+                "block 0: stream 0 of 65 bytes at byte 24 runs past the chunk",
+            ),
+        ];
+        for (at, bytes, want) in damages {
+            let mut v = good.clone();
+            v[at..at + bytes.len()].copy_from_slice(bytes);
+            let e = message(&v);
+            assert!(e.contains(want), "{at}: {e}");
+        }
         let snappy = |data: &[u8]| {
             let stream = snap::raw::Encoder::new().compress_vec(data).unwrap();
             let mut v = plain(vec![stream]);
@@ -635,27 +647,7 @@ mod tests {
         );
         let e = message(&snappy(&[data.as_slice(), &[1]].concat()));
         assert!(e.contains("stream 0: snappy: "), "{e}");
-        let mut v = good.clone();
-        v[2] = 6 << 5;
-        assert!(message(&v).contains("codec 6 is none of Blosc's"));
-        let mut v = good.clone();
-        v[1] = 2;
-        assert!(message(&v).contains("codec format version 2"));
-        // Offsets past the stored bytes, a stream's size past them, a stream running past.
-        let mut v = good.clone();
-        v[16..20].copy_from_slice(&1000u32.to_le_bytes());
-        let e = message(&v);
-        assert!(
-            e.contains("blosc: block 0: stream 0's size at byte 1000 lies past the chunk"),
-            "{e}"
-        );
-        let mut v = good.clone();
-        v[20..24].copy_from_slice(&65u32.to_le_bytes());
-        let e = message(&v);
-        assert!(
-            e.contains("block 0: stream 0 of 65 bytes at byte 24 runs past the chunk"),
-            "{e}"
-        );
+        // Too many blocks for their offsets to fit.
         let mut v = good.clone();
         v[8] = 1;
         v[12..16].copy_from_slice(&100u32.to_le_bytes());

@@ -12,26 +12,12 @@ pub(super) fn inflate(data: &[u8], out: &mut [u8]) -> Result<()> {
     let status = inflater
         .decompress(data, out, FlushDecompress::Finish)
         .map_err(|e| Error::invalid(format!("deflate: {e}")))?;
-    let made = inflater.total_out();
-    match status {
-        Status::StreamEnd if made == out.len() as u64 => Ok(()),
-        Status::StreamEnd => Err(Error::invalid(format!(
-            "deflate: the chunk inflates to {made} bytes, not {}",
-            out.len()
-        ))),
-        // Not at the stream's end: either the output is full and more would follow, or the
-        // input ran out first.
-        _ if made == out.len() as u64 && inflater.total_in() < data.len() as u64 => {
-            Err(Error::invalid(format!(
-                "deflate: the chunk inflates to more than {} bytes",
-                out.len()
-            )))
-        }
-        _ => Err(Error::invalid(format!(
-            "deflate: the stream ends after {made} of the chunk's {} bytes",
-            out.len()
-        ))),
-    }
+    let stop = Stop {
+        ended: status == Status::StreamEnd,
+        made: inflater.total_out(),
+        used: inflater.total_in(),
+    };
+    stop.filled("deflate", "inflates", data, out)
 }
 
 /// Decompresses one bzip2 stream (the bzip2 filter) into `out`, which it must fill exactly;
@@ -43,23 +29,41 @@ pub(super) fn bunzip(data: &[u8], out: &mut [u8]) -> Result<()> {
         .decompress(data, out)
         // Its messages start "bzip2: " already.
         .map_err(|e| Error::invalid(e.to_string()))?;
-    let made = decoder.total_out();
-    match status {
-        Status::StreamEnd if made == out.len() as u64 => Ok(()),
-        Status::StreamEnd => Err(Error::invalid(format!(
-            "bzip2: the chunk decompresses to {made} bytes, not {}",
-            out.len()
-        ))),
-        _ if made == out.len() as u64 && decoder.total_in() < data.len() as u64 => {
-            Err(Error::invalid(format!(
-                "bzip2: the chunk decompresses to more than {} bytes",
-                out.len()
-            )))
+    let stop = Stop {
+        ended: status == Status::StreamEnd,
+        made: decoder.total_out(),
+        used: decoder.total_in(),
+    };
+    stop.filled("bzip2", "decompresses", data, out)
+}
+
+/// Where a stream decoder given the whole input and the chunk's buffer stopped.
+struct Stop {
+    /// Whether it reached the stream's end.
+    ended: bool,
+    /// Bytes written and read.
+    made: u64,
+    used: u64,
+}
+
+impl Stop {
+    /// Whether the stream filled `out` exactly, and if not, which way it missed: the message
+    /// names the `codec` and what its stream does (`verb`: "inflates").
+    fn filled(&self, codec: &str, verb: &str, data: &[u8], out: &[u8]) -> Result<()> {
+        let (size, made) = (out.len(), self.made);
+        let missed = |how: String| Err(Error::invalid(format!("{codec}: {how}")));
+        match self.ended {
+            true if made == size as u64 => Ok(()),
+            true => missed(format!("the chunk {verb} to {made} bytes, not {size}")),
+            // Not at the stream's end: either the output is full and more would follow, or
+            // the input ran out first.
+            false if made == size as u64 && self.used < data.len() as u64 => {
+                missed(format!("the chunk {verb} to more than {size} bytes"))
+            }
+            false => missed(format!(
+                "the stream ends after {made} of the chunk's {size} bytes"
+            )),
         }
-        _ => Err(Error::invalid(format!(
-            "bzip2: the stream ends after {made} of the chunk's {} bytes",
-            out.len()
-        ))),
     }
 }
 

@@ -849,32 +849,6 @@ mod tests {
         assert_eq!(asked, 1);
     }
 
-    #[test]
-    fn a_deflated_chunk_of_the_wrong_size_is_refused() {
-        let table = |size: u64| one_chunk(16, &[DEFLATE], size);
-        let message = |span: &[u8]| {
-            let mut dst = [0u8; 64];
-            decode_into(&table(span.len() as u64), span, &mut dst, 1 << 20)
-                .unwrap_err()
-                .to_string()
-        };
-        let short = message(&zlib(&[1; 63]));
-        assert!(short.contains("inflates to 63 bytes, not 64"), "{short}");
-        let long = message(&zlib(&[1; 65]));
-        assert!(long.contains("inflates to more than 64 bytes"), "{long}");
-        let whole = zlib(&[1; 64]);
-        let cut = message(&whole[..whole.len() - 5]);
-        assert!(cut.contains("the stream ends after"), "{cut}");
-        let junk = message(&[0x78, 0x9c, 0xff, 0xff, 0xff]);
-        assert!(junk.contains("deflate: "), "{junk}");
-        assert!(junk.contains("chunk 0 at [0]"), "{junk}");
-        // Bytes after the stream's end are ignored, as HDF5 ignores them.
-        let mut dst = [0u8; 64];
-        let trailing = [whole.as_slice(), &[0xab; 7]].concat();
-        decode_into(&table(trailing.len() as u64), &trailing, &mut dst, 1 << 20).unwrap();
-        assert_eq!(dst, [1; 64]);
-    }
-
     /// `data` as one bzip2 stream.
     fn bzip2(data: &[u8]) -> Vec<u8> {
         use std::io::Write;
@@ -884,39 +858,63 @@ mod tests {
     }
 
     #[test]
-    fn a_bzip2_chunk_of_the_wrong_size_is_refused() {
-        let table = |size: u64| one_chunk(16, &[BZIP2], size);
-        let message = |span: &[u8]| {
+    fn a_deflated_or_bzipped_chunk_of_the_wrong_size_is_refused() {
+        type Compress = fn(&[u8]) -> Vec<u8>;
+        let streams: [(u16, Compress, &str, &[u8]); 2] = [
+            (
+                DEFLATE,
+                zlib,
+                "deflate: the chunk inflates",
+                &[0x78, 0x9c, 0xff, 0xff, 0xff],
+            ),
+            (
+                BZIP2,
+                bzip2,
+                "bzip2: the chunk decompresses",
+                b"BZh9 not a bzip2 block",
+            ),
+        ];
+        for (filter, compress, what, junk) in streams {
+            let table = |size: u64| one_chunk(16, &[filter], size);
+            let message = |span: &[u8]| {
+                let mut dst = [0u8; 64];
+                decode_into(&table(span.len() as u64), span, &mut dst, 1 << 20)
+                    .unwrap_err()
+                    .to_string()
+            };
+            let short = message(&compress(&[1; 63]));
+            assert!(
+                short.contains(&format!("{what} to 63 bytes, not 64")),
+                "{short}"
+            );
+            let long = message(&compress(&[1; 65]));
+            assert!(
+                long.contains(&format!("{what} to more than 64 bytes")),
+                "{long}"
+            );
+            let whole = compress(&[1; 64]);
+            let cut = message(&whole[..whole.len() - 5]);
+            let codec = what.split(':').next().unwrap();
+            assert!(
+                cut.contains(&format!("{codec}: the stream ends after")),
+                "{cut}"
+            );
+            let junk = message(junk);
+            assert!(
+                junk.contains(&format!("chunk 0 at [0]: {codec}: ")),
+                "{junk}"
+            );
+            // Bytes after the stream's end are ignored, as HDF5 and the filter ignore them.
             let mut dst = [0u8; 64];
-            decode_into(&table(span.len() as u64), span, &mut dst, 1 << 20)
-                .unwrap_err()
-                .to_string()
-        };
-        let short = message(&bzip2(&[1; 63]));
-        assert!(
-            short.contains("decompresses to 63 bytes, not 64"),
-            "{short}"
-        );
-        let long = message(&bzip2(&[1; 65]));
-        assert!(
-            long.contains("decompresses to more than 64 bytes"),
-            "{long}"
-        );
-        let whole = bzip2(&[1; 64]);
-        let cut = message(&whole[..whole.len() - 5]);
-        assert!(cut.contains("bzip2: the stream ends after"), "{cut}");
-        let junk = message(b"BZh9 not a bzip2 block");
-        assert!(
-            junk.ends_with("chunk 0 at [0]: bzip2: invalid data"),
-            "{junk}"
-        );
-        let alien = message(b"PK\x03\x04 a zip");
-        assert!(alien.ends_with("bzip2: bz2 header missing"), "{alien}");
-        // Bytes after the stream's end are ignored, as the filter ignores them.
+            let trailing = [whole.as_slice(), &[0xab; 7]].concat();
+            decode_into(&table(trailing.len() as u64), &trailing, &mut dst, 1 << 20).unwrap();
+            assert_eq!(dst, [1; 64]);
+        }
+        // bzip2's own words for a stream that is not one.
         let mut dst = [0u8; 64];
-        let trailing = [whole.as_slice(), &[0xab; 7]].concat();
-        decode_into(&table(trailing.len() as u64), &trailing, &mut dst, 1 << 20).unwrap();
-        assert_eq!(dst, [1; 64]);
+        let alien = b"PK\x03\x04 a zip";
+        let e = decode_into(&one_chunk(16, &[BZIP2], 8), alien, &mut dst, 1 << 20).unwrap_err();
+        assert!(e.to_string().ends_with("bzip2: bz2 header missing"), "{e}");
     }
 
     /// `data` in the LZ4 filter's framing, blocks of `block` bytes; the blocks at `raw` are
