@@ -670,7 +670,10 @@ impl<'r> ObjectView<'r> {
 fn dequantize_on_the_pool(t: &GgmlType, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     use rayon::prelude::*;
     let (bb, be) = (t.block_bytes as usize, t.block_elems as usize);
-    let whole = bb > 0 && be > 0 && blocks.len() % bb == 0 && blocks.len() / bb * be == out.len();
+    let whole = bb > 0
+        && be > 0
+        && blocks.len() % bb == 0
+        && (blocks.len() / bb).checked_mul(be) == Some(out.len());
     if !whole || out.len() <= DEQUANTIZE_PIECE || crate::pool::threads() < 2 {
         return zt_formats::ggml::dequantize(t.id, blocks, out);
     }

@@ -349,7 +349,7 @@ fn unfilter(
             other => {
                 return Err(Error::unsupported(format!(
                     "HDF5 filter {other} ({})",
-                    filter_name(other)
+                    filter_name(other).unwrap_or("unknown")
                 )))
             }
         }
@@ -368,22 +368,24 @@ fn unfilter(
     }
 }
 
-/// The name of an HDF5 filter id.
-pub(crate) fn filter_name(id: u16) -> &'static str {
-    match id {
+/// The name of an HDF5 filter id, for the filters HDF5 registers that a file may name.
+pub(crate) fn filter_name(id: u16) -> Option<&'static str> {
+    Some(match id {
         DEFLATE => "deflate",
         SHUFFLE => "shuffle",
         FLETCHER32 => "fletcher32",
         SZIP => "szip",
-        LZF => "lzf",
-        ZSTD => "zstd",
-        BZIP2 => "bzip2",
-        LZ4 => "lz4",
-        BLOSC => "blosc",
         5 => "nbit",
         SCALEOFFSET => "scaleoffset",
-        _ => "unknown",
-    }
+        BZIP2 => "bzip2",
+        LZF => "lzf",
+        BLOSC => "blosc",
+        LZ4 => "lz4",
+        32008 => "bitshuffle",
+        ZSTD => "zstd",
+        32026 => "blosc2",
+        _ => return None,
+    })
 }
 
 /// HDF5's Fletcher-32 over 16-bit big-endian words, reduced every 360 words, an odd last

@@ -1932,22 +1932,8 @@ impl<'s> File<'s> {
             }
             names.push((
                 id,
-                match id {
-                    1 => "deflate".to_owned(),
-                    2 => "shuffle".to_owned(),
-                    3 => "fletcher32".to_owned(),
-                    4 => "szip".to_owned(),
-                    5 => "nbit".to_owned(),
-                    6 => "scaleoffset".to_owned(),
-                    307 => "bzip2".to_owned(),
-                    32000 => "lzf".to_owned(),
-                    32001 => "blosc".to_owned(),
-                    32004 => "lz4".to_owned(),
-                    32008 => "bitshuffle".to_owned(),
-                    32015 => "zstd".to_owned(),
-                    32026 => "blosc2".to_owned(),
-                    other => format!("filter {other}"),
-                },
+                crate::chunks::filter_name(id)
+                    .map_or_else(|| format!("filter {id}"), str::to_owned),
                 params,
             ));
         }
