@@ -13,7 +13,8 @@ Run in a throwaway environment:
   Keras 2 weights, attributes, a compact dataset, a soft link, an external link, strings, a
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
   a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4, bzip2 and Blosc (every
-  codec, every shuffle), scale-offset (integers and floats), and Blosc2 (a filter we
+  codec, every shuffle), bitshuffle (plain, LZ4, Zstandard), scale-offset (integers and
+  floats), and Blosc2 (a filter we
   do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
@@ -201,6 +202,21 @@ def fill(f, table, skipped, unread, libver):
         ("so_f64", so_rng.standard_normal((40,)) * 1000, (16,), dict(scaleoffset=4)),
         ("so_f32_fill", np.where(so_rng.random(30) > 0.7, -1.5, so_rng.standard_normal(30)).astype(np.float32), (10,), dict(scaleoffset=3, fillvalue=-1.5)),
         ("so_i16_full", so_rng.integers(-30000, 30000, (20,)).astype(np.int16), (8,), dict(scaleoffset=16)),
+    ]:
+        f.create_dataset(name, data=data, chunks=chunks, **opts)
+        record(table, "/" + name, f[name][()])
+    # The bitshuffle filter (hdf5plugin): no compression, LZ4 and Zstandard; the default
+    # block (about 8 KiB) and one of 64 elements, so that a chunk holds several blocks and a
+    # shorter last one; element counts that leave a tail of fewer than 8 elements as they
+    # are; one-byte elements; random bytes LZ4 cannot shrink.
+    bs_rng = np.random.default_rng(29)
+    BS = hdf5plugin.Bitshuffle
+    for name, data, chunks, opts in [
+        ("bitshuffle", np.linspace(-3, 3, 1000, dtype=np.float32), (333,), BS(cname="none")),
+        ("bitshuffle_lz4", (np.arange(909, dtype=np.uint16) * 7 % 1000).reshape(9, 101), (3, 101), BS(nelems=64, cname="lz4")),
+        ("bitshuffle_zstd", np.round(np.arange(2200) / 9.0).reshape(2, 1100), (1, 1100), BS(cname="zstd", clevel=5)),
+        ("bitshuffle_u8", (np.arange(9003) % 17).astype(np.uint8).reshape(3, 3001), (3, 3001), BS(cname="lz4")),
+        ("bitshuffle_random", bs_rng.integers(-(2**31), 2**31 - 1, (4, 100), dtype=np.int32), (4, 100), BS(nelems=128, cname="lz4")),
     ]:
         f.create_dataset(name, data=data, chunks=chunks, **opts)
         record(table, "/" + name, f[name][()])

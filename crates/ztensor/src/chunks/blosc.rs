@@ -19,7 +19,7 @@
 
 use zt_container::{Error, Result};
 
-use super::codecs::{inflate, lz4_block_into, unshuffle};
+use super::codecs::{bit_untranspose, inflate, lz4_block_into, unshuffle};
 
 /// The header's length.
 const HEADER: usize = 16;
@@ -365,69 +365,23 @@ fn blosclz_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
     Ok(op)
 }
 
-/// Undoes Blosc's bit shuffle (the bitshuffle library's transposition, as c-blosc calls it):
-/// `planes` holds, for each bit `b` of each byte `j` of an element, one bit an element (bit
-/// `i % 8` of byte `i / 8` for element `i`), plane `8 * j + b` after plane `8 * j + b - 1`.
-/// Only a whole multiple of eight elements is shuffled; the bytes after it, or the whole
-/// block when the count is not such a multiple, are as they are.
+/// Undoes Blosc's bit shuffle of a block: only a whole multiple of eight elements is
+/// shuffled ([`bit_untranspose`]); the bytes after it, or the whole block when the count is
+/// not such a multiple (c-blosc's rule for format version 2), are as they are.
 fn bit_unshuffle(planes: &[u8], element: usize, out: &mut [u8]) {
     let count = planes.len() / element.max(1);
     let whole = if count % 8 == 0 { count * element } else { 0 };
     if let (Some(o), Some(p)) = (out.get_mut(whole..), planes.get(whole..)) {
         o.copy_from_slice(p);
     }
-    let rows = count / 8;
-    if whole == 0 || rows == 0 {
-        return;
+    if let (Some(planes), Some(out)) = (planes.get(..whole), out.get_mut(..whole)) {
+        bit_untranspose(planes, element, out);
     }
-    let (Some(planes), Some(out)) = (planes.get(..whole), out.get_mut(..whole)) else {
-        return;
-    };
-    // For each byte `j` of the element and each eight elements: the eight planes' bytes for
-    // those elements, an 8x8 bit matrix, transposed into the elements' eight bytes `j`.
-    for (j, eight_planes) in planes.chunks_exact(8 * rows).enumerate() {
-        let p: [&[u8]; 8] = std::array::from_fn(|b| &eight_planes[b * rows..(b + 1) * rows]);
-        for (r, elements) in out.chunks_exact_mut(8 * element).enumerate() {
-            let matrix = u64::from_le_bytes([
-                p[0][r], p[1][r], p[2][r], p[3][r], p[4][r], p[5][r], p[6][r], p[7][r],
-            ]);
-            let bytes = transpose_bits(matrix).to_le_bytes();
-            for (slot, byte) in elements.iter_mut().skip(j).step_by(element).zip(bytes) {
-                *slot = byte;
-            }
-        }
-    }
-}
-
-/// Transposes the 8x8 bit matrix `x` (row `r` its byte `r`, column `c` bit `c` of a row):
-/// bit `c` of byte `r` becomes bit `r` of byte `c`. Three rounds of swapping the
-/// off-diagonal blocks of 1x1, 2x2 and 4x4 bits.
-fn transpose_bits(mut x: u64) -> u64 {
-    let t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
-    x ^= t ^ (t << 7);
-    let t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
-    x ^= t ^ (t << 14);
-    let t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
-    x ^ t ^ (t << 28)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn transpose_bits_agrees_with_the_definition() {
-        let mut x = 0x0123_4567_89ab_cdefu64;
-        for _ in 0..50 {
-            let t = transpose_bits(x);
-            for r in 0..8 {
-                for c in 0..8 {
-                    assert_eq!(t >> (8 * c + r) & 1, x >> (8 * r + c) & 1);
-                }
-            }
-            x = x.rotate_left(13).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
 
     #[test]
     fn bit_unshuffle_agrees_with_the_definition() {

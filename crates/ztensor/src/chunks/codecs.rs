@@ -1,6 +1,7 @@
 //! The codecs of HDF5's filters that turn one buffer into another of the chunk's size:
-//! deflate (zlib), bzip2, LZ4's block framing and the byte shuffle. Each writes into a slice
-//! it is given and must fill it exactly; Blosc ([`super::blosc`]) takes them too.
+//! deflate (zlib), bzip2, LZ4's block framing, the byte shuffle and the bitshuffle library's
+//! bit transposition. Each writes into a slice it is given and must fill it exactly; Blosc
+//! ([`super::blosc`]) and the bitshuffle filter ([`super::bitshuffle`]) take them too.
 
 use zt_container::{Error, Result};
 
@@ -183,5 +184,94 @@ fn interleave<const N: usize>(planes: &[u8], count: usize, out: &mut [u8]) {
             dst.copy_from_slice(element);
         }
         at += len;
+    }
+}
+
+/// Undoes the bitshuffle library's bit transposition (`bshuf_untrans_bit_elem`), which
+/// c-blosc and the bitshuffle filter both use: `planes` holds, for each bit `b` of each byte
+/// `j` of an element, one bit an element (bit `i % 8` of byte `i / 8` for element `i`), plane
+/// `8 * j + b` after plane `8 * j + b - 1`. `planes` and `out` hold the same whole multiple of
+/// eight elements; anything else is left to the caller, who copies such tails as they are.
+pub(super) fn bit_untranspose(planes: &[u8], element: usize, out: &mut [u8]) {
+    let element = element.max(1);
+    let rows = planes.len().min(out.len()) / (8 * element);
+    if rows == 0 {
+        return;
+    }
+    let whole = rows * 8 * element;
+    let (Some(planes), Some(out)) = (planes.get(..whole), out.get_mut(..whole)) else {
+        return;
+    };
+    // For each byte `j` of the element and each eight elements: the eight planes' bytes for
+    // those elements, an 8x8 bit matrix, transposed into the elements' eight bytes `j`.
+    for (j, eight_planes) in planes.chunks_exact(8 * rows).enumerate() {
+        let p: [&[u8]; 8] = std::array::from_fn(|b| &eight_planes[b * rows..(b + 1) * rows]);
+        for (r, elements) in out.chunks_exact_mut(8 * element).enumerate() {
+            let matrix = u64::from_le_bytes([
+                p[0][r], p[1][r], p[2][r], p[3][r], p[4][r], p[5][r], p[6][r], p[7][r],
+            ]);
+            let bytes = transpose_bits(matrix).to_le_bytes();
+            for (slot, byte) in elements.iter_mut().skip(j).step_by(element).zip(bytes) {
+                *slot = byte;
+            }
+        }
+    }
+}
+
+/// Transposes the 8x8 bit matrix `x` (row `r` its byte `r`, column `c` bit `c` of a row):
+/// bit `c` of byte `r` becomes bit `r` of byte `c`. Three rounds of swapping the
+/// off-diagonal blocks of 1x1, 2x2 and 4x4 bits.
+fn transpose_bits(mut x: u64) -> u64 {
+    let t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+    x ^= t ^ (t << 7);
+    let t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+    x ^= t ^ (t << 14);
+    let t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+    x ^ t ^ (t << 28)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_untranspose_agrees_with_the_definition() {
+        // The element sizes with a loop of their own and two without, one and several rows.
+        for element in [1usize, 2, 3, 4, 5, 8] {
+            for count in [8usize, 24] {
+                let values: Vec<u8> = (0..count * element)
+                    .map(|i| (i * 37 + i / 5) as u8)
+                    .collect();
+                // Plane 8j+b holds bit b of byte j of each element, element i at bit i%8 of
+                // byte i/8.
+                let rows = count / 8;
+                let mut planes = vec![0u8; values.len()];
+                for i in 0..count {
+                    for j in 0..element {
+                        for b in 0..8 {
+                            let bit = values[i * element + j] >> b & 1;
+                            planes[(8 * j + b) * rows + i / 8] |= bit << (i % 8);
+                        }
+                    }
+                }
+                let mut out = vec![0u8; values.len()];
+                bit_untranspose(&planes, element, &mut out);
+                assert_eq!(out, values, "{count} elements of {element} bytes");
+            }
+        }
+    }
+
+    #[test]
+    fn transpose_bits_agrees_with_the_definition() {
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        for _ in 0..50 {
+            let t = transpose_bits(x);
+            for r in 0..8 {
+                for c in 0..8 {
+                    assert_eq!(t >> (8 * c + r) & 1, x >> (8 * r + c) & 1);
+                }
+            }
+            x = x.rotate_left(13).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
     }
 }

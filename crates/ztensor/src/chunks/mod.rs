@@ -1,7 +1,8 @@
 //! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
 //! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and hdf5plugin's Zstandard,
-//! LZ4, bzip2 and Blosc decoded to exactly the chunk's size: [`codecs`], [`blosc`];
+//! LZ4, bzip2, Blosc and bitshuffle decoded to exactly the chunk's size: [`codecs`],
+//! [`blosc`], [`bitshuffle`];
 //! scale-offset unpacked: [`scale_offset`]; shuffle undone), then its rows are copied into
 //! the row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
@@ -15,6 +16,7 @@ use std::ops::Range;
 use zt_container::{Error, Result};
 use zt_formats::{Chunk, ChunkTable};
 
+mod bitshuffle;
 mod blosc;
 mod codecs;
 mod scale_offset;
@@ -38,12 +40,23 @@ const BZIP2: u16 = 307;
 const LZ4: u16 = 32004;
 /// hdf5-blosc's filter (hdf5plugin, PyTables): one Blosc 1 chunk an HDF5 chunk.
 const BLOSC: u16 = 32001;
+/// The bitshuffle library's filter (hdf5plugin): bit-transposed blocks, LZ4 or Zstandard.
+const BITSHUFFLE: u16 = 32008;
 
 /// Whether chunks through the filter `id` can be decoded here.
 pub(crate) fn decodable(id: u16) -> bool {
     matches!(
         id,
-        DEFLATE | SHUFFLE | FLETCHER32 | SZIP | SCALEOFFSET | LZF | BZIP2 | LZ4 | BLOSC
+        DEFLATE
+            | SHUFFLE
+            | FLETCHER32
+            | SZIP
+            | SCALEOFFSET
+            | LZF
+            | BZIP2
+            | LZ4
+            | BLOSC
+            | BITSHUFFLE
     ) || (id == ZSTD && cfg!(feature = "zstd"))
 }
 
@@ -51,7 +64,7 @@ pub(crate) fn decodable(id: u16) -> bool {
 fn decompresses(id: u16) -> bool {
     matches!(
         id,
-        DEFLATE | SZIP | SCALEOFFSET | LZF | ZSTD | BZIP2 | LZ4 | BLOSC
+        DEFLATE | SZIP | SCALEOFFSET | LZF | ZSTD | BZIP2 | LZ4 | BLOSC | BITSHUFFLE
     )
 }
 
@@ -336,6 +349,7 @@ fn unfilter(
             BZIP2 => bunzip(data, dst)?,
             LZ4 => lz4_blocks(data, dst)?,
             BLOSC => blosc::decode_into(data, dst)?,
+            BITSHUFFLE => bitshuffle::decode_into(data, params, dst)?,
             SHUFFLE => {
                 if data.len() != dst.len() {
                     return Err(Error::invalid(format!(
@@ -381,7 +395,7 @@ pub(crate) fn filter_name(id: u16) -> Option<&'static str> {
         LZF => "lzf",
         BLOSC => "blosc",
         LZ4 => "lz4",
-        32008 => "bitshuffle",
+        BITSHUFFLE => "bitshuffle",
         ZSTD => "zstd",
         32026 => "blosc2",
         _ => return None,
