@@ -14,7 +14,7 @@ Run in a throwaway environment:
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
   a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4, bzip2 and Blosc (every
   codec, every shuffle), bitshuffle (plain, LZ4, Zstandard), scale-offset (integers and
-  floats), and Blosc2 (a filter we
+  floats), nbit (full precision: stored as is), and Blosc2 (a filter we
   do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
@@ -219,6 +219,22 @@ def fill(f, table, skipped, unread, libver):
         ("bitshuffle_random", bs_rng.integers(-(2**31), 2**31 - 1, (4, 100), dtype=np.int32), (4, 100), BS(nelems=128, cname="lz4")),
     ]:
         f.create_dataset(name, data=data, chunks=chunks, **opts)
+        record(table, "/" + name, f[name][()])
+    # HDF5's nbit filter, set on the property list (h5py has no keyword for it). On types of
+    # full precision, the only ones h5py makes (HDF 2.0 refuses others unless told), HDF5
+    # marks it "need not compress" and stores the chunks as they are; once with deflate.
+    for name, data, deflate in [
+        ("nbit_i32", (np.arange(50, dtype=np.int32) * 997 - 20000).reshape(5, 10), False),
+        ("nbit_f64_deflate", np.linspace(-1, 1, 30), True),
+    ]:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((2,) + data.shape[1:] if data.ndim > 1 else (8,))
+        dcpl.set_filter(5, h5py.h5z.FLAG_OPTIONAL, ())
+        if deflate:
+            dcpl.set_deflate(4)
+        space = h5py.h5s.create_simple(data.shape)
+        h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(data.dtype), space, dcpl=dcpl)
+        f[name][...] = data
         record(table, "/" + name, f[name][()])
     # Blosc2 (hdf5plugin), which we do not decode: listed as unread.
     f.create_dataset("blosc2", data=np.arange(10, dtype=np.int32), chunks=(5,), **hdf5plugin.Blosc2())

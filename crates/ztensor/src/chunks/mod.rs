@@ -3,7 +3,8 @@
 //! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and hdf5plugin's Zstandard,
 //! LZ4, bzip2, Blosc and bitshuffle decoded to exactly the chunk's size: [`codecs`],
 //! [`blosc`], [`bitshuffle`];
-//! scale-offset unpacked: [`scale_offset`]; shuffle undone), then its rows are copied into
+//! scale-offset unpacked: [`scale_offset`]; shuffle undone; nbit passed over where HDF5 stored
+//! the chunk as it is), then its rows are copied into
 //! the row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
 //! by the caller ([`decode_box_into`]).
@@ -28,6 +29,9 @@ const DEFLATE: u16 = 1;
 const SHUFFLE: u16 = 2;
 const FLETCHER32: u16 = 3;
 const SZIP: u16 = 4;
+/// HDF5's nbit filter: elements packed to their precision; on the full-precision types read
+/// here, HDF5 marks it "need not compress" and stores the chunks as they are.
+const NBIT: u16 = 5;
 /// HDF5's scale-offset filter: integers and decimally scaled floats packed in fewer bits.
 const SCALEOFFSET: u16 = 6;
 /// h5py's own LZF filter.
@@ -51,6 +55,7 @@ pub(crate) fn decodable(id: u16) -> bool {
             | SHUFFLE
             | FLETCHER32
             | SZIP
+            | NBIT
             | SCALEOFFSET
             | LZF
             | BZIP2
@@ -295,7 +300,10 @@ fn unfilter(
         .map(|(i, &f)| (f, table.filter_params.get(i).map_or(&[][..], Vec::as_slice)))
         .collect();
     // The filters that write a new buffer still to come, counting the current one.
-    let mut writes_left = active.iter().filter(|(f, _)| *f != FLETCHER32).count();
+    let mut writes_left = active
+        .iter()
+        .filter(|&&(f, params)| f != FLETCHER32 && !(f == NBIT && nbit_stored_as_is(params)))
+        .count();
     if writes_left > 1 && work.len() != out.len() {
         work.clear();
         work.try_reserve_exact(out.len())
@@ -325,6 +333,20 @@ fn unfilter(
             }
             len = body.len();
             continue;
+        }
+        if filter == NBIT {
+            if nbit_stored_as_is(params) {
+                continue;
+            }
+            return Err(match params.first() {
+                Some(&count) if count as usize == params.len() && count >= 2 => {
+                    Error::unsupported("nbit: chunks packed to a precision below the element's")
+                }
+                _ => Error::invalid(format!(
+                    "nbit: {} parameters, where the first gives their count",
+                    params.len()
+                )),
+            });
         }
         // Odd counts of writes left end in `out`, even ones in `work`.
         let to = if writes_left % 2 == 1 {
@@ -382,6 +404,13 @@ fn unfilter(
     }
 }
 
+/// Whether the nbit filter's parameters `params` mark its chunks as stored as they are:
+/// their count first (which HDF5 checks against the parameters it holds), then its "need not
+/// compress" flag, which HDF5 sets when every element uses all of its bits.
+fn nbit_stored_as_is(params: &[u32]) -> bool {
+    matches!(params, [count, flag, ..] if *count as usize == params.len() && *flag != 0)
+}
+
 /// The name of an HDF5 filter id, for the filters HDF5 registers that a file may name.
 pub(crate) fn filter_name(id: u16) -> Option<&'static str> {
     Some(match id {
@@ -389,7 +418,7 @@ pub(crate) fn filter_name(id: u16) -> Option<&'static str> {
         SHUFFLE => "shuffle",
         FLETCHER32 => "fletcher32",
         SZIP => "szip",
-        5 => "nbit",
+        NBIT => "nbit",
         SCALEOFFSET => "scaleoffset",
         BZIP2 => "bzip2",
         LZF => "lzf",
@@ -519,6 +548,7 @@ fn place_in_box(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zt_container::ErrorKind;
 
     /// The box `ranges` (`len` bytes) of the dataset `table` whose chunks lie in `span`.
     fn decode_box(
@@ -753,6 +783,51 @@ mod tests {
         let mut dst = vec![0; elements.len()];
         decode_into(&t, &span, &mut dst, 1 << 20).unwrap();
         assert!(dst == elements);
+    }
+
+    #[test]
+    fn nbit_marked_need_not_compress_passes_chunks_through() {
+        // HDF5's parameters for 1024 full-precision little-endian 4-byte integers: 8 of
+        // them, "need not compress", 1024 elements, an atomic type of 4 bytes, order 0,
+        // 32 bits at bit 0.
+        let as_is = vec![8, 1, 1024, 1, 4, 0, 32, 0];
+        let elements: Vec<u8> = (0..1024u32).flat_map(|i| (i * 7).to_le_bytes()).collect();
+        for (filters, span) in [
+            (vec![NBIT], elements.clone()),
+            (vec![NBIT, DEFLATE], zlib(&elements)),
+            (vec![SHUFFLE, NBIT, DEFLATE], zlib(&shuffle(&elements, 4))),
+        ] {
+            let mut t = one_chunk(1024, &filters, span.len() as u64);
+            let at = filters.iter().position(|&f| f == NBIT).unwrap();
+            t.filter_params[at] = as_is.clone();
+            let mut dst = vec![0; elements.len()];
+            decode_into(&t, &span, &mut dst, 1 << 20).unwrap();
+            assert!(dst == elements, "{filters:?}");
+        }
+        // Packed chunks are not read; parameters that miscount themselves are refused.
+        let mut packed = as_is.clone();
+        packed[1] = 0;
+        let short = vec![8, 1];
+        for (params, kind, message) in [
+            (
+                packed,
+                ErrorKind::Unsupported,
+                "nbit: chunks packed to a precision",
+            ),
+            (
+                short,
+                ErrorKind::InvalidFile,
+                "nbit: 2 parameters, where the first",
+            ),
+            (Vec::new(), ErrorKind::InvalidFile, "nbit: 0 parameters"),
+        ] {
+            let mut t = one_chunk(1024, &[NBIT], elements.len() as u64);
+            t.filter_params[0] = params;
+            let mut dst = vec![0; elements.len()];
+            let e = decode_into(&t, &elements, &mut dst, 1 << 20).unwrap_err();
+            assert_eq!(e.kind(), kind, "{e}");
+            assert!(e.message().contains(message), "{e}");
+        }
     }
 
     /// A 1-D dataset of 600 deflated chunks of 256 u32 each, three batches of at most 256, and
