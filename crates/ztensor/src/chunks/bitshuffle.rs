@@ -105,7 +105,10 @@ pub(super) fn decode_into(data: &[u8], params: &[u32], out: &mut [u8]) -> Result
         let place =
             |e: Error| Error::new(e.kind(), format!("bitshuffle: block {i}: {}", e.message()));
         let Some(codec) = codec else {
-            let planes = body.get(at..at + piece.len()).unwrap_or_default();
+            // Within the chunk: its stored bytes are as many as the output's.
+            let planes = body
+                .get(at..at + piece.len())
+                .ok_or_else(|| bad(format!("the chunk ends before block {i}")))?;
             bit_untranspose(planes, element, piece);
             at += piece.len();
             continue;
@@ -166,22 +169,7 @@ fn default_block(element: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// Bit-transposes `count` elements of `element` bytes (a multiple of 8), the way the
-    /// filter's writer does: plane `8 * j + b` holds bit `b` of byte `j` of each element.
-    fn transpose(values: &[u8], element: usize) -> Vec<u8> {
-        let count = values.len() / element;
-        let rows = count / 8;
-        let mut planes = vec![0u8; values.len()];
-        for i in 0..count {
-            for j in 0..element {
-                for b in 0..8 {
-                    let bit = values[i * element + j] >> b & 1;
-                    planes[(8 * j + b) * rows + i / 8] |= bit << (i % 8);
-                }
-            }
-        }
-        planes
-    }
+    use crate::chunks::codecs::bit_transpose_by_definition as transpose;
 
     /// `count` elements of `element` bytes written by the filter with blocks of `block`
     /// elements, uncompressed: the blocks' transpositions, then the tail as it is.

@@ -388,22 +388,12 @@ mod tests {
         let element = 3;
         for count in [8usize, 16, 13] {
             let values: Vec<u8> = (0..count * element).map(|i| (i * 37 + 5) as u8).collect();
-            // Plane 8j+b holds bit b of byte j of each element, element i at bit i%8 of
-            // byte i/8.
-            let mut planes = vec![0u8; values.len()];
-            if count % 8 == 0 {
-                let rows = count / 8;
-                for i in 0..count {
-                    for j in 0..element {
-                        for b in 0..8 {
-                            let bit = values[i * element + j] >> b & 1;
-                            planes[(8 * j + b) * rows + i / 8] |= bit << (i % 8);
-                        }
-                    }
-                }
+            // A count not a multiple of 8 is left as it is.
+            let planes = if count % 8 == 0 {
+                crate::chunks::codecs::bit_transpose_by_definition(&values, element)
             } else {
-                planes.copy_from_slice(&values);
-            }
+                values.clone()
+            };
             let mut out = vec![0u8; values.len()];
             bit_unshuffle(&planes, element, &mut out);
             assert_eq!(out, values, "{count} elements");

@@ -230,30 +230,38 @@ fn transpose_bits(mut x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
+/// The bitshuffle library's transposition by its definition, for tests: `values` holds a
+/// whole multiple of eight elements of `element` bytes; plane `8 * j + b` of the result holds
+/// bit `b` of byte `j` of each element, element `i` at bit `i % 8` of the plane's byte `i / 8`.
+#[cfg(test)]
+pub(super) fn bit_transpose_by_definition(values: &[u8], element: usize) -> Vec<u8> {
+    let count = values.len() / element;
+    let rows = count / 8;
+    let mut planes = vec![0u8; values.len()];
+    for i in 0..count {
+        for j in 0..element {
+            for b in 0..8 {
+                let bit = values[i * element + j] >> b & 1;
+                planes[(8 * j + b) * rows + i / 8] |= bit << (i % 8);
+            }
+        }
+    }
+    planes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn bit_untranspose_agrees_with_the_definition() {
-        // The element sizes with a loop of their own and two without, one and several rows.
+        // Elements of 1 to 8 bytes, in one row of eight and in three.
         for element in [1usize, 2, 3, 4, 5, 8] {
             for count in [8usize, 24] {
                 let values: Vec<u8> = (0..count * element)
                     .map(|i| (i * 37 + i / 5) as u8)
                     .collect();
-                // Plane 8j+b holds bit b of byte j of each element, element i at bit i%8 of
-                // byte i/8.
-                let rows = count / 8;
-                let mut planes = vec![0u8; values.len()];
-                for i in 0..count {
-                    for j in 0..element {
-                        for b in 0..8 {
-                            let bit = values[i * element + j] >> b & 1;
-                            planes[(8 * j + b) * rows + i / 8] |= bit << (i % 8);
-                        }
-                    }
-                }
+                let planes = bit_transpose_by_definition(&values, element);
                 let mut out = vec![0u8; values.len()];
                 bit_untranspose(&planes, element, &mut out);
                 assert_eq!(out, values, "{count} elements of {element} bytes");
