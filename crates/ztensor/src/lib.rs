@@ -37,6 +37,7 @@
 //! Read a PyTorch checkpoint without running its pickle, and convert it:
 //!
 //! ```
+//! # #[cfg(feature = "torch")]
 //! # fn main() -> ztensor::Result<()> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! let ckpt = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/pytorch/pytorch_model.bin");
@@ -46,11 +47,14 @@
 //! ztensor::upgrade(ckpt, dir.path().join("model.zt"), ztensor::ConvertOptions::default())?;
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "torch"))]
+//! # fn main() {}
 //! ```
 //!
 //! Write a file with attributes, compression and digests:
 //!
 //! ```
+//! # #[cfg(feature = "zstd")]
 //! # fn main() -> ztensor::Result<()> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("model.zt");
@@ -62,6 +66,8 @@
 //! w.finish()?; // nothing is at `path` until here
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "zstd"))]
+//! # fn main() {}
 //! ```
 //!
 //! Open a file and iterate its objects; read one typed, and the bytes of any object:
@@ -96,6 +102,7 @@
 //! `.safetensors`, `.mag` or GGUF:
 //!
 //! ```
+//! # #[cfg(feature = "safetensors")]
 //! # fn main() -> ztensor::Result<()> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let zt = dir.path().join("model.zt");
@@ -109,6 +116,8 @@
 //! assert_eq!(&ztensor::open(&back)?.read::<f32>("w")?[..], &[1.0, 2.0]);
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "safetensors"))]
+//! # fn main() {}
 //! ```
 
 #![deny(missing_docs)]

@@ -199,6 +199,7 @@ pub struct ComponentInfo {
 /// [`ComponentInfo::arrangement`]), checked at open to stay inside them.
 ///
 /// ```
+/// # #[cfg(feature = "numpy")]
 /// # fn main() -> ztensor::Result<()> {
 /// let npz = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/numpy/all.npz");
 /// let r = ztensor::open(npz)?;
@@ -208,6 +209,8 @@ pub struct ComponentInfo {
 /// assert_eq!(&o.read::<f32>()?[..], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]); // row-major copy
 /// # Ok(())
 /// # }
+/// # #[cfg(not(feature = "numpy"))]
+/// # fn main() {}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arrangement {

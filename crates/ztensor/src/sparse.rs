@@ -526,6 +526,7 @@ impl<'r> ObjectView<'r> {
     /// GGUF file or a zTensor file converted from one).
     ///
     /// ```
+    /// # #[cfg(feature = "gguf")]
     /// # fn main() -> ztensor::Result<()> {
     /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/gguf/quant.gguf");
     /// let r = ztensor::open(path)?;
@@ -537,6 +538,8 @@ impl<'r> ObjectView<'r> {
     /// assert_eq!(q.read::<f32>()?.len(), 128);          // dequantized
     /// # Ok(())
     /// # }
+    /// # #[cfg(not(feature = "gguf"))]
+    /// # fn main() {}
     /// ```
     pub fn ggml_type(&self) -> Option<GgmlType> {
         match &self.info().format {

@@ -93,6 +93,7 @@ fn layout(output: &Path) -> Result<(PathBuf, PathBuf, String, String)> {
 /// old shard behind).
 ///
 /// ```
+/// # #[cfg(feature = "safetensors")]
 /// # fn main() -> ztensor::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
 /// # let src = dir.path().join("src.zt");
@@ -116,6 +117,8 @@ fn layout(output: &Path) -> Result<(PathBuf, PathBuf, String, String)> {
 /// assert_eq!(&set.object("b")?.read::<f32>()?[..], &[3.0, 4.0]);
 /// # Ok(())
 /// # }
+/// # #[cfg(not(feature = "safetensors"))]
+/// # fn main() {}
 /// ```
 pub fn write_indexed(
     objects: &[ObjectView<'_>],
@@ -144,6 +147,7 @@ pub fn write_indexed(
 /// OUT.index.json` without `--shard-size`).
 ///
 /// ```
+/// # #[cfg(feature = "safetensors")]
 /// # fn main() -> ztensor::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
 /// # let src = dir.path().join("src.zt");
@@ -167,6 +171,8 @@ pub fn write_indexed(
 /// assert!(set.shard_of("c").unwrap().ends_with("model-00001-of-00002.safetensors"));
 /// # Ok(())
 /// # }
+/// # #[cfg(not(feature = "safetensors"))]
+/// # fn main() {}
 /// ```
 pub fn write_indexed_groups(
     groups: &[Vec<ObjectView<'_>>],
