@@ -255,9 +255,9 @@ mod tests {
 
     #[test]
     fn bit_untranspose_agrees_with_the_definition() {
-        // Elements of 1 to 8 bytes, in one row of eight and in three.
+        // Elements of 1 to 8 bytes; one row of eight, three and seventeen.
         for element in [1usize, 2, 3, 4, 5, 8] {
-            for count in [8usize, 24] {
+            for count in [8usize, 24, 136] {
                 let values: Vec<u8> = (0..count * element)
                     .map(|i| (i * 37 + i / 5) as u8)
                     .collect();
