@@ -224,6 +224,69 @@ mod tests {
         assert_eq!(out, values);
     }
 
+    /// A chunk as the filter writes it: the header and LZ4 blocks when `lz4`, the blocks as
+    /// they are when not; `block` elements a block (a multiple of 8).
+    fn written(values: &[u8], element: usize, block: usize, lz4: bool) -> Vec<u8> {
+        if !lz4 {
+            return shuffled(values, element, block);
+        }
+        let count = values.len() / element;
+        let whole = (count - count % 8) * element;
+        let mut out = (values.len() as u64).to_be_bytes().to_vec();
+        out.extend(((block * element) as u32).to_be_bytes());
+        for piece in values[..whole].chunks(block * element) {
+            let packed = lz4_flex::block::compress(&transpose(piece, element));
+            out.extend((packed.len() as u32).to_be_bytes());
+            out.extend(packed);
+        }
+        out.extend(&values[whole..]);
+        out
+    }
+
+    proptest::proptest! {
+        /// Any elements, element size and block size, compressed or not, read back as they
+        /// were written.
+        #[test]
+        fn what_the_filter_writes_reads_back(
+            element in 1usize..10,
+            count in 0usize..300,
+            eights in 1usize..12,
+            lz4 in proptest::prelude::any::<bool>(),
+            seed in proptest::prelude::any::<u8>(),
+        ) {
+            let values: Vec<u8> = (0..count * element)
+                .map(|i| (i as u8).wrapping_mul(seed) ^ (i / 13) as u8)
+                .collect();
+            let stored = written(&values, element, 8 * eights, lz4);
+            let compression = if lz4 { COMPRESS_LZ4 } else { 0 };
+            let params = [0, 4, element as u32, (8 * eights) as u32, compression];
+            let mut out = vec![0u8; values.len()];
+            decode_into(&stored, &params, &mut out).unwrap();
+            proptest::prop_assert_eq!(out, values);
+        }
+
+        /// Any bytes under any parameters: an error or a filled chunk, never a panic.
+        #[test]
+        fn any_bytes_are_refused_or_read(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            params in proptest::collection::vec(
+                proptest::prop_oneof![0u32..20, proptest::prelude::any::<u32>()],
+                0..7,
+            ),
+            len in 0usize..300,
+            flip in proptest::prelude::any::<(u16, u8)>(),
+        ) {
+            let mut out = vec![0u8; len];
+            let _ = decode_into(&data, &params, &mut out);
+            // And a valid LZ4 chunk with one byte changed.
+            let values: Vec<u8> = (0..len).map(|i| (i / 3) as u8).collect();
+            let mut stored = written(&values, 1, 64, true);
+            let at = usize::from(flip.0) % stored.len();
+            stored[at] ^= flip.1;
+            let _ = decode_into(&stored, &[0, 4, 1, 64, COMPRESS_LZ4], &mut out);
+        }
+    }
+
     #[test]
     fn refusals_name_what_is_wrong() {
         let values = values(16 * 4);
