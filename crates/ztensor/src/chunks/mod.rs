@@ -1085,20 +1085,7 @@ mod tests {
 
     #[test]
     fn shuffle_is_undone() {
-        let table = ChunkTable {
-            dims: vec![2],
-            chunk: vec![2],
-            element_size: 4,
-            filters: vec![SHUFFLE],
-            filter_params: vec![Vec::new()],
-            chunks: vec![Chunk {
-                at: 0,
-                size: 8,
-                start: vec![0],
-                mask: 0,
-            }],
-            fill: Vec::new(),
-        };
+        let table = one_chunk(2, &[SHUFFLE], 8);
         // 0x04030201, 0x08070605 shuffled: byte planes.
         let span = [1, 5, 2, 6, 3, 7, 4, 8];
         let mut dst = [0u8; 8];

@@ -45,20 +45,15 @@ struct Elements {
 
 /// [`decode_into`], its errors not yet named.
 fn decode(data: &[u8], params: &[u32], out: &mut [u8]) -> Result<()> {
-    let &[scale_type, factor, count, class, size, _sign, order, fill_defined, ref fill @ ..] =
-        params
+    // Twenty parameters: eight named, then the fill value's bytes.
+    let (&[scale_type, factor, count, class, size, _sign, order, fill_defined, ref fill @ ..], 20) =
+        (params, params.len())
     else {
         return Err(Error::invalid(format!(
             "{} parameters, not 20",
             params.len()
         )));
     };
-    if params.len() != 20 {
-        return Err(Error::invalid(format!(
-            "{} parameters, not 20",
-            params.len()
-        )));
-    }
     let float = match (class, scale_type) {
         (1, FLOAT_DSCALE) => true,
         (1, FLOAT_ESCALE) => {

@@ -13,14 +13,15 @@
 //! found through its index (every kind HDF5 writes: [`index`]) and listed as one component
 //! of [`zt_formats::Encoding::Hdf5Chunks`] over the span that holds them; reading unfilters
 //! each chunk (deflate, shuffle, fletcher32 checked, szip, scale-offset, nbit stored as is,
-//! LZF, Zstandard, LZ4, bzip2, Blosc, bitshuffle) and places it (crate::chunks). Groups keep their links in symbol tables, in
-//! link messages, or in dense storage (a fractal heap, whose direct blocks are read in
-//! order). An external link to a file in the same folder is followed: what it names is listed
-//! under the link's path, read from that file as a shard.
+//! LZF, Zstandard, LZ4, bzip2, Blosc, bitshuffle) and places it (crate::chunks). Groups keep
+//! their links in symbol tables, in link messages, or in dense storage (a fractal heap, whose
+//! direct blocks are read in order). An external link to a file in the same folder is
+//! followed: what it names is listed under the link's path, read from that file as a shard.
 //!
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
 //! references, variable-length and array types ("not numbers"); datasets behind a filter we do
-//! not decode (Blosc2, packed nbit, ...: named); external links that cannot be followed (with why).
+//! not decode (Blosc2, packed nbit, ...: named); external links that cannot be followed
+//! (with why).
 //! Chunks never written, and contiguous data never written, read as the dataset's fill value
 //! (zeros unless its fill value message says otherwise), within the memory budget; HDF5's
 //! exceptions for an undefined value and the fill time "never" are kept ([`Fill`]).
