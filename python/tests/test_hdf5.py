@@ -37,3 +37,26 @@ def test_keras_weights_are_views_of_the_map_and_attributes_come_through():
     with ztio.open(os.path.join(HDF5, "h5py_default.h5")) as f:
         assert f.attributes["keras_version"] == "2.15.0"
         assert f.info("/model_weights/dense/dense/kernel:0").attributes["units"] == 3
+
+
+@pytest.mark.parametrize("file", ["blosc2.h5.gz", "blosc2_small.h5"])
+def test_blosc2_chunks_read_as_h5py_reads_them(tmp_path, file):
+    """The Blosc2 filter's chunks from hdf5plugin, PyTables and c-blosc2 (make_hdf5_blosc2.py)
+    read from Python as h5py reads them, by SHA-256 of each dataset's bytes."""
+    import gzip
+    import hashlib
+
+    path = os.path.join(HDF5, file)
+    if file.endswith(".gz"):
+        path = str(tmp_path / "blosc2.h5")
+        with gzip.open(os.path.join(HDF5, file)) as packed, open(path, "wb") as plain:
+            plain.write(packed.read())
+    with open(os.path.join(HDF5, "blosc2.json")) as f:
+        want = json.load(f)["files"][file]
+    with ztio.open(path) as f:
+        assert sorted(f.keys()) == sorted(want)
+        for name, w in want.items():
+            a = f.get_tensor(name)
+            assert list(a.shape) == w["shape"], name
+            got = hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+            assert got == w["sha256"], (name, w["writer"])

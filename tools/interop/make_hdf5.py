@@ -14,8 +14,8 @@ Run in a throwaway environment:
   compound, chunked datasets (gzip, shuffle, fletcher32, edge chunks, chunks never written,
   a growable one), szip, h5py's LZF, hdf5plugin's Zstandard, LZ4, bzip2 and Blosc (every
   codec, every shuffle), bitshuffle (plain, LZ4, Zstandard), scale-offset (integers and
-  floats), nbit (full precision: stored as is), and Blosc2 (a filter we
-  do not decode: listed as unread).
+  floats), nbit (full precision: stored as is), Blosc2 (one-dimensional; the rest are in
+  make_hdf5_blosc2.py), and ZFP (a filter we do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
 - keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
@@ -236,9 +236,9 @@ def fill(f, table, skipped, unread, libver):
         h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(data.dtype), space, dcpl=dcpl)
         f[name][...] = data
         record(table, "/" + name, f[name][()])
-    # Blosc2 (hdf5plugin), which we do not decode: listed as unread.
+    # Blosc2 (hdf5plugin), one-dimensional; make_hdf5_blosc2.py writes the others.
     f.create_dataset("blosc2", data=np.arange(10, dtype=np.int32), chunks=(5,), **hdf5plugin.Blosc2())
-    unread.append("/blosc2")
+    record(table, "/blosc2", f["blosc2"][()])
     # szip (libaec in h5py's wheels), decoded by our own decoder (docs/decisions.md): every
     # sample width (32- and 64-bit pixels are coded as byte planes), both byte orders, the
     # predictor and entropy coding alone, scanlines padded to whole blocks (13, 30 pixels),
@@ -255,6 +255,10 @@ def fill(f, table, skipped, unread, libver):
     ]:
         f.create_dataset(name, data=data, chunks=chunks, compression="szip", compression_opts=opts)
         record(table, "/" + name, f[name][()])
+    # ZFP (hdf5plugin), a lossy filter we do not decode: listed as unread. Last, so that the
+    # datasets before it keep their places in the file.
+    f.create_dataset("zfp", data=np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8), chunks=(4, 8), **hdf5plugin.Zfp(rate=8))
+    unread.append("/zfp")
 
 
 expected = {"files": {}, "skipped": {}, "unread": {}}

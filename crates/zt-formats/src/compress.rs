@@ -310,6 +310,24 @@ pub fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
+/// Decodes a zstd stream compressed with the dictionary `dict` (a trained dictionary, or raw
+/// content when it lacks a dictionary's magic, as zstd takes either) into `dst`, which it
+/// must fill exactly, with [`zstd_decode_into`]'s rules and errors.
+#[cfg(feature = "zstd")]
+pub fn zstd_decode_with_dict_into(src: &[u8], dict: &[u8], dst: &mut [u8]) -> Result<()> {
+    use zstd::zstd_safe::DCtx;
+    let got = DCtx::create()
+        .decompress_using_dict(&mut *dst, src, dict)
+        .map_err(|code| zstd_error(code, dst.len()))?;
+    if got != dst.len() {
+        return Err(Error::invalid(format!(
+            "zstd stream inflates to {got} bytes, fewer than the declared {}",
+            dst.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The one call into zstd's one-shot decoder, and its error mapping: decodes every frame of
 /// `src` into `dst` and returns the bytes written, never writing past `dst`.
 #[cfg(feature = "zstd")]
@@ -334,17 +352,20 @@ fn decompress_frames(src: &[u8], dst: &mut [u8]) -> Result<usize> {
         Some(decoded) => decoded,
         None => DCtx::create().decompress(dst, src),
     };
-    decoded.map_err(|code| {
-        let name = zstd::zstd_safe::get_error_name(code);
-        if name.contains("Destination buffer is too small") {
-            Error::invalid(format!(
-                "zstd stream inflates past its declared length of {} bytes",
-                dst.len()
-            ))
-        } else {
-            Error::invalid(format!("corrupt zstd stream: {name}"))
-        }
-    })
+    decoded.map_err(|code| zstd_error(code, dst.len()))
+}
+
+/// The error for zstd's error `code` from a decode into `len` bytes.
+#[cfg(feature = "zstd")]
+fn zstd_error(code: usize, len: usize) -> Error {
+    let name = zstd::zstd_safe::get_error_name(code);
+    if name.contains("Destination buffer is too small") {
+        Error::invalid(format!(
+            "zstd stream inflates past its declared length of {len} bytes"
+        ))
+    } else {
+        Error::invalid(format!("corrupt zstd stream: {name}"))
+    }
 }
 
 /// The decompressed size the header of the zstd frame at the start of `src` records, if it

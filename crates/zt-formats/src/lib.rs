@@ -71,8 +71,8 @@ pub use compress::{
 };
 #[cfg(feature = "zstd")]
 pub use compress::{
-    zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decompress_bounded,
-    zstd_decompress_exact, zstd_frame_content_size, ZSTD_PARALLEL_MIN,
+    zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decode_with_dict_into,
+    zstd_decompress_bounded, zstd_decompress_exact, zstd_frame_content_size, ZSTD_PARALLEL_MIN,
 };
 #[cfg(feature = "digests")]
 pub use digest::{xxh3_64, Hasher};

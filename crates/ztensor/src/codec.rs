@@ -108,6 +108,9 @@ fn decode_frames(
     });
     results.into_iter().collect()
 }
+/// Blosc2's dictionaries, in HDF5 chunks.
+#[cfg(all(feature = "zstd", feature = "hdf5"))]
+pub(crate) use zt_formats::zstd_decode_with_dict_into;
 #[cfg(feature = "zstd")]
 pub(crate) use zt_formats::{
     zstd_compress, zstd_decode_into, zstd_decompress_bounded, zstd_frame_content_size,
@@ -123,6 +126,12 @@ fn without_zstd<T>() -> Result<T> {
 /// Without zstd: decoding is unsupported.
 #[cfg(not(feature = "zstd"))]
 pub(crate) fn zstd_decode_into(_src: &[u8], _dst: &mut [u8]) -> Result<()> {
+    without_zstd()
+}
+
+/// Without zstd: decoding is unsupported.
+#[cfg(all(not(feature = "zstd"), feature = "hdf5"))]
+pub(crate) fn zstd_decode_with_dict_into(_src: &[u8], _dict: &[u8], _dst: &mut [u8]) -> Result<()> {
     without_zstd()
 }
 

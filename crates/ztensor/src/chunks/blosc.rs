@@ -41,7 +41,7 @@ const MAX_DISTANCE: usize = 8191;
 
 /// The codec of a chunk's streams.
 #[derive(Clone, Copy)]
-enum Codec {
+pub(super) enum Codec {
     BloscLz,
     Lz4,
     Snappy,
@@ -56,12 +56,12 @@ pub(super) fn decode_into(data: &[u8], out: &mut [u8]) -> Result<()> {
 }
 
 /// `e` with `what` (the filter, a block, a stream) before its message.
-fn placed(e: Error, what: impl std::fmt::Display) -> Error {
+pub(super) fn placed(e: Error, what: impl std::fmt::Display) -> Error {
     Error::new(e.kind(), format!("{what}: {}", e.message()))
 }
 
 /// [`decode_into`], its errors not yet placed.
-fn decode(data: &[u8], out: &mut [u8]) -> Result<()> {
+pub(super) fn decode(data: &[u8], out: &mut [u8]) -> Result<()> {
     let head = data
         .first_chunk::<HEADER>()
         .ok_or_else(|| bad("a chunk shorter than its 16-byte header".to_owned()))?;
@@ -254,7 +254,7 @@ fn decode_block(
 }
 
 /// Decompresses one stream into `out`, which it must fill exactly.
-fn decode_stream(codec: Codec, body: &[u8], out: &mut [u8]) -> Result<()> {
+pub(super) fn decode_stream(codec: Codec, body: &[u8], out: &mut [u8]) -> Result<()> {
     let (name, made) = match codec {
         Codec::BloscLz => ("BloscLZ", blosclz_into(body, out)?),
         Codec::Snappy => {

@@ -1,7 +1,8 @@
 //! The codecs of HDF5's filters that turn one buffer into another of the chunk's size:
 //! deflate (zlib), bzip2, LZ4's block framing, the byte shuffle and the bitshuffle library's
-//! bit transposition. Each writes into a slice it is given and must fill it exactly; Blosc
-//! ([`super::blosc`]) and the bitshuffle filter ([`super::bitshuffle`]) take them too.
+//! bit transposition, and filling a chunk with copies of one element. Each writes into a
+//! slice it is given and must fill it exactly; Blosc ([`super::blosc`]), Blosc2
+//! ([`super::blosc2`]) and the bitshuffle filter ([`super::bitshuffle`]) take them too.
 
 use zt_container::{Error, Result};
 
@@ -228,6 +229,33 @@ fn transpose_bits(mut x: u64) -> u64 {
     x ^= t ^ (t << 14);
     let t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
     x ^ t ^ (t << 28)
+}
+
+/// Fills `dst` with copies of one element, `fill` (zeros when it is empty), doubling what is
+/// done with each copy rather than writing element by element.
+pub(super) fn fill_elements(dst: &mut [u8], fill: &[u8]) -> Result<()> {
+    if fill.is_empty() {
+        dst.fill(0);
+        return Ok(());
+    }
+    if dst.len() % fill.len() != 0 {
+        return Err(Error::invalid(format!(
+            "a fill value of {} bytes for {} bytes of elements",
+            fill.len(),
+            dst.len()
+        )));
+    }
+    let Some(first) = dst.get_mut(..fill.len()) else {
+        return Ok(());
+    };
+    first.copy_from_slice(fill);
+    let mut done = fill.len();
+    while done < dst.len() {
+        let n = done.min(dst.len() - done);
+        dst.copy_within(..n, done);
+        done += n;
+    }
+    Ok(())
 }
 
 /// The bitshuffle library's transposition by its definition, for tests: `values` holds a

@@ -1,8 +1,8 @@
 //! Decoding an HDF5 chunked dataset ([`zt_formats::Encoding::Hdf5Chunks`]): each chunk's
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
 //! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and hdf5plugin's Zstandard,
-//! LZ4, bzip2, Blosc and bitshuffle decoded to exactly the chunk's size: [`codecs`],
-//! [`blosc`], [`bitshuffle`]; scale-offset unpacked: [`scale_offset`]; shuffle undone; nbit
+//! LZ4, bzip2, Blosc, Blosc2 and bitshuffle decoded to exactly the chunk's size: [`codecs`],
+//! [`blosc`], [`blosc2`], [`bitshuffle`]; scale-offset unpacked: [`scale_offset`]; shuffle undone; nbit
 //! passed over where HDF5 stored the chunk as it is), then its rows are copied into the
 //! row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
@@ -18,10 +18,11 @@ use zt_formats::{Chunk, ChunkTable};
 
 mod bitshuffle;
 mod blosc;
+mod blosc2;
 mod codecs;
 mod scale_offset;
 
-use codecs::{bunzip, inflate, lz4_blocks, unshuffle};
+use codecs::{bunzip, fill_elements, inflate, lz4_blocks, unshuffle};
 
 /// HDF5 filter ids.
 const DEFLATE: u16 = 1;
@@ -45,6 +46,8 @@ const LZ4: u16 = 32004;
 const BLOSC: u16 = 32001;
 /// The bitshuffle library's filter (hdf5plugin): bit-transposed blocks, LZ4 or Zstandard.
 const BITSHUFFLE: u16 = 32008;
+/// The Blosc2 filter (hdf5plugin, PyTables): one Blosc2 frame an HDF5 chunk.
+const BLOSC2: u16 = 32026;
 
 /// Whether chunks through the filter `id` can be decoded here.
 pub(crate) fn decodable(id: u16) -> bool {
@@ -61,6 +64,7 @@ pub(crate) fn decodable(id: u16) -> bool {
             | LZ4
             | BLOSC
             | BITSHUFFLE
+            | BLOSC2
     ) || (id == ZSTD && cfg!(feature = "zstd"))
 }
 
@@ -68,7 +72,7 @@ pub(crate) fn decodable(id: u16) -> bool {
 fn decompresses(id: u16) -> bool {
     matches!(
         id,
-        DEFLATE | SZIP | SCALEOFFSET | LZF | ZSTD | BZIP2 | LZ4 | BLOSC | BITSHUFFLE
+        DEFLATE | SZIP | SCALEOFFSET | LZF | ZSTD | BZIP2 | LZ4 | BLOSC | BITSHUFFLE | BLOSC2
     )
 }
 
@@ -90,33 +94,6 @@ pub(crate) fn decode_into(table: &ChunkTable, span: &[u8], dst: &mut [u8], cap: 
         dst,
         cap,
     )
-}
-
-/// Fills `dst` with copies of one element, `fill` (zeros when it is empty), doubling what is
-/// done with each copy rather than writing element by element.
-fn fill_elements(dst: &mut [u8], fill: &[u8]) -> Result<()> {
-    if fill.is_empty() {
-        dst.fill(0);
-        return Ok(());
-    }
-    if dst.len() % fill.len() != 0 {
-        return Err(Error::invalid(format!(
-            "a fill value of {} bytes for {} bytes of elements",
-            fill.len(),
-            dst.len()
-        )));
-    }
-    let Some(first) = dst.get_mut(..fill.len()) else {
-        return Ok(());
-    };
-    first.copy_from_slice(fill);
-    let mut done = fill.len();
-    while done < dst.len() {
-        let n = done.min(dst.len() - done);
-        dst.copy_within(..n, done);
-        done += n;
-    }
-    Ok(())
 }
 
 /// Decodes the chunks of `table` that meet the box `ranges` (one range per dimension, inside
@@ -371,6 +348,7 @@ fn unfilter(
             LZ4 => lz4_blocks(data, dst)?,
             BLOSC => blosc::decode_into(data, dst)?,
             BITSHUFFLE => bitshuffle::decode_into(data, params, dst)?,
+            BLOSC2 => blosc2::decode_into(data, params, dst)?,
             SHUFFLE => {
                 if data.len() != dst.len() {
                     return Err(Error::invalid(format!(
@@ -410,7 +388,8 @@ fn nbit_stored_as_is(params: &[u32]) -> bool {
     matches!(params, [count, flag, ..] if *count as usize == params.len() && *flag != 0)
 }
 
-/// The name of an HDF5 filter id, for the filters HDF5 registers that a file may name.
+/// The name of an HDF5 filter id, for the filters HDF5 registers that a file may name: the
+/// ones decoded here and the ones hdf5plugin writes.
 pub(crate) fn filter_name(id: u16) -> Option<&'static str> {
     Some(match id {
         DEFLATE => "deflate",
@@ -425,7 +404,14 @@ pub(crate) fn filter_name(id: u16) -> Option<&'static str> {
         LZ4 => "lz4",
         BITSHUFFLE => "bitshuffle",
         ZSTD => "zstd",
-        32026 => "blosc2",
+        BLOSC2 => "blosc2",
+        // Registered filters hdf5plugin writes that are not decoded here (lossy ones).
+        32013 => "zfp",
+        32017 => "sz",
+        32018 => "fcidecomp",
+        32024 => "sz3",
+        32028 => "sperr",
+        32033 => "htj2k",
         _ => return None,
     })
 }

@@ -20,7 +20,7 @@
 //!
 //! Listed and skipped, never a reason to refuse the file: datasets of strings, compounds,
 //! references, variable-length and array types ("not numbers"); datasets behind a filter we do
-//! not decode (Blosc2, packed nbit, ...: named); external links that cannot be followed
+//! not decode (ZFP, SZ, packed nbit, ...: named); external links that cannot be followed
 //! (with why).
 //! Chunks never written, and contiguous data never written, read as the dataset's fill value
 //! (zeros unless its fill value message says otherwise), within the memory budget; HDF5's
