@@ -232,18 +232,7 @@ fn blosc2_chunks_read_as_h5py_reads_them() {
         assert_eq!(r.len(), datasets.len(), "{file}");
         for (name, want) in datasets {
             let o = r.object(name).unwrap();
-            let shape: Vec<u64> = want["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap())
-                .collect();
-            assert_eq!(o.info().shape.as_slice(), shape.as_slice(), "{name}");
-            assert_eq!(
-                o.element_type().unwrap().name(),
-                want["type"].as_str().unwrap(),
-                "{name}"
-            );
+            let shape = expected::check_listed(&o, file, name, want);
             let data = match o.bytes() {
                 Ok(data) => data,
                 Err(e) if cfg!(not(feature = "zstd")) && e.message().contains("zstd") => continue,

@@ -105,16 +105,7 @@ pub(super) fn decode(data: &[u8], out: &mut [u8]) -> Result<()> {
             ))
         })?;
     if flags & MEMCPYED != 0 {
-        let body = data
-            .get(HEADER..)
-            .filter(|body| body.len() == size)
-            .ok_or_else(|| {
-                bad(format!(
-                    "{} bytes stored as they are for {size}",
-                    stored - HEADER
-                ))
-            })?;
-        out.copy_from_slice(body);
+        out.copy_from_slice(stored_as_is(data, HEADER, size)?);
         return Ok(());
     }
     let codec = match flags >> 5 {
@@ -166,6 +157,19 @@ pub(super) fn decode(data: &[u8], out: &mut [u8]) -> Result<()> {
             .map_err(|e| placed(e, format_args!("block {j}")))?;
     }
     Ok(())
+}
+
+/// The bytes after a chunk's header of `header` bytes, stored as they are (flag 0x02): all of
+/// the chunk's `size` bytes, and nothing else, in `data` (the chunk, cut to its stored size).
+pub(super) fn stored_as_is(data: &[u8], header: usize, size: usize) -> Result<&[u8]> {
+    data.get(header..)
+        .filter(|body| body.len() == size)
+        .ok_or_else(|| {
+            bad(format!(
+                "{} bytes stored as they are for {size}",
+                data.len().saturating_sub(header)
+            ))
+        })
 }
 
 /// What a block's streams are: the element size, the chunk's flags and codec, and whether

@@ -721,15 +721,7 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
         return Err(Error::unsupported("an instrumented codec".to_string()));
     }
     if flags & MEMCPYED != 0 {
-        let body = data
-            .get(overhead..)
-            .filter(|b| b.len() == size)
-            .ok_or_else(|| {
-                bad(format!(
-                    "{} bytes stored as they are for {size}",
-                    stored.saturating_sub(overhead)
-                ))
-            })?;
+        let body = blosc::stored_as_is(data, overhead, size)?;
         match grid {
             None => out.copy_from_slice(body),
             Some(g) => {

@@ -8,6 +8,20 @@ pub fn check_object(r: &ztensor::Reader, file: &str, name: &str, want: &serde_js
     let o = r
         .object(name)
         .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+    check_listed(&o, file, name, want);
+    let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+    let hex: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
+    assert_eq!(hex, want["hex"].as_str().unwrap(), "{file} {name}");
+}
+
+/// Checks the listing of object `o` (`name`, read from `file`) against its entry `want`: its
+/// shape, which it returns, and its element type.
+pub fn check_listed(
+    o: &ztensor::ObjectView<'_>,
+    file: &str,
+    name: &str,
+    want: &serde_json::Value,
+) -> Vec<u64> {
     let shape: Vec<u64> = want["shape"]
         .as_array()
         .unwrap()
@@ -20,7 +34,5 @@ pub fn check_object(r: &ztensor::Reader, file: &str, name: &str, want: &serde_js
         want["type"].as_str().unwrap(),
         "{file} {name}"
     );
-    let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
-    let hex: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
-    assert_eq!(hex, want["hex"].as_str().unwrap(), "{file} {name}");
+    shape
 }
