@@ -6,7 +6,7 @@ Files from the wild go further than our fixtures: silero-vad's ONNX models keep 
 in `Constant` nodes inside `If`/`Loop` subgraphs (and one in float16), its TorchScript archive
 is a scripted model; RapidOCR's models, exported from PaddlePaddle, have no initializers at
 all, only `Constant` nodes; PyTables' test files were written by PyTables and HDF5 libraries
-from 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO and blosc,
+from 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO, Blosc and Blosc2,
 compound tables beside arrays; numpy's and SciPy's test data are NumPy files written by numpy
 since its Python 2 days; chess-cv's weights are `.safetensors` as MLX writes them; llama.cpp's
 vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of it) are GGUF
@@ -20,7 +20,8 @@ dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF 
 - against tools/published/models.expected.json (the default; needs only ztio and numpy), or
 - with `--reference`, against the reference readers themselves: `onnx` (initializers and
   `Constant` tensors of every graph, through `numpy_helper`), `h5py` (every dataset of
-  numbers h5py can read, by every hard and soft link to it), `torch`
+  numbers h5py can read, with hdf5plugin's filters when it is installed, by every hard and
+  soft link to it), `torch`
   (`torch.jit.load(...).state_dict()`), `numpy` (`np.load` without pickles: every array of
   numbers zTensor has a type for), `safetensors` (`safetensors.numpy.load_file`) and `gguf`
   (`GGUFReader`: every metadata field and every tensor of a dense type); `--record` then
@@ -334,8 +335,14 @@ def onnx_reference(path: Path) -> dict:
 
 
 def hdf5_reference(path: Path) -> dict:
-    """Every dataset of numbers h5py can read, by every hard and soft link to it."""
+    """Every dataset of numbers h5py can read, by every hard and soft link to it, with
+    hdf5plugin's filters (Blosc, Blosc2, LZ4, ...) when it is installed."""
     import h5py
+
+    try:
+        import hdf5plugin  # noqa: F401 - registers its filters with h5py's HDF5
+    except ImportError:
+        pass
 
     out = {}
     with h5py.File(path, "r") as f:
