@@ -6,8 +6,8 @@ Files from the wild go further than our fixtures: silero-vad's ONNX models keep 
 in `Constant` nodes inside `If`/`Loop` subgraphs (and one in float16), its TorchScript archive
 is a scripted model; RapidOCR's models, exported from PaddlePaddle, have no initializers at
 all, only `Constant` nodes; PyTables' test files were written by PyTables and HDF5 libraries
-from 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO, Blosc and Blosc2,
-compound tables beside arrays; numpy's and SciPy's test data are NumPy files written by numpy
+from 1.6 on: big-endian data, old-style groups, soft and external links, szip, LZO, Blosc
+and Blosc2, compound tables beside arrays; numpy's and SciPy's test data are NumPy files written by numpy
 since its Python 2 days; chess-cv's weights are `.safetensors` as MLX writes them; llama.cpp's
 vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of it) are GGUF
 as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906 merges, scores
