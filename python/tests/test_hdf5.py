@@ -60,3 +60,21 @@ def test_blosc2_chunks_read_as_h5py_reads_them(tmp_path, file):
             assert list(a.shape) == w["shape"], name
             got = hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
             assert got == w["sha256"], (name, w["writer"])
+
+
+@pytest.mark.parametrize("path", ["keras_sharded/model.weights.json", "keras_sharded"])
+def test_keras_sharded_weights_open_as_a_set(path):
+    """Keras 3's sharded weights (an index of variable groups over .weights.h5 shards), by
+    their index or their folder, through ztio.open and ztio.numpy.load_file."""
+    import ztio.numpy
+
+    want = _expected()["keras_sharded"]
+    full = os.path.join(HDF5, path)
+    with ztio.open(full) as f:
+        assert sorted(f.keys()) == sorted(want)
+        for name, w in want.items():
+            a = f.get_tensor(name)
+            assert list(a.shape) == w["shape"], name
+            assert np.ascontiguousarray(a).tobytes().hex() == w["hex"], name
+    loaded = ztio.numpy.load_file(full)
+    assert {n: a.tobytes().hex() for n, a in loaded.items()} == {n: w["hex"] for n, w in want.items()}

@@ -18,7 +18,8 @@ Run in a throwaway environment:
   make_hdf5_blosc2.py), and ZFP (a filter we do not decode: listed as unread).
 - h5py_latest.h5: libver="latest" (superblock 3, object header v2, link messages, and the
   chunk indexes of growable datasets: extensible arrays, v2 B-trees, paged fixed arrays).
-- keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself.
+- keras.weights.h5 and model.keras: a small Keras 3 model saved by Keras itself, and
+  keras_sharded/: its weights saved sharded (`model.weights.json` and two shards).
 """
 
 import json
@@ -321,6 +322,23 @@ with h5py.File(os.path.join(out, "keras.weights.h5"), "r") as f:
 expected["files"]["keras.weights.h5"] = table
 expected["files"]["model.keras"] = table
 expected["keras_version"] = keras.__version__
+# Keras's sharded weights: an index of variable groups, each group with the shards that hold
+# its variables; shards of at most 50 bytes, so that the first layer's kernel and bias land
+# in two shards. Expected: what h5py reads from each shard.
+sharded = os.path.join(out, "keras_sharded")
+os.makedirs(sharded, exist_ok=True)
+for old in os.listdir(sharded):
+    os.remove(os.path.join(sharded, old))
+model.save_weights(os.path.join(sharded, "model.weights.json"), max_shard_size=50 / 1024**3)
+table = {}
+for shard in sorted(os.listdir(sharded)):
+    if shard.endswith(".h5"):
+        with h5py.File(os.path.join(sharded, shard), "r") as f:
+            def visit(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    record(table, "/" + name, obj[()])
+            f.visititems(visit)
+expected["keras_sharded"] = table
 
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, indent=1, sort_keys=True)

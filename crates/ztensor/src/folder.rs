@@ -4,9 +4,10 @@
 //! The rank, best first (docs/decisions.md, "A folder as a model"):
 //! 1. an index of `.safetensors` or `.zt` shards (`*.safetensors.index.json`,
 //!    `*.zt.index.json`);
-//! 2. any other index (`pytorch_model.bin.index.json`);
+//! 2. any other index (`pytorch_model.bin.index.json`, Keras's `model.weights.json`);
 //! 3. one `.safetensors` or `.zt` file;
-//! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, ...).
+//! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, `.onnx`,
+//!    `.h5`, `.keras`, ...).
 //!
 //! Two candidates of the best rank present are an error listing them: the folder does not
 //! say which is the model. Config, tokenizer and other files are not candidates.
@@ -91,10 +92,15 @@ fn rank(name: &str) -> Option<u8> {
             1
         });
     }
+    // Keras 3's index of sharded weights.
+    if lower.ends_with(".weights.json") {
+        return Some(1);
+    }
     let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
     match ext {
         "safetensors" | "zt" => Some(2),
-        "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" => Some(3),
+        "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "h5" | "hdf5"
+        | "keras" => Some(3),
         _ => None,
     }
 }
@@ -149,6 +155,17 @@ mod tests {
                 "pytorch_model.bin",
             ),
             (&["model.zt", "README.md"], "model.zt"),
+            (
+                &[
+                    "model.weights.json",
+                    "model_00000.weights.h5",
+                    "model_00001.weights.h5",
+                    "config.json",
+                ],
+                "model.weights.json",
+            ),
+            (&["model.onnx", "vocab.txt"], "model.onnx"),
+            (&["tf_model.h5", "model.safetensors"], "model.safetensors"),
         ];
         for (names, want) in cases {
             assert_eq!(chosen(names).unwrap(), *want, "{names:?}");

@@ -207,6 +207,80 @@ fn paged_chunk_indexes() {
     }
 }
 
+/// Keras 3's sharded weights (`model.weights.json`, whose `weight_map` gives each variable
+/// group the shards that hold its variables; the first layer's are split over two shards)
+/// open as a set: every tensor listed, found in its shard, read as h5py reads it.
+#[cfg(feature = "sharded")]
+#[test]
+fn keras_sharded_weights_open_as_a_set() {
+    let expected = expected();
+    let want = expected["keras_sharded"].as_object().unwrap();
+    let set = ztensor::ShardedSet::open(dir().join("keras_sharded/model.weights.json")).unwrap();
+    assert!(set.names().eq(want.keys().map(String::as_str)));
+    assert_eq!(
+        set.shard_of("/layers/dense/vars/1")
+            .unwrap()
+            .file_name()
+            .unwrap(),
+        "model_00001.weights.h5"
+    );
+    for (name, want) in want {
+        let o = set.object(name).unwrap();
+        expected::check_listed(&o, "keras_sharded", name, want);
+        let hex: String = o
+            .bytes()
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(hex, want["hex"].as_str().unwrap(), "{name}");
+    }
+    set.check().unwrap();
+    // An index that leaves a shard's variable out, or puts one in two shards, is refused.
+    let tmp = tempfile::tempdir().unwrap();
+    for shard in ["model_00000.weights.h5", "model_00001.weights.h5"] {
+        std::fs::copy(
+            dir().join("keras_sharded").join(shard),
+            tmp.path().join(shard),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        dir().join("keras_sharded/model_00000.weights.h5"),
+        tmp.path().join("copy.weights.h5"),
+    )
+    .unwrap();
+    let refused = |weight_map: &str| {
+        let index = tmp.path().join("model.weights.json");
+        std::fs::write(&index, format!(r#"{{"weight_map": {weight_map}}}"#)).unwrap();
+        ztensor::ShardedSet::open(&index).unwrap_err().to_string()
+    };
+    let e = refused(
+        r#"{"/layers/dense/vars": ["model_00000.weights.h5"],
+            "/layers/dense_1/vars": ["model_00001.weights.h5"]}"#,
+    );
+    assert!(
+        e.contains("model_00001.weights.h5")
+            && e.contains(
+                "object \"/layers/dense/vars/1\" is in this shard, but the index does \
+                           not list its variable group \"/layers/dense/vars\" in it"
+            ),
+        "{e}"
+    );
+    let e = refused(
+        r#"{"/layers/dense/vars": ["model_00000.weights.h5", "model_00001.weights.h5",
+                                   "copy.weights.h5"],
+            "/layers/dense_1/vars": ["model_00001.weights.h5"]}"#,
+    );
+    assert!(
+        e.contains(
+            "object \"/layers/dense/vars/0\" is in two shards, \"copy.weights.h5\" and \
+             \"model_00000.weights.h5\""
+        ),
+        "{e}"
+    );
+}
+
 /// The Blosc2 filter's chunks (tools/interop/make_hdf5_blosc2.py), as hdf5plugin, PyTables
 /// and c-blosc2 itself wrote them: every dataset reads as h5py reads it (its SHA-256), and a
 /// box across its chunks' blocks (B2ND blocks padded at the edges) as the same box of the

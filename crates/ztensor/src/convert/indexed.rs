@@ -216,6 +216,7 @@ fn write_planned(
         metadata: index_metadata.clone(),
         shards: Vec::with_capacity(n),
         entries: Vec::with_capacity(objects),
+        groups: Vec::new(),
     };
     let mut total = 0u64;
     let mut shards = Vec::with_capacity(n);

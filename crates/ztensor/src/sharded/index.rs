@@ -1,6 +1,8 @@
 //! The JSON index of a sharded checkpoint, Hugging Face's convention
 //! (`model.safetensors.index.json`, and the same for `.zt` shards): `weight_map` maps each
-//! tensor name to the file that holds it, `metadata` is free-form.
+//! tensor name to the file that holds it, `metadata` is free-form. Keras 3's sharded weights
+//! (`model.weights.json` over `model_00000.weights.h5`, ...) map each variable group
+//! (`/layers/dense/vars`) to a list of the files that hold its variables instead.
 //!
 //! - [`ShardIndex::parse`]: untrusted bytes to a checked index: size and count caps, no
 //!   duplicate names, shard file names that are plain names in the index's folder.
@@ -37,11 +39,33 @@ pub struct ShardIndex {
     pub shards: Vec<String>,
     /// `(tensor name, shard position)`, sorted by name, names unique.
     pub entries: Vec<(String, u32)>,
+    /// For an index of Keras 3's sharded weights: `(variable group, shard positions)`, sorted
+    /// by group, groups unique; `entries` is then empty until the shards are listed
+    /// ([`super::ShardedSet`] does so when it opens the set). Empty for other indexes.
+    pub groups: Vec<(String, Vec<u32>)>,
+}
+
+/// What `weight_map` gives a name: one file (Hugging Face's tensors), or a list of files
+/// (Keras's variable groups).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Files {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Files {
+    fn as_slice(&self) -> &[String] {
+        match self {
+            Files::One(f) => std::slice::from_ref(f),
+            Files::Many(v) => v,
+        }
+    }
 }
 
 /// `weight_map` as written, pairs kept in order so duplicates can be seen (serde_json's map
 /// would keep the last silently).
-struct Pairs(Vec<(String, String)>);
+struct Pairs(Vec<(String, Files)>);
 
 impl<'de> Deserialize<'de> for Pairs {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -49,14 +73,14 @@ impl<'de> Deserialize<'de> for Pairs {
         impl<'de> Visitor<'de> for PairsVisitor {
             type Value = Pairs;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object mapping tensor names to shard file names")
+                f.write_str("an object mapping tensor names to shard file names (or lists of them)")
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
                 mut map: A,
             ) -> std::result::Result<Pairs, A::Error> {
                 let mut pairs = Vec::new();
-                while let Some((k, v)) = map.next_entry::<String, String>()? {
+                while let Some((k, v)) = map.next_entry::<String, Files>()? {
                     if pairs.len() == MAX_INDEX_NAMES {
                         return Err(serde::de::Error::custom(format!(
                             "more than {MAX_INDEX_NAMES} names"
@@ -112,30 +136,52 @@ impl ShardIndex {
             .map(|(k, v)| (k, json_value(v)))
             .collect();
         let mut files: BTreeMap<&str, u32> = BTreeMap::new();
-        for (name, file) in &raw.weight_map.0 {
-            check_shard_name(file).map_err(|e| e.in_object(name))?;
-            if !files.contains_key(file.as_str()) {
-                if files.len() == MAX_SHARDS {
-                    return Err(Error::limit(format!(
-                        "the index names more than {MAX_SHARDS} shard files"
-                    )));
+        for (name, list) in &raw.weight_map.0 {
+            for file in list.as_slice() {
+                check_shard_name(file).map_err(|e| e.in_object(name))?;
+                if !files.contains_key(file.as_str()) {
+                    if files.len() == MAX_SHARDS {
+                        return Err(Error::limit(format!(
+                            "the index names more than {MAX_SHARDS} shard files"
+                        )));
+                    }
+                    files.insert(file, 0);
                 }
-                files.insert(file, 0);
             }
         }
         for (position, slot) in files.values_mut().enumerate() {
             *slot = position as u32;
         }
-        let mut entries: Vec<(String, u32)> = Vec::with_capacity(raw.weight_map.0.len());
-        for (name, file) in &raw.weight_map.0 {
-            let position = files.get(file.as_str()).copied().unwrap_or(0);
-            entries.push((name.clone(), position));
+        let position = |file: &String| files.get(file.as_str()).copied().unwrap_or(0);
+        // Keras writes every value as a list; Hugging Face never does.
+        let grouped = raw
+            .weight_map
+            .0
+            .iter()
+            .any(|(_, f)| matches!(f, Files::Many(_)));
+        let mut entries: Vec<(String, u32)> = Vec::new();
+        let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+        for (name, list) in &raw.weight_map.0 {
+            if grouped {
+                let mut shards: Vec<u32> = list.as_slice().iter().map(position).collect();
+                shards.sort_unstable();
+                shards.dedup();
+                groups.push((name.clone(), shards));
+            } else {
+                let file = list.as_slice().first().map(position).unwrap_or(0);
+                entries.push((name.clone(), file));
+            }
         }
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        if let Some(pair) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+        groups.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        if let Some(name) = repeated(entries.iter().map(|e| &e.0)) {
             return Err(Error::invalid(format!(
-                "the index lists tensor {:?} twice",
-                pair[0].0
+                "the index lists tensor {name:?} twice"
+            )));
+        }
+        if let Some(name) = repeated(groups.iter().map(|g| &g.0)) {
+            return Err(Error::invalid(format!(
+                "the index lists variable group {name:?} twice"
             )));
         }
         let shards = files.keys().map(|s| (*s).to_owned()).collect();
@@ -143,6 +189,7 @@ impl ShardIndex {
             metadata,
             shards,
             entries,
+            groups,
         })
     }
 
@@ -172,6 +219,17 @@ impl ShardIndex {
         s.push('\n');
         s
     }
+}
+
+/// The first name of `sorted` that follows itself.
+fn repeated<'a>(sorted: impl Iterator<Item = &'a String>) -> Option<&'a String> {
+    let mut sorted = sorted.peekable();
+    while let Some(name) = sorted.next() {
+        if sorted.peek() == Some(&name) {
+            return Some(name);
+        }
+    }
+    None
 }
 
 /// A shard file name must name a file in the index's own folder: no separators, no `..`,
@@ -248,6 +306,15 @@ mod tests {
             (r#"{"weight_map": {"a": "C:x"}}"#, "colon"),
             (r#"{"weight_map": {"a": ""}}"#, "empty"),
             (r#"{"weight_map": {"a": 3}}"#, "not a sharded"),
+            (r#"{"weight_map": {"a": [3]}}"#, "not a sharded"),
+            (
+                r#"{"weight_map": {"/g": ["x.h5"], "/g": ["y.h5"]}}"#,
+                "variable group \"/g\" twice",
+            ),
+            (
+                r#"{"weight_map": {"/g": ["x.h5", "../y.h5"]}}"#,
+                "separator",
+            ),
             (r#"{"metadata": {}}"#, "weight_map"),
             (r#"[1, 2]"#, "not a sharded"),
             ("{\"weight_map\": {\"a\": \"x\"}", "not a sharded"),
@@ -259,6 +326,24 @@ mod tests {
         }
         let long = format!(r#"{{"weight_map": {{"a": "{}"}}}}"#, "x".repeat(300));
         assert!(ShardIndex::parse(long.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn reads_keras_variable_groups() {
+        let json = br#"{"metadata": {"total_size": 92.0}, "weight_map": {
+            "/layers/dense/vars": ["m_00000.weights.h5", "m_00001.weights.h5"],
+            "/layers/dense_1/vars": ["m_00001.weights.h5"], "/vars": "m_00000.weights.h5"}}"#;
+        let index = ShardIndex::parse(json).unwrap();
+        assert_eq!(index.shards, ["m_00000.weights.h5", "m_00001.weights.h5"]);
+        assert!(index.entries.is_empty());
+        assert_eq!(
+            index.groups,
+            [
+                ("/layers/dense/vars".to_owned(), vec![0, 1]),
+                ("/layers/dense_1/vars".to_owned(), vec![1]),
+                ("/vars".to_owned(), vec![0]),
+            ]
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Sharded sets: many files opened as one model through a JSON index (Hugging Face's
-//! `*.index.json` convention, over `.safetensors` or `.zt` shards, or any kind we read).
+//! `*.index.json` convention, over `.safetensors` or `.zt` shards, or any kind we read; and
+//! Keras 3's `model.weights.json` over `.weights.h5` shards).
 //!
 //! - [`index`]: the index's bytes to a checked [`ShardIndex`] (and back, for writers).
 //! - [`ShardedSet`]: the index plus the shard files, each opened on the first lookup that
@@ -9,7 +10,8 @@
 //!   to the whole set.
 //!
 //! A set never reads a shard it does not need: looking up one tensor costs the index and that
-//! tensor's shard's header. Opened shards stay open (mapped) for the set's life.
+//! tensor's shard's header. Opened shards stay open (mapped) for the set's life. Keras's index
+//! names variable groups, not tensors, so a Keras set lists its shards when it opens.
 
 pub mod index;
 
@@ -154,13 +156,73 @@ impl ShardedSet {
                 reader: OnceLock::new(),
             });
         }
-        Ok(ShardedSet {
+        ShardedSet {
             index_path: index_path.to_path_buf(),
             index,
             positions,
             shards,
             options,
-        })
+        }
+        .with_groups_listed()
+        .map_err(|e| e.in_file(index_path))
+    }
+
+    /// For an index of Keras's variable groups, the set with its tensors listed: every shard
+    /// opened, each of its names put in the set when the index lists its group (the name up
+    /// to its last `/`) in that shard. A name whose group the index does not put there, or a
+    /// name in two shards, is an `InvalidFile` error. Other sets are returned as they are.
+    fn with_groups_listed(mut self) -> Result<Self> {
+        if self.index.groups.is_empty() {
+            return Ok(self);
+        }
+        let mut entries = Vec::new();
+        let mut readers = Vec::with_capacity(self.shards.len());
+        for (position, shard) in self.shards.iter().enumerate() {
+            let reader = self
+                .open_reader(shard)
+                .map_err(|e| e.in_file(&shard.path))?;
+            let groups = &self.index.groups;
+            for name in reader.names() {
+                let group = name.rsplit_once('/').map_or("", |(g, _)| g);
+                let listed_here = groups
+                    .binary_search_by(|(g, _)| g.as_bytes().cmp(group.as_bytes()))
+                    .ok()
+                    .and_then(|i| groups.get(i))
+                    .is_some_and(|(_, shards)| shards.contains(&(position as u32)));
+                if !listed_here {
+                    return Err(Error::invalid(format!(
+                        "object {name:?} is in this shard, but the index does not list its \
+                         variable group {group:?} in it"
+                    ))
+                    .in_file(&shard.path));
+                }
+                entries.push((name.to_owned(), position as u32));
+            }
+            readers.push(reader);
+        }
+        entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+            let files = |p: u32| {
+                self.index
+                    .shards
+                    .get(p as usize)
+                    .map_or("?", String::as_str)
+            };
+            return Err(Error::invalid(format!(
+                "object {:?} is in two shards, {:?} and {:?}",
+                w[0].0,
+                files(w[0].1),
+                files(w[1].1)
+            )));
+        }
+        self.index.entries = entries;
+        let (listed, positions) = name_positions(&self.index);
+        self.positions = positions;
+        for ((shard, listed), reader) in self.shards.iter_mut().zip(listed).zip(readers) {
+            shard.listed = listed;
+            let _ = shard.reader.set(std::sync::Arc::new(reader));
+        }
+        Ok(self)
     }
 
     /// Opens the set whose index is at `url` (feature `remote`): one or two requests for the
@@ -205,13 +267,14 @@ impl ShardedSet {
                 reader: OnceLock::new(),
             });
         }
-        Ok(ShardedSet {
-            index_path: PathBuf::from(shown),
+        let set = ShardedSet {
+            index_path: PathBuf::from(shown.clone()),
             index,
             positions,
             shards,
             options,
-        })
+        };
+        set.with_groups_listed().map_err(at)
     }
 
     /// The index file's path (for a set opened by URL, its URL without credentials).
@@ -313,14 +376,9 @@ impl ShardedSet {
         if let Some(r) = shard.reader.get() {
             return Ok(r);
         }
-        let opened = match &shard.url {
-            #[cfg(feature = "remote")]
-            Some(url) => self.options.open_url(url),
-            #[cfg(not(feature = "remote"))]
-            Some(_) => Err(Error::unsupported("a URL without the remote feature")),
-            None => self.options.open(&shard.path),
-        };
-        let reader = opened.map_err(|e| e.in_file(&shard.path))?;
+        let reader = self
+            .open_reader(shard)
+            .map_err(|e| e.in_file(&shard.path))?;
         self.check_shard(position, shard, &reader)
             .map_err(|e| e.in_file(&shard.path))?;
         // A set is mostly read shard after shard: the next one starts coming in from the disk
@@ -336,6 +394,17 @@ impl ShardedSet {
             .reader
             .get()
             .ok_or_else(|| Error::invalid("a shard reader vanished"))
+    }
+
+    /// Opens `shard` with the set's options, by path or URL, unchecked.
+    fn open_reader(&self, shard: &Shard) -> Result<Reader> {
+        match &shard.url {
+            #[cfg(feature = "remote")]
+            Some(url) => self.options.open_url(url),
+            #[cfg(not(feature = "remote"))]
+            Some(_) => Err(Error::unsupported("a URL without the remote feature")),
+            None => self.options.open(&shard.path),
+        }
     }
 
     /// Every name in the shard must be one the index puts there, and the shard must hold
