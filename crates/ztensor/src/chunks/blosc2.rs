@@ -501,9 +501,9 @@ impl Grid {
         }
     }
 
-    /// Copies block `j` of the padded chunk, `stored`, into `out`, the row-major array,
-    /// leaving its padding out.
-    fn place(&self, j: usize, stored: &[u8], out: &mut [u8]) {
+    /// Copies block `j` of the padded chunk, `stored`, into `out`, the row-major array from
+    /// its byte `base` on, leaving its padding out.
+    fn place(&self, j: usize, stored: &[u8], out: &mut [u8], base: usize) {
         let n = self.shape.len();
         let Some(last) = n.checked_sub(1) else {
             return;
@@ -523,9 +523,11 @@ impl Grid {
         for stored_row in stored.chunks_exact(row_bytes) {
             if (0..last).all(|d| origin[d] + row[d] < self.shape[d]) {
                 let at: usize = (0..n).map(|d| (origin[d] + row[d]) * self.stride[d]).sum();
-                if let (Some(dst), Some(src)) =
-                    (out.get_mut(at..at + width), stored_row.get(..width))
-                {
+                let at = at.wrapping_sub(base);
+                if let (Some(dst), Some(src)) = (
+                    out.get_mut(at..at.saturating_add(width)),
+                    stored_row.get(..width),
+                ) {
                     dst.copy_from_slice(src);
                 }
             }
@@ -726,7 +728,7 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
             None => out.copy_from_slice(body),
             Some(g) => {
                 for (j, stored_block) in body.chunks_exact(g.block_bytes).enumerate() {
-                    g.place(j, stored_block, out);
+                    g.place(j, stored_block, out, 0);
                 }
             }
         }
@@ -782,16 +784,6 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
     } else {
         None
     };
-    // A zeroed buffer of one block when wanted, else an empty one.
-    let scratch = |wanted: bool, what: &'static str| -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        if wanted {
-            v.try_reserve_exact(block)
-                .map_err(|_| Error::out_of_memory(what))?;
-            v.resize(block, 0);
-        }
-        Ok(v)
-    };
     if let Some(g) = grid {
         if block != g.block_bytes {
             return Err(bad(format!(
@@ -800,12 +792,6 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
             )));
         }
     }
-    let mut buffers = Buffers {
-        first: scratch(pipeline.transforms() >= 1, "a Blosc2 block's buffer")?,
-        spare: scratch(pipeline.transforms() >= 2, "a Blosc2 block's second buffer")?,
-        placed: scratch(grid.is_some(), "a B2ND block's buffer")?,
-        reference: Vec::new(),
-    };
     let scheme = Scheme {
         codec,
         dict,
@@ -814,16 +800,26 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
         block,
         pipeline: &pipeline,
     };
-    for (j, start) in starts.chunks_exact(4).enumerate() {
-        let start = i32::from_le_bytes([start[0], start[1], start[2], start[3]]);
-        let start = usize::try_from(start)
+    // Where block `j`'s streams start, checked.
+    let start_of = |j: usize| -> Result<usize> {
+        let at = starts.get(4 * j..4 * j + 4).unwrap_or_default();
+        let start = at.first_chunk::<4>().map_or(0, |b| i32::from_le_bytes(*b));
+        usize::try_from(start)
             .ok()
             .filter(|&s| s > 0 && s < stored)
             .ok_or_else(|| {
                 bad(format!(
                     "block {j}: an offset of {start} in {stored} stored bytes"
                 ))
-            })?;
+            })
+    };
+    let blocks_at_once = size >= blosc::PARALLEL_BYTES && blocks >= 4 && pipeline.delta.is_none();
+    if blocks_at_once && crate::pool::threads() > 1 {
+        return decode_blocks_in_parallel(&scheme, data, &start_of, out, grid);
+    }
+    let mut buffers = Buffers::new(&scheme, grid.is_some())?;
+    for j in 0..blocks {
+        let start = start_of(j)?;
         let begin = j * block;
         let len = block.min(size - begin);
         let result = match grid {
@@ -839,12 +835,12 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
                 let earlier = (j > 0).then_some(reference.as_slice());
                 let result = scheme.block(data, start, &mut buffers, dst, earlier);
                 if result.is_ok() {
-                    g.place(j, dst, out);
+                    g.place(j, dst, out, 0);
                 }
                 buffers.reference = reference;
                 if j == 0 && pipeline.delta.is_some() {
                     // Delta's reference for the blocks after it.
-                    let mut reference = scratch(true, "a B2ND delta reference")?;
+                    let mut reference = scratch(block, true, "a B2ND delta reference")?;
                     reference.truncate(dst.len());
                     reference.copy_from_slice(dst);
                     buffers.reference = reference;
@@ -856,6 +852,65 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
         result.map_err(|e| blosc::placed(e, format_args!("block {j}")))?;
     }
     Ok(())
+}
+
+/// Decodes a large chunk's blocks on the pool (no delta, whose blocks wait for the first):
+/// each block into its own part of `out`, or with `grid` each band of blocks (the blocks
+/// that share a first-dimension index, whose rows make one contiguous run of `out`) into its
+/// band; every task with buffers of its own.
+fn decode_blocks_in_parallel(
+    scheme: &Scheme<'_>,
+    data: &[u8],
+    start_of: &(dyn Fn(usize) -> Result<usize> + Sync),
+    out: &mut [u8],
+    grid: Option<&Grid>,
+) -> Result<()> {
+    use rayon::prelude::*;
+    let block = scheme.block;
+    let buffers = || Buffers::new(scheme, grid.is_some()).ok();
+    let no_buffers = || Error::out_of_memory("a Blosc2 block's buffers");
+    crate::pool::install(|| match grid {
+        None => {
+            out.par_chunks_mut(block)
+                .enumerate()
+                .try_for_each_init(buffers, |held, (j, dst)| {
+                    let held = held.as_mut().ok_or_else(no_buffers)?;
+                    scheme
+                        .block(data, start_of(j)?, held, dst, None)
+                        .map_err(|e| blosc::placed(e, format_args!("block {j}")))
+                })
+        }
+        Some(g) => {
+            let band = g.block[0] * g.stride[0];
+            let per_band: usize = g.blocks.iter().skip(1).product();
+            out.par_chunks_mut(band)
+                .enumerate()
+                .try_for_each_init(buffers, |held, (b, rows)| {
+                    let held = held.as_mut().ok_or_else(no_buffers)?;
+                    for j in b * per_band..(b + 1) * per_band {
+                        let mut placed = std::mem::take(&mut held.placed);
+                        let result = scheme.block(data, start_of(j)?, held, &mut placed, None);
+                        if result.is_ok() {
+                            g.place(j, &placed, rows, b * band);
+                        }
+                        held.placed = placed;
+                        result.map_err(|e| blosc::placed(e, format_args!("block {j}")))?;
+                    }
+                    Ok(())
+                })
+        }
+    })
+}
+
+/// A zeroed buffer of `len` bytes when `wanted`, else an empty one.
+fn scratch(len: usize, wanted: bool, what: &'static str) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    if wanted {
+        v.try_reserve_exact(len)
+            .map_err(|_| Error::out_of_memory(what))?;
+        v.resize(len, 0);
+    }
+    Ok(v)
 }
 
 /// How a chunk's blocks are stored: the codec and its dictionary, the element, whether full
@@ -876,6 +931,19 @@ struct Buffers {
     /// A B2ND block before it is placed, and the first block for delta.
     placed: Vec<u8>,
     reference: Vec<u8>,
+}
+
+impl Buffers {
+    /// The buffers `scheme`'s filters need, and one for a B2ND block when `placing`.
+    fn new(scheme: &Scheme<'_>, placing: bool) -> Result<Self> {
+        let (block, transforms) = (scheme.block, scheme.pipeline.transforms());
+        Ok(Buffers {
+            first: scratch(block, transforms >= 1, "a Blosc2 block's buffer")?,
+            spare: scratch(block, transforms >= 2, "a Blosc2 block's second buffer")?,
+            placed: scratch(block, placing, "a B2ND block's buffer")?,
+            reference: Vec::new(),
+        })
+    }
 }
 
 impl Scheme<'_> {
