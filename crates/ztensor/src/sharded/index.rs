@@ -107,7 +107,8 @@ impl ShardIndex {
     pub const MAX_LEN: u64 = MAX_INDEX_LEN;
 
     /// Parses and checks an index's bytes. Every refusal is an `InvalidFile` error saying
-    /// what is wrong.
+    /// what is wrong. An index whose `weight_map` gives any name a list of files is one of
+    /// Keras's variable groups: its `groups` are filled and its `entries` left empty.
     ///
     /// ```
     /// use ztensor::ShardIndex;
@@ -194,7 +195,8 @@ impl ShardIndex {
     }
 
     /// The index as JSON, in Hugging Face's layout with every key sorted, so the same set
-    /// always gives the same bytes: `{"metadata": {...}, "weight_map": {name: file}}`.
+    /// always gives the same bytes: `{"metadata": {...}, "weight_map": {name: file}}`, from
+    /// `entries` (`groups` are not written).
     pub fn to_json(&self) -> String {
         let metadata: serde_json::Map<String, serde_json::Value> = self
             .metadata
