@@ -842,6 +842,28 @@ fn a_damaged_inner_chunk_btree_key_is_refused() {
         keys[32 + 8..32 + 16].copy_from_slice(&[first, 0, 0, 0, 0, 0, 0, 0]);
     });
     assert!(e.contains("chunk B-tree keys out of order"), "{e}");
+    // The first child pointer made the node's own address (a loop), or the second child's
+    // (a shared subtree): either ran the walk, and grew its stack, without end.
+    let looped = |second: bool| {
+        let r = damaged("chunk_btree_deep.h5", |b| {
+            let at = find_kind(b, b"TREE", 4, &[1, 1]);
+            let target = if second {
+                b[at + 24 + 32 + 24..at + 24 + 32 + 32].to_vec()
+            } else {
+                (at as u64).to_le_bytes().to_vec()
+            };
+            b[at + 24 + 24..at + 24 + 32].copy_from_slice(&target);
+        })
+        .unwrap();
+        r.objects()[0].defect.as_ref().unwrap().message.clone()
+    };
+    for second in [false, true] {
+        let e = looped(second);
+        assert!(
+            e.contains("a chunk B-tree that reaches this node twice (a loop or a shared subtree)"),
+            "{e}"
+        );
+    }
 }
 
 /// Attribute values count against the cap on values (`DecodeLimits::max_value_bytes`): an

@@ -28,7 +28,7 @@
 //!                   BTLF ver type records checksum
 //! ```
 
-use super::{bad_at, ChunkIndex, File, MAX_CHUNKS};
+use super::{bad_at, ChunkIndex, File, Reached, MAX_CHUNKS};
 use zt_container::{Error, Result};
 
 /// What one listed chunk costs in memory, roughly: its record (address, stored size, filter
@@ -275,6 +275,8 @@ impl File<'_> {
         let rank = chunk.len();
         let key = 8 + 8 * (rank as u64 + 1);
         let mut stack = vec![root];
+        let mut reached = Reached::new();
+        reached.first_time(root, "a chunk B-tree")?;
         let mut nodes = 0usize;
         while let Some(node) = stack.pop() {
             nodes += 1;
@@ -319,6 +321,7 @@ impl File<'_> {
                 previous = Some(start.clone());
                 let Some(child) = child else { continue };
                 if level > 0 {
+                    reached.first_time(child, "a chunk B-tree")?;
                     children.push(child);
                     continue;
                 }
@@ -792,6 +795,8 @@ impl File<'_> {
             total_width.push(width_for(below) as u64);
         }
         let mut stack = vec![(root, root_records, usize::from(depth))];
+        let mut reached = Reached::new();
+        reached.first_time(root, "a v2 B-tree")?;
         let mut nodes = 0usize;
         let mut visited = 0u64;
         while let Some((node, records, d)) = stack.pop() {
@@ -837,6 +842,7 @@ impl File<'_> {
                     }
                     let child = child
                         .ok_or_else(|| bad_at("a v2 B-tree child without an address", node))?;
+                    reached.first_time(child, "a v2 B-tree")?;
                     children.push((child, n, d - 1));
                 }
                 stack.extend(children.into_iter().rev());

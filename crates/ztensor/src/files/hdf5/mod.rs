@@ -80,6 +80,38 @@ const MAX_STRUCTURE: u64 = 64 << 20;
 /// The most chunks one dataset may have.
 const MAX_CHUNKS: usize = 1 << 22;
 
+/// The nodes a B-tree walk has reached, in a keyed table. A node reached twice is a loop or a
+/// subtree shared by two parents, which no HDF5 writer makes and which would make the walk
+/// run (and its stack grow) without end, or once per path to the node.
+struct Reached {
+    nodes: HashTable<u64>,
+    state: RandomState,
+}
+
+impl Reached {
+    fn new() -> Self {
+        Reached {
+            nodes: HashTable::new(),
+            state: RandomState::default(),
+        }
+    }
+
+    /// Notes `node`; an error naming it, and the B-tree (`what`), when it was reached before.
+    fn first_time(&mut self, node: u64, what: &str) -> Result<()> {
+        let h = self.state.hash_one(node);
+        if self.nodes.find(h, |&n| n == node).is_some() {
+            return Err(bad_at(
+                format!("{what} that reaches this node twice (a loop or a shared subtree)"),
+                node,
+            ));
+        }
+        let state = self.state.clone();
+        self.nodes
+            .insert_unique(h, node, move |n| state.hash_one(n));
+        Ok(())
+    }
+}
+
 /// The largest attribute value kept.
 const MAX_ATTRIBUTE: u64 = 1 << 20;
 
@@ -957,6 +989,8 @@ impl<'s> File<'s> {
     ) -> Result<()> {
         let heap = self.local_heap(heap)?;
         let mut stack = vec![btree];
+        let mut reached = Reached::new();
+        reached.first_time(btree, "a group B-tree")?;
         let mut nodes = 0usize;
         while let Some(node) = stack.pop() {
             nodes += 1;
@@ -991,6 +1025,7 @@ impl<'s> File<'s> {
                     break;
                 }
                 if let Some(child) = b.addr("B-tree child")? {
+                    reached.first_time(child, "a group B-tree")?;
                     children.push(child);
                 }
             }
