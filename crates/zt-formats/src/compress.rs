@@ -315,9 +315,7 @@ pub fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
 /// must fill exactly, with [`zstd_decode_into`]'s rules and errors.
 #[cfg(feature = "zstd")]
 pub fn zstd_decode_with_dict_into(src: &[u8], dict: &[u8], dst: &mut [u8]) -> Result<()> {
-    use zstd::zstd_safe::DCtx;
-    let got = DCtx::create()
-        .decompress_using_dict(&mut *dst, src, dict)
+    let got = with_dctx(|dctx| dctx.decompress_using_dict(&mut *dst, src, dict))
         .map_err(|code| zstd_error(code, dst.len()))?;
     if got != dst.len() {
         return Err(Error::invalid(format!(
@@ -332,27 +330,28 @@ pub fn zstd_decode_with_dict_into(src: &[u8], dict: &[u8], dst: &mut [u8]) -> Re
 /// `src` into `dst` and returns the bytes written, never writing past `dst`.
 #[cfg(feature = "zstd")]
 fn decompress_frames(src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    with_dctx(|dctx| dctx.decompress(&mut *dst, src)).map_err(|code| zstd_error(code, dst.len()))
+}
+
+/// Runs `op` with this thread's decompression context. One context per thread, kept: making
+/// one (about 160 KiB, set up) took a sixth of the time of reading 20,000 small zstd
+/// tensors. The one-shot calls start each frame afresh (and load a dictionary each time), so
+/// nothing carries over from the last stream, a failed one included. A thread that is ending
+/// (its context gone), or a call within a call, gets a context of its own.
+#[cfg(feature = "zstd")]
+fn with_dctx<T>(mut op: impl FnMut(&mut zstd::zstd_safe::DCtx<'static>) -> T) -> T {
     use zstd::zstd_safe::DCtx;
     thread_local! {
-        // One context per thread, kept: making one (about 160 KiB, set up) took a sixth of
-        // the time of reading 20,000 small zstd tensors. The one-shot call starts each frame
-        // afresh, so nothing carries over from the last stream, a failed one included.
         static DCTX: std::cell::RefCell<DCtx<'static>> = std::cell::RefCell::new(DCtx::create());
     }
-    let decoded = DCTX
-        .try_with(|cell| {
-            cell.try_borrow_mut()
-                .ok()
-                .map(|mut dctx| dctx.decompress(&mut *dst, src))
-        })
+    let done = DCTX
+        .try_with(|cell| cell.try_borrow_mut().ok().map(|mut dctx| op(&mut dctx)))
         .ok()
         .flatten();
-    // A thread that is ending (its context gone) decodes with a context of its own.
-    let decoded = match decoded {
-        Some(decoded) => decoded,
-        None => DCtx::create().decompress(dst, src),
-    };
-    decoded.map_err(|code| zstd_error(code, dst.len()))
+    match done {
+        Some(done) => done,
+        None => op(&mut DCtx::create()),
+    }
 }
 
 /// The error for zstd's error `code` from a decode into `len` bytes.

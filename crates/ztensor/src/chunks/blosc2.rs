@@ -125,7 +125,8 @@ fn decode(data: &[u8], params: &[u32], out: &mut [u8]) -> Result<()> {
         .filter(|&n| n == out.len() as u64)
         .ok_or_else(|| {
             bad(format!(
-                "a B2ND array of shape {shape:?} and {element}-byte elements for a chunk of {} bytes",
+                "a B2ND array of shape {shape:?} and {element}-byte elements for a chunk of \
+                 {} bytes",
                 out.len()
             ))
         })?;
@@ -584,7 +585,8 @@ impl ChunkHeader {
         let (decoded, block, stored) = (word(4), word(8), word(12));
         if stored < HEADER as i32 || block <= 0 || block as usize > MAX_BLOCK || typesize == 0 {
             return Err(bad(format!(
-                "a chunk header of {stored} stored bytes, blocks of {block}, {typesize}-byte elements"
+                "a chunk header of {stored} stored bytes, blocks of {block}, {typesize}-byte \
+                 elements"
             )));
         }
         let extended = flags & (SHUFFLE_FLAG | BITSHUFFLE_FLAG) == SHUFFLE_FLAG | BITSHUFFLE_FLAG;
@@ -772,12 +774,15 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
             .get(at..at + 4)
             .map(|n| i32::from_le_bytes([n[0], n[1], n[2], n[3]]))
             .and_then(|n| {
-                let n = usize::try_from(n).ok().filter(|&n| n > 0 && n <= MAX_DICT)?;
+                let n = usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n > 0 && n <= MAX_DICT)?;
                 data.get(at + 4..at + 4 + n)
             })
             .ok_or_else(|| {
                 bad(format!(
-                    "a dictionary at byte {at} that is empty, over {MAX_DICT} bytes or past the chunk"
+                    "a dictionary at byte {at} that is empty, over {MAX_DICT} bytes or past \
+                     the chunk"
                 ))
             })?;
         Some(dict)
@@ -1809,7 +1814,8 @@ mod tests {
             let (frame, params) = if plain || shape.len() < 2 {
                 (writer.frame(&array, &shape, None, block), vec![1, 0, element as u32, size as u32])
             } else {
-                let mut params = vec![1, 0, element as u32, size as u32, 5, 1, 0, shape.len() as u32];
+                let mut params =
+                    vec![1, 0, element as u32, size as u32, 5, 1, 0, shape.len() as u32];
                 params.extend(shape.iter().map(|&d| d as u32));
                 (writer.frame(&array, &shape, Some(&blocks), block), params)
             };
@@ -1823,14 +1829,22 @@ mod tests {
         #[test]
         fn damaged_frames_are_refused_or_read(
             data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
-            params in proptest::collection::vec(proptest::prop_oneof![0u32..12, proptest::prelude::any::<u32>()], 0..12),
+            params in proptest::collection::vec(
+                proptest::prop_oneof![0u32..12, proptest::prelude::any::<u32>()],
+                0..12,
+            ),
             len in 0usize..400,
             flip in proptest::prelude::any::<(u16, u8)>(),
             cut in proptest::prelude::any::<u16>(),
         ) {
             let mut out = vec![0u8; len];
             let _ = decode_into(&data, &params, &mut out);
-            let writer = Writer { element: 4, filters: [0, 0, 0, 0, DELTA, SHUFFLE], meta: [0; 6], split: true };
+            let writer = Writer {
+                element: 4,
+                filters: [0, 0, 0, 0, DELTA, SHUFFLE],
+                meta: [0; 6],
+                split: true,
+            };
             let array = values(4 * 5 * 7, 4, 99);
             let mut frame = writer.frame(&array, &[5, 7], Some(&[2, 3]), 24);
             let params = [1, 0, 4, 140, 5, 1, 0, 2, 5, 7];

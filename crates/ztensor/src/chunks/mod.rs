@@ -2,9 +2,9 @@
 //! stored bytes are unfiltered in the reverse of the order the writer applied its filters
 //! (fletcher32 checked and stripped; deflate, szip, h5py's LZF and hdf5plugin's Zstandard,
 //! LZ4, bzip2, Blosc, Blosc2 and bitshuffle decoded to exactly the chunk's size: [`codecs`],
-//! [`blosc`], [`blosc2`], [`bitshuffle`]; scale-offset unpacked: [`scale_offset`]; shuffle undone; nbit
-//! passed over where HDF5 stored the chunk as it is), then its rows are copied into the
-//! row-major array, clipped at the dataset's edge.
+//! [`blosc`], [`blosc2`], [`bitshuffle`]; scale-offset unpacked: [`scale_offset`]; shuffle
+//! undone; nbit passed over where HDF5 stored the chunk as it is), then its rows are copied
+//! into the row-major array, clipped at the dataset's edge.
 //! Compressed chunks are unfiltered on the pool a batch at a time and placed in chunk order
 //! by the caller ([`decode_box_into`]).
 //! Chunks never written read as the table's fill value (zeros, HDF5's default, when it has
