@@ -822,7 +822,10 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
     if blocks_at_once && crate::pool::threads() > 1 {
         return decode_blocks_in_parallel(&scheme, data, &start_of, out, grid);
     }
-    let mut buffers = Buffers::new(&scheme, grid.is_some())?;
+    let mut work = Buffers::new(&scheme)?;
+    // A B2ND block before it is placed, and the first block for delta's later ones.
+    let mut placed = scratch(block, grid.is_some(), "a B2ND block's buffer")?;
+    let mut reference = Vec::new();
     for j in 0..blocks {
         let start = start_of(j)?;
         let begin = j * block;
@@ -831,26 +834,19 @@ fn decode_chunk(data: &[u8], out: &mut [u8], grid: Option<&Grid>) -> Result<()> 
             None => {
                 let (done, rest) = out.split_at_mut(begin);
                 let dst = rest.get_mut(..len).unwrap_or_default();
-                scheme.block(data, start, &mut buffers, dst, done.get(..block))
+                scheme.block(data, start, &mut work, dst, done.get(..block))
             }
             Some(g) => {
-                let mut placed = std::mem::take(&mut buffers.placed);
-                let reference = std::mem::take(&mut buffers.reference);
                 let dst = placed.get_mut(..len).unwrap_or_default();
                 let earlier = (j > 0).then_some(reference.as_slice());
-                let result = scheme.block(data, start, &mut buffers, dst, earlier);
+                let result = scheme.block(data, start, &mut work, dst, earlier);
                 if result.is_ok() {
                     g.place(j, dst, out, 0);
+                    if j == 0 && pipeline.delta.is_some() {
+                        reference = scratch(dst.len(), true, "a B2ND delta reference")?;
+                        reference.copy_from_slice(dst);
+                    }
                 }
-                buffers.reference = reference;
-                if j == 0 && pipeline.delta.is_some() {
-                    // Delta's reference for the blocks after it.
-                    let mut reference = scratch(block, true, "a B2ND delta reference")?;
-                    reference.truncate(dst.len());
-                    reference.copy_from_slice(dst);
-                    buffers.reference = reference;
-                }
-                buffers.placed = placed;
                 result
             }
         };
@@ -872,16 +868,20 @@ fn decode_blocks_in_parallel(
 ) -> Result<()> {
     use rayon::prelude::*;
     let block = scheme.block;
-    let buffers = || Buffers::new(scheme, grid.is_some()).ok();
+    // Each task's filter buffers, and its buffer for a B2ND block before it is placed.
+    let buffers = || {
+        let placed = scratch(block, grid.is_some(), "a B2ND block's buffer").ok()?;
+        Some((Buffers::new(scheme).ok()?, placed))
+    };
     let no_buffers = || Error::out_of_memory("a Blosc2 block's buffers");
     crate::pool::install(|| match grid {
         None => {
             out.par_chunks_mut(block)
                 .enumerate()
                 .try_for_each_init(buffers, |held, (j, dst)| {
-                    let held = held.as_mut().ok_or_else(no_buffers)?;
+                    let (work, _) = held.as_mut().ok_or_else(no_buffers)?;
                     scheme
-                        .block(data, start_of(j)?, held, dst, None)
+                        .block(data, start_of(j)?, work, dst, None)
                         .map_err(|e| blosc::placed(e, format_args!("block {j}")))
                 })
         }
@@ -891,15 +891,12 @@ fn decode_blocks_in_parallel(
             out.par_chunks_mut(band)
                 .enumerate()
                 .try_for_each_init(buffers, |held, (b, rows)| {
-                    let held = held.as_mut().ok_or_else(no_buffers)?;
+                    let (work, placed) = held.as_mut().ok_or_else(no_buffers)?;
                     for j in b * per_band..(b + 1) * per_band {
-                        let mut placed = std::mem::take(&mut held.placed);
-                        let result = scheme.block(data, start_of(j)?, held, &mut placed, None);
-                        if result.is_ok() {
-                            g.place(j, &placed, rows, b * band);
-                        }
-                        held.placed = placed;
-                        result.map_err(|e| blosc::placed(e, format_args!("block {j}")))?;
+                        scheme
+                            .block(data, start_of(j)?, work, placed, None)
+                            .map_err(|e| blosc::placed(e, format_args!("block {j}")))?;
+                        g.place(j, placed, rows, b * band);
                     }
                     Ok(())
                 })
@@ -929,24 +926,20 @@ struct Scheme<'p> {
     pipeline: &'p Pipeline,
 }
 
-/// The buffers a chunk's blocks are decoded through, kept from block to block.
+/// The buffers a block's streams and filters pass through, kept from block to block.
 struct Buffers {
     first: Vec<u8>,
     spare: Vec<u8>,
-    /// A B2ND block before it is placed, and the first block for delta.
-    placed: Vec<u8>,
-    reference: Vec<u8>,
 }
 
 impl Buffers {
-    /// The buffers `scheme`'s filters need, and one for a B2ND block when `placing`.
-    fn new(scheme: &Scheme<'_>, placing: bool) -> Result<Self> {
+    /// The buffers `scheme`'s filters need: one for each filter that writes a new buffer,
+    /// two at most.
+    fn new(scheme: &Scheme<'_>) -> Result<Self> {
         let (block, transforms) = (scheme.block, scheme.pipeline.transforms());
         Ok(Buffers {
             first: scratch(block, transforms >= 1, "a Blosc2 block's buffer")?,
             spare: scratch(block, transforms >= 2, "a Blosc2 block's second buffer")?,
-            placed: scratch(block, placing, "a B2ND block's buffer")?,
-            reference: Vec::new(),
         })
     }
 }
@@ -1021,11 +1014,14 @@ fn read_streams(
             }
             _ => {
                 let size = size as usize;
-                let body = data.get(at..at + size).ok_or_else(|| {
-                    bad(format!(
-                        "stream {s} of {size} bytes at byte {at} runs past the chunk"
-                    ))
-                })?;
+                let body = at
+                    .checked_add(size)
+                    .and_then(|end| data.get(at..end))
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "stream {s} of {size} bytes at byte {at} runs past the chunk"
+                        ))
+                    })?;
                 at += size;
                 if size == stream.len() {
                     stream.copy_from_slice(body);
