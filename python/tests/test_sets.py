@@ -178,3 +178,24 @@ def test_a_closed_set_opens_no_shard_again_and_answers_as_a_closed_file(model):
     for ask in (f.keys, f.metadata, lambda: len(f), lambda: "embed.weight" in f, lambda: f.attributes):
         with pytest.raises(ztio.ArgumentError, match="closed"):
             ask()
+
+
+TF_SETS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "transformers_tf")
+
+
+@pytest.mark.parametrize(
+    "kind,path",
+    [("h5", "h5/tf_model.h5.index.json"), ("h5", "h5"), ("safetensors", "safetensors/model.safetensors.index.json")],
+)
+def test_transformers_tensorflow_sets_name_tensors_as_their_shards_do(kind, path):
+    """transformers' sharded TensorFlow models (fixtures/interop/transformers_tf, written by
+    transformers itself): the index lists `tf_bert_model/bert/...:0`, the shards hold
+    `bert/...:0`; the set gives the shards' names and their bytes, by index or folder."""
+    with open(os.path.join(TF_SETS, "expected.json")) as f:
+        want = json.load(f)[kind]
+    full = os.path.join(TF_SETS, path)
+    with ztio.open(full) as f:
+        assert sorted(f.keys()) == sorted(want)
+    loaded = ztio.numpy.load_file(full)
+    assert {n: a.tobytes().hex() for n, a in loaded.items()} == {n: w["hex"] for n, w in want.items()}
+    assert {n: list(a.shape) for n, a in loaded.items()} == {n: w["shape"] for n, w in want.items()}

@@ -435,3 +435,46 @@ fn load_each_hands_every_object_over_once_in_file_order_per_shard() {
         );
     }
 }
+
+/// transformers' TensorFlow models saved sharded by transformers itself, as HDF5 and as
+/// safetensors shards (tools/interop/make_transformers_tf.py): the index lists each variable
+/// by its full name and the shard stores it under a shorter one; the set names every tensor
+/// as its shard does and reads it as transformers' loader does.
+#[cfg(all(feature = "hdf5", feature = "safetensors"))]
+#[test]
+fn transformers_tensorflow_sets_name_tensors_as_their_shards_do() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/transformers_tf");
+    let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (kind, index) in [
+        ("h5", "tf_model.h5.index.json"),
+        ("safetensors", "model.safetensors.index.json"),
+    ] {
+        let want = expected[kind].as_object().unwrap();
+        let set = ShardedSet::open(dir.join(kind).join(index)).unwrap();
+        assert!(set.names().eq(want.keys().map(String::as_str)), "{kind}");
+        set.check().unwrap();
+        for (name, want) in want {
+            let o = set.object(name).unwrap();
+            let shape: Vec<u64> = want["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect();
+            assert_eq!(&o.shape[..], &shape[..], "{kind} {name}");
+            assert_eq!(
+                o.element_type().unwrap().name(),
+                want["type"],
+                "{kind} {name}"
+            );
+            let hex: String = o
+                .bytes()
+                .unwrap()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(hex, want["hex"].as_str().unwrap(), "{kind} {name}");
+        }
+    }
+}

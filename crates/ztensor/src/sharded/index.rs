@@ -3,6 +3,8 @@
 //! tensor name to the file that holds it, `metadata` is free-form. Keras 3's sharded weights
 //! (`model.weights.json` over `model_00000.weights.h5`, ...) map each variable group
 //! (`/layers/dense/vars`) to a list of the files that hold its variables instead.
+//! transformers' TensorFlow models list each variable under its full name and store it under
+//! a shorter one: the index's names are read as the shards hold them ([`ShardIndex::parse`]).
 //!
 //! - [`ShardIndex::parse`]: untrusted bytes to a checked index: size and count caps, no
 //!   duplicate names, shard file names that are plain names in the index's folder.
@@ -108,7 +110,9 @@ impl ShardIndex {
 
     /// Parses and checks an index's bytes. Every refusal is an `InvalidFile` error saying
     /// what is wrong. An index whose `weight_map` gives any name a list of files is one of
-    /// Keras's variable groups: its `groups` are filled and its `entries` left empty.
+    /// Keras's variable groups: its `groups` are filled and its `entries` left empty. An
+    /// index whose every name is a TensorFlow variable's (`.../kernel:0`) is transformers'
+    /// TensorFlow one: each entry takes the name its shard stores the variable under.
     ///
     /// ```
     /// use ztensor::ShardIndex;
@@ -119,6 +123,8 @@ impl ShardIndex {
     /// assert_eq!(index.shards, ["m-00001-of-00002.safetensors", "m-00002-of-00002.safetensors"]);
     /// assert_eq!(index.entries[0], ("a".to_owned(), 0));
     /// assert!(ShardIndex::parse(br#"{"weight_map": {"a": "../etc/passwd"}}"#).is_err());
+    /// let tf = br#"{"weight_map": {"tf_bert_model/bert/pooler/dense/bias:0": "tf_model.h5"}}"#;
+    /// assert_eq!(ShardIndex::parse(tf)?.entries[0].0, "/bert/pooler/dense/bias:0");
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn parse(bytes: &[u8]) -> Result<ShardIndex> {
@@ -173,7 +179,28 @@ impl ShardIndex {
                 entries.push((name.clone(), file));
             }
         }
+        let tensorflow = !entries.is_empty() && entries.iter().all(|(n, _)| is_tf_variable(n));
+        if tensorflow {
+            let hdf5: Vec<bool> = files
+                .keys()
+                .map(|f| {
+                    std::path::Path::new(f)
+                        .extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("h5"))
+                })
+                .collect();
+            for (name, file) in &mut entries {
+                let in_hdf5 = hdf5.get(*file as usize).copied().unwrap_or(false);
+                *name = tf_stored_name(name, in_hdf5);
+            }
+        }
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        if let (true, Some(name)) = (tensorflow, repeated(entries.iter().map(|e| &e.0))) {
+            return Err(Error::invalid(format!(
+                "the index lists two TensorFlow variables that transformers stores under one \
+                 name, {name:?}"
+            )));
+        }
         groups.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         if let Some(name) = repeated(entries.iter().map(|e| &e.0)) {
             return Err(Error::invalid(format!(
@@ -224,6 +251,31 @@ impl ShardIndex {
 }
 
 /// The first name of `sorted` that follows itself.
+/// Whether `name` is a TensorFlow variable's name: it ends in `:` and an output number
+/// (`tf_bert_model/bert/pooler/dense/kernel:0`). Tensor names from PyTorch and the other
+/// writers of indexes never do.
+fn is_tf_variable(name: &str) -> bool {
+    name.rsplit_once(':')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The name under which transformers' TensorFlow models store the variable its index lists
+/// as `name`: the index keeps the variable's full name, the shard drops its first component
+/// (the model's own name) unless the name holds `model.` or has one component (transformers'
+/// `strip_model_name_and_prefix`). In an HDF5 shard that is a dataset's path, which we name
+/// from the root (`/bert/pooler/dense/kernel:0`).
+fn tf_stored_name(name: &str, hdf5: bool) -> String {
+    let stored = match name.split_once('/') {
+        Some((_, rest)) if !name.contains("model.") => rest,
+        _ => name,
+    };
+    if hdf5 && !stored.starts_with('/') {
+        format!("/{stored}")
+    } else {
+        stored.to_owned()
+    }
+}
+
 fn repeated<'a>(sorted: impl Iterator<Item = &'a String>) -> Option<&'a String> {
     let mut sorted = sorted.peekable();
     while let Some(name) = sorted.next() {
@@ -317,6 +369,10 @@ mod tests {
                 r#"{"weight_map": {"/g": ["x.h5", "../y.h5"]}}"#,
                 "separator",
             ),
+            (
+                r#"{"weight_map": {"m/a/x:0": "s.h5", "n/a/x:0": "s.h5"}}"#,
+                "two TensorFlow variables that transformers stores under one name, \"/a/x:0\"",
+            ),
             (r#"{"metadata": {}}"#, "weight_map"),
             (r#"[1, 2]"#, "not a sharded"),
             ("{\"weight_map\": {\"a\": \"x\"}", "not a sharded"),
@@ -346,6 +402,38 @@ mod tests {
                 ("/vars".to_owned(), vec![0]),
             ]
         );
+    }
+
+    #[test]
+    fn reads_transformers_tensorflow_names_as_their_shards_store_them() {
+        let json = br#"{"weight_map": {
+            "tf_bert_model/bert/pooler/dense/kernel:0": "tf_model-00002-of-00002.h5",
+            "tf_bert_model/bert/embeddings/LayerNorm/beta:0": "tf_model-00001-of-00002.H5",
+            "tf_bart_model/model.shared/weight:0": "tf_model-00001-of-00002.H5",
+            "kernel:12": "tf_model-00002-of-00002.h5",
+            "tf_bert_model/bert/pooler/dense/bias:0": "m.safetensors"}}"#;
+        let names: Vec<String> = ShardIndex::parse(json)
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "/bert/embeddings/LayerNorm/beta:0",
+                "/bert/pooler/dense/kernel:0",
+                "/kernel:12",
+                "/tf_bart_model/model.shared/weight:0",
+                "bert/pooler/dense/bias:0",
+            ]
+        );
+        // One name that is not a variable's, and every name stays as written.
+        for other in ["model.embed:0x", "w:", "w"] {
+            let json = format!(r#"{{"weight_map": {{"m/a/x:0": "s.h5", "{other}": "s.h5"}}}}"#);
+            let index = ShardIndex::parse(json.as_bytes()).unwrap();
+            assert_eq!(index.entries[0].0, "m/a/x:0", "{other}");
+        }
     }
 
     #[test]
