@@ -180,7 +180,7 @@ def test_a_closed_set_opens_no_shard_again_and_answers_as_a_closed_file(model):
             ask()
 
 
-TF_SETS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "transformers_tf")
+TF_SETS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "tensorflow")
 
 
 @pytest.mark.parametrize(
@@ -188,7 +188,7 @@ TF_SETS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "inter
     [("h5", "h5/tf_model.h5.index.json"), ("h5", "h5"), ("safetensors", "safetensors/model.safetensors.index.json")],
 )
 def test_transformers_tensorflow_sets_name_tensors_as_their_shards_do(kind, path):
-    """transformers' sharded TensorFlow models (fixtures/interop/transformers_tf, written by
+    """transformers' sharded TensorFlow models (fixtures/interop/tensorflow, written by
     transformers itself): the index lists `tf_bert_model/bert/...:0`, the shards hold
     `bert/...:0`; the set gives the shards' names and their bytes, by index or folder."""
     with open(os.path.join(TF_SETS, "expected.json")) as f:

@@ -207,6 +207,32 @@ fn paged_chunk_indexes() {
     }
 }
 
+/// Files TensorFlow's own tools wrote (tools/interop/make_tensorflow.py): transformers'
+/// `tf_model.h5` (Keras 2's weights layout) and a whole model saved by tf-keras in its legacy
+/// HDF5 layout; every dataset lists and reads as h5py reads it, mapped and unmapped.
+#[test]
+fn files_tensorflow_wrote_read_as_h5py_reads_them() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/tensorflow");
+    let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let files = expected["files"].as_object().unwrap();
+    assert_eq!(files.len(), 2);
+    for (file, datasets) in files {
+        let datasets = datasets.as_object().unwrap();
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir.join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(r.version(), &FileVersion::Hdf5 { superblock: 0 });
+            assert_eq!(r.len(), datasets.len(), "{file}");
+            for (name, want) in datasets {
+                expected::check_object(&r, file, name, want);
+            }
+        }
+    }
+}
+
 /// Keras 3's sharded weights (`model.weights.json`, whose `weight_map` gives each variable
 /// group the shards that hold its variables; the first layer's are split over two shards)
 /// open as a set: every tensor listed, found in its shard, read as h5py reads it.

@@ -437,13 +437,13 @@ fn load_each_hands_every_object_over_once_in_file_order_per_shard() {
 }
 
 /// transformers' TensorFlow models saved sharded by transformers itself, as HDF5 and as
-/// safetensors shards (tools/interop/make_transformers_tf.py): the index lists each variable
+/// safetensors shards (tools/interop/make_tensorflow.py): the index lists each variable
 /// by its full name and the shard stores it under a shorter one; the set names every tensor
 /// as its shard does and reads it as transformers' loader does.
 #[cfg(all(feature = "hdf5", feature = "safetensors"))]
 #[test]
 fn transformers_tensorflow_sets_name_tensors_as_their_shards_do() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/transformers_tf");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/tensorflow");
     let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
     let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
     for (kind, index) in [

@@ -1,16 +1,24 @@
-"""Writes sharded checkpoints of a small TensorFlow BERT with transformers' own
-`save_pretrained` (the HDF5 shards and index TF models on the Hub ship, and the safetensors
-ones), and records what transformers' TF loader reads from each shard in
-fixtures/interop/transformers_tf/expected.json: per set, per tensor, its shape, our element
-type name and its little-endian bytes in hex, under the name the shard stores it by (HDF5
-dataset paths from the root). The index lists every variable by its full name
-(`tf_bert_model/bert/...:0`); the shards drop the first component. Run in a throwaway
-environment (transformers 4.x: version 5 has no TensorFlow models):
+"""Writes the HDF5 files TensorFlow's own tools write, and records what their readers read
+from each in fixtures/interop/tensorflow/expected.json: per tensor, its shape, our element
+type name and its little-endian bytes in hex, under the name the file stores it by (HDF5
+dataset paths from the root).
+
+- h5/ and safetensors/: a small TensorFlow BERT saved sharded by transformers' own
+  `save_pretrained` (the HDF5 shards and index TF models on the Hub ship, and the
+  safetensors ones), as transformers' TF loader reads each shard. The index lists every
+  variable by its full name (`tf_bert_model/bert/...:0`); the shards drop the first
+  component.
+- tf_model.h5: the same model saved whole (Keras 2's weights layout: `layer_names` at the
+  root, a group per layer with its `weight_names`).
+- tf_keras_model.h5: a small model saved whole by tf-keras (Keras 2) in its legacy HDF5
+  layout (`model_weights/`, the model's config as an attribute), float16 and float32 layers.
+
+Run in a throwaway environment (transformers 4.x: version 5 has no TensorFlow models):
 
     python3 -m venv /tmp/tfenv
     /tmp/tfenv/bin/pip install "tensorflow-cpu==2.19.*" "tf-keras==2.19.*" \
         "transformers==4.57.*" h5py
-    /tmp/tfenv/bin/python tools/interop/make_transformers_tf.py fixtures/interop/transformers_tf
+    /tmp/tfenv/bin/python tools/interop/make_tensorflow.py fixtures/interop/tensorflow
 """
 
 import json
@@ -23,12 +31,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+import tf_keras  # noqa: E402
 import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 from transformers import BertConfig, TFBertModel  # noqa: E402
 from transformers.tf_utils import load_attributes_from_hdf5_group  # noqa: E402
 
-OURS = {np.dtype("float32"): "f32", np.dtype("int32"): "i32", np.dtype("int64"): "i64"}
+OURS = {
+    np.dtype("float16"): "f16",
+    np.dtype("float32"): "f32",
+    np.dtype("int32"): "i32",
+    np.dtype("int64"): "i64",
+}
 
 
 def record(table, name, array):
@@ -69,6 +83,27 @@ def main(out):
                     for name in f.keys():
                         record(table, name, f.get_tensor(name))
         expected[kind] = table
+    model.save_pretrained(os.path.join(out, "single"), safe_serialization=False)
+    os.replace(os.path.join(out, "single", "tf_model.h5"), os.path.join(out, "tf_model.h5"))
+    shutil.rmtree(os.path.join(out, "single"))
+    small = tf_keras.Sequential(
+        [
+            tf_keras.layers.Input((3,)),
+            tf_keras.layers.Dense(4, dtype="float16"),
+            tf_keras.layers.BatchNormalization(),
+            tf_keras.layers.Dense(2),
+        ]
+    )
+    small.save(os.path.join(out, "tf_keras_model.h5"))
+    expected["files"] = {}
+    for file in ["tf_model.h5", "tf_keras_model.h5"]:
+        table = {}
+        with h5py.File(os.path.join(out, file), "r") as f:
+            def visit(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    record(table, "/" + name, obj[()])
+            f.visititems(visit)
+        expected["files"][file] = table
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
