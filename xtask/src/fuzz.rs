@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 12] = [
+const TARGETS: [(&str, &[&str]); 13] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -19,6 +19,7 @@ const TARGETS: [(&str, &[&str]); 12] = [
     ("read_gguf", &["gguf"]),
     ("read_onnx", &["onnx"]),
     ("read_hdf5", &["h5", "keras"]),
+    ("read_flax", &["msgpack"]),
     ("parse_index", &["json"]),
 ];
 

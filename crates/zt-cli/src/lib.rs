@@ -31,7 +31,8 @@ pub use common::{printable, ProgressListener};
 use common::{MagVersion, Outcome};
 
 /// Inspect, check, compare and convert tensor files: zTensor .zt (every version), .mag,
-/// .safetensors, GGUF, NumPy .npy/.npz, PyTorch checkpoints and ONNX models.
+/// .safetensors, GGUF, NumPy .npy/.npz, PyTorch checkpoints, ONNX models, HDF5 and Keras
+/// files, and Flax checkpoints.
 #[derive(Parser, Debug)]
 #[command(
     name = "zt",

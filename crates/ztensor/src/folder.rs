@@ -4,10 +4,19 @@
 //! The rank, best first (docs/decisions.md, "A folder as a model"):
 //! 1. an index of `.safetensors` or `.zt` shards (`*.safetensors.index.json`,
 //!    `*.zt.index.json`);
-//! 2. any other index (`pytorch_model.bin.index.json`, Keras's `model.weights.json`);
+//! 2. any other index (`pytorch_model.bin.index.json`, Keras's `model.weights.json`) but
+//!    TensorFlow's and Flax's;
 //! 3. one `.safetensors` or `.zt` file;
 //! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, `.onnx`,
-//!    `.h5`, `.keras`, ...).
+//!    `.keras`, ...);
+//! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
+//!    `flax_model.msgpack.index.json`);
+//! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
+//!    `model.weights.h5`).
+//!
+//! A model repository often holds the same weights for several frameworks; like
+//! transformers' PyTorch loader, the PyTorch and safetensors files come before TensorFlow's
+//! and Flax's.
 //!
 //! Two candidates of the best rank present are an error listing them: the folder does not
 //! say which is the model. Config, tokenizer and other files are not candidates.
@@ -88,6 +97,8 @@ fn rank(name: &str) -> Option<u8> {
         let over = lower.trim_end_matches(".index.json");
         return Some(if over.ends_with(".safetensors") || over.ends_with(".zt") {
             0
+        } else if over.ends_with(".h5") || over.ends_with(".msgpack") {
+            4
         } else {
             1
         });
@@ -99,8 +110,10 @@ fn rank(name: &str) -> Option<u8> {
     let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
     match ext {
         "safetensors" | "zt" => Some(2),
-        "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "h5" | "hdf5"
-        | "keras" => Some(3),
+        "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "keras" => {
+            Some(3)
+        }
+        "h5" | "hdf5" | "msgpack" => Some(5),
         _ => None,
     }
 }
@@ -166,6 +179,26 @@ mod tests {
             ),
             (&["model.onnx", "vocab.txt"], "model.onnx"),
             (&["tf_model.h5", "model.safetensors"], "model.safetensors"),
+            (
+                &["flax_model.msgpack", "tf_model.h5", "pytorch_model.bin"],
+                "pytorch_model.bin",
+            ),
+            (
+                &[
+                    "tf_model.h5.index.json",
+                    "tf_model-00001-of-00002.h5",
+                    "tf_model-00002-of-00002.h5",
+                ],
+                "tf_model.h5.index.json",
+            ),
+            (
+                &[
+                    "flax_model.msgpack.index.json",
+                    "flax_model-00001-of-00001.msgpack",
+                ],
+                "flax_model.msgpack.index.json",
+            ),
+            (&["model.weights.h5", "config.json"], "model.weights.h5"),
         ];
         for (names, want) in cases {
             assert_eq!(chosen(names).unwrap(), *want, "{names:?}");

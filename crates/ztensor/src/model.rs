@@ -48,6 +48,9 @@ pub enum FileVersion {
     },
     /// A Keras 3 `.keras` archive: the HDF5 weights inside it (`model.weights.h5`).
     Keras,
+    /// A Flax checkpoint: msgpack as `flax.serialization.to_bytes` writes it
+    /// (transformers' `flax_model.msgpack`).
+    Flax,
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -59,7 +62,7 @@ pub enum FileVersion {
 
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
-    /// `"hdf5"` or `"keras"`.
+    /// `"hdf5"`, `"keras"` or `"flax"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -74,6 +77,7 @@ impl FileVersion {
             FileVersion::Onnx { .. } => "onnx",
             FileVersion::Hdf5 { .. } => "hdf5",
             FileVersion::Keras => "keras",
+            FileVersion::Flax => "flax",
         }
     }
 }
@@ -106,7 +110,10 @@ impl FileVersion {
             }
             FileVersion::ZTensorV2 => "2".to_owned(),
             FileVersion::Npy(major, minor) => format!("{major}.{minor}"),
-            FileVersion::Safetensors | FileVersion::Npz | FileVersion::PyTorch => String::new(),
+            FileVersion::Safetensors
+            | FileVersion::Npz
+            | FileVersion::PyTorch
+            | FileVersion::Flax => String::new(),
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
             FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
@@ -133,6 +140,7 @@ impl fmt::Display for FileVersion {
             FileVersion::Onnx { ir_version } => write!(f, "ONNX model (IR version {ir_version})"),
             FileVersion::Hdf5 { superblock } => write!(f, "HDF5 (superblock version {superblock})"),
             FileVersion::Keras => f.write_str("Keras .keras archive"),
+            FileVersion::Flax => f.write_str("Flax checkpoint (msgpack)"),
             FileVersion::Gguf {
                 version,
                 big_endian,

@@ -295,6 +295,8 @@ impl OpenOptions {
                 let local = |p: &Path| self.open_shard(p);
                 files::onnx::list(&source, path, limits, open_shard.unwrap_or(&local))?
             }
+            #[cfg(feature = "flax")]
+            Some(FileKind::Flax) => files::flax::list(&source, limits)?,
             #[cfg(feature = "safetensors")]
             Some(FileKind::Safetensors) => {
                 files::safetensors::list(&source, limits.decode.max_rank)?
@@ -309,7 +311,7 @@ impl OpenOptions {
                             let unknown = Error::invalid(format!(
                                 "not a kind of file ztensor reads: its first bytes match none \
                                  (zTensor, safetensors, GGUF, NumPy, PyTorch, ONNX, HDF5, \
-                                 .mag); as zTensor: {}",
+                                 Flax, .mag); as zTensor: {}",
                                 e.message()
                             ));
                             match e.offset() {

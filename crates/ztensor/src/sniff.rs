@@ -43,6 +43,8 @@ pub enum FileKind {
     Onnx,
     /// An HDF5 file (its superblock signature at 0, 512, 1024 or 2048).
     Hdf5,
+    /// A Flax checkpoint (msgpack, `flax.serialization.to_bytes`).
+    Flax,
 }
 
 impl FileKind {
@@ -67,6 +69,7 @@ impl FileKind {
             FileKind::PyTorchLegacy => "legacy PyTorch checkpoint (before 1.6)",
             FileKind::Onnx => "ONNX model",
             FileKind::Hdf5 => "HDF5 file",
+            FileKind::Flax => "Flax checkpoint (msgpack)",
         }
     }
 
@@ -85,6 +88,7 @@ impl FileKind {
             FileKind::Gguf => Some("gguf"),
             FileKind::Safetensors => Some("safetensors"),
             FileKind::Onnx => Some("onnx"),
+            FileKind::Flax => Some("flax"),
         }
     }
 
@@ -105,6 +109,7 @@ impl FileKind {
             FileKind::Safetensors => cfg!(feature = "safetensors"),
             FileKind::Onnx => cfg!(feature = "onnx"),
             FileKind::Keras | FileKind::Hdf5 => cfg!(feature = "hdf5"),
+            FileKind::Flax => cfg!(feature = "flax"),
             FileKind::ShardIndex => false,
         }
     }
@@ -157,7 +162,9 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 /// 10. the HDF5 signature at byte 0, 512, 1024 or 2048 (after a user block);
 /// 11. protobuf field 1 (`ir_version`, 1-15) and then another field of a `ModelProto`: an
 ///     ONNX model (last: two bytes of protobuf are a weak sign, and none of the magics
-///     above starts that way).
+///     above starts that way);
+/// 12. a msgpack map whose first key is text: a Flax checkpoint (weaker still: a map's
+///     header and a string's; a pickle's `80 02` is an empty map and then no string).
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -204,6 +211,9 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if looks_like_onnx(head) {
         return Some(FileKind::Onnx);
     }
+    if looks_like_flax(head) {
+        return Some(FileKind::Flax);
+    }
     None
 }
 
@@ -220,6 +230,7 @@ pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
         "gguf" => FileKind::Gguf,
         "npy" => FileKind::Npy,
         "h5" | "hdf5" => FileKind::Hdf5,
+        "msgpack" => FileKind::Flax,
         "zt" => FileKind::ZTensor,
         _ => return None,
     })
@@ -248,6 +259,19 @@ fn looks_like_onnx(head: &[u8]) -> bool {
 }
 
 /// Rule 4: which zip-based kind, by the names of the archive's entries.
+/// Whether `head` starts a Flax checkpoint: a msgpack map of at least one entry whose first
+/// key is text (`fixmap`, `map16` or `map32`, then a `fixstr` or `str8`/`16`/`32` header).
+/// A pickle starts `80 02`-`80 05`: an empty map followed by a number, refused here.
+fn looks_like_flax(head: &[u8]) -> bool {
+    let key_at = match head.first() {
+        Some(0x81..=0x8f) => 1,
+        Some(0xde) if head.get(1..3).is_some_and(|n| n != [0, 0]) => 3,
+        Some(0xdf) if head.get(1..5).is_some_and(|n| n != [0, 0, 0, 0]) => 5,
+        _ => return false,
+    };
+    matches!(head.get(key_at), Some(0xa0..=0xbf | 0xd9..=0xdb))
+}
+
 fn zip_kind(names: &[&str]) -> FileKind {
     // `<archive>/<rest>`: torch writes every record under one top-level folder.
     let under_archive = |rest: fn(&str) -> bool| {
@@ -444,5 +468,15 @@ mod tests {
         let keras = ["metadata.json", "config.json", "model.weights.h5"];
         assert_eq!(zip(&keras), Some(FileKind::Keras));
         assert_eq!(zip(&["model.weights.h5"]), Some(FileKind::Npz));
+    }
+
+    #[test]
+    fn tells_a_flax_checkpoint_from_a_pickle() {
+        assert!(super::looks_like_flax(b"\x83\xaaembeddings"));
+        assert!(super::looks_like_flax(b"\xde\x00\x11\xd9\x20"));
+        assert!(!super::looks_like_flax(b"\x80\x02}q"));
+        assert!(!super::looks_like_flax(b"\x80"));
+        assert!(!super::looks_like_flax(b"\xde\x00\x00\xa1"));
+        assert!(!super::looks_like_flax(b"\x81\x01"));
     }
 }

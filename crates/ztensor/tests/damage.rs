@@ -4,7 +4,8 @@
 //! them (fixtures/interop/zt2 and the generated v2 files in fixtures/valid), the NumPy and
 //! PyTorch files numpy and torch wrote (fixtures/interop/numpy, pytorch), the ONNX models
 //! onnx wrote (fixtures/interop/onnx, opened from memory: external data is refused), GGUF files
-//! (fixtures/interop/gguf, the generated v1 and v2 ones in fixtures/valid); each damaged v2
+//! (fixtures/interop/gguf, the generated v1 and v2 ones in fixtures/valid), HDF5 files (h5py,
+//! Keras, TensorFlow) and Flax checkpoints; each damaged v2
 //! file is tried again with its manifest hash fixed, so the damage reaches the manifest.
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,8 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/gguf",
         "interop/onnx",
         "interop/hdf5",
+        "interop/tensorflow",
+        "interop/flax",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

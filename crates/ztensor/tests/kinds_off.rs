@@ -62,6 +62,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"onnx\"",
             cfg!(feature = "onnx"),
         ),
+        (
+            "interop/flax/dtypes.msgpack",
+            "feature \"flax\"",
+            cfg!(feature = "flax"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

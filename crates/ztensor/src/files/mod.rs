@@ -6,6 +6,8 @@
 //! [`crate::sniff`] and an arm in [`crate::open`]'s dispatch: docs/ARCHITECTURE.md has the
 //! checklist.
 
+#[cfg(feature = "flax")]
+pub(crate) mod flax;
 #[cfg(feature = "gguf")]
 pub(crate) mod gguf;
 #[cfg(feature = "hdf5")]
