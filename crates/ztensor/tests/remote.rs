@@ -372,6 +372,51 @@ fn a_manifest_larger_than_the_tail_costs_one_more_request_for_the_rest_only() {
     assert_eq!(&r.read::<f32>("t19999").unwrap()[..], &want[..]);
 }
 
+/// A Flax checkpoint of `count` f32 arrays `a00`.. of `len` elements each (value = array *
+/// 1000 + i), msgpack as flax writes it: `{name: ext 1 [[len], "float32", bytes]}`.
+#[cfg(feature = "flax")]
+fn flax_bytes(count: usize, len: usize) -> Vec<u8> {
+    let mut out = vec![0xde];
+    out.extend((count as u16).to_be_bytes());
+    for a in 0..count {
+        out.extend([0xa3, b'a', b'0' + (a / 10) as u8, b'0' + (a % 10) as u8]);
+        let data: Vec<u8> = (0..len)
+            .flat_map(|i| ((a * 1000 + i) as f32).to_le_bytes())
+            .collect();
+        let mut payload = vec![0x93, 0x91, 0xce];
+        payload.extend((len as u32).to_be_bytes());
+        payload.extend([0xa7]);
+        payload.extend(b"float32");
+        payload.push(0xc6);
+        payload.extend((data.len() as u32).to_be_bytes());
+        payload.extend(data);
+        out.push(0xc9);
+        out.extend((payload.len() as u32).to_be_bytes());
+        out.push(1);
+        out.extend(payload);
+    }
+    out
+}
+
+#[cfg(feature = "flax")]
+#[test]
+fn a_flax_checkpoint_over_http_costs_a_request_per_array_header_not_per_field() {
+    let dir = served_dir();
+    // 30 arrays of 256 KiB: the headers lie far apart, each past the last one's window.
+    std::fs::write(dir.path().join("flax_model.msgpack"), flax_bytes(30, 65536)).unwrap();
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let r = ztensor::open_url(&nginx.url("flax_model.msgpack")).unwrap();
+    assert_eq!(r.len(), 30);
+    // Each array's header (its extension, shape, type and data headers, ten fields) is read
+    // in one window: about one request per array, not ten.
+    let opened = nginx.requests();
+    assert!(opened.len() <= 32, "{} requests: {opened:?}", opened.len());
+    let values = r.read::<f32>("a29").unwrap();
+    assert_eq!(values[..3], [29000.0, 29001.0, 29002.0]);
+}
+
 #[test]
 fn a_safetensors_header_costs_one_request_or_two_when_large() {
     let dir = served_dir();

@@ -20,6 +20,7 @@
 //! follow the value.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
@@ -40,6 +41,10 @@ const CHUNKED_MARK: &str = "__msgpack_chunked_array__";
 /// The longest map key, dtype name or text attribute read.
 const MAX_TEXT: u64 = 64 << 10;
 
+/// What one read of a file not in memory takes ahead of a header (at most; never past the
+/// end of the file).
+const WINDOW: u64 = 64 << 10;
+
 /// Lists a Flax checkpoint.
 pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
     let len = source.len();
@@ -54,6 +59,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         max_rank: limits.decode.max_rank,
         objects: Vec::new(),
         attributes: Attributes::new(),
+        window: RefCell::new((0, Vec::new())),
     };
     let at = walk.pos;
     match walk.head(len)? {
@@ -129,6 +135,10 @@ struct Walk<'s> {
     max_rank: usize,
     objects: Vec<ObjectInfo>,
     attributes: Attributes,
+    /// For a file not in memory: the last piece read (its start, its bytes), so that the
+    /// headers near one another cost one read, or one request for a remote file, not one
+    /// each. The data between them is stepped over, never read.
+    window: RefCell<(u64, Vec<u8>)>,
 }
 
 impl<'s> Walk<'s> {
@@ -150,7 +160,25 @@ impl<'s> Walk<'s> {
                     .map(Cow::Borrowed)
                     .ok_or_else(|| invalid(format!("{what} lies past the end")).at(at))
             }
-            None => self.source.read_at(at, n),
+            None if n > WINDOW => self.source.read_at(at, n),
+            None => {
+                let mut window = self.window.borrow_mut();
+                let (start, held) = &mut *window;
+                let inside = at >= *start && stop <= *start + held.len() as u64;
+                if !inside {
+                    *held = self
+                        .source
+                        .read_at(at, WINDOW.min(self.len - at))?
+                        .into_owned();
+                    *start = at;
+                }
+                let from = usize::try_from(at - *start).unwrap_or(usize::MAX);
+                let bytes = from
+                    .checked_add(n as usize)
+                    .and_then(|to| held.get(from..to))
+                    .ok_or_else(|| invalid(format!("{what} lies past the end")).at(at))?;
+                Ok(Cow::Owned(bytes.to_vec()))
+            }
         }
     }
 
