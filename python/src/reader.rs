@@ -252,6 +252,18 @@ impl Reader {
         PyList::new(py, reader.iter().map(|o| o.name()).collect::<Vec<&str>>())
     }
 
+    /// The objects that hold no numbers to read (strings, compounds, resources): listed, and
+    /// passed over by a whole-file load as `verify` and conversions pass over them.
+    fn names_skipped<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let reader = self.get(py)?;
+        let skipped: Vec<&str> = reader
+            .iter()
+            .filter(|o| o.skipped().is_some())
+            .map(|o| o.name())
+            .collect();
+        PyList::new(py, skipped)
+    }
+
     /// The readable dense objects whose read decodes (a compressed, byte-swapped or gathered
     /// component), in file order, each with the bytes it stores: what a whole-file load
     /// hands to worker threads, so that decoding runs on every core.

@@ -682,7 +682,13 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
     if isinstance(f, ShardedFile):
         made = dict(f._each_made(make))
         return {name: made[name] if name in made else make(name) for name in f.offset_keys()}
-    return dict(f._each_made(make))
+    # Objects that hold no numbers (strings, compounds, TensorFlow's object graph) are not
+    # tensors: passed over, as `verify` and conversions pass over them.
+    skipped = frozenset(f._native.names_skipped())
+    if not skipped:
+        return dict(f._each_made(make))
+    tensors = lambda name: None if name in skipped else make(name)  # noqa: E731
+    return {name: t for name, t in f._each_made(tensors) if name not in skipped}
 
 
 class _DecodeAhead:

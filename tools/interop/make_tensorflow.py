@@ -12,6 +12,11 @@ dataset paths from the root).
   root, a group per layer with its `weight_names`).
 - tf_keras_model.h5: a small model saved whole by tf-keras (Keras 2) in its legacy HDF5
   layout (`model_weights/`, the model's config as an attribute), float16 and float32 layers.
+- ckpt/: TensorFlow checkpoints (TensorBundle: PREFIX.index and PREFIX.data-*), as
+  `tf.train.load_checkpoint(...).get_tensor` reads them (under `checkpoints`): `all` (every
+  dtype `tf.train.Checkpoint` writes, 0-d, empty, strings), `sharded` (three data files, by
+  `MaxShardSizePolicy`, one variable split into slices) and `keras` (tf-keras's
+  `save_weights` in the TensorFlow format).
 
 Run in a throwaway environment (transformers 4.x: version 5 has no TensorFlow models):
 
@@ -38,6 +43,16 @@ from transformers import BertConfig, TFBertModel  # noqa: E402
 from transformers.tf_utils import load_attributes_from_hdf5_group  # noqa: E402
 
 OURS = {
+    np.dtype("bool"): "bool",
+    np.dtype("int8"): "i8",
+    np.dtype("int16"): "i16",
+    np.dtype("uint8"): "u8",
+    np.dtype("uint16"): "u16",
+    np.dtype("uint32"): "u32",
+    np.dtype("uint64"): "u64",
+    np.dtype("float64"): "f64",
+    np.dtype("complex64"): "complex64",
+    np.dtype("complex128"): "complex128",
     np.dtype("float16"): "f16",
     np.dtype("float32"): "f32",
     np.dtype("int32"): "i32",
@@ -46,8 +61,64 @@ OURS = {
 
 
 def record(table, name, array):
-    a = np.ascontiguousarray(np.asarray(array))
-    table[name] = {"shape": list(a.shape), "type": OURS[a.dtype], "hex": a.tobytes().hex()}
+    a = np.asarray(array)  # np.ascontiguousarray would make a 0-d array 1-d
+    ours = OURS.get(a.dtype) or {"bfloat16": "bf16", "float8_e5m2": "f8_e5m2", "float8_e4m3fn": "f8_e4m3fn"}[a.dtype.name]
+    table[name] = {"shape": list(a.shape), "type": ours, "hex": a.tobytes(order="C").hex()}
+
+
+def checkpoints(folder, keras_model):
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    rng = np.random.default_rng(11)
+    f = rng.standard_normal((2, 3)).astype(np.float32)
+    values = {
+        "f16": f.astype(np.float16),
+        "bf16": tf.constant(f, tf.bfloat16),
+        "f32": f,
+        "f64": f.astype(np.float64),
+        "i8": np.array([-128, 0, 127], np.int8),
+        "i16": np.array([-32768, 7], np.int16),
+        "i32": np.arange(-3, 3, dtype=np.int32).reshape(2, 3),
+        "i64": np.array([-(2**63), 2**63 - 1], np.int64),
+        "u8": np.array([0, 255], np.uint8),
+        "u16": np.array([65535], np.uint16),
+        "u32": np.array([2**32 - 1], np.uint32),
+        "u64": np.array([2**64 - 1], np.uint64),
+        "bool": np.array([True, False]),
+        "c64": (f + 1j * f).astype(np.complex64),
+        "c128": (f + 1j * f).astype(np.complex128),
+        "f8_e5m2": tf.cast(f, tf.dtypes.experimental.float8_e5m2),
+        "f8_e4m3fn": tf.cast(f, tf.dtypes.experimental.float8_e4m3fn),
+        "scalar": np.float32(2.5),
+        "empty": np.zeros((0, 3), np.float32),
+        "text": "hello",
+    }
+    written = {}
+    variables = {k: tf.Variable(v) for k, v in values.items()}
+    written["all"] = tf.train.Checkpoint(**variables).write(os.path.join(folder, "all"))
+    # Data files of at most 256 bytes: a variable of 256 bytes each; the one of 1,024
+    # bytes is split into slices across them.
+    parts = {f"v{i}": tf.Variable(np.full((64,), i, np.float32)) for i in range(3)}
+    parts["split"] = tf.Variable(np.arange(256, dtype=np.float32))
+    policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=256)
+    options = tf.train.CheckpointOptions(experimental_sharding_callback=policy)
+    written["sharded"] = tf.train.Checkpoint(**parts).write(os.path.join(folder, "sharded"), options=options)
+    keras_model.save_weights(os.path.join(folder, "keras"))
+    written["keras"] = os.path.join(folder, "keras")
+    os.remove(os.path.join(folder, "checkpoint"))
+    expected = {}
+    for key, prefix in written.items():
+        reader = tf.train.load_checkpoint(prefix)
+        tensors, other = {}, []
+        for name in sorted(reader.get_variable_to_dtype_map()):
+            value = reader.get_tensor(name)
+            a = np.asarray(value)
+            if a.dtype.kind in "OSU":
+                other.append(name)
+            else:
+                record(tensors, name, a)
+        expected[key] = {"tensors": tensors, "strings": other}
+    return expected
 
 
 def main(out):
@@ -95,6 +166,7 @@ def main(out):
         ]
     )
     small.save(os.path.join(out, "tf_keras_model.h5"))
+    expected["checkpoints"] = checkpoints(os.path.join(out, "ckpt"), small)
     expected["files"] = {}
     for file in ["tf_model.h5", "tf_keras_model.h5"]:
         table = {}

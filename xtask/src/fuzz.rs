@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 13] = [
+const TARGETS: [(&str, &[&str]); 14] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -20,6 +20,7 @@ const TARGETS: [(&str, &[&str]); 13] = [
     ("read_onnx", &["onnx"]),
     ("read_hdf5", &["h5", "keras"]),
     ("read_flax", &["msgpack"]),
+    ("read_tf_checkpoint", &["index"]),
     ("parse_index", &["json"]),
 ];
 

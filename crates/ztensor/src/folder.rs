@@ -12,7 +12,7 @@
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
 //! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
-//!    `model.weights.h5`).
+//!    `model.weights.h5`), or a TensorFlow checkpoint's `.index` (`bert_model.ckpt.index`).
 //!
 //! A model repository often holds the same weights for several frameworks; like
 //! transformers' PyTorch loader, the PyTorch and safetensors files come before TensorFlow's
@@ -113,7 +113,7 @@ fn rank(name: &str) -> Option<u8> {
         "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "keras" => {
             Some(3)
         }
-        "h5" | "hdf5" | "msgpack" => Some(5),
+        "h5" | "hdf5" | "msgpack" | "index" => Some(5),
         _ => None,
     }
 }
@@ -199,6 +199,16 @@ mod tests {
                 "flax_model.msgpack.index.json",
             ),
             (&["model.weights.h5", "config.json"], "model.weights.h5"),
+            (
+                &[
+                    "bert_model.ckpt.index",
+                    "bert_model.ckpt.data-00000-of-00001",
+                    "bert_model.ckpt.meta",
+                    "checkpoint",
+                    "vocab.txt",
+                ],
+                "bert_model.ckpt.index",
+            ),
         ];
         for (names, want) in cases {
             assert_eq!(chosen(names).unwrap(), *want, "{names:?}");

@@ -64,7 +64,12 @@ pub const MIN_LISTING_BUDGET: u64 = 256 << 20;
 
 /// What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few
 /// attributes (a B-tree node), a name table's entry and the list's spare capacity.
-#[cfg(any(feature = "onnx", feature = "hdf5", feature = "flax"))]
+#[cfg(any(
+    feature = "onnx",
+    feature = "hdf5",
+    feature = "flax",
+    feature = "tensorflow"
+))]
 pub(crate) const LISTED_OVERHEAD: u64 = 1024;
 
 impl Limits {
@@ -100,7 +105,12 @@ impl Limits {
     }
 
     /// What listing one object named `name` costs, for [`Limits::listing_budget`].
-    #[cfg(any(feature = "onnx", feature = "hdf5", feature = "flax"))]
+    #[cfg(any(
+        feature = "onnx",
+        feature = "hdf5",
+        feature = "flax",
+        feature = "tensorflow"
+    ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
         2 * std::mem::size_of::<ObjectInfo>() as u64 + LISTED_OVERHEAD + 2 * name.len() as u64
     }
@@ -323,7 +333,8 @@ impl NameIndex {
     feature = "gguf",
     feature = "hdf5",
     feature = "torch",
-    feature = "flax"
+    feature = "flax",
+    feature = "tensorflow"
 ))]
 pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
     if names_strictly_increasing(objects) {

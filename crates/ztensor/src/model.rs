@@ -51,6 +51,8 @@ pub enum FileVersion {
     /// A Flax checkpoint: msgpack as `flax.serialization.to_bytes` writes it
     /// (transformers' `flax_model.msgpack`).
     Flax,
+    /// A TensorFlow checkpoint (TensorBundle): its `.index` table and data files.
+    TfCheckpoint,
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -62,7 +64,7 @@ pub enum FileVersion {
 
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
-    /// `"hdf5"`, `"keras"` or `"flax"`.
+    /// `"hdf5"`, `"keras"`, `"flax"` or `"tensorflow"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -78,6 +80,7 @@ impl FileVersion {
             FileVersion::Hdf5 { .. } => "hdf5",
             FileVersion::Keras => "keras",
             FileVersion::Flax => "flax",
+            FileVersion::TfCheckpoint => "tensorflow",
         }
     }
 }
@@ -113,7 +116,8 @@ impl FileVersion {
             FileVersion::Safetensors
             | FileVersion::Npz
             | FileVersion::PyTorch
-            | FileVersion::Flax => String::new(),
+            | FileVersion::Flax
+            | FileVersion::TfCheckpoint => String::new(),
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
             FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
@@ -141,6 +145,7 @@ impl fmt::Display for FileVersion {
             FileVersion::Hdf5 { superblock } => write!(f, "HDF5 (superblock version {superblock})"),
             FileVersion::Keras => f.write_str("Keras .keras archive"),
             FileVersion::Flax => f.write_str("Flax checkpoint (msgpack)"),
+            FileVersion::TfCheckpoint => f.write_str("TensorFlow checkpoint (TensorBundle)"),
             FileVersion::Gguf {
                 version,
                 big_endian,
@@ -534,7 +539,12 @@ impl Defect {
     }
 
     /// An object that is not numbers we decode: listed as what it is, skipped.
-    #[cfg(any(feature = "numpy", feature = "onnx", feature = "hdf5"))]
+    #[cfg(any(
+        feature = "numpy",
+        feature = "onnx",
+        feature = "hdf5",
+        feature = "tensorflow"
+    ))]
     pub(crate) fn not_numbers(message: impl Into<String>) -> Self {
         Defect {
             skip: true,

@@ -297,6 +297,11 @@ impl OpenOptions {
             }
             #[cfg(feature = "flax")]
             Some(FileKind::Flax) => files::flax::list(&source, limits)?,
+            #[cfg(feature = "tensorflow")]
+            Some(FileKind::TfCheckpoint) => {
+                let local = |p: &Path| self.open_shard(p);
+                files::tf_checkpoint::list(&source, path, limits, open_shard.unwrap_or(&local))?
+            }
             #[cfg(feature = "safetensors")]
             Some(FileKind::Safetensors) => {
                 files::safetensors::list(&source, limits.decode.max_rank)?
@@ -311,7 +316,7 @@ impl OpenOptions {
                             let unknown = Error::invalid(format!(
                                 "not a kind of file ztensor reads: its first bytes match none \
                                  (zTensor, safetensors, GGUF, NumPy, PyTorch, ONNX, HDF5, \
-                                 Flax, .mag); as zTensor: {}",
+                                 Flax, TensorFlow, .mag); as zTensor: {}",
                                 e.message()
                             ));
                             match e.offset() {

@@ -45,6 +45,8 @@ pub enum FileKind {
     Hdf5,
     /// A Flax checkpoint (msgpack, `flax.serialization.to_bytes`).
     Flax,
+    /// A TensorFlow checkpoint's index (`PREFIX.index`, TensorBundle), its data beside it.
+    TfCheckpoint,
 }
 
 impl FileKind {
@@ -70,6 +72,7 @@ impl FileKind {
             FileKind::Onnx => "ONNX model",
             FileKind::Hdf5 => "HDF5 file",
             FileKind::Flax => "Flax checkpoint (msgpack)",
+            FileKind::TfCheckpoint => "TensorFlow checkpoint (.index)",
         }
     }
 
@@ -89,6 +92,7 @@ impl FileKind {
             FileKind::Safetensors => Some("safetensors"),
             FileKind::Onnx => Some("onnx"),
             FileKind::Flax => Some("flax"),
+            FileKind::TfCheckpoint => Some("tensorflow"),
         }
     }
 
@@ -110,6 +114,7 @@ impl FileKind {
             FileKind::Onnx => cfg!(feature = "onnx"),
             FileKind::Keras | FileKind::Hdf5 => cfg!(feature = "hdf5"),
             FileKind::Flax => cfg!(feature = "flax"),
+            FileKind::TfCheckpoint => cfg!(feature = "tensorflow"),
             FileKind::ShardIndex => false,
         }
     }
@@ -164,7 +169,9 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///     ONNX model (last: two bytes of protobuf are a weak sign, and none of the magics
 ///     above starts that way);
 /// 12. a msgpack map whose first key is text: a Flax checkpoint (weaker still: a map's
-///     header and a string's; a pickle's `80 02` is an empty map and then no string).
+///     header and a string's; a pickle's `80 02` is an empty map and then no string);
+/// 13. `00 00`, a one-byte length and `08`: the header entry that opens a TensorFlow
+///     checkpoint's index table (its reader then wants the table's footer magic).
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -214,6 +221,9 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if looks_like_flax(head) {
         return Some(FileKind::Flax);
     }
+    if looks_like_tf_index(head) {
+        return Some(FileKind::TfCheckpoint);
+    }
     None
 }
 
@@ -231,6 +241,7 @@ pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
         "npy" => FileKind::Npy,
         "h5" | "hdf5" => FileKind::Hdf5,
         "msgpack" => FileKind::Flax,
+        "index" => FileKind::TfCheckpoint,
         "zt" => FileKind::ZTensor,
         _ => return None,
     })
@@ -270,6 +281,13 @@ fn looks_like_flax(head: &[u8]) -> bool {
         _ => return false,
     };
     matches!(head.get(key_at), Some(0xa0..=0xbf | 0xd9..=0xdb))
+}
+
+/// Whether `head` starts a TensorBundle index: its first entry is the header (key "": no
+/// shared or new key bytes, a one-byte value length) and its value opens with
+/// `num_shards` (protobuf field 1, a varint).
+fn looks_like_tf_index(head: &[u8]) -> bool {
+    matches!(head, [0x00, 0x00, 0x01..=0x7f, 0x08, ..])
 }
 
 fn zip_kind(names: &[&str]) -> FileKind {
@@ -478,5 +496,17 @@ mod tests {
         assert!(!super::looks_like_flax(b"\x80"));
         assert!(!super::looks_like_flax(b"\xde\x00\x00\xa1"));
         assert!(!super::looks_like_flax(b"\x81\x01"));
+    }
+
+    #[test]
+    fn tells_a_tensorflow_index_by_its_header_entry() {
+        assert!(super::looks_like_tf_index(b"\0\0\x06\x08\x01\x1a\x02"));
+        assert!(!super::looks_like_tf_index(b"\0\0\0\x08"));
+        assert!(!super::looks_like_tf_index(b"\0\x01\x06\x08"));
+        assert!(!super::looks_like_tf_index(b"\0\0\x06\x10"));
+        assert_eq!(
+            sniff(b"\0\0\x06\x08\x01\x1a\x02\x08", 345, &[]),
+            Some(FileKind::TfCheckpoint)
+        );
     }
 }

@@ -67,6 +67,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"flax\"",
             cfg!(feature = "flax"),
         ),
+        (
+            "interop/tensorflow/ckpt/all.index",
+            "feature \"tensorflow\"",
+            cfg!(feature = "tensorflow"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

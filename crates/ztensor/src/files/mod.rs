@@ -19,6 +19,8 @@ pub(crate) mod npy;
 pub(crate) mod onnx;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
+#[cfg(feature = "tensorflow")]
+pub(crate) mod tf_checkpoint;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
 pub(crate) mod zt_v0_1;

@@ -1,0 +1,602 @@
+//! TensorFlow checkpoints (the TensorBundle format `tf.train.Checkpoint`,
+//! `tf.compat.v1.train.Saver` and Keras's TensorFlow-format `save_weights` write): the file
+//! opened is `PREFIX.index`, a LevelDB table mapping each tensor's name to a
+//! `BundleEntryProto` (dtype, shape, data shard, offset, size, masked CRC-32C); the bytes are in
+//! `PREFIX.data-NNNNN-of-MMMMM` beside it.
+//!
+//! - [`list`]: the table read whole (it holds names and small records, capped by
+//!   [`Limits::max_manifest_len`]): footer, index block, data blocks, each block's masked
+//!   CRC-32C checked; the header entry (key "") gives the shard count and byte order; each
+//!   entry is a dense object whose data is a range of its data shard, its CRC the
+//!   component's digest (checked by `verify` and checked reads). The data shards are opened
+//!   last, once everything else has been checked.
+//! - String and resource tensors (TensorFlow's object graph among them) are listed and
+//!   skipped; a partitioned variable's whole entry is listed unreadable, its slices (keys
+//!   that start with a zero byte) are not listed.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use zt_container::internal::MemoryBudget;
+use zt_container::{Error, Result, Source};
+use zt_formats::{
+    byte_size, element_count, DType, Digest, DigestAlgorithm, ElementType, Format, LogicalType,
+};
+use zt_manifest::Attributes;
+
+use crate::files::zt_v2::OpenShard;
+use crate::listing::{sort_by_name, Limits, Listing};
+use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo, ShardInfo};
+
+/// The magic number that ends a LevelDB table (little-endian).
+const TABLE_MAGIC: u64 = 0xdb47_7524_8b80_fb57;
+/// A table's footer: two block handles padded to 40 bytes, then the magic.
+const FOOTER_LEN: usize = 48;
+/// A block's trailer: its compression type and masked CRC-32C.
+const TRAILER_LEN: usize = 5;
+/// LevelDB's CRC mask (`crc32c::Mask`): a rotation and this constant.
+const CRC_MASK_DELTA: u32 = 0xa282_ead8;
+/// The most data shards a checkpoint may name (each is a file held open).
+const MAX_DATA_SHARDS: u64 = 4096;
+
+/// Lists the checkpoint whose `.index` table is `source`, opened from `path` (its data
+/// shards lie beside it; `None`: opened from memory, whose data cannot be found).
+pub(crate) fn list(
+    source: &Source,
+    path: Option<&Path>,
+    limits: &Limits,
+    open_shard: OpenShard<'_>,
+) -> Result<Listing> {
+    let len = source.len();
+    if len > limits.max_manifest_len {
+        return Err(Error::limit(format!(
+            "the checkpoint's index is {len} bytes, over the cap of {} (Limits::max_manifest_len)",
+            limits.max_manifest_len
+        )));
+    }
+    let table = source.read_at(0, len)?;
+    let mut budget = MemoryBudget::new(limits.listing_budget(len), "listing the checkpoint");
+    let mut header = None;
+    let mut entries = Vec::new();
+    let mut keys = KeyBytes::for_index(len);
+    for block in table_blocks(&table, &mut keys)? {
+        let (at, contents) = block?;
+        for entry in block_entries(&contents, at, &mut keys)? {
+            let (key, value) = entry;
+            if key.is_empty() {
+                header = Some(bundle_header(value).map_err(|e| e.in_object("header"))?);
+                continue;
+            }
+            // A partitioned variable's slices: listed under the whole variable's entry.
+            if key.first() == Some(&0) {
+                continue;
+            }
+            let name = String::from_utf8(key)
+                .map_err(|_| Error::invalid("a tensor name is not UTF-8").at(at))?;
+            budget
+                .charge(Limits::listing_cost(&name))
+                .map_err(|e| e.at(at))?;
+            let entry = bundle_entry(value, limits).map_err(|e| e.in_object(&name))?;
+            entries.push((name, entry));
+        }
+    }
+    let header = header.ok_or_else(|| {
+        Error::invalid("the checkpoint's index has no header entry (the empty key)")
+    })?;
+    let mut objects = Vec::with_capacity(entries.len());
+    let order = if header.big_endian {
+        ByteOrder::Big
+    } else {
+        ByteOrder::Little
+    };
+    for (name, entry) in entries {
+        if entry.shard >= header.shards {
+            return Err(Error::invalid(format!(
+                "its data is in shard {}, but the checkpoint has {}",
+                entry.shard, header.shards
+            ))
+            .in_object(&name));
+        }
+        objects.push(object(name, entry, order)?);
+    }
+    if let Some(name) = sort_by_name(&mut objects) {
+        return Err(Error::invalid(format!("tensor {name:?} is listed twice")).in_object(name));
+    }
+    let shards = data_shards(path, header.shards, open_shard)?;
+    for o in &objects {
+        for c in o.components.iter() {
+            let size = shards
+                .get(c.file as usize - 1)
+                .map_or(0, |(info, _)| info.size);
+            if c.offset.checked_add(c.length).is_none_or(|end| end > size) {
+                return Err(Error::invalid(format!(
+                    "its {} bytes at offset {} lie past the end of its data file ({size} \
+                     bytes)",
+                    c.length, c.offset
+                ))
+                .in_object(&o.name));
+            }
+        }
+    }
+    let mut listing = Listing::of_unique(FileVersion::TfCheckpoint, Attributes::new(), objects);
+    listing.shards = shards;
+    Ok(listing)
+}
+
+/// The data shards of the checkpoint whose index is at `path`:
+/// `PREFIX.data-00000-of-0000N` for `PREFIX.index`, opened.
+fn data_shards(
+    path: Option<&Path>,
+    count: u64,
+    open_shard: OpenShard<'_>,
+) -> Result<Vec<(ShardInfo, Source)>> {
+    let path = path.ok_or_else(|| {
+        Error::unsupported(
+            "a TensorFlow checkpoint opened from memory: its data files cannot be found",
+        )
+    })?;
+    let prefix = path
+        .to_str()
+        .and_then(|p| p.strip_suffix(".index"))
+        .ok_or_else(|| {
+            Error::argument(
+                "a TensorFlow checkpoint's index must be opened by its name, PREFIX.index, \
+                 so that its data files (PREFIX.data-*) can be found",
+            )
+        })?;
+    let mut shards = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let name = format!("data-{i:05}-of-{count:05}");
+        let shard_path = PathBuf::from(format!("{prefix}.{name}"));
+        let source = open_shard(&shard_path).map_err(|e| e.in_file(&shard_path))?;
+        let info = ShardInfo {
+            name,
+            path: shard_path,
+            size: source.len(),
+            digest: None,
+            digest_text: String::new(),
+            data_shard: true,
+            manifest: None,
+        };
+        shards.push((info, source));
+    }
+    Ok(shards)
+}
+
+/// Iterates over the table's data blocks, in key order: `(offset, contents)`.
+fn table_blocks<'t>(
+    table: &'t [u8],
+    keys: &mut KeyBytes,
+) -> Result<impl Iterator<Item = Result<(u64, Cow<'t, [u8]>)>>> {
+    let footer_at = table.len().checked_sub(FOOTER_LEN).ok_or_else(|| {
+        Error::invalid(format!(
+            "the checkpoint's index is {} bytes, shorter than a table's {FOOTER_LEN}-byte footer",
+            table.len()
+        ))
+    })?;
+    let footer = table.get(footer_at..).unwrap_or_default();
+    let magic = footer
+        .get(FOOTER_LEN - 8..)
+        .and_then(|m| m.try_into().ok())
+        .map(u64::from_le_bytes);
+    if magic != Some(TABLE_MAGIC) {
+        return Err(Error::invalid(
+            "not a TensorFlow checkpoint index: the table's footer magic is missing",
+        )
+        .at(table.len() as u64 - 8));
+    }
+    let mut pos = 0;
+    let handle = |pos: &mut usize| -> Result<(u64, u64)> {
+        let offset = varint(footer, pos);
+        let size = varint(footer, pos);
+        offset.zip(size).ok_or_else(|| {
+            Error::invalid("the table's footer holds a malformed block handle").at(footer_at as u64)
+        })
+    };
+    let _metaindex = handle(&mut pos)?;
+    let index = handle(&mut pos)?;
+    let index_block = block(table, index, "the index block")?;
+    let handles: Vec<(u64, u64, u64)> = block_entries(&index_block, index.0, keys)?
+        .into_iter()
+        .map(|(_, value)| {
+            let mut at = 0;
+            let offset = varint(value, &mut at);
+            let size = varint(value, &mut at);
+            offset
+                .zip(size)
+                .map(|(o, s)| (o, s, index.0))
+                .ok_or_else(|| {
+                    Error::invalid("the index block holds a malformed block handle").at(index.0)
+                })
+        })
+        .collect::<Result<_>>()?;
+    Ok(handles
+        .into_iter()
+        .map(move |(offset, size, _)| Ok((offset, block(table, (offset, size), "a data block")?))))
+}
+
+/// The contents of the block at `(offset, size)`: its trailer's CRC checked, decompressed
+/// if Snappy compressed it.
+fn block<'t>(table: &'t [u8], (offset, size): (u64, u64), what: &str) -> Result<Cow<'t, [u8]>> {
+    let whole = offset
+        .checked_add(size)
+        .and_then(|end| end.checked_add(TRAILER_LEN as u64))
+        .filter(|&end| end <= table.len() as u64)
+        .and_then(|end| table.get(offset as usize..end as usize))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} of {size} bytes at offset {offset} lies past the end of the index ({} \
+                 bytes)",
+                table.len()
+            ))
+            .at(offset)
+        })?;
+    let (contents, trailer) = whole.split_at(size as usize);
+    let (kind, crc) = match trailer {
+        [kind, c0, c1, c2, c3] => (*kind, u32::from_le_bytes([*c0, *c1, *c2, *c3])),
+        _ => return Err(Error::invalid(format!("{what} has no trailer")).at(offset)),
+    };
+    let mut hasher = DigestAlgorithm::Crc32c.hasher();
+    hasher.update(contents);
+    hasher.update(&[kind]);
+    let masked = match hasher.finish() {
+        Digest::Crc32c(c) => c.rotate_right(15).wrapping_add(CRC_MASK_DELTA),
+        _ => 0,
+    };
+    if masked != crc {
+        return Err(Error::invalid(format!(
+            "{what} at offset {offset} fails its CRC-32C (stored {crc:#010x}, computed \
+             {masked:#010x}): the index is damaged"
+        ))
+        .at(offset));
+    }
+    match kind {
+        0 => Ok(Cow::Borrowed(contents)),
+        1 => snappy(contents, offset, what).map(Cow::Owned),
+        other => Err(Error::unsupported(format!(
+            "{what} at offset {offset} is compressed with method {other}, which LevelDB \
+             tables do not define"
+        ))
+        .at(offset)),
+    }
+}
+
+fn snappy(contents: &[u8], offset: u64, what: &str) -> Result<Vec<u8>> {
+    // A block holds names and small records; its declared size is capped before it is
+    // allocated.
+    const MAX_BLOCK: usize = 64 << 20;
+    let n = snap::raw::decompress_len(contents).unwrap_or(usize::MAX);
+    if n > MAX_BLOCK {
+        return Err(Error::invalid(format!(
+            "{what} at offset {offset} declares {n} bytes once decompressed, over {MAX_BLOCK}"
+        ))
+        .at(offset));
+    }
+    snap::raw::Decoder::new()
+        .decompress_vec(contents)
+        .map_err(|e| {
+            Error::invalid(format!("{what} at offset {offset}: bad Snappy data ({e})")).at(offset)
+        })
+}
+
+/// How many bytes of keys an index may rebuild: [`MAX_KEY_EXPANSION`] times its size (at
+/// least 1 MiB). A key repeats what it shares of the last one, so a few bytes of a block can
+/// each stand for a long key; real names share a prefix with the last name and take two to
+/// four times their entries' bytes.
+struct KeyBytes {
+    left: u64,
+    cap: u64,
+}
+
+/// See [`KeyBytes`].
+const MAX_KEY_EXPANSION: u64 = 16;
+
+impl KeyBytes {
+    fn for_index(len: u64) -> Self {
+        let cap = len.saturating_mul(MAX_KEY_EXPANSION).max(1 << 20);
+        KeyBytes { left: cap, cap }
+    }
+
+    fn take(&mut self, n: u64, at: u64) -> Result<()> {
+        self.left = self.left.checked_sub(n).ok_or_else(|| {
+            Error::limit(format!(
+                "the index's keys, each rebuilt from the prefix it shares with the last, take \
+                 more than {} bytes ({MAX_KEY_EXPANSION} times the index)",
+                self.cap
+            ))
+            .at(at)
+        })?;
+        Ok(())
+    }
+}
+
+/// A block's entries, `(key, value)`, keys rebuilt from their shared prefixes and counted
+/// against `keys`. `at` is the block's offset, for errors.
+fn block_entries<'b>(
+    block: &'b [u8],
+    at: u64,
+    keys: &mut KeyBytes,
+) -> Result<Vec<(Vec<u8>, &'b [u8])>> {
+    let bad = |why: &str| Error::invalid(format!("the block at offset {at}: {why}")).at(at);
+    let restarts = block
+        .len()
+        .checked_sub(4)
+        .and_then(|n| block.get(n..))
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| bad("too short for its restart count"))?;
+    let entries_end = (restarts as usize)
+        .checked_mul(4)
+        .and_then(|r| block.len().checked_sub(4 + r))
+        .ok_or_else(|| bad("its restart points run past its start"))?;
+    let mut entries = Vec::new();
+    let mut key: Vec<u8> = Vec::new();
+    let mut pos = 0;
+    while pos < entries_end {
+        let (Some(shared), Some(unshared), Some(value_len)) = (
+            varint(block, &mut pos),
+            varint(block, &mut pos),
+            varint(block, &mut pos),
+        ) else {
+            return Err(bad("an entry's lengths are malformed"));
+        };
+        if shared > key.len() as u64 {
+            return Err(bad("an entry shares more of the last key than it has"));
+        }
+        let key_end = (pos as u64).checked_add(unshared);
+        let value_end = key_end.and_then(|k| k.checked_add(value_len));
+        let (Some(key_end), Some(value_end)) = (key_end, value_end) else {
+            return Err(bad("an entry runs past the end of the block"));
+        };
+        if value_end > entries_end as u64 {
+            return Err(bad("an entry runs past the end of the block"));
+        }
+        key.truncate(shared as usize);
+        key.extend_from_slice(block.get(pos..key_end as usize).unwrap_or_default());
+        let value = block
+            .get(key_end as usize..value_end as usize)
+            .unwrap_or_default();
+        keys.take(key.len() as u64, at)?;
+        entries.push((key.clone(), value));
+        pos = value_end as usize;
+    }
+    Ok(entries)
+}
+
+/// A little-endian base-128 varint at `pos` (at most ten bytes), moving past it.
+fn varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*pos)?;
+        *pos += 1;
+        value |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// A protobuf field's value.
+enum Wire<'b> {
+    Varint(u64),
+    Fixed32(u32),
+    Fixed64,
+    Bytes(&'b [u8]),
+}
+
+/// The fields of protobuf message `bytes`, in order.
+fn fields(bytes: &[u8]) -> impl Iterator<Item = Result<(u64, Wire<'_>)>> {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        if pos >= bytes.len() {
+            return None;
+        }
+        let bad = || Error::invalid("a record's protobuf is malformed");
+        let Some(key) = varint(bytes, &mut pos) else {
+            return Some(Err(bad()));
+        };
+        let value = match key & 7 {
+            0 => varint(bytes, &mut pos).map(Wire::Varint),
+            1 => {
+                pos = pos.saturating_add(8);
+                (pos <= bytes.len()).then_some(Wire::Fixed64)
+            }
+            2 => varint(bytes, &mut pos).and_then(|n| {
+                let end = pos.checked_add(usize::try_from(n).ok()?)?;
+                let field = bytes.get(pos..end)?;
+                pos = end;
+                Some(Wire::Bytes(field))
+            }),
+            5 => bytes.get(pos..pos + 4).map(|b| {
+                pos += 4;
+                Wire::Fixed32(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            }),
+            _ => None,
+        };
+        match value {
+            Some(v) => Some(Ok((key >> 3, v))),
+            None => {
+                pos = bytes.len();
+                Some(Err(bad()))
+            }
+        }
+    })
+}
+
+struct Header {
+    shards: u64,
+    big_endian: bool,
+}
+
+/// `BundleHeaderProto`: 1 `num_shards`, 2 `endianness` (0 little, 1 big), 3 `version`.
+fn bundle_header(bytes: &[u8]) -> Result<Header> {
+    let mut header = Header {
+        shards: 0,
+        big_endian: false,
+    };
+    for field in fields(bytes) {
+        match field? {
+            (1, Wire::Varint(n)) => header.shards = n,
+            (2, Wire::Varint(e)) => header.big_endian = e == 1,
+            _ => {}
+        }
+    }
+    if header.shards > MAX_DATA_SHARDS {
+        return Err(Error::limit(format!(
+            "the checkpoint names {} data files, over the cap of {MAX_DATA_SHARDS}",
+            header.shards
+        )));
+    }
+    Ok(header)
+}
+
+/// A `BundleEntryProto`, as far as the listing needs it.
+struct Entry {
+    dtype: u64,
+    shape: Vec<u64>,
+    unknown_rank: bool,
+    shard: u64,
+    offset: u64,
+    size: u64,
+    crc: Option<u32>,
+    sliced: bool,
+}
+
+/// `BundleEntryProto`: 1 `dtype`, 2 `shape`, 3 `shard_id`, 4 `offset`, 5 `size`,
+/// 6 `crc32c` (masked), 7 `slices`.
+fn bundle_entry(bytes: &[u8], limits: &Limits) -> Result<Entry> {
+    let mut e = Entry {
+        dtype: 0,
+        shape: Vec::new(),
+        unknown_rank: false,
+        shard: 0,
+        offset: 0,
+        size: 0,
+        crc: None,
+        sliced: false,
+    };
+    for field in fields(bytes) {
+        match field? {
+            (1, Wire::Varint(d)) => e.dtype = d,
+            (2, Wire::Bytes(shape)) => {
+                for field in fields(shape) {
+                    match field? {
+                        (2, Wire::Bytes(dim)) => {
+                            if e.shape.len() == limits.decode.max_rank {
+                                return Err(Error::limit(format!(
+                                    "its shape has more than {} dimensions",
+                                    limits.decode.max_rank
+                                )));
+                            }
+                            let mut size = 0;
+                            for field in fields(dim) {
+                                if let (1, Wire::Varint(s)) = field? {
+                                    size = s;
+                                }
+                            }
+                            if size > i64::MAX as u64 {
+                                return Err(Error::invalid(format!(
+                                    "its shape holds the negative size {}",
+                                    size as i64
+                                )));
+                            }
+                            e.shape.push(size);
+                        }
+                        (3, Wire::Varint(u)) => e.unknown_rank = u != 0,
+                        _ => {}
+                    }
+                }
+            }
+            (3, Wire::Varint(s)) => e.shard = s,
+            (4, Wire::Varint(o)) => e.offset = o,
+            (5, Wire::Varint(s)) => e.size = s,
+            (6, Wire::Fixed32(c)) => e.crc = Some(c),
+            (7, Wire::Bytes(_)) => e.sliced = true,
+            _ => {}
+        }
+    }
+    Ok(e)
+}
+
+/// TensorFlow's `DataType` numbers (types.proto) as our element types.
+fn element_of(dtype: u64) -> Option<ElementType> {
+    let plain = |d| Some(ElementType::plain(d));
+    match dtype {
+        1 => plain(DType::F32),
+        2 => plain(DType::F64),
+        3 | 13 => plain(DType::I32), // int32, qint32
+        4 | 12 => plain(DType::U8),  // uint8, quint8
+        5 | 15 => plain(DType::I16), // int16, qint16
+        6 | 11 => plain(DType::I8),  // int8, qint8
+        8 => ElementType::logical(LogicalType::Complex64),
+        9 => plain(DType::I64),
+        10 => plain(DType::Bool),
+        14 => plain(DType::BF16),
+        16 | 17 => plain(DType::U16), // quint16, uint16
+        18 => ElementType::logical(LogicalType::Complex128),
+        19 => plain(DType::F16),
+        22 => plain(DType::U32),
+        23 => plain(DType::U64),
+        24 => ElementType::logical(LogicalType::F8E5M2),
+        25 => ElementType::logical(LogicalType::F8E4M3Fn),
+        26 => ElementType::logical(LogicalType::F8E4M3Fnuz),
+        28 => ElementType::logical(LogicalType::F8E5M2Fnuz),
+        _ => None,
+    }
+}
+
+/// The object for `entry`: dense, its data a range of data shard `entry.shard` (file
+/// `shard + 1` in the listing), its CRC the digest; or listed with why it is not read.
+fn object(name: String, entry: Entry, order: ByteOrder) -> Result<ObjectInfo> {
+    let range = (entry.offset, entry.size);
+    let listed = |why: Defect, element: ElementType, shape: Vec<u64>| {
+        let mut o = ObjectInfo {
+            format: Format::Unknown(format!("tensorflow.dtype_{}/1", entry.dtype)),
+            defect: Some(Box::new(why)),
+            ..ObjectInfo::raw_dense(name.clone(), shape.into(), element, range, order)
+        };
+        for c in o.components.0.iter_mut() {
+            c.file = entry.shard as u32 + 1;
+        }
+        o
+    };
+    let u8s = ElementType::plain(DType::U8);
+    if entry.sliced {
+        let why = Defect::unsupported(
+            "a partitioned variable: its slices are stored as separate entries, not read yet",
+        );
+        return Ok(listed(why, u8s, entry.shape));
+    }
+    if entry.unknown_rank {
+        let why = Defect::unsupported("its shape has an unknown rank");
+        return Ok(listed(why, u8s, entry.shape));
+    }
+    let Some(element) = element_of(entry.dtype) else {
+        let why = match entry.dtype {
+            7 => Defect::not_numbers("a string tensor: not numbers"),
+            20 | 21 => Defect::not_numbers("a resource or variant tensor: not numbers"),
+            d => Defect::unsupported(format!("TensorFlow dtype {d} is not a type ztensor reads")),
+        };
+        return Ok(listed(why, u8s, entry.shape));
+    };
+    let needed = element_count(&entry.shape).and_then(|n| byte_size(n, &element))?;
+    if needed != entry.size {
+        return Err(Error::invalid(format!(
+            "shape {:?} of {} takes {needed} bytes, but the entry says {}",
+            entry.shape,
+            element.name(),
+            entry.size
+        ))
+        .in_object(&name));
+    }
+    let mut o = ObjectInfo::raw_dense(name, entry.shape.into(), element, range, order);
+    for c in o.components.0.iter_mut() {
+        c.file = entry.shard as u32 + 1;
+        c.digest = entry.crc.map(|masked| {
+            let crc = masked.wrapping_sub(CRC_MASK_DELTA).rotate_left(15);
+            Digest::Crc32c(crc)
+        });
+    }
+    Ok(o)
+}
