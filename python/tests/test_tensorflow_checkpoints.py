@@ -40,3 +40,9 @@ def test_a_checkpoint_loads_whole_and_verifies():
     loaded = ztio.numpy.load_file(os.path.join(CKPT, "keras.index"))
     assert {n: a.tobytes().hex() for n, a in loaded.items()} == {n: w["hex"] for n, w in want.items()}
     assert ztio.verify(os.path.join(CKPT, "all.index")).ok
+
+
+def test_a_checkpoint_opens_by_its_prefix_as_tensorflow_takes_it():
+    want = _expected()["keras"]["tensors"]
+    with ztio.open(os.path.join(CKPT, "keras")) as f:
+        assert sorted(f.keys()) == sorted(list(want) + ["_CHECKPOINTABLE_OBJECT_GRAPH"])

@@ -30,7 +30,8 @@ use zt_container::{Error, Result};
 const MAX_ENTRIES: usize = 100_000;
 
 /// The model file in folder `dir` (see the module docs for the rank); `dir` itself when it
-/// is not a folder.
+/// is not a folder, except that a TensorFlow checkpoint's prefix (`model.ckpt`, the name
+/// TensorFlow's own loaders take, which names no file) gives its `model.ckpt.index`.
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -44,6 +45,12 @@ const MAX_ENTRIES: usize = 100_000;
 /// ```
 pub fn model_file(dir: &Path) -> Result<PathBuf> {
     if !dir.is_dir() {
+        let mut index = dir.as_os_str().to_owned();
+        index.push(".index");
+        let index = PathBuf::from(index);
+        if !dir.exists() && index.is_file() {
+            return Ok(index);
+        }
         return Ok(dir.to_owned());
     }
     let at = |e: Error| e.in_file(dir);
@@ -213,6 +220,21 @@ mod tests {
         for (names, want) in cases {
             assert_eq!(chosen(names).unwrap(), *want, "{names:?}");
         }
+    }
+
+    #[test]
+    fn a_tensorflow_checkpoint_prefix_names_its_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("model.ckpt");
+        assert_eq!(model_file(&prefix).unwrap(), prefix);
+        std::fs::write(dir.path().join("model.ckpt.index"), b"").unwrap();
+        assert_eq!(
+            model_file(&prefix).unwrap(),
+            dir.path().join("model.ckpt.index")
+        );
+        // A file of that name is itself, whatever lies beside it.
+        std::fs::write(&prefix, b"").unwrap();
+        assert_eq!(model_file(&prefix).unwrap(), prefix);
     }
 
     #[test]
