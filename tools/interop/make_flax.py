@@ -31,7 +31,9 @@ import ml_dtypes
 import numpy as np
 import transformers
 from flax.traverse_util import flatten_dict
-from transformers import BertConfig, FlaxBertModel
+from transformers import FlaxBertModel
+
+import tiny_bert
 
 OURS = {
     "bool": "bool",
@@ -75,15 +77,7 @@ def restored(path):
 def main(out):
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    config = BertConfig(
-        vocab_size=32,
-        hidden_size=4,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=8,
-        max_position_embeddings=8,
-        type_vocab_size=2,
-    )
+    config = tiny_bert.config()
     model = FlaxBertModel(config, seed=3)
     model.save_pretrained(out)
     os.remove(os.path.join(out, "config.json"))

@@ -39,7 +39,9 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
-from transformers import BertConfig, TFBertModel  # noqa: E402
+from transformers import TFBertModel  # noqa: E402
+
+import tiny_bert  # noqa: E402
 from transformers.tf_utils import load_attributes_from_hdf5_group  # noqa: E402
 
 OURS = {
@@ -122,15 +124,7 @@ def checkpoints(folder, keras_model):
 
 
 def main(out):
-    config = BertConfig(
-        vocab_size=32,
-        hidden_size=4,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=8,
-        max_position_embeddings=8,
-        type_vocab_size=2,
-    )
+    config = tiny_bert.config()
     tf.keras.utils.set_random_seed(3)
     model = TFBertModel(config)
     model(model.dummy_inputs)

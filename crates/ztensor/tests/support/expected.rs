@@ -9,6 +9,18 @@ pub fn check_object(r: &ztensor::Reader, file: &str, name: &str, want: &serde_js
         .object(name)
         .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
     check_listed(&o, file, name, want);
+    check_bytes(&o, file, name, want);
+}
+
+/// Checks the listing of object `o` (`name`, read from `file`) and the bytes it reads
+/// against its entry `want` (`shape`, `type`, `hex`).
+#[allow(dead_code)] // not every test that includes this module reads through a view
+pub fn check_view(o: &ztensor::ObjectView<'_>, file: &str, name: &str, want: &serde_json::Value) {
+    check_listed(o, file, name, want);
+    check_bytes(o, file, name, want);
+}
+
+fn check_bytes(o: &ztensor::ObjectView<'_>, file: &str, name: &str, want: &serde_json::Value) {
     let bytes = o.bytes().unwrap_or_else(|e| panic!("{file} {name}: {e}"));
     let hex: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
     assert_eq!(hex, want["hex"].as_str().unwrap(), "{file} {name}");
