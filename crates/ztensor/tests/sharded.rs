@@ -463,3 +463,35 @@ fn transformers_tensorflow_sets_name_tensors_as_their_shards_do() {
         }
     }
 }
+
+/// An index of TensorFlow variable names whose shards hold them as listed (a model exported
+/// from TensorFlow and sharded by another tool) is read as written: the first shard tells.
+#[test]
+fn tensorflow_names_stored_as_listed_stay_as_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["model/dense/kernel:0", "model/dense/bias:0"];
+    let index = hand_made(
+        dir.path(),
+        &[("a.zt", &names[..1]), ("b.zt", &names[1..])],
+        &[(names[0], "a.zt"), (names[1], "b.zt")],
+    );
+    let set = ShardedSet::open(&index).unwrap();
+    assert_eq!(
+        set.names().collect::<Vec<_>>(),
+        ["model/dense/bias:0", "model/dense/kernel:0"]
+    );
+    set.check().unwrap();
+    // Stored without the model's name, as transformers stores them: the set takes those.
+    let dir = tempfile::tempdir().unwrap();
+    let index = hand_made(
+        dir.path(),
+        &[("a.zt", &["dense/kernel:0"]), ("b.zt", &["dense/bias:0"])],
+        &[(names[0], "a.zt"), (names[1], "b.zt")],
+    );
+    let set = ShardedSet::open(&index).unwrap();
+    assert_eq!(
+        set.names().collect::<Vec<_>>(),
+        ["dense/bias:0", "dense/kernel:0"]
+    );
+    set.check().unwrap();
+}

@@ -4,7 +4,8 @@
 //! (`model.weights.json` over `model_00000.weights.h5`, ...) map each variable group
 //! (`/layers/dense/vars`) to a list of the files that hold its variables instead.
 //! transformers' TensorFlow models list each variable under its full name and store it under
-//! a shorter one: the index's names are read as the shards hold them ([`ShardIndex::parse`]).
+//! a shorter one ([`ShardIndex::tensorflow_stored`] gives those names; the set looks in a
+//! shard to tell which it holds).
 //!
 //! - [`ShardIndex::parse`]: untrusted bytes to a checked index: size and count caps, no
 //!   duplicate names, shard file names that are plain names in the index's folder.
@@ -110,9 +111,7 @@ impl ShardIndex {
 
     /// Parses and checks an index's bytes. Every refusal is an `InvalidFile` error saying
     /// what is wrong. An index whose `weight_map` gives any name a list of files is one of
-    /// Keras's variable groups: its `groups` are filled and its `entries` left empty. An
-    /// index whose every name is a TensorFlow variable's (`.../kernel:0`) is transformers'
-    /// TensorFlow one: each entry takes the name its shard stores the variable under.
+    /// Keras's variable groups: its `groups` are filled and its `entries` left empty.
     ///
     /// ```
     /// use ztensor::ShardIndex;
@@ -123,8 +122,6 @@ impl ShardIndex {
     /// assert_eq!(index.shards, ["m-00001-of-00002.safetensors", "m-00002-of-00002.safetensors"]);
     /// assert_eq!(index.entries[0], ("a".to_owned(), 0));
     /// assert!(ShardIndex::parse(br#"{"weight_map": {"a": "../etc/passwd"}}"#).is_err());
-    /// let tf = br#"{"weight_map": {"tf_bert_model/bert/pooler/dense/bias:0": "tf_model.h5"}}"#;
-    /// assert_eq!(ShardIndex::parse(tf)?.entries[0].0, "/bert/pooler/dense/bias:0");
     /// # Ok::<(), ztensor::Error>(())
     /// ```
     pub fn parse(bytes: &[u8]) -> Result<ShardIndex> {
@@ -179,28 +176,7 @@ impl ShardIndex {
                 entries.push((name.clone(), file));
             }
         }
-        let tensorflow = !entries.is_empty() && entries.iter().all(|(n, _)| is_tf_variable(n));
-        if tensorflow {
-            let hdf5: Vec<bool> = files
-                .keys()
-                .map(|f| {
-                    std::path::Path::new(f)
-                        .extension()
-                        .is_some_and(|e| e.eq_ignore_ascii_case("h5"))
-                })
-                .collect();
-            for (name, file) in &mut entries {
-                let in_hdf5 = hdf5.get(*file as usize).copied().unwrap_or(false);
-                *name = tf_stored_name(name, in_hdf5);
-            }
-        }
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        if let (true, Some(name)) = (tensorflow, repeated(entries.iter().map(|e| &e.0))) {
-            return Err(Error::invalid(format!(
-                "the index lists two TensorFlow variables that transformers stores under one \
-                 name, {name:?}"
-            )));
-        }
         groups.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         if let Some(name) = repeated(entries.iter().map(|e| &e.0)) {
             return Err(Error::invalid(format!(
@@ -219,6 +195,57 @@ impl ShardIndex {
             entries,
             groups,
         })
+    }
+
+    /// The index with the names transformers' TensorFlow models store their variables under,
+    /// when every name it lists is a TensorFlow variable's (it ends in `:` and an output
+    /// number: `tf_bert_model/bert/pooler/dense/kernel:0`); `None` otherwise. Such an index
+    /// keeps each variable's full name, and the shard drops its first component (see
+    /// [`super::ShardedSet`], which looks in a shard to tell which it holds). Two variables
+    /// that land on one name are an `InvalidFile` error.
+    ///
+    /// ```
+    /// use ztensor::ShardIndex;
+    /// let tf = br#"{"weight_map": {"tf_bert_model/bert/pooler/dense/bias:0": "tf_model.h5"}}"#;
+    /// let stored = ShardIndex::parse(tf)?.tensorflow_stored()?.unwrap();
+    /// assert_eq!(stored.entries[0].0, "/bert/pooler/dense/bias:0");
+    /// assert!(ShardIndex::parse(br#"{"weight_map": {"w": "m.zt"}}"#)?
+    ///     .tensorflow_stored()?
+    ///     .is_none());
+    /// # Ok::<(), ztensor::Error>(())
+    /// ```
+    pub fn tensorflow_stored(&self) -> Result<Option<ShardIndex>> {
+        if self.entries.is_empty() || !self.entries.iter().all(|(n, _)| is_tf_variable(n)) {
+            return Ok(None);
+        }
+        let hdf5: Vec<bool> = self
+            .shards
+            .iter()
+            .map(|f| {
+                std::path::Path::new(f)
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("h5"))
+            })
+            .collect();
+        let mut entries: Vec<(String, u32)> = self
+            .entries
+            .iter()
+            .map(|(name, file)| {
+                let in_hdf5 = hdf5.get(*file as usize).copied().unwrap_or(false);
+                (tf_stored_name(name, in_hdf5), *file)
+            })
+            .collect();
+        entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        if let Some(name) = repeated(entries.iter().map(|e| &e.0)) {
+            return Err(Error::invalid(format!(
+                "the index lists two TensorFlow variables that transformers stores under one \
+                 name, {name:?}"
+            )));
+        }
+        Ok(Some(ShardIndex {
+            entries,
+            ..self.clone()
+        }))
     }
 
     /// The index as JSON, in Hugging Face's layout with every key sorted, so the same set
@@ -369,10 +396,6 @@ mod tests {
                 r#"{"weight_map": {"/g": ["x.h5", "../y.h5"]}}"#,
                 "separator",
             ),
-            (
-                r#"{"weight_map": {"m/a/x:0": "s.h5", "n/a/x:0": "s.h5"}}"#,
-                "two TensorFlow variables that transformers stores under one name, \"/a/x:0\"",
-            ),
             (r#"{"metadata": {}}"#, "weight_map"),
             (r#"[1, 2]"#, "not a sharded"),
             ("{\"weight_map\": {\"a\": \"x\"}", "not a sharded"),
@@ -405,19 +428,20 @@ mod tests {
     }
 
     #[test]
-    fn reads_transformers_tensorflow_names_as_their_shards_store_them() {
+    fn gives_transformers_tensorflow_names_as_their_shards_store_them() {
         let json = br#"{"weight_map": {
             "tf_bert_model/bert/pooler/dense/kernel:0": "tf_model-00002-of-00002.h5",
             "tf_bert_model/bert/embeddings/LayerNorm/beta:0": "tf_model-00001-of-00002.H5",
             "tf_bart_model/model.shared/weight:0": "tf_model-00001-of-00002.H5",
             "kernel:12": "tf_model-00002-of-00002.h5",
             "tf_bert_model/bert/pooler/dense/bias:0": "m.safetensors"}}"#;
-        let names: Vec<String> = ShardIndex::parse(json)
-            .unwrap()
-            .entries
-            .into_iter()
-            .map(|e| e.0)
-            .collect();
+        let index = ShardIndex::parse(json).unwrap();
+        assert!(
+            index.entries[0].0.starts_with("kernel:12"),
+            "parse keeps the names"
+        );
+        let stored = index.tensorflow_stored().unwrap().unwrap();
+        let names: Vec<&str> = stored.entries.iter().map(|e| e.0.as_str()).collect();
         assert_eq!(
             names,
             [
@@ -428,12 +452,22 @@ mod tests {
                 "bert/pooler/dense/bias:0",
             ]
         );
-        // One name that is not a variable's, and every name stays as written.
+        // One name that is not a variable's, and there is no such index.
         for other in ["model.embed:0x", "w:", "w"] {
             let json = format!(r#"{{"weight_map": {{"m/a/x:0": "s.h5", "{other}": "s.h5"}}}}"#);
             let index = ShardIndex::parse(json.as_bytes()).unwrap();
-            assert_eq!(index.entries[0].0, "m/a/x:0", "{other}");
+            assert!(index.tensorflow_stored().unwrap().is_none(), "{other}");
         }
+        let twice = br#"{"weight_map": {"m/a/x:0": "s.h5", "n/a/x:0": "s.h5"}}"#;
+        let e = ShardIndex::parse(twice)
+            .unwrap()
+            .tensorflow_stored()
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("two TensorFlow variables that transformers stores under one name"),
+            "{e}"
+        );
     }
 
     #[test]

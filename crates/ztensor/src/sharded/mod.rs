@@ -163,8 +163,47 @@ impl ShardedSet {
             shards,
             options,
         }
-        .with_groups_listed()
+        .with_tensorflow_names()
+        .and_then(Self::with_groups_listed)
         .map_err(|e| e.in_file(index_path))
+    }
+
+    /// For an index whose every name is a TensorFlow variable's, the set with the names its
+    /// shards hold: transformers' TensorFlow models list each variable by its full name
+    /// (`tf_bert_model/bert/...:0`) and store it under a shorter one (`bert/...:0`,
+    /// [`ShardIndex::tensorflow_stored`]), while other writers of such names (a model
+    /// exported from TensorFlow and sharded by hand) store them as listed. The shard of the
+    /// first name tells which: opened now, checked against the index as chosen, and kept.
+    /// Other sets are returned as they are.
+    fn with_tensorflow_names(mut self) -> Result<Self> {
+        let Some(stored) = self.index.tensorflow_stored()? else {
+            return Ok(self);
+        };
+        let Some((first, position)) = self.index.entries.first().cloned() else {
+            return Ok(self);
+        };
+        let position = position as usize;
+        let shard = self
+            .shards
+            .get(position)
+            .ok_or_else(|| Error::invalid("the index names a shard it does not list"))?;
+        let reader = self
+            .open_reader(shard)
+            .map_err(|e| e.in_file(&shard.path))?;
+        if reader.get(&first).is_none() {
+            self.index = stored;
+            let (listed, positions) = name_positions(&self.index);
+            self.positions = positions;
+            for (shard, listed) in self.shards.iter_mut().zip(listed) {
+                shard.listed = listed;
+            }
+        }
+        if let Some(shard) = self.shards.get(position) {
+            self.check_shard(position, shard, &reader)
+                .map_err(|e| e.in_file(&shard.path))?;
+            let _ = shard.reader.set(std::sync::Arc::new(reader));
+        }
+        Ok(self)
     }
 
     /// For an index of Keras's variable groups, the set with its tensors listed: every shard
@@ -274,7 +313,9 @@ impl ShardedSet {
             shards,
             options,
         };
-        set.with_groups_listed().map_err(at)
+        set.with_tensorflow_names()
+            .and_then(Self::with_groups_listed)
+            .map_err(at)
     }
 
     /// The index file's path (for a set opened by URL, its URL without credentials).
