@@ -90,7 +90,8 @@ impl FileVersion {
     /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
     /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
     /// version (`"10"`), and `""` for kinds
-    /// without versions (safetensors, `.npz`, zip PyTorch checkpoints).
+    /// without versions (safetensors, `.npz`, zip PyTorch checkpoints, Flax and TensorFlow
+    /// checkpoints).
     ///
     /// ```
     /// assert_eq!(ztensor::FileVersion::ZTensorV2.number(), "2");

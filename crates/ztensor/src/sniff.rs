@@ -269,8 +269,7 @@ fn looks_like_onnx(head: &[u8]) -> bool {
     }
 }
 
-/// Rule 4: which zip-based kind, by the names of the archive's entries.
-/// Whether `head` starts a Flax checkpoint: a msgpack map of at least one entry whose first
+/// Rule 12: whether `head` starts a Flax checkpoint: a msgpack map of at least one entry whose first
 /// key is text (`fixmap`, `map16` or `map32`, then a `fixstr` or `str8`/`16`/`32` header).
 /// A pickle starts `80 02`-`80 05`: an empty map followed by a number, refused here.
 fn looks_like_flax(head: &[u8]) -> bool {
@@ -283,13 +282,14 @@ fn looks_like_flax(head: &[u8]) -> bool {
     matches!(head.get(key_at), Some(0xa0..=0xbf | 0xd9..=0xdb))
 }
 
-/// Whether `head` starts a TensorBundle index: its first entry is the header (key "": no
+/// Rule 13: whether `head` starts a TensorBundle index: its first entry is the header (key "": no
 /// shared or new key bytes, a one-byte value length) and its value opens with
 /// `num_shards` (protobuf field 1, a varint).
 fn looks_like_tf_index(head: &[u8]) -> bool {
     matches!(head, [0x00, 0x00, 0x01..=0x7f, 0x08, ..])
 }
 
+/// Rule 4: which zip-based kind, by the names of the archive's entries.
 fn zip_kind(names: &[&str]) -> FileKind {
     // `<archive>/<rest>`: torch writes every record under one top-level folder.
     let under_archive = |rest: fn(&str) -> bool| {
