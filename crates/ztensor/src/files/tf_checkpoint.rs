@@ -196,23 +196,20 @@ fn table_blocks<'t>(
     let _metaindex = handle(&mut pos)?;
     let index = handle(&mut pos)?;
     let index_block = block(table, index, "the index block")?;
-    let handles: Vec<(u64, u64, u64)> = block_entries(&index_block, index.0, keys)?
+    let handles: Vec<(u64, u64)> = block_entries(&index_block, index.0, keys)?
         .into_iter()
         .map(|(_, value)| {
             let mut at = 0;
             let offset = varint(value, &mut at);
             let size = varint(value, &mut at);
-            offset
-                .zip(size)
-                .map(|(o, s)| (o, s, index.0))
-                .ok_or_else(|| {
-                    Error::invalid("the index block holds a malformed block handle").at(index.0)
-                })
+            offset.zip(size).ok_or_else(|| {
+                Error::invalid("the index block holds a malformed block handle").at(index.0)
+            })
         })
         .collect::<Result<_>>()?;
     Ok(handles
         .into_iter()
-        .map(move |(offset, size, _)| Ok((offset, block(table, (offset, size), "a data block")?))))
+        .map(move |(offset, size)| Ok((offset, block(table, (offset, size), "a data block")?))))
 }
 
 /// The contents of the block at `(offset, size)`: its trailer's CRC checked, decompressed
