@@ -90,14 +90,7 @@ def main(out):
     tree = {
         "params": {
             "bool": np.array([True, False, True]),
-            "i8": np.array([-128, 0, 127], np.int8),
-            "i16": np.array([-32768, 7], np.int16),
-            "i32": np.arange(-3, 3, dtype=np.int32).reshape(2, 3),
-            "i64": np.array([-(2**63), 2**63 - 1], np.int64),
-            "u8": np.array([0, 255], np.uint8),
-            "u16": np.array([65535], np.uint16),
-            "u32": np.array([2**32 - 1], np.uint32),
-            "u64": np.array([2**64 - 1], np.uint64),
+            **tiny_bert.integers(),
             "f16": f.astype(np.float16),
             "bf16": jax.numpy.asarray(f, dtype=jax.numpy.bfloat16),
             "f32": f,

@@ -1,8 +1,22 @@
-"""The configuration of the small BERT the TensorFlow and Flax fixture scripts save with
-transformers (make_tensorflow.py, make_flax.py): a few kilobytes of weights, every kind of
-layer a BERT has."""
+"""What the TensorFlow and Flax fixture scripts (make_tensorflow.py, make_flax.py) both
+save: the configuration of a small BERT for transformers (a few kilobytes of weights, every
+kind of layer a BERT has), and integer arrays at each type's extremes."""
 
+import numpy as np
 from transformers import BertConfig
+
+
+def integers() -> dict:
+    return {
+        "i8": np.array([-128, 0, 127], np.int8),
+        "i16": np.array([-32768, 7], np.int16),
+        "i32": np.arange(-3, 3, dtype=np.int32).reshape(2, 3),
+        "i64": np.array([-(2**63), 2**63 - 1], np.int64),
+        "u8": np.array([0, 255], np.uint8),
+        "u16": np.array([65535], np.uint16),
+        "u32": np.array([2**32 - 1], np.uint32),
+        "u64": np.array([2**64 - 1], np.uint64),
+    }
 
 
 def config() -> BertConfig:
