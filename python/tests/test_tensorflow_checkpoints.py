@@ -20,10 +20,12 @@ def _expected():
         return json.load(f)["checkpoints"]
 
 
-@pytest.mark.parametrize("prefix", ["all", "sharded", "keras"])
+@pytest.mark.parametrize("prefix", ["all", "sharded", "keras", "saved_model"])
 def test_every_tensor_reads_as_tensorflow_reads_it(prefix):
     want = _expected()[prefix]
-    with ztio.open(os.path.join(CKPT, prefix + ".index")) as f:
+    # A SavedModel opens by its folder: its variables' checkpoint.
+    path = os.path.join(CKPT, "..", "saved_model") if prefix == "saved_model" else os.path.join(CKPT, prefix + ".index")
+    with ztio.open(path) as f:
         assert sorted(f.keys()) == sorted(list(want["tensors"]) + want["strings"])
         for name, w in want["tensors"].items():
             if name == SLICED:

@@ -17,6 +17,8 @@ dataset paths from the root).
   dtype `tf.train.Checkpoint` writes, 0-d, empty, strings), `sharded` (three data files, by
   `MaxShardSizePolicy`, one variable split into slices) and `keras` (tf-keras's
   `save_weights` in the TensorFlow format).
+- saved_model/: a small module saved by `tf.saved_model.save` (its variables are a
+  checkpoint in `variables/`), under `saved_model` as the checkpoint reader reads them.
 
 Run in a throwaway environment (transformers 4.x: version 5 has no TensorFlow models):
 
@@ -68,6 +70,19 @@ def record(table, name, array):
     table[name] = {"shape": list(a.shape), "type": ours, "hex": a.tobytes(order="C").hex()}
 
 
+class Affine(tf.Module):
+    """`x @ w + b`: a module with two variables and a function, for `tf.saved_model.save`."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
+        self.b = tf.Variable(np.ones(3, np.float32), name="b")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def __call__(self, x):
+        return x @ self.w + self.b
+
+
 def checkpoints(folder, keras_model):
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -99,8 +114,12 @@ def checkpoints(folder, keras_model):
     options = tf.train.CheckpointOptions(experimental_sharding_callback=policy)
     written["sharded"] = tf.train.Checkpoint(**parts).write(os.path.join(folder, "sharded"), options=options)
     keras_model.save_weights(os.path.join(folder, "keras"))
+    saved = os.path.join(os.path.dirname(folder), "saved_model")
+    shutil.rmtree(saved, ignore_errors=True)
+    tf.saved_model.save(Affine(), saved)
     written["keras"] = os.path.join(folder, "keras")
     os.remove(os.path.join(folder, "checkpoint"))
+    written["saved_model"] = os.path.join(saved, "variables", "variables")
     expected = {}
     for key, prefix in written.items():
         reader = tf.train.load_checkpoint(prefix)

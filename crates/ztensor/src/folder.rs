@@ -12,7 +12,9 @@
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
 //! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
-//!    `model.weights.h5`), or a TensorFlow checkpoint's `.index` (`bert_model.ckpt.index`).
+//!    `model.weights.h5`), or a TensorFlow checkpoint's `.index` (`bert_model.ckpt.index`);
+//! 7. in a TensorFlow SavedModel (`saved_model.pb` beside a `variables` folder), its
+//!    variables' checkpoint, `variables/variables.index`.
 //!
 //! A model repository often holds the same weights for several frameworks; like
 //! transformers' PyTorch loader, the PyTorch and safetensors files come before TensorFlow's
@@ -74,6 +76,12 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
             Some((r, _)) if *r < rank => {}
             _ => best = Some((rank, vec![path])),
         }
+    }
+    // A SavedModel holds no candidate at its top (`saved_model.pb` is a graph); its weights
+    // are the checkpoint in `variables/`.
+    let variables = dir.join("variables").join("variables.index");
+    if best.is_none() && dir.join("saved_model.pb").is_file() && variables.is_file() {
+        return Ok(variables);
     }
     match best {
         Some((_, paths)) if paths.len() == 1 => Ok(paths.into_iter().next().unwrap_or_default()),
@@ -235,6 +243,26 @@ mod tests {
         // A file of that name is itself, whatever lies beside it.
         std::fs::write(&prefix, b"").unwrap();
         assert_eq!(model_file(&prefix).unwrap(), prefix);
+    }
+
+    #[test]
+    fn a_saved_model_gives_its_variables_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("variables")).unwrap();
+        for name in [
+            "saved_model.pb",
+            "fingerprint.pb",
+            "variables/variables.index",
+        ] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        assert_eq!(
+            model_file(dir.path()).unwrap(),
+            dir.path().join("variables/variables.index")
+        );
+        // Without its graph it is no SavedModel: nothing is chosen.
+        std::fs::remove_file(dir.path().join("saved_model.pb")).unwrap();
+        assert!(model_file(dir.path()).is_err());
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/hdf5",
         "interop/tensorflow",
         "interop/tensorflow/ckpt",
+        "interop/tensorflow/saved_model/variables",
         "interop/flax",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {

@@ -1,8 +1,9 @@
 //! TensorFlow checkpoints written by TensorFlow itself (tools/interop/make_tensorflow.py):
 //! every tensor lists and reads as `tf.train.load_checkpoint` reads it, byte for byte
 //! (fixtures/interop/tensorflow/expected.json, `checkpoints`), mapped and unmapped, across
-//! several data files; each tensor's CRC-32C is checked by `verify`; strings are listed and
-//! skipped, a variable split into slices is listed unreadable; damage is refused.
+//! several data files, and a SavedModel's variables from its folder; each tensor's CRC-32C is
+//! checked by `verify`; strings are listed and skipped, a variable split into slices is
+//! listed unreadable; damage is refused.
 
 #[path = "support/expected.rs"]
 mod expected;
@@ -15,6 +16,18 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/tensorflow/ckpt")
 }
 
+/// Where the checkpoint recorded under `key` lies: `ckpt/KEY.index`, and for the SavedModel
+/// the checkpoint of its variables, found from its folder as `zt` and `ztio` find it.
+fn index_of(key: &str) -> PathBuf {
+    if key == "saved_model" {
+        let folder = dir().join("../saved_model");
+        let index = ztensor::model_file(&folder).unwrap();
+        assert_eq!(index, folder.join("variables/variables.index"));
+        return index;
+    }
+    dir().join(format!("{key}.index"))
+}
+
 /// The variable `make_tensorflow.py` has TensorFlow split into slices across data files.
 const SLICED: &str = "split/.ATTRIBUTES/VARIABLE_VALUE";
 
@@ -23,16 +36,16 @@ fn every_tensor_reads_as_tensorflow_reads_it() {
     let text = std::fs::read_to_string(dir().join("../expected.json")).unwrap();
     let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
     let checkpoints = expected["checkpoints"].as_object().unwrap();
-    assert_eq!(checkpoints.len(), 3);
+    assert_eq!(checkpoints.len(), 4);
     let mut read = 0;
-    for (prefix, want) in checkpoints {
-        let file = format!("{prefix}.index");
+    for (key, want) in checkpoints {
+        let file = key.to_owned();
         let tensors = want["tensors"].as_object().unwrap();
         let strings = want["strings"].as_array().unwrap();
         for unmapped in [false, true] {
             let r = OpenOptions::new()
                 .unmapped(unmapped)
-                .open(dir().join(&file))
+                .open(index_of(key))
                 .unwrap_or_else(|e| panic!("{file}: {e}"));
             assert_eq!(r.version(), &FileVersion::TfCheckpoint);
             assert_eq!(r.len(), tensors.len() + strings.len(), "{file}");
@@ -52,7 +65,7 @@ fn every_tensor_reads_as_tensorflow_reads_it() {
             }
         }
     }
-    assert_eq!(read, 2 * (19 + 3 + 8));
+    assert_eq!(read, 2 * (19 + 3 + 8 + 2));
     let report = ztensor::open(dir().join("all.index")).unwrap().verify();
     assert!(report.is_ok(), "{report:?}");
     assert_eq!(report.checked, 19);
