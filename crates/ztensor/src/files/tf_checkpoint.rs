@@ -597,3 +597,75 @@ fn object(name: String, entry: Entry, order: ByteOrder) -> Result<ObjectInfo> {
     }
     Ok(o)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `contents` as a table block stored with compression `kind`, with LevelDB's trailer.
+    fn stored(contents: &[u8], kind: u8) -> Vec<u8> {
+        let mut hasher = DigestAlgorithm::Crc32c.hasher();
+        hasher.update(contents);
+        hasher.update(&[kind]);
+        let Digest::Crc32c(crc) = hasher.finish() else {
+            unreachable!()
+        };
+        let mut b = contents.to_vec();
+        b.push(kind);
+        b.extend(
+            crc.rotate_right(15)
+                .wrapping_add(CRC_MASK_DELTA)
+                .to_le_bytes(),
+        );
+        b
+    }
+
+    /// Entries `(shared, unshared key, value)` and one restart point, as a block's contents.
+    fn contents(entries: &[(u8, &[u8], &[u8])]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (shared, key, value) in entries {
+            b.extend([*shared, key.len() as u8, value.len() as u8]);
+            b.extend_from_slice(key);
+            b.extend_from_slice(value);
+        }
+        b.extend(0u32.to_le_bytes());
+        b.extend(1u32.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn reads_snappy_blocks_and_rebuilds_shared_keys() {
+        let data = contents(&[
+            (0, b"", b"\x08\x01"),
+            (0, b"layer/w", b"v1"),
+            (6, b"b", b"v2"),
+        ]);
+        let squeezed = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let table = stored(&squeezed, 1);
+        let plain = stored(&data, 0);
+        // A block read through its handle: Snappy undone, the CRC taken over what is stored.
+        assert_eq!(
+            &block(&table, (0, squeezed.len() as u64), "a block").unwrap()[..],
+            &data[..]
+        );
+        assert_eq!(
+            &block(&plain, (0, data.len() as u64), "a block").unwrap()[..],
+            &data[..]
+        );
+        let mut keys = KeyBytes::for_index(100);
+        let entries = block_entries(&data, 0, &mut keys).unwrap();
+        let keys: Vec<&[u8]> = entries.iter().map(|(k, _)| &k[..]).collect();
+        assert_eq!(keys, [&b""[..], b"layer/w", b"layer/b"]);
+        // A method LevelDB does not define, and a stored byte changed.
+        let e = block(&stored(&data, 7), (0, data.len() as u64), "a block").unwrap_err();
+        assert_eq!(e.kind(), zt_container::ErrorKind::Unsupported, "{e}");
+        let mut bad = table.clone();
+        bad[0] ^= 1;
+        let e = block(&bad, (0, squeezed.len() as u64), "a block").unwrap_err();
+        assert!(e.to_string().contains("fails its CRC-32C"), "{e}");
+        // A key that shares more than the last key has.
+        let overreach = contents(&[(0, b"ab", b""), (3, b"c", b"")]);
+        let e = block_entries(&overreach, 0, &mut KeyBytes::for_index(100)).unwrap_err();
+        assert!(e.to_string().contains("shares more of the last key"), "{e}");
+    }
+}
