@@ -17,10 +17,13 @@
 //! Bounded: nesting depth and rank by [`Limits::decode`], every count and length checked
 //! against the end of the file or of its enclosing extension, names and attribute values
 //! charged to the listing budget. Like flax's reader, a key must be text, and nothing may
-//! follow the value.
+//! follow the value; a key given twice in one map is refused.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashSet;
 
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
@@ -309,6 +312,9 @@ impl<'s> Walk<'s> {
     /// A map of `n` entries whose header is read, under `path`.
     fn map(&mut self, n: u64, path: &mut String, depth: usize, end: u64) -> Result<()> {
         let base = path.len();
+        // The keys seen, to refuse one given twice (Python's dict would keep the last value,
+        // a map's merely its last children): under a keyed hash, the keys come from the file.
+        let mut seen: HashSet<String, RandomState> = HashSet::default();
         for i in 0..n {
             let key_at = self.pos;
             let key = match self.head(end)? {
@@ -324,6 +330,20 @@ impl<'s> Walk<'s> {
             };
             if i == 0 && key == CHUNKED_MARK {
                 return self.chunked(n, path, depth, end, key_at);
+            }
+            if n > 1 {
+                self.charge(2 * key.len() as u64 + 32)?;
+                if !seen.insert(key.clone()) {
+                    let e = invalid(format!(
+                        "key {key:?} at byte {key_at} is given twice in its map"
+                    ));
+                    let e = if path.is_empty() {
+                        e
+                    } else {
+                        e.in_object(path.as_str())
+                    };
+                    return Err(e.at(key_at));
+                }
             }
             if base > 0 {
                 path.push('/');
@@ -764,7 +784,19 @@ mod tests {
         twice.extend_from_slice(&array);
         let e = listed(twice).err().unwrap();
         assert!(
-            e.to_string().contains("two arrays are both named \"w\""),
+            e.to_string()
+                .contains("key \"w\" at byte 27 is given twice"),
+            "{e}"
+        );
+        // Twice as maps with other children: merging them would list what flax drops.
+        let mut maps = vec![0x82, 0xa1, b'm', 0x81, 0xa1, b'a'];
+        maps.extend_from_slice(&array);
+        maps.extend_from_slice(&[0xa1, b'm', 0x81, 0xa1, b'b']);
+        maps.extend_from_slice(&array);
+        let e = listed(maps).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("key \"m\" at byte 30 is given twice"),
             "{e}"
         );
     }
