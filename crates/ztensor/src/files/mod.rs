@@ -28,6 +28,25 @@ pub(crate) mod zt_v1;
 pub(crate) mod zt_v1_0;
 pub(crate) mod zt_v2;
 
+/// The longest varint: ten bytes carry 64 bits.
+#[cfg(any(feature = "onnx", feature = "tensorflow"))]
+pub(crate) const MAX_VARINT: usize = 10;
+
+/// A protobuf varint (base 128, little-endian) at the start of `bytes`: its value and length,
+/// or `None` when it is cut short or longer than ten bytes. ONNX models and TensorFlow
+/// checkpoints (their LevelDB tables too) both write them.
+#[cfg(any(feature = "onnx", feature = "tensorflow"))]
+pub(crate) fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().take(MAX_VARINT).enumerate() {
+        value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
 /// The path of a file that `location`, named inside another file, gives in that file's
 /// `folder`: relative, without `..`, and (once symbolic links are resolved) still inside the
 /// folder. A missing file is not an error here: opening it says so, with its path. `what`

@@ -360,18 +360,11 @@ fn block_entries<'b>(
     Ok(entries)
 }
 
-/// A little-endian base-128 varint at `pos` (at most ten bytes), moving past it.
+/// The varint at `pos` ([`crate::files::varint`]), moving past it.
 fn varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *bytes.get(*pos)?;
-        *pos += 1;
-        value |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return Some(value);
-        }
-    }
-    None
+    let (value, used) = crate::files::varint(bytes.get(*pos..)?)?;
+    *pos += used;
+    Some(value)
 }
 
 /// A protobuf field's value.

@@ -24,11 +24,11 @@ use std::borrow::Cow;
 
 use zt_container::{Error, Result, Source};
 
+pub(crate) use crate::files::varint;
+use crate::files::MAX_VARINT;
+
 /// A message of at most this many bytes is read whole from an unmapped file.
 const WHOLE_MESSAGE: u64 = 64 << 10;
-
-/// The longest varint: ten bytes carry 64 bits.
-const MAX_VARINT: usize = 10;
 
 /// A field's key and the longest value header after it: two varints.
 const FIELD_HEAD: u64 = 2 * MAX_VARINT as u64;
@@ -203,19 +203,6 @@ impl Iterator for Fields<'_> {
         self.failed = field.is_err();
         Some(field)
     }
-}
-
-/// A varint at the start of `bytes`: its value and length, or `None` when it is cut short or
-/// longer than ten bytes.
-pub(crate) fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut value = 0u64;
-    for (i, &b) in bytes.iter().take(MAX_VARINT).enumerate() {
-        value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
-        if b & 0x80 == 0 {
-            return Some((value, i + 1));
-        }
-    }
-    None
 }
 
 fn bad_varint(at: u64) -> Error {
