@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 14] = [
+const TARGETS: [(&str, &[&str]); 15] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -21,6 +21,7 @@ const TARGETS: [(&str, &[&str]); 14] = [
     ("read_hdf5", &["h5", "keras"]),
     ("read_flax", &["msgpack"]),
     ("read_tf_checkpoint", &["index"]),
+    ("read_pickle", &["pkl", "pdparams", "pdopt"]),
     ("parse_index", &["json"]),
 ];
 

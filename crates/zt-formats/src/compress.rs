@@ -50,6 +50,11 @@ pub enum Encoding {
     /// it in the row-major array (chunks never written read as zeros). See [`ChunkTable`].
     /// Never written, and never parsed from a zTensor manifest.
     Hdf5Chunks(Box<ChunkTable>),
+    /// UTF-8 text whose characters are the bytes, each below 256: how Python 3 pickles a
+    /// byte string under protocol 2 (`_codecs.encode(text, "latin1")`), as a NumPy array's
+    /// data is then pickled. See [`latin1_decode_into`]. Never written, and never parsed
+    /// from a zTensor manifest.
+    Latin1Text,
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -75,6 +80,7 @@ impl Encoding {
             Encoding::ProtoVarints { .. } => "protobuf-varints",
             Encoding::ProtoTagged { .. } => "protobuf-tagged",
             Encoding::Hdf5Chunks(_) => "hdf5-chunks",
+            Encoding::Latin1Text => "latin1-text",
             Encoding::Unknown(s) => s,
         }
     }
@@ -265,6 +271,61 @@ pub fn tagged_decode_into(src: &[u8], width: usize, varint: bool, dst: &mut [u8]
     if count != wanted {
         return Err(Error::invalid(format!(
             "the run holds {count} values, the shape needs {wanted}"
+        )));
+    }
+    Ok(())
+}
+
+/// Decodes UTF-8 text whose every character is below 256 into those characters' bytes
+/// ([`Encoding::Latin1Text`]): a byte below `0x80` is itself, `0xC2`/`0xC3` and a
+/// continuation byte are one byte from `0x80` to `0xFF`. The text must decode to exactly
+/// `dst.len()` bytes; anything else (a character above 255, invalid UTF-8, too few or too many
+/// characters) is an `InvalidFile` error naming the byte of the text.
+///
+/// ```
+/// let mut out = [0u8; 3];
+/// zt_formats::latin1_decode_into("a\u{e9}\u{80}".as_bytes(), &mut out).unwrap();
+/// assert_eq!(out, [b'a', 0xe9, 0x80]);
+/// assert!(zt_formats::latin1_decode_into("a\u{100}b".as_bytes(), &mut out).is_err());
+/// ```
+pub fn latin1_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let mut at = 0usize;
+    for (written, slot) in dst.iter_mut().enumerate() {
+        let Some(&lead) = src.get(at) else {
+            return Err(Error::invalid(format!(
+                "latin-1 text of {} bytes decodes to {written} bytes, {} expected",
+                src.len(),
+                dst.len()
+            )));
+        };
+        *slot = match lead {
+            0x00..=0x7f => {
+                at += 1;
+                lead
+            }
+            0xc2 | 0xc3 => match src.get(at + 1) {
+                Some(&next @ 0x80..=0xbf) => {
+                    at += 2;
+                    ((lead & 0x03) << 6) | (next & 0x3f)
+                }
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "latin-1 text holds invalid UTF-8 at byte {at}"
+                    )))
+                }
+            },
+            _ => {
+                return Err(Error::invalid(format!(
+                    "latin-1 text holds a character above 255 (or invalid UTF-8) at byte {at}"
+                )))
+            }
+        };
+    }
+    if at != src.len() {
+        return Err(Error::invalid(format!(
+            "latin-1 text holds more than the {} bytes expected (it ends at byte {}, not {at})",
+            dst.len(),
+            src.len()
         )));
     }
     Ok(())

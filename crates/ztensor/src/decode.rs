@@ -305,15 +305,17 @@ impl Backing {
             (
                 Encoding::ProtoVarints { .. }
                 | Encoding::ProtoTagged { .. }
-                | Encoding::Hdf5Chunks(_),
+                | Encoding::Hdf5Chunks(_)
+                | Encoding::Latin1Text,
                 Some(n),
             ) => n,
             (
                 Encoding::ProtoVarints { .. }
                 | Encoding::ProtoTagged { .. }
-                | Encoding::Hdf5Chunks(_),
+                | Encoding::Hdf5Chunks(_)
+                | Encoding::Latin1Text,
                 None,
-            ) => return Err(Error::invalid("a run of varints has no decoded length")),
+            ) => return Err(Error::invalid("an encoded component has no decoded length")),
             (Encoding::Unknown(e), _) => {
                 return Err(Error::unsupported(format!("unknown encoding {e:?}")))
             }
@@ -399,6 +401,9 @@ impl Backing {
                 zt_formats::tagged_decode_into(&src, usize::from(*width), *varint, dst)
                     .map_err(|e| e.at(comp.offset))
             }
+            Encoding::Latin1Text => {
+                zt_formats::latin1_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
+            }
             #[cfg(feature = "hdf5")]
             Encoding::Hdf5Chunks(table) => {
                 let cap = self.limits.max_decompressed_len;
@@ -476,6 +481,19 @@ impl Backing {
                     .map_err(|_| Error::limit("inflated size exceeds usize"))?;
                 let mut buf = zt_container::internal::try_zeroed_vec::<u8>(n)?;
                 self.inflate_whole_into(comp, &src, arrangement.skip, &mut buf)?;
+                Cow::Owned(buf)
+            }
+            // Column-major elements a pickle stored as latin-1 text: decoded whole (the span
+            // is the array's own bytes, as its listing checked), then gathered.
+            Encoding::Latin1Text => {
+                let src = match stored {
+                    Some(s) => Cow::Borrowed(s),
+                    None => file.read_at(comp.offset, comp.length)?,
+                };
+                let n = usize::try_from(arrangement.span)
+                    .map_err(|_| Error::limit("decoded size exceeds usize"))?;
+                let mut buf = zt_container::internal::try_zeroed_vec::<u8>(n)?;
+                zt_formats::latin1_decode_into(&src, &mut buf).map_err(|e| e.at(comp.offset))?;
                 Cow::Owned(buf)
             }
             other => {

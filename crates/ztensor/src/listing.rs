@@ -68,7 +68,8 @@ pub const MIN_LISTING_BUDGET: u64 = 256 << 20;
     feature = "onnx",
     feature = "hdf5",
     feature = "flax",
-    feature = "tensorflow"
+    feature = "tensorflow",
+    feature = "pickle"
 ))]
 pub(crate) const LISTED_OVERHEAD: u64 = 1024;
 
@@ -109,7 +110,8 @@ impl Limits {
         feature = "onnx",
         feature = "hdf5",
         feature = "flax",
-        feature = "tensorflow"
+        feature = "tensorflow",
+        feature = "pickle"
     ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
         2 * std::mem::size_of::<ObjectInfo>() as u64 + LISTED_OVERHEAD + 2 * name.len() as u64
@@ -334,7 +336,8 @@ impl NameIndex {
     feature = "hdf5",
     feature = "torch",
     feature = "flax",
-    feature = "tensorflow"
+    feature = "tensorflow",
+    feature = "pickle"
 ))]
 pub(crate) fn sort_by_name(objects: &mut [ObjectInfo]) -> Option<&str> {
     if names_strictly_increasing(objects) {

@@ -53,6 +53,11 @@ pub enum FileVersion {
     Flax,
     /// A TensorFlow checkpoint (TensorBundle): its `.index` table and data files.
     TfCheckpoint,
+    /// A pickle of NumPy arrays (Paddle's `.pdparams`), of the given pickle protocol (0-5).
+    Pickle {
+        /// The protocol its `PROTO` opcode names (0 or 1 when it has none).
+        protocol: u8,
+    },
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -64,7 +69,7 @@ pub enum FileVersion {
 
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
-    /// `"hdf5"`, `"keras"`, `"flax"` or `"tensorflow"`.
+    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"` or `"pickle"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -81,6 +86,7 @@ impl FileVersion {
             FileVersion::Keras => "keras",
             FileVersion::Flax => "flax",
             FileVersion::TfCheckpoint => "tensorflow",
+            FileVersion::Pickle { .. } => "pickle",
         }
     }
 }
@@ -89,7 +95,7 @@ impl FileVersion {
     /// The version alone, as `zt info --json` gives it: `"1.2.0"`, `"0.1.0"`, `"2"`, a .mag
     /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
     /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
-    /// version (`"10"`), and `""` for kinds
+    /// version (`"10"`), a pickle's protocol (`"4"`), and `""` for kinds
     /// without versions (safetensors, `.npz`, zip PyTorch checkpoints, Flax and TensorFlow
     /// checkpoints).
     ///
@@ -125,6 +131,7 @@ impl FileVersion {
             FileVersion::Onnx { ir_version } => ir_version.to_string(),
             FileVersion::Hdf5 { superblock } => superblock.to_string(),
             FileVersion::Keras => "3".to_owned(),
+            FileVersion::Pickle { protocol } => protocol.to_string(),
         }
     }
 }
@@ -147,6 +154,9 @@ impl fmt::Display for FileVersion {
             FileVersion::Keras => f.write_str("Keras .keras archive"),
             FileVersion::Flax => f.write_str("Flax checkpoint (msgpack)"),
             FileVersion::TfCheckpoint => f.write_str("TensorFlow checkpoint (TensorBundle)"),
+            FileVersion::Pickle { protocol } => {
+                write!(f, "pickle of NumPy arrays (protocol {protocol})")
+            }
             FileVersion::Gguf {
                 version,
                 big_endian,

@@ -297,6 +297,8 @@ impl OpenOptions {
             }
             #[cfg(feature = "flax")]
             Some(FileKind::Flax) => files::flax::list(&source, limits)?,
+            #[cfg(feature = "pickle")]
+            Some(FileKind::Pickle) => files::pickled::list(&source, limits)?,
             #[cfg(feature = "tensorflow")]
             Some(FileKind::TfCheckpoint) => {
                 let local = |p: &Path| self.open_shard(p);
@@ -316,7 +318,7 @@ impl OpenOptions {
                             let unknown = Error::invalid(format!(
                                 "not a kind of file ztensor reads: its first bytes match none \
                                  (zTensor, safetensors, GGUF, NumPy, PyTorch, ONNX, HDF5, \
-                                 Flax, TensorFlow, .mag); as zTensor: {}",
+                                 Flax, TensorFlow, pickle, .mag); as zTensor: {}",
                                 e.message()
                             ));
                             match e.offset() {

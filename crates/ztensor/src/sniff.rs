@@ -47,6 +47,9 @@ pub enum FileKind {
     Flax,
     /// A TensorFlow checkpoint's index (`PREFIX.index`, TensorBundle), its data beside it.
     TfCheckpoint,
+    /// A pickle that is not a PyTorch checkpoint, read for the NumPy arrays it holds
+    /// (Paddle's `.pdparams`, `pickle.dump` of a dict of arrays).
+    Pickle,
 }
 
 impl FileKind {
@@ -73,6 +76,7 @@ impl FileKind {
             FileKind::Hdf5 => "HDF5 file",
             FileKind::Flax => "Flax checkpoint (msgpack)",
             FileKind::TfCheckpoint => "TensorFlow checkpoint (.index)",
+            FileKind::Pickle => "pickle of NumPy arrays (Paddle .pdparams)",
         }
     }
 
@@ -93,6 +97,7 @@ impl FileKind {
             FileKind::Onnx => Some("onnx"),
             FileKind::Flax => Some("flax"),
             FileKind::TfCheckpoint => Some("tensorflow"),
+            FileKind::Pickle => Some("pickle"),
         }
     }
 
@@ -115,6 +120,7 @@ impl FileKind {
             FileKind::Keras | FileKind::Hdf5 => cfg!(feature = "hdf5"),
             FileKind::Flax => cfg!(feature = "flax"),
             FileKind::TfCheckpoint => cfg!(feature = "tensorflow"),
+            FileKind::Pickle => cfg!(feature = "pickle"),
             FileKind::ShardIndex => false,
         }
     }
@@ -162,7 +168,8 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 /// 8. a u64 and then `{`: a safetensors header (none of the magics above can start one that
 ///    the safetensors reader accepts: read as a header size they exceed its cap or the file);
 ///    or a u64 that fits the file, then JSON whitespace and `{`, which safetensors reads too;
-/// 9. a pickle protocol 2-5 opcode: a legacy PyTorch checkpoint (after safetensors, whose
+/// 9. a pickle protocol 2-5 opcode: a legacy PyTorch checkpoint if its first pickle is
+///    `torch.save`'s magic number, else a pickle of NumPy arrays (after safetensors, whose
 ///    header size can start the same way);
 /// 10. the HDF5 signature at byte 0, 512, 1024 or 2048 (after a user block);
 /// 11. protobuf field 1 (`ir_version`, 1-15) and then another field of a `ModelProto`: an
@@ -206,7 +213,11 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
         return Some(FileKind::Safetensors);
     }
     if matches!(head, [0x80, 2..=5, ..]) {
-        return Some(FileKind::PyTorchLegacy);
+        return Some(if is_legacy_torch_magic(head) {
+            FileKind::PyTorchLegacy
+        } else {
+            FileKind::Pickle
+        });
     }
     let hdf5_at = |at: usize| {
         head.get(at..)
@@ -242,9 +253,28 @@ pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
         "h5" | "hdf5" => FileKind::Hdf5,
         "msgpack" => FileKind::Flax,
         "index" => FileKind::TfCheckpoint,
+        "pdparams" | "pdopt" | "pkl" | "pickle" => FileKind::Pickle,
         "zt" => FileKind::ZTensor,
         _ => return None,
     })
+}
+
+/// The magic number every legacy PyTorch checkpoint's first pickle holds,
+/// `0x1950a86a20f9469cfc6c`, as the LONG1 opcode writes it (10 bytes, little-endian).
+const LEGACY_TORCH_MAGIC: &[u8; 12] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+
+/// Rule 9: whether a file starts with the legacy `torch.save` magic pickle: `PROTO` 2-5, a
+/// `FRAME` (protocol 4 and up), the magic number, `STOP`.
+pub(crate) fn is_legacy_torch_magic(head: &[u8]) -> bool {
+    let rest = match head {
+        [0x80, 2..=5, rest @ ..] => rest,
+        _ => return false,
+    };
+    let rest = match rest {
+        [0x95, _, _, _, _, _, _, _, _, tail @ ..] => tail,
+        _ => rest,
+    };
+    rest.starts_with(LEGACY_TORCH_MAGIC) && rest.get(LEGACY_TORCH_MAGIC.len()) == Some(&b'.')
 }
 
 /// The signature that starts an HDF5 superblock.
@@ -350,7 +380,7 @@ fn is_json_index(head: &[u8], file_len: u64) -> bool {
 mod tests {
     //! Every kind, every near miss, empty and short files.
 
-    use super::{kind_by_name, sniff, FileKind};
+    use super::{kind_by_name, sniff, FileKind, LEGACY_TORCH_MAGIC};
 
     #[test]
     fn names_that_say_one_kind() {
@@ -359,6 +389,7 @@ mod tests {
         assert_eq!(by("model.safetensors"), Some(FileKind::Safetensors));
         assert_eq!(by("w.h5"), Some(FileKind::Hdf5));
         assert_eq!(by("m.zt"), Some(FileKind::ZTensor));
+        assert_eq!(by("model.pdparams"), Some(FileKind::Pickle));
         for name in ["pytorch_model.bin", "m.pt", "m.mag", "onnx", "m.onnx.data"] {
             assert_eq!(by(name), None, "{name}");
         }
@@ -390,8 +421,17 @@ mod tests {
         assert_eq!(kind(b"GGUF\x03\0\0\0"), Some(FileKind::Gguf));
         assert_eq!(kind(b"ZTEN0001"), Some(FileKind::ZTensor));
         assert_eq!(kind(b"ZTEN1000"), Some(FileKind::ZTensor));
-        assert_eq!(kind(b"\x80\x02}q\0."), Some(FileKind::PyTorchLegacy));
-        assert_eq!(kind(b"\x80\x05\x95\0"), Some(FileKind::PyTorchLegacy));
+        // A pickle is a legacy checkpoint only when it starts with torch.save's magic.
+        let mut legacy = b"\x80\x02".to_vec();
+        legacy.extend(LEGACY_TORCH_MAGIC);
+        legacy.push(b'.');
+        assert_eq!(kind(&legacy), Some(FileKind::PyTorchLegacy));
+        let mut framed = b"\x80\x04\x95\x0d\0\0\0\0\0\0\0".to_vec();
+        framed.extend(LEGACY_TORCH_MAGIC);
+        framed.push(b'.');
+        assert_eq!(kind(&framed), Some(FileKind::PyTorchLegacy));
+        assert_eq!(kind(b"\x80\x02}q\0."), Some(FileKind::Pickle));
+        assert_eq!(kind(b"\x80\x05\x95\0"), Some(FileKind::Pickle));
     }
 
     #[test]

@@ -31,6 +31,8 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/tensorflow/ckpt",
         "interop/tensorflow/saved_model/variables",
         "interop/flax",
+        "interop/pickle",
+        "interop/pickle/paddle",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -72,6 +72,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"tensorflow\"",
             cfg!(feature = "tensorflow"),
         ),
+        (
+            "interop/pickle/paddle/model.pdparams",
+            "feature \"pickle\"",
+            cfg!(feature = "pickle"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

@@ -126,11 +126,21 @@ fn legacy_pickle() {
             "{e}"
         );
     }
-    // Any other pickle is not a checkpoint: never run.
-    unsupported(
-        b"\x80\x02K\x01.",
-        "a pickle that is not a PyTorch checkpoint (no legacy torch.save magic number)",
+    // Any other pickle is read for the NumPy arrays it holds, and never run: a call to
+    // `os.system` is an opaque leaf.
+    let r = OpenOptions::new()
+        .open_bytes(b"\x80\x02K\x01.".to_vec())
+        .unwrap();
+    assert_eq!(r.version(), &ztensor::FileVersion::Pickle { protocol: 2 });
+    assert!(r.is_empty());
+    assert_eq!(
+        r.attributes().get("value"),
+        Some(&ztensor::Value::Integer(1))
     );
+    let call = b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00exit\x85R.".to_vec();
+    let r = OpenOptions::new().open_bytes(call).unwrap();
+    let opaque = format!("{:?}", r.attributes().get("value").unwrap());
+    assert!(opaque.contains("os.system"), "{opaque}");
 }
 
 /// A safetensors file whose header size starts with the bytes of a pickle opcode is still

@@ -17,6 +17,8 @@ pub(crate) mod mag;
 pub(crate) mod npy;
 #[cfg(feature = "onnx")]
 pub(crate) mod onnx;
+#[cfg(feature = "pickle")]
+pub(crate) mod pickled;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
 #[cfg(feature = "tensorflow")]

@@ -462,6 +462,14 @@ fn element_of(descr: &Descr) -> Result<(ElementType, ByteOrder)> {
     }
 }
 
+/// A NumPy type string (`<f4`, `|b1`, `>c16`, `f4`) as an element type and byte order, for
+/// the readers of other kinds that name NumPy dtypes (pickled arrays); the error of one that
+/// holds no numbers we read names a `.npy` array.
+#[cfg(feature = "pickle")]
+pub(crate) fn element_of_text(text: &str) -> Result<(ElementType, ByteOrder)> {
+    element_of(&Descr::Text(text.to_owned()))
+}
+
 /// The numbers a `.npy` may hold, before a byte order is attached.
 #[derive(Clone, Copy)]
 enum Numeric {

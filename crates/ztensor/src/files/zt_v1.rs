@@ -177,6 +177,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         | Encoding::ProtoVarints { .. }
         | Encoding::ProtoTagged { .. }
         | Encoding::Hdf5Chunks(_)
+        | Encoding::Latin1Text
         | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c

@@ -32,7 +32,7 @@ use crate::listing::{Limits, Listing};
 use crate::model::{Arrangement, ByteOrder, Defect, FileVersion, ObjectInfo};
 use crate::zip::{self, Method};
 use dtypes::{dtype_element, storage_dtype};
-use pickle::{Heap, Machine, Obj, Pv, TensorRef, PICKLE_LIMITS};
+use pickle::{Heap, Machine, NdArrayRef, Obj, Pv, TensorRef, PICKLE_LIMITS};
 
 /// A tensor with its storage's key and class and its dtype resolved to text, and its size
 /// and stride to numbers.
@@ -237,23 +237,12 @@ fn listing_of(
     version: FileVersion,
     pickle_len: u64,
 ) -> Result<Listing> {
-    let mut walk = Walk {
-        heap,
-        nodes: 0,
-        cap: walk_cap(pickle_len),
-        spent: 0,
-        budget: text_budget(pickle_len),
-        tensors: Vec::new(),
-        unread: Vec::new(),
-        attributes: Attributes::new(),
-    };
-    walk.walk(root, String::new(), 0)?;
-    let Walk {
+    let Walked {
         tensors,
         unread,
         attributes,
         ..
-    } = walk;
+    } = walk(heap, root, pickle_len, false)?;
     let mut objects = zt_container::internal::try_with_capacity(tensors.len())?;
     for (name, t) in tensors {
         let r = record(&t.key);
@@ -272,23 +261,7 @@ fn listing_of(
     Ok(Listing::of_unique(version, attributes, objects))
 }
 
-/// The magic number every legacy checkpoint's first pickle holds, `0x1950a86a20f9469cfc6c`,
-/// as the LONG1 opcode writes it (10 bytes, little-endian).
-const LEGACY_MAGIC: &[u8; 12] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
-
-/// Whether a file starts with the legacy magic pickle: `PROTO` 2-5, a `FRAME` (protocol 4
-/// and up), the magic number, `STOP`.
-pub(crate) fn is_legacy_magic(head: &[u8]) -> bool {
-    let rest = match head {
-        [0x80, 2..=5, rest @ ..] => rest,
-        _ => return false,
-    };
-    let rest = match rest {
-        [0x95, _, _, _, _, _, _, _, _, tail @ ..] => tail,
-        _ => rest,
-    };
-    rest.starts_with(LEGACY_MAGIC) && rest.get(LEGACY_MAGIC.len()) == Some(&b'.')
-}
+use crate::sniff::is_legacy_torch_magic as is_legacy_magic;
 
 /// How much of a legacy checkpoint is read first to run its pickles.
 const FIRST_LEGACY_WINDOW: u64 = 1 << 20;
@@ -686,6 +659,54 @@ fn is_row_major(size: &[u64], stride: &[u64]) -> bool {
     true
 }
 
+/// What [`walk`] found in a pickle's value.
+pub(crate) struct Walked {
+    /// Tensors by flattened name.
+    tensors: Vec<(String, Tensor)>,
+    /// Tensor data built by calls we do not evaluate: name and the call's global.
+    pub unread: Vec<(String, String)>,
+    /// NumPy arrays by flattened name, with the name Paddle 2 pickled beside one (its
+    /// `(name, array)` pair); empty unless asked for.
+    #[cfg_attr(not(feature = "pickle"), allow(dead_code))]
+    pub arrays: Vec<(String, NdArrayRef, Option<String>)>,
+    /// Every other leaf, by flattened name.
+    pub attributes: Attributes,
+}
+
+impl Walked {
+    /// The names of the torch tensors the value holds (a pickle that is not a checkpoint
+    /// cannot read them: their storages live in a checkpoint's records).
+    #[cfg_attr(not(feature = "pickle"), allow(dead_code))]
+    pub fn tensor_names(&self) -> impl Iterator<Item = &str> {
+        self.tensors.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+/// Flattens the value `root` of a pickle of `pickle_len` bytes: dicts (ordered or not) to
+/// dotted names, lists and tuples that hold tensors or containers by index; tensors, and
+/// NumPy arrays if `arrays` (else they are opaque attributes), become named objects, every
+/// other leaf an attribute. Bounded by [`walk_cap`] and [`text_budget`] of the length.
+pub(crate) fn walk(heap: &Heap, root: Pv, pickle_len: u64, arrays: bool) -> Result<Walked> {
+    let mut walk = Walk {
+        heap,
+        nodes: 0,
+        cap: walk_cap(pickle_len),
+        spent: 0,
+        budget: text_budget(pickle_len),
+        tensors: Vec::new(),
+        unread: Vec::new(),
+        arrays: arrays.then(Vec::new),
+        attributes: Attributes::new(),
+    };
+    walk.walk(root, String::new(), 0)?;
+    Ok(Walked {
+        tensors: walk.tensors,
+        unread: walk.unread,
+        arrays: walk.arrays.unwrap_or_default(),
+        attributes: walk.attributes,
+    })
+}
+
 /// Flattens the pickle's value: tensors to dotted names, every other leaf to attributes.
 struct Walk<'h> {
     heap: &'h Heap,
@@ -694,6 +715,8 @@ struct Walk<'h> {
     tensors: Vec<(String, Tensor)>,
     /// Tensor data built by calls we do not evaluate: name and the call's global.
     unread: Vec<(String, String)>,
+    /// NumPy arrays, when they are collected.
+    arrays: Option<Vec<(String, NdArrayRef, Option<String>)>>,
     /// Bytes of names, texts and keys produced so far, against `budget`.
     spent: u64,
     budget: u64,
@@ -766,6 +789,25 @@ impl Walk<'_> {
                 self.spend(call.len())?;
                 self.unread.push((tensor_name(name), call));
             }
+            Some(Obj::NdArray(a)) if self.arrays.is_some() => {
+                let a = **a;
+                self.spend(name.len())?;
+                if let Some(arrays) = &mut self.arrays {
+                    arrays.push((tensor_name(name), a, None));
+                }
+            }
+            // Paddle 2 pickled a tensor as the pair (its name, its array).
+            Some(Obj::Tuple(items))
+                if self.arrays.is_some() && self.paddle_pair(items).is_some() =>
+            {
+                if let Some((inner, a)) = self.paddle_pair(items) {
+                    let inner = inner.to_owned();
+                    self.spend(name.len() + inner.len())?;
+                    if let Some(arrays) = &mut self.arrays {
+                        arrays.push((tensor_name(name), a, Some(inner)));
+                    }
+                }
+            }
             Some(Obj::List(items) | Obj::Tuple(items)) if self.holds_tensors(items) => {
                 for (i, &child) in items.iter().enumerate() {
                     let child_name = self.join(&name, &i.to_string())?;
@@ -785,18 +827,33 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// Whether a list or tuple holds a tensor or a container (then it is flattened by index).
+    /// Whether a list or tuple holds a tensor, a collected array or a container (then it is
+    /// flattened by index).
     fn holds_tensors(&self, items: &[Pv]) -> bool {
-        items.iter().any(|&i| {
-            matches!(
-                self.heap.get(i),
-                Some(Obj::Tensor(_) | Obj::Unread(_) | Obj::Dict(_) | Obj::List(_) | Obj::Tuple(_))
-            )
+        items.iter().any(|&i| match self.heap.get(i) {
+            Some(Obj::Tensor(_) | Obj::Unread(_) | Obj::Dict(_) | Obj::List(_) | Obj::Tuple(_)) => {
+                true
+            }
+            Some(Obj::NdArray(_)) => self.arrays.is_some(),
+            _ => false,
         })
+    }
+
+    /// A tuple `(name, array)`, as Paddle 2 pickled a tensor: the name and the array.
+    fn paddle_pair(&self, items: &[Pv]) -> Option<(&str, NdArrayRef)> {
+        match (items, items.get(1).map(|&a| self.heap.get(a))) {
+            ([n, _], Some(Some(Obj::NdArray(a)))) => Some((self.heap.text(*n)?, **a)),
+            _ => None,
+        }
     }
 
     /// A dict key as text, checked against the name cap before it is copied.
     fn key_text(&mut self, k: Pv) -> Result<String> {
+        if let Some(Obj::TextSpan { len, .. }) = self.heap.get(k) {
+            return Err(Error::limit(format!(
+                "a key of {len} bytes exceeds the name cap of {MAX_NAME_LEN}"
+            )));
+        }
         let key = match (k, self.heap.get(k)) {
             (_, Some(Obj::Str(s))) => {
                 if s.len() > MAX_NAME_LEN {
@@ -906,6 +963,16 @@ impl Walk<'_> {
                     let key = heap.text(s.key).unwrap_or_default();
                     let key: String = key.chars().take(64).collect();
                     self.opaque(format!("storage {key}"))?
+                }
+                Some(Obj::Span { len, .. }) => self.opaque(format!("bytes ({len})"))?,
+                Some(Obj::Latin1 { len, .. }) => {
+                    self.opaque(format!("bytes (latin-1 text of {len} bytes)"))?
+                }
+                Some(Obj::TextSpan { len, .. }) => self.opaque(format!("text ({len} bytes)"))?,
+                Some(Obj::NdArray(_)) => self.opaque("numpy.ndarray".to_owned())?,
+                Some(Obj::NpDType(d)) => {
+                    let code: String = d.code.chars().take(64).collect();
+                    self.opaque(format!("numpy.dtype {code}"))?
                 }
                 Some(Obj::Tensor(_)) | None => Value::Null,
             },

@@ -6,6 +6,13 @@
 //! up, never called; an opaque object whose state is a TorchScript module's or a
 //! `torch.nn.Module`'s takes the tensors that state holds ([`Machine::build`]).
 //!
+//! Pickles of NumPy arrays (what `paddle.save` writes, and `pickle.dump` of a dict of arrays)
+//! take four more constructions: `numpy.dtype` (its byte order set by BUILD), `_reconstruct`
+//! and the BUILD that gives the array its shape, dtype and bytes, protocol 5's `_frombuffer`,
+//! and `tuple(items)`. A machine made [`Machine::locating`] does not copy a long byte string:
+//! it keeps where the bytes lie ([`Obj::Span`]), and notes where each short one lay
+//! ([`Heap::location`]), so that an array's elements are read from the file itself.
+//!
 //! Values live in an arena ([`Heap`]) and the stack and memo hold small copyable handles
 //! ([`Pv`]): fetching a memo entry shares its value instead of copying it, so a pickle that
 //! references one list from another, level after level, costs one handle per reference, not
@@ -93,11 +100,61 @@ pub(crate) struct TensorRef {
     pub stride: Pv,
 }
 
+/// A NumPy array as `_reconstruct` then BUILD, or `_frombuffer`, describe it, by handles.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct NdArrayRef {
+    /// A tuple of integers (checked when the array is listed); `Pv::None` until BUILD.
+    pub shape: Pv,
+    /// An [`Obj::NpDType`].
+    pub dtype: Pv,
+    /// Elements stored column-major (`order="F"`).
+    pub fortran: bool,
+    /// The elements: an [`Obj::Span`], or [`Obj::Bytes`] (located when the machine was
+    /// [`Machine::locating`]); a list for an object array.
+    pub data: Pv,
+}
+
+/// A `numpy.dtype(code, align, copy)`, with the byte order its BUILD gives.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NpDType {
+    /// The type code as pickled (`f4`, `u2`, `c16`, `O8`, `U10`, `V4`).
+    pub code: String,
+    /// `<`, `>`, `|` or `=`; `|` until BUILD says otherwise.
+    pub order: char,
+    /// BUILD named fields: a structured dtype.
+    pub fields: bool,
+}
+
+/// Byte strings longer than this are kept as [`Obj::Span`] by a locating machine (a dict
+/// key, which Python 2 pickles as a byte string, is never this long: [`super::MAX_NAME_LEN`]).
+pub(crate) const SPAN_OVER: u64 = 4096;
+
 /// A value in the heap.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Obj {
     Str(String),
     Bytes(Vec<u8>),
+    /// A byte string left in the input: where it starts in the file, and its length.
+    Span {
+        at: u64,
+        len: u64,
+    },
+    /// A text string left in the input (UTF-8): where it starts, and its length in bytes.
+    TextSpan {
+        at: u64,
+        len: u64,
+    },
+    /// `_codecs.encode(text, "latin1")` of a text in the input: the bytes the text's
+    /// characters are, as Python 3 pickles a byte string under protocol 2. Where the text
+    /// starts in the file and its length in UTF-8 bytes.
+    Latin1 {
+        at: u64,
+        len: u64,
+    },
+    /// A NumPy array.
+    NdArray(Box<NdArrayRef>),
+    /// A NumPy dtype.
+    NpDType(Box<NpDType>),
     /// An integer beyond 64 bits, kept as its decimal text.
     BigInt(String),
     Tuple(Vec<Pv>),
@@ -119,10 +176,22 @@ pub(crate) enum Obj {
     DType(String),
 }
 
+/// How a string's characters lie in the file ([`Heap::location`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stored {
+    /// One byte each: a byte string, or a Python 2 string (latin-1).
+    Raw,
+    /// UTF-8: a Python 3 string.
+    Utf8,
+}
+
 /// The arena every object of one pickle lives in.
 #[derive(Debug, Default)]
 pub(crate) struct Heap {
     objs: Vec<Obj>,
+    /// Where the bytes of short strings and byte strings lay in the file, by object index
+    /// (ascending: objects are numbered as they are made); kept by a locating machine.
+    located: Vec<(u32, u64, Stored)>,
 }
 
 impl Heap {
@@ -131,6 +200,23 @@ impl Heap {
             Pv::Obj(i) => self.objs.get(i as usize),
             _ => None,
         }
+    }
+
+    /// Where the bytes of string or byte string `v` start in the file: for a span, and, when
+    /// the machine was locating, for a string or byte string read from the input as it is
+    /// (not one made by a call such as `_codecs.encode`).
+    pub fn location(&self, v: Pv) -> Option<(u64, Stored)> {
+        let Pv::Obj(i) = v else { return None };
+        match self.get(v) {
+            Some(Obj::Span { at, .. }) => return Some((*at, Stored::Raw)),
+            Some(Obj::TextSpan { at, .. }) => return Some((*at, Stored::Utf8)),
+            _ => {}
+        }
+        self.located
+            .binary_search_by_key(&i, |&(o, ..)| o)
+            .ok()
+            .and_then(|k| self.located.get(k))
+            .map(|&(_, at, stored)| (at, stored))
     }
 
     /// Every storage a persistent id named.
@@ -150,7 +236,10 @@ impl Heap {
             Pv::Float(_) => "a float",
             Pv::Obj(_) => match self.get(v) {
                 Some(Obj::Str(_)) => "a string",
-                Some(Obj::Bytes(_)) => "a byte string",
+                Some(Obj::Bytes(_) | Obj::Span { .. } | Obj::Latin1 { .. }) => "a byte string",
+                Some(Obj::TextSpan { .. }) => "a string",
+                Some(Obj::NdArray(_)) => "a NumPy array",
+                Some(Obj::NpDType(_)) => "a NumPy dtype",
                 Some(Obj::BigInt(_)) => "an integer",
                 Some(Obj::Tuple(_)) => "a tuple",
                 Some(Obj::List(_)) => "a list",
@@ -285,8 +374,10 @@ pub(crate) struct Machine<'h> {
     items: u64,
     /// Calls being evaluated inside one another (`_rebuild_from_type_v2`).
     nested: usize,
-    /// Offset of the pickle in the file, for errors.
+    /// Offset of the pickle in the file, for errors and [`Heap::location`].
     base: u64,
+    /// Long byte strings become spans, short ones are located ([`Machine::locating`]).
+    locating: bool,
 }
 
 fn bad(what: impl std::fmt::Display) -> Error {
@@ -339,7 +430,48 @@ impl<'h> Machine<'h> {
             items: 0,
             nested: 0,
             base,
+            locating: false,
         }
+    }
+
+    /// A machine that leaves long byte strings in the input as [`Obj::Span`]s (they are not
+    /// copied, and the string cap does not apply to them: the input bounds them) and notes
+    /// where every short string or byte string lay. For pickles that hold array data inline.
+    #[cfg_attr(not(feature = "pickle"), allow(dead_code))]
+    pub fn locating(mut self) -> Self {
+        self.locating = true;
+        self
+    }
+
+    /// Reads a string's or byte string's length (`len_bytes` wide) and then either its bytes
+    /// (`Ok(Ok(bytes, at))`) or, for a locating machine and a long one, skips them
+    /// (`Ok(Err(span))`).
+    fn payload<'a>(
+        &self,
+        input: &mut Input<'a>,
+        len_bytes: u64,
+    ) -> std::result::Result<std::result::Result<(Vec<u8>, u64), Obj>, Stop> {
+        if !self.locating {
+            let at = self.base + input.at as u64 + len_bytes;
+            return Ok(Ok((self.sized(input, len_bytes)?, at)));
+        }
+        let n = input.le(len_bytes).map_err(Stop::Bad)?;
+        let at = self.base + input.at as u64;
+        if n > SPAN_OVER {
+            input.take(n).map_err(Stop::Bad)?;
+            return Ok(Err(Obj::Span { at, len: n }));
+        }
+        Ok(Ok((input.take(n).map_err(Stop::Bad)?.to_vec(), at)))
+    }
+
+    /// Puts a string or byte string read from `at` in the file, noting where (and how its
+    /// characters are stored) when locating.
+    fn put_located(&mut self, o: Obj, at: u64, stored: Stored) -> Pv {
+        let v = self.heap.put(o);
+        if let (true, Pv::Obj(i)) = (self.locating, v) {
+            self.heap.located.push((i, at, stored));
+        }
+        v
     }
 
     /// Counts `n` more container items against the cap.
@@ -606,9 +738,11 @@ impl<'h> Machine<'h> {
                     0x8c => 1,
                     _ => 8,
                 };
-                let b = self.sized(input, len_bytes)?;
-                let s = str_of(&b)?;
-                let v = self.heap.put(Obj::Str(s));
+                let v = match self.payload(input, len_bytes)? {
+                    Ok((b, at)) => self.put_located(Obj::Str(str_of(&b)?), at, Stored::Utf8),
+                    Err(Obj::Span { at, len }) => self.heap.put(Obj::TextSpan { at, len }),
+                    Err(other) => self.heap.put(other),
+                };
                 f.stack.push(Slot::Val(v));
             }
             b'V' => {
@@ -618,11 +752,15 @@ impl<'h> Machine<'h> {
                 f.stack.push(Slot::Val(v));
             }
             b'T' | b'U' => {
-                // Python 2 strings: bytes, read as latin-1 text as torch loads them.
-                let b = self.sized(input, if op == b'T' { 4 } else { 1 })?;
-                let v = self
-                    .heap
-                    .put(Obj::Str(b.iter().map(|&c| c as char).collect()));
+                // Python 2 strings: bytes, read as latin-1 text as torch loads them (one
+                // character per byte, so a located one's bytes are its text's).
+                let v = match self.payload(input, if op == b'T' { 4 } else { 1 })? {
+                    Ok((b, at)) => {
+                        let text = b.iter().map(|&c| c as char).collect();
+                        self.put_located(Obj::Str(text), at, Stored::Raw)
+                    }
+                    Err(span) => self.heap.put(span),
+                };
                 f.stack.push(Slot::Val(v));
             }
             b'B' | b'C' | 0x8e | 0x96 => {
@@ -631,8 +769,10 @@ impl<'h> Machine<'h> {
                     b'C' => 1,
                     _ => 8,
                 };
-                let b = self.sized(input, len_bytes)?;
-                let v = self.heap.put(Obj::Bytes(b));
+                let v = match self.payload(input, len_bytes)? {
+                    Ok((b, at)) => self.put_located(Obj::Bytes(b), at, Stored::Raw),
+                    Err(span) => self.heap.put(span),
+                };
                 f.stack.push(Slot::Val(v));
             }
             _ => return Err(Stop::Bad(format!("opcode {op:#04x} is not one of text's"))),
@@ -919,6 +1059,11 @@ impl<'h> Machine<'h> {
     ///   `__dict__`, and it takes what `model.state_dict()` would give, a dict of its
     ///   parameters, its persistent buffers and its submodules ([`Machine::module_state`]).
     fn build(&mut self, target: Pv, state: Pv) -> std::result::Result<(), Stop> {
+        match self.heap.get(target) {
+            Some(Obj::NdArray(_)) => return self.build_array(target, state),
+            Some(Obj::NpDType(_)) => return self.build_dtype(target, state),
+            _ => {}
+        }
         let scripted = match self.heap.get(target) {
             Some(Obj::Opaque(cls)) => matches!(
                 self.heap.get(*cls),
@@ -943,6 +1088,78 @@ impl<'h> Machine<'h> {
         self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
         if let Some(obj) = self.heap.get_mut(target) {
             *obj = Obj::Dict(pairs);
+        }
+        Ok(())
+    }
+
+    /// BUILD of an array from `_reconstruct`: `ndarray.__setstate__`'s state, `(version,
+    /// shape, dtype, is_fortran, data)` (numpy also reads it without the version).
+    fn build_array(&mut self, target: Pv, state: Pv) -> std::result::Result<(), Stop> {
+        let Some((count, items)) = self.heap.tuple_head::<5>(state) else {
+            return Err(Stop::Bad(format!(
+                "a NumPy array's state is {}, not a tuple",
+                self.heap.kind(state)
+            )));
+        };
+        let [shape, dtype, fortran, data] = match count {
+            5 => [items[1], items[2], items[3], items[4]],
+            4 => [items[0], items[1], items[2], items[3]],
+            n => {
+                return Err(Stop::Bad(format!(
+                    "a NumPy array's state has {n} items, not (version, shape, dtype, \
+                     is_fortran, data)"
+                )))
+            }
+        };
+        match self.heap.get(shape) {
+            Some(Obj::Tuple(t)) if t.len() > MAX_TENSOR_RANK => return Err(Stop::Rank(t.len())),
+            Some(Obj::Tuple(_)) => {}
+            _ => return Err(Stop::Bad("a NumPy array's shape is not a tuple".into())),
+        }
+        if !matches!(self.heap.get(dtype), Some(Obj::NpDType(_))) {
+            return Err(Stop::Bad(format!(
+                "a NumPy array's dtype is {}, not a numpy.dtype",
+                self.heap.kind(dtype)
+            )));
+        }
+        let fortran = match fortran {
+            Pv::Bool(b) => b,
+            Pv::Int(n) => n != 0,
+            _ => return Err(Stop::Bad("a NumPy array's is_fortran is not a bool".into())),
+        };
+        if let Some(Obj::NdArray(a)) = self.heap.get_mut(target) {
+            **a = NdArrayRef {
+                shape,
+                dtype,
+                fortran,
+                data,
+            };
+        }
+        Ok(())
+    }
+
+    /// BUILD of a `numpy.dtype`: `(version, byteorder, subarray, names, fields, elsize,
+    /// alignment, flags)`; only the byte order and whether there are fields matter here.
+    fn build_dtype(&mut self, target: Pv, state: Pv) -> std::result::Result<(), Stop> {
+        let Some((count, items)) = self.heap.tuple_head::<4>(state) else {
+            return Err(Stop::Bad("a numpy.dtype's state is not a tuple".into()));
+        };
+        let order = match self.heap.text(items[1]) {
+            Some("<") => '<',
+            Some(">") => '>',
+            Some("|") => '|',
+            Some("=") => '=',
+            _ if count < 2 => '|',
+            _ => {
+                return Err(Stop::Bad(
+                    "a numpy.dtype's byte order is not one of <, >, | or =".into(),
+                ))
+            }
+        };
+        let fields = count > 3 && items[3] != Pv::None;
+        if let Some(Obj::NpDType(d)) = self.heap.get_mut(target) {
+            d.order = order;
+            d.fields = fields;
         }
         Ok(())
     }
@@ -1077,6 +1294,19 @@ impl<'h> Machine<'h> {
             },
             Known::CodecsEncode => {
                 let latin1 = matches!(self.heap.text(arg(1)), Some("latin1" | "latin-1"));
+                // A locating machine leaves the text where it is: an array's bytes, which
+                // are decoded when read.
+                let text_at = match self.heap.get(arg(0)) {
+                    Some(Obj::TextSpan { at, len }) => Some((*at, *len)),
+                    Some(Obj::Str(s)) => match self.heap.location(arg(0)) {
+                        Some((at, Stored::Utf8)) => Some((at, s.len() as u64)),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let (true, Some((at, len))) = (latin1, text_at) {
+                    return Ok(self.heap.put(Obj::Latin1 { at, len }));
+                }
                 match self.heap.text(arg(0)) {
                     Some(s) if latin1 => {
                         let b: Option<Vec<u8>> = s.chars().map(|c| u8::try_from(c).ok()).collect();
@@ -1090,6 +1320,76 @@ impl<'h> Machine<'h> {
                     _ => Ok(self.opaque_of(callable)),
                 }
             }
+            // `_reconstruct(ndarray, (0,), b"b")`: an empty array that BUILD then fills.
+            // Only for `numpy.ndarray` itself (a subclass, such as a masked array, carries
+            // more state than its data: it stays opaque).
+            Known::NpReconstruct => {
+                let plain = matches!(
+                    self.heap.get(arg(0)),
+                    Some(Obj::Global(g)) if g.0 == "numpy" && g.1 == "ndarray"
+                );
+                if !plain {
+                    return Ok(self.opaque_of(callable));
+                }
+                Ok(self.heap.put(Obj::NdArray(Box::new(NdArrayRef {
+                    shape: Pv::None,
+                    dtype: Pv::None,
+                    fortran: false,
+                    data: Pv::None,
+                }))))
+            }
+            // `dtype(code, align, copy)`.
+            Known::NpDType => match self.heap.text(arg(0)) {
+                Some(code) if code.len() <= 64 => {
+                    let code = code.to_owned();
+                    Ok(self.heap.put(Obj::NpDType(Box::new(NpDType {
+                        code,
+                        order: '|',
+                        fields: false,
+                    }))))
+                }
+                _ => Err(Stop::Bad(
+                    "numpy.dtype of something that is not a short type code".into(),
+                )),
+            },
+            // Protocol 5: `_frombuffer(buffer, dtype, shape, order)`.
+            Known::NpFromBuffer => {
+                let (data, dtype, shape, order) = (arg(0), arg(1), arg(2), arg(3));
+                if count != 4 {
+                    return Err(Stop::Bad(format!(
+                        "_frombuffer called with {count} arguments"
+                    )));
+                }
+                let fortran = match self.heap.text(order) {
+                    Some("C") => false,
+                    Some("F") => true,
+                    _ => return Err(Stop::Bad("_frombuffer's order is not C or F".into())),
+                };
+                let array = self.heap.put(Obj::NdArray(Box::new(NdArrayRef {
+                    shape: Pv::None,
+                    dtype: Pv::None,
+                    fortran: false,
+                    data: Pv::None,
+                })));
+                let state = self
+                    .heap
+                    .put(Obj::Tuple(vec![shape, dtype, Pv::Bool(fortran), data]));
+                self.build_array(array, state)?;
+                Ok(array)
+            }
+            // `tuple(items)`, as Paddle 2 pickled a tensor: `tuple(((name, array),))`.
+            Known::Tuple => match count {
+                0 => Ok(self.heap.put(Obj::Tuple(Vec::new()))),
+                1 => match self.heap.get(arg(0)) {
+                    Some(Obj::List(items) | Obj::Tuple(items)) => {
+                        let items = items.clone();
+                        self.grow(items.len() as u64).map_err(Stop::Limit)?;
+                        Ok(self.heap.put(Obj::Tuple(items)))
+                    }
+                    _ => Ok(self.opaque_of(callable)),
+                },
+                _ => Ok(self.opaque_of(callable)),
+            },
             Known::Other => Ok(self.opaque_call(callable, args)),
         }
     }
@@ -1205,6 +1505,10 @@ enum Known {
     FromType,
     Set,
     CodecsEncode,
+    NpReconstruct,
+    NpDType,
+    NpFromBuffer,
+    Tuple,
     Other,
 }
 
@@ -1225,6 +1529,12 @@ impl Known {
             ("torch._tensor", "_rebuild_from_type_v2") => Known::FromType,
             ("_codecs", "encode") => Known::CodecsEncode,
             ("builtins" | "__builtin__", "set") => Known::Set,
+            ("builtins" | "__builtin__", "tuple") => Known::Tuple,
+            ("numpy.core.multiarray" | "numpy._core.multiarray", "_reconstruct") => {
+                Known::NpReconstruct
+            }
+            ("numpy", "dtype") => Known::NpDType,
+            ("numpy.core.numeric" | "numpy._core.numeric", "_frombuffer") => Known::NpFromBuffer,
             _ => Known::Other,
         }
     }
