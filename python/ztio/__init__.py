@@ -3,7 +3,8 @@
 One reader for zTensor files of every version (``.zt`` v0.1, v1.x and v2, shards included),
 magnetron ``.mag`` files, ``.safetensors``, GGUF, NumPy ``.npy``/``.npz``, PyTorch checkpoints
 and TorchScript archives, ONNX models, HDF5 files (Keras ``.weights.h5``/``.keras``), Flax
-checkpoints (``flax_model.msgpack``) and TensorFlow checkpoints (``PREFIX.index``); a
+checkpoints (``flax_model.msgpack``), TensorFlow checkpoints (``PREFIX.index``) and pickles of
+NumPy arrays (Paddle's ``.pdparams``; never run); a
 writer of zTensor v2 (default) and v1.2, and of ``.safetensors``. A hostile file raises a
 :class:`ztio.Error`, never crashes the interpreter.
 

@@ -8,7 +8,7 @@
 //!    TensorFlow's and Flax's;
 //! 3. one `.safetensors` or `.zt` file;
 //! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, `.onnx`,
-//!    `.keras`, ...);
+//!    `.keras`, Paddle's `model_state.pdparams`, ...);
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
 //! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
@@ -125,9 +125,8 @@ fn rank(name: &str) -> Option<u8> {
     let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
     match ext {
         "safetensors" | "zt" => Some(2),
-        "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "keras" => {
-            Some(3)
-        }
+        "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "keras"
+        | "pdparams" => Some(3),
         "h5" | "hdf5" | "msgpack" | "index" => Some(5),
         _ => None,
     }
@@ -193,6 +192,16 @@ mod tests {
                 "model.weights.json",
             ),
             (&["model.onnx", "vocab.txt"], "model.onnx"),
+            // PaddleNLP's folder: the weights beside their config; the optimizer's state
+            // (`.pdopt`) is not a model.
+            (
+                &[
+                    "model_config.json",
+                    "model_state.pdparams",
+                    "model_state.pdopt",
+                ],
+                "model_state.pdparams",
+            ),
             (&["tf_model.h5", "model.safetensors"], "model.safetensors"),
             (
                 &["flax_model.msgpack", "tf_model.h5", "pytorch_model.bin"],

@@ -1602,6 +1602,38 @@ mod tests {
         Ok((heap, v))
     }
 
+    #[test]
+    fn a_locating_machine_leaves_long_byte_strings_where_they_lie() {
+        // (b"ab", <5000 bytes>, "cd", _codecs.encode("\u{e9}", "latin1")) at protocol 3.
+        let mut p = b"\x80\x03(C\x02abB\x88\x13\x00\x00".to_vec();
+        p.extend([7u8; 5000]);
+        p.extend(b"X\x02\x00\x00\x00cdc_codecs\nencode\nX\x02\x00\x00\x00\xc3\xa9");
+        p.extend(b"X\x06\x00\x00\x00latin1\x86Rt.");
+        let mut heap = Heap::default();
+        let v = Machine::new(&mut heap, PICKLE_LIMITS, 100)
+            .locating()
+            .run(&p)
+            .unwrap()
+            .0;
+        let Some(Obj::Tuple(items)) = heap.get(v) else {
+            panic!("{:?}", heap.get(v))
+        };
+        let items = items.clone();
+        // Offsets are the file's: the pickle starts at byte 100.
+        assert_eq!(heap.location(items[0]), Some((105, Stored::Raw)));
+        assert_eq!(heap.get(items[1]), Some(&Obj::Span { at: 112, len: 5000 }));
+        assert_eq!(heap.location(items[2]), Some((5117, Stored::Utf8)));
+        assert_eq!(heap.get(items[3]), Some(&Obj::Latin1 { at: 5140, len: 2 }));
+        // A machine that does not locate copies, notes nothing and decodes latin-1 text.
+        let (heap, v) = run(&p).unwrap();
+        let Some(Obj::Tuple(items)) = heap.get(v) else {
+            panic!()
+        };
+        assert_eq!(heap.location(items[0]), None);
+        assert!(matches!(heap.get(items[1]), Some(Obj::Bytes(b)) if b.len() == 5000));
+        assert_eq!(heap.get(items[3]), Some(&Obj::Bytes(vec![0xe9])));
+    }
+
     /// One state dict of 10,000 entries, set by BUILD on one fresh object after another:
     /// each BUILD looks at the whole state to tell a module's, so the entries looked at are
     /// charged to the items cap, which stops the pickle (near 1,700 BUILDs) where the work
