@@ -127,7 +127,7 @@ def main(out):
     for file in ["flax_model.msgpack", "dtypes.msgpack", "chunked.msgpack"]:
         arrays, attributes = restored(os.path.join(out, file))
         expected["files"][file] = {"arrays": arrays, "attributes": attributes}
-    # The chunked array, as flax restores it: listed by us, not read yet.
+    # The chunked array, as flax restores it (kept apart: its data is in pieces).
     chunked = expected["files"]["chunked.msgpack"]
     chunked["chunked"] = {"big": chunked["arrays"].pop("big")}
     shard_arrays = {}

@@ -55,6 +55,11 @@ pub enum Encoding {
     /// data is then pickled. See [`latin1_decode_into`]. Never written, and never parsed
     /// from a zTensor manifest.
     Latin1Text,
+    /// The elements stored in pieces, in order: each `(offset, length)` from the component's
+    /// offset, all inside its stored span; decoding places them one after the other (an
+    /// array flax stored in pieces, as it stores arrays over 1 GiB). See
+    /// [`pieces_decode_into`]. Never written, and never parsed from a zTensor manifest.
+    Pieces(Box<Vec<(u64, u64)>>),
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -81,6 +86,7 @@ impl Encoding {
             Encoding::ProtoTagged { .. } => "protobuf-tagged",
             Encoding::Hdf5Chunks(_) => "hdf5-chunks",
             Encoding::Latin1Text => "latin1-text",
+            Encoding::Pieces(_) => "pieces",
             Encoding::Unknown(s) => s,
         }
     }
@@ -326,6 +332,51 @@ pub fn latin1_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
             "latin-1 text holds more than the {} bytes expected (it ends at byte {}, not {at})",
             dst.len(),
             src.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Places the `pieces` of `src` (each `(offset, length)` into it) one after the other in
+/// `dst` ([`Encoding::Pieces`]). The pieces must lie inside `src` and fill `dst` exactly;
+/// anything else is an `InvalidFile` error naming the piece.
+///
+/// ```
+/// let src = b"..abc....de";
+/// let mut out = [0u8; 5];
+/// zt_formats::pieces_decode_into(src, &[(2, 3), (9, 2)], &mut out).unwrap();
+/// assert_eq!(&out, b"abcde");
+/// assert!(zt_formats::pieces_decode_into(src, &[(2, 3)], &mut out).is_err());
+/// ```
+pub fn pieces_decode_into(src: &[u8], pieces: &[(u64, u64)], dst: &mut [u8]) -> Result<()> {
+    let mut filled = 0usize;
+    for (i, &(offset, len)) in pieces.iter().enumerate() {
+        let piece = usize::try_from(offset)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(o, n)| src.get(o..o.checked_add(n)?))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "piece {i} ({len} bytes at {offset}) lies outside the {} stored bytes",
+                    src.len()
+                ))
+            })?;
+        let expected = dst.len();
+        let slot = filled
+            .checked_add(piece.len())
+            .and_then(|end| dst.get_mut(filled..end))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "piece {i} runs past the {expected} bytes the pieces should make"
+                ))
+            })?;
+        slot.copy_from_slice(piece);
+        filled += piece.len();
+    }
+    if filled != dst.len() {
+        return Err(Error::invalid(format!(
+            "the pieces make {filled} bytes, {} expected",
+            dst.len()
         )));
     }
     Ok(())

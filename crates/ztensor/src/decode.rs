@@ -306,14 +306,16 @@ impl Backing {
                 Encoding::ProtoVarints { .. }
                 | Encoding::ProtoTagged { .. }
                 | Encoding::Hdf5Chunks(_)
-                | Encoding::Latin1Text,
+                | Encoding::Latin1Text
+                | Encoding::Pieces(_),
                 Some(n),
             ) => n,
             (
                 Encoding::ProtoVarints { .. }
                 | Encoding::ProtoTagged { .. }
                 | Encoding::Hdf5Chunks(_)
-                | Encoding::Latin1Text,
+                | Encoding::Latin1Text
+                | Encoding::Pieces(_),
                 None,
             ) => return Err(Error::invalid("an encoded component has no decoded length")),
             (Encoding::Unknown(e), _) => {
@@ -403,6 +405,9 @@ impl Backing {
             }
             Encoding::Latin1Text => {
                 zt_formats::latin1_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
+            }
+            Encoding::Pieces(pieces) => {
+                zt_formats::pieces_decode_into(&src, pieces, dst).map_err(|e| e.at(comp.offset))
             }
             #[cfg(feature = "hdf5")]
             Encoding::Hdf5Chunks(table) => {

@@ -55,7 +55,8 @@ pub enum FileVersion {
     TfCheckpoint,
     /// A pickle of NumPy arrays (Paddle's `.pdparams`), of the given pickle protocol (0-5).
     Pickle {
-        /// The protocol its `PROTO` opcode names (0 or 1 when it has none).
+        /// The protocol its `PROTO` opcode names; 0 for a pickle without one (protocols 0
+        /// and 1 write none).
         protocol: u8,
     },
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.

@@ -11,8 +11,10 @@
 //!   with `/` (as transformers' index names a shard's tensors), its data a range of the file,
 //!   read in place. Other leaves (numbers, text, booleans, bytes) are the file's attributes
 //!   under their paths.
-//! - An array flax stored in pieces (over 1 GiB: a map marked `__msgpack_chunked_array__`)
-//!   is listed with a defect: not read yet.
+//! - An array flax stored in pieces (over 1 GiB: a map marked `__msgpack_chunked_array__`,
+//!   its shape and its flat pieces) is one object whose component spans the pieces
+//!   ([`Encoding::Pieces`]): read by placing them one after the other (a copy), checked as
+//!   flax's `_unchunk` reads them (one element type, the shape's element count).
 //!
 //! Bounded: nesting depth and rank by [`Limits::decode`], every count and length checked
 //! against the end of the file or of its enclosing extension, names and attribute values
@@ -27,7 +29,7 @@ use hashbrown::HashSet;
 
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
-use zt_formats::{byte_size, element_count, DType, ElementType, Format, LogicalType};
+use zt_formats::{byte_size, element_count, DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value};
 
 use crate::listing::{sort_by_name, Limits, Listing};
@@ -592,23 +594,21 @@ impl<'s> Walk<'s> {
     }
 
     /// The rest of a map whose first key is [`CHUNKED_MARK`] (at `at`; `n` entries in all):
-    /// an array over 1 GiB that flax split into row-major pieces, each an array of its own.
-    /// Listed under `path` with a defect; its entries are stepped over.
+    /// an array over 1 GiB that flax split into row-major pieces, `{mark: True, "shape":
+    /// {"0": d0, ...}, "chunks": {"0": piece, ...}}`, each piece a flat array of its own.
+    /// Listed under `path` as one object whose pieces are its data ([`Encoding::Pieces`]).
     fn chunked(&mut self, n: u64, path: &str, depth: usize, end: u64, at: u64) -> Result<()> {
-        // The mark's value, then the other entries, are walked into a scratch walk's lists
-        // so that nothing of them is listed.
-        let mut scratch = String::from(path);
-        scratch.push_str("/\0chunked");
+        // The entries are walked into lists of their own, under their keys, so that none of
+        // them is listed as it is; what they hold is then checked as flax's `_unchunk`
+        // reads it.
         let objects = std::mem::take(&mut self.objects);
         let attributes = std::mem::take(&mut self.attributes);
         let walked = (|| {
-            self.value(&mut scratch.clone(), depth + 1, end)?;
+            self.value(&mut String::from(CHUNKED_MARK), depth + 1, end)?;
             for _ in 1..n {
                 let key_at = self.pos;
-                match self.head(end)? {
-                    Head::Text(len) => {
-                        self.text(len, end, "a map key")?;
-                    }
+                let mut key = match self.head(end)? {
+                    Head::Text(len) => self.text(len, end, "a map key")?,
                     other => {
                         return Err(invalid(format!(
                             "map key at byte {key_at} is a msgpack {}, not a string",
@@ -616,31 +616,116 @@ impl<'s> Walk<'s> {
                         ))
                         .at(key_at))
                     }
-                }
-                self.value(&mut scratch.clone(), depth + 1, end)?;
+                };
+                self.value(&mut key, depth + 1, end)?;
             }
             Ok(())
         })();
-        self.objects = objects;
-        self.attributes = attributes;
+        let pieces = std::mem::replace(&mut self.objects, objects);
+        let parts = std::mem::replace(&mut self.attributes, attributes);
         walked?;
-        let defect = Defect::unsupported(
-            "flax stored this array in pieces (it is over 1 GiB): not read yet",
-        );
         self.charge(crate::listing::Limits::listing_cost(path))?;
-        self.objects.push(ObjectInfo {
-            format: Format::Unknown("flax.chunked/1".to_owned()),
-            defect: Some(Box::new(defect)),
-            ..ObjectInfo::raw_dense(
-                path.to_owned(),
-                Vec::<u64>::new().into(),
-                ElementType::plain(DType::U8),
-                (at, 0),
-                ByteOrder::Little,
-            )
-        });
+        let object = unchunk(path, &pieces, &parts).map_err(|e| e.in_object(path).at(at))?;
+        self.objects.push(object);
         Ok(())
     }
+}
+
+/// A chunked array's object from its entries, walked on their own: the mark must be true,
+/// `shape/0`.. its dimensions, `chunks/0`.. its flat pieces, all of one element type, that
+/// together hold the shape's elements.
+fn unchunk(path: &str, pieces: &[ObjectInfo], parts: &Attributes) -> Result<ObjectInfo> {
+    if parts.get(CHUNKED_MARK) != Some(&Value::Bool(true)) {
+        return Err(invalid(format!("{CHUNKED_MARK} is not true")));
+    }
+    let mut shape = Vec::new();
+    while let Some(d) = parts.get(&format!("shape/{}", shape.len())) {
+        match d {
+            Value::Integer(d) if *d >= 0 && *d <= i128::from(u64::MAX) => shape.push(*d as u64),
+            _ => {
+                return Err(invalid(
+                    "a chunked array's shape holds a negative or non-integer",
+                ))
+            }
+        }
+    }
+    if parts.keys().filter(|k| k.starts_with("shape/")).count() != shape.len() {
+        return Err(invalid(
+            "a chunked array's shape is not numbered 0, 1, ... in full",
+        ));
+    }
+    let by_name: std::collections::BTreeMap<&str, &ObjectInfo> =
+        pieces.iter().map(|o| (o.name.as_str(), o)).collect();
+    let mut ranges = Vec::new();
+    let mut element: Option<ElementType> = None;
+    let mut count = 0u64;
+    while let Some(piece) = by_name.get(format!("chunks/{}", ranges.len()).as_str()) {
+        let i = ranges.len();
+        let c = match (&piece.defect, piece.components.first()) {
+            (None, Some(c)) if piece.shape.len() == 1 && c.arrangement.is_none() => c,
+            _ => {
+                return Err(invalid(format!(
+                    "piece {i} of a chunked array is not a flat array"
+                )))
+            }
+        };
+        if element.as_ref().is_some_and(|e| *e != c.element) {
+            return Err(invalid(format!(
+                "piece {i} of a chunked array is {}, its first piece {}",
+                c.element.name(),
+                element.as_ref().map_or("", |e| e.name())
+            )));
+        }
+        element = Some(c.element.clone());
+        count = count
+            .checked_add(piece.shape.first().copied().unwrap_or(0))
+            .ok_or_else(|| invalid("a chunked array's pieces overflow"))?;
+        ranges.push((c.offset, c.length));
+    }
+    if pieces
+        .iter()
+        .filter(|o| o.name.starts_with("chunks/"))
+        .count()
+        != ranges.len()
+    {
+        return Err(invalid(
+            "a chunked array's pieces are not numbered 0, 1, ... in full",
+        ));
+    }
+    let Some(element) = element else {
+        // np.concatenate of no pieces raises.
+        return Err(invalid("a chunked array has no pieces"));
+    };
+    let want = shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))?;
+    if count != want {
+        return Err(invalid(format!(
+            "a chunked array's pieces hold {count} elements, its shape {shape:?} {want}"
+        )));
+    }
+    let bytes = count
+        .checked_mul(element.logical_size())
+        .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))?;
+    // The pieces lie in the file in the order the walk met them: the component spans them
+    // all, each piece an offset into it.
+    let first = ranges.iter().map(|r| r.0).min().unwrap_or(0);
+    let last = ranges.iter().map(|r| r.0 + r.1).max().unwrap_or(first);
+    let relative = ranges.iter().map(|&(o, n)| (o - first, n)).collect();
+    let mut o = ObjectInfo::raw_dense(
+        path.to_owned(),
+        shape.into_iter().collect(),
+        element,
+        (first, last - first),
+        ByteOrder::Little,
+    );
+    if let Some(c) = o.components.0.first_mut() {
+        c.encoding = Encoding::Pieces(Box::new(relative));
+        c.decoded_len = Some(bytes);
+        c.uncompressed_length = Some(bytes);
+    }
+    Ok(o)
 }
 
 /// The element type of a NumPy (or ml_dtypes) type name, as `dtype.name` gives it.

@@ -178,6 +178,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         | Encoding::ProtoTagged { .. }
         | Encoding::Hdf5Chunks(_)
         | Encoding::Latin1Text
+        | Encoding::Pieces(_)
         | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
