@@ -94,6 +94,23 @@ fn paddle_names_and_attributes() {
     assert_eq!(attrs.get("step"), Some(&Value::Integer(3)));
     assert_eq!(attrs.get("lr"), Some(&Value::Float(0.125)));
     assert_eq!(attrs.get("name"), Some(&Value::Text("adam".into())));
+    // NumPy scalars are the numbers they hold, at every protocol.
+    for protocol in 2..=5 {
+        let r = ztensor::open(dir().join(format!("arrays_p{protocol}.pkl"))).unwrap();
+        let attrs = r.attributes();
+        let want = [
+            ("npscalar", Value::Float(1.5)),
+            ("npscalars.i64", Value::Integer(-7)),
+            ("npscalars.u8", Value::Integer(200)),
+            ("npscalars.bool", Value::Bool(true)),
+            ("npscalars.f16", Value::Float(0.5)),
+            ("npscalars.f64", Value::Float(2.25)),
+            ("npscalars.big", Value::Integer(5)),
+        ];
+        for (key, value) in want {
+            assert_eq!(attrs.get(key), Some(&value), "protocol {protocol} {key}");
+        }
+    }
 }
 
 #[test]

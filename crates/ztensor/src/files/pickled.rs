@@ -141,7 +141,7 @@ fn defective(name: String, defect: Defect) -> ObjectInfo {
 fn data_of(heap: &Heap, data: Pv) -> Option<(u64, u64, bool)> {
     match (heap.get(data)?, heap.location(data)) {
         (Obj::Span { at, len }, _) => Some((*at, *len, false)),
-        (Obj::TextSpan { at, len } | Obj::Latin1 { at, len }, _) => Some((*at, *len, true)),
+        (Obj::TextSpan { at, len } | Obj::Latin1 { at, len, .. }, _) => Some((*at, *len, true)),
         (Obj::Bytes(b), Some((at, Stored::Raw))) => Some((at, b.len() as u64, false)),
         // A Python 2 string is its bytes; numpy reads a Python 3 one as latin-1 text.
         (Obj::Str(s), Some((at, Stored::Raw))) => Some((at, s.chars().count() as u64, false)),

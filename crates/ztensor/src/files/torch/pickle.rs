@@ -146,10 +146,12 @@ pub(crate) enum Obj {
     },
     /// `_codecs.encode(text, "latin1")` of a text in the input: the bytes the text's
     /// characters are, as Python 3 pickles a byte string under protocol 2. Where the text
-    /// starts in the file and its length in UTF-8 bytes.
+    /// starts in the file, its length in UTF-8 bytes, and the text (an [`Obj::Str`], or a
+    /// [`Obj::TextSpan`] too long to copy).
     Latin1 {
         at: u64,
         len: u64,
+        text: Pv,
     },
     /// A NumPy array.
     NdArray(Box<NdArrayRef>),
@@ -1138,6 +1140,54 @@ impl<'h> Machine<'h> {
         Ok(())
     }
 
+    /// A NumPy scalar of a boolean, integer or float dtype as the number it holds; `None`
+    /// for any other dtype, or bytes that are not its size (then it stays opaque).
+    fn np_scalar(&self, dtype: Pv, data: Pv) -> Option<Pv> {
+        let Some(Obj::NpDType(d)) = self.heap.get(dtype) else {
+            return None;
+        };
+        let bytes: Vec<u8> = match self.heap.get(data)? {
+            Obj::Bytes(b) => b.clone(),
+            // Protocol 2 from Python 3: the bytes as latin-1 text.
+            Obj::Latin1 { text, .. } => self
+                .heap
+                .text(*text)?
+                .chars()
+                .map(|c| u8::try_from(c).ok())
+                .collect::<Option<_>>()?,
+            _ => return None,
+        };
+        let mut word = [0u8; 8];
+        let n = bytes.len();
+        let kind = d.code.chars().next()?;
+        let size: usize = d.code.get(1..)?.parse().ok()?;
+        if n != size || n > 8 || d.fields {
+            return None;
+        }
+        // As a little-endian word: big-endian bytes reversed.
+        if d.order == '>' {
+            word.iter_mut()
+                .zip(bytes.iter().rev())
+                .for_each(|(w, b)| *w = *b);
+        } else {
+            word.iter_mut().zip(&bytes).for_each(|(w, b)| *w = *b);
+        }
+        let bits = u64::from_le_bytes(word);
+        Some(match (kind, n) {
+            ('b', 1) => Pv::Bool(bits != 0),
+            ('i', 1 | 2 | 4 | 8) => {
+                let shift = 64 - 8 * n as u32;
+                Pv::Int(((bits << shift) as i64) >> shift)
+            }
+            ('u', 1 | 2 | 4) => Pv::Int(bits as i64),
+            ('u', 8) => Pv::Int(i64::try_from(bits).ok()?),
+            ('f', 2) => Pv::Float(f64::from(half::f16::from_bits(bits as u16))),
+            ('f', 4) => Pv::Float(f64::from(f32::from_bits(bits as u32))),
+            ('f', 8) => Pv::Float(f64::from_bits(bits)),
+            _ => return None,
+        })
+    }
+
     /// BUILD of a `numpy.dtype`: `(version, byteorder, subarray, names, fields, elsize,
     /// alignment, flags)`; only the byte order and whether there are fields matter here.
     fn build_dtype(&mut self, target: Pv, state: Pv) -> std::result::Result<(), Stop> {
@@ -1305,7 +1355,11 @@ impl<'h> Machine<'h> {
                     _ => None,
                 };
                 if let (true, Some((at, len))) = (latin1, text_at) {
-                    return Ok(self.heap.put(Obj::Latin1 { at, len }));
+                    return Ok(self.heap.put(Obj::Latin1 {
+                        at,
+                        len,
+                        text: arg(0),
+                    }));
                 }
                 match self.heap.text(arg(0)) {
                     Some(s) if latin1 => {
@@ -1377,6 +1431,10 @@ impl<'h> Machine<'h> {
                 self.build_array(array, state)?;
                 Ok(array)
             }
+            // `scalar(dtype, bytes)`: a NumPy scalar (`np.float32(1.5)`), as the number it is.
+            Known::NpScalar => Ok(self
+                .np_scalar(arg(0), arg(1))
+                .unwrap_or_else(|| self.opaque_of(callable))),
             // `tuple(items)`, as Paddle 2 pickled a tensor: `tuple(((name, array),))`.
             Known::Tuple => match count {
                 0 => Ok(self.heap.put(Obj::Tuple(Vec::new()))),
@@ -1508,6 +1566,7 @@ enum Known {
     NpReconstruct,
     NpDType,
     NpFromBuffer,
+    NpScalar,
     Tuple,
     Other,
 }
@@ -1534,6 +1593,7 @@ impl Known {
                 Known::NpReconstruct
             }
             ("numpy", "dtype") => Known::NpDType,
+            ("numpy.core.multiarray" | "numpy._core.multiarray", "scalar") => Known::NpScalar,
             ("numpy.core.numeric" | "numpy._core.numeric", "_frombuffer") => Known::NpFromBuffer,
             _ => Known::Other,
         }
@@ -1623,7 +1683,14 @@ mod tests {
         assert_eq!(heap.location(items[0]), Some((105, Stored::Raw)));
         assert_eq!(heap.get(items[1]), Some(&Obj::Span { at: 112, len: 5000 }));
         assert_eq!(heap.location(items[2]), Some((5117, Stored::Utf8)));
-        assert_eq!(heap.get(items[3]), Some(&Obj::Latin1 { at: 5140, len: 2 }));
+        assert!(matches!(
+            heap.get(items[3]),
+            Some(&Obj::Latin1 {
+                at: 5140,
+                len: 2,
+                ..
+            })
+        ));
         // A machine that does not locate copies, notes nothing and decodes latin-1 text.
         let (heap, v) = run(&p).unwrap();
         let Some(Obj::Tuple(items)) = heap.get(v) else {
