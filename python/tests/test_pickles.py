@@ -68,3 +68,20 @@ def test_a_pickle_that_would_run_code_is_only_read(tmp_path):
     with ztio.open(str(path)) as f:
         assert list(f.keys()) == []
     assert not marker.exists()
+
+
+def test_a_set_of_pickles_loads_its_numbers_and_passes_over_the_rest(tmp_path):
+    # A set whose shard holds an object array: load_file passes over it, as it does for a
+    # single file, instead of raising on it.
+    with open(tmp_path / "s1.pkl", "wb") as fh:
+        pickle.dump({"a": np.ones(3, np.float32), "objs": np.array([1, "x"], dtype=object)}, fh, protocol=4)
+    with open(tmp_path / "s2.pkl", "wb") as fh:
+        pickle.dump({"b": np.arange(2, dtype=np.int64)}, fh, protocol=4)
+    index = tmp_path / "model.pkl.index.json"
+    index.write_text(json.dumps({"weight_map": {"a": "s1.pkl", "objs": "s1.pkl", "b": "s2.pkl"}}))
+    loaded = ztio.numpy.load_file(str(index))
+    assert sorted(loaded) == ["a", "b"]
+    np.testing.assert_array_equal(loaded["a"], np.ones(3, np.float32))
+    np.testing.assert_array_equal(loaded["b"], np.arange(2))
+    with ztio.open(str(index)) as f:
+        assert "objs" in f.keys()

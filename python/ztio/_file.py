@@ -18,7 +18,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Deque, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -679,11 +679,25 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
     are read several at once, and each tensor is made as soon as its bytes are in, so a
     framework that copies works on the first tensors while the rest come in. Either way the
     large objects that must be decoded are decoded on worker threads (:class:`_DecodeAhead`)."""
+    # Objects that hold no numbers (strings, compounds, object arrays, TensorFlow's object
+    # graph) are not tensors: passed over, as `verify` and conversions pass over them; a
+    # set's, shard by shard.
     if isinstance(f, ShardedFile):
-        made = dict(f._each_made(make))
-        return {name: made[name] if name in made else make(name) for name in f.offset_keys()}
-    # Objects that hold no numbers (strings, compounds, TensorFlow's object graph) are not
-    # tensors: passed over, as `verify` and conversions pass over them.
+        by_shard: Dict[int, FrozenSet[str]] = {}
+
+        def skip(name: str) -> bool:
+            shard = f._file_for(name)
+            names = by_shard.get(id(shard))
+            if names is None:
+                names = by_shard[id(shard)] = frozenset(shard._native.names_skipped())
+            return name in names
+
+        made = dict(f._each_made(lambda name: None if skip(name) else make(name)))
+        return {
+            name: made[name] if name in made else make(name)
+            for name in f.offset_keys()
+            if not skip(name)
+        }
     skipped = frozenset(f._native.names_skipped())
     if not skipped:
         return dict(f._each_made(make))
