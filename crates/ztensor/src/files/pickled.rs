@@ -70,7 +70,10 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
     let (root, end) = Machine::new(&mut heap, PICKLE_LIMITS, 0)
         .locating()
         .run(bytes)?;
-    let walked = walk(&heap, root, end as u64, true)?;
+    // The walk's caps are tied to the bytes the machine interpreted, not to the arrays' bytes
+    // it left in place: a large file of arrays allows no more names than its opcodes make.
+    let interpreted = (end as u64).saturating_sub(heap.spanned());
+    let walked = walk(&heap, root, interpreted, true)?;
     // A memo fetch names an array again in two bytes: what the listing takes is charged
     // to the listing budget before it is made.
     let mut budget = MemoryBudget::new(

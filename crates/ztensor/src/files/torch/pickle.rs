@@ -194,6 +194,8 @@ pub(crate) struct Heap {
     /// Where the bytes of short strings and byte strings lay in the file, by object index
     /// (ascending: objects are numbered as they are made); kept by a locating machine.
     located: Vec<(u32, u64, Stored)>,
+    /// Bytes of the input left in place as spans.
+    spanned: u64,
 }
 
 impl Heap {
@@ -219,6 +221,12 @@ impl Heap {
             .ok()
             .and_then(|k| self.located.get(k))
             .map(|&(_, at, stored)| (at, stored))
+    }
+
+    /// Bytes of the input a locating machine left in place ([`Obj::Span`],
+    /// [`Obj::TextSpan`]): what remains of a pickle's length is what was interpreted.
+    pub fn spanned(&self) -> u64 {
+        self.spanned
     }
 
     /// Every storage a persistent id named.
@@ -449,7 +457,7 @@ impl<'h> Machine<'h> {
     /// (`Ok(Ok(bytes, at))`) or, for a locating machine and a long one, skips them
     /// (`Ok(Err(span))`).
     fn payload<'a>(
-        &self,
+        &mut self,
         input: &mut Input<'a>,
         len_bytes: u64,
     ) -> std::result::Result<std::result::Result<(Vec<u8>, u64), Obj>, Stop> {
@@ -461,6 +469,7 @@ impl<'h> Machine<'h> {
         let at = self.base + input.at as u64;
         if n > SPAN_OVER {
             input.take(n).map_err(Stop::Bad)?;
+            self.heap.spanned = self.heap.spanned.saturating_add(n);
             return Ok(Err(Obj::Span { at, len: n }));
         }
         Ok(Ok((input.take(n).map_err(Stop::Bad)?.to_vec(), at)))
