@@ -55,11 +55,12 @@ pub enum Encoding {
     /// data is then pickled. See [`latin1_decode_into`]. Never written, and never parsed
     /// from a zTensor manifest.
     Latin1Text,
-    /// The elements stored in pieces, in order: each `(offset, length)` from the component's
-    /// offset, all inside its stored span; decoding places them one after the other (an
-    /// array flax stored in pieces, as it stores arrays over 1 GiB). See
-    /// [`pieces_decode_into`]. Never written, and never parsed from a zTensor manifest.
-    Pieces(Box<Vec<(u64, u64)>>),
+    /// The elements stored in pieces, in order, each a range of one of the listing's files:
+    /// decoding places them one after the other (an array flax stored in pieces, as it
+    /// stores arrays over 1 GiB; a TensorFlow variable partitioned along its first axis,
+    /// its slices in several data files). See [`pieces_decode_into`]. Never written, and
+    /// never parsed from a zTensor manifest.
+    Pieces(Box<Vec<Piece>>),
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -337,46 +338,62 @@ pub fn latin1_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
-/// Places the `pieces` of `src` (each `(offset, length)` into it) one after the other in
-/// `dst` ([`Encoding::Pieces`]). The pieces must lie inside `src` and fill `dst` exactly;
-/// anything else is an `InvalidFile` error naming the piece.
+/// One piece of an [`Encoding::Pieces`] component: a range of one of the listing's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Piece {
+    /// The file, numbered as a component's: 0 the opened file, `n` its shard `n`.
+    pub file: u32,
+    /// Where the piece starts in that file.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub length: u64,
+    /// The CRC-32C its writer recorded over its bytes, checked as it is read.
+    pub crc32c: Option<u32>,
+}
+
+/// Places `pieces` one after the other in `dst` ([`Encoding::Pieces`]), each read into its
+/// place by `read(piece, place)`. The pieces must fill `dst` exactly; one that would run
+/// past it, or pieces that leave part of it unfilled, are an `InvalidFile` error naming
+/// the piece.
 ///
 /// ```
-/// let src = b"..abc....de";
+/// use zt_formats::Piece;
+/// let file = b"..abc....de";
+/// let read = |p: &Piece, out: &mut [u8]| {
+///     out.copy_from_slice(&file[p.offset as usize..][..out.len()]);
+///     Ok(())
+/// };
+/// let piece = |offset, length| Piece { file: 0, offset, length, crc32c: None };
+/// let pieces = [piece(2, 3), piece(9, 2)];
 /// let mut out = [0u8; 5];
-/// zt_formats::pieces_decode_into(src, &[(2, 3), (9, 2)], &mut out).unwrap();
+/// zt_formats::pieces_decode_into(&pieces, &mut out, read).unwrap();
 /// assert_eq!(&out, b"abcde");
-/// assert!(zt_formats::pieces_decode_into(src, &[(2, 3)], &mut out).is_err());
+/// assert!(zt_formats::pieces_decode_into(&pieces[..1], &mut out, read).is_err());
 /// ```
-pub fn pieces_decode_into(src: &[u8], pieces: &[(u64, u64)], dst: &mut [u8]) -> Result<()> {
+pub fn pieces_decode_into(
+    pieces: &[Piece],
+    dst: &mut [u8],
+    mut read: impl FnMut(&Piece, &mut [u8]) -> Result<()>,
+) -> Result<()> {
+    let expected = dst.len();
     let mut filled = 0usize;
-    for (i, &(offset, len)) in pieces.iter().enumerate() {
-        let piece = usize::try_from(offset)
+    for (i, piece) in pieces.iter().enumerate() {
+        let place = usize::try_from(piece.length)
             .ok()
-            .zip(usize::try_from(len).ok())
-            .and_then(|(o, n)| src.get(o..o.checked_add(n)?))
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "piece {i} ({len} bytes at {offset}) lies outside the {} stored bytes",
-                    src.len()
-                ))
-            })?;
-        let expected = dst.len();
-        let slot = filled
-            .checked_add(piece.len())
+            .and_then(|n| filled.checked_add(n))
             .and_then(|end| dst.get_mut(filled..end))
             .ok_or_else(|| {
                 Error::invalid(format!(
-                    "piece {i} runs past the {expected} bytes the pieces should make"
+                    "piece {i} ({} bytes) runs past the {expected} bytes the pieces should make",
+                    piece.length
                 ))
             })?;
-        slot.copy_from_slice(piece);
-        filled += piece.len();
+        read(piece, place)?;
+        filled += place.len();
     }
-    if filled != dst.len() {
+    if filled != expected {
         return Err(Error::invalid(format!(
-            "the pieces make {filled} bytes, {} expected",
-            dst.len()
+            "the pieces make {filled} bytes, {expected} expected"
         )));
     }
     Ok(())

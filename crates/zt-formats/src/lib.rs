@@ -67,7 +67,7 @@ pub mod v2;
 
 pub use compress::{
     available_threads, latin1_decode_into, pieces_decode_into, tagged_decode_into,
-    varints_decode_into, Chunk, ChunkTable, Encoding, DEFAULT_MAX_DECOMPRESSED,
+    varints_decode_into, Chunk, ChunkTable, Encoding, Piece, DEFAULT_MAX_DECOMPRESSED,
 };
 #[cfg(feature = "zstd")]
 pub use compress::{

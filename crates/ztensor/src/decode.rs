@@ -195,7 +195,12 @@ impl Backing {
 
     /// The file that holds a component's stored bytes.
     pub(crate) fn file(&self, comp: &ComponentInfo) -> Result<&Source> {
-        match comp.file {
+        self.file_numbered(comp.file)
+    }
+
+    /// File `n` of the listing: 0 the opened file, `n` its shard `n`.
+    fn file_numbered(&self, n: u32) -> Result<&Source> {
+        match n {
             0 => Ok(&self.source),
             n => self
                 .shards
@@ -378,6 +383,29 @@ impl Backing {
         if let Some(arrangement) = &comp.arrangement {
             return self.gather_into(comp, arrangement, stored, dst);
         }
+        // Each piece read positionally from its file into its place (the one copy), and
+        // checked against the CRC-32C its writer recorded as it passes: a read of pieces
+        // always copies, and a check then costs no pass of its own.
+        if let Encoding::Pieces(pieces) = &comp.encoding {
+            return zt_formats::pieces_decode_into(pieces, dst, |piece, place| {
+                self.file_numbered(piece.file)?
+                    .read_into(piece.offset, place)
+                    .map_err(|e| e.at(piece.offset))?;
+                if let Some(want) = piece.crc32c {
+                    let mut hasher = zt_formats::DigestAlgorithm::Crc32c.hasher();
+                    hasher.update(place);
+                    let got = hasher.finish();
+                    if got != zt_formats::Digest::Crc32c(want) {
+                        return Err(Error::checksum(format!(
+                            "a piece's CRC-32C does not match: recorded {want:08x}, computed \
+                             {got}"
+                        ))
+                        .at(piece.offset));
+                    }
+                }
+                Ok(())
+            });
+        }
         let src = match (&comp.encoding, stored) {
             (Encoding::Raw, _) => return file.read_into(comp.offset, dst),
             (_, Some(src)) => Cow::Borrowed(src),
@@ -405,9 +433,6 @@ impl Backing {
             }
             Encoding::Latin1Text => {
                 zt_formats::latin1_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
-            }
-            Encoding::Pieces(pieces) => {
-                zt_formats::pieces_decode_into(&src, pieces, dst).map_err(|e| e.at(comp.offset))
             }
             #[cfg(feature = "hdf5")]
             Encoding::Hdf5Chunks(table) => {
@@ -519,7 +544,8 @@ impl Backing {
     /// A component's decoded elements in a new buffer.
     fn decode_new<T: Pod>(&self, comp: &ComponentInfo) -> Result<Vec<T>> {
         let stored = match comp.encoding {
-            Encoding::Raw => None,
+            // Pieces are read where they lie, each into its place.
+            Encoding::Raw | Encoding::Pieces(_) => None,
             _ => Some(self.file(comp)?.read_at(comp.offset, comp.length)?),
         };
         let Some(len) = self.decoded_size(comp, stored.as_deref())? else {
@@ -558,7 +584,7 @@ impl Backing {
         let (check, strict) = (verify.applies(true), verify == Verify::Always);
         let stored_is_data = comp.encoding == Encoding::Raw && comp.arrangement.is_none();
         let stored = match comp.encoding {
-            Encoding::Raw => None,
+            Encoding::Raw | Encoding::Pieces(_) => None,
             _ => Some(
                 self.file(comp)
                     .and_then(|f| f.read_at(comp.offset, comp.length))

@@ -2,8 +2,8 @@
 //! every tensor lists and reads as `tf.train.load_checkpoint` reads it, byte for byte
 //! (fixtures/interop/tensorflow/expected.json, `checkpoints`), mapped and unmapped, across
 //! several data files, and a SavedModel's variables from its folder; each tensor's CRC-32C is
-//! checked by `verify`; strings are listed and skipped, a variable split into slices is
-//! listed unreadable; damage is refused.
+//! checked by `verify`; strings are listed and skipped, a variable split into slices across
+//! data files reads whole (each slice's CRC-32C checked); damage is refused.
 
 #[path = "support/expected.rs"]
 mod expected;
@@ -50,11 +50,10 @@ fn every_tensor_reads_as_tensorflow_reads_it() {
             assert_eq!(r.version(), &FileVersion::TfCheckpoint);
             assert_eq!(r.len(), tensors.len() + strings.len(), "{file}");
             for (name, want) in tensors {
+                // A variable split into slices reads whole, its slices placed in order.
                 if name == SLICED {
-                    let e = r.object(name).unwrap().bytes().unwrap_err();
-                    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
-                    assert!(e.to_string().contains("slices"), "{e}");
-                    continue;
+                    let o = r.object(name).unwrap();
+                    assert_eq!(o.components[0].encoding.name(), "pieces");
                 }
                 expected::check_object(&r, &file, name, want);
                 read += 1;
@@ -65,7 +64,7 @@ fn every_tensor_reads_as_tensorflow_reads_it() {
             }
         }
     }
-    assert_eq!(read, 2 * (19 + 3 + 8 + 2));
+    assert_eq!(read, 2 * (19 + 4 + 8 + 2));
     let report = ztensor::open(dir().join("all.index")).unwrap().verify();
     assert!(report.is_ok(), "{report:?}");
     assert_eq!(report.checked, 19);
@@ -101,4 +100,43 @@ fn damage_in_the_data_fails_its_crc_and_missing_data_files_are_named() {
     std::fs::copy(dir().join("all.index"), tmp.path().join("renamed")).unwrap();
     let e = ztensor::open(tmp.path().join("renamed")).unwrap_err();
     assert!(e.to_string().contains("PREFIX.index"), "{e}");
+}
+
+/// A damaged slice of a partitioned variable fails its own CRC-32C when the variable is
+/// read (a read of pieces always copies, and checks as it copies), and `verify` reports it.
+#[test]
+fn a_damaged_slice_fails_its_crc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut data_files = Vec::new();
+    for e in std::fs::read_dir(dir()).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.starts_with("sharded.") {
+            std::fs::copy(dir().join(&name), tmp.path().join(&name)).unwrap();
+            if name.contains(".data-") {
+                data_files.push(tmp.path().join(&name));
+            }
+        }
+    }
+    assert_eq!(data_files.len(), 7);
+    let index = tmp.path().join("sharded.index");
+    let whole = ztensor::open(&index)
+        .unwrap()
+        .object(SLICED)
+        .unwrap()
+        .read_f32()
+        .unwrap();
+    assert_eq!(whole.len(), 256);
+    // The last byte of every data file: one of them ends with a byte of a slice.
+    for f in &data_files {
+        let mut bytes = std::fs::read(f).unwrap();
+        if let Some(last) = bytes.last_mut() {
+            *last ^= 0x40;
+        }
+        std::fs::write(f, bytes).unwrap();
+    }
+    let r = ztensor::open(&index).unwrap();
+    let e = r.object(SLICED).unwrap().read_f32().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
+    assert!(e.to_string().contains("CRC-32C"), "{e}");
+    assert!(!r.verify().is_ok());
 }

@@ -29,7 +29,9 @@ use hashbrown::HashSet;
 
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
-use zt_formats::{byte_size, element_count, DType, ElementType, Encoding, Format, LogicalType};
+use zt_formats::{
+    byte_size, element_count, DType, ElementType, Encoding, Format, LogicalType, Piece,
+};
 use zt_manifest::{Attributes, Value};
 
 use crate::listing::{sort_by_name, Limits, Listing};
@@ -708,11 +710,19 @@ fn unchunk(path: &str, pieces: &[ObjectInfo], parts: &Attributes) -> Result<Obje
     let bytes = count
         .checked_mul(element.logical_size())
         .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))?;
-    // The pieces lie in the file in the order the walk met them: the component spans them
-    // all, each piece an offset into it.
+    // The component spans the pieces (what a read-ahead of it covers); each is read from
+    // where it lies.
     let first = ranges.iter().map(|r| r.0).min().unwrap_or(0);
     let last = ranges.iter().map(|r| r.0 + r.1).max().unwrap_or(first);
-    let relative = ranges.iter().map(|&(o, n)| (o - first, n)).collect();
+    let pieces = ranges
+        .iter()
+        .map(|&(offset, length)| Piece {
+            file: 0,
+            offset,
+            length,
+            crc32c: None,
+        })
+        .collect();
     let mut o = ObjectInfo::raw_dense(
         path.to_owned(),
         shape.into_iter().collect(),
@@ -721,7 +731,7 @@ fn unchunk(path: &str, pieces: &[ObjectInfo], parts: &Attributes) -> Result<Obje
         ByteOrder::Little,
     );
     if let Some(c) = o.components.0.first_mut() {
-        c.encoding = Encoding::Pieces(Box::new(relative));
+        c.encoding = Encoding::Pieces(Box::new(pieces));
         c.decoded_len = Some(bytes);
         c.uncompressed_length = Some(bytes);
     }

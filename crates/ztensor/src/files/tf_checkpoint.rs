@@ -11,16 +11,24 @@
 //!   component's digest (checked by `verify` and checked reads). The data shards are opened
 //!   last, once everything else has been checked.
 //! - String and resource tensors (TensorFlow's object graph among them) are listed and
-//!   skipped; a partitioned variable's whole entry is listed unreadable, its slices (keys
-//!   that start with a zero byte) are not listed.
+//!   skipped.
+//! - A partitioned variable (TensorFlow's partitioners and sharding policies split large
+//!   ones) is listed under its whole entry; its slices are entries of their own, whose keys
+//!   ([`slice_key`], OrderedCode) give the variable's name and the slice's box. Sliced along
+//!   the first axis only (the partitioners' default), the slices in order are the whole
+//!   variable's row-major bytes: one component of [`Encoding::Pieces`], each slice a piece
+//!   of its data file, checked against its CRC-32C as it is read. Other slicings are listed
+//!   unreadable.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
 use zt_formats::{
-    byte_size, element_count, DType, Digest, DigestAlgorithm, ElementType, Format, LogicalType,
+    byte_size, element_count, DType, Digest, DigestAlgorithm, ElementType, Encoding, Format,
+    LogicalType, Piece,
 };
 use zt_manifest::Attributes;
 
@@ -38,6 +46,8 @@ const TRAILER_LEN: usize = 5;
 const CRC_MASK_DELTA: u32 = 0xa282_ead8;
 /// The most data shards a checkpoint may name (each is a file held open).
 const MAX_DATA_SHARDS: u64 = 4096;
+/// The longest OrderedCode signed number: ten bytes carry 64 bits and the length header.
+const MAX_SIGNED_LEN: usize = 10;
 
 /// Lists the checkpoint whose `.index` table is `source`, opened from `path` (its data
 /// shards lie beside it; `None`: opened from memory, whose data cannot be found).
@@ -58,6 +68,9 @@ pub(crate) fn list(
     let mut budget = MemoryBudget::new(limits.listing_budget(len), "listing the checkpoint");
     let mut header = None;
     let mut entries = Vec::new();
+    // Slices of partitioned variables by the variable's name (a B-tree: names come from the
+    // file), each with its box.
+    let mut slices: BTreeMap<String, Vec<(SliceBox, Entry)>> = BTreeMap::new();
     let mut keys = KeyBytes::for_index(len);
     for block in table_blocks(&table, &mut keys)? {
         let (at, contents) = block?;
@@ -67,8 +80,16 @@ pub(crate) fn list(
                 header = Some(bundle_header(value).map_err(|e| e.in_object("header"))?);
                 continue;
             }
-            // A partitioned variable's slices: listed under the whole variable's entry.
+            // A partitioned variable's slices: read as part of the whole variable's entry.
             if key.first() == Some(&0) {
+                let (name, slice) = slice_key(&key, limits.decode.max_rank).ok_or_else(|| {
+                    Error::invalid("a slice's key is not a name and a box (OrderedCode)").at(at)
+                })?;
+                budget
+                    .charge(Limits::listing_cost(&name))
+                    .map_err(|e| e.at(at))?;
+                let entry = bundle_entry(value, limits).map_err(|e| e.in_object(&name))?;
+                slices.entry(name).or_default().push((slice, entry));
                 continue;
             }
             let name = String::from_utf8(key)
@@ -97,7 +118,11 @@ pub(crate) fn list(
             ))
             .in_object(&name));
         }
-        objects.push(object(name, entry, order)?);
+        let parts = slices.remove(&name);
+        objects.push(match (entry.sliced, parts) {
+            (true, Some(parts)) => partitioned(name, entry, parts, header.shards, order)?,
+            (_, _) => object(name, entry, order)?,
+        });
     }
     if let Some(name) = sort_by_name(&mut objects) {
         return Err(Error::invalid(format!("tensor {name:?} is listed twice")).in_object(name));
@@ -105,16 +130,24 @@ pub(crate) fn list(
     let shards = data_shards(path, header.shards, open_shard)?;
     for o in &objects {
         for c in o.components.iter() {
-            let size = shards
-                .get(c.file as usize - 1)
-                .map_or(0, |(info, _)| info.size);
-            if c.offset.checked_add(c.length).is_none_or(|end| end > size) {
-                return Err(Error::invalid(format!(
-                    "its {} bytes at offset {} lie past the end of its data file ({size} \
-                     bytes)",
-                    c.length, c.offset
-                ))
-                .in_object(&o.name));
+            let pieces: Vec<(u32, u64, u64)> = match &c.encoding {
+                Encoding::Pieces(pieces) => pieces
+                    .iter()
+                    .map(|p| (p.file, p.offset, p.length))
+                    .collect(),
+                _ => vec![(c.file, c.offset, c.length)],
+            };
+            for (file, offset, length) in pieces {
+                let size = shards
+                    .get((file as usize).wrapping_sub(1))
+                    .map_or(0, |(info, _)| info.size);
+                if offset.checked_add(length).is_none_or(|end| end > size) {
+                    return Err(Error::invalid(format!(
+                        "its {length} bytes at offset {offset} lie past the end of its data \
+                         file ({size} bytes)"
+                    ))
+                    .in_object(&o.name));
+                }
             }
         }
     }
@@ -453,6 +486,223 @@ struct Entry {
     sliced: bool,
 }
 
+/// A slice's box: each dimension's start and length (-1: all of it), as its key gives them.
+type SliceBox = Vec<(i64, i64)>;
+
+/// A slice entry's key as TensorFlow writes it (`EncodeTensorNameSlice`, in OrderedCode):
+/// the number 0, the variable's name, the rank, then each dimension's start and length as
+/// signed numbers; `None` when the key is not that. At most `max_rank` dimensions.
+fn slice_key(key: &[u8], max_rank: usize) -> Option<(String, SliceBox)> {
+    let mut rest = key;
+    if ordered_unsigned(&mut rest)? != 0 {
+        return None;
+    }
+    // A string: 00 as 00 ff, ff as ff 00, ended by 00 01.
+    let mut name = Vec::new();
+    loop {
+        let (&b, tail) = rest.split_first()?;
+        let (&next, after) = tail.split_first().unwrap_or((&0x02, tail));
+        rest = match (b, next) {
+            (0x00, 0x01) => {
+                rest = after;
+                break;
+            }
+            (0x00, 0xff) => {
+                name.push(0x00);
+                after
+            }
+            (0xff, 0x00) => {
+                name.push(0xff);
+                after
+            }
+            (0x00 | 0xff, _) => return None,
+            _ => {
+                name.push(b);
+                tail
+            }
+        };
+    }
+    let rank = usize::try_from(ordered_unsigned(&mut rest)?).ok()?;
+    if rank > max_rank {
+        return None;
+    }
+    let mut dims = Vec::with_capacity(rank);
+    for _ in 0..rank {
+        let start = ordered_signed(&mut rest)?;
+        let length = ordered_signed(&mut rest)?;
+        dims.push((start, length));
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    Some((String::from_utf8(name).ok()?, dims))
+}
+
+/// OrderedCode's `WriteNumIncreasing`: a length byte (0-8), then that many big-endian bytes.
+fn ordered_unsigned(rest: &mut &[u8]) -> Option<u64> {
+    let (&n, tail) = rest.split_first()?;
+    let n = usize::from(n);
+    if n > 8 {
+        return None;
+    }
+    let bytes = tail.get(..n)?;
+    *rest = tail.get(n..)?;
+    Some(bytes.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b)))
+}
+
+/// OrderedCode's `WriteSignedNumIncreasing`: `len` one bits and a zero (a negative number's
+/// bytes inverted), then the value's low `7 * len - 1` bits, big-endian, in `len` bytes.
+fn ordered_signed(rest: &mut &[u8]) -> Option<i64> {
+    let first = *rest.first()?;
+    let negative = first & 0x80 == 0;
+    let flip = |b: u8| if negative { !b } else { b };
+    let len = match flip(first) {
+        0xff => 8 + flip(*rest.get(1)?).leading_ones() as usize,
+        f => f.leading_ones() as usize,
+    };
+    if len == 0 || len > MAX_SIGNED_LEN {
+        return None;
+    }
+    let bytes = rest.get(..len)?;
+    *rest = rest.get(len..)?;
+    let all = bytes
+        .iter()
+        .fold(0u128, |v, &b| (v << 8) | u128::from(flip(b)));
+    let x = all & ((1u128 << (7 * len - 1)) - 1);
+    let x = i64::try_from(x).ok()?;
+    Some(if negative { !x } else { x })
+}
+
+/// A variable TensorFlow split into `parts` (boxes and entries): one object of
+/// [`Encoding::Pieces`] when the slices cut the first axis only and, in order, cover it
+/// exactly; otherwise listed with why it is not read.
+fn partitioned(
+    name: String,
+    whole: Entry,
+    parts: Vec<(SliceBox, Entry)>,
+    shards: u64,
+    order: ByteOrder,
+) -> Result<ObjectInfo> {
+    let unread = |name: String, whole: Entry, why: Defect| {
+        let mut o = ObjectInfo {
+            format: Format::Unknown(format!("tensorflow.dtype_{}/1", whole.dtype)),
+            defect: Some(Box::new(why)),
+            ..ObjectInfo::raw_dense(
+                name,
+                whole.shape.into(),
+                ElementType::plain(DType::U8),
+                (0, 0),
+                order,
+            )
+        };
+        for c in o.components.0.iter_mut() {
+            c.file = 1;
+        }
+        o
+    };
+    let Some(element) = element_of(whole.dtype) else {
+        return object(
+            name,
+            Entry {
+                sliced: false,
+                ..whole
+            },
+            order,
+        );
+    };
+    let rank = whole.shape.len();
+    let row_elements = whole
+        .shape
+        .iter()
+        .skip(1)
+        .try_fold(1u64, |n, &d| n.checked_mul(d));
+    let row_bytes = row_elements.and_then(|n| n.checked_mul(element.logical_size()));
+    let (Some(&rows), Some(row_bytes)) = (whole.shape.first(), row_bytes) else {
+        let why = "a partitioned variable of rank 0 or of an overflowing shape";
+        return Ok(unread(name, whole, Defect::invalid(why)));
+    };
+    // Each slice's rows along the first axis; every other axis whole.
+    let mut spans = Vec::with_capacity(parts.len());
+    for (slice, entry) in &parts {
+        let full = |(d, &(start, length)): (usize, &(i64, i64))| {
+            let size = whole.shape.get(d).copied().unwrap_or(0);
+            start == 0 && (length == -1 || u64::try_from(length) == Ok(size))
+        };
+        if slice.len() != rank || !slice.iter().enumerate().skip(1).all(full) {
+            let why = "a variable partitioned along an axis other than the first: not read";
+            return Ok(unread(name, whole, Defect::unsupported(why)));
+        }
+        let (start, length) = match slice.first() {
+            Some(&(_, -1)) => (0, rows),
+            Some(&(s, l)) if s >= 0 && l >= 0 => (s as u64, l as u64),
+            _ => {
+                return Ok(unread(
+                    name,
+                    whole,
+                    Defect::invalid("a slice's box is negative"),
+                ))
+            }
+        };
+        if entry.dtype != whole.dtype || entry.shard >= shards {
+            let why = "a slice's dtype is not its variable's, or its data file is not one of \
+                       the checkpoint's";
+            return Ok(unread(name, whole, Defect::invalid(why)));
+        }
+        if length.checked_mul(row_bytes) != Some(entry.size) {
+            let why = format!(
+                "a slice of {length} rows holds {} bytes, not {length} x {row_bytes}",
+                entry.size
+            );
+            return Ok(unread(name, whole, Defect::invalid(why)));
+        }
+        spans.push((start, length));
+    }
+    // In order, the slices must cover the rows exactly, as TensorFlow's reader needs.
+    let mut by_start: Vec<usize> = (0..parts.len()).collect();
+    by_start.sort_by_key(|&i| spans.get(i).map_or(0, |s| s.0));
+    let mut next = 0u64;
+    let mut pieces = Vec::with_capacity(parts.len());
+    for &i in &by_start {
+        let (Some(&(start, length)), Some((_, entry))) = (spans.get(i), parts.get(i)) else {
+            continue;
+        };
+        if start != next {
+            let why = format!("its slices do not cover rows {next}.. exactly once");
+            return Ok(unread(name, whole, Defect::invalid(why)));
+        }
+        next = start.saturating_add(length);
+        if entry.size > 0 {
+            pieces.push(Piece {
+                file: entry.shard as u32 + 1,
+                offset: entry.offset,
+                length: entry.size,
+                crc32c: entry
+                    .crc
+                    .map(|masked| masked.wrapping_sub(CRC_MASK_DELTA).rotate_left(15)),
+            });
+        }
+    }
+    if next != rows {
+        let why = format!("its slices cover {next} of its {rows} rows");
+        return Ok(unread(name, whole, Defect::invalid(why)));
+    }
+    let total = rows.saturating_mul(row_bytes);
+    let first = pieces.first().copied();
+    let range = first.map_or((0, 0), |p| (p.offset, p.length));
+    let mut o = ObjectInfo::raw_dense(name, whole.shape.into(), element, range, order);
+    if let Some(c) = o.components.0.first_mut() {
+        c.file = first.map_or(1, |p| p.file);
+        if pieces.len() > 1 {
+            c.encoding = Encoding::Pieces(Box::new(pieces));
+            c.decoded_len = Some(total);
+            c.uncompressed_length = Some(total);
+        } else {
+            c.digest = first.and_then(|p| p.crc32c).map(Digest::Crc32c);
+        }
+    }
+    Ok(o)
+}
+
 /// `BundleEntryProto`: 1 `dtype`, 2 `shape`, 3 `shard_id`, 4 `offset`, 5 `size`,
 /// 6 `crc32c` (masked), 7 `slices`.
 fn bundle_entry(bytes: &[u8], limits: &Limits) -> Result<Entry> {
@@ -553,9 +803,8 @@ fn object(name: String, entry: Entry, order: ByteOrder) -> Result<ObjectInfo> {
     };
     let u8s = ElementType::plain(DType::U8);
     if entry.sliced {
-        let why = Defect::unsupported(
-            "a partitioned variable: its slices are stored as separate entries, not read yet",
-        );
+        let why =
+            Defect::unsupported("a partitioned variable whose slices the index does not hold");
         return Ok(listed(why, u8s, entry.shape));
     }
     if entry.unknown_rank {
@@ -624,6 +873,31 @@ mod tests {
         b.extend(0u32.to_le_bytes());
         b.extend(1u32.to_le_bytes());
         b
+    }
+
+    #[test]
+    fn slice_keys_in_ordered_code() {
+        // "a\0b" (its NUL escaped), rank 2, rows 100..105, all of dimension 1.
+        let key = b"\x00a\x00\xffb\x00\x01\x01\x02\xc0\x64\x85\x80\x7f";
+        assert_eq!(
+            slice_key(key, 8),
+            Some(("a\0b".to_owned(), vec![(100, 5), (0, -1)]))
+        );
+        // The rank over the cap, a name that does not end, bytes after the last number.
+        assert_eq!(slice_key(key, 1), None);
+        assert_eq!(slice_key(b"\x00ab", 8), None);
+        let mut long = key.to_vec();
+        long.push(0x80);
+        assert_eq!(slice_key(&long, 8), None);
+        let signed = |bytes: &[u8]| ordered_signed(&mut &bytes[..]);
+        assert_eq!(signed(&[0x3f, 0x9c]), Some(-100));
+        assert_eq!(signed(&[0x7f]), Some(-1));
+        let mut max = vec![0xff, 0xc0, 0x7f];
+        max.extend([0xff; 7]);
+        assert_eq!(signed(&max), Some(i64::MAX));
+        let min: Vec<u8> = max.iter().map(|b| !b).collect();
+        assert_eq!(signed(&min), Some(i64::MIN));
+        assert_eq!(signed(&[0xc0]), None, "cut short");
     }
 
     #[test]
