@@ -15,8 +15,9 @@ dataset paths from the root).
 - ckpt/: TensorFlow checkpoints (TensorBundle: PREFIX.index and PREFIX.data-*), as
   `tf.train.load_checkpoint(...).get_tensor` reads them (under `checkpoints`): `all` (every
   dtype `tf.train.Checkpoint` writes, 0-d, empty, strings), `sharded` (three data files, by
-  `MaxShardSizePolicy`, one variable split into slices) and `keras` (tf-keras's
-  `save_weights` in the TensorFlow format).
+  `MaxShardSizePolicy`, one variable split into slices), `partitioned` (TensorFlow 1's
+  Saver over two partitioned variables, one split along its first axis, one along its
+  second) and `keras` (tf-keras's `save_weights` in the TensorFlow format).
 - saved_model/: a small module saved by `tf.saved_model.save` (its variables are a
   checkpoint in `variables/`), under `saved_model` as the checkpoint reader reads them.
 
@@ -113,6 +114,22 @@ def checkpoints(folder, keras_model):
     policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=256)
     options = tf.train.CheckpointOptions(experimental_sharding_callback=policy)
     written["sharded"] = tf.train.Checkpoint(**parts).write(os.path.join(folder, "sharded"), options=options)
+    # Variables partitioned as TensorFlow 1's partitioners split them, saved by the Saver:
+    # `rows` along its first axis (read whole), `cols` along its second (listed unreadable).
+    graph = tf.Graph()
+    with graph.as_default():
+        v1 = tf.compat.v1
+        rows = v1.get_variable("rows", [10, 3], tf.float32, v1.zeros_initializer(), partitioner=v1.fixed_size_partitioner(3, axis=0))
+        cols = v1.get_variable("cols", [4, 6], tf.float32, v1.zeros_initializer(), partitioner=v1.fixed_size_partitioner(2, axis=1))
+        saver = v1.train.Saver()
+        with v1.Session() as session:
+            session.run(v1.global_variables_initializer())
+            for variable, full in [(rows, np.arange(30.0).reshape(10, 3)), (cols, np.arange(24.0).reshape(4, 6))]:
+                for part in variable:
+                    info = part._get_save_slice_info()
+                    box = tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))
+                    session.run(part.assign(full[box].astype(np.float32)))
+            written["partitioned"] = saver.save(session, os.path.join(folder, "partitioned"), write_meta_graph=False)
     keras_model.save_weights(os.path.join(folder, "keras"))
     saved = os.path.join(os.path.dirname(folder), "saved_model")
     shutil.rmtree(saved, ignore_errors=True)
