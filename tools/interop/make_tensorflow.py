@@ -15,9 +15,11 @@ dataset paths from the root).
 - ckpt/: TensorFlow checkpoints (TensorBundle: PREFIX.index and PREFIX.data-*), as
   `tf.train.load_checkpoint(...).get_tensor` reads them (under `checkpoints`): `all` (every
   dtype `tf.train.Checkpoint` writes, 0-d, empty, strings), `sharded` (three data files, by
-  `MaxShardSizePolicy`, one variable split into slices), `partitioned` (TensorFlow 1's
-  Saver over two partitioned variables, one split along its first axis, one along its
-  second) and `keras` (tf-keras's `save_weights` in the TensorFlow format).
+  `MaxShardSizePolicy`, one variable split into slices), `boxes` (the same policy over
+  variables of rank 2 and 3, cut into boxes of any shape across eleven data files),
+  `partitioned` (TensorFlow 1's Saver over two partitioned variables, one split along its
+  first axis, one along its second) and `keras` (tf-keras's `save_weights` in the TensorFlow
+  format).
 - saved_model/: a small module saved by `tf.saved_model.save` (its variables are a
   checkpoint in `variables/`), under `saved_model` as the checkpoint reader reads them.
 
@@ -114,8 +116,16 @@ def checkpoints(folder, keras_model):
     policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=256)
     options = tf.train.CheckpointOptions(experimental_sharding_callback=policy)
     written["sharded"] = tf.train.Checkpoint(**parts).write(os.path.join(folder, "sharded"), options=options)
+    # The same policy over variables of rank 2 and 3: it cuts them into boxes of any shape.
+    boxes = {
+        "m": tf.Variable(np.arange(8 * 64, dtype=np.float32).reshape(8, 64)),
+        "t": tf.Variable(np.arange(2 * 3 * 40, dtype=np.float32).reshape(2, 3, 40)),
+    }
+    policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=300)
+    options = tf.train.CheckpointOptions(experimental_sharding_callback=policy)
+    written["boxes"] = tf.train.Checkpoint(**boxes).write(os.path.join(folder, "boxes"), options=options)
     # Variables partitioned as TensorFlow 1's partitioners split them, saved by the Saver:
-    # `rows` along its first axis (read whole), `cols` along its second (listed unreadable).
+    # `rows` along its first axis, `cols` along its second.
     graph = tf.Graph()
     with graph.as_default():
         v1 = tf.compat.v1

@@ -61,6 +61,11 @@ pub enum Encoding {
     /// its slices in several data files). See [`pieces_decode_into`]. Never written, and
     /// never parsed from a zTensor manifest.
     Pieces(Box<Vec<Piece>>),
+    /// The elements stored as boxes of the array that tile it (a TensorFlow variable a
+    /// sharding policy cut into irregular slices): each a [`Piece`] holding its box in
+    /// row-major order, placed into the row-major array. See [`place_box`]. Never written,
+    /// and never parsed from a zTensor manifest.
+    Boxes(Box<BoxTable>),
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -88,6 +93,7 @@ impl Encoding {
             Encoding::Hdf5Chunks(_) => "hdf5-chunks",
             Encoding::Latin1Text => "latin1-text",
             Encoding::Pieces(_) => "pieces",
+            Encoding::Boxes(_) => "boxes",
             Encoding::Unknown(s) => s,
         }
     }
@@ -349,6 +355,101 @@ pub struct Piece {
     pub length: u64,
     /// The CRC-32C its writer recorded over its bytes, checked as it is read.
     pub crc32c: Option<u32>,
+}
+
+/// The boxes of an [`Encoding::Boxes`] component, which tile an array of `dims`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BoxTable {
+    /// The array's dimensions.
+    pub dims: Vec<u64>,
+    /// Bytes per element.
+    pub element_size: u64,
+    /// The boxes, each where it starts and how far it extends in every dimension.
+    pub boxes: Vec<(Piece, Vec<u64>, Vec<u64>)>,
+}
+
+/// Copies the elements of one box, `src` (row-major, `extent` in each dimension), into
+/// their places in `dst`, the row-major array of `dims` (`element_size` bytes each), at
+/// `start`. Runs are copied whole: the dimensions after the last the box cuts are contiguous
+/// in both. A box that does not fit the array, or `src` or `dst` of the wrong size, is an
+/// `InvalidFile` error.
+///
+/// ```
+/// // Column 1 of a 2 x 3 array of bytes.
+/// let mut dst = [0u8; 6];
+/// zt_formats::place_box(&[2, 3], 1, &[0, 1], &[2, 1], &[7, 8], &mut dst).unwrap();
+/// assert_eq!(dst, [0, 7, 0, 0, 8, 0]);
+/// assert!(zt_formats::place_box(&[2, 3], 1, &[1, 1], &[2, 1], &[7, 8], &mut dst).is_err());
+/// ```
+pub fn place_box(
+    dims: &[u64],
+    element_size: usize,
+    start: &[u64],
+    extent: &[u64],
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<()> {
+    let bad = |what: &str| Error::invalid(format!("a box {start:?} + {extent:?} {what}"));
+    if start.len() != dims.len() || extent.len() != dims.len() {
+        return Err(bad("is not of the array's rank"));
+    }
+    let fits = dims
+        .iter()
+        .zip(start.iter().zip(extent))
+        .all(|(&d, (&s, &e))| s.checked_add(e).is_some_and(|end| end <= d));
+    if !fits {
+        return Err(bad(&format!("runs past the array's dimensions {dims:?}")));
+    }
+    let size = |shape: &[u64]| -> Option<usize> {
+        shape
+            .iter()
+            .try_fold(element_size as u64, |n, &d| n.checked_mul(d))
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    if size(extent) != Some(src.len()) || size(dims) != Some(dst.len()) {
+        return Err(bad("and its bytes do not have the sizes their shapes take"));
+    }
+    if src.is_empty() {
+        return Ok(());
+    }
+    // The last dimension the box does not cover whole: runs span it and everything after.
+    let cut = (0..dims.len())
+        .rev()
+        .find(|&d| extent.get(d) != dims.get(d))
+        .unwrap_or(0);
+    let inner = size(dims.get(cut + 1..).unwrap_or_default()).unwrap_or(element_size);
+    let run = extent.get(cut).map_or(1, |&e| e as usize) * inner;
+    // Row-major strides of the array, in bytes.
+    let mut strides = vec![0usize; dims.len()];
+    let mut step = element_size;
+    for (s, &d) in strides.iter_mut().zip(dims).rev() {
+        *s = step;
+        step = step.saturating_mul(d as usize);
+    }
+    let mut index = vec![0u64; cut];
+    for chunk in src.chunks_exact(run) {
+        let at = (0..=cut)
+            .map(|d| {
+                let i = index.get(d).copied().unwrap_or(0);
+                (start.get(d).copied().unwrap_or(0) + i) as usize
+                    * strides.get(d).copied().unwrap_or(0)
+            })
+            .sum::<usize>();
+        dst.get_mut(at..at + run)
+            .ok_or_else(|| bad("lands outside the array"))?
+            .copy_from_slice(chunk);
+        // The next outer index, the last dimension fastest.
+        for d in (0..cut).rev() {
+            if let (Some(i), Some(&e)) = (index.get_mut(d), extent.get(d)) {
+                *i += 1;
+                if *i < e {
+                    break;
+                }
+                *i = 0;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Places `pieces` one after the other in `dst` ([`Encoding::Pieces`]), each read into its

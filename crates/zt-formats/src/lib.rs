@@ -66,8 +66,8 @@ pub mod szip;
 pub mod v2;
 
 pub use compress::{
-    available_threads, latin1_decode_into, pieces_decode_into, tagged_decode_into,
-    varints_decode_into, Chunk, ChunkTable, Encoding, Piece, DEFAULT_MAX_DECOMPRESSED,
+    available_threads, latin1_decode_into, pieces_decode_into, place_box, tagged_decode_into,
+    varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece, DEFAULT_MAX_DECOMPRESSED,
 };
 #[cfg(feature = "zstd")]
 pub use compress::{

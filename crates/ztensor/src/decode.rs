@@ -312,7 +312,8 @@ impl Backing {
                 | Encoding::ProtoTagged { .. }
                 | Encoding::Hdf5Chunks(_)
                 | Encoding::Latin1Text
-                | Encoding::Pieces(_),
+                | Encoding::Pieces(_)
+                | Encoding::Boxes(_),
                 Some(n),
             ) => n,
             (
@@ -320,7 +321,8 @@ impl Backing {
                 | Encoding::ProtoTagged { .. }
                 | Encoding::Hdf5Chunks(_)
                 | Encoding::Latin1Text
-                | Encoding::Pieces(_),
+                | Encoding::Pieces(_)
+                | Encoding::Boxes(_),
                 None,
             ) => return Err(Error::invalid("an encoded component has no decoded length")),
             (Encoding::Unknown(e), _) => {
@@ -391,20 +393,22 @@ impl Backing {
                 self.file_numbered(piece.file)?
                     .read_into(piece.offset, place)
                     .map_err(|e| e.at(piece.offset))?;
-                if let Some(want) = piece.crc32c {
-                    let mut hasher = zt_formats::DigestAlgorithm::Crc32c.hasher();
-                    hasher.update(place);
-                    let got = hasher.finish();
-                    if got != zt_formats::Digest::Crc32c(want) {
-                        return Err(Error::checksum(format!(
-                            "a piece's CRC-32C does not match: recorded {want:08x}, computed \
-                             {got}"
-                        ))
-                        .at(piece.offset));
-                    }
-                }
-                Ok(())
+                Self::check_piece(piece, place)
             });
+        }
+        // Each box read (from the map, or into a buffer), checked, and placed.
+        if let Encoding::Boxes(table) = &comp.encoding {
+            let size = usize::try_from(table.element_size)
+                .map_err(|_| Error::invalid("an element size over usize"))?;
+            for (piece, start, extent) in &table.boxes {
+                let bytes = self
+                    .file_numbered(piece.file)?
+                    .read_at(piece.offset, piece.length)?;
+                Self::check_piece(piece, &bytes)?;
+                zt_formats::place_box(&table.dims, size, start, extent, &bytes, dst)
+                    .map_err(|e| e.at(piece.offset))?;
+            }
+            return Ok(());
         }
         let src = match (&comp.encoding, stored) {
             (Encoding::Raw, _) => return file.read_into(comp.offset, dst),
@@ -541,11 +545,28 @@ impl Backing {
         .map_err(|e| e.at(comp.offset))
     }
 
+    /// Checks a piece's bytes against the CRC-32C its writer recorded, if it recorded one.
+    fn check_piece(piece: &zt_formats::Piece, bytes: &[u8]) -> Result<()> {
+        let Some(want) = piece.crc32c else {
+            return Ok(());
+        };
+        let mut hasher = zt_formats::DigestAlgorithm::Crc32c.hasher();
+        hasher.update(bytes);
+        let got = hasher.finish();
+        if got != zt_formats::Digest::Crc32c(want) {
+            return Err(Error::checksum(format!(
+                "a piece's CRC-32C does not match: recorded {want:08x}, computed {got}"
+            ))
+            .at(piece.offset));
+        }
+        Ok(())
+    }
+
     /// A component's decoded elements in a new buffer.
     fn decode_new<T: Pod>(&self, comp: &ComponentInfo) -> Result<Vec<T>> {
         let stored = match comp.encoding {
             // Pieces are read where they lie, each into its place.
-            Encoding::Raw | Encoding::Pieces(_) => None,
+            Encoding::Raw | Encoding::Pieces(_) | Encoding::Boxes(_) => None,
             _ => Some(self.file(comp)?.read_at(comp.offset, comp.length)?),
         };
         let Some(len) = self.decoded_size(comp, stored.as_deref())? else {
@@ -584,7 +605,7 @@ impl Backing {
         let (check, strict) = (verify.applies(true), verify == Verify::Always);
         let stored_is_data = comp.encoding == Encoding::Raw && comp.arrangement.is_none();
         let stored = match comp.encoding {
-            Encoding::Raw | Encoding::Pieces(_) => None,
+            Encoding::Raw | Encoding::Pieces(_) | Encoding::Boxes(_) => None,
             _ => Some(
                 self.file(comp)
                     .and_then(|f| f.read_at(comp.offset, comp.length))
@@ -739,6 +760,11 @@ impl Backing {
             ))
             .at(comp.offset));
         }
+        // Pieces that carry their own CRC-32Cs are checked as they are read.
+        if piece_crcs(comp) > 0 {
+            self.decode_new::<u8>(comp)?;
+            return Ok(());
+        }
         match comp.digest_scope {
             DigestScope::Stored => {
                 if let Some(d) = &comp.digest {
@@ -821,7 +847,23 @@ impl Backing {
         }
         self.verify_ranges(obj)
             .map_err(|e| e.in_object(&obj.name))?;
-        Ok(obj.range_digests.len() + obj.components.iter().filter(|c| c.digest.is_some()).count())
+        let pieces: usize = obj.components.iter().map(piece_crcs).sum();
+        Ok(obj.range_digests.len()
+            + obj.components.iter().filter(|c| c.digest.is_some()).count()
+            + pieces)
+    }
+}
+
+/// How many pieces of a component of pieces or boxes carry a CRC-32C of their own.
+fn piece_crcs(comp: &ComponentInfo) -> usize {
+    match &comp.encoding {
+        Encoding::Pieces(pieces) => pieces.iter().filter(|p| p.crc32c.is_some()).count(),
+        Encoding::Boxes(table) => table
+            .boxes
+            .iter()
+            .filter(|(p, ..)| p.crc32c.is_some())
+            .count(),
+        _ => 0,
     }
 }
 

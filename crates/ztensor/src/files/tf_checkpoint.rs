@@ -16,9 +16,11 @@
 //!   ones) is listed under its whole entry; its slices are entries of their own, whose keys
 //!   ([`slice_key`], OrderedCode) give the variable's name and the slice's box. Sliced along
 //!   the first axis only (the partitioners' default), the slices in order are the whole
-//!   variable's row-major bytes: one component of [`Encoding::Pieces`], each slice a piece
-//!   of its data file, checked against its CRC-32C as it is read. Other slicings are listed
-//!   unreadable.
+//!   variable's row-major bytes: one component of [`Encoding::Pieces`]; boxes of other
+//!   shapes (`MaxShardSizePolicy` cuts variables into irregular boxes) are one component of
+//!   [`Encoding::Boxes`], each placed where it lies. Either way each slice is a piece of its
+//!   data file, checked against its CRC-32C as it is read, once the slices are checked to
+//!   tile the variable exactly; a variable whose slices do not is listed unreadable.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -27,8 +29,8 @@ use std::path::{Path, PathBuf};
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
 use zt_formats::{
-    byte_size, element_count, DType, Digest, DigestAlgorithm, ElementType, Encoding, Format,
-    LogicalType, Piece,
+    byte_size, element_count, BoxTable, DType, Digest, DigestAlgorithm, ElementType, Encoding,
+    Format, LogicalType, Piece,
 };
 use zt_manifest::Attributes;
 
@@ -573,9 +575,14 @@ fn ordered_signed(rest: &mut &[u8]) -> Option<i64> {
     Some(if negative { !x } else { x })
 }
 
-/// A variable TensorFlow split into `parts` (boxes and entries): one object of
-/// [`Encoding::Pieces`] when the slices cut the first axis only and, in order, cover it
-/// exactly; otherwise listed with why it is not read.
+/// The most slices of one variable read as boxes (checked against one another in pairs).
+const MAX_BOXES: usize = 1024;
+
+/// A variable TensorFlow split into `parts` (boxes and entries), once its slices are checked
+/// to tile it exactly, each its box's bytes of the variable's dtype in one of the `shards`:
+/// sliced along the first axis only, one object of [`Encoding::Pieces`] (the slices in row
+/// order); else of [`Encoding::Boxes`] (each slice placed where its box lies). A variable
+/// whose slices do not tile it is listed with why it is not read.
 fn partitioned(
     name: String,
     whole: Entry,
@@ -583,10 +590,10 @@ fn partitioned(
     shards: u64,
     order: ByteOrder,
 ) -> Result<ObjectInfo> {
-    let unread = |name: String, whole: Entry, why: Defect| {
+    let unread = |name: String, whole: Entry, why: String| {
         let mut o = ObjectInfo {
             format: Format::Unknown(format!("tensorflow.dtype_{}/1", whole.dtype)),
-            defect: Some(Box::new(why)),
+            defect: Some(Box::new(Defect::invalid(why))),
             ..ObjectInfo::raw_dense(
                 name,
                 whole.shape.into(),
@@ -610,94 +617,125 @@ fn partitioned(
             order,
         );
     };
-    let rank = whole.shape.len();
-    let row_elements = whole
-        .shape
-        .iter()
-        .skip(1)
-        .try_fold(1u64, |n, &d| n.checked_mul(d));
-    let row_bytes = row_elements.and_then(|n| n.checked_mul(element.logical_size()));
-    let (Some(&rows), Some(row_bytes)) = (whole.shape.first(), row_bytes) else {
-        let why = "a partitioned variable of rank 0 or of an overflowing shape";
-        return Ok(unread(name, whole, Defect::invalid(why)));
+    let size = element.logical_size();
+    let Some(total) = element_count(&whole.shape)
+        .ok()
+        .and_then(|n| n.checked_mul(size))
+    else {
+        return Ok(unread(name, whole, "its shape overflows".into()));
     };
-    // Each slice's rows along the first axis; every other axis whole.
-    let mut spans = Vec::with_capacity(parts.len());
+    // Each slice's box, with full extents (-1) made explicit, checked to lie in the shape.
+    let mut boxes = Vec::with_capacity(parts.len());
+    let mut covered = 0u64;
     for (slice, entry) in &parts {
-        let full = |(d, &(start, length)): (usize, &(i64, i64))| {
-            let size = whole.shape.get(d).copied().unwrap_or(0);
-            start == 0 && (length == -1 || u64::try_from(length) == Ok(size))
-        };
-        if slice.len() != rank || !slice.iter().enumerate().skip(1).all(full) {
-            let why = "a variable partitioned along an axis other than the first: not read";
-            return Ok(unread(name, whole, Defect::unsupported(why)));
-        }
-        let (start, length) = match slice.first() {
-            Some(&(_, -1)) => (0, rows),
-            Some(&(s, l)) if s >= 0 && l >= 0 => (s as u64, l as u64),
-            _ => {
-                return Ok(unread(
-                    name,
-                    whole,
-                    Defect::invalid("a slice's box is negative"),
-                ))
+        let mut start = Vec::with_capacity(slice.len());
+        let mut extent = Vec::with_capacity(slice.len());
+        for (d, &(s, l)) in slice.iter().enumerate() {
+            let dim = whole.shape.get(d).copied().unwrap_or(0);
+            let (s, l) = match (s, l) {
+                (0, -1) => (0, dim),
+                (s, l) if s >= 0 && l >= 0 => (s as u64, l as u64),
+                _ => (u64::MAX, 0),
+            };
+            if s.checked_add(l).is_none_or(|end| end > dim) {
+                let why = format!("a slice's box {slice:?} does not lie in its shape");
+                return Ok(unread(name, whole, why));
             }
-        };
+            start.push(s);
+            extent.push(l);
+        }
+        let bytes = element_count(&extent)
+            .ok()
+            .and_then(|n| n.checked_mul(size));
+        if slice.len() != whole.shape.len() || bytes != Some(entry.size) {
+            let why = format!(
+                "a slice {slice:?} of {} bytes is not its box's bytes of its variable's shape",
+                entry.size
+            );
+            return Ok(unread(name, whole, why));
+        }
         if entry.dtype != whole.dtype || entry.shard >= shards {
             let why = "a slice's dtype is not its variable's, or its data file is not one of \
                        the checkpoint's";
-            return Ok(unread(name, whole, Defect::invalid(why)));
+            return Ok(unread(name, whole, why.into()));
         }
-        if length.checked_mul(row_bytes) != Some(entry.size) {
-            let why = format!(
-                "a slice of {length} rows holds {} bytes, not {length} x {row_bytes}",
-                entry.size
-            );
-            return Ok(unread(name, whole, Defect::invalid(why)));
-        }
-        spans.push((start, length));
-    }
-    // In order, the slices must cover the rows exactly, as TensorFlow's reader needs.
-    let mut by_start: Vec<usize> = (0..parts.len()).collect();
-    by_start.sort_by_key(|&i| spans.get(i).map_or(0, |s| s.0));
-    let mut next = 0u64;
-    let mut pieces = Vec::with_capacity(parts.len());
-    for &i in &by_start {
-        let (Some(&(start, length)), Some((_, entry))) = (spans.get(i), parts.get(i)) else {
-            continue;
+        covered = covered.saturating_add(entry.size);
+        let piece = Piece {
+            file: entry.shard as u32 + 1,
+            offset: entry.offset,
+            length: entry.size,
+            crc32c: entry
+                .crc
+                .map(|masked| masked.wrapping_sub(CRC_MASK_DELTA).rotate_left(15)),
         };
-        if start != next {
-            let why = format!("its slices do not cover rows {next}.. exactly once");
-            return Ok(unread(name, whole, Defect::invalid(why)));
+        boxes.push((piece, start, extent));
+    }
+    // Whole rows: the slices in row order must follow one another exactly.
+    let by_rows = boxes
+        .iter()
+        .all(|(_, _, extent)| extent.get(1..) == whole.shape.get(1..));
+    if by_rows {
+        boxes.sort_by_key(|(_, start, _)| start.first().copied().unwrap_or(0));
+        let mut next = 0u64;
+        for (_, start, extent) in &boxes {
+            if start.first().copied().unwrap_or(0) != next {
+                let why = format!("its slices do not cover rows {next}.. exactly once");
+                return Ok(unread(name, whole, why));
+            }
+            next = next.saturating_add(extent.first().copied().unwrap_or(0));
         }
-        next = start.saturating_add(length);
-        if entry.size > 0 {
-            pieces.push(Piece {
-                file: entry.shard as u32 + 1,
-                offset: entry.offset,
-                length: entry.size,
-                crc32c: entry
-                    .crc
-                    .map(|masked| masked.wrapping_sub(CRC_MASK_DELTA).rotate_left(15)),
-            });
+        if next != whole.shape.first().copied().unwrap_or(0) {
+            let why = format!("its slices cover {next} of its rows");
+            return Ok(unread(name, whole, why));
+        }
+    } else {
+        // Boxes of any shape: as many bytes as the variable, and no two overlapping, is an
+        // exact tiling.
+        if boxes.len() > MAX_BOXES {
+            let why = format!("more than {MAX_BOXES} slices not cut along rows");
+            return Ok(unread(name, whole, why));
+        }
+        let overlap = |(_, s1, e1): &(Piece, Vec<u64>, Vec<u64>),
+                       (_, s2, e2): &(Piece, Vec<u64>, Vec<u64>)| {
+            // Every start and extent was checked to end inside the shape: no overflow.
+            s1.iter()
+                .zip(e1)
+                .zip(s2.iter().zip(e2))
+                .all(|((&a, &la), (&b, &lb))| a.max(b) < (a + la).min(b + lb))
+        };
+        let clash = (0..boxes.len()).any(|i| {
+            boxes
+                .iter()
+                .skip(i + 1)
+                .any(|other| boxes.get(i).is_some_and(|b| overlap(b, other)))
+        });
+        if clash || covered != total {
+            let why = "its slices do not cover it exactly once".to_owned();
+            return Ok(unread(name, whole, why));
         }
     }
-    if next != rows {
-        let why = format!("its slices cover {next} of its {rows} rows");
-        return Ok(unread(name, whole, Defect::invalid(why)));
-    }
-    let total = rows.saturating_mul(row_bytes);
-    let first = pieces.first().copied();
+    let boxes: Vec<_> = boxes.into_iter().filter(|(p, ..)| p.length > 0).collect();
+    let first = boxes.first().map(|(p, ..)| *p);
     let range = first.map_or((0, 0), |p| (p.offset, p.length));
+    let dims = whole.shape.clone();
     let mut o = ObjectInfo::raw_dense(name, whole.shape.into(), element, range, order);
     if let Some(c) = o.components.0.first_mut() {
         c.file = first.map_or(1, |p| p.file);
-        if pieces.len() > 1 {
+        if boxes.len() == 1 {
+            c.digest = first.and_then(|p| p.crc32c).map(Digest::Crc32c);
+        } else if by_rows {
+            let pieces = boxes.into_iter().map(|(p, ..)| p).collect();
             c.encoding = Encoding::Pieces(Box::new(pieces));
+        } else {
+            c.encoding = Encoding::Boxes(Box::new(BoxTable {
+                dims,
+                element_size: size,
+                boxes,
+            }));
+        }
+        if !matches!(c.encoding, Encoding::Raw) {
             c.decoded_len = Some(total);
             c.uncompressed_length = Some(total);
-        } else {
-            c.digest = first.and_then(|p| p.crc32c).map(Digest::Crc32c);
         }
     }
     Ok(o)

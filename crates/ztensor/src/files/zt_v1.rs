@@ -179,6 +179,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         | Encoding::Hdf5Chunks(_)
         | Encoding::Latin1Text
         | Encoding::Pieces(_)
+        | Encoding::Boxes(_)
         | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
