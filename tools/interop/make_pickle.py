@@ -31,22 +31,7 @@ import sys
 import numpy as np
 import paddle
 
-OURS = {
-    "bool": "bool",
-    "int8": "i8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "u8",
-    "uint16": "u16",
-    "uint32": "u32",
-    "uint64": "u64",
-    "float16": "f16",
-    "float32": "f32",
-    "float64": "f64",
-    "complex64": "complex64",
-    "complex128": "complex128",
-}
+from dtype_names import OURS
 
 
 def join(prefix, key):

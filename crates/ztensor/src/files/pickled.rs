@@ -27,14 +27,14 @@
 
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
-use zt_formats::{DType, ElementType, Encoding};
+use zt_formats::Encoding;
 use zt_manifest::{Shape, Value};
 
 use crate::files::npy::element_of_text;
 use crate::files::torch::pickle::{Heap, Machine, NdArrayRef, Obj, Pv, Stored, PICKLE_LIMITS};
-use crate::files::torch::{walk, MAX_PICKLE_LEN};
+use crate::files::torch::{defective, unread_object, walk, MAX_PICKLE_LEN};
 use crate::listing::{Limits, Listing};
-use crate::model::{Arrangement, ByteOrder, Defect, FileVersion, ObjectInfo};
+use crate::model::{Arrangement, Defect, FileVersion, ObjectInfo};
 
 /// The largest pickle read whole when it cannot be mapped (over HTTP, from an object store):
 /// its arrays lie between its opcodes, so all of it is read to list them.
@@ -106,12 +106,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         ));
     }
     for (name, call) in &walked.unread {
-        objects.push(defective(
-            name.clone(),
-            Defect::unsupported(format!(
-                "built by {call}, a call this reader does not evaluate (it runs no pickle code)"
-            )),
-        ));
+        objects.push(unread_object(name.clone(), call));
     }
     let mut names: Vec<&str> = objects.iter().map(|o| o.name.as_str()).collect();
     names.sort_unstable();
@@ -123,19 +118,6 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         walked.attributes,
         objects,
     ))
-}
-
-/// An object with no bytes and a defect.
-fn defective(name: String, defect: Defect) -> ObjectInfo {
-    let mut o = ObjectInfo::raw_dense(
-        name,
-        Shape::new(),
-        ElementType::plain(DType::U8),
-        (0, 0),
-        ByteOrder::Little,
-    );
-    o.defect = Some(Box::new(defect));
-    o
 }
 
 /// Where an array's data lies in the file: offset, stored length, and whether it is

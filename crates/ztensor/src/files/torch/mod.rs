@@ -427,7 +427,17 @@ fn small_record<'s>(
 /// `_rebuild_qtensor`, a renamed or newer rebuild function): listed under its name with no
 /// bytes and a defect naming the call, so that reads and conversions say what is missing
 /// instead of leaving it out unseen; the rest of the file reads.
-fn unread_object(name: String, call: &str) -> ObjectInfo {
+pub(crate) fn unread_object(name: String, call: &str) -> ObjectInfo {
+    defective(
+        name,
+        Defect::unsupported(format!(
+            "built by {call}, a call this reader does not evaluate (it runs no pickle code)"
+        )),
+    )
+}
+
+/// An object with no bytes and a defect that says why.
+pub(crate) fn defective(name: String, defect: Defect) -> ObjectInfo {
     let mut o = ObjectInfo::raw_dense(
         name,
         Shape::new(),
@@ -435,9 +445,7 @@ fn unread_object(name: String, call: &str) -> ObjectInfo {
         (0, 0),
         ByteOrder::Little,
     );
-    o.defect = Some(Box::new(Defect::unsupported(format!(
-        "built by {call}, a call this reader does not evaluate (it runs no pickle code)"
-    ))));
+    o.defect = Some(Box::new(defect));
     o
 }
 
