@@ -225,6 +225,7 @@ impl Heap {
 
     /// Bytes of the input a locating machine left in place ([`Obj::Span`],
     /// [`Obj::TextSpan`]): what remains of a pickle's length is what was interpreted.
+    #[cfg_attr(not(feature = "pickle"), allow(dead_code))]
     pub fn spanned(&self) -> u64 {
         self.spanned
     }
