@@ -94,6 +94,14 @@ fn paddle_names_and_attributes() {
     assert_eq!(attrs.get("step"), Some(&Value::Integer(3)));
     assert_eq!(attrs.get("lr"), Some(&Value::Float(0.125)));
     assert_eq!(attrs.get("name"), Some(&Value::Text("adam".into())));
+    // Bytes Python 3 pickled as latin-1 text (protocol 2) are bytes again.
+    let p2 = b"\x80\x02}X\x03\x00\x00\x00tagc_codecs\nencode\nX\x04\x00\x00\x00\xc3\xa9ab\
+               X\x06\x00\x00\x00latin1\x86Rs.";
+    let r = OpenOptions::new().open_bytes(p2.to_vec()).unwrap();
+    assert_eq!(
+        r.attributes().get("tag"),
+        Some(&Value::Bytes(vec![0xe9, b'a', b'b']))
+    );
     // NumPy scalars are the numbers they hold, at every protocol.
     for protocol in 2..=5 {
         let r = ztensor::open(dir().join(format!("arrays_p{protocol}.pkl"))).unwrap();

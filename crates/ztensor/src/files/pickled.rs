@@ -31,7 +31,9 @@ use zt_formats::Encoding;
 use zt_manifest::{Shape, Value};
 
 use crate::files::npy::element_of_text;
-use crate::files::torch::pickle::{Heap, Machine, NdArrayRef, Obj, Pv, Stored, PICKLE_LIMITS};
+use crate::files::torch::pickle::{
+    Heap, Located, Machine, NdArrayRef, Obj, Pv, Stored, PICKLE_LIMITS,
+};
 use crate::files::torch::{defective, unread_object, walk, MAX_PICKLE_LEN};
 use crate::listing::{Limits, Listing};
 use crate::model::{Arrangement, Defect, FileVersion, ObjectInfo};
@@ -124,15 +126,16 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
 /// latin-1 text (decoded when read) rather than the bytes themselves. `None` for data that
 /// is not in the file as it is (made by a call, an object array's list).
 fn data_of(heap: &Heap, data: Pv) -> Option<(u64, u64, bool)> {
-    match (heap.get(data)?, heap.location(data)) {
-        (Obj::Span { at, len }, _) => Some((*at, *len, false)),
-        (Obj::TextSpan { at, len } | Obj::Latin1 { at, len, .. }, _) => Some((*at, *len, true)),
-        (Obj::Bytes(b), Some((at, Stored::Raw))) => Some((at, b.len() as u64, false)),
-        // A Python 2 string is its bytes; numpy reads a Python 3 one as latin-1 text.
-        (Obj::Str(s), Some((at, Stored::Raw))) => Some((at, s.chars().count() as u64, false)),
-        (Obj::Str(s), Some((at, Stored::Utf8))) => Some((at, s.len() as u64, true)),
-        _ => None,
-    }
+    let Located { at, len, stored } = match heap.get(data)? {
+        Obj::Latin1 { at, len, .. } => return Some((*at, *len, true)),
+        Obj::Span { .. } | Obj::TextSpan { .. } | Obj::Bytes(_) | Obj::Str(_) => {
+            heap.location(data)?
+        }
+        _ => return None,
+    };
+    // A byte string or a Python 2 string is its bytes; numpy reads a Python 3 string as
+    // latin-1 text.
+    Some((at, len, stored == Stored::Utf8))
 }
 
 /// One array as an object over the bytes its pickle holds.

@@ -973,8 +973,16 @@ impl Walk<'_> {
                     self.opaque(format!("storage {key}"))?
                 }
                 Some(Obj::Span { len, .. }) => self.opaque(format!("bytes ({len})"))?,
-                Some(Obj::Latin1 { len, .. }) => {
-                    self.opaque(format!("bytes (latin-1 text of {len} bytes)"))?
+                // Bytes Python 3 pickled as latin-1 text (protocol 2): the bytes again.
+                Some(Obj::Latin1 { text, len, .. }) => {
+                    self.spend(*len as usize)?;
+                    let bytes: Option<Vec<u8>> = heap
+                        .text(*text)
+                        .and_then(|t| t.chars().map(|c| u8::try_from(c).ok()).collect());
+                    match bytes {
+                        Some(b) => Value::Bytes(b),
+                        None => self.opaque(format!("bytes (latin-1 text of {len} bytes)"))?,
+                    }
                 }
                 Some(Obj::TextSpan { len, .. }) => self.opaque(format!("text ({len} bytes)"))?,
                 Some(Obj::NdArray(_)) => self.opaque("numpy.ndarray".to_owned())?,

@@ -187,13 +187,24 @@ pub(crate) enum Stored {
     Utf8,
 }
 
+/// Where a string's or byte string's bytes lie in the file ([`Heap::location`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Located {
+    /// The offset of its first byte.
+    pub at: u64,
+    /// Its length in the file, in bytes.
+    pub len: u64,
+    /// How its characters are stored.
+    pub stored: Stored,
+}
+
 /// The arena every object of one pickle lives in.
 #[derive(Debug, Default)]
 pub(crate) struct Heap {
     objs: Vec<Obj>,
     /// Where the bytes of short strings and byte strings lay in the file, by object index
     /// (ascending: objects are numbered as they are made); kept by a locating machine.
-    located: Vec<(u32, u64, Stored)>,
+    located: Vec<(u32, Located)>,
     /// Bytes of the input left in place as spans.
     spanned: u64,
 }
@@ -209,18 +220,21 @@ impl Heap {
     /// Where the bytes of string or byte string `v` start in the file: for a span, and, when
     /// the machine was locating, for a string or byte string read from the input as it is
     /// (not one made by a call such as `_codecs.encode`).
-    pub fn location(&self, v: Pv) -> Option<(u64, Stored)> {
+    pub fn location(&self, v: Pv) -> Option<Located> {
         let Pv::Obj(i) = v else { return None };
-        match self.get(v) {
-            Some(Obj::Span { at, .. }) => return Some((*at, Stored::Raw)),
-            Some(Obj::TextSpan { at, .. }) => return Some((*at, Stored::Utf8)),
-            _ => {}
-        }
-        self.located
-            .binary_search_by_key(&i, |&(o, ..)| o)
-            .ok()
-            .and_then(|k| self.located.get(k))
-            .map(|&(_, at, stored)| (at, stored))
+        let (at, len, stored) = match self.get(v) {
+            Some(Obj::Span { at, len }) => (*at, *len, Stored::Raw),
+            Some(Obj::TextSpan { at, len }) => (*at, *len, Stored::Utf8),
+            _ => {
+                return self
+                    .located
+                    .binary_search_by_key(&i, |&(o, _)| o)
+                    .ok()
+                    .and_then(|k| self.located.get(k))
+                    .map(|&(_, l)| l)
+            }
+        };
+        Some(Located { at, len, stored })
     }
 
     /// Bytes of the input a locating machine left in place ([`Obj::Span`],
@@ -478,10 +492,11 @@ impl<'h> Machine<'h> {
 
     /// Puts a string or byte string read from `at` in the file, noting where (and how its
     /// characters are stored) when locating.
-    fn put_located(&mut self, o: Obj, at: u64, stored: Stored) -> Pv {
+    fn put_located(&mut self, o: Obj, at: u64, len: usize, stored: Stored) -> Pv {
         let v = self.heap.put(o);
         if let (true, Pv::Obj(i)) = (self.locating, v) {
-            self.heap.located.push((i, at, stored));
+            let len = len as u64;
+            self.heap.located.push((i, Located { at, len, stored }));
         }
         v
     }
@@ -751,7 +766,10 @@ impl<'h> Machine<'h> {
                     _ => 8,
                 };
                 let v = match self.payload(input, len_bytes)? {
-                    Ok((b, at)) => self.put_located(Obj::Str(str_of(&b)?), at, Stored::Utf8),
+                    Ok((b, at)) => {
+                        let len = b.len();
+                        self.put_located(Obj::Str(str_of(&b)?), at, len, Stored::Utf8)
+                    }
                     Err(Obj::Span { at, len }) => self.heap.put(Obj::TextSpan { at, len }),
                     Err(other) => self.heap.put(other),
                 };
@@ -769,7 +787,7 @@ impl<'h> Machine<'h> {
                 let v = match self.payload(input, if op == b'T' { 4 } else { 1 })? {
                     Ok((b, at)) => {
                         let text = b.iter().map(|&c| c as char).collect();
-                        self.put_located(Obj::Str(text), at, Stored::Raw)
+                        self.put_located(Obj::Str(text), at, b.len(), Stored::Raw)
                     }
                     Err(span) => self.heap.put(span),
                 };
@@ -782,7 +800,10 @@ impl<'h> Machine<'h> {
                     _ => 8,
                 };
                 let v = match self.payload(input, len_bytes)? {
-                    Ok((b, at)) => self.put_located(Obj::Bytes(b), at, Stored::Raw),
+                    Ok((b, at)) => {
+                        let len = b.len();
+                        self.put_located(Obj::Bytes(b), at, len, Stored::Raw)
+                    }
                     Err(span) => self.heap.put(span),
                 };
                 f.stack.push(Slot::Val(v));
@@ -1156,10 +1177,13 @@ impl<'h> Machine<'h> {
         let Some(Obj::NpDType(d)) = self.heap.get(dtype) else {
             return None;
         };
+        // At most 8 bytes, looked at before anything is copied (a shared long byte string
+        // named by many calls must not be copied by each).
         let bytes: Vec<u8> = match self.heap.get(data)? {
-            Obj::Bytes(b) => b.clone(),
-            // Protocol 2 from Python 3: the bytes as latin-1 text.
-            Obj::Latin1 { text, .. } => self
+            Obj::Bytes(b) if b.len() <= 8 => b.clone(),
+            // Protocol 2 from Python 3: the bytes as latin-1 text (two bytes a character at
+            // most).
+            Obj::Latin1 { text, len, .. } if *len <= 16 => self
                 .heap
                 .text(*text)?
                 .chars()
@@ -1356,12 +1380,12 @@ impl<'h> Machine<'h> {
                 let latin1 = matches!(self.heap.text(arg(1)), Some("latin1" | "latin-1"));
                 // A locating machine leaves the text where it is: an array's bytes, which
                 // are decoded when read.
-                let text_at = match self.heap.get(arg(0)) {
-                    Some(Obj::TextSpan { at, len }) => Some((*at, *len)),
-                    Some(Obj::Str(s)) => match self.heap.location(arg(0)) {
-                        Some((at, Stored::Utf8)) => Some((at, s.len() as u64)),
-                        _ => None,
-                    },
+                let text_at = match self.heap.location(arg(0)) {
+                    Some(Located {
+                        at,
+                        len,
+                        stored: Stored::Utf8,
+                    }) => Some((at, len)),
                     _ => None,
                 };
                 if let (true, Some((at, len))) = (latin1, text_at) {
@@ -1690,9 +1714,10 @@ mod tests {
         };
         let items = items.clone();
         // Offsets are the file's: the pickle starts at byte 100.
-        assert_eq!(heap.location(items[0]), Some((105, Stored::Raw)));
+        let located = |at, len, stored| Some(Located { at, len, stored });
+        assert_eq!(heap.location(items[0]), located(105, 2, Stored::Raw));
         assert_eq!(heap.get(items[1]), Some(&Obj::Span { at: 112, len: 5000 }));
-        assert_eq!(heap.location(items[2]), Some((5117, Stored::Utf8)));
+        assert_eq!(heap.location(items[2]), located(5117, 2, Stored::Utf8));
         assert!(matches!(
             heap.get(items[3]),
             Some(&Obj::Latin1 {
