@@ -153,5 +153,14 @@ fn a_damaged_slice_fails_its_crc() {
         assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{prefix}: {e}");
         assert!(e.to_string().contains("CRC-32C"), "{e}");
         assert!(!r.verify().is_ok(), "{prefix}");
+        drop(r);
+        // A data file cut short: a slice past its end refuses the checkpoint at open.
+        let last = data_files.iter().max().unwrap();
+        std::fs::write(last, b"").unwrap();
+        let e = ztensor::open(&index).unwrap_err();
+        assert!(
+            e.to_string().contains("past the end of its data file"),
+            "{e}"
+        );
     }
 }

@@ -137,6 +137,11 @@ pub(crate) fn list(
                     .iter()
                     .map(|p| (p.file, p.offset, p.length))
                     .collect(),
+                Encoding::Boxes(table) => table
+                    .boxes
+                    .iter()
+                    .map(|(p, ..)| (p.file, p.offset, p.length))
+                    .collect(),
                 _ => vec![(c.file, c.offset, c.length)],
             };
             for (file, offset, length) in pieces {
