@@ -18,8 +18,9 @@ dataset paths from the root).
   `MaxShardSizePolicy`, one variable split into slices), `boxes` (the same policy over
   variables of rank 2 and 3, cut into boxes of any shape across eleven data files),
   `partitioned` (TensorFlow 1's Saver over two partitioned variables, one split along its
-  first axis, one along its second) and `keras` (tf-keras's `save_weights` in the TensorFlow
-  format).
+  first axis, one along its second), `v1` (`v1.ckpt`, one file in the V1 format, every dtype
+  its writer takes and three partitioned variables) and `keras` (tf-keras's `save_weights` in
+  the TensorFlow format).
 - saved_model/: a small module saved by `tf.saved_model.save` (its variables are a
   checkpoint in `variables/`), under `saved_model` as the checkpoint reader reads them.
 
@@ -140,6 +141,54 @@ def checkpoints(folder, keras_model):
                     box = tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))
                     session.run(part.assign(full[box].astype(np.float32)))
             written["partitioned"] = saver.save(session, os.path.join(folder, "partitioned"), write_meta_graph=False)
+    # A V1 checkpoint (one file, as TF-slim's model zoo published them): every dtype the V1
+    # writer takes, and variables partitioned by rows, by columns, and of a varint type.
+    graph = tf.Graph()
+    with graph.as_default():
+        v1 = tf.compat.v1
+        ints = tiny_bert.integers()
+        small = {
+            "f16": f.astype(np.float16),
+            "f32": f,
+            "f64": f.astype(np.float64),
+            "c64": (f + 1j * f).astype(np.complex64),
+            "c128": (f + 1j * f).astype(np.complex128),
+            "bool": np.array([True, False, True]),
+            "scalar": np.float32(2.5),
+            "empty": np.zeros((0, 3), np.float32),
+            **{k: v for k, v in ints.items() if k not in ("u16", "u32", "u64")},
+        }
+        small_vars = {key: v1.get_variable(f"v1/{key}", initializer=tf.constant(value)) for key, value in small.items()}
+        parted = {}
+        for key, full, axis, dtype in [
+            ("rows", np.arange(30.0).reshape(10, 3), 0, tf.float32),
+            ("cols", np.arange(24.0).reshape(4, 6), 1, tf.float32),
+            ("ints", np.arange(8).reshape(4, 2), 0, tf.int64),
+        ]:
+            parted[key] = (v1.get_variable(f"v1/{key}", full.shape, dtype, v1.zeros_initializer(), partitioner=v1.fixed_size_partitioner(2, axis=axis)), full)
+        saver = v1.train.Saver(write_version=v1.train.SaverDef.V1)
+        with v1.Session() as session:
+            session.run(v1.global_variables_initializer())
+            for variable, full in parted.values():
+                for part in variable:
+                    info = part._get_save_slice_info()
+                    box = tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))
+                    session.run(part.assign(full[box].astype(part.dtype.base_dtype.as_numpy_dtype)))
+            v1_path = saver.save(session, os.path.join(folder, "v1.ckpt"), write_meta_graph=False)
+            # TensorFlow's checkpoint reader reads few of a V1 file's dtypes and no partitioned
+            # variable; its restore op reads them all: the reference, into zeroed variables.
+            session.run(v1.global_variables_initializer())
+            saver.restore(session, v1_path)
+            v1_tensors = {}
+            for key, variable in small_vars.items():
+                record(v1_tensors, f"v1/{key}", session.run(variable))
+            for key, (variable, full) in parted.items():
+                value = session.run(variable.as_tensor())
+                assert np.array_equal(value, full), key
+                if key != "ints":
+                    record(v1_tensors, f"v1/{key}", value)
+    # A partitioned variable of integers (varints in the file) is listed, not read.
+    v1_expected = {"tensors": v1_tensors, "strings": [], "unread": ["v1/ints"]}
     keras_model.save_weights(os.path.join(folder, "keras"))
     saved = os.path.join(os.path.dirname(folder), "saved_model")
     shutil.rmtree(saved, ignore_errors=True)
@@ -159,6 +208,7 @@ def checkpoints(folder, keras_model):
             else:
                 record(tensors, name, a)
         expected[key] = {"tensors": tensors, "strings": other}
+    expected["v1"] = v1_expected
     return expected
 
 

@@ -20,7 +20,7 @@ const TARGETS: [(&str, &[&str]); 15] = [
     ("read_onnx", &["onnx"]),
     ("read_hdf5", &["h5", "keras"]),
     ("read_flax", &["msgpack"]),
-    ("read_tf_checkpoint", &["index"]),
+    ("read_tf_checkpoint", &["index", "ckpt"]),
     ("read_pickle", &["pkl", "pdparams", "pdopt"]),
     ("parse_index", &["json"]),
 ];

@@ -53,6 +53,9 @@ pub enum FileVersion {
     Flax,
     /// A TensorFlow checkpoint (TensorBundle): its `.index` table and data files.
     TfCheckpoint,
+    /// A TensorFlow V1 checkpoint: one file, a table of tensor slices (before TensorFlow 1.0
+    /// made TensorBundles the default).
+    TfCheckpointV1,
     /// A pickle of NumPy arrays (Paddle's `.pdparams`), of the given pickle protocol (0-5).
     Pickle {
         /// The protocol its `PROTO` opcode names; 0 for a pickle without one (protocols 0
@@ -86,7 +89,7 @@ impl FileVersion {
             FileVersion::Hdf5 { .. } => "hdf5",
             FileVersion::Keras => "keras",
             FileVersion::Flax => "flax",
-            FileVersion::TfCheckpoint => "tensorflow",
+            FileVersion::TfCheckpoint | FileVersion::TfCheckpointV1 => "tensorflow",
             FileVersion::Pickle { .. } => "pickle",
         }
     }
@@ -96,9 +99,9 @@ impl FileVersion {
     /// The version alone, as `zt info --json` gives it: `"1.2.0"`, `"0.1.0"`, `"2"`, a .mag
     /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
     /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
-    /// version (`"10"`), a pickle's protocol (`"4"`), and `""` for kinds
-    /// without versions (safetensors, `.npz`, zip PyTorch checkpoints, Flax and TensorFlow
-    /// checkpoints).
+    /// version (`"10"`), a pickle's protocol (`"4"`), `"1"` for a TensorFlow V1 checkpoint,
+    /// and `""` for kinds without versions (safetensors, `.npz`, zip PyTorch checkpoints,
+    /// Flax checkpoints, TensorFlow's TensorBundles).
     ///
     /// ```
     /// assert_eq!(ztensor::FileVersion::ZTensorV2.number(), "2");
@@ -132,6 +135,7 @@ impl FileVersion {
             FileVersion::Onnx { ir_version } => ir_version.to_string(),
             FileVersion::Hdf5 { superblock } => superblock.to_string(),
             FileVersion::Keras => "3".to_owned(),
+            FileVersion::TfCheckpointV1 => "1".to_owned(),
             FileVersion::Pickle { protocol } => protocol.to_string(),
         }
     }
@@ -155,6 +159,7 @@ impl fmt::Display for FileVersion {
             FileVersion::Keras => f.write_str("Keras .keras archive"),
             FileVersion::Flax => f.write_str("Flax checkpoint (msgpack)"),
             FileVersion::TfCheckpoint => f.write_str("TensorFlow checkpoint (TensorBundle)"),
+            FileVersion::TfCheckpointV1 => f.write_str("TensorFlow checkpoint (V1)"),
             FileVersion::Pickle { protocol } => {
                 write!(f, "pickle of NumPy arrays (protocol {protocol})")
             }

@@ -178,7 +178,8 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 /// 12. a msgpack map whose first key is text: a Flax checkpoint (weaker still: a map's
 ///     header and a string's; a pickle's `80 02` is an empty map and then no string);
 /// 13. `00 00`, a one-byte length and `08`: the header entry that opens a TensorFlow
-///     checkpoint's index table (its reader then wants the table's footer magic).
+///     checkpoint's index table; or `00 00`, a varint length and `0a`: the meta entry that
+///     opens a V1 checkpoint (the reader then wants the table's footer magic).
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -312,11 +313,19 @@ fn looks_like_flax(head: &[u8]) -> bool {
     matches!(head.get(key_at), Some(0xa0..=0xbf | 0xd9..=0xdb))
 }
 
-/// Rule 13: whether `head` starts a TensorBundle index: its first entry is the header (key "": no
-/// shared or new key bytes, a one-byte value length) and its value opens with
-/// `num_shards` (protobuf field 1, a varint).
+/// Rule 13: whether `head` starts a TensorFlow checkpoint's table: its first entry is key ""
+/// (no shared or new key bytes), whose value opens, in a TensorBundle index (V2), with
+/// `num_shards` (protobuf field 1, a varint; a one-byte value length), and in a V1
+/// checkpoint with `meta` (field 1, a message; the length a varint of at most 3 bytes).
 fn looks_like_tf_index(head: &[u8]) -> bool {
-    matches!(head, [0x00, 0x00, 0x01..=0x7f, 0x08, ..])
+    match head {
+        [0x00, 0x00, 0x01..=0x7f, 0x08, ..] => true,
+        [0x00, 0x00, rest @ ..] => {
+            let len_bytes = rest.iter().take(3).position(|b| b & 0x80 == 0);
+            len_bytes.is_some_and(|n| rest.get(n + 1) == Some(&0x0a))
+        }
+        _ => false,
+    }
 }
 
 /// Rule 4: which zip-based kind, by the names of the archive's entries.
@@ -544,6 +553,11 @@ mod tests {
         assert!(!super::looks_like_tf_index(b"\0\0\0\x08"));
         assert!(!super::looks_like_tf_index(b"\0\x01\x06\x08"));
         assert!(!super::looks_like_tf_index(b"\0\0\x06\x10"));
+        // A V1 checkpoint's meta entry: a message, its length one or more varint bytes.
+        assert!(super::looks_like_tf_index(b"\0\0\x2e\x0a\x2c"));
+        assert!(super::looks_like_tf_index(b"\0\0\xae\x01\x0a\x2c"));
+        assert!(!super::looks_like_tf_index(b"\0\0\xae\x01\x12"));
+        assert!(!super::looks_like_tf_index(b"\0\0\xff\xff\xff\xff\x0a"));
         assert_eq!(
             sniff(b"\0\0\x06\x08\x01\x1a\x02\x08", 345, &[]),
             Some(FileKind::TfCheckpoint)

@@ -25,6 +25,9 @@ fn index_of(key: &str) -> PathBuf {
         assert_eq!(index, folder.join("variables/variables.index"));
         return index;
     }
+    if key == "v1" {
+        return dir().join("v1.ckpt");
+    }
     dir().join(format!("{key}.index"))
 }
 
@@ -42,19 +45,37 @@ fn every_tensor_reads_as_tensorflow_reads_it() {
     let text = std::fs::read_to_string(dir().join("../expected.json")).unwrap();
     let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
     let checkpoints = expected["checkpoints"].as_object().unwrap();
-    assert_eq!(checkpoints.len(), 6);
+    assert_eq!(checkpoints.len(), 7);
     let mut read = 0;
     for (key, want) in checkpoints {
         let file = key.to_owned();
         let tensors = want["tensors"].as_object().unwrap();
         let strings = want["strings"].as_array().unwrap();
+        let unread = want["unread"].as_array().cloned().unwrap_or_default();
         for unmapped in [false, true] {
             let r = OpenOptions::new()
                 .unmapped(unmapped)
                 .open(index_of(key))
                 .unwrap_or_else(|e| panic!("{file}: {e}"));
-            assert_eq!(r.version(), &FileVersion::TfCheckpoint);
-            assert_eq!(r.len(), tensors.len() + strings.len(), "{file}");
+            let version = if key == "v1" {
+                FileVersion::TfCheckpointV1
+            } else {
+                FileVersion::TfCheckpoint
+            };
+            assert_eq!(r.version(), &version);
+            assert_eq!(
+                r.len(),
+                tensors.len() + strings.len() + unread.len(),
+                "{file}"
+            );
+            for name in &unread {
+                let e = r
+                    .object(name.as_str().unwrap())
+                    .unwrap()
+                    .bytes()
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+            }
             for (name, want) in tensors {
                 // A variable split into slices reads whole: slices of whole rows placed one
                 // after another, boxes of other shapes each where it lies.
@@ -77,7 +98,7 @@ fn every_tensor_reads_as_tensorflow_reads_it() {
             }
         }
     }
-    assert_eq!(read, 2 * (19 + 4 + 2 + 2 + 8 + 2));
+    assert_eq!(read, 2 * (19 + 4 + 2 + 2 + 15 + 8 + 2));
     let report = ztensor::open(dir().join("all.index")).unwrap().verify();
     assert!(report.is_ok(), "{report:?}");
     assert_eq!(report.checked, 19);

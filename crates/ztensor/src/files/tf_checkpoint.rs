@@ -12,6 +12,9 @@
 //!   last, once everything else has been checked.
 //! - String and resource tensors (TensorFlow's object graph among them) are listed and
 //!   skipped.
+//! - A V1 checkpoint ([`V1`]: one file, the format before TensorBundles) is the same table
+//!   holding tensor slices, their values in `TensorProto` fields: bytes read in place, or
+//!   varints decoded on read.
 //! - A partitioned variable (TensorFlow's partitioners and sharding policies split large
 //!   ones) is listed under its whole entry; its slices are entries of their own, whose keys
 //!   ([`slice_key`], OrderedCode) give the variable's name and the slice's box. Sliced along
@@ -74,12 +77,24 @@ pub(crate) fn list(
     // file), each with its box.
     let mut slices: BTreeMap<String, Vec<(SliceBox, Entry)>> = BTreeMap::new();
     let mut keys = KeyBytes::for_index(len);
+    // A V1 checkpoint's tensors, once its "" entry has said it is one.
+    let mut v1: Option<V1> = None;
     for block in table_blocks(&table, &mut keys)? {
         let (at, contents) = block?;
         for entry in block_entries(&contents, at, &mut keys)? {
             let (key, value) = entry;
             if key.is_empty() {
-                header = Some(bundle_header(value).map_err(|e| e.in_object("header"))?);
+                // V2's header opens with a varint (`num_shards`), V1's with a message.
+                if value.first() == Some(&0x0a) {
+                    v1 = Some(V1::meta(value, limits).map_err(|e| e.in_object("meta"))?);
+                } else {
+                    header = Some(bundle_header(value).map_err(|e| e.in_object("header"))?);
+                }
+                continue;
+            }
+            if let Some(v1) = &mut v1 {
+                v1.data(&key, value, offset_in(&table, value), limits, &mut budget)
+                    .map_err(|e| e.at(at))?;
                 continue;
             }
             // A partitioned variable's slices: read as part of the whole variable's entry.
@@ -102,6 +117,9 @@ pub(crate) fn list(
             let entry = bundle_entry(value, limits).map_err(|e| e.in_object(&name))?;
             entries.push((name, entry));
         }
+    }
+    if let Some(v1) = v1 {
+        return v1.listing();
     }
     let header = header.ok_or_else(|| {
         Error::invalid("the checkpoint's index has no header entry (the empty key)")
@@ -161,6 +179,304 @@ pub(crate) fn list(
     let mut listing = Listing::of_unique(FileVersion::TfCheckpoint, Attributes::new(), objects);
     listing.shards = shards;
     Ok(listing)
+}
+
+/// Where `part`, a slice of `table` (the file read from its start), starts in the file;
+/// `None` when it lies elsewhere (in a block Snappy compressed, decompressed in memory).
+fn offset_in(table: &[u8], part: &[u8]) -> Option<u64> {
+    let start = (part.as_ptr() as usize).checked_sub(table.as_ptr() as usize)?;
+    (start.checked_add(part.len())? <= table.len()).then_some(start as u64)
+}
+
+/// A V1 checkpoint (one file, as TensorFlow wrote them before 1.0 made V2 the default; the
+/// TF-slim model zoo's `.ckpt` files): the same table, whose "" entry is a
+/// `SavedTensorSlices` with `meta` (each tensor's name, shape, dtype and slices) and whose
+/// other keys name one slice of one tensor (OrderedCode, as V2's slice keys), its value a
+/// `SavedTensorSlices` with `data`, whose `TensorProto` holds the values in one repeated
+/// field: floats and doubles as their bytes (read in place), integers, booleans and halves
+/// as varints ([`Encoding::ProtoVarints`]).
+struct V1 {
+    /// Each tensor's dtype and shape, by name (a B-tree: names come from the file).
+    tensors: BTreeMap<String, (u64, Vec<u64>)>,
+    /// Each tensor's slices: box and where its values lie.
+    slices: BTreeMap<String, Vec<(SliceBox, V1Values)>>,
+}
+
+/// Where one slice's values lie in a V1 checkpoint.
+struct V1Values {
+    /// The `TensorProto` field that holds them (4 `tensor_content`, 5 `float_val`, ...).
+    field: u64,
+    /// Their offset in the file (`None`: in a compressed block) and length.
+    at: Option<u64>,
+    len: u64,
+}
+
+impl V1 {
+    /// The "" entry: `SavedTensorSlices.meta` (1), a `SavedTensorSliceMeta` whose `tensor`
+    /// (1) entries are `SavedSliceMeta`: 1 `name`, 2 `shape`, 3 `type`, 4 `slice`.
+    fn meta(value: &[u8], limits: &Limits) -> Result<Self> {
+        let mut tensors = BTreeMap::new();
+        for field in fields(value) {
+            let (1, Wire::Bytes(meta)) = field? else {
+                continue;
+            };
+            for field in fields(meta) {
+                let (1, Wire::Bytes(tensor)) = field? else {
+                    continue;
+                };
+                let (mut name, mut dtype, mut shape) = (None, 0, Vec::new());
+                for field in fields(tensor) {
+                    match field? {
+                        (1, Wire::Bytes(n)) => name = Some(n),
+                        (2, Wire::Bytes(s)) => shape = shape_of(s, limits)?.0,
+                        (3, Wire::Varint(d)) => dtype = d,
+                        _ => {}
+                    }
+                }
+                let name = name
+                    .and_then(|n| std::str::from_utf8(n).ok())
+                    .ok_or_else(|| Error::invalid("a tensor's name is missing or not UTF-8"))?;
+                if tensors.insert(name.to_owned(), (dtype, shape)).is_some() {
+                    return Err(Error::invalid(format!("tensor {name:?} is listed twice")));
+                }
+            }
+        }
+        Ok(V1 {
+            tensors,
+            slices: BTreeMap::new(),
+        })
+    }
+
+    /// One slice entry: its key's name and box, and where its `SavedTensorSlices.data` (2)
+    /// `SavedSlice.data` (3) `TensorProto` holds the values (`at`: the value's offset in the
+    /// file, if it lies there).
+    fn data(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        at: Option<u64>,
+        limits: &Limits,
+        budget: &mut MemoryBudget,
+    ) -> Result<()> {
+        let (name, slice) = slice_key(key, limits.decode.max_rank).ok_or_else(|| {
+            Error::invalid("a V1 checkpoint's key is not a name and a box (OrderedCode)")
+        })?;
+        budget.charge(Limits::listing_cost(&name))?;
+        let mut values = V1Values {
+            field: 0,
+            at: None,
+            len: 0,
+        };
+        let slice_data = fields(value).find_map(|f| match f {
+            Ok((2, Wire::Bytes(b))) => Some(Ok(b)),
+            Err(e) => Some(Err(e)),
+            _ => None,
+        });
+        let proto = match slice_data.transpose()? {
+            Some(saved) => fields(saved).find_map(|f| match f {
+                Ok((3, Wire::Bytes(b))) => Some(Ok(b)),
+                Err(e) => Some(Err(e)),
+                _ => None,
+            }),
+            None => None,
+        };
+        if let Some(proto) = proto.transpose()? {
+            for field in fields(proto) {
+                if let (n @ (4..=7 | 9..=13 | 16 | 17), Wire::Bytes(b)) = field? {
+                    values.field = n;
+                    values.len = b.len() as u64;
+                    values.at = at.and_then(|at| {
+                        let within = (b.as_ptr() as usize).checked_sub(value.as_ptr() as usize)?;
+                        at.checked_add(within as u64)
+                    });
+                }
+            }
+        }
+        self.slices.entry(name).or_default().push((slice, values));
+        Ok(())
+    }
+
+    /// Every tensor the meta lists, as an object.
+    fn listing(mut self) -> Result<Listing> {
+        let mut objects = Vec::with_capacity(self.tensors.len());
+        for (name, (dtype, shape)) in std::mem::take(&mut self.tensors) {
+            let parts = self.slices.remove(&name).unwrap_or_default();
+            objects.push(v1_object(name, dtype, shape, parts)?);
+        }
+        Ok(Listing::of_unique(
+            FileVersion::TfCheckpointV1,
+            Attributes::new(),
+            objects,
+        ))
+    }
+}
+
+/// The `TensorProto` field TensorFlow's V1 writer puts values of `dtype` in (`Fill` of
+/// `saved_tensor_slice_util`): 5 `float_val`, 6 `double_val`, 9 `scomplex_val`, 12
+/// `dcomplex_val`, 10 `int64_val`, 11 `bool_val`, 13 `half_val` (half and bfloat16 bits),
+/// 16 `uint32_val`, 17 `uint64_val`, and 7 `int_val` for the smaller integers.
+fn v1_field(dtype: u64) -> u64 {
+    match dtype {
+        1 => 5,
+        2 => 6,
+        8 => 9,
+        18 => 12,
+        9 => 10,
+        10 => 11,
+        14 | 19 => 13,
+        22 => 16,
+        23 => 17,
+        _ => 7,
+    }
+}
+
+/// How a V1 slice's `TensorProto` field holds values of `dtype`: `None` for bytes as they
+/// are (`tensor_content`, floats, doubles, complex numbers), else the varint encoding.
+fn v1_varints(field: u64, element: &ElementType) -> Option<Encoding> {
+    match field {
+        7 | 10 | 11 | 13 | 16 | 17 => Some(Encoding::ProtoVarints {
+            width: element.dtype.size() as u8,
+            boolean: field == 11,
+        }),
+        _ => None,
+    }
+}
+
+/// One tensor of a V1 checkpoint from its slices.
+fn v1_object(
+    name: String,
+    dtype: u64,
+    shape: Vec<u64>,
+    parts: Vec<(SliceBox, V1Values)>,
+) -> Result<ObjectInfo> {
+    let order = ByteOrder::Little;
+    let unread = |name: String, shape: Vec<u64>, why: Defect| ObjectInfo {
+        format: Format::Unknown(format!("tensorflow.dtype_{dtype}/1")),
+        defect: Some(Box::new(why)),
+        ..ObjectInfo::raw_dense(
+            name,
+            shape.into(),
+            ElementType::plain(DType::U8),
+            (0, 0),
+            order,
+        )
+    };
+    let Some(element) = element_of(dtype) else {
+        let why = match dtype {
+            7 => Defect::not_numbers("a string tensor: not numbers"),
+            20 | 21 => Defect::not_numbers("a resource or variant tensor: not numbers"),
+            d => Defect::unsupported(format!("TensorFlow dtype {d} is not a type ztensor reads")),
+        };
+        return Ok(unread(name, shape, why));
+    };
+    let total = element_count(&shape).and_then(|n| byte_size(n, &element))?;
+    let expected = v1_field(dtype);
+    if let Some((_, v)) = parts
+        .iter()
+        .find(|(_, v)| v.len > 0 && v.field != 4 && v.field != expected)
+    {
+        let why = format!(
+            "its values are in TensorProto field {}, which does not hold dtype {dtype}",
+            v.field
+        );
+        return Ok(unread(name, shape, Defect::invalid(why)));
+    }
+    if parts.iter().any(|(_, v)| v.len > 0 && v.at.is_none()) {
+        let why = Defect::unsupported("its values lie in a Snappy-compressed block: not read");
+        return Ok(unread(name, shape, why));
+    }
+    let whole = |slice: &SliceBox| {
+        slice.is_empty()
+            || slice.len() == shape.len()
+                && slice
+                    .iter()
+                    .zip(&shape)
+                    .all(|(&(s, l), &d)| s == 0 && (l == -1 || u64::try_from(l) == Ok(d)))
+    };
+    match parts.as_slice() {
+        [(slice, values)] if whole(slice) => {
+            let at = values.at.unwrap_or(0);
+            let mut o = ObjectInfo::raw_dense(name, shape.into(), element, (at, values.len), order);
+            let varints = o
+                .components
+                .first()
+                .and_then(|c| v1_varints(values.field, &c.element));
+            if let (Some(c), Some(encoding)) = (o.components.0.first_mut(), varints) {
+                c.encoding = encoding;
+                c.decoded_len = Some(total);
+                c.uncompressed_length = Some(total);
+            } else if values.len != total {
+                return Err(Error::invalid(format!(
+                    "its values take {} bytes, its shape {total}",
+                    values.len
+                ))
+                .in_object(&o.name));
+            }
+            Ok(o)
+        }
+        [] if total == 0 => Ok(ObjectInfo::raw_dense(
+            name,
+            shape.into(),
+            element,
+            (0, 0),
+            order,
+        )),
+        [] => Ok(unread(
+            name,
+            shape,
+            Defect::invalid("the checkpoint holds no values for it"),
+        )),
+        _ if parts
+            .iter()
+            .any(|(_, v)| v1_varints(v.field, &element).is_some()) =>
+        {
+            Ok(unread(
+                name,
+                shape,
+                Defect::unsupported("a partitioned tensor of varint-encoded values: not read"),
+            ))
+        }
+        _ => {
+            // Slices of bytes as they are: read as a V2 checkpoint's slices, from this file.
+            let entries = parts
+                .into_iter()
+                .map(|(slice, values)| {
+                    let entry = Entry {
+                        dtype,
+                        shape: Vec::new(),
+                        unknown_rank: false,
+                        shard: 0,
+                        offset: values.at.unwrap_or(0),
+                        size: values.len,
+                        crc: None,
+                        sliced: false,
+                    };
+                    (slice, entry)
+                })
+                .collect();
+            let whole = Entry {
+                dtype,
+                shape,
+                unknown_rank: false,
+                shard: 0,
+                offset: 0,
+                size: 0,
+                crc: None,
+                sliced: true,
+            };
+            let mut o = partitioned(name, whole, entries, 1, order)?;
+            // In this file, not in a data shard.
+            for c in o.components.0.iter_mut() {
+                c.file = 0;
+                match &mut c.encoding {
+                    Encoding::Pieces(pieces) => pieces.iter_mut().for_each(|p| p.file = 0),
+                    Encoding::Boxes(table) => table.boxes.iter_mut().for_each(|(p, ..)| p.file = 0),
+                    _ => {}
+                }
+            }
+            Ok(o)
+        }
+    }
 }
 
 /// The data shards of the checkpoint whose index is at `path`:
@@ -762,35 +1078,7 @@ fn bundle_entry(bytes: &[u8], limits: &Limits) -> Result<Entry> {
     for field in fields(bytes) {
         match field? {
             (1, Wire::Varint(d)) => e.dtype = d,
-            (2, Wire::Bytes(shape)) => {
-                for field in fields(shape) {
-                    match field? {
-                        (2, Wire::Bytes(dim)) => {
-                            if e.shape.len() == limits.decode.max_rank {
-                                return Err(Error::limit(format!(
-                                    "its shape has more than {} dimensions",
-                                    limits.decode.max_rank
-                                )));
-                            }
-                            let mut size = 0;
-                            for field in fields(dim) {
-                                if let (1, Wire::Varint(s)) = field? {
-                                    size = s;
-                                }
-                            }
-                            if size > i64::MAX as u64 {
-                                return Err(Error::invalid(format!(
-                                    "its shape holds the negative size {}",
-                                    size as i64
-                                )));
-                            }
-                            e.shape.push(size);
-                        }
-                        (3, Wire::Varint(u)) => e.unknown_rank = u != 0,
-                        _ => {}
-                    }
-                }
-            }
+            (2, Wire::Bytes(shape)) => (e.shape, e.unknown_rank) = shape_of(shape, limits)?,
             (3, Wire::Varint(s)) => e.shard = s,
             (4, Wire::Varint(o)) => e.offset = o,
             (5, Wire::Varint(s)) => e.size = s,
@@ -800,6 +1088,40 @@ fn bundle_entry(bytes: &[u8], limits: &Limits) -> Result<Entry> {
         }
     }
     Ok(e)
+}
+
+/// A `TensorShapeProto` (2 `dim`, each 1 `size`; 3 `unknown_rank`): its dimensions, at
+/// most the rank cap, none negative, and whether its rank is unknown.
+fn shape_of(bytes: &[u8], limits: &Limits) -> Result<(Vec<u64>, bool)> {
+    let (mut shape, mut unknown_rank) = (Vec::new(), false);
+    for field in fields(bytes) {
+        match field? {
+            (2, Wire::Bytes(dim)) => {
+                if shape.len() == limits.decode.max_rank {
+                    return Err(Error::limit(format!(
+                        "its shape has more than {} dimensions",
+                        limits.decode.max_rank
+                    )));
+                }
+                let mut size = 0;
+                for field in fields(dim) {
+                    if let (1, Wire::Varint(s)) = field? {
+                        size = s;
+                    }
+                }
+                if size > i64::MAX as u64 {
+                    return Err(Error::invalid(format!(
+                        "its shape holds the negative size {}",
+                        size as i64
+                    )));
+                }
+                shape.push(size);
+            }
+            (3, Wire::Varint(u)) => unknown_rank = u != 0,
+            _ => {}
+        }
+    }
+    Ok((shape, unknown_rank))
 }
 
 /// TensorFlow's `DataType` numbers (types.proto) as our element types.
