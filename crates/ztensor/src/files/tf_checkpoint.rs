@@ -86,7 +86,8 @@ pub(crate) fn list(
             if key.is_empty() {
                 // V2's header opens with a varint (`num_shards`), V1's with a message.
                 if value.first() == Some(&0x0a) {
-                    v1 = Some(V1::meta(value, limits).map_err(|e| e.in_object("meta"))?);
+                    let meta = V1::meta(value, limits, &mut budget);
+                    v1 = Some(meta.map_err(|e| e.in_object("meta").at(at))?);
                 } else {
                     header = Some(bundle_header(value).map_err(|e| e.in_object("header"))?);
                 }
@@ -213,8 +214,9 @@ struct V1Values {
 
 impl V1 {
     /// The "" entry: `SavedTensorSlices.meta` (1), a `SavedTensorSliceMeta` whose `tensor`
-    /// (1) entries are `SavedSliceMeta`: 1 `name`, 2 `shape`, 3 `type`, 4 `slice`.
-    fn meta(value: &[u8], limits: &Limits) -> Result<Self> {
+    /// (1) entries are `SavedSliceMeta`: 1 `name`, 2 `shape`, 3 `type`, 4 `slice`. Each
+    /// tensor is charged to the listing budget as it is met.
+    fn meta(value: &[u8], limits: &Limits, budget: &mut MemoryBudget) -> Result<Self> {
         let mut tensors = BTreeMap::new();
         for field in fields(value) {
             let (1, Wire::Bytes(meta)) = field? else {
@@ -236,6 +238,7 @@ impl V1 {
                 let name = name
                     .and_then(|n| std::str::from_utf8(n).ok())
                     .ok_or_else(|| Error::invalid("a tensor's name is missing or not UTF-8"))?;
+                budget.charge(Limits::listing_cost(name))?;
                 if tensors.insert(name.to_owned(), (dtype, shape)).is_some() {
                     return Err(Error::invalid(format!("tensor {name:?} is listed twice")));
                 }
