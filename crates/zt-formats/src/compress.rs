@@ -1,5 +1,8 @@
-//! Encodings: raw and zstd, with decompression bounded by the declared size, and the two
-//! protobuf runs of ONNX tensors ([`varints_decode_into`], [`tagged_decode_into`]).
+//! Encodings: raw and zstd, with decompression bounded by the declared size, and the
+//! encodings other formats store numbers in: the two protobuf runs of ONNX tensors
+//! ([`varints_decode_into`], [`tagged_decode_into`]), latin-1 text of Python's protocol-2
+//! pickles ([`latin1_decode_into`]), and arrays stored in pieces or boxes (flax's chunked
+//! arrays, TensorFlow's partitioned variables: [`pieces_decode_into`], [`place_box`]).
 //!
 //! [`Encoding`] (the vocabulary) and the protobuf decoders are always available; the zstd
 //! codec functions need the `zstd` feature (on by default). [`zstd_decode_into`] is the one

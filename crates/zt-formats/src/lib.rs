@@ -11,7 +11,9 @@
 //! - [`check_csr`], [`check_csr_sorted`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the sparse rules that
 //!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
 //! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
-//!   decompression bounded by the declared size.
+//!   decompression bounded by the declared size; the foreign encodings' decoders
+//!   ([`varints_decode_into`], [`tagged_decode_into`], [`latin1_decode_into`],
+//!   [`pieces_decode_into`], [`place_box`]).
 //! - [`seekable`]: zTensor v2's `zt.zstd-seekable/1` (seek table checked before decoding).
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
 //! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
