@@ -62,17 +62,6 @@ impl Limits {
 /// [`Limits::listing_budget`]).
 pub const MIN_LISTING_BUDGET: u64 = 256 << 20;
 
-/// What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few
-/// attributes (a B-tree node), a name table's entry and the list's spare capacity.
-#[cfg(any(
-    feature = "onnx",
-    feature = "hdf5",
-    feature = "flax",
-    feature = "tensorflow",
-    feature = "pickle"
-))]
-pub(crate) const LISTED_OVERHEAD: u64 = 1024;
-
 impl Limits {
     /// What listing a file of `file_len` bytes may take in memory (objects, names,
     /// attributes), for kinds whose objects can each be written in a few bytes (ONNX, HDF5):
@@ -114,6 +103,9 @@ impl Limits {
         feature = "pickle"
     ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
+        // What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few
+        // attributes (a B-tree node), a name table's entry and the list's spare capacity.
+        const LISTED_OVERHEAD: u64 = 1024;
         2 * std::mem::size_of::<ObjectInfo>() as u64 + LISTED_OVERHEAD + 2 * name.len() as u64
     }
 }

@@ -353,24 +353,11 @@ fn v1_object(
     parts: Vec<(SliceBox, V1Values)>,
 ) -> Result<ObjectInfo> {
     let order = ByteOrder::Little;
-    let unread = |name: String, shape: Vec<u64>, why: Defect| ObjectInfo {
-        format: Format::Unknown(format!("tensorflow.dtype_{dtype}/1")),
-        defect: Some(Box::new(why)),
-        ..ObjectInfo::raw_dense(
-            name,
-            shape.into(),
-            ElementType::plain(DType::U8),
-            (0, 0),
-            order,
-        )
+    let unread = |name: String, shape: Vec<u64>, why: Defect| {
+        unread_tensor(name, dtype, shape, (0, 0, 0), order, why)
     };
     let Some(element) = element_of(dtype) else {
-        let why = match dtype {
-            7 => Defect::not_numbers("a string tensor: not numbers"),
-            20 | 21 => Defect::not_numbers("a resource or variant tensor: not numbers"),
-            d => Defect::unsupported(format!("TensorFlow dtype {d} is not a type ztensor reads")),
-        };
-        return Ok(unread(name, shape, why));
+        return Ok(unread(name, shape, dtype_defect(dtype)));
     };
     let total = element_count(&shape).and_then(|n| byte_size(n, &element))?;
     let expected = v1_field(dtype);
@@ -915,21 +902,8 @@ fn partitioned(
     order: ByteOrder,
 ) -> Result<ObjectInfo> {
     let unread = |name: String, whole: Entry, why: String| {
-        let mut o = ObjectInfo {
-            format: Format::Unknown(format!("tensorflow.dtype_{}/1", whole.dtype)),
-            defect: Some(Box::new(Defect::invalid(why))),
-            ..ObjectInfo::raw_dense(
-                name,
-                whole.shape.into(),
-                ElementType::plain(DType::U8),
-                (0, 0),
-                order,
-            )
-        };
-        for c in o.components.0.iter_mut() {
-            c.file = 1;
-        }
-        o
+        let why = Defect::invalid(why);
+        unread_tensor(name, whole.dtype, whole.shape, (1, 0, 0), order, why)
     };
     let Some(element) = element_of(whole.dtype) else {
         return object(
@@ -1154,38 +1128,57 @@ fn element_of(dtype: u64) -> Option<ElementType> {
     }
 }
 
+/// A tensor of TensorFlow dtype `dtype` listed with why it is not read: its stored bytes as
+/// `u8`, `(file, offset, length)` in the listing's files.
+fn unread_tensor(
+    name: String,
+    dtype: u64,
+    shape: Vec<u64>,
+    (file, offset, length): (u32, u64, u64),
+    order: ByteOrder,
+    why: Defect,
+) -> ObjectInfo {
+    let u8s = ElementType::plain(DType::U8);
+    let mut o = ObjectInfo {
+        format: Format::Unknown(format!("tensorflow.dtype_{dtype}/1")),
+        defect: Some(Box::new(why)),
+        ..ObjectInfo::raw_dense(name, shape.into(), u8s, (offset, length), order)
+    };
+    for c in o.components.0.iter_mut() {
+        c.file = file;
+    }
+    o
+}
+
+/// Why a tensor whose dtype has no element type of ours is not read: strings, resources
+/// and variants hold no numbers (skipped), any other dtype is unsupported.
+fn dtype_defect(dtype: u64) -> Defect {
+    match dtype {
+        7 => Defect::not_numbers("a string tensor: not numbers"),
+        20 | 21 => Defect::not_numbers("a resource or variant tensor: not numbers"),
+        d => Defect::unsupported(format!("TensorFlow dtype {d} is not a type ztensor reads")),
+    }
+}
+
 /// The object for `entry`: dense, its data a range of data shard `entry.shard` (file
 /// `shard + 1` in the listing), its CRC the digest; or listed with why it is not read.
 fn object(name: String, entry: Entry, order: ByteOrder) -> Result<ObjectInfo> {
     let range = (entry.offset, entry.size);
-    let listed = |why: Defect, element: ElementType, shape: Vec<u64>| {
-        let mut o = ObjectInfo {
-            format: Format::Unknown(format!("tensorflow.dtype_{}/1", entry.dtype)),
-            defect: Some(Box::new(why)),
-            ..ObjectInfo::raw_dense(name.clone(), shape.into(), element, range, order)
-        };
-        for c in o.components.0.iter_mut() {
-            c.file = entry.shard as u32 + 1;
-        }
-        o
+    let place = (entry.shard as u32 + 1, entry.offset, entry.size);
+    let listed = |why: Defect, shape: Vec<u64>| {
+        unread_tensor(name.clone(), entry.dtype, shape, place, order, why)
     };
-    let u8s = ElementType::plain(DType::U8);
     if entry.sliced {
         let why =
             Defect::unsupported("a partitioned variable whose slices the index does not hold");
-        return Ok(listed(why, u8s, entry.shape));
+        return Ok(listed(why, entry.shape));
     }
     if entry.unknown_rank {
         let why = Defect::unsupported("its shape has an unknown rank");
-        return Ok(listed(why, u8s, entry.shape));
+        return Ok(listed(why, entry.shape));
     }
     let Some(element) = element_of(entry.dtype) else {
-        let why = match entry.dtype {
-            7 => Defect::not_numbers("a string tensor: not numbers"),
-            20 | 21 => Defect::not_numbers("a resource or variant tensor: not numbers"),
-            d => Defect::unsupported(format!("TensorFlow dtype {d} is not a type ztensor reads")),
-        };
-        return Ok(listed(why, u8s, entry.shape));
+        return Ok(listed(dtype_defect(entry.dtype), entry.shape));
     };
     let needed = element_count(&entry.shape).and_then(|n| byte_size(n, &element))?;
     if needed != entry.size {
