@@ -4,7 +4,8 @@ One reader for zTensor files of every version (``.zt`` v0.1, v1.x and v2, shards
 magnetron ``.mag`` files, ``.safetensors``, GGUF, NumPy ``.npy``/``.npz``, PyTorch checkpoints
 and TorchScript archives, ONNX models, HDF5 files (Keras ``.weights.h5``/``.keras``), Flax
 checkpoints (``flax_model.msgpack``), TensorFlow checkpoints (``PREFIX.index``) and pickles of
-NumPy arrays (Paddle's ``.pdparams``; never run); a
+NumPy arrays (Paddle's ``.pdparams``; never run) and Paddle's inference parameters
+(``.pdiparams``); a
 writer of zTensor v2 (default) and v1.2, and of ``.safetensors``. A hostile file raises a
 :class:`ztio.Error`, never crashes the interpreter.
 

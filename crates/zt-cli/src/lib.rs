@@ -32,7 +32,8 @@ use common::{MagVersion, Outcome};
 
 /// Inspect, check, compare and convert tensor files: zTensor .zt (every version), .mag,
 /// .safetensors, GGUF, NumPy .npy/.npz, PyTorch checkpoints, ONNX models, HDF5 and Keras
-/// files, Flax and TensorFlow checkpoints, pickles of NumPy arrays (Paddle's `.pdparams`).
+/// files, Flax and TensorFlow checkpoints, pickles of NumPy arrays (Paddle's `.pdparams`),
+/// Paddle's inference parameters (`.pdiparams`).
 #[derive(Parser, Debug)]
 #[command(
     name = "zt",

@@ -8,7 +8,7 @@
 //!    TensorFlow's and Flax's;
 //! 3. one `.safetensors` or `.zt` file;
 //! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, `.onnx`,
-//!    `.keras`, Paddle's `model_state.pdparams`, ...);
+//!    `.keras`, Paddle's `model_state.pdparams` and `inference.pdiparams`, ...);
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
 //! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
@@ -126,7 +126,7 @@ fn rank(name: &str) -> Option<u8> {
     match ext {
         "safetensors" | "zt" => Some(2),
         "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "keras"
-        | "pdparams" => Some(3),
+        | "pdparams" | "pdiparams" => Some(3),
         "h5" | "hdf5" | "msgpack" | "index" => Some(5),
         _ => None,
     }
@@ -201,6 +201,15 @@ mod tests {
                     "model_state.pdopt",
                 ],
                 "model_state.pdparams",
+            ),
+            (
+                &[
+                    "inference.json",
+                    "inference.pdiparams",
+                    "inference.pdiparams.info",
+                    "inference.yml",
+                ],
+                "inference.pdiparams",
             ),
             (&["tf_model.h5", "model.safetensors"], "model.safetensors"),
             (

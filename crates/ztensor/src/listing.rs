@@ -100,7 +100,8 @@ impl Limits {
         feature = "hdf5",
         feature = "flax",
         feature = "tensorflow",
-        feature = "pickle"
+        feature = "pickle",
+        feature = "paddle"
     ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
         // What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few

@@ -62,6 +62,9 @@ pub enum FileVersion {
         /// and 1 write none).
         protocol: u8,
     },
+    /// Paddle's inference parameters (`.pdiparams`): tensors one after another, named by
+    /// the program beside them.
+    PaddleParams,
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -73,7 +76,7 @@ pub enum FileVersion {
 
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
-    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"` or `"pickle"`.
+    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"` or `"paddle"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -91,6 +94,7 @@ impl FileVersion {
             FileVersion::Flax => "flax",
             FileVersion::TfCheckpoint | FileVersion::TfCheckpointV1 => "tensorflow",
             FileVersion::Pickle { .. } => "pickle",
+            FileVersion::PaddleParams => "paddle",
         }
     }
 }
@@ -101,7 +105,7 @@ impl FileVersion {
     /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
     /// version (`"10"`), a pickle's protocol (`"4"`), `"1"` for a TensorFlow V1 checkpoint,
     /// and `""` for kinds without versions (safetensors, `.npz`, zip PyTorch checkpoints,
-    /// Flax checkpoints, TensorFlow's TensorBundles).
+    /// Flax checkpoints, TensorFlow's TensorBundles, Paddle's inference parameters).
     ///
     /// ```
     /// assert_eq!(ztensor::FileVersion::ZTensorV2.number(), "2");
@@ -128,7 +132,8 @@ impl FileVersion {
             | FileVersion::Npz
             | FileVersion::PyTorch
             | FileVersion::Flax
-            | FileVersion::TfCheckpoint => String::new(),
+            | FileVersion::TfCheckpoint
+            | FileVersion::PaddleParams => String::new(),
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
             FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
@@ -163,6 +168,7 @@ impl fmt::Display for FileVersion {
             FileVersion::Pickle { protocol } => {
                 write!(f, "pickle of NumPy arrays (protocol {protocol})")
             }
+            FileVersion::PaddleParams => f.write_str("Paddle inference parameters"),
             FileVersion::Gguf {
                 version,
                 big_endian,

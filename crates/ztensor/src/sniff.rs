@@ -50,6 +50,9 @@ pub enum FileKind {
     /// A pickle that is not a PyTorch checkpoint, read for the NumPy arrays it holds
     /// (Paddle's `.pdparams`, `pickle.dump` of a dict of arrays).
     Pickle,
+    /// Paddle's inference parameters (`.pdiparams`): tensors without names, named by the
+    /// program beside them.
+    PaddleParams,
 }
 
 impl FileKind {
@@ -77,6 +80,7 @@ impl FileKind {
             FileKind::Flax => "Flax checkpoint (msgpack)",
             FileKind::TfCheckpoint => "TensorFlow checkpoint (.index)",
             FileKind::Pickle => "pickle of NumPy arrays (Paddle .pdparams)",
+            FileKind::PaddleParams => "Paddle inference parameters (.pdiparams)",
         }
     }
 
@@ -98,6 +102,7 @@ impl FileKind {
             FileKind::Flax => Some("flax"),
             FileKind::TfCheckpoint => Some("tensorflow"),
             FileKind::Pickle => Some("pickle"),
+            FileKind::PaddleParams => Some("paddle"),
         }
     }
 
@@ -121,6 +126,7 @@ impl FileKind {
             FileKind::Flax => cfg!(feature = "flax"),
             FileKind::TfCheckpoint => cfg!(feature = "tensorflow"),
             FileKind::Pickle => cfg!(feature = "pickle"),
+            FileKind::PaddleParams => cfg!(feature = "paddle"),
             FileKind::ShardIndex => false,
         }
     }
@@ -179,7 +185,10 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///     header and a string's; a pickle's `80 02` is an empty map and then no string);
 /// 13. `00 00`, a one-byte length and `08`: the header entry that opens a TensorFlow
 ///     checkpoint's index table; or `00 00`, a varint length and `0a`: the meta entry that
-///     opens a V1 checkpoint (the reader then wants the table's footer magic).
+///     opens a V1 checkpoint (the reader then wants the table's footer magic);
+/// 14. a Paddle tensor: version 0, no LoD levels, version 0, a header of 2 to 255 bytes that
+///     starts with protobuf field 1 (its data type) and a type Paddle writes (files of
+///     tensors with LoD levels are told by their name, `.pdiparams`).
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -236,6 +245,9 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if looks_like_tf_index(head) {
         return Some(FileKind::TfCheckpoint);
     }
+    if looks_like_paddle_tensor(head) {
+        return Some(FileKind::PaddleParams);
+    }
     None
 }
 
@@ -255,6 +267,7 @@ pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
         "msgpack" => FileKind::Flax,
         "index" => FileKind::TfCheckpoint,
         "pdparams" | "pdopt" | "pkl" | "pickle" => FileKind::Pickle,
+        "pdiparams" => FileKind::PaddleParams,
         "zt" => FileKind::ZTensor,
         _ => return None,
     })
@@ -323,6 +336,18 @@ fn looks_like_tf_index(head: &[u8]) -> bool {
         [0x00, 0x00, rest @ ..] => {
             let len_bytes = rest.iter().take(3).position(|b| b & 0x80 == 0);
             len_bytes.is_some_and(|n| rest.get(n + 1) == Some(&0x0a))
+        }
+        _ => false,
+    }
+}
+
+/// Rule 14: a Paddle dense tensor without LoD levels: `u32 0`, `u64 0`, `u32 0`, an `i32`
+/// header length of 2-255, then the header's field 1 (wire type 0) holding a data type of
+/// 0-6 or 19-38 (what `VarType.Type` names a tensor's elements).
+fn looks_like_paddle_tensor(head: &[u8]) -> bool {
+    match head {
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, len, 0, 0, 0, 0x08, code, ..] => {
+            *len >= 2 && matches!(code, 0..=6 | 19..=38)
         }
         _ => false,
     }
@@ -399,8 +424,23 @@ mod tests {
         assert_eq!(by("w.h5"), Some(FileKind::Hdf5));
         assert_eq!(by("m.zt"), Some(FileKind::ZTensor));
         assert_eq!(by("model.pdparams"), Some(FileKind::Pickle));
+        assert_eq!(by("inference.pdiparams"), Some(FileKind::PaddleParams));
         for name in ["pytorch_model.bin", "m.pt", "m.mag", "onnx", "m.onnx.data"] {
             assert_eq!(by(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn tells_a_paddle_tensor_by_its_header() {
+        let mut head = [0u8; 24];
+        head[16] = 4; // a 4-byte TensorDesc: FP32, dims [3]
+        head[20..24].copy_from_slice(&[0x08, 5, 0x10, 3]);
+        assert_eq!(kind(&head), Some(FileKind::PaddleParams));
+        // A header of one byte, a data type Paddle gives no tensor, LoD levels: not by bytes.
+        for (at, byte) in [(16, 1), (21, 7), (4, 1)] {
+            let mut other = head;
+            other[at] = byte;
+            assert_eq!(kind(&other), None, "byte {at} = {byte}");
         }
     }
 

@@ -33,6 +33,8 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/flax",
         "interop/pickle",
         "interop/pickle/paddle",
+        "interop/paddle/pir",
+        "interop/paddle/legacy",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

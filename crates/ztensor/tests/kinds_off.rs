@@ -77,6 +77,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"pickle\"",
             cfg!(feature = "pickle"),
         ),
+        (
+            "interop/paddle/pir/model.pdiparams",
+            "feature \"paddle\"",
+            cfg!(feature = "paddle"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

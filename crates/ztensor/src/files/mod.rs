@@ -17,8 +17,13 @@ pub(crate) mod mag;
 pub(crate) mod npy;
 #[cfg(feature = "onnx")]
 pub(crate) mod onnx;
+#[cfg(feature = "paddle")]
+pub(crate) mod paddle;
 #[cfg(feature = "pickle")]
 pub(crate) mod pickled;
+#[cfg(any(feature = "onnx", feature = "paddle"))]
+#[cfg_attr(not(feature = "onnx"), allow(dead_code))] // Paddle walks fields; ONNX checks too.
+pub(crate) mod proto;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
 #[cfg(feature = "tensorflow")]
@@ -31,13 +36,13 @@ pub(crate) mod zt_v1_0;
 pub(crate) mod zt_v2;
 
 /// The longest varint: ten bytes carry 64 bits.
-#[cfg(any(feature = "onnx", feature = "tensorflow"))]
+#[cfg(any(feature = "onnx", feature = "tensorflow", feature = "paddle"))]
 pub(crate) const MAX_VARINT: usize = 10;
 
 /// A protobuf varint (base 128, little-endian) at the start of `bytes`: its value and length,
 /// or `None` when it is cut short or longer than ten bytes. ONNX models and TensorFlow
-/// checkpoints (their LevelDB tables too) both write them.
-#[cfg(any(feature = "onnx", feature = "tensorflow"))]
+/// checkpoints (their LevelDB tables too) and Paddle's programs and tensor headers write them.
+#[cfg(any(feature = "onnx", feature = "tensorflow", feature = "paddle"))]
 pub(crate) fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
     for (i, &b) in bytes.iter().take(MAX_VARINT).enumerate() {

@@ -31,7 +31,6 @@
 //!               9 raw_data, 10 double_data, 11 uint64_data, 13 external_data, 14 data_location
 //! ```
 
-pub(crate) mod proto;
 mod schema;
 
 use std::collections::HashMap;
@@ -45,13 +44,13 @@ use zt_container::{Error, ErrorKind, Result, Source};
 use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
 use zt_manifest::{Attributes, Value as Attr};
 
+use crate::files::proto::{self, Field, Fields, Span, Value};
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
 use crate::model::{
     Arrangement, ByteOrder, ComponentInfo, Components, Defect, DigestScope, FileVersion,
     ObjectInfo, ShardInfo,
 };
-use proto::{Field, Fields, Span, Value};
 
 /// How deep subgraphs may nest (a graph in a node's attribute is one level down).
 pub(crate) const MAX_GRAPH_DEPTH: usize = 32;

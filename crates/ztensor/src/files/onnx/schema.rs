@@ -14,7 +14,7 @@
 //!      └ training_info, functions, configuration ...        g, graphs ─▶ GraphProto (again)
 //! ```
 
-use super::proto::{Kind, Message, Scalar};
+use crate::files::proto::{Kind, Message, Scalar};
 
 const fn message(name: &'static str, fields: &'static [(u64, &'static str, Kind)]) -> Message {
     Message { name, fields }

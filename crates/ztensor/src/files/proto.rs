@@ -1,4 +1,5 @@
-//! The protobuf wire format, read in place: a message is a [`Span`] of the file, and
+//! The protobuf wire format, read in place (ONNX models, Paddle's programs and tensor
+//! headers): a message is a [`Span`] of the file, and
 //! [`Fields`] walks its fields one by one, handing back each field's number and value, with a
 //! length-delimited value as the span of the file it occupies (never its bytes). Nothing is
 //! decoded that the caller does not ask for, so a tensor's data is never read to list it.
@@ -7,7 +8,7 @@
 //! the map) or little (at most [`WHOLE_MESSAGE`] bytes); a larger message of an unmapped file
 //! is walked with a short read per field. Every length is checked against the end of the
 //! message that holds it; a varint is at most ten bytes; groups (wire types 3 and 4, which no
-//! ONNX writer emits) are refused.
+//! ONNX or Paddle writer emits) are refused.
 //!
 //! [`check`] walks a whole message by a schema ([`Message`] tables, see `schema.rs`) as
 //! protobuf's parser does before it hands a message over: every nested message, every
@@ -181,7 +182,7 @@ impl<'s> Fields<'s> {
             other => {
                 return Err(Error::invalid(format!(
                     "protobuf field {number} has wire type {other} (groups and unknown types \
-                     are not ONNX)"
+                     are in no message ONNX or Paddle writes)"
                 ))
                 .at(at))
             }

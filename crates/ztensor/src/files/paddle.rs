@@ -1,0 +1,590 @@
+//! Paddle's inference parameters in the facade's object model: `model.pdiparams`, as
+//! `paddle.jit.save` and `save_inference_model` write it (PaddleOCR's and PaddleDetection's
+//! `inference.pdiparams`; Paddle 1's `__params__`), and a single tensor saved to a file of
+//! its own.
+//!
+//! The file is the persistable variables' tensors one after another, each as Paddle
+//! serializes a dense tensor, with no names:
+//!
+//! ```text
+//!  u32 version (0)   u64 LoD levels   per level: u64 length, that many bytes of offsets
+//!  u32 version (0)   i32 n            TensorDesc, n bytes of protobuf
+//!                                       1: data type (enum)   2: dims (repeated int64)
+//!  the elements, little-endian, dims' product times the type's size
+//! ```
+//!
+//! - Paddle writes the variables in the order of their names, sorted; the names are in the
+//!   program beside the file (`model.json` from Paddle 3, a PIR program; `model.pdmodel`
+//!   before, a `ProgramDesc`; `__model__` beside `__params__`; `model` beside `params`). The
+//!   program's persistable variables name the tensors when they are exactly as many and each
+//!   declared shape matches; otherwise, and with no program, the tensors are named by their
+//!   place (`"00"`, `"01"`, ... `"37"`: one width, so that they sort in the file's order), and
+//!   the file attribute `paddle.names` says why.
+//! - Each tensor is a raw range of the file: zero copy. Every length is checked against the
+//!   file, a rank against [`DecodeLimits::max_rank`](zt_manifest::DecodeLimits), a header
+//!   against [`MAX_DESC_LEN`], LoD levels against [`MAX_LOD_LEVELS`]; what the listing
+//!   takes is charged to [`Limits::listing_budget`] first.
+//! - A program is read only from a local folder, at most [`MAX_PROGRAM_LEN`] bytes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use zt_container::internal::MemoryBudget;
+use zt_container::{Error, Result, Source};
+use zt_formats::{DType, ElementType, LogicalType};
+use zt_manifest::{Attributes, Shape, Value as Attr};
+
+use crate::files::proto::{Fields, Span, Value};
+use crate::listing::{Limits, Listing};
+use crate::model::{FileVersion, ObjectInfo};
+use crate::ByteOrder;
+
+/// The longest tensor header (`TensorDesc`) read: a type and a few dims take a few dozen
+/// bytes.
+pub(crate) const MAX_DESC_LEN: u64 = 64 << 10;
+
+/// The most LoD levels a tensor may declare (parameters have none; Paddle allows a handful).
+pub(crate) const MAX_LOD_LEVELS: u64 = 1024;
+
+/// The largest program read for the tensors' names.
+pub(crate) const MAX_PROGRAM_LEN: u64 = 1 << 30;
+
+/// `ProgramDesc` variable types whose variables Paddle never saves: feed, fetch, reader and
+/// raw variables.
+const UNSAVED_TYPES: [u64; 4] = [9, 10, 15, 17];
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("invalid Paddle parameters file: {what}"))
+}
+
+/// The element type of a Paddle data type (`VarType.Type`), or `None` for a type that is
+/// not a tensor element.
+fn element(code: u64) -> Option<ElementType> {
+    let plain = |d| Some(ElementType::plain(d));
+    let logical = |d, t| {
+        Some(ElementType {
+            dtype: d,
+            logical: Some(t),
+        })
+    };
+    match code {
+        0 => plain(DType::Bool),
+        1 => plain(DType::I16),
+        2 => plain(DType::I32),
+        3 => plain(DType::I64),
+        4 => plain(DType::F16),
+        5 => plain(DType::F32),
+        6 => plain(DType::F64),
+        19 | 38 => plain(DType::U64), // SIZE_T is a 64-bit size_t on every platform Paddle ships
+        20 => plain(DType::U8),
+        21 => plain(DType::I8),
+        22 => plain(DType::BF16),
+        23 => logical(DType::F32, LogicalType::Complex64),
+        24 => logical(DType::F64, LogicalType::Complex128),
+        32 => logical(DType::U8, LogicalType::F8E4M3Fn),
+        33 => logical(DType::U8, LogicalType::F8E5M2),
+        36 => plain(DType::U16),
+        37 => plain(DType::U32),
+        _ => None,
+    }
+}
+
+/// A `TensorDesc`: its data type and dims (negative in a program for a size fed at run time).
+struct Desc {
+    data_type: Option<u64>,
+    dims: Vec<i64>,
+}
+
+/// Reads a `TensorDesc` message (`dims` packed or not, as protobuf takes either).
+fn tensor_desc(source: &Source, span: Span, max_rank: usize) -> Result<Desc> {
+    let mut desc = Desc {
+        data_type: None,
+        dims: Vec::new(),
+    };
+    let mut push = |d: u64, at: u64| {
+        if desc.dims.len() >= max_rank {
+            return Err(Error::rank_over_cap(None, max_rank).at(at));
+        }
+        desc.dims.push(d as i64);
+        Ok(())
+    };
+    for field in Fields::of(source, span)? {
+        let field = field?;
+        match (field.number, field.value) {
+            (1, Value::Varint(v, _)) => desc.data_type = Some(v),
+            (2, Value::Varint(v, _)) => push(v, field.at)?,
+            (2, Value::Bytes(run)) => {
+                let bytes = source.read_at(run.start, run.len())?;
+                let mut rest: &[u8] = &bytes;
+                while !rest.is_empty() {
+                    let (v, n) = crate::files::varint(rest)
+                        .ok_or_else(|| bad("a dims run ends inside a varint").at(run.start))?;
+                    push(v, run.start)?;
+                    rest = rest.get(n..).unwrap_or_default();
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(desc)
+}
+
+/// Reads a little-endian integer of `N` bytes at `at`, or says what was cut short.
+fn read_le<const N: usize>(source: &Source, at: u64, what: &str) -> Result<[u8; N]> {
+    let end = at.checked_add(N as u64).filter(|&e| e <= source.len());
+    if end.is_none() {
+        return Err(bad(format!("the file ends inside {what}")).at(at));
+    }
+    let bytes = source.read_at(at, N as u64)?;
+    bytes
+        .first_chunk::<N>()
+        .copied()
+        .ok_or_else(|| bad(format!("the file ends inside {what}")).at(at))
+}
+
+/// One tensor of the file: its type, dims and where its elements lie.
+struct Record {
+    element: ElementType,
+    dims: Vec<u64>,
+    data: (u64, u64),
+}
+
+/// Reads the tensor that starts at `at`; returns it and where the next one starts.
+fn record(source: &Source, at: u64, limits: &Limits) -> Result<(Record, u64)> {
+    let version = u32::from_le_bytes(read_le(source, at, "a tensor's version")?);
+    if version != 0 {
+        return Err(bad(format!("tensor version {version}; Paddle writes 0")).at(at));
+    }
+    let levels = u64::from_le_bytes(read_le(source, at + 4, "a tensor's LoD level count")?);
+    if levels > MAX_LOD_LEVELS {
+        return Err(Error::limit(format!(
+            "a tensor declares {levels} LoD levels, over the cap of {MAX_LOD_LEVELS}"
+        ))
+        .at(at + 4));
+    }
+    let mut pos = at + 12;
+    for _ in 0..levels {
+        let len = u64::from_le_bytes(read_le(source, pos, "a LoD level's length")?);
+        pos = pos
+            .checked_add(8)
+            .and_then(|p| p.checked_add(len))
+            .filter(|&p| p <= source.len())
+            .ok_or_else(|| bad(format!("a LoD level of {len} bytes runs past the file")).at(pos))?;
+    }
+    let version = u32::from_le_bytes(read_le(source, pos, "a tensor's version")?);
+    if version != 0 {
+        return Err(bad(format!("dense tensor version {version}; Paddle writes 0")).at(pos));
+    }
+    let desc_len = i32::from_le_bytes(read_le(source, pos + 4, "a tensor's header length")?);
+    let desc_at = pos + 8;
+    let desc_len = u64::try_from(desc_len)
+        .map_err(|_| bad(format!("a tensor header of {desc_len} bytes")).at(pos + 4))?;
+    if desc_len > MAX_DESC_LEN {
+        return Err(Error::limit(format!(
+            "a tensor header of {desc_len} bytes, over the cap of {MAX_DESC_LEN}"
+        ))
+        .at(pos + 4));
+    }
+    let desc_end = desc_at
+        .checked_add(desc_len)
+        .filter(|&e| e <= source.len())
+        .ok_or_else(|| bad("a tensor header runs past the end of the file").at(pos + 4))?;
+    let span = Span {
+        start: desc_at,
+        end: desc_end,
+    };
+    let desc = tensor_desc(source, span, limits.decode.max_rank)?;
+    let code = desc
+        .data_type
+        .ok_or_else(|| bad("a tensor header without a data type").at(desc_at))?;
+    let element = element(code).ok_or_else(|| {
+        Error::unsupported(format!(
+            "Paddle data type {code} is not a tensor element type"
+        ))
+        .at(desc_at)
+    })?;
+    let dims: Vec<u64> = desc
+        .dims
+        .iter()
+        .map(|&d| u64::try_from(d).map_err(|_| bad(format!("a tensor of dim {d}")).at(desc_at)))
+        .collect::<Result<_>>()?;
+    let nbytes = dims
+        .iter()
+        .try_fold(element.logical_size(), |n, &d| n.checked_mul(d))
+        .ok_or_else(|| bad(format!("dims {dims:?} overflow")).at(desc_at))?;
+    let end = desc_end
+        .checked_add(nbytes)
+        .filter(|&e| e <= source.len())
+        .ok_or_else(|| {
+            bad(format!(
+                "a tensor of dims {dims:?} needs {nbytes} bytes; the file ends {} bytes after \
+                 its header",
+                source.len() - desc_end
+            ))
+            .at(desc_end)
+        })?;
+    let data = (desc_end, nbytes);
+    Ok((
+        Record {
+            element,
+            dims,
+            data,
+        },
+        end,
+    ))
+}
+
+/// Lists a Paddle parameters file. `path` is where it was opened from: its folder holds the
+/// program that names its tensors.
+pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Result<Listing> {
+    let mut budget = MemoryBudget::new(
+        limits.listing_budget(source.len()),
+        "listing the Paddle parameters",
+    );
+    let mut records = Vec::new();
+    let mut at = 0;
+    while at < source.len() {
+        budget.charge(Limits::listing_cost(""))?;
+        let (r, next) =
+            record(source, at, limits).map_err(|e| e.in_object(&records.len().to_string()))?;
+        records
+            .try_reserve(1)
+            .map_err(|_| Error::out_of_memory("listing the Paddle parameters"))?;
+        records.push(r);
+        at = next;
+    }
+    let mut attributes = Attributes::new();
+    let names = match path.and_then(program_beside) {
+        None => {
+            attributes.insert(
+                "paddle.names".into(),
+                Attr::Text("by place: no program beside the file names its tensors".into()),
+            );
+            None
+        }
+        Some(program) => {
+            let file = program
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let named = program_names(&program, records.len(), limits, &mut budget)
+                .map_err(|e| e.in_file(&program))?;
+            match matched(named, &records) {
+                Ok(names) => {
+                    attributes.insert("paddle.names".into(), Attr::Text(format!("from {file}")));
+                    Some(names)
+                }
+                Err(why) => {
+                    attributes.insert(
+                        "paddle.names".into(),
+                        Attr::Text(format!("by place: {file} {why}")),
+                    );
+                    None
+                }
+            }
+        }
+    };
+    // Names by place have one width, so that they sort in the file's order.
+    let width = records.len().saturating_sub(1).to_string().len();
+    let mut objects = zt_container::internal::try_with_capacity(records.len())?;
+    for (i, r) in records.into_iter().enumerate() {
+        let name = match &names {
+            Some(names) => names.get(i).cloned().unwrap_or_default(),
+            None => format!("{i:0width$}"),
+        };
+        budget.charge(Limits::listing_cost(&name))?;
+        let dims: Shape = r.dims.iter().copied().collect();
+        objects.push(ObjectInfo::raw_dense(
+            name,
+            dims,
+            r.element,
+            r.data,
+            ByteOrder::Little,
+        ));
+    }
+    Ok(Listing::of_unique(
+        FileVersion::PaddleParams,
+        attributes,
+        objects,
+    ))
+}
+
+/// The program beside a parameters file, if there is one: `X.json` or `X.pdmodel` beside
+/// `X.pdiparams`, `__model__` beside `__params__`, `model` beside `params`.
+fn program_beside(path: &Path) -> Option<PathBuf> {
+    let folder = path.parent()?;
+    let name = path.file_name()?.to_str()?;
+    let candidates: Vec<String> = match name {
+        "__params__" => vec!["__model__".into()],
+        "params" => vec!["model".into()],
+        _ => {
+            let stem = name.strip_suffix(".pdiparams")?;
+            vec![format!("{stem}.json"), format!("{stem}.pdmodel")]
+        }
+    };
+    candidates
+        .into_iter()
+        .map(|c| folder.join(c))
+        .find(|p| p.is_file())
+}
+
+/// The names a program gives the saved variables, sorted as Paddle writes them, each with
+/// its declared dims (empty when it declares none).
+type Named = BTreeMap<String, Vec<i64>>;
+
+/// Whether the program's variables name the records: as many, and each declared shape
+/// the record's. `Err` says why not.
+fn matched(named: Named, records: &[Record]) -> std::result::Result<Vec<String>, String> {
+    if named.len() != records.len() {
+        let more = if named.len() > records.len() {
+            "more"
+        } else {
+            "fewer"
+        };
+        return Err(format!(
+            "names {more} persistable variables than the file's {} tensors",
+            records.len()
+        ));
+    }
+    let mut names = Vec::with_capacity(named.len());
+    for ((name, declared), r) in named.into_iter().zip(records) {
+        let fits = declared.is_empty()
+            || declared.len() == r.dims.len()
+                && declared
+                    .iter()
+                    .zip(&r.dims)
+                    .all(|(&d, &n)| d < 0 || d as u64 == n);
+        if !fits {
+            return Err(format!(
+                "declares {name:?} of dims {declared:?}; the tensor in its place has {:?}",
+                r.dims
+            ));
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// Reads the persistable variables' names from a program: a PIR program in JSON
+/// (Paddle 3) or a `ProgramDesc` (protobuf). Past `cap` names (the file's tensors) no more are
+/// kept: one more already says the program is not the file's.
+fn program_names(
+    path: &Path,
+    cap: usize,
+    limits: &Limits,
+    budget: &mut MemoryBudget,
+) -> Result<Named> {
+    let source = Source::map(path)?;
+    if source.len() > MAX_PROGRAM_LEN {
+        return Err(Error::limit(format!(
+            "a program of {} bytes, over the cap of {MAX_PROGRAM_LEN}",
+            source.len()
+        )));
+    }
+    let bytes = source.read_at(0, source.len())?;
+    if bytes.first() == Some(&b'{') {
+        pir_names(&bytes, cap, budget)
+    } else {
+        program_desc_names(&source, cap, limits, budget)
+    }
+}
+
+/// `ProgramDesc`: blocks (1) of `BlockDesc`, whose vars (3) are `VarDesc`s: name (1), type
+/// (2: `VarType`, its type 1 and its dense tensor 3 holding a `TensorDesc` 1), persistable
+/// (3). Paddle saves the persistable ones but feed, fetch, reader and raw variables.
+fn program_desc_names(
+    source: &Source,
+    cap: usize,
+    limits: &Limits,
+    budget: &mut MemoryBudget,
+) -> Result<Named> {
+    let whole = Span {
+        start: 0,
+        end: source.len(),
+    };
+    let mut named = Named::new();
+    for block in Fields::of(source, whole)? {
+        let Value::Bytes(block) = block?.value else {
+            continue;
+        };
+        for var in Fields::of(source, block)? {
+            let var = var?;
+            let (3, Value::Bytes(var)) = (var.number, var.value) else {
+                continue;
+            };
+            let mut name = None;
+            let mut persistable = false;
+            let mut var_type = None;
+            let mut dims = Vec::new();
+            for f in Fields::of(source, var)? {
+                let f = f?;
+                match (f.number, f.value) {
+                    (1, Value::Bytes(s)) => {
+                        name = Some(crate::files::proto::text(source, s, 1 << 20, "a name")?)
+                    }
+                    (3, Value::Varint(v, _)) => persistable = v != 0,
+                    (2, Value::Bytes(t)) => {
+                        for g in Fields::of(source, t)? {
+                            match g? {
+                                g if g.number == 1 => {
+                                    if let Value::Varint(v, _) = g.value {
+                                        var_type = Some(v);
+                                    }
+                                }
+                                g if g.number == 3 => {
+                                    let Value::Bytes(dense) = g.value else {
+                                        continue;
+                                    };
+                                    for h in Fields::of(source, dense)? {
+                                        let h = h?;
+                                        if let (1, Value::Bytes(d)) = (h.number, h.value) {
+                                            dims = tensor_desc(source, d, limits.decode.max_rank)?
+                                                .dims;
+                                        }
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let saved = persistable && !var_type.is_some_and(|t| UNSAVED_TYPES.contains(&t));
+            if let (true, Some(name), true) = (saved, name, named.len() <= cap) {
+                budget.charge(Limits::listing_cost(&name))?;
+                named.insert(name, dims);
+            }
+        }
+    }
+    Ok(named)
+}
+
+/// A PIR program (`model.json`): its top-level parameter ops (`"#": "p"`) name the saved
+/// variables (the name is the last of the op's attributes `A`), their type `O.TT.D[1]` the
+/// dims. The ops are held as ranges of the text (what the parse holds is charged to the
+/// budget first: at most one range per 16 bytes), and only parameter ops are parsed further.
+fn pir_names(bytes: &[u8], cap: usize, budget: &mut MemoryBudget) -> Result<Named> {
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+    use std::borrow::Cow;
+    #[derive(Deserialize)]
+    struct File<'a> {
+        #[serde(borrow)]
+        program: Program<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Program<'a> {
+        #[serde(borrow)]
+        regions: Vec<Region<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Region<'a> {
+        #[serde(borrow)]
+        blocks: Vec<Block<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Block<'a> {
+        #[serde(borrow)]
+        ops: Vec<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Op<'a> {
+        #[serde(rename = "#", borrow)]
+        id: Cow<'a, str>,
+        #[serde(rename = "A", borrow, default)]
+        attrs: Option<&'a RawValue>,
+        #[serde(rename = "O", borrow, default)]
+        output: Option<&'a RawValue>,
+    }
+    let invalid = |e: serde_json::Error| Error::invalid(format!("not a Paddle PIR program: {e}"));
+    budget.charge(bytes.len() as u64)?;
+    let file: File = serde_json::from_slice(bytes).map_err(invalid)?;
+    let mut named = Named::new();
+    let ops = file
+        .program
+        .regions
+        .iter()
+        .take(1)
+        .flat_map(|r| &r.blocks)
+        .flat_map(|b| &b.ops);
+    for op in ops {
+        let op: Op = serde_json::from_str(op.get()).map_err(invalid)?;
+        if op.id != "p" || named.len() > cap {
+            continue;
+        }
+        let attrs: Vec<serde_json::Value> = match op.attrs {
+            Some(a) => serde_json::from_str(a.get()).map_err(invalid)?,
+            None => Vec::new(),
+        };
+        let name = attrs.last().and_then(|a| a.as_str()).ok_or_else(|| {
+            Error::invalid("a PIR parameter op whose last attribute is not its name")
+        })?;
+        let output: Option<serde_json::Value> = match op.output {
+            Some(o) => Some(serde_json::from_str(o.get()).map_err(invalid)?),
+            None => None,
+        };
+        let dims = output
+            .as_ref()
+            .and_then(|o| o.pointer("/TT/D/1")?.as_array())
+            .map(|d| d.iter().map(|d| d.as_i64().unwrap_or(-1)).collect())
+            .unwrap_or_default();
+        budget.charge(Limits::listing_cost(name))?;
+        named.insert(name.to_owned(), dims);
+    }
+    Ok(named)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One tensor: versions, `levels` LoD levels of 16 bytes each, its `TensorDesc` `desc`.
+    fn tensor(levels: u64, desc: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut out = 0u32.to_le_bytes().to_vec();
+        out.extend_from_slice(&levels.to_le_bytes());
+        for _ in 0..levels {
+            out.extend_from_slice(&16u64.to_le_bytes());
+            out.extend_from_slice(&[0xee; 16]);
+        }
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(desc.len() as i32).to_le_bytes());
+        out.extend_from_slice(desc);
+        out.extend_from_slice(data);
+        out
+    }
+
+    fn listed(file: Vec<u8>, limits: &Limits) -> Result<Vec<ObjectInfo>> {
+        let source = Source::from_vec(file);
+        list(&source, None, limits).map(|l| l.objects)
+    }
+
+    #[test]
+    fn lod_levels_are_passed_over_and_packed_dims_read() {
+        // FP32 [2] after two LoD levels; then FP32 [2, 3] with its dims packed in one run.
+        let mut file = tensor(2, &[0x08, 5, 0x10, 2], &[1, 0, 0, 0, 2, 0, 0, 0]);
+        file.extend_from_slice(&tensor(0, &[0x08, 5, 0x12, 2, 2, 3], &[3; 24]));
+        let objects = listed(file, &Limits::default()).unwrap();
+        assert_eq!(objects.len(), 2);
+        assert_eq!(objects[0].name, "0");
+        assert_eq!(objects[0].shape.as_slice(), &[2]);
+        assert_eq!(
+            objects[0].components.0[0].offset,
+            4 + 8 + 2 * 24 + 4 + 4 + 4
+        );
+        assert_eq!(objects[1].shape.as_slice(), &[2, 3]);
+        assert_eq!(objects[1].components.0[0].length, 24);
+    }
+
+    #[test]
+    fn a_rank_over_the_cap_is_refused() {
+        let limits = Limits::default();
+        let mut desc = vec![0x08, 5];
+        for _ in 0..=limits.decode.max_rank {
+            desc.extend_from_slice(&[0x10, 1]);
+        }
+        let e = listed(tensor(0, &desc, &[0; 4]), &limits).unwrap_err();
+        assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+    }
+}
