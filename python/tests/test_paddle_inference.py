@@ -1,0 +1,58 @@
+"""Paddle inference parameters (.pdiparams, paddle.jit.save): every tensor reads as Paddle's
+own loader binds it (fixtures/interop/paddle/expected.json), named by the program beside the
+file (a PIR program in JSON, or a ProgramDesc); a model folder opens its .pdiparams; without
+a program the tensors are named by their place, and the file attribute says so."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import ztio
+import ztio.numpy
+
+PADDLE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "paddle")
+
+
+def _expected():
+    with open(os.path.join(PADDLE, "expected.json")) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("file", sorted(_expected()["files"]))
+def test_every_tensor_reads_as_paddles_loader_binds_it(file):
+    want = _expected()["files"][file]["arrays"]
+    path = os.path.join(PADDLE, file)
+    loaded = ztio.numpy.load_file(path)
+    assert sorted(loaded) == sorted(want)
+    for name, w in want.items():
+        a = loaded[name]
+        assert list(a.shape) == w["shape"], name
+        assert a.tobytes().hex() == w["hex"], name
+    with ztio.open(path) as f:
+        assert f.version == "Paddle inference parameters"
+        program = "model.json" if file.startswith("pir") else "model.pdmodel"
+        assert f.attributes["paddle.names"] == f"from {program}"
+        assert str(f.get_tensor("net_0.w_2").dtype) == "float64"
+
+
+def test_a_folder_opens_its_parameters_and_alone_they_are_named_by_place(tmp_path):
+    folder = tmp_path / "ocr"
+    folder.mkdir()
+    for name in ("model.json", "model.pdiparams"):
+        shutil.copy(os.path.join(PADDLE, "pir", name), folder / name.replace("model", "inference"))
+    (folder / "inference.yml").write_text("Global: {}\n")
+    by_folder = ztio.numpy.load_file(str(folder))
+    assert "linear_10.w_0" in by_folder
+    alone = tmp_path / "alone.pdiparams"
+    shutil.copy(os.path.join(PADDLE, "pir", "model.pdiparams"), alone)
+    with ztio.open(str(alone)) as f:
+        assert f.attributes["paddle.names"].startswith("by place")
+        keys = sorted(f.keys())
+        assert keys[0] == "00" and keys[-1] == "37"
+        # Paddle writes the tensors sorted by name: the program's names in order.
+        names = sorted(by_folder)
+        for i, name in enumerate(names):
+            np.testing.assert_array_equal(f.get_tensor(keys[i]), by_folder[name])
