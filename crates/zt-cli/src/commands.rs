@@ -73,9 +73,13 @@ fn type_name(o: &ObjectInfo) -> String {
         .map_or_else(|| "-".into(), |t| t.name().to_owned())
 }
 
-/// The bytes an object occupies in its file: what the progress bars count.
+/// The bytes an object occupies in its file (or files, for pieces): what `info` shows and the
+/// progress bars count.
 fn stored_len(o: &ObjectInfo) -> u64 {
-    o.components.iter().map(|c| c.length).sum()
+    o.components
+        .iter()
+        .map(|c| c.encoding.pieces_len().unwrap_or(c.length))
+        .sum()
 }
 
 fn total_stored(r: &Reader) -> u64 {

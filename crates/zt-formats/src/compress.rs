@@ -100,6 +100,24 @@ impl Encoding {
             Encoding::Unknown(s) => s,
         }
     }
+
+    /// The bytes an encoding's pieces or boxes occupy, wherever they lie: for the encodings
+    /// whose stored bytes are not one range of one file; `None` for the others.
+    ///
+    /// ```
+    /// use zt_formats::{Encoding, Piece};
+    /// let piece = |offset| Piece { file: 1, offset, length: 64, crc32c: None };
+    /// let pieces = Encoding::Pieces(Box::new(vec![piece(0), piece(512)]));
+    /// assert_eq!(pieces.pieces_len(), Some(128));
+    /// assert_eq!(Encoding::Raw.pieces_len(), None);
+    /// ```
+    pub fn pieces_len(&self) -> Option<u64> {
+        match self {
+            Encoding::Pieces(pieces) => Some(pieces.iter().map(|p| p.length).sum()),
+            Encoding::Boxes(table) => Some(table.boxes.iter().map(|(p, ..)| p.length).sum()),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Encoding {
