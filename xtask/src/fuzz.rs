@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 16] = [
+const TARGETS: [(&str, &[&str]); 17] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -23,6 +23,7 @@ const TARGETS: [(&str, &[&str]); 16] = [
     ("read_tf_checkpoint", &["index", "ckpt"]),
     ("read_pickle", &["pkl", "pdparams", "pdopt"]),
     ("read_paddle", &["pdiparams"]),
+    ("read_tflite", &["tflite"]),
     ("parse_index", &["json"]),
 ];
 

@@ -101,7 +101,8 @@ impl Limits {
         feature = "flax",
         feature = "tensorflow",
         feature = "pickle",
-        feature = "paddle"
+        feature = "paddle",
+        feature = "tflite"
     ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
         // What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few

@@ -65,6 +65,11 @@ pub enum FileVersion {
     /// Paddle's inference parameters (`.pdiparams`): tensors one after another, named by
     /// the program beside them.
     PaddleParams,
+    /// A TensorFlow Lite model (`.tflite`) of the given schema version (3 today).
+    TfLite {
+        /// The `Model` table's `version`.
+        version: u32,
+    },
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -76,7 +81,7 @@ pub enum FileVersion {
 
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
-    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"` or `"paddle"`.
+    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"`, `"paddle"` or `"tflite"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -95,6 +100,7 @@ impl FileVersion {
             FileVersion::TfCheckpoint | FileVersion::TfCheckpointV1 => "tensorflow",
             FileVersion::Pickle { .. } => "pickle",
             FileVersion::PaddleParams => "paddle",
+            FileVersion::TfLite { .. } => "tflite",
         }
     }
 }
@@ -103,9 +109,10 @@ impl FileVersion {
     /// The version alone, as `zt info --json` gives it: `"1.2.0"`, `"0.1.0"`, `"2"`, a .mag
     /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
     /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
-    /// version (`"10"`), a pickle's protocol (`"4"`), `"1"` for a TensorFlow V1 checkpoint,
-    /// and `""` for kinds without versions (safetensors, `.npz`, zip PyTorch checkpoints,
-    /// Flax checkpoints, TensorFlow's TensorBundles, Paddle's inference parameters).
+    /// version (`"10"`), a pickle's protocol (`"4"`), a TensorFlow Lite schema version
+    /// (`"3"`), `"1"` for a TensorFlow V1 checkpoint, and `""` for kinds without versions
+    /// (safetensors, `.npz`, zip PyTorch checkpoints, Flax checkpoints, TensorFlow's
+    /// TensorBundles, Paddle's inference parameters).
     ///
     /// ```
     /// assert_eq!(ztensor::FileVersion::ZTensorV2.number(), "2");
@@ -142,6 +149,7 @@ impl FileVersion {
             FileVersion::Keras => "3".to_owned(),
             FileVersion::TfCheckpointV1 => "1".to_owned(),
             FileVersion::Pickle { protocol } => protocol.to_string(),
+            FileVersion::TfLite { version } => version.to_string(),
         }
     }
 }
@@ -169,6 +177,9 @@ impl fmt::Display for FileVersion {
                 write!(f, "pickle of NumPy arrays (protocol {protocol})")
             }
             FileVersion::PaddleParams => f.write_str("Paddle inference parameters"),
+            FileVersion::TfLite { version } => {
+                write!(f, "TensorFlow Lite model (schema {version})")
+            }
             FileVersion::Gguf {
                 version,
                 big_endian,
@@ -204,7 +215,8 @@ pub struct ComponentInfo {
     pub element: ElementType,
     /// Absolute offset of the stored bytes.
     pub offset: u64,
-    /// Stored bytes.
+    /// Stored bytes. For an encoding whose bytes lie in several places (pieces, boxes), the
+    /// first piece's range; [`Encoding::pieces_len`] counts them all.
     pub length: u64,
     /// Encoding.
     pub encoding: Encoding,
@@ -436,6 +448,21 @@ impl ObjectInfo {
         o
     }
 
+    /// An object with no bytes (a 0-d `u8` range of nothing) and a defect that says why:
+    /// listed so that reads and conversions say what is missing.
+    #[cfg(any(feature = "torch", feature = "tflite"))]
+    pub(crate) fn defective(name: String, defect: Defect) -> Self {
+        let mut o = Self::raw_dense(
+            name,
+            Shape::new(),
+            ElementType::plain(zt_formats::DType::U8),
+            (0, 0),
+            ByteOrder::Little,
+        );
+        o.defect = Some(Box::new(defect));
+        o
+    }
+
     /// A dense object of one raw `data` component in the opened file (.mag, safetensors).
     pub(crate) fn raw_dense(
         name: String,
@@ -566,7 +593,8 @@ impl Defect {
         feature = "numpy",
         feature = "onnx",
         feature = "hdf5",
-        feature = "tensorflow"
+        feature = "tensorflow",
+        feature = "tflite"
     ))]
     pub(crate) fn not_numbers(message: impl Into<String>) -> Self {
         Defect {

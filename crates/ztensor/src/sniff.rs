@@ -53,6 +53,8 @@ pub enum FileKind {
     /// Paddle's inference parameters (`.pdiparams`): tensors without names, named by the
     /// program beside them.
     PaddleParams,
+    /// A TensorFlow Lite model (`.tflite`): a FlatBuffer with the identifier `TFL3`.
+    TfLite,
 }
 
 impl FileKind {
@@ -81,6 +83,7 @@ impl FileKind {
             FileKind::TfCheckpoint => "TensorFlow checkpoint (.index)",
             FileKind::Pickle => "pickle of NumPy arrays (Paddle .pdparams)",
             FileKind::PaddleParams => "Paddle inference parameters (.pdiparams)",
+            FileKind::TfLite => "TensorFlow Lite model (.tflite)",
         }
     }
 
@@ -103,6 +106,7 @@ impl FileKind {
             FileKind::TfCheckpoint => Some("tensorflow"),
             FileKind::Pickle => Some("pickle"),
             FileKind::PaddleParams => Some("paddle"),
+            FileKind::TfLite => Some("tflite"),
         }
     }
 
@@ -127,6 +131,7 @@ impl FileKind {
             FileKind::TfCheckpoint => cfg!(feature = "tensorflow"),
             FileKind::Pickle => cfg!(feature = "pickle"),
             FileKind::PaddleParams => cfg!(feature = "paddle"),
+            FileKind::TfLite => cfg!(feature = "tflite"),
             FileKind::ShardIndex => false,
         }
     }
@@ -188,7 +193,9 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///     opens a V1 checkpoint (the reader then wants the table's footer magic);
 /// 14. a Paddle tensor: version 0, no LoD levels, version 0, a header of 2 to 255 bytes that
 ///     starts with protobuf field 1 (its data type) and a type Paddle writes (files of
-///     tensors with LoD levels are told by their name, `.pdiparams`).
+///     tensors with LoD levels are told by their name, `.pdiparams`);
+/// 15. `TFL3` at byte 4 (a FlatBuffer's file identifier, after its root offset): a
+///     TensorFlow Lite model.
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -248,6 +255,9 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if looks_like_paddle_tensor(head) {
         return Some(FileKind::PaddleParams);
     }
+    if head.get(4..8) == Some(b"TFL3") {
+        return Some(FileKind::TfLite);
+    }
     None
 }
 
@@ -268,6 +278,7 @@ pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
         "index" => FileKind::TfCheckpoint,
         "pdparams" | "pdopt" | "pkl" | "pickle" => FileKind::Pickle,
         "pdiparams" => FileKind::PaddleParams,
+        "tflite" | "lite" => FileKind::TfLite,
         "zt" => FileKind::ZTensor,
         _ => return None,
     })
@@ -425,9 +436,16 @@ mod tests {
         assert_eq!(by("m.zt"), Some(FileKind::ZTensor));
         assert_eq!(by("model.pdparams"), Some(FileKind::Pickle));
         assert_eq!(by("inference.pdiparams"), Some(FileKind::PaddleParams));
+        assert_eq!(by("model.tflite"), Some(FileKind::TfLite));
         for name in ["pytorch_model.bin", "m.pt", "m.mag", "onnx", "m.onnx.data"] {
             assert_eq!(by(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn tells_a_tflite_model_by_its_identifier() {
+        assert_eq!(kind(b"\x1c\0\0\0TFL3\0\0"), Some(FileKind::TfLite));
+        assert_eq!(kind(b"\x1c\0\0\0TFL2\0\0"), None);
     }
 
     #[test]

@@ -35,6 +35,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/pickle/paddle",
         "interop/paddle/pir",
         "interop/paddle/legacy",
+        "interop/tflite",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -82,6 +82,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"paddle\"",
             cfg!(feature = "paddle"),
         ),
+        (
+            "interop/tflite/dense.tflite",
+            "feature \"tflite\"",
+            cfg!(feature = "tflite"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

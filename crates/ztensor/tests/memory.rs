@@ -69,6 +69,7 @@ fn every_corpus_file_reads_within_the_memory_bound() {
         "interop/pickle/paddle",
         "interop/paddle/pir",
         "interop/paddle/legacy",
+        "interop/tflite",
     ] {
         let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
             .unwrap()

@@ -28,6 +28,8 @@ pub(crate) mod proto;
 pub(crate) mod safetensors;
 #[cfg(feature = "tensorflow")]
 pub(crate) mod tf_checkpoint;
+#[cfg(feature = "tflite")]
+pub(crate) mod tflite;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
 pub(crate) mod zt_v0_1;

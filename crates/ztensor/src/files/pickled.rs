@@ -34,7 +34,7 @@ use crate::files::npy::element_of_text;
 use crate::files::torch::pickle::{
     Heap, Located, Machine, NdArrayRef, Obj, Pv, Stored, PICKLE_LIMITS,
 };
-use crate::files::torch::{defective, unread_object, walk, MAX_PICKLE_LEN};
+use crate::files::torch::{unread_object, walk, MAX_PICKLE_LEN};
 use crate::listing::{Limits, Listing};
 use crate::model::{Arrangement, Defect, FileVersion, ObjectInfo};
 
@@ -99,7 +99,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         objects.push(o);
     }
     for name in walked.tensor_names() {
-        objects.push(defective(
+        objects.push(ObjectInfo::defective(
             name.to_owned(),
             Defect::unsupported(
                 "a torch tensor whose storage this pickle does not hold (it is not a \
@@ -172,7 +172,7 @@ fn array_object(heap: &Heap, name: &str, a: &NdArrayRef, limits: &Limits) -> Res
         _ => None,
     };
     if let Some(what) = not_numbers {
-        let mut o = defective(name.to_owned(), Defect::not_numbers(what));
+        let mut o = ObjectInfo::defective(name.to_owned(), Defect::not_numbers(what));
         o.shape = dims;
         return Ok(o);
     }
@@ -199,7 +199,7 @@ fn array_object(heap: &Heap, name: &str, a: &NdArrayRef, limits: &Limits) -> Res
         ));
     }
     let Some((at, len, text)) = data_of(heap, a.data) else {
-        let mut o = defective(
+        let mut o = ObjectInfo::defective(
             name.to_owned(),
             Defect::unsupported(format!(
                 "its data is {}, not bytes the file holds",

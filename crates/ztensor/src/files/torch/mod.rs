@@ -428,25 +428,12 @@ fn small_record<'s>(
 /// bytes and a defect naming the call, so that reads and conversions say what is missing
 /// instead of leaving it out unseen; the rest of the file reads.
 pub(crate) fn unread_object(name: String, call: &str) -> ObjectInfo {
-    defective(
+    ObjectInfo::defective(
         name,
         Defect::unsupported(format!(
             "built by {call}, a call this reader does not evaluate (it runs no pickle code)"
         )),
     )
-}
-
-/// An object with no bytes and a defect that says why.
-pub(crate) fn defective(name: String, defect: Defect) -> ObjectInfo {
-    let mut o = ObjectInfo::raw_dense(
-        name,
-        Shape::new(),
-        ElementType::plain(DType::U8),
-        (0, 0),
-        ByteOrder::Little,
-    );
-    o.defect = Some(Box::new(defect));
-    o
 }
 
 /// One tensor as an object: its element type, and where its elements lie in its storage's

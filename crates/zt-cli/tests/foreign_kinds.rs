@@ -1,0 +1,56 @@
+//! `zt info` on the kinds whose objects are not one range of one file, or whose names come
+//! from elsewhere: a partitioned TensorFlow variable counts every slice it is stored in,
+//! Paddle's inference parameters say where their names came from, a TensorFlow Lite model
+//! shows its kind and its quantization parameters.
+
+mod support;
+
+use std::path::Path;
+
+use support::{ok, zt};
+
+fn fx(p: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/interop")
+        .join(p);
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn info_counts_every_slice_of_a_partitioned_variable() {
+    let out = ok(&zt(&["info", &fx("tensorflow/ckpt/partitioned.index")]));
+    // rows: [10, 3] f32 in row slices; cols: [4, 6] f32 in boxes. Both stored whole.
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {out}"))
+            .to_owned()
+    };
+    assert!(row("rows ").contains(" 120 B "), "{out}");
+    assert!(row("cols ").contains(" 96 B "), "{out}");
+    assert!(out.contains("216 B of data"), "{out}");
+}
+
+#[test]
+fn info_of_paddle_parameters_and_a_tflite_model() {
+    let out = ok(&zt(&["info", &fx("paddle/pir/model.pdiparams")]));
+    assert!(
+        out.contains("Paddle inference parameters, 38 objects"),
+        "{out}"
+    );
+    assert!(out.contains("@paddle.names = \"from model.json\""), "{out}");
+    let out = ok(&zt(&["info", "--json", &fx("tflite/dynamic_int8.tflite")]));
+    let info: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(info["kind"], "tflite");
+    let q = info["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "tfl.pseudo_qconst")
+        .unwrap();
+    assert_eq!(q["dtype"], "i8");
+    assert_eq!(
+        q["attributes"]["tflite.scale"].as_array().unwrap().len(),
+        16
+    );
+}

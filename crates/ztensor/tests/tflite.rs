@@ -1,0 +1,135 @@
+//! TensorFlow Lite models written by TensorFlow's own converter (tools/interop/make_tflite.py):
+//! float32, dynamic-range int8 and float16 weights, constants of eight types, a while loop's
+//! subgraphs, and buffers addressed by offset past the FlatBuffer. Every constant tensor lists
+//! and reads as LiteRT's interpreter holds it, byte for byte, with its quantization
+//! parameters (fixtures/interop/tflite/expected.json), mapped and unmapped
+//! (tests/damage.rs sweeps the files, fixtures/invalid/tflite_* are the reject corpus).
+
+#[path = "support/expected.rs"]
+mod expected;
+
+use std::path::{Path, PathBuf};
+
+use ztensor::{FileVersion, OpenOptions, Value};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/tflite")
+}
+
+fn expected() -> serde_json::Value {
+    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn numbers(v: Option<&Value>) -> Vec<f64> {
+    match v {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|x| match x {
+                Value::Float(f) => *f,
+                Value::Integer(i) => *i as f64,
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn every_constant_reads_as_litert_holds_it() {
+    let expected = expected();
+    let files = expected["files"].as_object().unwrap();
+    assert_eq!(files.len(), 6);
+    for (file, want) in files {
+        let tensors = want["tensors"].as_object().unwrap();
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(r.version(), &FileVersion::TfLite { version: 3 }, "{file}");
+            assert_eq!(r.len(), tensors.len(), "{file}");
+            for (name, want) in tensors {
+                expected::check_object(&r, file, name, want);
+                let o = r.object(name).unwrap();
+                match want.get("scale") {
+                    Some(scale) => {
+                        let scale: Vec<f64> = serde_json::from_value(scale.clone()).unwrap();
+                        let ours = numbers(o.attributes.get("tflite.scale"));
+                        // LiteRT hands the f32 scales over as f32: compare as f32.
+                        let ours: Vec<f32> = ours.iter().map(|&x| x as f32).collect();
+                        let theirs: Vec<f32> = scale.iter().map(|&x| x as f32).collect();
+                        assert_eq!(ours, theirs, "{file} {name}");
+                        let zero: Vec<f64> =
+                            serde_json::from_value(want["zero_point"].clone()).unwrap();
+                        assert_eq!(numbers(o.attributes.get("tflite.zero_point")), zero);
+                        assert_eq!(
+                            o.attributes.get("tflite.quantized_dimension"),
+                            Some(&Value::Integer(
+                                want["quantized_dimension"].as_i64().unwrap().into()
+                            ))
+                        );
+                    }
+                    None => assert!(!o.attributes.contains_key("tflite.scale"), "{name}"),
+                }
+            }
+            let report = r.verify();
+            assert!(report.is_ok(), "{file}: {:?}", report.failures);
+        }
+    }
+}
+
+#[test]
+fn weights_are_ranges_of_the_map() {
+    for file in ["dense.tflite", "offsets.tflite"] {
+        let r = ztensor::open(dir().join(file)).unwrap();
+        for o in r.objects() {
+            let view = r.object(&o.name).unwrap();
+            assert!(matches!(
+                view.bytes().unwrap(),
+                std::borrow::Cow::Borrowed(_)
+            ));
+            // Past the FlatBuffer the converter aligns each buffer to 16 bytes; inside it,
+            // to 4 only (the schema's force_align is not applied to small vectors).
+            let align = if file == "offsets.tflite" { 16 } else { 4 };
+            assert_eq!(o.components[0].offset % align, 0, "{file} {}", o.name);
+        }
+    }
+}
+
+#[test]
+fn buffers_past_the_flatbuffer_are_read_by_offset() {
+    // The same model, its buffers after the FlatBuffer: the same tensors, other places.
+    let inline = ztensor::open(dir().join("dense.tflite")).unwrap();
+    let apart = ztensor::open(dir().join("offsets.tflite")).unwrap();
+    assert_eq!(inline.len(), apart.len());
+    let weights = "functional_1/conv_1/convolution";
+    let a = inline.object(weights).unwrap();
+    let b = apart.object(weights).unwrap();
+    assert_eq!(a.bytes().unwrap(), b.bytes().unwrap());
+    assert_ne!(a.components[0].offset, b.components[0].offset);
+}
+
+#[test]
+fn later_subgraphs_qualify_their_names() {
+    let r = ztensor::open(dir().join("subgraphs.tflite")).unwrap();
+    let names: Vec<&str> = r.objects().iter().map(|o| o.name.as_str()).collect();
+    assert!(names.contains(&"while_body/arith.constant3"), "{names:?}");
+    assert!(names.contains(&"while_cond/while/Less/y"), "{names:?}");
+    assert!(names.contains(&"arith.constant"), "{names:?}");
+}
+
+#[test]
+fn converts_to_safetensors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("model.safetensors");
+    let r = ztensor::open(dir().join("fp16.tflite")).unwrap();
+    ztensor::write_safetensors(&r, &out, false).unwrap();
+    let back = ztensor::open(&out).unwrap();
+    assert_eq!(back.len(), r.len());
+    let a = r.object("arith.constant5").unwrap();
+    assert_eq!(
+        a.bytes().unwrap(),
+        back.object("arith.constant5").unwrap().bytes().unwrap()
+    );
+}
