@@ -1,0 +1,44 @@
+"""TensorFlow Lite models (TensorFlow's converter): every constant tensor reads as LiteRT's
+interpreter holds it (fixtures/interop/tflite/expected.json), as a view of the map, with its
+quantization parameters as attributes."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import ztio
+import ztio.numpy
+
+TFLITE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "tflite")
+
+
+def _expected():
+    with open(os.path.join(TFLITE, "expected.json")) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("file", sorted(_expected()["files"]))
+def test_every_constant_reads_as_litert_holds_it(file):
+    want = _expected()["files"][file]["tensors"]
+    path = os.path.join(TFLITE, file)
+    loaded = ztio.numpy.load_file(path)
+    assert sorted(loaded) == sorted(want)
+    for name, w in want.items():
+        a = loaded[name]
+        assert list(a.shape) == w["shape"], name
+        assert a.tobytes().hex() == w["hex"], name
+
+
+def test_quantization_parameters_are_attributes():
+    want = _expected()["files"]["dynamic_int8.tflite"]["tensors"]["tfl.pseudo_qconst"]
+    with ztio.open(os.path.join(TFLITE, "dynamic_int8.tflite")) as f:
+        assert f.version.startswith("TensorFlow Lite model")
+        attributes = f.info("tfl.pseudo_qconst").attributes
+        np.testing.assert_array_equal(
+            np.float32(attributes["tflite.scale"]), np.float32(want["scale"])
+        )
+        assert attributes["tflite.zero_point"] == want["zero_point"]
+        a = f.get_tensor("tfl.pseudo_qconst")
+        assert a.dtype == np.int8 and not a.flags.owndata
