@@ -1,6 +1,7 @@
 """Shared paths for the ztio tests: the repository's fixtures, and the Rust `zt` binary when
 the test command built it (ZT_BIN)."""
 
+import json
 import os
 import pathlib
 
@@ -8,6 +9,14 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
+
+
+def interop(kind):
+    """The folder of the files a reference tool wrote (fixtures/interop/<kind>), and what the
+    tool read from them (its expected.json, as tools/interop's script wrote it)."""
+    folder = FIXTURES / "interop" / kind
+    with open(folder / "expected.json") as f:
+        return str(folder), json.load(f)
 
 
 @pytest.fixture

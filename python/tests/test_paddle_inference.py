@@ -3,7 +3,6 @@ own loader binds it (fixtures/interop/paddle/expected.json), named by the progra
 file (a PIR program in JSON, or a ProgramDesc); a model folder opens its .pdiparams; without
 a program the tensors are named by their place, and the file attribute says so."""
 
-import json
 import os
 import shutil
 
@@ -12,18 +11,15 @@ import pytest
 
 import ztio
 import ztio.numpy
+from conftest import interop
 
-PADDLE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "paddle")
-
-
-def _expected():
-    with open(os.path.join(PADDLE, "expected.json")) as f:
-        return json.load(f)
+PADDLE, EXPECTED = interop("paddle")
 
 
-@pytest.mark.parametrize("file", sorted(_expected()["files"]))
+
+@pytest.mark.parametrize("file", sorted(EXPECTED["files"]))
 def test_every_tensor_reads_as_paddles_loader_binds_it(file):
-    want = _expected()["files"][file]["arrays"]
+    want = EXPECTED["files"][file]["arrays"]
     path = os.path.join(PADDLE, file)
     loaded = ztio.numpy.load_file(path)
     assert sorted(loaded) == sorted(want)

@@ -12,21 +12,18 @@ import pytest
 
 import ztio
 import ztio.numpy
+from conftest import interop
 
-PICKLE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "pickle")
-
-
-def _expected():
-    with open(os.path.join(PICKLE, "expected.json")) as f:
-        return json.load(f)
+PICKLE, EXPECTED = interop("pickle")
 
 
-FILES = sorted(_expected()["files"])
+
+FILES = sorted(EXPECTED["files"])
 
 
 @pytest.mark.parametrize("file", FILES)
 def test_every_array_reads_as_pickle_load_reads_it(file):
-    want = _expected()["files"][file]
+    want = EXPECTED["files"][file]
     path = os.path.join(PICKLE, file)
     with ztio.open(path) as f:
         assert sorted(f.keys()) == sorted(list(want["arrays"]) + want["skipped"])

@@ -2,7 +2,6 @@
 interpreter holds it (fixtures/interop/tflite/expected.json), as a view of the map, with its
 quantization parameters as attributes."""
 
-import json
 import os
 
 import numpy as np
@@ -10,18 +9,15 @@ import pytest
 
 import ztio
 import ztio.numpy
+from conftest import interop
 
-TFLITE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "tflite")
-
-
-def _expected():
-    with open(os.path.join(TFLITE, "expected.json")) as f:
-        return json.load(f)
+TFLITE, EXPECTED = interop("tflite")
 
 
-@pytest.mark.parametrize("file", sorted(_expected()["files"]))
+
+@pytest.mark.parametrize("file", sorted(EXPECTED["files"]))
 def test_every_constant_reads_as_litert_holds_it(file):
-    want = _expected()["files"][file]["tensors"]
+    want = EXPECTED["files"][file]["tensors"]
     path = os.path.join(TFLITE, file)
     loaded = ztio.numpy.load_file(path)
     assert sorted(loaded) == sorted(want)
@@ -32,7 +28,7 @@ def test_every_constant_reads_as_litert_holds_it(file):
 
 
 def test_quantization_parameters_are_attributes():
-    want = _expected()["files"]["dynamic_int8.tflite"]["tensors"]["tfl.pseudo_qconst"]
+    want = EXPECTED["files"]["dynamic_int8.tflite"]["tensors"]["tfl.pseudo_qconst"]
     with ztio.open(os.path.join(TFLITE, "dynamic_int8.tflite")) as f:
         assert f.version.startswith("TensorFlow Lite model")
         attributes = f.info("tfl.pseudo_qconst").attributes

@@ -13,7 +13,11 @@ its shape, our element type name, its bytes in hex and its quantization paramete
 - subgraphs.tflite: a tf.function with a while loop (a second and third subgraph, whose
   constants are named `<subgraph>/<name>`);
 - offsets.tflite: the dense model with its buffers after the FlatBuffer, addressed by
-  offset and size, as the converter writes models over 2 GiB.
+  offset and size, as the converter writes models over 2 GiB;
+- sparse.tflite, sparse_int8.tflite: a Dense layer with a mostly-zero kernel converted
+  with sparsity on (float32; int8): the kernel stored compressed (rows dense, columns CSR),
+  its expected values what LiteRT's DENSIFY op makes of it. (The converter chose no blocks
+  for either; blocked levels are tested on tables built by hand in zt-formats.)
 
 Run in a throwaway environment:
 
@@ -100,6 +104,26 @@ def loop_model():
     return converter.convert()
 
 
+def sparse_model(int8):
+    """A Dense layer whose kernel is mostly zeros, converted with sparsity on: its weights
+    stored compressed (rows dense, columns CSR), float32 or, with `int8`, quantized."""
+    tf.keras.utils.set_random_seed(9)
+    inputs = tf.keras.Input((32,))
+    layer = tf.keras.layers.Dense(16, name="pruned")
+    outputs = layer(inputs)
+    model = tf.keras.Model(inputs, outputs)
+    kernel = np.random.default_rng(3).normal(size=(32, 16)).astype(np.float32)
+    kernel[np.random.default_rng(4).random((32, 16)) < 0.8] = 0  # 80% zeros
+    layer.set_weights([kernel, np.linspace(-1, 1, 16).astype(np.float32)])
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
+    if int8:
+        converter.optimizations.append(tf.lite.Optimize.DEFAULT)
+        data = np.random.default_rng(6).normal(size=(8, 32)).astype(np.float32)
+        converter.representative_dataset = lambda: ([row[None]] for row in data)
+    return converter.convert()
+
+
 def tensors_by_our_names(content):
     """(our name, subgraph index, tensor index) of every tensor whose buffer holds bytes."""
     model = schema.Model.GetRootAs(content, 0)
@@ -125,15 +149,50 @@ def tensors_by_our_names(content):
     return out
 
 
+def densified(path, content):
+    """The dense array LiteRT's DENSIFY op makes of each sparse constant (the model run once
+    on zeros, without the delegate that would take the op over), by the sparse tensor's
+    index in subgraph 0."""
+    model = schema.Model.GetRootAs(content, 0)
+    sub = model.Subgraphs(0)
+    interpreter = tf.lite.Interpreter(
+        model_path=path,
+        experimental_preserve_all_tensors=True,
+        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    interpreter.allocate_tensors()
+    for d in interpreter.get_input_details():
+        interpreter.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+    interpreter.invoke()
+    out = {}
+    for k in range(sub.OperatorsLength()):
+        op = sub.Operators(k)
+        code = model.OperatorCodes(op.OpcodeIndex())
+        if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) == schema.BuiltinOperator.DENSIFY:
+            out[op.Inputs(0)] = np.array(interpreter.get_tensor(op.Outputs(0)))
+    return out
+
+
 def read_back(path):
-    """What LiteRT's interpreter holds in each constant tensor."""
+    """What LiteRT's interpreter holds in each constant tensor (a sparse one as its DENSIFY
+    op makes it dense)."""
     content = open(path, "rb").read()
+    model = schema.Model.GetRootAs(content, 0)
+    dense = {}
+    if any(
+        model.Subgraphs(0).Tensors(i).Sparsity() is not None
+        for i in range(model.Subgraphs(0).TensorsLength())
+    ):
+        dense = densified(path, content)
     # Constant tensors are readable before any allocation (which a model of TensorFlow ops,
     # dtypes.tflite, would need the Flex delegate for).
     interpreter = tf.lite.Interpreter(model_path=path)
     tensors = {}
     for name, g, i in tensors_by_our_names(content):
-        value = np.array(interpreter.get_tensor(i, subgraph_index=g))
+        if g == 0 and i in dense:
+            value = dense[i]
+        else:
+            value = np.array(interpreter.get_tensor(i, subgraph_index=g))
         entry = {
             "shape": list(value.shape),
             "type": OURS[value.dtype.name],
@@ -158,6 +217,8 @@ def main(out):
         "offsets.tflite": convert_keras(model, _experimental_use_buffer_offset=True),
         "dtypes.tflite": dtypes_model(),
         "subgraphs.tflite": loop_model(),
+        "sparse.tflite": sparse_model(int8=False),
+        "sparse_int8.tflite": sparse_model(int8=True),
     }
     fp16 = tf.lite.TFLiteConverter.from_keras_model(model)
     fp16.optimizations = [tf.lite.Optimize.DEFAULT]

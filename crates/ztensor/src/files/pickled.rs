@@ -48,22 +48,8 @@ fn bad(what: impl std::fmt::Display) -> Error {
 
 /// Lists a pickle of NumPy arrays.
 pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
-    let read;
-    let bytes: &[u8] = match source.as_slice() {
-        Some(b) => b,
-        None => {
-            if source.len() > MAX_UNMAPPED_PICKLE {
-                return Err(Error::limit(format!(
-                    "a pickle of {} bytes that cannot be mapped exceeds the cap of \
-                     {MAX_UNMAPPED_PICKLE} bytes read whole (its arrays lie between its \
-                     opcodes); copy it to a local file",
-                    source.len()
-                )));
-            }
-            read = source.read_at(0, source.len())?;
-            &read
-        }
-    };
+    let whole = crate::files::whole_file(source, MAX_UNMAPPED_PICKLE, "a pickle")?;
+    let bytes: &[u8] = &whole;
     let protocol = match bytes {
         [0x80, p, ..] => *p,
         _ => 0,

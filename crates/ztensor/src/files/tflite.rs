@@ -16,8 +16,11 @@
 //!   not listed). Its bytes are a range of the file: the `data` vector, or, in a model over
 //!   2 GiB, `offset` and `size` into the file past the FlatBuffer. Zero copy.
 //! - The bytes must be exactly the shape's, as LiteRT's interpreter requires (INT4 packs two
-//!   elements in a byte); shapes must be non-negative. Strings, resources, variants and
-//!   sparse tensors are listed with a defect. Quantization parameters become the object's
+//!   elements in a byte); shapes must be non-negative. A sparse tensor (`sparsity`: its
+//!   dimensions each dense or CSR, in a traversal order, maybe in blocks) is one component
+//!   of [`Encoding::SparseLevels`] over its stored values, made dense when read
+//!   ([`zt_formats::densify_into`]), as LiteRT's DENSIFY op does. Strings, resources and
+//!   variants are listed with a defect. Quantization parameters become the object's
 //!   attributes `tflite.scale`, `tflite.zero_point`, `tflite.quantized_dimension`.
 //! - Names: the first subgraph's tensors by their names, a later subgraph's as
 //!   `<subgraph name or index>/<name>`; a name given twice gets `#<tensor index>`.
@@ -30,7 +33,9 @@ use foldhash::fast::RandomState;
 use hashbrown::HashSet;
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
-use zt_formats::{DType, ElementType, LogicalType};
+use zt_formats::{
+    DType, ElementType, Encoding, Level, LogicalType, SparseLevels, MAX_SPARSE_LEVELS,
+};
 use zt_manifest::{Attributes, Shape, Value};
 
 use crate::listing::{Limits, Listing};
@@ -248,21 +253,8 @@ fn element(code: i8) -> std::result::Result<ElementType, Defect> {
 
 /// Lists a TensorFlow Lite model.
 pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
-    let read;
-    let bytes: &[u8] = match source.as_slice() {
-        Some(b) => b,
-        None => {
-            if source.len() > MAX_UNMAPPED_TFLITE {
-                return Err(Error::limit(format!(
-                    "a TensorFlow Lite model of {} bytes that cannot be mapped exceeds the cap \
-                     of {MAX_UNMAPPED_TFLITE} bytes read whole; copy it to a local file",
-                    source.len()
-                )));
-            }
-            read = source.read_at(0, source.len())?;
-            &read
-        }
-    };
+    let whole = crate::files::whole_file(source, MAX_UNMAPPED_TFLITE, "a TensorFlow Lite model")?;
+    let bytes: &[u8] = &whole;
     let fb = Fb { bytes };
     let model = fb.table(fb.follow(0, "the root table")?, "the Model table")?;
     let version = fb
@@ -398,11 +390,20 @@ fn tensor_object(
     let code = fb
         .scalar::<1>(t, 1, "a tensor's type")?
         .map_or(0, |b| b[0] as i8);
-    let sparse = fb.field(t, 6, 4, "a tensor's sparsity")?.is_some();
     let element = match element(code) {
-        Ok(_) if sparse => Err(Defect::unsupported(
-            "a sparse TFLite tensor (its buffer holds the compressed format)",
-        )),
+        Ok(e)
+            if e.logical
+                .as_ref()
+                .and_then(LogicalType::packed_bits)
+                .is_some() =>
+        {
+            match fb.field(t, 6, 4, "a tensor's sparsity")? {
+                Some(_) => Err(Defect::unsupported(
+                    "a sparse TFLite tensor of 4-bit integers",
+                )),
+                None => Ok(e),
+            }
+        }
         other => other,
     };
     let element = match element {
@@ -413,6 +414,29 @@ fn tensor_object(
             return Ok(Some((o, name)));
         }
     };
+    if let Some(at) = fb.field(t, 6, 4, "a tensor's sparsity")? {
+        let table = fb.table(fb.follow(at, "a tensor's sparsity")?, "a sparsity table")?;
+        let levels = sparse_levels(fb, table, &dims, element.logical_size(), budget)?;
+        if data.1 % element.logical_size() != 0 {
+            return Err(bad(format!(
+                "a sparse tensor's buffer {index} of {} bytes is no whole number of values",
+                data.1
+            ))
+            .at(data.0));
+        }
+        let dense = dims
+            .iter()
+            .try_fold(element.logical_size(), |n, &d| n.checked_mul(d))
+            .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
+        let mut o = ObjectInfo::raw_dense(String::new(), shape, element, data, ByteOrder::Little);
+        if let Some(c) = o.components.0.first_mut() {
+            c.encoding = Encoding::SparseLevels(Box::new(levels));
+            c.decoded_len = Some(dense);
+            c.uncompressed_length = Some(dense);
+        }
+        quantization(fb, t, &mut o.attributes, budget)?;
+        return Ok(Some((o, name)));
+    }
     let count = dims
         .iter()
         .try_fold(1u64, |n, &d| n.checked_mul(d))
@@ -432,6 +456,117 @@ fn tensor_object(
     let mut o = ObjectInfo::raw_dense(String::new(), shape, element, data, ByteOrder::Little);
     quantization(fb, t, &mut o.attributes, budget)?;
     Ok(Some((o, name)))
+}
+
+/// A sparse tensor's `SparsityParameters` (0 traversal_order, 1 block_map, 2 dim_metadata)
+/// as the table [`zt_formats::densify_into`] walks; each `DimensionMetadata` is 0 format
+/// (0 dense, 1 CSR), 1 dense_size, 2-3 array_segments and 4-5 array_indices (a union of
+/// 1 `Int32Vector`, 2 `Uint16Vector`, 3 `Uint8Vector`, each `values` in field 0). What the
+/// index vectors take is charged to the budget before they are read.
+fn sparse_levels(
+    fb: &Fb<'_>,
+    t: Table<'_>,
+    dims: &[u64],
+    element_size: u64,
+    budget: &mut MemoryBudget,
+) -> Result<SparseLevels> {
+    let ints = |slot: usize, what: &str| -> Result<Vec<u64>> {
+        let Some((first, len)) = fb.vector(t, slot, 4, what)? else {
+            return Ok(Vec::new());
+        };
+        if len > MAX_SPARSE_LEVELS {
+            return Err(Error::limit(format!(
+                "a sparse tensor's {what} of {len} entries, over the cap of {MAX_SPARSE_LEVELS}"
+            )));
+        }
+        fb.run(first, 4 * len)
+            .chunks_exact(4)
+            .map(|b| {
+                let v = i32::from_le_bytes(b.first_chunk::<4>().copied().unwrap_or_default());
+                u64::try_from(v).map_err(|_| bad(format!("a sparse tensor's {what} holds {v}")))
+            })
+            .collect()
+    };
+    let traversal_order = ints(0, "traversal order")?;
+    let block_map = ints(1, "block map")?;
+    let metadata = fb.tables(t, 2, "dimension metadata")?;
+    if metadata.1 != traversal_order.len() {
+        return Err(bad(format!(
+            "a sparse tensor of {} dimension metadata for a traversal order of {}",
+            metadata.1,
+            traversal_order.len()
+        )));
+    }
+    let mut levels = Vec::with_capacity(metadata.1);
+    for l in 0..metadata.1 {
+        let m = fb.nth(metadata, l, "dimension metadata")?;
+        let format = fb
+            .scalar::<1>(m, 0, "a dimension's format")?
+            .map_or(0, |b| b[0]);
+        let level = match format {
+            0 => {
+                let n = fb
+                    .scalar::<4>(m, 1, "a dense size")?
+                    .map_or(0, i32::from_le_bytes);
+                Level::Dense(u64::try_from(n).map_err(|_| bad(format!("a dense size of {n}")))?)
+            }
+            1 => Level::Csr {
+                segments: index_vector(fb, m, 2, budget)?,
+                indices: index_vector(fb, m, 4, budget)?,
+            },
+            other => return Err(bad(format!("dimension format {other}"))),
+        };
+        levels.push(level);
+    }
+    Ok(SparseLevels {
+        dims: dims.to_vec(),
+        element_size,
+        traversal_order,
+        block_map,
+        levels,
+    })
+}
+
+/// A `SparseIndexVector` union (its type in field `slot`, its table in `slot + 1`) as numbers.
+fn index_vector(
+    fb: &Fb<'_>,
+    m: Table<'_>,
+    slot: usize,
+    budget: &mut MemoryBudget,
+) -> Result<Vec<u32>> {
+    let kind = fb
+        .scalar::<1>(m, slot, "an index vector's type")?
+        .map_or(0, |b| b[0]);
+    let width = match kind {
+        1 => 4,
+        2 => 2,
+        3 => 1,
+        other => return Err(bad(format!("index vector type {other}"))),
+    };
+    let at = fb
+        .field(m, slot + 1, 4, "an index vector")?
+        .ok_or_else(|| bad("a compressed dimension without its index vector"))?;
+    let table = fb.table(fb.follow(at, "an index vector")?, "an index vector")?;
+    let (first, len) = fb
+        .vector(table, 0, width, "an index vector's values")?
+        .unwrap_or((0, 0));
+    budget.charge(4 * len as u64)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(len)
+        .map_err(|_| Error::out_of_memory("a sparse tensor's indices"))?;
+    for b in fb.run(first, width * len).chunks_exact(width) {
+        let v = match *b {
+            [x] => u32::from(x),
+            [x, y] => u32::from(u16::from_le_bytes([x, y])),
+            [x, y, z, w] => {
+                let v = i32::from_le_bytes([x, y, z, w]);
+                u32::try_from(v).map_err(|_| bad(format!("an index vector holds {v}")))?
+            }
+            _ => 0,
+        };
+        out.push(v);
+    }
+    Ok(out)
 }
 
 /// A tensor's quantization parameters as its attributes.

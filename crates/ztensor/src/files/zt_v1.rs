@@ -180,6 +180,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         | Encoding::Latin1Text
         | Encoding::Pieces(_)
         | Encoding::Boxes(_)
+        | Encoding::SparseLevels(_)
         | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
