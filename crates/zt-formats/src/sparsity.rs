@@ -50,6 +50,52 @@ pub struct SparseLevels {
     pub levels: Vec<Level>,
 }
 
+impl SparseLevels {
+    /// Checks the table's shape, as a reader does when it lists the tensor: as many levels
+    /// as dimensions and blocks (at most [`MAX_SPARSE_LEVELS`]), a traversal order that walks
+    /// the original dimensions first and every level once, blocks of existing dimensions
+    /// whose levels are dense. What only the values can tell (indices, segments, the count)
+    /// is checked by [`densify_into`].
+    pub fn check(&self) -> Result<()> {
+        self.block_sizes().map(drop)
+    }
+
+    /// The size of each block (its level's dense size), once the table's shape is checked.
+    fn block_sizes(&self) -> Result<Vec<u64>> {
+        let rank = self.dims.len();
+        let levels = self.levels.len();
+        if levels > MAX_SPARSE_LEVELS {
+            return Err(Error::limit(format!(
+                "sparse tensor of {levels} levels, over the cap of {MAX_SPARSE_LEVELS}"
+            )));
+        }
+        if self.traversal_order.len() != levels || levels != rank + self.block_map.len() {
+            return Err(bad(format!(
+                "{levels} levels for {rank} dimensions, {} blocks and a traversal order of {}",
+                self.block_map.len(),
+                self.traversal_order.len()
+            )));
+        }
+        // The first `rank` levels walk the original dimensions, the rest the blocks, each once.
+        let mut seen = vec![false; levels];
+        for (i, &d) in self.traversal_order.iter().enumerate() {
+            let fits = (d as usize) < levels && ((i < rank) == ((d as usize) < rank));
+            if !fits || std::mem::replace(&mut seen[d as usize], true) {
+                return Err(bad(format!("traversal order {:?}", self.traversal_order)));
+            }
+        }
+        if self.block_map.iter().any(|&d| d as usize >= rank) {
+            return Err(bad(format!("block map {:?}", self.block_map)));
+        }
+        (0..self.block_map.len())
+            .map(|k| match self.levels.get(rank + k) {
+                Some(Level::Dense(n)) => Ok(*n),
+                _ => Err(bad(format!("block {k}'s level is not dense"))),
+            })
+            .collect()
+    }
+}
+
 fn bad(what: impl std::fmt::Display) -> Error {
     Error::invalid(format!("sparse tensor: {what}"))
 }
@@ -169,38 +215,8 @@ impl Walk<'_> {
 /// assert!(densify_into(&table, &[7, 8], &mut dense).is_err());
 /// ```
 pub fn densify_into(table: &SparseLevels, src: &[u8], dst: &mut [u8]) -> Result<()> {
-    let rank = table.dims.len();
-    let levels = table.levels.len();
-    if levels > MAX_SPARSE_LEVELS {
-        return Err(Error::limit(format!(
-            "sparse tensor of {levels} levels, over the cap of {MAX_SPARSE_LEVELS}"
-        )));
-    }
-    if table.traversal_order.len() != levels || levels != rank + table.block_map.len() {
-        return Err(bad(format!(
-            "{levels} levels for {rank} dimensions, {} blocks and a traversal order of {}",
-            table.block_map.len(),
-            table.traversal_order.len()
-        )));
-    }
-    // The first `rank` levels walk the original dimensions, the rest the blocks, each once.
-    let mut seen = vec![false; levels];
-    for (i, &d) in table.traversal_order.iter().enumerate() {
-        let fits = (d as usize) < levels && ((i < rank) == ((d as usize) < rank));
-        if !fits || std::mem::replace(&mut seen[d as usize], true) {
-            return Err(bad(format!("traversal order {:?}", table.traversal_order)));
-        }
-    }
-    if table.block_map.iter().any(|&d| d as usize >= rank) {
-        return Err(bad(format!("block map {:?}", table.block_map)));
-    }
-    let mut block_size = Vec::with_capacity(table.block_map.len());
-    for k in 0..table.block_map.len() {
-        match table.levels.get(rank + k) {
-            Some(Level::Dense(n)) => block_size.push(*n),
-            _ => return Err(bad(format!("block {k}'s level is not dense"))),
-        }
-    }
+    let block_size = table.block_sizes()?;
+    let (rank, levels) = (table.dims.len(), table.levels.len());
     let size = usize::try_from(table.element_size)
         .ok()
         .filter(|&s| s > 0)
@@ -327,6 +343,8 @@ mod tests {
             let mut t = blocked();
             t.traversal_order = order;
             assert!(err(&t, b"abcd", &mut dense).contains("traversal order"));
+            // A reader's check at open, before any value is read, says the same.
+            assert!(t.check().unwrap_err().to_string().contains("traversal order"));
         }
         // A block whose level is not dense, a block of a dimension that is not there.
         let mut t = blocked();

@@ -417,6 +417,7 @@ fn tensor_object(
     if let Some(at) = fb.field(t, 6, 4, "a tensor's sparsity")? {
         let table = fb.table(fb.follow(at, "a tensor's sparsity")?, "a sparsity table")?;
         let levels = sparse_levels(fb, table, &dims, element.logical_size(), budget)?;
+        levels.check().map_err(|e| e.at(table.at as u64))?;
         if data.1 % element.logical_size() != 0 {
             return Err(bad(format!(
                 "a sparse tensor's buffer {index} of {} bytes is no whole number of values",
