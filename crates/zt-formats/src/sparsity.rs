@@ -344,7 +344,11 @@ mod tests {
             t.traversal_order = order;
             assert!(err(&t, b"abcd", &mut dense).contains("traversal order"));
             // A reader's check at open, before any value is read, says the same.
-            assert!(t.check().unwrap_err().to_string().contains("traversal order"));
+            assert!(t
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("traversal order"));
         }
         // A block whose level is not dense, a block of a dimension that is not there.
         let mut t = blocked();

@@ -179,3 +179,27 @@ fn converts_to_safetensors_with_the_programs_names() {
     let b = back.object("net_0.w_2").unwrap();
     assert_eq!(a.bytes().unwrap(), b.bytes().unwrap());
 }
+
+#[test]
+fn the_info_file_gives_each_variable_its_path_in_the_model() {
+    // paddle.jit.save wrote model.pdiparams.info beside the legacy ProgramDesc: each
+    // variable's structured name, as the layer's state dict names it.
+    let r = ztensor::open(dir().join("legacy/model.pdiparams")).unwrap();
+    for (name, path) in [
+        ("linear_10.w_0", "layers.10.weight"),
+        ("batch_norm1d_0.w_2", "norm._variance"),
+        ("generated_tensor_0", "ints64"),
+        ("net_0.w_2", "w_double"),
+    ] {
+        let o = r.object(name).unwrap();
+        assert_eq!(
+            o.attributes.get("paddle.structured_name"),
+            Some(&Value::Text(path.into())),
+            "{name}"
+        );
+    }
+    // The PIR model has no .info: no structured names.
+    let r = ztensor::open(dir().join("pir/model.pdiparams")).unwrap();
+    let o = r.object("linear_10.w_0").unwrap();
+    assert!(!o.attributes.contains_key("paddle.structured_name"));
+}

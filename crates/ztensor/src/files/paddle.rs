@@ -25,6 +25,10 @@
 //!   against [`MAX_DESC_LEN`], LoD levels against [`MAX_LOD_LEVELS`]; what the listing
 //!   takes is charged to [`Limits::listing_budget`] first.
 //! - A program is read only from a local folder, at most [`MAX_PROGRAM_LEN`] bytes.
+//! - With the program's names, `X.pdiparams.info` beside the file (a pickle `paddle.jit.save`
+//!   writes beside a ProgramDesc) gives each object the attribute `paddle.structured_name`,
+//!   its path in the model (`backbone.conv1.bn.weight`); read by the pickle kind, which runs
+//!   nothing (feature `pickle`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -254,6 +258,9 @@ pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Res
         at = next;
     }
     let mut attributes = Attributes::new();
+    // Each variable's path in the model (`.pdiparams.info`), by its name.
+    #[cfg_attr(not(feature = "pickle"), allow(unused_mut))]
+    let mut structured = Attributes::new();
     let names = match path.and_then(program_beside) {
         None => {
             attributes.insert(
@@ -273,6 +280,10 @@ pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Res
             match matched(named, &records) {
                 Ok(names) => {
                     attributes.insert("paddle.names".into(), Attr::Text(format!("from {file}")));
+                    #[cfg(feature = "pickle")]
+                    if let Some(p) = path.and_then(info_beside) {
+                        structured = structured_names(&p, limits).map_err(|e| e.in_file(&p))?;
+                    }
                     Some(names)
                 }
                 Err(why) => {
@@ -295,13 +306,13 @@ pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Res
         };
         budget.charge(Limits::listing_cost(&name))?;
         let dims: Shape = r.dims.iter().copied().collect();
-        objects.push(ObjectInfo::raw_dense(
-            name,
-            dims,
-            r.element,
-            r.data,
-            ByteOrder::Little,
-        ));
+        let key = format!("{name}.structured_name");
+        let mut o = ObjectInfo::raw_dense(name, dims, r.element, r.data, ByteOrder::Little);
+        if let Some(path @ Attr::Text(_)) = structured.get(&key) {
+            o.attributes
+                .insert("paddle.structured_name".into(), path.clone());
+        }
+        objects.push(o);
     }
     Ok(Listing::of_unique(
         FileVersion::PaddleParams,
@@ -327,6 +338,24 @@ fn program_beside(path: &Path) -> Option<PathBuf> {
         .into_iter()
         .map(|c| folder.join(c))
         .find(|p| p.is_file())
+}
+
+/// `X.pdiparams.info` beside `X.pdiparams`, if it is there.
+#[cfg(feature = "pickle")]
+fn info_beside(path: &Path) -> Option<PathBuf> {
+    let mut name = path.file_name()?.to_os_string();
+    name.push(".info");
+    Some(path.with_file_name(name)).filter(|p| p.is_file())
+}
+
+/// The attributes of `X.pdiparams.info`, a pickle of `{name: {"structured_name": path,
+/// "stop_gradient": ..., "trainable": ...}}` (`paddle.jit.save` writes it beside a
+/// ProgramDesc), flattened as the pickle kind flattens any pickle: `<name>.structured_name`.
+/// Read by the pickle machine, which runs nothing.
+#[cfg(feature = "pickle")]
+fn structured_names(path: &Path, limits: &Limits) -> Result<Attributes> {
+    let source = Source::map(path)?;
+    Ok(crate::files::pickled::list(&source, limits)?.attributes)
 }
 
 /// The names a program gives the saved variables, sorted as Paddle writes them, each with
