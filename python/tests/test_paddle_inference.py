@@ -52,3 +52,10 @@ def test_a_folder_opens_its_parameters_and_alone_they_are_named_by_place(tmp_pat
         names = sorted(by_folder)
         for i, name in enumerate(names):
             np.testing.assert_array_equal(f.get_tensor(keys[i]), by_folder[name])
+
+
+def test_structured_names_come_from_the_info_file():
+    with ztio.open(os.path.join(PADDLE, "legacy", "model.pdiparams")) as f:
+        assert f.info("linear_10.w_0").attributes["paddle.structured_name"] == "layers.10.weight"
+    with ztio.open(os.path.join(PADDLE, "pir", "model.pdiparams")) as f:
+        assert "paddle.structured_name" not in f.info("linear_10.w_0").attributes
