@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 17] = [
+const TARGETS: [(&str, &[&str]); 18] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -24,6 +24,7 @@ const TARGETS: [(&str, &[&str]); 17] = [
     ("read_pickle", &["pkl", "pdparams", "pdopt"]),
     ("read_paddle", &["pdiparams"]),
     ("read_tflite", &["tflite"]),
+    ("read_caffe", &["caffemodel"]),
     ("parse_index", &["json"]),
 ];
 

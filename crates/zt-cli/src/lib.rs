@@ -33,7 +33,8 @@ use common::{MagVersion, Outcome};
 /// Inspect, check, compare and convert tensor files: zTensor .zt (every version), .mag,
 /// .safetensors, GGUF, NumPy .npy/.npz, PyTorch checkpoints, ONNX models, HDF5 and Keras
 /// files, Flax and TensorFlow checkpoints, pickles of NumPy arrays (Paddle's `.pdparams`),
-/// Paddle's inference parameters (`.pdiparams`), TensorFlow Lite models (`.tflite`).
+/// Paddle's inference parameters (`.pdiparams`), TensorFlow Lite models (`.tflite`), Caffe
+/// models (`.caffemodel`).
 #[derive(Parser, Debug)]
 #[command(
     name = "zt",

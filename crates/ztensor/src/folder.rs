@@ -8,7 +8,8 @@
 //!    TensorFlow's and Flax's;
 //! 3. one `.safetensors` or `.zt` file;
 //! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, `.onnx`,
-//!    `.keras`, `.tflite`, Paddle's `model_state.pdparams` and `inference.pdiparams`, ...);
+//!    `.keras`, `.tflite`, `.caffemodel`, Paddle's `model_state.pdparams` and
+//!    `inference.pdiparams`, ...);
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
 //! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
@@ -126,7 +127,7 @@ fn rank(name: &str) -> Option<u8> {
     match ext {
         "safetensors" | "zt" => Some(2),
         "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "keras"
-        | "pdparams" | "pdiparams" | "tflite" => Some(3),
+        | "pdparams" | "pdiparams" | "tflite" | "caffemodel" => Some(3),
         "h5" | "hdf5" | "msgpack" | "index" => Some(5),
         _ => None,
     }

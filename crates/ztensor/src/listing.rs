@@ -102,7 +102,8 @@ impl Limits {
         feature = "tensorflow",
         feature = "pickle",
         feature = "paddle",
-        feature = "tflite"
+        feature = "tflite",
+        feature = "caffe"
     ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
         // What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few

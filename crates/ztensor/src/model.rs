@@ -65,6 +65,8 @@ pub enum FileVersion {
     /// Paddle's inference parameters (`.pdiparams`): tensors one after another, named by
     /// the program beside them.
     PaddleParams,
+    /// A Caffe model (`.caffemodel`): its layers' blobs.
+    Caffe,
     /// A TensorFlow Lite model (`.tflite`) of the given schema version (3 today).
     TfLite {
         /// The `Model` table's `version`.
@@ -81,7 +83,8 @@ pub enum FileVersion {
 
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
-    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"`, `"paddle"` or `"tflite"`.
+    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"`, `"paddle"`, `"tflite"` or
+    /// `"caffe"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -101,6 +104,7 @@ impl FileVersion {
             FileVersion::Pickle { .. } => "pickle",
             FileVersion::PaddleParams => "paddle",
             FileVersion::TfLite { .. } => "tflite",
+            FileVersion::Caffe => "caffe",
         }
     }
 }
@@ -112,7 +116,7 @@ impl FileVersion {
     /// version (`"10"`), a pickle's protocol (`"4"`), a TensorFlow Lite schema version
     /// (`"3"`), `"1"` for a TensorFlow V1 checkpoint, and `""` for kinds without versions
     /// (safetensors, `.npz`, zip PyTorch checkpoints, Flax checkpoints, TensorFlow's
-    /// TensorBundles, Paddle's inference parameters).
+    /// TensorBundles, Paddle's inference parameters, Caffe models).
     ///
     /// ```
     /// assert_eq!(ztensor::FileVersion::ZTensorV2.number(), "2");
@@ -140,7 +144,8 @@ impl FileVersion {
             | FileVersion::PyTorch
             | FileVersion::Flax
             | FileVersion::TfCheckpoint
-            | FileVersion::PaddleParams => String::new(),
+            | FileVersion::PaddleParams
+            | FileVersion::Caffe => String::new(),
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
             FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
@@ -180,6 +185,7 @@ impl fmt::Display for FileVersion {
             FileVersion::TfLite { version } => {
                 write!(f, "TensorFlow Lite model (schema {version})")
             }
+            FileVersion::Caffe => f.write_str("Caffe model"),
             FileVersion::Gguf {
                 version,
                 big_endian,

@@ -303,6 +303,8 @@ impl OpenOptions {
             Some(FileKind::PaddleParams) => files::paddle::list(&source, path, limits)?,
             #[cfg(feature = "tflite")]
             Some(FileKind::TfLite) => files::tflite::list(&source, limits)?,
+            #[cfg(feature = "caffe")]
+            Some(FileKind::Caffe) => files::caffe::list(&source, limits)?,
             #[cfg(feature = "tensorflow")]
             Some(FileKind::TfCheckpoint) => {
                 let local = |p: &Path| self.open_shard(p);
@@ -322,7 +324,8 @@ impl OpenOptions {
                             let unknown = Error::invalid(format!(
                                 "not a kind of file ztensor reads: its first bytes match none \
                                  (zTensor, safetensors, GGUF, NumPy, PyTorch, ONNX, HDF5, \
-                                 Flax, TensorFlow, TFLite, pickle, Paddle, .mag); as zTensor: {}",
+                                 Flax, TensorFlow, TFLite, pickle, Paddle, Caffe, .mag); as \
+                                 zTensor: {}",
                                 e.message()
                             ));
                             match e.offset() {

@@ -55,6 +55,8 @@ pub enum FileKind {
     PaddleParams,
     /// A TensorFlow Lite model (`.tflite`): a FlatBuffer with the identifier `TFL3`.
     TfLite,
+    /// A Caffe model (`.caffemodel`): a protobuf `NetParameter`.
+    Caffe,
 }
 
 impl FileKind {
@@ -84,6 +86,7 @@ impl FileKind {
             FileKind::Pickle => "pickle of NumPy arrays (Paddle .pdparams)",
             FileKind::PaddleParams => "Paddle inference parameters (.pdiparams)",
             FileKind::TfLite => "TensorFlow Lite model (.tflite)",
+            FileKind::Caffe => "Caffe model (.caffemodel)",
         }
     }
 
@@ -107,6 +110,7 @@ impl FileKind {
             FileKind::Pickle => Some("pickle"),
             FileKind::PaddleParams => Some("paddle"),
             FileKind::TfLite => Some("tflite"),
+            FileKind::Caffe => Some("caffe"),
         }
     }
 
@@ -132,6 +136,7 @@ impl FileKind {
             FileKind::Pickle => cfg!(feature = "pickle"),
             FileKind::PaddleParams => cfg!(feature = "paddle"),
             FileKind::TfLite => cfg!(feature = "tflite"),
+            FileKind::Caffe => cfg!(feature = "caffe"),
             FileKind::ShardIndex => false,
         }
     }
@@ -195,7 +200,11 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///     starts with protobuf field 1 (its data type) and a type Paddle writes (files of
 ///     tensors with LoD levels are told by their name, `.pdiparams`);
 /// 15. `TFL3` at byte 4 (a FlatBuffer's file identifier, after its root offset): a
-///     TensorFlow Lite model.
+///     TensorFlow Lite model;
+/// 16. a protobuf text field 1 of under 128 bytes (a net's name) followed by field 100 or 2,
+///     or field 100 first: a Caffe `NetParameter` and its first layer (after ONNX and
+///     TensorFlow, whose first fields differ: a file of another kind that starts so is
+///     then read as Caffe and refused by its reader, naming what it expected).
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -258,6 +267,9 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if head.get(4..8) == Some(b"TFL3") {
         return Some(FileKind::TfLite);
     }
+    if looks_like_caffe(head) {
+        return Some(FileKind::Caffe);
+    }
     None
 }
 
@@ -279,6 +291,7 @@ pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
         "pdparams" | "pdopt" | "pkl" | "pickle" => FileKind::Pickle,
         "pdiparams" => FileKind::PaddleParams,
         "tflite" | "lite" => FileKind::TfLite,
+        "caffemodel" => FileKind::Caffe,
         "zt" => FileKind::ZTensor,
         _ => return None,
     })
@@ -364,6 +377,16 @@ fn looks_like_paddle_tensor(head: &[u8]) -> bool {
     }
 }
 
+/// Rule 16: a Caffe `NetParameter`: `0a`, a one-byte length and that many bytes of name,
+/// then a layer (`a2 06`, field 100) or an old-style layer (`12`, field 2); or a layer first.
+fn looks_like_caffe(head: &[u8]) -> bool {
+    let layer = |rest: &[u8]| rest.starts_with(&[0xa2, 0x06]) || rest.first() == Some(&0x12);
+    match head {
+        [0x0a, len @ 0..=0x7f, rest @ ..] => rest.get(usize::from(*len)..).is_some_and(layer),
+        _ => head.starts_with(&[0xa2, 0x06]),
+    }
+}
+
 /// Rule 4: which zip-based kind, by the names of the archive's entries.
 fn zip_kind(names: &[&str]) -> FileKind {
     // `<archive>/<rest>`: torch writes every record under one top-level folder.
@@ -437,9 +460,19 @@ mod tests {
         assert_eq!(by("model.pdparams"), Some(FileKind::Pickle));
         assert_eq!(by("inference.pdiparams"), Some(FileKind::PaddleParams));
         assert_eq!(by("model.tflite"), Some(FileKind::TfLite));
+        assert_eq!(by("deploy.caffemodel"), Some(FileKind::Caffe));
         for name in ["pytorch_model.bin", "m.pt", "m.mag", "onnx", "m.onnx.data"] {
             assert_eq!(by(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn tells_a_caffe_model_by_its_first_fields() {
+        assert_eq!(kind(b"\x0a\x03netx\xa2\x06\x05"), None); // the name is 3 bytes
+        assert_eq!(kind(b"\x0a\x03net\xa2\x06\x05"), Some(FileKind::Caffe));
+        assert_eq!(kind(b"\x0a\x03net\x12\x05"), Some(FileKind::Caffe));
+        assert_eq!(kind(b"\xa2\x06\x05\x0a"), Some(FileKind::Caffe));
+        assert_eq!(kind(b"\x0a\x03net\x1a\x05"), None);
     }
 
     #[test]

@@ -36,6 +36,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/paddle/pir",
         "interop/paddle/legacy",
         "interop/tflite",
+        "interop/caffe",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -87,6 +87,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"tflite\"",
             cfg!(feature = "tflite"),
         ),
+        (
+            "interop/caffe/lenet.caffemodel",
+            "feature \"caffe\"",
+            cfg!(feature = "caffe"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

@@ -6,6 +6,8 @@
 //! [`crate::sniff`] and an arm in [`crate::open`]'s dispatch: docs/ARCHITECTURE.md has the
 //! checklist.
 
+#[cfg(feature = "caffe")]
+pub(crate) mod caffe;
 #[cfg(feature = "flax")]
 pub(crate) mod flax;
 #[cfg(feature = "gguf")]
@@ -21,8 +23,8 @@ pub(crate) mod onnx;
 pub(crate) mod paddle;
 #[cfg(feature = "pickle")]
 pub(crate) mod pickled;
-#[cfg(any(feature = "onnx", feature = "paddle"))]
-#[cfg_attr(not(feature = "onnx"), allow(dead_code))] // Paddle walks fields; ONNX checks too.
+#[cfg(any(feature = "onnx", feature = "paddle", feature = "caffe"))]
+#[cfg_attr(not(feature = "onnx"), allow(dead_code))] // Paddle and Caffe walk; ONNX checks too.
 pub(crate) mod proto;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
@@ -38,13 +40,23 @@ pub(crate) mod zt_v1_0;
 pub(crate) mod zt_v2;
 
 /// The longest varint: ten bytes carry 64 bits.
-#[cfg(any(feature = "onnx", feature = "tensorflow", feature = "paddle"))]
+#[cfg(any(
+    feature = "onnx",
+    feature = "tensorflow",
+    feature = "paddle",
+    feature = "caffe"
+))]
 pub(crate) const MAX_VARINT: usize = 10;
 
 /// A protobuf varint (base 128, little-endian) at the start of `bytes`: its value and length,
 /// or `None` when it is cut short or longer than ten bytes. ONNX models and TensorFlow
 /// checkpoints (their LevelDB tables too) and Paddle's programs and tensor headers write them.
-#[cfg(any(feature = "onnx", feature = "tensorflow", feature = "paddle"))]
+#[cfg(any(
+    feature = "onnx",
+    feature = "tensorflow",
+    feature = "paddle",
+    feature = "caffe"
+))]
 pub(crate) fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
     for (i, &b) in bytes.iter().take(MAX_VARINT).enumerate() {

@@ -38,7 +38,7 @@ use zt_container::{Error, Result, Source};
 use zt_formats::{DType, ElementType, LogicalType};
 use zt_manifest::{Attributes, Shape, Value as Attr};
 
-use crate::files::proto::{Fields, Span, Value};
+use crate::files::proto::{self, Fields, Span, Value};
 use crate::listing::{Limits, Listing};
 use crate::model::{FileVersion, ObjectInfo};
 use crate::ByteOrder;
@@ -118,14 +118,9 @@ fn tensor_desc(source: &Source, span: Span, max_rank: usize) -> Result<Desc> {
             (1, Value::Varint(v, _)) => desc.data_type = Some(v),
             (2, Value::Varint(v, _)) => push(v, field.at)?,
             (2, Value::Bytes(run)) => {
-                let bytes = source.read_at(run.start, run.len())?;
-                let mut rest: &[u8] = &bytes;
-                while !rest.is_empty() {
-                    let (v, n) = crate::files::varint(rest)
-                        .ok_or_else(|| bad("a dims run ends inside a varint").at(run.start))?;
-                    push(v, run.start)?;
-                    rest = rest.get(n..).unwrap_or_default();
-                }
+                proto::each_varint(source, run, max_rank, "a tensor's dims", |v| {
+                    push(v, run.start)
+                })?;
             }
             _ => {}
         }

@@ -371,6 +371,33 @@ pub(crate) fn text(source: &Source, span: Span, cap: u64, what: &str) -> Result<
     })
 }
 
+/// Calls `each` with every varint of the packed run `span`, at most `max` of them: a run
+/// longer than `max` varints can be is refused before it is read (with `what` naming it).
+#[cfg(any(feature = "paddle", feature = "caffe"))]
+pub(crate) fn each_varint(
+    source: &Source,
+    span: Span,
+    max: usize,
+    what: &str,
+    mut each: impl FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    if span.len() > (max as u64).saturating_mul(MAX_VARINT as u64) {
+        return Err(Error::limit(format!(
+            "{what}: a run of {} bytes, more than {max} values can take",
+            span.len()
+        ))
+        .at(span.start));
+    }
+    let bytes = source.read_at(span.start, span.len())?;
+    let mut rest: &[u8] = &bytes;
+    while !rest.is_empty() {
+        let (v, n) = varint(rest).ok_or_else(|| bad_varint(span.start))?;
+        each(v)?;
+        rest = rest.get(n..).unwrap_or_default();
+    }
+    Ok(())
+}
+
 /// How many varints a packed run holds (the bytes without the continuation bit), reading it
 /// whole: only for runs whose length has been capped.
 pub(crate) fn count_varints(source: &Source, span: Span) -> Result<u64> {

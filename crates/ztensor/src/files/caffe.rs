@@ -1,0 +1,290 @@
+//! Caffe models (`.caffemodel`) in the facade's object model: every layer's blobs (weights,
+//! biases, batch-norm statistics), read in place with the protobuf walker of
+//! [`crate::files::proto`].
+//!
+//! ```text
+//!  NetParameter      1 name   100 layer: LayerParameter   2 layers: V1LayerParameter (old)
+//!  LayerParameter    1 name   2 type (text)   7 blobs: BlobProto
+//!  V1LayerParameter  4 name   5 type (enum)   6 blobs   1 layer: V0LayerParameter (older)
+//!  V0LayerParameter  1 name   2 type (text)   50 blobs
+//!  BlobProto         7 shape: BlobShape (1 dim, int64)   5 data (float)   8 double_data
+//!                    1 num   2 channels   3 height   4 width (the 4-D shape before `shape`)
+//! ```
+//!
+//! - A blob is named `<layer>.<index>` (`conv1.0` the weights, `conv1.1` the bias), as
+//!   `net.params[layer][index]` names it in pycaffe; a layer without a name is `layer<n>`, a
+//!   name given twice gets `#<n>`. Its layer's type is the attribute `caffe.type`.
+//! - The shape is Caffe's (`Blob::FromProto`): `num, channels, height, width` when the blob
+//!   gives any of them, else `shape`. The values are `double_data` when it holds any (f64),
+//!   else `data` (f32), and must be exactly the shape's count, as Caffe requires. Protobuf
+//!   writes both fields packed: the run's bytes are the little-endian values, a range of the
+//!   file (zero copy). A field split into several runs, or written unpacked, is refused.
+//! - Every length is checked by the walker; what the listing takes is charged to
+//!   [`Limits::listing_budget`] first.
+
+use foldhash::fast::RandomState;
+use hashbrown::HashSet;
+use zt_container::internal::MemoryBudget;
+use zt_container::{Error, Result, Source};
+use zt_formats::{DType, ElementType};
+use zt_manifest::{Attributes, Shape, Value as Attr};
+
+use crate::files::proto::{self, Fields, Span, Value};
+use crate::listing::{Limits, Listing};
+use crate::model::{FileVersion, ObjectInfo};
+use crate::ByteOrder;
+
+/// `V1LayerParameter.LayerType`, by number, as caffe.proto spells it.
+#[rustfmt::skip]
+const V1_TYPES: [&str; 40] = [
+    "NONE", "ACCURACY", "BNLL", "CONCAT", "CONVOLUTION", "DATA", "DROPOUT", "EUCLIDEAN_LOSS",
+    "FLATTEN", "HDF5_DATA", "HDF5_OUTPUT", "IM2COL", "IMAGE_DATA", "INFOGAIN_LOSS",
+    "INNER_PRODUCT", "LRN", "MULTINOMIAL_LOGISTIC_LOSS", "POOLING", "RELU", "SIGMOID",
+    "SOFTMAX", "SOFTMAX_LOSS", "SPLIT", "TANH", "WINDOW_DATA", "ELTWISE", "POWER",
+    "SIGMOID_CROSS_ENTROPY_LOSS", "HINGE_LOSS", "MEMORY_DATA", "ARGMAX", "THRESHOLD",
+    "DUMMY_DATA", "SLICE", "MVN", "ABSVAL", "SILENCE", "CONTRASTIVE_LOSS", "EXP",
+    "DECONVOLUTION",
+];
+
+/// The longest layer name or type read.
+const MAX_TEXT: u64 = 1 << 20;
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("invalid Caffe model: {what}"))
+}
+
+/// Where a layer's fields are, by layout.
+struct LayerFields {
+    name: u64,
+    kind: u64,
+    blobs: u64,
+}
+
+const LAYER: LayerFields = LayerFields {
+    name: 1,
+    kind: 2,
+    blobs: 7,
+};
+const V1_LAYER: LayerFields = LayerFields {
+    name: 4,
+    kind: 5,
+    blobs: 6,
+};
+const V0_LAYER: LayerFields = LayerFields {
+    name: 1,
+    kind: 2,
+    blobs: 50,
+};
+
+/// The listing being made.
+struct Net<'s> {
+    source: &'s Source,
+    limits: &'s Limits,
+    budget: MemoryBudget,
+    taken: HashSet<String, RandomState>,
+    objects: Vec<ObjectInfo>,
+    layers: usize,
+}
+
+/// Lists a Caffe model.
+pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
+    let mut net = Net {
+        source,
+        limits,
+        budget: MemoryBudget::new(
+            limits.listing_budget(source.len()),
+            "listing the Caffe model",
+        ),
+        taken: HashSet::default(),
+        objects: Vec::new(),
+        layers: 0,
+    };
+    let mut attributes = Attributes::new();
+    let whole = Span {
+        start: 0,
+        end: source.len(),
+    };
+    for field in Fields::of(source, whole)? {
+        let field = field?;
+        match (field.number, field.value) {
+            (1, Value::Bytes(s)) => {
+                let name = proto::text(source, s, MAX_TEXT, "the net's name")?;
+                net.budget.charge(name.len() as u64)?;
+                attributes.insert("caffe.name".into(), Attr::Text(name));
+            }
+            (100, Value::Bytes(layer)) => net.layer(layer, &LAYER)?,
+            (2, Value::Bytes(layer)) => net.v1_layer(layer)?,
+            _ => {}
+        }
+    }
+    Ok(Listing::of_unique(
+        FileVersion::Caffe,
+        attributes,
+        net.objects,
+    ))
+}
+
+impl Net<'_> {
+    /// A V1 layer: its own blobs, and those of the V0 layer it may wrap.
+    fn v1_layer(&mut self, span: Span) -> Result<()> {
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            if let (1, Value::Bytes(inner)) = (field.number, field.value) {
+                self.layer(inner, &V0_LAYER)?;
+            }
+        }
+        self.layer(span, &V1_LAYER)
+    }
+
+    /// One layer's blobs as objects.
+    fn layer(&mut self, span: Span, at: &LayerFields) -> Result<()> {
+        let mut name = None;
+        let mut kind = None;
+        let mut blobs = Vec::new();
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match (field.number, field.value) {
+                (n, Value::Bytes(s)) if n == at.name => {
+                    name = Some(proto::text(self.source, s, MAX_TEXT, "a layer's name")?)
+                }
+                (n, Value::Bytes(s)) if n == at.kind => {
+                    kind = Some(proto::text(self.source, s, MAX_TEXT, "a layer's type")?)
+                }
+                (n, Value::Varint(v, _)) if n == at.kind => {
+                    let named = usize::try_from(v).ok().and_then(|v| V1_TYPES.get(v));
+                    kind = Some(named.map_or_else(|| v.to_string(), |t| (*t).to_owned()));
+                }
+                (n, Value::Bytes(s)) if n == at.blobs => {
+                    self.budget.charge(std::mem::size_of::<Span>() as u64)?;
+                    blobs.push(s)
+                }
+                _ => {}
+            }
+        }
+        let index = self.layers;
+        self.layers += 1;
+        if blobs.is_empty() {
+            return Ok(());
+        }
+        let layer = match name {
+            Some(n) if !n.is_empty() => n,
+            _ => format!("layer{index}"),
+        };
+        for (i, blob) in blobs.into_iter().enumerate() {
+            let mut full = format!("{layer}.{i}");
+            if self.taken.contains(&full) {
+                full = format!("{full}#{index}");
+            }
+            self.budget.charge(Limits::listing_cost(&full))?;
+            let mut o = self.blob(blob).map_err(|e| e.in_object(&full))?;
+            if let Some(k) = &kind {
+                o.attributes
+                    .insert("caffe.type".into(), Attr::Text(k.clone()));
+            }
+            self.taken.insert(full.clone());
+            o.name = full;
+            self.objects
+                .try_reserve(1)
+                .map_err(|_| Error::out_of_memory("listing the Caffe model"))?;
+            self.objects.push(o);
+        }
+        Ok(())
+    }
+
+    /// One blob: its shape as Caffe takes it, and its values as a range of the file.
+    fn blob(&mut self, span: Span) -> Result<ObjectInfo> {
+        let max_rank = self.limits.decode.max_rank;
+        let mut legacy = [None::<u64>; 4];
+        let mut dims: Option<Vec<u64>> = None;
+        let (mut floats, mut doubles) = (Vec::new(), Vec::new());
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match (field.number, field.value) {
+                (n @ 1..=4, Value::Varint(v, _)) => {
+                    let v = i32::try_from(v as i64)
+                        .ok()
+                        .and_then(|v| u64::try_from(v).ok())
+                        .ok_or_else(|| bad(format!("a legacy dimension of {}", v as i64)))?;
+                    legacy[n as usize - 1] = Some(v);
+                }
+                (7, Value::Bytes(shape)) => dims = Some(self.shape(shape, max_rank)?),
+                (5, v) => floats.push((field.at, v)),
+                (8, v) => doubles.push((field.at, v)),
+                _ => {}
+            }
+        }
+        let dims = if legacy.iter().any(Option::is_some) {
+            legacy.iter().map(|d| d.unwrap_or(0)).collect()
+        } else {
+            dims.unwrap_or_default()
+        };
+        let count = dims
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
+        let (runs, dtype) = if doubles.is_empty() {
+            (floats, DType::F32)
+        } else {
+            (doubles, DType::F64)
+        };
+        let width = dtype.size() as u64;
+        if let Some((at, _)) = runs.iter().find(|(_, v)| !matches!(v, Value::Bytes(_))) {
+            return Err(Error::unsupported(
+                "a blob's values written unpacked (protobuf writes Caffe's packed)",
+            )
+            .at(*at));
+        }
+        let data = match runs.as_slice() {
+            [] => (span.start, 0),
+            [(_, Value::Bytes(run))] => (run.start, run.len()),
+            [(at, _)] | [_, (at, _), ..] => {
+                return Err(Error::unsupported(
+                    "a blob's values split into several runs (protobuf writes one)",
+                )
+                .at(*at))
+            }
+        };
+        if data.1 != count.saturating_mul(width) || count.checked_mul(width).is_none() {
+            return Err(bad(format!(
+                "a blob of shape {dims:?} needs {count} values; it holds {} bytes of {}",
+                data.1,
+                dtype.name()
+            ))
+            .at(data.0));
+        }
+        let shape: Shape = dims.iter().copied().collect();
+        Ok(ObjectInfo::raw_dense(
+            String::new(),
+            shape,
+            ElementType::plain(dtype),
+            data,
+            ByteOrder::Little,
+        ))
+    }
+
+    /// A `BlobShape`: its `dim`s, packed or not, each non-negative.
+    fn shape(&mut self, span: Span, max_rank: usize) -> Result<Vec<u64>> {
+        let mut dims = Vec::new();
+        let mut push = |v: u64, at: u64| {
+            if dims.len() >= max_rank {
+                return Err(Error::rank_over_cap(None, max_rank).at(at));
+            }
+            let d = v as i64;
+            dims.push(u64::try_from(d).map_err(|_| bad(format!("a dimension of {d}")).at(at))?);
+            Ok(())
+        };
+        for field in Fields::of(self.source, span)? {
+            let field = field?;
+            match (field.number, field.value) {
+                (1, Value::Varint(v, _)) => push(v, field.at)?,
+                (1, Value::Bytes(run)) => {
+                    proto::each_varint(self.source, run, max_rank, "a blob's shape", |v| {
+                        push(v, run.start)
+                    })?;
+                }
+                _ => {}
+            }
+        }
+        Ok(dims)
+    }
+}

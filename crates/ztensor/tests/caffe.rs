@@ -1,0 +1,71 @@
+//! Caffe models written as Caffe writes them (protobuf over Caffe's own schema,
+//! tools/interop/make_caffe.py): today's layout and the V1 layout of the BVLC model zoo.
+//! Every blob lists and reads as protobuf parses it, shaped as Caffe shapes it, byte for byte
+//! (fixtures/interop/caffe/expected.json), mapped and unmapped (tests/damage.rs sweeps the
+//! files, fixtures/invalid/caffe_* are the reject corpus).
+
+#[path = "support/expected.rs"]
+mod expected;
+
+use std::path::{Path, PathBuf};
+
+use ztensor::{FileKind, FileVersion, OpenOptions, Value};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/caffe")
+}
+
+#[test]
+fn every_blob_reads_as_protobuf_parses_it() {
+    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let files = expected["files"].as_object().unwrap();
+    assert_eq!(files.len(), 2);
+    for (file, want) in files {
+        let blobs = want["blobs"].as_object().unwrap();
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(r.version(), &FileVersion::Caffe, "{file}");
+            assert_eq!(r.len(), blobs.len(), "{file}");
+            for (name, want) in blobs {
+                expected::check_object(&r, file, name, want);
+            }
+            assert!(r.verify().is_ok(), "{file}");
+        }
+    }
+}
+
+#[test]
+fn blobs_are_ranges_of_the_map_and_name_their_layer_type() {
+    let r = ztensor::open(dir().join("lenet.caffemodel")).unwrap();
+    assert_eq!(
+        r.attributes().get("caffe.name"),
+        Some(&Value::Text("LeNet".into()))
+    );
+    let o = r.object("conv1.0").unwrap();
+    assert!(matches!(o.bytes().unwrap(), std::borrow::Cow::Borrowed(_)));
+    assert_eq!(
+        o.attributes.get("caffe.type"),
+        Some(&Value::Text("Convolution".into()))
+    );
+    let v1 = ztensor::open(dir().join("v1.caffemodel")).unwrap();
+    assert_eq!(
+        v1.object("fc6.0").unwrap().attributes.get("caffe.type"),
+        Some(&Value::Text("INNER_PRODUCT".into()))
+    );
+}
+
+#[test]
+fn the_bytes_tell_the_kind_without_the_name() {
+    for file in ["lenet.caffemodel", "v1.caffemodel"] {
+        let head = std::fs::read(dir().join(file)).unwrap();
+        assert_eq!(
+            ztensor::sniff(&head[..64], head.len() as u64, &[]),
+            Some(FileKind::Caffe),
+            "{file}"
+        );
+    }
+}
