@@ -69,3 +69,13 @@ fn the_bytes_tell_the_kind_without_the_name() {
         );
     }
 }
+
+#[test]
+fn what_the_listing_takes_is_charged_to_the_memory_budget() {
+    let e = OpenOptions::new()
+        .memory_budget(4096)
+        .open(dir().join("lenet.caffemodel"))
+        .unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::LimitExceeded, "{e}");
+    assert!(e.to_string().contains("listing the Caffe model"), "{e}");
+}

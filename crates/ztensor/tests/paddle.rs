@@ -203,3 +203,16 @@ fn the_info_file_gives_each_variable_its_path_in_the_model() {
     let o = r.object("linear_10.w_0").unwrap();
     assert!(!o.attributes.contains_key("paddle.structured_name"));
 }
+
+#[test]
+fn what_the_listing_takes_is_charged_to_the_memory_budget() {
+    let e = OpenOptions::new()
+        .memory_budget(4096)
+        .open(dir().join("pir/model.pdiparams"))
+        .unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::LimitExceeded, "{e}");
+    assert!(
+        e.to_string().contains("listing the Paddle parameters"),
+        "{e}"
+    );
+}

@@ -133,3 +133,15 @@ fn converts_to_safetensors() {
         back.object("arith.constant5").unwrap().bytes().unwrap()
     );
 }
+
+#[test]
+fn what_the_listing_takes_is_charged_to_the_memory_budget() {
+    // Each tensor listed costs its entry and name: a budget below two of them refuses the
+    // model before the listing is made, naming what would not fit.
+    let e = OpenOptions::new()
+        .memory_budget(4096)
+        .open(dir().join("dense.tflite"))
+        .unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::LimitExceeded, "{e}");
+    assert!(e.to_string().contains("listing the model"), "{e}");
+}
