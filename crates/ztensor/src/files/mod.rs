@@ -50,7 +50,8 @@ pub(crate) const MAX_VARINT: usize = 10;
 
 /// A protobuf varint (base 128, little-endian) at the start of `bytes`: its value and length,
 /// or `None` when it is cut short or longer than ten bytes. ONNX models and TensorFlow
-/// checkpoints (their LevelDB tables too) and Paddle's programs and tensor headers write them.
+/// checkpoints (their LevelDB tables too), Paddle's programs and tensor headers and Caffe
+/// models write them.
 #[cfg(any(
     feature = "onnx",
     feature = "tensorflow",

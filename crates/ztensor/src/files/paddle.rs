@@ -429,7 +429,8 @@ fn program_desc_names(
     };
     let mut named = Named::new();
     for block in Fields::of(source, whole)? {
-        let Value::Bytes(block) = block?.value else {
+        let block = block?;
+        let (1, Value::Bytes(block)) = (block.number, block.value) else {
             continue;
         };
         for var in Fields::of(source, block)? {
