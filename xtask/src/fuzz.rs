@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 18] = [
+const TARGETS: [(&str, &[&str]); 19] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -25,6 +25,7 @@ const TARGETS: [(&str, &[&str]); 18] = [
     ("read_paddle", &["pdiparams"]),
     ("read_tflite", &["tflite"]),
     ("read_caffe", &["caffemodel"]),
+    ("read_openvino", &["xml"]),
     ("parse_index", &["json"]),
 ];
 

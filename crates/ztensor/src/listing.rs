@@ -103,7 +103,8 @@ impl Limits {
         feature = "pickle",
         feature = "paddle",
         feature = "tflite",
-        feature = "caffe"
+        feature = "caffe",
+        feature = "openvino"
     ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
         // What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few

@@ -67,6 +67,8 @@ pub enum FileVersion {
     PaddleParams,
     /// A Caffe model (`.caffemodel`): its layers' blobs.
     Caffe,
+    /// An OpenVINO model (IR): the constants of its `.xml`, read from its `.bin`.
+    OpenVino,
     /// A TensorFlow Lite model (`.tflite`) of the given schema version (3 today).
     TfLite {
         /// The `Model` table's `version`.
@@ -83,8 +85,8 @@ pub enum FileVersion {
 
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
-    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"`, `"paddle"`, `"tflite"` or
-    /// `"caffe"`.
+    /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"`, `"paddle"`, `"tflite"`,
+    /// `"caffe"` or `"openvino"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -105,6 +107,7 @@ impl FileVersion {
             FileVersion::PaddleParams => "paddle",
             FileVersion::TfLite { .. } => "tflite",
             FileVersion::Caffe => "caffe",
+            FileVersion::OpenVino => "openvino",
         }
     }
 }
@@ -116,7 +119,7 @@ impl FileVersion {
     /// version (`"10"`), a pickle's protocol (`"4"`), a TensorFlow Lite schema version
     /// (`"3"`), `"1"` for a TensorFlow V1 checkpoint, and `""` for kinds without versions
     /// (safetensors, `.npz`, zip PyTorch checkpoints, Flax checkpoints, TensorFlow's
-    /// TensorBundles, Paddle's inference parameters, Caffe models).
+    /// TensorBundles, Paddle's inference parameters, Caffe and OpenVINO models).
     ///
     /// ```
     /// assert_eq!(ztensor::FileVersion::ZTensorV2.number(), "2");
@@ -145,7 +148,8 @@ impl FileVersion {
             | FileVersion::Flax
             | FileVersion::TfCheckpoint
             | FileVersion::PaddleParams
-            | FileVersion::Caffe => String::new(),
+            | FileVersion::Caffe
+            | FileVersion::OpenVino => String::new(),
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
             FileVersion::TorchScript => "torchscript".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
@@ -186,6 +190,7 @@ impl fmt::Display for FileVersion {
                 write!(f, "TensorFlow Lite model (schema {version})")
             }
             FileVersion::Caffe => f.write_str("Caffe model"),
+            FileVersion::OpenVino => f.write_str("OpenVINO model"),
             FileVersion::Gguf {
                 version,
                 big_endian,
@@ -456,7 +461,7 @@ impl ObjectInfo {
 
     /// An object with no bytes (a 0-d `u8` range of nothing) and a defect that says why:
     /// listed so that reads and conversions say what is missing.
-    #[cfg(any(feature = "torch", feature = "tflite"))]
+    #[cfg(any(feature = "torch", feature = "tflite", feature = "openvino"))]
     pub(crate) fn defective(name: String, defect: Defect) -> Self {
         let mut o = Self::raw_dense(
             name,
@@ -600,7 +605,8 @@ impl Defect {
         feature = "onnx",
         feature = "hdf5",
         feature = "tensorflow",
-        feature = "tflite"
+        feature = "tflite",
+        feature = "openvino"
     ))]
     pub(crate) fn not_numbers(message: impl Into<String>) -> Self {
         Defect {

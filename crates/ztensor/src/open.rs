@@ -305,6 +305,11 @@ impl OpenOptions {
             Some(FileKind::TfLite) => files::tflite::list(&source, limits)?,
             #[cfg(feature = "caffe")]
             Some(FileKind::Caffe) => files::caffe::list(&source, limits)?,
+            #[cfg(feature = "openvino")]
+            Some(FileKind::OpenVino) => {
+                let local = |p: &Path| self.open_shard(p);
+                files::openvino::list(&source, path, limits, open_shard.unwrap_or(&local))?
+            }
             #[cfg(feature = "tensorflow")]
             Some(FileKind::TfCheckpoint) => {
                 let local = |p: &Path| self.open_shard(p);
@@ -324,8 +329,8 @@ impl OpenOptions {
                             let unknown = Error::invalid(format!(
                                 "not a kind of file ztensor reads: its first bytes match none \
                                  (zTensor, safetensors, GGUF, NumPy, PyTorch, ONNX, HDF5, \
-                                 Flax, TensorFlow, TFLite, pickle, Paddle, Caffe, .mag); as \
-                                 zTensor: {}",
+                                 Flax, TensorFlow, TFLite, pickle, Paddle, Caffe, OpenVINO, .mag); \
+                                 as zTensor: {}",
                                 e.message()
                             ));
                             match e.offset() {

@@ -57,6 +57,8 @@ pub enum FileKind {
     TfLite,
     /// A Caffe model (`.caffemodel`): a protobuf `NetParameter`.
     Caffe,
+    /// An OpenVINO model (IR): `model.xml` (a `<net>`), its weights in `model.bin` beside it.
+    OpenVino,
 }
 
 impl FileKind {
@@ -87,6 +89,7 @@ impl FileKind {
             FileKind::PaddleParams => "Paddle inference parameters (.pdiparams)",
             FileKind::TfLite => "TensorFlow Lite model (.tflite)",
             FileKind::Caffe => "Caffe model (.caffemodel)",
+            FileKind::OpenVino => "OpenVINO model (IR .xml and .bin)",
         }
     }
 
@@ -111,6 +114,7 @@ impl FileKind {
             FileKind::PaddleParams => Some("paddle"),
             FileKind::TfLite => Some("tflite"),
             FileKind::Caffe => Some("caffe"),
+            FileKind::OpenVino => Some("openvino"),
         }
     }
 
@@ -137,6 +141,7 @@ impl FileKind {
             FileKind::PaddleParams => cfg!(feature = "paddle"),
             FileKind::TfLite => cfg!(feature = "tflite"),
             FileKind::Caffe => cfg!(feature = "caffe"),
+            FileKind::OpenVino => cfg!(feature = "openvino"),
             FileKind::ShardIndex => false,
         }
     }
@@ -204,7 +209,9 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 /// 16. a protobuf text field 1 of under 128 bytes (a net's name) followed by field 100 or 2,
 ///     or field 100 first: a Caffe `NetParameter` and its first layer (after ONNX and
 ///     TensorFlow, whose first fields differ: a file of another kind that starts so is
-///     then read as Caffe and refused by its reader, naming what it expected).
+///     then read as Caffe and refused by its reader, naming what it expected);
+/// 17. XML (after an optional byte order mark, white space and `<?xml ...?>`) whose first
+///     element is `<net `: an OpenVINO model's `.xml`.
 ///
 /// ```
 /// use ztensor::{sniff, FileKind};
@@ -269,6 +276,9 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     }
     if looks_like_caffe(head) {
         return Some(FileKind::Caffe);
+    }
+    if looks_like_openvino(head) {
+        return Some(FileKind::OpenVino);
     }
     None
 }
@@ -387,6 +397,22 @@ fn looks_like_caffe(head: &[u8]) -> bool {
     }
 }
 
+/// Rule 17: XML whose first element is `<net ` (an OpenVINO IR).
+fn looks_like_openvino(head: &[u8]) -> bool {
+    let mut rest = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let skip_space =
+        |r: &[u8]| -> usize { r.iter().take_while(|b| b.is_ascii_whitespace()).count() };
+    rest = rest.get(skip_space(rest)..).unwrap_or_default();
+    if rest.starts_with(b"<?xml") {
+        let Some(end) = rest.windows(2).position(|w| w == b"?>") else {
+            return false;
+        };
+        rest = rest.get(end + 2..).unwrap_or_default();
+        rest = rest.get(skip_space(rest)..).unwrap_or_default();
+    }
+    rest.starts_with(b"<net ")
+}
+
 /// Rule 4: which zip-based kind, by the names of the archive's entries.
 fn zip_kind(names: &[&str]) -> FileKind {
     // `<archive>/<rest>`: torch writes every record under one top-level folder.
@@ -464,6 +490,20 @@ mod tests {
         for name in ["pytorch_model.bin", "m.pt", "m.mag", "onnx", "m.onnx.data"] {
             assert_eq!(by(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn tells_an_openvino_model_by_its_root_element() {
+        assert_eq!(
+            kind(b"<?xml version=\"1.0\"?>\n<net name=\"m\">"),
+            Some(FileKind::OpenVino)
+        );
+        assert_eq!(
+            kind(b"\xef\xbb\xbf <net version=\"11\">"),
+            Some(FileKind::OpenVino)
+        );
+        assert_eq!(kind(b"<?xml version=\"1.0\"?><svg>"), None);
+        assert_eq!(kind(b"<?xml version=\"1.0\""), None);
     }
 
     #[test]

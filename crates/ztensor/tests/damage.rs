@@ -37,6 +37,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/paddle/legacy",
         "interop/tflite",
         "interop/caffe",
+        "interop/openvino",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -92,6 +92,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"caffe\"",
             cfg!(feature = "caffe"),
         ),
+        (
+            "interop/openvino/model.xml",
+            "feature \"openvino\"",
+            cfg!(feature = "openvino"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

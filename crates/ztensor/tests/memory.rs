@@ -71,6 +71,7 @@ fn every_corpus_file_reads_within_the_memory_bound() {
         "interop/paddle/legacy",
         "interop/tflite",
         "interop/caffe",
+        "interop/openvino",
     ] {
         let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
             .unwrap()

@@ -19,6 +19,8 @@ pub(crate) mod mag;
 pub(crate) mod npy;
 #[cfg(feature = "onnx")]
 pub(crate) mod onnx;
+#[cfg(feature = "openvino")]
+pub(crate) mod openvino;
 #[cfg(feature = "paddle")]
 pub(crate) mod paddle;
 #[cfg(feature = "pickle")]

@@ -1,0 +1,86 @@
+//! OpenVINO models (IR) written by OpenVINO's own `save_model`
+//! (tools/interop/make_openvino.py): constants of ten types, a scalar and an empty one, saved
+//! as they are and with OpenVINO's default f16 compression. Every constant lists and reads as
+//! OpenVINO's reader holds it, byte for byte (fixtures/interop/openvino/expected.json),
+//! mapped and unmapped, from the `.bin` beside the `.xml` (tests/damage.rs sweeps the files,
+//! fixtures/invalid/openvino_* are the reject corpus).
+
+#[path = "support/expected.rs"]
+mod expected;
+
+use std::path::{Path, PathBuf};
+
+use ztensor::{ErrorKind, FileKind, FileVersion, OpenOptions, Value};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/openvino")
+}
+
+#[test]
+fn every_constant_reads_as_openvino_holds_it() {
+    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let files = expected["files"].as_object().unwrap();
+    assert_eq!(files.len(), 2);
+    for (file, want) in files {
+        let constants = want["constants"].as_object().unwrap();
+        for unmapped in [false, true] {
+            let r = OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(r.version(), &FileVersion::OpenVino, "{file}");
+            assert_eq!(r.len(), constants.len(), "{file}");
+            for (name, want) in constants {
+                expected::check_object(&r, file, name, want);
+            }
+            assert!(r.verify().is_ok(), "{file}");
+        }
+    }
+}
+
+#[test]
+fn constants_are_ranges_of_the_weights_file() {
+    let r = ztensor::open(dir().join("model.xml")).unwrap();
+    assert_eq!(
+        r.attributes().get("openvino.version"),
+        Some(&Value::Text("11".into()))
+    );
+    assert_eq!(r.shards().len(), 1);
+    let o = r.object("dense1.weight").unwrap();
+    assert_eq!(o.components[0].file, 1);
+    assert!(matches!(o.bytes().unwrap(), std::borrow::Cow::Borrowed(_)));
+    let head = std::fs::read(dir().join("model.xml")).unwrap();
+    assert_eq!(
+        ztensor::sniff(&head[..256], head.len() as u64, &[]),
+        Some(FileKind::OpenVino)
+    );
+}
+
+#[test]
+fn without_its_weights_file_a_model_says_which_file_it_lacks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let xml = tmp.path().join("lonely.xml");
+    std::fs::copy(dir().join("model.xml"), &xml).unwrap();
+    let e = ztensor::open(&xml).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.to_string().contains("lonely.bin"), "{e}");
+    // From bytes there is no folder: the constants are listed, and unreadable.
+    let r = OpenOptions::new()
+        .open_bytes(std::fs::read(dir().join("model.xml")).unwrap())
+        .unwrap();
+    let o = r.object("dense1.weight").unwrap();
+    assert_eq!(o.dims().unwrap(), vec![8, 16]);
+    let e = o.bytes().unwrap_err();
+    assert!(e.to_string().contains(".bin"), "{e}");
+}
+
+#[test]
+fn what_the_listing_takes_is_charged_to_the_memory_budget() {
+    let e = OpenOptions::new()
+        .memory_budget(4096)
+        .open(dir().join("model.xml"))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    assert!(e.to_string().contains("listing the OpenVINO model"), "{e}");
+}

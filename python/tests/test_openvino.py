@@ -1,0 +1,21 @@
+"""OpenVINO models (IR, written by openvino.save_model): every constant reads as OpenVINO's
+reader holds it (fixtures/interop/openvino/expected.json), from the .bin beside the .xml."""
+
+import os
+
+import pytest
+
+import ztio.numpy
+from conftest import interop
+
+OPENVINO, EXPECTED = interop("openvino")
+
+
+@pytest.mark.parametrize("file", sorted(EXPECTED["files"]))
+def test_every_constant_reads_as_openvino_holds_it(file):
+    want = EXPECTED["files"][file]["constants"]
+    loaded = ztio.numpy.load_file(os.path.join(OPENVINO, file))
+    assert sorted(loaded) == sorted(want)
+    for name, w in want.items():
+        assert list(loaded[name].shape) == w["shape"], name
+        assert loaded[name].tobytes().hex() == w["hex"], name

@@ -1,0 +1,91 @@
+"""Writes OpenVINO models (IR: `.xml` and `.bin`) with OpenVINO's own `save_model`, and
+records what OpenVINO's reader (`Core.read_model`) holds in every constant in
+fixtures/interop/openvino/expected.json: per model, per constant (by its layer's name), its
+shape, our element type name and its bytes in hex.
+
+- model.xml: a small network whose constants are f32 weights, and constants of f16, bf16,
+  i8, u8, i16, i32, i64 and boolean, a scalar and an empty one, saved as they are
+  (`compress_to_fp16=False`);
+- fp16.xml: the same saved with OpenVINO's default, which stores f32 weights as f16 (each
+  followed by a Convert in the graph).
+
+Run in a throwaway environment:
+
+    python3 -m venv /tmp/ovenv && /tmp/ovenv/bin/pip install openvino numpy
+    cd tools/interop && /tmp/ovenv/bin/python make_openvino.py ../../fixtures/interop/openvino
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+
+from dtype_names import OURS
+
+
+def network():
+    rng = np.random.default_rng(17)
+    x = ops.parameter([2, 8], np.float32, name="x")
+    w1 = ops.constant(rng.normal(size=(8, 16)).astype(np.float32), name="dense1.weight")
+    b1 = ops.constant(rng.normal(size=(16,)).astype(np.float32), name="dense1.bias")
+    y = ops.add(ops.matmul(x, w1, False, False), b1)
+    w2 = ops.constant(rng.normal(size=(16, 4)).astype(np.float32), name="dense2.weight")
+    y = ops.matmul(ops.relu(y), w2, False, False)
+    extra = {
+        "half": ops.constant(np.array([0.5, -2, 3], np.float16)),
+        "brain": ops.constant(np.array([1.5, -0.25, 8], np.float32), dtype=ov.Type.bf16),
+        "ints8": ops.constant(np.array([-3, 4, 127], np.int8)),
+        "bytes": ops.constant(np.array([0, 128, 255], np.uint8)),
+        "ints16": ops.constant(np.array([-300, 301, 2], np.int16)),
+        "ints32": ops.constant(np.array([7, -8, 9], np.int32)),
+        "ints64": ops.constant(np.array([1 << 40, -2, 3], np.int64)),
+        "flags": ops.constant(np.array([True, False, True])),
+        "scalar": ops.constant(np.float32(2.5)),
+        "empty": ops.constant(np.zeros((0, 3), np.float32)),
+    }
+    for name, node in extra.items():
+        node.set_friendly_name(name)
+        axes = {"scalar": [], "empty": [0, 1]}.get(name, [0])
+        axes = ops.constant(np.array(axes, np.int64))
+        axes.set_friendly_name(f"{name}.axes")
+        y = ops.add(y, ops.reduce_sum(ops.convert(node, "f32"), axes, False))
+    return ov.Model([y], [x], "zt-fixture")
+
+
+def read_back(xml):
+    """What OpenVINO's reader holds in each constant, by its layer's name."""
+    model = ov.Core().read_model(xml)
+    out = {}
+    for op in model.get_ordered_ops():
+        if op.get_type_name() != "Constant":
+            continue
+        kind = op.get_element_type().get_type_name()
+        data = np.ascontiguousarray(op.get_data())
+        names = {"boolean": "bool", "f16": "float16", "f32": "float32", "f64": "float64",
+                 "bf16": "bfloat16", "i8": "int8", "u8": "uint8", "i16": "int16", "i32": "int32",
+                 "i64": "int64"}
+        out[op.get_friendly_name()] = {
+            "shape": list(op.get_output_shape(0)),
+            "type": OURS[names[kind]],
+            "hex": data.tobytes().hex(),
+        }
+    return out
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    expected = {"files": {}}
+    for name, compress in [("model.xml", False), ("fp16.xml", True)]:
+        path = os.path.join(out, name)
+        ov.save_model(network(), path, compress_to_fp16=compress)
+        expected["files"][name] = {"constants": read_back(path)}
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
