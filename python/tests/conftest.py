@@ -19,6 +19,15 @@ def interop(kind):
         return str(folder), json.load(f)
 
 
+def assert_as_expected(loaded, want):
+    """Each array of `loaded` (name -> array) has the shape and the little-endian bytes its
+    entry in an expected.json gives, and no array is missing or extra."""
+    assert sorted(loaded) == sorted(want)
+    for name, w in want.items():
+        assert list(loaded[name].shape) == w["shape"], name
+        assert loaded[name].tobytes().hex() == w["hex"], name
+
+
 @pytest.fixture
 def tmp(tmp_path):
     return tmp_path

@@ -7,7 +7,7 @@ import pytest
 
 import ztio
 import ztio.numpy
-from conftest import interop
+from conftest import assert_as_expected, interop
 
 CAFFE, EXPECTED = interop("caffe")
 
@@ -16,10 +16,7 @@ CAFFE, EXPECTED = interop("caffe")
 def test_every_blob_reads_as_protobuf_parses_it(file):
     want = EXPECTED["files"][file]["blobs"]
     loaded = ztio.numpy.load_file(os.path.join(CAFFE, file))
-    assert sorted(loaded) == sorted(want)
-    for name, w in want.items():
-        assert list(loaded[name].shape) == w["shape"], name
-        assert loaded[name].tobytes().hex() == w["hex"], name
+    assert_as_expected(loaded, want)
 
 
 def test_layer_types_are_attributes():

@@ -269,15 +269,7 @@ fn constant(c: &Constant, bin_len: Option<u64>, limits: &Limits) -> Result<Objec
             .map_err(|_| bad(format!("a constant's {what} {v:?}")))
     };
     let (offset, size) = (number(&c.offset, "offset")?, number(&c.size, "size")?);
-    let count = dims
-        .iter()
-        .try_fold(1u64, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
-    let nbytes = match element.logical.as_ref().and_then(LogicalType::packed_bits) {
-        Some(bits) => count.checked_mul(bits).map(|b| b.div_ceil(8)),
-        None => count.checked_mul(element.logical_size()),
-    }
-    .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
+    let nbytes = zt_formats::byte_size(zt_formats::element_count(&dims)?, &element)?;
     // OpenVINO's reader requires at least the shape's bytes (it writes an empty constant
     // with a size of 1), and reads those.
     if size < nbytes {

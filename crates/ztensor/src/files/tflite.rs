@@ -425,10 +425,7 @@ fn tensor_object(
             ))
             .at(data.0));
         }
-        let dense = dims
-            .iter()
-            .try_fold(element.logical_size(), |n, &d| n.checked_mul(d))
-            .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
+        let dense = zt_formats::byte_size(zt_formats::element_count(&dims)?, &element)?;
         let mut o = ObjectInfo::raw_dense(String::new(), shape, element, data, ByteOrder::Little);
         if let Some(c) = o.components.0.first_mut() {
             c.encoding = Encoding::SparseLevels(Box::new(levels));
@@ -438,15 +435,7 @@ fn tensor_object(
         quantization(fb, t, &mut o.attributes, budget)?;
         return Ok(Some((o, name)));
     }
-    let count = dims
-        .iter()
-        .try_fold(1u64, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
-    let nbytes = match element.logical.as_ref().and_then(LogicalType::packed_bits) {
-        Some(bits) => count.checked_mul(bits).map(|b| b.div_ceil(8)),
-        None => count.checked_mul(element.logical_size()),
-    }
-    .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
+    let nbytes = zt_formats::byte_size(zt_formats::element_count(&dims)?, &element)?;
     if nbytes != data.1 {
         return Err(bad(format!(
             "a tensor of shape {dims:?} needs {nbytes} bytes; its buffer {index} holds {}",
