@@ -83,9 +83,13 @@ struct Constant {
     size: String,
 }
 
-/// An attribute's value, unescaped; `what` names the element in errors.
+/// An attribute's value, unescaped (the first, if the element gives it twice).
 fn attribute(e: &BytesStart<'_>, key: &[u8], at: u64) -> Result<Option<String>> {
-    for a in e.attributes() {
+    let mut attributes = e.attributes();
+    // quick-xml's check for an attribute given twice compares each with every one before it:
+    // an element of a million attributes would take 10^12 comparisons.
+    attributes.with_checks(false);
+    for a in attributes {
         let a = a.map_err(|err| bad(format!("an attribute: {err}")).at(at))?;
         if a.key.as_ref() == key {
             let v = a
