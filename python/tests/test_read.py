@@ -13,7 +13,10 @@ from conftest import FIXTURES
 
 VALID = FIXTURES / "valid"
 # Every kind of file the library reads, by suffix.
-KINDS = (".zt", ".mag", ".safetensors", ".gguf", ".npy", ".npz", ".pt", ".bin", ".onnx", ".h5", ".keras")
+KINDS = (
+    ".zt", ".mag", ".safetensors", ".gguf", ".npy", ".npz", ".pt", ".bin", ".onnx", ".h5", ".keras",
+    ".tflite", ".caffemodel", ".pdiparams", ".xml",
+)
 
 
 def expected_rows():
@@ -55,8 +58,10 @@ def test_dense_tensor_has_the_recorded_bytes_and_shape(row):
 def every_fixture():
     out = []
     for p in sorted((FIXTURES / "interop").rglob("*")):
-        # An ONNX model's external data (weights/*.bin) is raw bytes, not a file of its own.
+        # An ONNX model's external data (weights/*.bin) and an OpenVINO model's weights (the
+        # .bin beside its .xml) are raw bytes, not files of their own.
         external = p.parent.name == "weights" and p.parent.parent.name == "onnx"
+        external = external or (p.suffix == ".bin" and p.with_suffix(".xml").exists())
         if p.is_file() and p.suffix in KINDS and "-of-" not in p.name and not p.name.startswith("refused_") and not external:
             out.append(p)
     out += sorted(p for p in VALID.iterdir() if p.suffix in KINDS)
