@@ -18,8 +18,7 @@ fn dir() -> PathBuf {
 }
 
 fn expected() -> serde_json::Value {
-    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    expected::load(&dir())
 }
 
 fn names_attribute(r: &ztensor::Reader) -> String {
@@ -31,31 +30,16 @@ fn names_attribute(r: &ztensor::Reader) -> String {
 
 #[test]
 fn every_tensor_reads_as_paddles_loader_binds_it() {
-    let expected = expected();
-    let files = expected["files"].as_object().unwrap();
-    assert_eq!(files.len(), 2);
-    for (file, want) in files {
-        let arrays = want["arrays"].as_object().unwrap();
-        for unmapped in [false, true] {
-            let r = OpenOptions::new()
-                .unmapped(unmapped)
-                .open(dir().join(file))
-                .unwrap_or_else(|e| panic!("{file}: {e}"));
-            assert_eq!(r.version(), &FileVersion::PaddleParams, "{file}");
-            assert_eq!(r.len(), arrays.len(), "{file}");
-            let program = if file.starts_with("pir") {
-                "model.json"
-            } else {
-                "model.pdmodel"
-            };
-            assert_eq!(names_attribute(&r), format!("from {program}"));
-            for (name, want) in arrays {
-                expected::check_object(&r, file, name, want);
-            }
-            let report = r.verify();
-            assert!(report.is_ok(), "{file}: {:?}", report.failures);
-        }
-    }
+    let files = expected::check_every_file(&dir(), &expected(), "arrays", |file, r, _| {
+        assert_eq!(r.version(), &FileVersion::PaddleParams, "{file}");
+        let program = if file.starts_with("pir") {
+            "model.json"
+        } else {
+            "model.pdmodel"
+        };
+        assert_eq!(names_attribute(r), format!("from {program}"));
+    });
+    assert_eq!(files, 2);
 }
 
 #[test]

@@ -17,8 +17,7 @@ fn dir() -> PathBuf {
 }
 
 fn expected() -> serde_json::Value {
-    let text = std::fs::read_to_string(dir().join("expected.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    expected::load(&dir())
 }
 
 fn numbers(v: Option<&Value>) -> Vec<f64> {
@@ -37,46 +36,33 @@ fn numbers(v: Option<&Value>) -> Vec<f64> {
 
 #[test]
 fn every_constant_reads_as_litert_holds_it() {
-    let expected = expected();
-    let files = expected["files"].as_object().unwrap();
-    assert_eq!(files.len(), 8);
-    for (file, want) in files {
-        let tensors = want["tensors"].as_object().unwrap();
-        for unmapped in [false, true] {
-            let r = OpenOptions::new()
-                .unmapped(unmapped)
-                .open(dir().join(file))
-                .unwrap_or_else(|e| panic!("{file}: {e}"));
-            assert_eq!(r.version(), &FileVersion::TfLite { version: 3 }, "{file}");
-            assert_eq!(r.len(), tensors.len(), "{file}");
-            for (name, want) in tensors {
-                expected::check_object(&r, file, name, want);
-                let o = r.object(name).unwrap();
-                match want.get("scale") {
-                    Some(scale) => {
-                        let scale: Vec<f64> = serde_json::from_value(scale.clone()).unwrap();
-                        let ours = numbers(o.attributes.get("tflite.scale"));
-                        // LiteRT hands the f32 scales over as f32: compare as f32.
-                        let ours: Vec<f32> = ours.iter().map(|&x| x as f32).collect();
-                        let theirs: Vec<f32> = scale.iter().map(|&x| x as f32).collect();
-                        assert_eq!(ours, theirs, "{file} {name}");
-                        let zero: Vec<f64> =
-                            serde_json::from_value(want["zero_point"].clone()).unwrap();
-                        assert_eq!(numbers(o.attributes.get("tflite.zero_point")), zero);
-                        assert_eq!(
-                            o.attributes.get("tflite.quantized_dimension"),
-                            Some(&Value::Integer(
-                                want["quantized_dimension"].as_i64().unwrap().into()
-                            ))
-                        );
-                    }
-                    None => assert!(!o.attributes.contains_key("tflite.scale"), "{name}"),
+    let files = expected::check_every_file(&dir(), &expected(), "tensors", |file, r, tensors| {
+        assert_eq!(r.version(), &FileVersion::TfLite { version: 3 }, "{file}");
+        for (name, want) in tensors {
+            let o = r.object(name).unwrap();
+            match want.get("scale") {
+                Some(scale) => {
+                    let scale: Vec<f64> = serde_json::from_value(scale.clone()).unwrap();
+                    let ours = numbers(o.attributes.get("tflite.scale"));
+                    // LiteRT hands the f32 scales over as f32: compare as f32.
+                    let ours: Vec<f32> = ours.iter().map(|&x| x as f32).collect();
+                    let theirs: Vec<f32> = scale.iter().map(|&x| x as f32).collect();
+                    assert_eq!(ours, theirs, "{file} {name}");
+                    let zero: Vec<f64> =
+                        serde_json::from_value(want["zero_point"].clone()).unwrap();
+                    assert_eq!(numbers(o.attributes.get("tflite.zero_point")), zero);
+                    assert_eq!(
+                        o.attributes.get("tflite.quantized_dimension"),
+                        Some(&Value::Integer(
+                            want["quantized_dimension"].as_i64().unwrap().into()
+                        ))
+                    );
                 }
+                None => assert!(!o.attributes.contains_key("tflite.scale"), "{name}"),
             }
-            let report = r.verify();
-            assert!(report.is_ok(), "{file}: {:?}", report.failures);
         }
-    }
+    });
+    assert_eq!(files, 8);
 }
 
 #[test]

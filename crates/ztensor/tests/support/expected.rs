@@ -48,3 +48,41 @@ pub fn check_listed(
     );
     shape
 }
+
+/// `dir`'s expected.json, as its tools/interop script wrote it.
+#[allow(dead_code)] // not every test that includes this module has one
+pub fn load(dir: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Opens each file of `expected["files"]` from `dir`, mapped and then unmapped, and checks
+/// that it lists exactly the objects of its entry's `key` (`"arrays"`, `"tensors"`, ...),
+/// each as [`check_object`] does, and that `verify` passes; `more` checks what the kind adds
+/// (its version, its attributes). Returns how many files there were.
+#[allow(dead_code)]
+pub fn check_every_file(
+    dir: &std::path::Path,
+    expected: &serde_json::Value,
+    key: &str,
+    mut more: impl FnMut(&str, &ztensor::Reader, &serde_json::Map<String, serde_json::Value>),
+) -> usize {
+    let files = expected["files"].as_object().unwrap();
+    for (file, want) in files {
+        let objects = want[key].as_object().unwrap();
+        for unmapped in [false, true] {
+            let r = ztensor::OpenOptions::new()
+                .unmapped(unmapped)
+                .open(dir.join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(r.len(), objects.len(), "{file}");
+            for (name, want) in objects {
+                check_object(&r, file, name, want);
+            }
+            more(file, &r, objects);
+            let report = r.verify();
+            assert!(report.is_ok(), "{file}: {:?}", report.failures);
+        }
+    }
+    files.len()
+}
