@@ -9,7 +9,7 @@
 //! 3. one `.safetensors` or `.zt` file;
 //! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, `.onnx`,
 //!    `.keras`, `.tflite`, `.caffemodel`, Paddle's `model_state.pdparams` and
-//!    `inference.pdiparams`, ...);
+//!    `inference.pdiparams`, an OpenVINO model's `.xml` with its `.bin` beside, ...);
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
 //! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
@@ -23,6 +23,11 @@
 //!
 //! Two candidates of the best rank present are an error listing them: the folder does not
 //! say which is the model. Config, tokenizer and other files are not candidates.
+//!
+//! An OpenVINO model is two files, `model.xml` (the graph, which we open) and `model.bin`
+//! (its weights, which alone are no file we read): the `.bin` of an `.xml` beside is not a
+//! candidate, an `.xml` is one only with its `.bin`. The tokenizer models optimum-intel saves
+//! beside a model (`openvino_tokenizer.xml`, `openvino_detokenizer.xml`) are not candidates.
 
 use std::path::{Path, PathBuf};
 
@@ -69,7 +74,7 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
         let Some(rank) = path.file_name().and_then(|n| n.to_str()).and_then(rank) else {
             continue;
         };
-        if !path.is_file() {
+        if !path.is_file() || !openvino_candidate(&path) {
             continue;
         }
         match &mut best {
@@ -106,6 +111,17 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
     }
 }
 
+/// Whether `path`, a candidate by its name, stays one beside the files of an OpenVINO
+/// model: an `.xml` is one only with its `.bin` beside, a `.bin` only without its `.xml`.
+fn openvino_candidate(path: &Path) -> bool {
+    let ext = path.extension().map(|e| e.to_ascii_lowercase());
+    match ext.as_ref().and_then(|e| e.to_str()) {
+        Some("xml") => path.with_extension("bin").is_file(),
+        Some("bin") => !path.with_extension("xml").is_file(),
+        _ => true,
+    }
+}
+
 /// A file name's rank as a model candidate (lower is better), or `None` when it is not one.
 fn rank(name: &str) -> Option<u8> {
     let lower = name.to_ascii_lowercase();
@@ -123,11 +139,14 @@ fn rank(name: &str) -> Option<u8> {
     if lower.ends_with(".weights.json") {
         return Some(1);
     }
-    let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
+    let (stem, ext) = lower.rsplit_once('.')?;
     match ext {
         "safetensors" | "zt" => Some(2),
         "bin" | "pt" | "pth" | "ckpt" | "gguf" | "mag" | "npz" | "npy" | "onnx" | "keras"
         | "pdparams" | "pdiparams" | "tflite" | "caffemodel" => Some(3),
+        // An OpenVINO model's graph; optimum-intel's tokenizer models beside it are not
+        // the model.
+        "xml" if !stem.ends_with("tokenizer") => Some(3),
         "h5" | "hdf5" | "msgpack" | "index" => Some(5),
         _ => None,
     }
@@ -247,6 +266,39 @@ mod tests {
         for (names, want) in cases {
             assert_eq!(chosen(names).unwrap(), *want, "{names:?}");
         }
+    }
+
+    #[test]
+    fn an_openvino_model_is_its_xml_with_its_bin() {
+        // As optimum-intel exports a language model.
+        let exported = [
+            "config.json",
+            "openvino_model.xml",
+            "openvino_model.bin",
+            "openvino_tokenizer.xml",
+            "openvino_tokenizer.bin",
+            "openvino_detokenizer.xml",
+            "openvino_detokenizer.bin",
+            "tokenizer.json",
+        ];
+        assert_eq!(chosen(&exported).unwrap(), "openvino_model.xml");
+        // A graph without its weights is no candidate; a `.bin` without a graph is one.
+        assert!(chosen(&["model.xml"]).is_err());
+        assert_eq!(
+            chosen(&["model.xml", "weights.bin"]).unwrap(),
+            "weights.bin"
+        );
+        assert_eq!(
+            chosen(&["model.safetensors", "model.xml", "model.bin"]).unwrap(),
+            "model.safetensors"
+        );
+        let e = chosen(&["encoder.xml", "encoder.bin", "decoder.xml", "decoder.bin"]);
+        assert!(
+            e.unwrap_err()
+                .message()
+                .contains("decoder.xml, encoder.xml"),
+            "two models are named"
+        );
     }
 
     #[test]
