@@ -5,7 +5,8 @@ magnetron ``.mag`` files, ``.safetensors``, GGUF, NumPy ``.npy``/``.npz``, PyTor
 and TorchScript archives, ONNX models, HDF5 files (Keras ``.weights.h5``/``.keras``), Flax
 checkpoints (``flax_model.msgpack``), TensorFlow checkpoints (``PREFIX.index``) and pickles of
 NumPy arrays (Paddle's ``.pdparams``; never run) and Paddle's inference parameters
-(``.pdiparams``), TensorFlow Lite models (``.tflite``), Caffe models (``.caffemodel``), OpenVINO models (``.xml`` and ``.bin``); a
+(``.pdiparams``), TensorFlow Lite models (``.tflite``), Caffe models (``.caffemodel``), OpenVINO models (``.xml`` and ``.bin``),
+legacy GGML files (llama.cpp's and whisper.cpp's before GGUF); a
 writer of zTensor v2 (default) and v1.2, and of ``.safetensors``. A hostile file raises a
 :class:`ztio.Error`, never crashes the interpreter.
 

@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 19] = [
+const TARGETS: [(&str, &[&str]); 20] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -26,6 +26,7 @@ const TARGETS: [(&str, &[&str]); 19] = [
     ("read_tflite", &["tflite"]),
     ("read_caffe", &["caffemodel"]),
     ("read_openvino", &["xml"]),
+    ("read_ggml", &["bin"]),
     ("parse_index", &["json"]),
 ];
 

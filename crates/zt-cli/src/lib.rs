@@ -34,7 +34,8 @@ use common::{MagVersion, Outcome};
 /// .safetensors, GGUF, NumPy .npy/.npz, PyTorch checkpoints, ONNX models, HDF5 and Keras
 /// files, Flax and TensorFlow checkpoints, pickles of NumPy arrays (Paddle's `.pdparams`),
 /// Paddle's inference parameters (`.pdiparams`), TensorFlow Lite models (`.tflite`), Caffe
-/// models (`.caffemodel`), OpenVINO models (`.xml` and `.bin`).
+/// models (`.caffemodel`), OpenVINO models (`.xml` and `.bin`), legacy GGML files (llama.cpp,
+/// whisper.cpp).
 #[derive(Parser, Debug)]
 #[command(
     name = "zt",

@@ -3,7 +3,7 @@
 //! magnetron's `.mag`, `.safetensors` and GGUF (v1-v3 read, v3 written), and read NumPy
 //! `.npy`/`.npz`, PyTorch checkpoints and pickles of arrays (without executing them), ONNX,
 //! HDF5/Keras, Flax, TensorFlow and TensorFlow Lite models, Paddle's inference parameters,
-//! Caffe and OpenVINO models, all listed into one object model.
+//! Caffe and OpenVINO models and legacy GGML files, all listed into one object model.
 //!
 //! This crate is the facade over the layers below it; a reader of the code should start here
 //! and then go down:

@@ -104,7 +104,8 @@ impl Limits {
         feature = "paddle",
         feature = "tflite",
         feature = "caffe",
-        feature = "openvino"
+        feature = "openvino",
+        feature = "ggml"
     ))]
     pub(crate) fn listing_cost(name: &str) -> u64 {
         // What one listed object costs beyond its `ObjectInfo` and its name, roughly: a few

@@ -74,6 +74,14 @@ pub enum FileVersion {
         /// The `Model` table's `version`.
         version: u32,
     },
+    /// A legacy GGML file (llama.cpp and whisper.cpp before GGUF): its magic as it reads
+    /// (`ggml`, `ggmf`, `ggjt`, `ggla`) and version (0 for `ggml`, which has none).
+    Ggml {
+        /// `*b"ggjt"` and so on.
+        magic: [u8; 4],
+        /// The version after the magic; 0 for `ggml`.
+        version: u32,
+    },
     /// A GGUF file (llama.cpp): its version (1-3) and byte order.
     Gguf {
         /// 1, 2 or 3.
@@ -86,7 +94,7 @@ pub enum FileVersion {
 impl FileVersion {
     /// `"zt"`, `"mag"`, `"safetensors"`, `"gguf"`, `"npy"`, `"npz"`, `"pytorch"`, `"onnx"`,
     /// `"hdf5"`, `"keras"`, `"flax"`, `"tensorflow"`, `"pickle"`, `"paddle"`, `"tflite"`,
-    /// `"caffe"` or `"openvino"`.
+    /// `"caffe"`, `"openvino"` or `"ggml"`.
     pub fn kind(&self) -> &'static str {
         match self {
             FileVersion::ZTensorV0_1 | FileVersion::ZTensor(_) | FileVersion::ZTensorV2 => "zt",
@@ -108,6 +116,7 @@ impl FileVersion {
             FileVersion::TfLite { .. } => "tflite",
             FileVersion::Caffe => "caffe",
             FileVersion::OpenVino => "openvino",
+            FileVersion::Ggml { .. } => "ggml",
         }
     }
 }
@@ -117,7 +126,8 @@ impl FileVersion {
     /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
     /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
     /// version (`"10"`), a pickle's protocol (`"4"`), a TensorFlow Lite schema version
-    /// (`"3"`), `"1"` for a TensorFlow V1 checkpoint, and `""` for kinds without versions
+    /// (`"3"`), `"1"` for a TensorFlow V1 checkpoint, a legacy GGML file's magic and version
+    /// (`"ggjt v3"`, `"ggml"`), and `""` for kinds without versions
     /// (safetensors, `.npz`, zip PyTorch checkpoints, Flax checkpoints, TensorFlow's
     /// TensorBundles, Paddle's inference parameters, Caffe and OpenVINO models).
     ///
@@ -159,6 +169,14 @@ impl FileVersion {
             FileVersion::TfCheckpointV1 => "1".to_owned(),
             FileVersion::Pickle { protocol } => protocol.to_string(),
             FileVersion::TfLite { version } => version.to_string(),
+            FileVersion::Ggml { magic, version } => {
+                let magic = String::from_utf8_lossy(magic);
+                if *version == 0 {
+                    magic.into_owned()
+                } else {
+                    format!("{magic} v{version}")
+                }
+            }
         }
     }
 }
@@ -191,6 +209,7 @@ impl fmt::Display for FileVersion {
             }
             FileVersion::Caffe => f.write_str("Caffe model"),
             FileVersion::OpenVino => f.write_str("OpenVINO model"),
+            FileVersion::Ggml { .. } => write!(f, "legacy GGML file ({})", self.number()),
             FileVersion::Gguf {
                 version,
                 big_endian,

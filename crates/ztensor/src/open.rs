@@ -305,6 +305,8 @@ impl OpenOptions {
             Some(FileKind::TfLite) => files::tflite::list(&source, limits)?,
             #[cfg(feature = "caffe")]
             Some(FileKind::Caffe) => files::caffe::list(&source, limits)?,
+            #[cfg(feature = "ggml")]
+            Some(FileKind::Ggml) => files::ggml::list(&source, limits)?,
             #[cfg(feature = "openvino")]
             Some(FileKind::OpenVino) => {
                 let local = |p: &Path| self.open_shard(p);
@@ -328,8 +330,9 @@ impl OpenOptions {
                         None if e.kind() == ErrorKind::InvalidFile => {
                             let unknown = Error::invalid(format!(
                                 "not a kind of file ztensor reads: its first bytes match none \
-                                 (zTensor, safetensors, GGUF, NumPy, PyTorch, ONNX, HDF5, \
-                                 Flax, TensorFlow, TFLite, pickle, Paddle, Caffe, OpenVINO, .mag); \
+                                 (zTensor, safetensors, GGUF, GGML, NumPy, PyTorch, ONNX, \
+                                 HDF5, Flax, TensorFlow, TFLite, pickle, Paddle, Caffe, \
+                                 OpenVINO, .mag); \
                                  as zTensor: {}",
                                 e.message()
                             ));

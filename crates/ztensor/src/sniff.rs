@@ -59,6 +59,8 @@ pub enum FileKind {
     Caffe,
     /// An OpenVINO model (IR): `model.xml` (a `<net>`), its weights in `model.bin` beside it.
     OpenVino,
+    /// A legacy GGML file (before GGUF): llama.cpp's and whisper.cpp's models of 2023.
+    Ggml,
 }
 
 impl FileKind {
@@ -90,6 +92,7 @@ impl FileKind {
             FileKind::TfLite => "TensorFlow Lite model (.tflite)",
             FileKind::Caffe => "Caffe model (.caffemodel)",
             FileKind::OpenVino => "OpenVINO model (IR .xml and .bin)",
+            FileKind::Ggml => "legacy GGML file (ggml, ggmf, ggjt, ggla)",
         }
     }
 
@@ -115,6 +118,7 @@ impl FileKind {
             FileKind::TfLite => Some("tflite"),
             FileKind::Caffe => Some("caffe"),
             FileKind::OpenVino => Some("openvino"),
+            FileKind::Ggml => Some("ggml"),
         }
     }
 
@@ -142,6 +146,7 @@ impl FileKind {
             FileKind::TfLite => cfg!(feature = "tflite"),
             FileKind::Caffe => cfg!(feature = "caffe"),
             FileKind::OpenVino => cfg!(feature = "openvino"),
+            FileKind::Ggml => cfg!(feature = "ggml"),
             FileKind::ShardIndex => false,
         }
     }
@@ -184,6 +189,9 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///    as unreadable objects; an empty zip is an empty `.npz`, as `numpy.savez` writes one);
 /// 5. `GGUF`;
 /// 6. `ZTEN`, zTensor 0.1 and 1.x (before the next rules: a v0.1 file's byte 8 may be `{`);
+///    then `lmgg`, `fmgg`, `tjgg` or `algg`, the magics of legacy GGML files (their byte 8 is
+///    a hyperparameter's low byte, which may be `{`; read as a safetensors header size they
+///    exceed any file);
 /// 7. a JSON object naming `"weight_map"` whose first 8 bytes are no safetensors header size
 ///    that fits the file: a sharded checkpoint's index;
 /// 8. a u64 and then `{`: a safetensors header (none of the magics above can start one that
@@ -238,6 +246,12 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     }
     if head.starts_with(b"ZTEN") {
         return Some(FileKind::ZTensor);
+    }
+    if [b"lmgg", b"fmgg", b"tjgg", b"algg"]
+        .iter()
+        .any(|m| head.starts_with(*m))
+    {
+        return Some(FileKind::Ggml);
     }
     if is_json_index(head, file_len) {
         return Some(FileKind::ShardIndex);
@@ -513,6 +527,16 @@ mod tests {
         assert_eq!(kind(b"\x0a\x03net\x12\x05"), Some(FileKind::Caffe));
         assert_eq!(kind(b"\xa2\x06\x05\x0a"), Some(FileKind::Caffe));
         assert_eq!(kind(b"\x0a\x03net\x1a\x05"), None);
+    }
+
+    #[test]
+    fn tells_a_legacy_ggml_file_by_its_magic() {
+        for magic in [b"lmgg", b"fmgg", b"tjgg", b"algg"] {
+            let mut head = magic.to_vec();
+            head.extend(b"\x03\0\0\0{\0\0\0");
+            assert_eq!(kind(&head), Some(FileKind::Ggml), "{magic:?}");
+        }
+        assert_eq!(kind(b"ggjt\x03\0\0\0"), None);
     }
 
     #[test]

@@ -38,6 +38,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/tflite",
         "interop/caffe",
         "interop/openvino",
+        "interop/ggml",
     ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -97,6 +97,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             "feature \"openvino\"",
             cfg!(feature = "openvino"),
         ),
+        (
+            "interop/ggml/llama-ggjt-v3-q4_0.bin",
+            "feature \"ggml\"",
+            cfg!(feature = "ggml"),
+        ),
     ];
     for &(file, feature, built) in cases {
         if built {

@@ -72,6 +72,7 @@ fn every_corpus_file_reads_within_the_memory_bound() {
         "interop/tflite",
         "interop/caffe",
         "interop/openvino",
+        "interop/ggml",
     ] {
         let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
             .unwrap()

@@ -637,11 +637,22 @@ fn object(
     } else {
         ByteOrder::Little
     };
-    Ok(match t.dense {
-        Some(d) => {
-            let element = ElementType::plain(d);
-            ObjectInfo::raw_dense(name, shape.into(), element, (start, length), order)
-        }
+    Ok(typed_object(name, shape, &t, (start, length), order))
+}
+
+/// The object of a tensor of ggml type `t` (GGUF's, and the legacy GGML files'): dense
+/// with `order` when the type is a plain number, else of format `gguf.<type>/1`, its blocks
+/// one u8 component with their `elems_per_block` and `block_bytes` as attributes. `shape`
+/// is row-major; `data` the tensor's `(offset, length)` in its file.
+pub(crate) fn typed_object(
+    name: String,
+    shape: Vec<u64>,
+    t: &GgmlType,
+    data: (u64, u64),
+    order: ByteOrder,
+) -> ObjectInfo {
+    match t.dense {
+        Some(d) => ObjectInfo::raw_dense(name, shape.into(), ElementType::plain(d), data, order),
         None => {
             let element = ElementType::plain(DType::U8);
             let mut attributes = Attributes::new();
@@ -654,16 +665,10 @@ fn object(
                 format: Format::Unknown(t.layout_id()),
                 attributes,
                 // Blocks are bytes: their inner numbers are as the writer left them.
-                ..ObjectInfo::raw_dense(
-                    name,
-                    shape.into(),
-                    element,
-                    (start, length),
-                    ByteOrder::Little,
-                )
+                ..ObjectInfo::raw_dense(name, shape.into(), element, data, ByteOrder::Little)
             }
         }
-    })
+    }
 }
 
 #[cfg(test)]

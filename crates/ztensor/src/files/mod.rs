@@ -10,6 +10,8 @@
 pub(crate) mod caffe;
 #[cfg(feature = "flax")]
 pub(crate) mod flax;
+#[cfg(feature = "ggml")]
+pub(crate) mod ggml;
 #[cfg(feature = "gguf")]
 pub(crate) mod gguf;
 #[cfg(feature = "hdf5")]
