@@ -15,7 +15,8 @@ format, which has no reader in Python: the script records the arrays it handed t
 and the mel filters it wrote.
 
 Needs: a C/C++ compiler and make; Python packages numpy, sentencepiece, safetensors, torch,
-transformers (a throwaway environment: torch's wheel is large). Run:
+transformers and pywhispercpp, whose whisper.cpp loads the Whisper model written (a
+throwaway environment: torch's wheel is large). Run:
 
     python tools/interop/make_ggml.py fixtures/interop/ggml
 """
@@ -153,8 +154,8 @@ def whisper(converter, out, work):
     n_mels = 8
     config = WhisperConfig(vocab_size=96, num_mel_bins=n_mels, encoder_layers=1,
                            decoder_layers=1, encoder_attention_heads=2,
-                           decoder_attention_heads=2, d_model=16, encoder_ffn_dim=32,
-                           decoder_ffn_dim=32, max_source_positions=8,
+                           decoder_attention_heads=2, d_model=16, encoder_ffn_dim=64,
+                           decoder_ffn_dim=64, max_source_positions=8,
                            max_target_positions=16, decoder_start_token_id=1,
                            pad_token_id=0, bos_token_id=1, eos_token_id=2)
     torch.manual_seed(5)
@@ -184,6 +185,15 @@ def whisper(converter, out, work):
         shutil.copy(os.path.join(out_dir, name), os.path.join(out, target))
         written[target] = f32
     return state, filters, written
+
+
+def whisper_cpp_loads(path):
+    """whisper.cpp itself (pywhispercpp's build) loads the model: its loader checks every
+    tensor's name, shape and type against the header, and that none is missing."""
+    code = f"from pywhispercpp.model import Model; Model({path!r})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0 and "failed to load" not in log and "model size" in log, log
 
 
 def whisper_expected(state, filters, f32):
@@ -275,6 +285,8 @@ def main(out):
         converter = os.path.join(sdist(*WHISPER, work), "whisper.cpp", "models",
                                  "convert-h5-to-ggml.py")
         state, filters, written = whisper(converter, out, work)
+        for name in written:
+            whisper_cpp_loads(os.path.join(out, name))
         for name, f32 in written.items():
             expected["files"][name] = {"tensors": whisper_expected(state, filters, f32),
                                        "version": "ggml"}
