@@ -18,7 +18,11 @@
 //!   gives any of them, else `shape`. The values are `double_data` when it holds any (f64),
 //!   else `data` (f32), and must be exactly the shape's count, as Caffe requires. Protobuf
 //!   writes both fields packed: the run's bytes are the little-endian values, a range of the
-//!   file (zero copy). A field split into several runs, or written unpacked, is refused.
+//!   file (zero copy). What protobuf also reads is read too, with a copy: several packed runs
+//!   (one after the other, [`Encoding::Pieces`]) and values written unpacked, each its own
+//!   field ([`Encoding::ProtoTagged`]) when nothing lies between them; runs and unpacked
+//!   values mixed in one blob, or unpacked values with other fields between them, are
+//!   refused (`Unsupported`).
 //! - Every length is checked by the walker; what the listing takes is charged to
 //!   [`Limits::listing_budget`] first.
 
@@ -26,10 +30,10 @@ use foldhash::fast::RandomState;
 use hashbrown::HashSet;
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
-use zt_formats::{DType, ElementType};
+use zt_formats::{DType, ElementType, Encoding, Piece};
 use zt_manifest::{Attributes, Shape, Value as Attr};
 
-use crate::files::proto::{self, Fields, Span, Value};
+use crate::files::proto::{self, Field, Fields, Span, Value};
 use crate::listing::{Limits, Listing};
 use crate::model::{FileVersion, ObjectInfo};
 use crate::ByteOrder;
@@ -51,6 +55,89 @@ const MAX_TEXT: u64 = 1 << 20;
 
 fn bad(what: impl std::fmt::Display) -> Error {
     Error::invalid(format!("invalid Caffe model: {what}"))
+}
+
+/// Where a blob's values lie, as protobuf may write a repeated number: one packed run (what
+/// protobuf writes for Caffe's `[packed = true]` fields), several packed runs (protobuf
+/// concatenates them), or one field per value (unpacked).
+enum Values {
+    /// One run: `(offset, length)`, a range of the file.
+    Run((u64, u64)),
+    /// Several runs, read one after the other.
+    Runs(Vec<Piece>),
+    /// Unpacked values, each its own field, one after another: `(offset, length)` of them
+    /// all, tags included, and how many there are.
+    Tagged((u64, u64), u64),
+}
+
+impl Values {
+    /// The values of a blob's `fields` (all of one field number); `empty_at` is where an
+    /// empty blob points.
+    fn of(fields: &[Field], empty_at: u64) -> Result<Values> {
+        let packed = fields
+            .iter()
+            .filter(|f| matches!(f.value, Value::Bytes(_)))
+            .count();
+        Ok(match fields {
+            [] => Values::Run((empty_at, 0)),
+            [Field {
+                value: Value::Bytes(run),
+                ..
+            }] => Values::Run((run.start, run.len())),
+            _ if packed == fields.len() => Values::Runs(
+                fields
+                    .iter()
+                    .filter_map(|f| match f.value {
+                        Value::Bytes(run) => Some(Piece {
+                            file: 0,
+                            offset: run.start,
+                            length: run.len(),
+                            crc32c: None,
+                        }),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            [first, ..] if packed == 0 => {
+                let mut end = first.at;
+                for f in fields {
+                    if f.at != end {
+                        return Err(Error::unsupported(
+                            "a blob's unpacked values with other fields between them",
+                        )
+                        .at(f.at));
+                    }
+                    end = f.end();
+                }
+                Values::Tagged((first.at, end - first.at), fields.len() as u64)
+            }
+            _ => {
+                let at = fields.first().map_or(empty_at, |f| f.at);
+                return Err(
+                    Error::unsupported("a blob's values written both packed and unpacked").at(at),
+                );
+            }
+        })
+    }
+
+    /// How many bytes of values of `width` bytes they hold.
+    fn bytes(&self, width: u64) -> u64 {
+        match self {
+            Values::Run((_, len)) => *len,
+            Values::Runs(pieces) => pieces.iter().map(|p| p.length).sum(),
+            Values::Tagged(_, n) => n * width,
+        }
+    }
+}
+
+/// `object` with its one component under `encoding`, decoding to `decoded` bytes.
+fn decoded(mut object: ObjectInfo, encoding: Encoding, len: u64) -> ObjectInfo {
+    if let Some(c) = object.components.0.first_mut() {
+        c.encoding = encoding;
+        c.decoded_len = Some(len);
+        c.uncompressed_length = Some(len);
+    }
+    object
 }
 
 /// Where a layer's fields are, by layout.
@@ -208,8 +295,15 @@ impl Net<'_> {
                     legacy[n as usize - 1] = Some(v);
                 }
                 (7, Value::Bytes(shape)) => dims = Some(self.shape(shape, max_rank)?),
-                (5, v) => floats.push((field.at, v)),
-                (8, v) => doubles.push((field.at, v)),
+                // A value of another wire type is an unknown field to protobuf: passed over.
+                (5, Value::Bytes(_) | Value::Fixed32(_)) => {
+                    self.budget.charge(std::mem::size_of::<Field>() as u64)?;
+                    floats.push(field)
+                }
+                (8, Value::Bytes(_) | Value::Fixed64(_)) => {
+                    self.budget.charge(std::mem::size_of::<Field>() as u64)?;
+                    doubles.push(field)
+                }
                 _ => {}
             }
         }
@@ -228,38 +322,42 @@ impl Net<'_> {
             (doubles, DType::F64)
         };
         let width = dtype.size() as u64;
-        if let Some((at, _)) = runs.iter().find(|(_, v)| !matches!(v, Value::Bytes(_))) {
-            return Err(Error::unsupported(
-                "a blob's values written unpacked (protobuf writes Caffe's packed)",
-            )
-            .at(*at));
-        }
-        let data = match runs.as_slice() {
-            [] => (span.start, 0),
-            [(_, Value::Bytes(run))] => (run.start, run.len()),
-            [(at, _)] | [_, (at, _), ..] => {
-                return Err(Error::unsupported(
-                    "a blob's values split into several runs (protobuf writes one)",
-                )
-                .at(*at))
-            }
-        };
-        if data.1 != count.saturating_mul(width) || count.checked_mul(width).is_none() {
+        let values = Values::of(&runs, span.start)?;
+        let held = values.bytes(width);
+        if held != count.saturating_mul(width) || count.checked_mul(width).is_none() {
             return Err(bad(format!(
-                "a blob of shape {dims:?} needs {count} values; it holds {} bytes of {}",
-                data.1,
+                "a blob of shape {dims:?} needs {count} values; it holds {held} bytes of {}",
                 dtype.name()
             ))
-            .at(data.0));
+            .at(runs.first().map_or(span.start, |f| f.at)));
         }
         let shape: Shape = dims.iter().copied().collect();
-        Ok(ObjectInfo::raw_dense(
-            String::new(),
-            shape,
-            ElementType::plain(dtype),
-            data,
-            ByteOrder::Little,
-        ))
+        let element = ElementType::plain(dtype);
+        let order = ByteOrder::Little;
+        Ok(match values {
+            Values::Run(data) => ObjectInfo::raw_dense(String::new(), shape, element, data, order),
+            Values::Runs(pieces) => {
+                let (first, last) = (pieces.first(), pieces.last());
+                let start = first.map_or(0, |p| p.offset);
+                let end = last.map_or(start, |p| p.offset + p.length);
+                let o = ObjectInfo::raw_dense(
+                    String::new(),
+                    shape,
+                    element,
+                    (start, end - start),
+                    order,
+                );
+                decoded(o, Encoding::Pieces(Box::new(pieces)), held)
+            }
+            Values::Tagged(data, _) => {
+                let o = ObjectInfo::raw_dense(String::new(), shape, element, data, order);
+                let tagged = Encoding::ProtoTagged {
+                    width: width as u8,
+                    varint: false,
+                };
+                decoded(o, tagged, held)
+            }
+        })
     }
 
     /// A `BlobShape`: its `dim`s, packed or not, each non-negative.
@@ -286,5 +384,67 @@ impl Net<'_> {
             }
         }
         Ok(dims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// Field `n` of wire type 2 holding `body`.
+    fn bytes(n: u64, body: &[u8]) -> Vec<u8> {
+        let mut f = Vec::new();
+        varint(n << 3 | 2, &mut f);
+        varint(body.len() as u64, &mut f);
+        f.extend(body);
+        f
+    }
+
+    /// A net of one layer `l` whose one blob is shape `[n]` and `values` (fields, encoded).
+    fn net(n: u8, values: &[u8]) -> Vec<u8> {
+        let mut blob = bytes(7, &bytes(1, &[n]));
+        blob.extend(values);
+        let mut layer = bytes(1, b"l");
+        layer.extend(bytes(7, &blob));
+        bytes(100, &layer)
+    }
+
+    fn floats(range: std::ops::Range<u32>) -> Vec<u8> {
+        range.flat_map(|i| (i as f32).to_le_bytes()).collect()
+    }
+
+    /// The blob's values, as the reader decodes them.
+    fn read(model: Vec<u8>) -> Vec<f32> {
+        let r = crate::OpenOptions::new().open_bytes(model).unwrap();
+        let bytes = r.object("l.0").unwrap().bytes().unwrap().into_owned();
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn values_read_as_protobuf_reads_them_packed_split_or_unpacked() {
+        let want: Vec<f32> = (0..4).map(|i| i as f32).collect();
+        assert_eq!(read(net(4, &bytes(5, &floats(0..4)))), want);
+        // Two packed runs: protobuf concatenates them.
+        let mut split = bytes(5, &floats(0..1));
+        split.extend(bytes(5, &floats(1..4)));
+        assert_eq!(read(net(4, &split)), want);
+        // Unpacked: each value its own field (key 0x2d: field 5, wire type 5).
+        let unpacked: Vec<u8> = (0..4u32)
+            .flat_map(|i| [vec![0x2d], (i as f32).to_le_bytes().to_vec()].concat())
+            .collect();
+        assert_eq!(read(net(4, &unpacked)), want);
+        // A value of another wire type is an unknown field to protobuf.
+        let mut odd = bytes(5, &floats(0..4));
+        odd.extend([0x28, 0x07]);
+        assert_eq!(read(net(4, &odd)), want);
     }
 }
