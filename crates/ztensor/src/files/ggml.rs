@@ -49,6 +49,7 @@ use zt_formats::{DType, ElementType};
 use zt_manifest::{Attributes, Value};
 
 use crate::files::gguf::typed_object;
+use crate::files::read_ahead::ReadAhead;
 use crate::listing::{Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
@@ -75,9 +76,6 @@ const MAX_DIMS: u32 = 4;
 
 /// Where `ggjt` and `ggla` files align each tensor's data.
 const ALIGNMENT: u64 = 32;
-
-/// How much an unmapped file is read ahead at a time while its header is parsed.
-const WINDOW: u64 = 1 << 20;
 
 /// The magics, as little-endian u32s.
 const GGML: u32 = 0x6767_6d6c;
@@ -190,65 +188,25 @@ struct Header {
     model_type: Option<String>,
 }
 
-/// The file's start and header read front to back: a window over the file that is the map
-/// itself when there is one, and otherwise reads ahead in pieces.
-struct Cursor<'s> {
-    source: &'s Source,
-    mapped: Option<&'s [u8]>,
-    window: Vec<u8>,
-    window_at: u64,
-    pos: u64,
-    len: u64,
+/// The file read front to back, with the reads its header is made of.
+struct Cursor<'s>(ReadAhead<'s>);
+
+impl<'s> std::ops::Deref for Cursor<'s> {
+    type Target = ReadAhead<'s>;
+    fn deref(&self) -> &ReadAhead<'s> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Cursor<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
 }
 
 impl<'s> Cursor<'s> {
     fn new(source: &'s Source, pos: u64) -> Self {
-        Cursor {
-            source,
-            mapped: source.as_slice(),
-            window: Vec::new(),
-            window_at: 0,
-            pos,
-            len: source.len(),
-        }
-    }
-
-    fn left(&self) -> u64 {
-        self.len - self.pos
-    }
-
-    /// Passes over `n` bytes, or says that `what` runs past the end.
-    fn skip(&mut self, n: u64, what: &str) -> Result<u64> {
-        let at = self.pos;
-        if n > self.left() {
-            return Err(bad(format!(
-                "{what} at byte {at} needs {n} bytes, but the file ends after {}",
-                self.left()
-            ))
-            .at(at));
-        }
-        self.pos += n;
-        Ok(at)
-    }
-
-    /// The next `n` bytes.
-    fn take(&mut self, n: u64, what: &str) -> Result<&[u8]> {
-        let start = self.skip(n, what)?;
-        if let Some(all) = self.mapped {
-            return all
-                .get(start as usize..(start + n) as usize)
-                .ok_or_else(|| bad("the file is shorter than its length").at(start));
-        }
-        let window_end = self.window_at + self.window.len() as u64;
-        if start < self.window_at || start + n > window_end {
-            let want = n.max(WINDOW).min(self.len - start);
-            self.window = self.source.read_at(start, want)?.into_owned();
-            self.window_at = start;
-        }
-        let from = (start - self.window_at) as usize;
-        self.window
-            .get(from..from + n as usize)
-            .ok_or_else(|| bad("a short read").at(start))
+        Cursor(ReadAhead::new(source, pos, "GGML file"))
     }
 
     fn u32(&mut self, what: &str) -> Result<u32> {
@@ -451,7 +409,7 @@ fn tensors(
         taken.insert(MEL_FILTERS.to_owned());
         objects.push(o);
     }
-    while cur.left() > 0 {
+    while cur.remaining() > 0 {
         let at = cur.pos;
         let o = record(cur, aligned, blocks, limits).map_err(|e| (e, at))?;
         let charge = Limits::listing_cost(&o.name);

@@ -35,6 +35,7 @@ use zt_formats::ggml::GgmlType;
 use zt_formats::{DType, ElementType, Format};
 use zt_manifest::{Attributes, Value, ValueBudget};
 
+use crate::files::read_ahead::ReadAhead;
 use crate::listing::{sort_by_name, Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
@@ -75,56 +76,27 @@ pub fn value_type(type_id: u32) -> Option<&'static str> {
 /// A GGUF file's header, metadata and tensor infos read front to back: a window over the
 /// file that is the map itself when there is one, and otherwise reads ahead in pieces.
 struct Cursor<'s> {
-    source: &'s Source,
-    mapped: Option<&'s [u8]>,
-    window: Vec<u8>,
-    window_at: u64,
-    pos: u64,
-    len: u64,
+    ahead: ReadAhead<'s>,
     big_endian: bool,
     v1: bool,
     /// What the metadata values made so far take.
     values: ValueBudget,
 }
 
-/// How much an unmapped file is read ahead at a time while its header is parsed.
-const WINDOW: u64 = 1 << 20;
+impl<'s> std::ops::Deref for Cursor<'s> {
+    type Target = ReadAhead<'s>;
+    fn deref(&self) -> &ReadAhead<'s> {
+        &self.ahead
+    }
+}
+
+impl std::ops::DerefMut for Cursor<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.ahead
+    }
+}
 
 impl<'s> Cursor<'s> {
-    fn remaining(&self) -> u64 {
-        self.len - self.pos
-    }
-
-    /// The next `n` bytes, or an error naming `what` when the file ends first.
-    fn take(&mut self, n: u64, what: &str) -> Result<&[u8]> {
-        if n > self.remaining() {
-            return Err(invalid(format!(
-                "{what} at byte {} needs {n} bytes, but the file ends after {}",
-                self.pos,
-                self.remaining()
-            ))
-            .at(self.pos));
-        }
-        let start = self.pos;
-        self.pos += n;
-        if let Some(all) = self.mapped {
-            return all
-                .get(start as usize..(start + n) as usize)
-                .ok_or_else(|| invalid("file shorter than its length").at(start));
-        }
-        let in_window =
-            start >= self.window_at && start + n <= self.window_at + self.window.len() as u64;
-        if !in_window {
-            let want = n.max(WINDOW).min(self.len - start);
-            self.window = self.source.read_at(start, want)?.into_owned();
-            self.window_at = start;
-        }
-        let from = (start - self.window_at) as usize;
-        self.window
-            .get(from..from + n as usize)
-            .ok_or_else(|| invalid("short read").at(start))
-    }
-
     fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
         let big = self.big_endian;
         let b = self.take(N as u64, what)?;
@@ -350,12 +322,7 @@ fn version_and_order(raw: u32) -> Result<(u32, bool)> {
 pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
     let len = source.len();
     let mut c = Cursor {
-        source,
-        mapped: source.as_slice(),
-        window: Vec::new(),
-        window_at: 0,
-        pos: 0,
-        len,
+        ahead: ReadAhead::new(source, 0, "GGUF file"),
         big_endian: false,
         v1: false,
         values: ValueBudget::new(limits.decode_limits().max_value_bytes),

@@ -30,6 +30,8 @@ pub(crate) mod pickled;
 #[cfg(any(feature = "onnx", feature = "paddle", feature = "caffe"))]
 #[cfg_attr(not(feature = "onnx"), allow(dead_code))] // Paddle and Caffe walk; ONNX checks too.
 pub(crate) mod proto;
+#[cfg(feature = "gguf")]
+pub(crate) mod read_ahead;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
 #[cfg(feature = "tensorflow")]
