@@ -65,3 +65,63 @@ fn what_the_listing_takes_is_charged_to_the_memory_budget() {
     assert_eq!(e.kind(), ztensor::ErrorKind::LimitExceeded, "{e}");
     assert!(e.to_string().contains("listing the Caffe model"), "{e}");
 }
+
+// Blobs built byte by byte: what protobuf reads besides the one packed run it writes.
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Field `n` of wire type 2 holding `body`.
+fn bytes(n: u64, body: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    varint(n << 3 | 2, &mut f);
+    varint(body.len() as u64, &mut f);
+    f.extend(body);
+    f
+}
+
+/// A net of one layer `l` whose one blob is shape `[n]` and `values` (fields, encoded).
+fn net(n: u8, values: &[u8]) -> Vec<u8> {
+    let mut blob = bytes(7, &bytes(1, &[n]));
+    blob.extend(values);
+    let mut layer = bytes(1, b"l");
+    layer.extend(bytes(7, &blob));
+    bytes(100, &layer)
+}
+
+fn floats(range: std::ops::Range<u32>) -> Vec<u8> {
+    range.flat_map(|i| (i as f32).to_le_bytes()).collect()
+}
+
+/// The blob's values, as the reader decodes them.
+fn read(model: Vec<u8>) -> Vec<f32> {
+    let r = OpenOptions::new().open_bytes(model).unwrap();
+    let bytes = r.object("l.0").unwrap().bytes().unwrap().into_owned();
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn values_read_as_protobuf_reads_them_packed_split_or_unpacked() {
+    let want: Vec<f32> = (0..4).map(|i| i as f32).collect();
+    assert_eq!(read(net(4, &bytes(5, &floats(0..4)))), want);
+    // Two packed runs: protobuf concatenates them.
+    let mut split = bytes(5, &floats(0..1));
+    split.extend(bytes(5, &floats(1..4)));
+    assert_eq!(read(net(4, &split)), want);
+    // Unpacked: each value its own field (key 0x2d: field 5, wire type 5).
+    let unpacked: Vec<u8> = (0..4u32)
+        .flat_map(|i| [vec![0x2d], (i as f32).to_le_bytes().to_vec()].concat())
+        .collect();
+    assert_eq!(read(net(4, &unpacked)), want);
+    // A value of another wire type is an unknown field to protobuf.
+    let mut odd = bytes(5, &floats(0..4));
+    odd.extend([0x28, 0x07]);
+    assert_eq!(read(net(4, &odd)), want);
+}

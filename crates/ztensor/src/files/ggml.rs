@@ -49,7 +49,7 @@ use zt_formats::{DType, ElementType};
 use zt_manifest::{Attributes, Value};
 
 use crate::files::gguf::typed_object;
-use crate::files::read_ahead::ReadAhead;
+use crate::files::window::Window;
 use crate::listing::{Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
@@ -189,11 +189,11 @@ struct Header {
 }
 
 /// The file read front to back, with the reads its header is made of.
-struct Cursor<'s>(ReadAhead<'s>);
+struct Cursor<'s>(Window<'s>);
 
 impl<'s> std::ops::Deref for Cursor<'s> {
-    type Target = ReadAhead<'s>;
-    fn deref(&self) -> &ReadAhead<'s> {
+    type Target = Window<'s>;
+    fn deref(&self) -> &Window<'s> {
         &self.0
     }
 }
@@ -206,7 +206,7 @@ impl std::ops::DerefMut for Cursor<'_> {
 
 impl<'s> Cursor<'s> {
     fn new(source: &'s Source, pos: u64) -> Self {
-        Cursor(ReadAhead::new(source, pos, "GGML file"))
+        Cursor(Window::new(source, pos, "GGML file"))
     }
 
     fn u32(&mut self, what: &str) -> Result<u32> {

@@ -35,7 +35,7 @@ use zt_formats::ggml::GgmlType;
 use zt_formats::{DType, ElementType, Format};
 use zt_manifest::{Attributes, Value, ValueBudget};
 
-use crate::files::read_ahead::ReadAhead;
+use crate::files::window::Window;
 use crate::listing::{sort_by_name, Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
@@ -76,7 +76,7 @@ pub fn value_type(type_id: u32) -> Option<&'static str> {
 /// A GGUF file's header, metadata and tensor infos read front to back: a window over the
 /// file that is the map itself when there is one, and otherwise reads ahead in pieces.
 struct Cursor<'s> {
-    ahead: ReadAhead<'s>,
+    ahead: Window<'s>,
     big_endian: bool,
     v1: bool,
     /// What the metadata values made so far take.
@@ -84,8 +84,8 @@ struct Cursor<'s> {
 }
 
 impl<'s> std::ops::Deref for Cursor<'s> {
-    type Target = ReadAhead<'s>;
-    fn deref(&self) -> &ReadAhead<'s> {
+    type Target = Window<'s>;
+    fn deref(&self) -> &Window<'s> {
         &self.ahead
     }
 }
@@ -322,7 +322,7 @@ fn version_and_order(raw: u32) -> Result<(u32, bool)> {
 pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
     let len = source.len();
     let mut c = Cursor {
-        ahead: ReadAhead::new(source, 0, "GGUF file"),
+        ahead: Window::new(source, 0, "GGUF file"),
         big_endian: false,
         v1: false,
         values: ValueBudget::new(limits.decode_limits().max_value_bytes),

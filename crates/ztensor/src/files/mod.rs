@@ -30,8 +30,6 @@ pub(crate) mod pickled;
 #[cfg(any(feature = "onnx", feature = "paddle", feature = "caffe"))]
 #[cfg_attr(not(feature = "onnx"), allow(dead_code))] // Paddle and Caffe walk; ONNX checks too.
 pub(crate) mod proto;
-#[cfg(feature = "gguf")]
-pub(crate) mod read_ahead;
 #[cfg(feature = "safetensors")]
 pub(crate) mod safetensors;
 #[cfg(feature = "tensorflow")]
@@ -40,6 +38,8 @@ pub(crate) mod tf_checkpoint;
 pub(crate) mod tflite;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
+#[cfg(feature = "gguf")]
+pub(crate) mod window;
 pub(crate) mod zt_v0_1;
 pub(crate) mod zt_v1;
 pub(crate) mod zt_v1_0;

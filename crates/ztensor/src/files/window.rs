@@ -9,7 +9,7 @@ use zt_container::{Error, Result, Source};
 pub(crate) const WINDOW: u64 = 1 << 20;
 
 /// A position in a file and the window of bytes read ahead of it.
-pub(crate) struct ReadAhead<'s> {
+pub(crate) struct Window<'s> {
     source: &'s Source,
     mapped: Option<&'s [u8]>,
     window: Vec<u8>,
@@ -22,10 +22,10 @@ pub(crate) struct ReadAhead<'s> {
     kind: &'static str,
 }
 
-impl<'s> ReadAhead<'s> {
+impl<'s> Window<'s> {
     /// A reader of `source` from byte `pos`; `kind` words its errors.
     pub fn new(source: &'s Source, pos: u64, kind: &'static str) -> Self {
-        ReadAhead {
+        Window {
             source,
             mapped: source.as_slice(),
             window: Vec::new(),
