@@ -21,7 +21,8 @@
 //!   length and its bytes: `silero-16k`), 6 words, 3 per encoder layer (their count is the
 //!   sixth), 4 more; no tokens;
 //! - the models of ggml's examples (GPT-2, GPT-J, GPT-NeoX, StarCoder, ...; `ggml`): 5 to 12
-//!   words, a token count and tokens, without or with scores.
+//!   words, a token count and tokens, without or with scores; MPT's and Replit's: 6 or 8
+//!   words and as many tokens as the fifth says (`n_vocab`), without or with scores.
 //!
 //! The `ggml` magic does not say which family wrote the file: each header is tried in that
 //! order, and the first after which the tensor records tile the rest of the file exactly is
@@ -122,8 +123,13 @@ enum Family {
     Whisper,
     /// whisper.cpp's voice activity model: a type name, words as its layers need.
     WhisperVad,
-    /// ggml's examples: `words` words, counted tokens, scored or not.
-    Example { words: usize, scored: bool },
+    /// ggml's examples: `words` words, tokens scored or not, after their count when
+    /// `counted`, else as many as the fifth word says (MPT's and Replit's `n_vocab`).
+    Example {
+        words: usize,
+        scored: bool,
+        counted: bool,
+    },
 }
 
 impl Family {
@@ -276,11 +282,19 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         ]
         .into_iter()
         .chain([Family::Whisper, Family::WhisperVad])
-        .chain(
-            [false, true]
-                .into_iter()
-                .flat_map(|scored| (5..=12).map(move |words| Family::Example { words, scored })),
-        )
+        .chain([false, true].into_iter().flat_map(|scored| {
+            let counted = (5..=12).map(move |words| Family::Example {
+                words,
+                scored,
+                counted: true,
+            });
+            let uncounted = [6, 8].map(|words| Family::Example {
+                words,
+                scored,
+                counted: false,
+            });
+            counted.chain(uncounted)
+        }))
         .collect(),
         GGLA => vec![Family::Lora],
         _ => vec![Family::Llama { scored: true }],
@@ -371,9 +385,16 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
             }
             h.words.extend(cur.words(3 * layers as usize + 4)?);
         }
-        Family::Example { words, scored } => {
+        Family::Example {
+            words,
+            scored,
+            counted,
+        } => {
             h.words = cur.words(words)?;
-            h.tokens = u64::from(cur.u32("the token count")?);
+            h.tokens = match counted {
+                true => u64::from(cur.u32("the token count")?),
+                false => h.words.get(4).copied().map_or(0, u64::from),
+            };
             cur.tokens(h.tokens, scored)?;
         }
     }
@@ -641,6 +662,18 @@ mod tests {
             why.contains("Q8_0 blocks in the layout of a file before ggjt v3"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn mpt_and_replit_headers_count_their_tokens_in_the_fifth_word() {
+        // Replit's: six words, n_vocab (the fifth) scored tokens and no count before them.
+        let mut replit = words(b"lmgg", None, &[8, 64, 2, 1, 40, 1]);
+        tokens(&mut replit, 40, true, false);
+        let records: &[(&str, u32, &[u32], usize)] =
+            &[("transformer.wte.weight", 1, &[8, 40], 640)];
+        let l = listed(file(&replit, records, false)).unwrap();
+        assert_eq!(family(&l), "ggml-example");
+        assert_eq!(l.attributes.get("ggml.tokens"), Some(&Value::Integer(40)));
     }
 
     #[test]
