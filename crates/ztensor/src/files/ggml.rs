@@ -304,6 +304,8 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         let blocks = |h: &Header| match (magic, version) {
             (GGJT, 3) | (GGLA, _) => Blocks::Current,
             (GGJT, 2) => Blocks::Ggjt2,
+            // Its last word is a layer's width, not a file type; it writes no blocks.
+            (GGML, _) if family == Family::WhisperVad => Blocks::Current,
             (GGML, _) if !matches!(family, Family::Llama { .. }) => {
                 Blocks::of_ftype(h.words.last().copied().unwrap_or(0))
             }
@@ -324,6 +326,9 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
                 };
                 return Ok(Listing::of_unique(version, attributes, objects));
             }
+            // Only a header that does not fit is a reason to try the next: a failed read,
+            // or a limit reached, is the file's answer.
+            Err((e, _)) if e.kind() != zt_container::ErrorKind::InvalidFile => return Err(e),
             Err((e, reached)) => {
                 if furthest.as_ref().is_none_or(|(_, r)| reached > *r) {
                     furthest = Some((e, reached));
