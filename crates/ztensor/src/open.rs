@@ -300,7 +300,10 @@ impl OpenOptions {
             #[cfg(feature = "pickle")]
             Some(FileKind::Pickle) => files::pickled::list(&source, limits)?,
             #[cfg(feature = "paddle")]
-            Some(FileKind::PaddleParams) => files::paddle::list(&source, path, limits)?,
+            Some(FileKind::PaddleParams) => {
+                let local = |p: &Path| self.open_shard(p);
+                files::paddle::list(&source, path, limits, open_shard.unwrap_or(&local))?
+            }
             #[cfg(feature = "tflite")]
             Some(FileKind::TfLite) => files::tflite::list(&source, limits)?,
             #[cfg(feature = "caffe")]

@@ -615,3 +615,54 @@ fn a_v2_file_with_its_own_shards_opens_them_by_url_beside_it() {
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(e.to_string().contains("model-00002-of-00003.zt"), "{e}");
 }
+
+#[test]
+fn paddle_parameters_over_http_are_named_by_the_program_beside_them() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/paddle");
+    let dir = served_dir();
+    // Paddle 3's PIR program beside one file; a ProgramDesc and the `.info` pickle beside
+    // the other.
+    for (from, to) in [
+        ("pir/model.pdiparams", "pir.pdiparams"),
+        ("pir/model.json", "pir.json"),
+        ("legacy/model.pdiparams", "legacy.pdiparams"),
+        ("legacy/model.pdmodel", "legacy.pdmodel"),
+        ("legacy/model.pdiparams.info", "legacy.pdiparams.info"),
+    ] {
+        std::fs::copy(fixtures.join(from), dir.path().join(to)).unwrap();
+    }
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    for (file, program) in [("pir", "pir.json"), ("legacy", "legacy.pdmodel")] {
+        let local = ztensor::open(dir.path().join(format!("{file}.pdiparams"))).unwrap();
+        let remote = ztensor::open_url(&nginx.url(&format!("{file}.pdiparams"))).unwrap();
+        assert_eq!(
+            remote.attributes().get("paddle.names"),
+            Some(&ztensor::Value::Text(format!("from {program}"))),
+            "{file}"
+        );
+        let names = |r: &ztensor::Reader| {
+            r.objects()
+                .iter()
+                .map(|o| o.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&remote), names(&local), "{file}");
+        for name in names(&local) {
+            let (here, there) = (local.object(&name).unwrap(), remote.object(&name).unwrap());
+            assert_eq!(there.attributes, here.attributes, "{file} {name}");
+            assert_eq!(
+                there.bytes().unwrap(),
+                here.bytes().unwrap(),
+                "{file} {name}"
+            );
+        }
+    }
+    // The PIR file's folder holds no `.pdmodel`: looked for, not found, not an error.
+    let asked: Vec<String> = nginx.requests().into_iter().map(|l| l.uri).collect();
+    assert!(
+        asked.iter().any(|u| u == "/legacy.pdiparams.info"),
+        "{asked:?}"
+    );
+}

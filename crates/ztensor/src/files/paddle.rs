@@ -24,7 +24,10 @@
 //!   file, a rank against [`DecodeLimits::max_rank`](zt_manifest::DecodeLimits), a header
 //!   against [`MAX_DESC_LEN`], LoD levels against [`MAX_LOD_LEVELS`]; what the listing
 //!   takes is charged to [`Limits::listing_budget`] first.
-//! - A program is read only from a local folder, at most [`MAX_PROGRAM_LEN`] bytes.
+//! - The program (and the `.info` below) is opened as the file was: from its folder, or, for
+//!   a file opened by URL, the object of that name beside it (one request for each name
+//!   looked for); at most [`MAX_PROGRAM_LEN`] bytes. A name that is not there is passed over;
+//!   any other failure to open it is an error.
 //! - With the program's names, `X.pdiparams.info` beside the file (a pickle `paddle.jit.save`
 //!   writes beside a ProgramDesc) gives each object the attribute `paddle.structured_name`,
 //!   its path in the model (`backbone.conv1.bn.weight`); read by the pickle kind, which runs
@@ -39,6 +42,7 @@ use zt_formats::{DType, ElementType, LogicalType};
 use zt_manifest::{Attributes, Shape, Value as Attr};
 
 use crate::files::proto::{self, Fields, Span, Value};
+use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
 use crate::model::{FileVersion, ObjectInfo};
 use crate::ByteOrder;
@@ -234,8 +238,14 @@ fn record(source: &Source, at: u64, limits: &Limits) -> Result<(Record, u64)> {
 }
 
 /// Lists a Paddle parameters file. `path` is where it was opened from: its folder holds the
-/// program that names its tensors.
-pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Result<Listing> {
+/// program that names its tensors, which `open` opens (a local file, or the object beside a
+/// URL).
+pub(crate) fn list(
+    source: &Source,
+    path: Option<&Path>,
+    limits: &Limits,
+    open: OpenShard<'_>,
+) -> Result<Listing> {
     let mut budget = MemoryBudget::new(
         limits.listing_budget(source.len()),
         "listing the Paddle parameters",
@@ -256,7 +266,11 @@ pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Res
     // Each variable's path in the model (`.pdiparams.info`), by its name.
     #[cfg_attr(not(feature = "pickle"), allow(unused_mut))]
     let mut structured = Attributes::new();
-    let names = match path.and_then(program_beside) {
+    let program = match path {
+        Some(path) => program_beside(path, open)?,
+        None => None,
+    };
+    let names = match program {
         None => {
             attributes.insert(
                 "paddle.names".into(),
@@ -264,20 +278,22 @@ pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Res
             );
             None
         }
-        Some(program) => {
+        Some((program, program_source)) => {
             let file = program
                 .file_name()
                 .unwrap_or_default()
                 .to_string_lossy()
                 .into_owned();
-            let named = program_names(&program, records.len(), limits, &mut budget)
+            let named = program_names(&program_source, records.len(), limits, &mut budget)
                 .map_err(|e| e.in_file(&program))?;
             match matched(named, &records) {
                 Ok(names) => {
                     attributes.insert("paddle.names".into(), Attr::Text(format!("from {file}")));
                     #[cfg(feature = "pickle")]
-                    if let Some(p) = path.and_then(info_beside) {
-                        structured = structured_names(&p, limits).map_err(|e| e.in_file(&p))?;
+                    if let Some((p, info)) =
+                        path.map(|p| info_beside(p, open)).transpose()?.flatten()
+                    {
+                        structured = structured_names(&info, limits).map_err(|e| e.in_file(&p))?;
                     }
                     Some(names)
                 }
@@ -316,31 +332,57 @@ pub(crate) fn list(source: &Source, path: Option<&Path>, limits: &Limits) -> Res
     ))
 }
 
-/// The program beside a parameters file, if there is one: `X.json` or `X.pdmodel` beside
-/// `X.pdiparams`, `__model__` beside `__params__`, `model` beside `params`.
-fn program_beside(path: &Path) -> Option<PathBuf> {
-    let folder = path.parent()?;
-    let name = path.file_name()?.to_str()?;
+/// The program beside a parameters file, if there is one, and its bytes: `X.json` or
+/// `X.pdmodel` beside `X.pdiparams`, `__model__` beside `__params__`, `model` beside
+/// `params`.
+fn program_beside(path: &Path, open: OpenShard<'_>) -> Result<Option<(PathBuf, Source)>> {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return Ok(None);
+    };
     let candidates: Vec<String> = match name {
         "__params__" => vec!["__model__".into()],
         "params" => vec!["model".into()],
-        _ => {
-            let stem = name.strip_suffix(".pdiparams")?;
-            vec![format!("{stem}.json"), format!("{stem}.pdmodel")]
-        }
+        _ => match name.strip_suffix(".pdiparams") {
+            Some(stem) => vec![format!("{stem}.json"), format!("{stem}.pdmodel")],
+            None => return Ok(None),
+        },
     };
-    candidates
-        .into_iter()
-        .map(|c| folder.join(c))
-        .find(|p| p.is_file())
+    for candidate in candidates {
+        if let Some(found) = beside(&folder.join(candidate), open)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
 }
 
-/// `X.pdiparams.info` beside `X.pdiparams`, if it is there.
+/// `X.pdiparams.info` beside `X.pdiparams`, if it is there, and its bytes.
 #[cfg(feature = "pickle")]
-fn info_beside(path: &Path) -> Option<PathBuf> {
-    let mut name = path.file_name()?.to_os_string();
+fn info_beside(path: &Path, open: OpenShard<'_>) -> Result<Option<(PathBuf, Source)>> {
+    let Some(name) = path.file_name() else {
+        return Ok(None);
+    };
+    let mut name = name.to_os_string();
     name.push(".info");
-    Some(path.with_file_name(name)).filter(|p| p.is_file())
+    beside(&path.with_file_name(name), open)
+}
+
+/// The file at `path`, opened by `open`, or `None` when there is none (a local file or a
+/// remote object that does not exist); any other failure is the caller's error.
+fn beside(path: &Path, open: OpenShard<'_>) -> Result<Option<(PathBuf, Source)>> {
+    match open(path) {
+        Ok(source) => Ok(Some((path.to_owned(), source))),
+        Err(e) if is_missing(&e) => Ok(None),
+        Err(e) => Err(e.in_file(path)),
+    }
+}
+
+/// Whether `e` says that a file or object does not exist (a folder is no program either).
+fn is_missing(e: &Error) -> bool {
+    use std::io::ErrorKind as Io;
+    let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+    e.kind() == zt_container::ErrorKind::NotFound
+        || io.is_some_and(|io| matches!(io.kind(), Io::NotFound | Io::IsADirectory))
 }
 
 /// The attributes of `X.pdiparams.info`, a pickle of `{name: {"structured_name": path,
@@ -348,9 +390,8 @@ fn info_beside(path: &Path) -> Option<PathBuf> {
 /// ProgramDesc), flattened as the pickle kind flattens any pickle: `<name>.structured_name`.
 /// Read by the pickle machine, which runs nothing.
 #[cfg(feature = "pickle")]
-fn structured_names(path: &Path, limits: &Limits) -> Result<Attributes> {
-    let source = Source::map(path)?;
-    Ok(crate::files::pickled::list(&source, limits)?.attributes)
+fn structured_names(source: &Source, limits: &Limits) -> Result<Attributes> {
+    Ok(crate::files::pickled::list(source, limits)?.attributes)
 }
 
 /// The names a program gives the saved variables, sorted as Paddle writes them, each with
@@ -394,12 +435,11 @@ fn matched(named: Named, records: &[Record]) -> std::result::Result<Vec<String>,
 /// (Paddle 3) or a `ProgramDesc` (protobuf). Past `cap` names (the file's tensors) no more are
 /// kept: one more already says the program is not the file's.
 fn program_names(
-    path: &Path,
+    source: &Source,
     cap: usize,
     limits: &Limits,
     budget: &mut MemoryBudget,
 ) -> Result<Named> {
-    let source = Source::map(path)?;
     if source.len() > MAX_PROGRAM_LEN {
         return Err(Error::limit(format!(
             "a program of {} bytes, over the cap of {MAX_PROGRAM_LEN}",
@@ -410,7 +450,7 @@ fn program_names(
     if bytes.first() == Some(&b'{') {
         pir_names(&bytes, cap, budget)
     } else {
-        program_desc_names(&source, cap, limits, budget)
+        program_desc_names(source, cap, limits, budget)
     }
 }
 
@@ -582,7 +622,7 @@ mod tests {
 
     fn listed(file: Vec<u8>, limits: &Limits) -> Result<Vec<ObjectInfo>> {
         let source = Source::from_vec(file);
-        list(&source, None, limits).map(|l| l.objects)
+        list(&source, None, limits, &|p| Source::map(p)).map(|l| l.objects)
     }
 
     #[test]
