@@ -125,3 +125,15 @@ fn values_read_as_protobuf_reads_them_packed_split_or_unpacked() {
     odd.extend([0x28, 0x07]);
     assert_eq!(read(net(4, &odd)), want);
 }
+
+#[test]
+fn runs_that_are_not_whole_values_are_refused_as_protobuf_refuses_them() {
+    let mut split = bytes(5, &floats(0..4)[..6]);
+    split.extend(bytes(5, &floats(0..4)[6..]));
+    let e = OpenOptions::new().open_bytes(net(4, &split)).unwrap_err();
+    assert!(
+        e.message()
+            .contains("a run of 6 bytes of f32 values is not whole values"),
+        "{e}"
+    );
+}

@@ -323,6 +323,17 @@ impl Net<'_> {
         };
         let width = dtype.size() as u64;
         let values = Values::of(&runs, span.start)?;
+        // Protobuf refuses a packed run of fixed-width values that is not whole values.
+        if let Values::Runs(pieces) = &values {
+            if let Some(p) = pieces.iter().find(|p| p.length % width != 0) {
+                return Err(bad(format!(
+                    "a run of {} bytes of {} values is not whole values",
+                    p.length,
+                    dtype.name()
+                ))
+                .at(p.offset));
+            }
+        }
         let held = values.bytes(width);
         if held != count.saturating_mul(width) || count.checked_mul(width).is_none() {
             return Err(bad(format!(
