@@ -666,3 +666,50 @@ fn paddle_parameters_over_http_are_named_by_the_program_beside_them() {
         "{asked:?}"
     );
 }
+
+/// A ggjt v3 file (llama.cpp's layout) of `count` f32 tensors `w0`.. of `len` elements.
+fn ggjt_bytes(count: usize, len: u32) -> Vec<u8> {
+    let mut f = b"tjgg".to_vec();
+    for w in [3u32, 1, 8, 256, 1, 1, 8, 0] {
+        f.extend(w.to_le_bytes());
+    }
+    f.extend(1u32.to_le_bytes());
+    f.push(b'a');
+    f.extend(0f32.to_le_bytes());
+    for t in 0..count {
+        let name = format!("w{t}");
+        for w in [1, name.len() as u32, 0, len] {
+            f.extend(w.to_le_bytes());
+        }
+        f.extend(name.as_bytes());
+        f.resize(f.len().next_multiple_of(32), 0);
+        f.extend((0..len).flat_map(|i| (i as f32 + t as f32).to_le_bytes()));
+    }
+    f
+}
+
+#[test]
+fn a_ggml_file_over_http_reads_its_tensor_records_not_its_tensors() {
+    let dir = served_dir();
+    // Sixteen tensors of 1 MiB: each record lies a megabyte past the one before.
+    std::fs::write(dir.path().join("model.bin"), ggjt_bytes(16, 1 << 18)).unwrap();
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let r = ztensor::open_url(&nginx.url("model.bin")).unwrap();
+    assert_eq!(r.len(), 16);
+    let fetched: u64 = nginx.requests().iter().map(|l| l.body_bytes).sum();
+    // The header's window (1 MiB), the tail the remote reader caches (1 MiB) and 16 KiB
+    // around each record: not the 16 MiB of tensors (which each record's window read whole
+    // when it was a megabyte).
+    assert!(
+        fetched < 3 << 20,
+        "{fetched} bytes for the listing: {:?}",
+        nginx.requests()
+    );
+    let local = ztensor::open(dir.path().join("model.bin")).unwrap();
+    assert_eq!(
+        r.read::<f32>("w5").unwrap(),
+        local.read::<f32>("w5").unwrap()
+    );
+}

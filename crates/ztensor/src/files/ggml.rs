@@ -50,7 +50,7 @@ use zt_formats::{DType, ElementType};
 use zt_manifest::{Attributes, Value};
 
 use crate::files::gguf::typed_object;
-use crate::files::window::Window;
+use crate::files::window::{Window, WINDOW};
 use crate::listing::{Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 
@@ -74,6 +74,10 @@ const MAX_VAD_LAYERS: u32 = 64;
 
 /// The most dimensions of a tensor (ggml's `GGML_MAX_DIMS`).
 const MAX_DIMS: u32 = 4;
+
+/// How much is read at a tensor record of an unmapped file: the record (at most 4 KiB of
+/// name, 28 bytes of the rest, 31 of padding) and the small tensors after it.
+const RECORD_AHEAD: u64 = 16 << 10;
 
 /// Where `ggjt` and `ggla` files align each tensor's data.
 const ALIGNMENT: u64 = 32;
@@ -300,6 +304,7 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         _ => vec![Family::Llama { scored: true }],
     };
     let mut furthest: Option<(Error, u64)> = None;
+    // One window for every try: each header is read again from what the last one read.
     for family in families {
         let blocks = |h: &Header| match (magic, version) {
             (GGJT, 3) | (GGLA, _) => Blocks::Current,
@@ -311,8 +316,9 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
             }
             _ => Blocks::Ggjt1,
         };
+        cur.pos = tensors_after;
+        cur.read_ahead(WINDOW);
         let attempt: Attempt = (|| {
-            let mut cur = Cursor::new(source, tensors_after);
             let header = header(&mut cur, family).map_err(|e| (e, 0))?;
             let objects = tensors(&mut cur, aligned, blocks(&header), &header, limits)?;
             Ok((header, objects))
@@ -416,6 +422,8 @@ fn tensors(
     limits: &Limits,
 ) -> std::result::Result<Vec<ObjectInfo>, (Error, u64)> {
     let source_len = cur.len;
+    // A record and the next lie a tensor apart: read the records, not the tensors.
+    cur.read_ahead(RECORD_AHEAD);
     let mut budget = MemoryBudget::new(limits.listing_budget(source_len), "listing the GGML file");
     let mut objects = Vec::new();
     let mut taken: HashSet<String, RandomState> = HashSet::default();

@@ -1,7 +1,8 @@
 //! A file read front to back from a position, as GGUF's and the legacy GGML files' headers
 //! and tensor records are: through the map when there is one, else through a window read
-//! ahead [`WINDOW`] bytes at a time, so that a header of many small fields costs a few
-//! reads and not one per field. Every take is checked against the bytes left.
+//! ahead [`WINDOW`] bytes at a time (or less: [`Window::read_ahead`]), so that a header of
+//! many small fields costs a few reads and not one per field. Every take is checked against
+//! the bytes left.
 
 use zt_container::{Error, Result, Source};
 
@@ -14,6 +15,8 @@ pub(crate) struct Window<'s> {
     mapped: Option<&'s [u8]>,
     window: Vec<u8>,
     window_at: u64,
+    /// How much a read that fills the window reads.
+    ahead: u64,
     /// Where the next take starts.
     pub pos: u64,
     /// The file's length.
@@ -30,10 +33,18 @@ impl<'s> Window<'s> {
             mapped: source.as_slice(),
             window: Vec::new(),
             window_at: 0,
+            ahead: WINDOW,
             pos: pos.min(source.len()),
             len: source.len(),
             kind,
         }
+    }
+
+    /// Reads `bytes` ahead from now on when the window must be filled: less than [`WINDOW`]
+    /// where the fields read lie far apart (records between large tensors), so that what lies
+    /// between them is not read.
+    pub fn read_ahead(&mut self, bytes: u64) {
+        self.ahead = bytes;
     }
 
     /// The bytes after the position.
@@ -68,7 +79,7 @@ impl<'s> Window<'s> {
         }
         let window_end = self.window_at + self.window.len() as u64;
         if start < self.window_at || start + n > window_end {
-            let want = n.max(WINDOW).min(self.len - start);
+            let want = n.max(self.ahead).min(self.len - start);
             self.window = self.source.read_at(start, want)?.into_owned();
             self.window_at = start;
         }
