@@ -43,6 +43,7 @@ impl<'s> Window<'s> {
     /// Reads `bytes` ahead from now on when the window must be filled: less than [`WINDOW`]
     /// where the fields read lie far apart (records between large tensors), so that what lies
     /// between them is not read.
+    #[cfg_attr(not(feature = "ggml"), allow(dead_code))] // GGUF's header is one stretch
     pub fn read_ahead(&mut self, bytes: u64) {
         self.ahead = bytes;
     }
