@@ -254,6 +254,11 @@ impl OpenOptions {
         };
         let kind = sniffed.or_else(|| path.and_then(kind_by_name));
         let limits = &self.limits;
+        // Files that name other files (v2 shards, HDF5 external links, ONNX external data,
+        // Paddle programs, OpenVINO weights, TensorFlow shards) open them as the caller says,
+        // or beside this one.
+        let local = |p: &Path| self.open_shard(p);
+        let open_shard = open_shard.unwrap_or(&local);
         let listing = match kind {
             Some(FileKind::Mag) => {
                 // .mag tables are read piecemeal: read-around serves them better.
@@ -262,8 +267,6 @@ impl OpenOptions {
             }
             Some(FileKind::ZTensorV2) => {
                 let container = ContainerV2::parse(source, limits.max_manifest_len)?;
-                let local = |p: &Path| self.open_shard(p);
-                let open_shard = open_shard.unwrap_or(&local);
                 let listing = files::zt_v2::list(&container, path, limits, open_shard)?;
                 return Ok((container.into_source(), listing));
             }
@@ -284,26 +287,17 @@ impl OpenOptions {
             #[cfg(feature = "gguf")]
             Some(FileKind::Gguf) => files::gguf::list(&source, limits)?,
             #[cfg(feature = "hdf5")]
-            Some(FileKind::Hdf5) => {
-                let local = |p: &Path| self.open_shard(p);
-                files::hdf5::list(&source, path, limits, open_shard.unwrap_or(&local))?
-            }
+            Some(FileKind::Hdf5) => files::hdf5::list(&source, path, limits, open_shard)?,
             #[cfg(feature = "hdf5")]
             Some(FileKind::Keras) => return files::hdf5::list_keras(source, zip_entries, limits),
             #[cfg(feature = "onnx")]
-            Some(FileKind::Onnx) => {
-                let local = |p: &Path| self.open_shard(p);
-                files::onnx::list(&source, path, limits, open_shard.unwrap_or(&local))?
-            }
+            Some(FileKind::Onnx) => files::onnx::list(&source, path, limits, open_shard)?,
             #[cfg(feature = "flax")]
             Some(FileKind::Flax) => files::flax::list(&source, limits)?,
             #[cfg(feature = "pickle")]
             Some(FileKind::Pickle) => files::pickled::list(&source, limits)?,
             #[cfg(feature = "paddle")]
-            Some(FileKind::PaddleParams) => {
-                let local = |p: &Path| self.open_shard(p);
-                files::paddle::list(&source, path, limits, open_shard.unwrap_or(&local))?
-            }
+            Some(FileKind::PaddleParams) => files::paddle::list(&source, path, limits, open_shard)?,
             #[cfg(feature = "tflite")]
             Some(FileKind::TfLite) => files::tflite::list(&source, limits)?,
             #[cfg(feature = "caffe")]
@@ -311,14 +305,10 @@ impl OpenOptions {
             #[cfg(feature = "ggml")]
             Some(FileKind::Ggml) => files::ggml::list(&source, limits)?,
             #[cfg(feature = "openvino")]
-            Some(FileKind::OpenVino) => {
-                let local = |p: &Path| self.open_shard(p);
-                files::openvino::list(&source, path, limits, open_shard.unwrap_or(&local))?
-            }
+            Some(FileKind::OpenVino) => files::openvino::list(&source, path, limits, open_shard)?,
             #[cfg(feature = "tensorflow")]
             Some(FileKind::TfCheckpoint) => {
-                let local = |p: &Path| self.open_shard(p);
-                files::tf_checkpoint::list(&source, path, limits, open_shard.unwrap_or(&local))?
+                files::tf_checkpoint::list(&source, path, limits, open_shard)?
             }
             #[cfg(feature = "safetensors")]
             Some(FileKind::Safetensors) => {
