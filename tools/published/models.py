@@ -33,7 +33,8 @@ dtype, shape and the SHA-256 of its C-order little-endian bytes, and every GGUF 
   DENSIFY op makes it dense) and Paddle (`paddle.static.load_inference_model`, every
   persistable variable) and, for GGML files, llama.cpp's GGML loader (in its converter to
   GGUF, with `gguf`) and whisper.cpp's `ggml_to_pt.py` (with `torch`): every hyperparameter
-  (as `@ggml.<name>`), the token count and every tensor; `--record` then
+  (as `@ggml.<name>`), the format, the tokens (and scores, where the file has them) and
+  every tensor; `--record` then
   writes what they read into the expected file (files whose reader is not installed keep
   their recorded entries).
 
@@ -281,6 +282,11 @@ def ours(path: Path) -> dict:
             for key, value in f.attributes.items():
                 if key != "ggml.family":
                     out["@" + key] = metadata_entry("untyped", value)
+            if f.attributes.get("ggml.family") == "whisper":
+                # whisper.cpp's ggml_to_pt.py keeps the tokens as a dict's keys: a token given
+                # again (whisper's vocabularies repeat U+FFFD pieces) is there once.
+                distinct = list(dict.fromkeys(f.attributes["ggml.vocab"]))
+                out["@ggml.vocab"] = metadata_entry("untyped", distinct)
         if path.suffix == ".gguf":
             attributes = dict(f.attributes)
             # ztio's record of each key's GGUF type (absent for a file without keys).
@@ -294,7 +300,8 @@ def metadata_entry(value_type, value) -> list:
     """A GGUF metadata value as both sides compare it: its type as ztio names it (`u32`,
     `[str]`; an array of arrays as the list of its elements' types) and the SHA-256 of its JSON
     (floats as Python's shortest repr of the f32 or f64 value, both sides widen f32 exactly)."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    text = json.dumps(value, ensure_ascii=False, allow_nan=True,
+                      default=lambda b: {"bytes": b.hex()})
     return [value_type, hashlib.sha256(text.encode()).hexdigest()]
 
 
@@ -527,6 +534,13 @@ def ggml_reference(path: Path) -> dict:
     def hparams(pairs):
         return {"@ggml." + k: metadata_entry("untyped", v) for k, v in pairs}
 
+    def as_listed(token: bytes):
+        # ztio's form of a token: text, or bytes where it is not UTF-8.
+        try:
+            return token.decode("utf-8")
+        except UnicodeDecodeError:
+            return token
+
     if path.read_bytes()[:4] != b"lmgg":
         [script] = fetch_sdist("llama-cpp-python==0.1.85", [
             "vendor/llama.cpp/convert-llama-ggml-to-gguf.py"])
@@ -544,6 +558,11 @@ def ggml_reference(path: Path) -> dict:
         names = ["n_vocab", "n_embd", "n_mult", "n_head", "n_layer", "n_rot"]
         out = hparams([(n, getattr(hp, n)) for n in names] + [("ftype", int(hp.ftype))])
         out |= hparams([("tokens", len(model.vocab.items))])
+        fmt = model.file_format.name.lower()
+        out |= hparams([("format", fmt if fmt == "ggml" else f"{fmt} v{model.format_version}")])
+        out |= hparams([("vocab", [as_listed(token) for token, _ in model.vocab.items])])
+        if model.vocab.load_scores:
+            out |= hparams([("scores", [score for _, score in model.vocab.items])])
         for t in model.tensors:
             start, length = int(t.start_offset), int(t.len_bytes)
             dtype = {0: "float32", 1: "float16"}.get(int(t.dtype), f"ggml type {t.dtype}")
@@ -572,6 +591,8 @@ def ggml_reference(path: Path) -> dict:
              "n_text_ctx", "n_text_state", "n_text_head", "n_text_layer", "n_mels"]
     out = hparams([(n, seen[n]) for n in names] + [("ftype", seen["use_f16"])])
     out |= hparams([("tokens", seen["num_tokens"])])
+    # The script keeps the tokens as a dict's keys, in the file's order.
+    out |= hparams([("format", "ggml"), ("vocab", [as_listed(t) for t in seen["tokens"]])])
     out["mel_filters"] = entry(seen["mel_filters"].astype(np.float32))
     for name, tensor in seen["model_state_dict"].items():
         out[name] = entry(tensor.numpy())

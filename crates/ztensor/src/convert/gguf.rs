@@ -16,9 +16,15 @@
 //! they do not fit), floats as f32 when that keeps the value (f64 otherwise), text as str,
 //! bytes as `[u8]`, arrays by their first element. Maps and null have no GGUF form.
 //!
+//! A legacy GGML model of llama.cpp (its listing's `ggml.family` is `llama`) is written as
+//! llama.cpp loads it: llama.cpp's metadata and tensor names in place of the `ggml.*`
+//! attributes and the GGML names (`gguf/llama.rs`).
+//!
 //! The layout is the `gguf` package's: key-values and tensor infos in order, tensors in the
 //! reader's file order at offsets padded to `general.alignment` (32 unless an attribute says
 //! otherwise), every tensor's bytes padded to it too.
+
+mod llama;
 
 use std::io::Write;
 use std::path::Path;
@@ -110,6 +116,12 @@ pub fn write_gguf_views(
 ) -> Result<()> {
     let output = output.as_ref();
     let views = &super::numbers_only(views)[..];
+    let llama_cpp = llama::llama_cpp_form(attributes, views)?;
+    let attributes = llama_cpp.as_ref().map_or(attributes, |l| &l.attributes);
+    let name = |i: usize, o: &ObjectView<'_>| {
+        let renamed = llama_cpp.as_ref().and_then(|l| l.names.get(i));
+        renamed.map_or(o.name(), String::as_str).to_owned()
+    };
     let (metadata, n_kv, alignment) = metadata(attributes)?;
     let mut tensors = Vec::with_capacity(views.len());
     for &o in views {
@@ -122,8 +134,8 @@ pub fn write_gguf_views(
     head.extend(n_kv.to_le_bytes());
     head.extend(metadata);
     let mut offset = 0u64;
-    for t in &tensors {
-        put_string(&mut head, t.object.name().as_bytes());
+    for (i, t) in tensors.iter().enumerate() {
+        put_string(&mut head, name(i, &t.object).as_bytes());
         head.extend((t.object.shape().len() as u32).to_le_bytes());
         for d in t.object.shape().iter().rev() {
             head.extend(d.to_le_bytes());

@@ -28,7 +28,9 @@
 //! order, and the first after which the tensor records tile the rest of the file exactly is
 //! taken; when none does, the error is the one of the header whose records went furthest.
 //! The hyperparameters become file attributes (`ggml.<name>`, or `ggml.hparams` for the
-//! examples' headers), with `ggml.family`.
+//! examples' headers), with `ggml.family` and `ggml.format`; the tokens, read again once the
+//! header is known, become `ggml.vocab` (and `ggml.scores` where the file scores them), which
+//! the GGUF writer makes llama.cpp's vocabulary of (`convert/gguf/llama.rs`).
 //!
 //! A tensor is a dense object (F32, F16, ...) or, of a block type, an object of format
 //! `gguf.<type>/1` as GGUF's are ([`crate::files::gguf::typed_object`]): the blocks of
@@ -47,9 +49,9 @@ use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
 use zt_formats::ggml::GgmlType;
 use zt_formats::{DType, ElementType};
-use zt_manifest::{Attributes, Value};
+use zt_manifest::{Attributes, Value, ValueBudget};
 
-use crate::files::gguf::typed_object;
+use crate::files::gguf::{typed_object, GGML_SCORES_KEY, GGML_VOCAB_KEY};
 use crate::files::window::{Window, WINDOW};
 use crate::listing::{Limits, Listing};
 use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
@@ -194,6 +196,9 @@ struct Header {
     /// The mel filters' `(n_mel, n_fft, offset, length)`.
     mel: Option<(u64, u64, u64, u64)>,
     tokens: u64,
+    /// Where the tokens start, and whether each has a score after it.
+    vocab_at: u64,
+    scored: bool,
     /// The voice activity model's type name.
     model_type: Option<String>,
 }
@@ -325,11 +330,12 @@ pub(crate) fn list(source: &Source, limits: &Limits) -> Result<Listing> {
         })();
         match attempt {
             Ok((header, objects)) => {
-                let attributes = attributes(&header);
                 let version = FileVersion::Ggml {
                     magic: name,
                     version,
                 };
+                let vocabulary = vocabulary(&mut cur, &header, limits)?;
+                let attributes = attributes(&header, &version, vocabulary);
                 return Ok(Listing::of_unique(version, attributes, objects));
             }
             // Only a header that does not fit is a reason to try the next: a failed read,
@@ -352,6 +358,8 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
         words: Vec::new(),
         mel: None,
         tokens: 0,
+        vocab_at: 0,
+        scored: false,
         model_type: None,
     };
     match family {
@@ -364,6 +372,7 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
                 return Err(bad(format!("ftype {ftype} is no llama.cpp file type")).at(4));
             }
             h.tokens = h.words.first().copied().map_or(0, u64::from);
+            (h.vocab_at, h.scored) = (cur.pos, scored);
             cur.tokens(h.tokens, scored)?;
         }
         Family::Lora => h.words = cur.words(2)?,
@@ -378,6 +387,7 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
             let at = cur.skip(bytes, "the mel filters")?;
             h.mel = Some((n_mel, n_fft, at, bytes));
             h.tokens = u64::from(cur.u32("the token count")?);
+            h.vocab_at = cur.pos;
             cur.tokens(h.tokens, false)?;
         }
         Family::WhisperVad => {
@@ -406,6 +416,7 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
                 true => u64::from(cur.u32("the token count")?),
                 false => h.words.get(4).copied().map_or(0, u64::from),
             };
+            (h.vocab_at, h.scored) = (cur.pos, scored);
             cur.tokens(h.tokens, scored)?;
         }
     }
@@ -539,10 +550,52 @@ fn record(
     Ok(o)
 }
 
-/// The header's hyperparameters as file attributes.
-fn attributes(h: &Header) -> Attributes {
+/// The tokens of the header the file was read by (as text, or as bytes where they are not
+/// UTF-8) and their scores (none when unscored), read again from where the header found
+/// them.
+fn vocabulary(cur: &mut Cursor<'_>, h: &Header, limits: &Limits) -> Result<Vocabulary> {
+    let mut budget = ValueBudget::new(limits.decode_limits().max_value_bytes);
+    let per_token = if h.scored { 2 } else { 1 };
+    // Every value's node is charged before any is kept: the count is the file's.
+    budget.nodes(h.tokens.saturating_mul(per_token))?;
+    let n = usize::try_from(h.tokens).map_err(|_| Error::out_of_memory("the GGML tokens"))?;
+    let mut tokens = Vec::new();
+    let mut scores = Vec::new();
+    tokens
+        .try_reserve_exact(n)
+        .and_then(|()| scores.try_reserve_exact(if h.scored { n } else { 0 }))
+        .map_err(|_| Error::out_of_memory("the GGML tokens"))?;
+    cur.pos = h.vocab_at;
+    cur.read_ahead(WINDOW);
+    for _ in 0..h.tokens {
+        let len = u64::from(cur.u32("a token's length")?);
+        // The header's pass checked every length against MAX_TOKEN_LEN.
+        let bytes = cur.take(len.min(MAX_TOKEN_LEN), "a token")?.to_vec();
+        budget.payload(bytes.len())?;
+        tokens.push(match String::from_utf8(bytes) {
+            Ok(text) => Value::Text(text),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        });
+        if h.scored {
+            let score = cur.take(4, "a token's score")?;
+            let score = score.first_chunk::<4>().copied().unwrap_or_default();
+            scores.push(Value::Float(f32::from_le_bytes(score).into()));
+        }
+    }
+    Ok(Vocabulary { tokens, scores })
+}
+
+/// A header's tokens, and their scores when it has them.
+struct Vocabulary {
+    tokens: Vec<Value>,
+    scores: Vec<Value>,
+}
+
+/// The header's hyperparameters and tokens as file attributes.
+fn attributes(h: &Header, version: &FileVersion, vocabulary: Vocabulary) -> Attributes {
     let mut a = Attributes::new();
     a.insert("ggml.family".into(), Value::Text(h.family.name().into()));
+    a.insert("ggml.format".into(), Value::Text(version.number()));
     let named: &[&str] = match h.family {
         Family::Llama { .. } => &LLAMA_WORDS,
         Family::Whisper => &WHISPER_WORDS,
@@ -561,6 +614,10 @@ fn attributes(h: &Header) -> Attributes {
     }
     if !matches!(h.family, Family::Lora | Family::WhisperVad) {
         a.insert("ggml.tokens".into(), Value::Integer(h.tokens.into()));
+        a.insert(GGML_VOCAB_KEY.into(), Value::Array(vocabulary.tokens));
+    }
+    if h.scored {
+        a.insert(GGML_SCORES_KEY.into(), Value::Array(vocabulary.scores));
     }
     a
 }

@@ -44,6 +44,15 @@ use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo};
 /// writer writes each value with the type it names.
 pub const VALUE_TYPES_KEY: &str = "gguf.value_types";
 
+/// The file attribute of a legacy GGML file's listing that holds its tokens, in the file's
+/// order: each text, or bytes when it is not UTF-8 (llama.cpp's single-byte tokens). The
+/// GGUF writer makes llama.cpp's vocabulary of it.
+pub const GGML_VOCAB_KEY: &str = "ggml.vocab";
+
+/// The file attribute of a legacy GGML file's listing that holds its tokens' scores (f32),
+/// when the file has them.
+pub const GGML_SCORES_KEY: &str = "ggml.scores";
+
 /// The data section's alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 
