@@ -54,3 +54,36 @@ fn info_of_paddle_parameters_and_a_tflite_model() {
         16
     );
 }
+
+#[test]
+fn a_legacy_llama_model_converts_to_what_llama_cpps_converter_writes() {
+    // fixtures/interop/ggml/to_gguf: convert-llama-ggml-to-gguf.py's output of the same file.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("llama-ggjt-v3-q5_1.bin");
+    std::fs::copy(fx("ggml/llama-ggjt-v3-q5_1.bin"), &input).unwrap();
+    let out = dir.path().join("m.gguf");
+    ok(&zt(&[
+        "convert",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]));
+    let ours = ztensor::open(&out).unwrap();
+    let want = ztensor::open(fx("ggml/to_gguf/llama-ggjt-v3-q5_1.gguf")).unwrap();
+    // Every key, value and type the script wrote, the model's name (its file's) included;
+    // tokenizer.ggml.pre is the script's since 2024.
+    let mut attributes = ours.attributes().clone();
+    assert_eq!(
+        attributes.remove("tokenizer.ggml.pre"),
+        Some(ztensor::Value::Text("default".into()))
+    );
+    if let Some(ztensor::Value::Map(types)) = attributes.get_mut("gguf.value_types") {
+        types.remove("tokenizer.ggml.pre");
+    }
+    assert_eq!(&attributes, want.attributes());
+    let names = |r: &ztensor::Reader| r.iter().map(|o| o.name().to_owned()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&want));
+    for o in want.iter() {
+        let data = |r: &ztensor::Reader| r.object(o.name()).unwrap().bytes().unwrap().to_vec();
+        assert_eq!(data(&ours), data(&want), "{}", o.name());
+    }
+}
