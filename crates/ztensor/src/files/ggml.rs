@@ -196,8 +196,9 @@ struct Header {
     /// The mel filters' `(n_mel, n_fft, offset, length)`.
     mel: Option<(u64, u64, u64, u64)>,
     tokens: u64,
-    /// Where the tokens start, and whether each has a score after it.
+    /// Where the tokens start and end, and whether each has a score after it.
     vocab_at: u64,
+    vocab_end: u64,
     scored: bool,
     /// The voice activity model's type name.
     model_type: Option<String>,
@@ -359,6 +360,7 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
         mel: None,
         tokens: 0,
         vocab_at: 0,
+        vocab_end: 0,
         scored: false,
         model_type: None,
     };
@@ -374,6 +376,7 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
             h.tokens = h.words.first().copied().map_or(0, u64::from);
             (h.vocab_at, h.scored) = (cur.pos, scored);
             cur.tokens(h.tokens, scored)?;
+            h.vocab_end = cur.pos;
         }
         Family::Lora => h.words = cur.words(2)?,
         Family::Whisper => {
@@ -389,6 +392,7 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
             h.tokens = u64::from(cur.u32("the token count")?);
             h.vocab_at = cur.pos;
             cur.tokens(h.tokens, false)?;
+            h.vocab_end = cur.pos;
         }
         Family::WhisperVad => {
             let len = u64::from(cur.u32("the model type's length")?);
@@ -418,6 +422,7 @@ fn header(cur: &mut Cursor<'_>, family: Family) -> Result<Header> {
             };
             (h.vocab_at, h.scored) = (cur.pos, scored);
             cur.tokens(h.tokens, scored)?;
+            h.vocab_end = cur.pos;
         }
     }
     Ok(h)
@@ -566,7 +571,8 @@ fn vocabulary(cur: &mut Cursor<'_>, h: &Header, limits: &Limits) -> Result<Vocab
         .and_then(|()| scores.try_reserve_exact(if h.scored { n } else { 0 }))
         .map_err(|_| Error::out_of_memory("the GGML tokens"))?;
     cur.pos = h.vocab_at;
-    cur.read_ahead(WINDOW);
+    // The tokens, and no more: after them lie the tensors.
+    cur.read_ahead(h.vocab_end.saturating_sub(h.vocab_at).clamp(1, WINDOW));
     for _ in 0..h.tokens {
         let len = u64::from(cur.u32("a token's length")?);
         // The header's pass checked every length against MAX_TOKEN_LEN.
