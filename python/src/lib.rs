@@ -83,7 +83,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sharded::Set>()?;
     m.add_class::<sharded::Arrivals>()?;
     m.add_function(wrap_pyfunction!(sharded::model_file, m)?)?;
-    m.add_function(wrap_pyfunction!(sharded::is_index_path, m)?)?;
+    m.add_function(wrap_pyfunction!(sharded::is_set_path, m)?)?;
     m.add_class::<arrays::MapHolder>()?;
     m.add_class::<arrays::OwnedHolder>()?;
     m.add_function(wrap_pyfunction!(arrays::set_dtype_table, m)?)?;

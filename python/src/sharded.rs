@@ -195,8 +195,9 @@ pub fn model_file(py: Python<'_>, path: PathBuf) -> PyResult<std::ffi::OsString>
     Ok(found.into_os_string())
 }
 
-/// Whether a path names a sharded set's index (`*.index.json`).
+/// Whether a path opens as a set: a sharded set's index (`*.index.json`), or one file of a
+/// split GGUF model (`model-00001-of-00003.gguf`).
 #[pyfunction]
-pub fn is_index_path(path: PathBuf) -> bool {
-    ztensor::is_index_path(&path)
+pub fn is_set_path(path: PathBuf) -> bool {
+    ztensor::is_set_path(&path)
 }

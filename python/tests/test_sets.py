@@ -199,3 +199,30 @@ def test_transformers_tensorflow_sets_name_tensors_as_their_shards_do(kind, path
     loaded = ztio.numpy.load_file(full)
     assert {n: a.tobytes().hex() for n, a in loaded.items()} == {n: w["hex"] for n, w in want.items()}
     assert {n: list(a.shape) for n, a in loaded.items()} == {n: w["shape"] for n, w in want.items()}
+
+
+def test_a_split_gguf_model_opens_whole_from_any_of_its_files():
+    # llama.cpp's llama-gguf-split wrote the three files (tools/interop/make_gguf_split.py) of
+    # the model in fixtures/interop/ggml/to_gguf.
+    here = os.path.dirname(os.path.abspath(__file__))
+    interop = os.path.join(here, "..", "..", "fixtures", "interop")
+    split = os.path.join(interop, "gguf", "split", "llama-q4_0-00002-of-00003.gguf")
+    whole = os.path.join(interop, "ggml", "to_gguf", "llama-ggjt-v3-q4_0.gguf")
+    with ztio.open(split) as s, ztio.open(whole) as w:
+        assert len(s.shards) == 3
+        assert sorted(s.keys()) == sorted(w.keys())
+        assert s.attributes == w.attributes
+        assert "split.count" not in s.attributes
+        for name in w.keys():
+            assert s.component(name, "data").tobytes() == w.component(name, "data").tobytes()
+
+
+def test_convert_writes_a_gguf_model_in_splits(tmp_path):
+    here = os.path.dirname(os.path.abspath(__file__))
+    whole = os.path.join(here, "..", "..", "fixtures", "interop", "ggml", "to_gguf", "llama-ggjt-v3-q4_0.gguf")
+    ztio.convert(whole, str(tmp_path / "m.gguf"), shard_size="4KB")
+    first = tmp_path / "m-00001-of-00003.gguf"
+    with ztio.open(str(first)) as s, ztio.open(whole) as w:
+        assert len(s.shards) == 3
+        assert s.attributes == w.attributes
+        assert sorted(s.keys()) == sorted(w.keys())

@@ -800,12 +800,12 @@ class _DecodeAhead:
 
 
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:
-    """A file, a sharded set's index, or a model folder (its model: an index before a single
-    file), opened as :func:`open` does."""
+    """A file, a sharded set's index, one file of a split GGUF model (the whole model), or a
+    model folder (its model: an index before a single file), opened as :func:`open` does."""
     p = os.fsdecode(path)
     if "://" not in p:
         p = _native.model_file(p)
-    if _native.is_index_path(p):
+    if _native.is_set_path(p):
         return ShardedFile(p, **options)
     return File(p, **options)
 

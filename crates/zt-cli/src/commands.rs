@@ -831,7 +831,20 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
                 ));
             }
         }
-        merge_attributes(&mut attributes, r.attributes(), "inputs", p)?;
+    }
+    for (input, parts) in opened.iter().zip(&groups) {
+        match input {
+            // A split GGUF model's splits each say where they are; the model's metadata is
+            // the set's.
+            MergeInput::Set(set) if set.is_gguf_split() => {
+                merge_attributes(&mut attributes, set.metadata(), "inputs", set.index_path())?
+            }
+            _ => {
+                for &(p, r) in parts {
+                    merge_attributes(&mut attributes, r.attributes(), "inputs", p)?;
+                }
+            }
+        }
     }
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(attributes);

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use ztensor::convert::{write_indexed, IndexedOptions, ShardKind};
+use ztensor::convert::{write_indexed, GgufSplit, IndexedOptions, ShardKind};
 use ztensor::{ConvertOptions, Keep, ObjectView, ShardedSet, Writer};
 
 use crate::common::{
@@ -20,8 +20,15 @@ use crate::common::{
 };
 use crate::json;
 
-/// Whether a command-line path names a sharded set's index.
+/// Whether a command-line path read from names a set: an index, or one file of a split GGUF
+/// model (`model-00001-of-00003.gguf`).
 pub fn is_set(path: &Path) -> bool {
+    ztensor::is_set_path(path)
+}
+
+/// Whether a command-line path written to names an index (a split GGUF name is written as
+/// the one file it names).
+fn is_index_output(path: &Path) -> bool {
     ztensor::is_index_path(path)
 }
 
@@ -129,6 +136,10 @@ pub(crate) fn with_objects<T>(
 /// What a new index carries over from the set it is made from: its metadata, less
 /// `total_size`, which is computed anew.
 fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
+    if set.is_gguf_split() {
+        // The model's metadata belongs in its files, not in an index.
+        return ztensor::Attributes::new();
+    }
     let mut metadata = set.metadata().clone();
     metadata.remove("total_size");
     metadata
@@ -136,6 +147,10 @@ fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
 
 /// The shards' file attributes, which must agree where they overlap.
 fn shared_attributes(set: &ShardedSet) -> Result<ztensor::Attributes, Failure> {
+    if set.is_gguf_split() {
+        // The first split holds the model's; each says where it is in the split.
+        return Ok(set.metadata().clone());
+    }
     let mut attributes = ztensor::Attributes::new();
     for (i, path) in set.shard_paths().enumerate() {
         let r = set.reader(i).map_err(|e| Failure::Failed(e.into()))?;
@@ -159,6 +174,13 @@ pub enum Target {
     /// The input set's own shards (the same objects in each), renamed to the convention,
     /// and an index.
     SameShards(ShardKind),
+    /// GGUF splits of at most this many bytes of tensors each, as llama.cpp's `gguf-split`
+    /// writes them; `force` replaces split files there already.
+    GgufSplit {
+        max_split_size: u64,
+        densify: bool,
+        force: bool,
+    },
 }
 
 /// `zt convert` with a set as input, or with an indexed set as output.
@@ -270,6 +292,23 @@ fn write_target(
             ztensor::convert::write_gguf_views(objects, attributes, output, densify, durability())
                 .map_err(at)
         }
+        Target::GgufSplit {
+            max_split_size,
+            densify,
+            force,
+        } => {
+            // `model.gguf` names the splits `model-00001-of-0000N.gguf`.
+            let prefix = match output.extension() {
+                Some(e) if e.eq_ignore_ascii_case("gguf") => output.with_extension(""),
+                _ => output.to_path_buf(),
+            };
+            let split = GgufSplit::plan(objects, attributes, prefix, max_split_size, densify)
+                .map_err(at)?;
+            for path in split.paths() {
+                check_output(path, force)?;
+            }
+            split.write(durability()).map(drop).map_err(at)
+        }
         Target::Indexed(max_shard_size, kind) => {
             let options = IndexedOptions {
                 max_shard_size,
@@ -301,7 +340,8 @@ pub(crate) fn blamed_input(input: &Path, e: &ztensor::Error) -> PathBuf {
 /// Whether `zt convert` goes through this module: a set as input, an index as output, or
 /// `.safetensors` output with `--shard-size` (which writes a set).
 pub fn handles_convert(input: &Path, output: &Path, kind: Kind, shard_size: Option<u64>) -> bool {
-    is_set(input) || is_set(output) || (shard_size.is_some() && kind == Kind::Safetensors)
+    let sharded_file = matches!(kind, Kind::Safetensors | Kind::Gguf);
+    is_set(input) || is_index_output(output) || (shard_size.is_some() && sharded_file)
 }
 
 /// `zt convert` for what [`handles_convert`] accepts; the arguments as `main` parsed them.
@@ -335,7 +375,12 @@ pub fn convert_command(
         (Some(size), Kind::Safetensors) => {
             Target::Indexed(size, ShardKind::Safetensors { densify })
         }
-        (Some(size), _) if kind.is_zt() && is_set(output) => {
+        (Some(max_split_size), Kind::Gguf) => Target::GgufSplit {
+            max_split_size,
+            densify,
+            force,
+        },
+        (Some(size), _) if kind.is_zt() && is_index_output(output) => {
             if densify {
                 return Err(Failure::Usage(
                     "--shard-size and --densify cannot be combined for .zt shards".into(),
@@ -350,7 +395,7 @@ pub fn convert_command(
                     .into(),
             ))
         }
-        (None, _) if is_set(output) && is_set(input) => match kind {
+        (None, _) if is_index_output(output) && is_set(input) => match kind {
             Kind::Safetensors => Target::SameShards(ShardKind::Safetensors { densify }),
             _ if kind.is_zt() && !densify => {
                 Target::SameShards(ShardKind::Zt(zt_options(version.unwrap_or_default())))
@@ -370,7 +415,7 @@ pub fn convert_command(
                 ))
             }
         },
-        (None, _) if is_set(output) => {
+        (None, _) if is_index_output(output) => {
             return Err(Failure::Usage(
                 "an index as output needs --shard-size SIZE (or a set as input, whose \
                  shards it keeps)"
@@ -388,7 +433,7 @@ pub fn convert_command(
         _ => {
             return Err(Failure::Usage(
                 format!(
-                    "{} output cannot be sharded (--shard-size): .zt and .safetensors can",
+                    "{} output cannot be sharded (--shard-size): .zt, .safetensors and .gguf can",
                     kind.extension()
                 )
                 .into(),
@@ -399,13 +444,16 @@ pub fn convert_command(
         Target::Indexed(..) | Target::SameShards(_) => indexed_output(output)?,
         _ => output.to_path_buf(),
     };
-    check_output(&index, force)?;
+    // GGUF splits check their own files, once their count is known.
+    if !matches!(target, Target::GgufSplit { .. }) {
+        check_output(&index, force)?;
+    }
     convert(input, output, target, as_text)
 }
 
 /// The index a sharded output writes: OUT itself when it is one, else `OUT.index.json`.
 fn indexed_output(output: &Path) -> Result<PathBuf, Failure> {
-    if is_set(output) {
+    if is_index_output(output) {
         return Ok(output.to_path_buf());
     }
     let mut name = output

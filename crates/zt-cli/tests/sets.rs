@@ -357,3 +357,44 @@ fn a_set_of_more_shards_than_the_soft_open_file_limit_is_written() {
     assert_eq!(shards, 150);
     assert_eq!(ok(&zt(&["ls", p(&index)])).lines().count(), 150);
 }
+
+#[test]
+fn a_split_gguf_model_is_a_set_read_from_and_one_file_written_to() {
+    // llama.cpp's llama-gguf-split wrote the three files (tools/interop/make_gguf_split.py).
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop");
+    let split = |n: u32| interop.join(format!("gguf/split/llama-q4_0-{n:05}-of-00003.gguf"));
+    let whole = interop.join("ggml/to_gguf/llama-ggjt-v3-q4_0.gguf");
+    let info = ok(&zt(&["info", p(&split(3))]));
+    assert!(info.contains("sharded set, 3 shards, 12 objects"), "{info}");
+    assert!(info.contains("@general.architecture = \"llama\""), "{info}");
+    ok(&zt(&["verify", p(&split(1))]));
+    // Merged as llama-gguf-split --merge merges it: the model, without split keys.
+    let dir = tempfile::tempdir().unwrap();
+    let merged = dir.path().join("merged.gguf");
+    ok(&zt(&["convert", p(&split(1)), p(&merged)]));
+    ok(&zt(&["diff", p(&merged), p(&whole)]));
+    let merged_zt = dir.path().join("merged.zt");
+    ok(&zt(&["merge", "--output", p(&merged_zt), p(&split(2))]));
+    ok(&zt(&["diff", p(&merged_zt), p(&whole)]));
+    // A split's name as output is the one file it names.
+    let named = dir.path().join("m-00001-of-00002.gguf");
+    ok(&zt(&["convert", p(&whole), p(&named)]));
+    assert_eq!(ztensor::open(&named).unwrap().len(), 12);
+    // --shard-size writes splits as llama-gguf-split --split-max-size does.
+    let out = dir.path().join("out.gguf");
+    ok(&zt(&["convert", p(&whole), p(&out), "--shard-size", "4KB"]));
+    assert!(!out.exists());
+    let first = dir.path().join("out-00001-of-00003.gguf");
+    ok(&zt(&["diff", p(&first), p(&whole)]));
+    let again = zt(&["convert", p(&whole), p(&out), "--shard-size", "4KB"]);
+    assert!(!again.status.success());
+    assert!(support::stderr(&again).contains("use --force"));
+    ok(&zt(&[
+        "convert",
+        p(&whole),
+        p(&out),
+        "--shard-size",
+        "4KB",
+        "--force",
+    ]));
+}

@@ -7,7 +7,8 @@
 //! 2. any other index (`pytorch_model.bin.index.json`, Keras's `model.weights.json`) but
 //!    TensorFlow's and Flax's;
 //! 3. one `.safetensors` or `.zt` file;
-//! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf`, `.mag`, `.onnx`,
+//! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf` or a split GGUF
+//!    model's first file, `.mag`, `.onnx`,
 //!    `.keras`, `.tflite`, `.caffemodel`, Paddle's `model_state.pdparams` and
 //!    `inference.pdiparams`, an OpenVINO model's `.xml` with its `.bin` beside, ...);
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
@@ -124,6 +125,11 @@ fn openvino_candidate(path: &Path) -> bool {
 
 /// A file name's rank as a model candidate (lower is better), or `None` when it is not one.
 fn rank(name: &str) -> Option<u8> {
+    // A split GGUF model is a candidate once, as its first file (which opens every split).
+    #[cfg(feature = "sharded")]
+    if crate::sharded::gguf_split_name(Path::new(name)).is_some_and(|(_, n, _)| n != 1) {
+        return None;
+    }
     let lower = name.to_ascii_lowercase();
     if lower.ends_with(".index.json") {
         let over = lower.trim_end_matches(".index.json");
@@ -168,6 +174,25 @@ mod tests {
         let dir = folder(names);
         let p = model_file(dir.path())?;
         Ok(p.file_name().unwrap().to_string_lossy().into_owned())
+    }
+
+    #[cfg(feature = "sharded")]
+    #[test]
+    fn a_split_gguf_model_is_its_first_file() {
+        let split = [
+            "m-00001-of-00002.gguf",
+            "m-00002-of-00002.gguf",
+            "README.md",
+        ];
+        assert_eq!(chosen(&split).unwrap(), "m-00001-of-00002.gguf");
+        // Beside another model, it is one candidate among two.
+        let two = [
+            "m-00001-of-00002.gguf",
+            "m-00002-of-00002.gguf",
+            "other.gguf",
+        ];
+        let e = chosen(&two).unwrap_err().to_string();
+        assert!(e.contains("2 candidate model files"), "{e}");
     }
 
     #[test]

@@ -173,7 +173,7 @@ pub use reader::{Iter, Reader, VerifyReport, REMOTE_BATCH};
 #[cfg(feature = "remote")]
 pub use remote::{is_url, open_url};
 #[cfg(feature = "sharded")]
-pub use sharded::{index::ShardIndex, is_index_path, ShardedSet};
+pub use sharded::{gguf_split_name, index::ShardIndex, is_index_path, is_set_path, ShardedSet};
 pub use sink::Staged;
 pub use slice::Hyperslab;
 pub use sniff::{sniff, FileKind};

@@ -25,6 +25,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/numpy",
         "interop/pytorch",
         "interop/gguf",
+        "interop/gguf/split",
         "interop/onnx",
         "interop/hdf5",
         "interop/tensorflow",

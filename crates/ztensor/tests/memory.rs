@@ -65,6 +65,7 @@ fn every_corpus_file_reads_within_the_memory_bound() {
         "interop/numpy",
         "interop/pytorch",
         "interop/gguf",
+        "interop/gguf/split",
         "interop/pickle",
         "interop/pickle/paddle",
         "interop/paddle/pir",

@@ -713,3 +713,31 @@ fn a_ggml_file_over_http_reads_its_tensor_records_not_its_tensors() {
         local.read::<f32>("w5").unwrap()
     );
 }
+
+#[test]
+fn a_split_gguf_model_over_http_opens_from_any_of_its_files() {
+    let dir = served_dir();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/gguf/split");
+    for n in 1..=3 {
+        let name = format!("llama-q4_0-{n:05}-of-00003.gguf");
+        std::fs::copy(fixtures.join(&name), dir.path().join(&name)).unwrap();
+    }
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let url = nginx.url("llama-q4_0-00002-of-00003.gguf");
+    let set = ztensor::ShardedSet::open_url(&url, OpenOptions::new()).unwrap();
+    let local = ztensor::ShardedSet::open(fixtures.join("llama-q4_0-00001-of-00003.gguf")).unwrap();
+    assert!(set.is_gguf_split());
+    assert_eq!(set.metadata(), local.metadata());
+    assert!(set.names().eq(local.names()));
+    let name = "blk.0.ffn_down.weight";
+    assert_eq!(
+        set.object(name).unwrap().bytes().unwrap(),
+        local.object(name).unwrap().bytes().unwrap()
+    );
+    // A split the server does not have is named.
+    std::fs::remove_file(dir.path().join("llama-q4_0-00003-of-00003.gguf")).unwrap();
+    let e = ztensor::ShardedSet::open_url(&url, OpenOptions::new()).unwrap_err();
+    assert!(e.to_string().contains("00003-of-00003.gguf"), "{e}");
+}

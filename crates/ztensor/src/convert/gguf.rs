@@ -25,6 +25,11 @@
 //! otherwise), every tensor's bytes padded to it too.
 
 mod llama;
+#[cfg(feature = "sharded")]
+mod split;
+
+#[cfg(feature = "sharded")]
+pub use split::GgufSplit;
 
 use std::io::Write;
 use std::path::Path;
@@ -114,19 +119,37 @@ pub fn write_gguf_views(
     densify: bool,
     durability: Durability,
 ) -> Result<()> {
-    let output = output.as_ref();
     let views = &super::numbers_only(views)[..];
     let llama_cpp = llama::llama_cpp_form(attributes, views)?;
     let attributes = llama_cpp.as_ref().map_or(attributes, |l| &l.attributes);
-    let name = |i: usize, o: &ObjectView<'_>| {
-        let renamed = llama_cpp.as_ref().and_then(|l| l.names.get(i));
-        renamed.map_or(o.name(), String::as_str).to_owned()
-    };
-    let (metadata, n_kv, alignment) = metadata(attributes)?;
+    let names = llama_cpp.as_ref().map(|l| &l.names[..]);
+    let tensors = plan_all(views, densify)?;
+    gguf_file(&tensors, names, attributes, output.as_ref(), durability)?.commit()
+}
+
+/// What every object becomes (see [`plan`]), each error naming its object.
+fn plan_all<'r>(views: &[ObjectView<'r>], densify: bool) -> Result<Vec<Planned<'r>>> {
     let mut tensors = Vec::with_capacity(views.len());
     for &o in views {
         tensors.push(plan(o, densify).map_err(|e| e.in_object(o.name()))?);
     }
+    Ok(tensors)
+}
+
+/// Writes `tensors` (named as `names` says, else by their own names) with `attributes` as a
+/// GGUF file at `output`, and returns it written but not yet in place.
+fn gguf_file(
+    tensors: &[Planned<'_>],
+    names: Option<&[String]>,
+    attributes: &Attributes,
+    output: &Path,
+    durability: Durability,
+) -> Result<AtomicFile> {
+    let name = |i: usize, o: &ObjectView<'_>| {
+        let renamed = names.and_then(|n| n.get(i));
+        renamed.map_or(o.name(), String::as_str).to_owned()
+    };
+    let (metadata, n_kv, alignment) = metadata(attributes)?;
 
     let mut head = b"GGUF".to_vec();
     head.extend(VERSION.to_le_bytes());
@@ -156,7 +179,7 @@ pub fn write_gguf_views(
     let written = |e: std::io::Error| Error::io(e, "cannot write GGUF").in_file(output);
     file.write_all(&head).map_err(written)?;
     let zeros = vec![0u8; alignment as usize];
-    for t in &tensors {
+    for t in tensors {
         let name = t.object.name();
         let bytes = if t.densified {
             t.object.for_copy().dense_form()?.0
@@ -176,7 +199,7 @@ pub fn write_gguf_views(
         file.write_all(zeros.get(..pad as usize).unwrap_or_default())
             .map_err(written)?;
     }
-    file.commit()
+    Ok(file)
 }
 
 /// What an object becomes, from its listing: its ggml type and its data's length.

@@ -24,6 +24,8 @@ mod indexed;
 #[cfg(feature = "safetensors")]
 mod safetensors;
 mod shard;
+#[cfg(all(feature = "gguf", feature = "sharded"))]
+pub use self::gguf::GgufSplit;
 #[cfg(feature = "gguf")]
 pub use self::gguf::{gguf_holds, write_gguf, write_gguf_views, write_gguf_with};
 #[cfg(feature = "sharded")]

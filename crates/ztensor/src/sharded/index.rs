@@ -106,6 +106,19 @@ struct RawIndex {
 }
 
 impl ShardIndex {
+    /// The index of a split GGUF model (`<prefix>-00001-of-0000N.gguf` ...): its files,
+    /// named as llama.cpp names them, and no names until the set lists the files.
+    pub(crate) fn gguf_split(prefix: &str, count: u32) -> ShardIndex {
+        ShardIndex {
+            metadata: Attributes::new(),
+            shards: (1..=count)
+                .map(|i| format!("{prefix}-{i:05}-of-{count:05}.gguf"))
+                .collect(),
+            entries: Vec::new(),
+            groups: Vec::new(),
+        }
+    }
+
     /// The largest index file read: 64 MiB.
     pub const MAX_LEN: u64 = MAX_INDEX_LEN;
 

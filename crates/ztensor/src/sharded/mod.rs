@@ -13,6 +13,7 @@
 //! tensor's shard's header. Opened shards stay open (mapped) for the set's life. Keras's index
 //! names variable groups, not tensors, so a Keras set lists its shards when it opens.
 
+pub(crate) mod gguf_split;
 pub mod index;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ use hashbrown::HashMap;
 use zt_container::{Error, Result};
 use zt_manifest::Attributes;
 
+pub use gguf_split::gguf_split_name;
 pub use index::ShardIndex;
 
 use crate::open::OpenOptions;
@@ -70,6 +72,8 @@ pub struct ShardedSet {
     /// For each shard, its path, how many names the index gives it, and its reader once opened.
     shards: Vec<Shard>,
     options: OpenOptions,
+    /// For a split GGUF model: the model's metadata (the first split's, without `split.*`).
+    split_model: Option<Attributes>,
 }
 
 #[derive(Debug)]
@@ -93,6 +97,18 @@ struct Shard {
 pub fn is_index_path(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+}
+
+/// Whether a path opens as a set: an index ([`is_index_path`]) or one file of a split GGUF
+/// model ([`gguf_split_name`]: `model-00001-of-00003.gguf`, as llama.cpp opens it).
+///
+/// ```
+/// assert!(ztensor::is_set_path("model.safetensors.index.json".as_ref()));
+/// assert!(ztensor::is_set_path("m-00002-of-00003.gguf".as_ref()));
+/// assert!(!ztensor::is_set_path("m.gguf".as_ref()));
+/// ```
+pub fn is_set_path(path: &Path) -> bool {
+    is_index_path(path) || gguf_split_name(path).is_some()
 }
 
 /// How many names the index lists in each shard, and each name's position in the index
@@ -123,9 +139,13 @@ impl ShardedSet {
         Self::open_with(index_path, OpenOptions::new())
     }
 
-    /// As [`ShardedSet::open`], opening each shard with `options`.
+    /// As [`ShardedSet::open`], opening each shard with `options`. A split GGUF file's path
+    /// ([`gguf_split_name`]) opens its model's every split (module `gguf_split`).
     pub fn open_with(index_path: impl AsRef<Path>, options: OpenOptions) -> Result<ShardedSet> {
         let index_path = index_path.as_ref();
+        if let Some((prefix, _, count)) = gguf_split_name(index_path) {
+            return Self::open_gguf_splits(index_path, &prefix, count, options);
+        }
         let at = |e: Error| e.in_file(index_path);
         let index = read_index(index_path).map_err(at)?;
         Self::from_index(index_path, index, options)
@@ -162,6 +182,7 @@ impl ShardedSet {
             positions,
             shards,
             options,
+            split_model: None,
         }
         .with_tensorflow_names()
         .and_then(Self::with_groups_listed)
@@ -274,21 +295,12 @@ impl ShardedSet {
             url::Url::parse(index_url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
         let shown = crate::remote::store::redacted(&parsed);
         let at = |e: Error| e.in_file(Path::new(&shown));
-        let (store, location) = crate::remote::store::connect(&parsed)?;
-        let object =
-            crate::remote::RemoteObject::open(store, location, shown.clone(), 1).map_err(at)?;
-        if object.size() > index::MAX_INDEX_LEN {
-            return Err(at(Error::limit(format!(
-                "the index is {} bytes, over the {}-byte cap",
-                object.size(),
-                index::MAX_INDEX_LEN
-            ))));
-        }
-        let len = usize::try_from(object.size()).map_err(|_| Error::limit("index too large"))?;
-        let mut bytes = vec![0u8; len];
-        zt_container::RangeRead::read_exact_at(&object, 0, &mut bytes)
-            .map_err(|e| at(Error::io(e, "reading the index")))?;
-        let index = ShardIndex::parse(&bytes).map_err(at)?;
+        // A split GGUF model's files are named by the one given, no index read.
+        let split = gguf_split_name(Path::new(parsed.path()));
+        let index = match &split {
+            Some((prefix, _, count)) => ShardIndex::gguf_split(prefix, *count),
+            None => Self::read_url_index(&parsed, &shown).map_err(at)?,
+        };
         let (listed, positions) = name_positions(&index);
         let mut shards = Vec::with_capacity(index.shards.len());
         for (file, listed) in index.shards.iter().zip(listed) {
@@ -312,10 +324,35 @@ impl ShardedSet {
             positions,
             shards,
             options,
+            split_model: None,
         };
-        set.with_tensorflow_names()
-            .and_then(Self::with_groups_listed)
-            .map_err(at)
+        match split {
+            Some(_) => set.with_splits_listed().map_err(at),
+            None => set
+                .with_tensorflow_names()
+                .and_then(Self::with_groups_listed)
+                .map_err(at),
+        }
+    }
+
+    /// The index at `parsed` (shown as `shown`), read whole (at most `MAX_INDEX_LEN`
+    /// bytes) and parsed.
+    #[cfg(feature = "remote")]
+    fn read_url_index(parsed: &url::Url, shown: &str) -> Result<ShardIndex> {
+        let (store, location) = crate::remote::store::connect(parsed)?;
+        let object = crate::remote::RemoteObject::open(store, location, shown.to_owned(), 1)?;
+        if object.size() > index::MAX_INDEX_LEN {
+            return Err(Error::limit(format!(
+                "the index is {} bytes, over the {}-byte cap",
+                object.size(),
+                index::MAX_INDEX_LEN
+            )));
+        }
+        let len = usize::try_from(object.size()).map_err(|_| Error::limit("index too large"))?;
+        let mut bytes = vec![0u8; len];
+        zt_container::RangeRead::read_exact_at(&object, 0, &mut bytes)
+            .map_err(|e| Error::io(e, "reading the index"))?;
+        ShardIndex::parse(&bytes)
     }
 
     /// The index file's path (for a set opened by URL, its URL without credentials).
@@ -323,9 +360,16 @@ impl ShardedSet {
         &self.index_path
     }
 
-    /// The index's `metadata`.
+    /// The index's `metadata`; for a split GGUF model, the model's metadata (the first
+    /// split's, without the `split.*` keys).
     pub fn metadata(&self) -> &Attributes {
-        &self.index.metadata
+        self.split_model.as_ref().unwrap_or(&self.index.metadata)
+    }
+
+    /// Whether the set is a split GGUF model (opened from one of its files), whose
+    /// [`ShardedSet::metadata`] is the model's and whose splits' own attributes differ.
+    pub fn is_gguf_split(&self) -> bool {
+        self.split_model.is_some()
     }
 
     /// Every tensor name the index lists, in bytewise order.
