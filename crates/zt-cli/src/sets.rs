@@ -1,5 +1,7 @@
-//! Sharded sets on the command line: an index file (`*.index.json`) given where a file is
-//! expected. `info`, `ls`, `cat`, `verify`, `convert` and `merge` accept one.
+//! Sharded sets on the command line: an index file (`*.index.json`), or one file of a split
+//! GGUF model (`model-00001-of-00003.gguf`), given where a file is expected. `info`, `ls`,
+//! `cat`, `verify`, `convert` and `merge` accept one; `convert --shard-size` also writes GGUF
+//! splits.
 //!
 //! - [`open`]: the set, its errors as the CLI reports them.
 //! - [`info`] / [`ls`]: the set's metadata (main then prints each shard's `info`); the
@@ -338,7 +340,7 @@ pub(crate) fn blamed_input(input: &Path, e: &ztensor::Error) -> PathBuf {
 }
 
 /// Whether `zt convert` goes through this module: a set as input, an index as output, or
-/// `.safetensors` output with `--shard-size` (which writes a set).
+/// `.safetensors` or `.gguf` output with `--shard-size` (which writes a set, or splits).
 pub fn handles_convert(input: &Path, output: &Path, kind: Kind, shard_size: Option<u64>) -> bool {
     let sharded_file = matches!(kind, Kind::Safetensors | Kind::Gguf);
     is_set(input) || is_index_output(output) || (shard_size.is_some() && sharded_file)

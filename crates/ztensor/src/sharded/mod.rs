@@ -11,7 +11,9 @@
 //!
 //! A set never reads a shard it does not need: looking up one tensor costs the index and that
 //! tensor's shard's header. Opened shards stay open (mapped) for the set's life. Keras's index
-//! names variable groups, not tensors, so a Keras set lists its shards when it opens.
+//! names variable groups, not tensors, so a Keras set lists its shards when it opens. A split
+//! GGUF model (llama.cpp's `model-00001-of-00003.gguf` ..., module `gguf_split`) has no index:
+//! it opens from any of its files' names, every split listed when it does.
 
 pub(crate) mod gguf_split;
 pub mod index;
