@@ -22,35 +22,20 @@ throwaway environment: torch's wheel is large). Run:
 """
 
 import importlib.util
-import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
-import urllib.request
 
 import numpy as np
+
+from pypi_sdist import sdist
 
 LLAMA_WRITER = "0.1.78"
 LLAMA_READER = "0.1.85"
 WHISPER = ("pywhispercpp", "1.5.1")
-
-
-def sdist(package, version, into):
-    """Unpacks the source distribution of `package` `version` from PyPI into `into`."""
-    name = package.replace("-", "_")
-    with urllib.request.urlopen(f"https://pypi.org/simple/{package}/") as r:
-        index = r.read().decode()
-    found = re.search(rf'href="(https://[^"#]*/{name}-{re.escape(version)}\.tar\.gz)', index)
-    with urllib.request.urlopen(found.group(1)) as r:
-        data = r.read()
-    with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        t.extractall(into, filter="data")
-    return os.path.join(into, f"{name}-{version}")
 
 
 def run(*args, cwd=None):

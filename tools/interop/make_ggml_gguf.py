@@ -19,29 +19,14 @@ Needs: numpy below 2 (0.1.85's gguf-py predates numpy 2). Run:
 """
 
 import glob
-import io
 import os
-import re
 import subprocess
 import sys
-import tarfile
 import tempfile
-import urllib.request
+
+from pypi_sdist import sdist
 
 CONVERTER = ("llama-cpp-python", "0.1.85")
-
-
-def sdist(package, version, into):
-    """Unpacks the source distribution of `package` `version` from PyPI into `into`."""
-    name = package.replace("-", "_")
-    with urllib.request.urlopen(f"https://pypi.org/simple/{package}/") as r:
-        index = r.read().decode()
-    found = re.search(rf'href="(https://[^"#]*/{name}-{re.escape(version)}\.tar\.gz)', index)
-    with urllib.request.urlopen(found.group(1)) as r:
-        data = r.read()
-    with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        t.extractall(into, filter="data")
-    return os.path.join(into, f"{name}-{version}")
 
 
 def main(fixtures):

@@ -14,30 +14,15 @@ C/C++ compiler: the `llama-gguf-split` target only (a few minutes on two cores).
 """
 
 import glob
-import io
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
-import urllib.request
+
+from pypi_sdist import sdist
 
 SOURCE = ("llama-cpp-python", "0.3.36")
-
-
-def sdist(package, version, into):
-    """Unpacks the source distribution of `package` `version` from PyPI into `into`."""
-    name = package.replace("-", "_")
-    with urllib.request.urlopen(f"https://pypi.org/simple/{package}/") as r:
-        index = r.read().decode()
-    found = re.search(rf'href="(https://[^"#]*/{name}-{re.escape(version)}\.tar\.gz)', index)
-    with urllib.request.urlopen(found.group(1)) as r:
-        data = r.read()
-    with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        t.extractall(into, filter="data")
-    return os.path.join(into, f"{name}-{version}")
 
 
 def build(llama_cpp):

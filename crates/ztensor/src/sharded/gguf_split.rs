@@ -17,7 +17,7 @@ use zt_container::{Error, Result};
 use zt_manifest::{Attributes, Value};
 
 use super::index::{ShardIndex, MAX_SHARDS};
-use super::{name_positions, ShardedSet};
+use super::ShardedSet;
 use crate::open::OpenOptions;
 
 /// The keys that say where a file is in a split model (the GGUF writer's splits write them).
@@ -122,21 +122,6 @@ impl ShardedSet {
             entries.extend(reader.names().map(|n| (n.to_owned(), position as u32)));
             readers.push(reader);
         }
-        entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
-            let file = |p: u32| {
-                self.index
-                    .shards
-                    .get(p as usize)
-                    .map_or("?", String::as_str)
-            };
-            return Err(Error::invalid(format!(
-                "tensor {:?} is in two splits, {:?} and {:?}",
-                w[0].0,
-                file(w[0].1),
-                file(w[1].1)
-            )));
-        }
         if expected_tensors != Some(entries.len() as u64) {
             let first = self.shards.first().map(|s| s.path.as_path());
             return Err(Error::invalid(format!(
@@ -146,15 +131,8 @@ impl ShardedSet {
             ))
             .in_file(first.unwrap_or(&self.index_path)));
         }
-        self.index.entries = entries;
-        let (listed, positions) = name_positions(&self.index);
-        self.positions = positions;
-        for ((shard, listed), reader) in self.shards.iter_mut().zip(listed).zip(readers) {
-            shard.listed = listed;
-            let _ = shard.reader.set(std::sync::Arc::new(reader));
-        }
         self.split_model = Some(model);
-        Ok(self)
+        self.with_listed(entries, readers, ("tensor", "splits"))
     }
 }
 

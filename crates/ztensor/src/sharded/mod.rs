@@ -233,7 +233,7 @@ impl ShardedSet {
     /// opened, each of its names put in the set when the index lists its group (the name up
     /// to its last `/`) in that shard. A name whose group the index does not put there, or a
     /// name in two shards, is an `InvalidFile` error. Other sets are returned as they are.
-    fn with_groups_listed(mut self) -> Result<Self> {
+    fn with_groups_listed(self) -> Result<Self> {
         if self.index.groups.is_empty() {
             return Ok(self);
         }
@@ -262,6 +262,19 @@ impl ShardedSet {
             }
             readers.push(reader);
         }
+        self.with_listed(entries, readers, ("object", "shards"))
+    }
+
+    /// The set with `entries` (each name and its shard) as its names, in bytewise order, and
+    /// `readers` (every shard's, in order) kept: for a set whose shards name its objects,
+    /// there being no index to. A name in two shards is an `InvalidFile` error, worded with
+    /// `(thing, units)` (`("object", "shards")`: "object "x" is in two shards, ...").
+    fn with_listed(
+        mut self,
+        mut entries: Vec<(String, u32)>,
+        readers: Vec<Reader>,
+        (thing, units): (&str, &str),
+    ) -> Result<Self> {
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
             let files = |p: u32| {
@@ -271,7 +284,7 @@ impl ShardedSet {
                     .map_or("?", String::as_str)
             };
             return Err(Error::invalid(format!(
-                "object {:?} is in two shards, {:?} and {:?}",
+                "{thing} {:?} is in two {units}, {:?} and {:?}",
                 w[0].0,
                 files(w[0].1),
                 files(w[1].1)
