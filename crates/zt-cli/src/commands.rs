@@ -641,16 +641,8 @@ pub fn convert(
         }
         Kind::Gguf => {
             let bar = spinner("convert to .gguf", total_stored(&r));
-            let mut attributes = json::attributes_to_write(r.attributes(), as_text);
-            // llama.cpp's converter of legacy models names the model by its file; so does
-            // this (the library, which writes llama.cpp's other keys, is not told the name).
-            let llama = r.attributes().get("ggml.family").and_then(|f| f.as_str());
-            if llama == Some("llama") && !attributes.contains_key("general.name") {
-                if let Some(name) = input.file_name().and_then(|n| n.to_str()) {
-                    let name = ztensor::Value::Text(name.to_owned());
-                    attributes.to_mut().insert("general.name".into(), name);
-                }
-            }
+            let attributes = json::attributes_to_write(r.attributes(), as_text);
+            let attributes = crate::common::gguf_attributes(input, attributes);
             let done =
                 convert::write_gguf_views(&views, &attributes, output, densify, durability());
             bar.finish_and_clear();

@@ -623,6 +623,24 @@ pub fn resolve_input(path: std::path::PathBuf) -> Result<std::path::PathBuf, Fai
     ztensor::model_file(&path).map_err(Failure::from)
 }
 
+/// The attributes to write as a GGUF model converted from `input`: a legacy GGML llama.cpp
+/// model (its listing's `ggml.family` is `llama`) gets `general.name`, its file's name, as
+/// llama.cpp's converter of such models names them (the library, which writes llama.cpp's
+/// other keys, is not told the name); anything else is written as it is.
+pub fn gguf_attributes<'a>(
+    input: &Path,
+    mut attributes: std::borrow::Cow<'a, ztensor::Attributes>,
+) -> std::borrow::Cow<'a, ztensor::Attributes> {
+    let llama = attributes.get("ggml.family").and_then(|f| f.as_str()) == Some("llama");
+    if llama && !attributes.contains_key("general.name") {
+        if let Some(name) = input.file_name().and_then(|n| n.to_str()) {
+            let name = ztensor::Value::Text(name.to_owned());
+            attributes.to_mut().insert("general.name".into(), name);
+        }
+    }
+    attributes
+}
+
 /// Opens a file, or (built with the `remote` feature, the default) an `s3://`, `gs://`,
 /// `az://`, `http://` or `https://` URL with ranged reads.
 pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {

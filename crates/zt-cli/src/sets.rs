@@ -251,7 +251,10 @@ fn convert_quietly(
             .map_err(at);
     }
     with_objects(input, |objects, attributes, metadata| {
-        let attributes = crate::json::attributes_to_write(attributes, as_text);
+        let mut attributes = crate::json::attributes_to_write(attributes, as_text);
+        if matches!(target, Target::Gguf { .. } | Target::GgufSplit { .. }) {
+            attributes = crate::common::gguf_attributes(input, attributes);
+        }
         write_target(objects, &attributes, metadata, output, target, &at)
     })
 }

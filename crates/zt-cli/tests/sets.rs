@@ -397,4 +397,24 @@ fn a_split_gguf_model_is_a_set_read_from_and_one_file_written_to() {
         "4KB",
         "--force",
     ]));
+    // A legacy GGML llama.cpp model in splits is named by its file, as it is in one file.
+    let legacy = dir.path().join("llama-ggjt-v3-q4_0.bin");
+    std::fs::copy(interop.join("ggml/llama-ggjt-v3-q4_0.bin"), &legacy).unwrap();
+    let out = dir.path().join("legacy.gguf");
+    ok(&zt(&[
+        "convert",
+        p(&legacy),
+        p(&out),
+        "--shard-size",
+        "4KB",
+    ]));
+    let info = ok(&zt(&[
+        "info",
+        p(&dir.path().join("legacy-00001-of-00003.gguf")),
+    ]));
+    assert!(info.contains("sharded set, 3 shards, 12 objects"), "{info}");
+    assert!(
+        info.contains("@general.name = \"llama-ggjt-v3-q4_0.bin\""),
+        "{info}"
+    );
 }

@@ -31,6 +31,7 @@ mod split;
 #[cfg(feature = "sharded")]
 pub use split::GgufSplit;
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
@@ -119,12 +120,47 @@ pub fn write_gguf_views(
     densify: bool,
     durability: Durability,
 ) -> Result<()> {
-    let views = &super::numbers_only(views)[..];
-    let llama_cpp = llama::llama_cpp_form(attributes, views)?;
-    let attributes = llama_cpp.as_ref().map_or(attributes, |l| &l.attributes);
-    let names = llama_cpp.as_ref().map(|l| &l.names[..]);
-    let tensors = plan_all(views, densify)?;
-    gguf_file(&tensors, names, attributes, output.as_ref(), durability)?.commit()
+    let p = prepare(views, attributes, densify)?;
+    let names = p.names.as_deref();
+    gguf_file(
+        &p.tensors,
+        names,
+        &p.attributes,
+        output.as_ref(),
+        durability,
+    )?
+    .commit()
+}
+
+/// A GGUF output as planned from the listing alone, before a byte is written.
+struct Prepared<'r, 'a> {
+    /// What each object that is numbers becomes, in the order given.
+    tensors: Vec<Planned<'r>>,
+    /// The names to write them under, where they are not their own (llama.cpp's, for a
+    /// legacy llama.cpp model).
+    names: Option<Vec<String>>,
+    /// The metadata to write: the attributes given, or llama.cpp's form of them.
+    attributes: Cow<'a, Attributes>,
+}
+
+/// Plans `views` and `attributes` as one GGUF model (one file or splits): the objects that
+/// are numbers, in llama.cpp's form where they are a legacy llama.cpp model's, each planned.
+fn prepare<'r, 'a>(
+    views: &[ObjectView<'r>],
+    attributes: &'a Attributes,
+    densify: bool,
+) -> Result<Prepared<'r, 'a>> {
+    let views = super::numbers_only(views);
+    let (attributes, names) = match llama::llama_cpp_form(attributes, &views)? {
+        Some(l) => (Cow::Owned(l.attributes), Some(l.names)),
+        None => (Cow::Borrowed(attributes), None),
+    };
+    let tensors = plan_all(&views, densify)?;
+    Ok(Prepared {
+        tensors,
+        names,
+        attributes,
+    })
 }
 
 /// What every object becomes (see [`plan`]), each error naming its object.

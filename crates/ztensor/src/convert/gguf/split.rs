@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use zt_container::{Durability, Error, Result};
 use zt_manifest::{Attributes, Value};
 
-use super::{gguf_file, llama, plan_all, Planned, VALUE_TYPES_KEY};
+use super::{gguf_file, prepare, Planned, Prepared, VALUE_TYPES_KEY};
 use crate::sharded::gguf_split::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS};
 use crate::view::ObjectView;
 
@@ -63,13 +63,11 @@ impl<'r> GgufSplit<'r> {
         max_split_bytes: u64,
         densify: bool,
     ) -> Result<Self> {
-        let views = super::super::numbers_only(views);
-        let llama_cpp = llama::llama_cpp_form(attributes, &views)?;
-        let (attributes, names) = match llama_cpp {
-            Some(l) => (l.attributes, Some(l.names)),
-            None => (attributes.clone(), None),
-        };
-        let tensors = plan_all(&views, densify)?;
+        let Prepared {
+            tensors,
+            names,
+            attributes,
+        } = prepare(views, attributes, densify)?;
         let mut splits: Vec<Range<usize>> = Vec::new();
         let mut filled = 0u64;
         for (i, t) in tensors.iter().enumerate() {
@@ -107,7 +105,7 @@ impl<'r> GgufSplit<'r> {
         Ok(GgufSplit {
             tensors,
             names,
-            attributes,
+            attributes: attributes.into_owned(),
             splits,
             paths,
         })
