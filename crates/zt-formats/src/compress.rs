@@ -30,12 +30,12 @@ pub enum Encoding {
     /// A run of protobuf varints, one per element (an ONNX tensor's packed `int32_data`,
     /// `int64_data` or `uint64_data`, or an attribute's `ints`): each decodes to `width`
     /// little-endian bytes, as a cast of its 64-bit value truncates it, or, for `boolean`, to
-    /// one byte, 1 when non-zero. See [`varints_decode_into`]. Never written, and never
-    /// parsed from a zTensor manifest.
+    /// one byte, 1 when its low byte is not zero. See [`varints_decode_into`]. Never written,
+    /// and never parsed from a zTensor manifest.
     ProtoVarints {
         /// Bytes per decoded element: 1, 2, 4 or 8.
         width: u8,
-        /// Whether a non-zero value decodes to 1 (ONNX `BOOL`).
+        /// Whether a value whose low byte is not zero decodes to 1 (ONNX `BOOL`).
         boolean: bool,
     },
     /// A protobuf repeated field written unpacked (proto2's default, as ONNX writes an
@@ -47,6 +47,8 @@ pub enum Encoding {
         width: u8,
         /// Whether each element is a varint (else `width` fixed bytes).
         varint: bool,
+        /// Whether a varint whose low byte is not zero decodes to 1 (ONNX `BOOL`).
+        boolean: bool,
     },
     /// An HDF5 chunked dataset: its chunks lie anywhere in the component's stored span, each
     /// filtered (deflate, shuffle, fletcher32) on its own; decoding unfilters each and places
@@ -171,7 +173,9 @@ pub struct Chunk {
 const MAX_VARINT_LEN: usize = 10;
 
 /// Decodes a run of protobuf varints into `dst`, `width` bytes per value (little-endian, the
-/// value cast down as C casts it), or one byte per value, 1 when non-zero, for `boolean`.
+/// value cast down as C casts it), or one byte per value for `boolean`: 1 when the value's
+/// low byte is not zero (as onnx reads `BOOL`: cast to `uint8`, then seen as `bool`, so 256
+/// is false).
 /// The run must hold exactly `dst.len() / width` values: fewer, more, or a varint that is
 /// cut short or longer than ten bytes is an `InvalidFile` error naming the byte of the run.
 ///
@@ -223,7 +227,7 @@ pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u
             )));
         };
         let value = if boolean {
-            u64::from(value != 0)
+            u64::from(value as u8 != 0)
         } else {
             value
         };
@@ -241,7 +245,8 @@ pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u
 /// Decodes the elements of an unpacked protobuf repeated field into `dst`, `width` bytes
 /// each: every element is the field's key (the same for all: the first one's), then a varint
 /// (`varint`, cast down to `width` bytes as C casts) or `width` little-endian bytes. The run
-/// must hold exactly `dst.len() / width` elements and nothing else.
+/// must hold exactly `dst.len() / width` elements and nothing else. With `boolean`, a varint
+/// element decodes to 1 when its low byte is not zero (as [`varints_decode_into`]).
 ///
 /// ```
 /// // Field 7 as fixed32 floats, unpacked: key 0x3d before each.
@@ -250,10 +255,21 @@ pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u
 /// run.push(0x3d);
 /// run.extend((-2.0f32).to_le_bytes());
 /// let mut out = [0u8; 8];
-/// zt_formats::tagged_decode_into(&run, 4, false, &mut out).unwrap();
+/// zt_formats::tagged_decode_into(&run, 4, false, false, &mut out).unwrap();
 /// assert_eq!(out[..4], 1.5f32.to_le_bytes());
+/// // Field 5 as varint booleans: 2 is true, 256 false (its low byte is zero).
+/// let mut flags = [0u8; 2];
+/// zt_formats::tagged_decode_into(&[0x28, 0x02, 0x28, 0x80, 0x02], 1, true, true, &mut flags)
+///     .unwrap();
+/// assert_eq!(flags, [1, 0]);
 /// ```
-pub fn tagged_decode_into(src: &[u8], width: usize, varint: bool, dst: &mut [u8]) -> Result<()> {
+pub fn tagged_decode_into(
+    src: &[u8],
+    width: usize,
+    varint: bool,
+    boolean: bool,
+    dst: &mut [u8],
+) -> Result<()> {
     if !matches!(width, 1 | 2 | 4 | 8) || dst.len() % width != 0 {
         return Err(Error::invalid(format!(
             "{} bytes cannot hold {width}-byte values",
@@ -289,7 +305,10 @@ pub fn tagged_decode_into(src: &[u8], width: usize, varint: bool, dst: &mut [u8]
         let value = if varint {
             let (v, n) = read_varint(at)?;
             at += n;
-            v.to_le_bytes()
+            match boolean {
+                true => u64::from(v as u8 != 0).to_le_bytes(),
+                false => v.to_le_bytes(),
+            }
         } else {
             let bytes = src.get(at..at + width).ok_or_else(|| {
                 Error::invalid(format!("element at byte {at} of the run is cut short"))

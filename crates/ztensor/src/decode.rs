@@ -433,10 +433,12 @@ impl Backing {
                 zt_formats::varints_decode_into(&src, usize::from(*width), *boolean, dst)
                     .map_err(|e| e.at(comp.offset))
             }
-            Encoding::ProtoTagged { width, varint } => {
-                zt_formats::tagged_decode_into(&src, usize::from(*width), *varint, dst)
-                    .map_err(|e| e.at(comp.offset))
-            }
+            Encoding::ProtoTagged {
+                width,
+                varint,
+                boolean,
+            } => zt_formats::tagged_decode_into(&src, usize::from(*width), *varint, *boolean, dst)
+                .map_err(|e| e.at(comp.offset)),
             Encoding::Latin1Text => {
                 zt_formats::latin1_decode_into(&src, dst).map_err(|e| e.at(comp.offset))
             }

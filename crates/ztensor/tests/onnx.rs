@@ -269,6 +269,14 @@ mod pb {
         out
     }
 
+    /// Field `n` as eight bytes.
+    pub fn fixed64(n: u64, v: [u8; 8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint((n << 3) | 1, &mut out);
+        out.extend(v);
+        out
+    }
+
     /// A model (IR version 10) of `fields` after its version.
     pub fn model(fields: &[Vec<u8>]) -> Vec<u8> {
         let mut m = int(1, 10);
@@ -396,6 +404,156 @@ fn tensors_onnx_cannot_convert_are_listed_unreadable() {
         assert!(e.to_string().contains(message), "{name}: {e}");
     }
     assert!(r.object("w").unwrap().bytes().is_ok());
+}
+
+/// Typed fields in the forms protobuf reads besides one packed run, each read as onnx 1.23's
+/// `numpy_helper.to_array` reads it (checked with it): values written unpacked, floats and
+/// doubles in several packed runs, booleans by their low byte. What we do not read (varints
+/// in several runs, unpacked values with another field between them, both forms at once) is
+/// listed unreadable, saying why; a count the shape does not take, as onnx, fails.
+#[test]
+fn typed_fields_are_read_in_the_forms_protobuf_takes() {
+    use pb::*;
+    let tensor = |name: &str, dims: &[u64], data_type: u64, data: &[Vec<u8>]| {
+        let mut t: Vec<u8> = dims.iter().flat_map(|&d| int(1, d)).collect();
+        t.extend(int(2, data_type));
+        t.extend(bytes(8, name.as_bytes()));
+        t.extend(data.concat());
+        bytes(5, &t)
+    };
+    let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let f = |v: f32| fixed32(4, v.to_le_bytes());
+    let varints = |v: &[u64]| {
+        let mut out = Vec::new();
+        v.iter().for_each(|&x| varint(x, &mut out));
+        out
+    };
+    let graph = [
+        tensor("floats_unpacked", &[3], 1, &[f(1.5), f(-2.0), f(3.0)]),
+        tensor(
+            "floats_in_runs",
+            &[3],
+            1,
+            &[bytes(4, &f32s(&[1.0, 2.0])), bytes(4, &f32s(&[3.0]))],
+        ),
+        tensor(
+            "doubles_in_runs",
+            &[2],
+            11,
+            &[
+                bytes(10, &0.25f64.to_le_bytes()),
+                bytes(10, &8f64.to_le_bytes()),
+            ],
+        ),
+        tensor(
+            "doubles_unpacked",
+            &[2],
+            11,
+            &[
+                fixed64(10, 0.25f64.to_le_bytes()),
+                fixed64(10, 8f64.to_le_bytes()),
+            ],
+        ),
+        tensor(
+            "int64_unpacked",
+            &[3],
+            7,
+            &[int(7, 5), int(7, -5i64 as u64), int(7, 1 << 40)],
+        ),
+        tensor("int8_unpacked", &[2], 3, &[int(5, u64::MAX), int(5, 300)]),
+        tensor(
+            "bool_unpacked",
+            &[3],
+            9,
+            &[int(5, 256), int(5, 0), int(5, 2)],
+        ),
+        tensor(
+            "bool_packed",
+            &[4],
+            9,
+            &[bytes(5, &varints(&[256, 0, 1, u64::MAX]))],
+        ),
+        tensor("scattered", &[2], 1, &[f(1.0), bytes(12, b"doc"), f(2.0)]),
+        tensor("mixed", &[3], 1, &[bytes(4, &f32s(&[1.0, 2.0])), f(3.0)]),
+        tensor(
+            "varints_in_runs",
+            &[3],
+            7,
+            &[bytes(7, &varints(&[1, 2])), bytes(7, &varints(&[3]))],
+        ),
+        tensor(
+            "runs_short",
+            &[4],
+            1,
+            &[bytes(4, &f32s(&[1.0, 2.0])), bytes(4, &f32s(&[3.0]))],
+        ),
+        tensor("unpacked_short", &[4], 1, &[f(1.0), f(2.0)]),
+    ]
+    .concat();
+    let r = open_model(model(&[bytes(7, &graph)]));
+    let object = |name: &str| r.object(name).unwrap();
+    assert_eq!(
+        object("floats_unpacked").read::<f32>().unwrap().as_ref(),
+        &[1.5, -2.0, 3.0]
+    );
+    assert_eq!(
+        object("floats_in_runs").read::<f32>().unwrap().as_ref(),
+        &[1.0, 2.0, 3.0]
+    );
+    for name in ["doubles_in_runs", "doubles_unpacked"] {
+        assert_eq!(
+            object(name).read::<f64>().unwrap().as_ref(),
+            &[0.25, 8.0],
+            "{name}"
+        );
+    }
+    assert_eq!(
+        object("int64_unpacked").read::<i64>().unwrap().as_ref(),
+        &[5, -5, 1 << 40]
+    );
+    assert_eq!(
+        object("int8_unpacked").bytes().unwrap().as_ref(),
+        &[0xff, 44]
+    );
+    assert_eq!(
+        object("bool_unpacked").bytes().unwrap().as_ref(),
+        &[0, 0, 1]
+    );
+    assert_eq!(
+        object("bool_packed").bytes().unwrap().as_ref(),
+        &[0, 0, 1, 1]
+    );
+    for (name, kind, message) in [
+        (
+            "scattered",
+            ErrorKind::Unsupported,
+            "field 4 holds its 2 values unpacked, with other fields between them",
+        ),
+        (
+            "mixed",
+            ErrorKind::Unsupported,
+            "field 4 holds its values both in packed runs and unpacked",
+        ),
+        (
+            "varints_in_runs",
+            ErrorKind::Unsupported,
+            "field 7 holds its values in 2 packed runs",
+        ),
+        (
+            "runs_short",
+            ErrorKind::InvalidFile,
+            "field 4 holds 12 bytes in 2 runs; shape [4] of f32 needs 16",
+        ),
+        (
+            "unpacked_short",
+            ErrorKind::InvalidFile,
+            "field 4 holds 2 values; shape [4] needs 4",
+        ),
+    ] {
+        let e = object(name).bytes().unwrap_err();
+        assert_eq!(e.kind(), kind, "{name}: {e}");
+        assert!(e.to_string().contains(message), "{name}: {e}");
+    }
 }
 
 /// The listing's memory budget names how many tensors it was listing, in the singular for one.

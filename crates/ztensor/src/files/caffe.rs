@@ -365,6 +365,7 @@ impl Net<'_> {
                 let tagged = Encoding::ProtoTagged {
                     width: width as u8,
                     varint: false,
+                    boolean: false,
                 };
                 decoded(o, tagged, held)
             }

@@ -11,7 +11,11 @@
 //! Where the numbers are: `raw_data` is a range of the file (served from the map);
 //! `float_data` and `double_data` are packed runs of little-endian floats, so they are ranges
 //! too; `int32_data`, `int64_data` and `uint64_data` are runs of varints, listed with
-//! [`Encoding::ProtoVarints`] and decoded when read. External data (`data_location:
+//! [`Encoding::ProtoVarints`] and decoded when read. What protobuf reads besides one packed
+//! run is read too, with a copy: values written unpacked, each its own field, one after the
+//! other ([`Encoding::ProtoTagged`]), and floats or doubles in several packed runs
+//! ([`Encoding::Pieces`]); varints in several runs, unpacked values with other fields between
+//! them, and both forms in one tensor are listed unreadable. External data (`data_location:
 //! EXTERNAL`) is a range of a file beside the model, opened as one of the reader's shards;
 //! its `location` must name a file inside the model's folder.
 //!
@@ -41,7 +45,7 @@ use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, ErrorKind, Result, Source};
-use zt_formats::{DType, ElementType, Encoding, Format, LogicalType};
+use zt_formats::{DType, ElementType, Encoding, Format, LogicalType, Piece};
 use zt_manifest::{Attributes, Value as Attr};
 
 use crate::files::proto::{self, Field, Fields, Span, Value};
@@ -356,12 +360,64 @@ struct TensorFields {
     data_type: u64,
     name: Option<Span>,
     raw: Option<Span>,
-    /// Each typed field's packed run (by field number), and how many pieces it came in.
-    runs: [(Option<Span>, u32); 12],
+    /// Each typed field's values, by field number.
+    typed: [TypedValues; 12],
     external: Vec<Span>,
     location_external: bool,
     segment: bool,
     at: u64,
+}
+
+/// The most packed runs one typed field of a tensor is read from (protobuf concatenates
+/// them; writers write one). Past it, the tensor is listed unreadable.
+const MAX_TYPED_RUNS: usize = 1024;
+
+/// Where one typed field of a `TensorProto` holds its values, gathered as its fields come:
+/// packed runs, or values written unpacked (each its own key).
+#[derive(Default)]
+struct TypedValues {
+    /// Its packed runs, in order (at most [`MAX_TYPED_RUNS`] kept).
+    runs: Vec<Span>,
+    /// How many packed runs there were.
+    run_count: u64,
+    /// How many values came unpacked.
+    singles: u64,
+    /// The bytes the unpacked values occupy, keys included, while each follows the last.
+    singles_span: Option<Span>,
+    /// Whether another field lies between two unpacked values.
+    scattered: bool,
+}
+
+impl TypedValues {
+    /// Takes one field of this number: a packed run or a value of the field's own type.
+    fn take(&mut self, field: &Field) {
+        match field.value {
+            Value::Bytes(run) => {
+                self.run_count += 1;
+                if self.runs.len() < MAX_TYPED_RUNS {
+                    self.runs.push(run);
+                }
+            }
+            _ => {
+                self.singles += 1;
+                let end = field.end();
+                self.singles_span = match self.singles_span {
+                    None if self.singles == 1 => Some(Span {
+                        start: field.at,
+                        end,
+                    }),
+                    Some(s) if s.end == field.at => Some(Span {
+                        start: s.start,
+                        end,
+                    }),
+                    _ => {
+                        self.scattered = true;
+                        None
+                    }
+                };
+            }
+        }
+    }
 }
 
 /// Where an external tensor's data is, as its `external_data` entries say.
@@ -753,12 +809,14 @@ impl<'s> Walk<'s, '_> {
                     let tagged = Encoding::ProtoTagged {
                         width: 4,
                         varint: false,
+                        boolean: false,
                     };
                     encoded(dense(f32s, vec![n], span), tagged, n * 4)
                 } else {
                     let tagged = Encoding::ProtoTagged {
                         width: 8,
                         varint: true,
+                        boolean: false,
                     };
                     encoded(dense(i64s, vec![n], span), tagged, n * 8)
                 }
@@ -836,13 +894,8 @@ impl<'s> Walk<'s, '_> {
                                 | (10, Value::Fixed64(_))
                                 | (5 | 7 | 11, Value::Varint(..))
                         );
-                        if let (true, Some(slot)) = (matches, t.runs.get_mut(n as usize)) {
-                            slot.1 = slot.1.saturating_add(1);
-                            slot.0 = match value {
-                                Value::Bytes(s) => Some(s),
-                                // An unpacked element: counted, not a run.
-                                _ => None,
-                            };
+                        if let (true, Some(slot)) = (matches, t.typed.get_mut(n as usize)) {
+                            slot.take(&field);
                         }
                     }
                     _ => {}
@@ -925,42 +978,102 @@ impl<'s> Walk<'s, '_> {
             Typed::Doubles => 10,
             Typed::Varints { field, .. } => field,
         };
-        let (run, pieces) = t.runs.get(field as usize).copied().unwrap_or((None, 0));
-        if count == 0 && pieces == 0 {
+        let values = t.typed.get(field as usize);
+        let (runs, singles) = values.map_or((0, 0), |v| (v.run_count, v.singles));
+        if count == 0 && runs == 0 && singles == 0 {
             return Ok(dense(info.element, dims, (t.at, 0)));
         }
-        let Some(run) = run.filter(|_| pieces == 1) else {
-            return listed_with(if pieces == 0 {
-                Defect::invalid(format!(
-                    "no data: neither raw_data nor field {field} holds the {count} values"
-                ))
-            } else {
-                Defect::unsupported(format!(
-                    "field {field} holds its values in {pieces} pieces, not one packed run"
-                ))
-            });
+        let Some(values) = values.filter(|_| runs + singles > 0) else {
+            return listed_with(Defect::invalid(format!(
+                "no data: neither raw_data nor field {field} holds the {count} values"
+            )));
         };
-        match info.typed {
-            Typed::Floats | Typed::Doubles => {
-                if run.len() != bytes {
-                    return listed_with(Defect::invalid(format!(
-                        "field {field} holds {} bytes; shape {dims:?} of {} needs {bytes}",
-                        run.len(),
-                        info.element.name()
-                    )));
-                }
-                Ok(dense(info.element, dims, (run.start, run.len())))
+        let fixed = match info.typed {
+            Typed::Floats => Some(4u64),
+            Typed::Doubles => Some(8),
+            Typed::Varints { .. } => None,
+        };
+        let (width, boolean) = match info.typed {
+            Typed::Varints { width, boolean, .. } => (width, boolean),
+            _ => (fixed.unwrap_or(4) as u8, false),
+        };
+        // Values written unpacked (protobuf reads them as it reads a packed run): one run of
+        // fields when nothing lies between them.
+        if runs == 0 {
+            let span = values.singles_span.filter(|_| !values.scattered);
+            let Some(span) = span else {
+                return listed_with(Defect::unsupported(format!(
+                    "field {field} holds its {singles} values unpacked, with other fields \
+                     between them"
+                )));
+            };
+            if singles != count {
+                return listed_with(Defect::invalid(format!(
+                    "field {field} holds {singles} values; shape {dims:?} needs {count}"
+                )));
             }
-            Typed::Varints { width, boolean, .. } => {
-                if count == 0 && run.len() > 0 {
-                    return listed_with(Defect::invalid(format!(
-                        "field {field} holds values; shape {dims:?} holds none"
-                    )));
-                }
-                let o = dense(info.element, dims, (run.start, run.len()));
-                Ok(encoded(o, Encoding::ProtoVarints { width, boolean }, bytes))
-            }
+            let tagged = Encoding::ProtoTagged {
+                width: if boolean { 1 } else { width },
+                varint: fixed.is_none(),
+                boolean,
+            };
+            let o = dense(info.element, dims, (span.start, span.len()));
+            return Ok(encoded(o, tagged, bytes));
         }
+        if singles > 0 {
+            return listed_with(Defect::unsupported(format!(
+                "field {field} holds its values both in packed runs and unpacked"
+            )));
+        }
+        if let [run] = values.runs[..] {
+            return match fixed {
+                Some(_) if run.len() != bytes => listed_with(Defect::invalid(format!(
+                    "field {field} holds {} bytes; shape {dims:?} of {} needs {bytes}",
+                    run.len(),
+                    info.element.name()
+                ))),
+                Some(_) => Ok(dense(info.element, dims, (run.start, run.len()))),
+                None if count == 0 && run.len() > 0 => listed_with(Defect::invalid(format!(
+                    "field {field} holds values; shape {dims:?} holds none"
+                ))),
+                None => {
+                    let o = dense(info.element, dims, (run.start, run.len()));
+                    Ok(encoded(o, Encoding::ProtoVarints { width, boolean }, bytes))
+                }
+            };
+        }
+        // Several packed runs: protobuf concatenates them. Fixed-width values are read one
+        // run after the other (a copy); varints would need both at once, and no writer
+        // splits them.
+        let Some(width) = fixed.filter(|_| runs as usize <= MAX_TYPED_RUNS) else {
+            return listed_with(Defect::unsupported(format!(
+                "field {field} holds its values in {runs} packed runs (read: up to \
+                 {MAX_TYPED_RUNS} runs of floats or doubles)"
+            )));
+        };
+        let held = values
+            .runs
+            .iter()
+            .fold(0u64, |n, r| n.saturating_add(r.len()));
+        if held != bytes || values.runs.iter().any(|r| r.len() % width != 0) {
+            return listed_with(Defect::invalid(format!(
+                "field {field} holds {held} bytes in {runs} runs; shape {dims:?} of {} needs \
+                 {bytes}",
+                info.element.name()
+            )));
+        }
+        let pieces = values.runs.iter().map(|r| Piece {
+            file: 0,
+            offset: r.start,
+            length: r.len(),
+            crc32c: None,
+        });
+        let pieces: Vec<Piece> = pieces.collect();
+        let (start, end) = (pieces.first(), pieces.last());
+        let start = start.map_or(t.at, |p| p.offset);
+        let end = end.map_or(start, |p| p.offset.saturating_add(p.length));
+        let o = dense(info.element, dims, (start, end.saturating_sub(start)));
+        Ok(encoded(o, Encoding::Pieces(Box::new(pieces)), bytes))
     }
 
     /// An external tensor's place: its file (opened now, as onnx.load opens it whatever the
