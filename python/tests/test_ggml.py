@@ -52,3 +52,26 @@ def test_a_llama_model_converts_to_the_gguf_llama_cpps_converter_writes(tmp_path
     with ztio.open(os.path.join(GGML, "llama-ggjt-v3-q4_0.bin")) as f:
         assert len(f.attributes["ggml.vocab"]) == f.attributes["ggml.tokens"] == 48
         assert f.attributes["ggml.format"] == "ggjt v3"
+
+
+def test_a_llama_models_context_and_epsilon_are_set_as_attributes(tmp_path):
+    # The GGML header holds neither; LLaMA 2's are 4096 and 1e-5 (the script's --context-length
+    # and --eps), typed as llama.cpp reads them.
+    import numpy as np
+
+    out = tmp_path / "m.gguf"
+    given = {"llama.context_length": np.uint32(4096), "llama.attention.layer_norm_rms_epsilon": 1e-5,
+             "general.name": "LLaMA 2", "general.url": b"\x00\xff"}
+    ztio.convert(os.path.join(GGML, "llama-ggjt-v3-q4_0.bin"), str(out), attributes=given, progress=False)
+    with ztio.open(str(out)) as f:
+        a = f.attributes
+        assert a["llama.context_length"] == 4096
+        assert a["llama.attention.layer_norm_rms_epsilon"] == pytest.approx(1e-5, rel=1e-6)
+        assert a["general.name"] == "LLaMA 2"
+        assert a["gguf.value_types"]["llama.context_length"] == "u32"
+        assert a["gguf.value_types"]["llama.attention.layer_norm_rms_epsilon"] == "f32"
+    # A key the tool could not take, or a value JSON cannot carry, is the caller's error.
+    for bad in [{"a=b": 1}, {"": 1}, {"x": float("nan")}, {"x": object()}]:
+        with pytest.raises(ztio.ArgumentError):
+            ztio.convert(os.path.join(GGML, "llama-ggjt-v3-q4_0.bin"), str(tmp_path / "x.gguf"),
+                         attributes=bad, progress=False)

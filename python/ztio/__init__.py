@@ -152,6 +152,33 @@ def _writing(*, force, verify, sync, to=None, compact=False, skip_unreadable=Fal
     return args
 
 
+def _set_attributes(attributes):
+    """``attributes`` (a mapping) as the tool's ``--set KEY=VALUE`` arguments: each value as
+    JSON, so text stays text (``"4096"``) and numbers, booleans and lists keep their type;
+    ``bytes`` as ``{"bytes": "<hex>"}``, the form the tool reads."""
+    import json as _json
+
+    from .errors import ArgumentError
+
+    def plain(v):
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return {"bytes": bytes(v).hex()}
+        if hasattr(v, "item"):  # a numpy scalar
+            return v.item()
+        raise TypeError(f"{type(v).__name__} is not an attribute value")
+
+    args = []
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not key or "=" in key:
+            raise ArgumentError(f"attribute key {key!r}: a non-empty text without '='")
+        try:
+            text = _json.dumps(value, default=plain, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ArgumentError(f"attribute {key!r}: {e}") from None
+        args += ["--set", f"{key}={text}"]
+    return args
+
+
 def convert(
     src,
     dst,
@@ -166,6 +193,7 @@ def convert(
     shard_size=None,
     densify=False,
     attributes_as_json=False,
+    attributes=None,
     skip_unreadable=False,
     progress=None,
 ) -> None:
@@ -181,9 +209,20 @@ def convert(
     sparse objects dense and quantized ones as f32; ``attributes_as_json`` writes the file
     attributes the output's metadata cannot hold as their JSON text (else they are an
     error): for ``.safetensors``, whose metadata is text only, a GGUF's numbers or a
-    checkpoint's lists; for GGUF, null, maps and lists of mixed types; ``skip_unreadable``
-    leaves out the objects the input lists but cannot read (damaged entries), which
-    otherwise fail the conversion.
+    checkpoint's lists; for GGUF, null, maps and lists of mixed types; ``attributes`` (a
+    dict) sets file attributes of the output in place of the input's (``zt convert --set``):
+    ``{"format": "pt"}`` for transformers, or a legacy llama.cpp model's
+    ``llama.context_length`` and ``llama.attention.layer_norm_rms_epsilon`` in GGUF;
+    ``skip_unreadable`` leaves out the objects the input lists but cannot read (damaged
+    entries), which otherwise fail the conversion.
+
+    >>> import ztio, numpy as np, tempfile, os
+    >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
+    >>> src, dst = os.path.join(tmp.name, "m.zt"), os.path.join(tmp.name, "m.safetensors")
+    >>> ztio.save_file({"w": np.ones(2, np.float32)}, src)
+    >>> ztio.convert(src, dst, attributes={"format": "pt"}, progress=False)
+    >>> ztio.open(dst).metadata()
+    {'format': 'pt'}
 
     The same code as the ``zt`` tool. What it notes on the way (an object left out, and
     why) is a :class:`ztio.ZtWarning`; a failure raises as reads do:
@@ -208,6 +247,8 @@ def convert(
         args.append("--densify")
     if attributes_as_json:
         args.append("--attributes-as-json")
+    if attributes:
+        args += _set_attributes(attributes)
     _run_tool(args + _paths(src, dst), "convert", progress)
 
 

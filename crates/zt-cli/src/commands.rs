@@ -581,7 +581,7 @@ pub fn convert(
     digest: Option<DigestArg>,
     mag_version: MagVersion,
     densify: bool,
-    as_text: Option<json::MetadataHolds>,
+    edits: json::AttributeEdits<'_>,
     skip_unreadable: bool,
 ) -> Outcome {
     if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
@@ -615,7 +615,7 @@ pub fn convert(
             let bar = spinner("convert to .mag", total_stored(&r));
             let done = convert::write_mag_views(
                 &views,
-                r.attributes(),
+                &json::attributes_to_write(r.attributes(), edits),
                 output,
                 MagOptions {
                     version,
@@ -628,7 +628,7 @@ pub fn convert(
         }
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
-            let attributes = json::attributes_to_write(r.attributes(), as_text);
+            let attributes = json::attributes_to_write(r.attributes(), edits);
             let done = convert::write_safetensors_views(
                 &views,
                 &attributes,
@@ -641,7 +641,7 @@ pub fn convert(
         }
         Kind::Gguf => {
             let bar = spinner("convert to .gguf", total_stored(&r));
-            let attributes = json::attributes_to_write(r.attributes(), as_text);
+            let attributes = json::attributes_to_write(r.attributes(), edits);
             let attributes = crate::common::gguf_attributes(input, attributes);
             let done =
                 convert::write_gguf_views(&views, &attributes, output, densify, durability());
@@ -657,7 +657,7 @@ pub fn convert(
                 ..Default::default()
             };
             let mut w = Writer::create_version(output, version, durability()).map_err(in_file)?;
-            w.set_attributes(r.attributes().clone());
+            w.set_attributes(json::attributes_to_write(r.attributes(), edits).into_owned());
             let bar = progress(total_stored(&r), "convert");
             for o in in_write_order(&r, version) {
                 let o = o.map_err(in_file)?;

@@ -60,17 +60,89 @@ pub fn metadata_holds(kind: crate::common::Kind) -> Option<MetadataHolds> {
     }
 }
 
-/// The file attributes an output gets: `attributes` as they are, or, for
-/// `--attributes-as-json`, with what the output's metadata cannot hold (`as_text`) as JSON
-/// text.
-pub fn attributes_to_write(
-    attributes: &Attributes,
-    as_text: Option<MetadataHolds>,
-) -> std::borrow::Cow<'_, Attributes> {
-    match as_text {
-        Some(holds) => std::borrow::Cow::Owned(attributes_as_text(attributes, holds)),
-        None => std::borrow::Cow::Borrowed(attributes),
+/// How `convert` changes the input's file attributes on their way out.
+#[derive(Clone, Copy, Default)]
+pub struct AttributeEdits<'a> {
+    /// `--set KEY=VALUE`: each replaces (or adds) its key.
+    pub set: &'a [(String, Value)],
+    /// `--attributes-as-json`: what the output's metadata cannot hold, written as JSON text.
+    pub as_text: Option<MetadataHolds>,
+}
+
+/// The file attributes an output gets: `attributes` with `edits` made (the `--set` values
+/// first, so that `--attributes-as-json` applies to them too), or as they are.
+pub fn attributes_to_write<'a>(
+    attributes: &'a Attributes,
+    edits: AttributeEdits<'_>,
+) -> std::borrow::Cow<'a, Attributes> {
+    let mut out = std::borrow::Cow::Borrowed(attributes);
+    if !edits.set.is_empty() {
+        let set = out.to_mut();
+        for (key, value) in edits.set {
+            set.insert(key.clone(), value.clone());
+        }
     }
+    match edits.as_text {
+        Some(holds) => std::borrow::Cow::Owned(attributes_as_text(&out, holds)),
+        None => out,
+    }
+}
+
+/// `--set KEY=VALUE`: the key, and the value read as JSON (`4096`, `1e-5`, `true`, `[1,2]`,
+/// `"4096"`, `{"bytes":"00ff"}` as [`value`] writes bytes) or, where it is not JSON, as the
+/// text it is (`format=pt`).
+pub fn attribute_arg(arg: &str) -> Result<(String, Value), String> {
+    let (key, text) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("{arg:?} is not KEY=VALUE"))?;
+    if key.is_empty() {
+        return Err(format!("{arg:?} has no key before '='"));
+    }
+    let value = match serde_json::from_str::<J>(text) {
+        Ok(j) => from_json(&j),
+        Err(_) => Value::Text(text.to_owned()),
+    };
+    Ok((key.to_owned(), value))
+}
+
+/// A JSON value as an attribute value, as [`value`] writes them: integers as integers, other
+/// numbers as floats, `{"bytes": "<hex>"}` as bytes.
+fn from_json(j: &J) -> Value {
+    match j {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::Integer(i.into()),
+            (None, Some(u)) => Value::Integer(u.into()),
+            _ => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => Value::Text(s.clone()),
+        J::Array(a) => Value::Array(a.iter().map(from_json).collect()),
+        J::Object(m) => {
+            let hex = match m.get("bytes") {
+                Some(J::String(hex)) if m.len() == 1 => hex_bytes(hex),
+                _ => None,
+            };
+            match hex {
+                Some(bytes) => Value::Bytes(bytes),
+                None => Value::Map(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
+            }
+        }
+    }
+}
+
+/// `hex` (two digits a byte) as its bytes.
+fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            hex.get(i..i + 2)
+                .and_then(|d| u8::from_str_radix(d, 16).ok())
+        })
+        .collect()
 }
 
 /// `attributes` with each value that `holds` refuses written as its JSON text, in

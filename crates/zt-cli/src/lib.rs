@@ -212,6 +212,13 @@ enum Command {
         /// for GGUF null, maps and mixed lists. Without it, such an attribute is an error.
         #[arg(long)]
         attributes_as_json: bool,
+        /// Set a file attribute of the output, KEY=VALUE (repeatable), in place of the
+        /// input's: VALUE as JSON (4096, 1e-5, true, [1,2], "text"), else as the text it is
+        /// (format=pt). A legacy llama.cpp model to GGUF takes llama.context_length and
+        /// llama.attention.layer_norm_rms_epsilon (else 2048 and 5e-6, the header has
+        /// neither), typed as llama.cpp reads them.
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = json::attribute_arg)]
+        set: Vec<(String, ztensor::Value)>,
         /// Sharded output, each shard at most SIZE of data (e.g. 5GB, 512MiB): v2's own
         /// shards beside a .zt root, or an index with .safetensors/.zt shards.
         #[arg(long, value_name = "SIZE", value_parser = common::byte_size)]
@@ -567,6 +574,7 @@ fn run(command: Command) -> Outcome {
             mag_version,
             densify,
             attributes_as_json,
+            set,
             compact,
             shard_size,
             skip_unreadable,
@@ -585,6 +593,7 @@ fn run(command: Command) -> Outcome {
                     ))
                 }
             };
+            let edits = json::AttributeEdits { set: &set, as_text };
             let version = if kind.is_zt() {
                 Some(zt_version(kind, compact)?)
             } else if compact {
@@ -611,13 +620,18 @@ fn run(command: Command) -> Outcome {
                         compress,
                         digest,
                         densify,
-                        as_text,
+                        edits,
                         mag_version,
                         force,
                     );
                 }
                 check_output(output, force)?;
                 if let Some(size) = shard_size {
+                    if !set.is_empty() {
+                        return Err(Failure::Usage(
+                            "--set does not apply to a .zt written in v2's own shards".into(),
+                        ));
+                    }
                     return commands::convert_sharded(
                         &input,
                         output,
@@ -638,7 +652,7 @@ fn run(command: Command) -> Outcome {
                     digest,
                     mag_version,
                     densify,
-                    as_text,
+                    edits,
                     skip_unreadable,
                 )
             };

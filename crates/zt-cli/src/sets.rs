@@ -186,17 +186,16 @@ pub enum Target {
 }
 
 /// `zt convert` with a set as input, or with an indexed set as output.
-/// `as_text`: the output's attributes that its metadata cannot hold are written as their JSON
-/// text (`--attributes-as-json`).
+/// `edits`: the attributes `--set` and `--attributes-as-json` change on the way out.
 pub fn convert(
     input: &Path,
     output: &Path,
     target: Target,
-    as_text: Option<crate::json::MetadataHolds>,
+    edits: crate::json::AttributeEdits<'_>,
 ) -> Outcome {
     // The library writes a set's output in one call: a spinner, with the time it has taken.
     let bar = crate::common::spinner("convert a set", 0);
-    let done = convert_quietly(input, output, target, as_text);
+    let done = convert_quietly(input, output, target, edits);
     bar.finish_and_clear();
     done
 }
@@ -205,7 +204,7 @@ fn convert_quietly(
     input: &Path,
     output: &Path,
     target: Target,
-    as_text: Option<crate::json::MetadataHolds>,
+    edits: crate::json::AttributeEdits<'_>,
 ) -> Outcome {
     // The input's fault names the shard holding the object, for a set; anything else names
     // the output, as for a file.
@@ -221,7 +220,7 @@ fn convert_quietly(
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
         let shared = shared_attributes(&set)?;
-        let attributes = crate::json::attributes_to_write(&shared, as_text);
+        let attributes = crate::json::attributes_to_write(&shared, edits);
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
         for o in objects {
@@ -251,7 +250,7 @@ fn convert_quietly(
             .map_err(at);
     }
     with_objects(input, |objects, attributes, metadata| {
-        let mut attributes = crate::json::attributes_to_write(attributes, as_text);
+        let mut attributes = crate::json::attributes_to_write(attributes, edits);
         if matches!(target, Target::Gguf { .. } | Target::GgufSplit { .. }) {
             attributes = crate::common::gguf_attributes(input, attributes);
         }
@@ -360,7 +359,7 @@ pub fn convert_command(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
-    as_text: Option<crate::json::MetadataHolds>,
+    edits: crate::json::AttributeEdits<'_>,
     mag_version: MagVersion,
     force: bool,
 ) -> Outcome {
@@ -453,7 +452,7 @@ pub fn convert_command(
     if !matches!(target, Target::GgufSplit { .. }) {
         check_output(&index, force)?;
     }
-    convert(input, output, target, as_text)
+    convert(input, output, target, edits)
 }
 
 /// The index a sharded output writes: OUT itself when it is one, else `OUT.index.json`.

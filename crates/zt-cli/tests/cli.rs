@@ -1413,3 +1413,78 @@ fn gguf_info_ls_cat_verify_diff_and_convert_both_ways() {
     assert_eq!(code(&o), 1);
     assert!(stdout(&o).contains("gguf.value_types"), "{}", stdout(&o));
 }
+
+/// `convert --set KEY=VALUE` replaces or adds a file attribute in the output: a JSON value as
+/// its type, anything else as the text it is.
+#[test]
+fn convert_sets_the_attributes_given() {
+    use ztensor::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let src = fx("valid/attributes.zt");
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    // .safetensors holds text: `format=pt` is what transformers looks for.
+    let st = p("s.safetensors");
+    let set = ["--set", "format=pt", "--set", "small=7"];
+    let o = zt(&[&["convert", &src, &st, "--attributes-as-json"][..], &set].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(&st).unwrap();
+    assert_eq!(r.attributes()["format"], Value::Text("pt".into()));
+    assert_eq!(r.attributes()["small"], Value::Text("7".into()));
+    // .zt v1.2 holds every value as it is (v2 no tags); the input's value of a key is replaced.
+    let out = p("a.zt");
+    let o = zt(&[
+        "convert",
+        &src,
+        &out,
+        "--to",
+        "v1.2",
+        "--set",
+        "small=7",
+        "--set",
+        "ratio=1e-5",
+        "--set",
+        "quoted=\"7\"",
+        "--set",
+        "raw={\"bytes\":\"00ff\"}",
+        "--set",
+        "list=[1,2.5,\"a\"]",
+        "--set",
+        "empty=",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(&out).unwrap();
+    let a = r.attributes();
+    assert_eq!(a["small"], Value::Integer(7));
+    assert_eq!(a["ratio"], Value::Float(1e-5));
+    assert_eq!(a["quoted"], Value::Text("7".into()));
+    assert_eq!(a["raw"], Value::Bytes(vec![0, 255]));
+    let list = [
+        Value::Integer(1),
+        Value::Float(2.5),
+        Value::Text("a".into()),
+    ];
+    assert_eq!(a["list"], Value::Array(list.to_vec()));
+    assert_eq!(a["empty"], Value::Text(String::new()));
+    assert_eq!(a["text"], ztensor::open(&src).unwrap().attributes()["text"]);
+    // Not KEY=VALUE: a usage error naming it.
+    let o = zt(&["convert", &src, &p("x.zt"), "--set", "novalue"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("\"novalue\" is not KEY=VALUE"),
+        "{}",
+        stderr(&o)
+    );
+    // v2's own shards are written from the reader as it is: refused, nothing written.
+    let sharded = p("sh.zt");
+    let o = zt(&[
+        "convert",
+        &src,
+        &sharded,
+        "--shard-size",
+        "1KB",
+        "--set",
+        "a=1",
+    ]);
+    assert_clean_error(&o, 2, "--set does not apply");
+    assert!(!Path::new(&sharded).exists());
+}

@@ -87,3 +87,47 @@ fn a_legacy_llama_model_converts_to_what_llama_cpps_converter_writes() {
         assert_eq!(data(&ours), data(&want), "{}", o.name());
     }
 }
+
+#[test]
+fn a_legacy_llama_models_context_and_epsilon_are_set_as_the_scripts_options_set_them() {
+    // The header holds neither (LLaMA 2's are 4096 and 1e-5, not the script's 2048, 5e-6).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.gguf");
+    let o = zt(&[
+        "convert",
+        &fx("ggml/llama-ggjt-v3-q5_1.bin"),
+        out.to_str().unwrap(),
+        "--set",
+        "llama.context_length=4096",
+        "--set",
+        "llama.attention.layer_norm_rms_epsilon=1e-5",
+    ]);
+    ok(&o);
+    let r = ztensor::open(&out).unwrap();
+    let a = r.attributes();
+    assert_eq!(a["llama.context_length"], ztensor::Value::Integer(4096));
+    let eps = a["llama.attention.layer_norm_rms_epsilon"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(eps, f64::from(1e-5f32));
+    // Typed as llama.cpp reads them (it refuses a key of another type).
+    let ztensor::Value::Map(types) = &a["gguf.value_types"] else {
+        panic!("no value types")
+    };
+    assert_eq!(types["llama.context_length"].as_str(), Some("u32"));
+    assert_eq!(
+        types["llama.attention.layer_norm_rms_epsilon"].as_str(),
+        Some("f32")
+    );
+    // A value the type cannot hold is an error naming the key.
+    let bad = zt(&[
+        "convert",
+        &fx("ggml/llama-ggjt-v3-q5_1.bin"),
+        dir.path().join("bad.gguf").to_str().unwrap(),
+        "--set",
+        "llama.context_length=-1",
+    ]);
+    assert!(!bad.status.success());
+    let e = support::stderr(&bad);
+    assert!(e.contains("llama.context_length"), "{e}");
+}

@@ -4,7 +4,9 @@
 //! writes them (docs/decisions.md, "Legacy GGML files to GGUF").
 //!
 //! The GGML header does not hold a model's context length or RMS norm epsilon: they are the
-//! script's defaults (2048 and 5e-6). The number of key-value heads, which the script takes
+//! script's defaults (2048 and 5e-6) unless the attributes given hold them (as the script's
+//! `--context-length` and `--eps` set them; any key given wins, typed as llama.cpp reads
+//! it). The number of key-value heads, which the script takes
 //! from its `--gqa` flag, is read from the shape of layer 0's key projection instead.
 //!
 //! What it reads is the listing's: the `ggml.*` attributes the GGML reader makes (so a `.zt`
@@ -121,7 +123,10 @@ pub(super) fn llama_cpp_form(
         })
         .collect::<Result<Vec<_>>>()?;
 
-    // Attributes set beside the GGML header's (in a .zt file on the way) are kept.
+    // Attributes set beside the GGML header's (in a .zt file on the way, or by the caller) are
+    // kept, and win over what this would write for the same key (the script's defaults for
+    // what the header lacks, as its --context-length and --eps set them), typed as llama.cpp
+    // reads the key.
     let mut out = Attributes::new();
     let mut types = BTreeMap::new();
     let old_types = match attributes.get(VALUE_TYPES_KEY) {
@@ -138,7 +143,7 @@ pub(super) fn llama_cpp_form(
         }
     }
     let mut put = |key: &str, ty: &str, value: Value| {
-        out.insert(key.to_owned(), value);
+        out.entry(key.to_owned()).or_insert(value);
         types.insert(key.to_owned(), Value::Text(ty.to_owned()));
     };
     let int = |n: u64| Value::Integer(n.into());
