@@ -461,6 +461,8 @@ fn typed_fields_are_read_in_the_forms_protobuf_takes() {
             &[int(7, 5), int(7, -5i64 as u64), int(7, 1 << 40)],
         ),
         tensor("int8_unpacked", &[2], 3, &[int(5, u64::MAX), int(5, 300)]),
+        tensor("complex_unpacked", &[1], 14, &[f(1.0), f(-2.0)]),
+        tensor("int4_unpacked", &[3], 22, &[int(5, 0x21), int(5, 0x0f)]),
         tensor(
             "bool_unpacked",
             &[3],
@@ -515,6 +517,11 @@ fn typed_fields_are_read_in_the_forms_protobuf_takes() {
         object("int8_unpacked").bytes().unwrap().as_ref(),
         &[0xff, 44]
     );
+    // Two floats an element; two 4-bit elements a value.
+    let complex = object("complex_unpacked").bytes().unwrap();
+    assert_eq!(complex.as_ref(), f32s(&[1.0, -2.0]).as_slice());
+    let int4 = object("int4_unpacked").bytes().unwrap();
+    assert_eq!(int4.as_ref(), &[0x21, 0x0f]);
     assert_eq!(
         object("bool_unpacked").bytes().unwrap().as_ref(),
         &[0, 0, 1]
@@ -547,7 +554,7 @@ fn typed_fields_are_read_in_the_forms_protobuf_takes() {
         (
             "unpacked_short",
             ErrorKind::InvalidFile,
-            "field 4 holds 2 values; shape [4] needs 4",
+            "field 4 holds 2 values; shape [4] of f32 needs 4",
         ),
     ] {
         let e = object(name).bytes().unwrap_err();

@@ -1007,13 +1007,18 @@ impl<'s> Walk<'s, '_> {
                      between them"
                 )));
             };
-            if singles != count {
+            // Each value decodes to `width` bytes (a complex element takes two floats; a
+            // 4-bit type's value holds two elements).
+            let width = if boolean { 1 } else { width };
+            if singles.checked_mul(u64::from(width)) != Some(bytes) {
                 return listed_with(Defect::invalid(format!(
-                    "field {field} holds {singles} values; shape {dims:?} needs {count}"
+                    "field {field} holds {singles} values; shape {dims:?} of {} needs {}",
+                    info.element.name(),
+                    bytes / u64::from(width)
                 )));
             }
             let tagged = Encoding::ProtoTagged {
-                width: if boolean { 1 } else { width },
+                width,
                 varint: fixed.is_none(),
                 boolean,
             };
