@@ -61,13 +61,14 @@ def test_a_llama_models_context_and_epsilon_are_set_as_attributes(tmp_path):
 
     out = tmp_path / "m.gguf"
     given = {"llama.context_length": np.uint32(4096), "llama.attention.layer_norm_rms_epsilon": 1e-5,
-             "general.name": "LLaMA 2", "general.url": b"\x00\xff"}
+             "general.name": "LLaMA 2", "general.url": b"\x00\xff", "x.ids": np.arange(3)}
     ztio.convert(os.path.join(GGML, "llama-ggjt-v3-q4_0.bin"), str(out), attributes=given, progress=False)
     with ztio.open(str(out)) as f:
         a = f.attributes
         assert a["llama.context_length"] == 4096
         assert a["llama.attention.layer_norm_rms_epsilon"] == pytest.approx(1e-5, rel=1e-6)
         assert a["general.name"] == "LLaMA 2"
+        assert list(a["x.ids"]) == [0, 1, 2]
         assert a["gguf.value_types"]["llama.context_length"] == "u32"
         assert a["gguf.value_types"]["llama.attention.layer_norm_rms_epsilon"] == "f32"
     # A key the tool could not take, or a value JSON cannot carry, is the caller's error.

@@ -163,8 +163,8 @@ def _set_attributes(attributes):
     def plain(v):
         if isinstance(v, (bytes, bytearray, memoryview)):
             return {"bytes": bytes(v).hex()}
-        if hasattr(v, "item"):  # a numpy scalar
-            return v.item()
+        if hasattr(v, "tolist"):  # a numpy scalar or array
+            return v.tolist()
         raise TypeError(f"{type(v).__name__} is not an attribute value")
 
     args = []
