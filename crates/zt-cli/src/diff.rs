@@ -457,8 +457,9 @@ pub struct Compare {
 
 /// `zt diff A B`: each side a file, a URL or a sharded set's index.
 pub fn diff(a: &Path, b: &Path, how: Compare, as_json: bool) -> Outcome {
-    let compared = crate::sets::with_objects(a, |oa, attributes_a, _| {
-        crate::sets::with_objects(b, |ob, attributes_b, _| {
+    use crate::sets::{with_objects, Order};
+    let compared = with_objects(a, Order::Name, |oa, attributes_a, _| {
+        with_objects(b, Order::Name, |ob, attributes_b, _| {
             let attributes = (!how.values_only).then_some((attributes_a, attributes_b));
             diff_objects(a, b, oa, ob, attributes, how.tolerance, as_json)
         })

@@ -110,27 +110,44 @@ pub fn open_checked(index: &Path) -> Result<ShardedSet, ztensor::Error> {
         .map_err(|e| e.in_file(index))
 }
 
-/// The objects of a set or a file, in bytewise name order, to hand to a writer (or to
-/// `diff`).
+/// In what order [`with_objects`] hands the objects over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// Bytewise by name: the order of every sharded output but GGUF's (and `diff`'s).
+    Name,
+    /// As the input holds them: a file's listing order; a set's shards in turn, each's
+    /// objects by where their data lies. What a GGUF output keeps, as llama.cpp's
+    /// `gguf-split` keeps it.
+    File,
+}
+
+/// The objects of a set or a file, in `order`, to hand to a writer (or to `diff`).
 /// `f` also gets the set's index metadata (empty for a file), for a new index.
 pub(crate) fn with_objects<T>(
     input: &Path,
+    order: Order,
     f: impl FnOnce(&[ObjectView<'_>], &ztensor::Attributes, &ztensor::Attributes) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     if is_set(input) {
         let set = open(input)?;
-        let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
+        let mut objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
+        if order == Order::File {
+            let offset = |o: &ObjectView<'_>| o.components().next().map(|c| c.info().offset);
+            objects.sort_by_key(|o| (set.shard_position(o.name()), offset(o)));
+        }
         // A set's index metadata (total_size and the like) describes the set, not a file:
         // the shards' own attributes are carried, and must agree.
         let attributes = shared_attributes(&set)?;
-        // Every object is read, in name order, which jumps between shards: the set is read
-        // ahead beside the work, shards at once.
+        // Every object is read (by name, jumping between shards): the set is read ahead
+        // beside the work, shards at once.
         set.with_read_ahead(|| f(&objects, &attributes, &index_metadata(&set)))
     } else {
         let r = crate::common::open_input(input)
             .map_err(|e| Failure::Failed(e.in_file(input).into()))?;
         let mut objects: Vec<ObjectView<'_>> = r.iter().collect();
-        objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
+        if order == Order::Name {
+            objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
+        }
         f(&objects, r.attributes(), &ztensor::Attributes::new())
     }
 }
@@ -249,9 +266,13 @@ fn convert_quietly(
             .map(drop)
             .map_err(at);
     }
-    with_objects(input, |objects, attributes, metadata| {
+    // GGUF keeps the input's order, as llama.cpp's gguf-split keeps it (and the one-file
+    // convert does); every other output takes objects in name order.
+    let gguf = matches!(target, Target::Gguf { .. } | Target::GgufSplit { .. });
+    let order = if gguf { Order::File } else { Order::Name };
+    with_objects(input, order, |objects, attributes, metadata| {
         let mut attributes = crate::json::attributes_to_write(attributes, edits);
-        if matches!(target, Target::Gguf { .. } | Target::GgufSplit { .. }) {
+        if gguf {
             attributes = crate::common::gguf_attributes(input, attributes);
         }
         write_target(objects, &attributes, metadata, output, target, &at)

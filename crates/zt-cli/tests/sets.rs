@@ -373,6 +373,17 @@ fn a_split_gguf_model_is_a_set_read_from_and_one_file_written_to() {
     let merged = dir.path().join("merged.gguf");
     ok(&zt(&["convert", p(&split(1)), p(&merged)]));
     ok(&zt(&["diff", p(&merged), p(&whole)]));
+    // In the model's order, as gguf-split merges (and splits) it: blk.0 before output.
+    let names = |path: &Path| {
+        let r = ztensor::open(path).unwrap();
+        r.iter().map(|o| o.name().to_owned()).collect::<Vec<_>>()
+    };
+    let model_order = names(&whole);
+    assert_ne!(
+        model_order.first().map(String::as_str),
+        Some("blk.0.attn_k.weight")
+    );
+    assert_eq!(names(&merged), model_order);
     let merged_zt = dir.path().join("merged.zt");
     ok(&zt(&["merge", "--output", p(&merged_zt), p(&split(2))]));
     ok(&zt(&["diff", p(&merged_zt), p(&whole)]));
@@ -386,6 +397,10 @@ fn a_split_gguf_model_is_a_set_read_from_and_one_file_written_to() {
     assert!(!out.exists());
     let first = dir.path().join("out-00001-of-00003.gguf");
     ok(&zt(&["diff", p(&first), p(&whole)]));
+    let in_splits: Vec<String> = (1..=3)
+        .flat_map(|n| names(&dir.path().join(format!("out-{n:05}-of-00003.gguf"))))
+        .collect();
+    assert_eq!(in_splits, model_order);
     let again = zt(&["convert", p(&whole), p(&out), "--shard-size", "4KB"]);
     assert!(!again.status.success());
     assert!(support::stderr(&again).contains("use --force"));
