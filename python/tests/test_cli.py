@@ -138,6 +138,15 @@ def test_upgrade_merge_and_rm_from_python(tmp_path):
     assert not (tmp_path / "clash.zt").exists()
     with pytest.raises(ztio.ArgumentError):
         ztio.merge(a, tmp_path / "one.zt")
+    # File attributes the inputs disagree on: an error naming the key, unless given.
+    ztio.save_file({"p": np.zeros(1, np.float32)}, tmp_path / "p.zt", metadata={"format": "pt"})
+    ztio.save_file({"q": np.zeros(1, np.float32)}, tmp_path / "q.zt", metadata={"format": "np"})
+    with pytest.raises(ztio.Error, match="--set format=VALUE"):
+        ztio.merge([tmp_path / "p.zt", tmp_path / "q.zt"], tmp_path / "pq.zt", progress=False)
+    ztio.merge([tmp_path / "p.zt", tmp_path / "q.zt"], tmp_path / "pq.zt", attributes={"format": "pt"},
+               progress=False)
+    with ztio.open(tmp_path / "pq.zt") as f:
+        assert f.metadata() == {"format": "pt"}
 
     # A name that looks like an option is a name.
     ztio.rm(a, "-dash", tmp_path / "rm.zt", progress=False)

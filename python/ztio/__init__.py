@@ -274,10 +274,14 @@ def upgrade(
     _run_tool(args + _paths(src, dst), "upgrade", progress)
 
 
-def merge(inputs, dst, *, to=None, compact=False, force=False, verify=True, sync=True, progress=None) -> None:
+def merge(
+    inputs, dst, *, to=None, compact=False, force=False, verify=True, sync=True, attributes=None, progress=None
+) -> None:
     """What ``zt merge`` does: the objects of every file in ``inputs`` (files, sets, folders
     or URLs) in one ``.zt`` at ``dst``; a name found in two inputs is an error and nothing is
-    written. Other arguments as :func:`upgrade` takes them.
+    written, as is a file attribute the inputs give different values, unless ``attributes``
+    (a dict, ``zt merge --set``) gives the output its value. Other arguments as
+    :func:`upgrade` takes them.
 
     >>> import ztio, numpy as np, tempfile, os
     >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
@@ -295,6 +299,8 @@ def merge(inputs, dst, *, to=None, compact=False, force=False, verify=True, sync
         raise ArgumentError("merge takes a list of inputs, not one path")
     args = ["zt", "merge", f"--output={_os.fsdecode(dst)}"]
     args += _writing(force=force, verify=verify, sync=sync, to=to, compact=compact)
+    if attributes:
+        args += _set_attributes(attributes)
     _run_tool(args + _paths(*inputs), "merge", progress)
 
 

@@ -782,7 +782,14 @@ enum MergeInput {
 /// `zt merge`: every object of every input, in input order (a set's shards in index order,
 /// each file's objects in file order), into one new file. A set is read ahead beside the copy,
 /// as `convert` reads one.
-pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Outcome {
+/// `zt merge`: every input's objects in one file; the inputs' file attributes must agree,
+/// but for the keys `set` gives (`--set`), which the output takes from it.
+pub fn merge(
+    inputs: &[PathBuf],
+    output: &Path,
+    version: ztensor::Version,
+    set: &[(String, ztensor::Value)],
+) -> Outcome {
     let opened: Vec<MergeInput> = inputs
         .iter()
         .map(|p| {
@@ -828,15 +835,20 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
         match input {
             // A split GGUF model's splits each say where they are; the model's metadata is
             // the set's.
-            MergeInput::Set(set) if set.is_gguf_split() => {
-                merge_attributes(&mut attributes, set.metadata(), "inputs", set.index_path())?
+            MergeInput::Set(model) if model.is_gguf_split() => {
+                let metadata = unless_set(model.metadata(), set);
+                merge_attributes(&mut attributes, &metadata, "inputs", model.index_path())?
             }
             _ => {
                 for &(p, r) in parts {
-                    merge_attributes(&mut attributes, r.attributes(), "inputs", p)?;
+                    let own = unless_set(r.attributes(), set);
+                    merge_attributes(&mut attributes, &own, "inputs", p)?;
                 }
             }
         }
+    }
+    for (key, value) in set {
+        attributes.insert(key.clone(), value.clone());
     }
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(attributes);
@@ -859,6 +871,20 @@ pub fn merge(inputs: &[PathBuf], output: &Path, version: ztensor::Version) -> Ou
     }
     bar.finish_and_clear();
     Ok(w.finish()?)
+}
+
+/// `attributes` without the keys `set` gives (borrowed as they are when it gives none).
+fn unless_set<'a>(
+    attributes: &'a ztensor::Attributes,
+    set: &[(String, ztensor::Value)],
+) -> std::borrow::Cow<'a, ztensor::Attributes> {
+    let mut kept = std::borrow::Cow::Borrowed(attributes);
+    for (key, _) in set {
+        if kept.contains_key(key) {
+            kept.to_mut().remove(key);
+        }
+    }
+    kept
 }
 
 pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Version) -> Outcome {

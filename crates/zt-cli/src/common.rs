@@ -659,7 +659,8 @@ pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
 }
 
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
-/// have with different values is an error: the files disagree on what the model is.
+/// have with different values is an error: the files disagree on what the model is (`zt
+/// merge` takes `--set` for it, named in the message when `between` is its "inputs").
 pub fn merge_attributes(
     into: &mut ztensor::Attributes,
     from: &ztensor::Attributes,
@@ -669,9 +670,13 @@ pub fn merge_attributes(
     for (k, v) in from {
         match into.get(k) {
             Some(old) if old != v => {
+                let fix = match between {
+                    "inputs" => format!("; --set {k}=VALUE gives the output one"),
+                    _ => String::new(),
+                };
                 return Err(Failure::Failed(
                     format!(
-                        "file attribute {k:?} differs between {between} ({})",
+                        "file attribute {k:?} differs between {between} ({}){fix}",
                         source.display()
                     )
                     .into(),

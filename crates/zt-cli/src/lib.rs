@@ -266,6 +266,10 @@ enum Command {
         /// models of many small tensors).
         #[arg(long)]
         compact: bool,
+        /// Set a file attribute of the output, KEY=VALUE (repeatable), as `convert --set`
+        /// takes it: the inputs' values of KEY, which must otherwise agree, are replaced.
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = json::attribute_arg)]
+        set: Vec<(String, ztensor::Value)>,
         #[command(flatten)]
         writing: Writing,
     },
@@ -680,12 +684,13 @@ fn run(command: Command) -> Outcome {
             output,
             to,
             compact,
+            set,
             writing,
         } => {
             let inputs: Vec<PathBuf> = inputs.into_iter().map(resolve).collect::<Result<_, _>>()?;
             let version = zt_only("merge", &output, to.map(Kind::from), compact)?;
             check_output(&output, writing.force)?;
-            commands::merge(&inputs, &output, version)
+            commands::merge(&inputs, &output, version, &set)
         }
         Rm {
             input,

@@ -1488,3 +1488,41 @@ fn convert_sets_the_attributes_given() {
     assert_clean_error(&o, 2, "--set does not apply");
     assert!(!Path::new(&sharded).exists());
 }
+
+/// `merge` refuses inputs whose file attributes disagree, naming the key and `--set`; with
+/// `--set` the output takes the value given.
+#[test]
+fn merge_sets_an_attribute_the_inputs_disagree_on() {
+    use ztensor::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    for (file, name, format) in [("a.zt", "a", "pt"), ("b.zt", "b", "np")] {
+        let mut w = ztensor::Writer::create(p(file)).unwrap();
+        w.set_attribute("format", format);
+        w.set_attribute("shared", 1i64);
+        w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+        w.finish().unwrap();
+    }
+    let out = p("ab.zt");
+    let o = zt(&["merge", "-o", &out, &p("a.zt"), &p("b.zt")]);
+    assert_clean_error(&o, 1, "file attribute \"format\" differs between inputs");
+    assert!(stderr(&o).contains("--set format=VALUE"), "{}", stderr(&o));
+    assert!(!Path::new(&out).exists());
+    let o = zt(&[
+        "merge",
+        "-o",
+        &out,
+        "--set",
+        "format=pt",
+        "--set",
+        "note=merged",
+        &p("a.zt"),
+        &p("b.zt"),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(&out).unwrap();
+    assert_eq!(r.attributes()["format"], Value::Text("pt".into()));
+    assert_eq!(r.attributes()["note"], Value::Text("merged".into()));
+    assert_eq!(r.attributes()["shared"], Value::Integer(1));
+    assert_eq!(r.len(), 2);
+}
