@@ -836,12 +836,12 @@ pub fn merge(
             // A split GGUF model's splits each say where they are; the model's metadata is
             // the set's.
             MergeInput::Set(model) if model.is_gguf_split() => {
-                let metadata = unless_set(model.metadata(), set);
+                let metadata = crate::common::unless_set(model.metadata(), set);
                 merge_attributes(&mut attributes, &metadata, "inputs", model.index_path())?
             }
             _ => {
                 for &(p, r) in parts {
-                    let own = unless_set(r.attributes(), set);
+                    let own = crate::common::unless_set(r.attributes(), set);
                     merge_attributes(&mut attributes, &own, "inputs", p)?;
                 }
             }
@@ -871,20 +871,6 @@ pub fn merge(
     }
     bar.finish_and_clear();
     Ok(w.finish()?)
-}
-
-/// `attributes` without the keys `set` gives (borrowed as they are when it gives none).
-fn unless_set<'a>(
-    attributes: &'a ztensor::Attributes,
-    set: &[(String, ztensor::Value)],
-) -> std::borrow::Cow<'a, ztensor::Attributes> {
-    let mut kept = std::borrow::Cow::Borrowed(attributes);
-    for (key, _) in set {
-        if kept.contains_key(key) {
-            kept.to_mut().remove(key);
-        }
-    }
-    kept
 }
 
 pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Version) -> Outcome {

@@ -658,6 +658,20 @@ pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
     open_options().open(path)
 }
 
+/// `attributes` without the keys `set` gives (borrowed as they are when it gives none).
+pub fn unless_set<'a>(
+    attributes: &'a ztensor::Attributes,
+    set: &[(String, ztensor::Value)],
+) -> std::borrow::Cow<'a, ztensor::Attributes> {
+    let mut kept = std::borrow::Cow::Borrowed(attributes);
+    for (key, _) in set {
+        if kept.contains_key(key) {
+            kept.to_mut().remove(key);
+        }
+    }
+    kept
+}
+
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
 /// have with different values is an error: the files disagree on what the model is (`zt
 /// merge` takes `--set` for it, named in the message when `between` is its "inputs").

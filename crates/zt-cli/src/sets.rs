@@ -121,11 +121,14 @@ pub(crate) enum Order {
     File,
 }
 
-/// The objects of a set or a file, in `order`, to hand to a writer (or to `diff`).
+/// The objects of a set or a file, in `order`, to hand to a writer (or to `diff`), with the
+/// file's attributes or those the set's shards share (which must agree, but for the keys
+/// `given` gives: `--set`'s).
 /// `f` also gets the set's index metadata (empty for a file), for a new index.
 pub(crate) fn with_objects<T>(
     input: &Path,
     order: Order,
+    given: &[(String, ztensor::Value)],
     f: impl FnOnce(&[ObjectView<'_>], &ztensor::Attributes, &ztensor::Attributes) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     if is_set(input) {
@@ -137,7 +140,7 @@ pub(crate) fn with_objects<T>(
         }
         // A set's index metadata (total_size and the like) describes the set, not a file:
         // the shards' own attributes are carried, and must agree.
-        let attributes = shared_attributes(&set)?;
+        let attributes = shared_attributes(&set, given)?;
         // Every object is read (by name, jumping between shards): the set is read ahead
         // beside the work, shards at once.
         set.with_read_ahead(|| f(&objects, &attributes, &index_metadata(&set)))
@@ -164,8 +167,12 @@ fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
     metadata
 }
 
-/// The shards' file attributes, which must agree where they overlap.
-fn shared_attributes(set: &ShardedSet) -> Result<ztensor::Attributes, Failure> {
+/// The shards' file attributes, which must agree where they overlap, but for the keys
+/// `given` gives (`--set`'s, which the output takes from it).
+fn shared_attributes(
+    set: &ShardedSet,
+    given: &[(String, ztensor::Value)],
+) -> Result<ztensor::Attributes, Failure> {
     if set.is_gguf_split() {
         // The first split holds the model's; each says where it is in the split.
         return Ok(set.metadata().clone());
@@ -173,7 +180,8 @@ fn shared_attributes(set: &ShardedSet) -> Result<ztensor::Attributes, Failure> {
     let mut attributes = ztensor::Attributes::new();
     for (i, path) in set.shard_paths().enumerate() {
         let r = set.reader(i).map_err(|e| Failure::Failed(e.into()))?;
-        merge_attributes(&mut attributes, r.attributes(), "shards", path)?;
+        let own = crate::common::unless_set(r.attributes(), given);
+        merge_attributes(&mut attributes, &own, "shards", path)?;
     }
     Ok(attributes)
 }
@@ -236,7 +244,7 @@ fn convert_quietly(
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
-        let shared = shared_attributes(&set)?;
+        let shared = shared_attributes(&set, edits.set)?;
         let attributes = crate::json::attributes_to_write(&shared, edits);
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
@@ -270,7 +278,7 @@ fn convert_quietly(
     // convert does); every other output takes objects in name order.
     let gguf = matches!(target, Target::Gguf { .. } | Target::GgufSplit { .. });
     let order = if gguf { Order::File } else { Order::Name };
-    with_objects(input, order, |objects, attributes, metadata| {
+    with_objects(input, order, edits.set, |objects, attributes, metadata| {
         let mut attributes = crate::json::attributes_to_write(attributes, edits);
         if gguf {
             attributes = crate::common::gguf_attributes(input, attributes);

@@ -433,3 +433,32 @@ fn a_split_gguf_model_is_a_set_read_from_and_one_file_written_to() {
         "{info}"
     );
 }
+
+#[test]
+fn shards_that_disagree_on_an_attribute_convert_with_it_set() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, name, format) in [("s1.zt", "a", "pt"), ("s2.zt", "b", "np")] {
+        let mut w = ztensor::Writer::create(dir.path().join(file)).unwrap();
+        w.set_attribute("format", format);
+        w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+        w.finish().unwrap();
+    }
+    let index = dir.path().join("m.zt.index.json");
+    std::fs::write(
+        &index,
+        r#"{"metadata": {}, "weight_map": {"a": "s1.zt", "b": "s2.zt"}}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("one.safetensors");
+    let refused = zt(&["convert", p(&index), p(&out)]);
+    assert!(!refused.status.success());
+    let e = support::stderr(&refused);
+    assert!(
+        e.contains("file attribute \"format\" differs between shards"),
+        "{e}"
+    );
+    ok(&zt(&["convert", p(&index), p(&out), "--set", "format=pt"]));
+    let r = ztensor::open(&out).unwrap();
+    assert_eq!(r.attributes()["format"], ztensor::Value::Text("pt".into()));
+    assert_eq!(r.len(), 2);
+}
