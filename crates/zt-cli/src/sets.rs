@@ -136,7 +136,7 @@ pub(crate) fn with_objects<T>(
         let mut objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
         if order == Order::File {
             let offset = |o: &ObjectView<'_>| o.components().next().map(|c| c.info().offset);
-            objects.sort_by_key(|o| (set.shard_position(o.name()), offset(o)));
+            objects.sort_by_cached_key(|o| (set.shard_position(o.name()), offset(o)));
         }
         // A set's index metadata (total_size and the like) describes the set, not a file:
         // the shards' own attributes are carried, and must agree.

@@ -119,16 +119,17 @@ impl<'r> GgufSplit<'r> {
     /// Writes every split, and puts them in place together once the last is written (an
     /// error leaves none of them, and the files they would replace as they were). Returns
     /// their paths.
-    pub fn write(self, durability: Durability) -> Result<Vec<PathBuf>> {
+    pub fn write(mut self, durability: Durability) -> Result<Vec<PathBuf>> {
         let count = self.splits.len();
         zt_container::make_room_for_open_files(count);
         let total = i32::try_from(self.tensors.len())
             .map_err(|_| Error::argument("more tensors than GGUF's split.tensors.count holds"))?;
         let mut written = Vec::with_capacity(count);
         for (no, (range, path)) in self.splits.iter().zip(&self.paths).enumerate() {
-            // The model's metadata in the first split only, as llama.cpp reads it.
+            // The model's metadata in the first split only, as llama.cpp reads it (moved
+            // there: a vocabulary can be megabytes).
             let mut attributes = match no {
-                0 => self.attributes.clone(),
+                0 => std::mem::take(&mut self.attributes),
                 _ => Attributes::new(),
             };
             let mut types = match attributes.remove(VALUE_TYPES_KEY) {
