@@ -147,6 +147,15 @@ def test_upgrade_merge_and_rm_from_python(tmp_path):
                progress=False)
     with ztio.open(tmp_path / "pq.zt") as f:
         assert f.metadata() == {"format": "pt"}
+    # None leaves the key out (--unset), in a merge and in a convert (v2's own shards too).
+    ztio.merge([tmp_path / "p.zt", tmp_path / "q.zt"], tmp_path / "none.zt", attributes={"format": None},
+               progress=False)
+    with ztio.open(tmp_path / "none.zt") as f:
+        assert f.metadata() is None  # as safetensors says "no metadata"
+    ztio.convert(tmp_path / "p.zt", tmp_path / "sh.zt", shard_size=1, attributes={"format": None, "n": 2},
+                 progress=False)
+    with ztio.open(tmp_path / "sh.zt") as f:
+        assert f.metadata() == {"n": "2"}
 
     # A name that looks like an option is a name.
     ztio.rm(a, "-dash", tmp_path / "rm.zt", progress=False)

@@ -155,7 +155,8 @@ def _writing(*, force, verify, sync, to=None, compact=False, skip_unreadable=Fal
 def _set_attributes(attributes):
     """``attributes`` (a mapping) as the tool's ``--set KEY=VALUE`` arguments: each value as
     JSON, so text stays text (``"4096"``) and numbers, booleans and lists keep their type;
-    ``bytes`` as ``{"bytes": "<hex>"}``, the form the tool reads."""
+    ``bytes`` as ``{"bytes": "<hex>"}``, the form the tool reads. ``None`` is ``--unset KEY``:
+    the key is left out (as ``dict.pop`` would), not written as null."""
     import json as _json
 
     from .errors import ArgumentError
@@ -171,6 +172,9 @@ def _set_attributes(attributes):
     for key, value in attributes.items():
         if not isinstance(key, str) or not key or "=" in key:
             raise ArgumentError(f"attribute key {key!r}: a non-empty text without '='")
+        if value is None:
+            args += ["--unset", key]
+            continue
         try:
             text = _json.dumps(value, default=plain, allow_nan=False)
         except (TypeError, ValueError) as e:
@@ -212,7 +216,8 @@ def convert(
     checkpoint's lists; for GGUF, null, maps and lists of mixed types; ``attributes`` (a
     dict) sets file attributes of the output in place of the input's (``zt convert --set``):
     ``{"format": "pt"}`` for transformers, or a legacy llama.cpp model's
-    ``llama.context_length`` and ``llama.attention.layer_norm_rms_epsilon`` in GGUF;
+    ``llama.context_length`` and ``llama.attention.layer_norm_rms_epsilon`` in GGUF; a key
+    whose value is ``None`` is left out (``zt convert --unset``);
     ``skip_unreadable`` leaves out the objects the input lists but cannot read (damaged
     entries), which otherwise fail the conversion.
 
@@ -280,7 +285,8 @@ def merge(
     """What ``zt merge`` does: the objects of every file in ``inputs`` (files, sets, folders
     or URLs) in one ``.zt`` at ``dst``; a name found in two inputs is an error and nothing is
     written, as is a file attribute the inputs give different values, unless ``attributes``
-    (a dict, ``zt merge --set``) gives the output its value. Other arguments as
+    (a dict, ``zt merge --set``) gives the output its value (``None``: none, ``--unset``).
+    Other arguments as
     :func:`upgrade` takes them.
 
     >>> import ztio, numpy as np, tempfile, os

@@ -687,6 +687,7 @@ pub fn convert_sharded(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
+    edits: json::AttributeEdits<'_>,
     skip_unreadable: bool,
 ) -> Outcome {
     let version = match version {
@@ -722,7 +723,8 @@ pub fn convert_sharded(
         },
     };
     let bar = spinner("convert to sharded .zt", total_stored(&r));
-    let done = ztensor::convert::write_sharded(&r, output, options);
+    let attributes = json::attributes_to_write(r.attributes(), edits);
+    let done = ztensor::convert::write_sharded_with_attributes(&r, output, options, &attributes);
     bar.finish_and_clear();
     done.map(|_| ())
         .map_err(|e| Failure::from(e.in_file(output)))
@@ -783,12 +785,13 @@ enum MergeInput {
 /// each file's objects in file order), into one new file. A set is read ahead beside the copy,
 /// as `convert` reads one.
 /// `zt merge`: every input's objects in one file; the inputs' file attributes must agree,
-/// but for the keys `set` gives (`--set`), which the output takes from it.
+/// but for the keys `changes` sets or unsets (`--set`, `--unset`), which the output takes
+/// from it.
 pub fn merge(
     inputs: &[PathBuf],
     output: &Path,
     version: ztensor::Version,
-    set: &[(String, ztensor::Value)],
+    changes: &[crate::json::AttributeChange],
 ) -> Outcome {
     let opened: Vec<MergeInput> = inputs
         .iter()
@@ -836,19 +839,22 @@ pub fn merge(
             // A split GGUF model's splits each say where they are; the model's metadata is
             // the set's.
             MergeInput::Set(model) if model.is_gguf_split() => {
-                let metadata = crate::common::unless_set(model.metadata(), set);
+                let metadata = crate::json::unless_changed(model.metadata(), changes);
                 merge_attributes(&mut attributes, &metadata, "inputs", model.index_path())?
             }
             _ => {
                 for &(p, r) in parts {
-                    let own = crate::common::unless_set(r.attributes(), set);
+                    let own = crate::json::unless_changed(r.attributes(), changes);
                     merge_attributes(&mut attributes, &own, "inputs", p)?;
                 }
             }
         }
     }
-    for (key, value) in set {
-        attributes.insert(key.clone(), value.clone());
+    for (key, change) in changes {
+        match change {
+            Some(value) => attributes.insert(key.clone(), value.clone()),
+            None => attributes.remove(key),
+        };
     }
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(attributes);

@@ -658,23 +658,10 @@ pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
     open_options().open(path)
 }
 
-/// `attributes` without the keys `set` gives (borrowed as they are when it gives none).
-pub fn unless_set<'a>(
-    attributes: &'a ztensor::Attributes,
-    set: &[(String, ztensor::Value)],
-) -> std::borrow::Cow<'a, ztensor::Attributes> {
-    let mut kept = std::borrow::Cow::Borrowed(attributes);
-    for (key, _) in set {
-        if kept.contains_key(key) {
-            kept.to_mut().remove(key);
-        }
-    }
-    kept
-}
-
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
 /// have with different values is an error: the files disagree on what the model is (`zt
-/// merge` takes `--set` for it, named in the message when `between` is its "inputs").
+/// merge` takes `--set` or `--unset` for it, named in the message when `between` is its
+/// "inputs").
 pub fn merge_attributes(
     into: &mut ztensor::Attributes,
     from: &ztensor::Attributes,
@@ -685,7 +672,9 @@ pub fn merge_attributes(
         match into.get(k) {
             Some(old) if old != v => {
                 let fix = match between {
-                    "inputs" => format!("; --set {k}=VALUE gives the output one"),
+                    "inputs" => {
+                        format!("; --set {k}=VALUE gives the output one, --unset {k} none")
+                    }
                     _ => String::new(),
                 };
                 return Err(Failure::Failed(

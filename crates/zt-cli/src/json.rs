@@ -60,26 +60,63 @@ pub fn metadata_holds(kind: crate::common::Kind) -> Option<MetadataHolds> {
     }
 }
 
+/// One change to the file attributes: `--set KEY=VALUE` (the value) or `--unset KEY` (`None`).
+pub type AttributeChange = (String, Option<Value>);
+
+/// `--set` and `--unset` as one list of changes, in that order (clap keeps each option's
+/// values apart). A key both set and unset is a usage error: which was meant is not known.
+pub fn attribute_changes(
+    set: Vec<(String, Value)>,
+    unset: Vec<String>,
+) -> Result<Vec<AttributeChange>, String> {
+    if let Some(key) = unset.iter().find(|k| set.iter().any(|(s, _)| s == *k)) {
+        return Err(format!("--set and --unset both name the attribute {key:?}"));
+    }
+    let set = set.into_iter().map(|(k, v)| (k, Some(v)));
+    Ok(set.chain(unset.into_iter().map(|k| (k, None))).collect())
+}
+
+/// `attributes` without the keys `changes` sets or unsets (borrowed as they are when it
+/// names none of them).
+pub fn unless_changed<'a>(
+    attributes: &'a Attributes,
+    changes: &[AttributeChange],
+) -> std::borrow::Cow<'a, Attributes> {
+    let mut kept = std::borrow::Cow::Borrowed(attributes);
+    for (key, _) in changes {
+        if kept.contains_key(key) {
+            kept.to_mut().remove(key);
+        }
+    }
+    kept
+}
+
 /// How `convert` changes the input's file attributes on their way out.
 #[derive(Clone, Copy, Default)]
 pub struct AttributeEdits<'a> {
-    /// `--set KEY=VALUE`: each replaces (or adds) its key.
-    pub set: &'a [(String, Value)],
+    /// `--set KEY=VALUE` replaces (or adds) its key; `--unset KEY` leaves it out.
+    pub changes: &'a [AttributeChange],
     /// `--attributes-as-json`: what the output's metadata cannot hold, written as JSON text.
     pub as_text: Option<MetadataHolds>,
 }
 
-/// The file attributes an output gets: `attributes` with `edits` made (the `--set` values
-/// first, so that `--attributes-as-json` applies to them too), or as they are.
+/// The file attributes an output gets: `attributes` with `edits` made (`--set` and `--unset`
+/// first, so that `--attributes-as-json` applies to the values set too), or as they are.
 pub fn attributes_to_write<'a>(
     attributes: &'a Attributes,
     edits: AttributeEdits<'_>,
 ) -> std::borrow::Cow<'a, Attributes> {
     let mut out = std::borrow::Cow::Borrowed(attributes);
-    if !edits.set.is_empty() {
-        let set = out.to_mut();
-        for (key, value) in edits.set {
-            set.insert(key.clone(), value.clone());
+    for (key, change) in edits.changes {
+        match change {
+            Some(value) => {
+                out.to_mut().insert(key.clone(), value.clone());
+            }
+            // Borrowed still, where the key is not there to leave out.
+            None if out.contains_key(key) => {
+                out.to_mut().remove(key);
+            }
+            None => {}
         }
     }
     match edits.as_text {

@@ -219,6 +219,10 @@ enum Command {
         /// neither), typed as llama.cpp reads them.
         #[arg(long = "set", value_name = "KEY=VALUE", value_parser = json::attribute_arg)]
         set: Vec<(String, ztensor::Value)>,
+        /// Leave the file attribute KEY out of the output (repeatable); no error where the
+        /// input has no KEY.
+        #[arg(long = "unset", value_name = "KEY")]
+        unset: Vec<String>,
         /// Sharded output, each shard at most SIZE of data (e.g. 5GB, 512MiB): v2's own
         /// shards beside a .zt root, or an index with .safetensors/.zt shards.
         #[arg(long, value_name = "SIZE", value_parser = common::byte_size)]
@@ -270,6 +274,10 @@ enum Command {
         /// takes it: the inputs' values of KEY, which must otherwise agree, are replaced.
         #[arg(long = "set", value_name = "KEY=VALUE", value_parser = json::attribute_arg)]
         set: Vec<(String, ztensor::Value)>,
+        /// Leave the file attribute KEY out of the output (repeatable): the inputs' values
+        /// of KEY need not agree.
+        #[arg(long = "unset", value_name = "KEY")]
+        unset: Vec<String>,
         #[command(flatten)]
         writing: Writing,
     },
@@ -579,6 +587,7 @@ fn run(command: Command) -> Outcome {
             densify,
             attributes_as_json,
             set,
+            unset,
             compact,
             shard_size,
             skip_unreadable,
@@ -597,7 +606,12 @@ fn run(command: Command) -> Outcome {
                     ))
                 }
             };
-            let edits = json::AttributeEdits { set: &set, as_text };
+            let changes =
+                json::attribute_changes(set, unset).map_err(|m| Failure::Usage(m.into()))?;
+            let edits = json::AttributeEdits {
+                changes: &changes,
+                as_text,
+            };
             let version = if kind.is_zt() {
                 Some(zt_version(kind, compact)?)
             } else if compact {
@@ -631,11 +645,6 @@ fn run(command: Command) -> Outcome {
                 }
                 check_output(output, force)?;
                 if let Some(size) = shard_size {
-                    if !set.is_empty() {
-                        return Err(Failure::Usage(
-                            "--set does not apply to a .zt written in v2's own shards".into(),
-                        ));
-                    }
                     return commands::convert_sharded(
                         &input,
                         output,
@@ -644,6 +653,7 @@ fn run(command: Command) -> Outcome {
                         compress,
                         digest,
                         densify,
+                        edits,
                         skip_unreadable,
                     );
                 }
@@ -685,12 +695,15 @@ fn run(command: Command) -> Outcome {
             to,
             compact,
             set,
+            unset,
             writing,
         } => {
             let inputs: Vec<PathBuf> = inputs.into_iter().map(resolve).collect::<Result<_, _>>()?;
             let version = zt_only("merge", &output, to.map(Kind::from), compact)?;
             check_output(&output, writing.force)?;
-            commands::merge(&inputs, &output, version, &set)
+            let changes =
+                json::attribute_changes(set, unset).map_err(|m| Failure::Usage(m.into()))?;
+            commands::merge(&inputs, &output, version, &changes)
         }
         Rm {
             input,

@@ -123,12 +123,12 @@ pub(crate) enum Order {
 
 /// The objects of a set or a file, in `order`, to hand to a writer (or to `diff`), with the
 /// file's attributes or those the set's shards share (which must agree, but for the keys
-/// `given` gives: `--set`'s).
+/// `given` sets or unsets: `--set`'s and `--unset`'s).
 /// `f` also gets the set's index metadata (empty for a file), for a new index.
 pub(crate) fn with_objects<T>(
     input: &Path,
     order: Order,
-    given: &[(String, ztensor::Value)],
+    given: &[crate::json::AttributeChange],
     f: impl FnOnce(&[ObjectView<'_>], &ztensor::Attributes, &ztensor::Attributes) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     if is_set(input) {
@@ -168,10 +168,10 @@ fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
 }
 
 /// The shards' file attributes, which must agree where they overlap, but for the keys
-/// `given` gives (`--set`'s, which the output takes from it).
+/// `given` sets or unsets (`--set`'s and `--unset`'s, which the output takes from it).
 fn shared_attributes(
     set: &ShardedSet,
-    given: &[(String, ztensor::Value)],
+    given: &[crate::json::AttributeChange],
 ) -> Result<ztensor::Attributes, Failure> {
     if set.is_gguf_split() {
         // The first split holds the model's; each says where it is in the split.
@@ -180,7 +180,7 @@ fn shared_attributes(
     let mut attributes = ztensor::Attributes::new();
     for (i, path) in set.shard_paths().enumerate() {
         let r = set.reader(i).map_err(|e| Failure::Failed(e.into()))?;
-        let own = crate::common::unless_set(r.attributes(), given);
+        let own = crate::json::unless_changed(r.attributes(), given);
         merge_attributes(&mut attributes, &own, "shards", path)?;
     }
     Ok(attributes)
@@ -244,7 +244,7 @@ fn convert_quietly(
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
-        let shared = shared_attributes(&set, edits.set)?;
+        let shared = shared_attributes(&set, edits.changes)?;
         let attributes = crate::json::attributes_to_write(&shared, edits);
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
@@ -278,13 +278,18 @@ fn convert_quietly(
     // convert does); every other output takes objects in name order.
     let gguf = matches!(target, Target::Gguf { .. } | Target::GgufSplit { .. });
     let order = if gguf { Order::File } else { Order::Name };
-    with_objects(input, order, edits.set, |objects, attributes, metadata| {
-        let mut attributes = crate::json::attributes_to_write(attributes, edits);
-        if gguf {
-            attributes = crate::common::gguf_attributes(input, attributes);
-        }
-        write_target(objects, &attributes, metadata, output, target, &at)
-    })
+    with_objects(
+        input,
+        order,
+        edits.changes,
+        |objects, attributes, metadata| {
+            let mut attributes = crate::json::attributes_to_write(attributes, edits);
+            if gguf {
+                attributes = crate::common::gguf_attributes(input, attributes);
+            }
+            write_target(objects, &attributes, metadata, output, target, &at)
+        },
+    )
 }
 
 /// Writes `objects` and `attributes` (and, for an index, `metadata`) as `target` says.

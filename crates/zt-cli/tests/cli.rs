@@ -1474,19 +1474,41 @@ fn convert_sets_the_attributes_given() {
         "{}",
         stderr(&o)
     );
-    // v2's own shards are written from the reader as it is: refused, nothing written.
+    // `--unset` leaves a key out (a key the input lacks is no error); v2's own shards take
+    // both.
+    let plain = p("plain.zt");
+    let mut w = ztensor::Writer::create(&plain).unwrap();
+    w.set_attribute("text", "dropped");
+    w.set_attribute("kept", 3i64);
+    w.add("w", &[2], &[1.0f32, 2.0]).unwrap();
+    w.finish().unwrap();
     let sharded = p("sh.zt");
     let o = zt(&[
         "convert",
-        &src,
+        &plain,
         &sharded,
         "--shard-size",
         "1KB",
         "--set",
         "a=1",
+        "--unset",
+        "text",
+        "--unset",
+        "not-there",
     ]);
-    assert_clean_error(&o, 2, "--set does not apply");
-    assert!(!Path::new(&sharded).exists());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(&sharded).unwrap();
+    let a = r.attributes();
+    let kept: Vec<(&str, &Value)> = a.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    assert_eq!(
+        kept,
+        [("a", &Value::Integer(1)), ("kept", &Value::Integer(3))]
+    );
+    // One key both set and unset: a usage error, nothing written.
+    let both = p("both.zt");
+    let o = zt(&["convert", &src, &both, "--set", "a=1", "--unset", "a"]);
+    assert_clean_error(&o, 2, "--set and --unset both name the attribute \"a\"");
+    assert!(!Path::new(&both).exists());
 }
 
 /// `merge` refuses inputs whose file attributes disagree, naming the key and `--set`; with
@@ -1506,7 +1528,11 @@ fn merge_sets_an_attribute_the_inputs_disagree_on() {
     let out = p("ab.zt");
     let o = zt(&["merge", "-o", &out, &p("a.zt"), &p("b.zt")]);
     assert_clean_error(&o, 1, "file attribute \"format\" differs between inputs");
-    assert!(stderr(&o).contains("--set format=VALUE"), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--set format=VALUE") && e.contains("--unset format"),
+        "{e}"
+    );
     assert!(!Path::new(&out).exists());
     let o = zt(&[
         "merge",
@@ -1525,4 +1551,19 @@ fn merge_sets_an_attribute_the_inputs_disagree_on() {
     assert_eq!(r.attributes()["note"], Value::Text("merged".into()));
     assert_eq!(r.attributes()["shared"], Value::Integer(1));
     assert_eq!(r.len(), 2);
+    // `--unset` merges them without the key.
+    let unset = p("unset.zt");
+    let o = zt(&[
+        "merge",
+        "-o",
+        &unset,
+        "--unset",
+        "format",
+        &p("a.zt"),
+        &p("b.zt"),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(&unset).unwrap();
+    let keys: Vec<&str> = r.attributes().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["shared"]);
 }

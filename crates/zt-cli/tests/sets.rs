@@ -461,4 +461,10 @@ fn shards_that_disagree_on_an_attribute_convert_with_it_set() {
     let r = ztensor::open(&out).unwrap();
     assert_eq!(r.attributes()["format"], ztensor::Value::Text("pt".into()));
     assert_eq!(r.len(), 2);
+    // Or without it, given `--unset`.
+    let out = dir.path().join("none.safetensors");
+    ok(&zt(&["convert", p(&index), p(&out), "--unset", "format"]));
+    let r = ztensor::open(&out).unwrap();
+    assert!(r.attributes().is_empty(), "{:?}", r.attributes());
+    assert_eq!(r.len(), 2);
 }

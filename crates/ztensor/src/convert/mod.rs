@@ -39,7 +39,7 @@ pub use self::safetensors::{
     safetensors_bytes, write_safetensors, write_safetensors_tensors, write_safetensors_with,
     SafetensorsTensor,
 };
-pub use self::shard::{write_sharded, ShardOptions};
+pub use self::shard::{write_sharded, write_sharded_with_attributes, ShardOptions};
 
 /// What to do with compression or digests when converting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

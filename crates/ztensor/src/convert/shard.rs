@@ -59,6 +59,35 @@ pub fn write_sharded(
     root: impl AsRef<Path>,
     options: ShardOptions,
 ) -> Result<Vec<PathBuf>> {
+    write_sharded_with_attributes(reader, root, options, reader.attributes())
+}
+
+/// [`write_sharded`] with the root's file attributes given instead of the reader's (as `zt
+/// convert --set` makes them).
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let src = dir.path().join("src.zt");
+/// # let mut w = ztensor::Writer::create(&src)?;
+/// # w.add("a", &[2], &[1.0f32, 2.0])?;
+/// # w.finish()?;
+/// use ztensor::convert::{write_sharded_with_attributes, ShardOptions};
+/// let mut attributes = ztensor::Attributes::new();
+/// attributes.insert("format".into(), ztensor::Value::Text("pt".into()));
+/// let root = dir.path().join("model.zt");
+/// let options = ShardOptions { max_shard_size: 8, convert: Default::default() };
+/// write_sharded_with_attributes(&ztensor::open(&src)?, &root, options, &attributes)?;
+/// assert_eq!(ztensor::open(&root)?.attributes(), &attributes);
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_sharded_with_attributes(
+    reader: &Reader,
+    root: impl AsRef<Path>,
+    options: ShardOptions,
+    attributes: &crate::Attributes,
+) -> Result<Vec<PathBuf>> {
     let root = root.as_ref();
     let alignment = match options.convert.version {
         Version::V2 => 65536,
@@ -79,7 +108,7 @@ pub fn write_sharded(
     let groups = plan(reader, options);
     let n = groups.len();
     let mut manifest = ManifestV2 {
-        attributes: reader.attributes().clone(),
+        attributes: attributes.clone(),
         ..Default::default()
     };
     let mut paths = Vec::with_capacity(n);
