@@ -163,8 +163,8 @@ def test_gguf_blocks_are_components_and_dequantize():
                     assert values.shape == info.shape
                     assert values.tobytes() == want.read_bytes()[: values.nbytes]
                     checked += 1
-    # Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4
-    assert checked == 15
+    # Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4
+    assert checked == 16
 
 
 def test_info_lists_format_types_and_components():

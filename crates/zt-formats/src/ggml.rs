@@ -2,7 +2,7 @@
 //! per block, bytes per block, and the dense storage type where there is one), the layout id
 //! a quantized GGUF tensor has in our model (`gguf.<name>/1`, as ztensor 2.x names it), and
 //! dequantization to `f32` of the common block types (Q4_0-Q8_0, the K-quants Q2_K-Q6_K,
-//! the ternary TQ1_0/TQ2_0, the code-book IQ4_NL/IQ4_XS and MXFP4).
+//! the ternary TQ1_0/TQ2_0, the code-book IQ4_NL/IQ4_XS, MXFP4 and NVFP4).
 //!
 //! The table is ggml's (`ggml_type` in ggml.h and the `sizeof(block_*)` of ggml-common.h;
 //! ids and names as `GGML_QUANT_SIZES` in the `gguf` package 0.19.0 lists them, whose Q8_1
@@ -182,6 +182,7 @@ fn dequantizer(id: u32) -> Option<Dequantizer> {
         34 => tq1_0,
         35 => tq2_0,
         39 => mxfp4,
+        40 => nvfp4,
         _ => return None,
     })
 }
@@ -195,7 +196,7 @@ pub fn dequantize(id: u32, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     let f = dequantizer(id).ok_or_else(|| {
         Error::unsupported(format!(
             "dequantizing {} blocks is not supported (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, \
-             Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS and MXFP4 are); read its bytes",
+             Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4 and NVFP4 are); read its bytes",
             t.name.to_uppercase()
         ))
     })?;
@@ -476,6 +477,36 @@ fn mxfp4(b: &[u8], o: &mut [f32]) {
     }
 }
 
+/// Four UE4M3 scale bytes, one per 16 elements, then each 16's FP4 codes in 8 bytes: the
+/// low nibbles its first eight elements, the high nibbles the next eight.
+fn nvfp4(b: &[u8], o: &mut [f32]) {
+    for (s, sub) in o.chunks_exact_mut(16).enumerate().take(4) {
+        let d = ue4m3_half(byte(b, s));
+        for (j, v) in sub.iter_mut().enumerate() {
+            let q = byte(b, 4 + 8 * s + j % 8);
+            let code = if j < 8 { q & 0x0F } else { q >> 4 };
+            *v = d * f32::from(E2M1_DOUBLED[usize::from(code)]);
+        }
+    }
+}
+
+/// An unsigned E4M3 scale (exponent bias 7, subnormal below exponent 1; the top bit is not
+/// read), halved for the doubled code book; 0 and 0x7F (E4M3's NaN) scale to 0, as ggml's
+/// `ggml_ue4m3_to_fp32` and the `gguf` package decode them. Every step is exact in f32.
+fn ue4m3_half(x: u8) -> f32 {
+    if x == 0 || x == 0x7F {
+        return 0.0;
+    }
+    let exp = i32::from((x >> 3) & 0x0F);
+    let man = f32::from(x & 0x07);
+    let raw = if exp == 0 {
+        man * 2f32.powi(-9)
+    } else {
+        (1.0 + man / 8.0) * 2f32.powi(exp - 7)
+    };
+    raw * 0.5
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,6 +574,34 @@ mod tests {
             dequantize(39, &b, &mut o).unwrap();
             assert_eq!(o[0], 2.0 * f32::from_bits(scale));
         }
+    }
+
+    #[test]
+    fn nvfp4_scales_each_sixteen_elements_by_an_unsigned_e4m3() {
+        // Scales: 0x38 is 1.0 (exponent 7), 0x01 the least subnormal (2^-9), 0x7F (NaN) and
+        // 0xFF (top bit not read: 1.875 x 2^8) as ggml reads them; halved for the doubled
+        // code book. Codes: 0x2A holds 0xA (-2, FP4 -1.0) low and 0x2 (2, FP4 1.0) high.
+        let mut b = vec![0x38, 0x01, 0x7F, 0xFF];
+        b.extend([0x2Au8; 32]);
+        let mut o = [0f32; 64];
+        dequantize(40, &b, &mut o).unwrap();
+        let firsts = [o[0], o[8], o[16], o[24], o[32], o[40], o[48], o[56]];
+        let least = 2f32.powi(-10);
+        assert_eq!(
+            firsts,
+            [
+                -1.0,
+                1.0,
+                -2.0 * least,
+                2.0 * least,
+                -0.0,
+                0.0,
+                -480.0,
+                480.0
+            ]
+        );
+        assert_eq!(ue4m3_half(0), 0.0);
+        assert_eq!(ue4m3_half(0x7E), 224.0); // E4M3's largest, 448, halved
     }
 
     #[test]

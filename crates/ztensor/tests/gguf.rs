@@ -230,8 +230,8 @@ fn dequantization_matches_the_gguf_package_bit_for_bit() {
     }
     assert_eq!(
         checked,
-        2 * 15,
-        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4, mapped \
+        2 * 16,
+        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4, mapped \
          and not"
     );
 }
