@@ -83,7 +83,8 @@ HALF_FIELDS = {
 }
 DEQUANTIZED = [
     Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K,
-    Q.TQ1_0, Q.TQ2_0, Q.MXFP4, Q.NVFP4, Q.IQ4_NL, Q.IQ4_XS,
+    Q.TQ1_0, Q.TQ2_0, Q.MXFP4, Q.NVFP4, Q.IQ4_NL, Q.IQ4_XS, Q.IQ2_XXS, Q.IQ2_XS, Q.IQ2_S,
+    Q.IQ3_XXS, Q.IQ3_S, Q.IQ1_S, Q.IQ1_M,
 ]
 
 # The package's table gives Q8_1 the 40 bytes of an older ggml; ggml's block_q8_1 is now two

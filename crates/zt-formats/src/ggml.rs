@@ -2,14 +2,18 @@
 //! per block, bytes per block, and the dense storage type where there is one), the layout id
 //! a quantized GGUF tensor has in our model (`gguf.<name>/1`, as ztensor 2.x names it), and
 //! dequantization to `f32` of the common block types (Q4_0-Q8_0, the K-quants Q2_K-Q6_K,
-//! the ternary TQ1_0/TQ2_0, the code-book IQ4_NL/IQ4_XS, MXFP4 and NVFP4).
+//! the ternary TQ1_0/TQ2_0, the code-book IQ types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+//! IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS), MXFP4 and NVFP4). The IQ1-IQ3 code books are ggml's
+//! (`iq_grids`, written by tools/interop/make_iq_grids.py), unpacked at compile time.
 //!
 //! The table is ggml's (`ggml_type` in ggml.h and the `sizeof(block_*)` of ggml-common.h;
 //! ids and names as `GGML_QUANT_SIZES` in the `gguf` package 0.19.0 lists them, whose Q8_1
 //! size of 40 bytes is stale: ggml's block is 36): ids that ggml retired (4, 5, 31-33,
-//! 36-38) are not in it, and an id it does not hold is for the caller to report. Dequantization follows the `gguf` package's
+//! 36-38) are not in it, and an id it does not hold is for the caller to report.
+//! Dequantization follows the `gguf` package's
 //! `gguf.quants.dequantize` operation for operation in `f32`, so its results are bit for bit
-//! the same (tested against values that package computed).
+//! the same, but for the sign of a NaN, which IEEE 754 leaves open for a product (tested
+//! against values that package computed).
 //!
 //! ```
 //! use zt_formats::ggml::{self, GgmlType};
@@ -181,6 +185,13 @@ fn dequantizer(id: u32) -> Option<Dequantizer> {
         23 => iq4_xs,
         34 => tq1_0,
         35 => tq2_0,
+        16 => iq2_xxs,
+        17 => iq2_xs,
+        18 => iq3_xxs,
+        19 => iq1_s,
+        21 => iq3_s,
+        22 => iq2_s,
+        29 => iq1_m,
         39 => mxfp4,
         40 => nvfp4,
         _ => return None,
@@ -196,7 +207,7 @@ pub fn dequantize(id: u32, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     let f = dequantizer(id).ok_or_else(|| {
         Error::unsupported(format!(
             "dequantizing {} blocks is not supported (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, \
-             Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4 and NVFP4 are); read its bytes",
+             Q2_K-Q6_K, TQ1_0, TQ2_0, the IQ types, MXFP4 and NVFP4 are); read its bytes",
             t.name.to_uppercase()
         ))
     })?;
@@ -507,6 +518,227 @@ fn ue4m3_half(x: u8) -> f32 {
     raw * 0.5
 }
 
+mod iq_grids;
+
+/// A code book of `E` entries of `W` values, each value `bits` bits of `hex` (hexadecimal
+/// text, lowest bits first) indexing its type's levels; unpacked at compile time, where a
+/// table of the wrong size or an index past `levels` fails the build.
+const fn unpack_grid<const E: usize, const W: usize>(
+    hex: &str,
+    bits: usize,
+    levels: u8,
+) -> [[u8; W]; E] {
+    const fn digit(c: u8) -> u8 {
+        match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => panic!("a code book is lowercase hexadecimal text"),
+        }
+    }
+    let text = hex.as_bytes();
+    assert!(
+        text.len() * 4 == E * W * bits,
+        "a code book of the wrong size"
+    );
+    let mut grid = [[0u8; W]; E];
+    let mut i = 0;
+    while i < E * W {
+        let bit = i * bits;
+        let packed = (digit(text[2 * (bit / 8)]) << 4) | digit(text[2 * (bit / 8) + 1]);
+        let index = (packed >> (bit % 8)) & ((1 << bits) - 1) as u8;
+        assert!(index < levels, "a code book index past its levels");
+        grid[i / W][i % W] = index;
+        i += 1;
+    }
+    grid
+}
+
+static IQ2XXS_GRID: [[u8; 8]; 256] = unpack_grid(iq_grids::IQ2XXS, 2, 3);
+static IQ2XS_GRID: [[u8; 8]; 512] = unpack_grid(iq_grids::IQ2XS, 2, 3);
+static IQ2S_GRID: [[u8; 8]; 1024] = unpack_grid(iq_grids::IQ2S, 2, 3);
+static IQ3XXS_GRID: [[u8; 4]; 256] = unpack_grid(iq_grids::IQ3XXS, 4, 8);
+static IQ3S_GRID: [[u8; 4]; 512] = unpack_grid(iq_grids::IQ3S, 4, 8);
+static IQ1S_GRID: [[u8; 8]; 2048] = unpack_grid(iq_grids::IQ1S, 2, 3);
+
+/// The values the code books' indices stand for, per type.
+const IQ2_LEVELS: [f32; 3] = [8.0, 25.0, 43.0];
+const IQ3XXS_LEVELS: [f32; 8] = [4.0, 12.0, 20.0, 28.0, 36.0, 44.0, 52.0, 62.0];
+const IQ3S_LEVELS: [f32; 8] = [1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0];
+const IQ1_LEVELS: [f32; 3] = [-1.0, 0.0, 1.0];
+
+/// Entry `index` of a code book (every index a block can form is in range; a miss would
+/// read as zeros, never panic).
+fn entry<const W: usize>(grid: &[[u8; W]], index: usize) -> [u8; W] {
+    grid.get(index).copied().unwrap_or([0; W])
+}
+
+/// The value a code-book index stands for (indices were checked against the levels when
+/// the book was unpacked).
+fn level(levels: &[f32], index: u8) -> f32 {
+    levels.get(usize::from(index)).copied().unwrap_or(0.0)
+}
+
+/// ggml's `ksigns_iq2xs`: seven sign bits, and an eighth that makes their count even.
+fn even_signs(seven: u32) -> u8 {
+    let seven = (seven & 0x7F) as u8;
+    seven | (((seven.count_ones() & 1) as u8) << 7)
+}
+
+/// `+1.0` or `-1.0` as bit `j` of `signs` is clear or set.
+fn sign(signs: u8, j: usize) -> f32 {
+    if (signs >> j) & 1 == 0 {
+        1.0
+    } else {
+        -1.0
+    }
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from(le16(b, at)) | (u32::from(le16(b, at + 2)) << 16)
+}
+
+/// IQ2_XXS: d, then per 32 elements two words: four code-book indices (one byte each, 8
+/// values each), and four 7-bit sign groups under a 4-bit scale.
+fn iq2_xxs(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (ib, out) in o.chunks_exact_mut(32).enumerate().take(8) {
+        let aux = le32(b, 2 + 8 * ib + 4);
+        let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
+        for (l, out) in out.chunks_exact_mut(8).enumerate() {
+            let grid = entry(&IQ2XXS_GRID, usize::from(byte(b, 2 + 8 * ib + l)));
+            let signs = even_signs(aux >> (7 * l));
+            for (j, v) in out.iter_mut().enumerate() {
+                *v = db * level(&IQ2_LEVELS, grid[j]) * sign(signs, j);
+            }
+        }
+    }
+}
+
+/// IQ2_XS: d, 32 16-bit codes (a 9-bit index and 7 sign bits each, 8 values), then 16
+/// 4-bit scales, one per 16 values.
+fn iq2_xs(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (i, out) in o.chunks_exact_mut(8).enumerate().take(32) {
+        let scale = (byte(b, 66 + i / 4) >> (4 * ((i / 2) % 2))) & 0x0F;
+        let db = d * (0.5 + f32::from(scale)) * 0.25;
+        let code = u32::from(le16(b, 2 + 2 * i));
+        let grid = entry(&IQ2XS_GRID, (code & 511) as usize);
+        let signs = even_signs(code >> 9);
+        for (j, v) in out.iter_mut().enumerate() {
+            *v = db * level(&IQ2_LEVELS, grid[j]) * sign(signs, j);
+        }
+    }
+}
+
+/// IQ2_S: d, 32 low index bytes, 32 sign bytes, 2 high index bits per group in 8 bytes,
+/// and 16 4-bit scales, one per 16 values.
+fn iq2_s(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (i, out) in o.chunks_exact_mut(8).enumerate().take(32) {
+        let scale = (byte(b, 74 + i / 4) >> (4 * ((i / 2) % 2))) & 0x0F;
+        let db = d * (0.5 + f32::from(scale)) * 0.25;
+        let high = (byte(b, 66 + i / 4) >> (2 * (i % 4))) & 0x03;
+        let index = usize::from(byte(b, 2 + i)) | (usize::from(high) << 8);
+        let grid = entry(&IQ2S_GRID, index);
+        let signs = byte(b, 34 + i);
+        for (j, v) in out.iter_mut().enumerate() {
+            *v = db * level(&IQ2_LEVELS, grid[j]) * sign(signs, j);
+        }
+    }
+}
+
+/// IQ3_XXS: d, 64 index bytes (4 values each), then per 32 elements a word of four 7-bit
+/// sign groups under a 4-bit scale.
+fn iq3_xxs(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (ib, out) in o.chunks_exact_mut(32).enumerate().take(8) {
+        let aux = le32(b, 66 + 4 * ib);
+        let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
+        for (l, out) in out.chunks_exact_mut(8).enumerate() {
+            let signs = even_signs(aux >> (7 * l));
+            for (h, out) in out.chunks_exact_mut(4).enumerate() {
+                let index = byte(b, 2 + 8 * ib + 2 * l + h);
+                let grid = entry(&IQ3XXS_GRID, usize::from(index));
+                for (k, v) in out.iter_mut().enumerate() {
+                    *v = db * level(&IQ3XXS_LEVELS, grid[k]) * sign(signs, 4 * h + k);
+                }
+            }
+        }
+    }
+}
+
+/// IQ3_S: d, 64 low index bytes, their high bits in 8 bytes, 32 sign bytes, and 8 4-bit
+/// scales (odd multipliers 1-31 of d), one per 32 values.
+fn iq3_s(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (g, out) in o.chunks_exact_mut(8).enumerate().take(32) {
+        let scale = (byte(b, 106 + g / 8) >> (4 * ((g / 4) % 2))) & 0x0F;
+        let db = d * f32::from(1 + 2 * scale);
+        let signs = byte(b, 74 + g);
+        for (h, out) in out.chunks_exact_mut(4).enumerate() {
+            let i = 2 * g + h;
+            let high = (byte(b, 66 + i / 8) >> (i % 8)) & 1;
+            let index = usize::from(byte(b, 2 + i)) | (usize::from(high) << 8);
+            let grid = entry(&IQ3S_GRID, index);
+            for (k, v) in out.iter_mut().enumerate() {
+                *v = db * level(&IQ3S_LEVELS, grid[k]) * sign(signs, 4 * h + k);
+            }
+        }
+    }
+}
+
+/// ggml's `IQ1S_DELTA`: the shift of IQ1 values off the ternary levels.
+const IQ1_DELTA: f32 = 0.125;
+
+/// IQ1_S: d, 32 low index bytes, then per 32 elements 16 bits: four 3-bit high index
+/// parts, a 3-bit scale and the delta's sign.
+fn iq1_s(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (ib, out) in o.chunks_exact_mut(32).enumerate().take(8) {
+        let qh = le16(b, 34 + 2 * ib);
+        let dl = d * f32::from(2 * ((qh >> 12) & 7) + 1);
+        let delta = if qh & 0x8000 == 0 {
+            IQ1_DELTA
+        } else {
+            -IQ1_DELTA
+        };
+        for (l, out) in out.chunks_exact_mut(8).enumerate() {
+            let high = usize::from((qh >> (3 * l)) & 7);
+            let index = usize::from(byte(b, 2 + 4 * ib + l)) | (high << 8);
+            let grid = entry(&IQ1S_GRID, index);
+            for (j, v) in out.iter_mut().enumerate() {
+                *v = dl * (level(&IQ1_LEVELS, grid[j]) + delta);
+            }
+        }
+    }
+}
+
+/// IQ1_M: 32 low index bytes, per 8 values a nibble (3 high index bits and the delta's
+/// sign), then four 16-bit words of 3-bit scales (one per 16 values) whose top nibbles
+/// together are d, an f16.
+fn iq1_m(b: &[u8], o: &mut [f32]) {
+    let sc = [le16(b, 48), le16(b, 50), le16(b, 52), le16(b, 54)];
+    let d_bits =
+        (sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000);
+    let d = f16::from_bits(d_bits).to_f32();
+    for (g, out) in o.chunks_exact_mut(8).enumerate().take(32) {
+        let k = g / 2;
+        let scale = (sc[k / 4] >> (3 * (k % 4))) & 7;
+        let dl = d * f32::from(2 * scale + 1);
+        let nibble = (byte(b, 32 + g / 2) >> (4 * (g % 2))) & 0x0F;
+        let delta = if nibble & 0x08 == 0 {
+            IQ1_DELTA
+        } else {
+            -IQ1_DELTA
+        };
+        let index = usize::from(byte(b, g)) | (usize::from(nibble & 7) << 8);
+        let grid = entry(&IQ1S_GRID, index);
+        for (j, v) in out.iter_mut().enumerate() {
+            *v = dl * (level(&IQ1_LEVELS, grid[j]) + delta);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,6 +837,27 @@ mod tests {
     }
 
     #[test]
+    fn iq_code_books_and_signs_are_ggmls() {
+        // ggml-common.h: ksigns_iq2xs begins 0, 129, 130, 3; iq2xxs_grid[1] is
+        // 0x080808080808082b (value 0 is 0x2b); iq1s_grid[0] is 0xffffffffffffffff (all -1).
+        assert_eq!([0, 1, 2, 3].map(even_signs), [0x00, 0x81, 0x82, 0x03]);
+        let values = |grid: [u8; 8]| grid.map(|i| level(&IQ2_LEVELS, i));
+        assert_eq!(values(IQ2XXS_GRID[0]), [8.0; 8]);
+        assert_eq!(
+            values(IQ2XXS_GRID[1]),
+            [43.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0]
+        );
+        assert_eq!(IQ1S_GRID[0].map(|i| level(&IQ1_LEVELS, i)), [-1.0; 8]);
+        // An IQ2_XXS block: d = 1.0, the first group's scale 0 (db = 0.125), entry 1, the
+        // first sign group 1 (element 0 negative, so element 7 too).
+        let mut b = vec![0x00, 0x3C, 1, 0, 0, 0, 1, 0, 0, 0];
+        b.resize(66, 0);
+        let mut o = [0f32; 256];
+        dequantize(16, &b, &mut o).unwrap();
+        assert_eq!(&o[..8], &[-5.375, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0]);
+    }
+
+    #[test]
     fn ternary_codes_are_minus_one_zero_one() {
         // TQ2_0: bytes 0b10_01_00 hold codes 0, 1, 2 for elements 0, 32, 64; d = 1.0.
         let mut b = vec![0b0010_0100u8; 64];
@@ -619,7 +872,11 @@ mod tests {
         let mut o = [0f32; 32];
         assert!(dequantize(2, &[0; 17], &mut o).is_err());
         assert!(dequantize(2, &[0; 36], &mut o).is_err());
-        assert!(dequantize(16, &[0; 66], &mut [0f32; 256]).is_err());
+        // Q8_K (an intermediate of ggml's dot products) is not decoded.
+        assert!(dequantize(15, &[0; 292], &mut [0f32; 256]).is_err());
+        // An IQ1_M block cut short, or one block too many for the output.
+        assert!(dequantize(29, &[0; 55], &mut [0f32; 256]).is_err());
+        assert!(dequantize(29, &[0; 112], &mut [0f32; 256]).is_err());
         assert!(dequantize(99, &[], &mut []).is_err());
     }
 }

@@ -549,7 +549,7 @@ impl<'r> ObjectView<'r> {
     }
 
     /// A GGUF-origin quantized object dequantized to f32, row-major (Q4_0, Q4_1, Q5_0, Q5_1,
-    /// Q8_0, Q2_K-Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4 and NVFP4, bit for bit as the `gguf`
+    /// Q8_0, Q2_K-Q6_K, TQ1_0, TQ2_0, the IQ types, MXFP4 and NVFP4, bit for bit as the `gguf`
     /// package's `gguf.quants.dequantize`);
     /// `None` for any other object. The values are capped like any decoded data
     /// ([`crate::Limits::max_decompressed_len`]).
