@@ -554,6 +554,30 @@ impl<'r> ObjectView<'r> {
     /// `None` for any other object. The values are capped like any decoded data
     /// ([`crate::Limits::max_decompressed_len`]).
     pub(crate) fn dequantize_ggml(&self, opts: ReadOptions) -> Result<Option<Vec<f32>>> {
+        let Some(GgmlBlocks { t, blocks, count }) = self.ggml_blocks(opts)? else {
+            return Ok(None);
+        };
+        let at = |e: Error| e.in_object(&self.info().name).in_component("data");
+        let mut out = zt_container::internal::try_zeroed_vec::<f32>(count).map_err(at)?;
+        dequantize_on_the_pool(&t, &blocks, &mut out).map_err(at)?;
+        Ok(Some(out))
+    }
+
+    /// [`Self::dequantize_ggml`] as little-endian bytes, written where they are returned: the
+    /// dense form of a GGUF block tensor without a copy of its values.
+    fn dequantize_ggml_le_bytes(&self, opts: ReadOptions) -> Result<Option<Vec<u8>>> {
+        let Some(GgmlBlocks { t, blocks, count }) = self.ggml_blocks(opts)? else {
+            return Ok(None);
+        };
+        let at = |e: Error| e.in_object(&self.info().name).in_component("data");
+        let bytes =
+            f32_le_bytes(count, |out| dequantize_on_the_pool(&t, &blocks, out)).map_err(at)?;
+        Ok(Some(bytes))
+    }
+
+    /// A GGUF block tensor's type, blocks and element count, checked against the cap on
+    /// decoded data; `None` for any other object.
+    fn ggml_blocks(&self, opts: ReadOptions) -> Result<Option<GgmlBlocks<'r>>> {
         let Some(t) = self.ggml_type() else {
             return Ok(None);
         };
@@ -573,9 +597,9 @@ impl<'r> ObjectView<'r> {
             ))));
         }
         let blocks = self.component("data")?.bytes_with(opts)?;
-        let mut out = zt_container::internal::try_zeroed_vec::<f32>(count as usize).map_err(at)?;
-        dequantize_on_the_pool(&t, &blocks, &mut out).map_err(|e| at(e.in_component("data")))?;
-        Ok(Some(out))
+        // Not over the cap on decoded bytes, which is a `usize`'s worth.
+        let count = usize::try_from(count).map_err(|_| at(Error::limit("too many elements")))?;
+        Ok(Some(GgmlBlocks { t, blocks, count }))
     }
 
     /// Any object's dense form as little-endian bytes and their element type: dense data as
@@ -585,11 +609,8 @@ impl<'r> ObjectView<'r> {
         self.readable()?;
         let o = self.info();
         let name = &o.name;
-        if let Some(v) = self.dequantize_ggml(self.read_options())? {
-            return Ok((
-                Cow::Owned(le_bytes(&v).into_owned()),
-                ElementType::plain(DType::F32),
-            ));
+        if let Some(bytes) = self.dequantize_ggml_le_bytes(self.read_options())? {
+            return Ok((Cow::Owned(bytes), ElementType::plain(DType::F32)));
         }
         match o.format {
             Format::Dense => {
@@ -687,6 +708,40 @@ fn dequantize_on_the_pool(t: &GgmlType, blocks: &[u8], out: &mut [f32]) -> Resul
             .zip(out.par_chunks_mut(be * per_piece))
             .try_for_each(|(b, o)| zt_formats::ggml::dequantize(t.id, b, o))
     })
+}
+
+/// A GGUF block tensor's blocks, ready to dequantize.
+struct GgmlBlocks<'r> {
+    t: GgmlType,
+    blocks: Cow<'r, [u8]>,
+    /// The elements they hold (within the cap on decoded data).
+    count: usize,
+}
+
+/// `count` f32 values that `fill` writes, as little-endian bytes: written into the byte
+/// buffer itself where the allocator aligned it for f32 (as it does), else into an f32
+/// buffer and copied.
+fn f32_le_bytes(count: usize, fill: impl FnOnce(&mut [f32]) -> Result<()>) -> Result<Vec<u8>> {
+    let len = count
+        .checked_mul(4)
+        .ok_or_else(|| Error::limit(format!("{count} f32 values overflow a buffer")))?;
+    let mut bytes = zt_container::internal::try_zeroed_vec::<u8>(len)?;
+    match bytemuck::try_cast_slice_mut::<u8, f32>(&mut bytes) {
+        Ok(values) => {
+            fill(values)?;
+            if cfg!(target_endian = "big") {
+                for v in values.iter_mut() {
+                    *v = f32::from_bits(v.to_bits().to_le());
+                }
+            }
+        }
+        Err(_) => {
+            let mut values = zt_container::internal::try_zeroed_vec::<f32>(count)?;
+            fill(&mut values)?;
+            bytes.copy_from_slice(&le_bytes(&values));
+        }
+    }
+    Ok(bytes)
 }
 
 /// The values one piece of a dequantization on the pool makes: a quarter of a million f32
