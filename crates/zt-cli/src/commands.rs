@@ -783,10 +783,8 @@ enum MergeInput {
 
 /// `zt merge`: every object of every input, in input order (a set's shards in index order,
 /// each file's objects in file order), into one new file. A set is read ahead beside the copy,
-/// as `convert` reads one.
-/// `zt merge`: every input's objects in one file; the inputs' file attributes must agree,
-/// but for the keys `changes` sets or unsets (`--set`, `--unset`), which the output takes
-/// from it.
+/// as `convert` reads one. The inputs' file attributes must agree, but for the keys `changes`
+/// sets or unsets (`--set`, `--unset`), which the output takes from it.
 pub fn merge(
     inputs: &[PathBuf],
     output: &Path,

@@ -1511,6 +1511,35 @@ fn convert_sets_the_attributes_given() {
     assert!(!Path::new(&both).exists());
 }
 
+/// A GGUF key set keeps its GGUF type from the input (`gguf.value_types`): a value that does
+/// not fit it is a usage error saying where the type came from; a key unset is left out.
+#[test]
+fn gguf_keys_set_keep_their_type_and_unset_ones_go() {
+    use ztensor::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let src = fx("interop/gguf/dense.gguf");
+    let out = dir.path().join("o.gguf");
+    let out = out.to_str().unwrap();
+    let o = zt(&["convert", &src, out, "--set", "t.u16=70000"]);
+    assert_clean_error(
+        &o,
+        2,
+        "attribute \"t.u16\": 70000 does not fit u16 (its GGUF type, as \"gguf.value_types\" \
+         gives it)",
+    );
+    assert!(!Path::new(out).exists());
+    let o = zt(&["convert", &src, out, "--set", "t.u16=7", "--unset", "t.u8"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(out).unwrap();
+    let a = r.attributes();
+    assert_eq!(a["t.u16"], Value::Integer(7));
+    assert!(!a.contains_key("t.u8"));
+    let Value::Map(types) = &a["gguf.value_types"] else {
+        panic!("{:?}", a["gguf.value_types"]);
+    };
+    assert_eq!(types["t.u16"], Value::Text("u16".into()));
+}
+
 /// `merge` refuses inputs whose file attributes disagree, naming the key and `--set`; with
 /// `--set` the output takes the value given.
 #[test]

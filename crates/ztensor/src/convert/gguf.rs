@@ -327,7 +327,8 @@ fn metadata(attrs: &Attributes) -> Result<(Vec<u8>, u64, u64)> {
             continue;
         }
         let bad = |what: String| Error::argument(format!("attribute {key:?}: {what}"));
-        let ty = match types.and_then(|t| t.get(key)) {
+        let given = types.and_then(|t| t.get(key));
+        let ty = match given {
             Some(t) => t.clone(),
             None => infer(value).map_err(|what| {
                 bad(format!(
@@ -347,7 +348,14 @@ fn metadata(attrs: &Attributes) -> Result<(Vec<u8>, u64, u64)> {
             };
         }
         put_string(&mut out, key.as_bytes());
-        encode(&mut out, value, &ty, true).map_err(bad)?;
+        encode(&mut out, value, &ty, true).map_err(|what| match given {
+            // The type came with the attributes (a GGUF input's, kept for the value a
+            // `--set` replaced): say so, as the value alone does not explain it.
+            Some(_) => bad(format!(
+                "{what} (its GGUF type, as {VALUE_TYPES_KEY:?} gives it)"
+            )),
+            None => bad(what),
+        })?;
         n += 1;
     }
     Ok((out, n, alignment))
@@ -507,7 +515,10 @@ fn type_id(name: &str) -> std::result::Result<u32, String> {
 
 /// One scalar of type `t`, range-checked.
 fn scalar(out: &mut Vec<u8>, v: &Value, t: &str) -> std::result::Result<(), String> {
-    let range = |what: &str| format!("{v:?} does not fit {what}");
+    let range = |what: &str| match v {
+        Value::Integer(i) => format!("{i} does not fit {what}"),
+        _ => format!("{v:?} does not fit {what}"),
+    };
     macro_rules! int {
         ($ty:ty) => {{
             let Value::Integer(i) = v else {
