@@ -443,6 +443,22 @@ fn convert_to_mag_refuses_overwrite_and_what_the_target_cannot_hold() {
         dir.path().join("s.safetensors").to_str().unwrap(),
     ]);
     assert_clean_error(&o, 2, "cannot be stored in .safetensors as it is");
+    // GGUF blocks no dequantizer decodes: densify cannot help, and the message says so.
+    let q = dir.path().join("q.safetensors");
+    let o = zt(&[
+        "convert",
+        &fx("interop/gguf/quant.gguf"),
+        q.to_str().unwrap(),
+        "--densify",
+        "--attributes-as-json",
+    ]);
+    assert_clean_error(
+        &o,
+        1,
+        "object \"q8_1\": a gguf.q8_1/1 object cannot be stored in .safetensors: dequantizing \
+         Q8_1 blocks is not supported (a .zt or GGUF output keeps them as they are)",
+    );
+    assert!(!q.exists());
     let dense = dir.path().join("s2.safetensors");
     assert_eq!(
         code(&zt(&[

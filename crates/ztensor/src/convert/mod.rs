@@ -514,19 +514,31 @@ pub(crate) fn dense_element_type(
     densify: bool,
     target: &str,
 ) -> Result<ElementType> {
-    let sparse_or_quantized = match &obj.format {
-        Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup => true,
-        Format::Unknown(id) => zt_formats::ggml::GgmlType::by_layout_id(id).is_some(),
-        _ => false,
+    let ggml = match &obj.format {
+        Format::Unknown(id) => zt_formats::ggml::GgmlType::by_layout_id(id),
+        _ => None,
     };
+    let sparse_or_quantized = ggml.is_some()
+        || matches!(
+            obj.format,
+            Format::SparseCsr | Format::SparseCoo | Format::QuantizedGroup
+        );
     if sparse_or_quantized && !densify {
         return Err(Error::argument(format!(
-            "a {} object cannot be stored in {target} as it is (use densify)",
+            "a {} object cannot be stored in {target} as it is (use densify: zt convert \
+             --densify, ztio.convert(..., densify=True))",
             obj.format
         )));
     }
-    obj.dense_element_type().ok_or_else(|| match obj.format {
-        Format::Dense => Error::invalid("no data component"),
-        ref f => Error::argument(format!("a {f} object cannot be stored in {target}")),
-    })
+    obj.dense_element_type()
+        .ok_or_else(|| match (&obj.format, ggml) {
+            (Format::Dense, _) => Error::invalid("no data component"),
+            // Blocks we cannot dequantize (Q8_1, Q8_K, Q1_0): densify cannot help either.
+            (f, Some(t)) => Error::unsupported(format!(
+                "a {f} object cannot be stored in {target}: dequantizing {} blocks is not \
+             supported (a .zt or GGUF output keeps them as they are)",
+                t.name.to_uppercase()
+            )),
+            (f, None) => Error::argument(format!("a {f} object cannot be stored in {target}")),
+        })
 }
