@@ -114,7 +114,12 @@ pub fn attributes_to_write<'a>(
             }
             // Borrowed still, where the key is not there to leave out.
             None if out.contains_key(key) => {
-                out.to_mut().remove(key);
+                let out = out.to_mut();
+                out.remove(key);
+                // A GGUF input's type of the key goes with it.
+                if let Some(Value::Map(types)) = out.get_mut(ztensor::GGUF_VALUE_TYPES_KEY) {
+                    types.remove(key);
+                }
             }
             None => {}
         }

@@ -1554,6 +1554,15 @@ fn gguf_keys_set_keep_their_type_and_unset_ones_go() {
         panic!("{:?}", a["gguf.value_types"]);
     };
     assert_eq!(types["t.u16"], Value::Text("u16".into()));
+    // In a .zt, where the types are kept as an attribute, the type of a key unset goes too.
+    let zt_out = dir.path().join("o.zt");
+    let o = zt(&["convert", &src, zt_out.to_str().unwrap(), "--unset", "t.u8"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(&zt_out).unwrap();
+    let Value::Map(types) = &r.attributes()["gguf.value_types"] else {
+        panic!("{:?}", r.attributes()["gguf.value_types"]);
+    };
+    assert!(types.contains_key("t.u16") && !types.contains_key("t.u8"));
 }
 
 /// `merge` refuses inputs whose file attributes disagree, naming the key and `--set`; with
