@@ -36,6 +36,8 @@ use zt_container::{Error, Result};
 
 use crate::DType;
 
+mod iq_grids;
+
 /// One ggml tensor type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GgmlType {
@@ -517,8 +519,6 @@ fn ue4m3_half(x: u8) -> f32 {
     };
     raw * 0.5
 }
-
-mod iq_grids;
 
 /// A code book of `E` entries of `W` values, each value `bits` bits of `hex` (hexadecimal
 /// text, lowest bits first) indexing its type's levels; unpacked at compile time, where a
