@@ -597,6 +597,20 @@ fn le32(b: &[u8], at: usize) -> u32 {
     u32::from(le16(b, at)) | (u32::from(le16(b, at + 2)) << 16)
 }
 
+/// Eight IQ2 values: code-book entry `grid`'s levels times `db`, negated where `signs` says.
+fn iq2_values(out: &mut [f32], db: f32, grid: [u8; 8], signs: u8) {
+    for (j, v) in out.iter_mut().enumerate().take(8) {
+        *v = db * level(&IQ2_LEVELS, grid[j]) * sign(signs, j);
+    }
+}
+
+/// The scale of group `i` (8 values) of an IQ2_XS or IQ2_S block: d times one of 16 4-bit
+/// scales (two to a byte from `scales`, one per 16 values), as ggml spreads it.
+fn iq2_scale(b: &[u8], d: f32, scales: usize, i: usize) -> f32 {
+    let scale = (byte(b, scales + i / 4) >> (4 * ((i / 2) % 2))) & 0x0F;
+    d * (0.5 + f32::from(scale)) * 0.25
+}
+
 /// IQ2_XXS: d, then per 32 elements two words: four code-book indices (one byte each, 8
 /// values each), and four 7-bit sign groups under a 4-bit scale.
 fn iq2_xxs(b: &[u8], o: &mut [f32]) {
@@ -606,10 +620,7 @@ fn iq2_xxs(b: &[u8], o: &mut [f32]) {
         let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
         for (l, out) in out.chunks_exact_mut(8).enumerate() {
             let grid = entry(&IQ2XXS_GRID, usize::from(byte(b, 2 + 8 * ib + l)));
-            let signs = even_signs(aux >> (7 * l));
-            for (j, v) in out.iter_mut().enumerate() {
-                *v = db * level(&IQ2_LEVELS, grid[j]) * sign(signs, j);
-            }
+            iq2_values(out, db, grid, even_signs(aux >> (7 * l)));
         }
     }
 }
@@ -619,14 +630,9 @@ fn iq2_xxs(b: &[u8], o: &mut [f32]) {
 fn iq2_xs(b: &[u8], o: &mut [f32]) {
     let d = half_at(b, 0);
     for (i, out) in o.chunks_exact_mut(8).enumerate().take(32) {
-        let scale = (byte(b, 66 + i / 4) >> (4 * ((i / 2) % 2))) & 0x0F;
-        let db = d * (0.5 + f32::from(scale)) * 0.25;
         let code = u32::from(le16(b, 2 + 2 * i));
         let grid = entry(&IQ2XS_GRID, (code & 511) as usize);
-        let signs = even_signs(code >> 9);
-        for (j, v) in out.iter_mut().enumerate() {
-            *v = db * level(&IQ2_LEVELS, grid[j]) * sign(signs, j);
-        }
+        iq2_values(out, iq2_scale(b, d, 66, i), grid, even_signs(code >> 9));
     }
 }
 
@@ -635,15 +641,10 @@ fn iq2_xs(b: &[u8], o: &mut [f32]) {
 fn iq2_s(b: &[u8], o: &mut [f32]) {
     let d = half_at(b, 0);
     for (i, out) in o.chunks_exact_mut(8).enumerate().take(32) {
-        let scale = (byte(b, 74 + i / 4) >> (4 * ((i / 2) % 2))) & 0x0F;
-        let db = d * (0.5 + f32::from(scale)) * 0.25;
         let high = (byte(b, 66 + i / 4) >> (2 * (i % 4))) & 0x03;
         let index = usize::from(byte(b, 2 + i)) | (usize::from(high) << 8);
         let grid = entry(&IQ2S_GRID, index);
-        let signs = byte(b, 34 + i);
-        for (j, v) in out.iter_mut().enumerate() {
-            *v = db * level(&IQ2_LEVELS, grid[j]) * sign(signs, j);
-        }
+        iq2_values(out, iq2_scale(b, d, 74, i), grid, byte(b, 34 + i));
     }
 }
 
