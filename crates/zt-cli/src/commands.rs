@@ -848,12 +848,7 @@ pub fn merge(
             }
         }
     }
-    for (key, change) in changes {
-        match change {
-            Some(value) => attributes.insert(key.clone(), value.clone()),
-            None => attributes.remove(key),
-        };
-    }
+    json::apply_changes(&mut attributes, changes);
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(attributes);
     let total = groups.iter().flatten().map(|(_, r)| total_stored(r)).sum();

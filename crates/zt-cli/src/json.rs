@@ -91,6 +91,25 @@ pub fn unless_changed<'a>(
     kept
 }
 
+/// Makes `changes` in `attributes`: a key set takes its value, a key unset goes, and a GGUF
+/// input's type of it (`gguf.value_types`) with it, whether or not the key itself is still
+/// there (the inputs' values of a key changed are left out before they are merged).
+pub fn apply_changes(attributes: &mut Attributes, changes: &[AttributeChange]) {
+    for (key, change) in changes {
+        match change {
+            Some(value) => {
+                attributes.insert(key.clone(), value.clone());
+            }
+            None => {
+                attributes.remove(key);
+                if let Some(Value::Map(types)) = attributes.get_mut(ztensor::GGUF_VALUE_TYPES_KEY) {
+                    types.remove(key);
+                }
+            }
+        }
+    }
+}
+
 /// How `convert` changes the input's file attributes on their way out.
 #[derive(Clone, Copy, Default)]
 pub struct AttributeEdits<'a> {
@@ -107,22 +126,8 @@ pub fn attributes_to_write<'a>(
     edits: AttributeEdits<'_>,
 ) -> std::borrow::Cow<'a, Attributes> {
     let mut out = std::borrow::Cow::Borrowed(attributes);
-    for (key, change) in edits.changes {
-        match change {
-            Some(value) => {
-                out.to_mut().insert(key.clone(), value.clone());
-            }
-            // Borrowed still, where the key is not there to leave out.
-            None if out.contains_key(key) => {
-                let out = out.to_mut();
-                out.remove(key);
-                // A GGUF input's type of the key goes with it.
-                if let Some(Value::Map(types)) = out.get_mut(ztensor::GGUF_VALUE_TYPES_KEY) {
-                    types.remove(key);
-                }
-            }
-            None => {}
-        }
+    if !edits.changes.is_empty() {
+        apply_changes(out.to_mut(), edits.changes);
     }
     match edits.as_text {
         Some(holds) => std::borrow::Cow::Owned(attributes_as_text(&out, holds)),

@@ -1563,6 +1563,23 @@ fn gguf_keys_set_keep_their_type_and_unset_ones_go() {
         panic!("{:?}", r.attributes()["gguf.value_types"]);
     };
     assert!(types.contains_key("t.u16") && !types.contains_key("t.u8"));
+    // A merge the same, though each input's value of the key is left out before merging.
+    let merged = dir.path().join("m.zt");
+    let o = zt(&[
+        "merge",
+        "-o",
+        merged.to_str().unwrap(),
+        "--unset",
+        "t.u8",
+        &src,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = ztensor::open(&merged).unwrap();
+    let Value::Map(types) = &r.attributes()["gguf.value_types"] else {
+        panic!("{:?}", r.attributes()["gguf.value_types"]);
+    };
+    assert!(!r.attributes().contains_key("t.u8"));
+    assert!(types.contains_key("t.u16") && !types.contains_key("t.u8"));
 }
 
 /// `merge` refuses inputs whose file attributes disagree, naming the key and `--set`; with
