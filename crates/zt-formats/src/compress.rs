@@ -38,10 +38,13 @@ pub enum Encoding {
         /// Whether a value whose low byte is not zero decodes to 1 (ONNX `BOOL`).
         boolean: bool,
     },
-    /// A protobuf repeated field written unpacked (proto2's default, as ONNX writes an
-    /// attribute's `floats` and `ints`): each element its own key, then a varint (`varint`)
-    /// or `width` little-endian bytes; decodes to `width` bytes per element. See
-    /// [`tagged_decode_into`]. Never written, and never parsed from a zTensor manifest.
+    /// A protobuf repeated number field in any form but one packed run, as protobuf reads
+    /// it: the stored bytes are the part of its message from the field's first occurrence to
+    /// its last, and every field of that number in them is taken, a value of its own wire
+    /// type (each element its own key, proto2's default, as ONNX writes an attribute's
+    /// `floats` and `ints`) or a packed run, while other fields between are stepped over;
+    /// decodes to `width` bytes per element. See [`tagged_decode_into`]. Never written, and
+    /// never parsed from a zTensor manifest.
     ProtoTagged {
         /// Bytes per decoded element: 1, 2, 4 or 8.
         width: u8,
@@ -242,17 +245,25 @@ pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u
     Ok(())
 }
 
-/// Decodes the elements of an unpacked protobuf repeated field into `dst`, `width` bytes
-/// each: every element is the field's key (the same for all: the first one's), then a varint
-/// (`varint`, cast down to `width` bytes as C casts) or `width` little-endian bytes. The run
-/// must hold exactly `dst.len() / width` elements and nothing else. With `boolean`, a varint
-/// element decodes to 1 when its low byte is not zero (as [`varints_decode_into`]).
+/// Decodes a protobuf repeated number field into `dst`, `width` bytes a value, reading it as
+/// protobuf reads it from the part of its message `src` holds, which starts at the field's
+/// first occurrence (its key gives the field's number): every field of that number is taken
+/// in order, a packed run of values (wire type 2) or one value of the field's own wire type
+/// (a varint for `varint`, else 4 or 8 little-endian bytes for `width` 4 or 8), and every
+/// other field (another number, or this number with another wire type: an unknown field to
+/// protobuf) is stepped over. So values written unpacked, packed runs, several runs, both
+/// forms in one message and other fields between them all decode as protobuf concatenates
+/// them. A varint is cast down to `width` bytes as C casts; with `boolean`, it decodes to 1
+/// when its low byte is not zero (as [`varints_decode_into`]). The field must hold exactly
+/// `dst.len() / width` values; groups (wire types 3 and 4), a field cut short and a packed
+/// run of fixed-width values that is not whole values are `InvalidFile` errors naming the
+/// byte of `src`.
 ///
 /// ```
-/// // Field 7 as fixed32 floats, unpacked: key 0x3d before each.
-/// let mut run = vec![0x3d];
+/// // Field 4 as fixed32 floats, unpacked: key 0x25 before each.
+/// let mut run = vec![0x25];
 /// run.extend(1.5f32.to_le_bytes());
-/// run.push(0x3d);
+/// run.push(0x25);
 /// run.extend((-2.0f32).to_le_bytes());
 /// let mut out = [0u8; 8];
 /// zt_formats::tagged_decode_into(&run, 4, false, false, &mut out).unwrap();
@@ -262,6 +273,11 @@ pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u
 /// zt_formats::tagged_decode_into(&[0x28, 0x02, 0x28, 0x80, 0x02], 1, true, true, &mut flags)
 ///     .unwrap();
 /// assert_eq!(flags, [1, 0]);
+/// // Field 7 as int64: a packed run of 1 and 2, field 8 ("ab") between, then 3 unpacked.
+/// let message = [0x3a, 0x02, 0x01, 0x02, 0x42, 0x02, b'a', b'b', 0x38, 0x03];
+/// let mut ints = [0u8; 24];
+/// zt_formats::tagged_decode_into(&message, 8, true, false, &mut ints).unwrap();
+/// assert_eq!(ints[16], 3);
 /// ```
 pub fn tagged_decode_into(
     src: &[u8],
@@ -270,70 +286,159 @@ pub fn tagged_decode_into(
     boolean: bool,
     dst: &mut [u8],
 ) -> Result<()> {
-    if !matches!(width, 1 | 2 | 4 | 8) || dst.len() % width != 0 {
+    // The value's own wire type: varint (0), 8 bytes (1), 4 bytes (5).
+    let own_wire = match (varint, width) {
+        (true, 1 | 2 | 4 | 8) => 0,
+        (false, 8) => 1,
+        (false, 4) => 5,
+        _ => 8,
+    };
+    if own_wire == 8 || dst.len() % width != 0 {
         return Err(Error::invalid(format!(
-            "{} bytes cannot hold {width}-byte values",
-            dst.len()
+            "{} bytes cannot hold {width}-byte {} values",
+            dst.len(),
+            if varint { "varint" } else { "fixed-width" }
         )));
     }
     let wanted = dst.len() / width;
-    let read_varint = |at: usize| -> Result<(u64, usize)> {
-        let mut value = 0u64;
-        for i in 0..MAX_VARINT_LEN {
-            let Some(&b) = src.get(at + i) else { break };
-            value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
-            if b & 0x80 == 0 {
-                return Ok((value, i + 1));
-            }
-        }
-        Err(Error::invalid(format!(
-            "malformed varint at byte {at} of the run"
-        )))
+    let mut values = Values {
+        slots: dst.chunks_exact_mut(width),
+        wanted,
+        count: 0,
     };
+    let varint_at = |at: usize| -> Result<(u64, usize)> {
+        read_varint(src.get(at..).unwrap_or_default())
+            .ok_or_else(|| Error::invalid(format!("malformed varint at byte {at} of the field")))
+    };
+    let bytes_at = |at: usize, n: usize| -> Result<&[u8]> {
+        at.checked_add(n)
+            .and_then(|end| src.get(at..end))
+            .ok_or_else(|| {
+                Error::invalid(format!("a value at byte {at} of the field is cut short"))
+            })
+    };
+    let mut number = None;
     let mut at = 0usize;
-    let mut key = None;
-    let mut slots = dst.chunks_exact_mut(width);
-    let mut count = 0usize;
     while at < src.len() {
-        let (k, n) = read_varint(at)?;
-        if *key.get_or_insert(k) != k {
+        let field_at = at;
+        let (key, n) = varint_at(at)?;
+        at += n;
+        let wire = key & 7;
+        let ours = *number.get_or_insert(key >> 3) == key >> 3;
+        let taken = ours && wire == own_wire;
+        match wire {
+            0 => {
+                let (v, n) = varint_at(at)?;
+                at += n;
+                if taken {
+                    values.put(if boolean { u64::from(v as u8 != 0) } else { v })?;
+                }
+            }
+            1 | 5 => {
+                let size = if wire == 1 { 8 } else { 4 };
+                let bytes = bytes_at(at, size)?;
+                at += size;
+                if taken {
+                    values.put_bytes(bytes)?;
+                }
+            }
+            2 => {
+                let (len, n) = varint_at(at)?;
+                at += n;
+                let len = usize::try_from(len).unwrap_or(usize::MAX);
+                let run = bytes_at(at, len)?;
+                if ours && varint {
+                    let mut rest = run;
+                    while !rest.is_empty() {
+                        let Some((v, n)) = read_varint(rest) else {
+                            return Err(Error::invalid(format!(
+                                "malformed varint in the packed run at byte {at} of the field"
+                            )));
+                        };
+                        values.put(if boolean { u64::from(v as u8 != 0) } else { v })?;
+                        rest = rest.get(n..).unwrap_or_default();
+                    }
+                } else if ours {
+                    if run.len() % width != 0 {
+                        return Err(Error::invalid(format!(
+                            "the packed run at byte {at} of the field holds {} bytes, not \
+                             whole {width}-byte values",
+                            run.len()
+                        )));
+                    }
+                    for value in run.chunks_exact(width) {
+                        values.put_bytes(value)?;
+                    }
+                }
+                at += len;
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "byte {field_at} of the field starts a field of wire type {other} (a group \
+                     or no wire type)"
+                )))
+            }
+        }
+    }
+    values.finish()
+}
+
+/// A varint at the start of `bytes`: its value and length, or `None` when it is cut short or
+/// longer than ten bytes.
+fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().take(MAX_VARINT_LEN).enumerate() {
+        value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// The decoded values' slots, filled in order, counted against the shape.
+struct Values<'a> {
+    slots: std::slice::ChunksExactMut<'a, u8>,
+    wanted: usize,
+    count: usize,
+}
+
+impl Values<'_> {
+    /// The next slot, or an error once the shape's values are all there.
+    fn next(&mut self) -> Result<&mut [u8]> {
+        let wanted = self.wanted;
+        self.count += 1;
+        self.slots.next().ok_or_else(|| {
+            Error::invalid(format!(
+                "the field holds more than the {wanted} values the shape needs"
+            ))
+        })
+    }
+
+    /// A varint's value, cast down to the slot's width.
+    fn put(&mut self, value: u64) -> Result<()> {
+        let slot = self.next()?;
+        let width = slot.len();
+        slot.copy_from_slice(value.to_le_bytes().get(..width).unwrap_or_default());
+        Ok(())
+    }
+
+    /// A fixed-width value, its bytes as they are.
+    fn put_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        self.next()?.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Whether every slot was filled.
+    fn finish(self) -> Result<()> {
+        if self.count != self.wanted {
             return Err(Error::invalid(format!(
-                "byte {at} of the run starts another field (key {k})"
+                "the field holds {} values, the shape needs {}",
+                self.count, self.wanted
             )));
         }
-        at += n;
-        let value = if varint {
-            let (v, n) = read_varint(at)?;
-            at += n;
-            match boolean {
-                true => u64::from(v as u8 != 0).to_le_bytes(),
-                false => v.to_le_bytes(),
-            }
-        } else {
-            let bytes = src.get(at..at + width).ok_or_else(|| {
-                Error::invalid(format!("element at byte {at} of the run is cut short"))
-            })?;
-            at += width;
-            let mut v = [0u8; 8];
-            v.get_mut(..width)
-                .unwrap_or_default()
-                .copy_from_slice(bytes);
-            v
-        };
-        let Some(slot) = slots.next() else {
-            return Err(Error::invalid(format!(
-                "the run holds more than the {wanted} values the shape needs"
-            )));
-        };
-        slot.copy_from_slice(value.get(..width).unwrap_or_default());
-        count += 1;
+        Ok(())
     }
-    if count != wanted {
-        return Err(Error::invalid(format!(
-            "the run holds {count} values, the shape needs {wanted}"
-        )));
-    }
-    Ok(())
 }
 
 /// Decodes UTF-8 text whose every character is below 256 into those characters' bytes
@@ -920,5 +1025,88 @@ mod tests {
         assert!(out.len() < 64 << 10);
         let e = zstd_decompress_exact(&out, 1024, 1 << 20).unwrap_err();
         assert!(e.message().contains("inflates past"), "{e}");
+    }
+
+    /// A repeated field in every form protobuf reads: packed runs, single values, other
+    /// fields and this number with another wire type between them (both unknown to
+    /// protobuf, stepped over); and the errors, each naming the byte.
+    #[test]
+    fn a_repeated_field_is_gathered_as_protobuf_reads_it() {
+        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        // Field 4, floats: a packed run of two, field 8 (bytes), 3.0 alone, field 4 as a
+        // varint (another wire type: unknown), a packed run of one.
+        let mut message = vec![0x22, 8];
+        message.extend(f32s(&[1.0, 2.0]));
+        message.extend([0x42, 2, b'h', b'i', 0x25]);
+        message.extend(f32s(&[3.0]));
+        message.extend([0x20, 0x07, 0x22, 4]);
+        message.extend(f32s(&[4.0]));
+        let mut out = [0u8; 16];
+        tagged_decode_into(&message, 4, false, false, &mut out).unwrap();
+        assert_eq!(out.as_slice(), f32s(&[1.0, 2.0, 3.0, 4.0]).as_slice());
+        // Too few and too many values for the shape.
+        let e = tagged_decode_into(&message, 4, false, false, &mut [0u8; 20]).unwrap_err();
+        assert!(
+            e.message().contains("holds 4 values, the shape needs 5"),
+            "{e}"
+        );
+        let e = tagged_decode_into(&message, 4, false, false, &mut [0u8; 12]).unwrap_err();
+        assert!(e.message().contains("more than the 3 values"), "{e}");
+        // Field 5, int32 as 2-byte values: a run of 1 and 300, a fixed32 of field 5
+        // (unknown), -1 alone, a run of 7.
+        let mut ints = vec![0x2a, 3, 0x01, 0xac, 0x02, 0x2d, 0, 0, 0, 0, 0x28];
+        ints.extend([0xff; 9]);
+        ints.extend([0x01, 0x2a, 1, 7]);
+        let mut out = [0u8; 8];
+        tagged_decode_into(&ints, 2, true, false, &mut out).unwrap();
+        assert_eq!(out, [1, 0, 0x2c, 0x01, 0xff, 0xff, 7, 0]);
+        for (bytes, width, varint, message) in [
+            (
+                &[0x2b, 0x2c][..],
+                4,
+                false,
+                "byte 0 of the field starts a field of wire type 3",
+            ),
+            (
+                &[0x25, 1, 2],
+                4,
+                false,
+                "a value at byte 1 of the field is cut short",
+            ),
+            (
+                &[0x22, 3, 1, 2, 3],
+                4,
+                false,
+                "holds 3 bytes, not whole 4-byte values",
+            ),
+            (
+                &[0x22, 9, 1, 2],
+                4,
+                false,
+                "a value at byte 2 of the field is cut short",
+            ),
+            (
+                &[0x28, 0x80],
+                4,
+                true,
+                "malformed varint at byte 1 of the field",
+            ),
+            (
+                &[0x2a, 1, 0x80],
+                4,
+                true,
+                "malformed varint in the packed run at byte 2",
+            ),
+            (
+                &[0x25, 0, 0, 0, 0],
+                2,
+                false,
+                "cannot hold 2-byte fixed-width values",
+            ),
+        ] {
+            let e = tagged_decode_into(bytes, width, varint, false, &mut [0u8; 8]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+            assert!(e.message().contains(message), "{message}: {e}");
+        }
     }
 }

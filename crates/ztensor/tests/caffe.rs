@@ -120,6 +120,13 @@ fn values_read_as_protobuf_reads_them_packed_split_or_unpacked() {
         .flat_map(|i| [vec![0x2d], (i as f32).to_le_bytes().to_vec()].concat())
         .collect();
     assert_eq!(read(net(4, &unpacked)), want);
+    // With another field between them (the shape, given again: the last stands), and beside
+    // a packed run: protobuf gathers the field's values wherever they are.
+    let (front, back) = unpacked.split_at(10);
+    let apart = [front, &bytes(7, &bytes(1, &[4])), back].concat();
+    assert_eq!(read(net(4, &apart)), want);
+    let mixed = [&bytes(5, &floats(0..2)), &unpacked[10..]].concat();
+    assert_eq!(read(net(4, &mixed)), want);
     // A value of another wire type is an unknown field to protobuf.
     let mut odd = bytes(5, &floats(0..4));
     odd.extend([0x28, 0x07]);

@@ -361,6 +361,40 @@ fn fields_are_read_by_protobufs_rules() {
         &[3.0]
     );
 
+    // value_ints and value_floats in any form protobuf reads: a packed run, the attribute's
+    // type (another field) between, single values, another run.
+    let attribute = [
+        bytes(1, b"value_ints"),
+        bytes(8, &[1, 0xac, 0x02]),
+        int(20, 7),
+        int(8, -1i64 as u64),
+        bytes(8, &[5]),
+    ]
+    .concat();
+    let floats = [
+        bytes(1, b"value_floats"),
+        fixed32(7, 0.5f32.to_le_bytes()),
+        int(20, 6),
+        bytes(7, &[1.5f32, 2.5].map(f32::to_le_bytes).concat()),
+    ]
+    .concat();
+    let nodes = [
+        bytes(
+            1,
+            &[bytes(2, b"is"), bytes(4, b"Constant"), bytes(5, &attribute)].concat(),
+        ),
+        bytes(
+            1,
+            &[bytes(2, b"fs"), bytes(4, b"Constant"), bytes(5, &floats)].concat(),
+        ),
+    ];
+    let r = open_model(model(&[bytes(7, &nodes.concat())]));
+    let ints = r.object("is").unwrap();
+    assert_eq!(ints.info().shape.as_slice(), &[4]);
+    assert_eq!(ints.read::<i64>().unwrap().as_ref(), &[1, 300, -1, 5]);
+    let floats = r.object("fs").unwrap();
+    assert_eq!(floats.read::<f32>().unwrap().as_ref(), &[0.5, 1.5, 2.5]);
+
     // data_type is an int32: a varint's low 32 bits (2^32 + 1 is FLOAT); data_location is a
     // closed enum: 5 names nothing and leaves the data in raw_data.
     let graph = initializer(b"w", &[4.0], &[int(2, (1 << 32) + 1), int(14, 5)]);
@@ -408,9 +442,9 @@ fn tensors_onnx_cannot_convert_are_listed_unreadable() {
 
 /// Typed fields in the forms protobuf reads besides one packed run, each read as onnx 1.23's
 /// `numpy_helper.to_array` reads it (checked with it): values written unpacked, floats and
-/// doubles in several packed runs, booleans by their low byte. What we do not read (varints
-/// in several runs, unpacked values with another field between them, both forms at once) is
-/// listed unreadable, saying why; a count the shape does not take, as onnx, fails.
+/// doubles in several packed runs, booleans by their low byte, varints in several runs,
+/// values with another field between them, both forms at once, and more runs than are kept
+/// as pieces; a count the shape does not take, as onnx, fails.
 #[test]
 fn typed_fields_are_read_in_the_forms_protobuf_takes() {
     use pb::*;
@@ -484,12 +518,44 @@ fn typed_fields_are_read_in_the_forms_protobuf_takes() {
             &[bytes(7, &varints(&[1, 2])), bytes(7, &varints(&[3]))],
         ),
         tensor(
+            "int32_everywhere",
+            &[4],
+            6,
+            &[
+                bytes(5, &varints(&[1, 300])),
+                fixed32(5, [9; 4]),
+                int(5, -7i64 as u64),
+                bytes(12, b"doc"),
+                bytes(5, &varints(&[u64::MAX])),
+            ],
+        ),
+        tensor(
+            "floats_in_many_runs",
+            &[1100],
+            1,
+            &(0..1100)
+                .map(|i| bytes(4, &f32s(&[i as f32])))
+                .collect::<Vec<_>>(),
+        ),
+        tensor(
             "runs_short",
             &[4],
             1,
             &[bytes(4, &f32s(&[1.0, 2.0])), bytes(4, &f32s(&[3.0]))],
         ),
         tensor("unpacked_short", &[4], 1, &[f(1.0), f(2.0)]),
+        tensor(
+            "mixed_short",
+            &[4],
+            1,
+            &[bytes(4, &f32s(&[1.0, 2.0])), f(3.0)],
+        ),
+        tensor(
+            "varints_in_runs_short",
+            &[4],
+            7,
+            &[bytes(7, &varints(&[1, 2])), bytes(7, &varints(&[3]))],
+        ),
     ]
     .concat();
     let r = open_model(model(&[bytes(7, &graph)]));
@@ -530,21 +596,36 @@ fn typed_fields_are_read_in_the_forms_protobuf_takes() {
         object("bool_packed").bytes().unwrap().as_ref(),
         &[0, 0, 1, 1]
     );
+    assert_eq!(
+        object("scattered").read::<f32>().unwrap().as_ref(),
+        &[1.0, 2.0]
+    );
+    assert_eq!(
+        object("mixed").read::<f32>().unwrap().as_ref(),
+        &[1.0, 2.0, 3.0]
+    );
+    assert_eq!(
+        object("varints_in_runs").read::<i64>().unwrap().as_ref(),
+        &[1, 2, 3]
+    );
+    // The fixed32 of field 5 is an unknown field to protobuf (int32_data is varints).
+    assert_eq!(
+        object("int32_everywhere").read::<i32>().unwrap().as_ref(),
+        &[1, 300, -7, -1]
+    );
+    let many = object("floats_in_many_runs").read::<f32>().unwrap();
+    assert!(many.iter().enumerate().all(|(i, &v)| v == i as f32));
     for (name, kind, message) in [
         (
-            "scattered",
-            ErrorKind::Unsupported,
-            "field 4 holds its 2 values unpacked, with other fields between them",
+            "mixed_short",
+            ErrorKind::InvalidFile,
+            "field 4 holds 12 bytes in 1 packed run and 1 unpacked value; shape [4] of f32 \
+             needs 16",
         ),
         (
-            "mixed",
-            ErrorKind::Unsupported,
-            "field 4 holds its values both in packed runs and unpacked",
-        ),
-        (
-            "varints_in_runs",
-            ErrorKind::Unsupported,
-            "field 7 holds its values in 2 packed runs",
+            "varints_in_runs_short",
+            ErrorKind::InvalidFile,
+            "the field holds 3 values, the shape needs 4",
         ),
         (
             "runs_short",

@@ -19,10 +19,9 @@
 //!   else `data` (f32), and must be exactly the shape's count, as Caffe requires. Protobuf
 //!   writes both fields packed: the run's bytes are the little-endian values, a range of the
 //!   file (zero copy). What protobuf also reads is read too, with a copy: several packed runs
-//!   (one after the other, [`Encoding::Pieces`]) and values written unpacked, each its own
-//!   field ([`Encoding::ProtoTagged`]) when nothing lies between them; runs and unpacked
-//!   values mixed in one blob, or unpacked values with other fields between them, are
-//!   refused (`Unsupported`).
+//!   (one after the other, [`Encoding::Pieces`]), and values written unpacked (each its own
+//!   field), runs and unpacked values mixed, other fields between them, gathered from the
+//!   blob as protobuf gathers them ([`Encoding::ProtoTagged`]).
 //! - Every length is checked by the walker; what the listing takes is charged to
 //!   [`Limits::listing_budget`] first.
 
@@ -59,26 +58,28 @@ fn bad(what: impl std::fmt::Display) -> Error {
 
 /// Where a blob's values lie, as protobuf may write a repeated number: one packed run (what
 /// protobuf writes for Caffe's `[packed = true]` fields), several packed runs (protobuf
-/// concatenates them), or one field per value (unpacked).
+/// concatenates them), or any other mix of runs, values written unpacked (one field each)
+/// and other fields between them.
 enum Values {
     /// One run: `(offset, length)`, a range of the file.
     Run((u64, u64)),
     /// Several runs, read one after the other.
     Runs(Vec<Piece>),
-    /// Unpacked values, each its own field, one after another: `(offset, length)` of them
-    /// all, tags included, and how many there are.
-    Tagged((u64, u64), u64),
+    /// The part of the blob from the field's first occurrence to the end of its last,
+    /// `(offset, length)`, gathered as protobuf reads it ([`Encoding::ProtoTagged`]), and
+    /// the bytes of values it holds.
+    Gathered((u64, u64), u64),
 }
 
 impl Values {
-    /// The values of a blob's `fields` (all of one field number); `empty_at` is where an
-    /// empty blob points.
-    fn of(fields: &[Field], empty_at: u64) -> Result<Values> {
+    /// The values of a blob's `fields` (all of one field number, values of `width` bytes);
+    /// `empty_at` is where an empty blob points.
+    fn of(fields: &[Field], width: u64, empty_at: u64) -> Values {
         let packed = fields
             .iter()
             .filter(|f| matches!(f.value, Value::Bytes(_)))
             .count();
-        Ok(match fields {
+        match fields {
             [] => Values::Run((empty_at, 0)),
             [Field {
                 value: Value::Bytes(run),
@@ -98,34 +99,25 @@ impl Values {
                     })
                     .collect(),
             ),
-            [first, ..] if packed == 0 => {
-                let mut end = first.at;
-                for f in fields {
-                    if f.at != end {
-                        return Err(Error::unsupported(
-                            "a blob's unpacked values with other fields between them",
-                        )
-                        .at(f.at));
-                    }
-                    end = f.end();
-                }
-                Values::Tagged((first.at, end - first.at), fields.len() as u64)
+            [first, .., last] => {
+                let held = fields.iter().fold(0u64, |n, f| {
+                    n.saturating_add(match f.value {
+                        Value::Bytes(run) => run.len(),
+                        _ => width,
+                    })
+                });
+                Values::Gathered((first.at, last.end() - first.at), held)
             }
-            _ => {
-                let at = fields.first().map_or(empty_at, |f| f.at);
-                return Err(
-                    Error::unsupported("a blob's values written both packed and unpacked").at(at),
-                );
-            }
-        })
+            [one] => Values::Gathered((one.at, one.end() - one.at), width),
+        }
     }
 
-    /// How many bytes of values of `width` bytes they hold.
-    fn bytes(&self, width: u64) -> u64 {
+    /// How many bytes of values they hold.
+    fn bytes(&self) -> u64 {
         match self {
             Values::Run((_, len)) => *len,
             Values::Runs(pieces) => pieces.iter().map(|p| p.length).sum(),
-            Values::Tagged(_, n) => n * width,
+            Values::Gathered(_, held) => *held,
         }
     }
 }
@@ -322,19 +314,21 @@ impl Net<'_> {
             (doubles, DType::F64)
         };
         let width = dtype.size() as u64;
-        let values = Values::of(&runs, span.start)?;
+        let values = Values::of(&runs, width, span.start);
         // Protobuf refuses a packed run of fixed-width values that is not whole values.
-        if let Values::Runs(pieces) = &values {
-            if let Some(p) = pieces.iter().find(|p| p.length % width != 0) {
-                return Err(bad(format!(
-                    "a run of {} bytes of {} values is not whole values",
-                    p.length,
-                    dtype.name()
-                ))
-                .at(p.offset));
-            }
+        let ragged = runs.iter().find_map(|f| match f.value {
+            Value::Bytes(run) if run.len() % width != 0 => Some(run),
+            _ => None,
+        });
+        if let Some(run) = ragged {
+            return Err(bad(format!(
+                "a run of {} bytes of {} values is not whole values",
+                run.len(),
+                dtype.name()
+            ))
+            .at(run.start));
         }
-        let held = values.bytes(width);
+        let held = values.bytes();
         if held != count.saturating_mul(width) || count.checked_mul(width).is_none() {
             return Err(bad(format!(
                 "a blob of shape {dims:?} needs {count} values; it holds {held} bytes of {}",
@@ -360,7 +354,7 @@ impl Net<'_> {
                 );
                 decoded(o, Encoding::Pieces(Box::new(pieces)), held)
             }
-            Values::Tagged(data, _) => {
+            Values::Gathered(data, _) => {
                 let o = ObjectInfo::raw_dense(String::new(), shape, element, data, order);
                 let tagged = Encoding::ProtoTagged {
                     width: width as u8,

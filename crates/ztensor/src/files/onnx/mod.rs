@@ -12,12 +12,12 @@
 //! `float_data` and `double_data` are packed runs of little-endian floats, so they are ranges
 //! too; `int32_data`, `int64_data` and `uint64_data` are runs of varints, listed with
 //! [`Encoding::ProtoVarints`] and decoded when read. What protobuf reads besides one packed
-//! run is read too, with a copy: values written unpacked, each its own field, one after the
-//! other ([`Encoding::ProtoTagged`]), and floats or doubles in several packed runs
-//! ([`Encoding::Pieces`]); varints in several runs, unpacked values with other fields between
-//! them, and both forms in one tensor are listed unreadable. External data (`data_location:
-//! EXTERNAL`) is a range of a file beside the model, opened as one of the reader's shards;
-//! its `location` must name a file inside the model's folder.
+//! run is read too, with a copy: floats or doubles in several packed runs
+//! ([`Encoding::Pieces`]), and every other form (values written unpacked, each its own field;
+//! varints in several runs; both forms at once; other fields between them) gathered from the
+//! tensor's message as protobuf gathers it ([`Encoding::ProtoTagged`]). External data
+//! (`data_location: EXTERNAL`) is a range of a file beside the model, opened as one of the
+//! reader's shards; its `location` must name a file inside the model's folder.
 //!
 //! The model's metadata become text file attributes (text, so that every format we write
 //! can carry them): `onnx.ir_version`, `onnx.producer_name`, `onnx.producer_version`,
@@ -368,8 +368,10 @@ struct TensorFields {
     at: u64,
 }
 
-/// The most packed runs one typed field of a tensor is read from (protobuf concatenates
-/// them; writers write one). Past it, the tensor is listed unreadable.
+/// The most packed runs of floats or doubles one typed field of a tensor is read from as
+/// [`Encoding::Pieces`] (protobuf concatenates them; writers write one). Past it, and for
+/// every other form but one run, the field is gathered from its message as it is decoded
+/// ([`Encoding::ProtoTagged`]).
 const MAX_TYPED_RUNS: usize = 1024;
 
 /// Where one typed field of a `TensorProto` holds its values, gathered as its fields come:
@@ -380,43 +382,46 @@ struct TypedValues {
     runs: Vec<Span>,
     /// How many packed runs there were.
     run_count: u64,
+    /// The bytes of all its packed runs.
+    run_bytes: u64,
     /// How many values came unpacked.
     singles: u64,
-    /// The bytes the unpacked values occupy, keys included, while each follows the last.
-    singles_span: Option<Span>,
-    /// Whether another field lies between two unpacked values.
-    scattered: bool,
+    /// The bytes from the field's first occurrence (its key) to the end of its last, and
+    /// the piece of the tensor they lie in (a tensor given in several pieces is merged).
+    span: Option<(Span, usize)>,
+    /// Whether the field occurs in more than one piece of the tensor.
+    split: bool,
 }
 
 impl TypedValues {
-    /// Takes one field of this number: a packed run or a value of the field's own type.
-    fn take(&mut self, field: &Field) {
+    /// Takes one field of this number, from piece `piece` of the tensor: a packed run or a
+    /// value of the field's own type.
+    fn take(&mut self, field: &Field, piece: usize) {
         match field.value {
             Value::Bytes(run) => {
                 self.run_count += 1;
+                self.run_bytes = self.run_bytes.saturating_add(run.len());
                 if self.runs.len() < MAX_TYPED_RUNS {
                     self.runs.push(run);
                 }
             }
-            _ => {
-                self.singles += 1;
-                let end = field.end();
-                self.singles_span = match self.singles_span {
-                    None if self.singles == 1 => Some(Span {
-                        start: field.at,
-                        end,
-                    }),
-                    Some(s) if s.end == field.at => Some(Span {
-                        start: s.start,
-                        end,
-                    }),
-                    _ => {
-                        self.scattered = true;
-                        None
-                    }
-                };
-            }
+            _ => self.singles += 1,
         }
+        let end = field.end();
+        self.span = match self.span {
+            None => Some((
+                Span {
+                    start: field.at,
+                    end,
+                },
+                piece,
+            )),
+            Some((span, p)) if p == piece => Some((Span { end, ..span }, p)),
+            Some(first) => {
+                self.split = true;
+                Some(first)
+            }
+        };
     }
 }
 
@@ -748,87 +753,76 @@ impl<'s> Walk<'s, '_> {
             _ => (8, false),
         };
         // The fields of that number whose wire type is the field's (any other is unknown to
-        // protobuf); a one-value field keeps the last, as protobuf does.
+        // protobuf); a one-value field keeps the last, as protobuf does. A list's values are
+        // counted as they come: one a single field, and a packed run's.
         let mut first: Option<Field> = None;
         let mut last: Option<Field> = None;
-        let (mut singles, mut runs, mut adjacent) = (0u64, 0u64, true);
+        let (mut singles, mut runs, mut values, mut run_bytes) = (0u64, 0u64, 0u64, 0u64);
         for field in Fields::of(self.source, span)? {
             let field = field?;
-            let single = match (field.number == want, field.value, floats) {
+            match (field.number == want, field.value, floats) {
                 (false, ..) => continue,
-                (true, Value::Fixed32(_), true) | (true, Value::Varint(..), false) => true,
-                (true, Value::Bytes(_), _) if want >= 7 => false,
+                (true, Value::Fixed32(_), true) | (true, Value::Varint(..), false) => {
+                    singles += 1;
+                    values += 1;
+                }
+                (true, Value::Bytes(s), _) if want >= 7 => {
+                    runs += 1;
+                    values += if floats {
+                        if s.len() % 4 != 0 {
+                            return Err(Error::invalid(format!(
+                                "Constant value_floats: {} bytes is not whole floats",
+                                s.len()
+                            ))
+                            .at(s.start));
+                        }
+                        s.len() / 4
+                    } else {
+                        run_bytes = run_bytes.saturating_add(s.len());
+                        if run_bytes > MAX_COUNTED_RUN {
+                            return Err(Error::limit(format!(
+                                "Constant value_ints: runs of {run_bytes} bytes, over the cap of \
+                                 {MAX_COUNTED_RUN}"
+                            ))
+                            .at(s.start));
+                        }
+                        proto::count_varints(self.source, s)?
+                    };
+                }
                 _ => continue,
-            };
-            if single {
-                singles += 1;
-            } else {
-                runs += 1;
             }
-            adjacent &= last.is_none_or(|l| l.end() == field.at);
             first.get_or_insert(field);
             last = Some(field);
         }
         let (Some(first), Some(last)) = (first, last) else {
             return Ok(None);
         };
+        let width: u8 = if floats { 4 } else { 8 };
         Ok(Some(match (name, last.value) {
             ("value_float", Value::Fixed32(s)) => dense(f32s, Vec::new(), (s.start, 4)),
             ("value_int", Value::Varint(_, s)) => {
                 encoded(dense(i64s, Vec::new(), (s.start, s.len())), ints, 8)
             }
-            (_, Value::Bytes(s)) if runs == 1 && singles == 0 => {
-                if floats {
-                    if s.len() % 4 != 0 {
-                        return Err(Error::invalid(format!(
-                            "Constant value_floats: {} bytes is not whole floats",
-                            s.len()
-                        ))
-                        .at(s.start));
-                    }
-                    dense(f32s, vec![s.len() / 4], (s.start, s.len()))
-                } else {
-                    if s.len() > MAX_COUNTED_RUN {
-                        return Err(Error::limit(format!(
-                            "Constant value_ints: a run of {} bytes, over the cap of \
-                             {MAX_COUNTED_RUN}",
-                            s.len()
-                        ))
-                        .at(s.start));
-                    }
-                    let n = proto::count_varints(self.source, s)?;
-                    encoded(dense(i64s, vec![n], (s.start, s.len())), ints, n * 8)
-                }
+            (_, Value::Bytes(s)) if runs == 1 && singles == 0 && floats => {
+                dense(f32s, vec![values], (s.start, s.len()))
             }
+            (_, Value::Bytes(s)) if runs == 1 && singles == 0 => encoded(
+                dense(i64s, vec![values], (s.start, s.len())),
+                ints,
+                values.saturating_mul(8),
+            ),
             // Unpacked (proto2's default for an attribute's floats and ints): each number its
-            // own field. Read as one run when they follow one another.
-            _ if runs == 0 && adjacent => {
-                let n = singles;
-                let span = (first.at, last.end() - first.at);
-                if floats {
-                    let tagged = Encoding::ProtoTagged {
-                        width: 4,
-                        varint: false,
-                        boolean: false,
-                    };
-                    encoded(dense(f32s, vec![n], span), tagged, n * 4)
-                } else {
-                    let tagged = Encoding::ProtoTagged {
-                        width: 8,
-                        varint: true,
-                        boolean: false,
-                    };
-                    encoded(dense(i64s, vec![n], span), tagged, n * 8)
-                }
-            }
+            // own field; or several runs, or both: gathered from the attribute when read.
             _ => {
+                let tagged = Encoding::ProtoTagged {
+                    width,
+                    varint: !floats,
+                    boolean: false,
+                };
+                let span = (first.at, last.end() - first.at);
                 let element = if floats { f32s } else { i64s };
-                let mut o = dense(element, vec![singles + runs], (first.at, 0));
-                o.defect = Some(Box::new(Defect::unsupported(format!(
-                    "Constant {name}: its numbers are neither one packed run nor adjacent \
-                     fields"
-                ))));
-                o
+                let decoded = values.saturating_mul(u64::from(width));
+                encoded(dense(element, vec![values], span), tagged, decoded)
             }
         }))
     }
@@ -859,7 +853,7 @@ impl<'s> Walk<'s, '_> {
             ..Default::default()
         };
         let max_rank = self.limits.decode.max_rank;
-        for &span in pieces {
+        for (piece, &span) in pieces.iter().enumerate() {
             for field in Fields::of(self.source, span)? {
                 let field = field?;
                 match (field.number, field.value) {
@@ -895,7 +889,7 @@ impl<'s> Walk<'s, '_> {
                                 | (5 | 7 | 11, Value::Varint(..))
                         );
                         if let (true, Some(slot)) = (matches, t.typed.get_mut(n as usize)) {
-                            slot.take(&field);
+                            slot.take(&field, piece);
                         }
                     }
                     _ => {}
@@ -997,40 +991,10 @@ impl<'s> Walk<'s, '_> {
             Typed::Varints { width, boolean, .. } => (width, boolean),
             _ => (fixed.unwrap_or(4) as u8, false),
         };
-        // Values written unpacked (protobuf reads them as it reads a packed run): one run of
-        // fields when nothing lies between them.
-        if runs == 0 {
-            let span = values.singles_span.filter(|_| !values.scattered);
-            let Some(span) = span else {
-                return listed_with(Defect::unsupported(format!(
-                    "field {field} holds its {singles} values unpacked, with other fields \
-                     between them"
-                )));
-            };
-            // Each value decodes to `width` bytes (a complex element takes two floats; a
-            // 4-bit type's value holds two elements).
-            let width = if boolean { 1 } else { width };
-            if singles.checked_mul(u64::from(width)) != Some(bytes) {
-                return listed_with(Defect::invalid(format!(
-                    "field {field} holds {singles} values; shape {dims:?} of {} needs {}",
-                    info.element.name(),
-                    bytes / u64::from(width)
-                )));
-            }
-            let tagged = Encoding::ProtoTagged {
-                width,
-                varint: fixed.is_none(),
-                boolean,
-            };
-            let o = dense(info.element, dims, (span.start, span.len()));
-            return Ok(encoded(o, tagged, bytes));
-        }
-        if singles > 0 {
-            return listed_with(Defect::unsupported(format!(
-                "field {field} holds its values both in packed runs and unpacked"
-            )));
-        }
-        if let [run] = values.runs[..] {
+        // One packed run, as every writer writes the field: floats and doubles are a range
+        // of the file, read in place.
+        if let ([run], 0) = (&values.runs[..], singles) {
+            let run = *run;
             return match fixed {
                 Some(_) if run.len() != bytes => listed_with(Defect::invalid(format!(
                     "field {field} holds {} bytes; shape {dims:?} of {} needs {bytes}",
@@ -1047,26 +1011,59 @@ impl<'s> Walk<'s, '_> {
                 }
             };
         }
-        // Several packed runs: protobuf concatenates them. Fixed-width values are read one
-        // run after the other (a copy); varints would need both at once, and no writer
-        // splits them.
-        let Some(width) = fixed.filter(|_| runs as usize <= MAX_TYPED_RUNS) else {
+        // What protobuf reads besides: values written unpacked (each its own key), several
+        // packed runs, both at once, other fields between them. Read with a copy.
+        let Some((span, _)) = values.span.filter(|_| !values.split) else {
             return listed_with(Defect::unsupported(format!(
-                "field {field} holds its values in {runs} packed runs (read: up to \
-                 {MAX_TYPED_RUNS} runs of floats or doubles)"
+                "field {field} holds values in more than one piece of a tensor given in pieces \
+                 (protobuf merges them)"
             )));
         };
-        let held = values
-            .runs
-            .iter()
-            .fold(0u64, |n, r| n.saturating_add(r.len()));
-        if held != bytes || values.runs.iter().any(|r| r.len() % width != 0) {
+        // Each value decodes to `width` bytes (a complex element takes two floats; a 4-bit
+        // type's value holds two elements).
+        let width = if boolean { 1 } else { width };
+        let held = match fixed {
+            Some(w) => values.run_bytes.saturating_add(singles.saturating_mul(w)),
+            None if runs == 0 => singles.saturating_mul(u64::from(width)),
+            // Varints in runs are counted as they are decoded.
+            None => bytes,
+        };
+        let ragged = fixed.is_some_and(|w| values.runs.iter().any(|r| r.len() % w != 0));
+        if held != bytes || ragged {
+            let (name, per) = (info.element.name(), u64::from(width));
+            return listed_with(Defect::invalid(match (runs, singles) {
+                (0, _) => format!(
+                    "field {field} holds {singles} values; shape {dims:?} of {name} needs {}",
+                    bytes / per
+                ),
+                (_, 0) => format!(
+                    "field {field} holds {held} bytes in {runs} runs; shape {dims:?} of {name} \
+                     needs {bytes}"
+                ),
+                _ => format!(
+                    "field {field} holds {held} bytes in {runs} packed run{} and {singles} \
+                     unpacked value{}; shape {dims:?} of {name} needs {bytes}",
+                    if runs == 1 { "" } else { "s" },
+                    if singles == 1 { "" } else { "s" },
+                ),
+            }));
+        }
+        if count == 0 && values.run_bytes > 0 {
             return listed_with(Defect::invalid(format!(
-                "field {field} holds {held} bytes in {runs} runs; shape {dims:?} of {} needs \
-                 {bytes}",
-                info.element.name()
+                "field {field} holds values; shape {dims:?} holds none"
             )));
         }
+        // Floats or doubles in packed runs alone: each run a range of the file, placed one
+        // after the other. Every other form is gathered from the tensor's message.
+        let Some(_) = fixed.filter(|_| singles == 0 && runs as usize <= MAX_TYPED_RUNS) else {
+            let tagged = Encoding::ProtoTagged {
+                width,
+                varint: fixed.is_none(),
+                boolean,
+            };
+            let o = dense(info.element, dims, (span.start, span.len()));
+            return Ok(encoded(o, tagged, bytes));
+        };
         let pieces = values.runs.iter().map(|r| Piece {
             file: 0,
             offset: r.start,
