@@ -16,7 +16,8 @@ Writes (all deterministic: a fixed seed):
 - big_endian.gguf: dense tensors, a Q8_0 tensor and metadata written with
   endianess=GGUFEndian.BIG;
 - golden/<tensor>.f32: for each tensor of quant.gguf that ztensor dequantizes, the
-  package's dequantized values as little-endian f32, row-major.
+  package's dequantized values as little-endian f32, row-major (Q8_K, which the package does
+  not dequantize: ggml's `dequantize_row_q8_K`, one f32 product a value, in numpy).
 
 The default tests read these files; they never run Python.
 """
@@ -114,6 +115,13 @@ for qtype, (block, size) in gguf.GGML_QUANT_SIZES.items():
         values = gguf.quants.dequantize(data, qtype)
         assert values.shape == (rows, per_row * block), values.shape
         golden[name] = values.astype("<f4")
+    elif qtype == Q.Q8_K:
+        # The package has no Q8_K; ggml's dequantize_row_q8_K is y = d * q in f32 (an f32
+        # scale, then 256 signed codes; the 16 group sums after them serve dot products).
+        blocks = data.reshape(-1, size)
+        d = blocks[:, :4].copy().view("<f4")
+        q = blocks[:, 4:4 + block].view(np.int8).astype(np.float32)
+        golden[name] = (d * q).reshape(rows, per_row * block).astype("<f4")
 w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()

@@ -1373,10 +1373,13 @@ fn gguf_info_ls_cat_verify_diff_and_convert_both_ways() {
     assert_eq!(code(&o), 0);
     let golden = std::fs::read(fixtures().join("interop/gguf/golden/iq4_xs.f32")).unwrap();
     assert_eq!(o.stdout, golden);
+    let o = zt(&["cat", "--dequantize", &quant, "q8_k"]);
+    let golden = std::fs::read(fixtures().join("interop/gguf/golden/q8_k.f32")).unwrap();
+    assert_eq!((code(&o), o.stdout), (0, golden));
     assert_clean_error(
-        &zt(&["cat", "--dequantize", &quant, "q8_k"]),
+        &zt(&["cat", "--dequantize", &quant, "q8_1"]),
         1,
-        "dequantizing Q8_K blocks is not supported",
+        "dequantizing Q8_1 blocks is not supported",
     );
     assert_clean_error(
         &zt(&["cat", "--dequantize", &fx("interop/gguf/dense.gguf"), "f32"]),

@@ -1,7 +1,7 @@
 //! ggml's tensor types, as GGUF files name them by number: the type table (name, elements
 //! per block, bytes per block, and the dense storage type where there is one), the layout id
 //! a quantized GGUF tensor has in our model (`gguf.<name>/1`, as ztensor 2.x names it), and
-//! dequantization to `f32` of the common block types (Q4_0-Q8_0, the K-quants Q2_K-Q6_K,
+//! dequantization to `f32` of the common block types (Q4_0-Q8_0, the K-quants Q2_K-Q6_K and Q8_K,
 //! the ternary TQ1_0/TQ2_0, the code-book IQ types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
 //! IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS), MXFP4 and NVFP4). The IQ1-IQ3 code books are ggml's
 //! (`iq_grids`, written by tools/interop/make_iq_grids.py), unpacked at compile time.
@@ -178,6 +178,7 @@ fn dequantizer(id: u32) -> Option<Dequantizer> {
         6 => q5_0,
         7 => q5_1,
         8 => q8_0,
+        15 => q8_k,
         10 => q2_k,
         11 => q3_k,
         12 => q4_k,
@@ -209,7 +210,8 @@ pub fn dequantize(id: u32, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     let f = dequantizer(id).ok_or_else(|| {
         Error::unsupported(format!(
             "dequantizing {} blocks is not supported (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, \
-             Q2_K-Q6_K, TQ1_0, TQ2_0, the IQ types, MXFP4 and NVFP4 are); read its bytes",
+             Q8_K, Q2_K-Q6_K, TQ1_0, TQ2_0, the IQ types, MXFP4 and NVFP4 are); read its \
+             bytes",
             t.name.to_uppercase()
         ))
     })?;
@@ -306,6 +308,15 @@ fn q8_0(b: &[u8], o: &mut [f32]) {
     let d = half_at(b, 0);
     for (j, v) in o.iter_mut().enumerate().take(32) {
         *v = f32::from(byte(b, 2 + j) as i8) * d;
+    }
+}
+
+/// Q8_K: an f32 scale, then 256 signed codes, each value the scale times its code (ggml's
+/// `dequantize_row_q8_K`; the 16 group sums after the codes serve dot products only).
+fn q8_k(b: &[u8], o: &mut [f32]) {
+    let d = f32::from_bits(le32(b, 0));
+    for (j, v) in o.iter_mut().enumerate().take(256) {
+        *v = d * f32::from(byte(b, 4 + j) as i8);
     }
 }
 
@@ -873,8 +884,9 @@ mod tests {
         let mut o = [0f32; 32];
         assert!(dequantize(2, &[0; 17], &mut o).is_err());
         assert!(dequantize(2, &[0; 36], &mut o).is_err());
-        // Q8_K (an intermediate of ggml's dot products) is not decoded.
-        assert!(dequantize(15, &[0; 292], &mut [0f32; 256]).is_err());
+        // Q8_1 (an intermediate of ggml's dot products, which ggml never dequantizes) is not
+        // decoded.
+        assert!(dequantize(9, &[0; 36], &mut [0f32; 32]).is_err());
         // An IQ1_M block cut short, or one block too many for the output.
         assert!(dequantize(29, &[0; 55], &mut [0f32; 256]).is_err());
         assert!(dequantize(29, &[0; 112], &mut [0f32; 256]).is_err());
