@@ -57,6 +57,37 @@ fn every_tensor_reads_as_torch_wrote_it() {
     assert!(checked >= 104, "{checked}");
 }
 
+/// torch's FP4 dtype (`float4_e2m1fn_x2`, two values a byte, torch's shape counting bytes)
+/// reads as our `f4_e2m1`, whose last dimension counts values: packed, at an offset, strided
+/// and transposed (gathered a byte at a time), empty. A 0-d one (two values, no dimension to
+/// count them) is listed with a defect. Written by torch 2.15 (tools/interop/make_torch_fp4.py).
+#[test]
+fn fp4_tensors_read_with_their_values_counted() {
+    let dir = dir().join("../pytorch_fp4");
+    let expected = expected::load(&dir);
+    let tensors = expected["files"]["fp4.pt"].as_object().unwrap();
+    for unmapped in [false, true] {
+        let r = OpenOptions::new()
+            .unmapped(unmapped)
+            .open(dir.join("fp4.pt"))
+            .unwrap();
+        assert_eq!(r.len(), tensors.len() + 1);
+        for (name, want) in tensors {
+            expected::check_object(&r, "fp4.pt", name, want);
+        }
+        let e = r.object("scalar").unwrap().bytes().unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::Unsupported, "{e}");
+        assert!(
+            e.to_string().contains("a 0-d float4_e2m1fn_x2 tensor"),
+            "{e}"
+        );
+    }
+    // E2M1 codes 1 and 2 (the low nibble first) are 0.5 and 1.0.
+    let r = ztensor::open(dir.join("fp4.pt")).unwrap();
+    let packed = r.object("packed").unwrap().read_f32().unwrap();
+    assert_eq!(&packed[..2], &[0.5, 1.0]);
+}
+
 fn state_dict() -> ztensor::Reader {
     ztensor::open(dir().join("state_dict.pt")).unwrap()
 }

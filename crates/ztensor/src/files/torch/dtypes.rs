@@ -4,7 +4,9 @@
 use zt_formats::{DType, ElementType, LogicalType};
 
 /// The zTensor element type of a torch dtype name (`float32`, `bfloat16`, `float8_e4m3fn`,
-/// and the aliases `float`, `half`, `long`, ...).
+/// and the aliases `float`, `half`, `long`, ...). `float4_e2m1fn_x2` is `f4_e2m1`, one
+/// storage byte holding two of its values: a tensor's shape of ours doubles torch's last
+/// dimension ([`packs_two`]).
 pub(crate) fn dtype_element(name: &str) -> Option<ElementType> {
     let plain = |d| Some(ElementType::plain(d));
     let logical = |d, t| {
@@ -34,8 +36,16 @@ pub(crate) fn dtype_element(name: &str) -> Option<ElementType> {
         "float8_e4m3fnuz" => logical(DType::U8, LogicalType::F8E4M3Fnuz),
         "float8_e5m2fnuz" => logical(DType::U8, LogicalType::F8E5M2Fnuz),
         "float8_e8m0fnu" => logical(DType::U8, LogicalType::F8E8M0),
+        // Two FP4 values a byte, low nibble first, as ours; torch's shape counts the bytes.
+        "float4_e2m1fn_x2" => logical(DType::U8, LogicalType::F4E2M1),
         _ => None,
     }
+}
+
+/// Whether a torch element of `dtype` holds two of our values (`float4_e2m1fn_x2`): torch's
+/// size and strides count its bytes, our shape counts the values.
+pub(crate) fn packs_two(dtype: &str) -> bool {
+    dtype == "float4_e2m1fn_x2"
 }
 
 /// The dtype of a typed storage class (`FloatStorage` -> `float32`).
@@ -84,6 +94,7 @@ mod tests {
             "float8_e4m3fnuz",
             "float8_e5m2fnuz",
             "float8_e8m0fnu",
+            "float4_e2m1fn_x2",
         ] {
             assert!(dtype_element(n).is_some(), "{n}");
         }

@@ -31,7 +31,7 @@ use zt_manifest::{Attributes, Shape, Value};
 use crate::listing::{Limits, Listing};
 use crate::model::{Arrangement, ByteOrder, Defect, FileVersion, ObjectInfo};
 use crate::zip::{self, Method};
-use dtypes::{dtype_element, storage_dtype};
+use dtypes::{dtype_element, packs_two, storage_dtype};
 use pickle::{Heap, Machine, NdArrayRef, Obj, Pv, TensorRef, PICKLE_LIMITS};
 
 /// A tensor with its storage's key and class and its dtype resolved to text, and its size
@@ -467,7 +467,35 @@ fn tensor_object(
             Value::Integer(i128::from(t.offset)),
         );
     }
-    let shape: Shape = t.size.iter().copied().collect();
+    // Two FP4 values a byte: our last dimension counts values, torch's bytes (the size and
+    // strides gathered below stay torch's, in bytes). A 0-d tensor's two values have no
+    // shape of ours.
+    let mut dims = t.size.clone();
+    if packs_two(&t.dtype) {
+        match dims.last_mut() {
+            Some(last) => {
+                *last = last
+                    .checked_mul(2)
+                    .ok_or_else(|| bad(format!("shape {:?} overflows", t.size)))?
+            }
+            None => {
+                let mut o = ObjectInfo::raw_dense(
+                    name.to_owned(),
+                    Shape::from(dims),
+                    ElementType::plain(DType::U8),
+                    (record.data_offset, 0),
+                    ByteOrder::Little,
+                );
+                o.attributes = attributes;
+                o.defect = Some(Box::new(Defect::unsupported(
+                    "a 0-d float4_e2m1fn_x2 tensor: its byte holds two values, which no shape \
+                     of ours without dimensions says",
+                )));
+                return Ok(o);
+            }
+        }
+    }
+    let shape = Shape::from(dims);
     let Some(element) = dtype_element(&t.dtype) else {
         let mut o = ObjectInfo::raw_dense(
             name.to_owned(),
