@@ -167,9 +167,10 @@ def test_gguf_blocks_are_components_and_dequantize():
                     numbers = ~np.isnan(values)
                     assert values[numbers].tobytes() == expected[numbers].tobytes()
                     checked += 1
-    # Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, Q8_K, TQ1_0, TQ2_0, the nine IQ types, MXFP4,
-    # NVFP4 (Q8_K's golden values are ggml's formula in numpy: the package has none)
-    assert checked == 24
+    # Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, Q8_K, TQ1_0, TQ2_0, Q1_0, the nine IQ types,
+    # MXFP4, NVFP4 (Q8_K's and Q1_0's golden values are ggml's formulas in numpy: the package
+    # has none)
+    assert checked == 25
 
 
 def test_info_lists_format_types_and_components():

@@ -16,8 +16,9 @@ Writes (all deterministic: a fixed seed):
 - big_endian.gguf: dense tensors, a Q8_0 tensor and metadata written with
   endianess=GGUFEndian.BIG;
 - golden/<tensor>.f32: for each tensor of quant.gguf that ztensor dequantizes, the
-  package's dequantized values as little-endian f32, row-major (Q8_K, which the package does
-  not dequantize: ggml's `dequantize_row_q8_K`, one f32 product a value, in numpy).
+  package's dequantized values as little-endian f32, row-major (Q8_K and Q1_0, which the
+  package does not dequantize: ggml's `dequantize_row_q8_K` and `dequantize_row_q1_0`, in
+  numpy).
 
 The default tests read these files; they never run Python.
 """
@@ -122,6 +123,14 @@ for qtype, (block, size) in gguf.GGML_QUANT_SIZES.items():
         d = blocks[:, :4].copy().view("<f4")
         q = blocks[:, 4:4 + block].view(np.int8).astype(np.float32)
         golden[name] = (d * q).reshape(rows, per_row * block).astype("<f4")
+    elif qtype == Q.Q1_0:
+        # Nor Q1_0; ggml's dequantize_row_q1_0: an f16 scale d, then one bit a value, the
+        # lowest first: d where it is set, -d (a negation) where not.
+        blocks = data.reshape(-1, size)
+        d = blocks[:, :2].copy().view("<f2").astype(np.float32)
+        bits = np.unpackbits(blocks[:, 2:], axis=1, bitorder="little").astype(bool)
+        values = np.where(bits, d, -d)
+        golden[name] = values.reshape(rows, per_row * block).astype("<f4")
 w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()

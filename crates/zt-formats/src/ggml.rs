@@ -1,10 +1,11 @@
 //! ggml's tensor types, as GGUF files name them by number: the type table (name, elements
 //! per block, bytes per block, and the dense storage type where there is one), the layout id
 //! a quantized GGUF tensor has in our model (`gguf.<name>/1`, as ztensor 2.x names it), and
-//! dequantization to `f32` of the common block types (Q4_0-Q8_0, the K-quants Q2_K-Q6_K and Q8_K,
-//! the ternary TQ1_0/TQ2_0, the code-book IQ types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
-//! IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS), MXFP4 and NVFP4). The IQ1-IQ3 code books are ggml's
-//! (`iq_grids`, written by tools/interop/make_iq_grids.py), unpacked at compile time.
+//! dequantization to `f32` of the common block types (Q4_0-Q8_0, the K-quants Q2_K-Q6_K and
+//! Q8_K, the ternary TQ1_0/TQ2_0, the one-bit Q1_0, the code-book IQ types (IQ1_S, IQ1_M,
+//! IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS), MXFP4 and NVFP4). The IQ1-IQ3 code
+//! books are ggml's (`iq_grids`, written by tools/interop/make_iq_grids.py), unpacked at
+//! compile time.
 //!
 //! The table is ggml's (`ggml_type` in ggml.h and the `sizeof(block_*)` of ggml-common.h;
 //! ids and names as `GGML_QUANT_SIZES` in the `gguf` package 0.19.0 lists them, whose Q8_1
@@ -179,6 +180,7 @@ fn dequantizer(id: u32) -> Option<Dequantizer> {
         7 => q5_1,
         8 => q8_0,
         15 => q8_k,
+        41 => q1_0,
         10 => q2_k,
         11 => q3_k,
         12 => q4_k,
@@ -210,8 +212,8 @@ pub fn dequantize(id: u32, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     let f = dequantizer(id).ok_or_else(|| {
         Error::unsupported(format!(
             "dequantizing {} blocks is not supported (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, \
-             Q8_K, Q2_K-Q6_K, TQ1_0, TQ2_0, the IQ types, MXFP4 and NVFP4 are); read its \
-             bytes",
+             Q8_K, Q2_K-Q6_K, TQ1_0, TQ2_0, Q1_0, the IQ types, MXFP4 and NVFP4 are); read \
+             its bytes",
             t.name.to_uppercase()
         ))
     })?;
@@ -317,6 +319,19 @@ fn q8_k(b: &[u8], o: &mut [f32]) {
     let d = f32::from_bits(le32(b, 0));
     for (j, v) in o.iter_mut().enumerate().take(256) {
         *v = d * f32::from(byte(b, 4 + j) as i8);
+    }
+}
+
+/// Q1_0: an f16 scale `d`, then one bit a value, the lowest bit of each byte first: `d`
+/// where it is set, `-d` where not (ggml's `dequantize_row_q1_0`, a negation, not a product).
+fn q1_0(b: &[u8], o: &mut [f32]) {
+    let d = half_at(b, 0);
+    for (j, v) in o.iter_mut().enumerate().take(128) {
+        *v = if byte(b, 2 + j / 8) >> (j % 8) & 1 == 1 {
+            d
+        } else {
+            -d
+        };
     }
 }
 

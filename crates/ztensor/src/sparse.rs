@@ -550,7 +550,7 @@ impl<'r> ObjectView<'r> {
 
     /// A GGUF-origin quantized object dequantized to f32, row-major (Q4_0, Q4_1, Q5_0, Q5_1,
     /// Q8_0, Q2_K-Q6_K, TQ1_0, TQ2_0, the IQ types, MXFP4 and NVFP4, bit for bit as the `gguf`
-    /// package's `gguf.quants.dequantize`);
+    /// package's `gguf.quants.dequantize`; Q8_K and Q1_0 as ggml's `dequantize_row_*`);
     /// `None` for any other object. The values are capped like any decoded data
     /// ([`crate::Limits::max_decompressed_len`]).
     pub(crate) fn dequantize_ggml(&self, opts: ReadOptions) -> Result<Option<Vec<f32>>> {

@@ -201,7 +201,8 @@ fn every_block_type_is_kept_byte_for_byte() {
 }
 
 /// Every block type we decode against the golden values of `make_gguf.py`: the gguf
-/// package's `dequantize`, and for Q8_K, which the package lacks, ggml's formula in numpy.
+/// package's `dequantize`, and for Q8_K and Q1_0, which the package lacks, ggml's formulas in
+/// numpy.
 #[test]
 fn dequantization_matches_the_gguf_package_bit_for_bit() {
     let mut checked = 0;
@@ -242,9 +243,9 @@ fn dequantization_matches_the_gguf_package_bit_for_bit() {
     }
     assert_eq!(
         checked,
-        2 * 24,
-        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, Q8_K, TQ1_0, TQ2_0, the nine IQ types, MXFP4, \
-         NVFP4, mapped and not"
+        2 * 25,
+        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, Q8_K, TQ1_0, TQ2_0, Q1_0, the nine IQ types, \
+         MXFP4, NVFP4, mapped and not"
     );
 }
 

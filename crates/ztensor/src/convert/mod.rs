@@ -533,7 +533,7 @@ pub(crate) fn dense_element_type(
     obj.dense_element_type()
         .ok_or_else(|| match (&obj.format, ggml) {
             (Format::Dense, _) => Error::invalid("no data component"),
-            // Blocks we cannot dequantize (Q8_1, Q1_0): densify cannot help either.
+            // Blocks we cannot dequantize (Q8_1): densify cannot help either.
             (f, Some(t)) => Error::unsupported(format!(
                 "a {f} object cannot be stored in {target}: dequantizing {} blocks is not \
              supported (a .zt or GGUF output keeps them as they are)",
