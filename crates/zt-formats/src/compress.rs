@@ -383,9 +383,15 @@ pub fn tagged_decode_into(
     values.finish()
 }
 
-/// A varint at the start of `bytes`: its value and length, or `None` when it is cut short or
-/// longer than ten bytes.
-fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+/// A protobuf varint (base 128, little-endian) at the start of `bytes`: its value and length,
+/// or `None` when it is cut short or longer than ten bytes. Bits past the 64th are dropped,
+/// as protobuf drops them.
+///
+/// ```
+/// assert_eq!(zt_formats::read_varint(&[0xac, 0x02, 0xff]), Some((300, 2)));
+/// assert_eq!(zt_formats::read_varint(&[0x80]), None);
+/// ```
+pub fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
     for (i, &b) in bytes.iter().take(MAX_VARINT_LEN).enumerate() {
         value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);

@@ -14,7 +14,8 @@
 //!   decompression bounded by the declared size; the foreign encodings' decoders
 //!   ([`varints_decode_into`], [`tagged_decode_into`], [`latin1_decode_into`],
 //!   [`pieces_decode_into`], [`place_box`], [`densify_into`] for TensorFlow Lite's sparse
-//!   tensors).
+//!   tensors), and [`read_varint`], one protobuf varint (for them and for the protobuf
+//!   readers of the crates above).
 //! - [`seekable`]: zTensor v2's `zt.zstd-seekable/1` (seek table checked before decoding).
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
 //! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
@@ -70,8 +71,9 @@ pub mod szip;
 pub mod v2;
 
 pub use compress::{
-    available_threads, latin1_decode_into, pieces_decode_into, place_box, tagged_decode_into,
-    varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece, DEFAULT_MAX_DECOMPRESSED,
+    available_threads, latin1_decode_into, pieces_decode_into, place_box, read_varint,
+    tagged_decode_into, varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece,
+    DEFAULT_MAX_DECOMPRESSED,
 };
 #[cfg(feature = "zstd")]
 pub use compress::{

@@ -46,12 +46,7 @@ pub(crate) mod zt_v1_0;
 pub(crate) mod zt_v2;
 
 /// The longest varint: ten bytes carry 64 bits.
-#[cfg(any(
-    feature = "onnx",
-    feature = "tensorflow",
-    feature = "paddle",
-    feature = "caffe"
-))]
+#[cfg(any(feature = "onnx", feature = "paddle", feature = "caffe"))]
 pub(crate) const MAX_VARINT: usize = 10;
 
 /// A protobuf varint (base 128, little-endian) at the start of `bytes`: its value and length,
@@ -65,14 +60,7 @@ pub(crate) const MAX_VARINT: usize = 10;
     feature = "caffe"
 ))]
 pub(crate) fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut value = 0u64;
-    for (i, &b) in bytes.iter().take(MAX_VARINT).enumerate() {
-        value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
-        if b & 0x80 == 0 {
-            return Some((value, i + 1));
-        }
-    }
-    None
+    zt_formats::read_varint(bytes)
 }
 
 /// All of a file that is listed from its bytes in one piece (a pickle, whose arrays lie
