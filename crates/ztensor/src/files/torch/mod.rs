@@ -16,7 +16,8 @@
 //!   sharing is visible. Different storages cannot overlap: the zip reader refuses overlapping
 //!   records.
 //! - Every torch dtype with a zTensor equivalent maps to it ([`dtype_element`]); a tensor of
-//!   any other dtype is listed with a defect.
+//!   any other dtype is listed with a defect. `float4_e2m1fn_x2` is our `f4_e2m1`, whose last
+//!   dimension counts values, twice torch's, which counts bytes.
 //! - The `byteorder` record (`little`, `big`; absent means little, as older torch wrote).
 
 pub(crate) mod dtypes;
@@ -479,38 +480,17 @@ fn tensor_object(
                     .ok_or_else(|| bad(format!("shape {:?} overflows", t.size)))?
             }
             None => {
-                let mut o = ObjectInfo::raw_dense(
-                    name.to_owned(),
-                    Shape::from(dims),
-                    ElementType::plain(DType::U8),
-                    (record.data_offset, 0),
-                    ByteOrder::Little,
-                );
-                o.attributes = attributes;
-                o.defect = Some(Box::new(Defect::unsupported(
-                    "a 0-d float4_e2m1fn_x2 tensor: its byte holds two values, which no shape \
-                     of ours without dimensions says",
-                )));
-                return Ok(o);
+                let why = "a 0-d float4_e2m1fn_x2 tensor: its byte holds two values, which no \
+                           shape of ours without dimensions says";
+                return Ok(unreadable(name, dims, attributes, record, why.into()));
             }
         }
     }
-    let shape = Shape::from(dims);
     let Some(element) = dtype_element(&t.dtype) else {
-        let mut o = ObjectInfo::raw_dense(
-            name.to_owned(),
-            shape,
-            ElementType::plain(DType::U8),
-            (record.data_offset, 0),
-            ByteOrder::Little,
-        );
-        o.attributes = attributes;
-        o.defect = Some(Box::new(Defect::unsupported(format!(
-            "torch dtype {} has no zTensor equivalent",
-            t.dtype
-        ))));
-        return Ok(o);
+        let why = format!("torch dtype {} has no zTensor equivalent", t.dtype);
+        return Ok(unreadable(name, dims, attributes, record, why));
     };
+    let shape = Shape::from(dims);
     let size = element.logical_size();
     let unit = storage_unit(&t.class).unwrap_or(size);
     let storage_bytes = t
@@ -626,6 +606,27 @@ fn tensor_object(
         }
     }
     Ok(o)
+}
+
+/// A tensor listed, with its attributes, as unsupported for `why` (a dtype we do not map):
+/// no data, so that nothing reads bytes whose meaning is unknown.
+fn unreadable(
+    name: &str,
+    dims: Vec<u64>,
+    attributes: Attributes,
+    record: &zip::Entry,
+    why: String,
+) -> ObjectInfo {
+    let mut o = ObjectInfo::raw_dense(
+        name.to_owned(),
+        Shape::from(dims),
+        ElementType::plain(DType::U8),
+        (record.data_offset, 0),
+        ByteOrder::Little,
+    );
+    o.attributes = attributes;
+    o.defect = Some(Box::new(Defect::unsupported(why)));
+    o
 }
 
 /// A storage class's name: a global's name or a dtype's.
