@@ -347,6 +347,17 @@ fn fields_are_read_by_protobufs_rules() {
     let c = r.object("c").unwrap();
     assert_eq!(c.read::<f32>().unwrap().as_ref(), &[1.5, 2.5]);
 
+    // The same, with float_data in both pieces: onnx concatenates them; we list the tensor
+    // unreadable, saying why (one walk of one message cannot gather it).
+    let first = [int(1, 2), int(2, 1), fixed32(4, 1.5f32.to_le_bytes())].concat();
+    let second = fixed32(4, 2.5f32.to_le_bytes());
+    let attribute = [bytes(1, b"value"), bytes(5, &first), bytes(5, &second)].concat();
+    let node = [bytes(2, b"c"), bytes(4, b"Constant"), bytes(5, &attribute)].concat();
+    let r = open_model(model(&[bytes(7, &bytes(1, &node))]));
+    let e = r.object("c").unwrap().bytes().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("in more than one piece"), "{e}");
+
     // A single value given twice keeps the last: value_float, data_type, data_location.
     let attribute = [
         bytes(1, b"value_float"),
