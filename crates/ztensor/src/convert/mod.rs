@@ -536,7 +536,7 @@ pub(crate) fn dense_element_type(
             // Blocks we cannot dequantize (Q8_1): densify cannot help either.
             (f, Some(t)) => Error::unsupported(format!(
                 "a {f} object cannot be stored in {target}: dequantizing {} blocks is not \
-             supported (a .zt or GGUF output keeps them as they are)",
+                 supported (a .zt or GGUF output keeps them as they are)",
                 t.name.to_uppercase()
             )),
             (f, None) => Error::argument(format!("a {f} object cannot be stored in {target}")),
