@@ -682,24 +682,13 @@ fn populate_steps(
     // costs as much as that read's faults would, and a caller that reads through a map of
     // its own (torch maps each file itself) gains nothing from ours. Measured: a warm 1 GiB
     // set into a torch model, 1.23x safetensors' time with it, 0.96x without.
-    let bytes: &[u8] = map;
     let mut at = start;
-    let first = POPULATE_STEP.min(end - at);
-    let mut cached = page_cache_holds(bytes, at, first);
-    if !cached {
-        let _ = map.advise_range(memmap2::Advice::WillNeed, at, first);
-    }
+    let mut cached = !ask_disk_for(map, at, POPULATE_STEP.min(end - at));
     while at < end {
         let step = POPULATE_STEP.min(end - at);
         let next = at + step;
-        let mut next_cached = true;
-        if next < end {
-            let ahead = POPULATE_STEP.min(end - next);
-            next_cached = page_cache_holds(bytes, next, ahead);
-            if !next_cached {
-                let _ = map.advise_range(memmap2::Advice::WillNeed, next, ahead);
-            }
-        }
+        // Past the end the range is empty: nothing is asked for and nothing mapped.
+        let next_cached = !ask_disk_for(map, next, POPULATE_STEP.min(end - next));
         if !cached
             && map
                 .advise_range(memmap2::Advice::PopulateRead, at, step)
@@ -719,12 +708,15 @@ fn populate_steps(
 /// Asks the kernel to start reading `map[start..start + len]` from the disk (`MADV_WILLNEED`,
 /// which returns at once), unless it seems to be in the page cache already: the hint walks the
 /// page cache page by page even where every page is there. Empty ranges ask for nothing.
+/// Returns whether it asked: `false` means the range is empty or seems cached already.
 #[cfg(target_os = "linux")]
-fn ask_disk_for(map: &Mapping, start: usize, len: usize) {
-    if len > 0 && !page_cache_holds(map, start, len) {
-        // A refused hint changes nothing but speed.
-        let _ = map.advise_range(memmap2::Advice::WillNeed, start, len);
+fn ask_disk_for(map: &Mapping, start: usize, len: usize) -> bool {
+    if len == 0 || page_cache_holds(map, start, len) {
+        return false;
     }
+    // A refused hint changes nothing but speed.
+    let _ = map.advise_range(memmap2::Advice::WillNeed, start, len);
+    true
 }
 
 /// Whether `bytes[start..start + len]` (a live map) is in the page cache, judged by one page
