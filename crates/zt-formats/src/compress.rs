@@ -526,6 +526,138 @@ pub struct BoxTable {
     pub boxes: Vec<(Piece, Vec<u64>, Vec<u64>)>,
 }
 
+/// The most boxes [`tile`] checks against one another in pairs when they are not whole rows.
+pub const MAX_BOXES: usize = 1024;
+
+/// How boxes that tile an array lie, as [`tile`] finds them: the encoding of the one
+/// component that reads them, and the first non-empty piece (the component's file and
+/// range; `None` when every box is empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tiling {
+    /// [`Encoding::Raw`] (one box: the whole array), [`Encoding::Pieces`] (whole rows, in row
+    /// order) or [`Encoding::Boxes`].
+    pub encoding: Encoding,
+    /// The first piece with bytes.
+    pub first: Option<Piece>,
+    /// The array's bytes.
+    pub total: u64,
+}
+
+/// Checks that `boxes` (each a piece of a file holding its box's elements row-major, where
+/// the box starts and how far it extends in each dimension) tile the array of `dims`
+/// (`element_size` bytes each) exactly once, and says how to read them ([`Tiling`]). Boxes
+/// that are whole rows are put in row order; others (at most [`MAX_BOXES`]) must not overlap
+/// and must hold as many bytes as the array. Checkpoints whose tensors are saved in parts
+/// (TensorFlow's partitioned variables, PyTorch's distributed checkpoints) are read this way.
+/// The error says why they do not tile it.
+///
+/// ```
+/// use zt_formats::{tile, Encoding, Piece};
+/// let piece = |offset| Piece { file: 1, offset, length: 4, crc32c: None };
+/// // Rows 2..4 and 0..2 of a 4 x 2 array of bytes.
+/// let rows = vec![(piece(4), vec![2, 0], vec![2, 2]), (piece(0), vec![0, 0], vec![2, 2])];
+/// let t = tile(&[4, 2], 1, rows).unwrap();
+/// assert!(matches!(t.encoding, Encoding::Pieces(ref p) if p[0].offset == 0));
+/// // One box twice is not a tiling.
+/// let twice = vec![(piece(0), vec![0, 0], vec![2, 2]), (piece(4), vec![0, 0], vec![2, 2])];
+/// assert!(tile(&[4, 2], 1, twice).is_err());
+/// ```
+pub fn tile(
+    dims: &[u64],
+    element_size: u64,
+    mut boxes: Vec<(Piece, Vec<u64>, Vec<u64>)>,
+) -> std::result::Result<Tiling, String> {
+    let total = crate::element_count(dims)
+        .ok()
+        .and_then(|n| n.checked_mul(element_size))
+        .ok_or("its shape overflows")?;
+    let mut covered = 0u64;
+    for (piece, start, extent) in &boxes {
+        let inside = start.len() == dims.len()
+            && extent.len() == dims.len()
+            && start
+                .iter()
+                .zip(extent)
+                .zip(dims)
+                .all(|((&s, &l), &d)| s.checked_add(l).is_some_and(|end| end <= d));
+        if !inside {
+            return Err(format!(
+                "a part at {start:?} of extent {extent:?} does not lie in its shape {dims:?}"
+            ));
+        }
+        let bytes = crate::element_count(extent)
+            .ok()
+            .and_then(|n| n.checked_mul(element_size));
+        if bytes != Some(piece.length) {
+            return Err(format!(
+                "a part of extent {extent:?} holds {} bytes, not its box's {}",
+                piece.length,
+                bytes.map_or("(overflowing)".to_owned(), |b| b.to_string())
+            ));
+        }
+        covered = covered.saturating_add(piece.length);
+    }
+    if dims.is_empty() && boxes.len() != 1 {
+        return Err(format!("a scalar in {} parts", boxes.len()));
+    }
+    // Whole rows: the boxes in row order must follow one another exactly.
+    let by_rows = boxes
+        .iter()
+        .all(|(_, _, extent)| extent.get(1..) == dims.get(1..));
+    if by_rows {
+        boxes.sort_by_key(|(_, start, _)| start.first().copied().unwrap_or(0));
+        let mut next = 0u64;
+        for (_, start, extent) in &boxes {
+            if start.first().copied().unwrap_or(0) != next {
+                return Err(format!("its parts do not cover rows {next}.. exactly once"));
+            }
+            next = next.saturating_add(extent.first().copied().unwrap_or(0));
+        }
+        if next != dims.first().copied().unwrap_or(0) {
+            return Err(format!("its parts cover {next} of its rows"));
+        }
+    } else {
+        // Boxes of any shape: as many bytes as the array, and no two overlapping, is an
+        // exact tiling.
+        if boxes.len() > MAX_BOXES {
+            return Err(format!("more than {MAX_BOXES} parts not cut along rows"));
+        }
+        // Every start and extent was checked to end inside the shape: no overflow.
+        let overlap = |(_, s1, e1): &(Piece, Vec<u64>, Vec<u64>),
+                       (_, s2, e2): &(Piece, Vec<u64>, Vec<u64>)| {
+            s1.iter()
+                .zip(e1)
+                .zip(s2.iter().zip(e2))
+                .all(|((&a, &la), (&b, &lb))| a.max(b) < (a + la).min(b + lb))
+        };
+        let clash = boxes
+            .iter()
+            .enumerate()
+            .any(|(i, b)| boxes.iter().skip(i + 1).any(|other| overlap(b, other)));
+        if clash || covered != total {
+            return Err("its parts do not cover it exactly once".to_owned());
+        }
+    }
+    let boxes: Vec<_> = boxes.into_iter().filter(|(p, ..)| p.length > 0).collect();
+    let first = boxes.first().map(|(p, ..)| *p);
+    let encoding = if boxes.len() <= 1 {
+        Encoding::Raw
+    } else if by_rows {
+        Encoding::Pieces(Box::new(boxes.into_iter().map(|(p, ..)| p).collect()))
+    } else {
+        Encoding::Boxes(Box::new(BoxTable {
+            dims: dims.to_vec(),
+            element_size,
+            boxes,
+        }))
+    };
+    Ok(Tiling {
+        encoding,
+        first,
+        total,
+    })
+}
+
 /// Copies the elements of one box, `src` (row-major, `extent` in each dimension), into
 /// their places in `dst`, the row-major array of `dims` (`element_size` bytes each), at
 /// `start`. Runs are copied whole: the dimensions after the last the box cuts are contiguous

@@ -72,8 +72,8 @@ pub mod v2;
 
 pub use compress::{
     available_threads, latin1_decode_into, pieces_decode_into, place_box, read_varint,
-    tagged_decode_into, varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece,
-    DEFAULT_MAX_DECOMPRESSED,
+    tagged_decode_into, tile, varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece,
+    Tiling, DEFAULT_MAX_DECOMPRESSED, MAX_BOXES,
 };
 #[cfg(feature = "zstd")]
 pub use compress::{

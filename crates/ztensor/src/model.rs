@@ -493,6 +493,33 @@ impl ObjectInfo {
         o
     }
 
+    /// An object saved in parts (TensorFlow's partitioned variables, the chunks of PyTorch's
+    /// distributed checkpoints) that `tiling` says how to read: one component in the
+    /// tiling's files, the CRC-32C of a single piece its digest (each piece of several is
+    /// checked as it is read).
+    #[cfg(feature = "tensorflow")]
+    pub(crate) fn tiled(
+        name: String,
+        shape: Shape,
+        element: ElementType,
+        tiling: zt_formats::Tiling,
+        order: ByteOrder,
+    ) -> Self {
+        let range = tiling.first.map_or((0, 0), |p| (p.offset, p.length));
+        let mut o = Self::raw_dense(name, shape, element, range, order);
+        if let Some(c) = o.components.0.first_mut() {
+            c.file = tiling.first.map_or(1, |p| p.file);
+            if matches!(tiling.encoding, Encoding::Raw) {
+                c.digest = tiling.first.and_then(|p| p.crc32c).map(Digest::Crc32c);
+            } else {
+                c.decoded_len = Some(tiling.total);
+                c.uncompressed_length = Some(tiling.total);
+            }
+            c.encoding = tiling.encoding;
+        }
+        o
+    }
+
     /// A dense object of one raw `data` component in the opened file (.mag, safetensors).
     pub(crate) fn raw_dense(
         name: String,

@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
 use zt_formats::{
-    byte_size, element_count, BoxTable, DType, Digest, DigestAlgorithm, ElementType, Encoding,
-    Format, LogicalType, Piece,
+    byte_size, element_count, tile, DType, Digest, DigestAlgorithm, ElementType, Encoding, Format,
+    LogicalType, Piece,
 };
 use zt_manifest::Attributes;
 
@@ -886,9 +886,6 @@ fn ordered_signed(rest: &mut &[u8]) -> Option<i64> {
     Some(if negative { !x } else { x })
 }
 
-/// The most slices of one variable read as boxes (checked against one another in pairs).
-const MAX_BOXES: usize = 1024;
-
 /// A variable TensorFlow split into `parts` (boxes and entries), once its slices are checked
 /// to tile it exactly, each its box's bytes of the variable's dtype in one of the `shards`:
 /// sliced along the first axis only, one object of [`Encoding::Pieces`] (the slices in row
@@ -916,15 +913,8 @@ fn partitioned(
         );
     };
     let size = element.logical_size();
-    let Some(total) = element_count(&whole.shape)
-        .ok()
-        .and_then(|n| n.checked_mul(size))
-    else {
-        return Ok(unread(name, whole, "its shape overflows".into()));
-    };
-    // Each slice's box, with full extents (-1) made explicit, checked to lie in the shape.
+    // Each slice's box, with full extents (-1) made explicit.
     let mut boxes = Vec::with_capacity(parts.len());
-    let mut covered = 0u64;
     for (slice, entry) in &parts {
         let mut start = Vec::with_capacity(slice.len());
         let mut extent = Vec::with_capacity(slice.len());
@@ -933,31 +923,19 @@ fn partitioned(
             let (s, l) = match (s, l) {
                 (0, -1) => (0, dim),
                 (s, l) if s >= 0 && l >= 0 => (s as u64, l as u64),
-                _ => (u64::MAX, 0),
+                _ => {
+                    let why = format!("a slice's box {slice:?} does not lie in its shape");
+                    return Ok(unread(name, whole, why));
+                }
             };
-            if s.checked_add(l).is_none_or(|end| end > dim) {
-                let why = format!("a slice's box {slice:?} does not lie in its shape");
-                return Ok(unread(name, whole, why));
-            }
             start.push(s);
             extent.push(l);
-        }
-        let bytes = element_count(&extent)
-            .ok()
-            .and_then(|n| n.checked_mul(size));
-        if slice.len() != whole.shape.len() || bytes != Some(entry.size) {
-            let why = format!(
-                "a slice {slice:?} of {} bytes is not its box's bytes of its variable's shape",
-                entry.size
-            );
-            return Ok(unread(name, whole, why));
         }
         if entry.dtype != whole.dtype || entry.shard >= shards {
             let why = "a slice's dtype is not its variable's, or its data file is not one of \
                        the checkpoint's";
             return Ok(unread(name, whole, why.into()));
         }
-        covered = covered.saturating_add(entry.size);
         let piece = Piece {
             file: entry.shard as u32 + 1,
             offset: entry.offset,
@@ -968,75 +946,17 @@ fn partitioned(
         };
         boxes.push((piece, start, extent));
     }
-    // Whole rows: the slices in row order must follow one another exactly.
-    let by_rows = boxes
-        .iter()
-        .all(|(_, _, extent)| extent.get(1..) == whole.shape.get(1..));
-    if by_rows {
-        boxes.sort_by_key(|(_, start, _)| start.first().copied().unwrap_or(0));
-        let mut next = 0u64;
-        for (_, start, extent) in &boxes {
-            if start.first().copied().unwrap_or(0) != next {
-                let why = format!("its slices do not cover rows {next}.. exactly once");
-                return Ok(unread(name, whole, why));
-            }
-            next = next.saturating_add(extent.first().copied().unwrap_or(0));
-        }
-        if next != whole.shape.first().copied().unwrap_or(0) {
-            let why = format!("its slices cover {next} of its rows");
-            return Ok(unread(name, whole, why));
-        }
-    } else {
-        // Boxes of any shape: as many bytes as the variable, and no two overlapping, is an
-        // exact tiling.
-        if boxes.len() > MAX_BOXES {
-            let why = format!("more than {MAX_BOXES} slices not cut along rows");
-            return Ok(unread(name, whole, why));
-        }
-        let overlap = |(_, s1, e1): &(Piece, Vec<u64>, Vec<u64>),
-                       (_, s2, e2): &(Piece, Vec<u64>, Vec<u64>)| {
-            // Every start and extent was checked to end inside the shape: no overflow.
-            s1.iter()
-                .zip(e1)
-                .zip(s2.iter().zip(e2))
-                .all(|((&a, &la), (&b, &lb))| a.max(b) < (a + la).min(b + lb))
-        };
-        let clash = (0..boxes.len()).any(|i| {
-            boxes
-                .iter()
-                .skip(i + 1)
-                .any(|other| boxes.get(i).is_some_and(|b| overlap(b, other)))
-        });
-        if clash || covered != total {
-            let why = "its slices do not cover it exactly once".to_owned();
-            return Ok(unread(name, whole, why));
-        }
-    }
-    let boxes: Vec<_> = boxes.into_iter().filter(|(p, ..)| p.length > 0).collect();
-    let first = boxes.first().map(|(p, ..)| *p);
-    let range = first.map_or((0, 0), |p| (p.offset, p.length));
-    let dims = whole.shape.clone();
-    let mut o = ObjectInfo::raw_dense(name, whole.shape.into(), element, range, order);
-    if let Some(c) = o.components.0.first_mut() {
-        c.file = first.map_or(1, |p| p.file);
-        if boxes.len() == 1 {
-            c.digest = first.and_then(|p| p.crc32c).map(Digest::Crc32c);
-        } else if by_rows {
-            let pieces = boxes.into_iter().map(|(p, ..)| p).collect();
-            c.encoding = Encoding::Pieces(Box::new(pieces));
-        } else {
-            c.encoding = Encoding::Boxes(Box::new(BoxTable {
-                dims,
-                element_size: size,
-                boxes,
-            }));
-        }
-        if !matches!(c.encoding, Encoding::Raw) {
-            c.decoded_len = Some(total);
-            c.uncompressed_length = Some(total);
-        }
-    }
-    Ok(o)
+    let tiling = match tile(&whole.shape, size, boxes) {
+        Ok(tiling) => tiling,
+        Err(why) => return Ok(unread(name, whole, format!("{why} (its slices)"))),
+    };
+    Ok(ObjectInfo::tiled(
+        name,
+        whole.shape.into(),
+        element,
+        tiling,
+        order,
+    ))
 }
 
 /// `BundleEntryProto`: 1 `dtype`, 2 `shape`, 3 `shard_id`, 4 `offset`, 5 `size`,
