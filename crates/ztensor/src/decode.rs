@@ -113,38 +113,44 @@ pub(crate) struct Backing {
     pub zip: ZipEntries,
 }
 
-/// The entries of a zip-based file (`.npz`, a PyTorch checkpoint) sorted by where their data
-/// starts, each with whether its CRC-32 has been found good, so that a checked read checks
-/// the entries under it once.
+/// The entries of the zip archives of a file (`.npz`, a PyTorch checkpoint, a distributed
+/// checkpoint's chunks in its data files) sorted by their file and where their data starts,
+/// each with whether its CRC-32 has been found good, so that a checked read checks the
+/// entries under it once.
 #[derive(Debug, Default)]
 pub(crate) struct ZipEntries {
-    pub entries: Vec<crate::zip::Entry>,
+    pub entries: Vec<(u32, crate::zip::Entry)>,
     checked: Vec<std::sync::atomic::AtomicBool>,
 }
 
 impl ZipEntries {
-    pub fn new(mut entries: Vec<crate::zip::Entry>) -> Self {
-        entries.sort_unstable_by_key(|e| e.data_offset);
+    pub fn new(mut entries: Vec<(u32, crate::zip::Entry)>) -> Self {
+        entries.sort_unstable_by_key(|(file, e)| (*file, e.data_offset));
         let checked = entries.iter().map(|_| Default::default()).collect();
         ZipEntries { entries, checked }
     }
 
-    /// Checks the CRC-32 of every entry whose data overlaps `offset..offset + length`, once
-    /// per entry (a good result is remembered; a bad one is found again).
-    fn check(&self, source: &Source, offset: u64, length: u64, cap: u64) -> Result<()> {
+    /// Checks the CRC-32 of every entry of `file` (`source`) whose data overlaps
+    /// `offset..offset + length`, once per entry (a good result is remembered; a bad one is
+    /// found again).
+    fn check(&self, source: &Source, file: u32, offset: u64, length: u64, cap: u64) -> Result<()> {
         use std::sync::atomic::Ordering;
         let end = offset.saturating_add(length);
-        // Entries never overlap: the first that can hold `offset` is the last that starts at
-        // or before it.
+        // Entries of one archive never overlap (nor do archives): the first that can hold
+        // `offset` is the last of `file` that starts at or before it.
         let first = self
             .entries
-            .partition_point(|e| e.data_offset <= offset)
+            .partition_point(|(f, e)| (*f, e.data_offset) <= (file, offset))
             .saturating_sub(1);
         let candidates = self.entries.iter().zip(&self.checked).skip(first);
-        for (entry, checked) in
-            candidates.take_while(|(e, _)| e.data_offset < end.max(offset.saturating_add(1)))
+        let before_end = |(f, e): &(u32, crate::zip::Entry)| {
+            *f == file && e.data_offset < end.max(offset.saturating_add(1))
+        };
+        for ((f, entry), checked) in candidates
+            .skip_while(|((f, _), _)| *f < file)
+            .take_while(|(fe, _)| before_end(fe))
         {
-            if entry.data_end() <= offset || checked.load(Ordering::Relaxed) {
+            if *f != file || entry.data_end() <= offset || checked.load(Ordering::Relaxed) {
                 continue;
             }
             crate::zip::check_crc(source, entry, cap)?;
@@ -156,11 +162,13 @@ impl ZipEntries {
     /// The entry whose stored bytes are exactly `offset..offset + length` and whose CRC-32 is
     /// not yet known to hold: a read that inflates all of it can check it on the way
     /// ([`ZipEntries::note_crc`]) instead of inflating it twice.
-    fn unchecked_entry(&self, offset: u64, length: u64) -> Option<usize> {
+    fn unchecked_entry(&self, file: u32, offset: u64, length: u64) -> Option<usize> {
         use std::sync::atomic::Ordering;
-        let i = self.entries.partition_point(|e| e.data_offset < offset);
-        let entry = self.entries.get(i)?;
-        let whole = entry.data_offset == offset && entry.compressed == length;
+        let i = self
+            .entries
+            .partition_point(|(f, e)| (*f, e.data_offset) < (file, offset));
+        let (f, entry) = self.entries.get(i)?;
+        let whole = *f == file && entry.data_offset == offset && entry.compressed == length;
         let checked = self.checked.get(i)?.load(Ordering::Relaxed);
         (whole && !checked).then_some(i)
     }
@@ -169,7 +177,7 @@ impl ZipEntries {
     /// checked when both match the directory. A mismatch is left for [`ZipEntries::check`],
     /// which reports it with the entry's name.
     fn note_crc(&self, i: usize, inflated: u64, crc: u32) {
-        if let (Some(entry), Some(checked)) = (self.entries.get(i), self.checked.get(i)) {
+        if let (Some((_, entry)), Some(checked)) = (self.entries.get(i), self.checked.get(i)) {
             if entry.uncompressed == inflated && entry.crc32 == crc {
                 checked.store(true, std::sync::atomic::Ordering::Relaxed);
             }
@@ -199,7 +207,7 @@ impl Backing {
     }
 
     /// File `n` of the listing: 0 the opened file, `n` its shard `n`.
-    fn file_numbered(&self, n: u32) -> Result<&Source> {
+    pub(crate) fn file_numbered(&self, n: u32) -> Result<&Source> {
         match n {
             0 => Ok(&self.source),
             n => self
@@ -259,18 +267,28 @@ impl Backing {
 
     /// The checks a file carries beside its components' own digests, for the bytes of one
     /// component: digests over whole legacy entries, and the CRC-32s of the zip entries
-    /// (`.npz`, PyTorch checkpoints) the component lies in.
+    /// (`.npz`, PyTorch checkpoints, a distributed checkpoint's chunks) its bytes lie in,
+    /// every piece of them.
     fn check_container(&self, obj: &ObjectInfo, comp: &ComponentInfo) -> Result<()> {
         self.verify_ranges(obj)?;
-        if comp.file == 0 && !self.zip.entries.is_empty() {
-            self.zip.check(
-                &self.source,
-                comp.offset,
-                comp.length,
-                self.limits.max_decompressed_len,
-            )?;
+        if self.zip.entries.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let cap = self.limits.max_decompressed_len;
+        let check = |file: u32, offset: u64, length: u64| {
+            self.zip
+                .check(self.file_numbered(file)?, file, offset, length, cap)
+        };
+        match &comp.encoding {
+            Encoding::Pieces(pieces) => pieces
+                .iter()
+                .try_for_each(|p| check(p.file, p.offset, p.length)),
+            Encoding::Boxes(table) => table
+                .boxes
+                .iter()
+                .try_for_each(|(p, ..)| check(p.file, p.offset, p.length)),
+            _ => check(comp.file, comp.offset, comp.length),
+        }
     }
 
     /// Checks a stored-bytes digest against the stored bytes; `strict`: a digest whose
@@ -470,10 +488,9 @@ impl Backing {
         skip: u64,
         dst: &mut [u8],
     ) -> Result<()> {
-        let entry = match comp.file {
-            0 => self.zip.unchecked_entry(comp.offset, comp.length),
-            _ => None,
-        };
+        let entry = self
+            .zip
+            .unchecked_entry(comp.file, comp.offset, comp.length);
         let mut crc = entry.map(|_| crc32fast::Hasher::new());
         crate::zip::inflate_part_into(src, skip, dst, true, crc.as_mut())
             .map_err(|e| e.at(comp.offset))?;

@@ -139,8 +139,10 @@ pub(crate) struct Listing {
     pub shards: Vec<(ShardInfo, zt_container::Source)>,
     /// A v2 file's manifest hash, as checked at open.
     pub manifest_hash: Option<u64>,
-    /// A zip-based file's entries (`.npz`, PyTorch), whose CRC-32s `verify` checks.
-    pub zip_entries: Vec<crate::zip::Entry>,
+    /// The entries of zip archives (`.npz`, PyTorch), each with the file that holds it (0 the
+    /// opened file, `n` shard `n`: a distributed checkpoint's chunks are archives in its data
+    /// files), whose CRC-32s checked reads and `verify` check.
+    pub zip_entries: Vec<(u32, crate::zip::Entry)>,
 }
 
 impl Listing {

@@ -449,7 +449,8 @@ impl Reader {
         for (info, source) in self.shards.iter().zip(&self.backing.shards) {
             report.tally(verify_shard(info, source));
         }
-        // A zip-based file's entries (tensor data, pickle, headers): each CRC-32.
+        // The entries of a zip-based file or of the archives in its data files (tensor data,
+        // pickle, headers): each CRC-32, in the file that holds it.
         let cap = self.backing.limits.max_decompressed_len;
         let entries: Vec<Result<usize>> = crate::pool::install(|| {
             self.backing
@@ -457,7 +458,10 @@ impl Reader {
                 .entries
                 .par_iter()
                 .with_max_len(1)
-                .map(|e| crate::zip::check_crc(&self.backing.source, e, cap).map(|()| 1))
+                .map(|(file, e)| {
+                    let source = self.backing.file_numbered(*file)?;
+                    crate::zip::check_crc(source, e, cap).map(|()| 1)
+                })
                 .collect()
         });
         for r in entries {

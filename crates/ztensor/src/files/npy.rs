@@ -130,7 +130,11 @@ pub(crate) fn list_npz(
     }
     let mut listing = Listing::of_unique(FileVersion::Npz, Attributes::new(), objects);
     // Entries whose data is not placed are left out of the CRC checks.
-    listing.zip_entries = entries.into_iter().filter(|e| e.damage.is_none()).collect();
+    listing.zip_entries = entries
+        .into_iter()
+        .filter(|e| e.damage.is_none())
+        .map(|e| (0, e))
+        .collect();
     Ok(listing)
 }
 

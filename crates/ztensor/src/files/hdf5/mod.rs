@@ -217,7 +217,7 @@ pub(crate) fn list_keras(
     }
     walked.attributes.extend(extra);
     let mut listing = walked.into_listing()?;
-    listing.zip_entries = entries;
+    listing.zip_entries = entries.into_iter().map(|e| (0, e)).collect();
     Ok((source, listing))
 }
 

@@ -171,7 +171,7 @@ pub(crate) fn list(
             return Err(bad(format!("two tensors are named {twice:?}")));
         }
     }
-    listing.zip_entries = entries;
+    listing.zip_entries = entries.into_iter().map(|e| (0, e)).collect();
     Ok(listing)
 }
 
