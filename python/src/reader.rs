@@ -89,6 +89,7 @@ fn version_name(v: &FileVersion) -> String {
         FileVersion::PyTorch => "pytorch".to_owned(),
         FileVersion::PyTorchLegacy => "pytorch legacy".to_owned(),
         FileVersion::TorchScript => "torchscript".to_owned(),
+        FileVersion::TorchDcp => "pytorch dcp".to_owned(),
         // Kinds added later read as the library prints them.
         #[allow(unreachable_patterns)]
         other => other.to_string(),

@@ -1,8 +1,8 @@
 """ztio: read and write tensor files safely and fast, zero-copy into numpy.
 
 One reader for zTensor files of every version (``.zt`` v0.1, v1.x and v2, shards included),
-magnetron ``.mag`` files, ``.safetensors``, GGUF, NumPy ``.npy``/``.npz``, PyTorch checkpoints
-and TorchScript archives, ONNX models, HDF5 files (Keras ``.weights.h5``/``.keras``), Flax
+magnetron ``.mag`` files, ``.safetensors``, GGUF, NumPy ``.npy``/``.npz``, PyTorch checkpoints,
+TorchScript archives and distributed checkpoints (``torch.distributed.checkpoint``), ONNX models, HDF5 files (Keras ``.weights.h5``/``.keras``), Flax
 checkpoints (``flax_model.msgpack``), TensorFlow checkpoints (``PREFIX.index``) and pickles of
 NumPy arrays (Paddle's ``.pdparams``; never run) and Paddle's inference parameters
 (``.pdiparams``), TensorFlow Lite models (``.tflite``), Caffe models (``.caffemodel``), OpenVINO models (``.xml`` and ``.bin``),

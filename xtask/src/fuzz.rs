@@ -7,7 +7,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Each target and the fixture files that seed it.
-const TARGETS: [(&str, &[&str]); 20] = [
+/// A name that is all extension (a distributed checkpoint's `.metadata`) counts as that
+/// extension.
+const TARGETS: [(&str, &[&str]); 21] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -16,6 +18,7 @@ const TARGETS: [(&str, &[&str]); 20] = [
     ("decode_manifest", &["zt"]),
     ("read_numpy", &["npy", "npz"]),
     ("read_pytorch", &["pt", "bin"]),
+    ("read_torch_dcp", &["metadata"]),
     ("read_gguf", &["gguf"]),
     ("read_onnx", &["onnx"]),
     ("read_hdf5", &["h5", "keras"]),
@@ -57,6 +60,7 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
             } else if p
                 .extension()
                 .and_then(|x| x.to_str())
+                .or_else(|| p.file_name()?.to_str()?.strip_prefix('.'))
                 .is_some_and(|x| exts.contains(&x))
             {
                 let name = p

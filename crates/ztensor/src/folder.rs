@@ -10,7 +10,8 @@
 //! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf` or a split GGUF
 //!    model's first file, `.mag`, `.onnx`,
 //!    `.keras`, `.tflite`, `.caffemodel`, Paddle's `model_state.pdparams` and
-//!    `inference.pdiparams`, an OpenVINO model's `.xml` with its `.bin` beside, ...);
+//!    `inference.pdiparams`, an OpenVINO model's `.xml` with its `.bin` beside, a PyTorch
+//!    distributed checkpoint's `.metadata`, ...);
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
 //! 6. one `.h5` or `.msgpack` file (`tf_model.h5`, `flax_model.msgpack`, Keras's
@@ -154,6 +155,8 @@ fn rank(name: &str) -> Option<u8> {
         // the model.
         "xml" if !stem.ends_with("tokenizer") => Some(3),
         "h5" | "hdf5" | "msgpack" | "index" => Some(5),
+        // A distributed checkpoint's folder: its `.metadata` (its data files are not models).
+        "metadata" if stem.is_empty() => Some(3),
         _ => None,
     }
 }

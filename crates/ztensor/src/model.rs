@@ -35,6 +35,10 @@ pub enum FileVersion {
     /// A legacy PyTorch checkpoint: pickles and raw storages, as `torch.save` wrote before
     /// 1.6 (and with `_use_new_zipfile_serialization=False`).
     PyTorchLegacy,
+    /// A PyTorch distributed checkpoint (`torch.distributed.checkpoint.save`): `.metadata`
+    /// and its `*.distcp` data files, each tensor (or each chunk of a sharded one) a
+    /// `torch.save` archive in one of them.
+    TorchDcp,
     /// An ONNX model (`ModelProto`) of the given IR version: its initializers, constants and
     /// sparse initializers, in every subgraph.
     Onnx {
@@ -102,9 +106,10 @@ impl FileVersion {
             FileVersion::Safetensors => "safetensors",
             FileVersion::Npy(..) => "npy",
             FileVersion::Npz => "npz",
-            FileVersion::PyTorch | FileVersion::PyTorchLegacy | FileVersion::TorchScript => {
-                "pytorch"
-            }
+            FileVersion::PyTorch
+            | FileVersion::PyTorchLegacy
+            | FileVersion::TorchScript
+            | FileVersion::TorchDcp => "pytorch",
             FileVersion::Gguf { .. } => "gguf",
             FileVersion::Onnx { .. } => "onnx",
             FileVersion::Hdf5 { .. } => "hdf5",
@@ -124,7 +129,7 @@ impl FileVersion {
 impl FileVersion {
     /// The version alone, as `zt info --json` gives it: `"1.2.0"`, `"0.1.0"`, `"2"`, a .mag
     /// layout's number (`"300"`, `"MAG&1"` for the first), `"1.0"` for a `.npy` array,
-    /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"3"` for GGUF v3, an ONNX model's IR
+    /// `"legacy"` for a pre-1.6 PyTorch checkpoint, `"dcp"` for a distributed one, `"3"` for GGUF v3, an ONNX model's IR
     /// version (`"10"`), a pickle's protocol (`"4"`), a TensorFlow Lite schema version
     /// (`"3"`), `"1"` for a TensorFlow V1 checkpoint, a legacy GGML file's magic and version
     /// (`"ggjt v3"`, `"ggml"`), and `""` for kinds without versions
@@ -162,6 +167,7 @@ impl FileVersion {
             | FileVersion::OpenVino => String::new(),
             FileVersion::PyTorchLegacy => "legacy".to_owned(),
             FileVersion::TorchScript => "torchscript".to_owned(),
+            FileVersion::TorchDcp => "dcp".to_owned(),
             FileVersion::Gguf { version, .. } => version.to_string(),
             FileVersion::Onnx { ir_version } => ir_version.to_string(),
             FileVersion::Hdf5 { superblock } => superblock.to_string(),
@@ -193,6 +199,7 @@ impl fmt::Display for FileVersion {
             FileVersion::Npz => f.write_str("NumPy .npz"),
             FileVersion::PyTorch => f.write_str("PyTorch checkpoint"),
             FileVersion::TorchScript => f.write_str("TorchScript archive"),
+            FileVersion::TorchDcp => f.write_str("PyTorch distributed checkpoint"),
             FileVersion::PyTorchLegacy => f.write_str("PyTorch checkpoint (legacy, before 1.6)"),
             FileVersion::Onnx { ir_version } => write!(f, "ONNX model (IR version {ir_version})"),
             FileVersion::Hdf5 { superblock } => write!(f, "HDF5 (superblock version {superblock})"),
@@ -497,7 +504,7 @@ impl ObjectInfo {
     /// distributed checkpoints) that `tiling` says how to read: one component in the
     /// tiling's files, the CRC-32C of a single piece its digest (each piece of several is
     /// checked as it is read).
-    #[cfg(feature = "tensorflow")]
+    #[cfg(any(feature = "tensorflow", feature = "torch-dcp"))]
     pub(crate) fn tiled(
         name: String,
         shape: Shape,

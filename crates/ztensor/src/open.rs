@@ -284,6 +284,8 @@ impl OpenOptions {
             }
             #[cfg(feature = "torch")]
             Some(FileKind::PyTorchLegacy) => files::torch::list_legacy(&source, limits)?,
+            #[cfg(feature = "torch-dcp")]
+            Some(FileKind::TorchDcp) => files::torch_dcp::list(&source, path, limits, open_shard)?,
             #[cfg(feature = "gguf")]
             Some(FileKind::Gguf) => files::gguf::list(&source, limits)?,
             #[cfg(feature = "hdf5")]

@@ -39,6 +39,9 @@ pub enum FileKind {
     Safetensors,
     /// A PyTorch checkpoint as `torch.save` wrote it before 1.6 (pickles, no zip).
     PyTorchLegacy,
+    /// A PyTorch distributed checkpoint's `.metadata` (`torch.distributed.checkpoint`): a
+    /// pickle of its `Metadata`, its data in the `*.distcp` files beside it.
+    TorchDcp,
     /// An ONNX model (a serialized `ModelProto`).
     Onnx,
     /// An HDF5 file (its superblock signature at 0, 512, 1024 or 2048).
@@ -83,6 +86,7 @@ impl FileKind {
             FileKind::ShardIndex => "sharded checkpoint index (*.index.json)",
             FileKind::Safetensors => "safetensors file",
             FileKind::PyTorchLegacy => "legacy PyTorch checkpoint (before 1.6)",
+            FileKind::TorchDcp => "PyTorch distributed checkpoint (.metadata)",
             FileKind::Onnx => "ONNX model",
             FileKind::Hdf5 => "HDF5 file",
             FileKind::Flax => "Flax checkpoint (msgpack)",
@@ -107,6 +111,7 @@ impl FileKind {
             FileKind::Mag | FileKind::ZTensorV2 | FileKind::ZTensor | FileKind::ShardIndex => None,
             FileKind::Npy | FileKind::Npz => Some("numpy"),
             FileKind::PyTorch | FileKind::PyTorchLegacy | FileKind::TorchScript => Some("torch"),
+            FileKind::TorchDcp => Some("torch-dcp"),
             FileKind::Keras | FileKind::Hdf5 => Some("hdf5"),
             FileKind::Gguf => Some("gguf"),
             FileKind::Safetensors => Some("safetensors"),
@@ -135,6 +140,7 @@ impl FileKind {
             FileKind::PyTorch | FileKind::PyTorchLegacy | FileKind::TorchScript => {
                 cfg!(feature = "torch")
             }
+            FileKind::TorchDcp => cfg!(feature = "torch-dcp"),
             FileKind::Gguf => cfg!(feature = "gguf"),
             FileKind::Safetensors => cfg!(feature = "safetensors"),
             FileKind::Onnx => cfg!(feature = "onnx"),
@@ -198,8 +204,10 @@ pub(crate) fn is_zip(head: &[u8]) -> bool {
 ///    the safetensors reader accepts: read as a header size they exceed its cap or the file);
 ///    or a u64 that fits the file, then JSON whitespace and `{`, which safetensors reads too;
 /// 9. a pickle protocol 2-5 opcode: a legacy PyTorch checkpoint if its first pickle is
-///    `torch.save`'s magic number, else a pickle of NumPy arrays (after safetensors, whose
-///    header size can start the same way);
+///    `torch.save`'s magic number, a distributed checkpoint's `.metadata` if its first 64
+///    bytes name `torch.distributed.checkpoint.metadata` (its first global, `Metadata`),
+///    else a pickle of NumPy arrays (after safetensors, whose header size can start the same
+///    way);
 /// 10. the HDF5 signature at byte 0, 512, 1024 or 2048 (after a user block);
 /// 11. protobuf field 1 (`ir_version`, 1-15) and then another field of a `ModelProto`: an
 ///     ONNX model (last: two bytes of protobuf are a weak sign, and none of the magics
@@ -262,6 +270,8 @@ pub fn sniff(head: &[u8], file_len: u64, zip_names: &[&str]) -> Option<FileKind>
     if matches!(head, [0x80, 2..=5, ..]) {
         return Some(if is_legacy_torch_magic(head) {
             FileKind::PyTorchLegacy
+        } else if is_dcp_metadata(head) {
+            FileKind::TorchDcp
         } else {
             FileKind::Pickle
         });
@@ -324,6 +334,14 @@ pub(crate) fn kind_by_name(path: &std::path::Path) -> Option<FileKind> {
 /// The magic number every legacy PyTorch checkpoint's first pickle holds,
 /// `0x1950a86a20f9469cfc6c`, as the LONG1 opcode writes it (10 bytes, little-endian).
 const LEGACY_TORCH_MAGIC: &[u8; 12] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+
+/// Rule 9: whether a pickle's first 64 bytes name the module of a distributed checkpoint's
+/// `Metadata`, the first global its `.metadata` pickles.
+pub(crate) fn is_dcp_metadata(head: &[u8]) -> bool {
+    const MODULE: &[u8] = b"torch.distributed.checkpoint.metadata";
+    let first = head.get(..64).unwrap_or(head);
+    first.windows(MODULE.len()).any(|w| w == MODULE)
+}
 
 /// Rule 9: whether a file starts with the legacy `torch.save` magic pickle: `PROTO` 2-5, a
 /// `FRAME` (protocol 4 and up), the magic number, `STOP`.
@@ -596,6 +614,19 @@ mod tests {
         assert_eq!(kind(&framed), Some(FileKind::PyTorchLegacy));
         assert_eq!(kind(b"\x80\x02}q\0."), Some(FileKind::Pickle));
         assert_eq!(kind(b"\x80\x05\x95\0"), Some(FileKind::Pickle));
+    }
+
+    #[test]
+    fn a_distributed_checkpoints_metadata_is_told_by_its_first_global() {
+        // As torch 2.x pickles `Metadata`: PROTO 4, FRAME, the module as a short string.
+        let mut head = b"\x80\x04\x95\x85\x05\0\0\0\0\0\0\x8c\x25".to_vec();
+        head.extend(b"torch.distributed.checkpoint.metadata\x94\x8c\x08Metadata");
+        assert_eq!(kind(&head), Some(FileKind::TorchDcp));
+        // The module named only after the first 64 bytes: any pickle.
+        let mut late = b"\x80\x04".to_vec();
+        late.extend([b'N'; 62]);
+        late.extend(b"torch.distributed.checkpoint.metadata");
+        assert_eq!(kind(&late), Some(FileKind::Pickle));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! PyTorch files numpy and torch wrote (fixtures/interop/numpy, pytorch), the ONNX models
 //! onnx wrote (fixtures/interop/onnx, opened from memory: external data is refused), GGUF files
 //! (fixtures/interop/gguf, the generated v1 and v2 ones in fixtures/valid), HDF5 files (h5py,
-//! Keras, TensorFlow) and Flax checkpoints; each damaged v2
+//! Keras, TensorFlow), Flax checkpoints and PyTorch distributed checkpoints' `.metadata`;
+//! each damaged v2
 //! file is tried again with its manifest hash fixed, so the damage reaches the manifest.
 
 use std::path::{Path, PathBuf};
@@ -52,6 +53,12 @@ fn valid_files() -> Vec<PathBuf> {
                 v.push(p);
             }
         }
+    }
+    // Distributed checkpoints' `.metadata` (opened from memory, their data files cannot be
+    // found: the damage reaches the pickle and the records; tests/torch_dcp.rs damages the
+    // data files).
+    for sub in ["single", "two_ranks"] {
+        v.push(root.join("interop/torch_dcp").join(sub).join(".metadata"));
     }
     v.sort();
     v

@@ -43,6 +43,11 @@ fn files_of_a_kind_built_without_say_which_feature_reads_them() {
             cfg!(feature = "torch"),
         ),
         (
+            "interop/torch_dcp/single/.metadata",
+            "feature \"torch-dcp\"",
+            cfg!(feature = "torch-dcp"),
+        ),
+        (
             "interop/safetensors/numpy.safetensors",
             "feature \"safetensors\"",
             cfg!(feature = "safetensors"),

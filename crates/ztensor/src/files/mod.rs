@@ -38,6 +38,8 @@ pub(crate) mod tf_checkpoint;
 pub(crate) mod tflite;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
+#[cfg(feature = "torch-dcp")]
+pub(crate) mod torch_dcp;
 #[cfg(feature = "gguf")]
 pub(crate) mod window;
 pub(crate) mod zt_v0_1;

@@ -125,6 +125,11 @@ pub(crate) struct NpDType {
     pub fields: bool,
 }
 
+/// The module of a distributed checkpoint's records (`Metadata`, `TensorStorageMetadata`,
+/// `ChunkStorageMetadata`, `MetadataIndex`...) and of its writer's (`filesystem._StorageInfo`):
+/// BUILD makes these their fields (see [`Machine`]'s BUILD), which a listing reads.
+pub(crate) const DCP_MODULE: &str = "torch.distributed.checkpoint.";
+
 /// Byte strings longer than this are kept as [`Obj::Span`] by a locating machine (a dict
 /// key, which Python 2 pickles as a byte string, is never this long: [`super::MAX_NAME_LEN`]).
 pub(crate) const SPAN_OVER: u64 = 4096;
@@ -1097,13 +1102,19 @@ impl<'h> Machine<'h> {
             Some(Obj::NpDType(_)) => return self.build_dtype(target, state),
             _ => {}
         }
-        let scripted = match self.heap.get(target) {
-            Some(Obj::Opaque(cls)) => matches!(
-                self.heap.get(*cls),
-                Some(Obj::Global(g)) if g.0 == "__torch__" || g.0.starts_with("__torch__.")
-            ),
+        let (scripted, distributed) = match self.heap.get(target) {
+            Some(Obj::Opaque(cls)) => match self.heap.get(*cls) {
+                Some(Obj::Global(g)) => (
+                    g.0 == "__torch__" || g.0.starts_with("__torch__."),
+                    g.0.starts_with(DCP_MODULE),
+                ),
+                _ => (false, false),
+            },
             _ => return Ok(()),
         };
+        if distributed {
+            return self.build_record(target, state);
+        }
         let pairs = match self.heap.get(state) {
             Some(Obj::Dict(pairs)) if scripted => pairs.clone(),
             Some(Obj::Dict(pairs)) => {
@@ -1121,6 +1132,35 @@ impl<'h> Machine<'h> {
         self.grow(pairs.len() as u64).map_err(Stop::Limit)?;
         if let Some(obj) = self.heap.get_mut(target) {
             *obj = Obj::Dict(pairs);
+        }
+        Ok(())
+    }
+
+    /// BUILD of a distributed checkpoint's record (a dataclass of [`DCP_MODULE`]): the object
+    /// becomes its state, a dict of its fields (`(None, fields)` for a dataclass with slots),
+    /// or the tuple `TensorProperties` keeps. Any other state leaves it opaque.
+    fn build_record(&mut self, target: Pv, state: Pv) -> std::result::Result<(), Stop> {
+        let state = match self.heap.get(state) {
+            Some(Obj::Tuple(t)) if t.len() == 2 && t.first() == Some(&Pv::None) => {
+                t.get(1).copied().unwrap_or(Pv::None)
+            }
+            _ => state,
+        };
+        let record = match self.heap.get(state) {
+            Some(Obj::Dict(pairs)) => Obj::Dict(pairs.clone()),
+            Some(Obj::Tuple(items)) => Obj::Tuple(items.clone()),
+            _ => return Ok(()),
+        };
+        // Counted as the items copied, as a TorchScript module's state is: BUILD after BUILD
+        // over one shared state cannot make the work quadratic.
+        let copied = match &record {
+            Obj::Dict(pairs) => pairs.len(),
+            Obj::Tuple(items) => items.len(),
+            _ => 0,
+        };
+        self.grow(copied as u64).map_err(Stop::Limit)?;
+        if let Some(obj) = self.heap.get_mut(target) {
+            *obj = record;
         }
         Ok(())
     }

@@ -1,0 +1,542 @@
+//! PyTorch distributed checkpoints (`torch.distributed.checkpoint.save`, "DCP"): a folder
+//! holding `.metadata`, a pickle of the checkpoint's `Metadata`, and the data files
+//! `__<rank>_<n>.distcp`, in which each saved tensor (or each rank's chunk of a sharded one)
+//! is a `torch.save` archive of its own at an offset. The file opened is `.metadata` (or
+//! the folder, see [`crate::model_file`]); the data files are opened as the listing's shards.
+//!
+//! - The pickle is run by the PyTorch reader's machine ([`crate::files::torch::pickle`]),
+//!   which makes each record of `torch.distributed.checkpoint` its fields: nothing is
+//!   executed. `state_dict_metadata` gives each tensor's dtype, size and chunks;
+//!   `storage_data` each chunk's data file, offset and length.
+//! - Each chunk's archive is listed by the PyTorch reader through a window onto its data file
+//!   ([`Window`]); its one tensor's bytes are then a range of that data file, read from the
+//!   map without a copy when the tensor is in one chunk.
+//! - A tensor in several chunks (a `DTensor` or `ShardedTensor` saved by several ranks) is
+//!   one object whose chunks are checked to tile it ([`zt_formats::tile`]) and are placed
+//!   where they lie as it is read.
+//! - Values other than tensors (`BytesStorageMetadata`: anything `torch.save` pickled for a
+//!   rank) are named in the file attribute `torch.dcp.bytes` and not read.
+//! - Data files must be plain names in the checkpoint's folder; chunks written through a
+//!   storage transform (DCP's extensions, such as zstd) are listed with a defect.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use zt_container::{Error, RangeRead, Result, Source};
+use zt_formats::{tile, Piece};
+use zt_manifest::{Attributes, Value};
+
+use crate::files::torch::dtypes::dtype_element;
+use crate::files::torch::pickle::{Heap, Machine, Obj, Pv, PICKLE_LIMITS};
+use crate::files::zt_v2::OpenShard;
+use crate::listing::{sort_by_name, Limits, Listing};
+use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo, ShardInfo};
+use crate::zip;
+
+/// The most data files a checkpoint may name (each is a file held open).
+const MAX_DATA_FILES: usize = 4096;
+/// The most chunks one tensor may have (each is an archive listed at open).
+const MAX_CHUNKS: usize = 1 << 16;
+/// The longest data file name (a real one is `__<rank>_<n>.distcp`).
+const MAX_FILE_NAME: usize = 255;
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("invalid PyTorch distributed checkpoint: {what}"))
+}
+
+/// Where one chunk's archive lies: its data file's name, offset and length.
+#[derive(Debug, Clone)]
+struct Stored {
+    file: String,
+    offset: u64,
+    length: u64,
+    /// Whether it was written through a storage transform (not read).
+    transformed: bool,
+}
+
+/// One chunk of a tensor: where it starts and how far it extends in each dimension.
+struct Chunk {
+    offsets: Vec<u64>,
+    sizes: Vec<u64>,
+}
+
+/// A tensor as `state_dict_metadata` describes it.
+struct TensorMeta {
+    dtype: String,
+    size: Vec<u64>,
+    chunks: Vec<Chunk>,
+}
+
+/// Lists the distributed checkpoint whose `.metadata` is `source`, opened from `path` (its
+/// data files lie beside it; `None`: opened from memory, whose data cannot be found).
+pub(crate) fn list(
+    source: &Source,
+    path: Option<&Path>,
+    limits: &Limits,
+    open_shard: OpenShard<'_>,
+) -> Result<Listing> {
+    let len = source.len();
+    if len > limits.max_manifest_len {
+        return Err(Error::limit(format!(
+            "the checkpoint's .metadata is {len} bytes, over the cap of {} \
+             (Limits::max_manifest_len)",
+            limits.max_manifest_len
+        )));
+    }
+    let pickled = source.read_at(0, len)?;
+    let mut heap = Heap::default();
+    let (root, _) = Machine::new(&mut heap, PICKLE_LIMITS, 0).run(&pickled)?;
+    let fields = dict(&heap, root, "the checkpoint's Metadata")?;
+    let tensors = field(&heap, fields, "state_dict_metadata")
+        .ok_or_else(|| bad("Metadata has no state_dict_metadata"))?;
+    let tensors = dict(&heap, tensors, "state_dict_metadata")?;
+    let storage =
+        field(&heap, fields, "storage_data").ok_or_else(|| bad("Metadata has no storage_data"))?;
+    let storage = storage_index(
+        &heap,
+        dict(&heap, storage, "storage_data")?,
+        limits.decode.max_rank,
+    )?;
+
+    // Every tensor's metadata, checked before any data file is opened.
+    let mut metas = zt_container::internal::try_with_capacity(tensors.len())?;
+    let mut byte_values = Vec::new();
+    for &(k, v) in tensors {
+        let name = heap
+            .text(k)
+            .ok_or_else(|| bad("a name in state_dict_metadata is not a string"))?;
+        if matches!(heap.get(v), Some(Obj::Opaque(_))) {
+            // BytesStorageMetadata: a record with no fields.
+            byte_values.push(Value::Text(name.to_owned()));
+            continue;
+        }
+        let meta = tensor_meta(&heap, v, limits).map_err(|e| e.in_object(name))?;
+        metas.push((name, meta));
+    }
+
+    // The data files, numbered from 1 in name order (a B-tree: names come from the file).
+    let mut files: BTreeMap<&str, u32> = BTreeMap::new();
+    for stored in storage.values() {
+        files.insert(&stored.file, 0);
+    }
+    if files.len() > MAX_DATA_FILES {
+        return Err(Error::limit(format!(
+            "the checkpoint names {} data files, more than the cap of {MAX_DATA_FILES}",
+            files.len()
+        )));
+    }
+    for (n, number) in files.values_mut().enumerate() {
+        *number = n as u32 + 1;
+    }
+    let folder = path.and_then(Path::parent).ok_or_else(|| {
+        Error::unsupported(
+            "a distributed checkpoint's .metadata opened from memory: its data files cannot \
+             be found",
+        )
+    })?;
+    let mut shards = Vec::with_capacity(files.len());
+    // A second handle on each data file, through which its chunks' archives are listed.
+    let mut windows = Vec::with_capacity(files.len());
+    for name in files.keys() {
+        let file_path: PathBuf = folder.join(name);
+        let open = || open_shard(&file_path).map_err(|e| e.in_file(&file_path));
+        let data = open()?;
+        windows.push(Arc::new(open()?));
+        let info = ShardInfo {
+            name: (*name).to_owned(),
+            path: file_path.clone(),
+            size: data.len(),
+            digest: None,
+            digest_text: String::new(),
+            data_shard: true,
+            manifest: None,
+        };
+        shards.push((info, data));
+    }
+
+    let mut objects = zt_container::internal::try_with_capacity(metas.len())?;
+    let mut records = Vec::new();
+    for (name, meta) in &metas {
+        let data = (folder, windows.as_slice());
+        let object = tensor_object(name, meta, &storage, &files, data, limits, &mut records)
+            .map_err(|e| e.in_object(name))?;
+        objects.push(object);
+    }
+    if let Some(twice) = sort_by_name(&mut objects) {
+        return Err(bad(format!("tensor {twice:?} is listed twice")));
+    }
+    let mut attributes = Attributes::new();
+    if !byte_values.is_empty() {
+        attributes.insert("torch.dcp.bytes".into(), Value::Array(byte_values));
+    }
+    let mut listing = Listing::of_unique(FileVersion::TorchDcp, attributes, objects);
+    listing.shards = shards;
+    listing.zip_entries = records;
+    Ok(listing)
+}
+
+/// The object of one tensor: its chunks' archives listed through windows onto their data
+/// files, each one tensor of the metadata's dtype and its chunk's size; one chunk is read
+/// in place, several as a tiling. The archives' data records are added to `records` (with
+/// their data file's number and offsets), whose CRC-32s checked reads check.
+fn tensor_object(
+    name: &str,
+    meta: &TensorMeta,
+    storage: &BTreeMap<(String, Vec<u64>), Stored>,
+    files: &BTreeMap<&str, u32>,
+    (folder, windows): (&Path, &[Arc<Source>]),
+    limits: &Limits,
+    records: &mut Vec<(u32, zip::Entry)>,
+) -> Result<ObjectInfo> {
+    let element = dtype_element(&meta.dtype).ok_or_else(|| {
+        Error::unsupported(format!("torch.{} has no zTensor element type", meta.dtype))
+    })?;
+    let mut parts = Vec::with_capacity(meta.chunks.len());
+    let mut inner = None;
+    for chunk in &meta.chunks {
+        let key = (name.to_owned(), chunk.offsets.clone());
+        let stored = storage.get(&key).ok_or_else(|| {
+            bad(format!(
+                "no storage_data entry for its chunk at {:?}",
+                chunk.offsets
+            ))
+        })?;
+        if stored.transformed {
+            return Ok(ObjectInfo::defective(
+                name.to_owned(),
+                Defect::unsupported(
+                    "written through a storage transform (a DCP extension), which this reader \
+                     does not undo",
+                ),
+            ));
+        }
+        let number = files.get(stored.file.as_str()).copied().unwrap_or(0);
+        let window = windows
+            .get((number as usize).wrapping_sub(1))
+            .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
+        let (mut object, record) =
+            chunk_tensor(window, stored, limits).map_err(|e| in_data_file(e, stored, folder))?;
+        if let Some(mut record) = record {
+            // Offsets in the archive are the window's: made the data file's, as the
+            // component's below (both fit: the chunk lies inside its file).
+            record.data_offset = record.data_offset.saturating_add(stored.offset);
+            record.header_offset = record.header_offset.saturating_add(stored.offset);
+            records.push((number, record));
+        }
+        if object.shape.as_slice() != chunk.sizes.as_slice() {
+            return Err(bad(format!(
+                "its chunk at {:?} holds a tensor of shape {:?}, not the chunk's {:?}",
+                chunk.offsets,
+                object.shape.as_slice(),
+                chunk.sizes
+            )));
+        }
+        let one_component = object.components.len() == 1;
+        let Some(c) = object.components.0.first_mut() else {
+            return Err(bad("a chunk's tensor has no data"));
+        };
+        if c.element != element {
+            return Err(bad(format!(
+                "its chunk at {:?} holds {:?}, not the metadata's torch.{}",
+                chunk.offsets, c.element, meta.dtype
+            )));
+        }
+        // The archive's offsets are the window's: make them the data file's.
+        c.offset = c
+            .offset
+            .checked_add(stored.offset)
+            .ok_or_else(|| bad(format!("chunk offset {} overflows", stored.offset)))?;
+        c.file = number;
+        let contiguous = matches!(c.encoding, zt_formats::Encoding::Raw)
+            && c.arrangement.is_none()
+            && c.byte_order == ByteOrder::Little
+            && object.format == zt_formats::Format::Dense
+            && one_component;
+        parts.push((
+            Piece {
+                file: number,
+                offset: c.offset,
+                length: c.length,
+                crc32c: None,
+            },
+            chunk.offsets.clone(),
+            chunk.sizes.clone(),
+            contiguous,
+        ));
+        inner = Some(object);
+    }
+    match (parts.len(), inner) {
+        // One chunk: its tensor as the archive gives it (strided ones keep their
+        // arrangement), under the checkpoint's name.
+        (1, Some(mut object)) if parts.first().is_some_and(|p| p.1.iter().all(|&o| o == 0)) => {
+            if object.shape.as_slice() != meta.size.as_slice() {
+                return Err(bad(format!(
+                    "its one chunk has shape {:?}, not the tensor's {:?}",
+                    object.shape.as_slice(),
+                    meta.size
+                )));
+            }
+            object.name = name.to_owned();
+            object.attributes.remove("torch.storage");
+            object.attributes.remove("torch.storage_offset");
+            Ok(object)
+        }
+        _ => {
+            if parts.iter().any(|p| !p.3) {
+                return Ok(ObjectInfo::defective(
+                    name.to_owned(),
+                    Defect::unsupported(
+                        "saved in chunks of which one is strided, encoded or big-endian, which \
+                         this reader does not assemble",
+                    ),
+                ));
+            }
+            let boxes = parts.into_iter().map(|(p, s, e, _)| (p, s, e)).collect();
+            match tile(&meta.size, element.logical_size(), boxes) {
+                Ok(tiling) => Ok(ObjectInfo::tiled(
+                    name.to_owned(),
+                    meta.size.clone().into(),
+                    element,
+                    tiling,
+                    ByteOrder::Little,
+                )),
+                Err(why) => Ok(ObjectInfo::defective(
+                    name.to_owned(),
+                    Defect::invalid(format!("{why} (its chunks)")),
+                )),
+            }
+        }
+    }
+}
+
+/// An error of a chunk's archive, said of its data file in `folder`: its offset (the
+/// archive's) made the file's, and the archive's record it names (`archive/data.pkl`) in the
+/// message, so that the tensor's name can be the error's object.
+fn in_data_file(e: Error, stored: &Stored, folder: &Path) -> Error {
+    let message = match e.object() {
+        Some(record) => format!(
+            "{} (in record {record:?} of a chunk's archive)",
+            e.message()
+        ),
+        None => e.message().to_owned(),
+    };
+    let offset = stored.offset.saturating_add(e.offset().unwrap_or(0));
+    Error::new(e.kind(), message)
+        .at(offset)
+        .in_file(&folder.join(&stored.file))
+}
+
+/// The one tensor of the `torch.save` archive at `stored` in `window`'s data file, and the
+/// record that holds its data, their offsets the archive's.
+fn chunk_tensor(
+    window: &Arc<Source>,
+    stored: &Stored,
+    limits: &Limits,
+) -> Result<(ObjectInfo, Option<zip::Entry>)> {
+    let end = stored.offset.checked_add(stored.length);
+    if end.is_none_or(|end| end > window.len()) {
+        return Err(bad(format!(
+            "a chunk of {} bytes at offset {} lies past the end of its data file ({} bytes)",
+            stored.length,
+            stored.offset,
+            window.len()
+        )));
+    }
+    let archive = Source::ranged(
+        Arc::new(Window {
+            file: Arc::clone(window),
+            start: stored.offset,
+        }),
+        stored.length,
+    );
+    let entries = zip::entries_by(&archive, zip::Rules::Miniz)?.entries;
+    let listing = crate::files::torch::list(&archive, entries, limits, FileVersion::PyTorch)?;
+    let mut objects = listing.objects.into_iter();
+    let data = |o: &ObjectInfo| {
+        let c = o.components.first()?;
+        let (_, e) = listing.zip_entries.iter().find(|(_, e)| {
+            e.data_offset <= c.offset
+                && c.offset < e.data_end().max(e.data_offset.saturating_add(1))
+        })?;
+        Some(e.clone())
+    };
+    match (objects.next(), objects.next()) {
+        (Some(o), None) if o.defect.is_none() => {
+            let record = data(&o);
+            Ok((o, record))
+        }
+        (Some(o), None) => Err(o
+            .defect
+            .map_or_else(|| bad("unreadable chunk"), |d| bad(d.message))),
+        _ => Err(bad("a chunk's archive does not hold exactly one tensor")),
+    }
+}
+
+/// Part of a data file, read as a file of its own (a chunk's archive, whose offsets start
+/// at its first byte).
+#[derive(Debug)]
+struct Window {
+    file: Arc<Source>,
+    start: u64,
+}
+
+impl RangeRead for Window {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        // The archive's source checked `offset + buf.len()` against the chunk's length, which
+        // was checked to end inside the file.
+        let at = self
+            .start
+            .checked_add(offset)
+            .ok_or_else(|| std::io::Error::other("a chunk offset overflows"))?;
+        self.file
+            .read_into(at, buf)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+/// `storage_data`: each chunk's place, by tensor name and chunk offsets.
+fn storage_index(
+    heap: &Heap,
+    items: &[(Pv, Pv)],
+    max_rank: usize,
+) -> Result<BTreeMap<(String, Vec<u64>), Stored>> {
+    let mut index = BTreeMap::new();
+    for &(k, v) in items {
+        let key = dict(heap, k, "a storage_data key (MetadataIndex)")?;
+        let fqn = field(heap, key, "fqn")
+            .and_then(|f| heap.text(f))
+            .ok_or_else(|| bad("a MetadataIndex has no fqn"))?;
+        let offsets = match field(heap, key, "offset") {
+            Some(o) => ints(heap, o, "a MetadataIndex offset", max_rank)?,
+            None => Vec::new(),
+        };
+        let info = dict(heap, v, "a storage_data value (_StorageInfo)")?;
+        let file = field(heap, info, "relative_path")
+            .and_then(|f| heap.text(f))
+            .ok_or_else(|| bad(format!("the storage of {fqn:?} has no relative_path")))?;
+        if file.is_empty()
+            || file.len() > MAX_FILE_NAME
+            || file.contains(['/', '\\', '\0'])
+            || file == "."
+            || file == ".."
+        {
+            return Err(bad(format!(
+                "the storage of {fqn:?} names {file:?}, not a file in the checkpoint's folder"
+            )));
+        }
+        let number = |name: &str| match field(heap, info, name) {
+            Some(Pv::Int(n)) if n >= 0 => Ok(n as u64),
+            _ => Err(bad(format!(
+                "the storage of {fqn:?} has no {name} (a non-negative integer)"
+            ))),
+        };
+        let stored = Stored {
+            file: file.to_owned(),
+            offset: number("offset")?,
+            length: number("length")?,
+            transformed: field(heap, info, "transform_descriptors").is_some_and(|t| {
+                !matches!(t, Pv::None)
+                    && !matches!(heap.get(t), Some(Obj::List(l) | Obj::Tuple(l)) if l.is_empty())
+            }),
+        };
+        if index.insert((fqn.to_owned(), offsets), stored).is_some() {
+            return Err(bad(format!(
+                "two storage_data entries for one chunk of {fqn:?}"
+            )));
+        }
+    }
+    Ok(index)
+}
+
+/// A `TensorStorageMetadata`: `properties` (a `TensorProperties`, whose state is the tuple
+/// `(dtype, layout, requires_grad, memory_format, pin_memory)`), `size`, `chunks`.
+fn tensor_meta(heap: &Heap, v: Pv, limits: &Limits) -> Result<TensorMeta> {
+    let fields = dict(heap, v, "its TensorStorageMetadata")?;
+    let dtype = field(heap, fields, "properties")
+        .and_then(|p| match heap.get(p) {
+            Some(Obj::Tuple(t)) => t.first().copied(),
+            _ => None,
+        })
+        .and_then(|d| match heap.get(d) {
+            Some(Obj::DType(name)) => Some(name.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| bad("its properties give no torch dtype this reader knows"))?;
+    let max_rank = limits.decode.max_rank;
+    let size = field(heap, fields, "size").ok_or_else(|| bad("it has no size"))?;
+    let size = ints(heap, size, "its size", max_rank)?;
+    let chunks = match field(heap, fields, "chunks").map(|c| heap.get(c)) {
+        Some(Some(Obj::List(c))) => c,
+        _ => return Err(bad("it has no list of chunks")),
+    };
+    if chunks.len() > MAX_CHUNKS {
+        return Err(Error::limit(format!(
+            "{} chunks, more than the cap of {MAX_CHUNKS}",
+            chunks.len()
+        )));
+    }
+    let chunks = chunks
+        .iter()
+        .map(|&c| {
+            let f = dict(heap, c, "a ChunkStorageMetadata")?;
+            let get = |name: &str| {
+                field(heap, f, name)
+                    .ok_or_else(|| bad(format!("a chunk has no {name}")))
+                    .and_then(|v| ints(heap, v, name, max_rank))
+            };
+            let (offsets, sizes) = (get("offsets")?, get("sizes")?);
+            if offsets.len() != size.len() || sizes.len() != size.len() {
+                return Err(bad(format!(
+                    "a chunk at {offsets:?} of {sizes:?} is not of the tensor's rank {}",
+                    size.len()
+                )));
+            }
+            Ok(Chunk { offsets, sizes })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if chunks.is_empty() {
+        return Err(bad("it has no chunks"));
+    }
+    Ok(TensorMeta {
+        dtype,
+        size,
+        chunks,
+    })
+}
+
+/// The items of a dict, or the fields of a record (a dataclass the pickle machine made a
+/// dict).
+fn dict<'h>(heap: &'h Heap, v: Pv, what: &str) -> Result<&'h [(Pv, Pv)]> {
+    match heap.get(v) {
+        Some(Obj::Dict(items)) => Ok(items),
+        _ => Err(bad(format!("{what} is {}, not a dict", heap.kind(v)))),
+    }
+}
+
+/// The value of field `name` of a record (records have a handful of fields).
+fn field(heap: &Heap, fields: &[(Pv, Pv)], name: &str) -> Option<Pv> {
+    fields
+        .iter()
+        .find(|&&(k, _)| heap.text(k) == Some(name))
+        .map(|&(_, v)| v)
+}
+
+/// A tuple or list of non-negative integers (a `torch.Size`), at most `max_rank` of them.
+fn ints(heap: &Heap, v: Pv, what: &str, max_rank: usize) -> Result<Vec<u64>> {
+    match heap.get(v) {
+        Some(Obj::Tuple(items) | Obj::List(items)) if items.len() > max_rank => {
+            Err(Error::rank_over_cap(Some(items.len() as u64), max_rank).in_object(what))
+        }
+        Some(Obj::Tuple(items) | Obj::List(items)) => items
+            .iter()
+            .map(|&i| match i {
+                Pv::Int(n) if n >= 0 => Ok(n as u64),
+                _ => Err(bad(format!(
+                    "{what} holds something not a non-negative integer"
+                ))),
+            })
+            .collect(),
+        _ => Err(bad(format!("{what} is {}, not a tuple", heap.kind(v)))),
+    }
+}

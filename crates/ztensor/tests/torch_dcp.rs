@@ -1,0 +1,213 @@
+//! PyTorch distributed checkpoints written by `torch.distributed.checkpoint.save` itself
+//! (`tools/interop/make_torch_dcp.py`): one saved by a single process, one by two ranks from
+//! sharded DTensors (rows and columns). Every tensor reads as torch was given it, mapped and
+//! unmapped; a tensor in one chunk comes from the map without a copy; the folder opens as
+//! the model; damaged checkpoints give the errors they must, and no damage to a data file
+//! makes the reader panic.
+
+#[path = "support/expected.rs"]
+mod expected;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use ztensor::{ErrorKind, FileVersion, OpenOptions, Value};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/torch_dcp")
+}
+
+#[test]
+fn every_tensor_reads_as_torch_saved_it() {
+    let want = expected::load(&dir());
+    let files = expected::check_every_file(&dir(), &want, "tensors", |file, r, _| {
+        assert_eq!(r.version(), &FileVersion::TorchDcp, "{file}");
+        let data_files: Vec<&str> = r.shards().iter().map(|s| s.name.as_str()).collect();
+        if file.starts_with("single") {
+            assert_eq!(data_files, ["__0_0.distcp"]);
+            // The value that is not a tensor is named, not lost.
+            let bytes = r.attributes().get("torch.dcp.bytes");
+            assert_eq!(bytes, Some(&Value::Array(vec![Value::Text("step".into())])));
+        } else {
+            assert_eq!(data_files, ["__0_0.distcp", "__1_0.distcp"]);
+        }
+    });
+    assert_eq!(files, 2);
+}
+
+#[test]
+fn a_tensor_in_one_chunk_is_read_in_place_and_chunks_are_assembled() {
+    let r = ztensor::open(dir().join("single/.metadata")).unwrap();
+    let o = r.object("embed.weight").unwrap();
+    assert!(matches!(o.bytes().unwrap(), Cow::Borrowed(_)));
+    // Saved transposed: torch's strides are kept and the read gathers it.
+    let t = r.object("layers.0.proj_t").unwrap();
+    assert!(matches!(t.bytes().unwrap(), Cow::Owned(_)));
+
+    let r = ztensor::open(dir().join("two_ranks/.metadata")).unwrap();
+    // Rows 0..4 in one rank's file, 4..8 in the other's: pieces in row order.
+    let rows = r.object("rows").unwrap();
+    let encodings: Vec<String> = rows
+        .components()
+        .map(|c| c.encoding.name().to_owned())
+        .collect();
+    assert_eq!(encodings, ["pieces"]);
+    // Columns: boxes placed where they lie.
+    let cols = r.object("cols").unwrap();
+    let encodings: Vec<String> = cols
+        .components()
+        .map(|c| c.encoding.name().to_owned())
+        .collect();
+    assert_eq!(encodings, ["boxes"]);
+}
+
+#[test]
+fn the_folder_opens_as_its_model() {
+    let metadata = ztensor::model_file(&dir().join("two_ranks")).unwrap();
+    assert_eq!(metadata, dir().join("two_ranks/.metadata"));
+    let r = ztensor::open(metadata).unwrap();
+    assert_eq!(r.version(), &FileVersion::TorchDcp);
+    assert_eq!(r.len(), 3);
+}
+
+/// A copy of `sub` in a temporary folder, its `.metadata` passed through `edit`.
+fn copy_with(sub: &str, edit: impl Fn(&mut Vec<u8>)) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(dir().join(sub)).unwrap() {
+        let p = e.unwrap().path();
+        let mut bytes = std::fs::read(&p).unwrap();
+        if p.file_name().unwrap() == ".metadata" {
+            edit(&mut bytes);
+        }
+        std::fs::write(tmp.path().join(p.file_name().unwrap()), bytes).unwrap();
+    }
+    tmp
+}
+
+/// `bytes` with the one occurrence of `from` replaced by `to`, of the same length (a pickle's
+/// strings carry their lengths).
+fn replace(bytes: &mut [u8], from: &[u8], to: &[u8]) {
+    assert_eq!(from.len(), to.len());
+    let hits: Vec<usize> = (0..bytes.len())
+        .filter(|&i| bytes[i..].starts_with(from))
+        .collect();
+    assert!(!hits.is_empty(), "{:?}", String::from_utf8_lossy(from));
+    for at in hits {
+        bytes[at..at + to.len()].copy_from_slice(to);
+    }
+}
+
+#[test]
+fn a_data_file_outside_the_folder_is_refused() {
+    let tmp = copy_with("single", |b| replace(b, b"__0_0.distcp", b"../0_0.distc"));
+    let e = ztensor::open(tmp.path().join(".metadata")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string().contains(
+            "invalid PyTorch distributed checkpoint: the storage of \"step\" names \
+             \"../0_0.distc\", not a file in the checkpoint's folder"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_missing_or_short_data_file_is_named() {
+    let tmp = copy_with("two_ranks", |_| {});
+    std::fs::remove_file(tmp.path().join("__1_0.distcp")).unwrap();
+    let e = ztensor::open(tmp.path().join(".metadata")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.to_string().contains("__1_0.distcp"), "{e}");
+
+    let tmp = copy_with("single", |_| {});
+    let data = tmp.path().join("__0_0.distcp");
+    let len = std::fs::metadata(&data).unwrap().len();
+    std::fs::File::options()
+        .write(true)
+        .open(&data)
+        .unwrap()
+        .set_len(len - 100)
+        .unwrap();
+    let e = ztensor::open(tmp.path().join(".metadata")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string().contains("lies past the end of its data file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_chunk_that_is_not_its_tensors_shape_is_refused() {
+    // `rows` says it is 8 x 6; a chunk of 4 x 6 then covers half of a 9 x 6 tensor... made by
+    // changing the size's first dimension (BININT1 8, the only `K\x08` before `K\x06`).
+    let tmp = copy_with("two_ranks", |b| replace(b, b"K\x08K\x06", b"K\x09K\x06"));
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    let e = r.object("rows").unwrap().bytes().unwrap_err();
+    assert!(e.to_string().contains("cover 8 of its rows"), "{e}");
+}
+
+#[test]
+fn metadata_from_memory_says_its_data_cannot_be_found() {
+    let bytes = std::fs::read(dir().join("single/.metadata")).unwrap();
+    let e = OpenOptions::new().open_bytes(bytes).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("opened from memory"), "{e}");
+}
+
+#[test]
+fn no_damage_to_a_data_file_makes_the_reader_panic() {
+    let tmp = copy_with("two_ranks", |_| {});
+    let path = tmp.path().join("__1_0.distcp");
+    let good = std::fs::read(&path).unwrap();
+    let mut outcomes = [0usize; 2];
+    for at in (0..good.len()).step_by(3) {
+        for flip in [0x01u8, 0x80] {
+            let mut bad = good.clone();
+            bad[at] ^= flip;
+            std::fs::write(&path, &bad).unwrap();
+            let opened = OpenOptions::new()
+                .unmapped(true)
+                .open(tmp.path().join(".metadata"));
+            let ok = opened.is_ok_and(|r| {
+                let names: Vec<String> = r.names().map(str::to_owned).collect();
+                names
+                    .iter()
+                    .all(|n| r.object(n).and_then(|o| o.bytes()).is_ok())
+            });
+            outcomes[usize::from(ok)] += 1;
+        }
+    }
+    // Damage to the values reads (torch's archives carry CRCs verify checks); damage to the
+    // archives' structure is refused.
+    assert!(outcomes[0] > 100 && outcomes[1] > 100, "{outcomes:?}");
+}
+
+#[test]
+fn a_changed_value_fails_the_archives_crc_in_verify_and_checked_reads() {
+    let tmp = copy_with("two_ranks", |_| {});
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    // A byte of `cols`'s second box (rank 1's file): a tensor in chunks checks every piece.
+    let Some(zt_formats::Encoding::Boxes(table)) = r
+        .object("cols")
+        .unwrap()
+        .components()
+        .next()
+        .map(|c| c.encoding.clone())
+    else {
+        panic!("cols is not in boxes")
+    };
+    let (piece, ..) = table.boxes.last().unwrap();
+    let path = &r.shards()[piece.file as usize - 1].path.clone();
+    drop(r);
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[piece.offset as usize + 3] ^= 0x10;
+    std::fs::write(path, bytes).unwrap();
+
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    let report = r.verify();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    let e = r.object("cols").unwrap().bytes().unwrap_err();
+    assert!(e.to_string().contains("CRC-32"), "{e}");
+    // The other tensors are intact.
+    assert!(r.object("rows").unwrap().bytes().is_ok());
+}

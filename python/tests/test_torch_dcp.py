@@ -1,0 +1,43 @@
+"""PyTorch distributed checkpoints (a folder of .metadata and *.distcp files, as
+torch.distributed.checkpoint.save wrote them, fixtures/interop/torch_dcp): every tensor reads
+as torch was given it, by the folder or its .metadata, chunks of sharded tensors assembled;
+a tensor in one chunk is a numpy array over the map."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import ztio
+import ztio.numpy
+
+DCP = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "torch_dcp")
+BF16 = np.dtype("V2")
+
+
+def _expected(sub):
+    with open(os.path.join(DCP, "expected.json")) as f:
+        return json.load(f)["files"][sub + "/.metadata"]["tensors"]
+
+
+@pytest.mark.parametrize("sub", ["single", "two_ranks"])
+@pytest.mark.parametrize("by_folder", [False, True])
+def test_every_tensor_reads_as_torch_saved_it(sub, by_folder):
+    want = _expected(sub)
+    path = os.path.join(DCP, sub) if by_folder else os.path.join(DCP, sub, ".metadata")
+    with ztio.open(path) as f:
+        assert sorted(f.keys()) == sorted(want)
+        for name, w in want.items():
+            a = f.get_tensor(name)
+            assert list(a.shape) == w["shape"], name
+            assert np.ascontiguousarray(a).tobytes().hex() == w["hex"], name
+    assert ztio.verify(path).ok
+
+
+def test_a_whole_tensor_is_read_in_place():
+    loaded = ztio.numpy.load_file(os.path.join(DCP, "single"))
+    weight = loaded["embed.weight"]
+    assert weight.tolist() == (np.arange(12, dtype=np.float32).reshape(3, 4) / 4).tolist()
+    # Zero copy: the array does not own its bytes (they are the data file's map).
+    assert not weight.flags.owndata

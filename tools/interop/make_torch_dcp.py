@@ -1,0 +1,110 @@
+"""Writes fixtures/interop/torch_dcp/: PyTorch distributed checkpoints as
+`torch.distributed.checkpoint.save` writes them (a folder: `.metadata`, a pickle of the
+checkpoint's `Metadata`, and `__<rank>_<n>.distcp` files, each tensor a `torch.save` archive
+at an offset of one of them).
+
+- `single/`: saved by one process (no process group): f32, bf16, a transposed int64 tensor
+  (saved strided), an empty tensor, a 0-d tensor and a non-tensor value (`step`).
+- `two_ranks/`: saved by two processes (gloo on loopback) from DTensors sharded over a
+  two-device CPU mesh, rows (`Shard(0)`) and columns (`Shard(1)`), and one replicated
+  tensor: each sharded tensor is two chunks, one per rank's file.
+
+Also expected.json: per `.metadata` and tensor, the shape, the zTensor type name and the
+row-major little-endian bytes (hex) that reading must give. Run once in a throwaway venv
+(`pip install torch numpy`); the files are committed and the tests never need Python.
+
+    python tools/interop/make_torch_dcp.py [out_dir]
+"""
+import json
+import os
+import shutil
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+import torch.multiprocessing as mp
+
+ZT = {torch.float32: "f32", torch.bfloat16: "bf16", torch.int64: "i64", torch.float16: "f16"}
+
+
+def le_hex(t):
+    flat = t.detach().contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes().hex() if flat.numel() else ""
+
+
+def expect(table, name, t):
+    table[name] = {"shape": list(t.shape), "type": ZT[t.dtype], "hex": le_hex(t)}
+
+
+def whole_tensors():
+    torch.manual_seed(0)
+    return {
+        "rows": torch.arange(48, dtype=torch.float32).reshape(8, 6),
+        "cols": torch.arange(30, dtype=torch.int64).reshape(5, 6) * 3,
+        "same": torch.arange(4, dtype=torch.float16),
+    }
+
+
+def rank_main(rank, out, init):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    mesh = init_device_mesh("cpu", (2,))
+    whole = whole_tensors()
+    state = {
+        "rows": distribute_tensor(whole["rows"], mesh, [Shard(0)]),
+        "cols": distribute_tensor(whole["cols"], mesh, [Shard(1)]),
+        "same": distribute_tensor(whole["same"], mesh, [Replicate()]),
+    }
+    dcp.save(state, checkpoint_id=os.path.join(out, "two_ranks"))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "fixtures/interop/torch_dcp"
+    for sub in ("single", "two_ranks"):
+        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+    os.makedirs(out, exist_ok=True)
+    expected = {"single": {}, "two_ranks": {}}
+
+    single = {
+        "embed.weight": torch.arange(12, dtype=torch.float32).reshape(3, 4) / 4,
+        "layers.0.norm": torch.tensor([1.5, -2.0, 3.25], dtype=torch.bfloat16),
+        "layers.0.proj_t": torch.arange(6, dtype=torch.int64).reshape(2, 3).t(),
+        "empty": torch.zeros(0, 5),
+        "scale": torch.tensor(0.5),
+        "step": 7,
+    }
+    dcp.save(single, checkpoint_id=os.path.join(out, "single"))
+    for name, t in single.items():
+        if isinstance(t, torch.Tensor):
+            expect(expected["single"], name, t)
+
+    init = "file://" + os.path.abspath(os.path.join(out, ".rendezvous"))
+    mp.spawn(rank_main, args=(out, init), nprocs=2, join=True)
+    if os.path.exists(os.path.join(out, ".rendezvous")):
+        os.remove(os.path.join(out, ".rendezvous"))
+    for name, t in whole_tensors().items():
+        expect(expected["two_ranks"], name, t)
+
+    # What torch reads back, compared with what was saved.
+    for sub, table in expected.items():
+        target = {n: torch.empty(e["shape"], dtype={v: k for k, v in ZT.items()}[e["type"]])
+                  for n, e in table.items()}
+        dcp.load(target, checkpoint_id=os.path.join(out, sub))
+        for n, t in target.items():
+            assert le_hex(t) == table[n]["hex"], (sub, n)
+
+    files = {f"{sub}/.metadata": {"tensors": table} for sub, table in expected.items()}
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"files": files}, f, indent=1, sort_keys=True)
+        f.write("\n")
+    for sub in expected:
+        print(sub, sorted(os.listdir(os.path.join(out, sub))))
+
+
+if __name__ == "__main__":
+    main()
