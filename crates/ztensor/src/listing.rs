@@ -63,6 +63,24 @@ impl Limits {
 pub const MIN_LISTING_BUDGET: u64 = 256 << 20;
 
 impl Limits {
+    /// All of `source`, a file that is listed from its bytes read whole (a TensorFlow
+    /// checkpoint's index, a distributed checkpoint's `.metadata`, an OpenVINO model's XML),
+    /// if it is at most [`Limits::max_manifest_len`] bytes; `what` names it in the error.
+    pub(crate) fn read_whole<'s>(
+        &self,
+        source: &'s zt_container::Source,
+        what: &str,
+    ) -> Result<Cow<'s, [u8]>> {
+        let len = source.len();
+        if len > self.max_manifest_len {
+            return Err(Error::limit(format!(
+                "{what} is {len} bytes, over the cap of {} (Limits::max_manifest_len)",
+                self.max_manifest_len
+            )));
+        }
+        source.read_at(0, len)
+    }
+
     /// What listing a file of `file_len` bytes may take in memory (objects, names,
     /// attributes), for kinds whose objects can each be written in a few bytes (ONNX, HDF5):
     /// [`Limits::memory_budget`] if set, else the larger of [`Limits::read_budget`] of the

@@ -45,20 +45,18 @@ fn a_tensor_in_one_chunk_is_read_in_place_and_chunks_are_assembled() {
     assert!(matches!(t.bytes().unwrap(), Cow::Owned(_)));
 
     let r = ztensor::open(dir().join("two_ranks/.metadata")).unwrap();
+    let encodings = |name: &str| -> Vec<String> {
+        let o = r.object(name).unwrap();
+        o.components()
+            .map(|c| c.encoding.name().to_owned())
+            .collect()
+    };
     // Rows 0..4 in one rank's file, 4..8 in the other's: pieces in row order.
-    let rows = r.object("rows").unwrap();
-    let encodings: Vec<String> = rows
-        .components()
-        .map(|c| c.encoding.name().to_owned())
-        .collect();
-    assert_eq!(encodings, ["pieces"]);
+    assert_eq!(encodings("rows"), ["pieces"]);
     // Columns: boxes placed where they lie.
-    let cols = r.object("cols").unwrap();
-    let encodings: Vec<String> = cols
-        .components()
-        .map(|c| c.encoding.name().to_owned())
-        .collect();
-    assert_eq!(encodings, ["boxes"]);
+    assert_eq!(encodings("cols"), ["boxes"]);
+    // Replicated: one chunk, saved once.
+    assert_eq!(encodings("same"), ["raw"]);
 }
 
 #[test]

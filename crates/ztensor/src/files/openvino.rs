@@ -109,14 +109,7 @@ pub(crate) fn list(
     limits: &Limits,
     open_bin: &dyn Fn(&Path) -> Result<Source>,
 ) -> Result<Listing> {
-    if source.len() > limits.max_manifest_len {
-        return Err(Error::limit(format!(
-            "an OpenVINO model of {} bytes of XML, over the cap of {}",
-            source.len(),
-            limits.max_manifest_len
-        )));
-    }
-    let xml = source.read_at(0, source.len())?;
+    let xml = limits.read_whole(source, "the OpenVINO model's XML")?;
     let mut budget = MemoryBudget::new(
         limits.listing_budget(source.len()),
         "listing the OpenVINO model",

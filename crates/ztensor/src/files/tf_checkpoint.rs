@@ -63,13 +63,7 @@ pub(crate) fn list(
     open_shard: OpenShard<'_>,
 ) -> Result<Listing> {
     let len = source.len();
-    if len > limits.max_manifest_len {
-        return Err(Error::limit(format!(
-            "the checkpoint's index is {len} bytes, over the cap of {} (Limits::max_manifest_len)",
-            limits.max_manifest_len
-        )));
-    }
-    let table = source.read_at(0, len)?;
+    let table = limits.read_whole(source, "the checkpoint's index")?;
     let mut budget = MemoryBudget::new(limits.listing_budget(len), "listing the checkpoint");
     let mut header = None;
     let mut entries = Vec::new();

@@ -76,15 +76,7 @@ pub(crate) fn list(
     limits: &Limits,
     open_shard: OpenShard<'_>,
 ) -> Result<Listing> {
-    let len = source.len();
-    if len > limits.max_manifest_len {
-        return Err(Error::limit(format!(
-            "the checkpoint's .metadata is {len} bytes, over the cap of {} \
-             (Limits::max_manifest_len)",
-            limits.max_manifest_len
-        )));
-    }
-    let pickled = source.read_at(0, len)?;
+    let pickled = limits.read_whole(source, "the checkpoint's .metadata")?;
     let mut heap = Heap::default();
     let (root, _) = Machine::new(&mut heap, PICKLE_LIMITS, 0).run(&pickled)?;
     let fields = dict(&heap, root, "the checkpoint's Metadata")?;
