@@ -66,6 +66,7 @@ impl Limits {
     /// All of `source`, a file that is listed from its bytes read whole (a TensorFlow
     /// checkpoint's index, a distributed checkpoint's `.metadata`, an OpenVINO model's XML),
     /// if it is at most [`Limits::max_manifest_len`] bytes; `what` names it in the error.
+    #[cfg(any(feature = "tensorflow", feature = "openvino", feature = "torch-dcp"))]
     pub(crate) fn read_whole<'s>(
         &self,
         source: &'s zt_container::Source,
