@@ -1146,19 +1146,19 @@ impl<'h> Machine<'h> {
             }
             _ => state,
         };
+        let copied = match self.heap.get(state) {
+            Some(Obj::Dict(pairs)) => pairs.len(),
+            Some(Obj::Tuple(items)) => items.len(),
+            _ => return Ok(()),
+        };
+        // Counted as the items copied, as a TorchScript module's state is, and before they
+        // are: BUILD after BUILD over one shared state cannot make the work quadratic.
+        self.grow(copied as u64).map_err(Stop::Limit)?;
         let record = match self.heap.get(state) {
             Some(Obj::Dict(pairs)) => Obj::Dict(pairs.clone()),
             Some(Obj::Tuple(items)) => Obj::Tuple(items.clone()),
             _ => return Ok(()),
         };
-        // Counted as the items copied, as a TorchScript module's state is: BUILD after BUILD
-        // over one shared state cannot make the work quadratic.
-        let copied = match &record {
-            Obj::Dict(pairs) => pairs.len(),
-            Obj::Tuple(items) => items.len(),
-            _ => 0,
-        };
-        self.grow(copied as u64).map_err(Stop::Limit)?;
         if let Some(obj) = self.heap.get_mut(target) {
             *obj = record;
         }
@@ -1782,21 +1782,58 @@ mod tests {
     /// would have grown as objects times entries.
     #[test]
     fn builds_over_one_shared_state_are_charged_to_the_items_cap() {
-        let mut p = b"\x80\x02}q\x00(".to_vec();
-        for i in 0..10_000u32 {
-            p.push(b'J');
-            p.extend(i.to_le_bytes());
-            p.push(b'N');
+        // A class we do not know, and a distributed checkpoint's record (made its fields).
+        for class in [
+            &b"__main__\nThing"[..],
+            b"torch.distributed.checkpoint.metadata\nThing",
+        ] {
+            let mut p = b"\x80\x02}q\x00(".to_vec();
+            for i in 0..10_000u32 {
+                p.push(b'J');
+                p.extend(i.to_le_bytes());
+                p.push(b'N');
+            }
+            p.push(b'u');
+            for _ in 0..20_000 {
+                // NEWOBJ of the class, then BUILD with the memoized state.
+                p.push(b'c');
+                p.extend(class);
+                p.extend(b"\n)\x81h\x00b0");
+            }
+            p.push(b'.');
+            let e = run(&p).unwrap_err();
+            assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+            assert!(e.to_string().contains("items"), "{e}");
         }
-        p.push(b'u');
-        for _ in 0..20_000 {
-            // NEWOBJ of a class we do not know, then BUILD with the memoized state.
-            p.extend(b"c__main__\nThing\n)\x81h\x00b0");
+    }
+
+    #[test]
+    fn a_distributed_checkpoints_records_become_their_fields() {
+        let class = b"ctorch.distributed.checkpoint.metadata\nRecord\n)\x81";
+        // BUILD with a dict, with (None, dict) as a dataclass with slots pickles, with a tuple.
+        let states: [&[u8]; 3] = [
+            b"}X\x01\x00\x00\x00aK\x01s",
+            b"N}X\x01\x00\x00\x00aK\x01s\x86",
+            b"K\x01K\x02\x86",
+        ];
+        for (state, want_dict) in states.into_iter().zip([true, true, false]) {
+            let mut p = b"\x80\x02".to_vec();
+            p.extend(class);
+            p.extend(state);
+            p.extend(b"b.");
+            let (heap, v) = run(&p).unwrap();
+            match heap.get(v) {
+                Some(Obj::Dict(d)) if want_dict => {
+                    assert_eq!(heap.text(d[0].0), Some("a"));
+                    assert_eq!(d[0].1, Pv::Int(1));
+                }
+                Some(Obj::Tuple(t)) if !want_dict => assert_eq!(t, &[Pv::Int(1), Pv::Int(2)]),
+                other => panic!("{other:?}"),
+            }
         }
-        p.push(b'.');
-        let e = run(&p).unwrap_err();
-        assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
-        assert!(e.to_string().contains("items"), "{e}");
+        // Another module's class stays opaque.
+        let (heap, v) = run(b"\x80\x02c__main__\nRecord\n)\x81K\x01K\x02\x86b.").unwrap();
+        assert!(matches!(heap.get(v), Some(Obj::Opaque(_))));
     }
 
     #[test]
