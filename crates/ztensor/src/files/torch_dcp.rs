@@ -19,7 +19,7 @@
 //! - Data files must be plain names in the checkpoint's folder; chunks written through a
 //!   storage transform (DCP's extensions, such as zstd) are listed with a defect.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,6 +40,10 @@ const MAX_DATA_FILES: usize = 4096;
 const MAX_CHUNKS: usize = 1 << 16;
 /// The longest data file name (a real one is `__<rank>_<n>.distcp`).
 const MAX_FILE_NAME: usize = 255;
+/// The most fields a record of `torch.distributed.checkpoint` may have (the largest,
+/// `Metadata`, has five): a field is found by a search over them, and one record may be
+/// shared by every entry of the file, so a larger one would make listing cost their product.
+const MAX_RECORD_FIELDS: usize = 64;
 
 fn bad(what: impl std::fmt::Display) -> Error {
     Error::invalid(format!("invalid PyTorch distributed checkpoint: {what}"))
@@ -79,7 +83,7 @@ pub(crate) fn list(
     let pickled = limits.read_whole(source, "the checkpoint's .metadata")?;
     let mut heap = Heap::default();
     let (root, _) = Machine::new(&mut heap, PICKLE_LIMITS, 0).run(&pickled)?;
-    let fields = dict(&heap, root, "the checkpoint's Metadata")?;
+    let fields = record(&heap, root, "the checkpoint's Metadata")?;
     let tensors = field(&heap, fields, "state_dict_metadata")
         .ok_or_else(|| bad("Metadata has no state_dict_metadata"))?;
     let tensors = dict(&heap, tensors, "state_dict_metadata")?;
@@ -91,9 +95,13 @@ pub(crate) fn list(
         limits.decode.max_rank,
     )?;
 
-    // Every tensor's metadata, checked before any data file is opened.
+    // Every tensor's metadata, checked before any data file is opened. Each chunk has an
+    // entry of its own in storage_data, so the chunks of all tensors together are no more
+    // than its entries: a chunk list shared by many tensors costs no more than the file's
+    // bytes pay for.
     let mut metas = zt_container::internal::try_with_capacity(tensors.len())?;
     let mut byte_values = Vec::new();
+    let mut chunks_left = storage.len();
     for &(k, v) in tensors {
         let name = heap
             .text(k)
@@ -103,7 +111,8 @@ pub(crate) fn list(
             byte_values.push(Value::Text(name.to_owned()));
             continue;
         }
-        let meta = tensor_meta(&heap, v, limits).map_err(|e| e.in_object(name))?;
+        let meta =
+            tensor_meta(&heap, v, limits, &mut chunks_left).map_err(|e| e.in_object(name))?;
         metas.push((name, meta));
     }
 
@@ -395,7 +404,7 @@ fn storage_index(
 ) -> Result<BTreeMap<(String, Vec<u64>), Stored>> {
     let mut index = BTreeMap::new();
     for &(k, v) in items {
-        let key = dict(heap, k, "a storage_data key (MetadataIndex)")?;
+        let key = record(heap, k, "a storage_data key (MetadataIndex)")?;
         let fqn = field(heap, key, "fqn")
             .and_then(|f| heap.text(f))
             .ok_or_else(|| bad("a MetadataIndex has no fqn"))?;
@@ -403,7 +412,7 @@ fn storage_index(
             Some(o) => ints(heap, o, "a MetadataIndex offset", max_rank)?,
             None => Vec::new(),
         };
-        let info = dict(heap, v, "a storage_data value (_StorageInfo)")?;
+        let info = record(heap, v, "a storage_data value (_StorageInfo)")?;
         let file = field(heap, info, "relative_path")
             .and_then(|f| heap.text(f))
             .ok_or_else(|| bad(format!("the storage of {fqn:?} has no relative_path")))?;
@@ -442,9 +451,10 @@ fn storage_index(
 }
 
 /// A `TensorStorageMetadata`: `properties` (a `TensorProperties`, whose state is the tuple
-/// `(dtype, layout, requires_grad, memory_format, pin_memory)`), `size`, `chunks`.
-fn tensor_meta(heap: &Heap, v: Pv, limits: &Limits) -> Result<TensorMeta> {
-    let fields = dict(heap, v, "its TensorStorageMetadata")?;
+/// `(dtype, layout, requires_grad, memory_format, pin_memory)`), `size`, `chunks`; its
+/// chunks are taken from `chunks_left`, the `storage_data` entries not yet claimed.
+fn tensor_meta(heap: &Heap, v: Pv, limits: &Limits, chunks_left: &mut usize) -> Result<TensorMeta> {
+    let fields = record(heap, v, "its TensorStorageMetadata")?;
     let dtype = field(heap, fields, "properties")
         .and_then(|p| match heap.get(p) {
             Some(Obj::Tuple(t)) => t.first().copied(),
@@ -468,10 +478,17 @@ fn tensor_meta(heap: &Heap, v: Pv, limits: &Limits) -> Result<TensorMeta> {
             chunks.len()
         )));
     }
+    *chunks_left = chunks_left.checked_sub(chunks.len()).ok_or_else(|| {
+        bad(format!(
+            "its {} chunks are more than the storage_data entries left for them ({})",
+            chunks.len(),
+            chunks_left
+        ))
+    })?;
     let chunks = chunks
         .iter()
         .map(|&c| {
-            let f = dict(heap, c, "a ChunkStorageMetadata")?;
+            let f = record(heap, c, "a ChunkStorageMetadata")?;
             let get = |name: &str| {
                 field(heap, f, name)
                     .ok_or_else(|| bad(format!("a chunk has no {name}")))
@@ -490,6 +507,15 @@ fn tensor_meta(heap: &Heap, v: Pv, limits: &Limits) -> Result<TensorMeta> {
     if chunks.is_empty() {
         return Err(bad("it has no chunks"));
     }
+    // Each chunk is an archive listed at open: a repeated one would be listed again and
+    // again before the tiling check refused it.
+    let mut starts = BTreeSet::new();
+    if let Some(twice) = chunks.iter().find(|c| !starts.insert(c.offsets.as_slice())) {
+        return Err(bad(format!(
+            "two of its chunks start at {:?}",
+            twice.offsets
+        )));
+    }
     Ok(TensorMeta {
         dtype,
         size,
@@ -497,8 +523,7 @@ fn tensor_meta(heap: &Heap, v: Pv, limits: &Limits) -> Result<TensorMeta> {
     })
 }
 
-/// The items of a dict, or the fields of a record (a dataclass the pickle machine made a
-/// dict).
+/// The items of a dict.
 fn dict<'h>(heap: &'h Heap, v: Pv, what: &str) -> Result<&'h [(Pv, Pv)]> {
     match heap.get(v) {
         Some(Obj::Dict(items)) => Ok(items),
@@ -506,7 +531,21 @@ fn dict<'h>(heap: &'h Heap, v: Pv, what: &str) -> Result<&'h [(Pv, Pv)]> {
     }
 }
 
-/// The value of field `name` of a record (records have a handful of fields).
+/// The fields of a record (a dataclass of `torch.distributed.checkpoint` the pickle machine
+/// made a dict), at most [`MAX_RECORD_FIELDS`] of them.
+fn record<'h>(heap: &'h Heap, v: Pv, what: &str) -> Result<&'h [(Pv, Pv)]> {
+    let fields = dict(heap, v, what)?;
+    if fields.len() > MAX_RECORD_FIELDS {
+        return Err(bad(format!(
+            "{what} has {} fields: not a record of torch.distributed.checkpoint (at most \
+             {MAX_RECORD_FIELDS})",
+            fields.len()
+        )));
+    }
+    Ok(fields)
+}
+
+/// The value of field `name` of a record (at most [`MAX_RECORD_FIELDS`], found by a search).
 fn field(heap: &Heap, fields: &[(Pv, Pv)], name: &str) -> Option<Pv> {
     fields
         .iter()
