@@ -104,6 +104,8 @@ pub(crate) struct Backing {
     pub source: Source,
     /// The shards' bytes; a component's `file` n (from 1) is entry n - 1.
     pub shards: Vec<Source>,
+    /// The shards' paths, in the same order: an error in a shard's bytes names its file.
+    pub shard_paths: Vec<std::path::PathBuf>,
     pub limits: Limits,
     pub objects: Vec<ObjectInfo>,
     pub readahead: ReadAhead,
@@ -207,6 +209,18 @@ impl Backing {
     }
 
     /// File `n` of the listing: 0 the opened file, `n` its shard `n`.
+    /// Names file `n` in an error about its bytes when it is a shard (a data file of its
+    /// own); file 0 is named by whoever opened it, as it knows its path.
+    pub(crate) fn in_file_numbered(&self, n: u32) -> impl Fn(Error) -> Error + '_ {
+        move |e: Error| match n
+            .checked_sub(1)
+            .and_then(|i| self.shard_paths.get(i as usize))
+        {
+            Some(path) => e.in_file(path),
+            None => e,
+        }
+    }
+
     pub(crate) fn file_numbered(&self, n: u32) -> Result<&Source> {
         match n {
             0 => Ok(&self.source),
@@ -278,6 +292,7 @@ impl Backing {
         let check = |file: u32, offset: u64, length: u64| {
             self.zip
                 .check(self.file_numbered(file)?, file, offset, length, cap)
+                .map_err(self.in_file_numbered(file))
         };
         match &comp.encoding {
             Encoding::Pieces(pieces) => pieces
@@ -412,8 +427,9 @@ impl Backing {
             return zt_formats::pieces_decode_into(pieces, dst, |piece, place| {
                 self.file_numbered(piece.file)?
                     .read_into(piece.offset, place)
-                    .map_err(|e| e.at(piece.offset))?;
-                Self::check_piece(piece, place)
+                    .map_err(|e| e.at(piece.offset))
+                    .and_then(|()| Self::check_piece(piece, place))
+                    .map_err(self.in_file_numbered(piece.file))
             });
         }
         // Each box read (from the map, or into a buffer), checked, and placed.
@@ -421,10 +437,12 @@ impl Backing {
             let size = usize::try_from(table.element_size)
                 .map_err(|_| Error::invalid("an element size over usize"))?;
             for (piece, start, extent) in &table.boxes {
+                let in_file = self.in_file_numbered(piece.file);
                 let bytes = self
                     .file_numbered(piece.file)?
-                    .read_at(piece.offset, piece.length)?;
-                Self::check_piece(piece, &bytes)?;
+                    .read_at(piece.offset, piece.length)
+                    .map_err(&in_file)?;
+                Self::check_piece(piece, &bytes).map_err(in_file)?;
                 zt_formats::place_box(&table.dims, size, start, extent, &bytes, dst)
                     .map_err(|e| e.at(piece.offset))?;
             }

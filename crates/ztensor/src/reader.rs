@@ -59,12 +59,14 @@ pub struct Reader {
 
 impl Reader {
     pub(crate) fn new(source: Source, listing: Listing, limits: Limits, verify: Verify) -> Self {
-        let (shards, shard_sources) = listing.shards.into_iter().unzip();
+        let (shards, shard_sources): (Vec<ShardInfo>, _) = listing.shards.into_iter().unzip();
+        let shard_paths = shards.iter().map(|s| s.path.clone()).collect();
         let readahead = ReadAhead::new(&source);
         Reader {
             backing: Backing {
                 source,
                 shards: shard_sources,
+                shard_paths,
                 limits,
                 objects: listing.objects,
                 readahead,
@@ -460,7 +462,9 @@ impl Reader {
                 .with_max_len(1)
                 .map(|(file, e)| {
                     let source = self.backing.file_numbered(*file)?;
-                    crate::zip::check_crc(source, e, cap).map(|()| 1)
+                    crate::zip::check_crc(source, e, cap)
+                        .map(|()| 1)
+                        .map_err(self.backing.in_file_numbered(*file))
                 })
                 .collect()
         });

@@ -206,6 +206,192 @@ fn a_changed_value_fails_the_archives_crc_in_verify_and_checked_reads() {
     assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
     let e = r.object("cols").unwrap().bytes().unwrap_err();
     assert!(e.to_string().contains("CRC-32"), "{e}");
+    // The error names the data file the bad bytes are in, not the .metadata opened.
+    assert_eq!(e.path(), Some(path.as_path()), "{e}");
+    assert!(
+        format!("{:?}", report.failures).contains(".distcp"),
+        "{:?}",
+        report.failures
+    );
     // The other tensors are intact.
     assert!(r.object("rows").unwrap().bytes().is_ok());
+}
+
+/// A `.metadata` built by hand: protocol 2, `Metadata` made (NEWOBJ, then BUILD) with the
+/// fields `state_dict_metadata` and `storage_data`, pickled by `tensors` and `storage` (each
+/// pushes one dict). Records are plain dicts here, which is what the reader makes of them.
+fn metadata(tensors: impl Fn(&mut Vec<u8>), storage: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let mut p = b"\x80\x02ctorch.distributed.checkpoint.metadata\nMetadata\n)\x81}(".to_vec();
+    text(&mut p, "state_dict_metadata");
+    tensors(&mut p);
+    text(&mut p, "storage_data");
+    storage(&mut p);
+    p.extend(b"ub.");
+    p
+}
+
+/// BINUNICODE of `s`.
+fn text(p: &mut Vec<u8>, s: &str) {
+    p.push(b'X');
+    p.extend((s.len() as u32).to_le_bytes());
+    p.extend(s.as_bytes());
+}
+
+/// BININT of `n`.
+fn int(p: &mut Vec<u8>, n: u32) {
+    p.push(b'J');
+    p.extend(n.to_le_bytes());
+}
+
+/// A `MetadataIndex` of tensor `fqn` at the one-dimensional offset `offset`.
+fn index(p: &mut Vec<u8>, fqn: &str, offset: u32) {
+    p.extend(b"}(");
+    text(p, "fqn");
+    text(p, fqn);
+    text(p, "offset");
+    int(p, offset);
+    p.extend(b"\x85u");
+}
+
+/// One record of 100,000 fields (memo 0) is every `storage_data` value of 20,000 entries: a
+/// field found by a search over it would cost their product, hours. The record is refused
+/// as no record of torch.distributed.checkpoint before any search.
+#[test]
+fn a_record_of_many_fields_is_refused() {
+    let bytes = metadata(
+        |p| p.push(b'}'),
+        |p| {
+            p.extend(b"}(");
+            for i in 0..20_000 {
+                if i % 1000 == 999 {
+                    p.extend(b"u(");
+                }
+                index(p, "t", i);
+                if i == 0 {
+                    p.extend(b"}r\x00\x00\x00\x00(");
+                    for f in 0..100_000 {
+                        text(p, &format!("f{f}"));
+                        p.push(b'N');
+                        if f % 1000 == 999 {
+                            p.extend(b"u("); // SETITEMS in batches, as pickle does
+                        }
+                    }
+                    for (name, value) in [("offset", 0), ("length", 1)] {
+                        text(p, name);
+                        int(p, value);
+                    }
+                    text(p, "relative_path");
+                    text(p, "__0_0.distcp");
+                    p.push(b'u');
+                } else {
+                    p.extend(b"j\x00\x00\x00\x00");
+                }
+            }
+            p.push(b'u');
+        },
+    );
+    let e = OpenOptions::new().open_bytes(bytes).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string()
+            .contains("has 100003 fields: not a record of torch.distributed.checkpoint"),
+        "{e}"
+    );
+}
+
+/// A `TensorStorageMetadata` of a float32 vector of `len` elements in `chunks` chunks of one
+/// element, chunk `i` at `offset(i)`.
+fn tensor(p: &mut Vec<u8>, len: u32, chunks: u32, offset: impl Fn(u32) -> u32) {
+    p.extend(b"}(");
+    text(p, "properties");
+    p.extend(b"ctorch\nfloat32\n\x85");
+    text(p, "size");
+    int(p, len);
+    p.push(0x85);
+    text(p, "chunks");
+    p.extend(b"](");
+    for i in 0..chunks {
+        if i % 1000 == 999 {
+            p.extend(b"e("); // APPENDS in batches, as pickle does
+        }
+        p.extend(b"}(");
+        text(p, "offsets");
+        int(p, offset(i));
+        p.push(0x85);
+        text(p, "sizes");
+        int(p, 1);
+        p.extend(b"\x85u");
+    }
+    p.extend(b"eu");
+}
+
+/// A `storage_data` of one entry per offset in `offsets` of tensor `fqn`.
+fn storage(p: &mut Vec<u8>, fqn: &str, offsets: std::ops::Range<u32>) {
+    p.extend(b"}(");
+    for i in offsets {
+        if i % 1000 == 999 {
+            p.extend(b"u(");
+        }
+        index(p, fqn, i);
+        p.extend(b"}(");
+        text(p, "relative_path");
+        text(p, "__0_0.distcp");
+        for name in ["offset", "length"] {
+            text(p, name);
+            int(p, 0);
+        }
+        p.push(b'u');
+    }
+    p.push(b'u');
+}
+
+/// Chunks that repeat one offset (each would be an archive listed again) are refused before
+/// any archive is listed, as are more chunks over all tensors than `storage_data` has
+/// entries: here one tensor's chunk list of 60,000 entries, memoized and given to 10,000
+/// tensors, which would be 600 million archives to list.
+#[test]
+fn repeated_or_shared_chunks_are_refused_before_any_archive_is_listed() {
+    let once = metadata(
+        |p| {
+            p.extend(b"}(");
+            text(p, "t");
+            tensor(p, 4, 4, |_| 0);
+            p.push(b'u');
+        },
+        |p| storage(p, "t", 0..4),
+    );
+    let e = OpenOptions::new().open_bytes(once).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string().contains("two of its chunks start at [0]"),
+        "{e}"
+    );
+
+    let shared = metadata(
+        |p| {
+            p.extend(b"}(");
+            for t in 0..10_000 {
+                if t % 1000 == 999 {
+                    p.extend(b"u(");
+                }
+                text(p, &format!("t{t}"));
+                if t == 0 {
+                    tensor(p, 60_000, 60_000, |i| i);
+                    p.extend(b"r\x00\x00\x00\x00");
+                } else {
+                    p.extend(b"j\x00\x00\x00\x00");
+                }
+            }
+            p.push(b'u');
+        },
+        |p| storage(p, "t0", 0..60_000),
+    );
+    let e = OpenOptions::new().open_bytes(shared).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string()
+            .contains("its 60000 chunks are more than the storage_data entries left for them (0)"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("t1"), "{e}");
 }
