@@ -41,3 +41,9 @@ def test_a_whole_tensor_is_read_in_place():
     assert weight.tolist() == (np.arange(12, dtype=np.float32).reshape(3, 4) / 4).tolist()
     # Zero copy: the array does not own its bytes (they are the data file's map).
     assert not weight.flags.owndata
+
+
+def test_a_checkpoint_saved_as_safetensors_is_refused_as_torch_refuses_it():
+    # dcp.load fails on it too (tools/interop/make_torch_dcp.py checks that it does).
+    with pytest.raises(ztio.UnsupportedError, match="serialization_format=SAFETENSORS"):
+        ztio.open(os.path.join(DCP, "safetensors_format"))

@@ -8,6 +8,11 @@ at an offset of one of them).
 - `two_ranks/`: saved by two processes (gloo on loopback) from DTensors sharded over a
   two-device CPU mesh, rows (`Shard(0)`) and columns (`Shard(1)`), and one replicated
   tensor: each sharded tensor is two chunks, one per rank's file.
+- `safetensors_format/`: saved by one process through `FileSystemWriter(...,
+  serialization_format=SerializationFormat.SAFETENSORS)`: each data file holds the byte
+  values, then one safetensors file of its tensors, and `storage_data` gives every tensor the
+  offset of that safetensors file. `dcp.load` cannot read it (it runs `torch.load` on each
+  chunk): the script checks that it fails, and readers must refuse it with a clear message.
 
 Also expected.json: per `.metadata` and tensor, the shape, the zTensor type name and the
 row-major little-endian bytes (hex) that reading must give. Run once in a throwaway venv
@@ -65,7 +70,7 @@ def rank_main(rank, out, init):
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "fixtures/interop/torch_dcp"
-    for sub in ("single", "two_ranks"):
+    for sub in ("single", "two_ranks", "safetensors_format"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     os.makedirs(out, exist_ok=True)
     expected = {"single": {}, "two_ranks": {}}
@@ -82,6 +87,20 @@ def main():
     for name, t in single.items():
         if isinstance(t, torch.Tensor):
             expect(expected["single"], name, t)
+
+    from torch.distributed.checkpoint.api import CheckpointException
+    from torch.distributed.checkpoint.filesystem import FileSystemWriter, SerializationFormat
+
+    as_safetensors = {"a": torch.arange(6, dtype=torch.float32).reshape(2, 3), "step": 7}
+    path = os.path.join(out, "safetensors_format")
+    dcp.save(as_safetensors, storage_writer=FileSystemWriter(
+        path, serialization_format=SerializationFormat.SAFETENSORS))
+    try:
+        dcp.load({"a": torch.empty(2, 3), "step": 0}, checkpoint_id=path)
+    except CheckpointException:  # (a BaseException) torch.load of a chunk that is no archive
+        pass
+    else:
+        raise AssertionError("dcp.load read a checkpoint saved as safetensors")
 
     init = "file://" + os.path.abspath(os.path.join(out, ".rendezvous"))
     mp.spawn(rank_main, args=(out, init), nprocs=2, join=True)
@@ -102,7 +121,7 @@ def main():
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"files": files}, f, indent=1, sort_keys=True)
         f.write("\n")
-    for sub in expected:
+    for sub in (*expected, "safetensors_format"):
         print(sub, sorted(os.listdir(os.path.join(out, sub))))
 
 

@@ -144,6 +144,20 @@ fn a_chunk_that_is_not_its_tensors_shape_is_refused() {
     assert!(e.to_string().contains("cover 8 of its rows"), "{e}");
 }
 
+/// Saved with `serialization_format=SAFETENSORS` (which `dcp.load` fails on: the script
+/// checks): refused as such, naming the data file, not as a damaged archive.
+#[test]
+fn a_checkpoint_saved_as_safetensors_is_refused_as_torch_refuses_it() {
+    let e = ztensor::open(dir().join("safetensors_format/.metadata")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(
+        e.to_string().contains("serialization_format=SAFETENSORS"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("__0_0.distcp"), "{e}");
+    assert!(e.to_string().contains("object \"a\""), "{e}");
+}
+
 #[test]
 fn metadata_from_memory_says_its_data_cannot_be_found() {
     let bytes = std::fs::read(dir().join("single/.metadata")).unwrap();

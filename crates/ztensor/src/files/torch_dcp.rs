@@ -17,7 +17,9 @@
 //! - Values other than tensors (`BytesStorageMetadata`: anything `torch.save` pickled for a
 //!   rank) are named in the file attribute `torch.dcp.bytes` and not read.
 //! - Data files must be plain names in the checkpoint's folder; chunks written through a
-//!   storage transform (DCP's extensions, such as zstd) are listed with a defect.
+//!   storage transform (DCP's extensions, such as zstd) are listed with a defect; data files
+//!   saved as safetensors (`serialization_format=SAFETENSORS`), which torch cannot load,
+//!   are refused as such.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -351,6 +353,17 @@ fn chunk_tensor(
         }),
         stored.length,
     );
+    // `FileSystemWriter(serialization_format=SAFETENSORS)` writes each data file's tensors as
+    // one safetensors file after its byte values and gives every tensor that file's offset:
+    // its chunks are no archives, and torch's own reader cannot load them either.
+    let head = archive.read_at(0, stored.length.min(9))?;
+    if !head.starts_with(b"PK") && head.get(8) == Some(&b'{') {
+        return Err(Error::unsupported(
+            "its chunk is a safetensors file, not a torch.save archive: the checkpoint was \
+             saved with serialization_format=SAFETENSORS, which torch.distributed.checkpoint's \
+             own reader does not load either",
+        ));
+    }
     let entries = zip::entries_by(&archive, zip::Rules::Miniz)?.entries;
     let listing = crate::files::torch::list(&archive, entries, limits, FileVersion::PyTorch)?;
     let mut objects = listing.objects.into_iter();
