@@ -208,7 +208,6 @@ impl Backing {
         self.file_numbered(comp.file)
     }
 
-    /// File `n` of the listing: 0 the opened file, `n` its shard `n`.
     /// Names file `n` in an error about its bytes when it is a shard (a data file of its
     /// own); file 0 is named by whoever opened it, as it knows its path.
     pub(crate) fn in_file_numbered(&self, n: u32) -> impl Fn(Error) -> Error + '_ {
@@ -221,6 +220,7 @@ impl Backing {
         }
     }
 
+    /// File `n` of the listing: 0 the opened file, `n` its shard `n`.
     pub(crate) fn file_numbered(&self, n: u32) -> Result<&Source> {
         match n {
             0 => Ok(&self.source),
