@@ -25,7 +25,8 @@ fn every_tensor_reads_as_torch_saved_it() {
         let data_files: Vec<&str> = r.shards().iter().map(|s| s.name.as_str()).collect();
         if file.starts_with("single") {
             assert_eq!(data_files, ["__0_0.distcp"]);
-            // The value that is not a tensor is named, not lost.
+            // The value that is not a tensor is read from its archive, and named.
+            assert_eq!(r.attributes().get("step"), Some(&Value::Integer(7)));
             let bytes = r.attributes().get("torch.dcp.bytes");
             assert_eq!(bytes, Some(&Value::Array(vec![Value::Text("step".into())])));
         } else {
@@ -93,6 +94,28 @@ fn replace(bytes: &mut [u8], from: &[u8], to: &[u8]) {
     for at in hits {
         bytes[at..at + to.len()].copy_from_slice(to);
     }
+}
+
+/// A value that is not a tensor whose archive cannot be read (its local header damaged) is
+/// said to be unreadable (naming its data file), and the tensors still open and read.
+#[test]
+fn an_unreadable_value_that_is_not_a_tensor_keeps_the_tensors() {
+    let tmp = copy_with("single", |_| {});
+    let data = tmp.path().join("__0_0.distcp");
+    let mut bytes = std::fs::read(&data).unwrap();
+    // `step` is written first (byte values before tensors): its archive starts the file.
+    assert!(bytes.starts_with(b"PK\x03\x04"));
+    bytes[0] = b'X';
+    std::fs::write(&data, bytes).unwrap();
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    let Some(Value::Map(step)) = r.attributes().get("step") else {
+        panic!("{:?}", r.attributes().get("step"))
+    };
+    let Some(Value::Text(why)) = step.get("unreadable") else {
+        panic!("{step:?}")
+    };
+    assert!(why.contains("__0_0.distcp"), "{why}");
+    assert_eq!(r.object("embed.weight").unwrap().bytes().unwrap().len(), 48);
 }
 
 #[test]

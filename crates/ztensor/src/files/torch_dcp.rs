@@ -15,7 +15,9 @@
 //!   one object whose chunks are checked to tile it ([`zt_formats::tile`]) and are placed
 //!   where they lie as it is read.
 //! - Values other than tensors (`BytesStorageMetadata`: anything `torch.save` pickled for a
-//!   rank) are named in the file attribute `torch.dcp.bytes` and not read.
+//!   rank, such as a step count) are each an archive too, whose pickle the PyTorch reader
+//!   makes attributes (a scalar under the value's name); the file attribute
+//!   `torch.dcp.bytes` names them.
 //! - Data files must be plain names in the checkpoint's folder; chunks written through a
 //!   storage transform (DCP's extensions, such as zstd) are listed with a defect; data files
 //!   saved as safetensors (`serialization_format=SAFETENSORS`), which torch cannot load,
@@ -110,7 +112,7 @@ pub(crate) fn list(
             .ok_or_else(|| bad("a name in state_dict_metadata is not a string"))?;
         if matches!(heap.get(v), Some(Obj::Opaque(_))) {
             // BytesStorageMetadata: a record with no fields.
-            byte_values.push(Value::Text(name.to_owned()));
+            byte_values.push(name);
             continue;
         }
         let meta =
@@ -170,8 +172,22 @@ pub(crate) fn list(
         return Err(bad(format!("tensor {twice:?} is listed twice")));
     }
     let mut attributes = Attributes::new();
+    for name in &byte_values {
+        let data = (folder, windows.as_slice());
+        let value = byte_value(name, &storage, &files, data, limits, &mut records);
+        for (key, value) in value {
+            // The value itself (a scalar, as DCP's flattened state dicts hold) under its
+            // name, else its entries under `name.key`, as a plain checkpoint's leaves.
+            let key = match key.as_str() {
+                "value" => (*name).to_owned(),
+                _ => format!("{name}.{key}"),
+            };
+            attributes.insert(key, value);
+        }
+    }
     if !byte_values.is_empty() {
-        attributes.insert("torch.dcp.bytes".into(), Value::Array(byte_values));
+        let names = byte_values.iter().map(|&n| Value::Text(n.to_owned()));
+        attributes.insert("torch.dcp.bytes".into(), Value::Array(names.collect()));
     }
     let mut listing = Listing::of_unique(FileVersion::TorchDcp, attributes, objects);
     listing.shards = shards;
@@ -220,12 +236,8 @@ fn tensor_object(
             .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
         let (mut object, record) =
             chunk_tensor(window, stored, limits).map_err(|e| in_data_file(e, stored, folder))?;
-        if let Some(mut record) = record {
-            // Offsets in the archive are the window's: made the data file's, as the
-            // component's below (both fit: the chunk lies inside its file).
-            record.data_offset = record.data_offset.saturating_add(stored.offset);
-            record.header_offset = record.header_offset.saturating_add(stored.offset);
-            records.push((number, record));
+        if let Some(record) = record {
+            records.push((number, in_data_file_offsets(record, stored)));
         }
         if object.shape.as_slice() != chunk.sizes.as_slice() {
             return Err(bad(format!(
@@ -313,6 +325,61 @@ fn tensor_object(
     }
 }
 
+/// A record of a chunk's archive, its offsets (the window's) made the data file's, as the
+/// chunk's component's are (both fit: the chunk lies inside its file).
+fn in_data_file_offsets(mut record: zip::Entry, stored: &Stored) -> zip::Entry {
+    record.data_offset = record.data_offset.saturating_add(stored.offset);
+    record.header_offset = record.header_offset.saturating_add(stored.offset);
+    record
+}
+
+/// A value that is not a tensor (`BytesStorageMetadata`: `torch.save` of any object into a
+/// data file) as the attributes its archive's pickle gives (a plain checkpoint's leaves:
+/// `value` for a scalar), its records added to `records` for `verify`. A value torch would
+/// unpickle as any object must not keep the tensors from opening: one that cannot be read
+/// (no storage entry, a storage transform, an archive the PyTorch reader refuses) is the
+/// attribute `{"unreadable": why}`.
+fn byte_value(
+    name: &str,
+    storage: &BTreeMap<(String, Vec<u64>), Stored>,
+    files: &BTreeMap<&str, u32>,
+    (folder, windows): (&Path, &[Arc<Source>]),
+    limits: &Limits,
+    records: &mut Vec<(u32, zip::Entry)>,
+) -> Attributes {
+    let read = || {
+        let stored = storage
+            .get(&(name.to_owned(), Vec::new()))
+            .ok_or_else(|| bad("no storage_data entry for it"))?;
+        if stored.transformed {
+            return Err(Error::unsupported(
+                "written through a storage transform (a DCP extension)",
+            ));
+        }
+        let number = files.get(stored.file.as_str()).copied().unwrap_or(0);
+        let window = windows
+            .get((number as usize).wrapping_sub(1))
+            .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
+        let listing =
+            chunk_archive(window, stored, limits).map_err(|e| in_data_file(e, stored, folder))?;
+        let entries: Vec<_> = (listing.zip_entries.into_iter())
+            .map(|(_, e)| (number, in_data_file_offsets(e, stored)))
+            .collect();
+        Ok((listing.attributes, entries))
+    };
+    match read() {
+        Ok((attributes, entries)) => {
+            records.extend(entries);
+            attributes
+        }
+        Err(e) => {
+            let why = Value::Text(e.to_string());
+            let unreadable = BTreeMap::from([("unreadable".to_owned(), why)]);
+            Attributes::from([("value".to_owned(), Value::Map(unreadable))])
+        }
+    }
+}
+
 /// An error of a chunk's archive, said of its data file in `folder`: its offset (the
 /// archive's) made the file's, and the archive's record it names (`archive/data.pkl`) in the
 /// message, so that the tensor's name can be the error's object.
@@ -330,13 +397,9 @@ fn in_data_file(e: Error, stored: &Stored, folder: &Path) -> Error {
         .in_file(&folder.join(&stored.file))
 }
 
-/// The one tensor of the `torch.save` archive at `stored` in `window`'s data file, and the
-/// record that holds its data, their offsets the archive's.
-fn chunk_tensor(
-    window: &Arc<Source>,
-    stored: &Stored,
-    limits: &Limits,
-) -> Result<(ObjectInfo, Option<zip::Entry>)> {
+/// The `torch.save` archive at `stored` in `window`'s data file, listed by the PyTorch
+/// reader, its offsets the archive's.
+fn chunk_archive(window: &Arc<Source>, stored: &Stored, limits: &Limits) -> Result<Listing> {
     let end = stored.offset.checked_add(stored.length);
     if end.is_none_or(|end| end > window.len()) {
         return Err(bad(format!(
@@ -365,7 +428,17 @@ fn chunk_tensor(
         ));
     }
     let entries = zip::entries_by(&archive, zip::Rules::Miniz)?.entries;
-    let listing = crate::files::torch::list(&archive, entries, limits, FileVersion::PyTorch)?;
+    crate::files::torch::list(&archive, entries, limits, FileVersion::PyTorch)
+}
+
+/// The one tensor of the `torch.save` archive at `stored` in `window`'s data file, and the
+/// record that holds its data, their offsets the archive's.
+fn chunk_tensor(
+    window: &Arc<Source>,
+    stored: &Stored,
+    limits: &Limits,
+) -> Result<(ObjectInfo, Option<zip::Entry>)> {
+    let listing = chunk_archive(window, stored, limits)?;
     let mut objects = listing.objects.into_iter();
     let data = |o: &ObjectInfo| {
         let c = o.components.first()?;
