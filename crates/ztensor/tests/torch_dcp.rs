@@ -432,3 +432,112 @@ fn repeated_or_shared_chunks_are_refused_before_any_archive_is_listed() {
     );
     assert!(e.to_string().contains("t1"), "{e}");
 }
+
+/// Entries that name the same bytes of a data file (each chunk and each value is an archive
+/// of its own): the second is refused, a tensor's with the checkpoint, a value's as
+/// unreadable, so that entries cannot make listing read one archive again and again.
+#[test]
+fn entries_that_share_an_archive_are_refused() {
+    let data = std::fs::read(dir().join("single/__0_0.distcp")).unwrap();
+    // The archives lie one after another: `step`'s, then `embed.weight`'s (f32, [3, 4]).
+    let ends: Vec<u32> = (0..data.len())
+        .filter(|&i| data[i..].starts_with(b"PK\x05\x06"))
+        .map(|i| i as u32 + 22)
+        .collect();
+    let (step, weight) = ((0, ends[0]), (ends[0], ends[1]));
+    let entry = |p: &mut Vec<u8>, fqn: &str, offset: bool, (start, end): (u32, u32)| {
+        p.extend(b"}(");
+        text(p, "fqn");
+        text(p, fqn);
+        if offset {
+            text(p, "offset");
+            int(p, 0);
+            int(p, 0);
+            p.push(0x86);
+        }
+        p.extend(b"u}(");
+        text(p, "relative_path");
+        text(p, "__0_0.distcp");
+        text(p, "offset");
+        int(p, start);
+        text(p, "length");
+        int(p, end - start);
+        p.push(b'u');
+    };
+    let open = |metadata: Vec<u8>| {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(".metadata"), metadata).unwrap();
+        std::fs::write(tmp.path().join("__0_0.distcp"), &data).unwrap();
+        let opened = ztensor::open(tmp.path().join(".metadata"));
+        (tmp, opened)
+    };
+
+    let values = metadata(
+        |p| {
+            p.extend(b"}(");
+            for name in ["x", "y"] {
+                text(p, name);
+                p.extend(b"ctorch.distributed.checkpoint.metadata\nBytesStorageMetadata\n)\x81");
+            }
+            p.push(b'u');
+        },
+        |p| {
+            p.extend(b"}(");
+            entry(p, "x", false, step);
+            entry(p, "y", false, step);
+            p.push(b'u');
+        },
+    );
+    let (_tmp, r) = open(values);
+    let r = r.unwrap();
+    assert_eq!(r.attributes().get("x"), Some(&Value::Integer(7)));
+    let y = format!("{:?}", r.attributes().get("y"));
+    assert!(
+        y.contains("unreadable") && y.contains("also another chunk's or value's"),
+        "{y}"
+    );
+
+    let tensors = metadata(
+        |p| {
+            p.extend(b"}(");
+            for name in ["a", "b"] {
+                text(p, name);
+                p.extend(b"}(");
+                text(p, "properties");
+                p.extend(b"ctorch\nfloat32\n\x85");
+                text(p, "size");
+                int(p, 3);
+                int(p, 4);
+                p.push(0x86);
+                text(p, "chunks");
+                p.extend(b"](}(");
+                text(p, "offsets");
+                int(p, 0);
+                int(p, 0);
+                p.push(0x86);
+                text(p, "sizes");
+                int(p, 3);
+                int(p, 4);
+                p.extend(b"\x86ueu");
+            }
+            p.push(b'u');
+        },
+        |p| {
+            p.extend(b"}(");
+            entry(p, "a", true, weight);
+            entry(p, "b", true, weight);
+            p.push(b'u');
+        },
+    );
+    let (_tmp, r) = open(tensors);
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(e.to_string().contains("object \"b\""), "{e}");
+    assert!(
+        e.to_string().contains(&format!(
+            "its bytes {}..{} of \"__0_0.distcp\" are also another chunk's or value's",
+            weight.0, weight.1
+        )),
+        "{e}"
+    );
+}

@@ -161,10 +161,10 @@ pub(crate) fn list(
     }
 
     let mut objects = zt_container::internal::try_with_capacity(metas.len())?;
-    let mut records = Vec::new();
+    let mut archives = Archives::default();
     for (name, meta) in &metas {
         let data = (folder, windows.as_slice());
-        let object = tensor_object(name, meta, &storage, &files, data, limits, &mut records)
+        let object = tensor_object(name, meta, &storage, &files, data, limits, &mut archives)
             .map_err(|e| e.in_object(name))?;
         objects.push(object);
     }
@@ -174,7 +174,7 @@ pub(crate) fn list(
     let mut attributes = Attributes::new();
     for name in &byte_values {
         let data = (folder, windows.as_slice());
-        let value = byte_value(name, &storage, &files, data, limits, &mut records);
+        let value = byte_value(name, &storage, &files, data, limits, &mut archives);
         for (key, value) in value {
             // The value itself (a scalar, as DCP's flattened state dicts hold) under its
             // name, else its entries under `name.key`, as a plain checkpoint's leaves.
@@ -191,13 +191,13 @@ pub(crate) fn list(
     }
     let mut listing = Listing::of_unique(FileVersion::TorchDcp, attributes, objects);
     listing.shards = shards;
-    listing.zip_entries = records;
+    listing.zip_entries = archives.records;
     Ok(listing)
 }
 
 /// The object of one tensor: its chunks' archives listed through windows onto their data
 /// files, each one tensor of the metadata's dtype and its chunk's size; one chunk is read
-/// in place, several as a tiling. The archives' data records are added to `records` (with
+/// in place, several as a tiling. The archives' data records are added to `archives` (with
 /// their data file's number and offsets), whose CRC-32s checked reads check.
 fn tensor_object(
     name: &str,
@@ -206,7 +206,7 @@ fn tensor_object(
     files: &BTreeMap<&str, u32>,
     (folder, windows): (&Path, &[Arc<Source>]),
     limits: &Limits,
-    records: &mut Vec<(u32, zip::Entry)>,
+    archives: &mut Archives,
 ) -> Result<ObjectInfo> {
     let element = dtype_element(&meta.dtype).ok_or_else(|| {
         Error::unsupported(format!("torch.{} has no zTensor element type", meta.dtype))
@@ -234,10 +234,14 @@ fn tensor_object(
         let window = windows
             .get((number as usize).wrapping_sub(1))
             .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
-        let (mut object, record) =
-            chunk_tensor(window, stored, limits).map_err(|e| in_data_file(e, stored, folder))?;
+        let (mut object, record) = archives
+            .list(number, window, stored, limits)
+            .and_then(chunk_tensor)
+            .map_err(|e| in_data_file(e, stored, folder))?;
         if let Some(record) = record {
-            records.push((number, in_data_file_offsets(record, stored)));
+            archives
+                .records
+                .push((number, in_data_file_offsets(record, stored)));
         }
         if object.shape.as_slice() != chunk.sizes.as_slice() {
             return Err(bad(format!(
@@ -325,6 +329,44 @@ fn tensor_object(
     }
 }
 
+/// The archives of chunks and values listed so far: the ranges of the data files they took,
+/// which no other may share (each is an archive of its own; entries that all named one range
+/// would make listing cost their number times the archive's), and the records whose CRC-32s
+/// reads and `verify` check.
+#[derive(Default)]
+struct Archives {
+    /// Each range's end, by its data file's number and its start.
+    taken: BTreeMap<(u32, u64), u64>,
+    records: Vec<(u32, zip::Entry)>,
+}
+
+impl Archives {
+    /// The archive at `stored` in data file `number` (`window`), listed, once its bytes are
+    /// found to be no other archive's.
+    fn list(
+        &mut self,
+        number: u32,
+        window: &Arc<Source>,
+        stored: &Stored,
+        limits: &Limits,
+    ) -> Result<Listing> {
+        let (start, end) = (stored.offset, stored.offset.saturating_add(stored.length));
+        let before = self.taken.range(..=(number, start)).next_back();
+        let before = before.filter(|&(&(f, _), &e)| f == number && e > start);
+        let after = self.taken.range((number, start)..).next();
+        let after = after.filter(|&(&(f, o), _)| f == number && o < end);
+        if let Some((&(_, o), &e)) = before.or(after) {
+            return Err(bad(format!(
+                "its bytes {start}..{end} of {:?} are also another chunk's or value's \
+                 ({o}..{e})",
+                stored.file
+            )));
+        }
+        self.taken.insert((number, start), end);
+        chunk_archive(window, stored, limits)
+    }
+}
+
 /// A record of a chunk's archive, its offsets (the window's) made the data file's, as the
 /// chunk's component's are (both fit: the chunk lies inside its file).
 fn in_data_file_offsets(mut record: zip::Entry, stored: &Stored) -> zip::Entry {
@@ -335,7 +377,7 @@ fn in_data_file_offsets(mut record: zip::Entry, stored: &Stored) -> zip::Entry {
 
 /// A value that is not a tensor (`BytesStorageMetadata`: `torch.save` of any object into a
 /// data file) as the attributes its archive's pickle gives (a plain checkpoint's leaves:
-/// `value` for a scalar), its records added to `records` for `verify`. A value torch would
+/// `value` for a scalar), its records added to `archives` for `verify`. A value torch would
 /// unpickle as any object must not keep the tensors from opening: one that cannot be read
 /// (no storage entry, a storage transform, an archive the PyTorch reader refuses) is the
 /// attribute `{"unreadable": why}`.
@@ -345,9 +387,9 @@ fn byte_value(
     files: &BTreeMap<&str, u32>,
     (folder, windows): (&Path, &[Arc<Source>]),
     limits: &Limits,
-    records: &mut Vec<(u32, zip::Entry)>,
+    archives: &mut Archives,
 ) -> Attributes {
-    let read = || {
+    let mut read = || {
         let stored = storage
             .get(&(name.to_owned(), Vec::new()))
             .ok_or_else(|| bad("no storage_data entry for it"))?;
@@ -360,8 +402,9 @@ fn byte_value(
         let window = windows
             .get((number as usize).wrapping_sub(1))
             .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
-        let listing =
-            chunk_archive(window, stored, limits).map_err(|e| in_data_file(e, stored, folder))?;
+        let listing = archives
+            .list(number, window, stored, limits)
+            .map_err(|e| in_data_file(e, stored, folder))?;
         let entries: Vec<_> = (listing.zip_entries.into_iter())
             .map(|(_, e)| (number, in_data_file_offsets(e, stored)))
             .collect();
@@ -369,7 +412,7 @@ fn byte_value(
     };
     match read() {
         Ok((attributes, entries)) => {
-            records.extend(entries);
+            archives.records.extend(entries);
             attributes
         }
         Err(e) => {
@@ -431,14 +474,9 @@ fn chunk_archive(window: &Arc<Source>, stored: &Stored, limits: &Limits) -> Resu
     crate::files::torch::list(&archive, entries, limits, FileVersion::PyTorch)
 }
 
-/// The one tensor of the `torch.save` archive at `stored` in `window`'s data file, and the
-/// record that holds its data, their offsets the archive's.
-fn chunk_tensor(
-    window: &Arc<Source>,
-    stored: &Stored,
-    limits: &Limits,
-) -> Result<(ObjectInfo, Option<zip::Entry>)> {
-    let listing = chunk_archive(window, stored, limits)?;
+/// The one tensor of a chunk's archive (its `listing`), and the record that holds its data,
+/// their offsets the archive's.
+fn chunk_tensor(listing: Listing) -> Result<(ObjectInfo, Option<zip::Entry>)> {
     let mut objects = listing.objects.into_iter();
     let data = |o: &ObjectInfo| {
         let c = o.components.first()?;
