@@ -35,6 +35,12 @@ def test_every_tensor_reads_as_torch_saved_it(sub, by_folder):
     assert ztio.verify(path).ok
 
 
+def test_a_value_that_is_not_a_tensor_is_an_attribute():
+    with ztio.open(os.path.join(DCP, "single")) as f:
+        assert f.attributes["step"] == 7
+        assert f.attributes["torch.dcp.bytes"] == ["step"]
+
+
 def test_a_whole_tensor_is_read_in_place():
     loaded = ztio.numpy.load_file(os.path.join(DCP, "single"))
     weight = loaded["embed.weight"]

@@ -541,3 +541,30 @@ fn entries_that_share_an_archive_are_refused() {
         "{e}"
     );
 }
+
+/// The values that are not tensors count against the cap on attribute values, all of them
+/// together (each value's own walk is bounded by its pickle's size).
+#[test]
+fn values_that_are_not_tensors_count_against_the_value_cap() {
+    let limits = |max_value_bytes| ztensor::Limits {
+        decode: ztensor::manifest::DecodeLimits {
+            max_value_bytes,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let path = dir().join("single/.metadata");
+    let r = OpenOptions::new().limits(limits(4096)).open(&path).unwrap();
+    assert_eq!(r.attributes().get("step"), Some(&Value::Integer(7)));
+    let e = OpenOptions::new()
+        .limits(limits(40))
+        .open(&path)
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    assert!(
+        e.message()
+            .starts_with("the attribute values would take more than the memory budget of 40"),
+        "{e}"
+    );
+}

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use zt_container::{Error, RangeRead, Result, Source};
 use zt_formats::{tile, Piece};
-use zt_manifest::{Attributes, Value};
+use zt_manifest::{Attributes, Value, ValueBudget};
 
 use crate::files::torch::dtypes::dtype_element;
 use crate::files::torch::pickle::{Heap, Machine, Obj, Pv, PICKLE_LIMITS};
@@ -172,10 +172,15 @@ pub(crate) fn list(
         return Err(bad(format!("tensor {twice:?} is listed twice")));
     }
     let mut attributes = Attributes::new();
+    // Each value's archive is walked under a budget of its own size; all of them together
+    // under the cap of attribute values, as other readers' attributes are.
+    let mut budget = ValueBudget::new(limits.decode_limits().max_value_bytes);
     for name in &byte_values {
         let data = (folder, windows.as_slice());
         let value = byte_value(name, &storage, &files, data, limits, &mut archives);
         for (key, value) in value {
+            budget.key(name.len().saturating_add(key.len()).saturating_add(1))?;
+            charge(&mut budget, &value).map_err(|e| e.in_object(name))?;
             // The value itself (a scalar, as DCP's flattened state dicts hold) under its
             // name, else its entries under `name.key`, as a plain checkpoint's leaves.
             let key = match key.as_str() {
@@ -420,6 +425,22 @@ fn byte_value(
             let unreadable = BTreeMap::from([("unreadable".to_owned(), why)]);
             Attributes::from([("value".to_owned(), Value::Map(unreadable))])
         }
+    }
+}
+
+/// Charges `value`'s tree to `budget`: its nodes, texts, bytes and keys.
+fn charge(budget: &mut ValueBudget, value: &Value) -> Result<()> {
+    budget.node()?;
+    match value {
+        Value::Text(t) => budget.payload(t.len()),
+        Value::Bytes(b) => budget.payload(b.len()),
+        Value::Array(items) => items.iter().try_for_each(|v| charge(budget, v)),
+        Value::Map(entries) => entries.iter().try_for_each(|(k, v)| {
+            budget.key(k.len())?;
+            charge(budget, v)
+        }),
+        Value::Tag(_, v) => charge(budget, v),
+        Value::Integer(_) | Value::Float(_) | Value::Bool(_) | Value::Null => Ok(()),
     }
 }
 
