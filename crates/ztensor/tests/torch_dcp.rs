@@ -114,7 +114,7 @@ fn an_unreadable_value_that_is_not_a_tensor_keeps_the_tensors() {
     let Some(Value::Text(why)) = step.get("unreadable") else {
         panic!("{step:?}")
     };
-    assert!(why.contains("__0_0.distcp"), "{why}");
+    assert!(why.starts_with("__0_0.distcp: invalid file: "), "{why}");
     assert_eq!(r.object("embed.weight").unwrap().bytes().unwrap().len(), 48);
 }
 

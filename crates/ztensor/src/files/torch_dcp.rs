@@ -176,8 +176,7 @@ pub(crate) fn list(
     // under the cap of attribute values, as other readers' attributes are.
     let mut budget = ValueBudget::new(limits.decode_limits().max_value_bytes);
     for name in &byte_values {
-        let data = (folder, windows.as_slice());
-        let value = byte_value(name, &storage, &files, data, limits, &mut archives);
+        let value = byte_value(name, &storage, &files, &windows, limits, &mut archives);
         for (key, value) in value {
             budget.key(name.len().saturating_add(key.len()).saturating_add(1))?;
             charge(&mut budget, &value).map_err(|e| e.in_object(name))?;
@@ -385,12 +384,13 @@ fn in_data_file_offsets(mut record: zip::Entry, stored: &Stored) -> zip::Entry {
 /// `value` for a scalar), its records added to `archives` for `verify`. A value torch would
 /// unpickle as any object must not keep the tensors from opening: one that cannot be read
 /// (no storage entry, a storage transform, an archive the PyTorch reader refuses) is the
-/// attribute `{"unreadable": why}`.
+/// attribute `{"unreadable": why}`, which names the data file by its name alone (the
+/// attribute is kept by a conversion, where a local path has no place).
 fn byte_value(
     name: &str,
     storage: &BTreeMap<(String, Vec<u64>), Stored>,
     files: &BTreeMap<&str, u32>,
-    (folder, windows): (&Path, &[Arc<Source>]),
+    windows: &[Arc<Source>],
     limits: &Limits,
     archives: &mut Archives,
 ) -> Attributes {
@@ -409,7 +409,7 @@ fn byte_value(
             .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
         let listing = archives
             .list(number, window, stored, limits)
-            .map_err(|e| in_data_file(e, stored, folder))?;
+            .map_err(|e| in_data_file(e, stored, Path::new("")))?;
         let entries: Vec<_> = (listing.zip_entries.into_iter())
             .map(|(_, e)| (number, in_data_file_offsets(e, stored)))
             .collect();
