@@ -472,64 +472,60 @@ fn entries_that_share_an_archive_are_refused() {
         (tmp, opened)
     };
 
-    let values = metadata(
-        |p| {
-            p.extend(b"}(");
-            for name in ["x", "y"] {
-                text(p, name);
-                p.extend(b"ctorch.distributed.checkpoint.metadata\nBytesStorageMetadata\n)\x81");
-            }
-            p.push(b'u');
-        },
-        |p| {
-            p.extend(b"}(");
-            entry(p, "x", false, step);
-            entry(p, "y", false, step);
-            p.push(b'u');
-        },
-    );
-    let (_tmp, r) = open(values);
+    // Two entries, `a` and `b`, each pickled by `value`, both stored at `range`.
+    let both = |value: &dyn Fn(&mut Vec<u8>), tensor: bool, range| {
+        metadata(
+            |p| {
+                p.extend(b"}(");
+                for name in ["a", "b"] {
+                    text(p, name);
+                    value(p);
+                }
+                p.push(b'u');
+            },
+            |p| {
+                p.extend(b"}(");
+                for name in ["a", "b"] {
+                    entry(p, name, tensor, range);
+                }
+                p.push(b'u');
+            },
+        )
+    };
+
+    let bytes_value = |p: &mut Vec<u8>| {
+        p.extend(b"ctorch.distributed.checkpoint.metadata\nBytesStorageMetadata\n)\x81");
+    };
+    let (_tmp, r) = open(both(&bytes_value, false, step));
     let r = r.unwrap();
-    assert_eq!(r.attributes().get("x"), Some(&Value::Integer(7)));
-    let y = format!("{:?}", r.attributes().get("y"));
+    assert_eq!(r.attributes().get("a"), Some(&Value::Integer(7)));
+    let b = format!("{:?}", r.attributes().get("b"));
     assert!(
-        y.contains("unreadable") && y.contains("also another chunk's or value's"),
-        "{y}"
+        b.contains("unreadable") && b.contains("also another chunk's or value's"),
+        "{b}"
     );
 
-    let tensors = metadata(
-        |p| {
-            p.extend(b"}(");
-            for name in ["a", "b"] {
-                text(p, name);
-                p.extend(b"}(");
-                text(p, "properties");
-                p.extend(b"ctorch\nfloat32\n\x85");
-                text(p, "size");
-                int(p, 3);
-                int(p, 4);
-                p.push(0x86);
-                text(p, "chunks");
-                p.extend(b"](}(");
-                text(p, "offsets");
-                int(p, 0);
-                int(p, 0);
-                p.push(0x86);
-                text(p, "sizes");
-                int(p, 3);
-                int(p, 4);
-                p.extend(b"\x86ueu");
-            }
-            p.push(b'u');
-        },
-        |p| {
-            p.extend(b"}(");
-            entry(p, "a", true, weight);
-            entry(p, "b", true, weight);
-            p.push(b'u');
-        },
-    );
-    let (_tmp, r) = open(tensors);
+    // A float32 tensor of [3, 4] in one chunk.
+    let tensor = |p: &mut Vec<u8>| {
+        p.extend(b"}(");
+        text(p, "properties");
+        p.extend(b"ctorch\nfloat32\n\x85");
+        text(p, "size");
+        int(p, 3);
+        int(p, 4);
+        p.push(0x86);
+        text(p, "chunks");
+        p.extend(b"](}(");
+        text(p, "offsets");
+        int(p, 0);
+        int(p, 0);
+        p.push(0x86);
+        text(p, "sizes");
+        int(p, 3);
+        int(p, 4);
+        p.extend(b"\x86ueu");
+    };
+    let (_tmp, r) = open(both(&tensor, true, weight));
     let e = r.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
     assert!(e.to_string().contains("object \"b\""), "{e}");
