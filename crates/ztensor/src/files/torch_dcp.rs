@@ -234,10 +234,7 @@ fn tensor_object(
                 ),
             ));
         }
-        let number = files.get(stored.file.as_str()).copied().unwrap_or(0);
-        let window = windows
-            .get((number as usize).wrapping_sub(1))
-            .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
+        let (number, window) = data_file(stored, files, windows)?;
         let (mut object, record) = archives
             .list(number, window, stored, limits)
             .and_then(chunk_tensor)
@@ -371,6 +368,21 @@ impl Archives {
     }
 }
 
+/// The number (from 1, as records and errors count data files) and the window of the data
+/// file a storage entry points into; every file the index names was opened, so a miss is a
+/// defect of this reader's bookkeeping reported as the file's, never a panic.
+fn data_file<'w>(
+    stored: &Stored,
+    files: &BTreeMap<&str, u32>,
+    windows: &'w [Arc<Source>],
+) -> Result<(u32, &'w Arc<Source>)> {
+    let number = files.get(stored.file.as_str()).copied().unwrap_or(0);
+    let window = windows
+        .get((number as usize).wrapping_sub(1))
+        .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
+    Ok((number, window))
+}
+
 /// A record of a chunk's archive, its offsets (the window's) made the data file's, as the
 /// chunk's component's are (both fit: the chunk lies inside its file).
 fn in_data_file_offsets(mut record: zip::Entry, stored: &Stored) -> zip::Entry {
@@ -403,10 +415,7 @@ fn byte_value(
                 "written through a storage transform (a DCP extension)",
             ));
         }
-        let number = files.get(stored.file.as_str()).copied().unwrap_or(0);
-        let window = windows
-            .get((number as usize).wrapping_sub(1))
-            .ok_or_else(|| bad(format!("data file {:?} is not open", stored.file)))?;
+        let (number, window) = data_file(stored, files, windows)?;
         let listing = archives
             .list(number, window, stored, limits)
             .map_err(|e| in_data_file(e, stored, Path::new("")))?;
