@@ -21,7 +21,7 @@ def _expected(sub):
         return json.load(f)["files"][sub + "/.metadata"]["tensors"]
 
 
-@pytest.mark.parametrize("sub", ["single", "two_ranks"])
+@pytest.mark.parametrize("sub", ["single", "two_ranks", "byte_tensors"])
 @pytest.mark.parametrize("by_folder", [False, True])
 def test_every_tensor_reads_as_torch_saved_it(sub, by_folder):
     want = _expected(sub)
@@ -39,6 +39,14 @@ def test_a_value_that_is_not_a_tensor_is_an_attribute():
     with ztio.open(os.path.join(DCP, "single")) as f:
         assert f.attributes["step"] == 7
         assert f.attributes["torch.dcp.bytes"] == ["step"]
+
+
+def test_tensors_inside_a_value_are_tensors_beside_its_other_items():
+    # DCP pickles a tuple whole: ("cfg", tensor, 3) under "mixed".
+    with ztio.open(os.path.join(DCP, "byte_tensors")) as f:
+        assert f.get_tensor("mixed.1").shape == (2,)
+        assert f.attributes["mixed.0"] == "cfg"
+        assert f.attributes["mixed.2"] == 3
 
 
 def test_a_whole_tensor_is_read_in_place():

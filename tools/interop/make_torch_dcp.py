@@ -8,6 +8,11 @@ at an offset of one of them).
 - `two_ranks/`: saved by two processes (gloo on loopback) from DTensors sharded over a
   two-device CPU mesh, rows (`Shard(0)`) and columns (`Shard(1)`), and one replicated
   tensor: each sharded tensor is two chunks, one per rank's file.
+- `byte_tensors/`: saved by one process, with tensors inside values DCP pickles whole (it
+  flattens dicts and lists of tensors, not tuples): `pair`, a tuple of two tensors, and
+  `mixed`, a tuple of a text, a tensor and an integer. Readers list them as `pair.0`,
+  `pair.1` and `mixed.1` beside `mixed.0` and `mixed.2` as attributes; `dcp.load` gives the
+  tuples back.
 - `safetensors_format/`: saved by one process through `FileSystemWriter(...,
   serialization_format=SerializationFormat.SAFETENSORS)`: each data file holds the byte
   values, then one safetensors file of its tensors, and `storage_data` gives every tensor the
@@ -70,10 +75,10 @@ def rank_main(rank, out, init):
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "fixtures/interop/torch_dcp"
-    for sub in ("single", "two_ranks", "safetensors_format"):
+    for sub in ("single", "two_ranks", "byte_tensors", "safetensors_format"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     os.makedirs(out, exist_ok=True)
-    expected = {"single": {}, "two_ranks": {}}
+    expected = {"single": {}, "two_ranks": {}, "byte_tensors": {}}
 
     single = {
         "embed.weight": torch.arange(12, dtype=torch.float32).reshape(3, 4) / 4,
@@ -87,6 +92,27 @@ def main():
     for name, t in single.items():
         if isinstance(t, torch.Tensor):
             expect(expected["single"], name, t)
+
+    in_values = {
+        "w": torch.arange(4, dtype=torch.float32) - 1.5,
+        "pair": (torch.arange(6, dtype=torch.float32).reshape(2, 3) * 0.25,
+                 torch.tensor([7, -8, 9], dtype=torch.int64)),
+        "mixed": ("cfg", torch.tensor([1.0, 2.5], dtype=torch.bfloat16), 3),
+    }
+    path = os.path.join(out, "byte_tensors")
+    dcp.save(in_values, checkpoint_id=path)
+    table = expected["byte_tensors"]
+    expect(table, "w", in_values["w"])
+    for i in (0, 1):
+        expect(table, f"pair.{i}", in_values["pair"][i])
+    expect(table, "mixed.1", in_values["mixed"][1])
+    # torch hands the tuples back whole (compared here, not by the loop below, which loads
+    # the tensors by name).
+    back = {"w": torch.empty(4), "pair": None, "mixed": None}
+    dcp.load(back, checkpoint_id=path)
+    assert back["mixed"][0] == "cfg" and back["mixed"][2] == 3
+    assert torch.equal(back["mixed"][1], in_values["mixed"][1])
+    assert all(torch.equal(a, b) for a, b in zip(back["pair"], in_values["pair"]))
 
     from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.filesystem import FileSystemWriter, SerializationFormat
@@ -111,6 +137,8 @@ def main():
 
     # What torch reads back, compared with what was saved.
     for sub, table in expected.items():
+        if sub == "byte_tensors":
+            continue
         target = {n: torch.empty(e["shape"], dtype={v: k for k, v in ZT.items()}[e["type"]])
                   for n, e in table.items()}
         dcp.load(target, checkpoint_id=os.path.join(out, sub))

@@ -57,7 +57,7 @@ fn valid_files() -> Vec<PathBuf> {
     // Distributed checkpoints' `.metadata` (opened from memory, their data files cannot be
     // found: the damage reaches the pickle and the records; tests/torch_dcp.rs damages the
     // data files).
-    for sub in ["single", "two_ranks"] {
+    for sub in ["single", "two_ranks", "byte_tensors"] {
         v.push(root.join("interop/torch_dcp").join(sub).join(".metadata"));
     }
     v.sort();

@@ -29,11 +29,57 @@ fn every_tensor_reads_as_torch_saved_it() {
             assert_eq!(r.attributes().get("step"), Some(&Value::Integer(7)));
             let bytes = r.attributes().get("torch.dcp.bytes");
             assert_eq!(bytes, Some(&Value::Array(vec![Value::Text("step".into())])));
+        } else if file.starts_with("byte_tensors") {
+            assert_eq!(data_files, ["__0_0.distcp"]);
         } else {
             assert_eq!(data_files, ["__0_0.distcp", "__1_0.distcp"]);
         }
     });
-    assert_eq!(files, 2);
+    assert_eq!(files, 3);
+}
+
+/// DCP pickles a tuple whole, tensors and all (it flattens dicts and lists of tensors only):
+/// its tensors are objects under `value.index`, its other items attributes, and a changed
+/// byte in one is caught by `verify` and checked reads through its archive's CRC-32.
+#[test]
+fn tensors_inside_a_value_are_objects_whose_crcs_are_checked() {
+    let tmp = copy_with("byte_tensors", |_| {});
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    let names: Vec<&str> = r.objects().iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["mixed.1", "pair.0", "pair.1", "w"]);
+    assert_eq!(
+        r.attributes().get("mixed.0"),
+        Some(&Value::Text("cfg".into()))
+    );
+    assert_eq!(r.attributes().get("mixed.2"), Some(&Value::Integer(3)));
+    let pair = Value::Array(vec![
+        Value::Text("pair".into()),
+        Value::Text("mixed".into()),
+    ]);
+    assert_eq!(r.attributes().get("torch.dcp.bytes"), Some(&pair));
+    // In place, from the data file's map.
+    let o = r.object("pair.1").unwrap();
+    assert!(matches!(o.bytes().unwrap(), Cow::Borrowed(_)));
+    assert_eq!(o.read::<i64>().unwrap().as_ref(), [7, -8, 9]);
+    assert!(r.verify().failures.is_empty());
+
+    let (file, offset) = o.components().next().map(|c| (c.file, c.offset)).unwrap();
+    let path = r.shards()[file as usize - 1].path.clone();
+    drop(r);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[offset as usize + 8] ^= 0x01;
+    std::fs::write(&path, bytes).unwrap();
+
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    let report = r.verify();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    let o = r.object("pair.1").unwrap();
+    // The zero-copy read does not check (the map is not read at open); the checked one does.
+    assert_eq!(o.read::<i64>().unwrap().as_ref(), [7, -7, 9]);
+    let e = o.read_verified::<i64>().unwrap_err();
+    assert!(e.to_string().contains("CRC-32"), "{e}");
+    assert_eq!(e.path(), Some(path.as_path()), "{e}");
+    assert!(r.object("pair.0").unwrap().read_verified::<f32>().is_ok());
 }
 
 #[test]
@@ -252,6 +298,22 @@ fn a_changed_value_fails_the_archives_crc_in_verify_and_checked_reads() {
     );
     // The other tensors are intact.
     assert!(r.object("rows").unwrap().bytes().is_ok());
+}
+
+/// A tensor of the checkpoint named as a tensor inside a value (`w` renamed `pair.0` in the
+/// pickle, where it is memoized once) is a name given twice: refused, not one of them lost.
+#[test]
+fn a_tensor_named_as_a_values_tensor_is_refused() {
+    let tmp = copy_with("byte_tensors", |bytes| {
+        let at = bytes.windows(3).position(|w| w == b"\x8c\x01w").unwrap();
+        bytes.splice(at..at + 3, b"\x8c\x06pair.0".iter().copied());
+    });
+    let e = ztensor::open(tmp.path().join(".metadata")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(
+        e.to_string().contains("tensor \"pair.0\" is listed twice"),
+        "{e}"
+    );
 }
 
 /// A `.metadata` built by hand: protocol 2, `Metadata` made (NEWOBJ, then BUILD) with the

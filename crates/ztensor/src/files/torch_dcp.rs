@@ -16,8 +16,9 @@
 //!   where they lie as it is read.
 //! - Values other than tensors (`BytesStorageMetadata`: anything `torch.save` pickled for a
 //!   rank, such as a step count) are each an archive too, whose pickle the PyTorch reader
-//!   makes attributes (a scalar under the value's name); the file attribute
-//!   `torch.dcp.bytes` names them.
+//!   makes attributes (a scalar under the value's name) and, for the tensors it holds (a
+//!   tuple of tensors, which DCP pickles whole), objects under `name.index`; the file
+//!   attribute `torch.dcp.bytes` names the values.
 //! - Data files must be plain names in the checkpoint's folder; chunks written through a
 //!   storage transform (DCP's extensions, such as zstd) are listed with a defect; data files
 //!   saved as safetensors (`serialization_format=SAFETENSORS`), which torch cannot load,
@@ -168,15 +169,16 @@ pub(crate) fn list(
             .map_err(|e| e.in_object(name))?;
         objects.push(object);
     }
-    if let Some(twice) = sort_by_name(&mut objects) {
-        return Err(bad(format!("tensor {twice:?} is listed twice")));
-    }
     let mut attributes = Attributes::new();
     // Each value's archive is walked under a budget of its own size; all of them together
     // under the cap of attribute values, as other readers' attributes are.
     let mut budget = ValueBudget::new(limits.decode_limits().max_value_bytes);
     for name in &byte_values {
-        let value = byte_value(name, &storage, &files, &windows, limits, &mut archives);
+        let (value, tensors) = byte_value(name, &storage, &files, &windows, limits, &mut archives);
+        // Tensors inside a value (DCP saves a tuple, or a list of lists, holding tensors as
+        // one pickled value) are objects under `name.index`, as the value's other leaves
+        // are attributes: a conversion must not drop them.
+        objects.extend(tensors);
         for (key, value) in value {
             budget.key(name.len().saturating_add(key.len()).saturating_add(1))?;
             charge(&mut budget, &value).map_err(|e| e.in_object(name))?;
@@ -188,6 +190,9 @@ pub(crate) fn list(
             };
             attributes.insert(key, value);
         }
+    }
+    if let Some(twice) = sort_by_name(&mut objects) {
+        return Err(bad(format!("tensor {twice:?} is listed twice")));
     }
     if !byte_values.is_empty() {
         let names = byte_values.iter().map(|&n| Value::Text(n.to_owned()));
@@ -393,11 +398,13 @@ fn in_data_file_offsets(mut record: zip::Entry, stored: &Stored) -> zip::Entry {
 
 /// A value that is not a tensor (`BytesStorageMetadata`: `torch.save` of any object into a
 /// data file) as the attributes its archive's pickle gives (a plain checkpoint's leaves:
-/// `value` for a scalar), its records added to `archives` for `verify`. A value torch would
-/// unpickle as any object must not keep the tensors from opening: one that cannot be read
-/// (no storage entry, a storage transform, an archive the PyTorch reader refuses) is the
-/// attribute `{"unreadable": why}`, which names the data file by its name alone (the
-/// attribute is kept by a conversion, where a local path has no place).
+/// `value` for a scalar) and the tensors it holds (a tuple of tensors, which DCP does not
+/// flatten), named `name.path` and moved to the data file's offsets; its records added to
+/// `archives` for `verify` and checked reads. A value torch would unpickle as any object must
+/// not keep the tensors from opening: one that cannot be read (no storage entry, a storage
+/// transform, an archive the PyTorch reader refuses) is the attribute `{"unreadable": why}`,
+/// which names the data file by its name alone (the attribute is kept by a conversion, where
+/// a local path has no place).
 fn byte_value(
     name: &str,
     storage: &BTreeMap<(String, Vec<u64>), Stored>,
@@ -405,7 +412,7 @@ fn byte_value(
     windows: &[Arc<Source>],
     limits: &Limits,
     archives: &mut Archives,
-) -> Attributes {
+) -> (Attributes, Vec<ObjectInfo>) {
     let mut read = || {
         let stored = storage
             .get(&(name.to_owned(), Vec::new()))
@@ -422,19 +429,56 @@ fn byte_value(
         let entries: Vec<_> = (listing.zip_entries.into_iter())
             .map(|(_, e)| (number, in_data_file_offsets(e, stored)))
             .collect();
-        Ok((listing.attributes, entries))
+        let tensors = (listing.objects.into_iter())
+            .map(|o| value_tensor(name, o, number, stored))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((listing.attributes, entries, tensors))
     };
     match read() {
-        Ok((attributes, entries)) => {
+        Ok((attributes, entries, tensors)) => {
             archives.records.extend(entries);
-            attributes
+            (attributes, tensors)
         }
         Err(e) => {
             let why = Value::Text(e.to_string());
             let unreadable = BTreeMap::from([("unreadable".to_owned(), why)]);
-            Attributes::from([("value".to_owned(), Value::Map(unreadable))])
+            let attributes = Attributes::from([("value".to_owned(), Value::Map(unreadable))]);
+            (attributes, Vec::new())
         }
     }
+}
+
+/// A tensor inside the value `value` (the archive at `stored` in data file `number`) as an
+/// object of the checkpoint: named `value.path` (its path in the value, `0` for a tuple's
+/// first item), its components' offsets (the archive's) made the data file's. Its
+/// `torch.storage` attributes go, as a chunk's do: they name the archive's storages.
+fn value_tensor(
+    value: &str,
+    mut object: ObjectInfo,
+    number: u32,
+    stored: &Stored,
+) -> Result<ObjectInfo> {
+    object.name = format!("{value}.{}", object.name);
+    object.attributes.remove("torch.storage");
+    object.attributes.remove("torch.storage_offset");
+    for c in object.components.0.iter_mut() {
+        // The PyTorch reader gives a record's bytes, stored or deflated: one range each.
+        if !matches!(
+            c.encoding,
+            zt_formats::Encoding::Raw | zt_formats::Encoding::Deflate
+        ) {
+            return Ok(ObjectInfo::defective(
+                object.name,
+                Defect::unsupported("a tensor of a value whose bytes are not one range"),
+            ));
+        }
+        c.offset = c
+            .offset
+            .checked_add(stored.offset)
+            .ok_or_else(|| bad(format!("value offset {} overflows", stored.offset)))?;
+        c.file = number;
+    }
+    Ok(object)
 }
 
 /// Charges `value`'s tree to `budget`: its nodes, texts, bytes and keys.
