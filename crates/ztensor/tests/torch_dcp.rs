@@ -237,30 +237,39 @@ fn metadata_from_memory_says_its_data_cannot_be_found() {
 
 #[test]
 fn no_damage_to_a_data_file_makes_the_reader_panic() {
-    let tmp = copy_with("two_ranks", |_| {});
-    let path = tmp.path().join("__1_0.distcp");
-    let good = std::fs::read(&path).unwrap();
-    let mut outcomes = [0usize; 2];
-    for at in (0..good.len()).step_by(3) {
-        for flip in [0x01u8, 0x80] {
-            let mut bad = good.clone();
-            bad[at] ^= flip;
-            std::fs::write(&path, &bad).unwrap();
-            let opened = OpenOptions::new()
-                .unmapped(true)
-                .open(tmp.path().join(".metadata"));
-            let ok = opened.is_ok_and(|r| {
-                let names: Vec<String> = r.names().map(str::to_owned).collect();
-                names
-                    .iter()
-                    .all(|n| r.object(n).and_then(|o| o.bytes()).is_ok())
-            });
-            outcomes[usize::from(ok)] += 1;
+    // Rank 1's file of chunks, and a file of values holding tensors (tuples, strings, ints).
+    for (sub, file) in [
+        ("two_ranks", "__1_0.distcp"),
+        ("byte_tensors", "__0_0.distcp"),
+    ] {
+        let tmp = copy_with(sub, |_| {});
+        let path = tmp.path().join(file);
+        let good = std::fs::read(&path).unwrap();
+        let mut outcomes = [0usize; 2];
+        for at in (0..good.len()).step_by(3) {
+            for flip in [0x01u8, 0x80] {
+                let mut bad = good.clone();
+                bad[at] ^= flip;
+                std::fs::write(&path, &bad).unwrap();
+                let opened = OpenOptions::new()
+                    .unmapped(true)
+                    .open(tmp.path().join(".metadata"));
+                let ok = opened.is_ok_and(|r| {
+                    let names: Vec<String> = r.names().map(str::to_owned).collect();
+                    let read = (names.iter()).all(|n| r.object(n).and_then(|o| o.bytes()).is_ok());
+                    read && r.verify().failures.is_empty()
+                });
+                outcomes[usize::from(ok)] += 1;
+            }
         }
+        // Damage to what no reader looks at (padding, fields of the zip records unread)
+        // passes; damage to data fails `verify` (the archives' CRC-32s) and damage to the
+        // archives' structure is refused.
+        assert!(
+            outcomes[0] > 100 && outcomes[1] > 100,
+            "{sub}: {outcomes:?}"
+        );
     }
-    // Damage to the values reads (torch's archives carry CRCs verify checks); damage to the
-    // archives' structure is refused.
-    assert!(outcomes[0] > 100 && outcomes[1] > 100, "{outcomes:?}");
 }
 
 #[test]
