@@ -175,9 +175,9 @@ pub(crate) fn list(
     let mut budget = ValueBudget::new(limits.decode_limits().max_value_bytes);
     for name in &byte_values {
         let (value, tensors) = byte_value(name, &storage, &files, &windows, limits, &mut archives);
-        // Tensors inside a value (DCP saves a tuple, or a list of lists, holding tensors as
-        // one pickled value) are objects under `name.index`, as the value's other leaves
-        // are attributes: a conversion must not drop them.
+        // Tensors inside a value (DCP flattens dicts and lists that hold tensors, but pickles
+        // a tuple whole) are objects under `name.index`, as the value's other leaves are
+        // attributes: a conversion must not drop them.
         objects.extend(tensors);
         for (key, value) in value {
             budget.key(name.len().saturating_add(key.len()).saturating_add(1))?;
