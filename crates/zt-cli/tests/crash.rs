@@ -1,7 +1,8 @@
 //! Crash-safe writing, proven: a writing `zt` process is killed with SIGKILL at pseudo-random
 //! moments; afterwards the target is always its previous version, intact, or (when the write
-//! won the race) the complete new version, never anything in between. And a write that fails
-//! partway (no room left) leaves every old output as it was and nothing else behind.
+//! won the race) the complete new version, never anything in between, and no temporary
+//! outlives the next writer. And a write that fails partway (no room left) leaves every old
+//! output as it was and nothing else behind.
 
 #![cfg(unix)]
 
@@ -90,11 +91,38 @@ fn a_killed_writer_leaves_the_old_file_intact() {
             );
             killed_mid_write += 1;
         }
+        // Beside the files the test made, only a temporary may remain: one named for its
+        // rename when the kill fell in that instant, or a named one where the file system
+        // cannot make unnamed files. The next writer in the folder removes it.
+        for name in extra_files(dir.path()) {
+            assert!(
+                name.starts_with(".out.zt.") && name.ends_with(".zt-tmp"),
+                "killed after {delay:?}: {name:?} was left beside the target"
+            );
+        }
     }
     assert!(
         killed_mid_write >= 3,
         "the kills must land mid-write ({killed_mid_write} did, {completed} completed)"
     );
+    assert!(convert(&input, &target).wait().unwrap().success());
+    assert_eq!(std::fs::read(&target).unwrap(), reference);
+    assert_eq!(
+        extra_files(dir.path()),
+        Vec::<String>::new(),
+        "a finished writer leaves nothing beside its target, and removes what dead ones left"
+    );
+}
+
+/// The names in `dir` other than the input, the target and the reference output.
+fn extra_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !["in.zt", "out.zt", "reference.zt"].contains(&n.as_str()))
+        .collect();
+    names.sort();
+    names
 }
 
 /// Every kind of output, and sets of shards, when a write fails partway (the file size limit
