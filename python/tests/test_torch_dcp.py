@@ -61,3 +61,11 @@ def test_a_checkpoint_saved_as_safetensors_is_refused_as_torch_refuses_it():
     # dcp.load fails on it too (tools/interop/make_torch_dcp.py checks that it does).
     with pytest.raises(ztio.UnsupportedError, match="serialization_format=SAFETENSORS"):
         ztio.open(os.path.join(DCP, "safetensors_format"))
+
+
+def test_a_data_file_opened_by_itself_names_the_checkpoint_to_open():
+    path = os.path.join(DCP, "two_ranks", "__1_0.distcp")
+    with pytest.raises(ztio.UnsupportedError, match="open the checkpoint's folder or its"):
+        ztio.open(path)
+    with pytest.raises(ztio.UnsupportedError, match="a data file of a PyTorch distributed"):
+        ztio.numpy.load_file(path)

@@ -248,6 +248,13 @@ impl OpenOptions {
             allow(unused_variables)
         )]
         let (zip_entries, sniffed) = if is_zip(&head) {
+            if path.is_some_and(is_dcp_data_file) {
+                return Err(Error::unsupported(
+                    "a data file of a PyTorch distributed checkpoint (torch.save archives one \
+                     after another, which only the checkpoint's .metadata names and places): \
+                     open the checkpoint's folder or its .metadata",
+                ));
+            }
             zip_entries(&source, &head)?
         } else {
             (Vec::new(), sniff(&head, source.len(), &[]))
@@ -359,6 +366,13 @@ impl OpenOptions {
 /// archives. The names tell the kind, so the archive is read by miniz's rules first and read
 /// again by zipfile's only when those find something else: a directory moved from where its
 /// end record says, or a record needing a newer zip (rare: damaged or odd archives).
+/// Whether `path` names a data file of a distributed checkpoint (`__0_0.distcp`): its archives
+/// lie one after another and mean nothing without the `.metadata` beside it.
+fn is_dcp_data_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("distcp"))
+}
+
 fn zip_entries(source: &Source, head: &[u8]) -> Result<(Vec<zip::Entry>, Option<FileKind>)> {
     let kind_of = |entries: &[zip::Entry]| {
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();

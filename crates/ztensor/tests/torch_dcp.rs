@@ -115,6 +115,26 @@ fn the_folder_opens_as_its_model() {
     assert_eq!(r.len(), 3);
 }
 
+/// A data file by itself is archives one after another: read as one archive it was an error
+/// about the zip's central directory, or (where the last archive is a value's) a checkpoint
+/// of no tensors. It now says what the file is and what to open instead; the same bytes
+/// under another name are still read as a zip.
+#[test]
+fn a_data_file_opened_by_itself_names_the_checkpoint_to_open() {
+    for sub in ["single", "two_ranks", "byte_tensors", "safetensors_format"] {
+        let e = ztensor::open(dir().join(sub).join("__0_0.distcp")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{sub}: {e}");
+        assert!(
+            e.to_string().contains("a data file of a PyTorch distributed checkpoint")
+                && e.to_string().contains("open the checkpoint's folder or its .metadata"),
+            "{sub}: {e}"
+        );
+    }
+    let bytes = std::fs::read(dir().join("single/__0_0.distcp")).unwrap();
+    let e = OpenOptions::new().open_bytes(bytes).unwrap_err();
+    assert!(!e.to_string().contains("distributed checkpoint"), "{e}");
+}
+
 /// A copy of `sub` in a temporary folder, its `.metadata` passed through `edit`.
 fn copy_with(sub: &str, edit: impl Fn(&mut Vec<u8>)) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
