@@ -67,6 +67,7 @@ fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
         Some(std::io::ErrorKind::PermissionDenied) => "PermissionDeniedError",
         Some(std::io::ErrorKind::IsADirectory) => "IsADirectoryIoError",
         Some(std::io::ErrorKind::AlreadyExists) => "FileExistsIoError",
+        Some(std::io::ErrorKind::NotADirectory) => "NotADirectoryIoError",
         _ => class_name(e.kind()),
     };
     let class = module.getattr(name)?.cast_into::<PyType>()?;

@@ -125,6 +125,23 @@ def test_an_output_that_is_a_folder_is_an_is_a_directory_error_and_stays(tmp_pat
     assert folder.is_dir() and not any(folder.iterdir())
 
 
+def test_a_file_in_place_of_a_folder_is_a_not_a_directory_error(tmp_path):
+    plain = tmp_path / "model.safetensors"
+    plain.write_bytes(b"not a folder")
+    inside = plain / "model.safetensors"
+    calls = (
+        lambda: ztio.open(inside),
+        lambda: ztio.numpy.load_file(inside),
+        lambda: ztio.numpy.save_file({"a": np.zeros(2, np.float32)}, inside),
+    )
+    for call in calls:
+        with pytest.raises(NotADirectoryError) as info:
+            call()
+        e = info.value
+        assert isinstance(e, ztio.IoError) and e.errno == errno.ENOTDIR
+    assert plain.read_bytes() == b"not a folder"
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_pipe_is_refused_as_input_and_output_without_waiting(tmp_path):
     fifo = tmp_path / "pipe.safetensors"

@@ -33,6 +33,7 @@ __all__ = [
     "FileMissingError",
     "PermissionDeniedError",
     "IsADirectoryIoError",
+    "NotADirectoryIoError",
     "FileExistsIoError",
     "OutOfMemoryError",
     "ZtWarning",
@@ -116,6 +117,10 @@ class PermissionDeniedError(IoError, PermissionError):
 
 class IsADirectoryIoError(IoError, IsADirectoryError):
     """A folder was given where a file was expected."""
+
+
+class NotADirectoryIoError(IoError, NotADirectoryError):
+    """A part of the path that should be a folder is a file (``x.safetensors/y``)."""
 
 
 class FileExistsIoError(IoError, FileExistsError):

@@ -124,10 +124,11 @@ fn a_data_file_opened_by_itself_names_the_checkpoint_to_open() {
     for sub in ["single", "two_ranks", "byte_tensors", "safetensors_format"] {
         let e = ztensor::open(dir().join(sub).join("__0_0.distcp")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{sub}: {e}");
+        let text = e.to_string();
         assert!(
-            e.to_string().contains("a data file of a PyTorch distributed checkpoint")
-                && e.to_string().contains("open the checkpoint's folder or its .metadata"),
-            "{sub}: {e}"
+            text.contains("a data file of a PyTorch distributed checkpoint")
+                && text.contains("open the checkpoint's folder or its .metadata"),
+            "{sub}: {text}"
         );
     }
     let bytes = std::fs::read(dir().join("single/__0_0.distcp")).unwrap();
