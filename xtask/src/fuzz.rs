@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 /// Each target and the fixture files that seed it.
 /// A name that is all extension (a distributed checkpoint's `.metadata`) counts as that
 /// extension.
-const TARGETS: [(&str, &[&str]); 21] = [
+const TARGETS: [(&str, &[&str]); 22] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -31,6 +31,7 @@ const TARGETS: [(&str, &[&str]); 21] = [
     ("read_openvino", &["xml"]),
     ("read_ggml", &["bin"]),
     ("parse_index", &["json"]),
+    ("decode_hdf5_chunk", &["h5", "keras"]),
 ];
 
 /// A sharded checkpoint's index as writers make it: fixtures/ holds JSON files, not one of
@@ -73,6 +74,12 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
                 if (target.ends_with("zt2") || target.ends_with("v2")) && !v2 {
                     continue;
                 }
+                if target == "decode_hdf5_chunk" {
+                    for (n, seed) in hdf5_chunk_seeds(&p).into_iter().enumerate() {
+                        std::fs::write(corpus.join(format!("{name}.{n}")), seed)?;
+                    }
+                    continue;
+                }
                 // The manifest targets want the manifest itself: cut it out of .zt files.
                 let bytes = match target {
                     "decode_manifest" => manifest_of(&bytes).unwrap_or(bytes),
@@ -84,6 +91,33 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
         }
     }
     Ok(corpus)
+}
+
+/// Inputs of the `decode_hdf5_chunk` target, each the first chunk of a chunked dataset in the
+/// HDF5 file at `path` (`ztensor::fuzzing::hdf5_chunk_seed`; datasets it cannot say are left
+/// out).
+fn hdf5_chunk_seeds(path: &Path) -> Vec<Vec<u8>> {
+    let (Ok(reader), Ok(file)) = (ztensor::open(path), std::fs::read(path)) else {
+        return Vec::new();
+    };
+    let mut seeds = Vec::new();
+    for object in &reader {
+        for c in object.components() {
+            let ztensor::formats::Encoding::Hdf5Chunks(table) = &c.info().encoding else {
+                continue;
+            };
+            let Some(first) = table.chunks.first().filter(|_| c.info().file == 0) else {
+                continue;
+            };
+            let stored = usize::try_from(c.info().offset + first.at)
+                .ok()
+                .and_then(|at| file.get(at..at.checked_add(first.size as usize)?));
+            seeds.extend(
+                stored.and_then(|s| ztensor::fuzzing::hdf5_chunk_seed(table, first.mask, s)),
+            );
+        }
+    }
+    seeds
 }
 
 fn manifest_of(b: &[u8]) -> Option<Vec<u8>> {

@@ -130,6 +130,9 @@ pub mod convert;
 mod decode;
 mod files;
 mod folder;
+#[cfg(feature = "hdf5")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod listing;
 mod model;
 mod open;
