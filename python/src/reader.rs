@@ -481,6 +481,15 @@ impl Reader {
         box_array(py, &r, &o, name, &element, &ranges, &dims)
     }
 
+    /// Starts the kernel reading the pages of the box `ranges` of `name`, about to be read
+    /// through a view of the whole tensor (`ObjectView::will_need_slice`).
+    fn will_need_slice(&self, py: Python<'_>, name: &str, ranges: Vec<(u64, u64)>) -> PyResult<()> {
+        let r = self.get(py)?;
+        let o = object(py, &r, name)?;
+        let ranges: Vec<Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
+        o.will_need_slice(&ranges).py_err(py)
+    }
+
     /// `get_slice(name)[key]` by safetensors 0.8's rules (`slice_rules`), for elements of
     /// `bits` bits: `(array, index)`, where `index` (a tuple, or `None` when the array is the
     /// answer) is what is left to apply to the array: the steps of slices that have one.

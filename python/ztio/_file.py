@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _frameworks, _native, _progress, _slice_rules
 from ._dtypes import STAND_INS, read_table
-from .errors import ArgumentError, NotFoundError
+from .errors import ArgumentError, Error, NotFoundError
 
 _native.set_dtype_table(read_table())
 
@@ -984,6 +984,22 @@ class _SafeSlice(Slice):
     def __getitem__(self, key: Any) -> Any:
         shape = self._shape
         if self._framework_rules and not _rows_inside(key, shape):
+            # A tensor whose bytes lie in the map as they are: the framework indexes a view
+            # of the whole of it, as safetensors does, and a box of columns is a strided view
+            # too, not a copy (rows inside are a view on the path below, without the
+            # framework's indexing). The box's pages are asked for first, so that touching
+            # the view in a cold file reads them and not the disk's read-around.
+            whole = None
+            if self._device == "cpu" and self._dtype != "f4_e2m1":
+                whole = _frameworks.mapped(self._framework, self._file, self._name)
+            if whole is not None:
+                if _slice_rules.plain_index(key, shape):
+                    try:
+                        box, _ = _dims(key, shape)
+                        self._file._reader().will_need_slice(self._name, box)
+                    except Error:
+                        pass  # a hint only: the answer, or the error, is torch's below
+                return whole[key]
             if not _slice_rules.plain_index(key, shape):
                 # None, lists, bools, indexes past the end: what the framework makes of them.
                 to_tensor = _frameworks.converter(self._framework)

@@ -11,20 +11,34 @@ from typing import Any, Callable, Dict, Iterable, Optional
 _CONVERTERS: Dict[str, Callable[[Any, str, str], Any]] = {}
 #: framework name -> ``from_numpy(array, device, kind)``, for values read as numpy (slices).
 _FROM_NUMPY: Dict[str, Callable[[Any, str, Optional[str]], Any]] = {}
+#: framework name -> ``mapped(file, name)``: the whole tensor over the file's map without a
+#: copy, or ``None`` where its bytes cannot be viewed as they lie.
+_MAPPED: Dict[str, Callable[[Any, str], Any]] = {}
 
 
 def register(
     names: Iterable[str],
     to_tensor: Callable[[Any, str, str], Any],
     from_numpy: Optional[Callable[[Any, str, Optional[str]], Any]] = None,
+    mapped: Optional[Callable[[Any, str], Any]] = None,
 ) -> None:
     """Makes ``to_tensor(file, name, device)`` the reader of objects for every framework name
-    in ``names`` (``("pt", "torch")``), and ``from_numpy(array, device, kind)`` its conversion
-    of arrays read as numpy."""
+    in ``names`` (``("pt", "torch")``), ``from_numpy(array, device, kind)`` its conversion
+    of arrays read as numpy, and ``mapped(file, name)`` its view of a whole tensor in the map
+    (for a framework whose tensors can be strided views of it)."""
     for n in names:
         _CONVERTERS[n] = to_tensor
         if from_numpy is not None:
             _FROM_NUMPY[n] = from_numpy
+        if mapped is not None:
+            _MAPPED[n] = mapped
+
+
+def mapped(framework: str, file: Any, name: str) -> Any:
+    """The framework's tensor over the whole of ``name`` in ``file``'s map, no copy made, or
+    ``None`` (no such view for this framework or this tensor)."""
+    view = _MAPPED.get(framework)
+    return None if view is None else view(file, name)
 
 
 def from_numpy(framework: str, array: Any, device: str, kind: Optional[str] = None) -> Any:

@@ -164,6 +164,53 @@ impl Hyperslab {
 }
 
 impl<'r> ObjectView<'r> {
+    /// Asks the kernel to start reading the pages of the box `ranges` of a raw dense object in
+    /// a mapped file, and returns at once: for a caller that will touch the box through a view
+    /// of the whole object (a strided torch tensor over the map), so that its page faults find
+    /// exactly those pages read, as [`ObjectView::slice_bytes`] reads them, and never set off
+    /// the megabytes of the disk's read-around. Nothing is asked for when the file seems to be
+    /// in the page cache already, or is not mapped, or the object is not raw bytes in place;
+    /// an invalid box is an error, as for a read of it.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add("m", &[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// let m = r.object("m")?;
+    /// m.will_need_slice(&[0..3, 1..2])?; // column 1, about to be read through a view
+    /// assert!(m.will_need_slice(&[0..4, 0..2]).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn will_need_slice(&self, ranges: &[Range<u64>]) -> Result<()> {
+        let info = self.info();
+        let slab = Hyperslab::new(&info.shape, ranges).map_err(|e| e.in_object(self.name()))?;
+        let Some(comp) = info.components.0.iter().find(|c| c.role == "data") else {
+            return Ok(());
+        };
+        let in_place = info.format == Format::Dense
+            && info.defect.is_none()
+            && matches!(comp.encoding, Encoding::Raw)
+            && comp.arrangement.is_none()
+            && comp
+                .element
+                .logical
+                .as_ref()
+                .and_then(|t| t.packed_bits())
+                .is_none();
+        let backing = self.backing();
+        if in_place && (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source)) {
+            if let Ok(source) = backing.file(comp) {
+                ask_for_exactly(source, comp.offset, &slab, comp.element.logical_size());
+            }
+        }
+        Ok(())
+    }
+
     /// The little-endian bytes of the box `ranges` of a dense object (one range per
     /// dimension), in row-major order, reading only the bytes the box covers.
     ///
