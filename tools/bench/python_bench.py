@@ -494,6 +494,20 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
 
             return lambda: timed(run)
 
+        def columns(opener, path):
+            # A tensor-parallel rank's share, as TGI's `get_sharded(dim=1)` takes it: half the
+            # columns of each matrix (a strided box), all of each vector.
+            def run():
+                total = 0
+                with opener(path, framework=name) as f:
+                    for k in f.keys():
+                        s = f.get_slice(k)
+                        shape = s.get_shape()
+                        total += tch(s[:, : shape[1] // 2] if len(shape) == 2 else s[:])
+                return total
+
+            return lambda: timed(run)
+
         rows = {
             "limit": lambda: timed(read_through, [st]),
             "st_load": load_file(st_mod, st),
@@ -501,6 +515,8 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
             "zt_load_zt": load_file(zt_mod, zt),
             "st_open": safe_open(safetensors.safe_open, st),
             "zt_open": safe_open(ztio.safe_open, st),
+            "st_cols": columns(safetensors.safe_open, st),
+            "zt_cols": columns(ztio.safe_open, st),
         }
 
         warm_then_cold(args, rows, report_rows(fw, [
@@ -510,6 +526,8 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
             ("ztio load_file (.zt)", "zt_load_zt", "st_load"),
             ("safetensors safe_open+get_tensor", "st_open", "st_open"),
             ("ztio safe_open+get_tensor", "zt_open", "st_open"),
+            ("safetensors get_slice[:, :n/2]", "st_cols", "st_cols"),
+            ("ztio get_slice[:, :n/2]", "zt_cols", "st_cols"),
         ], nbytes))
 
         # The framework's own tensors, as ztio's module gives them (safetensors' TensorFlow
