@@ -169,8 +169,12 @@ impl<'r> ObjectView<'r> {
     /// of the whole object (a strided torch tensor over the map), so that its page faults find
     /// exactly those pages read, as [`ObjectView::slice_bytes`] reads them, and never set off
     /// the megabytes of the disk's read-around. Nothing is asked for when the file seems to be
-    /// in the page cache already, or is not mapped, or the object is not raw bytes in place;
-    /// an invalid box is an error, as for a read of it.
+    /// in the page cache already, or is not mapped, or the object is not raw bytes in place,
+    /// or the box's pages are at least half of a span of 1 MiB or more (half the columns of a
+    /// matrix: the view's faults then read as a whole tensor's do, and their read-around
+    /// reads on into what comes next, where hints for the box alone left the disk idle
+    /// between tensors: 1.17x safetensors' time cold); an invalid box is an error, as for a
+    /// read of it.
     ///
     /// ```
     /// # fn main() -> ztensor::Result<()> {
@@ -203,9 +207,13 @@ impl<'r> ObjectView<'r> {
                 .and_then(|t| t.packed_bits())
                 .is_none();
         let backing = self.backing();
-        if in_place && (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source)) {
+        let element_size = comp.element.logical_size();
+        if in_place
+            && !dense_and_large(&slab, element_size)
+            && (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source))
+        {
             if let Ok(source) = backing.file(comp) {
-                ask_for_exactly(source, comp.offset, &slab, comp.element.logical_size());
+                ask_for_exactly(source, comp.offset, &slab, element_size);
             }
         }
         Ok(())
@@ -472,6 +480,29 @@ fn ask_for_exactly(source: &zt_container::Source, base: u64, slab: &Hyperslab, e
     }
 }
 
+/// The span of a box at least this long whose pages are at least half of it is read through
+/// a view as a whole tensor is, without hints ([`ObjectView::will_need_slice`]).
+const DENSE_BOX_SPAN: u64 = 1 << 20;
+
+/// Whether the runs of `slab` span at least [`DENSE_BOX_SPAN`] bytes and their pages cover
+/// at least half of that span.
+fn dense_and_large(slab: &Hyperslab, element_size: u64) -> bool {
+    let mut runs = slab.runs(element_size);
+    let Some((first, first_len)) = runs.next() else {
+        return false;
+    };
+    let (mut covered, mut end) = (0u64, first.saturating_add(first_len));
+    let all = std::iter::once((first, first_len)).chain(runs);
+    merged_by_page(all, |off, len| {
+        // Counted in whole pages: what a fault reads of the range.
+        let pages = (off + len).div_ceil(HINT_GRANULE) - off / HINT_GRANULE;
+        covered = covered.saturating_add(pages * HINT_GRANULE);
+        end = off.saturating_add(len);
+    });
+    let span = end - first;
+    span >= DENSE_BOX_SPAN && covered.saturating_mul(2) >= span
+}
+
 /// Calls `ask(offset, len)` for `runs` (in increasing order, not overlapping) merged where
 /// their pages touch: the ranges cover exactly the pages the runs do.
 fn merged_by_page(runs: impl Iterator<Item = (u64, u64)>, mut ask: impl FnMut(u64, u64)) {
@@ -542,6 +573,23 @@ mod tests {
         let mut asked = Vec::new();
         merged_by_page(runs.iter().copied(), |o, l| asked.push((o, l)));
         asked
+    }
+
+    #[test]
+    fn a_box_is_dense_when_its_pages_are_half_of_a_long_span() {
+        let slab = |shape: &[u64], ranges: &[Range<u64>]| Hyperslab::new(shape, ranges).unwrap();
+        // Half the columns of 1,024 rows of 4 KiB (2 MiB): dense.
+        assert!(dense_and_large(
+            &slab(&[1024, 2048], &[0..1024, 0..1024]),
+            2
+        ));
+        // The same half of 16 rows (64 KiB): too short to be worth the read-around.
+        assert!(!dense_and_large(&slab(&[16, 2048], &[0..16, 0..1024]), 2));
+        // 16 bytes of each 32 KiB row: sparse.
+        assert!(!dense_and_large(&slab(&[1024, 8192], &[0..1024, 0..4]), 4));
+        // Whole rows: one run.
+        assert!(dense_and_large(&slab(&[1024, 2048], &[0..512, 0..2048]), 2));
+        assert!(!dense_and_large(&slab(&[1024, 2048], &[0..0, 0..2048]), 2));
     }
 
     #[test]
