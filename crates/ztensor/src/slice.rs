@@ -467,10 +467,11 @@ fn ask_for_exactly(source: &zt_container::Source, base: u64, slab: &Hyperslab, e
         // request instead of a small one per row (half the columns of a tensor whose rows
         // are a few KiB: every page, which a request per row read slower than a fault's
         // read-around did). Runs pages apart stay apart, so a narrow box reads its pages only.
-        let all = std::iter::once((first, first_len)).chain(runs);
-        merged_by_page(all, |off, len| {
-            source.will_need(base.saturating_add(off), len)
-        });
+        // Merged at the file's own pages (the component need not start on one).
+        let all = std::iter::once((first, first_len))
+            .chain(runs)
+            .map(|(off, len)| (base.saturating_add(off), len));
+        merged_by_page(all, |at, len| source.will_need(at, len));
     } else {
         let end = slab
             .runs(element_size)
@@ -495,7 +496,7 @@ fn dense_and_large(slab: &Hyperslab, element_size: u64) -> bool {
     let all = std::iter::once((first, first_len)).chain(runs);
     merged_by_page(all, |off, len| {
         // Counted in whole pages: what a fault reads of the range.
-        let pages = (off + len).div_ceil(HINT_GRANULE) - off / HINT_GRANULE;
+        let pages = off.saturating_add(len).div_ceil(HINT_GRANULE) - off / HINT_GRANULE;
         covered = covered.saturating_add(pages * HINT_GRANULE);
         end = off.saturating_add(len);
     });
