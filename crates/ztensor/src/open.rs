@@ -361,11 +361,6 @@ impl OpenOptions {
     }
 }
 
-/// A zip archive's entries and its kind, read by the rules of the reader its kind's own tools
-/// use ([`zip::Rules`]): miniz's for checkpoints, Python's `zipfile` for `.npz` and Keras
-/// archives. The names tell the kind, so the archive is read by miniz's rules first and read
-/// again by zipfile's only when those find something else: a directory moved from where its
-/// end record says, or a record needing a newer zip (rare: damaged or odd archives).
 /// Whether `path` names a data file of a distributed checkpoint (`__0_0.distcp`): its archives
 /// lie one after another and mean nothing without the `.metadata` beside it.
 fn is_dcp_data_file(path: &Path) -> bool {
@@ -373,6 +368,11 @@ fn is_dcp_data_file(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("distcp"))
 }
 
+/// A zip archive's entries and its kind, read by the rules of the reader its kind's own tools
+/// use ([`zip::Rules`]): miniz's for checkpoints, Python's `zipfile` for `.npz` and Keras
+/// archives. The names tell the kind, so the archive is read by miniz's rules first and read
+/// again by zipfile's only when those find something else: a directory moved from where its
+/// end record says, or a record needing a newer zip (rare: damaged or odd archives).
 fn zip_entries(source: &Source, head: &[u8]) -> Result<(Vec<zip::Entry>, Option<FileKind>)> {
     let kind_of = |entries: &[zip::Entry]| {
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
