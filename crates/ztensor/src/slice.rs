@@ -209,7 +209,7 @@ impl<'r> ObjectView<'r> {
         let backing = self.backing();
         let element_size = comp.element.logical_size();
         if in_place
-            && !dense_and_large(&slab, element_size)
+            && !dense_and_large(&slab, element_size, comp.offset)
             && (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source))
         {
             if let Ok(source) = backing.file(comp) {
@@ -485,10 +485,12 @@ fn ask_for_exactly(source: &zt_container::Source, base: u64, slab: &Hyperslab, e
 /// a view as a whole tensor is, without hints ([`ObjectView::will_need_slice`]).
 const DENSE_BOX_SPAN: u64 = 1 << 20;
 
-/// Whether the runs of `slab` span at least [`DENSE_BOX_SPAN`] bytes and their pages cover
-/// at least half of that span.
-fn dense_and_large(slab: &Hyperslab, element_size: u64) -> bool {
-    let mut runs = slab.runs(element_size);
+/// Whether the runs of `slab` (of a component at file offset `base`) span at least
+/// [`DENSE_BOX_SPAN`] bytes and the file's pages they touch cover at least half of that span.
+fn dense_and_large(slab: &Hyperslab, element_size: u64, base: u64) -> bool {
+    let mut runs = slab
+        .runs(element_size)
+        .map(|(off, len)| (base.saturating_add(off), len));
     let Some((first, first_len)) = runs.next() else {
         return false;
     };
@@ -580,17 +582,37 @@ mod tests {
     fn a_box_is_dense_when_its_pages_are_half_of_a_long_span() {
         let slab = |shape: &[u64], ranges: &[Range<u64>]| Hyperslab::new(shape, ranges).unwrap();
         // Half the columns of 1,024 rows of 4 KiB (2 MiB): dense.
-        assert!(dense_and_large(
-            &slab(&[1024, 2048], &[0..1024, 0..1024]),
-            2
-        ));
+        let half = slab(&[1024, 2048], &[0..1024, 0..1024]);
+        assert!(dense_and_large(&half, 2, 0));
         // The same half of 16 rows (64 KiB): too short to be worth the read-around.
-        assert!(!dense_and_large(&slab(&[16, 2048], &[0..16, 0..1024]), 2));
+        assert!(!dense_and_large(
+            &slab(&[16, 2048], &[0..16, 0..1024]),
+            2,
+            0
+        ));
         // 16 bytes of each 32 KiB row: sparse.
-        assert!(!dense_and_large(&slab(&[1024, 8192], &[0..1024, 0..4]), 4));
+        assert!(!dense_and_large(
+            &slab(&[1024, 8192], &[0..1024, 0..4]),
+            4,
+            0
+        ));
         // Whole rows: one run.
-        assert!(dense_and_large(&slab(&[1024, 2048], &[0..512, 0..2048]), 2));
-        assert!(!dense_and_large(&slab(&[1024, 2048], &[0..0, 0..2048]), 2));
+        assert!(dense_and_large(
+            &slab(&[1024, 2048], &[0..512, 0..2048]),
+            2,
+            0
+        ));
+        assert!(!dense_and_large(
+            &slab(&[1024, 2048], &[0..0, 0..2048]),
+            2,
+            0
+        ));
+        // The 4 bytes that end the first page of each 12 KiB row: one page a row at file
+        // offset 0, two where the component starts 2 bytes into a page (each run then
+        // crosses a page boundary): the pages counted are the file's.
+        let column = slab(&[128, 3072], &[0..128, 1023..1024]);
+        assert!(!dense_and_large(&column, 4, 0));
+        assert!(dense_and_large(&column, 4, 2));
     }
 
     #[test]
