@@ -102,7 +102,16 @@ impl AtomicFile {
         #[cfg(not(unix))]
         let exact_mode = None;
         let temp = TempFile::create(dir, name, exact_mode).map_err(|e| {
-            Error::io(e, "cannot create a temporary file beside the target").in_file(target)
+            // Writers make no folders (as `open(path, "w")` makes none): say which is missing.
+            let what = if e.kind() == std::io::ErrorKind::NotFound && !dir.is_dir() {
+                format!(
+                    "cannot create the output: its folder {} does not exist",
+                    dir.display()
+                )
+            } else {
+                "cannot create a temporary file beside the target".to_owned()
+            };
+            Error::io(e, what).in_file(target)
         })?;
         Ok(AtomicFile {
             target: target.to_owned(),
@@ -449,6 +458,27 @@ mod tests {
     /// file, and the file it pointed to is left as it was (docs/decisions.md, "Symbolic links
     /// as output").
     #[cfg(unix)]
+    #[test]
+    fn a_missing_folder_is_named_and_nothing_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("nope").join("m.zt");
+        let err = AtomicFile::create(&target)
+            .err()
+            .expect("no folder to write in");
+        let message = err.to_string();
+        assert!(
+            message.contains("its folder") && message.contains("nope"),
+            "{message}"
+        );
+        let cause =
+            std::error::Error::source(&err).and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            cause.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
+        assert!(!dir.path().join("nope").exists());
+    }
+
     #[test]
     fn a_link_as_target_is_replaced_and_what_it_pointed_to_is_kept() {
         let dir = tempfile::tempdir().unwrap();
