@@ -125,6 +125,21 @@ def test_an_output_that_is_a_folder_is_an_is_a_directory_error_and_stays(tmp_pat
     assert folder.is_dir() and not any(folder.iterdir())
 
 
+def test_an_output_in_a_missing_folder_names_the_folder_and_makes_none(tmp_path):
+    inside = tmp_path / "nope" / "model.safetensors"
+    calls = (
+        lambda: ztio.numpy.save_file({"a": np.zeros(2, np.float32)}, inside),
+        lambda: ztio.Writer(inside),
+    )
+    for call in calls:
+        with pytest.raises(FileNotFoundError) as info:
+            call()
+        e = info.value
+        assert isinstance(e, ztio.IoError) and e.errno == errno.ENOENT
+        assert f"its folder {tmp_path / 'nope'} does not exist" in str(e), str(e)
+    assert not (tmp_path / "nope").exists()
+
+
 def test_a_file_in_place_of_a_folder_is_a_not_a_directory_error(tmp_path):
     plain = tmp_path / "model.safetensors"
     plain.write_bytes(b"not a folder")

@@ -1,6 +1,7 @@
 """Sharded sets wherever a path goes: ztio.open, safe_open and every load_file take a
 `*.index.json`, and a model folder (its index, or its one file)."""
 
+import collections.abc
 import json
 import os
 
@@ -46,6 +47,24 @@ def test_open_takes_an_index_and_a_folder(model):
             assert f.verify()
             with pytest.raises(ztio.NotFoundError):
                 f.get_tensor("nope")
+
+
+def test_files_and_sets_are_read_only_mappings_read_in_file_order(model, tmp_path):
+    folder, expected = model
+    single = tmp_path / "one.safetensors"
+    ztio.numpy.save_file(expected, single)
+    for path in (folder, single):
+        with ztio.open(path) as f:
+            assert isinstance(f, collections.abc.Mapping)
+            assert f.get("nope") is None and f.get("nope", 7) == 7
+            assert np.array_equal(f.get("embed.weight"), expected["embed.weight"])
+            items = dict(f.items())
+            assert items.keys() == expected.keys() and len(f.items()) == len(expected)
+            assert all(np.array_equal(items[k], v) for k, v in expected.items())
+            assert len(list(f.values())) == len(expected)
+            assert [name for name, _ in f.items()] == [name for name, _ in f.as_read()]
+            assert ("nope", None) not in f.items()
+            hash(f)  # a file stays hashable: Mapping's == (a read of every tensor) is not taken
 
 
 def test_load_file_and_safe_open_take_sets(model):

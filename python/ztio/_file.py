@@ -13,6 +13,7 @@ comes back as an owned, writable array.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import json
 import os
 import threading
@@ -273,11 +274,47 @@ _SAFETENSORS_NAMES = {
 }
 
 
-class File:
+class _TensorsInFileOrder(collections.abc.ItemsView):
+    """``f.items()``: ``(name, tensor)`` pairs read as :meth:`File.as_read` reads them."""
+
+    def __iter__(self) -> Iterator[Tuple[str, Any]]:
+        return iter(self._mapping.as_read())
+
+
+class _ValuesInFileOrder(collections.abc.ValuesView):
+    """``f.values()``: the tensors, read as :meth:`File.as_read` reads them."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return (tensor for _, tensor in self._mapping.as_read())
+
+
+class _ReadOnlyMapping:
+    """What a read-only ``Mapping`` of names to tensors offers beyond ``keys``, ``[]``,
+    ``in``, ``len`` and iteration (the classes are registered as ``collections.abc.Mapping``
+    without its mixins: its ``==`` would read and compare every tensor, and would make a
+    file unhashable)."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The tensor ``name``, or ``default`` when the file holds no object of that name."""
+        return self[name] if name in self else default
+
+    def items(self) -> "collections.abc.ItemsView[str, Any]":
+        """``(name, tensor)`` of every object, in the order the bytes are read (file order,
+        the file read ahead: the fast way through the whole file); ``dict(f.items())`` loads
+        it all."""
+        return _TensorsInFileOrder(self)
+
+    def values(self) -> "collections.abc.ValuesView[Any]":
+        """Every tensor, in the order :meth:`items` gives them."""
+        return _ValuesInFileOrder(self)
+
+
+class File(_ReadOnlyMapping):
     """An open tensor file. Use :func:`open`; close it, or use it as a context manager.
 
-    Iterating gives the names; ``f[name]`` is :meth:`get_tensor`. Safe to use from several
-    threads: reads release the GIL and run in parallel.
+    Iterating gives the names; ``f[name]`` is :meth:`get_tensor`; it is a read-only
+    ``collections.abc.Mapping`` of names to tensors (``get``, ``items``, ``values``). Safe to
+    use from several threads: reads release the GIL and run in parallel.
     """
 
     #: Arrays being decoded on worker threads while a whole-file load runs
@@ -478,7 +515,7 @@ class File:
         return f"<ztio.File {self.path!r} ({state})>"
 
 
-class ShardedFile:
+class ShardedFile(_ReadOnlyMapping):
     """A sharded set (``model.safetensors.index.json`` and the shards it names) with the
     reading surface of :class:`File`: names from the index, each tensor read from its shard.
     The index is checked at open and every shard it names must exist; a shard is opened, and
@@ -703,6 +740,10 @@ def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -
         return dict(f._each_made(make))
     tensors = lambda name: None if name in skipped else make(name)  # noqa: E731
     return {name: t for name, t in f._each_made(tensors) if name not in skipped}
+
+
+collections.abc.Mapping.register(File)
+collections.abc.Mapping.register(ShardedFile)
 
 
 class _DecodeAhead:

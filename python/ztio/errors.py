@@ -103,10 +103,12 @@ class IoError(Error, OSError):
 
 class FileMissingError(IoError, FileNotFoundError):
     """The file does not exist: ``except FileNotFoundError`` catches it, as it catches
-    safetensors' error for a missing file, and says so as safetensors does."""
+    safetensors' error for a missing file, and says so as safetensors does. An output whose
+    folder does not exist is this error too, as for ``open(path, "w")``, and names the
+    folder."""
 
     def __str__(self) -> str:
-        if self.filename is None:
+        if self.filename is None or "does not exist" in str(getattr(self, "message", "")):
             return Exception.__str__(self)
         return f"No such file or directory: {self.filename}"
 
