@@ -142,8 +142,14 @@ def test_nothing_is_at_the_path_until_finish(tmp_path):
 
 
 def test_bad_arguments_are_argument_errors(tmp_path):
-    with pytest.raises(ztio.ArgumentError, match="cannot store numpy dtype"):
+    with pytest.raises(ztio.ArgumentError, match="^tensor 'o': cannot store numpy dtype object"):
         ztio.save_file({"o": np.array(["a"], dtype=object)}, tmp_path / "o.zt")
+    nested = {"layer": {"w": np.ones(2, np.float32)}}
+    for save in (ztio.save_file, ztio.numpy.save_file):
+        with pytest.raises(ztio.ArgumentError, match="^tensor 'layer' [(]given a dict[)]: cannot store"):
+            save(nested, tmp_path / "n.safetensors")
+    with pytest.raises(ztio.ArgumentError, match="^tensor 's' [(]given a str[)]: cannot store numpy dtype <U1"):
+        ztio.Writer(tmp_path / "w.zt").add("s", "x")
     with pytest.raises(ztio.ArgumentError, match="compression"):
         ztio.save_file({"x": np.ones(1)}, tmp_path / "x.zt", compression=99)
     with pytest.raises(ztio.ArgumentError, match="version"):

@@ -35,15 +35,20 @@ def _level(compression: Union[None, bool, int]) -> Optional[int]:
     raise ArgumentError(f"compression must be None, True or a zstd level 1-22, not {compression!r}")
 
 
-def _little_endian_row_major(array: Any) -> Tuple[Tuple[str, Optional[str]], np.ndarray]:
+def _little_endian_row_major(name: str, array: Any) -> Tuple[Tuple[str, Optional[str]], np.ndarray]:
     """An array's element type, and the array in little-endian row-major order (itself
-    when it already is)."""
+    when it already is); an array that cannot be stored is refused by ``name``."""
     if isinstance(array, StandIn):
         a = np.asarray(array.array)
         element = stand_in_element(array)
     else:
         a = np.asarray(array)
-        element = element_of(a.dtype)
+        try:
+            element = element_of(a.dtype)
+        except ArgumentError as e:
+            # A nested dict or a string reaches here as numpy's object or text array.
+            given = "" if isinstance(array, np.ndarray) else f" (given a {type(array).__name__})"
+            raise ArgumentError(f"tensor {name!r}{given}: {e}") from None
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
     if not a.flags.c_contiguous:
@@ -51,10 +56,10 @@ def _little_endian_row_major(array: Any) -> Tuple[Tuple[str, Optional[str]], np.
     return element, a
 
 
-def _prepared(array: Any) -> Tuple[Tuple[str, Optional[str]], Tuple[int, ...], np.ndarray]:
+def _prepared(name: str, array: Any) -> Tuple[Tuple[str, Optional[str]], Tuple[int, ...], np.ndarray]:
     """An array's element type, shape, and its bytes as a flat uint8 array (a view when the
     array is already little-endian and C-contiguous)."""
-    element, a = _little_endian_row_major(array)
+    element, a = _little_endian_row_major(name, array)
     return element, a.shape, a.reshape(-1).view(np.uint8)
 
 
@@ -104,7 +109,7 @@ class Writer:
         attributes: Optional[Mapping[str, Any]] = None,
     ) -> None:
         """Writes one array now (compressed and hashed with the GIL released)."""
-        (dtype, logical), shape, data = _prepared(array)
+        (dtype, logical), shape, data = _prepared(name, array)
         level = self._compression if compression == "default" else _level(compression)  # type: ignore[arg-type]
         dig = self._digest if digest == "default" else digest
         self._native.add(
@@ -181,7 +186,7 @@ def _safetensors_items(tensors: Mapping[str, Any]) -> List[Tuple[str, str, Optio
     array is already little-endian and C-contiguous: a million tiny tensors stay small."""
     items = []
     for name in sorted(tensors):
-        (dtype, logical), a = _little_endian_row_major(tensors[name])
+        (dtype, logical), a = _little_endian_row_major(name, tensors[name])
         items.append((name, dtype, logical, None, a))
     return items
 
