@@ -41,6 +41,7 @@ def test_round_trip_of_files(tmp_path, name):
 def test_round_trip_of_bytes():
     tensors = _tensors()
     back = ztio.flax.load(ztio.flax.save(tensors))
+    assert back.keys() == tensors.keys()
     for k, v in back.items():
         _same(v, tensors[k])
 
