@@ -49,23 +49,27 @@ const BITSHUFFLE: u16 = 32008;
 /// The Blosc2 filter (hdf5plugin, PyTables): one Blosc2 frame an HDF5 chunk.
 const BLOSC2: u16 = 32026;
 
+/// Every filter this module decodes (Zstandard only with the `zstd` feature: [`decodable`]);
+/// the fuzz target of the decoders picks its pipelines from this list.
+pub(crate) const FILTERS: [u16; 13] = [
+    DEFLATE,
+    SHUFFLE,
+    FLETCHER32,
+    SZIP,
+    NBIT,
+    SCALEOFFSET,
+    LZF,
+    ZSTD,
+    BZIP2,
+    LZ4,
+    BLOSC,
+    BITSHUFFLE,
+    BLOSC2,
+];
+
 /// Whether chunks through the filter `id` can be decoded here.
 pub(crate) fn decodable(id: u16) -> bool {
-    matches!(
-        id,
-        DEFLATE
-            | SHUFFLE
-            | FLETCHER32
-            | SZIP
-            | NBIT
-            | SCALEOFFSET
-            | LZF
-            | BZIP2
-            | LZ4
-            | BLOSC
-            | BITSHUFFLE
-            | BLOSC2
-    ) || (id == ZSTD && cfg!(feature = "zstd"))
+    FILTERS.contains(&id) && (id != ZSTD || cfg!(feature = "zstd"))
 }
 
 /// Whether the filter `id` decompresses, so that its chunks are worth decoding on the pool.
