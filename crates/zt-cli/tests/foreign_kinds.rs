@@ -1,7 +1,8 @@
 //! `zt info` on the kinds whose objects are not one range of one file, or whose names come
 //! from elsewhere: a partitioned TensorFlow variable counts every slice it is stored in,
 //! Paddle's inference parameters say where their names came from, a TensorFlow Lite model
-//! shows its kind and its quantization parameters.
+//! shows its kind and its quantization parameters; an ONNX model's external data is found
+//! through Hugging Face's cache links, and never out of the model's folder.
 
 mod support;
 
@@ -130,4 +131,62 @@ fn a_legacy_llama_models_context_and_epsilon_are_set_as_the_scripts_options_set_
     assert!(!bad.status.success());
     let e = support::stderr(&bad);
     assert!(e.contains("llama.context_length"), "{e}");
+}
+
+/// Copies the ONNX fixture `external.onnx` and every file it names into `dir` with `place`,
+/// which writes one file (`place(from, to)`).
+#[cfg(unix)]
+fn external_model_in(dir: &Path, place: &dyn Fn(&Path, &Path)) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/onnx");
+    std::fs::create_dir_all(dir.join("weights")).unwrap();
+    let mut names = vec!["external.onnx".to_owned(), "external.onnx.data".to_owned()];
+    for entry in std::fs::read_dir(fixtures.join("weights")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        names.push(format!("weights/{name}"));
+    }
+    for name in names {
+        place(&fixtures.join(&name), &dir.join(&name));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_model_named_from_its_own_folder_keeps_its_data_inside() {
+    let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    external_model_in(dir.path(), &|from, to| {
+        std::fs::copy(from, to).unwrap();
+    });
+    let data = dir.path().join("external.onnx.data");
+    std::fs::rename(&data, outside.path().join("data")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("data"), &data).unwrap();
+    // `external.onnx` from its folder: its folder is the empty path, which was taken as no
+    // folder to check against.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zt"))
+        .args(["verify", "external.onnx"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", support::stdout(&out));
+    let said = format!("{}{}", support::stdout(&out), support::stderr(&out));
+    assert!(said.contains("leads out of the model's folder"), "{said}");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_onnx_model_in_the_hugging_face_cache_reads_its_external_data() {
+    // models--org--name/snapshots/<rev>/<file> -> ../../blobs/<hash>, as huggingface_hub
+    // lays out what it downloads: the data's real path is in blobs/, beside the model's.
+    let repo = tempfile::tempdir().unwrap();
+    let (blobs, snapshot) = (repo.path().join("blobs"), repo.path().join("snapshots/r1"));
+    std::fs::create_dir_all(&blobs).unwrap();
+    let counter = std::cell::Cell::new(0);
+    external_model_in(&snapshot, &|from, to| {
+        counter.set(counter.get() + 1);
+        let blob = blobs.join(format!("blob{}", counter.get()));
+        std::fs::copy(from, &blob).unwrap();
+        std::os::unix::fs::symlink(&blob, to).unwrap();
+    });
+    let model = snapshot.join("external.onnx");
+    let out = ok(&zt(&["verify", model.to_str().unwrap()]));
+    assert!(out.contains("OK (ONNX model"), "{out}");
 }

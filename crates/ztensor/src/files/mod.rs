@@ -85,13 +85,17 @@ pub(crate) fn whole_file<'s>(
     source.read_at(0, source.len())
 }
 
-/// The path of a file that `location`, named inside another file, gives in that file's
-/// `folder`: relative, without `..`, and (once symbolic links are resolved) still inside the
-/// folder. A missing file is not an error here: opening it says so, with its path. `what`
-/// and `folder_name` word the error ("external data location", "the model's folder").
+/// The path of a file that `location`, named inside the file at `named_in`, gives in that
+/// file's folder: relative, without `..`, and once symbolic links are resolved still inside
+/// either the folder it was named from or the folder the file itself lies in once its own
+/// links are resolved. The second is Hugging Face's cache, where `snapshots/<rev>/model.onnx`
+/// and `model.onnx.data` are both links into `blobs/` (onnxruntime's check has taken both
+/// since early 2026; onnx's Python package refuses every link). A missing file is not an error
+/// here: opening it says so, with its path. `what` and `folder_name` word the error
+/// ("external data location", "the model's folder").
 #[cfg(any(feature = "onnx", feature = "hdf5"))]
 pub(crate) fn path_in_folder(
-    folder: &std::path::Path,
+    named_in: &std::path::Path,
     location: &str,
     what: &str,
     folder_name: &str,
@@ -108,11 +112,21 @@ pub(crate) fn path_in_folder(
             "{what} {location:?} is not a relative path inside {folder_name}"
         )));
     }
+    // A file named without a folder (`model.onnx`) is in the current one.
+    let folder = match named_in.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     let path = folder.join(relative);
-    let (Ok(real_folder), Ok(real)) = (folder.canonicalize(), path.canonicalize()) else {
+    let Ok(real) = path.canonicalize() else {
         return Ok(path);
     };
-    if !real.starts_with(&real_folder) {
+    let holds = |dir: Option<&Path>| {
+        dir.and_then(|d| d.canonicalize().ok())
+            .is_some_and(|d| real.starts_with(d))
+    };
+    let real_home = named_in.canonicalize().ok();
+    if !holds(Some(folder)) && !holds(real_home.as_deref().and_then(Path::parent)) {
         return Err(zt_container::Error::invalid(format!(
             "{what} {location:?} leads out of {folder_name} (to {})",
             real.display()

@@ -141,14 +141,7 @@ pub(crate) fn list(
 ) -> Result<Listing> {
     let mut walked = list_from(source, 0, limits, None)?;
     let links = std::mem::take(&mut walked.external_links);
-    let folder = path.map(|p| p.parent().unwrap_or(Path::new(".")).to_path_buf());
-    let shards = follow_external_links(
-        &mut walked.objects,
-        links,
-        folder.as_deref(),
-        limits,
-        open_external,
-    );
+    let shards = follow_external_links(&mut walked.objects, links, path, limits, open_external);
     let mut listing = walked.into_listing()?;
     listing.shards = shards;
     Ok(listing)
@@ -264,7 +257,7 @@ const MAX_EXTERNAL_FILES: usize = 64;
 fn follow_external_links(
     objects: &mut Vec<ObjectInfo>,
     links: Vec<(String, String, String)>,
-    folder: Option<&Path>,
+    named_in: Option<&Path>,
     limits: &Limits,
     open_external: OpenShard<'_>,
 ) -> Vec<(ShardInfo, Source)> {
@@ -284,7 +277,7 @@ fn follow_external_links(
                 continue;
             }
             None => {
-                let walked = open_linked(&file, folder, limits, open_external);
+                let walked = open_linked(&file, named_in, limits, open_external);
                 let walked = walked.map(|(info, source, walked)| {
                     shards.push((info, source));
                     (shards.len() as u32, walked)
@@ -338,14 +331,14 @@ fn follow_external_links(
 /// Opens and lists the file an external link names.
 fn open_linked(
     file: &str,
-    folder: Option<&Path>,
+    named_in: Option<&Path>,
     limits: &Limits,
     open_external: OpenShard<'_>,
 ) -> Result<(ShardInfo, Source, Walked)> {
-    let folder = folder.ok_or_else(|| {
+    let named_in = named_in.ok_or_else(|| {
         Error::unsupported("a file opened from memory has no folder to find linked files in")
     })?;
-    let path = super::path_in_folder(folder, file, "external link file", "the file's folder")?;
+    let path = super::path_in_folder(named_in, file, "external link file", "the file's folder")?;
     let source = open_external(&path).map_err(|e| e.in_file(&path))?;
     let walked = list_from(&source, 0, limits, None).map_err(|e| e.in_file(&path))?;
     let info = ShardInfo {

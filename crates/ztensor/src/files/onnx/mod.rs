@@ -211,7 +211,7 @@ pub(crate) fn list(
     let mut walk = Walk {
         source,
         limits,
-        folder: path.map(|p| p.parent().unwrap_or(Path::new(".")).to_path_buf()),
+        model_path: path.map(Path::to_path_buf),
         objects: Vec::new(),
         names: Names::default(),
         externals: Vec::new(),
@@ -246,8 +246,9 @@ pub(crate) fn list(
 struct Walk<'s, 'o> {
     source: &'s Source,
     limits: &'s Limits,
-    /// The model's folder, for external data (`None`: opened from memory).
-    folder: Option<PathBuf>,
+    /// Where the model was opened from, whose folder holds its external data (`None`:
+    /// opened from memory).
+    model_path: Option<PathBuf>,
     objects: Vec<ObjectInfo>,
     names: Names,
     /// External data files opened, in the order first named (component `file` n is n - 1).
@@ -1145,12 +1146,12 @@ impl<'s> Walk<'s, '_> {
                 "the model names more than {MAX_EXTERNAL_FILES} external data files"
             )));
         }
-        let folder = self.folder.as_deref().ok_or_else(|| {
+        let model_path = self.model_path.as_deref().ok_or_else(|| {
             Error::unsupported(
                 "external data: a model opened from memory has no folder to find it in",
             )
         })?;
-        let path = external_path(folder, location)?;
+        let path = external_path(model_path, location)?;
         let source = (self.open_external)(&path).map_err(|e| e.in_file(&path))?;
         let info = ShardInfo {
             name: location.to_owned(),
@@ -1344,10 +1345,10 @@ fn encoded(mut object: ObjectInfo, encoding: Encoding, decoded: u64) -> ObjectIn
     object
 }
 
-/// The path of external data file `location` in the model's `folder`.
-pub(crate) fn external_path(folder: &Path, location: &str) -> Result<PathBuf> {
+/// The path of external data file `location` beside the model at `model_path`.
+pub(crate) fn external_path(model_path: &Path, location: &str) -> Result<PathBuf> {
     super::path_in_folder(
-        folder,
+        model_path,
         location,
         "external data location",
         "the model's folder",
@@ -1361,25 +1362,75 @@ mod tests {
     #[test]
     fn external_paths_stay_in_the_folder() {
         let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("m.onnx");
+        std::fs::write(&model, b"").unwrap();
         std::fs::write(dir.path().join("w.bin"), b"1234").unwrap();
-        assert!(external_path(dir.path(), "w.bin").is_ok());
-        assert!(external_path(dir.path(), "sub/w.bin").is_ok());
+        assert!(external_path(&model, "w.bin").is_ok());
+        assert!(external_path(&model, "sub/w.bin").is_ok());
         for bad in ["../w.bin", "/etc/passwd", "a/../../w.bin", "", "a\0b"] {
-            let e = external_path(dir.path(), bad).unwrap_err();
+            let e = external_path(&model, bad).unwrap_err();
             assert!(
                 e.to_string().contains("inside the model's folder"),
                 "{bad}: {e}"
             );
         }
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink("/etc", dir.path().join("link")).unwrap();
-            let e = external_path(dir.path(), "link/hostname").unwrap_err();
-            assert!(
-                e.to_string().contains("leads out of the model's folder"),
-                "{e}"
-            );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_out_of_the_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m.onnx"), b"").unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join("link")).unwrap();
+        let e = external_path(&dir.path().join("m.onnx"), "link/hostname").unwrap_err();
+        assert!(
+            e.to_string().contains("leads out of the model's folder"),
+            "{e}"
+        );
+        // Named from the current folder, where the parent of `m.onnx` is the empty path: the
+        // CLI's test `a_model_named_from_its_own_folder_keeps_its_data_inside` (a test here
+        // would change the current folder of every test running beside it).
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn hugging_face_cache_links_into_blobs_are_followed_and_no_further() {
+        // models--org--name/{blobs/<hash>, snapshots/<rev>/<name> -> ../../blobs/<hash>}
+        let repo = tempfile::tempdir().unwrap();
+        let (blobs, snapshot) = (repo.path().join("blobs"), repo.path().join("snapshots/r1"));
+        std::fs::create_dir_all(&blobs).unwrap();
+        std::fs::create_dir_all(snapshot.join("sub")).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("secret"), b"x").unwrap();
+        for (blob, name) in [("aa", "m.onnx"), ("bb", "m.onnx.data"), ("cc", "sub/w.bin")] {
+            std::fs::write(blobs.join(blob), b"1234").unwrap();
+            let up = if name.contains('/') {
+                "../../../blobs/"
+            } else {
+                "../../blobs/"
+            };
+            std::os::unix::fs::symlink(format!("{up}{blob}"), snapshot.join(name)).unwrap();
         }
+        std::os::unix::fs::symlink(elsewhere.path().join("secret"), snapshot.join("s")).unwrap();
+        let model = snapshot.join("m.onnx");
+        assert_eq!(
+            external_path(&model, "m.onnx.data").unwrap(),
+            snapshot.join("m.onnx.data")
+        );
+        assert!(external_path(&model, "sub/w.bin").is_ok());
+        let e = external_path(&model, "s").unwrap_err();
+        assert!(
+            e.to_string().contains("leads out of the model's folder"),
+            "{e}"
+        );
+        // A model that is no link has no second folder: the blobs are out of its reach.
+        let plain = snapshot.join("plain.onnx");
+        std::fs::write(&plain, b"").unwrap();
+        let e = external_path(&plain, "m.onnx.data").unwrap_err();
+        assert!(
+            e.to_string().contains("leads out of the model's folder"),
+            "{e}"
+        );
     }
 
     #[test]
