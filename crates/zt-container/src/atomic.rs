@@ -462,9 +462,7 @@ mod tests {
     fn a_missing_folder_is_named_and_nothing_is_made() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("nope").join("m.zt");
-        let err = AtomicFile::create(&target)
-            .err()
-            .expect("no folder to write in");
+        let err = AtomicFile::create(&target).expect_err("no folder to write in");
         let message = err.to_string();
         assert!(
             message.contains("its folder") && message.contains("nope"),
