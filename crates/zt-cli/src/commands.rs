@@ -23,6 +23,11 @@ fn open(path: &Path) -> Result<Reader, Failure> {
     crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).into()))
 }
 
+/// Opens an input that a command copies into a new file ([`crate::common::open_to_copy`]).
+fn open_to_copy(path: &Path) -> Result<Reader, Failure> {
+    crate::common::open_to_copy(path)
+}
+
 /// Whether a copying command passes over `o` (not numbers we decode); says so in a note.
 fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
     match o.skipped() {
@@ -589,7 +594,7 @@ pub fn convert(
             "--compress and --digest apply to .zt output only".into(),
         ));
     }
-    let r = open(input)?;
+    let r = open_to_copy(input)?;
     // The objects written: all but the skipped (not numbers) and, when asked, the unreadable;
     // each left out is named once, here.
     let left_out =
@@ -703,7 +708,7 @@ pub fn convert_sharded(
             "--shard-size and --densify cannot be combined".into(),
         ));
     }
-    let r = open(input)?;
+    let r = open_to_copy(input)?;
     for o in r.objects() {
         left_out_unreadable(input, o, skip_unreadable);
     }
@@ -752,7 +757,7 @@ pub fn upgrade(
     // What `ztensor::upgrade` does (`copy_into`), object by object so the bar can follow: it
     // writes every object or fails, or with `skip_unreadable` leaves out, naming each, the
     // objects listed as unreadable.
-    let r = open(input)?;
+    let r = open_to_copy(input)?;
     let mut w = Writer::create_version(output, version, durability())?;
     w.set_attributes(r.attributes().clone());
     let bar = progress(total_stored(&r), "upgrade");
@@ -799,7 +804,7 @@ pub fn merge(
                     .map(|set| MergeInput::Set(Box::new(set)))
                     .map_err(|e| Failure::Failed(e.into()))
             } else {
-                open(p).map(|r| MergeInput::File(p.clone(), Box::new(r)))
+                open_to_copy(p).map(|r| MergeInput::File(p.clone(), Box::new(r)))
             }
         })
         .collect::<Result<_, _>>()?;
@@ -873,7 +878,7 @@ pub fn merge(
 }
 
 pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Version) -> Outcome {
-    let r = open(input)?;
+    let r = open_to_copy(input)?;
     for n in names {
         r.object(n).map_err(|e| e.in_file(input))?;
     }

@@ -658,6 +658,30 @@ pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
     open_options().open(path)
 }
 
+/// Opens an input that a command copies into a new file. One split of a llama.cpp split model
+/// opened by itself (its name not `<prefix>-NNNNN-of-MMMMM.gguf`, so that the others are not
+/// found: an Ollama blob, a renamed file, a presigned URL) is refused: the copy would be part
+/// of the model, and would keep the `split.*` keys that send llama.cpp looking for the rest
+/// (llama.cpp refuses such a file too: "invalid split file name").
+pub fn open_to_copy(path: &Path) -> Result<ztensor::Reader, Failure> {
+    let r = open_input(path).map_err(|e| Failure::Failed(e.in_file(path).into()))?;
+    let number = |key: &str| r.attributes().get(key).and_then(ztensor::Value::as_u64);
+    if r.version().kind() == "gguf" {
+        if let Some(count) = number("split.count").filter(|&n| n >= 2) {
+            let no = number("split.no").map_or("?".to_owned(), |n| (n + 1).to_string());
+            let why = format!(
+                "is split {no} of {count} of a llama.cpp model, opened by itself: a copy would \
+                 hold part of the model. Give the splits llama.cpp's names \
+                 (<prefix>-00001-of-{count:05}.gguf ...) side by side and name any of them"
+            );
+            return Err(Failure::Failed(
+                ztensor::Error::invalid(why).in_file(path).into(),
+            ));
+        }
+    }
+    Ok(r)
+}
+
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
 /// have with different values is an error: the files disagree on what the model is (`zt
 /// merge` takes `--set` or `--unset` for it, named in the message when `between` is its

@@ -458,8 +458,8 @@ pub struct Compare {
 /// `zt diff A B`: each side a file, a URL or a sharded set's index.
 pub fn diff(a: &Path, b: &Path, how: Compare, as_json: bool) -> Outcome {
     use crate::sets::{with_objects, Order};
-    let compared = with_objects(a, Order::Name, &[], |oa, attributes_a, _| {
-        with_objects(b, Order::Name, &[], |ob, attributes_b, _| {
+    let compared = with_objects(a, false, Order::Name, &[], |oa, attributes_a, _| {
+        with_objects(b, false, Order::Name, &[], |ob, attributes_b, _| {
             let attributes = (!how.values_only).then_some((attributes_a, attributes_b));
             diff_objects(a, b, oa, ob, attributes, how.tolerance, as_json)
         })

@@ -124,9 +124,12 @@ pub(crate) enum Order {
 /// The objects of a set or a file, in `order`, to hand to a writer (or to `diff`), with the
 /// file's attributes or those the set's shards share (which must agree, but for the keys
 /// `given` sets or unsets: `--set`'s and `--unset`'s).
-/// `f` also gets the set's index metadata (empty for a file), for a new index.
+/// `f` also gets the set's index metadata (empty for a file), for a new index. `copying`: the
+/// objects go into a new file, so a lone split of a GGUF model is refused
+/// ([`crate::common::open_to_copy`]).
 pub(crate) fn with_objects<T>(
     input: &Path,
+    copying: bool,
     order: Order,
     given: &[crate::json::AttributeChange],
     f: impl FnOnce(&[ObjectView<'_>], &ztensor::Attributes, &ztensor::Attributes) -> Result<T, Failure>,
@@ -145,8 +148,12 @@ pub(crate) fn with_objects<T>(
         // beside the work, shards at once.
         set.with_read_ahead(|| f(&objects, &attributes, &index_metadata(&set)))
     } else {
-        let r = crate::common::open_input(input)
-            .map_err(|e| Failure::Failed(e.in_file(input).into()))?;
+        let r = if copying {
+            crate::common::open_to_copy(input)?
+        } else {
+            crate::common::open_input(input)
+                .map_err(|e| Failure::Failed(e.in_file(input).into()))?
+        };
         let mut objects: Vec<ObjectView<'_>> = r.iter().collect();
         if order == Order::Name {
             objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
@@ -280,6 +287,7 @@ fn convert_quietly(
     let order = if gguf { Order::File } else { Order::Name };
     with_objects(
         input,
+        true,
         order,
         edits.changes,
         |objects, attributes, metadata| {

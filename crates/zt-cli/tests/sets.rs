@@ -359,6 +359,54 @@ fn a_set_of_more_shards_than_the_soft_open_file_limit_is_written() {
 }
 
 #[test]
+fn one_split_of_a_gguf_model_under_another_name_is_read_but_never_copied() {
+    // As Ollama keeps a download (sha256-<hex>), or a renamed file: the other splits are not
+    // found, so the file is the split alone.
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop");
+    let dir = tempfile::tempdir().unwrap();
+    let blob = dir.path().join("sha256-0f1e2d");
+    std::fs::copy(
+        interop.join("gguf/split/llama-q4_0-00002-of-00003.gguf"),
+        &blob,
+    )
+    .unwrap();
+    let info = ok(&zt(&["info", p(&blob)]));
+    assert!(info.contains("@split.no = 1"), "{info}");
+    ok(&zt(&["diff", p(&blob), p(&blob)]));
+    let out = |name: &str| dir.path().join(name);
+    let refusals = [
+        zt(&["convert", p(&blob), p(&out("a.gguf"))]),
+        zt(&[
+            "convert",
+            p(&blob),
+            p(&out("a.safetensors")),
+            "--attributes-as-json",
+        ]),
+        zt(&[
+            "convert",
+            p(&blob),
+            p(&out("s.gguf")),
+            "--shard-size",
+            "1KB",
+        ]),
+        zt(&["upgrade", p(&blob), p(&out("u.zt"))]),
+        zt(&["merge", "--output", p(&out("m.zt")), p(&blob)]),
+        zt(&["rm", "--output", p(&out("r.zt")), p(&blob), "nothing"]),
+    ];
+    for refused in refusals {
+        assert_eq!(refused.status.code(), Some(1));
+        let said = support::stderr(&refused);
+        assert!(
+            said.contains("is split 2 of 3 of a llama.cpp model, opened by itself"),
+            "{said}"
+        );
+        assert!(said.contains("<prefix>-00001-of-00003.gguf"), "{said}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "only the blob: {left:?}");
+}
+
+#[test]
 fn a_split_gguf_model_is_a_set_read_from_and_one_file_written_to() {
     // llama.cpp's llama-gguf-split wrote the three files (tools/interop/make_gguf_split.py).
     let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop");
