@@ -106,11 +106,60 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
                 names.join(", ")
             ))))
         }
-        None => Err(at(Error::argument(
-            "is a directory, with no model in it: expected a shard index (*.index.json) or \
-             a tensor file (.safetensors, .zt, pytorch_model.bin, .gguf, ...)",
-        ))),
+        None => {
+            // A pipeline's folder (diffusers' unet/, vae/, text_encoder/) or a repository
+            // that keeps its model in a subfolder (optimum's onnx/, openvino/): say where.
+            let inside = subfolders_with_models(dir);
+            let hint = match inside.as_slice() {
+                [] => String::new(),
+                [one] => format!("; its subfolder {one} holds one: name it"),
+                many => format!(
+                    "; its subfolders {} hold one each: name the one to open",
+                    many.join(", ")
+                ),
+            };
+            Err(at(Error::argument(format!(
+                "is a directory, with no model in it: expected a shard index (*.index.json) \
+                 or a tensor file (.safetensors, .zt, pytorch_model.bin, .gguf, ...){hint}"
+            ))))
+        }
     }
+}
+
+/// The most subfolders of a folder with no model that are looked into for one.
+const MAX_SUBFOLDERS: usize = 64;
+
+/// The names of the subfolders of `dir` (at most [`MAX_SUBFOLDERS`] of them looked into, and
+/// [`MAX_ENTRIES`] names in all) that hold a model file at their top, sorted.
+fn subfolders_with_models(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut budget = MAX_ENTRIES;
+    let mut found = Vec::new();
+    let folders = entries
+        .take(MAX_ENTRIES)
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .take(MAX_SUBFOLDERS);
+    for folder in folders {
+        let Ok(inner) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        let holds = inner
+            .take(budget)
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .inspect(|_| budget = budget.saturating_sub(1))
+            .any(|p| {
+                let named = p.file_name().and_then(|n| n.to_str()).and_then(rank);
+                named.is_some() && p.is_file() && openvino_candidate(&p)
+            });
+        if holds {
+            found.extend(folder.file_name().map(|n| n.to_string_lossy().into_owned()));
+        }
+    }
+    found.sort();
+    found
 }
 
 /// Whether `path`, a candidate by its name, stays one beside the files of an OpenVINO
@@ -362,6 +411,33 @@ mod tests {
         // Without its graph it is no SavedModel: nothing is chosen.
         std::fs::remove_file(dir.path().join("saved_model.pb")).unwrap();
         assert!(model_file(dir.path()).is_err());
+    }
+
+    #[test]
+    fn a_folder_with_models_only_in_subfolders_names_them() {
+        // diffusers' layout: a model_index.json at the top, one model per component folder.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("model_index.json"), b"{}").unwrap();
+        for name in [
+            "vae/diffusion_pytorch_model.safetensors",
+            "unet/diffusion_pytorch_model.safetensors",
+            "scheduler/scheduler_config.json",
+        ] {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, b"").unwrap();
+        }
+        let e = model_file(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("no model in it") && e.contains("subfolders unet, vae hold one each"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(dir.path().join("vae")).unwrap();
+        let e = model_file(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("its subfolder unet holds one: name it"), "{e}");
+        std::fs::remove_dir_all(dir.path().join("unet")).unwrap();
+        let e = model_file(dir.path()).unwrap_err().to_string();
+        assert!(e.ends_with("pytorch_model.bin, .gguf, ...)"), "{e}");
     }
 
     #[test]
