@@ -319,12 +319,20 @@ fn a_model_folder_reads_as_its_model() {
         stdout(&o)
     );
 
-    // Two files of the same rank: listed, and the user names one.
+    // Two files of the same rank: the one transformers loads by default is the model...
     std::fs::copy(&st, model.join("other.safetensors")).unwrap();
+    let o = zt(&["info", p(&model)]);
+    assert!(
+        stdout(&o).contains("model.safetensors: safetensors"),
+        "{}",
+        stderr(&o)
+    );
+    // ...and without it, they are listed and the user names one.
+    std::fs::rename(model.join("model.safetensors"), model.join("w.safetensors")).unwrap();
     let o = zt(&["info", p(&model)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("2 candidate model files (model.safetensors, other.safetensors)"),
+        stderr(&o).contains("2 candidate model files (other.safetensors, w.safetensors)"),
         "{}",
         stderr(&o)
     );

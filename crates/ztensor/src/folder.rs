@@ -23,8 +23,11 @@
 //! transformers' PyTorch loader, the PyTorch and safetensors files come before TensorFlow's
 //! and Flax's.
 //!
-//! Two candidates of the best rank present are an error listing them: the folder does not
-//! say which is the model. Config, tokenizer and other files are not candidates.
+//! Of several candidates of the best rank, the one transformers or diffusers loads when no
+//! variant is asked for (`model.safetensors`, not `model.fp16.safetensors` or mistral's
+//! `consolidated.safetensors`) is the model; two candidates of the best rank and no such one
+//! are an error listing them: the folder does not say which is the model. Config, tokenizer
+//! and other files are not candidates.
 //!
 //! An OpenVINO model is two files, `model.xml` (the graph, which we open) and `model.bin`
 //! (its weights, which alone are no file we read): the `.bin` of an `.xml` beside is not a
@@ -91,6 +94,19 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
     if best.is_none() && dir.join("saved_model.pb").is_file() && variables.is_file() {
         return Ok(variables);
     }
+    // Of several of the best rank, the one a library loads from the folder when asked for no
+    // variant: `model.safetensors` beside `model.fp16.safetensors` (a variant) or
+    // `consolidated.safetensors` (mistral-inference's copy of the same weights).
+    if let Some((_, paths)) = best.as_mut().filter(|(_, paths)| paths.len() > 1) {
+        let is_default = |p: &PathBuf| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| LOADERS_DEFAULT_NAMES.contains(&n))
+        };
+        if paths.iter().filter(|p| is_default(p)).count() == 1 {
+            paths.retain(is_default);
+        }
+    }
     match best {
         Some((_, paths)) if paths.len() == 1 => Ok(paths.into_iter().next().unwrap_or_default()),
         Some((_, mut paths)) => {
@@ -125,6 +141,24 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
         }
     }
 }
+
+/// The file names transformers' and diffusers' loaders look for in a folder when no variant
+/// is asked for (`WEIGHTS_NAME`, `SAFE_WEIGHTS_NAME` and their indexes, and the framework
+/// files): one of these among several candidates of a rank is the model.
+const LOADERS_DEFAULT_NAMES: [&str; 12] = [
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "diffusion_pytorch_model.safetensors",
+    "diffusion_pytorch_model.safetensors.index.json",
+    "diffusion_pytorch_model.bin",
+    "diffusion_pytorch_model.bin.index.json",
+    "tf_model.h5",
+    "tf_model.h5.index.json",
+    "flax_model.msgpack",
+    "flax_model.msgpack.index.json",
+];
 
 /// The most subfolders of a folder with no model that are looked into for one.
 const MAX_SUBFOLDERS: usize = 64;
@@ -438,6 +472,36 @@ mod tests {
         std::fs::remove_dir_all(dir.path().join("unet")).unwrap();
         let e = model_file(dir.path()).unwrap_err().to_string();
         assert!(e.ends_with("pytorch_model.bin, .gguf, ...)"), "{e}");
+    }
+
+    #[test]
+    fn the_file_loaders_take_by_default_comes_before_variants() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["model.safetensors", "model.fp16.safetensors"],
+                "model.safetensors",
+            ),
+            (
+                &["consolidated.safetensors", "model.safetensors"],
+                "model.safetensors",
+            ),
+            (
+                &[
+                    "diffusion_pytorch_model.fp16.safetensors",
+                    "diffusion_pytorch_model.safetensors",
+                ],
+                "diffusion_pytorch_model.safetensors",
+            ),
+            (
+                &["pytorch_model.bin", "training_args.bin"],
+                "pytorch_model.bin",
+            ),
+        ];
+        for (names, want) in cases {
+            assert_eq!(chosen(names).unwrap(), *want, "{names:?}");
+        }
+        // No default among them: still the caller's choice.
+        assert!(chosen(&["a.safetensors", "model.fp16.safetensors"]).is_err());
     }
 
     #[test]
