@@ -23,9 +23,10 @@
 //! transformers' PyTorch loader, the PyTorch and safetensors files come before TensorFlow's
 //! and Flax's.
 //!
-//! Of several candidates of the best rank, the one transformers or diffusers loads when no
-//! variant is asked for (`model.safetensors`, not `model.fp16.safetensors` or mistral's
-//! `consolidated.safetensors`) is the model; two candidates of the best rank and no such one
+//! Of several candidates of the best rank, the one transformers, diffusers or optimum loads
+//! when no variant is asked for (`model.safetensors`, not `model.fp16.safetensors` or
+//! mistral's `consolidated.safetensors`; `model.onnx`, not `model_quantized.onnx`) is the
+//! model; two candidates of the best rank and no such one
 //! are an error listing them: the folder does not say which is the model. Config, tokenizer
 //! and other files are not candidates.
 //!
@@ -142,10 +143,13 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
     }
 }
 
-/// The file names transformers' and diffusers' loaders look for in a folder when no variant
-/// is asked for (`WEIGHTS_NAME`, `SAFE_WEIGHTS_NAME` and their indexes, and the framework
-/// files): one of these among several candidates of a rank is the model.
-const LOADERS_DEFAULT_NAMES: [&str; 12] = [
+/// The file names transformers', diffusers' and optimum's loaders look for in a folder when
+/// no variant is asked for (`WEIGHTS_NAME`, `SAFE_WEIGHTS_NAME` and their indexes, the
+/// framework files, optimum's ONNX and OpenVINO `file_name`s): one of these among several
+/// candidates of a rank is the model (`model.onnx` beside `model_quantized.onnx`).
+const LOADERS_DEFAULT_NAMES: [&str; 14] = [
+    "model.onnx",
+    "openvino_model.xml",
     "model.safetensors",
     "model.safetensors.index.json",
     "pytorch_model.bin",
@@ -495,6 +499,10 @@ mod tests {
             (
                 &["pytorch_model.bin", "training_args.bin"],
                 "pytorch_model.bin",
+            ),
+            (
+                &["model_quantized.onnx", "model.onnx", "model_fp16.onnx"],
+                "model.onnx",
             ),
         ];
         for (names, want) in cases {
