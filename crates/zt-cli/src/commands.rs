@@ -13,19 +13,14 @@ use ztensor::{
 };
 
 use crate::common::{
-    durability, merge_attributes, out, printable, progress, spinner, stdout_written, DigestArg,
-    Failure, Kind, MagVersion, Outcome,
+    durability, merge_attributes, open_to_copy, out, printable, progress, spinner, stdout_written,
+    DigestArg, Failure, Kind, MagVersion, Outcome,
 };
 use crate::json;
 use crate::slice_arg::SliceSpec;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
     crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).into()))
-}
-
-/// Opens an input that a command copies into a new file ([`crate::common::open_to_copy`]).
-fn open_to_copy(path: &Path) -> Result<Reader, Failure> {
-    crate::common::open_to_copy(path)
 }
 
 /// Whether a copying command passes over `o` (not numbers we decode); says so in a note.

@@ -499,7 +499,7 @@ fn dense_and_large(slab: &Hyperslab, element_size: u64, base: u64) -> bool {
     merged_by_page(all, |off, len| {
         // Counted in whole pages: what a fault reads of the range.
         let pages = off.saturating_add(len).div_ceil(HINT_GRANULE) - off / HINT_GRANULE;
-        covered = covered.saturating_add(pages * HINT_GRANULE);
+        covered = covered.saturating_add(pages.saturating_mul(HINT_GRANULE));
         end = off.saturating_add(len);
     });
     let span = end - first;
