@@ -77,12 +77,9 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
             ))));
         }
         let path = entry.map_err(|e| at(Error::from(e)))?.path();
-        let Some(rank) = path.file_name().and_then(|n| n.to_str()).and_then(rank) else {
+        let Some(rank) = candidate_rank(&path) else {
             continue;
         };
-        if !path.is_file() || !openvino_candidate(&path) {
-            continue;
-        }
         match &mut best {
             Some((r, paths)) if *r == rank => paths.push(path),
             Some((r, _)) if *r < rank => {}
@@ -188,16 +185,20 @@ fn subfolders_with_models(dir: &Path) -> Vec<String> {
             .take(budget)
             .filter_map(|e| e.ok().map(|e| e.path()))
             .inspect(|_| budget = budget.saturating_sub(1))
-            .any(|p| {
-                let named = p.file_name().and_then(|n| n.to_str()).and_then(rank);
-                named.is_some() && p.is_file() && openvino_candidate(&p)
-            });
+            .any(|p| candidate_rank(&p).is_some());
         if holds {
             found.extend(folder.file_name().map(|n| n.to_string_lossy().into_owned()));
         }
     }
     found.sort();
     found
+}
+
+/// The rank of the file at `path` as a model candidate ([`rank`] of its name, for a regular
+/// file that [`openvino_candidate`] keeps), or `None` when it is not one.
+fn candidate_rank(path: &Path) -> Option<u8> {
+    let rank = path.file_name().and_then(|n| n.to_str()).and_then(rank)?;
+    (path.is_file() && openvino_candidate(path)).then_some(rank)
 }
 
 /// Whether `path`, a candidate by its name, stays one beside the files of an OpenVINO
