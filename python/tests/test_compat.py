@@ -198,6 +198,22 @@ def test_save_and_load_bytes_match_safetensors_layout(tmp_path):
         ztio.numpy.load(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}     ")
 
 
+@pytest.mark.parametrize("metadata, words", [
+    ({"k": 1}, "metadata 'k': a value of type int, not str"),
+    ({"k": None}, "metadata 'k': a value of type NoneType, not str"),
+    ({1: "v"}, "metadata key 1: of type int, not str"),
+])
+def test_metadata_that_is_not_text_is_a_type_error_as_in_safetensors(tmp_path, metadata, words):
+    # safetensors raises TypeError here; code that catches it must catch ours. Nothing is
+    # written.
+    out = tmp_path / "m.safetensors"
+    for save in (lambda: ztio.numpy.save_file({"a": np.ones(2)}, out, metadata=metadata),
+                 lambda: ztio.numpy.save({"a": np.ones(2)}, metadata=metadata)):
+        with pytest.raises(TypeError, match=words):
+            save()
+    assert not out.exists()
+
+
 def test_loads_hand_tensors_over_in_file_order_as_safetensors_does(tmp_path):
     # safetensors lays out tensors by alignment, then name, and its load_file and
     # get_tensors return them in that order (offset_keys); a loader that touches them in

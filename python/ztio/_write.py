@@ -173,10 +173,21 @@ def safetensors_bytes(tensors: Mapping[str, Any], metadata: Optional[Mapping[str
 
 
 def _text_metadata(metadata: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    """``metadata`` as safetensors' header holds it: text to text. Anything else is a
+    ``TypeError``, the class safetensors raises, naming the entry at fault.
+
+    >>> _text_metadata({"format": 1})
+    Traceback (most recent call last):
+    TypeError: metadata 'format': a value of type int, not str (safetensors metadata is text)
+    """
     meta = dict(metadata or {})
     for k, v in meta.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise ArgumentError("safetensors metadata must map str to str")
+        if not isinstance(k, str):
+            raise TypeError(f"metadata key {k!r}: of type {type(k).__name__}, not str "
+                            "(safetensors metadata is text)")
+        if not isinstance(v, str):
+            raise TypeError(f"metadata {k!r}: a value of type {type(v).__name__}, not str "
+                            "(safetensors metadata is text)")
     return meta
 
 
