@@ -76,6 +76,23 @@ def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
         assert list(f.keys()) == ["b"]
 
 
+def test_a_conversion_that_is_mostly_padding_warns_how_to_pack_closer(tmp_path):
+    import warnings
+
+    import numpy as np
+    import ztio
+
+    # 300 tensors of 16 bytes: at 64 KiB a blob, about 20 MB for 4.7 KiB of data.
+    src = tmp_path / "small.zt"
+    ztio.save_file({f"t{i:03}": np.full(4, i, np.float32) for i in range(300)}, src, version="v1.2")
+    with pytest.warns(ztio.ZtWarning, match=r"--compact \(compact=True from Python\)"):
+        ztio.convert(src, tmp_path / "wide.zt", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ztio.convert(src, tmp_path / "close.zt", compact=True, progress=False)
+    assert (tmp_path / "close.zt").stat().st_size * 10 < (tmp_path / "wide.zt").stat().st_size
+
+
 def test_one_calls_options_do_not_carry_over_to_the_next(tmp_path):
     import ztio
 

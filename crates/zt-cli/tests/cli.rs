@@ -1341,6 +1341,38 @@ fn convert_to_v2_compact_v1_2_and_shards() {
 }
 
 #[test]
+fn a_v2_output_that_is_mostly_padding_says_how_to_pack_it_closer() {
+    // 300 tensors of 16 bytes: on 64 KiB boundaries, 19.7 MB of padding for 4.8 KB of data.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("small.zt");
+    let mut w = ztensor::Writer::create_version(
+        &src,
+        ztensor::Version::V1_2,
+        ztensor::Durability::default(),
+    )
+    .unwrap();
+    for i in 0..300 {
+        w.add(&format!("t{i:03}"), &[4], &[i as f32; 4]).unwrap();
+    }
+    w.finish().unwrap();
+    let hint = "--compact (compact=True from Python) packs them on 4 KiB boundaries";
+    let wide = dir.path().join("wide.zt");
+    let o = zt(&["convert", p(&src), p(&wide)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains(hint), "{}", stderr(&o));
+    assert!(stderr(&o).contains("for 4.7 KiB of data in 300 objects"), "{}", stderr(&o));
+    assert_eq!(code(&zt(&["verify", p(&wide)])), 0, "the file is kept, and valid");
+    let o = zt(&["upgrade", p(&src), p(&dir.path().join("up.zt"))]);
+    assert!(stderr(&o).contains(hint), "{}", stderr(&o));
+    // Packed closer, nothing to say.
+    for (name, extra) in [("compact.zt", "--compact"), ("v12.zt", "--to=v1.2")] {
+        let o = zt(&["convert", p(&src), p(&dir.path().join(name)), extra]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{name}");
+    }
+}
+
+#[test]
 fn gguf_info_ls_cat_verify_diff_and_convert_both_ways() {
     let quant = fx("interop/gguf/quant.gguf");
     let j = json_of(&zt(&["info", "--json", &quant]));
