@@ -84,7 +84,11 @@ def test_a_conversion_that_is_mostly_padding_warns_how_to_pack_closer(tmp_path):
 
     # 300 tensors of 16 bytes: at 64 KiB a blob, about 20 MB for 4.7 KiB of data.
     src = tmp_path / "small.zt"
-    ztio.save_file({f"t{i:03}": np.full(4, i, np.float32) for i in range(300)}, src, version="v1.2")
+    small = {f"t{i:03}": np.full(4, i, np.float32) for i in range(300)}
+    ztio.save_file(small, src, version="v1.2")
+    with pytest.warns(ztio.ZtWarning, match='version="v2-compact" packs them') as caught:
+        ztio.save_file(small, tmp_path / "saved.zt")
+    assert caught[0].filename == __file__, "the warning points at the caller"
     with pytest.warns(ztio.ZtWarning, match=r"--compact \(compact=True from Python\)"):
         ztio.convert(src, tmp_path / "wide.zt", progress=False)
     with warnings.catch_warnings():
