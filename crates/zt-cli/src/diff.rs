@@ -404,7 +404,7 @@ fn compare_values(
     if let Some(m) = max_abs_diff {
         let _ = write!(detail, "; largest absolute difference {m}");
         if m.is_nan() {
-            let _ = write!(detail, " (a NaN against another value)");
+            let _ = write!(detail, " (a NaN against a number or another NaN)");
         }
     }
     Ok(Some(Difference {
