@@ -214,6 +214,32 @@ def test_metadata_that_is_not_text_is_a_type_error_as_in_safetensors(tmp_path, m
     assert not out.exists()
 
 
+@pytest.mark.parametrize("framework, device, words", [
+    ("np", "cuda", "Device cuda:0 is not supported for framework numpy"),
+    ("numpy", 1, "Device 1 is not supported for framework numpy"),
+    ("jax", "mps:0", "Device mps is not supported for framework flax"),
+    ("tf", "xla:2", "Device xla:2 is not supported for framework tensorflow"),
+    ("np", "gpu", "device gpu is invalid"),
+    ("np", "cpu:0", "device cpu:0 is invalid"),
+    ("pytorch", "meta", "device meta is invalid"),
+    ("pt", -1, "device -1 is invalid"),
+    ("pt", "cuda:x", "device cuda:x is invalid"),
+])
+def test_safe_open_refuses_the_devices_safetensors_refuses(framework, device, words):
+    # Refused at open, as safetensors 0.8 refuses them (checked against it): a numpy array
+    # asked for on a GPU was handed over on the host without a word.
+    with pytest.raises(ztio.Error, match=words):
+        ztio.safe_open(SAFETENSORS, framework=framework, device=device)
+
+
+def test_safe_open_takes_the_cpu_and_pytorch_as_safetensors_does():
+    for framework in ("np", "numpy", "flax", "jax", "tf", "tensorflow", "mlx"):
+        for device in ("cpu", None):
+            ztio.safe_open(SAFETENSORS, framework=framework, device=device).keys()
+    # torch's third name; torch itself is imported only when a tensor is asked for.
+    ztio.safe_open(SAFETENSORS, framework="pytorch", device="cuda:1").keys()
+
+
 def test_loads_hand_tensors_over_in_file_order_as_safetensors_does(tmp_path):
     # safetensors lays out tensors by alignment, then name, and its load_file and
     # get_tensors return them in that order (offset_keys); a loader that touches them in

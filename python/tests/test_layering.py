@@ -67,5 +67,5 @@ def test_safe_open_names_the_frameworks_it_knows(tmp_path):
 
     p = tmp_path / "m.safetensors"
     ztio.numpy.save_file({"x": np.ones(2, np.float32)}, p)
-    with pytest.raises(ztio.ArgumentError, match="'mxnet' is not supported .*flax, jax, mlx, np, numpy, paddle, pt, tensorflow, tf, torch"):
+    with pytest.raises(ztio.ArgumentError, match="'mxnet' is not supported .*flax, jax, mlx, np, numpy, paddle, pt, pytorch, tensorflow, tf, torch"):
         ztio.safe_open(p, framework="mxnet")

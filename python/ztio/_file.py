@@ -942,7 +942,7 @@ class _SafeOpen:
     def __init__(self, path: Any, framework: str, device: str, *, opened: Any = None, backend: str = "mmap"):
         self._to_tensor = _frameworks.converter(framework)
         self._framework = framework
-        self._device = device
+        self._device = _frameworks.checked_device(framework, device)
         if backend not in ("mmap", "pread"):
             raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
         self._backend = backend
@@ -979,7 +979,7 @@ class _SafeOpen:
                 name,
                 self._framework,
                 self._device,
-                framework_rules=self._framework in ("pt", "torch", "paddle") and self._backend == "mmap",
+                framework_rules=self._framework in ("pt", "torch", "pytorch", "paddle") and self._backend == "mmap",
             )
         except NotFoundError:
             if name in self._file:

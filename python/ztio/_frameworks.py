@@ -5,7 +5,7 @@ only."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, Optional, Union
 
 #: framework name -> ``to_tensor(file, name, device)``.
 _CONVERTERS: Dict[str, Callable[[Any, str, str], Any]] = {}
@@ -47,6 +47,63 @@ def from_numpy(framework: str, array: Any, device: str, kind: Optional[str] = No
     ``ztio._bridge.ToFramework``)."""
     convert = _FROM_NUMPY.get(framework)
     return array if convert is None else convert(array, device, kind)
+
+
+#: The frameworks whose tensors live on the host only, by the name safetensors gives each.
+_HOST_ONLY = {"np": "numpy", "numpy": "numpy", "flax": "flax", "jax": "flax", "tf": "tensorflow",
+              "tensorflow": "tensorflow", "mlx": "mlx"}
+#: The accelerators safetensors names; ``mps`` is the one that takes no index.
+_DEVICE_KINDS = ("cuda", "mps", "npu", "xpu", "xla", "mlu", "musa", "hpu")
+
+
+def checked_device(framework: str, device: Any) -> Any:
+    """``device`` as ``safe_open`` takes it for ``framework``, refused as safetensors 0.8
+    refuses it: a device it does not know (``"gpu"``, ``"cpu:0"``, a negative number) is
+    invalid for every framework; any device but the CPU is refused for the frameworks whose
+    arrays live on the host (numpy, flax, TensorFlow, MLX) rather than ignored. torch and
+    Paddle get their device as given, to place tensors as the framework does.
+
+    >>> checked_device("np", None), checked_device("pt", "cuda:1")
+    ('cpu', 'cuda:1')
+    >>> checked_device("np", "cuda")
+    Traceback (most recent call last):
+    ztio.errors.ArgumentError: Device cuda:0 is not supported for framework numpy
+    """
+    from .errors import ArgumentError
+
+    if device is None:
+        return "cpu"
+    if not isinstance(device, (str, int)):
+        # A `torch.device`, say: the framework's to judge; the host-only ones take text.
+        if framework in _HOST_ONLY:
+            raise ArgumentError(f"device {device} is invalid")
+        return device
+    shown = _device_name(device)
+    if shown is None:
+        raise ArgumentError(f"device {device} is invalid")
+    host_framework = _HOST_ONLY.get(framework)
+    if host_framework is not None and shown != "cpu":
+        raise ArgumentError(f"Device {shown} is not supported for framework {host_framework}")
+    return device
+
+
+def _device_name(device: Union[str, int]) -> Optional[str]:
+    """How safetensors names ``device`` (``"cuda"`` is ``cuda:0``, ``7`` is CUDA device 7,
+    shown as ``7``), or ``None`` where it calls the device invalid."""
+    if isinstance(device, int):
+        return str(int(device)) if 0 <= device < 2**64 else None
+    if device == "cpu":
+        return device
+    kind, colon, index = device.partition(":")
+    if kind not in _DEVICE_KINDS:
+        return None
+    if colon and not (index.isascii() and index.isdigit()):
+        from .errors import ArgumentError
+
+        raise ArgumentError(f"device {device} is invalid: {index!r} is not a device number")
+    if kind == "mps":
+        return kind
+    return f"{kind}:{int(index) if colon else 0}"
 
 
 def converter(framework: str) -> Callable[[Any, str, str], Any]:

@@ -323,7 +323,7 @@ def _from_numpy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = No
     return t if device == "cpu" else t.to(device)
 
 
-_frameworks.register(("pt", "torch"), _tensor, _from_numpy, lambda f, name: _mapped(f, name, _torch()))
+_frameworks.register(("pt", "torch", "pytorch"), _tensor, _from_numpy, lambda f, name: _mapped(f, name, _torch()))
 
 
 # -- shared tensors and whole models, as safetensors.torch has them ------------------------
