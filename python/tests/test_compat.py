@@ -240,6 +240,24 @@ def test_safe_open_takes_the_cpu_and_pytorch_as_safetensors_does():
     ztio.safe_open(SAFETENSORS, framework="pytorch", device="cuda:1").keys()
 
 
+def test_deserialize_gives_each_tensors_bytes_as_safetensors_does():
+    from ztio._safetensors import deserialize
+
+    tensors = {"z": np.arange(3, dtype=np.int8), "m": np.ones(1, np.float64),
+               "e": np.zeros((0, 2), np.float32), "s": np.float32(2)}
+    got = deserialize(ztio.numpy.save(tensors))
+    # In the order of their data (safetensors' save puts the widest types first).
+    assert [name for name, _ in got] == ["m", "e", "s", "z"]
+    for name, entry in got:
+        assert set(entry) == {"shape", "dtype", "data"}
+        assert type(entry["data"]) is bytearray
+        assert entry["shape"] == list(np.shape(tensors[name]))
+        assert bytes(entry["data"]) == np.asarray(tensors[name]).tobytes()
+    assert dict(got)["m"]["dtype"] == "F64" and dict(got)["z"]["dtype"] == "I8"
+    with pytest.raises(ztio.FileError):
+        deserialize(b"garbage")
+
+
 def test_loads_hand_tensors_over_in_file_order_as_safetensors_does(tmp_path):
     # safetensors lays out tensors by alignment, then name, and its load_file and
     # get_tensors return them in that order (offset_keys); a loader that touches them in

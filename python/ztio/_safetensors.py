@@ -3,7 +3,8 @@ package that forwards to ztio exposes (tools/safetensors_suite/run.py builds one
 
 ``safe_open`` and the errors are ztio's own; ``TensorSpec``, ``serialize`` and
 ``serialize_file`` take tensors by raw pointer as safetensors 0.8 does (the caller keeps the
-memory alive while they run); ``_safe_open_handle`` opens an open file object.
+memory alive while they run); ``deserialize`` gives each tensor's bytes; ``_safe_open_handle``
+opens an open file object.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -20,7 +21,10 @@ from ._file import File, _SafeOpen, safe_open
 from ._write import save_file as _save_file
 from .errors import Error
 
-__all__ = ["safe_open", "SafetensorError", "TensorSpec", "serialize", "serialize_file", "_safe_open_handle"]
+__all__ = [
+    "safe_open", "SafetensorError", "TensorSpec", "serialize", "serialize_file", "deserialize",
+    "_safe_open_handle",
+]
 
 #: safetensors' one error class: every ztio error is one.
 SafetensorError = Error
@@ -82,6 +86,29 @@ def serialize_file(
 
     items = _safetensors_items(_arrays(tensor_dict))
     _native.save_safetensors(items, _text_metadata(metadata), os.fsdecode(filename))
+
+
+def deserialize(bytes: Any) -> List[Tuple[str, Dict[str, Any]]]:
+    """safetensors' ``deserialize``: each tensor of a file's bytes as ``(name, {"shape": [...],
+    "dtype": "F32", "data": bytearray(...)})``, its stored little-endian bytes copied once, in
+    the order of their data in the file (safetensors gives them in no set order). The bytes
+    may be of any kind ztio reads; a dtype is named as safetensors names it.
+
+    >>> import numpy as np, ztio.numpy
+    >>> deserialize(ztio.numpy.save({"x": np.arange(2, dtype=np.int16)}))
+    [('x', {'shape': [2], 'dtype': 'I16', 'data': bytearray(b'\\x00\\x00\\x01\\x00')})]
+    """
+    f = File._of_bytes(bytes)
+    try:
+        out = []
+        for name in f.offset_keys():
+            part = f.get_slice(name)
+            values = np.ascontiguousarray(f.get_tensor(name))
+            data = bytearray(values.reshape(-1).view(np.uint8))
+            out.append((name, {"shape": part.get_shape(), "dtype": part.get_dtype(), "data": data}))
+        return out
+    finally:
+        f.close()
 
 
 def _safe_open_handle(handle: Any, framework: str = "numpy", device: str = "cpu") -> _SafeOpen:
