@@ -232,6 +232,28 @@ def test_safe_open_refuses_the_devices_safetensors_refuses(framework, device, wo
         ztio.safe_open(SAFETENSORS, framework=framework, device=device)
 
 
+def test_safe_open_takes_its_arguments_by_safetensors_names():
+    # Code in the wild passes the file by name: safe_open(filename=path, framework="pt").
+    with ztio.safe_open(filename=SAFETENSORS, framework="np", device="cpu", backend="pread") as f:
+        assert f.keys()
+
+
+def test_safe_open_handle_opens_a_file_object_by_its_path_or_its_bytes():
+    import io
+
+    from ztio._safetensors import _safe_open_handle
+
+    want = ztio.numpy.load_file(SAFETENSORS)
+    with open(SAFETENSORS, "rb") as handle:
+        by_path = _safe_open_handle(handle, "np", "cpu", backend="pread")
+    by_bytes = _safe_open_handle(io.BytesIO(SAFETENSORS.read_bytes()), framework="np")
+    for f in (by_path, by_bytes):
+        with f:
+            assert f.keys() == sorted(want)
+            for name in f.keys():
+                assert f.get_tensor(name).tobytes() == want[name].tobytes()
+
+
 def test_safe_open_takes_the_cpu_and_pytorch_as_safetensors_does():
     for framework in ("np", "numpy", "flax", "jax", "tf", "tensorflow", "mlx"):
         for device in ("cpu", None):
@@ -256,6 +278,19 @@ def test_deserialize_gives_each_tensors_bytes_as_safetensors_does():
     assert dict(got)["m"]["dtype"] == "F64" and dict(got)["z"]["dtype"] == "I8"
     with pytest.raises(ztio.FileError):
         deserialize(b"garbage")
+
+
+@pytest.mark.parametrize("module", ["numpy", "flax", "tensorflow", "paddle", "mlx", "torch"])
+def test_every_load_file_takes_safetensors_backend_argument(module):
+    import importlib
+    import inspect
+
+    load_file = importlib.import_module(f"ztio.{module}").load_file
+    assert inspect.signature(load_file).parameters["backend"].default == "mmap"
+    if module == "numpy":
+        assert list(ztio.numpy.load_file(SAFETENSORS, backend="pread"))
+    with pytest.raises(ztio.ArgumentError, match="backend 'io_uring' is not one of 'mmap', 'pread'"):
+        load_file(SAFETENSORS, backend="io_uring")
 
 
 def test_loads_hand_tensors_over_in_file_order_as_safetensors_does(tmp_path):

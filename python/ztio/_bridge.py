@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _frameworks
 from ._dtypes import STAND_INS
-from ._file import File, load_every_tensor, open_any
+from ._file import File, load_every_tensor, open_any, unmapped_for_backend
 from ._write import safetensors_bytes
 from ._write import save_file_drop_in as _save
 from .errors import ArgumentError
@@ -68,10 +68,11 @@ def functions(
         finally:
             f.close()
 
-    def load_file(filename: Path, device: str = "cpu") -> Dict[str, Any]:
+    def load_file(filename: Path, device: str = "cpu", *, backend: str = "mmap") -> Dict[str, Any]:
         # Writable arrays over a private map, as safe_open gives: a framework that can share
         # them (Paddle, through DLPack) does so without a copy, and a write stays in the process.
-        return read_all(open_any(filename, writable=True), device)
+        # `backend="pread"`: positional reads, no map, as in safetensors.
+        return read_all(open_any(filename, writable=True, unmapped=unmapped_for_backend(backend)), device)
 
     def load(data: bytes, device: str = "cpu") -> Dict[str, Any]:
         return read_all(File._of_bytes(data), device)

@@ -840,6 +840,18 @@ class _DecodeAhead:
             pool.shutdown(wait=True)
 
 
+def unmapped_for_backend(backend: str) -> bool:
+    """Whether safetensors' ``backend`` argument asks for positional reads (``"pread"``)
+    rather than a map (``"mmap"``, its default); any other value is refused.
+
+    >>> unmapped_for_backend("pread"), unmapped_for_backend("mmap")
+    (True, False)
+    """
+    if backend not in ("mmap", "pread"):
+        raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
+    return backend == "pread"
+
+
 def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File, ShardedFile]:
     """A file, a sharded set's index, one file of a split GGUF model (the whole model), or a
     model folder (its model: an index before a single file), opened as :func:`open` does."""
@@ -943,12 +955,11 @@ class _SafeOpen:
         self._to_tensor = _frameworks.converter(framework)
         self._framework = framework
         self._device = _frameworks.checked_device(framework, device)
-        if backend not in ("mmap", "pread"):
-            raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
+        unmapped = unmapped_for_backend(backend)
         self._backend = backend
         # Writable arrays, as safetensors gives: a private copy-on-write map (or positional
         # reads, safetensors' "pread" backend).
-        self._file = opened if opened is not None else open_any(path, writable=True, unmapped=backend == "pread")
+        self._file = opened if opened is not None else open_any(path, writable=True, unmapped=unmapped)
 
     def keys(self) -> List[str]:
         return self._file.keys()
@@ -1072,8 +1083,10 @@ def _rows_inside(key: Any, shape: Tuple[int, ...]) -> bool:
     )
 
 
-def safe_open(path: Any, framework: str = "numpy", device: str = "cpu", backend: str = "mmap") -> _SafeOpen:
-    """safetensors' ``safe_open``, for every file kind ztio reads.
+def safe_open(filename: Any, framework: str = "numpy", device: str = "cpu", backend: str = "mmap") -> _SafeOpen:
+    """safetensors' ``safe_open``, for every file kind ztio reads (``filename``: a path, a set's
+    index, a model folder or a URL; named as safetensors names it, for callers that pass it by
+    name).
 
     >>> import ztio, numpy as np, tempfile, os
     >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
@@ -1084,5 +1097,5 @@ def safe_open(path: Any, framework: str = "numpy", device: str = "cpu", backend:
     ...     print(f.keys(), f.get_slice("x")[1:3].shape)
     ['x'] (2, 2)
     """
-    return _SafeOpen(path, framework, device, backend=backend)
+    return _SafeOpen(filename, framework, device, backend=backend)
 

@@ -111,13 +111,13 @@ def deserialize(bytes: Any) -> List[Tuple[str, Dict[str, Any]]]:
         f.close()
 
 
-def _safe_open_handle(handle: Any, framework: str = "numpy", device: str = "cpu") -> _SafeOpen:
-    """:func:`safe_open` over an open file object: by its path when it has one, else by the
-    bytes it reads."""
-    name = getattr(handle, "name", None)
+def _safe_open_handle(f: Any, framework: str = "numpy", device: str = "cpu", *, backend: str = "mmap") -> _SafeOpen:
+    """:func:`safe_open` over an open file object ``f``: by its path when it has one, else by
+    the bytes it reads (``backend`` then has nothing to choose)."""
+    name = getattr(f, "name", None)
     if isinstance(name, (str, bytes, os.PathLike)) and os.path.isfile(name):
-        return safe_open(name, framework=framework, device=device)
-    return _SafeOpen(None, framework, device, opened=File._of_bytes(handle.read()))
+        return safe_open(name, framework=framework, device=device, backend=backend)
+    return _SafeOpen(None, framework, device, opened=File._of_bytes(f.read()), backend=backend)
 
 
 del _save_file

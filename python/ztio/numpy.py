@@ -20,9 +20,8 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
 
-from ._file import File, load_every_tensor, open_any
+from ._file import File, load_every_tensor, open_any, unmapped_for_backend
 from ._write import safetensors_bytes
-from .errors import ArgumentError
 from ._write import save_file_drop_in as _save
 
 __all__ = ["load_file", "save_file", "load", "save"]
@@ -36,9 +35,7 @@ def load_file(
     until a page is written, and a write never reaches the file. Other formats come back as
     :meth:`ztio.File.get_tensor` gives them. ``verify=True`` checks every digest and checksum
     the file carries, zero-copy reads too."""
-    if backend not in ("mmap", "pread"):
-        raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
-    f = open_any(filename, verify=verify, writable=True, unmapped=backend == "pread")
+    f = open_any(filename, verify=verify, writable=True, unmapped=unmapped_for_backend(backend))
     try:
         return load_every_tensor(f, f.get_tensor)
     finally:

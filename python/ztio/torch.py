@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 import numpy as np
 
 from . import _frameworks
-from ._file import File, load_every_tensor, open_any
+from ._file import File, load_every_tensor, open_any, unmapped_for_backend
 from ._write import Writer, writes_safetensors
 from .errors import ArgumentError
 
@@ -61,12 +61,6 @@ def _torch():
     import torch
 
     return torch
-
-
-def _unmapped(backend: str) -> bool:
-    if backend not in ("mmap", "pread"):
-        raise ArgumentError(f"backend {backend!r} is not one of 'mmap', 'pread'")
-    return backend == "pread"
 
 
 def _private_map(f: File, torch: Any) -> Any:
@@ -175,7 +169,7 @@ def load_file(
 ) -> Dict[str, Any]:
     """Every dense tensor of a file as torch tensors on ``device``; ``backend="pread"`` reads
     with positional reads instead of a map, as safetensors' option of that name."""
-    f = open_any(filename, unmapped=_unmapped(backend))
+    f = open_any(filename, unmapped=unmapped_for_backend(backend))
     try:
         return _all_tensors(f, device)
     finally:
