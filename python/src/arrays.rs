@@ -149,13 +149,24 @@ pub fn array_of<'py>(
             )?;
             // Writable only over a private (copy-on-write) map of the file that was opened: a
             // write copies the page in this process. Bytes of a shard's shared map stay
-            // read-only.
-            let private = reader.source().is_private_map()
-                && reader.source().as_slice().is_some_and(|map| {
-                    let range = map.as_ptr_range();
-                    range.start <= b.as_ptr() && b.as_ptr_range().end <= range.end
+            // read-only. Bytes another object also holds (a blob the writer shared between
+            // equal tensors) are copied, so that a write to one tensor never shows in another.
+            let in_private_map = reader
+                .source()
+                .as_slice()
+                .filter(|_| reader.source().is_private_map())
+                .and_then(|map| {
+                    let start = (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize)?;
+                    let end = start.checked_add(b.len()).filter(|&end| end <= map.len())?;
+                    Some(start as u64..end as u64)
                 });
-            let flags = if private {
+            if in_private_map
+                .clone()
+                .is_some_and(|range| reader.bytes_shared(range))
+            {
+                return owned_array(py, b, descr, dims);
+            }
+            let flags = if in_private_map.is_some() {
                 npyffi::NPY_ARRAY_WRITEABLE
             } else {
                 0

@@ -325,7 +325,7 @@ impl Reader {
     /// A dense object's bytes as one range of the main file, when they are the tensor as it
     /// lies (a single raw, little-endian component, its elements packed row-major, and the
     /// object readable): its element type name, shape, offset and length. `None` otherwise,
-    /// and the caller takes the general path. What a framework that maps the file itself
+    /// and the caller takes the general path (as for bytes another object shares). What a framework that maps the file itself
     /// (torch) needs per tensor, without building the object's whole listing (`info` costs
     /// about 20 us an object in attributes and component dicts; this about 1).
     fn raw_span(&self, py: Python<'_>, name: &str) -> PyResult<Option<RawSpan>> {
@@ -334,8 +334,13 @@ impl Reader {
         let [c] = &o.components[..] else {
             return Ok(None);
         };
-        let as_it_lies =
-            o.format == Format::Dense && o.defect.is_none() && stored_as_it_lies(c) && c.file == 0;
+        // Bytes another object holds too are left to the general path, which copies them:
+        // torch's tensors over the private map are writable.
+        let as_it_lies = o.format == Format::Dense
+            && o.defect.is_none()
+            && stored_as_it_lies(c)
+            && c.file == 0
+            && !r.bytes_shared(c.offset..c.offset.saturating_add(c.length));
         Ok(as_it_lies.then(|| {
             (
                 c.element.name().to_owned(),

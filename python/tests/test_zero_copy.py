@@ -125,3 +125,27 @@ def test_safe_open_arrays_are_writable_and_ztio_open_stays_read_only_unless_aske
     with ztio.open(path, writable=True) as f:
         a = f.get_tensor("w")
         assert a.flags.writeable and in_map(f, a)
+
+
+def test_a_write_to_one_tensor_never_shows_in_another_that_shared_its_blob(tmp_path):
+    # The zTensor writer stores equal tensors once (two zero biases: one blob). Writable
+    # views of that blob would let `b1 += 1` change b2 too: such bytes are copied instead,
+    # and every other tensor stays a view of the map.
+    path = tmp_path / "m.zt"
+    ztio.save_file({"b1": np.zeros(64, np.float32), "b2": np.zeros(64, np.float32),
+                    "w": np.ones(64, np.float32)}, path)
+    with ztio.open(path) as f:
+        assert np.shares_memory(f.get_tensor("b1"), f.get_tensor("b2")), "one blob for both"
+    loaded = ztio.numpy.load_file(path)
+    loaded["b1"] += 1
+    assert loaded["b2"].tolist() == [0.0] * 64
+    assert type(loaded["w"].base).__name__ == "MapHolder" and loaded["w"].flags.writeable
+    with ztio.safe_open(path, framework="np") as f:
+        b1, b2 = f.get_tensor("b1"), f.get_tensor("b2")
+        b1 += 5
+        rows = f.get_slice("b1")[:8]
+        rows += 7
+        assert b2.tolist() == f.get_slice("b2")[:].tolist() == [0.0] * 64
+    # Read-only handles keep sharing: nothing can write through them.
+    with ztio.open(path) as f:
+        assert not f.get_tensor("b1").flags.writeable

@@ -1360,8 +1360,16 @@ fn a_v2_output_that_is_mostly_padding_says_how_to_pack_it_closer() {
     let o = zt(&["convert", p(&src), p(&wide)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stderr(&o).contains(hint), "{}", stderr(&o));
-    assert!(stderr(&o).contains("for 4.7 KiB of data in 300 objects"), "{}", stderr(&o));
-    assert_eq!(code(&zt(&["verify", p(&wide)])), 0, "the file is kept, and valid");
+    assert!(
+        stderr(&o).contains("for 4.7 KiB of data in 300 objects"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        code(&zt(&["verify", p(&wide)])),
+        0,
+        "the file is kept, and valid"
+    );
     let o = zt(&["upgrade", p(&src), p(&dir.path().join("up.zt"))]);
     assert!(stderr(&o).contains(hint), "{}", stderr(&o));
     // Packed closer, nothing to say.

@@ -2,6 +2,8 @@
 //! index, handed out as [`ObjectView`]s, and verified on every core.
 
 use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use zt_container::{Error, Result, Source};
@@ -55,6 +57,9 @@ pub struct Reader {
     shards: Vec<ShardInfo>,
     /// A v2 file's manifest hash (checked at open).
     manifest_hash: Option<u64>,
+    /// The ranges of the main file that two or more objects claim, found on first asking
+    /// ([`Reader::bytes_shared`]).
+    shared: OnceLock<Vec<Range<u64>>>,
 }
 
 impl Reader {
@@ -78,6 +83,7 @@ impl Reader {
             version: listing.version,
             attributes: listing.attributes,
             index: listing.index,
+            shared: OnceLock::new(),
         }
     }
 
@@ -106,6 +112,40 @@ impl Reader {
     /// Every object's listing, sorted by name.
     pub fn objects(&self) -> &[ObjectInfo] {
         &self.backing.objects
+    }
+
+    /// Whether any byte of `range` (offsets in the main file) belongs to more than one object:
+    /// a blob a zTensor writer shared between equal tensors, or a PyTorch storage that several
+    /// tensors view. A caller that hands out writable views of a private (copy-on-write) map
+    /// copies such bytes instead, so that a write to one tensor never shows in another.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add("a", &[4], &[0f32; 4])?;
+    /// w.add("b", &[4], &[0f32; 4])?; // the same bytes as "a": one blob for both
+    /// w.add("c", &[4], &[1f32; 4])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// let span = |name: &str| {
+    ///     let c = &r.object(name).unwrap().components[0];
+    ///     c.offset..c.offset + c.length
+    /// };
+    /// assert!(r.bytes_shared(span("a")) && r.bytes_shared(span("b")));
+    /// assert!(!r.bytes_shared(span("c")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn bytes_shared(&self, range: Range<u64>) -> bool {
+        let shared = self
+            .shared
+            .get_or_init(|| shared_ranges(&self.backing.objects));
+        // The first shared range that ends after `range` starts meets it if it starts before
+        // `range` ends.
+        let i = shared.partition_point(|s| s.end <= range.start);
+        shared.get(i).is_some_and(|s| s.start < range.end)
     }
 
     /// How many objects the file holds.
@@ -596,5 +636,75 @@ impl VerifyReport {
                 self.failures.push(e);
             }
         }
+    }
+}
+
+/// The ranges of the main file that components of two or more objects claim, merged and in
+/// order: one sort and one sweep, where a component that starts before the furthest end so far
+/// joins the cluster before it. Should the list of spans not fit in memory, the whole file
+/// counts as shared (copies are made, never aliases).
+fn shared_ranges(objects: &[ObjectInfo]) -> Vec<Range<u64>> {
+    let count = objects.iter().map(|o| o.components.len()).sum();
+    let mut spans: Vec<(u64, u64, usize)> = Vec::new();
+    if spans.try_reserve_exact(count).is_err() {
+        return vec![0..u64::MAX];
+    }
+    for (owner, o) in objects.iter().enumerate() {
+        for c in o.components.iter().filter(|c| c.file == 0 && c.length > 0) {
+            spans.push((c.offset, c.offset.saturating_add(c.length), owner));
+        }
+    }
+    shared_of_spans(spans)
+}
+
+/// [`shared_ranges`] over `(start, end, owner)` spans.
+fn shared_of_spans(mut spans: Vec<(u64, u64, usize)>) -> Vec<Range<u64>> {
+    spans.sort_unstable();
+    let mut shared = Vec::new();
+    // The current cluster: its extent, its first owner, and whether another object is in it.
+    let mut cluster: Option<(Range<u64>, usize, bool)> = None;
+    for (start, end, owner) in spans {
+        match &mut cluster {
+            Some((extent, first, several)) if start < extent.end => {
+                extent.end = extent.end.max(end);
+                *several |= owner != *first;
+            }
+            _ => {
+                if let Some((extent, _, true)) = cluster.take() {
+                    shared.push(extent);
+                }
+                cluster = Some((start..end, owner, false));
+            }
+        }
+    }
+    if let Some((extent, _, true)) = cluster {
+        shared.push(extent);
+    }
+    shared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_of_spans;
+
+    #[test]
+    fn shared_ranges_are_where_two_objects_meet() {
+        // Object 0's two parts overlap each other only; 1 and 2 hold one blob; 3 overlaps 2's
+        // end, and 4 starts where 3 ends; 5 is alone.
+        let spans = vec![
+            (0, 10, 0),
+            (5, 12, 0),
+            (20, 30, 1),
+            (20, 30, 2),
+            (28, 40, 3),
+            (40, 50, 4),
+            (60, 70, 5),
+        ];
+        assert_eq!(shared_of_spans(spans), vec![20..40]);
+        assert!(
+            shared_of_spans(vec![(0, 4, 0), (4, 8, 1)]).is_empty(),
+            "touching is not sharing"
+        );
+        assert_eq!(shared_of_spans(vec![(8, 16, 1), (0, 64, 0)]), vec![0..64]);
     }
 }
