@@ -147,34 +147,39 @@ pub fn array_of<'py>(
                     _reader: Arc::clone(reader),
                 },
             )?;
-            // Writable only over a private (copy-on-write) map of the file that was opened: a
-            // write copies the page in this process. Bytes of a shard's shared map stay
-            // read-only. Bytes another object also holds (a blob the writer shared between
-            // equal tensors) are copied, so that a write to one tensor never shows in another.
-            let in_private_map = reader
+            // Writable only over bytes this process holds privately: a private (copy-on-write)
+            // map of the file that was opened, where a write copies the page in this process,
+            // or the reader's own copy of bytes it was given (safetensors' `load`). Bytes of a
+            // shard's shared map stay read-only. Bytes another object also holds (a blob the
+            // writer shared between equal tensors) are copied, so that a write to one tensor
+            // never shows in another.
+            let private = reader.source().is_private_map()
+                || matches!(reader.source(), ztensor::Source::Owned(_));
+            let in_private_bytes = reader
                 .source()
                 .as_slice()
-                .filter(|_| reader.source().is_private_map())
+                .filter(|_| private)
                 .and_then(|map| {
                     let start = (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize)?;
                     let end = start.checked_add(b.len()).filter(|&end| end <= map.len())?;
                     Some(start as u64..end as u64)
                 });
-            if in_private_map
+            if in_private_bytes
                 .clone()
                 .is_some_and(|range| reader.bytes_shared(range))
             {
                 return owned_array(py, b, descr, dims);
             }
-            let flags = if in_private_map.is_some() {
+            let flags = if in_private_bytes.is_some() {
                 npyffi::NPY_ARRAY_WRITEABLE
             } else {
                 0
             };
-            // SAFETY: the bytes live in the reader's map, which the holder keeps alive. A
-            // read-only array writes nothing; a writable one writes to private pages of a
-            // copy-on-write map, which the library reads as it would a file another process
-            // changed (never past its length: the map's size is fixed).
+            // SAFETY: the bytes live in the reader's map or buffer, which the holder keeps
+            // alive. A read-only array writes nothing; a writable one writes to private pages
+            // of a copy-on-write map, or to the reader's own buffer, which the library reads
+            // as it would a file another process changed (never past its length: neither
+            // grows).
             unsafe {
                 new_array(
                     py,

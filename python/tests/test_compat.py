@@ -293,6 +293,23 @@ def test_every_load_file_takes_safetensors_backend_argument(module):
         load_file(SAFETENSORS, backend="io_uring")
 
 
+def test_arrays_loaded_from_bytes_are_writable_and_leave_the_bytes_alone(tmp_path):
+    data = ztio.numpy.save({"w": np.arange(4, dtype=np.float32), "z1": np.zeros(8, np.float32),
+                            "z2": np.zeros(8, np.float32)})
+    before = bytes(data)
+    t = ztio.numpy.load(data)
+    t["w"] *= 2
+    t["z1"] += 1
+    assert t["w"].tolist() == [0, 2, 4, 6] and data == before
+    assert t["z2"].tolist() == [0.0] * 8
+    assert ztio.numpy.load(data)["w"].tolist() == [0, 1, 2, 3]
+    # A .zt file's bytes, where the writer stored z1 and z2 once: still independent.
+    ztio.save_file({"z1": np.zeros(8, np.float32), "z2": np.zeros(8, np.float32)}, tmp_path / "z.zt")
+    u = ztio.numpy.load((tmp_path / "z.zt").read_bytes())
+    u["z1"] += 1
+    assert u["z2"].tolist() == [0.0] * 8
+
+
 def test_loads_hand_tensors_over_in_file_order_as_safetensors_does(tmp_path):
     # safetensors lays out tensors by alignment, then name, and its load_file and
     # get_tensors return them in that order (offset_keys); a loader that touches them in

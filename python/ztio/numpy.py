@@ -64,7 +64,8 @@ def save(tensor_dict: Mapping[str, np.ndarray], metadata: Optional[Mapping[str, 
 
 def load(data: bytes) -> Dict[str, np.ndarray]:
     """Every tensor of a file's bytes (any kind ztio reads), by name: safetensors' ``load``.
-    The arrays are read-only views of one copy of ``data``, as safetensors' are views of it."""
+    The arrays are writable views of one copy of ``data``, as safetensors' are writable: a
+    write changes that copy only, never ``data``."""
     f = File._of_bytes(data)
     try:
         return {name: f.get_tensor(name) for name in f.keys()}
