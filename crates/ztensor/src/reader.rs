@@ -647,7 +647,7 @@ fn shared_ranges(objects: &[ObjectInfo]) -> Vec<Range<u64>> {
     let count = objects.iter().map(|o| o.components.len()).sum();
     let mut spans: Vec<(u64, u64, usize)> = Vec::new();
     if spans.try_reserve_exact(count).is_err() {
-        return vec![0..u64::MAX];
+        return std::iter::once(0..u64::MAX).collect();
     }
     for (owner, o) in objects.iter().enumerate() {
         for c in o.components.iter().filter(|c| c.file == 0 && c.length > 0) {
