@@ -323,11 +323,12 @@ impl Reader {
     }
 
     /// A dense object's bytes as one range of the main file, when they are the tensor as it
-    /// lies (a single raw, little-endian component, its elements packed row-major, and the
-    /// object readable): its element type name, shape, offset and length. `None` otherwise,
-    /// and the caller takes the general path (as for bytes another object shares). What a framework that maps the file itself
-    /// (torch) needs per tensor, without building the object's whole listing (`info` costs
-    /// about 20 us an object in attributes and component dicts; this about 1).
+    /// lies (a single raw, little-endian component, its elements packed row-major, the object
+    /// readable, and no other object holding any of its bytes): its element type name, shape,
+    /// offset and length. `None` otherwise, and the caller takes the general path. What a
+    /// framework that maps the file itself (torch) needs per tensor, without building the
+    /// object's whole listing (`info` costs about 20 us an object in attributes and component
+    /// dicts; this about 1).
     fn raw_span(&self, py: Python<'_>, name: &str) -> PyResult<Option<RawSpan>> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
