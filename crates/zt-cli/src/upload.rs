@@ -45,7 +45,13 @@ pub fn convert_to_url(url: &str, force: bool, convert: impl FnOnce(&Path) -> Out
     // Removed on drop; on SIGINT or SIGTERM by the handler in main.
     let _registered = ztensor::container::cleanup::register(folder.path().to_path_buf());
     let local = folder.path().join(&local_name);
-    convert(&local)?;
+    // Notes name the file the user asked for: the URL, not the temporary it goes up from.
+    let (converted, notes) = crate::common::collecting_notes(|| convert(&local));
+    let local_shown = local.display().to_string();
+    for text in notes {
+        crate::common::note(text.replace(&local_shown, &shown));
+    }
+    converted?;
     for file in upload_order(folder.path(), &local)? {
         let file_name = file.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
             Failure::Failed(format!("{}: not a UTF-8 name", file.display()).into())

@@ -254,4 +254,28 @@ fn convert_uploads_a_file_or_a_set_to_s3_and_reads_it_back() {
             "{name}"
         );
     }
+
+    // A v2 output that is mostly padding: the note names the URL, not the local temporary the
+    // file went up from.
+    let small = dir.path().join("small-v1.zt");
+    let mut w = ztensor::Writer::create(&small).unwrap();
+    for t in 0..300 {
+        w.add(&format!("b{t:03}"), &[4], &[t as f32; 4]).unwrap();
+    }
+    w.finish().unwrap();
+    let o = zt_s3(
+        &endpoint,
+        &[
+            "convert",
+            small.to_str().unwrap(),
+            "s3://bucket/models/small.zt",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("zt: note: s3://bucket/models/small.zt takes") && said.contains("--compact"),
+        "{said}"
+    );
+    assert!(!said.contains("zt-upload-"), "{said}");
 }
