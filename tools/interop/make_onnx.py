@@ -1,7 +1,7 @@
 """Writes the ONNX fixtures with the onnx package and records what onnx says they hold in
 fixtures/interop/onnx/expected.json (per file, per tensor: shape, our element type name and
-the row-major little-endian bytes in hex; 4-bit types packed two per byte, low nibble first,
-as ONNX's raw_data packs them). Run in a throwaway environment with onnx installed:
+the row-major little-endian bytes in hex; the sub-byte types packed as ONNX's raw_data packs
+them: 2-bit four per byte, 4-bit two per byte, 6-bit four in three bytes, lowest bits first). Run in a throwaway environment with onnx installed:
 
     python -m venv /tmp/onnxv && /tmp/onnxv/bin/pip install onnx numpy ml_dtypes
     /tmp/onnxv/bin/python tools/interop/make_onnx.py fixtures/interop/onnx
@@ -36,19 +36,23 @@ OURS = {
     T.UINT64: "u64", T.COMPLEX64: "complex64", T.COMPLEX128: "complex128", T.BFLOAT16: "bf16",
     T.FLOAT8E4M3FN: "f8_e4m3fn", T.FLOAT8E4M3FNUZ: "f8_e4m3fnuz", T.FLOAT8E5M2: "f8_e5m2",
     T.FLOAT8E5M2FNUZ: "f8_e5m2fnuz", T.UINT4: "u4", T.INT4: "i4", T.FLOAT4E2M1: "f4_e2m1",
-    T.FLOAT8E8M0: "f8_e8m0",
+    T.FLOAT8E8M0: "f8_e8m0", T.UINT2: "u2", T.INT2: "i2", T.FLOAT6E2M3: "f6_e2m3",
+    T.FLOAT6E3M2: "f6_e3m2",
 }
 FOUR_BIT = {T.UINT4, T.INT4, T.FLOAT4E2M1}
+# Bits per element of the packed types.
+PACKED = {T.UINT2: 2, T.INT2: 2, T.UINT4: 4, T.INT4: 4, T.FLOAT4E2M1: 4, T.FLOAT6E2M3: 6, T.FLOAT6E3M2: 6}
 
 
 def le_bytes(array: np.ndarray, data_type: int) -> bytes:
     """Row-major little-endian bytes of what onnx reads, packed for the 4-bit types."""
     flat = np.ascontiguousarray(array).reshape(-1)
-    if data_type in FOUR_BIT:
-        nibbles = flat.view(np.uint8) & 0x0F
-        if len(nibbles) % 2:
-            nibbles = np.concatenate([nibbles, np.zeros(1, np.uint8)])
-        return (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8).tobytes()
+    if data_type in PACKED:
+        bits = PACKED[data_type]
+        stream = 0
+        for i, code in enumerate(flat.view(np.uint8)):
+            stream |= (int(code) & ((1 << bits) - 1)) << (bits * i)
+        return stream.to_bytes((bits * len(flat) + 7) // 8, "little")
     if flat.dtype.byteorder == ">":
         flat = flat.byteswap().view(flat.dtype.newbyteorder("<"))
     return flat.tobytes()
@@ -85,6 +89,10 @@ def values():
     yield "int4", T.INT4, np.array([[-8, -1, 0], [1, 6, 7]], ml_dtypes.int4)
     yield "uint4", T.UINT4, np.array([0, 15, 3, 9, 1], ml_dtypes.uint4)
     yield "float4e2m1", T.FLOAT4E2M1, np.array([0.5, -6.0, 1.5], ml_dtypes.float4_e2m1fn)
+    yield "int2", T.INT2, np.array([[-2, -1, 0], [1, 1, -2]], ml_dtypes.int2)
+    yield "uint2", T.UINT2, np.array([0, 3, 1, 2, 3], ml_dtypes.uint2)
+    yield "float6e2m3", T.FLOAT6E2M3, np.array([0.5, -7.5, 1.125, 0.0, 3.0], ml_dtypes.float6_e2m3fn)
+    yield "float6e3m2", T.FLOAT6E3M2, np.array([[28.0, -0.0625], [1.5, -3.0]], ml_dtypes.float6_e3m2fn)
     yield "scalar", T.FLOAT, np.array(2.5, np.float32)
     yield "empty", T.FLOAT, np.zeros((0, 3), np.float32)
 
@@ -94,7 +102,7 @@ def tensor(name, data_type, array, raw):
         t = numpy_helper.from_array(array, name)
         assert t.data_type == data_type, (name, t.data_type)
         return t
-    return helper.make_tensor(name, data_type, array.shape, array.reshape(-1).tolist() if data_type not in FOUR_BIT and data_type != T.BFLOAT16 and data_type < 17 else array.reshape(-1), raw=False)
+    return helper.make_tensor(name, data_type, array.shape, array.reshape(-1).tolist() if data_type not in PACKED and data_type != T.BFLOAT16 and data_type < 17 else array.reshape(-1), raw=False)
 
 
 def graph_with(initializers, nodes=(), sparse=(), name="g"):
@@ -119,6 +127,8 @@ for raw in (True, False):
         t = tensor(name, dt, array, raw)
         back = numpy_helper.to_array(t)
         assert back.shape == array.shape and le_bytes(back, dt) == le_bytes(array, dt), name
+        # The packing recorded is onnx's own: raw_data holds exactly these bytes.
+        assert not raw or t.raw_data == le_bytes(array, dt), name
         inits.append(t)
         record(table, name, back, dt)
     inits.append(helper.make_tensor("text", T.STRING, [2], [b"ab", b"c"]))

@@ -82,7 +82,7 @@ enum Scalar {
     Fp8(Fp8Format),
     /// The OCP MX scale: an exponent alone.
     E8M0,
-    /// Sub-byte MX floats (f4_e2m1, f6_e2m3, f6_e3m2), packed: compared byte by byte, exactly.
+    /// Packed sub-byte types (FP4, FP6, 4- and 2-bit integers): compared byte by byte.
     Packed(u64),
     Signed(usize),
     Unsigned(usize),

@@ -1,8 +1,9 @@
 //! Encodings: raw and zstd, with decompression bounded by the declared size, and the
-//! encodings other formats store numbers in: the two protobuf runs of ONNX tensors
-//! ([`varints_decode_into`], [`tagged_decode_into`]), latin-1 text of Python's protocol-2
-//! pickles ([`latin1_decode_into`]), and arrays stored in pieces or boxes (flax's chunked
-//! arrays, TensorFlow's partitioned variables: [`pieces_decode_into`], [`place_box`]).
+//! encodings other formats store numbers in: the protobuf runs of ONNX tensors
+//! ([`varints_decode_into`], [`varint_codes_decode_into`], [`tagged_decode_into`]), latin-1
+//! text of Python's protocol-2 pickles ([`latin1_decode_into`]), and arrays stored in pieces
+//! or boxes (flax's chunked arrays, TensorFlow's partitioned variables: [`pieces_decode_into`],
+//! [`place_box`]).
 //!
 //! [`Encoding`] (the vocabulary) and the protobuf decoders are always available; the zstd
 //! codec functions need the `zstd` feature (on by default). [`zstd_decode_into`] is the one
@@ -37,6 +38,16 @@ pub enum Encoding {
         width: u8,
         /// Whether a value whose low byte is not zero decodes to 1 (ONNX `BOOL`).
         boolean: bool,
+    },
+    /// A run of protobuf varints, one per element of a sub-byte type (an ONNX FLOAT6
+    /// tensor's packed `int32_data`): each value's low `bits` bits, packed lowest bits first
+    /// into `ceil(count * bits / 8)` bytes. See [`varint_codes_decode_into`]. Never written,
+    /// and never parsed from a zTensor manifest.
+    ProtoVarintCodes {
+        /// Bits per element: 1 to 7.
+        bits: u8,
+        /// Elements the run holds.
+        count: u64,
     },
     /// A protobuf repeated number field in any form but one packed run, as protobuf reads
     /// it: the stored bytes are the part of its message from the field's first occurrence to
@@ -103,6 +114,7 @@ impl Encoding {
             Encoding::ZstdSeekable => "zt.zstd-seekable/1",
             Encoding::Deflate => "deflate",
             Encoding::ProtoVarints { .. } => "protobuf-varints",
+            Encoding::ProtoVarintCodes { .. } => "protobuf-varint-codes",
             Encoding::ProtoTagged { .. } => "protobuf-tagged",
             Encoding::Hdf5Chunks(_) => "hdf5-chunks",
             Encoding::Latin1Text => "latin1-text",
@@ -203,27 +215,7 @@ pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u
     let mut slots = dst.chunks_exact_mut(width);
     let mut count = 0usize;
     while at < src.len() {
-        let start = at;
-        let mut value = 0u64;
-        let mut shift = 0u32;
-        loop {
-            let Some(&byte) = src.get(at) else {
-                return Err(Error::invalid(format!(
-                    "varint at byte {start} of the run is cut short"
-                )));
-            };
-            at += 1;
-            if at - start > MAX_VARINT_LEN {
-                return Err(Error::invalid(format!(
-                    "varint at byte {start} of the run is longer than {MAX_VARINT_LEN} bytes"
-                )));
-            }
-            value |= u64::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
-            shift += 7;
-            if byte & 0x80 == 0 {
-                break;
-            }
-        }
+        let value = next_varint(src, &mut at)?;
         let Some(slot) = slots.next() else {
             return Err(Error::invalid(format!(
                 "the run holds more than the {wanted} values the shape needs"
@@ -240,6 +232,75 @@ pub fn varints_decode_into(src: &[u8], width: usize, boolean: bool, dst: &mut [u
     if count != wanted {
         return Err(Error::invalid(format!(
             "the run holds {count} values, the shape needs {wanted}"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads the varint at `*at` of a run, moving `*at` past it; an error names its byte in the
+/// run when it is cut short or longer than ten bytes.
+fn next_varint(src: &[u8], at: &mut usize) -> Result<u64> {
+    let start = *at;
+    let rest = src.get(start..).unwrap_or_default();
+    match read_varint(rest) {
+        Some((value, len)) => {
+            *at += len;
+            Ok(value)
+        }
+        None if rest.len() > MAX_VARINT_LEN => Err(Error::invalid(format!(
+            "varint at byte {start} of the run is longer than {MAX_VARINT_LEN} bytes"
+        ))),
+        None => Err(Error::invalid(format!(
+            "varint at byte {start} of the run is cut short"
+        ))),
+    }
+}
+
+/// Decodes a run of protobuf varints, each one element of a sub-byte type, into `dst`
+/// packed `bits` to an element, lowest bits first (element `i` is bits `bits * i ..` of the
+/// little-endian bit stream), as ONNX keeps FLOAT6 values one to an `int32_data` entry and
+/// packs them in `raw_data`. Each value's low `bits` bits are taken, as onnx masks them;
+/// bits past the last element are zero. The run must hold exactly `count` values, and
+/// `dst` be the `ceil(count * bits / 8)` bytes they pack into.
+///
+/// ```
+/// // Three 6-bit codes: 1, 2 and 63 (a value of 64 + 63 keeps its low six bits).
+/// let mut out = [0u8; 3];
+/// zt_formats::varint_codes_decode_into(&[0x01, 0x02, 0x7f], 6, 3, &mut out).unwrap();
+/// assert_eq!(out, [0b1000_0001, 0b1111_0000, 0b0000_0011]);
+/// assert!(zt_formats::varint_codes_decode_into(&[0x01, 0x02], 6, 3, &mut out).is_err());
+/// ```
+pub fn varint_codes_decode_into(src: &[u8], bits: u8, count: u64, dst: &mut [u8]) -> Result<()> {
+    if !(1..8).contains(&bits)
+        || count.checked_mul(u64::from(bits)).map(|b| b.div_ceil(8)) != Some(dst.len() as u64)
+    {
+        return Err(Error::invalid(format!(
+            "{} bytes cannot hold {count} values of {bits} bits",
+            dst.len()
+        )));
+    }
+    dst.fill(0);
+    let mask = (1u16 << bits) - 1;
+    let (mut at, mut held) = (0usize, 0u64);
+    while at < src.len() {
+        let value = next_varint(src, &mut at)?;
+        if held == count {
+            return Err(Error::invalid(format!(
+                "the run holds more than the {count} values the shape needs"
+            )));
+        }
+        // `held < count`, so these bits lie within `dst` (checked above).
+        let bit = held * u64::from(bits);
+        let code = (value as u16 & mask) << (bit % 8);
+        let byte = (bit / 8) as usize;
+        for (slot, part) in dst.iter_mut().skip(byte).zip(code.to_le_bytes()) {
+            *slot |= part;
+        }
+        held += 1;
+    }
+    if held != count {
+        return Err(Error::invalid(format!(
+            "the run holds {held} values, the shape needs {count}"
         )));
     }
     Ok(())

@@ -148,8 +148,9 @@ pub enum LogicalType {
     /// OCP MX FP4 E2M1: 4 bits, packed two per u8, low nibble first (PyTorch
     /// `float4_e2m1fn_x2`); `n` elements take `ceil(n / 2)` bytes.
     F4E2M1,
-    /// OCP MX FP6 E2M3: 6 bits, bit-packed into u8 (four elements in three bytes); `n`
-    /// elements take `ceil(6n / 8)` bytes.
+    /// OCP MX FP6 E2M3: 6 bits, bit-packed into u8 (four elements in three bytes), lowest
+    /// bits first as ONNX packs FLOAT6 (element `i` is bits `6i..6i + 6` of the little-endian
+    /// bit stream); `n` elements take `ceil(6n / 8)` bytes.
     F6E2M3,
     /// OCP MX FP6 E3M2: 6 bits, bit-packed into u8 like [`LogicalType::F6E2M3`].
     F6E3M2,
@@ -158,6 +159,12 @@ pub enum LogicalType {
     I4,
     /// Unsigned 4-bit integers (ONNX `UINT4`), packed like [`LogicalType::I4`].
     U4,
+    /// Signed 2-bit integers (ONNX `INT2`, -2..=1), packed four per u8, lowest bits first:
+    /// element `4k + j` is bits `2j..2j + 2` of byte `k`; `n` elements take `ceil(n / 4)`
+    /// bytes.
+    I2,
+    /// Unsigned 2-bit integers (ONNX `UINT2`, 0..=3), packed like [`LogicalType::I2`].
+    U2,
     /// Interleaved `[re, im]` f32 pairs.
     Complex64,
     /// Interleaved `[re, im]` f64 pairs.
@@ -180,6 +187,8 @@ impl LogicalType {
             "f6_e3m2" => LogicalType::F6E3M2,
             "i4" => LogicalType::I4,
             "u4" => LogicalType::U4,
+            "i2" => LogicalType::I2,
+            "u2" => LogicalType::U2,
             "complex64" => LogicalType::Complex64,
             "complex128" => LogicalType::Complex128,
             other => LogicalType::Unknown(other.to_owned()),
@@ -199,6 +208,8 @@ impl LogicalType {
             LogicalType::F6E3M2 => "f6_e3m2",
             LogicalType::I4 => "i4",
             LogicalType::U4 => "u4",
+            LogicalType::I2 => "i2",
+            LogicalType::U2 => "u2",
             LogicalType::Complex64 => "complex64",
             LogicalType::Complex128 => "complex128",
             LogicalType::Unknown(s) => s,
@@ -217,7 +228,9 @@ impl LogicalType {
             | LogicalType::F6E2M3
             | LogicalType::F6E3M2
             | LogicalType::I4
-            | LogicalType::U4 => Some(DType::U8),
+            | LogicalType::U4
+            | LogicalType::I2
+            | LogicalType::U2 => Some(DType::U8),
             LogicalType::Complex64 => Some(DType::F32),
             LogicalType::Complex128 => Some(DType::F64),
             LogicalType::Unknown(_) => None,
@@ -233,10 +246,11 @@ impl LogicalType {
     }
 
     /// Bits per element of the sub-byte types, which are packed into u8 bytes with no padding
-    /// between elements (`f4_e2m1`, `i4`, `u4`: 4; `f6_e2m3`/`f6_e3m2`: 6); `None` for every
-    /// other type.
+    /// between elements, lowest bits first (`i2`, `u2`: 2; `f4_e2m1`, `i4`, `u4`: 4;
+    /// `f6_e2m3`/`f6_e3m2`: 6); `None` for every other type.
     pub fn packed_bits(&self) -> Option<u64> {
         match self {
+            LogicalType::I2 | LogicalType::U2 => Some(2),
             LogicalType::F4E2M1 | LogicalType::I4 | LogicalType::U4 => Some(4),
             LogicalType::F6E2M3 | LogicalType::F6E3M2 => Some(6),
             _ => None,
@@ -316,14 +330,14 @@ impl ElementType {
         self.logical.as_ref().map_or(1, LogicalType::ratio)
     }
 
-    /// Bytes per logical element. For the packed sub-byte types (`f4_e2m1`, `f6_*`) this is
+    /// Bytes per logical element. For the packed sub-byte types (`i2`, `f4_e2m1`, `f6_*`) this is
     /// the storage byte, 1, which holds more than one element: use [`byte_size`] for the bytes
     /// of a count of elements, and [`ElementType::bits`].
     pub fn logical_size(&self) -> u64 {
         self.dtype.size() as u64 * self.ratio()
     }
 
-    /// Bits per logical element: 4 or 6 for the packed sub-byte types, else 8 times
+    /// Bits per logical element: 2, 4 or 6 for the packed sub-byte types, else 8 times
     /// [`ElementType::logical_size`].
     pub fn bits(&self) -> u64 {
         self.logical
@@ -415,6 +429,8 @@ mod tests {
             ("f4_e2m1", LogicalType::F4E2M1, 4),
             ("f6_e2m3", LogicalType::F6E2M3, 6),
             ("f6_e3m2", LogicalType::F6E3M2, 6),
+            ("i2", LogicalType::I2, 2),
+            ("u2", LogicalType::U2, 2),
         ] {
             assert_eq!(LogicalType::parse(name), t);
             assert_eq!(t.name(), name);
@@ -440,6 +456,9 @@ mod tests {
         assert_eq!(size(4, LogicalType::F6E2M3), 3);
         assert_eq!(size(5, LogicalType::F6E3M2), 4);
         assert_eq!(size(1, LogicalType::F6E3M2), 1);
+        // Four in a byte.
+        assert_eq!(size(4, LogicalType::I2), 1);
+        assert_eq!(size(5, LogicalType::U2), 2);
         let f4 = ElementType::logical(LogicalType::F4E2M1).unwrap();
         assert!(byte_size(u64::MAX / 2, &f4).is_err());
         assert_eq!(

@@ -12,7 +12,8 @@
 //!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
 //! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
 //!   decompression bounded by the declared size; the foreign encodings' decoders
-//!   ([`varints_decode_into`], [`tagged_decode_into`], [`latin1_decode_into`],
+//!   ([`varints_decode_into`], [`varint_codes_decode_into`], [`tagged_decode_into`],
+//!   [`latin1_decode_into`],
 //!   [`pieces_decode_into`], [`place_box`], [`densify_into`] for TensorFlow Lite's sparse
 //!   tensors), and [`read_varint`], one protobuf varint (for them and for the protobuf
 //!   readers of the crates above).
@@ -72,8 +73,8 @@ pub mod v2;
 
 pub use compress::{
     available_threads, latin1_decode_into, pieces_decode_into, place_box, read_varint,
-    tagged_decode_into, tile, varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece,
-    Tiling, DEFAULT_MAX_DECOMPRESSED, MAX_BOXES,
+    tagged_decode_into, tile, varint_codes_decode_into, varints_decode_into, BoxTable, Chunk,
+    ChunkTable, Encoding, Piece, Tiling, DEFAULT_MAX_DECOMPRESSED, MAX_BOXES,
 };
 #[cfg(feature = "zstd")]
 pub use compress::{

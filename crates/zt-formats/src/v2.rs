@@ -18,6 +18,40 @@ pub const CSR_V2: &str = "zt.sparse_csr/1";
 /// The id of v2's COO layout.
 pub const COO_V2: &str = "zt.sparse_coo/1";
 
+/// Our logical types that v2's registry lacks, which other formats bring (ONNX's sub-byte
+/// integers, safetensors' and ONNX's FP6): our v2 writers write them by these names on `u8`,
+/// and the original opens them as unknown types.
+const UNREGISTERED_TYPES: [&str; 6] = ["i4", "u4", "i2", "u2", "f6_e2m3", "f6_e3m2"];
+
+/// The type a dense part of `count` elements has when [`element_v2`] left it unknown but it
+/// is one of our types v2's registry lacks, on `u8`, of exactly the bytes `count` of them
+/// take: as our writers write it. `None` for every other part, which stays as the original
+/// reads it (a type it does not know, its size not judged).
+///
+/// ```
+/// use zt_formats::v2::{element_v2, unregistered_element};
+/// let fp6 = element_v2("u8", Some("f6_e2m3")).unwrap();
+/// assert_eq!(unregistered_element(&fp6, 4, 3).unwrap().name(), "f6_e2m3");
+/// // Four FP6 values take three bytes, not four; on i8 it is no type of ours.
+/// assert!(unregistered_element(&fp6, 4, 4).is_none());
+/// let on_i8 = element_v2("i8", Some("i4")).unwrap();
+/// assert!(unregistered_element(&on_i8, 2, 1).is_none());
+/// ```
+pub fn unregistered_element(
+    element: &ElementType,
+    count: u64,
+    decoded_len: u64,
+) -> Option<ElementType> {
+    let Some(LogicalType::Unknown(name)) = &element.logical else {
+        return None;
+    };
+    if element.dtype != DType::U8 || !UNREGISTERED_TYPES.contains(&name.as_str()) {
+        return None;
+    }
+    let known = ElementType::logical(LogicalType::parse(name))?;
+    (byte_size(count, &known).ok()? == decoded_len).then_some(known)
+}
+
 /// One of v2's 12 storage dtypes (v2 has no `bool` dtype: booleans are `u8` with
 /// `type: "bool"`).
 pub fn dtype_v2(name: &str) -> Option<DType> {
@@ -41,8 +75,8 @@ pub fn element_v2(dtype: &str, logical: Option<&str>) -> Result<ElementType> {
             }
             return Ok(ElementType::plain(DType::Bool));
         }
-        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" | "f8_e8m0" | "f4_e2m1" | "i4"
-        | "u4" | "complex64" | "complex128" => LogicalType::parse(name),
+        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" | "f8_e8m0" | "f4_e2m1"
+        | "complex64" | "complex128" => LogicalType::parse(name),
         other => LogicalType::Unknown(other.to_owned()),
     };
     if let Some(req) = t.required_dtype() {
@@ -243,9 +277,18 @@ mod tests {
         assert!(element_v2("f32", Some("f8_e4m3fn")).is_err());
         let u = element_v2("f32", Some("x.future/1")).unwrap();
         assert_eq!(u.logical, Some(LogicalType::Unknown("x.future/1".into())));
-        // FP6 is not in v2's registry: unknown there.
-        let f6 = element_v2("u16", Some("f6_e2m3")).unwrap();
-        assert!(matches!(f6.logical, Some(LogicalType::Unknown(_))));
+        // FP6 and the sub-byte integers are not in v2's registry: unknown there (and on any
+        // dtype), as the original reads them.
+        for name in UNREGISTERED_TYPES {
+            let t = element_v2("u16", Some(name)).unwrap();
+            assert!(matches!(t.logical, Some(LogicalType::Unknown(_))), "{name}");
+            assert!(unregistered_element(&t, 1, 2).is_none());
+            let t = element_v2("u8", Some(name)).unwrap();
+            let bits = LogicalType::parse(name).packed_bits().unwrap();
+            let known = unregistered_element(&t, 8, bits).unwrap();
+            assert_eq!(known.name(), name);
+            assert!(unregistered_element(&t, 8, bits + 1).is_none());
+        }
         assert_eq!(element_v2("u8", Some("f4_e2m1")).unwrap().name(), "f4_e2m1");
     }
 

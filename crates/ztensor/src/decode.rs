@@ -342,6 +342,7 @@ impl Backing {
             }
             (
                 Encoding::ProtoVarints { .. }
+                | Encoding::ProtoVarintCodes { .. }
                 | Encoding::ProtoTagged { .. }
                 | Encoding::Hdf5Chunks(_)
                 | Encoding::Latin1Text
@@ -352,6 +353,7 @@ impl Backing {
             ) => n,
             (
                 Encoding::ProtoVarints { .. }
+                | Encoding::ProtoVarintCodes { .. }
                 | Encoding::ProtoTagged { .. }
                 | Encoding::Hdf5Chunks(_)
                 | Encoding::Latin1Text
@@ -467,6 +469,10 @@ impl Backing {
             Encoding::Deflate => self.inflate_whole_into(comp, &src, 0, dst),
             Encoding::ProtoVarints { width, boolean } => {
                 zt_formats::varints_decode_into(&src, usize::from(*width), *boolean, dst)
+                    .map_err(|e| e.at(comp.offset))
+            }
+            Encoding::ProtoVarintCodes { bits, count } => {
+                zt_formats::varint_codes_decode_into(&src, *bits, *count, dst)
                     .map_err(|e| e.at(comp.offset))
             }
             Encoding::ProtoTagged {

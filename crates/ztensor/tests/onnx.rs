@@ -51,6 +51,70 @@ fn every_tensor_reads_as_onnx_wrote_it() {
     assert!(checked >= 2 * 60, "{checked}");
 }
 
+/// The sub-byte types keep their types and bytes through `.zt` v2 and v1.2. v2 registers
+/// none of FP6, the 2-bit and the 4-bit integers: they are read back as ours only on `u8` and
+/// of the size the shape takes, as our writers write them; otherwise they stay the unknown
+/// types the original reads them as.
+#[test]
+fn sub_byte_types_keep_their_types_through_zt() {
+    let expected = expected();
+    let dir_out = tempfile::tempdir().unwrap();
+    let names = ["int2", "uint2", "int4", "uint4", "float6e2m3", "float6e3m2"];
+    for version in [ztensor::Version::V2, ztensor::Version::V1_2] {
+        let out = dir_out.path().join(format!("{version:?}.zt"));
+        let options = ztensor::ConvertOptions {
+            version,
+            ..Default::default()
+        };
+        ztensor::convert::upgrade(dir().join("dtypes_raw.onnx"), &out, options).unwrap();
+        let r = ztensor::open(&out).unwrap();
+        for name in names {
+            let want = &expected["files"]["dtypes_raw.onnx"][name];
+            expected::check_object(&r, "converted", name, want);
+        }
+    }
+    let path = dir_out.path().join("unknown.zt");
+    let mut w =
+        ztensor::Writer::create_version(&path, ztensor::Version::V2, ztensor::Durability::Unsynced)
+            .unwrap();
+    let object = |dtype, name: &str, bytes: &[u8]| ztensor::ObjectData {
+        shape: vec![4],
+        format: ztensor::Format::Dense,
+        attributes: Default::default(),
+        components: vec![ztensor::ComponentData {
+            role: "data".into(),
+            element: ztensor::ElementType {
+                dtype,
+                logical: Some(ztensor::LogicalType::Unknown(name.into())),
+            },
+            bytes: std::borrow::Cow::Owned(bytes.to_vec()),
+        }],
+    };
+    use ztensor::DType::{U16, U8};
+    w.add_object("fp6", object(U8, "f6_e2m3", &[1, 2, 3]))
+        .unwrap();
+    w.add_object("fp6_on_u16", object(U16, "f6_e2m3", &[0; 8]))
+        .unwrap();
+    w.add_object("i2_too_long", object(U8, "i2", &[1, 2]))
+        .unwrap();
+    w.finish().unwrap();
+    let r = ztensor::open(&path).unwrap();
+    let logical = |name: &str| {
+        r.object(name).unwrap().components[0]
+            .element
+            .logical
+            .clone()
+    };
+    assert_eq!(logical("fp6"), Some(ztensor::LogicalType::F6E2M3));
+    for name in ["fp6_on_u16", "i2_too_long"] {
+        assert!(
+            matches!(logical(name), Some(ztensor::LogicalType::Unknown(_))),
+            "{name}"
+        );
+        assert!(r.object(name).unwrap().bytes().is_ok(), "{name}");
+    }
+}
+
 #[test]
 fn typed_fields_decode_to_the_raw_bytes() {
     // The same values written both ways read the same; the typed ones are decoded copies.
@@ -647,6 +711,70 @@ fn typed_fields_are_read_in_the_forms_protobuf_takes() {
             "unpacked_short",
             ErrorKind::InvalidFile,
             "field 4 holds 2 values; shape [4] of f32 needs 4",
+        ),
+    ] {
+        let e = object(name).bytes().unwrap_err();
+        assert_eq!(e.kind(), kind, "{name}: {e}");
+        assert!(e.to_string().contains(message), "{name}: {e}");
+    }
+}
+
+/// FLOAT6 and the 2-bit types in `int32_data`, as onnx 1.23's `helper.make_tensor` writes
+/// them: FLOAT6 one value to an entry, packed when read (each value's low six bits, as
+/// `numpy_helper.to_array` masks them); 2-bit four to an entry (its low byte). Three and four
+/// FLOAT6 values both pack into three bytes, so the count is checked against the shape's.
+#[test]
+fn sub_byte_values_in_int32_data_are_packed_as_raw_data_packs_them() {
+    use pb::*;
+    let tensor = |name: &str, dims: &[u64], data_type: u64, data: &[Vec<u8>]| {
+        let mut t: Vec<u8> = dims.iter().flat_map(|&d| int(1, d)).collect();
+        t.extend(int(2, data_type));
+        t.extend(bytes(8, name.as_bytes()));
+        t.extend(data.concat());
+        bytes(5, &t)
+    };
+    let varints = |v: &[u64]| {
+        let mut out = Vec::new();
+        v.iter().for_each(|&x| varint(x, &mut out));
+        out
+    };
+    let graph = [
+        tensor("f6", &[4], 27, &[bytes(5, &varints(&[1, 2, 127, 0]))]),
+        tensor(
+            "f6_one_too_many",
+            &[3],
+            27,
+            &[bytes(5, &varints(&[1, 2, 3, 4]))],
+        ),
+        tensor("f6_short", &[4], 28, &[bytes(5, &varints(&[1, 2, 3]))]),
+        tensor("f6_unpacked", &[2], 28, &[int(5, 1), int(5, 2)]),
+        tensor("i2", &[5], 26, &[bytes(5, &varints(&[0x4e, 0x1ff]))]),
+        tensor("u2_unpacked", &[3], 25, &[int(5, 0x39)]),
+    ]
+    .concat();
+    let r = open_model(model(&[bytes(7, &graph)]));
+    let object = |name: &str| r.object(name).unwrap();
+    let f6 = object("f6");
+    assert_eq!(f6.components[0].encoding.name(), "protobuf-varint-codes");
+    // 1, 2, 63 and 0, six bits each, lowest first.
+    assert_eq!(f6.bytes().unwrap().as_ref(), &[0x81, 0xf0, 0x03]);
+    assert_eq!(object("i2").bytes().unwrap().as_ref(), &[0x4e, 0xff]);
+    assert_eq!(object("u2_unpacked").bytes().unwrap().as_ref(), &[0x39]);
+    for (name, kind, message) in [
+        (
+            "f6_one_too_many",
+            ErrorKind::InvalidFile,
+            "the run holds more than the 3 values the shape needs",
+        ),
+        (
+            "f6_short",
+            ErrorKind::InvalidFile,
+            "the run holds 3 values, the shape needs 4",
+        ),
+        (
+            "f6_unpacked",
+            ErrorKind::Unsupported,
+            "f6_e3m2 values in field 5 in any form but one packed run",
         ),
     ] {
         let e = object(name).bytes().unwrap_err();

@@ -175,6 +175,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         Encoding::ZstdSeekable
         | Encoding::Deflate
         | Encoding::ProtoVarints { .. }
+        | Encoding::ProtoVarintCodes { .. }
         | Encoding::ProtoTagged { .. }
         | Encoding::Hdf5Chunks(_)
         | Encoding::Latin1Text

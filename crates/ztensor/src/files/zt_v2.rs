@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use zt_container::{check_blob_range_v2, ContainerV2, Error, Result, Source};
 use zt_formats::seekable::MAX_ZSTD_RATIO;
-use zt_formats::v2::{check_layout_v2, element_v2, PartLayout};
-use zt_formats::{xxh3_64, Digest, ElementType, Encoding};
+use zt_formats::v2::{check_layout_v2, element_v2, unregistered_element, PartLayout};
+use zt_formats::{element_count, xxh3_64, Digest, ElementType, Encoding};
 use zt_manifest::{visit_manifest_v2, ObjectV2Ref, PartV2Ref, ShardV2, MIN_OBJECT_ENTRY_V2};
 
 use crate::listing::{intern_role, reserve_objects, Collected, Limits, Listing};
@@ -237,6 +237,13 @@ fn object(
             .collect();
         check_layout_v2(o.layout, &o.shape, &layout).map_err(|e| e.at(o.at))?
     };
+    // A type of ours v2 does not register (FP6, sub-byte integers), as our writers write it.
+    if let (zt_formats::Format::Dense, [data]) = (&format, &mut components.0[..]) {
+        let (count, len) = (element_count(&o.shape)?, data.decoded_len.unwrap_or(0));
+        if let Some(known) = unregistered_element(&data.element, count, len) {
+            data.element = known;
+        }
+    }
     components.0.sort_unstable_by(|a, b| a.role.cmp(&b.role));
     Ok(ObjectInfo::listed(
         o.name.to_owned(),

@@ -98,6 +98,10 @@ mod data_type {
     pub const INT4: u64 = 22;
     pub const FLOAT4E2M1: u64 = 23;
     pub const FLOAT8E8M0: u64 = 24;
+    pub const UINT2: u64 = 25;
+    pub const INT2: u64 = 26;
+    pub const FLOAT6E2M3: u64 = 27;
+    pub const FLOAT6E3M2: u64 = 28;
 }
 
 /// What an ONNX data type is here, and which typed field carries it when `raw_data` does not.
@@ -119,6 +123,10 @@ enum Typed {
         width: u8,
         boolean: bool,
     },
+    /// A run of varints in `int32_data` (field 5), one element each, packed `bits` to an
+    /// element when decoded (FLOAT6, which onnx keeps one value to an entry and packs only
+    /// in `raw_data`).
+    Codes { bits: u8 },
 }
 
 /// The element type of an ONNX data type, or why it is not read.
@@ -163,6 +171,11 @@ fn type_info(code: u64) -> std::result::Result<TypeInfo, Defect> {
         t::UINT4 => (logical(LogicalType::U4), varints(5, 1)),
         t::INT4 => (logical(LogicalType::I4), varints(5, 1)),
         t::FLOAT4E2M1 => (logical(LogicalType::F4E2M1), varints(5, 1)),
+        // Four 2-bit values per int32_data element, as one byte.
+        t::UINT2 => (logical(LogicalType::U2), varints(5, 1)),
+        t::INT2 => (logical(LogicalType::I2), varints(5, 1)),
+        t::FLOAT6E2M3 => (logical(LogicalType::F6E2M3), Typed::Codes { bits: 6 }),
+        t::FLOAT6E3M2 => (logical(LogicalType::F6E3M2), Typed::Codes { bits: 6 }),
         t::STRING => {
             return Err(Defect::not_numbers(
                 "an ONNX STRING tensor (text, not numbers)",
@@ -181,10 +194,6 @@ fn type_info(code: u64) -> std::result::Result<TypeInfo, Defect> {
 fn type_name(code: u64) -> &'static str {
     match code {
         0 => "UNDEFINED",
-        25 => "UINT2",
-        26 => "INT2",
-        27 => "FLOAT6E2M3",
-        28 => "FLOAT6E3M2",
         _ => "unknown",
     }
 }
@@ -972,6 +981,7 @@ impl<'s> Walk<'s, '_> {
             Typed::Floats => 4,
             Typed::Doubles => 10,
             Typed::Varints { field, .. } => field,
+            Typed::Codes { .. } => 5,
         };
         let values = t.typed.get(field as usize);
         let (runs, singles) = values.map_or((0, 0), |v| (v.run_count, v.singles));
@@ -986,7 +996,7 @@ impl<'s> Walk<'s, '_> {
         let fixed = match info.typed {
             Typed::Floats => Some(4u64),
             Typed::Doubles => Some(8),
-            Typed::Varints { .. } => None,
+            Typed::Varints { .. } | Typed::Codes { .. } => None,
         };
         let (width, boolean) = match info.typed {
             Typed::Varints { width, boolean, .. } => (width, boolean),
@@ -1008,12 +1018,22 @@ impl<'s> Walk<'s, '_> {
                 ))),
                 None => {
                     let o = dense(info.element, dims, (run.start, run.len()));
-                    Ok(encoded(o, Encoding::ProtoVarints { width, boolean }, bytes))
+                    let encoding = match info.typed {
+                        Typed::Codes { bits } => Encoding::ProtoVarintCodes { bits, count },
+                        _ => Encoding::ProtoVarints { width, boolean },
+                    };
+                    Ok(encoded(o, encoding, bytes))
                 }
             };
         }
         // What protobuf reads besides: values written unpacked (each its own key), several
         // packed runs, both at once, other fields between them. Read with a copy.
+        if let Typed::Codes { .. } = info.typed {
+            return listed_with(Defect::unsupported(format!(
+                "{} values in field {field} in any form but one packed run",
+                info.element.name()
+            )));
+        }
         let Some((span, _)) = values.span.filter(|_| !values.split) else {
             return listed_with(Defect::unsupported(format!(
                 "field {field} holds values in more than one piece of a tensor given in pieces \
