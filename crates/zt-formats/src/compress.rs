@@ -1052,6 +1052,42 @@ mod tests {
     use super::*;
     use zt_container::ErrorKind;
 
+    /// Codes of every width and count pack as the little-endian bit stream a `u128` holds,
+    /// wide values keep their low bits, and a count the run does not hold is refused.
+    #[test]
+    fn varint_codes_pack_lowest_bits_first() {
+        for bits in 1..8u8 {
+            for count in 0..16u64 {
+                let values: Vec<u64> = (0..count).map(|i| i * 37 + 200 * (i % 3)).collect();
+                let mut run = Vec::new();
+                for &v in &values {
+                    let mut v = v;
+                    while v >= 0x80 {
+                        run.push(v as u8 | 0x80);
+                        v >>= 7;
+                    }
+                    run.push(v as u8);
+                }
+                let mask = (1u128 << bits) - 1;
+                let stream = values.iter().enumerate().fold(0u128, |acc, (i, &v)| {
+                    acc | (u128::from(v) & mask) << (i as u32 * u32::from(bits))
+                });
+                let len = (count * u64::from(bits)).div_ceil(8) as usize;
+                let mut out = vec![0xAAu8; len];
+                varint_codes_decode_into(&run, bits, count, &mut out).unwrap();
+                assert_eq!(out, stream.to_le_bytes()[..len], "{bits} bits, {count}");
+                if count > 0 {
+                    let e = varint_codes_decode_into(&run, bits, count - 1, &mut out);
+                    assert!(e.is_err(), "{bits} bits, {count}");
+                }
+            }
+        }
+        assert!(varint_codes_decode_into(&[1], 8, 1, &mut [0]).is_err());
+        assert!(varint_codes_decode_into(&[1], 6, 1, &mut [0, 0]).is_err());
+        let e = varint_codes_decode_into(&[0x80], 6, 1, &mut [0]).unwrap_err();
+        assert_eq!(e.message(), "varint at byte 0 of the run is cut short");
+    }
+
     #[test]
     fn exact_round_trip() {
         let data: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 7).to_le_bytes()).collect();
