@@ -649,9 +649,18 @@ impl<'r> ObjectView<'r> {
         }
         match obj.format {
             Format::Dense => {
+                // Packed codes take up to 16 times their bytes as f32: capped, as dequantizing.
+                let count = obj.element_count();
+                let packed = obj.components.iter().any(|c| c.element.bits() < 8);
+                if packed && count.saturating_mul(4) > cap {
+                    return Err(at(Error::limit(format!(
+                        "decoding {count} packed elements takes {} bytes, over the cap of {cap}",
+                        count.saturating_mul(4)
+                    ))));
+                }
                 let mut values = self.component_f32("data")?;
-                // Packed FP4 decodes whole bytes: an odd count leaves one nibble over.
-                values.truncate(usize::try_from(obj.element_count()).unwrap_or(usize::MAX));
+                // Packed types decode whole bytes: the last byte's unused codes are dropped.
+                values.truncate(usize::try_from(count).unwrap_or(usize::MAX));
                 Ok(values)
             }
             Format::QuantizedGroup => {
@@ -768,8 +777,9 @@ fn typed<'a, V: Element>(bytes: Cow<'a, [u8]>, ty: &ElementType) -> Result<Cow<'
 
 /// Little-endian element bytes of any real numeric type, converted to `f32`.
 ///
-/// FP4 E2M1 gives two values per byte (low nibble first); a caller that knows the element
-/// count drops the unused last nibble. Packed FP6 has no settled bit order and is refused.
+/// The packed sub-byte types (FP4, FP6, 4- and 2-bit integers) give every code their bytes
+/// hold, lowest bits first (FP4: low nibble first); a caller that knows the element count
+/// drops the unused codes of the last byte.
 pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
     if let Some(f) = ty.logical.as_ref().and_then(Fp8Format::of) {
         return Ok(bytes.iter().map(|&b| f.decode(b)).collect());
@@ -782,11 +792,20 @@ pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
             let nibbles = bytes.iter().flat_map(|&b| [b & 0xF, b >> 4]);
             return Ok(nibbles.map(fp8::f4_e2m1_to_f32).collect());
         }
-        Some(LogicalType::F6E2M3 | LogicalType::F6E3M2) => {
-            return Err(Error::unsupported(format!(
-                "packed {} values have no settled bit order to decode; read their bytes",
-                ty.name()
-            )))
+        Some(LogicalType::F6E2M3) => return Ok(codes(bytes, 6).map(fp8::f6_e2m3_to_f32).collect()),
+        Some(LogicalType::F6E3M2) => return Ok(codes(bytes, 6).map(fp8::f6_e3m2_to_f32).collect()),
+        Some(LogicalType::U4) => return Ok(codes(bytes, 4).map(f32::from).collect()),
+        Some(LogicalType::U2) => return Ok(codes(bytes, 2).map(f32::from).collect()),
+        // Sign-extended from the code's top bit.
+        Some(LogicalType::I4) => {
+            return Ok(codes(bytes, 4)
+                .map(|c| f32::from((c << 4) as i8 >> 4))
+                .collect())
+        }
+        Some(LogicalType::I2) => {
+            return Ok(codes(bytes, 2)
+                .map(|c| f32::from((c << 6) as i8 >> 6))
+                .collect())
         }
         _ => {}
     }
@@ -800,6 +819,19 @@ pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
         )));
     }
     Ok(to_f32_dtype(ty.dtype, bytes))
+}
+
+/// The `bits`-wide codes packed in `bytes`, lowest bits first (as ONNX packs its sub-byte
+/// types): every whole code the bytes hold, so a caller that knows the count drops the rest.
+fn codes(bytes: &[u8], bits: u32) -> impl Iterator<Item = u8> + '_ {
+    let count = bytes.len() * 8 / bits as usize;
+    (0..count).map(move |i| {
+        let bit = i * bits as usize;
+        let low = bytes.get(bit / 8).copied().unwrap_or(0);
+        let high = bytes.get(bit / 8 + 1).copied().unwrap_or(0);
+        let pair = u16::from_le_bytes([low, high]) >> (bit % 8);
+        (pair & ((1 << bits) - 1)) as u8
+    })
 }
 
 fn to_f32_dtype(d: DType, b: &[u8]) -> Vec<f32> {

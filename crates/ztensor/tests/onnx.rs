@@ -115,6 +115,39 @@ fn sub_byte_types_keep_their_types_through_zt() {
     }
 }
 
+/// The sub-byte types decode to the values tools/interop/make_onnx.py gave onnx (its
+/// `values()`), from `raw_data` and from `int32_data` alike.
+#[test]
+fn sub_byte_types_read_as_f32() {
+    let want: [(&str, &[f32]); 6] = [
+        ("int2", &[-2.0, -1.0, 0.0, 1.0, 1.0, -2.0]),
+        ("uint2", &[0.0, 3.0, 1.0, 2.0, 3.0]),
+        ("int4", &[-8.0, -1.0, 0.0, 1.0, 6.0, 7.0]),
+        ("uint4", &[0.0, 15.0, 3.0, 9.0, 1.0]),
+        ("float6e2m3", &[0.5, -7.5, 1.125, 0.0, 3.0]),
+        ("float6e3m2", &[28.0, -0.0625, 1.5, -3.0]),
+    ];
+    for file in ["dtypes_raw.onnx", "dtypes_typed.onnx"] {
+        let r = ztensor::open(dir().join(file)).unwrap();
+        for (name, values) in want {
+            let got = r.object(name).unwrap().read_f32().unwrap();
+            assert_eq!(got, values, "{file} {name}");
+        }
+    }
+    // The f32 values count against the decompression cap: six 2-bit codes are 24 bytes.
+    let capped = OpenOptions::new()
+        .max_decompressed_len(23)
+        .open(dir().join("dtypes_raw.onnx"))
+        .unwrap();
+    let e = capped.object("int2").unwrap().read_f32().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    assert!(
+        e.to_string()
+            .contains("decoding 6 packed elements takes 24 bytes, over the cap of 23"),
+        "{e}"
+    );
+}
+
 #[test]
 fn typed_fields_decode_to_the_raw_bytes() {
     // The same values written both ways read the same; the typed ones are decoded copies.
