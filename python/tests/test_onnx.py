@@ -48,3 +48,20 @@ def test_a_model_converts_and_diffs_equal(tmp_path):
     assert ztio.diff(os.path.join(ONNX, "external.onnx"), out, progress=False)
     with ztio.open(out) as f:
         assert f.attributes["onnx.producer_name"] == "ztensor-fixtures"
+
+
+def test_sub_byte_types_dequantize_to_their_values():
+    # The values tools/interop/make_onnx.py gave onnx; get_tensor gives the packed bytes.
+    want = {
+        "int2": [[-2, -1, 0], [1, 1, -2]],
+        "uint2": [0, 3, 1, 2, 3],
+        "int4": [[-8, -1, 0], [1, 6, 7]],
+        "float6e2m3": [0.5, -7.5, 1.125, 0.0, 3.0],
+        "float6e3m2": [[28.0, -0.0625], [1.5, -3.0]],
+    }
+    for file in ("dtypes_raw.onnx", "dtypes_typed.onnx"):
+        with ztio.open(os.path.join(ONNX, file)) as f:
+            for name, values in want.items():
+                got = f.dequantize(name)
+                assert got.dtype == np.float32, name
+                np.testing.assert_array_equal(got, np.array(values, np.float32), err_msg=name)
