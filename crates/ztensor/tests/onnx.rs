@@ -394,6 +394,23 @@ mod pb {
         .concat();
         bytes(5, &tensor)
     }
+
+    /// An initializer (graph field 5) named `name` of shape `dims` and ONNX type `data_type`,
+    /// its values in the fields `data`.
+    pub fn typed_tensor(name: &str, dims: &[u64], data_type: u64, data: &[Vec<u8>]) -> Vec<u8> {
+        let mut t: Vec<u8> = dims.iter().flat_map(|&d| int(1, d)).collect();
+        t.extend(int(2, data_type));
+        t.extend(bytes(8, name.as_bytes()));
+        t.extend(data.concat());
+        bytes(5, &t)
+    }
+
+    /// A packed run of varints (without its key).
+    pub fn varints(values: &[u64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        values.iter().for_each(|&x| varint(x, &mut out));
+        out
+    }
 }
 
 fn open_model(bytes: Vec<u8>) -> ztensor::Reader {
@@ -556,20 +573,9 @@ fn tensors_onnx_cannot_convert_are_listed_unreadable() {
 #[test]
 fn typed_fields_are_read_in_the_forms_protobuf_takes() {
     use pb::*;
-    let tensor = |name: &str, dims: &[u64], data_type: u64, data: &[Vec<u8>]| {
-        let mut t: Vec<u8> = dims.iter().flat_map(|&d| int(1, d)).collect();
-        t.extend(int(2, data_type));
-        t.extend(bytes(8, name.as_bytes()));
-        t.extend(data.concat());
-        bytes(5, &t)
-    };
+    let tensor = typed_tensor;
     let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let f = |v: f32| fixed32(4, v.to_le_bytes());
-    let varints = |v: &[u64]| {
-        let mut out = Vec::new();
-        v.iter().for_each(|&x| varint(x, &mut out));
-        out
-    };
     let graph = [
         tensor("floats_unpacked", &[3], 1, &[f(1.5), f(-2.0), f(3.0)]),
         tensor(
@@ -759,18 +765,7 @@ fn typed_fields_are_read_in_the_forms_protobuf_takes() {
 #[test]
 fn sub_byte_values_in_int32_data_are_packed_as_raw_data_packs_them() {
     use pb::*;
-    let tensor = |name: &str, dims: &[u64], data_type: u64, data: &[Vec<u8>]| {
-        let mut t: Vec<u8> = dims.iter().flat_map(|&d| int(1, d)).collect();
-        t.extend(int(2, data_type));
-        t.extend(bytes(8, name.as_bytes()));
-        t.extend(data.concat());
-        bytes(5, &t)
-    };
-    let varints = |v: &[u64]| {
-        let mut out = Vec::new();
-        v.iter().for_each(|&x| varint(x, &mut out));
-        out
-    };
+    let tensor = typed_tensor;
     let graph = [
         tensor("f6", &[4], 27, &[bytes(5, &varints(&[1, 2, 127, 0]))]),
         tensor(
