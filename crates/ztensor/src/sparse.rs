@@ -788,10 +788,7 @@ pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
         Some(LogicalType::F8E8M0) => {
             return Ok(bytes.iter().map(|&b| fp8::e8m0_to_f32(b)).collect())
         }
-        Some(LogicalType::F4E2M1) => {
-            let nibbles = bytes.iter().flat_map(|&b| [b & 0xF, b >> 4]);
-            return Ok(nibbles.map(fp8::f4_e2m1_to_f32).collect());
-        }
+        Some(LogicalType::F4E2M1) => return Ok(codes(bytes, 4).map(fp8::f4_e2m1_to_f32).collect()),
         Some(LogicalType::F6E2M3) => return Ok(codes(bytes, 6).map(fp8::f6_e2m3_to_f32).collect()),
         Some(LogicalType::F6E3M2) => return Ok(codes(bytes, 6).map(fp8::f6_e3m2_to_f32).collect()),
         Some(LogicalType::U4) => return Ok(codes(bytes, 4).map(f32::from).collect()),
@@ -824,7 +821,7 @@ pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
 /// The `bits`-wide codes packed in `bytes`, lowest bits first (as ONNX packs its sub-byte
 /// types): every whole code the bytes hold, so a caller that knows the count drops the rest.
 fn codes(bytes: &[u8], bits: u32) -> impl Iterator<Item = u8> + '_ {
-    let count = bytes.len() * 8 / bits as usize;
+    let count = bytes.len().saturating_mul(8) / bits as usize;
     (0..count).map(move |i| {
         let bit = i * bits as usize;
         let low = bytes.get(bit / 8).copied().unwrap_or(0);
