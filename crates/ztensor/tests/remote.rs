@@ -741,3 +741,38 @@ fn a_split_gguf_model_over_http_opens_from_any_of_its_files() {
     let e = ztensor::ShardedSet::open_url(&url, OpenOptions::new()).unwrap_err();
     assert!(e.to_string().contains("00003-of-00003.gguf"), "{e}");
 }
+
+#[test]
+fn a_set_over_http_finds_shards_below_its_index_by_their_names_as_spelled() {
+    let dir = served_dir();
+    std::fs::create_dir(dir.path().join("part")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let open = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(dir.path().join("part"), open).unwrap();
+    }
+    // A space and a percent sign are plain characters of a file name: each reaches the server
+    // encoded, so the file asked for is the file the index names.
+    let shards = [("part/a b.zt", "x"), ("q%41.zt", "y")];
+    for (file, name) in shards {
+        let mut w = Writer::create(dir.path().join(file)).unwrap();
+        w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+        w.finish().unwrap();
+    }
+    let index = r#"{"weight_map": {"x": "part/a b.zt", "y": "q%41.zt"}}"#;
+    std::fs::write(dir.path().join("m.zt.index.json"), index).unwrap();
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    let set =
+        ztensor::ShardedSet::open_url(&nginx.url("m.zt.index.json"), OpenOptions::new()).unwrap();
+    for (_, name) in shards {
+        let o = set.object(name).unwrap();
+        assert_eq!(&o.read::<f32>().unwrap()[..], &[1.0, 2.0]);
+    }
+    // nginx logs the path it decoded: the names as the index spells them.
+    let uris: Vec<String> = nginx.requests().into_iter().map(|l| l.uri).collect();
+    assert!(uris.iter().any(|u| u == "/part/a b.zt"), "{uris:?}");
+    assert!(uris.iter().any(|u| u == "/q%41.zt"), "{uris:?}");
+}

@@ -495,3 +495,31 @@ fn tensorflow_names_stored_as_listed_stay_as_listed() {
     );
     set.check().unwrap();
 }
+
+#[test]
+fn a_set_replaced_in_place_takes_its_old_shards_in_folders_below_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let part = dir.path().join("part");
+    std::fs::create_dir_all(part.join("deeper")).unwrap();
+    std::fs::create_dir(dir.path().join("kept")).unwrap();
+    std::fs::write(dir.path().join("kept/notes.txt"), b"not the set's").unwrap();
+    // The old set: one shard two folders down, one in a folder that holds more than the set.
+    let mut w = ztensor::Writer::create(part.join("deeper/a.zt")).unwrap();
+    w.add("x", &[2], &[1.0f32, 2.0]).unwrap();
+    w.finish().unwrap();
+    let mut w = ztensor::Writer::create(dir.path().join("kept/b.zt")).unwrap();
+    w.add("y", &[2], &[1.0f32, 2.0]).unwrap();
+    w.finish().unwrap();
+    let index = dir.path().join("model.zt.index.json");
+    let old = r#"{"weight_map": {"x": "part/deeper/a.zt", "y": "kept/b.zt"}}"#;
+    std::fs::write(&index, old).unwrap();
+    assert_eq!(ShardedSet::open(&index).unwrap().names().count(), 2);
+    let out = dir.path().join("model.zt");
+    let files = write_set(&src, &out, u64::MAX, ShardKind::Zt(Default::default()));
+    assert_eq!(ShardedSet::open(&files.index).unwrap().names().count(), 6);
+    // The old shards are gone, and the folders they alone filled; the rest stays.
+    assert!(!part.exists());
+    assert!(!dir.path().join("kept/b.zt").exists());
+    assert!(dir.path().join("kept/notes.txt").is_file());
+}

@@ -252,8 +252,16 @@ fn write_planned(
     // The old index's shard names are the old file's to choose: looked up in a set.
     let kept: std::collections::HashSet<&str> = index.shards.iter().map(String::as_str).collect();
     for old in replaced.iter().filter(|old| !kept.contains(old.as_str())) {
-        // Checked when the old index was parsed: a plain name in the index's folder.
-        match std::fs::remove_file(dir.join(old)) {
+        // Checked when the old index was parsed: a relative path in the index's folder or
+        // below it. The folders it leaves empty go too (a folder still holding anything is
+        // kept: `remove_dir` refuses it).
+        let removed = std::fs::remove_file(dir.join(old));
+        for folder in std::path::Path::new(old).ancestors().skip(1) {
+            if folder.as_os_str().is_empty() || std::fs::remove_dir(dir.join(folder)).is_err() {
+                break;
+            }
+        }
+        match removed {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(
                     Error::io(e, format!("cannot remove the replaced shard {old:?}"))

@@ -8,7 +8,7 @@
 //! shard to tell which it holds).
 //!
 //! - [`ShardIndex::parse`]: untrusted bytes to a checked index: size and count caps, no
-//!   duplicate names, shard file names that are plain names in the index's folder.
+//!   duplicate names, shard file names that are plain relative paths in the index's folder or below it.
 //! - [`ShardIndex::to_json`]: the index a writer makes, deterministic (keys sorted).
 //!
 //! The index is read before any shard is opened, and it alone answers which shard holds a
@@ -29,8 +29,12 @@ pub const MAX_INDEX_LEN: u64 = 64 << 20;
 pub const MAX_INDEX_NAMES: usize = 1 << 20;
 /// Most distinct shard files an index may name.
 pub const MAX_SHARDS: usize = 1 << 16;
-/// The longest shard file name accepted (a common file system limit).
+/// The longest file or folder name in a shard's path (a common file system limit).
 const MAX_SHARD_NAME_LEN: usize = 255;
+/// The longest shard path accepted, folders included.
+const MAX_SHARD_PATH_LEN: usize = 1024;
+/// The most components a shard path may have (its file and the folders above it).
+const MAX_SHARD_PATH_DEPTH: usize = 16;
 
 /// A checked index: names in bytewise order, each with the position of its shard file in
 /// [`ShardIndex::shards`] (files in bytewise order of their names).
@@ -326,25 +330,38 @@ fn repeated<'a>(sorted: impl Iterator<Item = &'a String>) -> Option<&'a String> 
     None
 }
 
-/// A shard file name must name a file in the index's own folder: no separators, no `..`,
-/// nothing absolute, no drive letter, no NUL, not empty, not too long.
+/// A shard file name must name a file in the index's folder or in a folder below it, as
+/// transformers joins it to the index's folder: `/`-separated plain names (none empty, `.` or
+/// `..`, so nothing absolute and nothing above), no backslash, drive colon or NUL, and short.
 fn check_shard_name(file: &str) -> Result<()> {
     let bad = |why: &str| {
         Err(Error::invalid(format!(
-            "shard file name {file:?} {why}; an index may name only files in its own folder"
+            "shard file name {file:?} {why}; an index may name only files in its own folder \
+             or in folders below it"
         )))
     };
     if file.is_empty() {
         return bad("is empty");
     }
-    if file.len() > MAX_SHARD_NAME_LEN {
+    if file.len() > MAX_SHARD_PATH_LEN {
         return bad("is too long");
     }
-    if file.contains(['/', '\\', '\0', ':']) {
-        return bad("contains a path separator, a colon or NUL");
+    if file.contains(['\\', '\0', ':']) {
+        return bad("contains a backslash, a colon or NUL");
     }
-    if file == "." || file == ".." {
-        return bad("is a folder");
+    if file.starts_with('/') {
+        return bad("is an absolute path");
+    }
+    if file.split('/').count() > MAX_SHARD_PATH_DEPTH {
+        return bad("lies too many folders deep");
+    }
+    for part in file.split('/') {
+        match part {
+            "" => return bad("has an empty path component"),
+            "." | ".." => return bad("has a `.` or `..` path component"),
+            _ if part.len() > MAX_SHARD_NAME_LEN => return bad("has a component too long"),
+            _ => {}
+        }
     }
     Ok(())
 }
@@ -394,9 +411,16 @@ mod tests {
     fn refuses_what_a_hostile_index_may_hold() {
         let refused = [
             (r#"{"weight_map": {"a": "x.st", "a": "y.st"}}"#, "twice"),
-            (r#"{"weight_map": {"a": "/etc/passwd"}}"#, "separator"),
-            (r#"{"weight_map": {"a": "..\\x"}}"#, "separator"),
-            (r#"{"weight_map": {"a": ".."}}"#, "folder"),
+            (r#"{"weight_map": {"a": "/etc/passwd"}}"#, "absolute"),
+            (r#"{"weight_map": {"a": "..\\x"}}"#, "backslash"),
+            (r#"{"weight_map": {"a": ".."}}"#, "`..` path component"),
+            (
+                r#"{"weight_map": {"a": "sub/../../x"}}"#,
+                "`..` path component",
+            ),
+            (r#"{"weight_map": {"a": "./x"}}"#, "`.` or `..`"),
+            (r#"{"weight_map": {"a": "sub//x"}}"#, "empty path component"),
+            (r#"{"weight_map": {"a": "sub/"}}"#, "empty path component"),
             (r#"{"weight_map": {"a": "C:x"}}"#, "colon"),
             (r#"{"weight_map": {"a": ""}}"#, "empty"),
             (r#"{"weight_map": {"a": 3}}"#, "not a sharded"),
@@ -407,7 +431,7 @@ mod tests {
             ),
             (
                 r#"{"weight_map": {"/g": ["x.h5", "../y.h5"]}}"#,
-                "separator",
+                "`..` path component",
             ),
             (r#"{"metadata": {}}"#, "weight_map"),
             (r#"[1, 2]"#, "not a sharded"),
@@ -420,6 +444,13 @@ mod tests {
         }
         let long = format!(r#"{{"weight_map": {{"a": "{}"}}}}"#, "x".repeat(300));
         assert!(ShardIndex::parse(long.as_bytes()).is_err());
+        let deep = format!(r#"{{"weight_map": {{"a": "{}x"}}}}"#, "d/".repeat(16));
+        let e = ShardIndex::parse(deep.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("too many folders deep"), "{e}");
+        // Folders below the index's are where transformers would look too.
+        let sub = br#"{"weight_map": {"a": "part/m-1.safetensors", "b": "m-2.safetensors"}}"#;
+        let index = ShardIndex::parse(sub).unwrap();
+        assert_eq!(index.shards, ["m-2.safetensors", "part/m-1.safetensors"]);
     }
 
     #[test]

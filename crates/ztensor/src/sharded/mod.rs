@@ -319,12 +319,7 @@ impl ShardedSet {
         let (listed, positions) = name_positions(&index);
         let mut shards = Vec::with_capacity(index.shards.len());
         for (file, listed) in index.shards.iter().zip(listed) {
-            // A plain file name (checked by the parser) joined to the index's URL stays in
-            // its folder, with its query (a presigned index's signature does not sign a shard,
-            // so none is carried).
-            let url = parsed
-                .join(file)
-                .map_err(|e| at(Error::invalid(format!("shard {file:?}: {e}"))))?;
+            let url = shard_url(&parsed, file).map_err(at)?;
             let shard_shown = crate::remote::store::redacted(&url);
             shards.push(Shard {
                 path: PathBuf::from(shard_shown),
@@ -754,6 +749,22 @@ fn read_capped(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The URL of the shard `file` (a relative path, checked by the index's parser) named by the
+/// index at `index`: its components put in place of the index's file name, each
+/// percent-encoded as it is (so no `%2e%2e` becomes a `..`, and no `?` or `#` a query), and no
+/// query (a presigned index's signature does not sign a shard, so none is carried).
+#[cfg(feature = "remote")]
+fn shard_url(index: &url::Url, file: &str) -> Result<url::Url> {
+    let mut url = index.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    url.path_segments_mut()
+        .map_err(|()| Error::argument("the index's URL has no path to put its shards beside"))?
+        .pop()
+        .extend(file.split('/'));
+    Ok(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -806,5 +817,34 @@ mod tests {
         }));
         let message = unwound.unwrap_err();
         assert_eq!(message.downcast_ref::<&str>(), Some(&"the work failed"));
+    }
+
+    #[cfg(feature = "remote")]
+    #[test]
+    fn a_shards_url_stays_below_its_index_whatever_its_name_spells() {
+        let index = url::Url::parse("https://h/m/set/x.index.json?sig=1#f").unwrap();
+        let url = |file: &str| shard_url(&index, file).unwrap().to_string();
+        assert_eq!(url("a.safetensors"), "https://h/m/set/a.safetensors");
+        assert_eq!(url("part/a b.zt"), "https://h/m/set/part/a%20b.zt");
+        // Spelled as a parent in a URL, but a plain name in an index: kept a plain name.
+        assert_eq!(url("%2e%2e/a"), "https://h/m/set/%252e%252e/a");
+        assert_eq!(url("a?b#c"), "https://h/m/set/a%3Fb%23c");
+    }
+
+    #[test]
+    fn shards_in_folders_below_the_index_open() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("part")).unwrap();
+        for (file, name) in [("part/a.zt", "x"), ("b.zt", "y")] {
+            let mut w = crate::Writer::create(dir.path().join(file)).unwrap();
+            w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
+            w.finish().unwrap();
+        }
+        let index = dir.path().join("m.index.json");
+        std::fs::write(&index, r#"{"weight_map": {"x": "part/a.zt", "y": "b.zt"}}"#).unwrap();
+        let set = ShardedSet::open(index).unwrap();
+        let x = set.object("x").unwrap();
+        assert_eq!(&x.read::<f32>().unwrap()[..], &[1.0, 2.0]);
+        assert!(set.shard_of("x").unwrap().ends_with("part/a.zt"));
     }
 }
