@@ -5,7 +5,11 @@ type name and its row-major little-endian bytes in hex.
 
 - pir/model.json + pir/model.pdiparams: Paddle 3's default output (a PIR program in JSON);
 - legacy/model.pdmodel + legacy/model.pdiparams (+ .pdiparams.info): the same model saved
-  with the PIR API off (`FLAGS_enable_pir_api=0`): a ProgramDesc, as Paddle 2 wrote it.
+  with the PIR API off (`FLAGS_enable_pir_api=0`): a ProgramDesc, as Paddle 2 wrote it;
+- paddle1/__model__ + one file per variable: a small static program (two fc layers and a
+  batch norm) as Paddle 1's `save_inference_model` wrote it with no params file name (the
+  program from `save_inference_model`, the files from `paddle.static.save_vars`), read back
+  by `load_inference_model(dir, model_filename="__model__", params_filename=None)`.
 
 The model: twelve Linear layers (`linear_10` sorts before `linear_2`, as Paddle orders
 the file), a BatchNorm (its statistics are persistable, not trainable), parameters of
@@ -78,13 +82,40 @@ def build(out, pir):
     paddle.jit.save(net, os.path.join(out, "model"), input_spec=spec)
 
 
-def read_back(prefix):
+def per_variable(out):
+    """Saves a small static program as Paddle 1's `save_inference_model` did with no params
+    file name: `__model__` and each persistable variable in a file named as it is. (The jit
+    model above holds types Paddle's `save` op has no kernel for, so its variables cannot
+    be saved one by one.)"""
+    import shutil
+
+    import paddle
+
+    paddle.enable_static()
+    paddle.seed(7)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [None, 4], "float32")
+        y = paddle.static.nn.fc(x, 3)
+        y = paddle.static.nn.batch_norm(y)
+        y = paddle.static.nn.fc(y, 2)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    prefix = os.path.join(out, "inference")
+    paddle.static.save_inference_model(prefix, [x], [y], exe, program=main)
+    shutil.move(prefix + ".pdmodel", os.path.join(out, "__model__"))
+    os.remove(prefix + ".pdiparams")
+    # Paddle's own test of what is saved: persistable, and not a feed, fetch or reader.
+    paddle.static.save_vars(exe, out, main, predicate=paddle.static.io.is_persistable)
+
+
+def read_back(prefix, **files):
     """What Paddle's own loader binds to each persistable variable."""
     import paddle
 
     paddle.enable_static()
     exe = paddle.static.Executor(paddle.CPUPlace())
-    program, _, _ = paddle.static.load_inference_model(prefix, exe)
+    program, _, _ = paddle.static.load_inference_model(prefix, exe, **files)
     scope = paddle.static.global_scope()
     arrays = {}
     for var in program.list_vars():
@@ -113,6 +144,11 @@ def main(out):
         what, where = sys.argv[2], sys.argv[3]
         if what == "build":
             build(where, pir=os.environ.get("FLAGS_enable_pir_api") != "0")
+        elif what == "per-variable":
+            per_variable(where)
+        elif what == "read-per-variable":
+            files = {"model_filename": "__model__", "params_filename": None}
+            json.dump(read_back(where, **files), sys.stdout)
         else:
             json.dump(read_back(os.path.join(where, "model")), sys.stdout)
         return
@@ -128,6 +164,15 @@ def main(out):
         ).stdout
         arrays = json.loads(text)
         expected["files"][f"{folder}/model.pdiparams"] = {"arrays": arrays}
+    env = dict(os.environ, FLAGS_enable_pir_api="0")
+    run = [sys.executable, __file__, out]
+    paddle1 = os.path.join(out, "paddle1")
+    os.makedirs(paddle1, exist_ok=True)
+    subprocess.run(run + ["per-variable", paddle1], env=env, check=True)
+    text = subprocess.run(
+        run + ["read-per-variable", paddle1], env=env, check=True, stdout=subprocess.PIPE
+    ).stdout
+    expected["files"]["paddle1/__model__"] = {"arrays": json.loads(text)}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -10,7 +10,8 @@
 //! 4. one file of another kind we read (`pytorch_model.bin`, `.pt`, `.gguf` or a split GGUF
 //!    model's first file, `.mag`, `.onnx`,
 //!    `.keras`, `.tflite`, `.caffemodel`, Paddle's `model_state.pdparams` and
-//!    `inference.pdiparams`, an OpenVINO model's `.xml` with its `.bin` beside, a PyTorch
+//!    `inference.pdiparams`, Paddle 1's `__params__` (else its `__model__`, whose variables
+//!    lie in files of their own), an OpenVINO model's `.xml` with its `.bin` beside, a PyTorch
 //!    distributed checkpoint's `.metadata`, ...);
 //! 5. an index of TensorFlow's or Flax's shards (`tf_model.h5.index.json`,
 //!    `flax_model.msgpack.index.json`);
@@ -198,7 +199,10 @@ fn subfolders_with_models(dir: &Path) -> Vec<String> {
 /// file that [`openvino_candidate`] keeps), or `None` when it is not one.
 fn candidate_rank(path: &Path) -> Option<u8> {
     let rank = path.file_name().and_then(|n| n.to_str()).and_then(rank)?;
-    (path.is_file() && openvino_candidate(path)).then_some(rank)
+    // `__model__` is the model only when its variables are not in `__params__`.
+    let paddle_program = path.file_name().is_some_and(|n| n == "__model__");
+    let shadowed = paddle_program && path.with_file_name("__params__").is_file();
+    (path.is_file() && openvino_candidate(path) && !shadowed).then_some(rank)
 }
 
 /// Whether `path`, a candidate by its name, stays one beside the files of an OpenVINO
@@ -218,6 +222,11 @@ fn rank(name: &str) -> Option<u8> {
     #[cfg(feature = "sharded")]
     if crate::sharded::gguf_split_name(Path::new(name)).is_some_and(|(_, n, _)| n != 1) {
         return None;
+    }
+    // Paddle 1's inference model: its parameters in `__params__`, or each in a file of its
+    // own beside the program `__model__` (which opens them).
+    if name == "__params__" || name == "__model__" {
+        return Some(3);
     }
     let lower = name.to_ascii_lowercase();
     if lower.ends_with(".index.json") {
@@ -338,6 +347,8 @@ mod tests {
                 ],
                 "model_state.pdparams",
             ),
+            (&["__model__", "__params__"], "__params__"),
+            (&["__model__", "fc_0.w_0", "fc_0.b_0"], "__model__"),
             (
                 &[
                     "inference.json",

@@ -259,6 +259,13 @@ impl OpenOptions {
         } else {
             (Vec::new(), sniff(&head, source.len(), &[]))
         };
+        // A Paddle 1 program has no magic to tell it by, and a protobuf's first bytes may pass
+        // another rule: its name, which Paddle fixes, decides first.
+        #[cfg(feature = "paddle")]
+        let sniffed = match path {
+            Some(p) if files::paddle::is_per_variable_program(p) => Some(FileKind::PaddleParams),
+            _ => sniffed,
+        };
         let kind = sniffed.or_else(|| path.and_then(kind_by_name));
         let limits = &self.limits;
         // Files that name other files (v2 shards, HDF5 external links, ONNX external data,

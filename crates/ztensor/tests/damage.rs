@@ -37,6 +37,7 @@ fn valid_files() -> Vec<PathBuf> {
         "interop/pickle/paddle",
         "interop/paddle/pir",
         "interop/paddle/legacy",
+        "interop/paddle/paddle1",
         "interop/tflite",
         "interop/caffe",
         "interop/openvino",

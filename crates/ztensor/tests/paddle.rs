@@ -1,6 +1,7 @@
 //! Paddle inference parameters written by Paddle's own `paddle.jit.save`
 //! (tools/interop/make_paddle.py): a PIR program in JSON (Paddle 3's default) and a
-//! `ProgramDesc` (`.pdmodel`, the PIR API off), each beside its `model.pdiparams`. Every
+//! `ProgramDesc` (`.pdmodel`, the PIR API off), each beside its `model.pdiparams`, and Paddle
+//! 1's `__model__` beside one file per variable (`paddle.static.save_vars`). Every
 //! tensor lists and reads as Paddle's own loader binds it, byte for byte
 //! (fixtures/interop/paddle/expected.json), mapped and unmapped; without a program, or beside
 //! one that is not its own, the tensors are named by their place and the file says why
@@ -34,12 +35,14 @@ fn every_tensor_reads_as_paddles_loader_binds_it() {
         assert_eq!(r.version(), &FileVersion::PaddleParams, "{file}");
         let program = if file.starts_with("pir") {
             "model.json"
+        } else if file.starts_with("paddle1") {
+            "__model__, one file per variable"
         } else {
             "model.pdmodel"
         };
         assert_eq!(names_attribute(r), format!("from {program}"));
     });
-    assert_eq!(files, 2);
+    assert_eq!(files, 3);
 }
 
 #[test]
@@ -199,4 +202,84 @@ fn what_the_listing_takes_is_charged_to_the_memory_budget() {
         e.to_string().contains("listing the Paddle parameters"),
         "{e}"
     );
+}
+
+/// A copy of the Paddle 1 folder (`__model__` and one file per variable) to damage.
+fn per_variable_folder() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(dir().join("paddle1")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, tmp.path().join(p.file_name().unwrap())).unwrap();
+    }
+    tmp
+}
+
+#[test]
+fn paddle_1_variables_in_files_of_their_own_open_from_the_folder_without_a_copy() {
+    let folder = dir().join("paddle1");
+    assert_eq!(
+        ztensor::model_file(&folder).unwrap(),
+        folder.join("__model__")
+    );
+    let r = ztensor::open(folder.join("__model__")).unwrap();
+    assert_eq!(r.len(), 8);
+    // Each variable is its file's bytes after the header, from that file's map.
+    let o = r.object("fc_0.w_0").unwrap();
+    let bytes = o.bytes().unwrap();
+    assert!(matches!(bytes, std::borrow::Cow::Borrowed(_)));
+    let file = std::fs::read(folder.join("fc_0.w_0")).unwrap();
+    assert!(file.ends_with(&bytes) && bytes.len() == 4 * 3 * 4);
+    assert_eq!(r.shards().len(), 8);
+    // Converted, every variable keeps its name and bytes.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("model.safetensors");
+    ztensor::write_safetensors(&r, &out, false).unwrap();
+    let back = ztensor::open(&out).unwrap();
+    assert!(back.names().eq(r.names()));
+    assert_eq!(back.object("fc_0.w_0").unwrap().bytes().unwrap(), bytes);
+}
+
+#[test]
+fn a_paddle_1_variable_file_missing_or_not_its_programs_is_an_error_naming_it() {
+    // Missing: Paddle's loader fails on it too.
+    let tmp = per_variable_folder();
+    std::fs::remove_file(tmp.path().join("fc_1.b_0")).unwrap();
+    let e = ztensor::open(tmp.path().join("__model__")).unwrap_err();
+    assert!(e.path().is_some_and(|p| p.ends_with("fc_1.b_0")), "{e}");
+    assert!(e.to_string().contains("fc_1.b_0"), "{e}");
+    // A tensor of other dims than the program declares, and a file of two tensors.
+    let tmp = per_variable_folder();
+    let other = tmp.path().join("fc_1.b_0");
+    std::fs::copy(tmp.path().join("fc_0.b_0"), &other).unwrap();
+    let e = ztensor::open(tmp.path().join("__model__")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the program declares dims [2]; the file's tensor has [3]"),
+        "{e}"
+    );
+    let mut twice = std::fs::read(tmp.path().join("fc_1.w_0")).unwrap();
+    twice.extend_from_within(..);
+    std::fs::copy(dir().join("paddle1/fc_1.b_0"), &other).unwrap();
+    std::fs::write(tmp.path().join("fc_1.w_0"), &twice).unwrap();
+    let e = ztensor::open(tmp.path().join("__model__")).unwrap_err();
+    assert!(e.to_string().contains("bytes after its one tensor"), "{e}");
+    assert!(e.path().is_some_and(|p| p.ends_with("fc_1.w_0")), "{e}");
+}
+
+#[test]
+fn a_paddle_1_program_beside_its_params_file_points_there() {
+    let tmp = folder_of(
+        "legacy",
+        &[
+            ("model.pdmodel", "__model__"),
+            ("model.pdiparams", "__params__"),
+        ],
+    );
+    assert_eq!(
+        ztensor::model_file(tmp.path()).unwrap(),
+        tmp.path().join("__params__")
+    );
+    let e = ztensor::open(tmp.path().join("__model__")).unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("in __params__ beside it"), "{e}");
 }

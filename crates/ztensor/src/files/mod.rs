@@ -93,7 +93,7 @@ pub(crate) fn whole_file<'s>(
 /// since early 2026; onnx's Python package refuses every link). A missing file is not an error
 /// here: opening it says so, with its path. `what` and `folder_name` word the error
 /// ("external data location", "the model's folder").
-#[cfg(any(feature = "onnx", feature = "hdf5"))]
+#[cfg(any(feature = "onnx", feature = "hdf5", feature = "paddle"))]
 pub(crate) fn path_in_folder(
     named_in: &std::path::Path,
     location: &str,

@@ -28,6 +28,10 @@
 //!   a file opened by URL, the object of that name beside it (one request for each name
 //!   looked for); at most [`MAX_PROGRAM_LEN`] bytes. A name that is not there is passed over;
 //!   any other failure to open it is an error.
+//! - Paddle 1 could also save each variable to a file of its own, named as the variable,
+//!   beside the program `__model__` (`save_inference_model` with no params file name;
+//!   `save_vars`): that program, opened, lists its variables from those files
+//!   ([`list_per_variable`]), each file a shard holding one tensor.
 //! - With the program's names, `X.pdiparams.info` beside the file (a pickle `paddle.jit.save`
 //!   writes beside a ProgramDesc) gives each object the attribute `paddle.structured_name`,
 //!   its path in the model (`backbone.conv1.bn.weight`); read by the pickle kind, which runs
@@ -44,7 +48,7 @@ use zt_manifest::{Attributes, Shape, Value as Attr};
 use crate::files::proto::{self, Fields, Span, Value};
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{Limits, Listing};
-use crate::model::{FileVersion, ObjectInfo};
+use crate::model::{FileVersion, ObjectInfo, ShardInfo};
 use crate::ByteOrder;
 
 /// The longest tensor header (`TensorDesc`) read: a type and a few dims take a few dozen
@@ -56,6 +60,13 @@ pub(crate) const MAX_LOD_LEVELS: u64 = 1024;
 
 /// The largest program read for the tensors' names.
 pub(crate) const MAX_PROGRAM_LEN: u64 = 1 << 30;
+
+/// The name of the program beside which Paddle 1 saved each variable to a file of its own.
+pub(crate) const PER_VARIABLE_PROGRAM: &str = "__model__";
+
+/// The most variable files a program saved one variable to a file may name (each is a file
+/// opened at listing, as many as an ONNX model's external data files).
+const MAX_VARIABLE_FILES: usize = 4096;
 
 /// `ProgramDesc` variable types whose variables Paddle never saves: feed, fetch, reader and
 /// raw variables.
@@ -246,6 +257,9 @@ pub(crate) fn list(
     limits: &Limits,
     open: OpenShard<'_>,
 ) -> Result<Listing> {
+    if path.is_some_and(is_per_variable_program) {
+        return list_per_variable(source, path, limits, open);
+    }
     let mut budget = MemoryBudget::new(
         limits.listing_budget(source.len()),
         "listing the Paddle parameters",
@@ -332,6 +346,115 @@ pub(crate) fn list(
     ))
 }
 
+/// Whether `path` names a Paddle 1 program beside which each variable may lie in a file of
+/// its own (`__model__`).
+pub(crate) fn is_per_variable_program(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == PER_VARIABLE_PROGRAM)
+}
+
+/// Lists the variables of the program `source` (`__model__`, opened from `path`), each from
+/// the file of its name beside it, as Paddle 1's `save_inference_model` with no params file
+/// name and `save_vars` write them and `load_inference_model(dir, model_filename=
+/// "__model__", params_filename=None)` reads them: every persistable variable (as for a
+/// combined file), each file one tensor whose dims must be those the program declares. Each
+/// file is a shard of the listing, so its tensor is read from its own map without a copy. A
+/// program with `__params__` beside is that file's, and is refused naming it; a variable
+/// whose file is missing, holds more than one tensor or does not fit its declaration is an
+/// error naming both.
+pub(crate) fn list_per_variable(
+    source: &Source,
+    path: Option<&Path>,
+    limits: &Limits,
+    open: OpenShard<'_>,
+) -> Result<Listing> {
+    let Some((path, folder)) = path.and_then(|p| Some((p, p.parent()?))) else {
+        return Err(Error::unsupported(
+            "a Paddle program (__model__) opened from memory: the variable files beside it \
+             cannot be found",
+        ));
+    };
+    if beside(&folder.join("__params__"), open)?.is_some() {
+        return Err(Error::unsupported(
+            "this Paddle program's variables are in __params__ beside it: open that file (or \
+             the folder)",
+        ));
+    }
+    let mut budget = MemoryBudget::new(
+        limits.listing_budget(source.len()),
+        "listing the Paddle variables",
+    );
+    let named = program_names(source, MAX_VARIABLE_FILES, limits, &mut budget)?;
+    if named.len() > MAX_VARIABLE_FILES {
+        return Err(Error::limit(format!(
+            "the program names more than {MAX_VARIABLE_FILES} variables saved to files of \
+             their own"
+        )));
+    }
+    zt_container::make_room_for_open_files(named.len());
+    let mut objects = zt_container::internal::try_with_capacity(named.len())?;
+    let mut shards = zt_container::internal::try_with_capacity(named.len())?;
+    for (number, (name, declared)) in (1u32..).zip(named) {
+        // Paddle joins the name to the folder; a name that leaves it is refused, as an ONNX
+        // model's external data that would.
+        let file =
+            crate::files::path_in_folder(path, &name, "variable file", "the program's folder")
+                .map_err(|e| e.in_object(&name))?;
+        let at = |e: Error| e.in_object(&name).in_file(&file);
+        let data = open(&file).map_err(at)?;
+        let (r, end) = record(&data, 0, limits).map_err(at)?;
+        if end != data.len() {
+            return Err(at(bad(format!(
+                "the file holds {} bytes after its one tensor, which ends at byte {end}",
+                data.len() - end
+            ))));
+        }
+        if !fits(&declared, &r.dims) {
+            return Err(at(bad(format!(
+                "the program declares dims {declared:?}; the file's tensor has {:?}",
+                r.dims
+            ))));
+        }
+        budget.charge(Limits::listing_cost(&name))?;
+        let dims: Shape = r.dims.iter().copied().collect();
+        let mut o = ObjectInfo::raw_dense(name.clone(), dims, r.element, r.data, ByteOrder::Little);
+        if let Some(c) = o.components.0.first_mut() {
+            c.file = number;
+        }
+        objects.push(o);
+        let info = ShardInfo {
+            name,
+            path: file,
+            size: data.len(),
+            digest: None,
+            digest_text: String::new(),
+            data_shard: true,
+            manifest: None,
+        };
+        shards.push((info, data));
+    }
+    let mut attributes = Attributes::new();
+    attributes.insert(
+        "paddle.names".into(),
+        Attr::Text(format!(
+            "from {PER_VARIABLE_PROGRAM}, one file per variable"
+        )),
+    );
+    let mut listing = Listing::of_unique(FileVersion::PaddleParams, attributes, objects);
+    listing.shards = shards;
+    Ok(listing)
+}
+
+/// Whether a tensor of `dims` fits the dims a program declares (none declared fits any; a
+/// negative one, fed at run time, fits any size).
+fn fits(declared: &[i64], dims: &[u64]) -> bool {
+    declared.is_empty()
+        || declared.len() == dims.len()
+            && declared
+                .iter()
+                .zip(dims)
+                .all(|(&d, &n)| d < 0 || d as u64 == n)
+}
+
 /// The program beside a parameters file, if there is one, and its bytes: `X.json` or
 /// `X.pdmodel` beside `X.pdiparams`, `__model__` beside `__params__`, `model` beside
 /// `params`.
@@ -414,13 +537,7 @@ fn matched(named: Named, records: &[Record]) -> std::result::Result<Vec<String>,
     }
     let mut names = Vec::with_capacity(named.len());
     for ((name, declared), r) in named.into_iter().zip(records) {
-        let fits = declared.is_empty()
-            || declared.len() == r.dims.len()
-                && declared
-                    .iter()
-                    .zip(&r.dims)
-                    .all(|(&d, &n)| d < 0 || d as u64 == n);
-        if !fits {
+        if !fits(&declared, &r.dims) {
             return Err(format!(
                 "declares {name:?} of dims {declared:?}; the tensor in its place has {:?}",
                 r.dims
@@ -651,5 +768,52 @@ mod tests {
         }
         let e = listed(tensor(0, &desc, &[0; 4]), &limits).unwrap_err();
         assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}");
+    }
+
+    #[test]
+    fn a_program_opened_from_memory_cannot_find_its_variable_files() {
+        let source = Source::from_vec(Vec::new());
+        let open: &dyn Fn(&Path) -> Result<Source> = &|_| unreachable!("nothing is opened");
+        let Err(e) = list_per_variable(&source, None, &Limits::default(), open) else {
+            panic!("listed with no folder");
+        };
+        assert_eq!(e.kind(), zt_container::ErrorKind::Unsupported, "{e}");
+    }
+
+    /// A `ProgramDesc` of one block declaring one persistable dense tensor `name`.
+    fn program_of(name: &str) -> Vec<u8> {
+        let mut var = vec![0x0a, name.len() as u8];
+        var.extend_from_slice(name.as_bytes());
+        var.extend_from_slice(&[0x12, 0x02, 0x08, 0x07, 0x18, 0x01]);
+        let mut block = vec![0x1a, var.len() as u8];
+        block.extend_from_slice(&var);
+        let mut program = vec![0x0a, block.len() as u8];
+        program.extend_from_slice(&block);
+        program
+    }
+
+    #[test]
+    fn a_variable_file_must_lie_in_the_programs_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PER_VARIABLE_PROGRAM);
+        let open: &dyn Fn(&Path) -> Result<Source> = &|p| Source::map(p);
+        for name in ["../x", "/etc/passwd", "a/../../x"] {
+            let source = Source::from_vec(program_of(name));
+            let Err(e) = list_per_variable(&source, Some(&path), &Limits::default(), open) else {
+                panic!("{name:?} listed");
+            };
+            let text = e.to_string();
+            assert!(
+                text.contains("is not a relative path inside the program's folder"),
+                "{e}"
+            );
+            assert!(text.contains(name), "{e}");
+        }
+        // A plain name is looked for in the folder: missing here, and said so.
+        let source = Source::from_vec(program_of("fc_0.w_0"));
+        let Err(e) = list_per_variable(&source, Some(&path), &Limits::default(), open) else {
+            panic!("listed a missing file");
+        };
+        assert!(e.path().is_some_and(|p| p.ends_with("fc_0.w_0")), "{e}");
     }
 }
