@@ -667,6 +667,59 @@ fn paddle_parameters_over_http_are_named_by_the_program_beside_them() {
     );
 }
 
+#[test]
+fn files_named_by_a_file_over_http_are_found_at_their_path_below_it() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop");
+    let dir = served_dir();
+    // Paddle 1's program beside one file per variable; an ONNX model whose external data
+    // lies in a folder below it (`weights/int64.bin`) as well as beside it.
+    let copy = |from: &Path, to: &Path| {
+        std::fs::create_dir_all(to).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        for e in std::fs::read_dir(from).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    };
+    copy(
+        &fixtures.join("paddle/paddle1"),
+        &dir.path().join("paddle1"),
+    );
+    copy(&fixtures.join("onnx"), &dir.path().join("onnx"));
+    copy(
+        &fixtures.join("onnx/weights"),
+        &dir.path().join("onnx/weights"),
+    );
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    for file in ["paddle1/__model__", "onnx/external.onnx"] {
+        let local = ztensor::open(dir.path().join(file)).unwrap();
+        let remote = ztensor::open_url(&nginx.url(file)).unwrap();
+        assert!(remote.names().eq(local.names()), "{file}");
+        for name in local.names() {
+            let (here, there) = (local.object(name).unwrap(), remote.object(name).unwrap());
+            assert_eq!(
+                there.bytes().unwrap(),
+                here.bytes().unwrap(),
+                "{file} {name}"
+            );
+        }
+    }
+    let asked: Vec<String> = nginx.requests().into_iter().map(|l| l.uri).collect();
+    assert!(
+        asked.iter().any(|u| u == "/onnx/weights/int64.bin"),
+        "{asked:?}"
+    );
+    assert!(asked.iter().any(|u| u == "/paddle1/fc_0.w_0"), "{asked:?}");
+}
+
 /// A ggjt v3 file (llama.cpp's layout) of `count` f32 tensors `w0`.. of `len` elements.
 fn ggjt_bytes(count: usize, len: u32) -> Vec<u8> {
     let mut f = b"tjgg".to_vec();

@@ -73,16 +73,19 @@ impl OpenOptions {
         );
         let size = object.size();
         let source = Source::ranged(object.clone(), size);
-        // A v2 shard's path is made beside the root's (`shown`, a path to that code); its
-        // file name, joined to the real URL, is where the shard is.
+        // A file another names (a v2 shard, ONNX external data, a Paddle variable's file) has
+        // its path made in the folder of the root's (`shown`, a path to that code): its
+        // path from that folder, in place of the root's name in the real URL, is where it is.
+        let folder = std::path::Path::new(&shown).parent();
         let open_shard = |p: &std::path::Path| -> Result<Source> {
-            let name = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .ok_or_else(|| Error::invalid("a shard path without a file name"))?;
-            let url = parsed
-                .join(name)
-                .map_err(|e| Error::invalid(format!("shard {name:?}: {e}")))?;
+            let relative = folder
+                .and_then(|f| p.strip_prefix(f).ok())
+                .and_then(|r| r.to_str())
+                .filter(|r| !r.is_empty())
+                .ok_or_else(|| {
+                    Error::invalid(format!("{} is not in the folder of {shown}", p.display()))
+                })?;
+            let url = store::url_beside(&parsed, relative)?;
             let (store, path) = store::connect(&url)?;
             let shard = RemoteObject::open(
                 store,

@@ -41,6 +41,35 @@ pub fn redacted(url: &Url) -> String {
     shown.to_string()
 }
 
+/// The URL of the file at `relative` (a `/`-separated relative path, already checked to stay
+/// in its folder) in the folder of the file at `url`: its components put in place of that
+/// file's name, each percent-encoded as it is spelled (a `%2e%2e` in a name stays a name, never
+/// a `..`; a `?` or `#` stays in the name), with no query or fragment (a presigned URL's
+/// signature signs its own object only).
+///
+/// ```
+/// # use ztensor::remote::store::url_beside;
+/// let index = url::Url::parse("https://h/m/x.index.json?sig=1").unwrap();
+/// assert_eq!(url_beside(&index, "part/a b.zt")?.as_str(), "https://h/m/part/a%20b.zt");
+/// # Ok::<(), ztensor::Error>(())
+/// ```
+pub fn url_beside(url: &Url, relative: &str) -> Result<Url> {
+    let mut beside = url.clone();
+    beside.set_query(None);
+    beside.set_fragment(None);
+    beside
+        .path_segments_mut()
+        .map_err(|()| {
+            Error::argument(format!(
+                "{}: a URL with no path to find {relative:?} beside",
+                redacted(url)
+            ))
+        })?
+        .pop()
+        .extend(relative.split('/'));
+    Ok(beside)
+}
+
 /// An object_store error as one line: its first line, at most 300 characters (a server's
 /// error page can follow the status in the message; a message is one line).
 ///

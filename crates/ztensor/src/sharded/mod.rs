@@ -319,7 +319,8 @@ impl ShardedSet {
         let (listed, positions) = name_positions(&index);
         let mut shards = Vec::with_capacity(index.shards.len());
         for (file, listed) in index.shards.iter().zip(listed) {
-            let url = shard_url(&parsed, file).map_err(at)?;
+            // A relative path (checked by the parser) in place of the index's file name.
+            let url = crate::remote::store::url_beside(&parsed, file).map_err(at)?;
             let shard_shown = crate::remote::store::redacted(&url);
             shards.push(Shard {
                 path: PathBuf::from(shard_shown),
@@ -749,22 +750,6 @@ fn read_capped(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The URL of the shard `file` (a relative path, checked by the index's parser) named by the
-/// index at `index`: its components put in place of the index's file name, each
-/// percent-encoded as it is (so no `%2e%2e` becomes a `..`, and no `?` or `#` a query), and no
-/// query (a presigned index's signature does not sign a shard, so none is carried).
-#[cfg(feature = "remote")]
-fn shard_url(index: &url::Url, file: &str) -> Result<url::Url> {
-    let mut url = index.clone();
-    url.set_query(None);
-    url.set_fragment(None);
-    url.path_segments_mut()
-        .map_err(|()| Error::argument("the index's URL has no path to put its shards beside"))?
-        .pop()
-        .extend(file.split('/'));
-    Ok(url)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -823,7 +808,11 @@ mod tests {
     #[test]
     fn a_shards_url_stays_below_its_index_whatever_its_name_spells() {
         let index = url::Url::parse("https://h/m/set/x.index.json?sig=1#f").unwrap();
-        let url = |file: &str| shard_url(&index, file).unwrap().to_string();
+        let url = |file: &str| {
+            crate::remote::store::url_beside(&index, file)
+                .unwrap()
+                .to_string()
+        };
         assert_eq!(url("a.safetensors"), "https://h/m/set/a.safetensors");
         assert_eq!(url("part/a b.zt"), "https://h/m/set/part/a%20b.zt");
         // Spelled as a parent in a URL, but a plain name in an index: kept a plain name.
