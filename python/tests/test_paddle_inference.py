@@ -1,6 +1,7 @@
 """Paddle inference parameters (.pdiparams, paddle.jit.save): every tensor reads as Paddle's
 own loader binds it (fixtures/interop/paddle/expected.json), named by the program beside the
-file (a PIR program in JSON, or a ProgramDesc); a model folder opens its .pdiparams; without
+file (a PIR program in JSON, or a ProgramDesc), or Paddle 1's __model__ with a file per
+variable; a model folder opens its .pdiparams; without
 a program the tensors are named by their place, and the file attribute says so."""
 
 import os
@@ -25,9 +26,27 @@ def test_every_tensor_reads_as_paddles_loader_binds_it(file):
     assert_as_expected(loaded, want)
     with ztio.open(path) as f:
         assert f.version == "Paddle inference parameters"
-        program = "model.json" if file.startswith("pir") else "model.pdmodel"
-        assert f.attributes["paddle.names"] == f"from {program}"
-        assert str(f.get_tensor("net_0.w_2").dtype) == "float64"
+        if file.startswith("paddle1"):
+            assert f.attributes["paddle.names"] == "from __model__, one file per variable"
+            probe = "fc_0.w_0", "float32"
+        else:
+            program = "model.json" if file.startswith("pir") else "model.pdmodel"
+            assert f.attributes["paddle.names"] == f"from {program}"
+            probe = "net_0.w_2", "float64"
+        name, dtype = probe
+        assert str(f.get_tensor(name).dtype) == dtype
+
+
+def test_paddle_1_variables_in_files_of_their_own_open_by_their_folder():
+    folder = os.path.join(PADDLE, "paddle1")
+    loaded = ztio.numpy.load_file(folder)
+    assert_as_expected(loaded, EXPECTED["files"]["paddle1/__model__"]["arrays"])
+    with ztio.open(folder) as f:
+        assert f.version == "Paddle inference parameters"
+        w = f.get_tensor("fc_0.w_0")
+        # Each variable is its own file's bytes after the header.
+        with open(os.path.join(folder, "fc_0.w_0"), "rb") as raw:
+            assert raw.read().endswith(w.tobytes())
 
 
 def test_a_folder_opens_its_parameters_and_alone_they_are_named_by_place(tmp_path):
