@@ -7,7 +7,10 @@ shape, our element type name and its bytes in hex.
   i8, u8, i16, i32, i64 and boolean, a scalar and an empty one, saved as they are
   (`compress_to_fp16=False`);
 - fp16.xml: the same saved with OpenVINO's default, which stores f32 weights as f16 (each
-  followed by a Convert in the graph).
+  followed by a Convert in the graph);
+- packed.xml: constants of OpenVINO's packed and 8-bit float types (u2, u4, i4, f4e2m1,
+  f8e4m3, f8e5m2, f8e8m0), stored as OpenVINO packs them; for u2 and u4 the values OpenVINO
+  unpacks (`get_vector`) are recorded too, so the bit order is checked by OpenVINO itself.
 
 Run in a throwaway environment:
 
@@ -55,6 +58,30 @@ def network():
     return ov.Model([y], [x], "zt-fixture")
 
 
+# OpenVINO's packed and 8-bit float types, our names for them, and values to store.
+PACKED = {
+    "u2": ("u2", [0, 1, 2, 3, 3, 2, 1]),
+    "u4": ("u4", [1, 2, 15, 0, 7]),
+    "i4": ("i4", [-8, 7, -1, 0, 3]),
+    "f4e2m1": ("f4_e2m1", [0.5, -6.0, 1.5]),
+    "f8e4m3": ("f8_e4m3fn", [0.5, -448.0, 3.0]),
+    "f8e5m2": ("f8_e5m2", [0.25, -3.0]),
+    "f8e8m0": ("f8_e8m0", [1.0, 0.25, 1024.0]),
+}
+
+
+def packed_network():
+    x = ops.parameter([1], np.float32, name="x")
+    y = x
+    for kind, (_, values) in PACKED.items():
+        node = ops.constant(np.array(values, np.float32), dtype=getattr(ov.Type, kind))
+        node.set_friendly_name(kind)
+        axes = ops.constant(np.array([0], np.int64))
+        axes.set_friendly_name(f"{kind}.axes")
+        y = ops.add(y, ops.reduce_sum(ops.convert(node, "f32"), axes, True))
+    return ov.Model([y], [x], "zt-packed")
+
+
 def read_back(xml):
     """What OpenVINO's reader holds in each constant, by its layer's name."""
     model = ov.Core().read_model(xml)
@@ -63,24 +90,33 @@ def read_back(xml):
         if op.get_type_name() != "Constant":
             continue
         kind = op.get_element_type().get_type_name()
-        data = np.ascontiguousarray(op.get_data())
         names = {"boolean": "bool", "f16": "float16", "f32": "float32", "f64": "float64",
                  "bf16": "bfloat16", "i8": "int8", "u8": "uint8", "i16": "int16", "i32": "int32",
                  "i64": "int64"}
-        out[op.get_friendly_name()] = {
-            "shape": list(op.get_output_shape(0)),
-            "type": OURS[names[kind]],
-            "hex": data.tobytes().hex(),
-        }
+        entry = {"shape": list(op.get_output_shape(0))}
+        if kind in PACKED:
+            # The bytes as OpenVINO holds them, packed.
+            entry["type"] = PACKED[kind][0]
+            entry["hex"] = op.data.tobytes().hex()
+            if kind in ("u2", "u4"):
+                entry["values"] = [int(v) for v in op.get_vector()]
+        else:
+            entry["type"] = OURS[names[kind]]
+            entry["hex"] = np.ascontiguousarray(op.get_data()).tobytes().hex()
+        out[op.get_friendly_name()] = entry
     return out
 
 
 def main(out):
     os.makedirs(out, exist_ok=True)
     expected = {"files": {}}
-    for name, compress in [("model.xml", False), ("fp16.xml", True)]:
+    for name, build, compress in [
+        ("model.xml", network, False),
+        ("fp16.xml", network, True),
+        ("packed.xml", packed_network, False),
+    ]:
         path = os.path.join(out, name)
-        ov.save_model(network(), path, compress_to_fp16=compress)
+        ov.save_model(build(), path, compress_to_fp16=compress)
         expected["files"][name] = {"constants": read_back(path)}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)

@@ -1,6 +1,7 @@
 //! OpenVINO models (IR) written by OpenVINO's own `save_model`
 //! (tools/interop/make_openvino.py): constants of ten types, a scalar and an empty one, saved
-//! as they are and with OpenVINO's default f16 compression. Every constant lists and reads as
+//! as they are and with OpenVINO's default f16 compression, and constants of its packed and
+//! 8-bit float types. Every constant lists and reads as
 //! OpenVINO's reader holds it, byte for byte (fixtures/interop/openvino/expected.json),
 //! mapped and unmapped, from the `.bin` beside the `.xml` (tests/damage.rs sweeps the files,
 //! fixtures/invalid/openvino_* are the reject corpus).
@@ -26,7 +27,24 @@ fn every_constant_reads_as_openvino_holds_it() {
             assert_eq!(r.version(), &FileVersion::OpenVino, "{file}");
         },
     );
-    assert_eq!(files, 2);
+    assert_eq!(files, 3);
+}
+
+#[test]
+fn packed_constants_read_as_the_values_openvino_unpacks() {
+    let expected = expected::load(&dir());
+    let constants = &expected["files"]["packed.xml"]["constants"];
+    let r = ztensor::open(dir().join("packed.xml")).unwrap();
+    for kind in ["u2", "u4"] {
+        let want: Vec<f32> = constants[kind]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as f32)
+            .collect();
+        let got = r.object(kind).unwrap().read_f32().unwrap();
+        assert_eq!(&got[..], &want[..], "{kind}");
+    }
 }
 
 #[test]
