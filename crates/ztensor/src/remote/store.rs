@@ -44,8 +44,9 @@ pub fn redacted(url: &Url) -> String {
 /// The URL of the file at `relative` (a `/`-separated relative path, already checked to stay
 /// in its folder) in the folder of the file at `url`: its components put in place of that
 /// file's name, each percent-encoded as it is spelled (a `%2e%2e` in a name stays a name, never
-/// a `..`; a `?` or `#` stays in the name), with no query or fragment (a presigned URL's
-/// signature signs its own object only).
+/// a `..`; a `?` or `#` stays in the name; `.` and `..` components are passed over, never
+/// followed), with no query or fragment (a presigned URL's signature signs its own object
+/// only).
 ///
 /// ```
 /// # use ztensor::remote::store::url_beside;
@@ -216,5 +217,20 @@ mod tests {
             source: "connection refused\n<html>...".into(),
         };
         assert_eq!(one_line(&other), "Generic S3 error: connection refused");
+    }
+
+    #[test]
+    fn a_file_beside_a_url_stays_below_its_folder_whatever_its_name_spells() {
+        let index = Url::parse("https://h/m/set/x.index.json?sig=1#f").unwrap();
+        let url = |file: &str| url_beside(&index, file).unwrap().to_string();
+        assert_eq!(url("a.safetensors"), "https://h/m/set/a.safetensors");
+        assert_eq!(url("part/a b.zt"), "https://h/m/set/part/a%20b.zt");
+        // Spelled as a parent in a URL, but a plain name in an index: kept a plain name.
+        assert_eq!(url("%2e%2e/a"), "https://h/m/set/%252e%252e/a");
+        assert_eq!(url("a?b#c"), "https://h/m/set/a%3Fb%23c");
+        // `.` and `..` components (refused before they get here) are passed over, never
+        // followed up.
+        assert_eq!(url("./w.bin"), "https://h/m/set/w.bin");
+        assert_eq!(url("a/../../b"), "https://h/m/set/a/b");
     }
 }

@@ -8,7 +8,8 @@
 //! shard to tell which it holds).
 //!
 //! - [`ShardIndex::parse`]: untrusted bytes to a checked index: size and count caps, no
-//!   duplicate names, shard file names that are plain relative paths in the index's folder or below it.
+//!   duplicate names, shard file names that are plain relative paths in the index's folder
+//!   or below it.
 //! - [`ShardIndex::to_json`]: the index a writer makes, deterministic (keys sorted).
 //!
 //! The index is read before any shard is opened, and it alone answers which shard holds a

@@ -804,22 +804,6 @@ mod tests {
         assert_eq!(message.downcast_ref::<&str>(), Some(&"the work failed"));
     }
 
-    #[cfg(feature = "remote")]
-    #[test]
-    fn a_shards_url_stays_below_its_index_whatever_its_name_spells() {
-        let index = url::Url::parse("https://h/m/set/x.index.json?sig=1#f").unwrap();
-        let url = |file: &str| {
-            crate::remote::store::url_beside(&index, file)
-                .unwrap()
-                .to_string()
-        };
-        assert_eq!(url("a.safetensors"), "https://h/m/set/a.safetensors");
-        assert_eq!(url("part/a b.zt"), "https://h/m/set/part/a%20b.zt");
-        // Spelled as a parent in a URL, but a plain name in an index: kept a plain name.
-        assert_eq!(url("%2e%2e/a"), "https://h/m/set/%252e%252e/a");
-        assert_eq!(url("a?b#c"), "https://h/m/set/a%3Fb%23c");
-    }
-
     #[test]
     fn shards_in_folders_below_the_index_open() {
         let dir = tempfile::tempdir().unwrap();
