@@ -369,6 +369,33 @@ pub struct ShardInfo {
     pub manifest: Option<(u64, u64)>,
 }
 
+impl ShardInfo {
+    /// A file another names that holds only data (ONNX external data, an OpenVINO `.bin`, a
+    /// TensorFlow data file, a Paddle variable's file, ...): no digest, no manifest.
+    #[cfg_attr(
+        not(any(
+            feature = "onnx",
+            feature = "hdf5",
+            feature = "paddle",
+            feature = "tensorflow",
+            feature = "torch-dcp",
+            feature = "openvino"
+        )),
+        allow(dead_code)
+    )]
+    pub(crate) fn data_file(name: String, path: std::path::PathBuf, size: u64) -> Self {
+        Self {
+            name,
+            path,
+            size,
+            digest: None,
+            digest_text: String::new(),
+            data_shard: true,
+            manifest: None,
+        }
+    }
+}
+
 /// A byte range of the file with a digest over it (v0.1 checksums cover a whole tensor entry,
 /// which for the legacy sparse layout spans several components).
 #[derive(Debug, Clone, PartialEq)]

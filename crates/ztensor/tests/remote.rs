@@ -616,6 +616,20 @@ fn a_v2_file_with_its_own_shards_opens_them_by_url_beside_it() {
     assert!(e.to_string().contains("model-00002-of-00003.zt"), "{e}");
 }
 
+/// `remote` (read by URL) has `local`'s objects, by name, with their attributes and bytes.
+fn assert_same_objects(local: &ztensor::Reader, remote: &ztensor::Reader, file: &str) {
+    assert!(remote.names().eq(local.names()), "{file}");
+    for name in local.names() {
+        let (here, there) = (local.object(name).unwrap(), remote.object(name).unwrap());
+        assert_eq!(there.attributes, here.attributes, "{file} {name}");
+        assert_eq!(
+            there.bytes().unwrap(),
+            here.bytes().unwrap(),
+            "{file} {name}"
+        );
+    }
+}
+
 #[test]
 fn paddle_parameters_over_http_are_named_by_the_program_beside_them() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop/paddle");
@@ -642,22 +656,7 @@ fn paddle_parameters_over_http_are_named_by_the_program_beside_them() {
             Some(&ztensor::Value::Text(format!("from {program}"))),
             "{file}"
         );
-        let names = |r: &ztensor::Reader| {
-            r.objects()
-                .iter()
-                .map(|o| o.name.clone())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(names(&remote), names(&local), "{file}");
-        for name in names(&local) {
-            let (here, there) = (local.object(&name).unwrap(), remote.object(&name).unwrap());
-            assert_eq!(there.attributes, here.attributes, "{file} {name}");
-            assert_eq!(
-                there.bytes().unwrap(),
-                here.bytes().unwrap(),
-                "{file} {name}"
-            );
-        }
+        assert_same_objects(&local, &remote, file);
     }
     // The PIR file's folder holds no `.pdmodel`: looked for, not found, not an error.
     let asked: Vec<String> = nginx.requests().into_iter().map(|l| l.uri).collect();
@@ -702,15 +701,7 @@ fn files_named_by_a_file_over_http_are_found_at_their_path_below_it() {
     for file in ["paddle1/__model__", "onnx/external.onnx"] {
         let local = ztensor::open(dir.path().join(file)).unwrap();
         let remote = ztensor::open_url(&nginx.url(file)).unwrap();
-        assert!(remote.names().eq(local.names()), "{file}");
-        for name in local.names() {
-            let (here, there) = (local.object(name).unwrap(), remote.object(name).unwrap());
-            assert_eq!(
-                there.bytes().unwrap(),
-                here.bytes().unwrap(),
-                "{file} {name}"
-            );
-        }
+        assert_same_objects(&local, &remote, file);
     }
     let asked: Vec<String> = nginx.requests().into_iter().map(|l| l.uri).collect();
     assert!(

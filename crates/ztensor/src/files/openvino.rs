@@ -222,19 +222,8 @@ pub(crate) fn list(
     }
     let mut listing = Listing::of_unique(FileVersion::OpenVino, attributes, objects);
     if let (Some(path), Some(source)) = (bin, weights) {
-        let info = ShardInfo {
-            name: path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned(),
-            path: PathBuf::from(&path),
-            size: source.len(),
-            digest: None,
-            digest_text: String::new(),
-            data_shard: true,
-            manifest: None,
-        };
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let info = ShardInfo::data_file(name.into_owned(), PathBuf::from(&path), source.len());
         listing.shards = vec![(info, source)];
     }
     Ok(listing)

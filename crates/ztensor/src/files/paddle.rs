@@ -421,15 +421,7 @@ pub(crate) fn list_per_variable(
             c.file = number;
         }
         objects.push(o);
-        let info = ShardInfo {
-            name,
-            path: file,
-            size: data.len(),
-            digest: None,
-            digest_text: String::new(),
-            data_shard: true,
-            manifest: None,
-        };
+        let info = ShardInfo::data_file(name, file, data.len());
         shards.push((info, data));
     }
     let mut attributes = Attributes::new();

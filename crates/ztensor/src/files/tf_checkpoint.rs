@@ -489,15 +489,7 @@ fn data_shards(
         let name = format!("data-{i:05}-of-{count:05}");
         let shard_path = PathBuf::from(format!("{prefix}.{name}"));
         let source = open_shard(&shard_path).map_err(|e| e.in_file(&shard_path))?;
-        let info = ShardInfo {
-            name,
-            path: shard_path,
-            size: source.len(),
-            digest: None,
-            digest_text: String::new(),
-            data_shard: true,
-            manifest: None,
-        };
+        let info = ShardInfo::data_file(name, shard_path, source.len());
         shards.push((info, source));
     }
     Ok(shards)

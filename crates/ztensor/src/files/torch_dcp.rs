@@ -149,15 +149,7 @@ pub(crate) fn list(
         let open = || open_shard(&file_path).map_err(|e| e.in_file(&file_path));
         let data = open()?;
         windows.push(Arc::new(open()?));
-        let info = ShardInfo {
-            name: (*name).to_owned(),
-            path: file_path.clone(),
-            size: data.len(),
-            digest: None,
-            digest_text: String::new(),
-            data_shard: true,
-            manifest: None,
-        };
+        let info = ShardInfo::data_file((*name).to_owned(), file_path.clone(), data.len());
         shards.push((info, data));
     }
 

@@ -341,15 +341,7 @@ fn open_linked(
     let path = super::path_in_folder(named_in, file, "external link file", "the file's folder")?;
     let source = open_external(&path).map_err(|e| e.in_file(&path))?;
     let walked = list_from(&source, 0, limits, None).map_err(|e| e.in_file(&path))?;
-    let info = ShardInfo {
-        name: file.to_owned(),
-        path,
-        size: source.len(),
-        digest: None,
-        digest_text: String::new(),
-        data_shard: true,
-        manifest: None,
-    };
+    let info = ShardInfo::data_file(file.to_owned(), path, source.len());
     Ok((info, source, walked))
 }
 

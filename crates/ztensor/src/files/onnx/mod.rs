@@ -1173,15 +1173,7 @@ impl<'s> Walk<'s, '_> {
         })?;
         let path = external_path(model_path, location)?;
         let source = (self.open_external)(&path).map_err(|e| e.in_file(&path))?;
-        let info = ShardInfo {
-            name: location.to_owned(),
-            path,
-            size: source.len(),
-            digest: None,
-            digest_text: String::new(),
-            data_shard: true,
-            manifest: None,
-        };
+        let info = ShardInfo::data_file(location.to_owned(), path, source.len());
         self.externals.push((info, source));
         let number = self.externals.len() as u32;
         self.external_numbers.insert(location.to_owned(), number);
