@@ -300,6 +300,12 @@ impl Reader {
         attributes_to_py(py, self.get(py)?.attributes())
     }
 
+    /// Whether the file declares an empty metadata map (`"__metadata__":{}`), which
+    /// safetensors' `metadata()` gives as `{}` rather than `None`.
+    fn has_empty_metadata(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.get(py)?.has_empty_metadata())
+    }
+
     /// One object's listing as a dict.
     fn info<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
         let r = self.get(py)?;

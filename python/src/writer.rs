@@ -181,13 +181,14 @@ impl Writer {
 
 /// Writes arrays as a `.safetensors` file at `path`, crash-safely: `tensors` is a list of
 /// `(name, dtype, logical, shape, data)` (`data` a C-contiguous numpy array of the bytes;
-/// `shape` `None` for the array's own), `metadata` text pairs for `__metadata__`.
+/// `shape` `None` for the array's own), `metadata` text pairs for `__metadata__` (`None`
+/// writes none; an empty dict writes `{}`, as safetensors does).
 #[pyfunction]
 #[pyo3(signature = (tensors, metadata, path, *, sync = true))]
 pub fn save_safetensors(
     py: Python<'_>,
     tensors: &Bound<'_, PyAny>,
-    metadata: BTreeMap<String, String>,
+    metadata: Option<BTreeMap<String, String>>,
     path: PathBuf,
     sync: bool,
 ) -> PyResult<()> {
@@ -199,7 +200,7 @@ pub fn save_safetensors(
         Durability::Unsynced
     };
     detach_interruptible(py, || {
-        write_safetensors_tensors(&planned, &metadata, &path, durability)
+        write_safetensors_tensors(&planned, metadata.as_ref(), &path, durability)
     })
 }
 
@@ -209,12 +210,12 @@ pub fn save_safetensors(
 pub fn safetensors_bytes<'py>(
     py: Python<'py>,
     tensors: &Bound<'py, PyAny>,
-    metadata: BTreeMap<String, String>,
+    metadata: Option<BTreeMap<String, String>>,
 ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
     let mut held = HeldTensors::of(py, tensors)?;
     let planned = held.planned();
     let bytes = py
-        .detach(|| ztensor::convert::safetensors_bytes(&planned, &metadata))
+        .detach(|| ztensor::convert::safetensors_bytes(&planned, metadata.as_ref()))
         .py_err(py)?;
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }

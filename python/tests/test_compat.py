@@ -198,6 +198,42 @@ def test_save_and_load_bytes_match_safetensors_layout(tmp_path):
         ztio.numpy.load(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}     ")
 
 
+@pytest.mark.parametrize("metadata, header, read_back", [
+    (None, b'{"a":', None),
+    ({}, b'{"__metadata__":{},"a":', {}),
+    ({"k": "v"}, b'{"__metadata__":{"k":"v"},"a":', {"k": "v"}),
+])
+def test_no_metadata_and_an_empty_map_stay_apart_as_in_safetensors(tmp_path, metadata, header, read_back):
+    # safetensors writes `"__metadata__":{}` for `metadata={}` and none for None, and its
+    # metadata() gives `{}` and None back: callers test `is None` (transformers does).
+    from ztio import _safetensors
+
+    tensors = {"a": np.ones(2, np.float32)}
+    path = tmp_path / "m.safetensors"
+    array = tensors["a"]
+    spec = {"a": _safetensors.TensorSpec("F32", [2], array.ctypes.data, array.nbytes)}
+    writers = [
+        lambda: path.write_bytes(ztio.numpy.save(tensors, metadata=metadata)),
+        lambda: ztio.numpy.save_file(tensors, path, metadata=metadata),
+        lambda: ztio.save_file(tensors, path, metadata=metadata),
+        lambda: path.write_bytes(_safetensors.serialize(spec, metadata=metadata)),
+        lambda: _safetensors.serialize_file(spec, path, metadata=metadata),
+    ]
+    for write in writers:
+        write()
+        assert path.read_bytes()[8:].startswith(header)
+        with ztio.safe_open(path, framework="np") as f:
+            assert f.metadata() == read_back
+        with ztio.open(path) as f:
+            assert f.metadata() == read_back and f.attributes == (read_back or {})
+        # `zt convert` (the same code) keeps it, an empty map included.
+        copy = tmp_path / "copy.safetensors"
+        ztio.convert(path, copy)
+        assert copy.read_bytes() == path.read_bytes()
+        path.unlink()
+        copy.unlink()
+
+
 @pytest.mark.parametrize("metadata, words", [
     ({"k": 1}, "metadata 'k': a value of type int, not str"),
     ({"k": None}, "metadata 'k': a value of type NoneType, not str"),

@@ -370,7 +370,7 @@ class File(_ReadOnlyMapping):
     def metadata(self) -> Optional[Dict[str, str]]:
         """File attributes as strings, as safetensors' ``metadata()`` gives them: text as is,
         other values as JSON; ``None`` when the file has none."""
-        return _as_text(self._native.attributes())
+        return _as_text(self._native.attributes(), self._native.has_empty_metadata())
 
     def keys(self) -> List[str]:
         """Object names, sorted."""
@@ -863,11 +863,12 @@ def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File
     return File(p, **options)
 
 
-def _as_text(attrs: Dict[str, Any]) -> Optional[Dict[str, str]]:
+def _as_text(attrs: Dict[str, Any], empty_map: bool = False) -> Optional[Dict[str, str]]:
     """Attributes as safetensors' ``metadata()`` gives them: text as is, other values as JSON;
-    ``None`` when there are none."""
+    ``None`` when there are none, unless the file declares an empty map (``empty_map``:
+    ``"__metadata__":{}``), which is ``{}``."""
     if not attrs:
-        return None
+        return {} if empty_map else None
     return {k: v if isinstance(v, str) else json.dumps(v, default=repr) for k, v in attrs.items()}
 
 

@@ -173,15 +173,19 @@ def safetensors_bytes(tensors: Mapping[str, Any], metadata: Optional[Mapping[str
     return _native.safetensors_bytes(_safetensors_items(tensors), _text_metadata(metadata))
 
 
-def _text_metadata(metadata: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+def _text_metadata(metadata: Optional[Mapping[str, Any]]) -> Optional[Dict[str, str]]:
     """``metadata`` as safetensors' header holds it: text to text. Anything else is a
-    ``TypeError``, the class safetensors raises, naming the entry at fault.
+    ``TypeError``, the class safetensors raises, naming the entry at fault. ``None`` stays
+    ``None`` (no ``__metadata__``), and an empty mapping writes ``{}``, as safetensors does:
+    its ``metadata()`` tells the two apart.
 
     >>> _text_metadata({"format": 1})
     Traceback (most recent call last):
     TypeError: metadata 'format': a value of type int, not str (safetensors metadata is text)
     """
-    meta = dict(metadata or {})
+    if metadata is None:
+        return None
+    meta = dict(metadata)
     for k, v in meta.items():
         if not isinstance(k, str):
             raise TypeError(f"metadata key {k!r}: of type {type(k).__name__}, not str "

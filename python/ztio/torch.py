@@ -208,7 +208,7 @@ def save_file(
     total = sum(int(item[4].nbytes) for item in items)
     told("save", 0, total, False)
     if writes_safetensors(path, drop_in=True):
-        meta = dict(metadata or {})
+        meta = None if metadata is None else dict(metadata)
         _native.save_safetensors(items, meta, path, sync=sync)
         told("save", total, total, True)
         return
@@ -227,7 +227,8 @@ def save(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = Non
     """The bytes of a ``.safetensors`` file holding ``tensors``: safetensors' ``save``."""
     from . import _native
 
-    return _native.safetensors_bytes(_items(tensors), dict(metadata or {}))
+    meta = None if metadata is None else dict(metadata)
+    return _native.safetensors_bytes(_items(tensors), meta)
 
 
 def load(data: bytes, device: Union[str, int] = "cpu") -> Dict[str, Any]:
@@ -418,9 +419,11 @@ def save_model(
     """Saves a module's state dict, keeping one name of each group of shared tensors (the
     others are recorded in the metadata, ``dropped -> kept``)."""
     state_dict = model.state_dict()
-    meta = dict(metadata or {})
+    # As safetensors: no metadata stays none unless a name is dropped.
+    meta = None if metadata is None else dict(metadata)
     for kept, dropped in _remove_duplicate_names(state_dict).items():
         for name in dropped:
+            meta = {} if meta is None else meta
             meta.setdefault(name, kept)
             del state_dict[name]
     if force_contiguous:

@@ -665,9 +665,11 @@ pub fn convert(
         Kind::Safetensors => {
             let bar = spinner("convert to .safetensors", total_stored(&r));
             let attributes = json::attributes_to_write(r.attributes(), edits);
+            // An empty `__metadata__` map stays one, as safetensors tells it from none.
+            let keep_map = !attributes.is_empty() || r.has_empty_metadata();
             let done = convert::write_safetensors_views(
                 &views,
-                &attributes,
+                keep_map.then_some(&attributes),
                 output,
                 densify,
                 durability(),

@@ -312,7 +312,7 @@ fn write_target(
     match target {
         Target::Safetensors { densify } => ztensor::convert::write_safetensors_views(
             objects,
-            attributes,
+            (!attributes.is_empty()).then_some(attributes),
             output,
             densify,
             durability(),

@@ -304,7 +304,7 @@ fn a_model_folder_reads_as_its_model() {
         .collect();
     ztensor::convert::write_safetensors_views(
         &views,
-        &Default::default(),
+        None,
         &st,
         false,
         ztensor::Durability::Unsynced,

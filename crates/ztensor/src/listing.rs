@@ -162,6 +162,9 @@ pub(crate) struct Listing {
     /// opened file, `n` shard `n`: a distributed checkpoint's chunks are archives in its data
     /// files), whose CRC-32s checked reads and `verify` check.
     pub zip_entries: Vec<(u32, crate::zip::Entry)>,
+    /// The file declares a metadata map that is empty (safetensors' `"__metadata__":{}`),
+    /// which safetensors tells from a file without one.
+    pub empty_metadata: bool,
 }
 
 impl Listing {
@@ -194,6 +197,7 @@ impl Listing {
             shards: Vec::new(),
             manifest_hash: None,
             zip_entries: Vec::new(),
+            empty_metadata: false,
         }
     }
 }

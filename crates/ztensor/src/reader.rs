@@ -57,6 +57,8 @@ pub struct Reader {
     shards: Vec<ShardInfo>,
     /// A v2 file's manifest hash (checked at open).
     manifest_hash: Option<u64>,
+    /// The file declares an empty metadata map ([`Reader::has_empty_metadata`]).
+    empty_metadata: bool,
     /// The ranges of the main file that two or more objects claim, found on first asking
     /// ([`Reader::bytes_shared`]).
     shared: OnceLock<Vec<Range<u64>>>,
@@ -80,6 +82,7 @@ impl Reader {
             },
             shards,
             manifest_hash: listing.manifest_hash,
+            empty_metadata: listing.empty_metadata,
             version: listing.version,
             attributes: listing.attributes,
             index: listing.index,
@@ -107,6 +110,27 @@ impl Reader {
     /// File-level attributes (.mag and safetensors metadata too).
     pub fn attributes(&self) -> &Attributes {
         &self.attributes
+    }
+
+    /// Whether the file declares a metadata map with no entries: a `.safetensors` file whose
+    /// header holds `"__metadata__":{}` (as safetensors' `save(..., metadata={})` writes),
+    /// which safetensors' `metadata()` gives as `{}` where a file without `__metadata__`
+    /// (or with `null`) gives `None`. False for every other kind, and whenever
+    /// [`Reader::attributes`] is not empty. Converting to `.safetensors` keeps it.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// let header = br#"{"__metadata__":{},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#;
+    /// let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    /// file.extend_from_slice(header);
+    /// file.push(7);
+    /// let r = ztensor::OpenOptions::new().open_bytes(file)?;
+    /// assert!(r.attributes().is_empty() && r.has_empty_metadata());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn has_empty_metadata(&self) -> bool {
+        self.empty_metadata
     }
 
     /// Every object's listing, sorted by name.

@@ -157,7 +157,7 @@ fn an_unreadable_entry_is_listed_as_declared_and_says_why() {
             durability: unsynced,
         };
         for e in [
-            write_safetensors_views(&csr, attrs, &out, densify, unsynced).err(),
+            write_safetensors_views(&csr, Some(attrs), &out, densify, unsynced).err(),
             write_gguf_views(&csr, attrs, &out, densify, unsynced).err(),
             write_mag_views(&csr, attrs, &out, mag).err(),
         ] {

@@ -478,7 +478,7 @@ fn tensors_held_in_memory_are_written_as_the_crate_writes_them() {
         held("c.wide", DType::F64, vec![3], bytemuck::cast_slice(&wide)),
         held("d.empty", DType::F32, vec![0, 4], &[][..]),
     ];
-    let ours = safetensors_bytes(&tensors, &Default::default()).unwrap();
+    let ours = safetensors_bytes(&tensors, None).unwrap();
     let views: Vec<(&str, safetensors::tensor::TensorView<'_>)> = tensors
         .iter()
         .map(|t| {
@@ -495,7 +495,31 @@ fn tensors_held_in_memory_are_written_as_the_crate_writes_them() {
             )
         })
         .collect();
-    assert_eq!(ours, safetensors::serialize(views, None).unwrap());
+    assert_eq!(ours, safetensors::serialize(views.clone(), None).unwrap());
+    // An empty map is written as one, as the crate writes `Some` of an empty map, and read
+    // back as declared: safetensors' `metadata()` gives `{}` for it and `None` without it.
+    let empty = std::collections::BTreeMap::new();
+    let ours = safetensors_bytes(&tensors, Some(&empty)).unwrap();
+    let theirs = safetensors::serialize(views.clone(), Some(Default::default())).unwrap();
+    assert_eq!(ours, theirs);
+    assert!(ours[8..].starts_with(br#"{"__metadata__":{},"#));
+    let r = OpenOptions::new().open_bytes(ours).unwrap();
+    assert!(r.attributes().is_empty() && r.has_empty_metadata());
+    // It survives a conversion to .safetensors (it is not an attribute).
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.safetensors");
+    ztensor::write_safetensors(&r, &copy, false).unwrap();
+    assert_eq!(std::fs::read(&copy).unwrap(), theirs);
+    let r = OpenOptions::new()
+        .open_bytes(safetensors_bytes(&tensors, None).unwrap())
+        .unwrap();
+    assert!(!r.has_empty_metadata());
+    let with_key = std::collections::BTreeMap::from([("format".into(), "pt".into())]);
+    let r = OpenOptions::new()
+        .open_bytes(safetensors_bytes(&tensors, Some(&with_key)).unwrap())
+        .unwrap();
+    assert!(!r.has_empty_metadata());
+    assert_eq!(r.attributes().len(), 1);
 
     // The same name twice is refused, naming it, also when the two differ in type (the
     // crate's order would not put them side by side).
@@ -504,7 +528,7 @@ fn tensors_held_in_memory_are_written_as_the_crate_writes_them() {
         held("x", DType::U8, vec![2], &narrow[..]),
         held("w", DType::U8, vec![2], &narrow[..]),
     ];
-    let e = safetensors_bytes(&twice, &Default::default()).unwrap_err();
+    let e = safetensors_bytes(&twice, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(
         e.to_string().contains("same name") && e.to_string().contains("\"w\""),
@@ -513,7 +537,7 @@ fn tensors_held_in_memory_are_written_as_the_crate_writes_them() {
 
     // Bytes that do not match the shape are refused before anything is written.
     let short = [held("w", DType::F64, vec![4], bytemuck::cast_slice(&wide))];
-    let e = safetensors_bytes(&short, &Default::default()).unwrap_err();
+    let e = safetensors_bytes(&short, None).unwrap_err();
     assert!(
         e.to_string()
             .contains("has 24 bytes, but its shape and type take 32"),

@@ -290,7 +290,7 @@ fn write_shard(
             let views: Vec<ObjectView<'_>> = group.iter().map(|v| **v).collect();
             super::safetensors::safetensors_views_staged(
                 &views,
-                attributes,
+                (!attributes.is_empty()).then_some(attributes),
                 path,
                 densify,
                 options.durability,

@@ -33,12 +33,12 @@ pub use self::indexed::{
     write_indexed, write_indexed_groups, IndexedFiles, IndexedOptions, ShardKind,
 };
 #[cfg(feature = "safetensors")]
-pub use self::safetensors::write_safetensors_views;
-#[cfg(feature = "safetensors")]
 pub use self::safetensors::{
     safetensors_bytes, write_safetensors, write_safetensors_tensors, write_safetensors_with,
     SafetensorsTensor,
 };
+#[cfg(feature = "safetensors")]
+pub use self::safetensors::{safetensors_metadata, write_safetensors_views};
 pub use self::shard::{write_sharded, write_sharded_with_attributes, ShardOptions};
 
 /// What to do with compression or digests when converting.

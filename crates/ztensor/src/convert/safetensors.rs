@@ -52,34 +52,62 @@ pub fn write_safetensors_with(
     durability: Durability,
 ) -> Result<()> {
     let views: Vec<ObjectView<'_>> = reader.iter().collect();
-    write_safetensors_views(&views, reader.attributes(), output, densify, durability)
+    write_safetensors_views(
+        &views,
+        safetensors_metadata(reader),
+        output,
+        densify,
+        durability,
+    )
+}
+
+/// What a reader's attributes become as `__metadata__`: none when it has none, unless it
+/// declared an empty map ([`Reader::has_empty_metadata`]), which is kept.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let path = dir.path().join("m.zt");
+/// # let mut w = ztensor::Writer::create(&path)?;
+/// # w.add("w", &[1], &[1f32])?;
+/// # w.finish()?;
+/// let r = ztensor::open(&path)?;
+/// assert!(ztensor::convert::safetensors_metadata(&r).is_none());
+/// # Ok(())
+/// # }
+/// ```
+pub fn safetensors_metadata(reader: &Reader) -> Option<&zt_manifest::Attributes> {
+    let attributes = reader.attributes();
+    (!attributes.is_empty() || reader.has_empty_metadata()).then_some(attributes)
 }
 
 /// Writes the objects `views` (of one reader or of many, as a sharded set's) as a
-/// `.safetensors` file at `output`, crash-safely, with `attributes` as `__metadata__` (text
-/// only): what [`write_safetensors_with`] does for a whole reader. Names must be unique.
+/// `.safetensors` file at `output`, crash-safely, with `metadata` as `__metadata__` (text
+/// only; `None` writes none and an empty map `{}`, as `safetensors::serialize` does): what
+/// [`write_safetensors_with`] does for a whole reader ([`safetensors_metadata`] gives its
+/// metadata). Names must be unique.
 pub fn write_safetensors_views(
     views: &[ObjectView<'_>],
-    attributes: &zt_manifest::Attributes,
+    metadata: Option<&zt_manifest::Attributes>,
     output: impl AsRef<Path>,
     densify: bool,
     durability: Durability,
 ) -> Result<()> {
-    safetensors_views_staged(views, attributes, output.as_ref(), densify, durability)?.commit()
+    safetensors_views_staged(views, metadata, output.as_ref(), densify, durability)?.commit()
 }
 
 /// As [`write_safetensors_views`], leaving the file written but not in place: the caller
 /// commits it (a sharded set commits its files once all are written).
 pub(crate) fn safetensors_views_staged(
     views: &[ObjectView<'_>],
-    attributes: &zt_manifest::Attributes,
+    metadata: Option<&zt_manifest::Attributes>,
     output: &Path,
     densify: bool,
     durability: Durability,
 ) -> Result<AtomicFile> {
     let views = &super::numbers_only(views)[..];
     let mut meta = BTreeMap::new();
-    for (k, v) in attributes {
+    for (k, v) in metadata.into_iter().flatten() {
         match v {
             Value::Text(s) => meta.insert(k.as_str(), s.as_str()),
             other => {
@@ -99,7 +127,8 @@ pub(crate) fn safetensors_views_staged(
             .push(safetensors_tensor(obj, densify, position).map_err(|e| e.in_object(&obj.name))?);
     }
     refuse_repeated_names(&tensors, "two objects have the same name")?;
-    write_planned(output, durability, &meta, tensors, |t| {
+    let meta = metadata.is_some().then_some(meta);
+    write_planned(output, durability, meta.as_ref(), tensors, |t| {
         let view = views
             .get(t.position)
             .ok_or_else(|| Error::argument("an object vanished").in_object(t.name))?;
@@ -122,7 +151,9 @@ pub struct SafetensorsTensor<'a> {
 
 /// Writes tensors held in memory as a `.safetensors` file at `output`, crash-safely, with
 /// `metadata` as `__metadata__`: the bytes `safetensors::serialize` makes for the same
-/// tensors (and metadata sorted by key).
+/// tensors (and metadata sorted by key). As there, `None` writes no `__metadata__` and
+/// `Some` of an empty map writes `"__metadata__":{}` (which safetensors' `metadata()` reads
+/// back as `{}`, not `None`).
 ///
 /// ```
 /// # fn main() -> ztensor::Result<()> {
@@ -136,14 +167,14 @@ pub struct SafetensorsTensor<'a> {
 ///     shape: vec![2],
 ///     bytes: bytemuck::cast_slice(&data),
 /// };
-/// write_safetensors_tensors(&[t], &Default::default(), &path, ztensor::Durability::Unsynced)?;
+/// write_safetensors_tensors(&[t], None, &path, ztensor::Durability::Unsynced)?;
 /// assert_eq!(&ztensor::open(&path)?.read::<f32>("w")?[..], &[1.0, 2.0]);
 /// # Ok(())
 /// # }
 /// ```
 pub fn write_safetensors_tensors(
     tensors: &[SafetensorsTensor<'_>],
-    metadata: &BTreeMap<String, String>,
+    metadata: Option<&BTreeMap<String, String>>,
     output: impl AsRef<Path>,
     durability: Durability,
 ) -> Result<()> {
@@ -165,14 +196,14 @@ pub fn write_safetensors_tensors(
 ///     shape: vec![2],
 ///     bytes: bytemuck::cast_slice(&w),
 /// };
-/// let bytes = safetensors_bytes(&[t], &Default::default())?;
+/// let bytes = safetensors_bytes(&[t], None)?;
 /// let r = ztensor::OpenOptions::new().open_bytes(bytes)?;
 /// assert_eq!(&r.read::<f32>("w")?[..], &w);
 /// # Ok::<(), ztensor::Error>(())
 /// ```
 pub fn safetensors_bytes(
     tensors: &[SafetensorsTensor<'_>],
-    metadata: &BTreeMap<String, String>,
+    metadata: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     write_tensors_to(tensors, metadata, |meta, planned, bytes_of| {
@@ -189,17 +220,15 @@ pub fn safetensors_bytes(
 /// Checks and plans `tensors`, then hands them to `write` with their bytes.
 fn write_tensors_to<'t>(
     tensors: &'t [SafetensorsTensor<'t>],
-    metadata: &BTreeMap<String, String>,
+    metadata: Option<&BTreeMap<String, String>>,
     write: impl FnOnce(
-        &BTreeMap<&str, &str>,
+        Option<&BTreeMap<&str, &str>>,
         Vec<Tensor<'t>>,
         &mut dyn FnMut(&Tensor<'t>) -> Result<std::borrow::Cow<'t, [u8]>>,
     ) -> Result<()>,
 ) -> Result<()> {
-    let meta: BTreeMap<&str, &str> = metadata
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let meta: Option<BTreeMap<&str, &str>> =
+        metadata.map(|m| m.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect());
     let mut planned = Vec::with_capacity(tensors.len());
     for (position, t) in tensors.iter().enumerate() {
         let p = plan(t.name, &t.element, &t.shape, position).map_err(|e| e.in_object(t.name))?;
@@ -219,7 +248,7 @@ fn write_tensors_to<'t>(
             tensors.get(t.position).map_or(&[][..], |held| held.bytes),
         ))
     };
-    write(&meta, planned, &mut bytes_of)
+    write(meta.as_ref(), planned, &mut bytes_of)
 }
 
 /// Fails with `message`, naming one, when two of `tensors` have the same name (a sort of
@@ -238,7 +267,7 @@ fn refuse_repeated_names(tensors: &[Tensor<'_>], message: &str) -> Result<()> {
 fn write_planned<'a, 'b>(
     output: &Path,
     durability: Durability,
-    meta: &BTreeMap<&str, &str>,
+    meta: Option<&BTreeMap<&str, &str>>,
     tensors: Vec<Tensor<'a>>,
     bytes_of: impl FnMut(&Tensor<'a>) -> Result<std::borrow::Cow<'b, [u8]>>,
 ) -> Result<AtomicFile> {
@@ -252,7 +281,7 @@ fn write_planned<'a, 'b>(
 /// The header and the tensors, in the order of `safetensors::serialize`, into `out`.
 fn write_body<'a, 'b, W: Write>(
     out: &mut W,
-    meta: &BTreeMap<&str, &str>,
+    meta: Option<&BTreeMap<&str, &str>>,
     mut tensors: Vec<Tensor<'a>>,
     mut bytes_of: impl FnMut(&Tensor<'a>) -> Result<std::borrow::Cow<'b, [u8]>>,
     written: impl Fn(std::io::Error) -> Error,
@@ -320,17 +349,20 @@ fn plan<'a>(
 }
 
 /// The JSON header `safetensors::serialize` writes for these tensors, in this order, padded
-/// with spaces to a multiple of 8 bytes.
-fn safetensors_header(meta: &BTreeMap<&str, &str>, tensors: &[Tensor<'_>]) -> Result<Vec<u8>> {
+/// with spaces to a multiple of 8 bytes; `__metadata__` when `meta` is given, empty or not.
+fn safetensors_header(
+    meta: Option<&BTreeMap<&str, &str>>,
+    tensors: &[Tensor<'_>],
+) -> Result<Vec<u8>> {
     let json = |e: serde_json::Error| Error::argument(format!("cannot write the header: {e}"));
     let mut h = b"{".to_vec();
-    if !meta.is_empty() {
+    if let Some(meta) = meta {
         h.extend(b"\"__metadata__\":");
         serde_json::to_writer(&mut h, meta).map_err(json)?;
     }
     let mut offset = 0usize;
     for (i, t) in tensors.iter().enumerate() {
-        if i > 0 || !meta.is_empty() {
+        if i > 0 || meta.is_some() {
             h.push(b',');
         }
         let end = usize::try_from(t.len)

@@ -139,17 +139,17 @@ pub(crate) fn list(source: &Source, max_rank: usize) -> Result<Listing> {
         done.store(true, Ordering::Relaxed);
         built
     })?;
+    let empty_metadata = metadata.as_ref().is_some_and(Vec::is_empty);
     let attributes = metadata
         .into_iter()
+        .flatten()
         .map(|(k, v)| (k, Value::Text(v)))
         .collect();
     // Names are unique and in order: built in name order, and parse_header refused a key
     // given twice.
-    Ok(Listing::of_unique(
-        FileVersion::Safetensors,
-        attributes,
-        objects,
-    ))
+    let mut listing = Listing::of_unique(FileVersion::Safetensors, attributes, objects);
+    listing.empty_metadata = empty_metadata;
+    Ok(listing)
 }
 
 /// Checks that the tensors, in offset order, tile the data area from byte `base` to the end
@@ -281,8 +281,9 @@ fn element_of_entry(entry: &Entry) -> Result<(ElementType, Option<Box<Defect>>)>
     }
 }
 
-/// `__metadata__` entries.
-type Metadata = Vec<(String, String)>;
+/// `__metadata__` entries: `None` when the header has no `__metadata__` or gives `null`
+/// (safetensors tells an empty map from these).
+type Metadata = Option<Vec<(String, String)>>;
 
 /// The header's tensor entries, by name, and its `__metadata__` (string to string; a key given
 /// twice keeps its last value, as in the safetensors crate). Fields other than `dtype`,
@@ -366,23 +367,24 @@ fn metadata_of(raws: &[&serde_json::value::RawValue]) -> Result<Metadata> {
     if raws.len() > 1 {
         return Err(bad("__metadata__ is given twice".into()));
     }
-    let mut metadata = Vec::new();
-    if let Some(raw) = raws.first() {
-        let v: Json = serde_json::from_str(raw.get()).map_err(|e| bad(format!("header: {e}")))?;
-        match v {
-            Json::Null => {}
-            Json::Object(m) => {
-                for (k, v) in m {
-                    let Json::String(v) = v else {
-                        return Err(bad(format!("__metadata__ value of {k:?} is not a string")));
-                    };
-                    metadata.push((k, v));
-                }
+    let Some(raw) = raws.first() else {
+        return Ok(None);
+    };
+    let v: Json = serde_json::from_str(raw.get()).map_err(|e| bad(format!("header: {e}")))?;
+    match v {
+        Json::Null => Ok(None),
+        Json::Object(m) => {
+            let mut metadata = Vec::new();
+            for (k, v) in m {
+                let Json::String(v) = v else {
+                    return Err(bad(format!("__metadata__ value of {k:?} is not a string")));
+                };
+                metadata.push((k, v));
             }
-            _ => return Err(bad("__metadata__ is not an object".into())),
+            Ok(Some(metadata))
         }
+        _ => Err(bad("__metadata__ is not an object".into())),
     }
-    Ok(metadata)
 }
 
 /// A header's dtype: one of [`DTYPES`], or the spelling of one we do not know.
