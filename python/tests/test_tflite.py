@@ -34,3 +34,15 @@ def test_quantization_parameters_are_attributes():
         assert attributes["tflite.zero_point"] == want["zero_point"]
         a = f.get_tensor("tfl.pseudo_qconst")
         assert a.dtype == np.int8 and not a.flags.owndata
+
+
+def test_packed_constants_dequantize_to_the_values_litert_unpacks():
+    # types.tflite: LiteRT 2.x's INT4, INT2 and UINT4 (tools/interop/make_tflite_types.py).
+    want = EXPECTED["files"]["types.tflite"]["tensors"]
+    packed = {name: w for name, w in want.items() if "values" in w}
+    assert len(packed) == 6
+    with ztio.open(os.path.join(TFLITE, "types.tflite")) as f:
+        for name, w in packed.items():
+            got = f.dequantize(name)
+            assert list(got.shape) == w["shape"], name
+            np.testing.assert_array_equal(got.ravel(), np.array(w["values"], np.float32))

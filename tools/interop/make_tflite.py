@@ -224,13 +224,18 @@ def main(out):
     fp16.optimizations = [tf.lite.Optimize.DEFAULT]
     fp16.target_spec.supported_types = [tf.float16]
     files["fp16.tflite"] = fp16.convert()
+    # Entries of files another script writes (make_tflite_types.py) are kept.
     expected = {"files": {}}
+    expected_path = os.path.join(out, "expected.json")
+    if os.path.exists(expected_path):
+        with open(expected_path) as f:
+            expected["files"] = {k: v for k, v in json.load(f)["files"].items() if k not in files}
     for name, content in sorted(files.items()):
         path = os.path.join(out, name)
         with open(path, "wb") as f:
             f.write(content)
         expected["files"][name] = {"tensors": read_back(path)}
-    with open(os.path.join(out, "expected.json"), "w") as f:
+    with open(expected_path, "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
 

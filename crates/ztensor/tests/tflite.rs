@@ -1,6 +1,7 @@
 //! TensorFlow Lite models written by TensorFlow's own converter (tools/interop/make_tflite.py):
 //! float32, dynamic-range int8 and float16 weights, constants of eight types, a while loop's
-//! subgraphs, and buffers addressed by offset past the FlatBuffer. Every constant tensor lists
+//! subgraphs, and buffers addressed by offset past the FlatBuffer; and a model of LiteRT
+//! 2.x's newer types built with its schema (make_tflite_types.py). Every constant tensor lists
 //! and reads as LiteRT's interpreter holds it, byte for byte, with its quantization
 //! parameters (fixtures/interop/tflite/expected.json), mapped and unmapped
 //! (tests/damage.rs sweeps the files, fixtures/invalid/tflite_* are the reject corpus).
@@ -62,7 +63,7 @@ fn every_constant_reads_as_litert_holds_it() {
             }
         }
     });
-    assert_eq!(files, 8);
+    assert_eq!(files, 9);
 }
 
 #[test]
@@ -94,6 +95,33 @@ fn buffers_past_the_flatbuffer_are_read_by_offset() {
     let b = apart.object(weights).unwrap();
     assert_eq!(a.bytes().unwrap(), b.bytes().unwrap());
     assert_ne!(a.components[0].offset, b.components[0].offset);
+}
+
+#[test]
+fn packed_constants_read_as_the_values_litert_unpacks() {
+    // types.tflite (tools/interop/make_tflite_types.py): LiteRT 2.x's INT4, INT2 and UINT4
+    // constants, whose values are what LiteRT's interpreter unpacks them to.
+    let expected = expected();
+    let tensors = expected["files"]["types.tflite"]["tensors"]
+        .as_object()
+        .unwrap();
+    let r = ztensor::open(dir().join("types.tflite")).unwrap();
+    let mut packed = 0;
+    for (name, want) in tensors {
+        let Some(values) = want.get("values") else {
+            continue;
+        };
+        let want: Vec<f32> = values
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap() as f32)
+            .collect();
+        let got = r.object(name).unwrap().read_f32().unwrap();
+        assert_eq!(got, want, "{name}");
+        packed += 1;
+    }
+    assert_eq!(packed, 6);
 }
 
 #[test]

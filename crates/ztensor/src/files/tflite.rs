@@ -15,8 +15,8 @@
 //! - A tensor whose buffer holds bytes is listed (buffer 0 and empty buffers are activations:
 //!   not listed). Its bytes are a range of the file: the `data` vector, or, in a model over
 //!   2 GiB, `offset` and `size` into the file past the FlatBuffer. Zero copy.
-//! - The bytes must be exactly the shape's, as LiteRT's interpreter requires (INT4 packs two
-//!   elements in a byte); shapes must be non-negative. A sparse tensor (`sparsity`: its
+//! - The bytes must be exactly the shape's, as LiteRT's interpreter requires (INT4 and UINT4
+//!   pack two elements in a byte, INT2 four); shapes must be non-negative. A sparse tensor (`sparsity`: its
 //!   dimensions each dense or CSR, in a traversal order, maybe in blocks) is one component
 //!   of [`Encoding::SparseLevels`] over its stored values, made dense when read
 //!   ([`zt_formats::densify_into`]), as LiteRT's DENSIFY op does. Strings, resources and
@@ -238,6 +238,12 @@ fn element(code: i8) -> std::result::Result<ElementType, Defect> {
         16 => plain(DType::U16),
         17 => logical(LogicalType::I4),
         18 => plain(DType::BF16),
+        // LiteRT 2.x: packed as INT4 is, lowest bits first (LiteRT's interpreter unpacks
+        // them so: tools/interop/make_tflite_types.py), and the two OCP FP8 formats.
+        19 => logical(LogicalType::I2),
+        20 => logical(LogicalType::U4),
+        21 => logical(LogicalType::F8E4M3Fn),
+        22 => logical(LogicalType::F8E5M2),
         5 => Err(Defect::not_numbers(
             "a TFLite STRING tensor (text, not numbers)",
         )),
@@ -398,9 +404,10 @@ fn tensor_object(
                 .is_some() =>
         {
             match fb.field(t, 6, 4, "a tensor's sparsity")? {
-                Some(_) => Err(Defect::unsupported(
-                    "a sparse TFLite tensor of 4-bit integers",
-                )),
+                Some(_) => Err(Defect::unsupported(format!(
+                    "a sparse TFLite tensor of packed {} elements",
+                    e.name()
+                ))),
                 None => Ok(e),
             }
         }
