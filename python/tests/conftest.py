@@ -21,7 +21,7 @@ def interop(kind):
 
 # Types packed below a byte an element: they read as their storage bytes (uint8), so their
 # arrays have the bytes' shape, not the tensor's.
-PACKED_TYPES = ("i2", "u2", "i4", "u4", "f4_e2m1", "f6_e2m3", "f6_e3m2")
+PACKED_TYPES = ("i2", "u2", "i4", "u4", "nf4", "f4_e2m1", "f6_e2m3", "f6_e3m2")
 
 
 def assert_as_expected(loaded, want):

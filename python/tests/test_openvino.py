@@ -24,6 +24,6 @@ def test_every_constant_reads_as_openvino_holds_it(file):
 def test_packed_constants_dequantize_to_the_values_openvino_unpacks():
     want = EXPECTED["files"]["packed.xml"]["constants"]
     with ztio.open(os.path.join(OPENVINO, "packed.xml")) as f:
-        for kind in ("u2", "u4"):
+        for kind in ("u2", "u4", "nf4"):
             got = f.dequantize(kind)
             np.testing.assert_array_equal(got, np.array(want[kind]["values"], np.float32))

@@ -8,9 +8,11 @@ shape, our element type name and its bytes in hex.
   (`compress_to_fp16=False`);
 - fp16.xml: the same saved with OpenVINO's default, which stores f32 weights as f16 (each
   followed by a Convert in the graph);
-- packed.xml: constants of OpenVINO's packed and 8-bit float types (u2, u4, i4, f4e2m1,
-  f8e4m3, f8e5m2, f8e8m0), stored as OpenVINO packs them; for u2 and u4 the values OpenVINO
-  unpacks (`get_vector`) are recorded too, so the bit order is checked by OpenVINO itself.
+- packed.xml: constants of OpenVINO's packed and 8-bit float types (u2, u4, nf4, i4,
+  f4e2m1, f8e4m3, f8e5m2, f8e8m0), stored as OpenVINO packs them; for u2 and u4 the values
+  OpenVINO unpacks (`get_vector`) are recorded too, and for nf4 (every one of its sixteen
+  codes) the values its CPU plugin converts them to (a Convert to f32, run), so the bit
+  order and the NF4 table are checked by OpenVINO itself.
 
 Run in a throwaway environment:
 
@@ -62,6 +64,10 @@ def network():
 PACKED = {
     "u2": ("u2", [0, 1, 2, 3, 3, 2, 1]),
     "u4": ("u4", [1, 2, 15, 0, 7]),
+    # Each of the sixteen NF4 values (the constant quantizes to the nearest), codes 0..15.
+    "nf4": ("nf4", [-1.0, -0.6961928, -0.5250731, -0.3949175, -0.2844414, -0.1847734,
+                    -0.0910500, 0.0, 0.0795803, 0.1609302, 0.2461123, 0.3379152, 0.4407098,
+                    0.5626170, 0.7229568, 1.0]),
     "i4": ("i4", [-8, 7, -1, 0, 3]),
     "f4e2m1": ("f4_e2m1", [0.5, -6.0, 1.5]),
     "f8e4m3": ("f8_e4m3fn", [0.5, -448.0, 3.0]),
@@ -82,6 +88,14 @@ def packed_network():
     return ov.Model([y], [x], "zt-packed")
 
 
+def converted_to_f32(constant):
+    """What OpenVINO's CPU plugin makes of `constant` converted to f32 (the model run)."""
+    x = ops.parameter([1], np.float32)
+    model = ov.Model([ops.add(ops.convert(constant, "f32"), x)], [x])
+    out = ov.Core().compile_model(model, "CPU")(np.zeros(1, np.float32))[0]
+    return [float(v) for v in np.asarray(out, np.float32).ravel()]
+
+
 def read_back(xml):
     """What OpenVINO's reader holds in each constant, by its layer's name."""
     model = ov.Core().read_model(xml)
@@ -100,6 +114,8 @@ def read_back(xml):
             entry["hex"] = op.data.tobytes().hex()
             if kind in ("u2", "u4"):
                 entry["values"] = [int(v) for v in op.get_vector()]
+            elif kind == "nf4":
+                entry["values"] = converted_to_f32(op)
         else:
             entry["type"] = OURS[names[kind]]
             entry["hex"] = np.ascontiguousarray(op.get_data()).tobytes().hex()

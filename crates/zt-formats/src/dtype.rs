@@ -165,6 +165,10 @@ pub enum LogicalType {
     I2,
     /// Unsigned 2-bit integers (ONNX `UINT2`, 0..=3), packed like [`LogicalType::I2`].
     U2,
+    /// NormalFloat 4 (QLoRA's NF4; OpenVINO `nf4`): 4-bit codes packed like
+    /// [`LogicalType::I4`], each the index of one of sixteen fixed values in `[-1, 1]`
+    /// ([`crate::fp8::nf4_to_f32`]).
+    Nf4,
     /// Interleaved `[re, im]` f32 pairs.
     Complex64,
     /// Interleaved `[re, im]` f64 pairs.
@@ -189,6 +193,7 @@ impl LogicalType {
             "u4" => LogicalType::U4,
             "i2" => LogicalType::I2,
             "u2" => LogicalType::U2,
+            "nf4" => LogicalType::Nf4,
             "complex64" => LogicalType::Complex64,
             "complex128" => LogicalType::Complex128,
             other => LogicalType::Unknown(other.to_owned()),
@@ -210,6 +215,7 @@ impl LogicalType {
             LogicalType::U4 => "u4",
             LogicalType::I2 => "i2",
             LogicalType::U2 => "u2",
+            LogicalType::Nf4 => "nf4",
             LogicalType::Complex64 => "complex64",
             LogicalType::Complex128 => "complex128",
             LogicalType::Unknown(s) => s,
@@ -230,7 +236,8 @@ impl LogicalType {
             | LogicalType::I4
             | LogicalType::U4
             | LogicalType::I2
-            | LogicalType::U2 => Some(DType::U8),
+            | LogicalType::U2
+            | LogicalType::Nf4 => Some(DType::U8),
             LogicalType::Complex64 => Some(DType::F32),
             LogicalType::Complex128 => Some(DType::F64),
             LogicalType::Unknown(_) => None,
@@ -246,12 +253,12 @@ impl LogicalType {
     }
 
     /// Bits per element of the sub-byte types, which are packed into u8 bytes with no padding
-    /// between elements, lowest bits first (`i2`, `u2`: 2; `f4_e2m1`, `i4`, `u4`: 4;
+    /// between elements, lowest bits first (`i2`, `u2`: 2; `f4_e2m1`, `i4`, `u4`, `nf4`: 4;
     /// `f6_e2m3`/`f6_e3m2`: 6); `None` for every other type.
     pub fn packed_bits(&self) -> Option<u64> {
         match self {
             LogicalType::I2 | LogicalType::U2 => Some(2),
-            LogicalType::F4E2M1 | LogicalType::I4 | LogicalType::U4 => Some(4),
+            LogicalType::F4E2M1 | LogicalType::I4 | LogicalType::U4 | LogicalType::Nf4 => Some(4),
             LogicalType::F6E2M3 | LogicalType::F6E3M2 => Some(6),
             _ => None,
         }
@@ -431,6 +438,7 @@ mod tests {
             ("f6_e3m2", LogicalType::F6E3M2, 6),
             ("i2", LogicalType::I2, 2),
             ("u2", LogicalType::U2, 2),
+            ("nf4", LogicalType::Nf4, 4),
         ] {
             assert_eq!(LogicalType::parse(name), t);
             assert_eq!(t.name(), name);
@@ -459,6 +467,7 @@ mod tests {
         // Four in a byte.
         assert_eq!(size(4, LogicalType::I2), 1);
         assert_eq!(size(5, LogicalType::U2), 2);
+        assert_eq!(size(5, LogicalType::Nf4), 3);
         let f4 = ElementType::logical(LogicalType::F4E2M1).unwrap();
         assert!(byte_size(u64::MAX / 2, &f4).is_err());
         assert_eq!(

@@ -1,7 +1,8 @@
 //! The four FP8 formats: exact decoding of all 256 codes, and encoding from `f32` with
 //! round-to-nearest-even. Also exact decoding of the OCP MX element types: the E8M0 scale
 //! ([`F8E8M0`], [`e8m0_to_f32`]), FP4 E2M1 ([`f4_e2m1_to_f32`], [`unpack_f4_e2m1`]) and the
-//! two FP6 codes ([`f6_e2m3_to_f32`], [`f6_e3m2_to_f32`]).
+//! two FP6 codes ([`f6_e2m3_to_f32`], [`f6_e3m2_to_f32`]); and the 4-bit NormalFloat codes
+//! ([`nf4_to_f32`]).
 //!
 //! | format | exponent bias | infinities | NaN codes | negative zero |
 //! |---|---|---|---|---|
@@ -284,6 +285,44 @@ pub fn f4_e2m1_to_f32(code: u8) -> f32 {
     } else {
         mag
     }
+}
+
+/// The sixteen values of NormalFloat 4 (NF4, from the QLoRA paper: quantiles of a normal
+/// distribution scaled to `[-1, 1]`, with an exact zero), by code, as the f32 bit patterns
+/// OpenVINO 2026.4's CPU plugin converts its `nf4` codes to (bitsandbytes' table, rounded to
+/// f32).
+const NF4_BITS: [u32; 16] = [
+    0xbf80_0000,
+    0xbf32_39b1,
+    0xbf06_6b30,
+    0xbeca_32a0,
+    0xbe91_a24d,
+    0xbe3d_353f,
+    0xbdba_7871,
+    0x0000_0000,
+    0x3da2_faff,
+    0x3e24_cae3,
+    0x3e7c_04dd,
+    0x3ead_033a,
+    0x3ee1_a4b8,
+    0x3f10_07ab,
+    0x3f39_13b3,
+    0x3f80_0000,
+];
+
+/// Decodes an NF4 code (the low 4 bits of `code`): one of sixteen fixed values, -1 for code
+/// 0, 0 for code 7, 1 for code 15.
+///
+/// ```
+/// use zt_formats::fp8::nf4_to_f32;
+/// assert_eq!(nf4_to_f32(0), -1.0);
+/// assert_eq!(nf4_to_f32(7), 0.0);
+/// assert_eq!(nf4_to_f32(15), 1.0);
+/// assert!((nf4_to_f32(12) - 0.4407).abs() < 1e-4);
+/// ```
+pub fn nf4_to_f32(code: u8) -> f32 {
+    // `code & 0xf` is at most 15: in range of the 16 entries.
+    f32::from_bits(NF4_BITS[usize::from(code & 0xf)])
 }
 
 /// Decodes `count` FP4 E2M1 elements packed two per byte, low nibble first (the element at

@@ -793,6 +793,7 @@ pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
         Some(LogicalType::F6E3M2) => return Ok(codes(bytes, 6).map(fp8::f6_e3m2_to_f32).collect()),
         Some(LogicalType::U4) => return Ok(codes(bytes, 4).map(f32::from).collect()),
         Some(LogicalType::U2) => return Ok(codes(bytes, 2).map(f32::from).collect()),
+        Some(LogicalType::Nf4) => return Ok(codes(bytes, 4).map(fp8::nf4_to_f32).collect()),
         // Sign-extended from the code's top bit.
         Some(LogicalType::I4) => {
             return Ok(codes(bytes, 4)

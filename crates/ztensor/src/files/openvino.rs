@@ -63,6 +63,7 @@ fn element(name: &str) -> std::result::Result<ElementType, Defect> {
         "i4" => logical(LogicalType::I4),
         "u4" => logical(LogicalType::U4),
         "u2" => logical(LogicalType::U2),
+        "nf4" => logical(LogicalType::Nf4),
         "f8e4m3" => logical(LogicalType::F8E4M3Fn),
         "f8e5m2" => logical(LogicalType::F8E5M2),
         "f8e8m0" => logical(LogicalType::F8E8M0),
