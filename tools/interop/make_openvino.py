@@ -12,7 +12,9 @@ shape, our element type name and its bytes in hex.
   f4e2m1, f8e4m3, f8e5m2, f8e8m0), stored as OpenVINO packs them; for u2 and u4 the values
   OpenVINO unpacks (`get_vector`) are recorded too, and for nf4 (every one of its sixteen
   codes) the values its CPU plugin converts them to (a Convert to f32, run), so the bit
-  order and the NF4 table are checked by OpenVINO itself.
+  order and the NF4 table are checked by OpenVINO itself; and u1, u3, u6, which OpenVINO
+  stores in bit planes and we read as u8: their expected bytes are the values `get_vector`
+  unpacks, their stored bytes `stored`.
 
 Run in a throwaway environment:
 
@@ -64,6 +66,10 @@ def network():
 PACKED = {
     "u2": ("u2", [0, 1, 2, 3, 3, 2, 1]),
     "u4": ("u4", [1, 2, 15, 0, 7]),
+    # Stored in bit planes; read as u8 (the values themselves): odd counts pad a block.
+    "u1": ("u8", [1, 0, 1, 1, 0, 0, 1, 0, 1]),
+    "u3": ("u8", [0, 1, 2, 3, 4, 5, 6, 7, 5, 3]),
+    "u6": ("u8", [0, 1, 63, 32, 17, 42]),
     # Each of the sixteen NF4 values (the constant quantizes to the nearest), codes 0..15.
     "nf4": ("nf4", [-1.0, -0.6961928, -0.5250731, -0.3949175, -0.2844414, -0.1847734,
                     -0.0910500, 0.0, 0.0795803, 0.1609302, 0.2461123, 0.3379152, 0.4407098,
@@ -114,6 +120,10 @@ def read_back(xml):
             entry["hex"] = op.data.tobytes().hex()
             if kind in ("u2", "u4"):
                 entry["values"] = [int(v) for v in op.get_vector()]
+            elif kind in ("u1", "u3", "u6"):
+                # Read as the bytes of the values OpenVINO unpacks; `stored` as it packs them.
+                entry["stored"] = entry["hex"]
+                entry["hex"] = bytes(int(v) for v in op.get_vector()).hex()
             elif kind == "nf4":
                 entry["values"] = converted_to_f32(op)
         else:

@@ -91,6 +91,17 @@ pub enum Encoding {
     /// [`densify_into`](crate::densify_into). Never written, and never parsed from a zTensor
     /// manifest.
     SparseLevels(Box<crate::SparseLevels>),
+    /// Unsigned integers of `bits` bits (1, 3 or 6) stored as OpenVINO stores its `u1`, `u3`
+    /// and `u6` constants, in bit planes: per block of elements (8 for 1 and 3 bits, 4 for 6
+    /// bits; the last block padded), one plane a power-of-two part of each element's bits,
+    /// low parts first (3 bits: their low 2, then their high 1; 6 bits: low 4, then high 2),
+    /// each plane packing the block's parts highest bits first. Decodes to one byte an
+    /// element. See [`bit_planes_decode_into`]. Never written, and never parsed from a
+    /// zTensor manifest.
+    BitPlanes {
+        /// Bits per element: 1, 3 or 6.
+        bits: u8,
+    },
     /// An encoding this library does not decode; the object stays listed.
     Unknown(String),
 }
@@ -121,6 +132,7 @@ impl Encoding {
             Encoding::Pieces(_) => "pieces",
             Encoding::Boxes(_) => "boxes",
             Encoding::SparseLevels(_) => "sparse-levels",
+            Encoding::BitPlanes { .. } => "bit-planes",
             Encoding::Unknown(s) => s,
         }
     }
@@ -302,6 +314,86 @@ pub fn varint_codes_decode_into(src: &[u8], bits: u8, count: u64, dst: &mut [u8]
         return Err(Error::invalid(format!(
             "the run holds {held} values, the shape needs {count}"
         )));
+    }
+    Ok(())
+}
+
+/// The planes of [`Encoding::BitPlanes`] of `bits` bits an element, each `(width, shift)`:
+/// the part's width and where it sits in the element, low parts first, and the elements a
+/// block holds; `None` for widths OpenVINO does not store so.
+fn bit_planes(bits: u8) -> Option<(&'static [(u32, u32)], u64)> {
+    match bits {
+        1 => Some((&[(1, 0)], 8)),
+        3 => Some((&[(2, 0), (1, 2)], 8)),
+        6 => Some((&[(4, 0), (2, 4)], 4)),
+        _ => None,
+    }
+}
+
+/// The stored bytes of `count` elements of `bits` bits in bit planes
+/// ([`Encoding::BitPlanes`]): whole blocks, the last padded. `None` for a width not stored
+/// so.
+///
+/// ```
+/// use zt_formats::bit_planes_len;
+/// assert_eq!(bit_planes_len(1, 9), Some(2));
+/// assert_eq!(bit_planes_len(3, 9), Some(6)); // two blocks of 8, 3 bytes each
+/// assert_eq!(bit_planes_len(6, 5), Some(6)); // two blocks of 4, 3 bytes each
+/// assert_eq!(bit_planes_len(2, 4), None);
+/// ```
+pub fn bit_planes_len(bits: u8, count: u64) -> Option<u64> {
+    let (_, block) = bit_planes(bits)?;
+    // A block holds `block * bits` bits: a whole number of bytes for every width here.
+    count
+        .div_ceil(block)
+        .checked_mul(block * u64::from(bits) / 8)
+}
+
+/// Decodes `src`, unsigned integers of `bits` bits in OpenVINO's bit planes
+/// ([`Encoding::BitPlanes`]), into `dst`, one byte an element (`dst.len()` elements). `src`
+/// must be exactly [`bit_planes_len`] bytes.
+///
+/// ```
+/// use zt_formats::bit_planes_decode_into;
+/// // 0..=7 and 5 as u3: a block's low two bits (00 01 10 11, twice), then its high bits.
+/// let stored = [0x1b, 0x1b, 0x0f, 0x40, 0x00, 0x80];
+/// let mut values = [0u8; 9];
+/// bit_planes_decode_into(&stored, 3, &mut values)?;
+/// assert_eq!(values, [0, 1, 2, 3, 4, 5, 6, 7, 5]);
+/// # Ok::<(), zt_formats::Error>(())
+/// ```
+pub fn bit_planes_decode_into(src: &[u8], bits: u8, dst: &mut [u8]) -> Result<()> {
+    let count = dst.len() as u64;
+    let (Some((planes, block)), Some(len)) = (bit_planes(bits), bit_planes_len(bits, count)) else {
+        return Err(Error::invalid(format!(
+            "{bits}-bit elements are not stored in bit planes"
+        )));
+    };
+    if src.len() as u64 != len {
+        return Err(Error::invalid(format!(
+            "{} bytes do not hold {count} elements of {bits} bits in bit planes ({len} do)",
+            src.len()
+        )));
+    }
+    // `block` is 4 or 8: the casts cannot truncate.
+    let block = block as usize;
+    let block_bytes = block * usize::from(bits) / 8;
+    for (stored, values) in src.chunks_exact(block_bytes).zip(dst.chunks_mut(block)) {
+        values.fill(0);
+        let mut plane_at = 0usize;
+        for &(width, shift) in planes {
+            let mask = (1u8 << width) - 1;
+            for (j, value) in values.iter_mut().enumerate() {
+                // Highest bits first: part `j` of the plane starts `j * width` bits from the
+                // top of the plane's first byte (a part never crosses a byte: widths are
+                // powers of two).
+                let bit = j * width as usize;
+                let byte = stored.get(plane_at + bit / 8).copied().unwrap_or(0);
+                let part = (byte >> (8 - width as usize - bit % 8)) & mask;
+                *value |= part << shift;
+            }
+            plane_at += block * width as usize / 8;
+        }
     }
     Ok(())
 }
@@ -1050,6 +1142,44 @@ pub fn available_threads() -> usize {
 #[cfg(all(test, feature = "zstd"))]
 mod tests {
     use super::*;
+
+    /// The bytes OpenVINO 2026.4.1 stores for its `u1`, `u3` and `u6` constants of these
+    /// values (`ops.constant(values, dtype=ov.Type.u1)` and so on), and what they decode to.
+    #[test]
+    fn bit_planes_decode_as_openvino_stores_them() {
+        let cases: [(u8, &[u8], &[u8]); 3] = [
+            (1, &[0xb2, 0x80], &[1, 0, 1, 1, 0, 0, 1, 0, 1]),
+            (
+                3,
+                &[0x1b, 0x1b, 0x0f, 0x40, 0x00, 0x80],
+                &[0, 1, 2, 3, 4, 5, 6, 7, 5],
+            ),
+            (
+                6,
+                &[0x01, 0xf0, 0x0e, 0x10, 0x00, 0x40],
+                &[0, 1, 63, 32, 17],
+            ),
+        ];
+        for (bits, stored, values) in cases {
+            assert_eq!(
+                bit_planes_len(bits, values.len() as u64),
+                Some(stored.len() as u64)
+            );
+            let mut got = vec![0xffu8; values.len()];
+            bit_planes_decode_into(stored, bits, &mut got).unwrap();
+            assert_eq!(got, values, "{bits} bits");
+            // One byte short or long is refused, naming both lengths.
+            let e = bit_planes_decode_into(&stored[1..], bits, &mut got).unwrap_err();
+            assert!(
+                e.message().contains(&format!("({} do)", stored.len())),
+                "{e}"
+            );
+        }
+        // Fewer bytes than elements: no count overflows.
+        assert_eq!(bit_planes_len(6, u64::MAX), Some(u64::MAX.div_ceil(4) * 3));
+        assert!(bit_planes_decode_into(&[], 4, &mut []).is_err());
+        bit_planes_decode_into(&[], 3, &mut []).unwrap();
+    }
     use zt_container::ErrorKind;
 
     /// Codes of every width and count pack as the little-endian bit stream a `u128` holds,

@@ -72,9 +72,10 @@ pub mod szip;
 pub mod v2;
 
 pub use compress::{
-    available_threads, latin1_decode_into, pieces_decode_into, place_box, read_varint,
-    tagged_decode_into, tile, varint_codes_decode_into, varints_decode_into, BoxTable, Chunk,
-    ChunkTable, Encoding, Piece, Tiling, DEFAULT_MAX_DECOMPRESSED, MAX_BOXES,
+    available_threads, bit_planes_decode_into, bit_planes_len, latin1_decode_into,
+    pieces_decode_into, place_box, read_varint, tagged_decode_into, tile, varint_codes_decode_into,
+    varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece, Tiling,
+    DEFAULT_MAX_DECOMPRESSED, MAX_BOXES,
 };
 #[cfg(feature = "zstd")]
 pub use compress::{

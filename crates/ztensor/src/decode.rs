@@ -348,7 +348,8 @@ impl Backing {
                 | Encoding::Latin1Text
                 | Encoding::Pieces(_)
                 | Encoding::Boxes(_)
-                | Encoding::SparseLevels(_),
+                | Encoding::SparseLevels(_)
+                | Encoding::BitPlanes { .. },
                 Some(n),
             ) => n,
             (
@@ -359,7 +360,8 @@ impl Backing {
                 | Encoding::Latin1Text
                 | Encoding::Pieces(_)
                 | Encoding::Boxes(_)
-                | Encoding::SparseLevels(_),
+                | Encoding::SparseLevels(_)
+                | Encoding::BitPlanes { .. },
                 None,
             ) => return Err(Error::invalid("an encoded component has no decoded length")),
             (Encoding::Unknown(e), _) => {
@@ -486,6 +488,9 @@ impl Backing {
             }
             Encoding::SparseLevels(table) => {
                 zt_formats::densify_into(table, &src, dst).map_err(|e| e.at(comp.offset))
+            }
+            Encoding::BitPlanes { bits } => {
+                zt_formats::bit_planes_decode_into(&src, *bits, dst).map_err(|e| e.at(comp.offset))
             }
             #[cfg(feature = "hdf5")]
             Encoding::Hdf5Chunks(table) => {

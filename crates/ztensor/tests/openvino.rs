@@ -46,6 +46,17 @@ fn packed_constants_read_as_the_values_openvino_unpacks() {
         let got = r.object(kind).unwrap().read_f32().unwrap();
         assert_eq!(&got[..], &want[..], "{kind}");
     }
+    // u1, u3, u6: read as u8 (checked with every constant above), from OpenVINO's bit
+    // planes as it stores them in the .bin.
+    let bin = std::fs::read(dir().join("packed.bin")).unwrap();
+    for kind in ["u1", "u3", "u6"] {
+        let o = r.object(kind).unwrap();
+        let c = o.main_component().unwrap();
+        assert_eq!(c.encoding.name(), "bit-planes", "{kind}");
+        let stored = &bin[c.offset as usize..(c.offset + c.length) as usize];
+        let hex: String = stored.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, constants[kind]["stored"].as_str().unwrap(), "{kind}");
+    }
     // The values tools/interop/make_openvino.py gave OpenVINO to pack (its get_vector
     // unpacks none of these types).
     let given: [(&str, &[f32]); 2] = [

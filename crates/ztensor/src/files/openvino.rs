@@ -18,8 +18,10 @@
 //!   lists its constants with a defect (no `.bin` to read them from).
 //! - Names are the layers' names; a name given twice gets `#<layer id>`. The net's name and
 //!   IR version are the file attributes `openvino.name` and `openvino.version`.
-//! - Element types: every numeric one OpenVINO has a zTensor type for; `u1` (bits), `nf4`,
-//!   `string` and the other sub-byte types are listed with a defect.
+//! - Element types: every numeric one OpenVINO has a zTensor type for (`nf4` among them);
+//!   `u1`, `u3` and `u6`, which OpenVINO stores in bit planes, are read as u8, decoded
+//!   ([`Encoding::BitPlanes`]); `string` constants and other types are listed with a
+//!   defect.
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +30,7 @@ use hashbrown::HashSet;
 use quick_xml::events::{BytesStart, Event};
 use zt_container::internal::MemoryBudget;
 use zt_container::{Error, Result, Source};
-use zt_formats::{DType, ElementType, LogicalType};
+use zt_formats::{DType, ElementType, Encoding, LogicalType};
 use zt_manifest::{Attributes, Shape, Value as Attr};
 
 use crate::listing::{Limits, Listing};
@@ -64,6 +66,8 @@ fn element(name: &str) -> std::result::Result<ElementType, Defect> {
         "u4" => logical(LogicalType::U4),
         "u2" => logical(LogicalType::U2),
         "nf4" => logical(LogicalType::Nf4),
+        // Stored in bit planes, decoded to a byte an element (`constant`).
+        "u1" | "u3" | "u6" => plain(DType::U8),
         "f8e4m3" => logical(LogicalType::F8E4M3Fn),
         "f8e5m2" => logical(LogicalType::F8E5M2),
         "f8e8m0" => logical(LogicalType::F8E8M0),
@@ -257,7 +261,13 @@ fn constant(c: &Constant, bin_len: Option<u64>, limits: &Limits) -> Result<Objec
             .map_err(|_| bad(format!("a constant's {what} {v:?}")))
     };
     let (offset, size) = (number(&c.offset, "offset")?, number(&c.size, "size")?);
-    let nbytes = zt_formats::byte_size(zt_formats::element_count(&dims)?, &element)?;
+    let count = zt_formats::element_count(&dims)?;
+    let planes = bit_planes(&c.element_type);
+    let nbytes = match planes {
+        // Fewer stored bytes than elements: no count overflows.
+        Some(bits) => zt_formats::bit_planes_len(bits, count).unwrap_or(u64::MAX),
+        None => zt_formats::byte_size(count, &element)?,
+    };
     // OpenVINO's reader requires at least the shape's bytes (it writes an empty constant
     // with a size of 1), and reads those.
     if size < nbytes {
@@ -290,6 +300,21 @@ fn constant(c: &Constant, bin_len: Option<u64>, limits: &Limits) -> Result<Objec
     );
     if let Some(c) = o.components.0.first_mut() {
         c.file = 1;
+        if let Some(bits) = planes {
+            c.encoding = Encoding::BitPlanes { bits };
+            c.decoded_len = Some(count);
+        }
     }
     Ok(o)
+}
+
+/// The width of the element types OpenVINO stores in bit planes (`u1`, `u3`, `u6`), read
+/// as u8 ([`Encoding::BitPlanes`]: no zTensor type has their layout).
+fn bit_planes(element_type: &str) -> Option<u8> {
+    match element_type {
+        "u1" => Some(1),
+        "u3" => Some(3),
+        "u6" => Some(6),
+        _ => None,
+    }
 }

@@ -182,6 +182,7 @@ fn component(container: &Container, v1_1: bool, c: &ComponentRef<'_>) -> Result<
         | Encoding::Pieces(_)
         | Encoding::Boxes(_)
         | Encoding::SparseLevels(_)
+        | Encoding::BitPlanes { .. }
         | Encoding::Unknown(_) => c.uncompressed_length,
     };
     let digest = c
