@@ -1180,6 +1180,49 @@ mod tests {
         assert!(bit_planes_decode_into(&[], 4, &mut []).is_err());
         bit_planes_decode_into(&[], 3, &mut []).unwrap();
     }
+
+    /// Packs `values` as OpenVINO's packer does (per block, each plane's parts highest bits
+    /// first): the inverse the decoder must undo.
+    fn pack_bit_planes(bits: u8, values: &[u8]) -> Vec<u8> {
+        let (planes, block) = bit_planes(bits).unwrap();
+        let block = block as usize;
+        let mut out = vec![0u8; bit_planes_len(bits, values.len() as u64).unwrap() as usize];
+        let block_bytes = block * usize::from(bits) / 8;
+        for (b, chunk) in values.chunks(block).enumerate() {
+            let mut plane_at = b * block_bytes;
+            for &(width, shift) in planes {
+                for (j, &v) in chunk.iter().enumerate() {
+                    let part = (v >> shift) & ((1 << width) - 1);
+                    let bit = j * width as usize;
+                    out[plane_at + bit / 8] |= part << (8 - width as usize - bit % 8);
+                }
+                plane_at += block * width as usize / 8;
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Any values of 1, 3 or 6 bits packed into bit planes decode to themselves; any
+        /// bytes of any length decode or are refused, never panic.
+        #[test]
+        fn bit_planes_round_trip(
+            which in 0usize..3,
+            raw in proptest::collection::vec(proptest::num::u8::ANY, 0..70),
+            junk in proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+            count in 0usize..90,
+        ) {
+            let bits = [1u8, 3, 6][which];
+            let values: Vec<u8> = raw.iter().map(|v| v & ((1 << bits) - 1)).collect();
+            let stored = pack_bit_planes(bits, &values);
+            let mut got = vec![0xff; values.len()];
+            bit_planes_decode_into(&stored, bits, &mut got).unwrap();
+            proptest::prop_assert_eq!(got, values);
+            let mut out = vec![0u8; count];
+            let fits = bit_planes_len(bits, count as u64) == Some(junk.len() as u64);
+            proptest::prop_assert_eq!(bit_planes_decode_into(&junk, bits, &mut out).is_ok(), fits);
+        }
+    }
     use zt_container::ErrorKind;
 
     /// Codes of every width and count pack as the little-endian bit stream a `u128` holds,
