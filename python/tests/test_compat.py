@@ -203,7 +203,9 @@ def test_save_and_load_bytes_match_safetensors_layout(tmp_path):
     ({}, b'{"__metadata__":{},"a":', {}),
     ({"k": "v"}, b'{"__metadata__":{"k":"v"},"a":', {"k": "v"}),
 ])
-def test_no_metadata_and_an_empty_map_stay_apart_as_in_safetensors(tmp_path, metadata, header, read_back):
+def test_no_metadata_and_an_empty_map_stay_apart_as_in_safetensors(
+    tmp_path, metadata, header, read_back
+):
     # safetensors writes `"__metadata__":{}` for `metadata={}` and none for None, and its
     # metadata() gives `{}` and None back: callers test `is None` (transformers does).
     from ztio import _safetensors

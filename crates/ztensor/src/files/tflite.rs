@@ -16,10 +16,10 @@
 //!   not listed). Its bytes are a range of the file: the `data` vector, or, in a model over
 //!   2 GiB, `offset` and `size` into the file past the FlatBuffer. Zero copy.
 //! - The bytes must be exactly the shape's, as LiteRT's interpreter requires (INT4 and UINT4
-//!   pack two elements in a byte, INT2 four); shapes must be non-negative. A sparse tensor (`sparsity`: its
-//!   dimensions each dense or CSR, in a traversal order, maybe in blocks) is one component
-//!   of [`Encoding::SparseLevels`] over its stored values, made dense when read
-//!   ([`zt_formats::densify_into`]), as LiteRT's DENSIFY op does. Strings, resources and
+//!   pack two elements in a byte, INT2 four); shapes must be non-negative. A sparse tensor
+//!   (`sparsity`: its dimensions each dense or CSR, in a traversal order, maybe in blocks) is
+//!   one component of [`Encoding::SparseLevels`] over its stored values, made dense when
+//!   read ([`zt_formats::densify_into`]), as LiteRT's DENSIFY op does. Strings, resources and
 //!   variants are listed with a defect. Quantization parameters become the object's
 //!   attributes `tflite.scale`, `tflite.zero_point`, `tflite.quantized_dimension`.
 //! - Names: the first subgraph's tensors by their names, a later subgraph's as
