@@ -369,7 +369,8 @@ class File(_ReadOnlyMapping):
 
     def metadata(self) -> Optional[Dict[str, str]]:
         """File attributes as strings, as safetensors' ``metadata()`` gives them: text as is,
-        other values as JSON; ``None`` when the file has none."""
+        other values as JSON; ``None`` when the file has none, ``{}`` when it declares an
+        empty map (a ``.safetensors`` header's ``"__metadata__":{}``)."""
         return _as_text(self._native.attributes(), self._native.has_empty_metadata())
 
     def keys(self) -> List[str]:
