@@ -12,7 +12,11 @@ imports Paddle).
   blobs, one of shape [1]), scale, inner product, a layer without blobs, a blob given by
   the older `num, channels, height, width`, a blob of `double_data`;
 - v1.caffemodel: the layout before 2015 (`layers`, field 2, layer types as an enum), its
-  blobs shaped by `num, channels, height, width` only, as the BVLC model zoo's are.
+  blobs shaped by `num, channels, height, width` only, as the BVLC model zoo's are;
+- snapshot.caffemodel: what a solver with `snapshot_diff: true` writes (`Net::ToProto` with
+  `write_diff`): each blob's gradients beside its values, `diff` (float) and, for a blob of
+  `double_data`, `double_diff`; one layer written without them. A blob's diff is recorded
+  as `<layer>.<index>.diff`, as pycaffe's `net.params[layer][index].diff`.
 
 Run in a throwaway environment:
 
@@ -46,13 +50,16 @@ pb = caffe_pb2()
 rng = np.random.default_rng(11)
 
 
-def blob(proto, shape, legacy=False, double=False):
+def blob(proto, shape, legacy=False, double=False, diff=False):
     values = rng.normal(size=shape).astype(np.float64 if double else np.float32)
     if legacy:
         proto.num, proto.channels, proto.height, proto.width = shape
     else:
         proto.shape.dim.extend(shape)
     (proto.double_data if double else proto.data).extend(values.ravel().tolist())
+    if diff:
+        grads = rng.normal(size=shape).astype(values.dtype) / 100
+        (proto.double_diff if double else proto.diff).extend(grads.ravel().tolist())
 
 
 def lenet():
@@ -94,6 +101,30 @@ def v1():
     return net
 
 
+def snapshot():
+    net = pb.NetParameter()
+    net.name = "Snapshot"
+    for name, kind, shapes, double, diff in [
+        ("conv1", "Convolution", [[4, 1, 3, 3], [4]], False, True),
+        ("ip1", "InnerProduct", [[2, 36]], True, True),
+        ("ip2", "InnerProduct", [[3, 2], [3]], False, False),
+    ]:
+        layer = net.layer.add()
+        layer.name, layer.type = name, kind
+        for shape in shapes:
+            blob(layer.blobs.add(), shape, double=double, diff=diff)
+    return net
+
+
+def entry(values, shape):
+    values = values.reshape(shape)
+    return {
+        "shape": shape,
+        "type": OURS[values.dtype.name],
+        "hex": values.astype(values.dtype.newbyteorder("<")).tobytes().hex(),
+    }
+
+
 def read_back(content):
     """Every blob as protobuf parses it, shaped as Caffe's Blob::FromProto shapes it."""
     net = pb.NetParameter.FromString(content)
@@ -108,19 +139,20 @@ def read_back(content):
                 values = np.array(b.double_data, dtype=np.float64)
             else:
                 values = np.array(b.data, dtype=np.float32)
-            values = values.reshape(shape)
-            out[f"{layer.name}.{i}"] = {
-                "shape": shape,
-                "type": OURS[values.dtype.name],
-                "hex": values.astype(values.dtype.newbyteorder("<")).tobytes().hex(),
-            }
+            out[f"{layer.name}.{i}"] = entry(values, shape)
+            # Blob::FromProto: `double_diff` when it holds any, else `diff` when it does.
+            if len(b.double_diff):
+                out[f"{layer.name}.{i}.diff"] = entry(np.array(b.double_diff, np.float64), shape)
+            elif len(b.diff):
+                out[f"{layer.name}.{i}.diff"] = entry(np.array(b.diff, np.float32), shape)
     return out
 
 
 def main(out):
     os.makedirs(out, exist_ok=True)
     expected = {"files": {}}
-    for name, net in [("lenet.caffemodel", lenet()), ("v1.caffemodel", v1())]:
+    nets = [("lenet.caffemodel", lenet()), ("v1.caffemodel", v1()), ("snapshot.caffemodel", snapshot())]
+    for name, net in nets:
         content = net.SerializeToString()
         with open(os.path.join(out, name), "wb") as f:
             f.write(content)

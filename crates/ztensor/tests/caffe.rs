@@ -1,5 +1,6 @@
 //! Caffe models written as Caffe writes them (protobuf over Caffe's own schema,
-//! tools/interop/make_caffe.py): today's layout and the V1 layout of the BVLC model zoo.
+//! tools/interop/make_caffe.py): today's layout, the V1 layout of the BVLC model zoo, and a
+//! solver's snapshot with gradients.
 //! Every blob lists and reads as protobuf parses it, shaped as Caffe shapes it, byte for byte
 //! (fixtures/interop/caffe/expected.json), mapped and unmapped (tests/damage.rs sweeps the
 //! files, fixtures/invalid/caffe_* are the reject corpus).
@@ -21,7 +22,46 @@ fn every_blob_reads_as_protobuf_parses_it() {
         expected::check_every_file(&dir(), &expected::load(&dir()), "blobs", |file, r, _| {
             assert_eq!(r.version(), &FileVersion::Caffe, "{file}");
         });
-    assert_eq!(files, 2);
+    assert_eq!(files, 3);
+}
+
+#[test]
+fn gradients_are_objects_of_their_own_as_pycaffe_names_them() {
+    // snapshot.caffemodel: a solver's snapshot with `snapshot_diff`, each blob's gradients
+    // beside its values (checked byte for byte with every blob above); ip2 has none.
+    let r = ztensor::open(dir().join("snapshot.caffemodel")).unwrap();
+    let diff = r.object("conv1.0.diff").unwrap();
+    assert!(matches!(
+        diff.bytes().unwrap(),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    assert_eq!(
+        diff.attributes.get("caffe.type"),
+        Some(&Value::Text("Convolution".into()))
+    );
+    assert_eq!(r.object("ip1.0.diff").unwrap().shape.as_slice(), [2, 36]);
+    assert!(r.object("ip2.0.diff").is_err());
+    // A `double_data` field that holds no values leaves `data` the values, as Caffe reads
+    // it (it asks for `double_data_size() > 0`); so does an empty `diff`: no gradients.
+    let model = net(
+        2,
+        &[bytes(8, &[]), bytes(5, &floats(0..2)), bytes(6, &[])].concat(),
+    );
+    assert_eq!(read(model.clone()), [0.0, 1.0]);
+    assert!(OpenOptions::new()
+        .open_bytes(model)
+        .unwrap()
+        .object("l.0.diff")
+        .is_err());
+    let with = net(
+        2,
+        &[bytes(5, &floats(0..2)), bytes(6, &floats(5..7))].concat(),
+    );
+    let r = OpenOptions::new().open_bytes(with).unwrap();
+    assert_eq!(
+        r.object("l.0.diff").unwrap().read_f32().unwrap(),
+        [5.0, 6.0]
+    );
 }
 
 #[test]

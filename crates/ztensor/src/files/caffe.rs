@@ -8,6 +8,7 @@
 //!  V1LayerParameter  4 name   5 type (enum)   6 blobs   1 layer: V0LayerParameter (older)
 //!  V0LayerParameter  1 name   2 type (text)   50 blobs
 //!  BlobProto         7 shape: BlobShape (1 dim, int64)   5 data (float)   8 double_data
+//!                    6 diff (float)   9 double_diff
 //!                    1 num   2 channels   3 height   4 width (the 4-D shape before `shape`)
 //! ```
 //!
@@ -22,6 +23,10 @@
 //!   (one after the other, [`Encoding::Pieces`]), and values written unpacked (each its own
 //!   field), runs and unpacked values mixed, other fields between them, gathered from the
 //!   blob as protobuf gathers them ([`Encoding::ProtoTagged`]).
+//! - A blob that holds gradients (`diff`, or `double_diff` when it holds any: a solver's
+//!   snapshot with `snapshot_diff`) has them as a second object `<layer>.<index>.diff`, as
+//!   pycaffe's `net.params[layer][index].diff`, of the blob's shape and read the same way;
+//!   their count must be the shape's too, as Caffe requires.
 //! - Every length is checked by the walker; what the listing takes is charged to
 //!   [`Limits::listing_budget`] first.
 
@@ -250,32 +255,51 @@ impl Net<'_> {
             _ => format!("layer{index}"),
         };
         for (i, blob) in blobs.into_iter().enumerate() {
-            let mut full = format!("{layer}.{i}");
-            if self.taken.contains(&full) {
-                full = format!("{full}#{index}");
+            let full = format!("{layer}.{i}");
+            let (values, diff) = self.blob(blob).map_err(|e| e.in_object(&full))?;
+            let diff_name = format!("{full}.diff");
+            self.add(values, full, index, kind.as_ref())?;
+            if let Some(diff) = diff {
+                self.add(diff, diff_name, index, kind.as_ref())?;
             }
-            self.budget.charge(Limits::listing_cost(&full))?;
-            let mut o = self.blob(blob).map_err(|e| e.in_object(&full))?;
-            if let Some(k) = &kind {
-                o.attributes
-                    .insert("caffe.type".into(), Attr::Text(k.clone()));
-            }
-            self.taken.insert(full.clone());
-            o.name = full;
-            self.objects
-                .try_reserve(1)
-                .map_err(|_| Error::out_of_memory("listing the Caffe model"))?;
-            self.objects.push(o);
         }
         Ok(())
     }
 
-    /// One blob: its shape as Caffe takes it, and its values as a range of the file.
-    fn blob(&mut self, span: Span) -> Result<ObjectInfo> {
+    /// Lists `o` as `name` (with `#<layer index>` when the name is taken), of layer type
+    /// `kind`.
+    fn add(
+        &mut self,
+        mut o: ObjectInfo,
+        mut name: String,
+        layer_index: usize,
+        kind: Option<&String>,
+    ) -> Result<()> {
+        if self.taken.contains(&name) {
+            name = format!("{name}#{layer_index}");
+        }
+        self.budget.charge(Limits::listing_cost(&name))?;
+        if let Some(k) = kind {
+            o.attributes
+                .insert("caffe.type".into(), Attr::Text(k.clone()));
+        }
+        self.taken.insert(name.clone());
+        o.name = name;
+        self.objects
+            .try_reserve(1)
+            .map_err(|_| Error::out_of_memory("listing the Caffe model"))?;
+        self.objects.push(o);
+        Ok(())
+    }
+
+    /// One blob: its shape as Caffe takes it, and its values and, when it holds any, its
+    /// gradients, each as a range of the file.
+    fn blob(&mut self, span: Span) -> Result<(ObjectInfo, Option<ObjectInfo>)> {
         let max_rank = self.limits.decode.max_rank;
         let mut legacy = [None::<u64>; 4];
         let mut dims: Option<Vec<u64>> = None;
         let (mut floats, mut doubles) = (Vec::new(), Vec::new());
+        let (mut diffs, mut double_diffs) = (Vec::new(), Vec::new());
         for field in Fields::of(self.source, span)? {
             let field = field?;
             match (field.number, field.value) {
@@ -296,6 +320,14 @@ impl Net<'_> {
                     self.budget.charge(std::mem::size_of::<Field>() as u64)?;
                     doubles.push(field)
                 }
+                (6, Value::Bytes(_) | Value::Fixed32(_)) => {
+                    self.budget.charge(std::mem::size_of::<Field>() as u64)?;
+                    diffs.push(field)
+                }
+                (9, Value::Bytes(_) | Value::Fixed64(_)) => {
+                    self.budget.charge(std::mem::size_of::<Field>() as u64)?;
+                    double_diffs.push(field)
+                }
                 _ => {}
             }
         }
@@ -308,62 +340,39 @@ impl Net<'_> {
             .iter()
             .try_fold(1u64, |n, &d| n.checked_mul(d))
             .ok_or_else(|| bad(format!("shape {dims:?} overflows")))?;
-        let (runs, dtype) = if doubles.is_empty() {
-            (floats, DType::F32)
-        } else {
-            (doubles, DType::F64)
-        };
-        let width = dtype.size() as u64;
-        let values = Values::of(&runs, width, span.start);
-        // Protobuf refuses a packed run of fixed-width values that is not whole values.
-        let ragged = runs.iter().find_map(|f| match f.value {
-            Value::Bytes(run) if run.len() % width != 0 => Some(run),
-            _ => None,
-        });
-        if let Some(run) = ragged {
-            return Err(bad(format!(
-                "a run of {} bytes of {} values is not whole values",
-                run.len(),
-                dtype.name()
-            ))
-            .at(run.start));
-        }
-        let held = values.bytes();
-        if held != count.saturating_mul(width) || count.checked_mul(width).is_none() {
-            return Err(bad(format!(
-                "a blob of shape {dims:?} needs {count} values; it holds {held} bytes of {}",
-                dtype.name()
-            ))
-            .at(runs.first().map_or(span.start, |f| f.at)));
-        }
         let shape: Shape = dims.iter().copied().collect();
-        let element = ElementType::plain(dtype);
-        let order = ByteOrder::Little;
-        Ok(match values {
-            Values::Run(data) => ObjectInfo::raw_dense(String::new(), shape, element, data, order),
-            Values::Runs(pieces) => {
-                let (first, last) = (pieces.first(), pieces.last());
-                let start = first.map_or(0, |p| p.offset);
-                let end = last.map_or(start, |p| p.offset + p.length);
-                let o = ObjectInfo::raw_dense(
-                    String::new(),
-                    shape,
-                    element,
-                    (start, end - start),
-                    order,
-                );
-                decoded(o, Encoding::Pieces(Box::new(pieces)), held)
-            }
-            Values::Gathered(data, _) => {
-                let o = ObjectInfo::raw_dense(String::new(), shape, element, data, order);
-                let tagged = Encoding::ProtoTagged {
-                    width: width as u8,
-                    varint: false,
-                    boolean: false,
-                };
-                decoded(o, tagged, held)
-            }
-        })
+        // Caffe's `Blob::FromProto`: `double_data` when it holds any value, else `data`;
+        // `double_diff` when it holds any, else `diff` when it holds any, else no gradients.
+        // (A value of its own, or a run of any bytes.)
+        let holds_any = |runs: &[Field]| {
+            runs.iter()
+                .any(|f| !matches!(f.value, Value::Bytes(run) if run.len() == 0))
+        };
+        let data = if holds_any(&doubles) {
+            values_of(&doubles, (DType::F64, "values"), &shape, count, span)?
+        } else {
+            values_of(&floats, (DType::F32, "values"), &shape, count, span)?
+        };
+        let diff = if holds_any(&double_diffs) {
+            Some(values_of(
+                &double_diffs,
+                (DType::F64, "gradients"),
+                &shape,
+                count,
+                span,
+            ))
+        } else if holds_any(&diffs) {
+            Some(values_of(
+                &diffs,
+                (DType::F32, "gradients"),
+                &shape,
+                count,
+                span,
+            ))
+        } else {
+            None
+        };
+        Ok((data, diff.transpose()?))
     }
 
     /// A `BlobShape`: its `dim`s, packed or not, each non-negative.
@@ -391,4 +400,71 @@ impl Net<'_> {
         }
         Ok(dims)
     }
+}
+
+/// An object of a blob's `shape` (`count` elements) over the values of `runs` (fields of one
+/// number, values of `dtype`: `what`, values or gradients) in the blob at `span`: one packed
+/// run in place, several packed runs as pieces, any other mix gathered as protobuf reads it.
+/// Refused, as Caffe refuses it, when they are not whole values or not exactly the shape's
+/// count.
+fn values_of(
+    runs: &[Field],
+    (dtype, what): (DType, &str),
+    shape: &Shape,
+    count: u64,
+    span: Span,
+) -> Result<ObjectInfo> {
+    let width = dtype.size() as u64;
+    let values = Values::of(runs, width, span.start);
+    // Protobuf refuses a packed run of fixed-width values that is not whole values.
+    let ragged = runs.iter().find_map(|f| match f.value {
+        Value::Bytes(run) if run.len() % width != 0 => Some(run),
+        _ => None,
+    });
+    if let Some(run) = ragged {
+        return Err(bad(format!(
+            "a run of {} bytes of {} values is not whole values",
+            run.len(),
+            dtype.name()
+        ))
+        .at(run.start));
+    }
+    let held = values.bytes();
+    if held != count.saturating_mul(width) || count.checked_mul(width).is_none() {
+        return Err(bad(format!(
+            "a blob of shape {:?} needs {count} {what}; it holds {held} bytes of {}",
+            shape.as_slice(),
+            dtype.name()
+        ))
+        .at(runs.first().map_or(span.start, |f| f.at)));
+    }
+    let element = ElementType::plain(dtype);
+    let order = ByteOrder::Little;
+    Ok(match values {
+        Values::Run(data) => {
+            ObjectInfo::raw_dense(String::new(), shape.clone(), element, data, order)
+        }
+        Values::Runs(pieces) => {
+            let (first, last) = (pieces.first(), pieces.last());
+            let start = first.map_or(0, |p| p.offset);
+            let end = last.map_or(start, |p| p.offset + p.length);
+            let o = ObjectInfo::raw_dense(
+                String::new(),
+                shape.clone(),
+                element,
+                (start, end - start),
+                order,
+            );
+            decoded(o, Encoding::Pieces(Box::new(pieces)), held)
+        }
+        Values::Gathered(data, _) => {
+            let o = ObjectInfo::raw_dense(String::new(), shape.clone(), element, data, order);
+            let tagged = Encoding::ProtoTagged {
+                width: width as u8,
+                varint: false,
+                boolean: false,
+            };
+            decoded(o, tagged, held)
+        }
+    })
 }
