@@ -1,7 +1,8 @@
 """PyTorch distributed checkpoints (a folder of .metadata and *.distcp files, as
 torch.distributed.checkpoint.save wrote them, fixtures/interop/torch_dcp): every tensor reads
-as torch was given it, by the folder or its .metadata, chunks of sharded tensors assembled;
-a tensor in one chunk is a numpy array over the map."""
+as torch was given it, by the folder or its .metadata, chunks of sharded tensors assembled,
+chunks compressed by DCP's zstd transform decoded; a tensor in one chunk is a numpy array over
+the map."""
 
 import json
 import os
@@ -21,7 +22,7 @@ def _expected(sub):
         return json.load(f)["files"][sub + "/.metadata"]["tensors"]
 
 
-@pytest.mark.parametrize("sub", ["single", "two_ranks", "byte_tensors"])
+@pytest.mark.parametrize("sub", ["single", "two_ranks", "byte_tensors", "zstd"])
 @pytest.mark.parametrize("by_folder", [False, True])
 def test_every_tensor_reads_as_torch_saved_it(sub, by_folder):
     want = _expected(sub)
@@ -47,6 +48,17 @@ def test_tensors_inside_a_value_are_tensors_beside_its_other_items():
         assert f.get_tensor("mixed.1").shape == (2,)
         assert f.attributes["mixed.0"] == "cfg"
         assert f.attributes["mixed.2"] == 3
+
+
+def test_a_compressed_checkpoint_loads_into_writable_arrays():
+    loaded = ztio.numpy.load_file(os.path.join(DCP, "zstd"))
+    assert sorted(loaded) == sorted(_expected("zstd"))
+    pair = loaded["pair.1"]
+    assert pair.tolist() == [7, -8, 9] and pair.flags.writeable
+    pair *= 2
+    with ztio.open(os.path.join(DCP, "zstd")) as f:
+        assert f.attributes["torch.dcp.bytes"] == ["step", "pair"]
+        assert f.get_tensor("pair.1").tolist() == [7, -8, 9]
 
 
 def test_a_whole_tensor_is_read_in_place():

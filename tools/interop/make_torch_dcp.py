@@ -18,12 +18,20 @@ at an offset of one of them).
   values, then one safetensors file of its tensors, and `storage_data` gives every tensor the
   offset of that safetensors file. `dcp.load` cannot read it (it runs `torch.load` on each
   chunk): the script checks that it fails, and readers must refuse it with a clear message.
+- `zstd/`: saved by one process through `FileSystemWriter(..., _extensions=[ZStandard()])`,
+  DCP's storage transform: each chunk and value is its archive as one zstd stream (no frame
+  size, no checksum: `zstandard`'s defaults), and its `storage_data` entry names the
+  transform (`stream.zstd/1`). The tensors of `single/`, a tuple value of two tensors and a
+  step count; the script checks that `dcp.load` reads them back.
 
 Also expected.json: per `.metadata` and tensor, the shape, the zTensor type name and the
 row-major little-endian bytes (hex) that reading must give. Run once in a throwaway venv
-(`pip install torch numpy`); the files are committed and the tests never need Python.
+(`pip install torch numpy zstandard safetensors`); the files are committed and the tests
+never need Python. Reruns write the same data files, but each `.metadata` holds a random
+`save_id`: `--only zstd` (a folder's name) writes that folder alone and keeps the other
+entries of expected.json.
 
-    python tools/interop/make_torch_dcp.py [out_dir]
+    python tools/interop/make_torch_dcp.py [out_dir] [--only NAME]
 """
 import json
 import os
@@ -56,6 +64,12 @@ def whole_tensors():
     }
 
 
+def write_expected(out, files):
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"files": files}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def rank_main(rank, out, init):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
@@ -73,14 +87,8 @@ def rank_main(rank, out, init):
     dist.destroy_process_group()
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "fixtures/interop/torch_dcp"
-    for sub in ("single", "two_ranks", "byte_tensors", "safetensors_format"):
-        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
-    os.makedirs(out, exist_ok=True)
-    expected = {"single": {}, "two_ranks": {}, "byte_tensors": {}}
-
-    single = {
+def single_state():
+    return {
         "embed.weight": torch.arange(12, dtype=torch.float32).reshape(3, 4) / 4,
         "layers.0.norm": torch.tensor([1.5, -2.0, 3.25], dtype=torch.bfloat16),
         "layers.0.proj_t": torch.arange(6, dtype=torch.int64).reshape(2, 3).t(),
@@ -88,6 +96,63 @@ def main():
         "scale": torch.tensor(0.5),
         "step": 7,
     }
+
+
+def zstd_checkpoint(out, table):
+    """The `zstd/` folder: `single/`'s state and a tuple value, through DCP's zstd transform."""
+    from torch.distributed.checkpoint._extension import ZStandard
+    from torch.distributed.checkpoint.filesystem import FileSystemWriter
+
+    state = single_state()
+    state["pair"] = (torch.arange(6, dtype=torch.float32).reshape(2, 3) * 0.25,
+                     torch.tensor([7, -8, 9], dtype=torch.int64))
+    path = os.path.join(out, "zstd")
+    dcp.save(state, storage_writer=FileSystemWriter(path, _extensions=[ZStandard()]))
+    for name, t in state.items():
+        if isinstance(t, torch.Tensor):
+            expect(table, name, t)
+    for i in (0, 1):
+        expect(table, f"pair.{i}", state["pair"][i])
+    back = {n: torch.empty_like(t) for n, t in state.items() if isinstance(t, torch.Tensor)}
+    back.update(step=0, pair=None)
+    dcp.load(back, checkpoint_id=path)
+    assert back["step"] == 7
+    assert all(torch.equal(a, b) for a, b in zip(back["pair"], state["pair"]))
+    for name, t in back.items():
+        if isinstance(t, torch.Tensor):
+            assert le_hex(t) == table[name]["hex"], name
+    # Each storage entry names the transform: the files hold what this script means.
+    from torch.distributed.checkpoint.filesystem import FileSystemReader
+    stored = FileSystemReader(path).read_metadata().storage_data.values()
+    assert all(s.transform_descriptors == ["stream.zstd/1"] for s in stored), stored
+
+
+def main():
+    args = sys.argv[1:]
+    only = None
+    if "--only" in args:
+        at = args.index("--only")
+        only = args[at + 1]
+        del args[at:at + 2]
+    out = args[0] if args else "fixtures/interop/torch_dcp"
+    os.makedirs(out, exist_ok=True)
+    if only is not None:
+        if only != "zstd":
+            raise SystemExit(f"--only takes zstd, not {only!r}")
+        shutil.rmtree(os.path.join(out, only), ignore_errors=True)
+        with open(os.path.join(out, "expected.json")) as f:
+            files = json.load(f)["files"]
+        table = {}
+        zstd_checkpoint(out, table)
+        files[f"{only}/.metadata"] = {"tensors": table}
+        write_expected(out, files)
+        print(only, sorted(os.listdir(os.path.join(out, only))))
+        return
+    for sub in ("single", "two_ranks", "byte_tensors", "safetensors_format", "zstd"):
+        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+    expected = {"single": {}, "two_ranks": {}, "byte_tensors": {}, "zstd": {}}
+
+    single = single_state()
     dcp.save(single, checkpoint_id=os.path.join(out, "single"))
     for name, t in single.items():
         if isinstance(t, torch.Tensor):
@@ -135,9 +200,11 @@ def main():
     for name, t in whole_tensors().items():
         expect(expected["two_ranks"], name, t)
 
+    zstd_checkpoint(out, expected["zstd"])
+
     # What torch reads back, compared with what was saved.
     for sub, table in expected.items():
-        if sub == "byte_tensors":
+        if sub in ("byte_tensors", "zstd"):
             continue
         target = {n: torch.empty(e["shape"], dtype={v: k for k, v in ZT.items()}[e["type"]])
                   for n, e in table.items()}
@@ -145,10 +212,7 @@ def main():
         for n, t in target.items():
             assert le_hex(t) == table[n]["hex"], (sub, n)
 
-    files = {f"{sub}/.metadata": {"tensors": table} for sub, table in expected.items()}
-    with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump({"files": files}, f, indent=1, sort_keys=True)
-        f.write("\n")
+    write_expected(out, {f"{sub}/.metadata": {"tensors": t} for sub, t in expected.items()})
     for sub in (*expected, "safetensors_format"):
         print(sub, sorted(os.listdir(os.path.join(out, sub))))
 

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 /// Each target and the fixture files that seed it.
 /// A name that is all extension (a distributed checkpoint's `.metadata`) counts as that
 /// extension.
-const TARGETS: [(&str, &[&str]); 22] = [
+const TARGETS: [(&str, &[&str]); 23] = [
     ("read_zt", &["zt"]),
     ("read_zt2", &["zt"]),
     ("decode_manifest_v2", &["zt"]),
@@ -19,6 +19,7 @@ const TARGETS: [(&str, &[&str]); 22] = [
     ("read_numpy", &["npy", "npz"]),
     ("read_pytorch", &["pt", "bin"]),
     ("read_torch_dcp", &["metadata"]),
+    ("list_torch_stream", &["pt"]),
     ("read_gguf", &["gguf"]),
     ("read_onnx", &["onnx"]),
     ("read_hdf5", &["h5", "keras"]),

@@ -1049,6 +1049,60 @@ pub fn zstd_frame_content_size(src: &[u8]) -> Option<u64> {
     zstd::zstd_safe::get_frame_content_size(src).ok().flatten()
 }
 
+/// A reader of what a zstd stream (one frame or several, with or without their sizes)
+/// decodes to, decoding as it is read: for a stream wanted in part, such as its first bytes.
+/// Its errors are [`std::io::Error`]s that say the stream is corrupt.
+///
+/// ```
+/// use std::io::Read;
+/// let stream = zstd::encode_all(&b"header, then the rest"[..], 3).unwrap();
+/// let mut first = [0u8; 6];
+/// zt_formats::zstd_stream_reader(&stream).unwrap().read_exact(&mut first).unwrap();
+/// assert_eq!(&first, b"header");
+/// ```
+#[cfg(feature = "zstd")]
+pub fn zstd_stream_reader(src: &[u8]) -> Result<impl std::io::Read + '_> {
+    zstd::stream::read::Decoder::with_buffer(src).map_err(|e| Error::io(e, "cannot start zstd"))
+}
+
+/// Decodes `dst.len()` bytes of a zstd stream from `skip` bytes into it: the first `skip` are
+/// decoded and dropped, nothing after `dst`'s last byte is decoded (a span inside a stream
+/// that goes on). A stream that ends first, or is corrupt, is an
+/// [`ErrorKind::InvalidFile`](zt_container::ErrorKind::InvalidFile) error.
+///
+/// ```
+/// let stream = zstd::encode_all(&b"header, then the rest"[..], 3).unwrap();
+/// let mut span = [0u8; 4];
+/// zt_formats::zstd_part_into(&stream, 8, &mut span).unwrap();
+/// assert_eq!(&span, b"then");
+/// assert!(zt_formats::zstd_part_into(&stream, 20, &mut span).is_err());
+/// ```
+#[cfg(feature = "zstd")]
+pub fn zstd_part_into(src: &[u8], skip: u64, dst: &mut [u8]) -> Result<()> {
+    use std::io::Read;
+    let mut stream = zstd_stream_reader(src)?;
+    let corrupt = |e: std::io::Error| Error::invalid(format!("corrupt zstd stream: {e}"));
+    let skipped =
+        std::io::copy(&mut (&mut stream).take(skip), &mut std::io::sink()).map_err(corrupt)?;
+    let mut filled = 0;
+    while filled < dst.len() && skipped == skip {
+        match stream.read(&mut dst[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(corrupt(e)),
+        }
+    }
+    if skipped != skip || filled != dst.len() {
+        let got = skipped.saturating_add(filled as u64);
+        let want = skip.saturating_add(dst.len() as u64);
+        return Err(Error::invalid(format!(
+            "zstd stream ends after {got} bytes, before the {want} it must hold"
+        )));
+    }
+    Ok(())
+}
+
 /// Decompresses a zstd stream of unknown size, refusing to produce more than `cap` bytes.
 /// Used only for legacy components that declare no size (v1.1, v0.1 sparse); the buffer grows
 /// with the output, so memory follows what the stream really holds, up to the cap.

@@ -114,7 +114,80 @@ pub(crate) use zt_formats::zstd_decode_with_dict_into;
 #[cfg(feature = "zstd")]
 pub(crate) use zt_formats::{
     zstd_compress, zstd_decode_into, zstd_decompress_bounded, zstd_frame_content_size,
+    zstd_part_into,
 };
+
+/// A reader of what a zstd stream decodes to (see [`zt_formats::zstd_stream_reader`]).
+#[cfg(all(feature = "zstd", feature = "torch-dcp"))]
+pub(crate) fn zstd_stream_reader(src: &[u8]) -> zt_container::Result<Box<dyn std::io::Read + '_>> {
+    Ok(Box::new(zt_formats::zstd_stream_reader(src)?))
+}
+
+/// Without zstd: decoding is unsupported.
+#[cfg(all(not(feature = "zstd"), feature = "torch-dcp"))]
+pub(crate) fn zstd_stream_reader(_src: &[u8]) -> Result<Box<dyn std::io::Read + '_>> {
+    without_zstd()
+}
+
+/// Decodes the zip record that lies `skip` bytes into a zstd stream and fills `dst`, then the
+/// data descriptor that follows it (`PK\x07\x08`, the CRC-32, both sizes in 4 or 8 bytes),
+/// whose sizes must be the record's and whose CRC-32 must be its bytes': a record of an
+/// archive written to a stream, whose checksum is known only there.
+#[cfg(feature = "zstd")]
+pub(crate) fn zstd_record_into(src: &[u8], skip: u64, dst: &mut [u8]) -> zt_container::Result<()> {
+    use std::io::Read;
+    use zt_container::Error;
+    let corrupt = |e: std::io::Error| Error::invalid(format!("corrupt zstd stream: {e}"));
+    let short = || Error::invalid("zstd stream ends inside a record it must hold");
+    let mut stream = zt_formats::zstd_stream_reader(src)?;
+    let skipped =
+        std::io::copy(&mut (&mut stream).take(skip), &mut std::io::sink()).map_err(corrupt)?;
+    if skipped != skip {
+        return Err(short());
+    }
+    stream.read_exact(dst).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => short(),
+        _ => corrupt(e),
+    })?;
+    let mut tail = Vec::with_capacity(24);
+    (&mut stream)
+        .take(24)
+        .read_to_end(&mut tail)
+        .map_err(corrupt)?;
+    let le32 = |at: usize| {
+        tail.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let le64 = |at: usize| Some(u64::from(le32(at)?) | u64::from(le32(at + 4)?) << 32);
+    let len = dst.len() as u64;
+    let sizes = (le32(8).map(u64::from) == Some(len) && le32(12).map(u64::from) == Some(len))
+        || (le64(8) == Some(len) && le64(16) == Some(len));
+    if tail.get(..4) != Some(b"PK\x07\x08".as_slice()) || !sizes {
+        return Err(Error::invalid(format!(
+            "a record of {len} bytes is not closed by a data descriptor that gives its size"
+        )));
+    }
+    let (want, got) = (le32(4).unwrap_or(0), crc32fast::hash(dst));
+    if want != got {
+        return Err(Error::checksum(format!(
+            "a record's CRC-32 does not match: its data descriptor gives {want:08x}, its \
+             {len} bytes {got:08x}"
+        )));
+    }
+    Ok(())
+}
+
+/// Without zstd: decoding is unsupported.
+#[cfg(not(feature = "zstd"))]
+pub(crate) fn zstd_record_into(_src: &[u8], _skip: u64, _dst: &mut [u8]) -> Result<()> {
+    without_zstd()
+}
+
+/// Without zstd: decoding is unsupported.
+#[cfg(not(feature = "zstd"))]
+pub(crate) fn zstd_part_into(_src: &[u8], _skip: u64, _dst: &mut [u8]) -> Result<()> {
+    without_zstd()
+}
 
 #[cfg(not(feature = "zstd"))]
 fn without_zstd<T>() -> Result<T> {

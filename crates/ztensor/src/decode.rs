@@ -334,7 +334,11 @@ impl Backing {
     fn decoded_size(&self, comp: &ComponentInfo, stored: Option<&[u8]>) -> Result<Option<u64>> {
         let len = match (&comp.encoding, comp.decoded_len) {
             // Gathered from a span of stored or inflated bytes: the copy's size.
-            (Encoding::Raw | Encoding::Deflate, Some(n)) if comp.arrangement.is_some() => n,
+            (Encoding::Raw | Encoding::Deflate | Encoding::Zstd, Some(n))
+                if comp.arrangement.is_some() =>
+            {
+                n
+            }
             (Encoding::Raw, _) => return Ok(Some(comp.length)),
             (Encoding::Deflate, Some(n)) => n,
             (Encoding::Deflate, None) => {
@@ -398,13 +402,18 @@ impl Backing {
         // Elements gathered by strides (a broadcast, a strided view) can make a copy far larger
         // than what the file stores for them: that is bounded by the memory budget.
         if let Some(arrangement) = &comp.arrangement {
-            let budget = self.limits.read_budget(arrangement.span.min(comp.length));
+            // The span is what a compressed component decodes to (under the cap above); stored
+            // bytes are what a raw one holds.
+            let spanned = match comp.encoding {
+                Encoding::Raw => arrangement.span.min(comp.length),
+                _ => arrangement.span,
+            };
+            let budget = self.limits.read_budget(spanned);
             if len > budget {
                 return Err(Error::limit(format!(
-                    "materializing {len} bytes from {} stored exceeds the memory budget of \
-                     {budget} bytes (raise it: Limits::memory_budget, zt --max-memory, \
-                     ztio.open(max_memory=...))",
-                    arrangement.span.min(comp.length)
+                    "materializing {len} bytes from {spanned} stored exceeds the memory budget \
+                     of {budget} bytes (raise it: Limits::memory_budget, zt --max-memory, \
+                     ztio.open(max_memory=...))"
                 ))
                 .at(comp.offset));
             }
@@ -568,6 +577,39 @@ impl Backing {
                     .map_err(|_| Error::limit("inflated size exceeds usize"))?;
                 let mut buf = zt_container::internal::try_zeroed_vec::<u8>(n)?;
                 self.inflate_whole_into(comp, &src, arrangement.skip, &mut buf)?;
+                Cow::Owned(buf)
+            }
+            // A span of a zstd stream (a compressed DCP chunk's archive): decoded up to its
+            // end, under the cap, straight into `dst` when its elements are packed.
+            Encoding::Zstd => {
+                let src = match stored {
+                    Some(s) => Cow::Borrowed(s),
+                    None => file.read_at(comp.offset, comp.length)?,
+                };
+                let cap = self.limits.max_decompressed_len;
+                let reach = arrangement.skip.saturating_add(arrangement.span);
+                if reach > cap {
+                    return Err(Error::limit(format!(
+                        "a span ending {reach} bytes into a zstd stream exceeds the cap of {cap} \
+                         decoded bytes"
+                    ))
+                    .at(comp.offset));
+                }
+                // A whole record closed by a data descriptor is checked against its CRC-32.
+                let decode = |out: &mut [u8]| {
+                    match arrangement.described {
+                        true => crate::codec::zstd_record_into(&src, arrangement.skip, out),
+                        false => crate::codec::zstd_part_into(&src, arrangement.skip, out),
+                    }
+                    .map_err(|e| self.in_file_numbered(comp.file)(e.at(comp.offset)))
+                };
+                if arrangement.is_packed() && dst.len() as u64 == arrangement.span {
+                    return decode(dst);
+                }
+                let n = usize::try_from(arrangement.span)
+                    .map_err(|_| Error::limit("decoded size exceeds usize"))?;
+                let mut buf = zt_container::internal::try_zeroed_vec::<u8>(n)?;
+                decode(&mut buf)?;
                 Cow::Owned(buf)
             }
             // Column-major elements a pickle stored as latin-1 text: decoded whole (the span
@@ -907,8 +949,12 @@ impl Backing {
     }
 }
 
-/// How many pieces of a component of pieces or boxes carry a CRC-32C of their own.
+/// How many pieces of a component of pieces or boxes carry a CRC-32C of their own, or 1 for
+/// a span closed by a data descriptor (its record's CRC-32, checked as it is decoded).
 fn piece_crcs(comp: &ComponentInfo) -> usize {
+    if comp.arrangement.as_ref().is_some_and(|a| a.described) {
+        return 1;
+    }
     match &comp.encoding {
         Encoding::Pieces(pieces) => pieces.iter().filter(|p| p.crc32c.is_some()).count(),
         Encoding::Boxes(table) => table

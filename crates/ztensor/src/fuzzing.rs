@@ -9,6 +9,10 @@
 //!   fletcher32) into the dataset's bytes. The `read_hdf5` target reaches these too, but an
 //!   HDF5 file is large beside its chunk and most of its mutations break the structure before
 //!   a chunk is read; this target spends every run in the decoders.
+//! - [`list_torch_stream`]: a `torch.save` archive listed from its front, as one written to a
+//!   stream is (a DCP chunk through the zstd transform decodes to one): records closed by data
+//!   descriptors, their lengths from the pickle. The `read_torch_dcp` target opens only
+//!   `.metadata` files, whose data files it cannot reach.
 
 // The filter ids an input picks from, by a byte modulo their number: every filter the
 // decoders take (their own list, so a filter added there is fuzzed here).
@@ -140,6 +144,16 @@ pub fn decode_hdf5_chunks(table: &ChunkTable, span: &[u8], cap: u64) -> Result<V
     let mut out = zt_container::internal::try_zeroed_vec(size as usize)?;
     crate::chunks::decode_into(table, span, &mut out, cap)?;
     Ok(out)
+}
+
+/// Lists `archive`, the bytes a compressed DCP chunk decodes to, from its front as its reader
+/// does (see the map above): the number of objects and of records closed by data
+/// descriptors it found.
+#[cfg(feature = "torch-dcp")]
+pub fn list_torch_stream(archive: &[u8]) -> Result<usize> {
+    let limits = crate::listing::Limits::default();
+    let (listing, closed) = crate::files::torch::streamed::list_streamed(archive, &limits)?;
+    Ok(listing.objects.len() + closed.len())
 }
 
 #[cfg(test)]

@@ -308,6 +308,11 @@ pub struct Arrangement {
     /// How many elements apart consecutive indices of each dimension are in the span;
     /// empty when the elements are packed in row-major order.
     pub strides: Vec<u64>,
+    /// Whether the span is a whole zip record written to a stream, followed in the decoded
+    /// bytes by its data descriptor (`PK\x07\x08`, the record's CRC-32, its sizes): a read
+    /// that decodes the span checks that CRC-32 (a compressed DCP chunk's archive, whose
+    /// records' checksums are known only there).
+    pub described: bool,
 }
 
 impl Arrangement {
@@ -316,7 +321,13 @@ impl Arrangement {
     /// and an array with no elements is packed).
     ///
     /// ```
-    /// let a = ztensor::Arrangement { skip: 0, span: 24, dims: vec![2, 3], strides: vec![3, 1] };
+    /// let a = ztensor::Arrangement {
+    ///     skip: 0,
+    ///     span: 24,
+    ///     dims: vec![2, 3],
+    ///     strides: vec![3, 1],
+    ///     described: false,
+    /// };
     /// assert!(a.is_packed());
     /// let t = ztensor::Arrangement { strides: vec![1, 2], ..a };
     /// assert!(!t.is_packed());

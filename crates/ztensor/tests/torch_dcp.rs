@@ -1,9 +1,9 @@
 //! PyTorch distributed checkpoints written by `torch.distributed.checkpoint.save` itself
 //! (`tools/interop/make_torch_dcp.py`): one saved by a single process, one by two ranks from
-//! sharded DTensors (rows and columns). Every tensor reads as torch was given it, mapped and
-//! unmapped; a tensor in one chunk comes from the map without a copy; the folder opens as
-//! the model; damaged checkpoints give the errors they must, and no damage to a data file
-//! makes the reader panic.
+//! sharded DTensors (rows and columns), one through DCP's zstd transform. Every tensor reads
+//! as torch was given it, mapped and unmapped; a tensor in one chunk comes from the map
+//! without a copy; the folder opens as the model; damaged checkpoints give the errors they
+//! must, and no damage to a data file makes the reader panic.
 
 #[path = "support/expected.rs"]
 mod expected;
@@ -31,11 +31,95 @@ fn every_tensor_reads_as_torch_saved_it() {
             assert_eq!(bytes, Some(&Value::Array(vec![Value::Text("step".into())])));
         } else if file.starts_with("byte_tensors") {
             assert_eq!(data_files, ["__0_0.distcp"]);
+        } else if file.starts_with("zstd") {
+            assert_eq!(data_files, ["__0_0.distcp"]);
+            assert_eq!(r.attributes().get("step"), Some(&Value::Integer(7)));
+            let bytes = r.attributes().get("torch.dcp.bytes");
+            let values = ["step", "pair"].map(|v| Value::Text(v.into()));
+            assert_eq!(bytes, Some(&Value::Array(values.to_vec())));
         } else {
             assert_eq!(data_files, ["__0_0.distcp", "__1_0.distcp"]);
         }
     });
-    assert_eq!(files, 3);
+    assert_eq!(files, 4);
+}
+
+/// DCP's zstd transform compresses each chunk's archive as one stream: a tensor is a span of
+/// what it decodes to, decoded up to its end when read (not at open), and checked against the
+/// CRC-32 its record's data descriptor gives; a stream that still decodes but to other bytes
+/// fails `verify` and every read.
+#[test]
+fn a_compressed_chunk_is_decoded_when_read_and_checked_against_its_records_crc() {
+    let r = ztensor::open(dir().join("zstd/.metadata")).unwrap();
+    for o in r.objects() {
+        let encodings: Vec<&str> = o.components.iter().map(|c| c.encoding.name()).collect();
+        assert_eq!(encodings, ["zstd"], "{}", o.name);
+    }
+    let t = r.object("layers.0.proj_t").unwrap();
+    assert_eq!(t.read::<i64>().unwrap().as_ref(), [0, 3, 1, 4, 2, 5]);
+    let report = r.verify();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    // Every tensor's record carries its CRC-32 in a data descriptor, but the empty one's
+    // (torch writes a record of no bytes with its sizes in its header, and nothing to check).
+    assert_eq!(report.checked, 6);
+
+    // A byte of the stream changed where it still decodes (zstd keeps short literals as they
+    // are, and DCP's streams carry no checksum of their own): only the record's CRC-32 sees
+    // that the tensor's bytes differ.
+    let tmp = copy_with("zstd", |_| {});
+    let o = r.object("embed.weight").unwrap();
+    let c = o.components().next().unwrap();
+    let (offset, length) = (c.offset as usize, c.length as usize);
+    let path = tmp.path().join("__0_0.distcp");
+    let good = std::fs::read(&path).unwrap();
+    let decoded = zstd::decode_all(&good[offset..offset + length]).unwrap();
+    let values: Vec<u8> = (0..12)
+        .flat_map(|i| (i as f32 / 4.0).to_le_bytes())
+        .collect();
+    let data = (0..decoded.len())
+        .find(|&i| decoded[i..].starts_with(&values))
+        .unwrap();
+    let (before, after) = (data, data + values.len());
+    let flipped = (offset..offset + length)
+        .find(|&at| {
+            let mut bad = good[offset..offset + length].to_vec();
+            bad[at - offset] ^= 0x10;
+            zstd::decode_all(bad.as_slice()).is_ok_and(|d| {
+                d.len() == decoded.len()
+                    && d[..before] == decoded[..before]
+                    && d[after..] == decoded[after..]
+                    && d != decoded
+            })
+        })
+        .expect("a byte of the tensor's literals in the stream");
+    let mut bad = good.clone();
+    bad[flipped] ^= 0x10;
+    std::fs::write(&path, bad).unwrap();
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    let report = r.verify();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    let e = r.object("embed.weight").unwrap().read::<f32>().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
+    assert!(e.to_string().contains("CRC-32"), "{e}");
+    assert_eq!(e.object(), Some("embed.weight"), "{e}");
+    assert_eq!(e.path(), Some(path.as_path()), "{e}");
+}
+
+/// A transform other than DCP's zstd (another extension, or zstd twice) leaves the tensor
+/// listed with a defect that names it; the others still open.
+#[test]
+fn a_transform_this_reader_does_not_undo_is_named() {
+    let tmp = copy_with("zstd", |_| {});
+    let path = tmp.path().join(".metadata");
+    let mut bytes = std::fs::read(&path).unwrap();
+    replace(&mut bytes, b"stream.zstd/1", b"stream.lz4x/1");
+    std::fs::write(&path, bytes).unwrap();
+    let r = ztensor::open(&path).unwrap();
+    let e = r.object("embed.weight").unwrap().read::<f32>().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("[\"stream.lz4x/1\"]"), "{e}");
+    let step = format!("{:?}", r.attributes().get("step").unwrap());
+    assert!(step.contains("stream.lz4x/1"), "{step}");
 }
 
 /// DCP pickles a tuple whole, tensors and all (it flattens dicts and lists of tensors only):
@@ -262,6 +346,7 @@ fn no_damage_to_a_data_file_makes_the_reader_panic() {
     for (sub, file) in [
         ("two_ranks", "__1_0.distcp"),
         ("byte_tensors", "__0_0.distcp"),
+        ("zstd", "__0_0.distcp"),
     ] {
         let tmp = copy_with(sub, |_| {});
         let path = tmp.path().join(file);

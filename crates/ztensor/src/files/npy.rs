@@ -289,6 +289,7 @@ fn object(name: String, h: &Header, offset: u64, deflated: Option<(u64, u64, u64
                 span: h.data_len,
                 dims: h.shape.clone(),
                 strides,
+                described: false,
             }));
         }
     }

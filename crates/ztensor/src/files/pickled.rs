@@ -231,6 +231,7 @@ fn array_object(heap: &Heap, name: &str, a: &NdArrayRef, limits: &Limits) -> Res
                 span: nbytes,
                 dims: shape,
                 strides,
+                described: false,
             }));
         }
     }

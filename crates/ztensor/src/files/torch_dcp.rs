@@ -19,10 +19,14 @@
 //!   makes attributes (a scalar under the value's name) and, for the tensors it holds (a
 //!   tuple of tensors, which DCP pickles whole), objects under `name.index`; the file
 //!   attribute `torch.dcp.bytes` names the values.
-//! - Data files must be plain names in the checkpoint's folder; chunks written through a
-//!   storage transform (DCP's extensions, such as zstd) are listed with a defect; data files
-//!   saved as safetensors (`serialization_format=SAFETENSORS`), which torch cannot load,
-//!   are refused as such.
+//! - Chunks and values written through DCP's zstd transform (`stream.zstd/1`) are their
+//!   archive as one zstd stream: the archive is listed from the stream's front
+//!   ([`crate::files::torch::streamed`]), and each tensor is a span of what the stream
+//!   decodes to, decoded up to its end when read and checked against its record's CRC-32;
+//!   other transforms are listed with a defect.
+//! - Data files must be plain names in the checkpoint's folder; data files saved as
+//!   safetensors (`serialization_format=SAFETENSORS`), which torch cannot load, are refused
+//!   as such.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -36,7 +40,7 @@ use crate::files::torch::dtypes::dtype_element;
 use crate::files::torch::pickle::{Heap, Machine, Obj, Pv, PICKLE_LIMITS};
 use crate::files::zt_v2::OpenShard;
 use crate::listing::{sort_by_name, Limits, Listing};
-use crate::model::{ByteOrder, Defect, FileVersion, ObjectInfo, ShardInfo};
+use crate::model::{Arrangement, ByteOrder, Defect, FileVersion, ObjectInfo, ShardInfo};
 use crate::zip;
 
 /// The most data files a checkpoint may name (each is a file held open).
@@ -60,8 +64,38 @@ struct Stored {
     file: String,
     offset: u64,
     length: u64,
-    /// Whether it was written through a storage transform (not read).
-    transformed: bool,
+    /// The storage transform it was written through.
+    transform: Transform,
+}
+
+/// A storage transform (DCP's extensions): what its entry's `transform_descriptors` name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Transform {
+    /// None: the chunk is the archive.
+    None,
+    /// `stream.zstd/1` (DCP's `ZStandard`): the archive compressed as one zstd stream.
+    Zstd,
+    /// Descriptors this reader does not undo (another extension, or several).
+    Other(String),
+}
+
+impl Stored {
+    /// Why this reader cannot undo the chunk's transform, if it cannot.
+    fn transform_defect(&self) -> Option<String> {
+        match &self.transform {
+            Transform::None => None,
+            Transform::Zstd if cfg!(feature = "zstd") => None,
+            Transform::Zstd => Some(
+                "written through DCP's zstd transform, and this build of ztensor has no zstd \
+                 support (feature \"zstd\")"
+                    .to_owned(),
+            ),
+            Transform::Other(names) => Some(format!(
+                "written through the storage transform {names}, which this reader does not \
+                 undo (it undoes DCP's stream.zstd/1)"
+            )),
+        }
+    }
 }
 
 /// One chunk of a tensor: where it starts and how far it extends in each dimension.
@@ -222,13 +256,10 @@ fn tensor_object(
                 chunk.offsets
             ))
         })?;
-        if stored.transformed {
+        if let Some(why) = stored.transform_defect() {
             return Ok(ObjectInfo::defective(
                 name.to_owned(),
-                Defect::unsupported(
-                    "written through a storage transform (a DCP extension), which this reader \
-                     does not undo",
-                ),
+                Defect::unsupported(why),
             ));
         }
         let (number, window) = data_file(stored, files, windows)?;
@@ -409,10 +440,8 @@ fn byte_value(
         let stored = storage
             .get(&(name.to_owned(), Vec::new()))
             .ok_or_else(|| bad("no storage_data entry for it"))?;
-        if stored.transformed {
-            return Err(Error::unsupported(
-                "written through a storage transform (a DCP extension)",
-            ));
+        if let Some(why) = stored.transform_defect() {
+            return Err(Error::unsupported(why));
         }
         let (number, window) = data_file(stored, files, windows)?;
         let listing = archives
@@ -454,10 +483,11 @@ fn value_tensor(
     object.attributes.remove("torch.storage");
     object.attributes.remove("torch.storage_offset");
     for c in object.components.0.iter_mut() {
-        // The PyTorch reader gives a record's bytes, stored or deflated: one range each.
+        // The PyTorch reader gives a record's bytes, stored or deflated, or a span of the
+        // compressed archive: one range each.
         if !matches!(
             c.encoding,
-            zt_formats::Encoding::Raw | zt_formats::Encoding::Deflate
+            zt_formats::Encoding::Raw | zt_formats::Encoding::Deflate | zt_formats::Encoding::Zstd
         ) {
             return Ok(ObjectInfo::defective(
                 object.name,
@@ -536,8 +566,91 @@ fn chunk_archive(window: &Arc<Source>, stored: &Stored, limits: &Limits) -> Resu
              own reader does not load either",
         ));
     }
+    if stored.transform == Transform::Zstd {
+        let compressed = archive.read_at(0, stored.length)?;
+        let decoded = crate::codec::zstd_stream_reader(&compressed)?;
+        let (listing, closed) = crate::files::torch::streamed::list_streamed(decoded, limits)
+            .map_err(in_decoded_archive)?;
+        return Ok(compressed_spans(listing, &closed, stored.length));
+    }
     let entries = zip::entries_by(&archive, zip::Rules::Miniz)?.entries;
     crate::files::torch::list(&archive, entries, limits, FileVersion::PyTorch)
+}
+
+/// The transform a storage entry's `transform_descriptors` name (a list of texts
+/// `name/version`, or None): DCP's zstd alone when it is the one descriptor, with major
+/// version 1, as its registry takes it.
+fn transform(heap: &Heap, descriptors: Option<Pv>) -> Transform {
+    let items = match descriptors.map(|d| (d, heap.get(d))) {
+        None | Some((Pv::None, _)) => return Transform::None,
+        Some((_, Some(Obj::List(l) | Obj::Tuple(l)))) => l.as_slice(),
+        Some(_) => return Transform::Other("(descriptors that are not a list)".to_owned()),
+    };
+    let names: Vec<&str> = items
+        .iter()
+        .map(|&d| heap.text(d).unwrap_or("(not a text)"))
+        .collect();
+    match names.as_slice() {
+        [] => Transform::None,
+        [one]
+            if one.split_once('/').is_some_and(|(name, version)| {
+                name == "stream.zstd" && version.split('.').next() == Some("1")
+            }) =>
+        {
+            Transform::Zstd
+        }
+        _ => Transform::Other(format!("{names:?}")),
+    }
+}
+
+/// An error of a compressed chunk's archive, whose offsets are the decoded archive's: the
+/// offset goes into the message (the file's offset is then the chunk's start).
+fn in_decoded_archive(e: Error) -> Error {
+    let message = match e.offset() {
+        Some(at) => format!(
+            "{} (at byte {at} of the chunk's archive as its zstd stream decodes)",
+            e.message()
+        ),
+        None => e.message().to_owned(),
+    };
+    let located = Error::new(e.kind(), message);
+    match e.object() {
+        Some(record) => located.in_object(record),
+        None => located,
+    }
+}
+
+/// A compressed chunk's listing, its components (spans of the decoded archive) made spans
+/// of the chunk's zstd stream of `stored_len` bytes, which a read decodes up to their end.
+/// A span that is a whole record of `closed` (a record closed by a data descriptor) is read
+/// with the descriptor after it, whose CRC-32 it is checked against: the CRC-32s are known
+/// only there, and finding them at open would decode the stream to its end.
+fn compressed_spans(mut listing: Listing, closed: &[(u64, u64)], stored_len: u64) -> Listing {
+    let closed: BTreeSet<&(u64, u64)> = closed.iter().collect();
+    for object in &mut listing.objects {
+        let dims: Vec<u64> = object.shape.as_slice().to_vec();
+        for c in object.components.0.iter_mut() {
+            let mut arrangement = c.arrangement.take().unwrap_or_else(|| {
+                Box::new(Arrangement {
+                    skip: 0,
+                    span: c.length,
+                    dims: dims.clone(),
+                    strides: Vec::new(),
+                    described: false,
+                })
+            });
+            // Offsets into the decoded archive fit: they were read from it.
+            arrangement.skip = arrangement.skip.saturating_add(c.offset);
+            arrangement.described = closed.contains(&(arrangement.skip, arrangement.span));
+            c.decoded_len = c.decoded_len.or(Some(c.length));
+            c.arrangement = Some(arrangement);
+            c.encoding = zt_formats::Encoding::Zstd;
+            c.offset = 0;
+            c.length = stored_len;
+        }
+    }
+    listing.zip_entries.clear();
+    listing
 }
 
 /// The one tensor of a chunk's archive (its `listing`), and the record that holds its data,
@@ -626,10 +739,7 @@ fn storage_index(
             file: file.to_owned(),
             offset: number("offset")?,
             length: number("length")?,
-            transformed: field(heap, info, "transform_descriptors").is_some_and(|t| {
-                !matches!(t, Pv::None)
-                    && !matches!(heap.get(t), Some(Obj::List(l) | Obj::Tuple(l)) if l.is_empty())
-            }),
+            transform: transform(heap, field(heap, info, "transform_descriptors")),
         };
         if index.insert((fqn.to_owned(), offsets), stored).is_some() {
             return Err(bad(format!(

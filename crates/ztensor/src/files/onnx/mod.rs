@@ -1305,6 +1305,7 @@ impl<'s> Walk<'s, '_> {
                 span: part.length,
                 dims: vec![rank, nnz],
                 strides: vec![1, rank],
+                described: false,
             }));
         }
         Ok(part)

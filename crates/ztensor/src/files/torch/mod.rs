@@ -19,9 +19,13 @@
 //!   any other dtype is listed with a defect. `float4_e2m1fn_x2` is our `f4_e2m1`, whose last
 //!   dimension counts values, twice torch's, which counts bytes.
 //! - The `byteorder` record (`little`, `big`; absent means little, as older torch wrote).
+//! - [`streamed`]: an archive listed from its front, as its bytes are decoded (a compressed
+//!   chunk of a distributed checkpoint), instead of from its central directory.
 
 pub(crate) mod dtypes;
 pub(crate) mod pickle;
+#[cfg(feature = "torch-dcp")]
+pub(crate) mod streamed;
 
 use std::collections::BTreeMap;
 
@@ -582,6 +586,7 @@ fn tensor_object(
                 span,
                 dims: t.size.clone(),
                 strides: t.stride.clone(),
+                described: false,
             }));
         }
         Method::Deflated => {
@@ -602,6 +607,7 @@ fn tensor_object(
                 span: storage_bytes - start.min(storage_bytes),
                 dims: t.size.clone(),
                 strides,
+                described: false,
             }));
         }
     }
