@@ -1065,6 +1065,21 @@ pub fn zstd_stream_reader(src: &[u8]) -> Result<impl std::io::Read + '_> {
     zstd::stream::read::Decoder::with_buffer(src).map_err(|e| Error::io(e, "cannot start zstd"))
 }
 
+/// [`zstd_stream_reader`] over a stream read from `input` as it is needed (through a buffer
+/// of its own), for a stream of which only the front is decoded: the rest is never read.
+///
+/// ```
+/// use std::io::Read;
+/// let stream = zstd::encode_all(&b"header, then the rest"[..], 3).unwrap();
+/// let mut first = [0u8; 6];
+/// zt_formats::zstd_reader(stream.as_slice()).unwrap().read_exact(&mut first).unwrap();
+/// assert_eq!(&first, b"header");
+/// ```
+#[cfg(feature = "zstd")]
+pub fn zstd_reader<'r>(input: impl std::io::Read + 'r) -> Result<impl std::io::Read + 'r> {
+    zstd::stream::read::Decoder::new(input).map_err(|e| Error::io(e, "cannot start zstd"))
+}
+
 /// Decodes `dst.len()` bytes of a zstd stream from `skip` bytes into it: the first `skip` are
 /// decoded and dropped, nothing after `dst`'s last byte is decoded (a span inside a stream
 /// that goes on). A stream that ends first, or is corrupt, is an

@@ -11,8 +11,8 @@
 //! - [`check_csr`], [`check_csr_sorted`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the sparse rules that
 //!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
 //! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
-//!   decompression bounded by the declared size ([`zstd_part_into`], [`zstd_stream_reader`]:
-//!   a span of a stream, its front); the foreign encodings' decoders
+//!   decompression bounded by the declared size ([`zstd_part_into`], [`zstd_stream_reader`],
+//!   [`zstd_reader`]: a span of a stream, its front); the foreign encodings' decoders
 //!   ([`varints_decode_into`], [`varint_codes_decode_into`], [`tagged_decode_into`],
 //!   [`latin1_decode_into`],
 //!   [`pieces_decode_into`], [`place_box`], [`densify_into`] for TensorFlow Lite's sparse
@@ -82,7 +82,7 @@ pub use compress::{
 pub use compress::{
     zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decode_with_dict_into,
     zstd_decompress_bounded, zstd_decompress_exact, zstd_frame_content_size, zstd_part_into,
-    zstd_stream_reader, ZSTD_PARALLEL_MIN,
+    zstd_reader, zstd_stream_reader, ZSTD_PARALLEL_MIN,
 };
 #[cfg(feature = "digests")]
 pub use digest::{xxh3_64, Hasher};

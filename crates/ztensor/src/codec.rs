@@ -117,16 +117,54 @@ pub(crate) use zt_formats::{
     zstd_part_into,
 };
 
-/// A reader of what a zstd stream decodes to (see [`zt_formats::zstd_stream_reader`]).
+/// A reader of what the zstd stream in `len` bytes of `source` from `offset` decodes to,
+/// reading the stream as it is needed, a block at a time: decoding its front reads only
+/// that much of the file (unmapped, or remote), never the whole stream.
 #[cfg(all(feature = "zstd", feature = "torch-dcp"))]
-pub(crate) fn zstd_stream_reader(src: &[u8]) -> zt_container::Result<Box<dyn std::io::Read + '_>> {
-    Ok(Box::new(zt_formats::zstd_stream_reader(src)?))
+pub(crate) fn zstd_range_reader(
+    source: &zt_container::Source,
+    offset: u64,
+    len: u64,
+) -> zt_container::Result<Box<dyn std::io::Read + '_>> {
+    let range = RangeReader {
+        source,
+        at: offset,
+        end: offset.saturating_add(len),
+    };
+    Ok(Box::new(zt_formats::zstd_reader(range)?))
 }
 
 /// Without zstd: decoding is unsupported.
 #[cfg(all(not(feature = "zstd"), feature = "torch-dcp"))]
-pub(crate) fn zstd_stream_reader(_src: &[u8]) -> Result<Box<dyn std::io::Read + '_>> {
+pub(crate) fn zstd_range_reader(
+    _source: &zt_container::Source,
+    _offset: u64,
+    _len: u64,
+) -> Result<Box<dyn std::io::Read + '_>> {
     without_zstd()
+}
+
+/// Bytes `at..end` of a source, read in order by positional reads.
+#[cfg(all(feature = "zstd", feature = "torch-dcp"))]
+struct RangeReader<'s> {
+    source: &'s zt_container::Source,
+    at: u64,
+    end: u64,
+}
+
+#[cfg(all(feature = "zstd", feature = "torch-dcp"))]
+impl std::io::Read for RangeReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (self.end.saturating_sub(self.at)).min(buf.len() as u64) as usize;
+        let Some(part) = buf.get_mut(..n) else {
+            return Ok(0);
+        };
+        self.source
+            .read_into(self.at, part)
+            .map_err(std::io::Error::other)?;
+        self.at += n as u64;
+        Ok(n)
+    }
 }
 
 /// Decodes the zip record that lies `skip` bytes into a zstd stream and fills `dst`, then the

@@ -567,8 +567,8 @@ fn chunk_archive(window: &Arc<Source>, stored: &Stored, limits: &Limits) -> Resu
         ));
     }
     if stored.transform == Transform::Zstd {
-        let compressed = archive.read_at(0, stored.length)?;
-        let decoded = crate::codec::zstd_stream_reader(&compressed)?;
+        // Read as decoded: its front is what listing needs, and a large chunk is not read.
+        let decoded = crate::codec::zstd_range_reader(&archive, 0, stored.length)?;
         let (listing, closed) = crate::files::torch::streamed::list_streamed(decoded, limits)
             .map_err(in_decoded_archive)?;
         return Ok(compressed_spans(listing, &closed, stored.length));
