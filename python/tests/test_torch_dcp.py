@@ -22,7 +22,7 @@ def _expected(sub):
         return json.load(f)["files"][sub + "/.metadata"]["tensors"]
 
 
-@pytest.mark.parametrize("sub", ["single", "two_ranks", "byte_tensors", "zstd"])
+@pytest.mark.parametrize("sub", ["single", "two_ranks", "byte_tensors", "zstd", "zstd_two_ranks"])
 @pytest.mark.parametrize("by_folder", [False, True])
 def test_every_tensor_reads_as_torch_saved_it(sub, by_folder):
     want = _expected(sub)

@@ -23,13 +23,15 @@ at an offset of one of them).
   size, no checksum: `zstandard`'s defaults), and its `storage_data` entry names the
   transform (`stream.zstd/1`). The tensors of `single/`, a tuple value of two tensors and a
   step count; the script checks that `dcp.load` reads them back.
+- `zstd_two_ranks/`: `two_ranks/` saved through the zstd transform: each rank's chunk of a
+  sharded tensor its own compressed archive.
 
 Also expected.json: per `.metadata` and tensor, the shape, the zTensor type name and the
 row-major little-endian bytes (hex) that reading must give. Run once in a throwaway venv
 (`pip install torch numpy zstandard safetensors`); the files are committed and the tests
 never need Python. Reruns write the same data files, but each `.metadata` holds a random
 `save_id`: `--only zstd` (a folder's name) writes that folder alone and keeps the other
-entries of expected.json.
+entries of expected.json (`zstd_two_ranks` likewise).
 
     python tools/interop/make_torch_dcp.py [out_dir] [--only NAME]
 """
@@ -70,7 +72,7 @@ def write_expected(out, files):
         f.write("\n")
 
 
-def rank_main(rank, out, init):
+def rank_main(rank, out, init, sub):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
@@ -82,7 +84,14 @@ def rank_main(rank, out, init):
         "cols": distribute_tensor(whole["cols"], mesh, [Shard(1)]),
         "same": distribute_tensor(whole["same"], mesh, [Replicate()]),
     }
-    dcp.save(state, checkpoint_id=os.path.join(out, "two_ranks"))
+    if sub == "zstd_two_ranks":
+        from torch.distributed.checkpoint._extension import ZStandard
+        from torch.distributed.checkpoint.filesystem import FileSystemWriter
+
+        writer = FileSystemWriter(os.path.join(out, sub), _extensions=[ZStandard()])
+        dcp.save(state, storage_writer=writer)
+    else:
+        dcp.save(state, checkpoint_id=os.path.join(out, sub))
     dist.barrier()
     dist.destroy_process_group()
 
@@ -127,6 +136,25 @@ def zstd_checkpoint(out, table):
     assert all(s.transform_descriptors == ["stream.zstd/1"] for s in stored), stored
 
 
+def two_ranks(out, sub, table):
+    """Saves the DTensors of `whole_tensors` from two processes into `sub`."""
+    init = "file://" + os.path.abspath(os.path.join(out, ".rendezvous"))
+    mp.spawn(rank_main, args=(out, init, sub), nprocs=2, join=True)
+    if os.path.exists(os.path.join(out, ".rendezvous")):
+        os.remove(os.path.join(out, ".rendezvous"))
+    for name, t in whole_tensors().items():
+        expect(table, name, t)
+
+
+def load_back(out, sub, table):
+    """Checks that `dcp.load` reads every tensor of `table` back from `sub`."""
+    target = {n: torch.empty(e["shape"], dtype={v: k for k, v in ZT.items()}[e["type"]])
+              for n, e in table.items()}
+    dcp.load(target, checkpoint_id=os.path.join(out, sub))
+    for n, t in target.items():
+        assert le_hex(t) == table[n]["hex"], (sub, n)
+
+
 def main():
     args = sys.argv[1:]
     only = None
@@ -137,20 +165,25 @@ def main():
     out = args[0] if args else "fixtures/interop/torch_dcp"
     os.makedirs(out, exist_ok=True)
     if only is not None:
-        if only != "zstd":
-            raise SystemExit(f"--only takes zstd, not {only!r}")
+        if only not in ("zstd", "zstd_two_ranks"):
+            raise SystemExit(f"--only takes zstd or zstd_two_ranks, not {only!r}")
         shutil.rmtree(os.path.join(out, only), ignore_errors=True)
         with open(os.path.join(out, "expected.json")) as f:
             files = json.load(f)["files"]
         table = {}
-        zstd_checkpoint(out, table)
+        if only == "zstd":
+            zstd_checkpoint(out, table)
+        else:
+            two_ranks(out, only, table)
+            load_back(out, only, table)
         files[f"{only}/.metadata"] = {"tensors": table}
         write_expected(out, files)
         print(only, sorted(os.listdir(os.path.join(out, only))))
         return
-    for sub in ("single", "two_ranks", "byte_tensors", "safetensors_format", "zstd"):
+    subs = ("single", "two_ranks", "byte_tensors", "safetensors_format", "zstd", "zstd_two_ranks")
+    for sub in subs:
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
-    expected = {"single": {}, "two_ranks": {}, "byte_tensors": {}, "zstd": {}}
+    expected = {sub: {} for sub in subs if sub != "safetensors_format"}
 
     single = single_state()
     dcp.save(single, checkpoint_id=os.path.join(out, "single"))
@@ -193,24 +226,15 @@ def main():
     else:
         raise AssertionError("dcp.load read a checkpoint saved as safetensors")
 
-    init = "file://" + os.path.abspath(os.path.join(out, ".rendezvous"))
-    mp.spawn(rank_main, args=(out, init), nprocs=2, join=True)
-    if os.path.exists(os.path.join(out, ".rendezvous")):
-        os.remove(os.path.join(out, ".rendezvous"))
-    for name, t in whole_tensors().items():
-        expect(expected["two_ranks"], name, t)
+    for sub in ("two_ranks", "zstd_two_ranks"):
+        two_ranks(out, sub, expected[sub])
 
     zstd_checkpoint(out, expected["zstd"])
 
     # What torch reads back, compared with what was saved.
     for sub, table in expected.items():
-        if sub in ("byte_tensors", "zstd"):
-            continue
-        target = {n: torch.empty(e["shape"], dtype={v: k for k, v in ZT.items()}[e["type"]])
-                  for n, e in table.items()}
-        dcp.load(target, checkpoint_id=os.path.join(out, sub))
-        for n, t in target.items():
-            assert le_hex(t) == table[n]["hex"], (sub, n)
+        if sub not in ("byte_tensors", "zstd"):
+            load_back(out, sub, table)
 
     write_expected(out, {f"{sub}/.metadata": {"tensors": t} for sub, t in expected.items()})
     for sub in (*expected, "safetensors_format"):

@@ -677,6 +677,22 @@ pub struct BoxTable {
     pub element_size: u64,
     /// The boxes, each where it starts and how far it extends in every dimension.
     pub boxes: Vec<(Piece, Vec<u64>, Vec<u64>)>,
+    /// Empty when each box's piece holds its elements as they are; else one per box, which
+    /// then is a span of what its piece, a zstd stream, decodes to (a compressed chunk of a
+    /// PyTorch distributed checkpoint).
+    pub spans: Vec<StreamSpan>,
+}
+
+/// Where a box's elements lie in what its piece, a zstd stream, decodes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamSpan {
+    /// Decoded bytes before the elements.
+    pub skip: u64,
+    /// The elements' bytes.
+    pub len: u64,
+    /// Whether a zip data descriptor follows them in the decoded bytes (`PK\x07\x08`, the
+    /// CRC-32 of the span, its sizes), which a read checks.
+    pub described: bool,
 }
 
 /// The most boxes [`tile`] checks against one another in pairs when they are not whole rows.
@@ -802,6 +818,7 @@ pub fn tile(
             dims: dims.to_vec(),
             element_size,
             boxes,
+            spans: Vec::new(),
         }))
     };
     Ok(Tiling {

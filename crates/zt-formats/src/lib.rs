@@ -75,7 +75,7 @@ pub mod v2;
 pub use compress::{
     available_threads, bit_planes_decode_into, bit_planes_len, latin1_decode_into,
     pieces_decode_into, place_box, read_varint, tagged_decode_into, tile, varint_codes_decode_into,
-    varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece, Tiling,
+    varints_decode_into, BoxTable, Chunk, ChunkTable, Encoding, Piece, StreamSpan, Tiling,
     DEFAULT_MAX_DECOMPRESSED, MAX_BOXES,
 };
 #[cfg(feature = "zstd")]

@@ -445,17 +445,25 @@ impl Backing {
                     .map_err(self.in_file_numbered(piece.file))
             });
         }
-        // Each box read (from the map, or into a buffer), checked, and placed.
+        // Each box read (from the map, or into a buffer), checked, decoded when it is a
+        // span of a zstd stream, and placed.
         if let Encoding::Boxes(table) = &comp.encoding {
             let size = usize::try_from(table.element_size)
                 .map_err(|_| Error::invalid("an element size over usize"))?;
-            for (piece, start, extent) in &table.boxes {
+            for (i, (piece, start, extent)) in table.boxes.iter().enumerate() {
                 let in_file = self.in_file_numbered(piece.file);
-                let bytes = self
+                let stored = self
                     .file_numbered(piece.file)?
                     .read_at(piece.offset, piece.length)
                     .map_err(&in_file)?;
-                Self::check_piece(piece, &bytes).map_err(in_file)?;
+                Self::check_piece(piece, &stored).map_err(&in_file)?;
+                let bytes = match table.spans.get(i) {
+                    None => stored,
+                    Some(span) => Cow::Owned(
+                        self.decode_stream_span(&stored, span)
+                            .map_err(|e| in_file(e.at(piece.offset)))?,
+                    ),
+                };
                 zt_formats::place_box(&table.dims, size, start, extent, &bytes, dst)
                     .map_err(|e| e.at(piece.offset))?;
             }
@@ -638,6 +646,27 @@ impl Backing {
             dst,
         )
         .map_err(|e| e.at(comp.offset))
+    }
+
+    /// The span of what the zstd stream `stored` decodes to that holds a box's elements,
+    /// decoded under the cap, and checked against the CRC-32 of the data descriptor after it
+    /// when it has one.
+    fn decode_stream_span(&self, stored: &[u8], span: &zt_formats::StreamSpan) -> Result<Vec<u8>> {
+        let cap = self.limits.max_decompressed_len;
+        let reach = span.skip.saturating_add(span.len);
+        if reach > cap {
+            return Err(Error::limit(format!(
+                "a span ending {reach} bytes into a zstd stream exceeds the cap of {cap} decoded \
+                 bytes"
+            )));
+        }
+        let n = usize::try_from(span.len).map_err(|_| Error::limit("a span exceeds usize"))?;
+        let mut buf = zt_container::internal::try_zeroed_vec::<u8>(n)?;
+        match span.described {
+            true => crate::codec::zstd_record_into(stored, span.skip, &mut buf)?,
+            false => crate::codec::zstd_part_into(stored, span.skip, &mut buf)?,
+        }
+        Ok(buf)
     }
 
     /// Checks a piece's bytes against the CRC-32C its writer recorded, if it recorded one.
@@ -949,19 +978,18 @@ impl Backing {
     }
 }
 
-/// How many pieces of a component of pieces or boxes carry a CRC-32C of their own, or 1 for
-/// a span closed by a data descriptor (its record's CRC-32, checked as it is decoded).
+/// How many pieces of a component of pieces or boxes carry a CRC-32C of their own, or spans
+/// closed by a data descriptor (their record's CRC-32, checked as they are decoded).
 fn piece_crcs(comp: &ComponentInfo) -> usize {
     if comp.arrangement.as_ref().is_some_and(|a| a.described) {
         return 1;
     }
     match &comp.encoding {
         Encoding::Pieces(pieces) => pieces.iter().filter(|p| p.crc32c.is_some()).count(),
-        Encoding::Boxes(table) => table
-            .boxes
-            .iter()
-            .filter(|(p, ..)| p.crc32c.is_some())
-            .count(),
+        Encoding::Boxes(table) => {
+            let pieces = table.boxes.iter().filter(|(p, ..)| p.crc32c.is_some());
+            pieces.count() + table.spans.iter().filter(|s| s.described).count()
+        }
         _ => 0,
     }
 }

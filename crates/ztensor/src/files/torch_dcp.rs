@@ -22,7 +22,8 @@
 //! - Chunks and values written through DCP's zstd transform (`stream.zstd/1`) are their
 //!   archive as one zstd stream: the archive is listed from the stream's front
 //!   ([`crate::files::torch::streamed`]), and each tensor is a span of what the stream
-//!   decodes to, decoded up to its end when read and checked against its record's CRC-32;
+//!   decodes to, decoded up to its end when read and checked against its record's CRC-32
+//!   (a tensor in several compressed chunks: boxes, each a span of its chunk's stream);
 //!   other transforms are listed with a defect.
 //! - Data files must be plain names in the checkpoint's folder; data files saved as
 //!   safetensors (`serialization_format=SAFETENSORS`), which torch cannot load, are refused
@@ -33,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use zt_container::{Error, RangeRead, Result, Source};
-use zt_formats::{tile, Piece};
+use zt_formats::{tile, BoxTable, Piece, StreamSpan, Tiling};
 use zt_manifest::{Attributes, Value, ValueBudget};
 
 use crate::files::torch::dtypes::dtype_element;
@@ -296,28 +297,43 @@ fn tensor_object(
             .checked_add(stored.offset)
             .ok_or_else(|| bad(format!("chunk offset {} overflows", stored.offset)))?;
         c.file = number;
-        let contiguous = matches!(c.encoding, zt_formats::Encoding::Raw)
-            && c.arrangement.is_none()
-            && c.byte_order == ByteOrder::Little
+        let plain = c.byte_order == ByteOrder::Little
             && object.format == zt_formats::Format::Dense
             && one_component;
-        parts.push((
-            Piece {
+        // A compressed chunk whose elements lie packed in its stream is a span of it.
+        let span = match (&c.encoding, c.arrangement.as_deref(), c.decoded_len) {
+            (zt_formats::Encoding::Zstd, Some(a), Some(len)) if a.is_packed() => Some(StreamSpan {
+                skip: a.skip,
+                len,
+                described: a.described && a.span == len,
+            }),
+            _ => None,
+        };
+        let contiguous = plain
+            && (span.is_some()
+                || matches!(c.encoding, zt_formats::Encoding::Raw) && c.arrangement.is_none());
+        parts.push(Part {
+            piece: Piece {
                 file: number,
                 offset: c.offset,
                 length: c.length,
                 crc32c: None,
             },
-            chunk.offsets.clone(),
-            chunk.sizes.clone(),
+            start: chunk.offsets.clone(),
+            extent: chunk.sizes.clone(),
             contiguous,
-        ));
+            span,
+        });
         inner = Some(object);
     }
     match (parts.len(), inner) {
         // One chunk: its tensor as the archive gives it (strided ones keep their
         // arrangement), under the checkpoint's name.
-        (1, Some(mut object)) if parts.first().is_some_and(|p| p.1.iter().all(|&o| o == 0)) => {
+        (1, Some(mut object))
+            if parts
+                .first()
+                .is_some_and(|p| p.start.iter().all(|&o| o == 0)) =>
+        {
             if object.shape.as_slice() != meta.size.as_slice() {
                 return Err(bad(format!(
                     "its one chunk has shape {:?}, not the tensor's {:?}",
@@ -331,30 +347,83 @@ fn tensor_object(
             Ok(object)
         }
         _ => {
-            if parts.iter().any(|p| !p.3) {
+            let compressed = parts.iter().filter(|p| p.span.is_some()).count();
+            if parts.iter().any(|p| !p.contiguous) || (compressed > 0 && compressed < parts.len()) {
                 return Ok(ObjectInfo::defective(
                     name.to_owned(),
                     Defect::unsupported(
-                        "saved in chunks of which one is strided, encoded or big-endian, which \
-                         this reader does not assemble",
+                        "saved in chunks of which one is strided, encoded in another way than \
+                         its others, or big-endian, which this reader does not assemble",
                     ),
                 ));
             }
-            let boxes = parts.into_iter().map(|(p, s, e, _)| (p, s, e)).collect();
-            match tile(&meta.size, element.logical_size(), boxes) {
-                Ok(tiling) => Ok(ObjectInfo::tiled(
-                    name.to_owned(),
-                    meta.size.clone().into(),
-                    element,
-                    tiling,
-                    ByteOrder::Little,
-                )),
-                Err(why) => Ok(ObjectInfo::defective(
-                    name.to_owned(),
-                    Defect::invalid(format!("{why} (its chunks)")),
-                )),
-            }
+            // Compressed chunks are checked to tile the tensor by their decoded sizes, then
+            // read as boxes, each a span of its stream.
+            let boxes = parts.iter().map(|p| {
+                let length = p.span.map_or(p.piece.length, |s| s.len);
+                (
+                    Piece { length, ..p.piece },
+                    p.start.clone(),
+                    p.extent.clone(),
+                )
+            });
+            let tiling = match tile(&meta.size, element.logical_size(), boxes.collect()) {
+                Ok(tiling) => tiling,
+                Err(why) => {
+                    return Ok(ObjectInfo::defective(
+                        name.to_owned(),
+                        Defect::invalid(format!("{why} (its chunks)")),
+                    ))
+                }
+            };
+            let tiling = match compressed {
+                0 => tiling,
+                _ => compressed_tiling(&meta.size, element.logical_size(), parts, tiling.total),
+            };
+            Ok(ObjectInfo::tiled(
+                name.to_owned(),
+                meta.size.clone().into(),
+                element,
+                tiling,
+                ByteOrder::Little,
+            ))
         }
+    }
+}
+
+/// One chunk of a tensor: its bytes in its data file, where its box starts and how far it
+/// extends, whether its elements lie as they are or packed in a stream (`contiguous`), and,
+/// for a compressed chunk, where they lie in what its stream decodes to.
+struct Part {
+    piece: Piece,
+    start: Vec<u64>,
+    extent: Vec<u64>,
+    contiguous: bool,
+    span: Option<StreamSpan>,
+}
+
+/// The tiling of compressed chunks that [`tile`] found to tile the tensor of `dims` by their
+/// decoded sizes (`total` bytes): boxes, each a span of its stream (those with no elements
+/// left out, as `tile` leaves them out).
+fn compressed_tiling(dims: &[u64], element_size: u64, parts: Vec<Part>, total: u64) -> Tiling {
+    let (mut boxes, mut spans) = (Vec::new(), Vec::new());
+    for part in parts {
+        if let Some(span) = part.span.filter(|s| s.len > 0) {
+            boxes.push((part.piece, part.start, part.extent));
+            spans.push(span);
+        }
+    }
+    let first = boxes.first().map(|(p, ..)| *p);
+    let table = BoxTable {
+        dims: dims.to_vec(),
+        element_size,
+        boxes,
+        spans,
+    };
+    Tiling {
+        encoding: zt_formats::Encoding::Boxes(Box::new(table)),
+        first,
+        total,
     }
 }
 
