@@ -215,6 +215,31 @@ fn a_deflated_member_is_crc_checked_as_it_is_inflated() {
     }
 }
 
+/// A deflated array far larger than its stored bytes (zeros: about a thousandth) reads: the
+/// memory budget counts what the member inflates to, under the decompression cap, not its
+/// stored bytes (until 2026-12-04 an array of zeros over about 64 MiB was refused as
+/// "exceeds the memory budget").
+#[test]
+fn a_deflated_array_far_larger_than_its_stored_bytes_reads() {
+    let n: u64 = 24 << 20;
+    let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({n},), }}");
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut member = b"\x93NUMPY\x01\x00".to_vec();
+    member.extend((dict.len() as u16).to_le_bytes());
+    member.extend(dict.as_bytes());
+    member.resize(member.len() + 4 * n as usize, 0);
+    let npz = checkpoint::zip(&[("a.npy", &member)], &["a.npy"]);
+    assert!(npz.len() < 1 << 20, "{}", npz.len());
+    let r = OpenOptions::new().open_bytes(npz).unwrap();
+    let a = r.object("a").unwrap().read::<f32>().unwrap();
+    assert_eq!(a.len() as u64, n);
+    assert!(a.iter().all(|&x| x == 0.0));
+    assert!(r.verify().is_ok());
+}
+
 /// An `.npy` entry of `descr` and version `major.minor` holding two bytes of data.
 fn npy_entry(descr: &str, major: u8, minor: u8) -> Vec<u8> {
     let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (2,), }}");
