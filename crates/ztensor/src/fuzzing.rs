@@ -152,7 +152,9 @@ pub fn decode_hdf5_chunks(table: &ChunkTable, span: &[u8], cap: u64) -> Result<V
 #[cfg(feature = "torch-dcp")]
 pub fn list_torch_stream(archive: &[u8]) -> Result<usize> {
     let limits = crate::listing::Limits::default();
-    let (listing, closed) = crate::files::torch::streamed::list_streamed(archive, &limits)?;
+    let mut budget = 1 << 30;
+    let (listing, closed) =
+        crate::files::torch::streamed::list_streamed(archive, &limits, &mut budget)?;
     Ok(listing.objects.len() + closed.len())
 }
 

@@ -50,6 +50,11 @@ const MAX_DATA_FILES: usize = 4096;
 const MAX_CHUNKS: usize = 1 << 16;
 /// The longest data file name (a real one is `__<rank>_<n>.distcp`).
 const MAX_FILE_NAME: usize = 255;
+/// What listing a checkpoint's compressed archives may decode at open, at least: four times
+/// its data files' bytes when that is more. Listing decodes each archive's front, and the
+/// storages before its last one (a value holding several tensors); a stream that decodes to
+/// far more than it stores must not make opening decode without end.
+const MIN_OPEN_DECODE: u64 = 1 << 30;
 /// The most fields a record of `torch.distributed.checkpoint` may have (the largest,
 /// `Metadata`, has five): a field is found by a search over them, and one record may be
 /// shared by every entry of the file, so a larger one would make listing cost their product.
@@ -189,7 +194,11 @@ pub(crate) fn list(
     }
 
     let mut objects = zt_container::internal::try_with_capacity(metas.len())?;
-    let mut archives = Archives::default();
+    let data_bytes = shards.iter().map(|(_, data)| data.len()).sum::<u64>();
+    let mut archives = Archives {
+        decode_left: data_bytes.saturating_mul(4).max(MIN_OPEN_DECODE),
+        ..Archives::default()
+    };
     for (name, meta) in &metas {
         let data = (folder, windows.as_slice());
         let object = tensor_object(name, meta, &storage, &files, data, limits, &mut archives)
@@ -436,6 +445,8 @@ struct Archives {
     /// Each range's end, by its data file's number and its start.
     taken: BTreeMap<(u32, u64), u64>,
     records: Vec<(u32, zip::Entry)>,
+    /// How many more bytes listing compressed archives may decode.
+    decode_left: u64,
 }
 
 impl Archives {
@@ -461,7 +472,7 @@ impl Archives {
             )));
         }
         self.taken.insert((number, start), end);
-        chunk_archive(window, stored, limits)
+        chunk_archive(window, stored, limits, &mut self.decode_left)
     }
 }
 
@@ -607,7 +618,12 @@ fn in_data_file(e: Error, stored: &Stored, folder: &Path) -> Error {
 
 /// The `torch.save` archive at `stored` in `window`'s data file, listed by the PyTorch
 /// reader, its offsets the archive's.
-fn chunk_archive(window: &Arc<Source>, stored: &Stored, limits: &Limits) -> Result<Listing> {
+fn chunk_archive(
+    window: &Arc<Source>,
+    stored: &Stored,
+    limits: &Limits,
+    decode_left: &mut u64,
+) -> Result<Listing> {
     let end = stored.offset.checked_add(stored.length);
     if end.is_none_or(|end| end > window.len()) {
         return Err(bad(format!(
@@ -638,8 +654,8 @@ fn chunk_archive(window: &Arc<Source>, stored: &Stored, limits: &Limits) -> Resu
     if stored.transform == Transform::Zstd {
         // Read as decoded: its front is what listing needs, and a large chunk is not read.
         let decoded = crate::codec::zstd_range_reader(&archive, 0, stored.length)?;
-        let (listing, closed) = crate::files::torch::streamed::list_streamed(decoded, limits)
-            .map_err(in_decoded_archive)?;
+        let listed = crate::files::torch::streamed::list_streamed(decoded, limits, decode_left);
+        let (listing, closed) = listed.map_err(in_decoded_archive)?;
         return Ok(compressed_spans(listing, &closed, stored.length));
     }
     let entries = zip::entries_by(&archive, zip::Rules::Miniz)?.entries;

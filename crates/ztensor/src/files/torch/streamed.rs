@@ -31,6 +31,14 @@ use crate::zip::{self, Method, MAX_ZIP_ENTRIES, MAX_ZIP_NAME_LEN};
 const MAX_SMALL_RECORD: u64 = 64 << 10;
 /// How many bytes are decoded at a time while the walk needs more.
 const STEP: usize = 16 << 10;
+/// The most decoded bytes held at once: the records before the first storage (the pickle,
+/// at most [`MAX_PICKLE_LEN`], and a few small ones), or the small records between two
+/// storages.
+const MAX_FRONT: u64 = MAX_PICKLE_LEN + (1 << 20);
+/// How far before a window's end a pickle's error may start and still be the window's cut
+/// (an argument read to its end of line: a name, at most a few KiB), so that the pickle is
+/// run again over a larger window; an error before it is the pickle's.
+const CUT_MARGIN: u64 = 64 << 10;
 
 const LOCAL_HEADER: &[u8; 4] = b"PK\x03\x04";
 const CENTRAL_HEADER: &[u8; 4] = b"PK\x01\x02";
@@ -55,6 +63,8 @@ struct Front<R> {
     start: u64,
     /// Whether the reader has ended.
     ended: bool,
+    /// How many more bytes may be decoded (see [`list_streamed`]).
+    left: u64,
 }
 
 impl<R: Read> Front<R> {
@@ -62,6 +72,12 @@ impl<R: Read> Front<R> {
     fn fill_to(&mut self, end: u64) -> Result<bool> {
         while self.start.saturating_add(self.buf.len() as u64) < end && !self.ended {
             let have = self.buf.len();
+            if end - self.start > MAX_FRONT {
+                return Err(Error::limit(format!(
+                    "an archive's records before or between its storages hold more than \
+                     {MAX_FRONT} bytes"
+                )));
+            }
             let want = usize::try_from(end - self.start)
                 .map_err(|_| Error::limit("an archive's front exceeds usize"))?
                 .saturating_sub(have)
@@ -73,6 +89,7 @@ impl<R: Read> Front<R> {
             let n = read_some(&mut self.reader, &mut self.buf[have..])?;
             self.buf.truncate(have + n);
             self.ended = n == 0;
+            self.spend(n as u64)?;
         }
         Ok(self.start.saturating_add(self.buf.len() as u64) >= end)
     }
@@ -114,13 +131,27 @@ impl<R: Read> Front<R> {
         } else {
             self.buf.clear();
             let skip = at - end;
-            let passed = std::io::copy(&mut (&mut self.reader).take(skip), &mut std::io::sink())
+            let allowed = skip.min(self.left.saturating_add(1));
+            let passed = std::io::copy(&mut (&mut self.reader).take(allowed), &mut std::io::sink())
                 .map_err(|e| bad(format!("the stream's decoding fails: {e}")))?;
+            self.spend(passed)?;
             if passed != skip {
                 return Err(bad("the archive ends inside a storage's record").at(end + passed));
             }
         }
         self.start = self.start.max(at);
+        Ok(())
+    }
+
+    /// Counts `n` bytes decoded against what may be.
+    fn spend(&mut self, n: u64) -> Result<()> {
+        self.left = self.left.checked_sub(n).ok_or_else(|| {
+            Error::limit(
+                "listing compressed archives decodes more than their files' bytes allow at \
+                 open (four times them, at least 1 GiB): their storages hold far more than \
+                 the files",
+            )
+        })?;
         Ok(())
     }
 }
@@ -155,16 +186,32 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 /// Lists the `torch.save` archive that `reader` decodes (its offsets the decoded archive's),
 /// decoding only as far as its last storage's record starts; with the listing, each record
 /// closed by a data descriptor, as the range of its bytes (whose CRC-32 follows them).
+/// `budget` is how many bytes may be decoded, less what this one decodes: the archives of a
+/// checkpoint share one, so that a stream that decodes to far more than it stores (its
+/// storages passed over to reach the next) cannot make opening decode without end.
 pub(crate) fn list_streamed(
     reader: impl Read,
     limits: &Limits,
+    budget: &mut u64,
 ) -> Result<(Listing, Vec<(u64, u64)>)> {
     let mut front = Front {
         reader,
         buf: Vec::new(),
         start: 0,
         ended: false,
+        left: *budget,
     };
+    let listed = walk_records(&mut front, limits);
+    *budget = front.left;
+    listed
+}
+
+/// The walk of [`list_streamed`] over `front`.
+fn walk_records(
+    front: &mut Front<impl Read>,
+    limits: &Limits,
+) -> Result<(Listing, Vec<(u64, u64)>)> {
+    let mut names = std::collections::BTreeSet::new();
     let mut entries: Vec<zip::Entry> = Vec::new();
     // Each storage's record length, by key, once the pickle is run.
     let mut storages: Option<BTreeMap<String, u64>> = None;
@@ -201,6 +248,10 @@ pub(crate) fn list_streamed(
         let name = std::str::from_utf8(name_bytes)
             .map_err(|_| bad("a record's name is not UTF-8").at(at + 30))?
             .to_owned();
+        // A B-tree: names come from the file.
+        if !names.insert(name.clone()) {
+            return Err(bad(format!("record {name:?} is written twice")).at(at));
+        }
         let data_at = at + 30 + u64::from(name_len) + u64::from(extra_len);
         // The whole header, its extra field (torch's alignment padding) too, is there.
         front.bytes(at, data_at - at, "a record's header")?;
@@ -222,7 +273,7 @@ pub(crate) fn list_streamed(
                 .at(at));
             };
             folder = format!("{dir}/");
-            let (len, sizes) = run_pickle(&mut front, data_at, limits)?;
+            let (len, sizes) = run_pickle(front, data_at, limits)?;
             if !described && u64::from(stored_len) != len {
                 return Err(bad(format!(
                     "{name:?} declares {stored_len} bytes, but its pickle is {len}"
@@ -252,7 +303,7 @@ pub(crate) fn list_streamed(
         } else if !described {
             u64::from(stored_len)
         } else {
-            small_record_len(&mut front, data_at, &name)?
+            small_record_len(front, data_at, &name)?
         };
         if !described && stored_len != inflated_len {
             return Err(bad(format!("stored record {name:?} changes size")).at(at));
@@ -288,7 +339,7 @@ pub(crate) fn list_streamed(
             front.drop_to(end)?;
         }
         at = if described {
-            end + descriptor_len(&mut front, end, len)?
+            end + descriptor_len(front, end, len)?
         } else {
             end
         };
@@ -323,10 +374,15 @@ fn run_pickle(
                 let sizes = storage_lengths(&heap, root, len as u64, limits)?;
                 return Ok((len as u64, sizes));
             }
-            // Any error in a window the archive goes on past may be the window's cut (a
-            // text argument missing its end of line, as much as an opcode cut short): the
-            // pickle is run again over twice as much, up to its cap.
-            Err(_) if !complete && window < MAX_PICKLE_LEN => {
+            // An error near the end of a window the archive goes on past may be the
+            // window's cut (a text argument missing its end of line, as much as an opcode
+            // cut short): the pickle is run again over twice as much, up to its cap.
+            Err(e)
+                if !complete
+                    && window < MAX_PICKLE_LEN
+                    && (pickle_cut_short(&e)
+                        || e.offset().unwrap_or(0) >= end.saturating_sub(CUT_MARGIN)) =>
+            {
                 window = window.saturating_mul(2).min(MAX_PICKLE_LEN);
             }
             Err(e) if pickle_cut_short(&e) && complete => {
@@ -451,6 +507,12 @@ mod tests {
         "/../../fixtures/interop/pytorch/"
     );
 
+    /// `archive` listed with no bound on what it may decode.
+    fn unbounded(archive: &[u8]) -> Result<(Listing, Vec<(u64, u64)>)> {
+        let mut budget = u64::MAX;
+        list_streamed(archive, &Limits::default(), &mut budget)
+    }
+
     /// Checkpoints `torch.save` wrote (their records closed by data descriptors, torch's
     /// writer never seeks back), listed from the front, give what the central directory
     /// gives; every record with bytes is found closed (but in the big-endian one, which
@@ -463,7 +525,7 @@ mod tests {
             let source = Source::from_vec(bytes.clone());
             let entries = zip::entries_by(&source, zip::Rules::Miniz).unwrap().entries;
             let whole = list(&source, entries, &limits, FileVersion::PyTorch).unwrap();
-            let (front, closed) = list_streamed(bytes.as_slice(), &limits).unwrap();
+            let (front, closed) = unbounded(bytes.as_slice()).unwrap();
             assert!(!whole.objects.is_empty(), "{name}");
             assert_eq!(whole.objects, front.objects, "{name}");
             assert_eq!(whole.attributes, front.attributes, "{name}");
@@ -492,9 +554,8 @@ mod tests {
             .map(|e| e.data_offset)
             .max()
             .unwrap();
-        let limits = Limits::default();
         for cut in 0..last as usize {
-            match list_streamed(&bytes[..cut], &limits) {
+            match unbounded(&bytes[..cut]) {
                 Ok(_) => panic!("cut at {cut}: listed"),
                 Err(e) => {
                     let m = e.message();
@@ -505,6 +566,38 @@ mod tests {
                 }
             }
         }
-        assert!(list_streamed(&bytes[..last as usize], &limits).is_ok());
+        assert!(unbounded(&bytes[..last as usize]).is_ok());
+    }
+
+    /// Decoding more than the budget allows (here, to pass over the first storages) is a
+    /// limit error; within it, what was decoded is taken from it.
+    #[test]
+    fn decoding_is_counted_against_the_budget() {
+        let bytes = std::fs::read(format!("{PYTORCH}state_dict.pt")).unwrap();
+        let limits = Limits::default();
+        let mut budget = 1500;
+        match list_streamed(bytes.as_slice(), &limits, &mut budget) {
+            Ok(_) => panic!("listed within 1500 bytes"),
+            Err(e) => assert_eq!(e.kind(), zt_container::ErrorKind::LimitExceeded, "{e}"),
+        }
+        let mut budget = 1 << 20;
+        assert!(list_streamed(bytes.as_slice(), &limits, &mut budget).is_ok());
+        let spent = (1 << 20) - budget;
+        assert!(spent > 1500 && spent <= bytes.len() as u64, "{spent}");
+    }
+
+    /// A record name written twice is refused, as the zip reader refuses it.
+    #[test]
+    fn a_record_written_twice_is_refused() {
+        let mut bytes = std::fs::read(format!("{PYTORCH}state_dict.pt")).unwrap();
+        let second = bytes
+            .windows(17)
+            .position(|w| w == b"state_dict/data/1")
+            .unwrap();
+        bytes[second + 16] = b'0';
+        match unbounded(bytes.as_slice()) {
+            Ok(_) => panic!("listed"),
+            Err(e) => assert!(e.message().contains("written twice"), "{e}"),
+        }
     }
 }
