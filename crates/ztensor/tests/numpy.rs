@@ -222,14 +222,7 @@ fn a_deflated_member_is_crc_checked_as_it_is_inflated() {
 #[test]
 fn a_deflated_array_far_larger_than_its_stored_bytes_reads() {
     let n: u64 = 24 << 20;
-    let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({n},), }}");
-    while (10 + dict.len() + 1) % 64 != 0 {
-        dict.push(' ');
-    }
-    dict.push('\n');
-    let mut member = b"\x93NUMPY\x01\x00".to_vec();
-    member.extend((dict.len() as u16).to_le_bytes());
-    member.extend(dict.as_bytes());
+    let mut member = npy_header("'<f4'", &format!("({n},)"), 1, 0);
     member.resize(member.len() + 4 * n as usize, 0);
     let npz = checkpoint::zip(&[("a.npy", &member)], &["a.npy"]);
     assert!(npz.len() < 1 << 20, "{}", npz.len());
@@ -242,7 +235,15 @@ fn a_deflated_array_far_larger_than_its_stored_bytes_reads() {
 
 /// An `.npy` entry of `descr` and version `major.minor` holding two bytes of data.
 fn npy_entry(descr: &str, major: u8, minor: u8) -> Vec<u8> {
-    let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (2,), }}");
+    let mut out = npy_header(descr, "(2,)", major, minor);
+    out.extend([1, 2]);
+    out
+}
+
+/// The header of an `.npy` of `descr` and `shape` (Python literals), version `major.minor`
+/// (1.x: a 2-byte header length), padded to 64 bytes as numpy pads it.
+fn npy_header(descr: &str, shape: &str, major: u8, minor: u8) -> Vec<u8> {
+    let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': {shape}, }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
     }
@@ -250,7 +251,6 @@ fn npy_entry(descr: &str, major: u8, minor: u8) -> Vec<u8> {
     let mut out = vec![0x93, b'N', b'U', b'M', b'P', b'Y', major, minor];
     out.extend((dict.len() as u16).to_le_bytes());
     out.extend(dict.as_bytes());
-    out.extend([1, 2]);
     out
 }
 

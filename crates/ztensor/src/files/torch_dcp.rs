@@ -671,22 +671,35 @@ fn transform(heap: &Heap, descriptors: Option<Pv>) -> Transform {
         Some((_, Some(Obj::List(l) | Obj::Tuple(l)))) => l.as_slice(),
         Some(_) => return Transform::Other("(descriptors that are not a list)".to_owned()),
     };
-    let names: Vec<&str> = items
-        .iter()
-        .map(|&d| heap.text(d).unwrap_or("(not a text)"))
-        .collect();
-    match names.as_slice() {
+    let text = |d: &Pv| heap.text(*d).unwrap_or("(not a text)");
+    match items {
         [] => Transform::None,
         [one]
-            if one.split_once('/').is_some_and(|(name, version)| {
+            if text(one).split_once('/').is_some_and(|(name, version)| {
                 name == "stream.zstd" && version.split('.').next() == Some("1")
             }) =>
         {
             Transform::Zstd
         }
-        _ => Transform::Other(format!("{names:?}")),
+        // Named in every tensor's defect: a few, each cut short, since one list may be
+        // shared by every entry of the file.
+        _ => {
+            let shown: Vec<String> = (items.iter().take(MAX_SHOWN_DESCRIPTORS))
+                .map(|d| text(d).chars().take(MAX_DESCRIPTOR_CHARS).collect())
+                .collect();
+            let more = items.len().saturating_sub(MAX_SHOWN_DESCRIPTORS);
+            match more {
+                0 => Transform::Other(format!("{shown:?}")),
+                _ => Transform::Other(format!("{shown:?} and {more} more")),
+            }
+        }
     }
 }
+
+/// How many of a storage entry's transform descriptors a defect names, and how many
+/// characters of each (DCP's own are `stream.zstd/1`).
+const MAX_SHOWN_DESCRIPTORS: usize = 4;
+const MAX_DESCRIPTOR_CHARS: usize = 64;
 
 /// An error of a compressed chunk's archive, whose offsets are the decoded archive's: the
 /// offset goes into the message (the file's offset is then the chunk's start).
