@@ -1111,6 +1111,26 @@ pub fn zstd_reader<'r>(input: impl std::io::Read + 'r) -> Result<impl std::io::R
 /// ```
 #[cfg(feature = "zstd")]
 pub fn zstd_part_into(src: &[u8], skip: u64, dst: &mut [u8]) -> Result<()> {
+    zstd_part_then(src, skip, dst).map(drop)
+}
+
+/// [`zstd_part_into`] that hands back the stream where `dst` ends, for what follows the part
+/// (a zip record's data descriptor after the record's bytes).
+///
+/// ```
+/// use std::io::Read;
+/// let stream = zstd::encode_all(&b"skip this, then more"[..], 3).unwrap();
+/// let mut span = [0u8; 4];
+/// let mut rest = String::new();
+/// zt_formats::zstd_part_then(&stream, 11, &mut span).unwrap().read_to_string(&mut rest).unwrap();
+/// assert_eq!((&span, rest.as_str()), (b"then", " more"));
+/// ```
+#[cfg(feature = "zstd")]
+pub fn zstd_part_then<'s>(
+    src: &'s [u8],
+    skip: u64,
+    dst: &mut [u8],
+) -> Result<impl std::io::Read + 's> {
     use std::io::Read;
     let mut stream = zstd_stream_reader(src)?;
     let corrupt = |e: std::io::Error| Error::invalid(format!("corrupt zstd stream: {e}"));
@@ -1132,7 +1152,7 @@ pub fn zstd_part_into(src: &[u8], skip: u64, dst: &mut [u8]) -> Result<()> {
             "zstd stream ends after {got} bytes, before the {want} it must hold"
         )));
     }
-    Ok(())
+    Ok(stream)
 }
 
 /// Decompresses a zstd stream of unknown size, refusing to produce more than `cap` bytes.

@@ -8,16 +8,16 @@
 //! - [`Element`]: Rust types that elements are read into (`f32`, `half::bf16`, [`Complex`],
 //!   the FP8 newtypes in [`fp8`]).
 //! - [`Format`], [`check_layout`]: the object formats, their components and size rules.
-//! - [`check_csr`], [`check_csr_sorted`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the sparse rules that
-//!   need index data, and dense conversion; [`QuantParams`]: `quantized_group` packing.
+//! - [`check_csr`], [`check_csr_sorted`], [`check_coo`], [`csr_to_dense`], [`coo_to_dense`]: the
+//!   sparse rules that need index data, and dense conversion; [`QuantParams`]:
+//!   `quantized_group` packing.
 //! - [`Encoding`]; [`zstd_decode_into`], [`zstd_decompress_exact`], [`zstd_frame_content_size`]:
-//!   decompression bounded by the declared size ([`zstd_part_into`], [`zstd_stream_reader`],
-//!   [`zstd_reader`]: a span of a stream, its front); the foreign encodings' decoders
-//!   ([`varints_decode_into`], [`varint_codes_decode_into`], [`tagged_decode_into`],
-//!   [`latin1_decode_into`],
-//!   [`pieces_decode_into`], [`place_box`], [`densify_into`] for TensorFlow Lite's sparse
-//!   tensors), and [`read_varint`], one protobuf varint (for them and for the protobuf
-//!   readers of the crates above).
+//!   decompression bounded by the declared size ([`zstd_part_into`], [`zstd_part_then`],
+//!   [`zstd_stream_reader`], [`zstd_reader`]: a span of a stream, its front); the foreign
+//!   encodings' decoders ([`varints_decode_into`], [`varint_codes_decode_into`],
+//!   [`tagged_decode_into`], [`latin1_decode_into`], [`pieces_decode_into`], [`place_box`],
+//!   [`densify_into`] for TensorFlow Lite's sparse tensors), and [`read_varint`], one protobuf
+//!   varint (for them and for the protobuf readers of the crates above).
 //! - [`seekable`]: zTensor v2's `zt.zstd-seekable/1` (seek table checked before decoding).
 //! - [`Digest`], [`DigestAlgorithm`]: `sha256:`, `crc32c:` and `xxh3:` digests.
 //! - [`v2`]: zTensor v2's dtypes, logical types and layouts mapped onto this model.
@@ -82,7 +82,7 @@ pub use compress::{
 pub use compress::{
     zstd_compress, zstd_compress_with_threads, zstd_decode_into, zstd_decode_with_dict_into,
     zstd_decompress_bounded, zstd_decompress_exact, zstd_frame_content_size, zstd_part_into,
-    zstd_reader, zstd_stream_reader, ZSTD_PARALLEL_MIN,
+    zstd_part_then, zstd_reader, zstd_stream_reader, ZSTD_PARALLEL_MIN,
 };
 #[cfg(feature = "digests")]
 pub use digest::{xxh3_64, Hasher};

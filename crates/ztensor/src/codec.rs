@@ -175,37 +175,21 @@ impl std::io::Read for RangeReader<'_> {
 pub(crate) fn zstd_record_into(src: &[u8], skip: u64, dst: &mut [u8]) -> zt_container::Result<()> {
     use std::io::Read;
     use zt_container::Error;
-    let corrupt = |e: std::io::Error| Error::invalid(format!("corrupt zstd stream: {e}"));
-    let short = || Error::invalid("zstd stream ends inside a record it must hold");
-    let mut stream = zt_formats::zstd_stream_reader(src)?;
-    let skipped =
-        std::io::copy(&mut (&mut stream).take(skip), &mut std::io::sink()).map_err(corrupt)?;
-    if skipped != skip {
-        return Err(short());
-    }
-    stream.read_exact(dst).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => short(),
-        _ => corrupt(e),
-    })?;
+    let mut stream = zt_formats::zstd_part_then(src, skip, dst)?;
     let mut tail = Vec::with_capacity(24);
     (&mut stream)
         .take(24)
         .read_to_end(&mut tail)
-        .map_err(corrupt)?;
-    let le32 = |at: usize| {
-        tail.get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let le64 = |at: usize| Some(u64::from(le32(at)?) | u64::from(le32(at + 4)?) << 32);
+        .map_err(|e| Error::invalid(format!("corrupt zstd stream: {e}")))?;
     let len = dst.len() as u64;
-    let sizes = (le32(8).map(u64::from) == Some(len) && le32(12).map(u64::from) == Some(len))
-        || (le64(8) == Some(len) && le64(16) == Some(len));
-    if tail.get(..4) != Some(b"PK\x07\x08".as_slice()) || !sizes {
+    // Only the descriptor's bytes are decoded, so what follows it cannot be judged here;
+    // the walk at open did (files/torch/streamed.rs).
+    let Some(descriptor) = crate::zip::descriptor_closing(&tail, len, |_| true) else {
         return Err(Error::invalid(format!(
             "a record of {len} bytes is not closed by a data descriptor that gives its size"
         )));
-    }
-    let (want, got) = (le32(4).unwrap_or(0), crc32fast::hash(dst));
+    };
+    let (want, got) = (descriptor.crc32, crc32fast::hash(dst));
     if want != got {
         return Err(Error::checksum(format!(
             "a record's CRC-32 does not match: its data descriptor gives {want:08x}, its \

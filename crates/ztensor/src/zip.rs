@@ -988,3 +988,104 @@ pub(crate) fn inflate_part_into(
         Err(e) => Err(bad(format!("deflate stream: {e}"))),
     }
 }
+
+/// A zip data descriptor, which follows a record written as a stream (flag bit 3) because
+/// its header was written before its CRC-32 and sizes were known.
+#[cfg(any(feature = "zstd", feature = "torch-dcp"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Descriptor {
+    /// The CRC-32 of the record's bytes.
+    pub(crate) crc32: u32,
+    /// The descriptor's own length: 16 bytes with 4-byte sizes, 24 with zip64's 8-byte ones.
+    pub(crate) len: u64,
+}
+
+/// The data descriptor at the start of `bytes`, if one is there that closes a record of
+/// `record_len` bytes: `PK\x07\x08`, the CRC-32, then `record_len` as both sizes. A record's
+/// own bytes may hold the same pattern, so a form counts only where `then` accepts the bytes
+/// after it (what follows a record is the next header); the 16-byte form is tried first.
+#[cfg(any(feature = "zstd", feature = "torch-dcp"))]
+pub(crate) fn descriptor_closing(
+    bytes: &[u8],
+    record_len: u64,
+    then: impl Fn(&[u8]) -> bool,
+) -> Option<Descriptor> {
+    let le32 = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let le64 = |at: usize| Some(u64::from(le32(at)?) | u64::from(le32(at + 4)?) << 32);
+    if bytes.get(..4) != Some(b"PK\x07\x08".as_slice()) {
+        return None;
+    }
+    let crc32 = le32(4)?;
+    let short =
+        le32(8).map(u64::from) == Some(record_len) && le32(12).map(u64::from) == Some(record_len);
+    let long = le64(8) == Some(record_len) && le64(16) == Some(record_len);
+    let follows = |len: usize| then(bytes.get(len..).unwrap_or_default());
+    if short && follows(16) {
+        Some(Descriptor { crc32, len: 16 })
+    } else if long && follows(24) {
+        Some(Descriptor { crc32, len: 24 })
+    } else {
+        None
+    }
+}
+
+#[cfg(all(test, any(feature = "zstd", feature = "torch-dcp")))]
+mod tests {
+    use super::*;
+
+    /// A descriptor for a record of `len` bytes with CRC-32 `crc`, its sizes `width` bytes.
+    fn descriptor(crc: u32, len: u64, width: usize) -> Vec<u8> {
+        let mut d = b"PK\x07\x08".to_vec();
+        d.extend(crc.to_le_bytes());
+        for _ in 0..2 {
+            d.extend(&len.to_le_bytes()[..width]);
+        }
+        d
+    }
+
+    #[test]
+    fn a_descriptor_closes_a_record_in_either_width() {
+        let any = |_: &[u8]| true;
+        let short = descriptor(0xdead_beef, 300, 4);
+        let found = descriptor_closing(&short, 300, any);
+        assert_eq!(
+            found,
+            Some(Descriptor {
+                crc32: 0xdead_beef,
+                len: 16
+            })
+        );
+        let long = descriptor(7, 5 << 32, 8);
+        assert_eq!(
+            descriptor_closing(&long, 5 << 32, any).map(|d| d.len),
+            Some(24)
+        );
+        // Another length, another signature, or too few bytes: no descriptor.
+        assert_eq!(descriptor_closing(&short, 301, any), None);
+        assert_eq!(descriptor_closing(&short[1..], 300, any), None);
+        assert_eq!(descriptor_closing(&short[..15], 300, any), None);
+    }
+
+    #[test]
+    fn what_follows_tells_the_widths_apart() {
+        // The zip64 descriptor of an empty record reads as the 4-byte form too (sizes 0 and
+        // 0, the halves of the first 8-byte size): only the bytes after tell.
+        let mut bytes = descriptor(1, 0, 8);
+        bytes.extend(b"PK\x03\x04");
+        let header_next = |rest: &[u8]| rest.starts_with(b"PK");
+        assert_eq!(
+            descriptor_closing(&bytes, 0, header_next).map(|d| d.len),
+            Some(24)
+        );
+        assert_eq!(
+            descriptor_closing(&bytes, 0, |_| true).map(|d| d.len),
+            Some(16)
+        );
+        // Nothing that accepts what follows: no descriptor.
+        assert_eq!(descriptor_closing(&bytes, 0, |_| false), None);
+    }
+}

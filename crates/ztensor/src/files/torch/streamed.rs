@@ -24,7 +24,7 @@ use super::{list, pickle_cut_short, storage_unit, walk, MAX_PICKLE_LEN};
 use crate::files::torch::dtypes::dtype_element;
 use crate::listing::{Limits, Listing};
 use crate::model::FileVersion;
-use crate::zip::{self, Method, MAX_ZIP_ENTRIES, MAX_ZIP_NAME_LEN};
+use crate::zip::{self, descriptor_closing, Method, MAX_ZIP_ENTRIES, MAX_ZIP_NAME_LEN};
 
 /// The longest record other than the pickle and the storages that is looked for: torch's
 /// are a few bytes (`little`, `3`, `64`).
@@ -175,12 +175,6 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
 fn u32_at(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4)
         .map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8).map_or(0, |s| {
-        u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]])
-    })
 }
 
 /// Lists the `torch.save` archive that `reader` decodes (its offsets the decoded archive's),
@@ -454,10 +448,8 @@ fn small_record_len(front: &mut Front<impl Read>, at: u64, name: &str) -> Result
         let bytes = front.held(at, end.saturating_sub(at))?;
         let limit = bytes.len().min(MAX_SMALL_RECORD as usize + 16);
         let closes = |p: usize| {
-            p + 16 <= bytes.len()
-                && bytes.get(p..p + 4) == Some(DESCRIPTOR.as_slice())
-                && u64::from(u32_at(bytes, p + 8)) == p as u64
-                && u64::from(u32_at(bytes, p + 12)) == p as u64
+            let from = bytes.get(p..).unwrap_or_default();
+            descriptor_closing(from, p as u64, |_| true).is_some()
         };
         if let Some(p) = (0..limit.saturating_sub(15)).find(|&p| closes(p)) {
             return Ok(p as u64);
@@ -479,23 +471,17 @@ fn descriptor_len(front: &mut Front<impl Read>, at: u64, len: u64) -> Result<u64
     front.fill_to(at.saturating_add(28))?;
     let end = front.start.saturating_add(front.buf.len() as u64);
     let bytes = front.held(at, end.saturating_sub(at))?;
-    if bytes.get(..4) != Some(DESCRIPTOR.as_slice()) {
+    if !bytes.starts_with(DESCRIPTOR) {
         return Err(bad("a record is not closed by a data descriptor where it ends").at(at));
     }
-    let next_is_header = |n: usize| bytes.get(n..n + 2).is_none_or(|s| s == b"PK");
-    if u64::from(u32_at(bytes, 8)) == len
-        && u64::from(u32_at(bytes, 12)) == len
-        && next_is_header(16)
-    {
-        return Ok(16);
+    let next_is_header = |rest: &[u8]| rest.get(..2).is_none_or(|s| s == b"PK");
+    match descriptor_closing(bytes, len, next_is_header) {
+        Some(descriptor) => Ok(descriptor.len),
+        None => Err(bad(format!(
+            "a record's data descriptor does not give its {len} bytes"
+        ))
+        .at(at)),
     }
-    if u64_at(bytes, 8) == len && u64_at(bytes, 16) == len && next_is_header(24) {
-        return Ok(24);
-    }
-    Err(bad(format!(
-        "a record's data descriptor does not give its {len} bytes"
-    ))
-    .at(at))
 }
 
 #[cfg(test)]
