@@ -691,7 +691,8 @@ pub struct StreamSpan {
     /// The elements' bytes.
     pub len: u64,
     /// Whether a zip data descriptor follows them in the decoded bytes (`PK\x07\x08`, the
-    /// CRC-32 of the span, its sizes), which a read checks.
+    /// CRC-32 of the span, its sizes), which a read checks (with the archive's end, which
+    /// ztensor checks).
     pub described: bool,
 }
 

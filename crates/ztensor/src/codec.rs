@@ -186,7 +186,9 @@ pub(crate) fn zstd_record_into(src: &[u8], skip: u64, dst: &mut [u8]) -> zt_cont
     // the walk at open did (files/torch/streamed.rs).
     let Some(descriptor) = crate::zip::descriptor_closing(&tail, len, |_| true) else {
         return Err(Error::invalid(format!(
-            "a record of {len} bytes is not closed by a data descriptor that gives its size"
+            "a record of {len} bytes is not closed by a data descriptor that gives its size \
+             ({} bytes into what the zstd stream decodes to)",
+            skip.saturating_add(len)
         )));
     };
     let (want, got) = (descriptor.crc32, crc32fast::hash(dst));
@@ -195,6 +197,19 @@ pub(crate) fn zstd_record_into(src: &[u8], skip: u64, dst: &mut [u8]) -> zt_cont
             "a record's CRC-32 does not match: its data descriptor gives {want:08x}, its \
              {len} bytes {got:08x}"
         )));
+    }
+    // The archive's end: torch reads the record by its central directory entry, so a
+    // directory that disagrees with the record fails there; decoding it costs the few
+    // hundred bytes after the last storage.
+    let mut end = tail.split_off(descriptor.len as usize);
+    let cap = crate::zip::MAX_STREAM_END;
+    (&mut stream)
+        .take(cap.saturating_sub(end.len() as u64).saturating_add(1))
+        .read_to_end(&mut end)
+        .map_err(|e| Error::invalid(format!("corrupt zstd stream: {e}")))?;
+    if end.len() as u64 <= cap {
+        let end_at = skip.saturating_add(len).saturating_add(descriptor.len);
+        crate::zip::check_stream_end(&end, end_at, (skip, len, want))?;
     }
     Ok(())
 }

@@ -311,7 +311,8 @@ pub struct Arrangement {
     /// Whether the span is a whole zip record written to a stream, followed in the decoded
     /// bytes by its data descriptor (`PK\x07\x08`, the record's CRC-32, its sizes): a read
     /// that decodes the span checks that CRC-32 (a compressed DCP chunk's archive, whose
-    /// records' checksums are known only there).
+    /// records' checksums are known only there), and the archive's central directory entry
+    /// of the record where the archive ends within 1 MiB after it.
     pub described: bool,
 }
 

@@ -426,15 +426,24 @@ fn find_directory_as_zipfile(source: &Source) -> Result<Directory> {
 /// reads the zip64 one. A locator pointing past the file refuses the archive; one pointing
 /// at anything else leaves the plain record in charge.
 fn find_directory(source: &Source) -> Result<Directory> {
-    let len = source.len();
-    if len < EOCD_LEN {
+    find_directory_by(source.len(), 0, &|at, len| source.read_at(at, len))
+}
+
+/// [`find_directory`] in an archive of `len` bytes of which `read` reads those from `held`
+/// on.
+fn find_directory_by<'a>(
+    len: u64,
+    held: u64,
+    read: &dyn Fn(u64, u64) -> Result<Cow<'a, [u8]>>,
+) -> Result<Directory> {
+    if len.saturating_sub(held) < EOCD_LEN {
         return Err(bad(format!(
             "no end of central directory record ({len} bytes is too short for one)"
         )));
     }
-    let tail_len = len.min(EOCD_LEN + MAX_COMMENT);
+    let tail_len = (len - held).min(EOCD_LEN + MAX_COMMENT);
     let tail_start = len - tail_len;
-    let tail = source.read_at(tail_start, tail_len)?;
+    let tail = read(tail_start, tail_len)?;
     let found = (0..=(tail_len - EOCD_LEN) as usize)
         .rev()
         .find(|&i| Fields(tail.get(i..).unwrap_or_default()).u32(0) == EOCD_SIG);
@@ -468,7 +477,7 @@ fn find_directory(source: &Source) -> Result<Directory> {
     else {
         return plain(false);
     };
-    let locator = source.read_at(locator_at, ZIP64_LOCATOR_LEN)?;
+    let locator = read(locator_at, ZIP64_LOCATOR_LEN)?;
     let l = Fields(&locator);
     if l.u32(0) != ZIP64_LOCATOR_SIG {
         return plain(false);
@@ -483,7 +492,7 @@ fn find_directory(source: &Source) -> Result<Directory> {
         ))
         .at(locator_at));
     }
-    let z64 = source.read_at(z64_at, ZIP64_EOCD_LEN)?;
+    let z64 = read(z64_at, ZIP64_EOCD_LEN)?;
     let z = Fields(&z64);
     if z.u32(0) != ZIP64_EOCD_SIG {
         return plain(true);
@@ -1031,6 +1040,81 @@ pub(crate) fn descriptor_closing(
     } else {
         None
     }
+}
+
+/// The most bytes decoded after a record of an archive written to a stream to reach its
+/// end records ([`check_stream_end`]): the few small records torch writes after its
+/// storages and the central directory. Where more follow (an archive of several storages
+/// read at one before the last), the end is not reached and not checked.
+#[cfg(feature = "zstd")]
+pub(crate) const MAX_STREAM_END: u64 = 1 << 20;
+
+/// Checks the end of an archive written to a stream (a DCP chunk through the zstd
+/// transform), of which `end` holds the bytes from `end_at` (in what the stream decodes to)
+/// to the last: its end records and central directory must be inside `end` and whole by
+/// miniz's rules, and the directory's entry of the record whose bytes start at `data_at`
+/// must give its `len` bytes and the CRC-32 its data descriptor gave, `crc32`. torch's reader
+/// (miniz) finds the record by that entry and checks its bytes against that CRC-32, so an
+/// archive whose directory alone is damaged fails there too.
+#[cfg(feature = "zstd")]
+pub(crate) fn check_stream_end(
+    end: &[u8],
+    end_at: u64,
+    (data_at, len, crc32): (u64, u64, u32),
+) -> Result<()> {
+    let total = end_at.saturating_add(end.len() as u64);
+    let read = |at: u64, n: u64| -> Result<Cow<'_, [u8]>> {
+        let from = at.checked_sub(end_at).and_then(|r| usize::try_from(r).ok());
+        let part = from
+            .zip(usize::try_from(n).ok())
+            .and_then(|(f, n)| end.get(f..f.checked_add(n)?));
+        part.map(Cow::Borrowed).ok_or_else(|| {
+            bad(format!(
+                "the archive's end records point at {n} bytes at {at}, before the record at \
+                 {data_at} ends or past the archive's end at {total}"
+            ))
+        })
+    };
+    let dir = find_directory_by(total, end_at, &read)?;
+    let count = dir.count.unwrap_or(0);
+    if count > MAX_ZIP_ENTRIES {
+        return Err(Error::limit(format!(
+            "the central directory declares {count} entries, more than {MAX_ZIP_ENTRIES}"
+        )));
+    }
+    let cd = read(dir.offset, dir.size)?;
+    // The record is the one whose header starts last before its bytes.
+    let mut record: Option<Entry> = None;
+    let mut next = 0;
+    for _ in 0..count {
+        let r = central_record(&cd, next, dir.offset + next as u64, Rules::Miniz)?;
+        next = r.next;
+        let before = r.entry.header_offset < data_at;
+        if before
+            && record
+                .as_ref()
+                .is_none_or(|e| e.header_offset < r.entry.header_offset)
+        {
+            record = Some(r.entry);
+        }
+    }
+    let Some(e) = record else {
+        return Err(bad(format!(
+            "no central directory entry holds the record whose bytes start at {data_at}"
+        )));
+    };
+    let header_end = e
+        .header_offset
+        .saturating_add(LOCAL_LEN + e.name.len() as u64);
+    if header_end > data_at || (e.compressed, e.uncompressed, e.crc32) != (len, len, crc32) {
+        return Err(bad(format!(
+            "the central directory's entry {:?} (its header at {}) gives {} bytes with CRC-32 \
+             {:08x}; the record at {data_at} has {len}, and its data descriptor CRC-32 \
+             {crc32:08x}",
+            e.name, e.header_offset, e.uncompressed, e.crc32
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(all(test, any(feature = "zstd", feature = "torch-dcp")))]

@@ -9,6 +9,7 @@
 mod expected;
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use ztensor::{Encoding, ErrorKind, FileVersion, OpenOptions, Value};
@@ -92,18 +93,28 @@ fn a_compressed_chunk_is_decoded_when_read_and_checked_against_its_records_crc()
 /// stream still decodes, to the same bytes but for `values` (the only place they are in
 /// what it decodes to), which change.
 fn change_decoded_bytes(path: &Path, (offset, length): (u64, u64), values: &[u8]) {
+    let good = std::fs::read(path).unwrap();
+    let decoded = zstd::decode_all(&good[offset as usize..(offset + length) as usize]).unwrap();
+    let data = (0..decoded.len())
+        .find(|&i| decoded[i..].starts_with(values))
+        .unwrap();
+    change_decoded_range(path, (offset, length), data..data + values.len());
+}
+
+/// Flips a bit of the zstd stream at `(offset, length)` of the file at `path` where the
+/// stream still decodes, to the same bytes but in `changed` (a range of what it decodes to:
+/// a literal there, or a match's offset where the match is the range).
+fn change_decoded_range(path: &Path, (offset, length): (u64, u64), changed: Range<usize>) {
     let (offset, length) = (offset as usize, length as usize);
     let good = std::fs::read(path).unwrap();
     let stream = &good[offset..offset + length];
     let decoded = zstd::decode_all(stream).unwrap();
-    let data = (0..decoded.len())
-        .find(|&i| decoded[i..].starts_with(values))
-        .unwrap();
-    let (before, after) = (data, data + values.len());
-    let flipped = (0..length)
-        .find(|&at| {
+    let (before, after) = (changed.start, changed.end);
+    let (flipped, bit) = (0..length)
+        .flat_map(|at| (0..8).map(move |bit| (at, 1u8 << bit)))
+        .find(|&(at, bit)| {
             let mut bad = stream.to_vec();
-            bad[at] ^= 0x10;
+            bad[at] ^= bit;
             zstd::decode_all(bad.as_slice()).is_ok_and(|d| {
                 d.len() == decoded.len()
                     && d[..before] == decoded[..before]
@@ -111,10 +122,51 @@ fn change_decoded_bytes(path: &Path, (offset, length): (u64, u64), values: &[u8]
                     && d != decoded
             })
         })
-        .expect("a byte of the values' literals in the stream");
+        .expect("a bit of the stream that changes only the range");
     let mut bad = good.clone();
-    bad[offset + flipped] ^= 0x10;
+    bad[offset + flipped] ^= bit;
     std::fs::write(path, bad).unwrap();
+}
+
+/// torch reads a record by its central directory entry and checks its bytes against the
+/// CRC-32 there: a compressed chunk whose directory alone is damaged (the entry's CRC-32
+/// changed, the record and its data descriptor intact) fails every read and `verify`, as
+/// `torch.distributed.checkpoint.load` fails on it.
+#[test]
+fn a_compressed_chunk_whose_central_directory_disagrees_is_refused_when_read() {
+    let r = ztensor::open(dir().join("zstd/.metadata")).unwrap();
+    let c = r
+        .object("embed.weight")
+        .unwrap()
+        .components()
+        .next()
+        .unwrap();
+    let (offset, length) = (c.offset, c.length);
+    let tmp = copy_with("zstd", |_| {});
+    let path = tmp.path().join("__0_0.distcp");
+    let good = std::fs::read(&path).unwrap();
+    let decoded = zstd::decode_all(&good[offset as usize..(offset + length) as usize]).unwrap();
+    // The central directory entry of the tensor's storage record (`<archive>/data/0`): its
+    // CRC-32 and stored size lie 16 bytes into it.
+    let entry = (0..decoded.len())
+        .filter(|&i| decoded[i..].starts_with(b"PK\x01\x02"))
+        .find(|&i| {
+            let name_len = u16::from_le_bytes([decoded[i + 28], decoded[i + 29]]) as usize;
+            decoded[i + 46..i + 46 + name_len].ends_with(b"/data/0")
+        })
+        .expect("the storage's central directory entry");
+    change_decoded_range(&path, (offset, length), entry + 16..entry + 24);
+
+    let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
+    let e = r.object("embed.weight").unwrap().read::<f32>().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(e.to_string().contains("central directory's entry"), "{e}");
+    assert_eq!(e.object(), Some("embed.weight"), "{e}");
+    assert_eq!(e.path(), Some(path.as_path()), "{e}");
+    let report = r.verify();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    // The chunks of the other tensors are other archives: they read.
+    assert!(r.object("layers.0.proj_t").unwrap().read::<i64>().is_ok());
 }
 
 /// A tensor sharded over two ranks and saved through the zstd transform is one compressed
