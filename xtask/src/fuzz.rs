@@ -19,7 +19,7 @@ const TARGETS: [(&str, &[&str]); 23] = [
     ("read_numpy", &["npy", "npz"]),
     ("read_pytorch", &["pt", "bin"]),
     ("read_torch_dcp", &["metadata"]),
-    ("list_torch_stream", &["pt"]),
+    ("list_torch_stream", &["pt", "distcp"]),
     ("read_gguf", &["gguf"]),
     ("read_onnx", &["onnx"]),
     ("read_hdf5", &["h5", "keras"]),
@@ -75,6 +75,12 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
                 if (target.ends_with("zt2") || target.ends_with("v2")) && !v2 {
                     continue;
                 }
+                if target == "list_torch_stream" && p.extension().is_some_and(|x| x == "distcp") {
+                    for (n, seed) in decoded_chunk_seeds(&bytes).into_iter().enumerate() {
+                        std::fs::write(corpus.join(format!("{name}.{n}")), seed)?;
+                    }
+                    continue;
+                }
                 if target == "decode_hdf5_chunk" {
                     for (n, seed) in hdf5_chunk_seeds(&p).into_iter().enumerate() {
                         std::fs::write(corpus.join(format!("{name}.{n}")), seed)?;
@@ -92,6 +98,23 @@ fn seed(target: &str, exts: &[&str]) -> Result<PathBuf> {
         }
     }
     Ok(corpus)
+}
+
+/// Inputs of the `list_torch_stream` target from a data file of a distributed checkpoint:
+/// the archives its compressed chunks decode to (their records closed by data descriptors,
+/// the central directory after them), each chunk a zstd stream found by its magic. A data
+/// file of stored chunks gives none.
+fn decoded_chunk_seeds(data_file: &[u8]) -> Vec<Vec<u8>> {
+    const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    let starts: Vec<usize> = (data_file.windows(4).enumerate())
+        .filter(|(_, w)| *w == ZSTD_MAGIC)
+        .map(|(at, _)| at)
+        .collect();
+    let ends = starts.iter().skip(1).copied().chain([data_file.len()]);
+    (starts.iter().zip(ends))
+        .filter_map(|(&from, to)| zstd::decode_all(&data_file[from..to]).ok())
+        .filter(|archive| archive.starts_with(b"PK\x03\x04"))
+        .collect()
 }
 
 /// Inputs of the `decode_hdf5_chunk` target, each the first chunk of a chunked dataset in the

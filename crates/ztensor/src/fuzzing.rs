@@ -11,8 +11,9 @@
 //!   a chunk is read; this target spends every run in the decoders.
 //! - [`list_torch_stream`]: a `torch.save` archive listed from its front, as one written to a
 //!   stream is (a DCP chunk through the zstd transform decodes to one): records closed by data
-//!   descriptors, their lengths from the pickle. The `read_torch_dcp` target opens only
-//!   `.metadata` files, whose data files it cannot reach.
+//!   descriptors, their lengths from the pickle; and the archive's end after each such record
+//!   (end records, central directory), as a read of the record checks it. The
+//!   `read_torch_dcp` target opens only `.metadata` files, whose data files it cannot reach.
 
 // The filter ids an input picks from, by a byte modulo their number: every filter the
 // decoders take (their own list, so a filter added there is fuzzed here).
@@ -147,14 +148,27 @@ pub fn decode_hdf5_chunks(table: &ChunkTable, span: &[u8], cap: u64) -> Result<V
 }
 
 /// Lists `archive`, the bytes a compressed DCP chunk decodes to, from its front as its reader
-/// does (see the map above): the number of objects and of records closed by data
-/// descriptors it found.
-#[cfg(feature = "torch-dcp")]
+/// does (see the map above), then checks the end of the archive after each record closed by
+/// a data descriptor as a read of that record does: the number of objects and of records
+/// closed by data descriptors it found, or the first error.
+#[cfg(all(feature = "torch-dcp", feature = "zstd"))]
 pub fn list_torch_stream(archive: &[u8]) -> Result<usize> {
     let limits = crate::listing::Limits::default();
     let mut budget = 1 << 30;
     let (listing, closed) =
         crate::files::torch::streamed::list_streamed(archive, &limits, &mut budget)?;
+    for &(data_at, len) in &closed {
+        let end_at = data_at.saturating_add(len);
+        let after = usize::try_from(end_at)
+            .ok()
+            .and_then(|at| archive.get(at..))
+            .unwrap_or_default();
+        let Some(d) = crate::zip::descriptor_closing(after, len, |_| true) else {
+            continue;
+        };
+        let end = after.get(d.len as usize..).unwrap_or_default();
+        crate::zip::check_stream_end(end, end_at.saturating_add(d.len), (data_at, len, d.crc32))?;
+    }
     Ok(listing.objects.len() + closed.len())
 }
 

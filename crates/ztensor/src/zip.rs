@@ -26,6 +26,11 @@
 //! (zipfile's "concat", there for archives with data before them), and the entries it still
 //! finds read. Disk numbers and counts it ignores; it reads records to the directory's size.
 //!
+//! An archive written to a stream (a DCP chunk through the zstd transform, decoded on the
+//! fly) is not read through its directory: its records are closed by data descriptors
+//! ([`descriptor_closing`]), and a read of one checks the archive's end after it
+//! ([`check_stream_end`]: the end records and the directory's entry of the record).
+//!
 //! Written here instead of taken from the `zip` crate: the readers need each entry's data
 //! offset (to serve stored entries from the map without a copy), which that crate exposes
 //! only through its own reading path, and every check above is easier to state once here.
