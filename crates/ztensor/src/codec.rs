@@ -170,7 +170,8 @@ impl std::io::Read for RangeReader<'_> {
 /// Decodes the zip record that lies `skip` bytes into a zstd stream and fills `dst`, then the
 /// data descriptor that follows it (`PK\x07\x08`, the CRC-32, both sizes in 4 or 8 bytes),
 /// whose sizes must be the record's and whose CRC-32 must be its bytes': a record of an
-/// archive written to a stream, whose checksum is known only there.
+/// archive written to a stream, whose checksum is known only there. Then the archive's end,
+/// where it lies within [`crate::zip::MAX_STREAM_END`] bytes ([`crate::zip::check_stream_end`]).
 #[cfg(feature = "zstd")]
 pub(crate) fn zstd_record_into(src: &[u8], skip: u64, dst: &mut [u8]) -> zt_container::Result<()> {
     use std::io::Read;
@@ -182,8 +183,8 @@ pub(crate) fn zstd_record_into(src: &[u8], skip: u64, dst: &mut [u8]) -> zt_cont
         .read_to_end(&mut tail)
         .map_err(|e| Error::invalid(format!("corrupt zstd stream: {e}")))?;
     let len = dst.len() as u64;
-    // Only the descriptor's bytes are decoded, so what follows it cannot be judged here;
-    // the walk at open did (files/torch/streamed.rs).
+    // Either width that gives the size will do: the walk at open told them apart by the
+    // header after them (files/torch/streamed.rs), and the end check below reads on.
     let Some(descriptor) = crate::zip::descriptor_closing(&tail, len, |_| true) else {
         return Err(Error::invalid(format!(
             "a record of {len} bytes is not closed by a data descriptor that gives its size \
