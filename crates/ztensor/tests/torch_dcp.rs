@@ -69,16 +69,10 @@ fn a_compressed_chunk_is_decoded_when_read_and_checked_against_its_records_crc()
     // that the tensor's bytes differ.
     let tmp = copy_with("zstd", |_| {});
     let path = tmp.path().join("__0_0.distcp");
-    let c = r
-        .object("embed.weight")
-        .unwrap()
-        .components()
-        .next()
-        .unwrap();
     let values: Vec<u8> = (0..12)
         .flat_map(|i| (i as f32 / 4.0).to_le_bytes())
         .collect();
-    change_decoded_bytes(&path, (c.offset, c.length), &values);
+    change_decoded_bytes(&path, stored_range(&r, "embed.weight"), &values);
     let r = ztensor::open(tmp.path().join(".metadata")).unwrap();
     let report = r.verify();
     assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
@@ -87,6 +81,12 @@ fn a_compressed_chunk_is_decoded_when_read_and_checked_against_its_records_crc()
     assert!(e.to_string().contains("CRC-32"), "{e}");
     assert_eq!(e.object(), Some("embed.weight"), "{e}");
     assert_eq!(e.path(), Some(path.as_path()), "{e}");
+}
+
+/// Where the stored bytes of `object`'s component lie in its file: `(offset, length)`.
+fn stored_range(r: &ztensor::Reader, object: &str) -> (u64, u64) {
+    let c = r.object(object).unwrap().components().next().unwrap();
+    (c.offset, c.length)
 }
 
 /// Flips a bit of the zstd stream at `(offset, length)` of the file at `path` where the
@@ -135,13 +135,7 @@ fn change_decoded_range(path: &Path, (offset, length): (u64, u64), changed: Rang
 #[test]
 fn a_compressed_chunk_whose_central_directory_disagrees_is_refused_when_read() {
     let r = ztensor::open(dir().join("zstd/.metadata")).unwrap();
-    let c = r
-        .object("embed.weight")
-        .unwrap()
-        .components()
-        .next()
-        .unwrap();
-    let (offset, length) = (c.offset, c.length);
+    let (offset, length) = stored_range(&r, "embed.weight");
     let tmp = copy_with("zstd", |_| {});
     let path = tmp.path().join("__0_0.distcp");
     let good = std::fs::read(&path).unwrap();
