@@ -354,20 +354,9 @@ impl Backing {
                 | Encoding::Boxes(_)
                 | Encoding::SparseLevels(_)
                 | Encoding::BitPlanes { .. },
-                Some(n),
-            ) => n,
-            (
-                Encoding::ProtoVarints { .. }
-                | Encoding::ProtoVarintCodes { .. }
-                | Encoding::ProtoTagged { .. }
-                | Encoding::Hdf5Chunks(_)
-                | Encoding::Latin1Text
-                | Encoding::Pieces(_)
-                | Encoding::Boxes(_)
-                | Encoding::SparseLevels(_)
-                | Encoding::BitPlanes { .. },
-                None,
-            ) => return Err(Error::invalid("an encoded component has no decoded length")),
+                decoded_len,
+            ) => decoded_len
+                .ok_or_else(|| Error::invalid("an encoded component has no decoded length"))?,
             (Encoding::Unknown(e), _) => {
                 return Err(Error::unsupported(format!("unknown encoding {e:?}")))
             }
