@@ -18,11 +18,7 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     // --- read every tensor, page cache warm ---
     // As a user's files are: read in from the disk once (not left by our own writer a
     // moment ago, whose pages the kernel holds in larger pieces that fault in faster).
-    for f in [&zt, &zt2, &st] {
-        if drop_page_cache() {
-            std::hint::black_box(read_sequential(f, 4 << 20)?);
-        }
-    }
+    read_in_fresh(&[zt, zt2, st])?;
     // The limit: the file's bytes in memory, in huge pages where the kernel gives them
     // (a 1 GiB buffer of 4 KiB pages scanned slower than the page cache's large folios,
     // which made the "limit" slower than the mapped reads it bounds).
