@@ -226,20 +226,21 @@ pub(super) fn drop_page_cache() -> bool {
 
 /// Drops the page cache once, then reads each of `files` in from the disk with plain reads, as
 /// a user's files are (copied or downloaded, then read): cached whole, in the kernel's large
-/// folios. Does nothing where the cache cannot be dropped.
+/// folios. Does nothing where the cache cannot be dropped, and says whether it could.
 ///
 /// Once, not per file: dropping it before each file left only the last one read in, and the
 /// others were read in by whichever timed row came first. That made the warm rows of a file
 /// read in through a map's `MADV_WILLNEED` (cached in 4 KiB pages, which a map then faults
 /// in a page table entry each) 1.3-2.5x slower than those of the same bytes read in by
 /// `read` (2 MiB folios, one entry each).
-pub(super) fn read_in_fresh(files: &[&Path]) -> Result<()> {
-    if drop_page_cache() {
-        for f in files {
-            std::hint::black_box(read_sequential(f, 4 << 20)?);
-        }
+pub(super) fn read_in_fresh(files: &[&Path]) -> Result<bool> {
+    if !drop_page_cache() {
+        return Ok(false);
     }
-    Ok(())
+    for f in files {
+        std::hint::black_box(read_sequential(f, 4 << 20)?);
+    }
+    Ok(true)
 }
 
 /// Waits at most `timeout` until no line of `/proc/self/maps` names a file under

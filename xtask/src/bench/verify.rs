@@ -25,7 +25,7 @@ pub(super) fn verify(b: &mut Bench) -> Result<()> {
     )?;
     // As a user's files are: read in from the disk, then opened afresh by every run (a
     // reader kept open would find its pages already mapped from the previous run).
-    read_in_fresh(&[zt_sha, &crc])?;
+    let _ = read_in_fresh(&[zt_sha, &crc])?;
     // The limit: the same stored bytes, in memory, hashed by the sha2 crate alone.
     let in_ram: Vec<Vec<u8>> = {
         let r = ztensor::open(&zt_sha)?;
