@@ -156,9 +156,7 @@ pub(super) fn header(b: &mut Bench) -> Result<()> {
         f.write_all(&vec![0u8; count * 4])?;
         f.into_inner().context("flush")?.sync_all()?;
     }
-    if drop_page_cache() {
-        std::hint::black_box(read_sequential(&path, 4 << 20)?);
-    }
+    let _ = read_in_fresh(&[&path])?;
     let mut crate_parse = || {
         let f = File::open(&path)?;
         // SAFETY: benchmark file, not modified while mapped.

@@ -147,8 +147,6 @@ fn stored_parts(path: &std::path::Path) -> Result<Vec<(Vec<u8>, u64)>> {
         })
         .collect::<ztensor::Result<_>>()?;
     drop(reader);
-    if drop_page_cache() {
-        std::hint::black_box(read_sequential(path, 4 << 20)?);
-    }
+    let _ = read_in_fresh(&[path])?;
     Ok(stored)
 }
