@@ -24,8 +24,12 @@ use std::sync::OnceLock;
 
 use zt_container::Source;
 
-/// How much of the next shard is asked for when a shard opens.
-const NEXT_SHARD_AHEAD: u64 = 256 << 20;
+/// How much of the next shard is asked for when a shard opens: its start, so the disk is busy
+/// with it when the reads move over. The caller waits while the request is submitted (about
+/// 0.2 ms per MiB). Until hints went out in pieces the kernel cut this to its read-ahead window
+/// (8 MiB on the benchmark machine), and every set benchmark measured that much, so that is
+/// what is asked for; the next shard's own read-ahead takes over once it is opened.
+const NEXT_SHARD_AHEAD: u64 = 8 << 20;
 
 /// How many shards [`ShardedSet::load_all`] reads at once: enough requests in flight to keep
 /// a disk's queue busy, each stream still large and sequential.
