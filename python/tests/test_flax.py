@@ -52,3 +52,29 @@ def test_safe_open_flax_and_jax(tmp_path):
         with ztio.safe_open(tmp_path / "m.safetensors", framework=framework) as f:
             w = f.get_tensor("w")
             assert isinstance(w, jax.Array) and w.shape == (2, 3)
+
+
+def _mapped(path) -> bool:
+    with open("/proc/self/maps") as maps:
+        return any(line.rstrip("\n").endswith(str(path)) for line in maps)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/maps"), reason="needs /proc/self/maps")
+def test_load_file_keeps_aligned_tensors_in_the_map_without_a_copy(tmp_path):
+    import gc
+    import inspect
+
+    if "may_alias" not in inspect.signature(jax.device_put).parameters:
+        pytest.skip("this JAX copies every array (no may_alias)")
+    path = tmp_path / "m.zt"  # v2 aligns every tensor to 64 bytes
+    ztio.flax.save_file({"w": jnp.arange(4096, dtype=jnp.float32), "b": jnp.ones(16)}, path)
+    back = ztio.flax.load_file(path)
+    gc.collect()
+    # The arrays hold the file's map: their bytes are the file's, not a copy.
+    assert _mapped(path)
+    _same(back["w"], jnp.arange(4096, dtype=jnp.float32))
+    # A JAX computation on them works, and the map goes once the last array does.
+    assert float(jnp.sum(back["b"])) == 16.0
+    del back
+    gc.collect()
+    assert not _mapped(path)
