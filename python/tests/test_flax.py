@@ -1,6 +1,8 @@
 """ztio.flax: safetensors' flax functions over JAX arrays (JAX installs from PyPI with the
 test requirements; skipped where it does not)."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -59,7 +61,7 @@ def _mapped(path) -> bool:
         return any(line.rstrip("\n").endswith(str(path)) for line in maps)
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/maps"), reason="needs /proc/self/maps")
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc/self/maps")
 def test_load_file_keeps_aligned_tensors_in_the_map_without_a_copy(tmp_path):
     import gc
     import inspect

@@ -543,8 +543,8 @@ const PREFETCH_AHEAD: usize = 2 * PREFETCH_STEP;
 
 /// The most a single `MADV_WILLNEED` or `posix_fadvise(WILLNEED)` is made to ask for. Linux
 /// reads at most the larger of the file's read-ahead window and the device's largest request
-/// per call (`force_page_cache_ra`) and drops the rest without a word: with this disk's 8 MiB
-/// window a 32 MiB hint read 8 MiB, and with the kernel's default window (128 KiB) and a common
+/// per call (`force_page_cache_ra`) and drops the rest without a word: with the benchmark
+/// machine's 8 MiB window a 32 MiB hint read 8 MiB, and with the kernel's default window (128 KiB) and a common
 /// largest request (1280 KiB) it would read 1.25 MiB. Hints are therefore sent in pieces no
 /// larger than the smallest window the kernel defaults to, so that each is read whole on any
 /// device. Measured on a 1 GiB file read by 32 MiB populate steps, each next step asked for
@@ -555,9 +555,9 @@ const HINT_PIECE: usize = 128 << 10;
 
 /// The most a lone read's hint asks for ([`Map::will_need`]): what a single hint read on the
 /// benchmark machine's disk (its 8 MiB read-ahead window) before hints were sent in pieces,
-/// and what every benchmark of lone reads measured. The
-/// caller waits while a hint is submitted (about 0.2 ms per MiB), and a read larger than this
-/// is followed by the kernel's own read-ahead as its pages are touched.
+/// and what every benchmark of lone reads measured. The caller waits while a hint is
+/// submitted (about 0.2 ms per MiB); past this, the kernel's own read-ahead follows the pages
+/// as they are touched.
 #[cfg(target_os = "linux")]
 const LONE_HINT_MAX: usize = 8 << 20;
 
@@ -728,9 +728,9 @@ fn populate_steps(
 
 /// Asks the kernel to start reading `map[start..start + len]` from the disk (`MADV_WILLNEED`
 /// in [`HINT_PIECE`]s, which return once submitted), unless it seems to be in the page cache
-/// already: the hint walks the
-/// page cache page by page even where every page is there. Empty ranges ask for nothing.
-/// Returns whether it asked: `false` means the range is empty or seems cached already.
+/// already: the hint walks the page cache page by page even where every page is there. Empty
+/// ranges ask for nothing. Returns whether it asked: `false` means the range is empty or
+/// seems cached already.
 #[cfg(target_os = "linux")]
 fn ask_disk_for(map: &Mapping, start: usize, len: usize) -> bool {
     if len == 0 || page_cache_holds(map, start, len) {
