@@ -736,15 +736,25 @@ fn ask_disk_for(map: &Mapping, start: usize, len: usize) -> bool {
     if len == 0 || page_cache_holds(map, start, len) {
         return false;
     }
+    for_each_hint_piece(start as u64, len as u64, |at, piece| {
+        // A refused hint changes nothing but speed. The pieces lie in `start..start + len`,
+        // a range of the map, so they fit a `usize`.
+        let _ = map.advise_range(memmap2::Advice::WillNeed, at as usize, piece as usize);
+    });
+    true
+}
+
+/// Calls `hint(offset, len)` for each piece of `start..start + len`, front to back: pieces of
+/// [`HINT_PIECE`], the last one shorter, so that the kernel reads every hint whole.
+#[cfg(target_os = "linux")]
+fn for_each_hint_piece(start: u64, len: u64, mut hint: impl FnMut(u64, u64)) {
     let end = start.saturating_add(len);
     let mut at = start;
     while at < end {
-        let piece = HINT_PIECE.min(end - at);
-        // A refused hint changes nothing but speed.
-        let _ = map.advise_range(memmap2::Advice::WillNeed, at, piece);
+        let piece = (HINT_PIECE as u64).min(end - at);
+        hint(at, piece);
         at += piece;
     }
-    true
 }
 
 /// Whether `bytes[start..start + len]` (a live map) is in the page cache, judged by one page
@@ -973,21 +983,18 @@ impl Source {
             open_for_reading(path).and_then(|f| regular_len(&f).map(|n| (f, n)))
         {
             use std::os::fd::AsRawFd;
-            // In pieces, as every hint (see `HINT_PIECE`), and no further than the file goes.
-            let pieces = len.min(file_len).div_ceil(HINT_PIECE as u64);
-            for piece in 0..pieces {
-                let (Ok(at), Ok(size)) = (
-                    libc::off_t::try_from(piece * HINT_PIECE as u64),
-                    libc::off_t::try_from(HINT_PIECE),
-                ) else {
-                    break;
+            // In pieces, as every hint, and no further than the file goes.
+            for_each_hint_piece(0, len.min(file_len), |at, piece| {
+                let (Ok(at), Ok(piece)) = (libc::off_t::try_from(at), libc::off_t::try_from(piece))
+                else {
+                    return;
                 };
                 // SAFETY: the descriptor is open for the call; the advice reads nothing into
                 // our memory and its failure changes nothing but speed.
                 unsafe {
-                    libc::posix_fadvise(file.as_raw_fd(), at, size, libc::POSIX_FADV_WILLNEED);
+                    libc::posix_fadvise(file.as_raw_fd(), at, piece, libc::POSIX_FADV_WILLNEED);
                 }
-            }
+            });
         }
         #[cfg(not(target_os = "linux"))]
         let _ = (path, len);
