@@ -128,6 +128,39 @@ def test_paddle_saves_read_the_tensors_own_memory(tmp_path):
     assert float(_numpy(paddle.to_tensor([1.5, 2.5]).astype(paddle.bfloat16))[1]) == 2.5
 
 
+def test_tensorflow_saves_read_the_tensors_own_memory():
+    tf = pytest.importorskip("tensorflow", reason="tensorflow is not installed")
+    import ml_dtypes
+
+    from ztio.tensorflow import _numpy
+
+    for want in (np.arange(4, dtype=np.float32), np.arange(4).astype(ml_dtypes.bfloat16)):
+        tensor = tf.constant(want)
+        array = _numpy(tensor)
+        # `.numpy()` hands back a fresh copy each call; a view of the tensor's buffer is the
+        # same memory every time.
+        assert not array.flags.owndata and np.shares_memory(array, _numpy(tensor)), want.dtype
+        assert array.dtype == want.dtype and np.array_equal(array, want)
+
+
+def test_mlx_saves_read_the_arrays_own_memory():
+    mx = pytest.importorskip("mlx.core", reason="mlx is not installed")
+
+    from ztio._dtypes import StandIn
+    from ztio.mlx import _numpy
+
+    def bits(value):
+        return value.array if isinstance(value, StandIn) else value
+
+    for array in (mx.array([1.5, 2.5]), mx.array([1.5, 2.5]).astype(mx.bfloat16)):
+        got = bits(_numpy(array))
+        assert got.view(np.uint16 if got.itemsize == 2 else np.float32).tolist() == (
+            [0x3FC0, 0x4020] if got.itemsize == 2 else [1.5, 2.5]
+        ), array.dtype
+        # A copy is fresh memory each call; a view of MLX's buffer is the same memory.
+        assert np.shares_memory(got, bits(_numpy(array))), array.dtype
+
+
 def test_a_framework_module_refuses_objects_that_are_not_dense_naming_their_format(monkeypatch):
     # The core every framework module is made of, with a conversion that changes nothing:
     # runs where no framework is installed. Registered for this test only.

@@ -31,7 +31,8 @@ def _numpy(array: Any) -> Any:
     import mlx.core as mx
 
     if getattr(array, "dtype", None) == mx.bfloat16:
-        return stand_in("bf16", np.array(array.view(mx.uint16)))
+        # A view of the array's own memory (MLX exports it as a buffer), not a copy.
+        return stand_in("bf16", np.asarray(array.view(mx.uint16)))
     return np.asarray(array)
 
 
