@@ -2,6 +2,8 @@
 it is installed (each skips with its reason where it is not: TensorFlow and Paddle are large
 wheels, MLX runs on Apple silicon only). JAX's module has tests/test_flax.py, run in CI."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -126,6 +128,52 @@ def test_paddle_saves_read_the_tensors_own_memory(tmp_path):
         array = _numpy(tensor)
         assert array.dtype.name == dtype and array.ctypes.data == tensor.data_ptr(), dtype
     assert float(_numpy(paddle.to_tensor([1.5, 2.5]).astype(paddle.bfloat16))[1]) == 2.5
+
+
+def _mapped(path) -> bool:
+    with open("/proc/self/maps") as maps:
+        return any(line.rstrip("\n").endswith(str(path)) for line in maps)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc/self/maps")
+def test_tensorflow_tensors_stay_in_the_map_without_a_copy(tmp_path):
+    tf = pytest.importorskip("tensorflow", reason="tensorflow is not installed")
+    import gc
+
+    import ml_dtypes
+
+    path = tmp_path / "m.zt"  # v2 aligns every tensor to 64 bytes
+    want = {
+        "w": np.arange(4096, dtype=np.float32).reshape(64, 64),
+        "h": np.arange(64).astype(ml_dtypes.bfloat16),
+    }
+    ztio.numpy.save_file(want, path)
+    back = ztio.tensorflow.load_file(path)
+    gc.collect()
+    assert _mapped(path)  # the tensors hold the file's map: their bytes are the file's
+    for k, v in want.items():
+        assert back[k].dtype == tf.as_dtype(v.dtype) and np.array_equal(np.asarray(back[k]), v), k
+    assert float(tf.reduce_sum(tf.matmul(back["w"], back["w"]))) > 0
+    del back
+    gc.collect()
+    assert not _mapped(path)
+
+
+def test_tensorflow_is_never_handed_memory_it_would_abort_on(tmp_path):
+    tf = pytest.importorskip("tensorflow", reason="tensorflow is not installed")
+
+    # Tensors of 17 float32 (68 bytes) lie at 16 different offsets modulo 64 in a
+    # `.safetensors` file: a kernel given one that is not aligned to 64 aborts the process,
+    # so those must come as copies.
+    want = {f"t{i:02}": np.full(17, i, np.float32) for i in range(16)}
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file(want, path)
+    back = ztio.tensorflow.load_file(path)
+    for k, v in want.items():
+        assert np.asarray(back[k]).ctypes.data % 64 == 0, k
+        assert float(tf.reduce_sum(back[k] * 2.0)) == float(v.sum() * 2), k
+    with ztio.safe_open(path, framework="tf") as f:
+        assert all(float(tf.reduce_sum(f.get_tensor(k))) == float(v.sum()) for k, v in want.items())
 
 
 def test_tensorflow_saves_read_the_tensors_own_memory():

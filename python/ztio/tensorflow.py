@@ -1,5 +1,8 @@
-"""safetensors' ``safetensors.tensorflow`` functions over ztio: ``tf.Tensor`` in and out
-(TensorFlow copies each tensor into its own buffer). ``safe_open(..., framework="tf")``
+"""safetensors' ``safetensors.tensorflow`` functions over ztio: ``tf.Tensor`` in and out.
+A tensor whose bytes lie aligned to 64 bytes in the file's private (copy-on-write) map
+becomes a TensorFlow tensor over those bytes through DLPack, with no copy (every tensor of a
+``.zt`` file ztio wrote); the tensor holds the map while it lives. Others are copied into
+TensorFlow's own memory, as safetensors copies every one. ``safe_open(..., framework="tf")``
 reads them too. TensorFlow is imported only when called."""
 
 from __future__ import annotations
@@ -13,10 +16,39 @@ from ._bridge import functions, typed_by_ml_dtypes
 __all__ = ["load_file", "save_file", "load", "save"]
 
 
+#: The alignment TensorFlow's kernels require of a tensor's memory (Eigen's widest vectors,
+#: `Tensor::IsAligned`): a kernel handed a tensor that is not so aligned aborts the process,
+#: so only such memory is shared.
+_TF_ALIGN = 64
+
+
 def _tf_tensor(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
     import tensorflow as tf
 
-    return tf.convert_to_tensor(typed_by_ml_dtypes(array, kind))
+    typed = typed_by_ml_dtypes(array, kind)
+    shared = _shared(tf, typed)
+    return shared if shared is not None else tf.convert_to_tensor(typed)
+
+
+def _shared(tf: Any, array: np.ndarray) -> Any:
+    """A tensor over ``array``'s own memory, through DLPack, or ``None`` where TensorFlow must
+    have a copy: memory not aligned to :data:`_TF_ALIGN`, a strided array, no elements, or a
+    read-only array (TensorFlow may reuse an input's buffer for an op's output, and write
+    into it: only a private map or the reader's own buffer may take that). Types numpy's
+    DLPack export does not carry (ml_dtypes' bfloat16 and FP8) travel as their bits and are
+    cast back without a copy (`tf.bitcast`)."""
+    if not (array.flags.writeable and array.flags.c_contiguous and array.size):
+        return None
+    if array.ctypes.data % _TF_ALIGN:
+        return None
+    from_dlpack = tf.experimental.dlpack.from_dlpack
+    try:
+        if array.dtype.isbuiltin == 1:
+            return from_dlpack(array.__dlpack__())
+        bits = array.view(f"u{array.dtype.itemsize}")
+        return tf.bitcast(from_dlpack(bits.__dlpack__()), tf.as_dtype(array.dtype))
+    except (AttributeError, BufferError, TypeError, ValueError, RuntimeError, tf.errors.OpError):
+        return None  # an older TensorFlow or numpy, or a type one of them lacks: a copy
 
 
 def _numpy(tensor: Any) -> np.ndarray:
