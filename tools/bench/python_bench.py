@@ -432,6 +432,15 @@ def _paddle_touch(t) -> int:
     return touch(np.from_dlpack(paddle.view(t, ints[t.element_size()]))) if t.size else 0
 
 
+def _tf_touch(t) -> int:
+    """Reads one byte of every page, as ``_torch_touch`` does: a tensor TensorFlow copied is in
+    memory already, and one it holds in the file's map (ztio's aligned tensors, through
+    DLPack) must still have its pages come in. ``np.asarray`` of an eager CPU tensor is a
+    view."""
+    a = np.asarray(t)
+    return int(a.reshape(-1).view(np.uint8)[::4096].sum(dtype=np.uint64)) if a.size else 0
+
+
 def toucher(framework: str):
     if framework == "numpy":
         return touch
@@ -443,8 +452,9 @@ def toucher(framework: str):
         return _mlx_settled
     if framework == "paddle":
         return _paddle_touch
-    # TensorFlow (eager) copies into its tensors before load_file returns.
-    return lambda _t: 0
+    if framework == "tensorflow":
+        return _tf_touch
+    raise ValueError(f"no toucher for {framework}")
 
 
 def available_frameworks(wanted):
