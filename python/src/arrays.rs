@@ -44,7 +44,14 @@ pub enum AlignedBytes {
     Words(Vec<u128>),
     /// float32 values made for this read (dequantized, converted), moved in: no copy.
     Floats(Vec<f32>),
+    /// Bytes from `start` on, the first byte of `bytes` aligned to [`SHAREABLE_ALIGN`]: a
+    /// box gathered for a read, which JAX and TensorFlow can then take without a copy.
+    Lines { bytes: Vec<u8>, start: usize },
 }
+
+/// The alignment JAX and TensorFlow need to take memory without a copy (the widest vectors
+/// their kernels load; TensorFlow aborts on less).
+pub const SHAREABLE_ALIGN: usize = 64;
 
 impl AlignedBytes {
     /// A copy of `bytes`, allocated fallibly (an allocator that says no is an error).
@@ -65,8 +72,21 @@ impl AlignedBytes {
         }
     }
 
+    /// `len` zero bytes aligned to [`SHAREABLE_ALIGN`], allocated fallibly. Zeroed by the
+    /// allocator (a large block comes zeroed from the kernel, with no clearing pass), with
+    /// room to start at an aligned byte: an aligned allocation would be cleared by a pass.
+    fn zeroed_shareable(len: usize) -> ztensor::Result<Self> {
+        let room = len
+            .checked_add(SHAREABLE_ALIGN - 1)
+            .ok_or_else(|| ztensor::Error::out_of_memory(format!("cannot allocate {len} bytes")))?;
+        let bytes = ztensor::container::internal::try_zeroed_vec::<u8>(room)?;
+        let start = (bytes.as_ptr() as usize).wrapping_neg() % SHAREABLE_ALIGN;
+        Ok(AlignedBytes::Lines { bytes, start })
+    }
+
     fn as_mut_ptr(&mut self) -> *mut u8 {
         match self {
+            AlignedBytes::Lines { bytes, start } => bytes[*start..].as_mut_ptr(),
             AlignedBytes::Taken(v) => v.as_mut_ptr(),
             AlignedBytes::Words(w) => w.as_mut_ptr().cast(),
             AlignedBytes::Floats(f) => f.as_mut_ptr().cast(),
@@ -235,7 +255,42 @@ pub fn f32_array<'py>(
     )
 }
 
-/// A writable array over `storage`, which its holder owns.
+/// A writable array of `dims` elements of `descr`, `len` bytes in all, in storage aligned to
+/// [`SHAREABLE_ALIGN`] that `fill` writes (without the GIL): for bytes gathered for a read,
+/// which JAX and TensorFlow can then take as they are.
+pub fn shareable_array<'py>(
+    py: Python<'py>,
+    descr: Bound<'py, PyArrayDescr>,
+    dims: &[u64],
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> ztensor::Result<()> + Send,
+) -> PyResult<Bound<'py, PyAny>> {
+    let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    // numpy reads as many bytes as the shape says: fewer would be read past the buffer.
+    if count.and_then(|c| c.checked_mul(descr.itemsize() as u64)) != Some(len as u64) {
+        return Err(argument(
+            py,
+            format!(
+                "{len} bytes for {dims:?} elements of {} bytes",
+                descr.itemsize()
+            ),
+        ));
+    }
+    let storage = py
+        .detach(|| {
+            let mut storage = AlignedBytes::zeroed_shareable(len)?;
+            if let AlignedBytes::Lines { bytes, start } = &mut storage {
+                let out = bytes.get_mut(*start..).and_then(|b| b.get_mut(..len));
+                fill(out.ok_or_else(|| ztensor::Error::invalid("aligned storage too short"))?)?;
+            }
+            Ok(storage)
+        })
+        .py_err(py)?;
+    array_over(py, storage, descr, dims)
+}
+
+/// A writable array over `storage`, which its holder owns and which holds at least the
+/// bytes of `dims` elements of `descr`.
 fn array_over<'py>(
     py: Python<'py>,
     mut storage: AlignedBytes,

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use ztensor::{ComponentInfo, Encoding, FileVersion, Format, ObjectInfo, ObjectView};
 
-use crate::arrays::{array_of, descr_for, f32_array};
+use crate::arrays::{array_of, descr_for, f32_array, shareable_array};
 use crate::errors::{argument, to_py, IntoPy};
 use crate::values::attributes_to_py;
 
@@ -609,15 +609,48 @@ fn box_array<'py>(
     ranges: &[Range<u64>],
     dims: &[u64],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = py.detach(|| o.slice_bytes(ranges)).py_err(py)?;
-    if element.dtype == ztensor::DType::Bool && bytes.iter().any(|&b| b > 1) {
-        return Err(to_py(
-            py,
-            &ztensor::Error::invalid("bool element is neither 0 nor 1").in_object(name),
-        ));
-    }
     let descr = descr_for(py, element)?;
+    let is_bool = element.dtype == ztensor::DType::Bool;
+    let bad_bool = || ztensor::Error::invalid("bool element is neither 0 nor 1").in_object(name);
+    // A box of several runs is gathered: straight into storage aligned as JAX and TensorFlow
+    // need to share it (they copy anything less aligned).
+    if let Some(len) = gathered_len(o, ranges, element, descr.itemsize()) {
+        return shareable_array(py, descr, dims, len, |out| {
+            o.slice_bytes_into(ranges, out)?;
+            match is_bool && out.iter().any(|&b| b > 1) {
+                true => Err(bad_bool()),
+                false => Ok(()),
+            }
+        });
+    }
+    let bytes = py.detach(|| o.slice_bytes(ranges)).py_err(py)?;
+    if is_bool && bytes.iter().any(|&b| b > 1) {
+        return Err(to_py(py, &bad_bool()));
+    }
     array_of(py, r, bytes, descr, dims)
+}
+
+/// The bytes of the box `ranges` of `o` when a read gathers them from several runs, and they
+/// are whole elements of `itemsize` bytes each; `None` for a box of one run (lent from a map
+/// as it lies), an empty box, packed sub-byte elements, or a box that is not valid (the
+/// general path says why).
+fn gathered_len(
+    o: &ObjectView<'_>,
+    ranges: &[Range<u64>],
+    element: &ztensor::ElementType,
+    itemsize: usize,
+) -> Option<usize> {
+    let slab = ztensor::Hyperslab::new(&o.shape, ranges).ok()?;
+    let packed = element
+        .logical
+        .as_ref()
+        .and_then(|t| t.packed_bits())
+        .is_some();
+    if packed || slab.is_single_run() || element.logical_size() != itemsize as u64 {
+        return None;
+    }
+    let len = slab.element_count().checked_mul(element.logical_size())?;
+    usize::try_from(len).ok().filter(|&l| l > 0)
 }
 
 fn bool_bytes(b: &[bool]) -> &[u8] {

@@ -266,3 +266,19 @@ def test_random_indexes_inside_the_tensor_give_numpys_values(tmp_path):
             assert got.shape == want.shape and np.array_equal(got, want), (name, key)
             checked += 1
     assert checked == 3000
+
+
+@pytest.mark.parametrize("backend", ["mmap", "pread"])
+def test_gathered_boxes_lie_aligned_for_frameworks_that_share_memory(tmp_path, backend):
+    # JAX and TensorFlow take an array as it lies only when it is aligned to 64 bytes (and
+    # copy it otherwise): a box gathered from several runs is gathered into such storage.
+    m = np.arange(64 * 48, dtype=np.float32).reshape(64, 48)
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"m": m, "b": (m % 3 == 0)}, str(path))
+    with ztio.safe_open(str(path), framework="np", backend=backend) as f:
+        for name, want in (("m", m), ("b", m % 3 == 0)):
+            s = f.get_slice(name)
+            for key in (np.s_[:, :7], np.s_[3:9, 1:2], np.s_[:, 5], np.s_[::2, :3], np.s_[1:60, 40:]):
+                got = s[key]
+                assert np.array_equal(got, want[key]), (name, key)
+                assert got.ctypes.data % 64 == 0 and got.flags.writeable, (name, key)

@@ -423,9 +423,95 @@ impl<'r> ObjectView<'r> {
     }
 }
 
+impl<'r> ObjectView<'r> {
+    /// The box `ranges` of a dense object, the bytes [`ObjectView::slice_bytes`] gives, written
+    /// into `out`, which must be exactly the box's size: for a caller that keeps them in
+    /// storage of its own choosing (aligned as a framework needs to share memory rather than
+    /// copy it). Raw little-endian bytes go from the file straight into `out`, run by run;
+    /// anything else (compressed, big-endian, arranged) is sliced as `slice_bytes` slices it,
+    /// then copied. A buffer of another size is the caller's error.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add("m", &[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// let mut column = [0u8; 3];
+    /// r.object("m")?.slice_bytes_into(&[0..3, 1..2], &mut column)?;
+    /// assert_eq!(column, [2, 4, 6]);
+    /// assert!(r.object("m")?.slice_bytes_into(&[0..3, 1..2], &mut [0u8; 4]).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn slice_bytes_into(&self, ranges: &[Range<u64>], out: &mut [u8]) -> Result<()> {
+        let info = self.info();
+        let direct = info
+            .components
+            .0
+            .iter()
+            .find(|c| c.role == "data")
+            .filter(|c| {
+                info.format == Format::Dense
+                    && info.defect.is_none()
+                    && matches!(c.encoding, Encoding::Raw)
+                    && c.arrangement.is_none()
+                    && c.byte_order == ByteOrder::Little
+                    && c.element
+                        .logical
+                        .as_ref()
+                        .and_then(|t| t.packed_bits())
+                        .is_none()
+            });
+        let Some(comp) = direct else {
+            let bytes = self.slice_bytes(ranges)?;
+            return fill_exactly(out, &bytes).map_err(|e| e.in_object(self.name()));
+        };
+        let at = locate(info, comp);
+        let slab = Hyperslab::new(&info.shape, ranges).map_err(&at)?;
+        let element_size = comp.element.logical_size();
+        let total = slab.element_count().checked_mul(element_size);
+        if total != Some(out.len() as u64) {
+            return Err(at(Error::argument(format!(
+                "a buffer of {} bytes for a box of {} bytes",
+                out.len(),
+                total.map_or_else(|| "more than 2^64".to_owned(), |t| t.to_string())
+            ))));
+        }
+        let backing = self.backing();
+        let source = backing.file(comp).map_err(&at)?;
+        if comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source) {
+            ask_for_exactly(source, comp.offset, &slab, element_size);
+        }
+        read_runs_into(source, comp.offset, slab.runs(element_size), out).map_err(&at)
+    }
+}
+
+/// Copies `bytes` into `out`, which must be exactly as long.
+fn fill_exactly(out: &mut [u8], bytes: &[u8]) -> Result<()> {
+    if out.len() != bytes.len() {
+        return Err(Error::argument(format!(
+            "a buffer of {} bytes for a box of {} bytes",
+            out.len(),
+            bytes.len()
+        )));
+    }
+    out.copy_from_slice(bytes);
+    Ok(())
+}
+
 impl Hyperslab {
-    /// Whether the box is one contiguous run.
-    fn is_single_run(&self) -> bool {
+    /// Whether the box is one contiguous run of the tensor's bytes (whole rows, say): what
+    /// [`ObjectView::slice_bytes`] can lend from a map without gathering.
+    ///
+    /// ```
+    /// use ztensor::Hyperslab;
+    /// assert!(Hyperslab::new(&[4, 3], &[1..3, 0..3]).unwrap().is_single_run());
+    /// assert!(!Hyperslab::new(&[4, 3], &[0..4, 0..2]).unwrap().is_single_run());
+    /// ```
+    pub fn is_single_run(&self) -> bool {
         self.ranges[..self.walked_dims()]
             .iter()
             .all(|r| r.end - r.start == 1)
@@ -543,7 +629,21 @@ fn gather_scattered(
     total: usize,
 ) -> Result<Vec<u8>> {
     let mut out = zt_container::internal::try_zeroed_vec::<u8>(total)?;
-    let mut rest: &mut [u8] = &mut out;
+    read_runs_into(source, base, runs, &mut out)?;
+    Ok(out)
+}
+
+/// Reads the runs `(offset from base, length)` one after another into `out`, which they must
+/// fill exactly: by batches of positional reads from a ranged source (one round trip per
+/// batch), by copies from any other.
+fn read_runs_into(
+    source: &Source,
+    base: u64,
+    runs: impl Iterator<Item = (u64, u64)>,
+    out: &mut [u8],
+) -> Result<()> {
+    let ranged = source.is_ranged();
+    let mut rest: &mut [u8] = out;
     let mut parts: Vec<(u64, &mut [u8])> = Vec::new();
     for (off, len) in runs {
         let len = usize::try_from(len).map_err(|_| Error::limit("run exceeds usize"))?;
@@ -552,14 +652,20 @@ fn gather_scattered(
         }
         let (part, after) = std::mem::take(&mut rest).split_at_mut(len);
         rest = after;
+        if !ranged {
+            part.copy_from_slice(&source.read_at(run_offset(base, off)?, len as u64)?);
+            continue;
+        }
         parts.push((run_offset(base, off)?, part));
         if parts.len() == RUNS_PER_CALL {
             source.read_scattered(&mut parts)?;
             parts.clear();
         }
     }
-    source.read_scattered(&mut parts)?;
-    Ok(out)
+    if !rest.is_empty() {
+        return Err(Error::invalid("the box's runs fall short of its size"));
+    }
+    source.read_scattered(&mut parts)
 }
 
 /// The absolute offset of a run that starts `off` bytes into a component at `base`.

@@ -65,13 +65,17 @@ fn check_every_box(path: &Path) {
             }
             for ranges in boxes(&shape) {
                 let got = o.slice_bytes(&ranges).unwrap();
-                assert_eq!(
-                    &got[..],
-                    &gather(&whole, &shape, &ranges, size)[..],
-                    "{}: {} {ranges:?}",
-                    path.display(),
-                    o.name()
-                );
+                let want = gather(&whole, &shape, &ranges, size);
+                let at = format!("{}: {} {ranges:?}", path.display(), o.name());
+                assert_eq!(&got[..], &want[..], "{at}");
+                // The same bytes written into a buffer of the caller's; one byte more or less
+                // is refused.
+                let mut into = vec![0xA5u8; want.len()];
+                o.slice_bytes_into(&ranges, &mut into).unwrap();
+                assert_eq!(into, want, "{at}");
+                let mut longer = vec![0u8; want.len() + 1];
+                let e = o.slice_bytes_into(&ranges, &mut longer).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{at}: {e}");
             }
         }
     }
@@ -215,7 +219,11 @@ proptest! {
         let o = r.object("t").unwrap();
         let whole = o.bytes().unwrap();
         let got = o.slice_bytes(&ranges).unwrap();
-        prop_assert_eq!(&got[..], &gather(&whole, &shape, &ranges, 2)[..]);
+        let want = gather(&whole, &shape, &ranges, 2);
+        prop_assert_eq!(&got[..], &want[..]);
+        let mut into = vec![0xA5u8; want.len()];
+        o.slice_bytes_into(&ranges, &mut into).unwrap();
+        prop_assert_eq!(into, want);
     }
 }
 
