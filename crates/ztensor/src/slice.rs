@@ -10,6 +10,9 @@
 //!   table from the part's end, then reads and decodes only the frames holding the box; a
 //!   chunked HDF5 dataset reads only the chunks meeting it; any other encoded component is
 //!   decoded once and the box gathered from it.
+//! - [`ObjectView::slice_bytes_into`]: the same bytes written into a buffer of the caller's
+//!   (storage aligned for a framework that shares memory only when aligned); raw bytes go
+//!   from the file into it run by run, with no buffer between.
 //!
 //! Slices are not checked against digests: a digest covers the whole component, and reading
 //! all of it would defeat the slice. [`crate::Reader::verify`] checks them.
