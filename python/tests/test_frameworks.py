@@ -1,6 +1,6 @@
 """ztio.tensorflow, ztio.paddle and ztio.mlx: safetensors' functions for each framework, where
 it is installed (each skips with its reason where it is not: TensorFlow and Paddle are large
-wheels, MLX runs on Apple silicon only). JAX's module has tests/test_flax.py, run in CI."""
+wheels, MLX installs on Apple silicon and, as ``mlx[cpu]``, on Linux). JAX's module has tests/test_flax.py, run in CI."""
 
 import os
 

@@ -1,6 +1,7 @@
 """safetensors' ``safetensors.mlx`` functions over ztio: ``mlx.core.array`` in and out (MLX
-runs on Apple silicon; elsewhere these raise ``ImportError``). ``safe_open(...,
-framework="mlx")`` reads them too. MLX is imported only when called."""
+runs on Apple silicon, and on Linux's CPU with ``pip install "mlx[cpu]"``; where it is not
+installed these raise ``ImportError``). ``safe_open(..., framework="mlx")`` reads them too.
+MLX is imported only when called."""
 
 from __future__ import annotations
 
