@@ -470,19 +470,15 @@ impl<'r> ObjectView<'r> {
             });
         let Some(comp) = direct else {
             let bytes = self.slice_bytes(ranges)?;
-            return fill_exactly(out, &bytes).map_err(|e| e.in_object(self.name()));
+            check_buffer_len(out, Some(bytes.len() as u64))
+                .map_err(|e| e.in_object(self.name()))?;
+            out.copy_from_slice(&bytes);
+            return Ok(());
         };
         let at = locate(info, comp);
         let slab = Hyperslab::new(&info.shape, ranges).map_err(&at)?;
         let element_size = comp.element.logical_size();
-        let total = slab.element_count().checked_mul(element_size);
-        if total != Some(out.len() as u64) {
-            return Err(at(Error::argument(format!(
-                "a buffer of {} bytes for a box of {} bytes",
-                out.len(),
-                total.map_or_else(|| "more than 2^64".to_owned(), |t| t.to_string())
-            ))));
-        }
+        check_buffer_len(out, slab.element_count().checked_mul(element_size)).map_err(&at)?;
         let backing = self.backing();
         let source = backing.file(comp).map_err(&at)?;
         if comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source) {
@@ -492,17 +488,16 @@ impl<'r> ObjectView<'r> {
     }
 }
 
-/// Copies `bytes` into `out`, which must be exactly as long.
-fn fill_exactly(out: &mut [u8], bytes: &[u8]) -> Result<()> {
-    if out.len() != bytes.len() {
-        return Err(Error::argument(format!(
-            "a buffer of {} bytes for a box of {} bytes",
-            out.len(),
-            bytes.len()
-        )));
+/// Refuses a buffer `out` whose length is not the box's byte count (`None`: more than 2^64).
+fn check_buffer_len(out: &[u8], box_len: Option<u64>) -> Result<()> {
+    if box_len == Some(out.len() as u64) {
+        return Ok(());
     }
-    out.copy_from_slice(bytes);
-    Ok(())
+    let box_len = box_len.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string());
+    Err(Error::argument(format!(
+        "a buffer of {} bytes for a box of {box_len} bytes",
+        out.len()
+    )))
 }
 
 impl Hyperslab {
