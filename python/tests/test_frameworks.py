@@ -219,3 +219,143 @@ def test_a_framework_module_refuses_objects_that_are_not_dense_naming_their_form
     load_file, _, _, _ = _bridge.functions(("identity-for-tests",), "test arrays", lambda a, device, kind: a)
     with pytest.raises(ztio.ArgumentError, match="object 'csr' is sparse_csr; test arrays are read from dense objects only"):
         load_file(FIXTURES / "interop" / "v123_all.zt")
+
+
+def _registered_for_this_test(monkeypatch):
+    from ztio import _frameworks
+
+    monkeypatch.setattr(_frameworks, "_CONVERTERS", dict(_frameworks._CONVERTERS))
+    monkeypatch.setattr(_frameworks, "_FROM_NUMPY", dict(_frameworks._FROM_NUMPY))
+
+
+def _big_and_small(tmp_path):
+    """A `.safetensors` file of tensors over and under the size a worker copies, big ones
+    first and last so the order of the result is tested across both kinds."""
+    rows = (1 << 20) // (4 * 64) + 1  # just over 1 MiB of float32
+    want = {
+        "a_big": np.arange(rows * 64, dtype=np.float32).reshape(rows, 64),
+        "b_small": np.arange(10, dtype=np.int16),
+        "c_big": -np.arange(rows * 64, dtype=np.float32).reshape(rows, 64),
+        "d_small": np.array(3.5, np.float64),
+        "e_big": np.arange(rows * 64 * 2, dtype=np.uint16),
+    }
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file(want, path)
+    return path, want
+
+
+def test_a_framework_that_copies_copies_large_tensors_on_workers_and_finishes_on_the_caller(
+    tmp_path, monkeypatch
+):
+    # The core a copying framework's module is made of (MLX's, TensorFlow's), with stand-in
+    # conversions that say on which thread they ran: runs where no framework is installed.
+    import threading
+
+    from ztio import _bridge, _native
+
+    _registered_for_this_test(monkeypatch)
+    monkeypatch.setattr(_native, "usable_cpus", lambda: 2)  # workers even on one CPU
+    caller = threading.current_thread().name
+    where = {}
+
+    def inline(array, device, kind):
+        where[array.nbytes] = ("inline", threading.current_thread().name)
+        return ("inline", array.copy())
+
+    def copy(array, device, kind):
+        where[array.nbytes] = ("copy", threading.current_thread().name)
+        return array.copy()
+
+    def finish(copied, array, device, kind):
+        assert threading.current_thread().name == caller
+        assert np.array_equal(copied, array) and device == "cpu"
+        return ("finished", copied)
+
+    on_workers = _bridge.CopyOnWorkers(copies=lambda array, device, kind: True, copy=copy, finish=finish)
+    load_file, _, _, _ = _bridge.functions(("copies-for-tests",), "test arrays", inline, on_workers=on_workers)
+    path, want = _big_and_small(tmp_path)
+    got = load_file(path)
+    assert list(got) == list(ztio.numpy.load_file(path))  # the file's order, as before
+    for name, value in want.items():
+        how, array = got[name]
+        big = value.nbytes >= _bridge.MIN_COPY_ON_WORKER
+        assert how == ("finished" if big else "inline"), name
+        assert array.dtype == value.dtype and np.array_equal(array, value), name
+        step, thread = where[value.nbytes]
+        assert step == ("copy" if big else "inline"), name
+        assert thread.startswith("ztio-copy") if big else thread == caller, name
+
+
+def test_an_error_in_a_copy_on_a_worker_reaches_the_caller(tmp_path, monkeypatch):
+    from ztio import _bridge, _native
+
+    _registered_for_this_test(monkeypatch)
+    monkeypatch.setattr(_native, "usable_cpus", lambda: 2)
+
+    def copy(array, device, kind):
+        if array.dtype == np.uint16:
+            raise ztio.ArgumentError("no uint16 here")
+        return array
+
+    on_workers = _bridge.CopyOnWorkers(
+        copies=lambda array, device, kind: True, copy=copy, finish=lambda c, a, d, k: c
+    )
+    load_file, _, _, _ = _bridge.functions(
+        ("failing-for-tests",), "test arrays", lambda a, d, k: a, on_workers=on_workers
+    )
+    path, _ = _big_and_small(tmp_path)
+    with pytest.raises(ztio.ArgumentError, match="no uint16 here"):
+        load_file(path)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2, 6])
+def test_an_aligned_copy_is_fresh_writable_memory_aligned_to_64_bytes(offset):
+    import ml_dtypes
+
+    from ztio._bridge import COPY_ALIGN, aligned_copy
+
+    raw = np.arange(3 * 5 * 2 + 8, dtype=np.uint8)
+    for dtype in (np.uint8, np.int16, ml_dtypes.bfloat16):
+        size = np.dtype(dtype).itemsize
+        source = raw[offset : offset + 3 * 5 * size].view(dtype).reshape(3, 5)
+        copied = aligned_copy(source)
+        assert copied.ctypes.data % COPY_ALIGN == 0 and copied.flags.writeable, dtype
+        assert copied.dtype == source.dtype and copied.shape == (3, 5), dtype
+        assert np.array_equal(copied.view(np.uint8), source.view(np.uint8)), dtype
+        assert not np.shares_memory(copied, raw), dtype
+
+
+def test_mlx_loads_large_bf16_tensors_made_on_workers(tmp_path):
+    # MLX ties an operation (the view that makes bits bf16) to the stream of the thread that
+    # made it: made on a worker, the caller could not evaluate it ("There is no Stream").
+    mx = pytest.importorskip("mlx.core", reason="mlx is not installed")
+    import ml_dtypes
+
+    import ztio.mlx
+
+    want = {
+        "h": np.linspace(-1, 1, 1 << 20, dtype=np.float32).astype(ml_dtypes.bfloat16),
+        "w": np.arange(1 << 19, dtype=np.float32),
+    }
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file(want, path)
+    got = ztio.mlx.load_file(path)
+    assert got["h"].dtype == mx.bfloat16 and got["w"].dtype == mx.float32
+    mx.eval(got["h"])  # on this thread, as a caller does
+    assert np.array_equal(np.asarray(got["h"].view(mx.uint16)), want["h"].view(np.uint16))
+    assert np.array_equal(np.asarray(got["w"]), want["w"])
+
+
+def test_tensorflow_takes_large_misaligned_tensors_as_aligned_copies(tmp_path):
+    tf = pytest.importorskip("tensorflow", reason="tensorflow is not installed")
+
+    path, want = _big_and_small(tmp_path)
+    with open(path, "rb") as f:
+        header = int.from_bytes(f.read(8), "little")
+    if (8 + header) % 64 == 0:  # the data section must start off 64 for this test to test
+        pytest.skip("this file's tensors happen to be aligned")
+    got = ztio.tensorflow.load_file(path)
+    for name, value in want.items():
+        assert np.asarray(got[name]).ctypes.data % 64 == 0, name
+        assert np.array_equal(np.asarray(got[name]), value), name
+    assert float(tf.reduce_sum(got["a_big"] + got["c_big"])) == 0.0

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._bridge import functions
+from ._bridge import CopyOnWorkers, functions
 from ._dtypes import stand_in
 from .errors import ArgumentError
 
@@ -17,15 +17,28 @@ __all__ = ["load_file", "save_file", "load", "save"]
 
 
 def _mlx_array(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
+    return _typed(_copy(array, device, kind), kind or array.dtype.name)
+
+
+def _copy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
+    """``array``'s bytes copied into an MLX array (bf16 as its bits, uint16): data, not an
+    operation, so it may be made on any thread; viewing it as bf16 is an operation, bound to
+    the stream of the thread that makes it, and is left to :func:`_typed`."""
     import mlx.core as mx
 
     name = kind or array.dtype.name
     if name == "bfloat16":
         # numpy's bfloat16 (ml_dtypes) has no buffer format MLX knows: its bits as uint16.
-        return mx.array(array.view(np.uint16)).view(mx.bfloat16)
+        return mx.array(array.view(np.uint16))
     if name.startswith(("float8_", "float4_", "float6_")):
         raise ArgumentError(f"MLX has no {name} type")
     return mx.array(array)
+
+
+def _typed(copied: Any, name: str) -> Any:
+    import mlx.core as mx
+
+    return copied.view(mx.bfloat16) if name == "bfloat16" else copied
 
 
 def _numpy(array: Any) -> Any:
@@ -37,4 +50,11 @@ def _numpy(array: Any) -> Any:
     return np.asarray(array)
 
 
-load_file, load, save_file, save = functions(("mlx",), "MLX arrays", _mlx_array, _numpy)
+# MLX copies every array it is given: a whole-file load makes the copies on worker threads.
+_ON_WORKERS = CopyOnWorkers(
+    copies=lambda array, device, kind: True,
+    copy=_copy,
+    finish=lambda copied, array, device, kind: _typed(copied, kind or array.dtype.name),
+)
+
+load_file, load, save_file, save = functions(("mlx",), "MLX arrays", _mlx_array, _numpy, _ON_WORKERS)
