@@ -1,9 +1,10 @@
 """safetensors' ``safetensors.tensorflow`` functions over ztio: ``tf.Tensor`` in and out.
 A tensor whose bytes lie aligned to 64 bytes in the file's private (copy-on-write) map
 becomes a TensorFlow tensor over those bytes through DLPack, with no copy (every tensor of a
-``.zt`` file ztio wrote); the tensor holds the map while it lives. Others are copied into
-TensorFlow's own memory, as safetensors copies every one. ``safe_open(..., framework="tf")``
-reads them too. TensorFlow is imported only when called."""
+``.zt`` file ztio wrote); the tensor holds the map while it lives. Others are copied, as
+safetensors copies every one: by numpy into memory aligned to 64 bytes that TensorFlow takes
+as it lies (on worker threads in a whole-file load). ``safe_open(..., framework="tf")`` reads
+them too. TensorFlow is imported only when called."""
 
 from __future__ import annotations
 
