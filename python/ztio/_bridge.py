@@ -64,6 +64,7 @@ def aligned_copy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = N
     np.copyto(copied, array, casting="no")
     return copied
 
+
 Path = Union[str, "os.PathLike[str]"]
 
 
@@ -90,11 +91,12 @@ def functions(
     """``(load_file, load, save_file, save)`` for a framework, registered for ``safe_open``
     under ``names``; ``what`` names its tensors in errors ("JAX arrays").
 
-    ``on_workers`` lets a whole-file load make its copies on worker threads: a framework that cannot take the map's bytes as they lie (MLX always)
-    spends most of a load faulting in the fresh pages it copies into, one 4 KiB page at a
-    time, and two threads fault in twice the pages (a 1 GiB MLX load took 0.46-2.6 s on one
-    thread and 0.51-0.70 s on two). Only the copy runs there; what may be bound to the
-    caller's thread (a stream, a device context) stays with the caller."""
+    ``on_workers`` lets a whole-file load make its copies on worker threads: a framework
+    that cannot take the map's bytes as they lie (MLX always) spends most of a load faulting
+    in the fresh pages it copies into, one 4 KiB page at a time, and two threads fault in
+    twice the pages (a warm 1 GiB MLX load: median 870 ms on the caller alone, 739 ms with
+    two workers, and a tail of 2.5 s cut to 1.0 s). Only the copy runs there; what may be
+    bound to the caller's thread (a stream, a device context) stays with the caller."""
 
     def array_of(f: Any, name: str) -> Tuple[np.ndarray, Optional[str]]:
         """The numpy array of ``name`` and the type it stands in for (see

@@ -68,7 +68,10 @@ def _copies(array: np.ndarray, device: str, kind: Optional[str]) -> bool:
     whole-file load makes the copy on a worker, aligned, and TensorFlow takes that as it
     lies (:func:`_shared`)."""
     shareable = array.flags.writeable and array.ctypes.data % _TF_ALIGN == 0
-    return not shareable and array.flags.c_contiguous and array.size > 0
+    # One-byte types of ml_dtypes (FP8) go through `tf.convert_to_tensor` in any case: an
+    # aligned copy would be a second one.
+    carried = array.dtype.isbuiltin == 1 or array.dtype.itemsize > 1
+    return not shareable and carried and array.flags.c_contiguous and array.size > 0
 
 
 _ON_WORKERS = CopyOnWorkers(
