@@ -17,7 +17,7 @@ __all__ = ["load_file", "save_file", "load", "save"]
 
 
 def _mlx_array(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
-    return _typed(_copy(array, device, kind), kind or array.dtype.name)
+    return _typed(_copy(array, device, kind), array, device, kind)
 
 
 def _copy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
@@ -35,10 +35,11 @@ def _copy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) ->
     return mx.array(array)
 
 
-def _typed(copied: Any, name: str) -> Any:
+def _typed(copied: Any, array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> Any:
+    """``copied`` (made by :func:`_copy` from ``array``) as the MLX array of ``array``'s type."""
     import mlx.core as mx
 
-    return copied.view(mx.bfloat16) if name == "bfloat16" else copied
+    return copied.view(mx.bfloat16) if (kind or array.dtype.name) == "bfloat16" else copied
 
 
 def _numpy(array: Any) -> Any:
@@ -54,7 +55,7 @@ def _numpy(array: Any) -> Any:
 _ON_WORKERS = CopyOnWorkers(
     copies=lambda array, device, kind: True,
     copy=_copy,
-    finish=lambda copied, array, device, kind: _typed(copied, kind or array.dtype.name),
+    finish=_typed,
 )
 
 load_file, load, save_file, save = functions(("mlx",), "MLX arrays", _mlx_array, _numpy, _ON_WORKERS)

@@ -30,7 +30,7 @@ def _tf_tensor(array: np.ndarray, device: str = "cpu", kind: Optional[str] = Non
     shared = _shared(tf, typed)
     if shared is None and _copies(typed, device, None):
         # Copied aligned by numpy and shared: `tf.convert_to_tensor` makes the same one copy
-        # about ten times slower (3.4-5.1 s against 0.27-0.43 s for a 1 GiB load, warm).
+        # about ten times slower (3.3-5.1 s against 0.27-0.43 s for a 1 GiB load, warm).
         shared = _shared(tf, aligned_copy(typed))
     return shared if shared is not None else tf.convert_to_tensor(typed)
 
