@@ -308,6 +308,58 @@ def test_an_error_in_a_copy_on_a_worker_reaches_the_caller(tmp_path, monkeypatch
         load_file(path)
 
 
+def test_a_cold_load_reads_misaligned_tensors_into_aligned_memory(tmp_path, monkeypatch):
+    # A framework that keeps aligned arrays in place (JAX, TensorFlow): a cold local file's
+    # misaligned tensors are read by positional reads into fresh aligned memory, handed over
+    # as they are; aligned ones stay views of the map. The page cache is said to be cold.
+    from ztio import _bridge
+
+    _registered_for_this_test(monkeypatch)
+    monkeypatch.setattr(_bridge, "_in_page_cache", lambda fd, offsets: False)
+    monkeypatch.setattr(_bridge, "COLD_READ_PIECE", 4096)  # large tensors in several pieces
+    path, want = _big_and_small(tmp_path)
+    load_file, _, _, _ = _bridge.functions(
+        ("cold-for-tests",), "test arrays", lambda a, d, k: a, keeps_aligned=lambda dtype, device: True
+    )
+    got = load_file(path)
+    assert list(got) == list(ztio.numpy.load_file(path))
+    spans = {}
+    with ztio.open(path) as f:
+        for name in want:
+            spans[name] = f._native.raw_span(name)
+    fresh = 0
+    for name, value in want.items():
+        array = got[name]
+        assert array.dtype == value.dtype and np.array_equal(array, value), name
+        if spans[name][2] % _bridge.COPY_ALIGN:
+            assert array.ctypes.data % _bridge.COPY_ALIGN == 0 and array.flags.writeable, name
+            fresh += 1
+    assert fresh > 0
+    # Warm (the real probe on a file just written): the usual path, no reads of its own.
+    monkeypatch.undo()
+    _registered_for_this_test(monkeypatch)
+    called = []
+    monkeypatch.setattr(_bridge, "_read_planned", lambda *a: called.append(1))
+    load_file(path)
+    assert not called
+
+
+def test_a_cold_load_of_a_file_cut_short_says_so(tmp_path, monkeypatch):
+    from ztio import _bridge
+
+    _registered_for_this_test(monkeypatch)
+    monkeypatch.setattr(_bridge, "_in_page_cache", lambda fd, offsets: False)
+    path, _ = _big_and_small(tmp_path)
+    f = ztio.open(path)
+    # The file shrinks after it was opened and checked: the reads find its end.
+    os.truncate(path, os.path.getsize(path) // 2)
+    try:
+        with pytest.raises(ztio.FileError, match="ends at byte"):
+            _bridge._read_cold(f, "cpu", lambda dtype, device: True, lambda a, d, k: a, lambda n: None)
+    finally:
+        f.close()
+
+
 @pytest.mark.parametrize("offset", [0, 1, 2, 6])
 def test_an_aligned_copy_is_fresh_writable_memory_aligned_to_64_bytes(offset):
     import ml_dtypes

@@ -9,16 +9,16 @@ from __future__ import annotations
 import collections
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Deque, Dict, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _frameworks, _native
-from ._dtypes import STAND_INS
+from ._dtypes import STAND_INS, read_table
 from ._file import File, load_every_tensor, open_any, unmapped_for_backend
 from ._write import safetensors_bytes
 from ._write import save_file_drop_in as _save
-from .errors import ArgumentError
+from .errors import ArgumentError, FileError, IoError
 
 #: ``(array, device, kind) -> tensor``. ``kind`` is None, or ml_dtypes' name of the type
 #: (``"bfloat16"``, ``"float8_e4m3fn"``) whose storage integers ``array`` holds because numpy
@@ -53,17 +53,204 @@ MIN_COPY_ON_WORKER = 1 << 20
 COPY_ALIGN = 64
 
 
+def aligned_empty(nbytes: int) -> np.ndarray:
+    """``nbytes`` of fresh, writable memory aligned to :data:`COPY_ALIGN` bytes, as a 1-D
+    ``uint8`` array (its contents undefined)."""
+    block = np.empty(nbytes + COPY_ALIGN, np.uint8)
+    start = -block.ctypes.data % COPY_ALIGN
+    return block[start : start + nbytes]
+
+
 def aligned_copy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = None) -> np.ndarray:
     """A writable copy of ``array`` in fresh memory aligned to :data:`COPY_ALIGN` bytes: the
     copy step (:class:`CopyOnWorkers`) of a framework that takes such memory as it lies, so
     the one copy a misaligned tensor needs is made on a worker and the framework adds none.
     numpy copies without the GIL."""
-    block = np.empty(array.nbytes + COPY_ALIGN, np.uint8)
-    start = -block.ctypes.data % COPY_ALIGN
-    copied = block[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copied = aligned_empty(array.nbytes).view(array.dtype).reshape(array.shape)
     np.copyto(copied, array, casting="no")
     return copied
 
+
+#: ``(dtype, device) -> bool``: whether the framework takes a writable, C-contiguous numpy
+#: array of ``dtype`` aligned to :data:`COPY_ALIGN` bytes as it lies, for ``device`` (and
+#: copies one that is not aligned): see :func:`functions`' ``keeps_aligned``.
+KeepsAligned = Callable[[np.dtype, str], bool]
+
+#: A cold whole-file load (:func:`_read_cold`) keeps this many positional reads in flight:
+#: the disk serves a deep queue faster than one stream (one ``pread`` stream read a cold GiB
+#: in 1443 ms, four in 688: docs/benchmarks.md), and threads waiting on the disk cost no CPU.
+COLD_READS_IN_FLIGHT = 8
+#: The longest single read of a cold load: a large tensor is read in pieces by several
+#: threads at once.
+COLD_READ_PIECE = 16 << 20
+#: A cold load reads a file's tensors one by one only where they average at least this many
+#: bytes: a file of many small tensors is read faster by the map's read-ahead, in large
+#: sequential requests, than by a read per tensor.
+MIN_COLD_READ_AVERAGE = 64 << 10
+#: How many places of a file :func:`_in_page_cache` asks about.
+RESIDENCY_SAMPLES = 16
+
+_READ_TABLE: Dict[str, np.dtype] = {}
+
+
+def _in_page_cache(fd: int, offsets: Sequence[int]) -> bool:
+    """Whether the page cache holds the file's bytes at each of ``offsets``: a one-byte read
+    that may not wait for the disk (``RWF_NOWAIT``) succeeds only from the cache. ``True``
+    where that cannot be asked (no such flag, a file system that refuses it): then the
+    caller keeps the path that suits a cached file."""
+    nowait = getattr(os, "RWF_NOWAIT", None)
+    if nowait is None or not hasattr(os, "preadv"):
+        return True
+    probe = bytearray(1)
+    for offset in offsets:
+        try:
+            os.preadv(fd, [probe], offset, nowait)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+    return True
+
+
+
+class _Planned(NamedTuple):
+    """A tensor of a cold load (:func:`_read_cold`): read into ``array`` (whose bytes are
+    ``raw``) from ``offset`` of the file, or, with ``array`` ``None``, made the usual way."""
+
+    name: str
+    array: Optional[np.ndarray]
+    raw: Optional[np.ndarray]
+    offset: int
+    #: See :data:`ToFramework`.
+    kind: Optional[str]
+
+
+def _located(error: Any, message: str, path: str, name: str, offset: int) -> Any:
+    """``error`` (a ztio exception) carrying ``message`` and where it happened."""
+    error.message, error.path, error.object, error.offset = message, path, name, offset
+    return error
+
+
+def _read_cold(
+    f: Any, device: str, keeps_aligned: KeepsAligned, to_framework: ToFramework, usual: Callable[[str], Any]
+) -> Optional[Dict[str, Any]]:
+    """Every tensor of ``f`` as a whole-file load gives them, for a framework that copies
+    each tensor not aligned in the file (``keeps_aligned``), when ``f`` is a local file not in
+    the page cache; ``None`` otherwise (the caller then loads the usual way).
+
+    The copy such a framework makes of a cold map reads the file by page faults and copies
+    each page again; instead, each such tensor is read with positional reads straight into
+    fresh memory aligned to :data:`COPY_ALIGN`, which the framework then keeps as it lies:
+    one copy (the kernel's, from the page cache), :data:`COLD_READS_IN_FLIGHT` reads queued
+    at the disk, and the file read in large page-cache folios. Aligned tensors stay views of
+    the map, as on the usual path. A file whose tensors must be decoded, one read with
+    ``verify``, one in memory, or one of many small tensors takes the usual path, and each
+    tensor not read so is made by ``usual(name)``."""
+    if not isinstance(f, File) or f._verify or f.path == "<bytes>" or not hasattr(os, "preadv"):
+        return None
+    native = f._native
+    skipped = frozenset(native.names_skipped())
+    if not _READ_TABLE:
+        _READ_TABLE.update(read_table())
+    plan: List[_Planned] = []
+    read_bytes = 0
+    reads = 0
+    for name in f.offset_keys():
+        if name in skipped:
+            continue
+        span = native.raw_span(name)
+        if span is None:
+            return None  # an object to decode, or in another file: the usual path has it all
+        element, shape, offset, length = span
+        dtype = _READ_TABLE.get(element)
+        count = 1
+        for d in shape:
+            count *= d
+        if (
+            dtype is None
+            or offset % COPY_ALIGN == 0
+            or length == 0
+            or length != count * dtype.itemsize
+            or not keeps_aligned(dtype, device)
+        ):
+            plan.append(_Planned(name, None, None, 0, None))
+            continue
+        # Fresh memory for a tensor of the file's own size (the listing checked that it
+        # lies within the file): the memory the framework's own copy would take.
+        raw = aligned_empty(length)
+        kind = STAND_INS.get(element) if STAND_INS else None
+        plan.append(_Planned(name, raw.view(dtype).reshape(shape), raw, offset, kind))
+        reads += 1
+        read_bytes += length
+    if reads == 0 or read_bytes < reads * MIN_COLD_READ_AVERAGE:
+        return None
+    try:
+        fd = os.open(f.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None  # not a local file after all (a URL): the usual path reads it
+    try:
+        read_offsets = [p.offset for p in plan if p.raw is not None]
+        step = max(1, len(read_offsets) // RESIDENCY_SAMPLES)
+        if _in_page_cache(fd, read_offsets[::step]):
+            return None
+        return _read_planned(f, fd, plan, device, to_framework, usual)
+    finally:
+        os.close(fd)
+
+
+def _read_planned(
+    f: Any,
+    fd: int,
+    plan: List["_Planned"],
+    device: str,
+    to_framework: ToFramework,
+    usual: Callable[[str], Any],
+) -> Dict[str, Any]:
+    """:func:`_read_cold`'s reads: every piece queued at once on
+    :data:`COLD_READS_IN_FLIGHT` threads in file order, each tensor handed to the framework
+    as soon as its pieces are in, in file order."""
+
+    def read_piece(name: str, raw: np.ndarray, at: int, offset: int, length: int) -> None:
+        view = memoryview(raw)[at : at + length]
+        done = 0
+        while done < length:
+            try:
+                got = os.preadv(fd, [view[done:]], offset + at + done)
+            except OSError as e:
+                raise _located(
+                    IoError(f"reading object {name!r} at byte {offset + at + done} of {f.path}: {e}"),
+                    str(e), f.path, name, offset + at + done,
+                ) from e
+            if got == 0:
+                end = offset + at + done
+                raise _located(
+                    FileError(f"object {name!r}: {f.path} ends at byte {end}, before its data does (changed while read?)"),
+                    "the file ends before the object's data", f.path, name, end,
+                )
+            done += got
+
+    pool = ThreadPoolExecutor(COLD_READS_IN_FLIGHT, thread_name_prefix="ztio-read")
+    try:
+        pieces: Dict[str, List[Future[None]]] = {}
+        for p in plan:
+            if p.raw is not None:
+                size = p.raw.nbytes
+                pieces[p.name] = [
+                    pool.submit(read_piece, p.name, p.raw, at, p.offset, min(COLD_READ_PIECE, size - at))
+                    for at in range(0, size, COLD_READ_PIECE)
+                ]
+        loaded: Dict[str, Any] = {}
+        for p in plan:
+            if p.array is None:
+                loaded[p.name] = usual(p.name)
+                continue
+            for piece in pieces[p.name]:
+                piece.result()
+            loaded[p.name] = to_framework(p.array, device, p.kind)
+        return loaded
+    finally:
+        # On an error, the reads not started are dropped; those under way finish first.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 Path = Union[str, "os.PathLike[str]"]
 
@@ -87,6 +274,7 @@ def functions(
     to_framework: ToFramework,
     to_numpy: ToNumpy = np.asarray,
     on_workers: Optional[CopyOnWorkers] = None,
+    keeps_aligned: Optional[KeepsAligned] = None,
 ) -> Tuple[Callable[..., Dict[str, Any]], Callable[..., Dict[str, Any]], Callable[..., None], Callable[..., bytes]]:
     """``(load_file, load, save_file, save)`` for a framework, registered for ``safe_open``
     under ``names``; ``what`` names its tensors in errors ("JAX arrays").
@@ -96,7 +284,11 @@ def functions(
     in the fresh pages it copies into, one 4 KiB page at a time, and two threads fault in
     twice the pages (a warm 1 GiB MLX load: median 870 ms on the caller alone, 739 ms with
     two workers, and a tail of 2.5 s cut to 1.0 s). Only the copy runs there; what may be
-    bound to the caller's thread (a stream, a device context) stays with the caller."""
+    bound to the caller's thread (a stream, a device context) stays with the caller.
+
+    ``keeps_aligned`` says which arrays the framework keeps as they lie when they are
+    aligned (and copies when not): a whole-file load of a cold local file then reads each
+    tensor the framework would copy straight into aligned memory (:func:`_read_cold`)."""
 
     def array_of(f: Any, name: str) -> Tuple[np.ndarray, Optional[str]]:
         """The numpy array of ``name`` and the type it stands in for (see
@@ -120,6 +312,10 @@ def functions(
 
     def read_all(f: Any, device: str) -> Dict[str, Any]:
         try:
+            if keeps_aligned is not None:
+                cold = _read_cold(f, device, keeps_aligned, to_framework, lambda name: tensor(f, name, device))
+                if cold is not None:
+                    return cold
             workers = min(_native.usable_cpus(), 8) if on_workers is not None else 1
             if workers < 2:
                 return load_every_tensor(f, lambda name: tensor(f, name, device))

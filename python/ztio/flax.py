@@ -37,4 +37,12 @@ def _jax_array(array: np.ndarray, device: str = "cpu", kind: Optional[str] = Non
     return jax.device_put(typed)
 
 
-load_file, load, save_file, save = functions(("flax", "jax"), "JAX arrays", _jax_array)
+def _keeps_aligned(dtype: np.dtype, device: str) -> bool:
+    # Every array JAX takes: on the CPU it keeps the aligned ones in place (`_jax_array`),
+    # and onto another device it copies from wherever the bytes lie.
+    return True
+
+
+load_file, load, save_file, save = functions(
+    ("flax", "jax"), "JAX arrays", _jax_array, keeps_aligned=_keeps_aligned
+)

@@ -80,6 +80,18 @@ _ON_WORKERS = CopyOnWorkers(
     finish=lambda copied, array, device, kind: _tf_tensor(copied, device, kind),
 )
 
+
+
+def _keeps_aligned(dtype: np.dtype, device: str) -> bool:
+    # What `_shared` takes through DLPack; FP8 goes through `tf.convert_to_tensor` anyway.
+    return dtype.isbuiltin == 1 or dtype.itemsize > 1
+
+
 load_file, load, save_file, save = functions(
-    ("tf", "tensorflow"), "TensorFlow tensors", _tf_tensor, _numpy, on_workers=_ON_WORKERS
+    ("tf", "tensorflow"),
+    "TensorFlow tensors",
+    _tf_tensor,
+    _numpy,
+    on_workers=_ON_WORKERS,
+    keeps_aligned=_keeps_aligned,
 )
