@@ -112,15 +112,16 @@ def _in_page_cache(fd: int, offsets: Sequence[int]) -> bool:
     return True
 
 
-
 class _Planned(NamedTuple):
-    """A tensor of a cold load (:func:`_read_cold`): read into ``array`` (whose bytes are
-    ``raw``) from ``offset`` of the file, or, with ``array`` ``None``, made the usual way."""
+    """A tensor of a cold load (:func:`_read_cold`): ``length`` bytes read from ``offset``
+    of the file into fresh memory, as ``dtype`` in ``shape``; or, with ``dtype`` ``None``,
+    made the usual way."""
 
     name: str
-    array: Optional[np.ndarray]
-    raw: Optional[np.ndarray]
+    dtype: Optional[np.dtype]
+    shape: Tuple[int, ...]
     offset: int
+    length: int
     #: See :data:`ToFramework`.
     kind: Optional[str]
 
@@ -173,13 +174,10 @@ def _read_cold(
             or length != count * dtype.itemsize
             or not keeps_aligned(dtype, device)
         ):
-            plan.append(_Planned(name, None, None, 0, None))
+            plan.append(_Planned(name, None, (), 0, 0, None))
             continue
-        # Fresh memory for a tensor of the file's own size (the listing checked that it
-        # lies within the file): the memory the framework's own copy would take.
-        raw = aligned_empty(length)
         kind = STAND_INS.get(element) if STAND_INS else None
-        plan.append(_Planned(name, raw.view(dtype).reshape(shape), raw, offset, kind))
+        plan.append(_Planned(name, dtype, tuple(shape), offset, length, kind))
         reads += 1
         read_bytes += length
     if reads == 0 or read_bytes < reads * MIN_COLD_READ_AVERAGE:
@@ -189,7 +187,7 @@ def _read_cold(
     except OSError:
         return None  # not a local file after all (a URL): the usual path reads it
     try:
-        read_offsets = [p.offset for p in plan if p.raw is not None]
+        read_offsets = [p.offset for p in plan if p.dtype is not None]
         step = max(1, len(read_offsets) // RESIDENCY_SAMPLES)
         if _in_page_cache(fd, read_offsets[::step]):
             return None
@@ -231,22 +229,28 @@ def _read_planned(
 
     pool = ThreadPoolExecutor(COLD_READS_IN_FLIGHT, thread_name_prefix="ztio-read")
     try:
-        pieces: Dict[str, List[Future[None]]] = {}
+        pieces: Dict[str, Tuple[np.ndarray, List[Future[None]]]] = {}
         for p in plan:
-            if p.raw is not None:
-                size = p.raw.nbytes
-                pieces[p.name] = [
-                    pool.submit(read_piece, p.name, p.raw, at, p.offset, min(COLD_READ_PIECE, size - at))
-                    for at in range(0, size, COLD_READ_PIECE)
-                ]
+            if p.dtype is not None:
+                # Fresh memory of the tensor's own size (the listing checked that it lies
+                # within the file): the memory the framework's own copy would take.
+                raw = aligned_empty(p.length)
+                pieces[p.name] = (
+                    raw.view(p.dtype).reshape(p.shape),
+                    [
+                        pool.submit(read_piece, p.name, raw, at, p.offset, min(COLD_READ_PIECE, p.length - at))
+                        for at in range(0, p.length, COLD_READ_PIECE)
+                    ],
+                )
         loaded: Dict[str, Any] = {}
         for p in plan:
-            if p.array is None:
+            if p.dtype is None:
                 loaded[p.name] = usual(p.name)
                 continue
-            for piece in pieces[p.name]:
+            array, reads = pieces[p.name]
+            for piece in reads:
                 piece.result()
-            loaded[p.name] = to_framework(p.array, device, p.kind)
+            loaded[p.name] = to_framework(array, device, p.kind)
         return loaded
     finally:
         # On an error, the reads not started are dropped; those under way finish first.
