@@ -256,6 +256,7 @@ def _read_planned(
         # On an error, the reads not started are dropped; those under way finish first.
         pool.shutdown(wait=True, cancel_futures=True)
 
+
 Path = Union[str, "os.PathLike[str]"]
 
 

@@ -63,14 +63,19 @@ def _numpy(tensor: Any) -> np.ndarray:
     return np.asarray(tensor)
 
 
+def _keeps_aligned(dtype: np.dtype, device: str) -> bool:
+    """Whether TensorFlow keeps an aligned array of ``dtype`` as it lies (:func:`_shared`
+    takes it through DLPack). The one-byte types of ml_dtypes (FP8) go through
+    `tf.convert_to_tensor` in any case, so an aligned copy of them would be a second one."""
+    return dtype.isbuiltin == 1 or dtype.itemsize > 1
+
+
 def _copies(array: np.ndarray, device: str, kind: Optional[str]) -> bool:
     """Whether TensorFlow would copy ``array`` (it is not aligned, or read-only): then a
     whole-file load makes the copy on a worker, aligned, and TensorFlow takes that as it
     lies (:func:`_shared`)."""
     shareable = array.flags.writeable and array.ctypes.data % _TF_ALIGN == 0
-    # One-byte types of ml_dtypes (FP8) go through `tf.convert_to_tensor` in any case: an
-    # aligned copy would be a second one.
-    carried = array.dtype.isbuiltin == 1 or array.dtype.itemsize > 1
+    carried = _keeps_aligned(array.dtype, device)
     return not shareable and carried and array.flags.c_contiguous and array.size > 0
 
 
@@ -79,12 +84,6 @@ _ON_WORKERS = CopyOnWorkers(
     copy=aligned_copy,
     finish=lambda copied, array, device, kind: _tf_tensor(copied, device, kind),
 )
-
-
-
-def _keeps_aligned(dtype: np.dtype, device: str) -> bool:
-    # What `_shared` takes through DLPack; FP8 goes through `tf.convert_to_tensor` anyway.
-    return dtype.isbuiltin == 1 or dtype.itemsize > 1
 
 
 load_file, load, save_file, save = functions(
