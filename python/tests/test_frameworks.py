@@ -315,7 +315,7 @@ def test_a_cold_load_reads_misaligned_tensors_into_aligned_memory(tmp_path, monk
     from ztio import _bridge
 
     _registered_for_this_test(monkeypatch)
-    monkeypatch.setattr(_bridge, "_in_page_cache", lambda fd, offsets: False)
+    monkeypatch.setattr(_bridge, "_in_page_cache", lambda places: False)
     monkeypatch.setattr(_bridge, "COLD_READ_PIECE", 4096)  # large tensors in several pieces
     path, want = _big_and_small(tmp_path)
     load_file, _, _, _ = _bridge.functions(
@@ -344,11 +344,44 @@ def test_a_cold_load_reads_misaligned_tensors_into_aligned_memory(tmp_path, monk
     assert not called
 
 
+def test_a_cold_load_of_a_set_reads_every_shards_misaligned_tensors_into_aligned_memory(
+    tmp_path, monkeypatch
+):
+    # The same through an index: the shards are read one after another, each tensor handed
+    # over in the order a set's load gives them (shard by shard, each in file order).
+    from ztio import _bridge
+
+    _registered_for_this_test(monkeypatch)
+    monkeypatch.setattr(_bridge, "_in_page_cache", lambda places: False)
+    path, want = _big_and_small(tmp_path)
+    index = tmp_path / "model.safetensors.index.json"
+    ztio.convert(path, index, shard_size=1_500_000, progress=False)
+    load_file, _, _, _ = _bridge.functions(
+        ("cold-set-for-tests",), "test arrays", lambda a, d, k: a, keeps_aligned=lambda dtype, device: True
+    )
+    read = []
+    real = _bridge._read_planned
+    monkeypatch.setattr(_bridge, "_read_planned", lambda paths, *rest: read.append(paths) or real(paths, *rest))
+    got = load_file(index)
+    assert list(got) == list(ztio.numpy.load_file(index))
+    assert len(read) == 1 and len(read[0]) >= 3  # one plan over every shard
+    shards_read = set()
+    with ztio.open(index) as f:
+        for name, value in want.items():
+            array = got[name]
+            assert array.dtype == value.dtype and np.array_equal(array, value), name
+            shard = f._file_for(name)
+            if shard._native.raw_span(name)[2] % _bridge.COPY_ALIGN:
+                assert array.ctypes.data % _bridge.COPY_ALIGN == 0 and array.flags.writeable, name
+                shards_read.add(shard.path)
+    assert len(shards_read) >= 2
+
+
 def test_a_cold_load_of_a_file_cut_short_says_so(tmp_path, monkeypatch):
     from ztio import _bridge
 
     _registered_for_this_test(monkeypatch)
-    monkeypatch.setattr(_bridge, "_in_page_cache", lambda fd, offsets: False)
+    monkeypatch.setattr(_bridge, "_in_page_cache", lambda places: False)
     path, _ = _big_and_small(tmp_path)
     f = ztio.open(path)
     # The file shrinks after it was opened and checked: the reads find its end.

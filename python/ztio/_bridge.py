@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _frameworks, _native
 from ._dtypes import STAND_INS, read_table
-from ._file import File, load_every_tensor, open_any, unmapped_for_backend
+from ._file import File, ShardedFile, load_every_tensor, open_any, unmapped_for_backend
 from ._write import safetensors_bytes
 from ._write import save_file_drop_in as _save
 from .errors import ArgumentError, FileError, IoError
@@ -93,16 +93,16 @@ RESIDENCY_SAMPLES = 16
 _READ_TABLE: Dict[str, np.dtype] = {}
 
 
-def _in_page_cache(fd: int, offsets: Sequence[int]) -> bool:
-    """Whether the page cache holds the file's bytes at each of ``offsets``: a one-byte read
-    that may not wait for the disk (``RWF_NOWAIT``) succeeds only from the cache. ``True``
-    where that cannot be asked (no such flag, a file system that refuses it): then the
-    caller keeps the path that suits a cached file."""
+def _in_page_cache(places: Sequence[Tuple[int, int]]) -> bool:
+    """Whether the page cache holds the bytes at each ``(file descriptor, offset)`` of
+    ``places``: a one-byte read that may not wait for the disk (``RWF_NOWAIT``) succeeds only
+    from the cache. ``True`` where that cannot be asked (no such flag, a file system that
+    refuses it): then the caller keeps the path that suits a cached file."""
     nowait = getattr(os, "RWF_NOWAIT", None)
     if nowait is None or not hasattr(os, "preadv"):
         return True
     probe = bytearray(1)
-    for offset in offsets:
+    for fd, offset in places:
         try:
             os.preadv(fd, [probe], offset, nowait)
         except BlockingIOError:
@@ -114,12 +114,13 @@ def _in_page_cache(fd: int, offsets: Sequence[int]) -> bool:
 
 class _Planned(NamedTuple):
     """A tensor of a cold load (:func:`_read_cold`): ``length`` bytes read from ``offset``
-    of the file into fresh memory, as ``dtype`` in ``shape``; or, with ``dtype`` ``None``,
-    made the usual way."""
+    of file ``source`` (a position in the load's files) into fresh memory, as ``dtype`` in
+    ``shape``; or, with ``dtype`` ``None``, made the usual way."""
 
     name: str
     dtype: Optional[np.dtype]
     shape: Tuple[int, ...]
+    source: int
     offset: int
     length: int
     #: See :data:`ToFramework`.
@@ -132,12 +133,28 @@ def _located(error: Any, message: str, path: str, name: str, offset: int) -> Any
     return error
 
 
+def _files_of(f: Any) -> Optional[List[File]]:
+    """The local files a whole load of ``f`` reads, in the order it hands their tensors over
+    (a set's shards in the index's order); ``None`` for what :func:`_read_cold` leaves to the
+    usual path (bytes in memory, a load with ``verify``)."""
+    if f._verify:
+        return None
+    if isinstance(f, ShardedFile):
+        files = [f._shard(position) for position in range(len(f.shards))]
+    elif isinstance(f, File):
+        files = [f]
+    else:
+        return None
+    return None if any(file.path == "<bytes>" for file in files) else files
+
+
 def _read_cold(
     f: Any, device: str, keeps_aligned: KeepsAligned, to_framework: ToFramework, usual: Callable[[str], Any]
 ) -> Optional[Dict[str, Any]]:
-    """Every tensor of ``f`` as a whole-file load gives them, for a framework that copies
-    each tensor not aligned in the file (``keeps_aligned``), when ``f`` is a local file not in
-    the page cache; ``None`` otherwise (the caller then loads the usual way).
+    """Every tensor of ``f`` (a file or a set) as a whole-file load gives them, for a
+    framework that copies each tensor not aligned in the file (``keeps_aligned``), when ``f``
+    is local and not in the page cache; ``None`` otherwise (the caller then loads the usual
+    way).
 
     The copy such a framework makes of a cold map reads the file by page faults and copies
     each page again; instead, each such tensor is read with positional reads straight into
@@ -147,83 +164,94 @@ def _read_cold(
     the map, as on the usual path. A file whose tensors must be decoded, one read with
     ``verify``, one in memory, or one of many small tensors takes the usual path, and each
     tensor not read so is made by ``usual(name)``."""
-    if not isinstance(f, File) or f._verify or f.path == "<bytes>" or not hasattr(os, "preadv"):
+    files = _files_of(f) if hasattr(os, "preadv") else None
+    if files is None:
         return None
-    native = f._native
-    skipped = frozenset(native.names_skipped())
     if not _READ_TABLE:
         _READ_TABLE.update(read_table())
     plan: List[_Planned] = []
     read_bytes = 0
     reads = 0
-    for name in f.offset_keys():
-        if name in skipped:
-            continue
-        span = native.raw_span(name)
-        if span is None:
-            return None  # an object to decode, or in another file: the usual path has it all
-        element, shape, offset, length = span
-        dtype = _READ_TABLE.get(element)
-        count = 1
-        for d in shape:
-            count *= d
-        if (
-            dtype is None
-            or offset % COPY_ALIGN == 0
-            or length == 0
-            or length != count * dtype.itemsize
-            or not keeps_aligned(dtype, device)
-        ):
-            plan.append(_Planned(name, None, (), 0, 0, None))
-            continue
-        kind = STAND_INS.get(element) if STAND_INS else None
-        plan.append(_Planned(name, dtype, tuple(shape), offset, length, kind))
-        reads += 1
-        read_bytes += length
+    for source, file in enumerate(files):
+        native = file._native
+        skipped = frozenset(native.names_skipped())
+        for name in file.offset_keys():
+            if name in skipped:
+                continue
+            span = native.raw_span(name)
+            if span is None:
+                return None  # an object to decode, or in another file: the usual path has it all
+            element, shape, offset, length = span
+            dtype = _READ_TABLE.get(element)
+            count = 1
+            for d in shape:
+                count *= d
+            if (
+                dtype is None
+                or offset % COPY_ALIGN == 0
+                or length == 0
+                or length != count * dtype.itemsize
+                or not keeps_aligned(dtype, device)
+            ):
+                plan.append(_Planned(name, None, (), source, 0, 0, None))
+                continue
+            kind = STAND_INS.get(element) if STAND_INS else None
+            plan.append(_Planned(name, dtype, tuple(shape), source, offset, length, kind))
+            reads += 1
+            read_bytes += length
     if reads == 0 or read_bytes < reads * MIN_COLD_READ_AVERAGE:
         return None
+    fds: List[int] = []
     try:
-        fd = os.open(f.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None  # not a local file after all (a URL): the usual path reads it
-    try:
-        read_offsets = [p.offset for p in plan if p.dtype is not None]
-        step = max(1, len(read_offsets) // RESIDENCY_SAMPLES)
-        if _in_page_cache(fd, read_offsets[::step]):
+        for source in sorted({p.source for p in plan if p.dtype is not None}):
+            while len(fds) < source:
+                fds.append(-1)  # a file none of whose tensors is read here
+            try:
+                fds.append(os.open(files[source].path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
+            except OSError:
+                return None  # not a local file after all (a URL): the usual path reads it
+        places = [(fds[p.source], p.offset) for p in plan if p.dtype is not None]
+        step = max(1, len(places) // RESIDENCY_SAMPLES)
+        if _in_page_cache(places[::step]):
             return None
-        return _read_planned(f, fd, plan, device, to_framework, usual)
+        return _read_planned([file.path for file in files], fds, plan, device, to_framework, usual)
     finally:
-        os.close(fd)
+        for fd in fds:
+            if fd >= 0:
+                os.close(fd)
 
 
 def _read_planned(
-    f: Any,
-    fd: int,
+    paths: List[str],
+    fds: List[int],
     plan: List["_Planned"],
     device: str,
     to_framework: ToFramework,
     usual: Callable[[str], Any],
 ) -> Dict[str, Any]:
     """:func:`_read_cold`'s reads: every piece queued at once on
-    :data:`COLD_READS_IN_FLIGHT` threads in file order, each tensor handed to the framework
-    as soon as its pieces are in, in file order."""
+    :data:`COLD_READS_IN_FLIGHT` threads in the order of ``plan`` (each file's in file order,
+    a set's files one after another), each tensor handed to the framework as soon as its
+    pieces are in, in that order. ``paths[i]`` and ``fds[i]`` are the ``source`` ``i`` of
+    ``plan``'s tensors."""
 
-    def read_piece(name: str, raw: np.ndarray, at: int, offset: int, length: int) -> None:
+    def read_piece(p: _Planned, raw: np.ndarray, at: int, length: int) -> None:
         view = memoryview(raw)[at : at + length]
         done = 0
+        path = paths[p.source]
         while done < length:
+            at_byte = p.offset + at + done
             try:
-                got = os.preadv(fd, [view[done:]], offset + at + done)
+                got = os.preadv(fds[p.source], [view[done:]], at_byte)
             except OSError as e:
                 raise _located(
-                    IoError(f"reading object {name!r} at byte {offset + at + done} of {f.path}: {e}"),
-                    str(e), f.path, name, offset + at + done,
+                    IoError(f"reading object {p.name!r} at byte {at_byte} of {path}: {e}"),
+                    str(e), path, p.name, at_byte,
                 ) from e
             if got == 0:
-                end = offset + at + done
                 raise _located(
-                    FileError(f"object {name!r}: {f.path} ends at byte {end}, before its data does (changed while read?)"),
-                    "the file ends before the object's data", f.path, name, end,
+                    FileError(f"object {p.name!r}: {path} ends at byte {at_byte}, before its data does (changed while read?)"),
+                    "the file ends before the object's data", path, p.name, at_byte,
                 )
             done += got
 
@@ -238,7 +266,7 @@ def _read_planned(
                 pieces[p.name] = (
                     raw.view(p.dtype).reshape(p.shape),
                     [
-                        pool.submit(read_piece, p.name, raw, at, p.offset, min(COLD_READ_PIECE, p.length - at))
+                        pool.submit(read_piece, p, raw, at, min(COLD_READ_PIECE, p.length - at))
                         for at in range(0, p.length, COLD_READ_PIECE)
                     ],
                 )
