@@ -9,14 +9,15 @@ matrices and two f32 norm vectors; embeddings and head in bf16).
   slice call itself (warm).
 - save: save_file of the same dict of arrays, to the page cache (neither waits for the disk;
   ztio's default, sync=True, is shown beside it).
-- sets: the workload as a 4-shard set (``model.safetensors.index.json``), loaded whole into
-  numpy and touched: ztio's ``load_file`` of the index (shards read four at once) against
+- sets: the workload as a set of five shards (``model.safetensors.index.json``), loaded whole
+  into numpy and touched: ztio's ``load_file`` of the index (shards read several at once) against
   safetensors' ``load_file`` of each shard in turn (what a loader does with an index), and
   against ztio's ``load_file`` of each shard in turn; warm and cold, with the limit (reading
   the shards' bytes with large sequential reads, one after another).
 - frameworks: for every framework that imports here (numpy, torch, flax/JAX, TensorFlow,
   Paddle, MLX), ``load_file`` and ``safe_open`` + ``get_tensor`` of ztio's module against
-  safetensors' same module, warm and cold, and ``save_file`` with and without sync. Loaded
+  safetensors' same module, warm and cold, ``load_file`` of the set's index against
+  safetensors' ``load_file`` of each shard, and ``save_file`` with and without sync. Loaded
   tensors are touched where the framework maps the file (numpy, torch); the others copy
   into their own memory as they load, which touches every byte already.
 
@@ -227,13 +228,20 @@ def main() -> None:
     frameworks(args, st, zt, nbytes)
 
 
-def sets(args, st: str, nbytes: int) -> None:
+def set_files(args, st: str, nbytes: int):
+    """``(index, shards)`` of the workload as a set of five shards (written on first use;
+    like safetensors' files, its tensors lie wherever the header's length puts them, few on
+    64 bytes)."""
     folder = os.path.join(args.dir, "py-set")
     index = os.path.join(folder, "model.safetensors.index.json")
     if not os.path.exists(index):
         os.makedirs(folder, exist_ok=True)
         ztio.convert(st, index, shard_size=nbytes // 4 + 1, progress=False)
-    shards = [os.path.join(folder, p) for p in sorted(os.listdir(folder)) if p.endswith(".safetensors")]
+    return index, [os.path.join(folder, p) for p in sorted(os.listdir(folder)) if p.endswith(".safetensors")]
+
+
+def sets(args, st: str, nbytes: int) -> None:
+    index, shards = set_files(args, st, nbytes)
 
     def whole(load):
         return lambda: timed(lambda: sum(touch(a) for a in load().values()))
@@ -520,6 +528,18 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
 
             return lambda: timed(run)
 
+        def each_shard(mod):
+            # Every shard's tensors kept to the end, as a load of the index keeps them: one
+            # shard's freed memory would otherwise serve the next shard's copies.
+            def run():
+                loaded = {}
+                for shard in shards:
+                    loaded.update(mod.load_file(shard))
+                return sum(tch(t) for t in loaded.values())
+
+            return lambda: timed(run)
+
+        index, shards = set_files(args, st, nbytes)
         rows = {
             "limit": lambda: timed(read_through, [st]),
             "st_load": load_file(st_mod, st),
@@ -529,6 +549,8 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
             "zt_open": safe_open(ztio.safe_open, st),
             "st_cols": columns(safetensors.safe_open, st),
             "zt_cols": columns(ztio.safe_open, st),
+            "st_set": each_shard(st_mod),
+            "zt_set": load_file(zt_mod, index),
         }
 
         warm_then_cold(args, rows, report_rows(fw, [
@@ -540,6 +562,8 @@ def frameworks(args, st: str, zt: str, nbytes: int) -> None:
             ("ztio safe_open+get_tensor", "zt_open", "st_open"),
             ("safetensors get_slice[:, :n/2]", "st_cols", "st_cols"),
             ("ztio get_slice[:, :n/2]", "zt_cols", "st_cols"),
+            ("a 5-shard set: safetensors load_file per shard", "st_set", "st_set"),
+            ("a 5-shard set: ztio load_file of the index", "zt_set", "st_set"),
         ], nbytes))
 
         # The framework's own tensors, as ztio's module gives them (safetensors' TensorFlow
