@@ -7,6 +7,7 @@ framework module hands it its two conversions and registers itself for ``safe_op
 from __future__ import annotations
 
 import collections
+import math
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Deque, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
@@ -183,14 +184,11 @@ def _read_cold(
                 return None  # an object to decode, or in another file: the usual path has it all
             element, shape, offset, length = span
             dtype = _READ_TABLE.get(element)
-            count = 1
-            for d in shape:
-                count *= d
             if (
                 dtype is None
                 or offset % COPY_ALIGN == 0
                 or length == 0
-                or length != count * dtype.itemsize
+                or length != math.prod(shape) * dtype.itemsize
                 or not keeps_aligned(dtype, device)
             ):
                 plan.append(_Planned(name, None, (), source, 0, 0, None))
@@ -201,13 +199,12 @@ def _read_cold(
             read_bytes += length
     if reads == 0 or read_bytes < reads * MIN_COLD_READ_AVERAGE:
         return None
-    fds: List[int] = []
+    # A descriptor for each file with a tensor to read, by its position in `files`.
+    fds: Dict[int, int] = {}
     try:
-        for source in sorted({p.source for p in plan if p.dtype is not None}):
-            while len(fds) < source:
-                fds.append(-1)  # a file none of whose tensors is read here
+        for source in {p.source for p in plan if p.dtype is not None}:
             try:
-                fds.append(os.open(files[source].path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
+                fds[source] = os.open(files[source].path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
             except OSError:
                 return None  # not a local file after all (a URL): the usual path reads it
         places = [(fds[p.source], p.offset) for p in plan if p.dtype is not None]
@@ -216,14 +213,13 @@ def _read_cold(
             return None
         return _read_planned([file.path for file in files], fds, plan, device, to_framework, usual)
     finally:
-        for fd in fds:
-            if fd >= 0:
-                os.close(fd)
+        for fd in fds.values():
+            os.close(fd)
 
 
 def _read_planned(
     paths: List[str],
-    fds: List[int],
+    fds: Mapping[int, int],
     plan: List["_Planned"],
     device: str,
     to_framework: ToFramework,
@@ -232,8 +228,8 @@ def _read_planned(
     """:func:`_read_cold`'s reads: every piece queued at once on
     :data:`COLD_READS_IN_FLIGHT` threads in the order of ``plan`` (each file's in file order,
     a set's files one after another), each tensor handed to the framework as soon as its
-    pieces are in, in that order. ``paths[i]`` and ``fds[i]`` are the ``source`` ``i`` of
-    ``plan``'s tensors."""
+    pieces are in, in that order. ``paths[i]`` and ``fds[i]`` are the file of the tensors of
+    ``plan`` whose ``source`` is ``i``."""
 
     def read_piece(p: _Planned, raw: np.ndarray, at: int, length: int) -> None:
         view = memoryview(raw)[at : at + length]
