@@ -277,12 +277,13 @@ impl<'r> ObjectView<'r> {
         // The pages of a file that was all in the page cache need no asking for: each hint
         // would cost its `mincore`, most of the time of a slice of a small tensor.
         let ask_kernel = comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source);
+        let ask_exactly = ask_kernel && !dense_and_large(&slab, element_size, comp.offset);
         let mut gathered = match comp.encoding {
             // Elements an arrangement places (Fortran order, strides) are not row-major runs:
             // they take the decode path below, which lays them out first.
             Encoding::Raw if comp.arrangement.is_none() => {
                 let source = backing.file(comp).map_err(&at)?;
-                if ask_kernel {
+                if ask_exactly {
                     ask_for_exactly(source, comp.offset, &slab, element_size);
                 }
                 // One run needing no swap: borrowed from a map, or one positional read.
@@ -481,7 +482,9 @@ impl<'r> ObjectView<'r> {
         check_buffer_len(out, slab.element_count().checked_mul(element_size)).map_err(&at)?;
         let backing = self.backing();
         let source = backing.file(comp).map_err(&at)?;
-        if comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source) {
+        if (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source))
+            && !dense_and_large(&slab, element_size, comp.offset)
+        {
             ask_for_exactly(source, comp.offset, &slab, element_size);
         }
         read_runs_into(source, comp.offset, slab.runs(element_size), out).map_err(&at)
@@ -565,8 +568,13 @@ fn ask_for_exactly(source: &zt_container::Source, base: u64, slab: &Hyperslab, e
     }
 }
 
-/// The span of a box at least this long whose pages are at least half of it is read through
-/// a view as a whole tensor is, without hints ([`ObjectView::will_need_slice`]).
+/// The span of a box at least this long whose pages are at least half of it is read as a
+/// whole tensor is, without hints: through a view ([`ObjectView::will_need_slice`]) or
+/// gathered ([`ObjectView::slice_bytes`], [`ObjectView::slice_bytes_into`]). Its pages are
+/// most of the span, and the faults' read-around reads them in large page-cache folios, where
+/// a hint reads into 4 KiB ones: half the columns of every matrix of a cold GiB, gathered for
+/// TensorFlow, took 1.19x safetensors' time with the hint and 0.95x without
+/// (docs/benchmarks.md, "A quiet disk, and what our hints cost on it").
 const DENSE_BOX_SPAN: u64 = 1 << 20;
 
 /// Whether the runs of `slab` (of a component at file offset `base`) span at least
