@@ -573,7 +573,7 @@ fn ask_for_exactly(source: &zt_container::Source, base: u64, slab: &Hyperslab, e
 /// gathered ([`ObjectView::slice_bytes`], [`ObjectView::slice_bytes_into`]). Its pages are
 /// most of the span, and the faults' read-around reads them in large page-cache folios, where
 /// a hint reads into 4 KiB ones: half the columns of every matrix of a cold GiB, gathered for
-/// TensorFlow, took 1.19x safetensors' time with the hint and 0.95x without
+/// TensorFlow, took 1.19x safetensors' time with the hint and 0.82x-0.95x without
 /// (docs/benchmarks.md, "A quiet disk, and what our hints cost on it").
 const DENSE_BOX_SPAN: u64 = 1 << 20;
 
