@@ -24,7 +24,7 @@ use zt_container::{Error, Result, Source};
 use zt_formats::{Encoding, Format};
 
 use crate::decode::{locate, swap_elements};
-use crate::model::ByteOrder;
+use crate::model::{ByteOrder, ComponentInfo};
 use crate::view::ObjectView;
 
 /// A box of a dense tensor: one half-open range per dimension, row-major.
@@ -209,17 +209,28 @@ impl<'r> ObjectView<'r> {
                 .as_ref()
                 .and_then(|t| t.packed_bits())
                 .is_none();
-        let backing = self.backing();
-        let element_size = comp.element.logical_size();
-        if in_place
-            && !dense_and_large(&slab, element_size, comp.offset)
-            && (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source))
-        {
-            if let Ok(source) = backing.file(comp) {
-                ask_for_exactly(source, comp.offset, &slab, element_size);
+        if in_place {
+            if let Ok(source) = self.backing().file(comp) {
+                self.ask_for_box(source, comp, &slab);
             }
         }
         Ok(())
+    }
+
+    /// Asks the kernel for exactly the pages of the box `slab` of raw component `comp` (in
+    /// `source`) before they are touched ([`ask_for_exactly`]), where that is worth it: not
+    /// for a box that is most of a large span ([`DENSE_BOX_SPAN`]: the faults read it as they
+    /// read a whole tensor), and not in a file that was all in the page cache at its first
+    /// read (each hint would cost its `mincore`, most of the time of a slice of a small
+    /// tensor).
+    fn ask_for_box(&self, source: &Source, comp: &ComponentInfo, slab: &Hyperslab) {
+        let backing = self.backing();
+        let element_size = comp.element.logical_size();
+        if !dense_and_large(slab, element_size, comp.offset)
+            && (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source))
+        {
+            ask_for_exactly(source, comp.offset, slab, element_size);
+        }
     }
 
     /// The little-endian bytes of the box `ranges` of a dense object (one range per
@@ -274,18 +285,12 @@ impl<'r> ObjectView<'r> {
             .ok_or_else(|| at(Error::limit("the slice does not fit in memory")))?;
         let mut runs = slab.runs(element_size).peekable();
         let backing = self.backing();
-        // The pages of a file that was all in the page cache need no asking for: each hint
-        // would cost its `mincore`, most of the time of a slice of a small tensor.
-        let ask_kernel = comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source);
-        let ask_exactly = ask_kernel && !dense_and_large(&slab, element_size, comp.offset);
         let mut gathered = match comp.encoding {
             // Elements an arrangement places (Fortran order, strides) are not row-major runs:
             // they take the decode path below, which lays them out first.
             Encoding::Raw if comp.arrangement.is_none() => {
                 let source = backing.file(comp).map_err(&at)?;
-                if ask_exactly {
-                    ask_for_exactly(source, comp.offset, &slab, element_size);
-                }
+                self.ask_for_box(source, comp, &slab);
                 // One run needing no swap: borrowed from a map, or one positional read.
                 let single = runs.peek().copied().filter(|_| slab.is_single_run());
                 if let (Some((off, len)), ByteOrder::Little) = (single, comp.byte_order) {
@@ -314,8 +319,9 @@ impl<'r> ObjectView<'r> {
                 let source = backing.file(comp).map_err(&at)?;
                 let chunk_at = |c: &zt_formats::Chunk| comp.offset.saturating_add(c.at);
                 // Asked for before any is touched: each chunk's own bytes, not the megabytes
-                // a page fault would read around it.
-                if ask_kernel {
+                // a page fault would read around it (not in a file that was all in the page
+                // cache, as in `ask_for_box`).
+                if comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source) {
                     for c in table.chunks.iter() {
                         if crate::chunks::meets(table, &c.start, ranges) {
                             source.will_need(chunk_at(c), c.size);
@@ -480,13 +486,8 @@ impl<'r> ObjectView<'r> {
         let slab = Hyperslab::new(&info.shape, ranges).map_err(&at)?;
         let element_size = comp.element.logical_size();
         check_buffer_len(out, slab.element_count().checked_mul(element_size)).map_err(&at)?;
-        let backing = self.backing();
-        let source = backing.file(comp).map_err(&at)?;
-        if (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source))
-            && !dense_and_large(&slab, element_size, comp.offset)
-        {
-            ask_for_exactly(source, comp.offset, &slab, element_size);
-        }
+        let source = self.backing().file(comp).map_err(&at)?;
+        self.ask_for_box(source, comp, &slab);
         read_runs_into(source, comp.offset, slab.runs(element_size), out).map_err(&at)
     }
 }
