@@ -224,13 +224,18 @@ impl<'r> ObjectView<'r> {
     /// read (each hint would cost its `mincore`, most of the time of a slice of a small
     /// tensor).
     fn ask_for_box(&self, source: &Source, comp: &ComponentInfo, slab: &Hyperslab) {
-        let backing = self.backing();
         let element_size = comp.element.logical_size();
-        if !dense_and_large(slab, element_size, comp.offset)
-            && (comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source))
-        {
+        if !dense_and_large(slab, element_size, comp.offset) && self.may_be_cold(comp) {
             ask_for_exactly(source, comp.offset, slab, element_size);
         }
+    }
+
+    /// Whether the pages of component `comp` may be missing from the page cache, so that
+    /// asking for them is worth a hint: always in another file (a v2 shard), and in this one
+    /// unless the whole file was cached at its first read (the read-ahead's sampled guess).
+    fn may_be_cold(&self, comp: &ComponentInfo) -> bool {
+        let backing = self.backing();
+        comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source)
     }
 
     /// The little-endian bytes of the box `ranges` of a dense object (one range per
@@ -319,9 +324,8 @@ impl<'r> ObjectView<'r> {
                 let source = backing.file(comp).map_err(&at)?;
                 let chunk_at = |c: &zt_formats::Chunk| comp.offset.saturating_add(c.at);
                 // Asked for before any is touched: each chunk's own bytes, not the megabytes
-                // a page fault would read around it (not in a file that was all in the page
-                // cache, as in `ask_for_box`).
-                if comp.file != 0 || !backing.readahead.file_seems_cached(&backing.source) {
+                // a page fault would read around it.
+                if self.may_be_cold(comp) {
                     for c in table.chunks.iter() {
                         if crate::chunks::meets(table, &c.start, ranges) {
                             source.will_need(chunk_at(c), c.size);
