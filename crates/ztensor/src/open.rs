@@ -239,6 +239,15 @@ impl OpenOptions {
         path: Option<&Path>,
         open_shard: Option<OpenShard<'_>>,
     ) -> Result<(Source, Listing)> {
+        // Said first: every reader's own error for no bytes (a header past the end, a magic
+        // missing) names a detail of its format, when the cause is usually a download or
+        // copy that never wrote anything.
+        if source.len() == 0 {
+            return Err(Error::invalid(
+                "the file is empty (0 bytes): no kind of tensor file ztensor reads is empty \
+                 (a download or copy cut short?)",
+            ));
+        }
         let mut head = vec![0u8; source.len().min(SNIFF_LEN) as usize];
         source.read_into(0, &mut head)?;
         // A zip archive's kind is in its entries' names; its readers take the entries (read

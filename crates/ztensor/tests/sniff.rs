@@ -207,3 +207,34 @@ fn a_file_no_signature_matches_is_read_as_its_name_says() {
         "{e}"
     );
 }
+
+/// An empty file is called empty whatever its name says, instead of getting the error of the
+/// reader its name picks (a header past the end of the file, a magic missing).
+#[test]
+fn an_empty_file_is_called_empty_under_any_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "m.safetensors",
+        "m.zt",
+        "m.gguf",
+        "m.npy",
+        "m.onnx",
+        "m.bin",
+        "m",
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, b"").unwrap();
+        let e = ztensor::open(&path).err().expect("an empty file opened");
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{name}: {e}");
+        assert!(
+            e.message().starts_with("the file is empty (0 bytes)"),
+            "{name}: {e}"
+        );
+    }
+    // From memory too.
+    let e = open_err(b"");
+    assert!(
+        e.message().starts_with("the file is empty (0 bytes)"),
+        "{e}"
+    );
+}
