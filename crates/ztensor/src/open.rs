@@ -242,7 +242,7 @@ impl OpenOptions {
         // Said first: every reader's own error for no bytes (a header past the end, a magic
         // missing) names a detail of its format, when the cause is usually a download or
         // copy that never wrote anything.
-        if source.len() == 0 {
+        if source.is_empty() {
             return Err(Error::invalid(
                 "the file is empty (0 bytes): no kind of tensor file ztensor reads is empty \
                  (a download or copy cut short?)",
