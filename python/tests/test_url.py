@@ -96,3 +96,35 @@ def test_a_missing_url_is_not_found_and_a_safetensors_file_opens_too(served):
     with ztio.safe_open(f"{base}/m.safetensors", framework="np") as f:
         assert f.keys() == ["x"]
         np.testing.assert_array_equal(f.get_tensor("x"), np.ones((4, 2), np.float32))
+
+
+def test_a_server_without_ranges_is_read_whole_once(tmp_path):
+    """The standard library's own file server (`python -m http.server`) ignores Range and
+    answers with the whole file: the file is read whole, once, and opens as any other."""
+    import functools
+
+    tensors = {f"t{i}": np.arange(1000, dtype=np.float32) * i for i in range(4)}
+    ztio.numpy.save_file(tensors, str(tmp_path / "m.safetensors"))
+    gets = []
+
+    class Counted(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # quiet
+            pass
+
+        def do_GET(self):
+            gets.append(self.headers.get("Range"))
+            super().do_GET()
+
+    handler = functools.partial(Counted, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/m.safetensors"
+        loaded = ztio.numpy.load_file(url)
+        assert sorted(loaded) == sorted(tensors)
+        for name, want in tensors.items():
+            np.testing.assert_array_equal(loaded[name], want)
+    finally:
+        server.shutdown()
+    # The ranged request it refused, then the whole file; nothing more.
+    assert len(gets) == 2 and gets[0] is not None and gets[1] is None, gets

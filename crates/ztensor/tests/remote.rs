@@ -515,6 +515,44 @@ fn faults_are_retried_or_reported_never_a_wrong_tensor() {
     }
 }
 
+/// A server that ignores ranges (Python's `http.server`) answers the first ranged request
+/// with the whole object: that answer is kept, in an unnamed temporary file, and every read is
+/// served from it with no request more. A download cut short is an error naming the URL.
+#[test]
+fn a_server_that_ignores_ranges_is_read_whole_once() {
+    let dir = tempfile::tempdir().unwrap();
+    write_zt(&dir.path().join("m.zt"), 8, 4096, Version::V2);
+    let bytes = std::fs::read(dir.path().join("m.zt")).unwrap();
+    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+    let server = FaultServer::start(bytes.clone(), |_| Fault::IgnoreRanges);
+    let (r, object) = OpenOptions::new().open_url_counted(&server.url()).unwrap();
+    assert!(object.is_downloaded());
+    for o in &local {
+        assert_eq!(
+            r.object(o.name()).unwrap().read_verified::<f32>().unwrap(),
+            o.read::<f32>().unwrap()
+        );
+    }
+    // The refused ranged request, then the whole object; nothing after.
+    assert_eq!(server.gets.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let stats = object.stats();
+    assert_eq!((stats.requests, stats.bytes), (1, bytes.len() as u64));
+
+    let cut = FaultServer::start(bytes.clone(), |n| {
+        if n == 0 {
+            Fault::IgnoreRanges
+        } else {
+            Fault::IgnoreRangesDropMidBody
+        }
+    });
+    let e = ztensor::open_url(&cut.url()).unwrap_err();
+    assert!(e.to_string().contains("127.0.0.1"), "{e}");
+    // A server that serves ranges is never read whole.
+    let ranged = FaultServer::start(bytes, |_| Fault::None);
+    let (_, object) = OpenOptions::new().open_url_counted(&ranged.url()).unwrap();
+    assert!(!object.is_downloaded());
+}
+
 #[test]
 fn an_s3_object_in_moto_reads_with_the_same_request_counts() {
     let Some(moto) = Moto::start() else { return };

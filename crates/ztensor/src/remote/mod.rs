@@ -71,8 +71,7 @@ impl OpenOptions {
             )
             .map_err(located)?,
         );
-        let size = object.size();
-        let source = Source::ranged(object.clone(), size);
+        let source = object.source().map_err(located)?;
         // A file another names (a v2 shard, ONNX external data, a Paddle variable's file) has
         // its path made in the folder of the root's (`shown`, a path to that code): its
         // path from that folder, in place of the root's name in the real URL, is where it is.
@@ -93,8 +92,7 @@ impl OpenOptions {
                 store::redacted(&url),
                 self.requests_in_flight_or_default(),
             )?;
-            let len = shard.size();
-            Ok(Source::ranged(Arc::new(shard), len))
+            Arc::new(shard).source()
         };
         let reader = self
             .open_at(

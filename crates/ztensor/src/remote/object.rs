@@ -17,6 +17,13 @@
 //!   scattered parts ([`RangeRead::read_scattered`]: a block of columns), one request per
 //!   group of nearby parts.
 //!
+//! A server that ignores ranges (one that answers a ranged GET with the whole object, as
+//! Python's `http.server` does) is read whole instead, once, when the object is opened: its
+//! bytes go to an unnamed temporary file in the system's temporary folder (`TMPDIR`), which
+//! the system removes when the object is dropped or the process ends however it ends, and
+//! are read from there ([`RemoteObject::is_downloaded`]). The download is checked to be as
+//! long as the server declared.
+//!
 //! Every request is checked to be exactly as long as asked and retried a few times if not;
 //! at most [`DEFAULT_REQUESTS_IN_FLIGHT`] (or what
 //! [`OpenOptions::requests_in_flight`](crate::OpenOptions::requests_in_flight) says) are in
@@ -30,7 +37,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::sync::Semaphore;
-use zt_container::{Error, RangeRead, Result};
+use zt_container::{Error, RangeRead, Result, Source};
 
 use super::store::{one_line, runtime};
 
@@ -225,6 +232,17 @@ pub struct RemoteObject {
     head: Vec<u8>,
     tail: OnceLock<Vec<u8>>,
     ahead: Mutex<Ahead>,
+    /// The whole object in an unnamed temporary file, when its server ignores ranges; every
+    /// read is served from it.
+    downloaded: Option<Downloaded>,
+}
+
+/// An object read whole: its unnamed temporary file, and a map of it that serves this
+/// object's own ranged reads.
+#[derive(Debug)]
+struct Downloaded {
+    file: std::fs::File,
+    map: Source,
 }
 
 impl RemoteObject {
@@ -248,15 +266,29 @@ impl RemoteObject {
             range: Some(GetRange::Bounded(0..HEAD_LEN)),
             ..Default::default()
         };
-        let result = rt
-            .block_on(async {
-                let r = fetcher.store.get_opts(&fetcher.path, options).await?;
-                let size = r.meta.size;
-                let got = r.range.clone();
-                let bytes = r.bytes().await?;
-                Ok::<_, object_store::Error>((size, got, bytes))
-            })
-            .map_err(|e| store_error(e, &fetcher.shown))?;
+        let result = rt.block_on(async {
+            let r = fetcher.store.get_opts(&fetcher.path, options).await?;
+            let size = r.meta.size;
+            let got = r.range.clone();
+            let bytes = r.bytes().await?;
+            Ok::<_, object_store::Error>((size, got, bytes))
+        });
+        let result = match result {
+            // The server answered the ranged request with the whole object.
+            Err(object_store::Error::NotSupported { .. }) => {
+                let (size, file) = rt.block_on(download(&fetcher))?;
+                let map = Source::map_file(&file)?;
+                return Ok(RemoteObject {
+                    fetcher: Arc::new(fetcher),
+                    size,
+                    head: Vec::new(),
+                    tail: OnceLock::new(),
+                    ahead: Mutex::default(),
+                    downloaded: Some(Downloaded { file, map }),
+                });
+            }
+            other => other.map_err(|e| store_error(e, &fetcher.shown))?,
+        };
         let (size, got, bytes) = result;
         fetcher.counters.requests.fetch_add(1, Ordering::Relaxed);
         fetcher
@@ -278,12 +310,28 @@ impl RemoteObject {
             head: bytes.to_vec(),
             tail: OnceLock::new(),
             ahead: Mutex::default(),
+            downloaded: None,
         })
     }
 
     /// The object's size in bytes.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// Whether the object was read whole when it was opened (its server ignores ranges), so
+    /// that every read is local.
+    pub fn is_downloaded(&self) -> bool {
+        self.downloaded.is_some()
+    }
+
+    /// A [`Source`] over the object: ranged reads through it, or, when it was read whole, a
+    /// map of its temporary file (zero-copy reads, as of a local file).
+    pub fn source(self: &Arc<Self>) -> Result<Source> {
+        match &self.downloaded {
+            Some(d) => Source::map_file(&d.file),
+            None => Ok(Source::ranged(self.clone(), self.size)),
+        }
     }
 
     /// Requests and bytes so far.
@@ -405,6 +453,9 @@ impl RangeRead for RemoteObject {
         if buf.is_empty() {
             return Ok(());
         }
+        if let Some(d) = &self.downloaded {
+            return d.map.read_into(offset, buf).map_err(std::io::Error::other);
+        }
         let head_len = self.head.len() as u64;
         // Inside the head.
         if end <= head_len {
@@ -431,6 +482,12 @@ impl RangeRead for RemoteObject {
     /// the others are grouped (`group`) and the groups fetched at once, at most the bound
     /// in flight.
     fn read_scattered(&self, parts: &mut [(u64, &mut [u8])]) -> std::io::Result<()> {
+        if self.downloaded.is_some() {
+            for (offset, buf) in parts.iter_mut() {
+                self.read_exact_at(*offset, buf)?;
+            }
+            return Ok(());
+        }
         let mut far: Vec<(Range<u64>, usize)> = Vec::new();
         for (i, (offset, buf)) in parts.iter_mut().enumerate() {
             let range = *offset..offset.saturating_add(buf.len() as u64);
@@ -473,6 +530,9 @@ impl RangeRead for RemoteObject {
     /// the runtime (at most the bound in flight); what does not fit in
     /// [`PREFETCH_BUDGET`] is left to the reads.
     fn prefetch(&self, ranges: &[(u64, u64)]) {
+        if self.downloaded.is_some() {
+            return;
+        }
         let Ok(rt) = runtime() else {
             return; // only a hint: the reads report the error
         };
@@ -507,6 +567,63 @@ impl RangeRead for RemoteObject {
             rt.spawn(async move { slot.fill(fetcher.get_exact(g.span).await) });
         }
     }
+}
+
+/// The whole object in an unnamed temporary file, for a server that answers a ranged
+/// request with all of it: streamed to the file as it comes (never held in memory), and
+/// refused unless exactly as long as the size the server declared.
+async fn download(fetcher: &Fetcher) -> Result<(u64, std::fs::File)> {
+    use futures::StreamExt;
+    use std::io::Write;
+    let shown = &fetcher.shown;
+    let answer = fetcher
+        .store
+        .get_opts(&fetcher.path, GetOptions::default())
+        .await
+        .map_err(|e| store_error(e, shown))?;
+    let size = answer.meta.size;
+    let file = tempfile::tempfile().map_err(|e| {
+        Error::io(
+            e,
+            format!(
+                "{shown}: its server ignores ranges, so it is read whole, and no temporary \
+                 file could be made for it (TMPDIR)"
+            ),
+        )
+    })?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut received = 0u64;
+    let mut stream = answer.into_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| store_error(e, shown))?;
+        received = received
+            .checked_add(chunk.len() as u64)
+            .filter(|&n| n <= size)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{shown}: the server sent more than the {size} bytes it declared"
+                ))
+            })?;
+        out.write_all(&chunk)
+            .map_err(|e| Error::io(e, format!("{shown}: writing its temporary copy")))?;
+    }
+    fetcher.counters.requests.fetch_add(1, Ordering::Relaxed);
+    fetcher
+        .counters
+        .bytes
+        .fetch_add(received, Ordering::Relaxed);
+    if received != size {
+        return Err(Error::invalid(format!(
+            "{shown}: the server sent {received} of the {size} bytes it declared"
+        )));
+    }
+    let file = out.into_inner().map_err(|e| {
+        Error::io(
+            e.into_error(),
+            format!("{shown}: writing its temporary copy"),
+        )
+    })?;
+    Ok((size, file))
 }
 
 /// Ranges fetched as one request.

@@ -187,6 +187,11 @@ pub enum Fault {
     Short,
     /// Answers correctly after a pause (so that requests made at once overlap).
     Slow,
+    /// Ignores the Range header: answers 200 with the whole object, as Python's
+    /// `http.server` does.
+    IgnoreRanges,
+    /// As `IgnoreRanges`, but closes the connection after half the object.
+    IgnoreRangesDropMidBody,
 }
 
 /// A tiny HTTP/1.1 server over `bytes` with Range support, one connection at a time per
@@ -301,13 +306,17 @@ fn serve(
         return out.flush();
     }
     let n = gets.fetch_add(1, Ordering::SeqCst);
+    let fault = faults(n);
+    let (range, start, end) = match fault {
+        Fault::IgnoreRanges | Fault::IgnoreRangesDropMidBody => (None, 0, size),
+        _ => (range, start, end),
+    };
     let body = bytes.get(start as usize..end as usize).unwrap_or_default();
     let status = if range.is_some() {
         "206 Partial Content"
     } else {
         "200 OK"
     };
-    let fault = faults(n);
     if matches!(fault, Fault::Slow) {
         std::thread::sleep(Duration::from_millis(150));
     }
@@ -341,6 +350,21 @@ fn serve(
                 last.saturating_sub(1)
             )?;
             out.write_all(short)?;
+        }
+        Fault::IgnoreRanges | Fault::IgnoreRangesDropMidBody => {
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{common}\r\n",
+                body.len()
+            )?;
+            if fault == Fault::IgnoreRanges {
+                out.write_all(body)?;
+            } else {
+                out.write_all(&body[..body.len() / 2])?;
+                out.flush()?;
+                let _ = out.shutdown(std::net::Shutdown::Both);
+                return Ok(());
+            }
         }
         Fault::None | Fault::Slow => {
             write!(
