@@ -553,6 +553,21 @@ fn a_server_that_ignores_ranges_is_read_whole_once() {
     assert!(!object.is_downloaded());
 }
 
+/// A set's index from a server that ignores ranges is refused by its size before any of it is
+/// read whole: an index is capped, and a server's word for the size is enough to refuse it.
+#[test]
+fn an_index_too_large_from_a_server_that_ignores_ranges_is_refused_unread() {
+    let huge = vec![b' '; (ztensor::ShardIndex::MAX_LEN + 1) as usize];
+    let server = FaultServer::start(huge, |_| Fault::IgnoreRanges);
+    let url = format!(
+        "http://127.0.0.1:{}/model.safetensors.index.json",
+        server.port
+    );
+    let e = ztensor::ShardedSet::open_url(&url, OpenOptions::new()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    assert!(e.to_string().contains("ignores ranges"), "{e}");
+}
+
 #[test]
 fn an_s3_object_in_moto_reads_with_the_same_request_counts() {
     let Some(moto) = Moto::start() else { return };

@@ -254,6 +254,19 @@ impl RemoteObject {
         shown: String,
         requests_in_flight: usize,
     ) -> Result<Self> {
+        Self::open_downloading_at_most(store, path, shown, requests_in_flight, u64::MAX)
+    }
+
+    /// As [`RemoteObject::open`]; when the server ignores ranges, an object larger than
+    /// `max_download` bytes is refused (`LimitExceeded`) before any of it is read, instead of
+    /// being read whole (for small files such as a set's index).
+    pub fn open_downloading_at_most(
+        store: Arc<dyn ObjectStore>,
+        path: StorePath,
+        shown: String,
+        requests_in_flight: usize,
+        max_download: u64,
+    ) -> Result<Self> {
         let fetcher = Fetcher {
             store,
             path,
@@ -276,7 +289,7 @@ impl RemoteObject {
         let result = match result {
             // The server answered the ranged request with the whole object.
             Err(object_store::Error::NotSupported { .. }) => {
-                let (size, file) = rt.block_on(download(&fetcher))?;
+                let (size, file) = rt.block_on(download(&fetcher, max_download))?;
                 let map = Source::map_file(&file)?;
                 return Ok(RemoteObject {
                     fetcher: Arc::new(fetcher),
@@ -571,8 +584,9 @@ impl RangeRead for RemoteObject {
 
 /// The whole object in an unnamed temporary file, for a server that answers a ranged
 /// request with all of it: streamed to the file as it comes (never held in memory), and
-/// refused unless exactly as long as the size the server declared.
-async fn download(fetcher: &Fetcher) -> Result<(u64, std::fs::File)> {
+/// refused unless exactly as long as the size the server declared, which must be at most
+/// `max_len`.
+async fn download(fetcher: &Fetcher, max_len: u64) -> Result<(u64, std::fs::File)> {
     use futures::StreamExt;
     use std::io::Write;
     let shown = &fetcher.shown;
@@ -582,6 +596,12 @@ async fn download(fetcher: &Fetcher) -> Result<(u64, std::fs::File)> {
         .await
         .map_err(|e| store_error(e, shown))?;
     let size = answer.meta.size;
+    if size > max_len {
+        return Err(Error::limit(format!(
+            "{shown}: its server ignores ranges, so it would be read whole, and it is {size} \
+             bytes, over the {max_len}-byte cap for it"
+        )));
+    }
     let file = tempfile::tempfile().map_err(|e| {
         Error::io(
             e,

@@ -355,7 +355,13 @@ impl ShardedSet {
     #[cfg(feature = "remote")]
     fn read_url_index(parsed: &url::Url, shown: &str) -> Result<ShardIndex> {
         let (store, location) = crate::remote::store::connect(parsed)?;
-        let object = crate::remote::RemoteObject::open(store, location, shown.to_owned(), 1)?;
+        let object = crate::remote::RemoteObject::open_downloading_at_most(
+            store,
+            location,
+            shown.to_owned(),
+            1,
+            index::MAX_INDEX_LEN,
+        )?;
         if object.size() > index::MAX_INDEX_LEN {
             return Err(Error::limit(format!(
                 "the index is {} bytes, over the {}-byte cap",
