@@ -124,6 +124,9 @@ def test_a_server_without_ranges_is_read_whole_once(tmp_path):
         assert sorted(loaded) == sorted(tensors)
         for name, want in tensors.items():
             np.testing.assert_array_equal(loaded[name], want)
+        # Writable, as the arrays of a local load_file are (the copy is mapped privately).
+        loaded["t1"] *= 2
+        np.testing.assert_array_equal(loaded["t1"], tensors["t1"] * 2)
     finally:
         server.shutdown()
     # The ranged request it refused, then the whole file; nothing more.

@@ -169,17 +169,37 @@ impl Source {
     /// ```
     pub fn map_private(path: &Path) -> Result<Self> {
         let file = open_for_reading(path)?;
-        let len = regular_len(&file).map_err(|e| e.in_file(path))?;
+        Self::map_file_private(&file).map_err(|e| e.in_file(path))
+    }
+
+    /// As [`Source::map_private`], for a file already open (one with no name, say).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let mut file = tempfile::tempfile()?;
+    /// file.write_all(b"abc")?;
+    /// let s = zt_container::Source::map_file_private(&file)?;
+    /// assert!(s.is_private_map());
+    /// assert_eq!(&s.read_at(1, 2)?[..], b"bc");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn map_file_private(file: &File) -> Result<Self> {
+        let len = regular_len(file)?;
         if len == 0 {
             return Ok(Source::Owned(Vec::new()));
         }
         // SAFETY: as for `map_file`; the pages written through this map are private copies,
         // so the file and other maps of it never see those writes.
-        match unsafe { memmap2::MmapOptions::new().map_copy(&file) } {
+        match unsafe { memmap2::MmapOptions::new().map_copy(file) } {
             Ok(map) => Ok(Source::Mapped(Map::new(Mapping::Private(map)))),
             // Read by position: every read is a fresh buffer of the caller's, writable.
-            Err(e) if cannot_map_here(&e) => Ok(Source::File { file, len }),
-            Err(e) => Err(Error::io(e, "cannot map file").in_file(path)),
+            Err(e) if cannot_map_here(&e) => {
+                let file = file
+                    .try_clone()
+                    .map_err(|e| Error::io(e, "cannot open the file again to read it"))?;
+                Ok(Source::File { file, len })
+            }
+            Err(e) => Err(Error::io(e, "cannot map file")),
         }
     }
 

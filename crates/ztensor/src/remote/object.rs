@@ -1,5 +1,5 @@
 //! One remote object read by range: [`RemoteObject`] implements zt-container's
-//! [`RangeRead`], so a [`Source`](zt_container::Source) over it reads like any file.
+//! [`RangeRead`], so a [`Source`] over it reads like any file.
 //!
 //! What it keeps, and so what opening costs:
 //! - the **head**: the first [`HEAD_LEN`] bytes, read when the object is opened (that one
@@ -339,10 +339,11 @@ impl RemoteObject {
     }
 
     /// A [`Source`] over the object: ranged reads through it, or, when it was read whole, a
-    /// map of its temporary file (zero-copy reads, as of a local file).
+    /// private (copy-on-write) map of its temporary file: zero-copy reads, and arrays handed
+    /// out of it writable, as the owned copies of ranged reads are.
     pub fn source(self: &Arc<Self>) -> Result<Source> {
         match &self.downloaded {
-            Some(d) => Source::map_file(&d.file),
+            Some(d) => Source::map_file_private(&d.file),
             None => Ok(Source::ranged(self.clone(), self.size)),
         }
     }
