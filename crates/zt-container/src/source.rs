@@ -131,16 +131,30 @@ impl Source {
     /// some FUSE and network file systems) is read by position instead, as
     /// [`Source::unmapped`] reads it: the same bytes, copied per read.
     pub fn map_file(file: &File) -> Result<Self> {
+        Self::map_open_file(file, false)
+    }
+
+    /// A map of `file`, shared (read-only) or private (copy-on-write); read by position where
+    /// its file system cannot map files.
+    fn map_open_file(file: &File, private: bool) -> Result<Self> {
         let len = regular_len(file)?;
         if len == 0 {
             // Some platforms refuse to map an empty file; an empty buffer is the same thing.
             return Ok(Source::Owned(Vec::new()));
         }
-        // SAFETY: the map is read-only. If another process modifies the file the values we read
-        // may change, and if it truncates the file the process gets SIGBUS; both are documented
-        // on `Source`, and `Source::unmapped` exists for callers who cannot rule them out.
-        match unsafe { memmap2::Mmap::map(file) } {
-            Ok(map) => Ok(Source::Mapped(Map::new(Mapping::Shared(map)))),
+        // SAFETY: a shared map is read-only. If another process modifies the file the values
+        // we read may change, and if it truncates the file the process gets SIGBUS; both are
+        // documented on `Source`, and `Source::unmapped` exists for callers who cannot rule
+        // them out. The pages written through a private map are private copies, so the file
+        // and other maps of it never see those writes.
+        let mapped = if private {
+            unsafe { memmap2::MmapOptions::new().map_copy(file) }.map(Mapping::Private)
+        } else {
+            unsafe { memmap2::Mmap::map(file) }.map(Mapping::Shared)
+        };
+        match mapped {
+            Ok(mapping) => Ok(Source::Mapped(Map::new(mapping))),
+            // Read by position: every read is a fresh buffer of the caller's (writable).
             Err(e) if cannot_map_here(&e) => {
                 let file = file
                     .try_clone()
@@ -184,23 +198,7 @@ impl Source {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn map_file_private(file: &File) -> Result<Self> {
-        let len = regular_len(file)?;
-        if len == 0 {
-            return Ok(Source::Owned(Vec::new()));
-        }
-        // SAFETY: as for `map_file`; the pages written through this map are private copies,
-        // so the file and other maps of it never see those writes.
-        match unsafe { memmap2::MmapOptions::new().map_copy(file) } {
-            Ok(map) => Ok(Source::Mapped(Map::new(Mapping::Private(map)))),
-            // Read by position: every read is a fresh buffer of the caller's, writable.
-            Err(e) if cannot_map_here(&e) => {
-                let file = file
-                    .try_clone()
-                    .map_err(|e| Error::io(e, "cannot open the file again to read it"))?;
-                Ok(Source::File { file, len })
-            }
-            Err(e) => Err(Error::io(e, "cannot map file")),
-        }
+        Self::map_open_file(file, true)
     }
 
     /// Whether this is a private, copy-on-write map ([`Source::map_private`]).
