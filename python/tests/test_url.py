@@ -131,3 +131,33 @@ def test_a_server_without_ranges_is_read_whole_once(tmp_path):
         server.shutdown()
     # The ranged request it refused, then the whole file; nothing more.
     assert len(gets) == 2 and gets[0] is not None and gets[1] is None, gets
+
+
+def test_a_presigned_url_keeps_its_query_on_every_request(served):
+    """A presigned URL (S3's, GCS's, an Azure SAS) carries its signature in its query: every
+    request for the file must carry it, or the store refuses it (403)."""
+    root, base = served
+    tensors = {f"t{i}": np.arange(65536, dtype=np.float32) + i for i in range(8)}
+    ztio.numpy.save_file(tensors, str(root / "m.safetensors"))
+    query = "X-Amz-Signature=s%2Fig&X-Amz-Expires=60"
+    seen = []
+
+    class Signed(RangeHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            if not self.path.endswith("?" + query):
+                self.send_error(403)
+                return
+            self.path = self.path.split("?", 1)[0]
+            super().do_GET()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Signed)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/m.safetensors?{query}"
+        with ztio.safe_open(url, framework="np") as f:
+            for name, want in tensors.items():
+                np.testing.assert_array_equal(f.get_tensor(name), want)
+    finally:
+        server.shutdown()
+    assert len(seen) > 2 and all(p == "/m.safetensors?" + query for p in seen), seen

@@ -553,6 +553,31 @@ fn a_server_that_ignores_ranges_is_read_whole_once() {
     assert!(!object.is_downloaded());
 }
 
+/// A presigned URL's query (its signature) goes with every request for its object: the
+/// head, the tail and each tensor's range.
+#[test]
+fn a_presigned_urls_query_goes_with_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    // 8 tensors of 256 KiB: more than the cached head and tail hold.
+    write_zt(&dir.path().join("m.zt"), 8, 65536, Version::V2);
+    let bytes = std::fs::read(dir.path().join("m.zt")).unwrap();
+    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+    let query = "X-Amz-Signature=s%2Fig&X-Amz-Expires=60";
+    let server = FaultServer::start(bytes, |_| Fault::None);
+    let r = ztensor::open_url(&format!("{}?{query}", server.url())).unwrap();
+    for o in &local {
+        assert_eq!(
+            r.object(o.name()).unwrap().read::<f32>().unwrap(),
+            o.read::<f32>().unwrap()
+        );
+    }
+    let targets = server.targets.lock().unwrap().clone();
+    assert!(targets.len() > 2, "{targets:?}");
+    for t in &targets {
+        assert_eq!(t, &format!("/model.zt?{query}"));
+    }
+}
+
 /// A set's index from a server that ignores ranges is refused by its size before any of it is
 /// read whole: an index is capped, and a server's word for the size is enough to refuse it.
 #[test]

@@ -4,7 +4,8 @@
 //! - [`connect`]: `s3://`, `gs://`, `az://` (and `abfs://`, `adl://`), `http://`, `https://`;
 //!   credentials and settings from each store's usual environment variables (`AWS_*`,
 //!   `GOOGLE_*`, `AZURE_*`) through object_store's `from_env` builders, and the cloud SDKs'
-//!   config files where object_store reads them.
+//!   config files where object_store reads them. An `http(s)://` URL's query goes with every
+//!   request for its object (a presigned URL's signature).
 //! - [`runtime`]: one multi-threaded runtime (two workers) for the process, started on first
 //!   use.
 //! - [`redacted`]: a URL as it may appear in a message: no user, password, query or fragment
@@ -173,14 +174,18 @@ pub fn connect(url: &Url) -> Result<(Arc<dyn ObjectStore>, StorePath)> {
             b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
         }
         ObjectStoreScheme::Http => {
-            let origin = url.origin().ascii_serialization();
+            // The store's base: the origin, and the URL's query, which object_store keeps on
+            // every request it makes from that base (a presigned URL's signature is its query).
+            let mut base = Url::parse(&url.origin().ascii_serialization())
+                .map_err(|e| Error::argument(format!("{shown}: not a URL we can open ({e})")))?;
+            base.set_query(url.query());
             let client = ClientOptions::new()
                 .with_timeout(REQUEST_TIMEOUT)
                 .with_connect_timeout(CONNECT_TIMEOUT)
                 // The user named a plain http:// URL: that is what they asked for.
                 .with_allow_http(true);
             object_store::http::HttpBuilder::new()
-                .with_url(origin)
+                .with_url(base.as_str())
                 .with_client_options(client)
                 .with_retry(retry())
                 .build()

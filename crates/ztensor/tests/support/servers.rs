@@ -201,6 +201,8 @@ pub struct FaultServer {
     pub gets: Arc<AtomicUsize>,
     /// The most GETs being answered at one time.
     pub peak: Arc<AtomicUsize>,
+    /// The target of every request (path and query), in the order they came.
+    pub targets: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl FaultServer {
@@ -212,21 +214,29 @@ impl FaultServer {
         let active = Arc::new(AtomicUsize::new(0));
         let state = (Arc::new(bytes), Arc::new(faults), gets.clone());
         let (peak_seen, active_now) = (peak.clone(), active);
+        let targets = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let targets_seen = targets.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let (bytes, faults, gets) = (state.0.clone(), state.1.clone(), state.2.clone());
                 let (peak, active) = (peak_seen.clone(), active_now.clone());
+                let targets = targets_seen.clone();
                 std::thread::spawn(move || {
                     let in_flight = InFlight {
                         active: &active,
                         peak: &peak,
                     };
-                    let _ = serve(stream, &bytes, &*faults, &gets, &in_flight);
+                    let _ = serve(stream, &bytes, &*faults, &gets, &in_flight, &targets);
                 });
             }
         });
-        FaultServer { port, gets, peak }
+        FaultServer {
+            port,
+            gets,
+            peak,
+            targets,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -265,6 +275,7 @@ fn serve(
     faults: &(dyn Fn(usize) -> Fault + Send + Sync),
     gets: &AtomicUsize,
     in_flight: &InFlight<'_>,
+    targets: &std::sync::Mutex<Vec<String>>,
 ) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
@@ -272,6 +283,11 @@ fn serve(
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let method = line.split(' ').next().unwrap_or("").to_owned();
+    let target = line.split(' ').nth(1).unwrap_or("").to_owned();
+    targets
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(target);
     let mut range = None;
     loop {
         let mut h = String::new();
