@@ -515,15 +515,23 @@ fn faults_are_retried_or_reported_never_a_wrong_tensor() {
     }
 }
 
+/// A v2 file of `count` tensors of `len` f32 (`write_zt`) in a fresh folder: the folder, the
+/// file's bytes (for a fault server to serve) and the file opened locally (the values a
+/// remote read must give).
+fn served_zt(count: usize, len: usize) -> (tempfile::TempDir, Vec<u8>, ztensor::Reader) {
+    let dir = tempfile::tempdir().unwrap();
+    write_zt(&dir.path().join("m.zt"), count, len, Version::V2);
+    let bytes = std::fs::read(dir.path().join("m.zt")).unwrap();
+    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+    (dir, bytes, local)
+}
+
 /// A server that ignores ranges (Python's `http.server`) answers the first ranged request
 /// with the whole object: that answer is kept, in an unnamed temporary file, and every read is
 /// served from it with no request more. A download cut short is an error naming the URL.
 #[test]
 fn a_server_that_ignores_ranges_is_read_whole_once() {
-    let dir = tempfile::tempdir().unwrap();
-    write_zt(&dir.path().join("m.zt"), 8, 4096, Version::V2);
-    let bytes = std::fs::read(dir.path().join("m.zt")).unwrap();
-    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+    let (_dir, bytes, local) = served_zt(8, 4096);
     let server = FaultServer::start(bytes.clone(), |_| Fault::IgnoreRanges);
     let (r, object) = OpenOptions::new().open_url_counted(&server.url()).unwrap();
     assert!(object.is_downloaded());
@@ -557,11 +565,8 @@ fn a_server_that_ignores_ranges_is_read_whole_once() {
 /// head, the tail and each tensor's range.
 #[test]
 fn a_presigned_urls_query_goes_with_every_request() {
-    let dir = tempfile::tempdir().unwrap();
     // 8 tensors of 256 KiB: more than the cached head and tail hold.
-    write_zt(&dir.path().join("m.zt"), 8, 65536, Version::V2);
-    let bytes = std::fs::read(dir.path().join("m.zt")).unwrap();
-    let local = ztensor::open(dir.path().join("m.zt")).unwrap();
+    let (_dir, bytes, local) = served_zt(8, 65536);
     let query = "X-Amz-Signature=s%2Fig&X-Amz-Expires=60";
     let server = FaultServer::start(bytes, |_| Fault::None);
     let r = ztensor::open_url(&format!("{}?{query}", server.url())).unwrap();
