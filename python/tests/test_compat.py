@@ -111,6 +111,7 @@ def test_a_missing_file_is_a_file_not_found_error(tmp_path):
         e = info.value
         assert isinstance(e, ztio.IoError) and e.kind == "io"
         assert e.errno == 2 and e.filename == str(missing)
+        assert e.strerror == os.strerror(errno.ENOENT)
 
 
 def test_an_output_that_is_a_folder_is_an_is_a_directory_error_and_stays(tmp_path):
