@@ -345,7 +345,12 @@ impl OpenOptions {
             Some(FileKind::ZTensor) | None => {
                 let container = Container::parse_with_limit(source, limits.max_manifest_len)
                     .map_err(|e| match kind {
+                        // The data file of a model whose other file names and places its
+                        // bytes: the user opened the wrong one of the two.
                         None if e.kind() == ErrorKind::InvalidFile => {
+                            if let Some(hint) = path.and_then(companion_hint) {
+                                return Error::unsupported(hint);
+                            }
                             let unknown = Error::invalid(format!(
                                 "not a kind of file ztensor reads: its first bytes match none \
                                  (zTensor, safetensors, GGUF, GGML, NumPy, PyTorch, ONNX, \
@@ -375,6 +380,52 @@ impl OpenOptions {
         };
         Ok((source, listing))
     }
+}
+
+/// When `path`, whose bytes match no kind, is the data file of a model whose other file
+/// lists its tensors (a TensorFlow checkpoint's `PREFIX.data-00000-of-00001`, the `.bin` of
+/// an OpenVINO `.xml`, an ONNX model's external data `model.onnx.data`): what to open
+/// instead. TensorFlow's data files are told by name alone (the name is TensorFlow's own
+/// pattern); the others only when the model file is there beside them.
+fn companion_hint(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    if let Some(prefix) = tf_data_prefix(name) {
+        return Some(format!(
+            "a data file of the TensorFlow checkpoint {prefix:?} (raw tensor bytes, which only \
+             the checkpoint's index names and places): open {prefix}.index, or the prefix"
+        ));
+    }
+    let beside = |other: &str| {
+        let p = path.with_file_name(other);
+        p.is_file().then(|| p.display().to_string())
+    };
+    let lower = name.to_ascii_lowercase();
+    if let Some(stem) = lower.strip_suffix(".bin").map(|s| &name[..s.len()]) {
+        if let Some(model) = beside(&format!("{stem}.xml")) {
+            return Some(format!(
+                "the weights of the OpenVINO model {model} (raw bytes, which only the model \
+                 names and places): open the .xml"
+            ));
+        }
+    }
+    let onnx = [".onnx.data", ".onnx_data", ".onnx.bin"]
+        .iter()
+        .find_map(|tail| lower.strip_suffix(tail).map(|s| &name[..s.len()]));
+    if let Some(model) = onnx.and_then(|stem| beside(&format!("{stem}.onnx"))) {
+        return Some(format!(
+            "the external data of the ONNX model {model} (raw bytes, which only the model \
+             names and places): open the .onnx"
+        ));
+    }
+    None
+}
+
+/// `PREFIX` of a TensorFlow checkpoint's data file name, `PREFIX.data-00000-of-00001`.
+fn tf_data_prefix(name: &str) -> Option<&str> {
+    let (prefix, shard) = name.rsplit_once(".data-")?;
+    let (index, count) = shard.split_once("-of-")?;
+    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
+    (!prefix.is_empty() && digits(index) && digits(count)).then_some(prefix)
 }
 
 /// Whether `path` names a data file of a distributed checkpoint (`__0_0.distcp`): its archives

@@ -240,3 +240,65 @@ fn an_empty_file_is_called_empty_under_any_name() {
         "{e}"
     );
 }
+
+/// The data file of a model whose other file lists its tensors is named as such, with the
+/// file to open instead; the same bytes elsewhere, or with no model beside them, keep the
+/// no-kind error.
+#[test]
+fn a_model_data_file_names_the_file_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = [0x2bu8, 0xf6, 0x8c, 0x3f, 0xdd, 0x46, 0xad, 0x3e, 1, 2, 3, 4, 5, 6, 7, 8];
+    let err = |name: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let Err(e) = ztensor::open(&path) else {
+            panic!("{name} opened")
+        };
+        e
+    };
+    let e = err("ckpt-12.data-00000-of-00001");
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(
+        e.message()
+            .starts_with("a data file of the TensorFlow checkpoint \"ckpt-12\""),
+        "{e}"
+    );
+    assert!(e.message().ends_with("open ckpt-12.index, or the prefix"), "{e}");
+
+    // A .bin is OpenVINO's only with its .xml beside it.
+    let e = err("model.bin");
+    assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
+    assert!(e.message().starts_with("not a kind of file ztensor reads"), "{e}");
+    std::fs::write(dir.path().join("model.xml"), b"<net/>").unwrap();
+    let e = err("model.bin");
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    let xml = dir.path().join("model.xml").display().to_string();
+    assert!(
+        e.message()
+            .starts_with(&format!("the weights of the OpenVINO model {xml} ")),
+        "{e}"
+    );
+
+    // ONNX external data, under the names exporters give it.
+    for tail in [".onnx.data", ".onnx_data"] {
+        let e = err(&format!("net{tail}"));
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{tail}: {e}");
+    }
+    std::fs::write(dir.path().join("net.onnx"), b"").unwrap();
+    let onnx = dir.path().join("net.onnx").display().to_string();
+    for tail in [".onnx.data", ".onnx_data"] {
+        let e = err(&format!("net{tail}"));
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{tail}: {e}");
+        assert!(
+            e.message()
+                .starts_with(&format!("the external data of the ONNX model {onnx} ")),
+            "{tail}: {e}"
+        );
+    }
+
+    // Names that only look alike keep the no-kind error.
+    for name in ["x.data-0-of-1", ".data-00000-of-00001", "x.data-00000-of-0000a"] {
+        let e = err(name);
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{name}: {e}");
+    }
+}
