@@ -76,7 +76,10 @@ fn build(py: Python<'_>, e: &ztensor::Error) -> PyResult<PyErr> {
         // What `except OSError as e: e.errno` callers look at, and the file it was about.
         value.setattr("errno", code)?;
         // `strerror` too, as `OSError(errno, strerror, filename)` sets it: callers print it.
-        value.setattr("strerror", py.import("os")?.getattr("strerror")?.call1((code,))?)?;
+        value.setattr(
+            "strerror",
+            py.import("os")?.getattr("strerror")?.call1((code,))?,
+        )?;
         value.setattr("filename", e.path().map(std::path::Path::as_os_str))?;
     }
     value.setattr("kind", kind_name(e.kind()))?;

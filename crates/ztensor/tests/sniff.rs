@@ -247,7 +247,9 @@ fn an_empty_file_is_called_empty_under_any_name() {
 #[test]
 fn a_model_data_file_names_the_file_to_open() {
     let dir = tempfile::tempdir().unwrap();
-    let bytes = [0x2bu8, 0xf6, 0x8c, 0x3f, 0xdd, 0x46, 0xad, 0x3e, 1, 2, 3, 4, 5, 6, 7, 8];
+    let bytes = [
+        0x2bu8, 0xf6, 0x8c, 0x3f, 0xdd, 0x46, 0xad, 0x3e, 1, 2, 3, 4, 5, 6, 7, 8,
+    ];
     let err = |name: &str| {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
@@ -263,12 +265,18 @@ fn a_model_data_file_names_the_file_to_open() {
             .starts_with("a data file of the TensorFlow checkpoint \"ckpt-12\""),
         "{e}"
     );
-    assert!(e.message().ends_with("open ckpt-12.index, or the prefix"), "{e}");
+    assert!(
+        e.message().ends_with("open ckpt-12.index, or the prefix"),
+        "{e}"
+    );
 
     // A .bin is OpenVINO's only with its .xml beside it.
     let e = err("model.bin");
     assert_eq!(e.kind(), ErrorKind::InvalidFile, "{e}");
-    assert!(e.message().starts_with("not a kind of file ztensor reads"), "{e}");
+    assert!(
+        e.message().starts_with("not a kind of file ztensor reads"),
+        "{e}"
+    );
     std::fs::write(dir.path().join("model.xml"), b"<net/>").unwrap();
     let e = err("model.bin");
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
@@ -297,7 +305,11 @@ fn a_model_data_file_names_the_file_to_open() {
     }
 
     // Names that only look alike keep the no-kind error.
-    for name in ["x.data-0-of-1", ".data-00000-of-00001", "x.data-00000-of-0000a"] {
+    for name in [
+        "x.data-0-of-1",
+        ".data-00000-of-00001",
+        "x.data-00000-of-0000a",
+    ] {
         let e = err(name);
         assert_eq!(e.kind(), ErrorKind::InvalidFile, "{name}: {e}");
     }
