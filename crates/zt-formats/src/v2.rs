@@ -19,9 +19,9 @@ pub const CSR_V2: &str = "zt.sparse_csr/1";
 pub const COO_V2: &str = "zt.sparse_coo/1";
 
 /// Our logical types that v2's registry lacks, which other formats bring (ONNX's sub-byte
-/// integers, safetensors' and ONNX's FP6): our v2 writers write them by these names on `u8`,
-/// and the original opens them as unknown types.
-const UNREGISTERED_TYPES: [&str; 6] = ["i4", "u4", "i2", "u2", "f6_e2m3", "f6_e3m2"];
+/// integers, safetensors' and ONNX's FP6, OpenVINO's NF4): our v2 writers write them by these
+/// names on `u8`, and the original opens them as unknown types.
+const UNREGISTERED_TYPES: [&str; 7] = ["i4", "u4", "i2", "u2", "f6_e2m3", "f6_e3m2", "nf4"];
 
 /// The type a dense part of `count` elements has when [`element_v2`] left it unknown but it
 /// is one of our types v2's registry lacks, on `u8`, of exactly the bytes `count` of them
