@@ -249,3 +249,19 @@ def test_convert_writes_a_gguf_model_in_splits(tmp_path):
         assert len(s.shards) == 3
         assert s.attributes == w.attributes
         assert sorted(s.keys()) == sorted(w.keys())
+
+
+def test_upgrade_and_rm_take_a_set_into_one_file(model, tmp_path_factory):
+    folder, expected = model
+    out = tmp_path_factory.mktemp("out")
+    ztio.upgrade(folder, out / "up.zt", progress=False)
+    ztio.rm(folder / "model.safetensors.index.json", ["layer.0.bias"], out / "rm.zt", progress=False)
+    with ztio.open(out / "up.zt") as f:
+        assert sorted(f.keys()) == sorted(expected)
+        for name, want in expected.items():
+            np.testing.assert_array_equal(f.get_tensor(name), want)
+    with ztio.open(out / "rm.zt") as f:
+        assert sorted(f.keys()) == ["embed.weight", "layer.0.weight"]
+    with pytest.raises(ztio.NotFoundError, match='no object named "absent"'):
+        ztio.rm(folder, ["absent"], out / "none.zt", progress=False)
+    assert not (out / "none.zt").exists()

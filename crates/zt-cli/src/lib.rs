@@ -237,7 +237,7 @@ enum Command {
     /// Upgrade any zTensor file (or any file we read) to v2 or v1.2, losslessly (writes .zt
     /// only).
     Upgrade {
-        /// What to upgrade: a file, model folder or URL.
+        /// What to upgrade: a file, index, model folder or URL.
         input: PathBuf,
         /// The .zt to write.
         output: PathBuf,
@@ -283,7 +283,7 @@ enum Command {
     },
     /// Copy a file without the named objects (writes .zt only).
     Rm {
-        /// The file (or model folder or URL) to copy.
+        /// The file (or index, model folder or URL) to copy.
         input: PathBuf,
         /// The objects to leave out.
         #[arg(required = true)]

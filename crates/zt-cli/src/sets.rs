@@ -1,7 +1,7 @@
 //! Sharded sets on the command line: an index file (`*.index.json`), or one file of a split
-//! GGUF model (`model-00001-of-00003.gguf`), given where a file is expected. `info`, `ls`,
-//! `cat`, `verify`, `convert` and `merge` accept one; `convert --shard-size` also writes GGUF
-//! splits.
+//! GGUF model (`model-00001-of-00003.gguf`), given where a file is expected. Every command
+//! accepts one (`upgrade` and `rm` through [`with_objects`], into one file); `convert
+//! --shard-size` also writes GGUF splits.
 //!
 //! - [`open`]: the set, its errors as the CLI reports them.
 //! - [`info`] / [`ls`]: the set's metadata (main then prints each shard's `info`); the

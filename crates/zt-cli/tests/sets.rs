@@ -1,5 +1,6 @@
 //! Sharded sets on the command line: `zt convert --shard-size` writes Hugging Face-style
-//! shards and an index; `info`, `ls`, `cat`, `verify`, `convert` and `merge` take the index.
+//! shards and an index; `info`, `ls`, `cat`, `verify`, `convert`, `merge`, `upgrade` and
+//! `rm` take the index.
 
 use std::path::Path;
 
@@ -67,6 +68,31 @@ fn convert_writes_a_set_that_every_reading_command_takes() {
     let merged = dir.path().join("merged.zt");
     ok(&zt(&["merge", p(&index), "-o", p(&merged)]));
     ok(&zt(&["diff", p(&src), p(&merged)]));
+    // upgrade and rm take a set too (they refused one, naming a Rust API), into one file;
+    // the model folder stands for its index.
+    for (version, name) in [("v2", "up.zt"), ("v1.2", "up12.zt")] {
+        let up = dir.path().join(name);
+        ok(&zt(&["upgrade", p(&index), p(&up), "--to", version]));
+        ok(&zt(&["diff", p(&src), p(&up)]));
+    }
+    let fewer = dir.path().join("fewer.zt");
+    ok(&zt(&["rm", p(&index), "b", "d", "-o", p(&fewer)]));
+    assert_eq!(ok(&zt(&["ls", p(&fewer)])), "a\nc\ne\n");
+    let o = zt(&[
+        "rm",
+        p(&index),
+        "b",
+        "nope",
+        "-o",
+        p(&dir.path().join("x.zt")),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        support::stderr(&o).contains("not found: no object named \"nope\""),
+        "{}",
+        support::stderr(&o)
+    );
+    assert!(!dir.path().join("x.zt").exists());
 
     // .zt shards with an index, from the set: the same convention.
     let zt_index = dir.path().join("z.zt.index.json");
