@@ -39,6 +39,29 @@ fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
     }
 }
 
+/// What a command that can leave unreadable objects out says when one stops it.
+const SKIP_UNREADABLE_ADVICE: &str = "to write the rest without it: --skip-unreadable \
+     (ztio: skip_unreadable=True)";
+
+/// `e`, from copying `o`, with [`SKIP_UNREADABLE_ADVICE`] when `o` is listed as unreadable:
+/// the user learns of the way past it where it stops them.
+fn advised(o: &ObjectInfo, e: ztensor::Error) -> ztensor::Error {
+    if o.defect.is_some() && e.object() == Some(o.name.as_str()) {
+        e.with_advice(SKIP_UNREADABLE_ADVICE)
+    } else {
+        e
+    }
+}
+
+/// [`advised`] for an error from a library call over many objects of `r`: the object it
+/// names, looked up.
+fn advised_by(r: &Reader, e: ztensor::Error) -> ztensor::Error {
+    match e.object().and_then(|name| r.object(name).ok()) {
+        Some(o) => advised(&o, e),
+        None => e,
+    }
+}
+
 /// Whether `o` is left out as unreadable (`--skip-unreadable`), saying so in a note.
 fn left_out_unreadable(input: &Path, o: &ObjectInfo, skip_unreadable: bool) -> bool {
     match (&o.defect, skip_unreadable) {
@@ -643,7 +666,7 @@ pub fn convert(
         } else {
             output
         };
-        Failure::from(e.in_file(file))
+        Failure::from(advised_by(&r, e).in_file(file))
     };
     match kind {
         Kind::Mag => {
@@ -767,8 +790,14 @@ pub fn convert_sharded(
     let attributes = json::attributes_to_write(r.attributes(), edits);
     let done = ztensor::convert::write_sharded_with_attributes(&r, output, options, &attributes);
     bar.finish_and_clear();
-    done.map(|_| ())
-        .map_err(|e| Failure::from(e.in_file(output)))
+    done.map(|_| ()).map_err(|e| {
+        let file = if crate::common::inputs_fault(&e) {
+            input
+        } else {
+            output
+        };
+        Failure::from(advised_by(&r, e).in_file(file))
+    })
 }
 
 /// The objects of `r` in the order a file of `version` gets them: v2 in bytewise name order
@@ -811,7 +840,7 @@ pub fn upgrade(
             if skip_with_note(input, o) || left_out_unreadable(input, o, skip_unreadable) {
                 continue;
             }
-            convert::copy_object(*o, &mut w, opts).map_err(|e| in_input(input, e))?;
+            convert::copy_object(*o, &mut w, opts).map_err(|e| in_input(input, advised(o, e)))?;
             bar.inc(stored_len(o));
         }
         bar.finish_and_clear();

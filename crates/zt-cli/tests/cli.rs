@@ -589,8 +589,27 @@ fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
     // Without the flag an upgrade fails on it and writes nothing; with it, the rest.
     let out = dir.path().join("salvaged.zt");
     let out_s = out.to_str().unwrap();
-    assert_clean_error(&zt(&["upgrade", "--to", "v1.2", damaged, out_s]), 1, why);
+    let advice = "; to write the rest without it: --skip-unreadable";
+    let plain = zt(&["upgrade", "--to", "v1.2", damaged, out_s]);
+    assert_clean_error(&plain, 1, why);
+    assert!(stderr(&plain).contains(advice), "{}", stderr(&plain));
     assert!(!out.exists());
+    // Into v2's own shards, the input is blamed (it named the shard being written).
+    let sharded = dir.path().join("sharded.zt");
+    let plain = zt(&[
+        "convert",
+        damaged,
+        sharded.to_str().unwrap(),
+        "--shard-size",
+        "1KB",
+    ]);
+    assert_clean_error(&plain, 1, why);
+    assert!(
+        stderr(&plain).starts_with(&format!("zt: {damaged}: invalid file: {why}{advice}")),
+        "{}",
+        stderr(&plain)
+    );
+    assert!(!sharded.exists());
     let salvaged = zt(&[
         "upgrade",
         "--to",
@@ -613,8 +632,13 @@ fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
     ] {
         let out = dir.path().join(name);
         let out_s = out.to_str().unwrap();
-        let plain = [&["convert", damaged, out_s][..], options].concat();
-        assert_clean_error(&zt(&plain), 1, why);
+        let plain = zt(&[&["convert", damaged, out_s][..], options].concat());
+        assert_clean_error(&plain, 1, why);
+        assert!(
+            stderr(&plain).contains(advice),
+            "{name}: {}",
+            stderr(&plain)
+        );
         assert!(!out.exists(), "{name}");
         let salvage = [
             &["convert", "--skip-unreadable", damaged, out_s][..],

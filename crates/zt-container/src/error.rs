@@ -187,6 +187,20 @@ impl Error {
         self
     }
 
+    /// The same error with `advice`, what the caller can do about it, after its message
+    /// (`"...; advice"`): for a layer that knows a remedy the one that raised it does not.
+    ///
+    /// ```
+    /// use zt_container::Error;
+    /// let e = Error::invalid("blob too small").in_object("w").with_advice("leave it out");
+    /// assert_eq!(e.message(), "blob too small; leave it out");
+    /// assert_eq!(e.object(), Some("w"));
+    /// ```
+    pub fn with_advice(mut self, advice: &str) -> Self {
+        self.inner.message = format!("{}; {advice}", self.inner.message);
+        self
+    }
+
     /// Whose fault the error is.
     pub fn kind(&self) -> ErrorKind {
         self.inner.kind
