@@ -162,7 +162,8 @@ impl FileKind {
         match self {
             FileKind::ShardIndex => Error::unsupported(
                 "a sharded checkpoint index (model.safetensors.index.json): open it as a set \
-                 (ShardedSet::open), not as one file",
+                 (ShardedSet::open in Rust, ztio.open in Python; every zt command takes \
+                 one), not as one file",
             ),
             _ => Error::unsupported(format!(
                 "a {}: this build of ztensor was built without support for it (feature {:?})",

@@ -91,7 +91,8 @@ fn npy_is_read_now() {
 #[test]
 fn sharded_index() {
     let index = "a sharded checkpoint index (model.safetensors.index.json): open it as a \
-                 set (ShardedSet::open), not as one file";
+                 set (ShardedSet::open in Rust, ztio.open in Python; every zt command takes \
+                 one), not as one file";
     let json = br#"{
   "metadata": {"total_size": 16},
   "weight_map": {"a": "model-00001-of-00002.safetensors"}
