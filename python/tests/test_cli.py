@@ -59,6 +59,11 @@ def test_convert_and_diff_from_python(tmp_path):
     ztio.convert(src, tmp_path / "m.zt", force=True)
     with pytest.raises(ztio.Error):
         ztio.diff(src, tmp_path / "absent.zt")
+    # A cast, compared by value within a tolerance (a type difference without one).
+    ztio.numpy.save_file({"w": np.arange(6, dtype=np.float16) * 1.001}, tmp_path / "half.safetensors")
+    assert not ztio.diff(src, tmp_path / "half.safetensors")
+    assert ztio.diff(src, tmp_path / "half.safetensors", rtol=0.01)
+    assert not ztio.diff(src, tmp_path / "half.safetensors", atol=1e-9)
 
 
 def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
@@ -67,7 +72,7 @@ def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
     # One entry encrypted (listed, unreadable), the other intact.
     src = FIXTURES / "invalid/zip_encrypted.npz"
     out = tmp_path / "salvaged.safetensors"
-    with pytest.raises(ztio.Error):
+    with pytest.raises(ztio.Error, match=r"to write the rest without it: .* skip_unreadable=True"):
         ztio.convert(src, out, progress=False)
     assert not out.exists()
     with pytest.warns(ztio.ZtWarning, match='object "a" left out, unreadable: zip entry "a.npy" is encrypted'):

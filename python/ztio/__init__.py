@@ -336,12 +336,18 @@ def rm(src, names, dst, *, to=None, compact=False, force=False, verify=True, syn
     _run_tool(args + _paths(src) + names, "rm", progress)
 
 
-def diff(a, b, *, values_only=False, progress=None) -> bool:
+def diff(a, b, *, atol=0.0, rtol=0.0, values_only=False, progress=None) -> bool:
     """What ``zt diff`` does: whether two files (sets, folders) hold the same objects with the
     same values; the differences are printed as the tool prints them. A file that cannot be
     read raises as reads do (``FileNotFoundError``, :class:`ztio.FileError`, ...).
+    ``atol``/``rtol``: floats are equal when ``|a - b| <= atol + rtol * |b|`` (numpy's rule);
+    with either above 0, float objects of different types (a cast) are compared by value.
     ``progress`` as :func:`convert` takes it."""
     args = ["zt", "diff"]
+    if atol:
+        args.append(f"--atol={float(atol)!r}")
+    if rtol:
+        args.append(f"--rtol={float(rtol)!r}")
     if values_only:
         args.append("--values-only")
     args += _paths(a, b)

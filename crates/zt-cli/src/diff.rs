@@ -39,6 +39,14 @@ pub struct Tolerance {
     pub rtol: f64,
 }
 
+impl Tolerance {
+    /// Whether the user allowed any difference: then float objects of different types (a
+    /// cast) are compared by value, as `numpy.allclose` compares them.
+    fn given(self) -> bool {
+        self.atol > 0.0 || self.rtol > 0.0
+    }
+}
+
 /// One side of a comparison: the bytes of an object's dense form (borrowed from the map when
 /// raw and little-endian, decoded otherwise) and their element type.
 struct Side<'r> {
@@ -164,6 +172,15 @@ impl Scalar {
         }
     }
 
+    /// Whether the kind holds floating-point numbers (one part of a complex value, for
+    /// complex types).
+    fn float_kind(self) -> bool {
+        matches!(
+            self,
+            Scalar::F16 | Scalar::BF16 | Scalar::F32 | Scalar::F64 | Scalar::Fp8(_) | Scalar::E8M0
+        )
+    }
+
     /// Whether the kind has a numeric difference to report.
     fn numeric(self) -> bool {
         !matches!(self, Scalar::Bytes(_) | Scalar::Packed(_))
@@ -191,18 +208,33 @@ struct Tally {
     nan: bool,
 }
 
+/// How the scalars of one object are compared.
+struct Rule {
+    /// The scalar kinds of the two sides, `(a, b)`: the same unless a tolerance lets float
+    /// objects of different types be compared.
+    kinds: (Scalar, Scalar),
+    /// Both sides have one type, so equal bytes are equal values.
+    same_type: bool,
+    /// Scalars per element (2 for complex).
+    ratio: u64,
+    tol: Tolerance,
+}
+
 /// Compares one window, scalar by scalar; `base` is the index of its first scalar.
-fn compare(a: &[u8], b: &[u8], base: u64, s: Scalar, ratio: u64, tol: Tolerance, t: &mut Tally) {
-    if a == b {
+fn compare(a: &[u8], b: &[u8], base: u64, rule: &Rule, t: &mut Tally) {
+    if rule.same_type && a == b {
         return;
     }
-    let size = s.size();
-    for (i, (x, y)) in a.chunks_exact(size).zip(b.chunks_exact(size)).enumerate() {
-        let same = if let (Some(p), Some(q)) = (s.float(x), s.float(y)) {
+    let (sa, sb) = rule.kinds;
+    let (same_type, ratio, tol) = (rule.same_type, rule.ratio, rule.tol);
+    let pairs = a.chunks_exact(sa.size()).zip(b.chunks_exact(sb.size()));
+    for (i, (x, y)) in pairs.enumerate() {
+        let same = if let (Some(p), Some(q)) = (sa.float(x), sb.float(y)) {
             match (p.is_nan(), q.is_nan()) {
                 // A NaN equals only the same NaN (the same bits) at the same place.
                 (true, true) | (true, false) | (false, true) => {
-                    let same = p.is_nan() && q.is_nan() && x == y;
+                    // Across types (a cast) no bits can match: any NaN is the NaN.
+                    let same = p.is_nan() && q.is_nan() && (x == y || !same_type);
                     t.nan |= !same;
                     same
                 }
@@ -214,14 +246,14 @@ fn compare(a: &[u8], b: &[u8], base: u64, s: Scalar, ratio: u64, tol: Tolerance,
                     p == q || (p - q).abs() <= tol.atol + tol.rtol * q.abs()
                 }
             }
-        } else if let (Some(p), Some(q)) = (s.integer(x), s.integer(y)) {
+        } else if let (Some(p), Some(q)) = (sa.integer(x), sb.integer(y)) {
             t.max_abs = t.max_abs.max((p - q).unsigned_abs() as f64);
             p == q
         } else {
             x == y
         };
         if !same {
-            let element = s.element_of(base + i as u64, ratio);
+            let element = sa.element_of(base + i as u64, ratio);
             if t.last_counted != Some(element) {
                 t.last_counted = Some(element);
                 t.differing += 1;
@@ -344,6 +376,7 @@ fn compare_values(
     ob: ObjectView<'_>,
     tol: Tolerance,
     bar: &crate::common::Bar,
+    by_value_count: &mut u64,
 ) -> Result<Option<Difference>, (ztensor::Error, &'static str)> {
     if by_components(oa) || by_components(ob) {
         return compare_components(oa, ob, bar);
@@ -351,17 +384,27 @@ fn compare_values(
     let name = Some(oa.name.as_str());
     let sa = Side::new(oa).map_err(|e| (e, "A"))?;
     let sb = Side::new(ob).map_err(|e| (e, "B"))?;
-    if sa.ty != sb.ty {
+    let same_type = sa.ty == sb.ty;
+    let (scalar, scalar_b) = (Scalar::of(&sa.ty), Scalar::of(&sb.ty));
+    let by_value = tol.given()
+        && scalar.float_kind()
+        && scalar_b.float_kind()
+        && sa.ty.ratio() == sb.ty.ratio();
+    if !same_type && !by_value {
         return Ok(Some(Difference::simple(
             name,
             "dtype",
             format!("type {} vs {}", sa.ty.name(), sb.ty.name()),
         )));
     }
-    let scalar = Scalar::of(&sa.ty);
+    if !same_type {
+        *by_value_count += 1;
+    }
     let ratio = sa.ty.ratio().max(1);
     let elements = oa.element_count();
-    if sa.len != sb.len || sa.len % scalar.size() as u64 != 0 {
+    let (size_a, size_b) = (scalar.size() as u64, scalar_b.size() as u64);
+    let scalars = sa.len / size_a;
+    if sa.len % size_a != 0 || sb.len % size_b != 0 || sb.len / size_b != scalars {
         let e = ztensor::Error::invalid(format!(
             "{} and {} bytes of values for {elements} elements",
             sa.len, sb.len
@@ -369,27 +412,28 @@ fn compare_values(
         .in_object(&oa.name);
         return Err((e, "A"));
     }
+    let rule = Rule {
+        kinds: (scalar, scalar_b),
+        same_type,
+        ratio,
+        tol,
+    };
     let mut tally = Tally::default();
-    let mut pos = 0u64;
-    while pos < sa.len {
-        let n = usize::try_from(sa.len - pos).map_or(WINDOW, |left| left.min(WINDOW));
+    // Scalars per step: a window of the wider side.
+    let step = WINDOW as u64 / size_a.max(size_b);
+    let mut done = 0u64;
+    while done < scalars {
+        let k = step.min(scalars - done);
+        // Within a window: `k * size` is at most WINDOW bytes.
         let wa = sa
-            .window(pos, n)
+            .window(done * size_a, (k * size_a) as usize)
             .map_err(|e| (e.in_object(&oa.name), "A"))?;
         let wb = sb
-            .window(pos, n)
+            .window(done * size_b, (k * size_b) as usize)
             .map_err(|e| (e.in_object(&ob.name), "B"))?;
-        compare(
-            wa,
-            wb,
-            pos / scalar.size() as u64,
-            scalar,
-            ratio,
-            tol,
-            &mut tally,
-        );
-        pos += n as u64;
-        bar.inc(n as u64);
+        compare(wa, wb, done, &rule, &mut tally);
+        done += k;
+        bar.inc(k * size_a);
     }
     let Some(first) = tally.first else {
         return Ok(None);
@@ -498,6 +542,8 @@ fn diff_objects(
 ) -> Outcome {
     let mut diffs = Vec::new();
     let mut trouble = false;
+    // Float objects of different types compared by value (a tolerance was given).
+    let mut by_value = 0u64;
     if let Some((attributes_a, attributes_b)) = attributes {
         let differs = |k: &&String| match (attributes_a.get(*k), attributes_b.get(*k)) {
             (Some(x), Some(y)) => !same_value(x, y),
@@ -559,7 +605,7 @@ fn diff_objects(
             ));
             continue;
         }
-        match compare_values(oa, ob, tol, &bar) {
+        match compare_values(oa, ob, tol, &bar, &mut by_value) {
             Ok(None) => {}
             Ok(Some(d)) => diffs.push(d),
             Err((e, side)) => {
@@ -585,12 +631,20 @@ fn diff_objects(
             "same": diffs.is_empty(),
             "atol": tol.atol,
             "rtol": tol.rtol,
+            "compared_across_types": by_value,
             "differences": diffs.iter().map(Difference::to_json).collect::<Vec<_>>(),
         });
         out(&format!("{j}\n"))?;
     } else if diffs.is_empty() {
         let within = if tol.atol > 0.0 || tol.rtol > 0.0 {
-            format!(" (floats within atol {}, rtol {})", tol.atol, tol.rtol)
+            let across = match by_value {
+                0 => String::new(),
+                n => format!("; {n} of another float type, compared by value"),
+            };
+            format!(
+                " (floats within atol {}, rtol {}{across})",
+                tol.atol, tol.rtol
+            )
         } else {
             String::new()
         };
@@ -655,28 +709,49 @@ mod tests {
     #[test]
     fn tolerance_and_nan() {
         let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let rule = |ratio, tol| Rule {
+            kinds: (Scalar::F32, Scalar::F32),
+            same_type: true,
+            ratio,
+            tol,
+        };
         let (a, b) = (f(&[1.0, f32::NAN, 2.0]), f(&[1.05, f32::NAN, 2.0]));
         let mut t = Tally::default();
-        compare(&a, &b, 0, Scalar::F32, 1, Tolerance::default(), &mut t);
+        compare(&a, &b, 0, &rule(1, Tolerance::default()), &mut t);
         assert_eq!((t.differing, t.first), (1, Some(0)));
         let mut t = Tally::default();
         let tol = Tolerance {
             atol: 0.1,
             rtol: 0.0,
         };
-        compare(&a, &b, 0, Scalar::F32, 1, tol, &mut t);
+        compare(&a, &b, 0, &rule(1, tol), &mut t);
         assert_eq!(t.differing, 0);
         // Complex: two scalars, one element.
         let mut t = Tally::default();
+        let (c, d) = (f(&[0.0, 1.0]), f(&[0.5, 2.0]));
+        compare(&c, &d, 0, &rule(2, Tolerance::default()), &mut t);
+        assert_eq!((t.differing, t.max_abs), (1, 1.0));
+        // Across types: f32 against f16 by value; a NaN against a NaN of other bits is the
+        // same there, and a number against a NaN is not.
+        let h = |v: &[f32]| {
+            v.iter()
+                .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
+        let cast = Rule {
+            kinds: (Scalar::F32, Scalar::F16),
+            same_type: false,
+            ratio: 1,
+            tol,
+        };
+        let mut t = Tally::default();
         compare(
-            &f(&[0.0, 1.0]),
-            &f(&[0.5, 2.0]),
+            &f(&[1.0, f32::NAN, 3.0]),
+            &h(&[1.0, f32::NAN, f32::NAN]),
             0,
-            Scalar::F32,
-            2,
-            Tolerance::default(),
+            &cast,
             &mut t,
         );
-        assert_eq!((t.differing, t.max_abs), (1, 1.0));
+        assert_eq!((t.differing, t.first, t.nan), (1, Some(2), true));
     }
 }

@@ -1010,6 +1010,74 @@ fn diff_tolerance_nan_and_per_tensor_summary() {
     assert_eq!(j["differences"][0]["first_index"], serde_json::json!([1]));
 }
 
+/// A cast (f32 to bf16 or f16, f64 to f32) is a `dtype` difference, unless a tolerance is
+/// given: then floats of different types are compared by value, as numpy.allclose compares
+/// them, across windows of different widths; integers of different types never are.
+#[test]
+fn diff_with_a_tolerance_compares_a_cast_by_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.zt"), dir.path().join("b.zt"));
+    // Enough values that one side's windows end before the other's: 2^20 + 3 elements.
+    let n = (1usize << 20) + 3;
+    let wide: Vec<f32> = (0..n).map(|i| (i % 997) as f32 * 0.01 + 1.0).collect();
+    let mut narrow: Vec<half::bf16> = wide.iter().map(|&x| half::bf16::from_f32(x)).collect();
+    let mut wa = ztensor::Writer::create(&a).unwrap();
+    wa.add("w", &[n as u64], &wide).unwrap();
+    wa.add("d", &[2], &[0.5f64, f64::NAN]).unwrap();
+    wa.add("i", &[2], &[1i32, 2]).unwrap();
+    wa.finish().unwrap();
+    // One element past bf16's rounding: the last, which only a full pass finds.
+    narrow[n - 1] = half::bf16::from_f32(wide[n - 1] * 1.5);
+    let mut wb = ztensor::Writer::create(&b).unwrap();
+    wb.add("w", &[n as u64], &narrow).unwrap();
+    wb.add("d", &[2], &[0.5f32, f32::NAN]).unwrap();
+    wb.add("i", &[2], &[1i64, 2]).unwrap();
+    wb.finish().unwrap();
+
+    let kinds = |o: &std::process::Output| -> Vec<(String, String)> {
+        json_of(o)["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["name"].as_str().unwrap().into(),
+                    d["what"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    let strict = zt(&["diff", "--json", p(&a), p(&b)]);
+    assert_eq!(code(&strict), 1);
+    let dtype = |n: &str| (n.to_owned(), "dtype".to_owned());
+    assert_eq!(kinds(&strict), [dtype("d"), dtype("i"), dtype("w")]);
+
+    let o = zt(&["diff", "--json", "--rtol", "0.01", p(&a), p(&b)]);
+    assert_eq!(code(&o), 1);
+    let j = json_of(&o);
+    assert_eq!(j["compared_across_types"], 2, "{j}");
+    assert_eq!(kinds(&o), [dtype("i"), ("w".into(), "values".into())]);
+    let w = &j["differences"][1];
+    assert_eq!(w["differing"], 1);
+    assert_eq!(w["first_index"], serde_json::json!([n - 1]));
+
+    // Without the integers and the far element: the same, and the line says why.
+    let mut wb = ztensor::Writer::create(&b).unwrap();
+    narrow[n - 1] = half::bf16::from_f32(wide[n - 1]);
+    wb.add("w", &[n as u64], &narrow).unwrap();
+    wb.add("d", &[2], &[0.5f32, f32::NAN]).unwrap();
+    wb.add("i", &[2], &[1i32, 2]).unwrap();
+    wb.finish().unwrap();
+    let o = zt(&["diff", "--rtol", "0.01", p(&a), p(&b)]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("rtol 0.01; 2 of another float type, compared by value)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(code(&zt(&["diff", p(&a), p(&b)])), 1);
+}
+
 /// A 64 MiB tensor against a copy that differs in one element. The comparison runs in 1 MiB
 /// windows over slices borrowed from the two maps (see src/diff.rs), so its memory does not
 /// grow with the tensor; here the result is checked (the old diff built a JSON value per
