@@ -610,6 +610,22 @@ fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
         stderr(&plain)
     );
     assert!(!sharded.exists());
+    // Into .safetensors shards with an index too (where --skip-unreadable is not offered).
+    let indexed = dir.path().join("indexed.safetensors");
+    let plain = zt(&[
+        "convert",
+        damaged,
+        indexed.to_str().unwrap(),
+        "--shard-size",
+        "1KB",
+        "--densify",
+    ]);
+    assert_clean_error(&plain, 1, why);
+    assert!(
+        stderr(&plain).starts_with(&format!("zt: {damaged}: invalid file: {why}\n")),
+        "{}",
+        stderr(&plain)
+    );
     let salvaged = zt(&[
         "upgrade",
         "--to",

@@ -225,7 +225,19 @@ fn upgrade_refuses_to_drop_an_unreadable_object_unless_asked() {
     .unwrap_err();
     assert_eq!(e.object(), Some("csr_try"));
     assert_eq!(e.kind(), ErrorKind::InvalidFile);
+    assert_eq!(
+        e.path(),
+        Some(fixtures().join("interop/v014_rust.zt").as_path())
+    );
     assert!(!out.exists(), "no partial output");
+    // Written as shards, the damage is still the input's: no shard is named.
+    let options = ztensor::convert::ShardOptions {
+        max_shard_size: 64,
+        convert: ConvertOptions::default(),
+    };
+    let r = ztensor::open(fixtures().join("interop/v014_rust.zt")).unwrap();
+    let e = ztensor::convert::write_sharded(&r, dir.path().join("s.zt"), options).unwrap_err();
+    assert_eq!((e.object(), e.path()), (Some("csr_try"), None), "{e}");
 }
 
 #[test]

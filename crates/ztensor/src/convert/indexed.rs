@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use zt_container::{AtomicFile, Durability, Error, Result};
 use zt_manifest::{Attributes, Value};
 
-use super::{copy_object, ConvertOptions};
+use super::{copy_object, in_output, ConvertOptions};
 use crate::sharded::ShardIndex;
 use crate::sink::Staged;
 use crate::view::ObjectView;
@@ -226,7 +226,9 @@ fn write_planned(
     for (i, group) in groups.iter().enumerate() {
         let file = format!("{stem}-{:05}-of-{n:05}.{ext}", i + 1);
         let path = dir.join(&file);
-        staged.push(write_shard(group, attributes, &path, options).map_err(|e| e.in_file(&path))?);
+        // The input's faults are placed by the caller, who knows where the object came from.
+        staged
+            .push(write_shard(group, attributes, &path, options).map_err(|e| in_output(e, &path))?);
         for o in group {
             index.entries.push((o.name().to_owned(), i as u32));
             total = total.saturating_add(super::decoded_size(o.info()));

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use zt_container::{AtomicFile, Durability, Error, Result};
+use zt_container::{AtomicFile, Durability, Error, ErrorKind, Result};
 use zt_formats::{DType, DigestAlgorithm, ElementType, Encoding, Format};
 
 use crate::decode::Verify;
@@ -171,12 +171,35 @@ pub fn upgrade(
     output: impl AsRef<Path>,
     options: ConvertOptions,
 ) -> Result<ConvertReport> {
-    let input = input.as_ref();
+    let (input, output) = (input.as_ref(), output.as_ref());
     let reader = crate::open(input)?;
     let mut writer = Writer::create_version(output, options.version, options.durability)?;
-    let report = copy_into(&reader, &mut writer, options).map_err(|e| e.in_file(input))?;
+    let report = copy_into(&reader, &mut writer, options).map_err(|e| {
+        let file = if inputs_fault(&e) { input } else { output };
+        e.in_file(file)
+    })?;
     writer.finish()?;
     Ok(report)
+}
+
+/// Whether an error met while copying objects is the input's: found as it was read (damage,
+/// a digest that does not match, something not decoded), not by the writer. Such an error
+/// names the input's file, never the output's.
+pub(crate) fn inputs_fault(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::InvalidFile | ErrorKind::ChecksumMismatch | ErrorKind::Unsupported
+    )
+}
+
+/// `e`, from writing the output file `path`, placed there unless it is the input's fault
+/// ([`inputs_fault`]), which the caller places in the input.
+pub(crate) fn in_output(e: Error, path: &Path) -> Error {
+    if inputs_fault(&e) {
+        e
+    } else {
+        e.in_file(path)
+    }
 }
 
 /// Copies every object and the file attributes of `reader` into `writer`.

@@ -12,11 +12,11 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use zt_container::{AtomicFile, BlobWriterV2, ContainerV2, Error, ErrorKind, Result, Source};
+use zt_container::{AtomicFile, BlobWriterV2, ContainerV2, Error, Result, Source};
 use zt_formats::DigestAlgorithm;
 use zt_manifest::{decode_manifest_v2, encode_manifest_v2, DecodeLimits, ManifestV2, ShardV2};
 
-use super::{copy_object, ConvertOptions};
+use super::{copy_object, in_output, ConvertOptions};
 use crate::model::ObjectInfo;
 use crate::reader::Reader;
 use crate::sink::Staged;
@@ -123,16 +123,9 @@ pub fn write_sharded_with_attributes(
         let mut w =
             Writer::new_version(file, options.convert.version).map_err(|e| e.in_file(&path))?;
         for o in group {
-            // The input's faults (found as it is read) are left for the caller to place in
-            // the input; the rest are this shard's.
-            copy_object(reader.object(&o.name)?, &mut w, options.convert).map_err(|e| {
-                match e.kind() {
-                    ErrorKind::InvalidFile
-                    | ErrorKind::ChecksumMismatch
-                    | ErrorKind::Unsupported => e,
-                    _ => e.in_file(&path),
-                }
-            })?;
+            // The input's faults are left for the caller to place in the input.
+            copy_object(reader.object(&o.name)?, &mut w, options.convert)
+                .map_err(|e| in_output(e, &path))?;
         }
         let file = w.finish().map_err(|e| e.in_file(&path))?;
         let written = file.temp_path().to_path_buf();
