@@ -241,6 +241,8 @@ def test_no_metadata_and_an_empty_map_stay_apart_as_in_safetensors(
     ({"k": 1}, "metadata 'k': a value of type int, not str"),
     ({"k": None}, "metadata 'k': a value of type NoneType, not str"),
     ({1: "v"}, "metadata key 1: of type int, not str"),
+    ("k=v", "metadata: a str, not a dict of str to str"),
+    ([("k", "v")], "metadata: a list, not a dict of str to str"),
 ])
 def test_metadata_that_is_not_text_is_a_type_error_as_in_safetensors(tmp_path, metadata, words):
     # safetensors raises TypeError here; code that catches it must catch ours. Nothing is

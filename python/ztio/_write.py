@@ -10,6 +10,7 @@ A path ending in ``.safetensors`` gets a safetensors file instead (the bytes
 
 from __future__ import annotations
 
+import collections.abc
 import os
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -185,6 +186,8 @@ def _text_metadata(metadata: Optional[Mapping[str, Any]]) -> Optional[Dict[str, 
     """
     if metadata is None:
         return None
+    if not isinstance(metadata, collections.abc.Mapping):
+        raise TypeError(f"metadata: a {type(metadata).__name__}, not a dict of str to str")
     meta = dict(metadata)
     for k, v in meta.items():
         if not isinstance(k, str):
