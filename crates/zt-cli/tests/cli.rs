@@ -594,38 +594,23 @@ fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
     assert_clean_error(&plain, 1, why);
     assert!(stderr(&plain).contains(advice), "{}", stderr(&plain));
     assert!(!out.exists());
-    // Into v2's own shards, the input is blamed (it named the shard being written).
-    let sharded = dir.path().join("sharded.zt");
-    let plain = zt(&[
-        "convert",
-        damaged,
-        sharded.to_str().unwrap(),
-        "--shard-size",
-        "1KB",
-    ]);
-    assert_clean_error(&plain, 1, why);
-    assert!(
-        stderr(&plain).starts_with(&format!("zt: {damaged}: invalid file: {why}{advice}")),
-        "{}",
-        stderr(&plain)
-    );
-    assert!(!sharded.exists());
-    // Into .safetensors shards with an index too (where --skip-unreadable is not offered).
-    let indexed = dir.path().join("indexed.safetensors");
-    let plain = zt(&[
-        "convert",
-        damaged,
-        indexed.to_str().unwrap(),
-        "--shard-size",
-        "1KB",
-        "--densify",
-    ]);
-    assert_clean_error(&plain, 1, why);
-    assert!(
-        stderr(&plain).starts_with(&format!("zt: {damaged}: invalid file: {why}\n")),
-        "{}",
-        stderr(&plain)
-    );
+    // Into shards, the input is blamed (v2's own named the shard being written); into
+    // .safetensors shards with an index, --skip-unreadable is not offered.
+    for (name, extra, after) in [
+        ("sharded.zt", &[][..], advice),
+        ("indexed.safetensors", &["--densify"][..], "\n"),
+    ] {
+        let target = dir.path().join(name);
+        let args = [damaged, target.to_str().unwrap(), "--shard-size", "1KB"];
+        let plain = zt(&[&["convert"][..], &args, extra].concat());
+        assert_clean_error(&plain, 1, why);
+        assert!(
+            stderr(&plain).starts_with(&format!("zt: {damaged}: invalid file: {why}{after}")),
+            "{name}: {}",
+            stderr(&plain)
+        );
+        assert!(!target.exists(), "{name}");
+    }
     let salvaged = zt(&[
         "upgrade",
         "--to",
