@@ -4,7 +4,7 @@ use zt_container::{Error, Result};
 
 use zt_manifest::Attributes;
 
-use crate::{byte_size, element_count, DType, ElementType, Format, QuantParams};
+use crate::{byte_size, element_count, DType, ElementType, Format, LogicalType, QuantParams};
 
 /// What the layout check needs to know of one component.
 #[derive(Debug, Clone, Copy)]
@@ -43,8 +43,19 @@ pub fn check_layout(
             let expected = byte_size(count, data.element)?;
             if let Some(len) = data.decoded_len {
                 if len != expected {
+                    // A type we do not know is sized as its dtype (v1.2's fallback): say so,
+                    // or "of x.future/1 takes 999" reads as a rule of that type.
+                    let sized_as = match &data.element.logical {
+                        Some(LogicalType::Unknown(_)) => {
+                            format!(
+                                " (a type unknown here, sized as its dtype {})",
+                                data.element.dtype
+                            )
+                        }
+                        _ => String::new(),
+                    };
                     return Err(Error::invalid(format!(
-                        "{} bytes of data, but shape {shape:?} of {} takes {expected}",
+                        "{} bytes of data, but shape {shape:?} of {} takes {expected}{sized_as}",
                         len,
                         data.element.name()
                     ))

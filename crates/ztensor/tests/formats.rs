@@ -345,3 +345,37 @@ fn every_u8_logical_type_survives_both_versions() {
         }
     }
 }
+
+/// A type we do not know is sized by its dtype in v1.2 (the spec's fallback), so bytes that
+/// do not fit the shape are refused there, saying so; v2 never judges such a size.
+#[test]
+fn an_unknown_type_of_another_size_is_refused_by_v1_2_saying_why() {
+    let future = ztensor::LogicalType::Unknown("x.future/1".into());
+    let dir = tempfile::tempdir().unwrap();
+    let path = |v: ztensor::Version| dir.path().join(format!("{}.zt", v.name()));
+    let mut w = ztensor::Writer::create_version(
+        path(ztensor::Version::V1_2),
+        ztensor::Version::V1_2,
+        ztensor::Durability::Unsynced,
+    )
+    .unwrap();
+    let e = w
+        .add_object("f", mx_object(future.clone(), &[999], &[0; 8]))
+        .unwrap_err();
+    assert!(
+        e.message().ends_with(
+            "8 bytes of data, but shape [999] of x.future/1 takes 999 \
+             (a type unknown here, sized as its dtype u8)"
+        ),
+        "{e}"
+    );
+    let mut w = ztensor::Writer::create_version(
+        path(ztensor::Version::V2),
+        ztensor::Version::V2,
+        ztensor::Durability::Unsynced,
+    )
+    .unwrap();
+    w.add_object("f", mx_object(future, &[999], &[0; 8]))
+        .unwrap();
+    w.finish().unwrap();
+}
