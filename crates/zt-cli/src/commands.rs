@@ -62,6 +62,18 @@ fn advised_by(r: &Reader, e: ztensor::Error) -> ztensor::Error {
     }
 }
 
+/// `e`, from converting `r` (read from `input`) into `output`, as `zt` reports it: the
+/// input's fault names the input, with the remedy for an unreadable object ([`advised_by`]);
+/// anything else names the output.
+fn conversion_failure(r: &Reader, input: &Path, output: &Path, e: ztensor::Error) -> Failure {
+    let file = if ztensor::convert::inputs_fault(&e) {
+        input
+    } else {
+        output
+    };
+    Failure::from(advised_by(r, e).in_file(file))
+}
+
 /// Whether `o` is left out as unreadable (`--skip-unreadable`), saying so in a note.
 fn left_out_unreadable(input: &Path, o: &ObjectInfo, skip_unreadable: bool) -> bool {
     match (&o.defect, skip_unreadable) {
@@ -660,14 +672,7 @@ pub fn convert(
             views.push(o);
         }
     }
-    let in_file = |e: ztensor::Error| {
-        let file = if crate::common::inputs_fault(&e) {
-            input
-        } else {
-            output
-        };
-        Failure::from(advised_by(&r, e).in_file(file))
-    };
+    let in_file = |e| conversion_failure(&r, input, output, e);
     match kind {
         Kind::Mag => {
             let version = mag_version.into();
@@ -790,14 +795,8 @@ pub fn convert_sharded(
     let attributes = json::attributes_to_write(r.attributes(), edits);
     let done = ztensor::convert::write_sharded_with_attributes(&r, output, options, &attributes);
     bar.finish_and_clear();
-    done.map(|_| ()).map_err(|e| {
-        let file = if crate::common::inputs_fault(&e) {
-            input
-        } else {
-            output
-        };
-        Failure::from(advised_by(&r, e).in_file(file))
-    })
+    done.map(|_| ())
+        .map_err(|e| conversion_failure(&r, input, output, e))
 }
 
 /// The objects of `r` in the order a file of `version` gets them: v2 in bytewise name order

@@ -218,19 +218,6 @@ impl Failure {
 
 pub type Outcome = Result<(), Failure>;
 
-/// Whether an error met while converting is about the input, so that its message names the
-/// input file: a digest that does not match, data that breaks its format, or data in a form
-/// this library does not decode (all found as the input is read; the writers raise none of
-/// them). Anything else (what the output kind cannot hold, a full disk) names the output.
-pub fn inputs_fault(e: &ztensor::Error) -> bool {
-    matches!(
-        e.kind(),
-        ztensor::ErrorKind::ChecksumMismatch
-            | ztensor::ErrorKind::InvalidFile
-            | ztensor::ErrorKind::Unsupported
-    )
-}
-
 /// The kind a writing command writes: `--to` if given, else OUT's extension; the one place
 /// every writing command learns what the user asked for.
 pub fn output_kind(path: &Path, to: Option<Kind>) -> Result<Kind, Failure> {

@@ -241,7 +241,7 @@ fn convert_quietly(
     // The input's fault names the shard holding the object, for a set; anything else names
     // the output, as for a file.
     let at = |e: ztensor::Error| {
-        let file = if crate::common::inputs_fault(&e) {
+        let file = if ztensor::convert::inputs_fault(&e) {
             blamed_input(input, &e)
         } else {
             output.to_path_buf()

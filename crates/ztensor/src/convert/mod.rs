@@ -182,10 +182,18 @@ pub fn upgrade(
     Ok(report)
 }
 
-/// Whether an error met while copying objects is the input's: found as it was read (damage,
-/// a digest that does not match, something not decoded), not by the writer. Such an error
-/// names the input's file, never the output's.
-pub(crate) fn inputs_fault(e: &Error) -> bool {
+/// Whether an error met while converting is the input's, so that it names the input's file,
+/// never the output's: a digest that does not match, data that breaks its format, or data in
+/// a form this library does not decode (all found as the input is read; the writers raise
+/// none of them). Anything else (what the output kind cannot hold, a full disk) is the
+/// output's.
+///
+/// ```
+/// use ztensor::convert::inputs_fault;
+/// assert!(inputs_fault(&ztensor::Error::invalid("blob past the end")));
+/// assert!(!inputs_fault(&ztensor::Error::argument("safetensors has no u4 type")));
+/// ```
+pub fn inputs_fault(e: &Error) -> bool {
     matches!(
         e.kind(),
         ErrorKind::InvalidFile | ErrorKind::ChecksumMismatch | ErrorKind::Unsupported
