@@ -69,6 +69,12 @@ impl Set {
         self.inner.shard_position(name)
     }
 
+    /// The listed name nearest to `name`, one the set lacks, for "did you mean" (`None` when
+    /// none is near).
+    fn nearest_name(&self, name: &str) -> Option<String> {
+        ztensor::nearest_name(name, self.inner.names()).map(str::to_owned)
+    }
+
     /// Opens every shard and reads the set into memory for a load of all of it, several
     /// shards at once, each front to back (`ShardedSet::load_all`); returns once done. Arrays
     /// over the shards then read no disk and take no page fault.

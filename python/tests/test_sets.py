@@ -265,3 +265,9 @@ def test_upgrade_and_rm_take_a_set_into_one_file(model, tmp_path_factory):
     with pytest.raises(ztio.NotFoundError, match='no object named "absent"'):
         ztio.rm(folder, ["absent"], out / "none.zt", progress=False)
     assert not (out / "none.zt").exists()
+    with pytest.raises(ztio.NotFoundError, match='named "layer.0.bais"; did you mean "layer.0.bias"'):
+        ztio.rm(folder, ["layer.0.bais"], out / "none.zt", progress=False)
+    with ztio.open(folder) as f:
+        with pytest.raises(ztio.NotFoundError) as e:
+            f.get_tensor("model.layer.0.bias")
+        assert "did you mean 'layer.0.bias'" in str(e.value)

@@ -602,9 +602,12 @@ class ShardedFile(_ReadOnlyMapping):
         return self._set
 
     def _file_for(self, name: str) -> File:
-        position = self._open_set().shard_of(name)
+        native = self._open_set()
+        position = native.shard_of(name)
         if position is None:
-            raise NotFoundError(f"no object named {name!r} in the set {self.path}")
+            near = native.nearest_name(name)
+            hint = f"; did you mean {near!r}?" if near is not None else ""
+            raise NotFoundError(f"no object named {name!r} in the set {self.path}{hint}")
         return self._shard(position)
 
     def _shard(self, position: int) -> File:

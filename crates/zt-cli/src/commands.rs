@@ -964,7 +964,12 @@ pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Versi
         let removed: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
         let held: std::collections::HashSet<&str> = objects.iter().map(|o| o.name()).collect();
         if let Some(absent) = names.iter().find(|n| !held.contains(n.as_str())) {
-            let e = ztensor::Error::not_found(format!("no object named {absent:?}"));
+            let mut message = format!("no object named {absent:?}");
+            let names = objects.iter().map(|o| o.name());
+            if let Some(near) = ztensor::nearest_name(absent, names) {
+                message = format!("{message}; did you mean {near:?}?");
+            }
+            let e = ztensor::Error::not_found(message);
             return Err(e.in_file(input).into());
         }
         let kept = |o: &&ObjectView<'_>| !removed.contains(o.name());

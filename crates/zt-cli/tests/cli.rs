@@ -137,6 +137,17 @@ fn cat_raw_json_and_components() {
         2,
         "no object named \"nope\"",
     );
+    // A near miss names the object meant: a typo, or a prefix one naming scheme adds.
+    assert_clean_error(
+        &zt(&["cat", &fx("interop/v123_all.zt"), "dense_f23"]),
+        2,
+        "no object named \"dense_f23\"; did you mean \"dense_f32\"?",
+    );
+    assert_clean_error(
+        &zt(&["cat", &fx("interop/v123_all.zt"), "model.coo"]),
+        2,
+        "no object named \"model.coo\"; did you mean \"coo\"?",
+    );
 }
 
 #[test]

@@ -88,7 +88,7 @@ fn convert_writes_a_set_that_every_reading_command_takes() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        support::stderr(&o).contains("not found: no object named \"nope\""),
+        support::stderr(&o).contains("not found: no object named \"nope\"\n"),
         "{}",
         support::stderr(&o)
     );

@@ -147,6 +147,7 @@ mod sink;
 mod slice;
 mod sniff;
 mod sparse;
+mod suggest;
 mod view;
 mod writer;
 mod writer_v2;
@@ -181,6 +182,7 @@ pub use sink::Staged;
 pub use slice::Hyperslab;
 pub use sniff::{sniff, FileKind};
 pub use sparse::{Coo, Csr, Quantized, SparseData};
+pub use suggest::nearest_name;
 pub use view::{ComponentView, ObjectView};
 pub use writer::{
     ComponentData, EncodedComponent, ObjectData, Sink, Version, WriteOptions, Writer,

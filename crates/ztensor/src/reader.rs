@@ -200,8 +200,10 @@ impl Reader {
     /// An object by name, looked up once; every read hangs off the view. A name the file
     /// does not have is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
     pub fn object(&self, name: &str) -> Result<ObjectView<'_>> {
-        self.get(name)
-            .ok_or_else(|| Error::not_found(format!("no object named {name:?}")))
+        self.get(name).ok_or_else(|| {
+            let message = format!("no object named {name:?}");
+            Error::not_found(crate::suggest::with_suggestion(message, name, self.names()))
+        })
     }
 
     /// An object by name, if the file has it.

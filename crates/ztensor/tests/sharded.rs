@@ -158,6 +158,14 @@ fn shards_open_only_when_a_lookup_needs_them() {
     let e = set.check().unwrap_err();
     assert!(e.to_string().contains("b.zt"), "{e}");
     assert_eq!(set.object("z").unwrap_err().kind(), ErrorKind::NotFound);
+    // A near miss names the object meant, without opening a shard for it.
+    let e = set.object("model.x").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(
+        e.to_string()
+            .ends_with("no object named \"model.x\" in the set; did you mean \"x\"?"),
+        "{e}"
+    );
 }
 
 #[test]

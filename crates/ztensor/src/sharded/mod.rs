@@ -446,9 +446,10 @@ impl ShardedSet {
     /// An object by name: opens (once) and checks the shard the index puts it in. A name the
     /// index does not list is `NotFound`.
     pub fn object(&self, name: &str) -> Result<ObjectView<'_>> {
-        let shard = self
-            .shard_position(name)
-            .ok_or_else(|| Error::not_found(format!("no object named {name:?} in the set")))?;
+        let shard = self.shard_position(name).ok_or_else(|| {
+            let message = format!("no object named {name:?} in the set");
+            Error::not_found(crate::suggest::with_suggestion(message, name, self.names()))
+        })?;
         let reader = self.reader(shard)?;
         let path = self.shards.get(shard).map(|s| s.path.as_path());
         reader.object(name).map_err(|e| match path {
