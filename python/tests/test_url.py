@@ -17,11 +17,13 @@ class RangeHandler(http.server.BaseHTTPRequestHandler):
 
     root = None
     ranges = []
+    authorizations = []
 
     def log_message(self, *args):  # quiet
         pass
 
     def _body(self):
+        type(self).authorizations.append(self.headers.get("Authorization"))
         path = self.root / self.path.lstrip("/")
         if not path.is_file():
             self.send_error(404)
@@ -62,6 +64,7 @@ class RangeHandler(http.server.BaseHTTPRequestHandler):
 def served(tmp_path):
     RangeHandler.root = tmp_path
     RangeHandler.ranges = []
+    RangeHandler.authorizations = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -161,3 +164,22 @@ def test_a_presigned_url_keeps_its_query_on_every_request(served):
     finally:
         server.shutdown()
     assert len(seen) > 2 and all(p == "/m.safetensors?" + query for p in seen), seen
+
+
+def test_a_hub_url_reads_the_resolve_url_under_hf_endpoint_with_the_token(served, monkeypatch):
+    root, base = served
+    monkeypatch.setenv("HF_ENDPOINT", base)
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    repo = root / "org" / "tiny" / "resolve" / "main"
+    repo.mkdir(parents=True)
+    tensors = {"w": np.arange(12, dtype=np.float32).reshape(3, 4)}
+    ztio.numpy.save_file(tensors, str(repo / "model.safetensors"))
+    with ztio.safe_open("hf://org/tiny/model.safetensors", framework="np") as f:
+        np.testing.assert_array_equal(f.get_tensor("w"), tensors["w"])
+    loaded = ztio.numpy.load_file("hf://org/tiny/model.safetensors")
+    np.testing.assert_array_equal(loaded["w"], tensors["w"])
+    assert RangeHandler.authorizations
+    assert set(RangeHandler.authorizations) == {"Bearer hf_secret"}
+    assert {p for p, _, _ in RangeHandler.ranges} == {"/org/tiny/resolve/main/model.safetensors"}
+    with pytest.raises(ztio.ArgumentError, match="names no file in the repository"):
+        ztio.open("hf://org/tiny")

@@ -932,7 +932,8 @@ def open(
 
     The file is memory-mapped; ``unmapped=True`` reads with positional reads instead (safe
     if another process may truncate the file; every read then copies). ``path`` may also be
-    an ``s3://``, ``gs://``, ``az://``, ``http://`` or ``https://`` URL: the file is then
+    an ``s3://``, ``gs://``, ``az://``, ``http://``, ``https://`` or ``hf://`` (Hugging Face
+    Hub: ``hf://owner/name[@revision]/path``, token from ``HF_TOKEN``) URL: the file is then
     read by ranged requests (credentials from the store's usual environment variables;
     docs/remote.md gives what each read costs), and arrays are copies.
 

@@ -44,9 +44,9 @@ use common::{MagVersion, Outcome};
     propagate_version = true,
     after_help = "Wherever a command reads a FILE, it may also be a sharded set's \
                   *.index.json, a model folder (the index or the one model file in it) or a \
-                  URL (s3://, gs://, az://, http(s)://). Exit status: 0 success, 1 an invalid \
-                  file, a failed check or files that differ, 2 a usage error (for diff: any \
-                  trouble). See docs/cli.md."
+                  URL (s3://, gs://, az://, http(s)://, hf://owner/name/file). Exit status: \
+                  0 success, 1 an invalid file, a failed check or files that differ, 2 a \
+                  usage error (for diff: any trouble). See docs/cli.md."
 )]
 struct Cli {
     #[command(subcommand)]

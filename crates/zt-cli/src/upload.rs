@@ -14,6 +14,11 @@ use crate::common::{Failure, Outcome};
 /// Runs `convert` into a temporary folder and uploads what it wrote to `url` and beside it.
 /// Without `force`, an object already at `url` is a usage error (one HEAD request).
 pub fn convert_to_url(url: &str, force: bool, convert: impl FnOnce(&Path) -> Outcome) -> Outcome {
+    if ztensor::remote::hub::is_hub_url(url) {
+        return Err(Failure::Usage(
+            format!("{url}: hf:// URLs are read, not written; convert to a local file").into(),
+        ));
+    }
     let parsed =
         url::Url::parse(url).map_err(|e| Failure::Usage(format!("not a URL ({e})").into()))?;
     let shown = ztensor::remote::store::redacted(&parsed);

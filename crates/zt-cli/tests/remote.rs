@@ -10,7 +10,7 @@ mod servers;
 use std::process::{Command, Output};
 
 mod support;
-use support::{ok, zt};
+use support::{ok, p, zt};
 
 #[test]
 fn reading_commands_take_a_url() {
@@ -278,4 +278,103 @@ fn convert_uploads_a_file_or_a_set_to_s3_and_reads_it_back() {
         "{said}"
     );
     assert!(!said.contains("zt-upload-"), "{said}");
+}
+
+/// `zt` with a Hugging Face endpoint and token in its environment (and no token file).
+fn zt_hub(endpoint: &str, token: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zt"))
+        .args(args)
+        .env("HF_ENDPOINT", endpoint)
+        .env("HF_TOKEN", token)
+        .env("HF_HOME", "/nonexistent")
+        .output()
+        .expect("zt runs")
+}
+
+#[test]
+fn hub_urls_read_the_resolve_url_under_hf_endpoint_with_the_token_to_it_only() {
+    let dir = tempfile::tempdir().unwrap();
+    // The Hub's layout: /owner/name/resolve/revision/path.
+    let repo = dir.path().join("org/tiny/resolve/main");
+    // The Hub takes refs%2Fpr%2F2 as one segment; nginx decodes it into three folders.
+    let pr = dir.path().join("org/tiny/resolve/refs/pr/2");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::create_dir_all(&pr).unwrap();
+    // nginx's worker may run as another user: every folder on the way must be open to it.
+    #[cfg(unix)]
+    for d in [
+        "",
+        "org",
+        "org/tiny",
+        "org/tiny/resolve",
+        "org/tiny/resolve/main",
+        "org/tiny/resolve/refs",
+        "org/tiny/resolve/refs/pr",
+        "org/tiny/resolve/refs/pr/2",
+    ] {
+        let d = dir.path().join(d);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = repo.join("m.zt");
+    let mut w = ztensor::Writer::create(&path).unwrap();
+    for t in 0..4 {
+        w.add(&format!("t{t}"), &[64], &vec![t as f32; 64]).unwrap();
+    }
+    w.finish().unwrap();
+    std::fs::copy(&path, pr.join("m.zt")).unwrap();
+    let set = repo.join("set.safetensors");
+    ok(&zt(&["convert", p(&path), p(&set), "--shard-size", "600"]));
+    let Some(nginx) = servers::Nginx::start(dir.path()) else {
+        return;
+    };
+    let hub = format!("http://127.0.0.1:{}", nginx.port);
+    let o = zt_hub(&hub, "hf_secret", &["ls", "hf://org/tiny/m.zt"]);
+    assert_eq!(ok(&o), "t0\nt1\nt2\nt3\n");
+    let asked = nginx.requests();
+    assert!(!asked.is_empty());
+    for l in &asked {
+        assert_eq!(l.uri, "/org/tiny/resolve/main/m.zt", "{l:?}");
+        assert_eq!(l.authorization, "Bearer hf_secret", "{l:?}");
+    }
+    // A pull request's revision; a set, its shards beside its index.
+    let o = zt_hub(&hub, "t", &["cat", "hf://org/tiny@refs/pr/2/m.zt", "t3"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(o.stdout, [3.0f32; 64].map(f32::to_le_bytes).concat());
+    let o = zt_hub(
+        &hub,
+        "t",
+        &["ls", "hf://org/tiny/set.safetensors.index.json"],
+    );
+    assert_eq!(ok(&o), "t0\nt1\nt2\nt3\n");
+    let o = zt_hub(
+        &hub,
+        "t",
+        &["verify", "hf://org/tiny/set.safetensors.index.json"],
+    );
+    assert!(ok(&o).contains("OK"));
+    // The token goes to the endpoint's origin only: not to the same server on another port.
+    let before = nginx.requests().len();
+    let elsewhere = "http://127.0.0.1:9";
+    ok(&zt_hub(
+        elsewhere,
+        "hf_secret",
+        &["ls", &nginx.url("org/tiny/resolve/main/m.zt")],
+    ));
+    let plain = &nginx.requests()[before..];
+    assert!(
+        !plain.is_empty() && plain.iter().all(|l| l.authorization == "-"),
+        "{plain:?}"
+    );
+    // Malformed or written to: a usage error, saying why.
+    let o = zt_hub(&hub, "t", &["ls", "hf://org/tiny"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let said = support::stderr(&o);
+    assert!(
+        said.starts_with("zt: hf://org/tiny: invalid argument: it names no file"),
+        "{said}"
+    );
+    let o = zt_hub(&hub, "t", &["convert", p(&path), "hf://org/tiny/out.zt"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(support::stderr(&o).contains("hf:// URLs are read, not written"));
 }

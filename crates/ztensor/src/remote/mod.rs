@@ -1,9 +1,11 @@
 //! Reading files that live in an object store or on an HTTP server (feature `remote`):
-//! `s3://`, `gs://`, `az://`, `http://` and `https://` URLs, through the `object_store` crate
-//! with ranged reads, made blocking by a private tokio runtime.
+//! `s3://`, `gs://`, `az://`, `http://`, `https://` and `hf://` URLs, through the
+//! `object_store` crate with ranged reads, made blocking by a private tokio runtime.
 //!
 //! - [`store`]: URL to store (credentials from the environment), the runtime, URLs as
 //!   messages show them (never with credentials).
+//! - [`hub`]: `hf://owner/name/path` (a file in a Hugging Face Hub repository) to the
+//!   Hub's HTTPS URL of that file, and the user's token for it.
 //! - [`object`]: [`RemoteObject`], a zt-container [`RangeRead`](zt_container::RangeRead) with
 //!   the object's head and tail cached; what each step costs is documented there and in
 //!   docs/remote.md.
@@ -14,6 +16,7 @@
 //!
 //! Do not call these from inside an async runtime's worker thread: they block.
 
+pub mod hub;
 pub mod object;
 pub mod store;
 pub mod upload;
@@ -57,8 +60,7 @@ impl OpenOptions {
     /// As [`OpenOptions::open_url`], with the object, whose [`RemoteObject::stats`] tell the
     /// requests and bytes every later read costs.
     pub fn open_url_counted(&self, url: &str) -> Result<(Reader, Arc<RemoteObject>)> {
-        let parsed =
-            url::Url::parse(url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
+        let parsed = store::parse(url)?;
         let shown = store::redacted(&parsed);
         let located = |e: Error| e.in_file(std::path::Path::new(&shown));
         let (store, path) = store::connect(&parsed)?;

@@ -26,10 +26,19 @@ use zt_container::{Error, Result};
 pub fn is_url(s: &str) -> bool {
     [
         "s3://", "gs://", "az://", "abfs://", "abfss://", "adl://", "azure://", "http://",
-        "https://",
+        "https://", "hf://",
     ]
     .iter()
     .any(|p| s.len() > p.len() && s[..p.len()].eq_ignore_ascii_case(p))
+}
+
+/// `s` as a URL to read from: a `hf://` URL becomes the Hub's HTTPS URL of its file
+/// ([`hub::resolve`](super::hub::resolve)), any other is parsed as it is.
+pub fn parse(s: &str) -> Result<Url> {
+    if super::hub::is_hub_url(s) {
+        return super::hub::resolve(s, &super::hub::endpoint());
+    }
+    Url::parse(s).map_err(|e| Error::argument(format!("not a URL ({e})")))
 }
 
 /// The URL without anything secret: scheme, host, port and path only.
@@ -179,11 +188,21 @@ pub fn connect(url: &Url) -> Result<(Arc<dyn ObjectStore>, StorePath)> {
             let mut base = Url::parse(&url.origin().ascii_serialization())
                 .map_err(|e| Error::argument(format!("{shown}: not a URL we can open ({e})")))?;
             base.set_query(url.query());
-            let client = ClientOptions::new()
+            let mut client = ClientOptions::new()
                 .with_timeout(REQUEST_TIMEOUT)
                 .with_connect_timeout(CONNECT_TIMEOUT)
                 // The user named a plain http:// URL: that is what they asked for.
                 .with_allow_http(true);
+            // A gated or private file on the Hugging Face Hub: the user's token, to the
+            // Hub only (the client drops it on a redirect to another host).
+            if let Some(token) = super::hub::token_for(url) {
+                let mut value = http::HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| Error::argument("the Hugging Face token is not a header value"))?;
+                value.set_sensitive(true);
+                let mut headers = http::HeaderMap::new();
+                headers.insert(http::header::AUTHORIZATION, value);
+                client = client.with_default_headers(headers);
+            }
             object_store::http::HttpBuilder::new()
                 .with_url(base.as_str())
                 .with_client_options(client)

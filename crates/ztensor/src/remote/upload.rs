@@ -32,7 +32,7 @@ pub const PARTS_IN_FLIGHT: usize = 4;
 /// # }
 /// ```
 pub fn upload(local: &Path, url: &str) -> Result<u64> {
-    let parsed = url::Url::parse(url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
+    let parsed = target(url)?;
     let shown = redacted(&parsed);
     let (store, path) = connect(&parsed)?;
     let failed = |e: object_store::Error| {
@@ -93,7 +93,7 @@ pub fn upload(local: &Path, url: &str) -> Result<u64> {
 
 /// Whether an object exists at `url` (one HEAD request).
 pub fn exists(url: &str) -> Result<bool> {
-    let parsed = url::Url::parse(url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
+    let parsed = target(url)?;
     let shown = redacted(&parsed);
     let (store, path) = connect(&parsed)?;
     match runtime()?.block_on(store.head(&path)) {
@@ -101,4 +101,16 @@ pub fn exists(url: &str) -> Result<bool> {
         Err(object_store::Error::NotFound { .. }) => Ok(false),
         Err(e) => Err(Error::io(std::io::Error::other(one_line(&e)), shown)),
     }
+}
+
+/// `url` parsed as a place to write to. A `hf://` URL is refused: the Hub takes files by
+/// commits through its API, not by `PUT`.
+fn target(url: &str) -> Result<url::Url> {
+    if super::hub::is_hub_url(url) {
+        return Err(Error::argument(format!(
+            "{url}: hf:// URLs are read, not written; write a local file and upload it with \
+             huggingface_hub (`hf upload`)"
+        )));
+    }
+    url::Url::parse(url).map_err(|e| Error::argument(format!("not a URL ({e})")))
 }

@@ -310,8 +310,7 @@ impl ShardedSet {
     /// as `NotFound` naming its URL: checking them all first would cost a request each).
     #[cfg(feature = "remote")]
     pub fn open_url(index_url: &str, options: OpenOptions) -> Result<ShardedSet> {
-        let parsed =
-            url::Url::parse(index_url).map_err(|e| Error::argument(format!("not a URL ({e})")))?;
+        let parsed = crate::remote::store::parse(index_url)?;
         let shown = crate::remote::store::redacted(&parsed);
         let at = |e: Error| e.in_file(Path::new(&shown));
         // A split GGUF model's files are named by the one given, no index read.

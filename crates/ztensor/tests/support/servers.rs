@@ -59,6 +59,8 @@ pub struct Logged {
     pub range: String,
     pub status: u16,
     pub body_bytes: u64,
+    /// The `Authorization` header as sent ("-" without one).
+    pub authorization: String,
 }
 
 /// nginx serving `root` on a loopback port.
@@ -94,7 +96,7 @@ impl Nginx {
                  pid {p}/nginx.pid; error_log {p}/error.log;\n\
                  events {{ worker_connections 64; }}\n\
                  http {{\n\
-                   log_format counted '$request_method $uri \"$http_range\" $status $body_bytes_sent';\n\
+                   log_format counted '$request_method $uri \"$http_range\" $status $body_bytes_sent \"$http_authorization\"';\n\
                    access_log {p}/access.log counted;\n\
                    client_body_temp_path {p}/body; proxy_temp_path {p}/proxy;\n\
                    fastcgi_temp_path {p}/fastcgi; uwsgi_temp_path {p}/uwsgi; scgi_temp_path {p}/scgi;\n\
@@ -154,13 +156,15 @@ impl Nginx {
                 let (method, rest) = l.split_once(' ').unwrap();
                 let (uri, rest) = rest.split_once(" \"").unwrap();
                 let (range, rest) = rest.split_once("\" ").unwrap();
-                let (status, bytes) = rest.split_once(' ').unwrap();
+                let (status, rest) = rest.split_once(' ').unwrap();
+                let (bytes, authorization) = rest.split_once(" \"").unwrap();
                 Logged {
                     method: method.into(),
                     uri: uri.into(),
                     range: range.into(),
                     status: status.parse().unwrap(),
                     body_bytes: bytes.parse().unwrap(),
+                    authorization: authorization.trim_end_matches('"').into(),
                 }
             })
             .collect()
