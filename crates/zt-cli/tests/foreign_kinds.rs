@@ -190,3 +190,41 @@ fn an_onnx_model_in_the_hugging_face_cache_reads_its_external_data() {
     let out = ok(&zt(&["verify", model.to_str().unwrap()]));
     assert!(out.contains("OK (ONNX model"), "{out}");
 }
+
+/// Objects that are not numbers (text, object arrays, a TensorFlow checkpoint's object graph)
+/// are passed over by `diff` as by `verify`, and named: a file compared with itself is the
+/// same (it was trouble, exit 2), and a pickle of protocol 2 against protocol 5 too.
+#[test]
+fn diff_names_objects_of_no_numbers_and_passes_over_them() {
+    for (a, b) in [
+        ("pickle/arrays_p2.pkl", "pickle/arrays_p5.pkl"),
+        ("numpy/mixed.npz", "numpy/mixed.npz"),
+        ("tensorflow/ckpt/boxes.index", "tensorflow/ckpt/boxes.index"),
+    ] {
+        let out = ok(&zt(&["diff", &fx(a), &fx(b)]));
+        assert!(out.contains("hold the same objects and values\n"), "{out}");
+        assert!(out.contains("\n  not compared: object "), "{out}");
+    }
+    let out = ok(&zt(&[
+        "diff",
+        "--json",
+        &fx("pickle/arrays_p2.pkl"),
+        &fx("pickle/arrays_p5.pkl"),
+    ]));
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["same"], true);
+    let names: Vec<&str> = j["not_compared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["objects", "text"]);
+    assert!(j["not_compared"][1]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("text array"));
+    // Still a difference: one that lacks the other's objects.
+    let o = zt(&["diff", &fx("pickle/arrays_p2.pkl"), &fx("numpy/mixed.npz")]);
+    assert_eq!(o.status.code(), Some(1));
+}
