@@ -181,5 +181,12 @@ def test_a_hub_url_reads_the_resolve_url_under_hf_endpoint_with_the_token(served
     assert RangeHandler.authorizations
     assert set(RangeHandler.authorizations) == {"Bearer hf_secret"}
     assert {p for p, _, _ in RangeHandler.ranges} == {"/org/tiny/resolve/main/model.safetensors"}
-    with pytest.raises(ztio.ArgumentError, match="names no file in the repository"):
-        ztio.open("hf://org/tiny")
+    # The repository named without a file: its model file, as a model folder gives it.
+    with ztio.open("hf://org/tiny") as f:
+        np.testing.assert_array_equal(f.get_tensor("w"), tensors["w"])
+    with pytest.raises(ztio.NotFoundError, match="hf://org/tiny@v2 holds none of"):
+        ztio.open("hf://org/tiny@v2")
+    with pytest.raises(ztio.ArgumentError, match="the repository is not owner/name"):
+        ztio.open("hf://org")
+    with pytest.raises(ztio.NotFoundError, match="a repository id is owner/name"):
+        ztio.open("hf://tiny/model.safetensors")

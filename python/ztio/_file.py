@@ -860,8 +860,8 @@ def open_any(path: Union[str, "os.PathLike[str]"], **options: Any) -> Union[File
     """A file, a sharded set's index, one file of a split GGUF model (the whole model), or a
     model folder (its model: an index before a single file), opened as :func:`open` does."""
     p = os.fsdecode(path)
-    if "://" not in p:
-        p = _native.model_file(p)
+    if "://" not in p or p[:5].lower() == "hf://":
+        p = _native.model_file(p)  # a Hub repository named without a file is a folder too
     if _native.is_set_path(p):
         return ShardedFile(p, **options)
     return File(p, **options)

@@ -604,7 +604,11 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
 /// in it ([`ztensor::model_file`]: an index before a single file, `.safetensors` before
 /// `pytorch_model.bin`).
 pub fn resolve_input(path: std::path::PathBuf) -> Result<std::path::PathBuf, Failure> {
-    if path.to_str().is_some_and(|s| s.contains("://")) {
+    // A hf:// repository named without a file is a model folder too.
+    let hub = path
+        .to_str()
+        .is_some_and(|s| s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("hf://")));
+    if !hub && path.to_str().is_some_and(|s| s.contains("://")) {
         return Ok(path);
     }
     ztensor::model_file(&path).map_err(Failure::from)

@@ -325,6 +325,11 @@ fn hub_urls_read_the_resolve_url_under_hf_endpoint_with_the_token_to_it_only() {
     std::fs::copy(&path, pr.join("m.zt")).unwrap();
     let set = repo.join("set.safetensors");
     ok(&zt(&["convert", p(&path), p(&set), "--shard-size", "600"]));
+    ok(&zt(&[
+        "convert",
+        p(&path),
+        p(&repo.join("model.safetensors")),
+    ]));
     let Some(nginx) = servers::Nginx::start(dir.path()) else {
         return;
     };
@@ -366,12 +371,29 @@ fn hub_urls_read_the_resolve_url_under_hf_endpoint_with_the_token_to_it_only() {
         !plain.is_empty() && plain.iter().all(|l| l.authorization == "-"),
         "{plain:?}"
     );
-    // Malformed or written to: a usage error, saying why.
+    // A repository named without a file: its model file, found by asking for the usual
+    // names in turn (an index before a single file); none of them is NotFound, saying so.
+    let before = nginx.requests().len();
     let o = zt_hub(&hub, "t", &["ls", "hf://org/tiny"]);
-    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(ok(&o), "t0\nt1\nt2\nt3\n");
+    let asked = &nginx.requests()[before..];
+    assert_eq!(
+        asked[0].uri,
+        "/org/tiny/resolve/main/model.safetensors.index.json"
+    );
+    assert_eq!((asked[0].method.as_str(), asked[0].status), ("HEAD", 404));
+    assert_eq!(asked[1].uri, "/org/tiny/resolve/main/model.safetensors");
+    let o = zt_hub(&hub, "t", &["ls", "hf://org/tiny@refs/pr/2/"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let said = support::stderr(&o);
+    let none = "hf://org/tiny@refs/pr/2 holds none of model.safetensors.index.json, ";
+    assert!(said.contains(none), "{said}");
+    // Malformed or written to: an error saying why.
+    let o = zt_hub(&hub, "t", &["ls", "hf://org"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
     let said = support::stderr(&o);
     assert!(
-        said.starts_with("zt: hf://org/tiny: invalid argument: it names no file"),
+        said.contains("invalid argument: the repository is not owner/name"),
         "{said}"
     );
     let o = zt_hub(&hub, "t", &["convert", p(&path), "hf://org/tiny/out.zt"]);

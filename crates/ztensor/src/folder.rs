@@ -59,6 +59,13 @@ const MAX_ENTRIES: usize = 100_000;
 /// # }
 /// ```
 pub fn model_file(dir: &Path) -> Result<PathBuf> {
+    // A repository on the Hugging Face Hub: the model file the Hub has in it.
+    #[cfg(feature = "remote")]
+    if let Some(url) = dir.to_str().filter(|s| crate::remote::hub::is_hub_url(s)) {
+        return Ok(
+            crate::remote::hub::model_url(url)?.map_or_else(|| dir.to_owned(), PathBuf::from)
+        );
+    }
     if !dir.is_dir() {
         let mut index = dir.as_os_str().to_owned();
         index.push(".index");

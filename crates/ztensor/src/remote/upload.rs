@@ -93,9 +93,13 @@ pub fn upload(local: &Path, url: &str) -> Result<u64> {
 
 /// Whether an object exists at `url` (one HEAD request).
 pub fn exists(url: &str) -> Result<bool> {
-    let parsed = target(url)?;
-    let shown = redacted(&parsed);
-    let (store, path) = connect(&parsed)?;
+    exists_at(&target(url)?)
+}
+
+/// As [`exists`], for a parsed URL of any store (a Hub file's `https://` URL included).
+pub(crate) fn exists_at(parsed: &url::Url) -> Result<bool> {
+    let shown = redacted(parsed);
+    let (store, path) = connect(parsed)?;
     match runtime()?.block_on(store.head(&path)) {
         Ok(_) => Ok(true),
         Err(object_store::Error::NotFound { .. }) => Ok(false),
