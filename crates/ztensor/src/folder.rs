@@ -62,9 +62,7 @@ pub fn model_file(dir: &Path) -> Result<PathBuf> {
     // A repository on the Hugging Face Hub: the model file the Hub has in it.
     #[cfg(feature = "remote")]
     if let Some(url) = dir.to_str().filter(|s| crate::remote::hub::is_hub_url(s)) {
-        return Ok(
-            crate::remote::hub::model_url(url)?.map_or_else(|| dir.to_owned(), PathBuf::from)
-        );
+        return Ok(crate::remote::hub_model_url(url)?.map_or_else(|| dir.to_owned(), PathBuf::from));
     }
     if !dir.is_dir() {
         let mut index = dir.as_os_str().to_owned();

@@ -5,8 +5,8 @@
 //!   `/resolve/` URL of that file, under `HF_ENDPOINT` (default `https://huggingface.co`).
 //!   The Hub answers a large file's URL with a redirect to its content store, which the HTTP
 //!   client follows, ranges and all.
-//! - [`model_url`]: a repository (or a folder in one) named without a file: the model file in
-//!   it, found as a loader finds it, by asking for each of [`MODEL_FILES`] in turn.
+//! - [`MODEL_FILES`]: what a repository named without a file stands for, best first
+//!   ([`hub_model_url`](super::hub_model_url) asks the Hub for each in turn).
 //! - [`token`]: the user's access token, found where `huggingface_hub` looks (`HF_TOKEN`, then
 //!   the file at `HF_TOKEN_PATH`, `$HF_HOME/token` or `~/.cache/huggingface/token`); sent as a
 //!   bearer token to the endpoint's own origin only (the client drops it on a redirect to
@@ -123,7 +123,7 @@ pub fn resolve(hf_url: &str, endpoint: &str) -> Result<Url> {
     Ok(url)
 }
 
-/// The files looked for in a repository (or a folder of one) named without a file, best
+/// The files looked for in a repository (or a folder in one) named without a file, best
 /// first: safetensors before PyTorch's pickles, as transformers' and diffusers' loaders
 /// prefer them, an index before a single file.
 pub const MODEL_FILES: [&str; 6] = [
@@ -134,42 +134,6 @@ pub const MODEL_FILES: [&str; 6] = [
     "pytorch_model.bin.index.json",
     "pytorch_model.bin",
 ];
-
-/// For a `hf://` URL of a repository or a folder in one (`hf://owner/name`,
-/// `hf://owner/name@rev/unet/`), the URL of the model file in it: the first of
-/// [`MODEL_FILES`] the Hub has there, asked by one `HEAD` request each in turn. `None` for a
-/// URL that names a file; `NotFound` when the repository has none of them.
-pub fn model_url(hf_url: &str) -> Result<Option<String>> {
-    let hub = endpoint();
-    if resolve(hf_url, &hub).is_ok() {
-        return Ok(None);
-    }
-    let folder = hf_url.trim_end_matches('/');
-    // Not a file: a folder only if a file in it would be a URL (else the URL's own error).
-    resolve(&format!("{folder}/{}", MODEL_FILES[0]), &hub).map_err(|_| {
-        resolve(hf_url, &hub)
-            .err()
-            .unwrap_or_else(|| Error::argument("not a hf:// URL"))
-    })?;
-    for file in MODEL_FILES {
-        let candidate = format!("{folder}/{file}");
-        if super::upload::exists_at(&resolve(&candidate, &hub)?)? {
-            return Ok(Some(candidate));
-        }
-    }
-    // `hf://gpt2/model.safetensors`: an old id without its owner, taken as owner/name.
-    let last = folder.rsplit('/').next().unwrap_or_default();
-    let looks_like_a_file = last.contains('.') && !last.contains('@');
-    let hint = if looks_like_a_file {
-        format!(" ({last:?} was taken as a folder: a repository id is owner/name)")
-    } else {
-        String::new()
-    };
-    Err(Error::not_found(format!(
-        "{folder} holds none of {}: name the file (hf://owner/name/path/in/repo){hint}",
-        MODEL_FILES.join(", ")
-    )))
-}
 
 /// The user's Hugging Face access token, if one is set: `HF_TOKEN`, else the first line of
 /// the file at `HF_TOKEN_PATH`, `$HF_HOME/token` or `~/.cache/huggingface/token`.

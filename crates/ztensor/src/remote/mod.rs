@@ -5,7 +5,8 @@
 //! - [`store`]: URL to store (credentials from the environment), the runtime, URLs as
 //!   messages show them (never with credentials).
 //! - [`hub`]: `hf://owner/name/path` (a file in a Hugging Face Hub repository) to the
-//!   Hub's HTTPS URL of that file, and the user's token for it.
+//!   Hub's HTTPS URL of that file, and the user's token for it; [`hub_model_url`]: the model
+//!   file of a repository named without a file.
 //! - [`object`]: [`RemoteObject`], a zt-container [`RangeRead`](zt_container::RangeRead) with
 //!   the object's head and tail cached; what each step costs is documented there and in
 //!   docs/remote.md.
@@ -105,4 +106,40 @@ impl OpenOptions {
             .map_err(located)?;
         Ok((reader, object))
     }
+}
+
+/// For a `hf://` URL of a repository or a folder in one (`hf://owner/name`,
+/// `hf://owner/name@rev/unet/`), the URL of the model file in it: the first of
+/// [`MODEL_FILES`](hub::MODEL_FILES) the Hub has there, asked by one `HEAD` request each in
+/// turn. `None` for a URL that names a file; `NotFound` when the repository has none of them.
+pub fn hub_model_url(hf_url: &str) -> Result<Option<String>> {
+    let hub = hub::endpoint();
+    if hub::resolve(hf_url, &hub).is_ok() {
+        return Ok(None);
+    }
+    let folder = hf_url.trim_end_matches('/');
+    // Not a file: a folder only if a file in it would be a URL (else the URL's own error).
+    hub::resolve(&format!("{folder}/{}", hub::MODEL_FILES[0]), &hub).map_err(|_| {
+        hub::resolve(hf_url, &hub)
+            .err()
+            .unwrap_or_else(|| Error::argument("not a hf:// URL"))
+    })?;
+    for file in hub::MODEL_FILES {
+        let candidate = format!("{folder}/{file}");
+        if upload::exists_at(&hub::resolve(&candidate, &hub)?)? {
+            return Ok(Some(candidate));
+        }
+    }
+    // `hf://gpt2/model.safetensors`: an old id without its owner, taken as owner/name.
+    let last = folder.rsplit('/').next().unwrap_or_default();
+    let looks_like_a_file = last.contains('.') && !last.contains('@');
+    let hint = if looks_like_a_file {
+        format!(" ({last:?} was taken as a folder: a repository id is owner/name)")
+    } else {
+        String::new()
+    };
+    Err(Error::not_found(format!(
+        "{folder} holds none of {}: name the file (hf://owner/name/path/in/repo){hint}",
+        hub::MODEL_FILES.join(", ")
+    )))
 }
