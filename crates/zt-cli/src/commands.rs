@@ -158,6 +158,43 @@ fn packing_note(output: &Path, version: ztensor::Version) {
     }
 }
 
+/// The elements of the objects that hold numbers (a model's parameter count), saturating.
+pub fn element_count(objects: &[ztensor::ObjectInfo]) -> u64 {
+    objects
+        .iter()
+        .filter(|o| o.skipped().is_none())
+        .map(|o| o.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)))
+        .fold(0, u64::saturating_add)
+}
+
+/// `n` things as a person reads a parameter count: exact below 10,000, else to three
+/// significant figures in thousands, millions, billions or trillions.
+fn human_count(n: u64, noun: &str) -> String {
+    const SCALES: [(f64, &str); 4] = [
+        (1e12, "trillion"),
+        (1e9, "billion"),
+        (1e6, "million"),
+        (1e3, "thousand"),
+    ];
+    if n < 10_000 {
+        return crate::common::count(n, noun);
+    }
+    let x = n as f64;
+    let (scale, word) = SCALES
+        .into_iter()
+        .find(|(scale, _)| x >= *scale)
+        .unwrap_or((1e3, "thousand"));
+    let v = x / scale;
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {word} {noun}s")
+}
+
 pub fn info(path: &Path, as_json: bool) -> Outcome {
     let r = open(path)?;
     if as_json {
@@ -172,10 +209,11 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
     let total: u64 = r.objects().iter().map(stored_len).sum();
     let _ = writeln!(
         s,
-        "{}: {}, {}, {} of data",
+        "{}: {}, {}, {}, {} of data",
         path.display(),
         r.version(),
         crate::common::count(r.objects().len() as u64, "object"),
+        human_count(element_count(r.objects()), "element"),
         human_bytes(total)
     );
     for (k, v) in r.attributes() {
@@ -991,4 +1029,25 @@ pub fn rm(input: &Path, names: &[String], output: &Path, version: ztensor::Versi
         packing_note(output, version);
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_count;
+
+    #[test]
+    fn parameter_counts_read_as_people_say_them() {
+        assert_eq!(human_count(1, "element"), "1 element");
+        assert_eq!(human_count(9_999, "element"), "9999 elements");
+        assert_eq!(human_count(10_000, "element"), "10.0 thousand elements");
+        assert_eq!(human_count(124_439_808, "element"), "124 million elements");
+        assert_eq!(
+            human_count(7_241_732_096, "element"),
+            "7.24 billion elements"
+        );
+        assert_eq!(
+            human_count(u64::MAX, "element"),
+            "18446744 trillion elements"
+        );
+    }
 }

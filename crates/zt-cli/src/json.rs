@@ -331,6 +331,8 @@ pub fn write_info(
         /// zTensor v2: the shards the file's parts live in (empty when it has none).
         #[serde(skip_serializing_if = "Option::is_none")]
         shards: Option<Vec<InfoShard<'a>>>,
+        /// Elements of the objects that hold numbers (a model's parameter count).
+        elements: u64,
         attributes: Attrs<'a>,
         objects: Objects<'a>,
     }
@@ -370,6 +372,7 @@ pub fn write_info(
                     })
                     .collect()
             }),
+            elements: crate::commands::element_count(r.objects()),
             attributes: Attrs(r.attributes()),
             objects: Objects(r.objects(), r.shards()),
         },

@@ -63,6 +63,23 @@ fn info_table_and_json() {
     assert_eq!(j["version"], "1.2.0");
     let objects = j["objects"].as_array().unwrap();
     assert_eq!(objects.len(), 13);
+    // The parameter count: every shape's product, as the summary line gives it too.
+    let elements: u64 = objects
+        .iter()
+        .map(|o| {
+            o["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .product::<u64>()
+        })
+        .sum();
+    assert_eq!(j["elements"], elements);
+    assert!(
+        s.contains(&format!(", 13 objects, {elements} elements, ")),
+        "{s}"
+    );
     let fp8 = objects.iter().find(|o| o["name"] == "fp8").unwrap();
     assert_eq!(
         (fp8["dtype"].as_str(), fp8["type"].as_str()),
