@@ -605,9 +605,10 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
 /// `pytorch_model.bin`).
 pub fn resolve_input(path: std::path::PathBuf) -> Result<std::path::PathBuf, Failure> {
     // A hf:// repository named without a file is a model folder too.
-    let hub = path
-        .to_str()
-        .is_some_and(|s| s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("hf://")));
+    #[cfg(feature = "remote")]
+    let hub = path.to_str().is_some_and(ztensor::remote::hub::is_hub_url);
+    #[cfg(not(feature = "remote"))]
+    let hub = false;
     if !hub && path.to_str().is_some_and(|s| s.contains("://")) {
         return Ok(path);
     }
