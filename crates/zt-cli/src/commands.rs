@@ -430,9 +430,9 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
             (b, ty, shape)
         }
         CatWhat::Component(role) => {
-            let c = o.component(role).map_err(|_| {
-                Failure::Usage(format!("object {name:?} has no component {role:?}").into())
-            })?;
+            // The library's error: a missing role (NotFound, a usage error) names the roles
+            // there are; an unreadable object says why.
+            let c = o.component(role).map_err(|e| e.in_file(path))?;
             let b = c.bytes().map_err(|e| e.in_file(path))?;
             let n = b.len() as u64 / c.element.logical_size();
             (b, c.element.clone(), vec![n])

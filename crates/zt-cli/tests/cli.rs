@@ -154,6 +154,18 @@ fn cat_raw_json_and_components() {
         2,
         "no object named \"nope\"",
     );
+    // A missing component names those the object has.
+    assert_clean_error(
+        &zt(&[
+            "cat",
+            &fx("interop/v123_all.zt"),
+            "coo",
+            "--component",
+            "indice",
+        ]),
+        2,
+        "not found: object \"coo\": no component \"indice\" (it has [\"coords\", \"values\"])",
+    );
     // A near miss names the object meant: a typo, or a prefix one naming scheme adds.
     assert_clean_error(
         &zt(&["cat", &fx("interop/v123_all.zt"), "dense_f23"]),

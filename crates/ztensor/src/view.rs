@@ -161,10 +161,12 @@ impl<'r> ObjectView<'r> {
         let Some(info) = self.info.component(role) else {
             // An unreadable object may list no components at all: say why first.
             self.readable()?;
-            return Err(
-                Error::not_found(format!("object has no component {role:?}"))
-                    .in_object(self.name()),
-            );
+            // Objects have a handful of components; a file may list more: name eight.
+            let all = &self.info.components;
+            let roles: Vec<&str> = all.iter().take(8).map(|c| &*c.role).collect();
+            let more = if all.len() > 8 { " and more" } else { "" };
+            let message = format!("no component {role:?} (it has {roles:?}{more})");
+            return Err(Error::not_found(message).in_object(self.name()));
         };
         Ok(ComponentView {
             object: *self,
