@@ -143,40 +143,29 @@ fn cat_raw_json_and_components() {
     let o = zt(&["cat", "--json", &fx("valid/dtypes.zt"), "bool"]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["values"][0], true);
-    // A non-dense object without --component or --json, and a missing object: usage errors.
-    assert_clean_error(
-        &zt(&["cat", &fx("interop/v123_all.zt"), "csr"]),
-        2,
-        "use --component",
-    );
-    assert_clean_error(
-        &zt(&["cat", &fx("interop/v123_all.zt"), "nope"]),
-        2,
-        "no object named \"nope\"",
-    );
-    // A missing component names those the object has.
-    assert_clean_error(
-        &zt(&[
-            "cat",
-            &fx("interop/v123_all.zt"),
-            "coo",
-            "--component",
-            "indice",
-        ]),
-        2,
-        "not found: object \"coo\": no component \"indice\" (it has [\"coords\", \"values\"])",
-    );
-    // A near miss names the object meant: a typo, or a prefix one naming scheme adds.
-    assert_clean_error(
-        &zt(&["cat", &fx("interop/v123_all.zt"), "dense_f23"]),
-        2,
-        "no object named \"dense_f23\"; did you mean \"dense_f32\"?",
-    );
-    assert_clean_error(
-        &zt(&["cat", &fx("interop/v123_all.zt"), "model.coo"]),
-        2,
-        "no object named \"model.coo\"; did you mean \"coo\"?",
-    );
+    // Usage errors (exit 2), each saying what to do: a non-dense object without --component
+    // or --json; a missing object; a missing component, naming those the object has; a near
+    // miss, naming the object meant (a typo, or a prefix one naming scheme adds).
+    let file = fx("interop/v123_all.zt");
+    for (args, said) in [
+        (&["csr"][..], "use --component"),
+        (&["nope"], "no object named \"nope\""),
+        (
+            &["coo", "--component", "indice"],
+            "not found: object \"coo\": no component \"indice\" (it has [\"coords\", \"values\"])",
+        ),
+        (
+            &["dense_f23"],
+            "no object named \"dense_f23\"; did you mean \"dense_f32\"?",
+        ),
+        (
+            &["model.coo"],
+            "no object named \"model.coo\"; did you mean \"coo\"?",
+        ),
+    ] {
+        let args: Vec<&str> = ["cat", file.as_str()].iter().chain(args).copied().collect();
+        assert_clean_error(&zt(&args), 2, said);
+    }
 }
 
 #[test]
