@@ -300,6 +300,7 @@ fn hub_urls_read_the_resolve_url_under_hf_endpoint_with_the_token_to_it_only() {
     let pr = dir.path().join("org/tiny/resolve/refs/pr/2");
     std::fs::create_dir_all(&repo).unwrap();
     std::fs::create_dir_all(&pr).unwrap();
+    std::fs::create_dir_all(dir.path().join("blobs")).unwrap();
     // nginx's worker may run as another user: every folder on the way must be open to it.
     #[cfg(unix)]
     for d in [
@@ -311,6 +312,7 @@ fn hub_urls_read_the_resolve_url_under_hf_endpoint_with_the_token_to_it_only() {
         "org/tiny/resolve/refs",
         "org/tiny/resolve/refs/pr",
         "org/tiny/resolve/refs/pr/2",
+        "blobs",
     ] {
         let d = dir.path().join(d);
         use std::os::unix::fs::PermissionsExt;
@@ -330,7 +332,15 @@ fn hub_urls_read_the_resolve_url_under_hf_endpoint_with_the_token_to_it_only() {
         p(&path),
         p(&repo.join("model.safetensors")),
     ]));
-    let Some(nginx) = servers::Nginx::start(dir.path()) else {
+    // As the Hub answers for a large file: a redirect to its content store, another host.
+    std::fs::copy(&path, dir.path().join("blobs/big.zt")).unwrap();
+    let redirect = |port: u16| {
+        format!(
+            "location = /org/tiny/resolve/main/big.zt {{ \
+             return 302 http://localhost:{port}/blobs/big.zt; }}"
+        )
+    };
+    let Some(nginx) = servers::Nginx::start_with(dir.path(), redirect) else {
         return;
     };
     let hub = format!("http://127.0.0.1:{}", nginx.port);
@@ -358,6 +368,20 @@ fn hub_urls_read_the_resolve_url_under_hf_endpoint_with_the_token_to_it_only() {
         &["verify", "hf://org/tiny/set.safetensors.index.json"],
     );
     assert!(ok(&o).contains("OK"));
+    // A redirect is followed, ranges and all, and the token is not sent on to the other host.
+    let before = nginx.requests().len();
+    let o = zt_hub(&hub, "hf_secret", &["cat", "hf://org/tiny/big.zt", "t2"]);
+    assert_eq!(o.stdout, [2.0f32; 64].map(f32::to_le_bytes).concat());
+    let asked = &nginx.requests()[before..];
+    let (hub_side, store_side): (Vec<_>, Vec<_>) =
+        asked.iter().partition(|l| l.uri.starts_with("/org/"));
+    assert!(!store_side.is_empty(), "{asked:?}");
+    assert!(hub_side
+        .iter()
+        .all(|l| l.status == 302 && l.authorization == "Bearer hf_secret"));
+    assert!(store_side
+        .iter()
+        .all(|l| l.uri == "/blobs/big.zt" && l.authorization == "-"));
     // The token goes to the endpoint's origin only: not to the same server on another port.
     let before = nginx.requests().len();
     let elsewhere = "http://127.0.0.1:9";

@@ -75,6 +75,12 @@ impl Nginx {
     /// Starts nginx (`ZT_TEST_NGINX`, else `nginx` on PATH or in /usr/sbin), or `None` when it
     /// is not installed and not required.
     pub fn start(root: &Path) -> Option<Nginx> {
+        Self::start_with(root, |_| String::new())
+    }
+
+    /// As [`Nginx::start`], with more of nginx's `server` block (`location`s), made from the
+    /// port it listens on.
+    pub fn start_with(root: &Path, more: impl Fn(u16) -> String) -> Option<Nginx> {
         let binary = std::env::var_os("ZT_TEST_NGINX")
             .map(PathBuf::from)
             .or_else(|| {
@@ -100,9 +106,10 @@ impl Nginx {
                    access_log {p}/access.log counted;\n\
                    client_body_temp_path {p}/body; proxy_temp_path {p}/proxy;\n\
                    fastcgi_temp_path {p}/fastcgi; uwsgi_temp_path {p}/uwsgi; scgi_temp_path {p}/scgi;\n\
-                   server {{ listen 127.0.0.1:{port}; root {}; location / {{ }} }}\n\
+                   server {{ listen 127.0.0.1:{port}; root {}; location / {{ }} {} }}\n\
                  }}\n",
-                root.display()
+                root.display(),
+                more(port)
             );
             let conf_path = prefix.path().join("nginx.conf");
             std::fs::write(&conf_path, conf).unwrap();
