@@ -158,15 +158,6 @@ fn packing_note(output: &Path, version: ztensor::Version) {
     }
 }
 
-/// The elements of the objects that hold numbers (a model's parameter count), saturating.
-pub fn element_count(objects: &[ztensor::ObjectInfo]) -> u64 {
-    objects
-        .iter()
-        .filter(|o| o.skipped().is_none())
-        .map(|o| o.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)))
-        .fold(0, u64::saturating_add)
-}
-
 /// `n` things as a person reads a parameter count: exact below 10,000, else to three
 /// significant figures in thousands, millions, billions or trillions.
 fn human_count(n: u64, noun: &str) -> String {
@@ -213,7 +204,7 @@ pub fn info(path: &Path, as_json: bool) -> Outcome {
         path.display(),
         r.version(),
         crate::common::count(r.objects().len() as u64, "object"),
-        human_count(element_count(r.objects()), "element"),
+        human_count(crate::common::element_count(r.objects()), "element"),
         human_bytes(total)
     );
     for (k, v) in r.attributes() {

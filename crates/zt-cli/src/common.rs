@@ -600,6 +600,15 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a size of at least 1 byte"))
 }
 
+/// The elements of the objects that hold numbers (a model's parameter count), saturating.
+pub fn element_count(objects: &[ztensor::ObjectInfo]) -> u64 {
+    objects
+        .iter()
+        .filter(|o| o.skipped().is_none())
+        .map(|o| o.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)))
+        .fold(0, u64::saturating_add)
+}
+
 /// What a command-line input names: a file or URL as it is, a model folder as the model file
 /// in it ([`ztensor::model_file`]: an index before a single file, `.safetensors` before
 /// `pytorch_model.bin`).

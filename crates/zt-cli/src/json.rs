@@ -372,7 +372,7 @@ pub fn write_info(
                     })
                     .collect()
             }),
-            elements: crate::commands::element_count(r.objects()),
+            elements: crate::common::element_count(r.objects()),
             attributes: Attrs(r.attributes()),
             objects: Objects(r.objects(), r.shards()),
         },
