@@ -408,7 +408,7 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
                     .into(),
                 ));
             }
-            let ranges = spec
+            let picked = spec
                 .resolve(&o.shape)
                 .map_err(|m| Failure::Usage(format!("object {name:?}: {m}").into()))?;
             let ty = o
@@ -416,9 +416,18 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
                 .map_err(|e| e.in_file(path))?
                 .element
                 .clone();
-            let b = o.slice_bytes(&ranges).map_err(|e| e.in_file(path))?;
-            let shape: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
-            (b, ty, shape)
+            let mut b = o.slice_bytes(&picked.ranges).map_err(|e| e.in_file(path))?;
+            if picked.has_steps() {
+                // The library read the box from the first pick to the last; keep the picks.
+                let size = usize::try_from(ty.logical_size()).unwrap_or(usize::MAX);
+                let kept = picked.keep_steps(&b, size).ok_or_else(|| {
+                    Failure::Failed(
+                        format!("object {name:?}: the slice read is not its box").into(),
+                    )
+                })?;
+                b = kept.into();
+            }
+            (b, ty, picked.shape())
         }
         CatWhat::Component(role) => {
             // The library's error: a missing role (NotFound, a usage error) names the roles

@@ -1,19 +1,33 @@
 //! `--slice SPEC`: numpy-like box syntax for `zt cat`, parsed by clap before the file is open
 //! and resolved against the object's shape after.
 //!
-//! - [`SliceSpec::parse`]: the text, `0:8,:` or `2:4,1:3` or `-1` (one item per leading
-//!   dimension, comma-separated; missing trailing items mean whole dimensions).
-//! - [`SliceSpec::resolve`]: one half-open range per dimension of a given shape, or a message
-//!   saying which item does not fit which dimension.
+//! - [`SliceSpec::parse`]: the text, `0:8,:` or `2:4,1:3` or `-1` or `::2,:` (one item per
+//!   leading dimension, comma-separated; missing trailing items mean whole dimensions).
+//! - [`SliceSpec::resolve`]: a [`Picked`] box for a given shape (one half-open range and one
+//!   step per dimension), or a message saying which item does not fit which dimension.
+//! - [`Picked::keep_steps`]: every step-th element of the box the library read.
 //!
-//! Steps are not accepted: a box is what the library reads without reading the rest.
+//! The library reads boxes. A stepped item reads the box from its first picked index to its
+//! last and keeps every step-th element in memory: for the steps people take (every other row,
+//! a thumbnail of a weight) the box is the bytes that hold them anyway. Steps are positive:
+//! a reversed dimension is one `numpy.flip` away and would need a second copy here.
 
-/// One item of a slice: `a:b` with either end optional, or a single index `i` (kept as a
-/// dimension of size 1, so the output's rank is the object's).
+/// One item of a slice: `a:b` or `a:b:s` with either end optional and a positive step, or a
+/// single index `i` (kept as a dimension of size 1, so the output's rank is the object's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Item {
-    Range(Option<i64>, Option<i64>),
+    Range(Option<i64>, Option<i64>, u64),
     Index(i64),
+}
+
+/// A slice resolved against a shape: per dimension, the box the library reads and the step
+/// kept within it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    /// Per dimension, the half-open range from the first picked index to just past the last.
+    pub ranges: Vec<std::ops::Range<u64>>,
+    /// Per dimension, the distance between picked indices (1: every one).
+    pub steps: Vec<u64>,
 }
 
 /// A parsed `--slice` value, not yet checked against a shape.
@@ -24,7 +38,8 @@ pub struct SliceSpec {
 
 impl SliceSpec {
     /// Parses `SPEC` (clap's value parser): items separated by commas, each `a:b`, `a:`, `:b`,
-    /// `:` or `i`; negative numbers count from the end of their dimension.
+    /// `:` or `i`, a range optionally with a positive step (`a:b:s`, `::s`); negative
+    /// positions count from the end of their dimension.
     pub fn parse(spec: &str) -> Result<SliceSpec, String> {
         let spec = spec.trim();
         if spec.is_empty() {
@@ -47,23 +62,32 @@ impl SliceSpec {
                     Some(i) => Item::Index(i),
                     None => return Err(format!("an empty item in slice {spec:?}")),
                 },
-                [a, b] => Item::Range(number(a, item)?, number(b, item)?),
-                _ => {
-                    return Err(format!(
-                        "slice item {item:?} has a step or too many colons: only a:b boxes \
-                         are read"
-                    ))
+                [a, b] => Item::Range(number(a, item)?, number(b, item)?, 1),
+                [a, b, s] => {
+                    let step = match number(s, item)? {
+                        None => 1,
+                        Some(s) if s > 0 => s as u64,
+                        Some(0) => return Err(format!("slice item {item:?} has a step of 0")),
+                        Some(_) => {
+                            return Err(format!(
+                                "slice item {item:?} has a negative step: steps count forward \
+                                 (reverse the output with numpy.flip)"
+                            ))
+                        }
+                    };
+                    Item::Range(number(a, item)?, number(b, item)?, step)
                 }
+                _ => return Err(format!("slice item {item:?} has too many colons")),
             };
             items.push(parsed);
         }
         Ok(SliceSpec { items })
     }
 
-    /// One range per dimension of `shape`. An item that falls outside its dimension, an
-    /// empty-reversed range, or more items than dimensions is an error message (the caller's
-    /// mistake); negative ends count from the end.
-    pub fn resolve(&self, shape: &[u64]) -> Result<Vec<std::ops::Range<u64>>, String> {
+    /// One range and step per dimension of `shape`. An item that falls outside its dimension,
+    /// a range that ends before it starts, or more items than dimensions is an error message
+    /// (the caller's mistake); negative ends count from the end.
+    pub fn resolve(&self, shape: &[u64]) -> Result<Picked, String> {
         if self.items.len() > shape.len() {
             return Err(format!(
                 "the slice has {} items but the object has {} dimensions (shape {shape:?})",
@@ -72,9 +96,11 @@ impl SliceSpec {
             ));
         }
         let mut ranges = Vec::with_capacity(shape.len());
+        let mut steps = Vec::with_capacity(shape.len());
         for (d, &n) in shape.iter().enumerate() {
             let Some(&item) = self.items.get(d) else {
                 ranges.push(0..n);
+                steps.push(1);
                 continue;
             };
             // Negative positions count from the end, as in numpy; out of range is refused
@@ -92,12 +118,12 @@ impl SliceSpec {
                     show(item)
                 )
             };
-            let range = match item {
+            let (range, step) = match item {
                 Item::Index(i) => {
                     let start = at(i).filter(|&s| s < n).ok_or_else(bad)?;
-                    start..start + 1
+                    (start..start + 1, 1)
                 }
-                Item::Range(a, b) => {
+                Item::Range(a, b, step) => {
                     let start = a.map_or(Some(0), at).ok_or_else(bad)?;
                     let end = b.map_or(Some(n), at).ok_or_else(bad)?;
                     if start > end {
@@ -106,12 +132,107 @@ impl SliceSpec {
                             show(item)
                         ));
                     }
-                    start..end
+                    // The box ends just past the last picked index, so no byte after it is
+                    // read. Both ends are at most `n`, so nothing here overflows.
+                    let picked = (end - start).div_ceil(step);
+                    let last_end = if picked == 0 {
+                        start
+                    } else {
+                        start + (picked - 1) * step + 1
+                    };
+                    (start..last_end, step)
                 }
             };
             ranges.push(range);
+            steps.push(step);
         }
-        Ok(ranges)
+        Ok(Picked { ranges, steps })
+    }
+}
+
+impl Picked {
+    /// The output's shape: per dimension, how many indices are picked.
+    pub fn shape(&self) -> Vec<u64> {
+        let count = |(r, &s): (&std::ops::Range<u64>, &u64)| (r.end - r.start).div_ceil(s);
+        self.ranges.iter().zip(&self.steps).map(count).collect()
+    }
+
+    /// Whether some dimension skips indices (the box read needs [`Picked::keep_steps`]).
+    pub fn has_steps(&self) -> bool {
+        self.steps.iter().any(|&s| s > 1)
+    }
+
+    /// From `boxed`, the row-major elements of the box [`Picked::ranges`] (each
+    /// `element_size` bytes), the elements at the picked indices, row-major. `None` when
+    /// `boxed` is not as long as the box (the library's answer disagrees with the shape).
+    pub fn keep_steps(&self, boxed: &[u8], element_size: usize) -> Option<Vec<u8>> {
+        let box_shape: Vec<usize> = self
+            .ranges
+            .iter()
+            .map(|r| usize::try_from(r.end - r.start).ok())
+            .collect::<Option<_>>()?;
+        let expected = box_shape
+            .iter()
+            .try_fold(element_size, |n, &d| n.checked_mul(d))?;
+        if boxed.len() != expected {
+            return None;
+        }
+        let steps: Vec<usize> = self
+            .steps
+            .iter()
+            .map(|&s| usize::try_from(s).ok())
+            .collect::<Option<_>>()?;
+        let out_len = self.shape().iter().try_fold(element_size, |n, &d| {
+            n.checked_mul(usize::try_from(d).ok()?)
+        })?;
+        let mut out = Vec::with_capacity(out_len);
+        // Bytes per step of each dimension in the box, innermost last.
+        let mut strides = vec![element_size; box_shape.len()];
+        for d in (0..box_shape.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * box_shape[d + 1];
+        }
+        keep_dimension(boxed, &box_shape, &steps, &strides, element_size, &mut out);
+        (out.len() == out_len).then_some(out)
+    }
+}
+
+/// Appends the picked elements of one box dimension (the first of `box_shape`) to `out`,
+/// recursing into the inner ones; the innermost dimension of step 1 is one copy.
+fn keep_dimension(
+    boxed: &[u8],
+    box_shape: &[usize],
+    steps: &[usize],
+    strides: &[usize],
+    element_size: usize,
+    out: &mut Vec<u8>,
+) {
+    let (Some(&n), Some(&step), Some(&stride)) =
+        (box_shape.first(), steps.first(), strides.first())
+    else {
+        // Rank 0: the one element.
+        out.extend_from_slice(boxed.get(..element_size).unwrap_or(&[]));
+        return;
+    };
+    if box_shape.len() == 1 && step == 1 {
+        out.extend_from_slice(boxed.get(..n * element_size).unwrap_or(&[]));
+        return;
+    }
+    for i in (0..n).step_by(step) {
+        let Some(inner) = boxed.get(i * stride..) else {
+            return;
+        };
+        if box_shape.len() == 1 {
+            out.extend_from_slice(inner.get(..element_size).unwrap_or(&[]));
+        } else {
+            keep_dimension(
+                inner,
+                &box_shape[1..],
+                &steps[1..],
+                &strides[1..],
+                element_size,
+                out,
+            );
+        }
     }
 }
 
@@ -120,7 +241,8 @@ fn show(item: Item) -> String {
     let end = |e: Option<i64>| e.map_or(String::new(), |e| e.to_string());
     match item {
         Item::Index(i) => i.to_string(),
-        Item::Range(a, b) => format!("{}:{}", end(a), end(b)),
+        Item::Range(a, b, 1) => format!("{}:{}", end(a), end(b)),
+        Item::Range(a, b, s) => format!("{}:{}:{s}", end(a), end(b)),
     }
 }
 
@@ -129,7 +251,7 @@ mod tests {
     use super::SliceSpec;
 
     fn ranges(spec: &str, shape: &[u64]) -> Result<Vec<std::ops::Range<u64>>, String> {
-        SliceSpec::parse(spec)?.resolve(shape)
+        Ok(SliceSpec::parse(spec)?.resolve(shape)?.ranges)
     }
 
     #[test]
@@ -152,12 +274,84 @@ mod tests {
         assert!(ranges("-11:", &[10]).unwrap_err().contains("does not fit"));
         assert!(ranges("4:2", &[10]).unwrap_err().contains("ends before"));
         assert!(ranges(":,:", &[10]).unwrap_err().contains("2 items"));
-        assert!(SliceSpec::parse("0:4:2").unwrap_err().contains("step"));
+        assert!(SliceSpec::parse("0:4:0").unwrap_err().contains("step of 0"));
+        assert!(SliceSpec::parse("::-1")
+            .unwrap_err()
+            .contains("negative step"));
+        assert!(SliceSpec::parse("0:4:2:1")
+            .unwrap_err()
+            .contains("too many colons"));
+        assert!(ranges("0:11:2", &[10])
+            .unwrap_err()
+            .contains("0:11:2 does not fit dimension 0"));
         assert!(SliceSpec::parse("a:4")
             .unwrap_err()
             .contains("not an integer"));
         assert!(SliceSpec::parse("1,,2").unwrap_err().contains("empty item"));
         assert!(SliceSpec::parse("").unwrap_err().contains("empty slice"));
         assert!(SliceSpec::parse("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn steps_box_from_first_to_last_pick() {
+        let picked = |spec: &str, shape: &[u64]| SliceSpec::parse(spec).unwrap().resolve(shape);
+        let p = picked("::2", &[10, 3]).unwrap();
+        assert_eq!(
+            (p.ranges.clone(), p.steps.clone()),
+            (vec![0..9, 0..3], vec![2, 1])
+        );
+        assert_eq!(p.shape(), vec![5, 3]);
+        // 1, 4, 7: the box stops after 7, so index 8 and 9 are not read.
+        let p = picked("1:9:3", &[10]).unwrap();
+        assert_eq!((p.ranges[0].clone(), p.shape()), (1..8, vec![3]));
+        let p = picked("5:5:3,::", &[10, 2]).unwrap();
+        assert_eq!(
+            (p.ranges.clone(), p.shape()),
+            (vec![5..5, 0..2], vec![0, 2])
+        );
+        // A step past the end picks the first index alone.
+        let p = picked("2::100", &[10]).unwrap();
+        assert_eq!((p.ranges[0].clone(), p.shape()), (2..3, vec![1]));
+        assert!(!picked("0:4:1", &[10]).unwrap().has_steps());
+    }
+
+    /// `keep_steps` against the picks counted out one index at a time, on every step of a
+    /// small 3-d box, with 2-byte elements.
+    #[test]
+    fn keep_steps_picks_what_numpy_would() {
+        let shape = [5u64, 4, 3];
+        for s0 in 1..=6 {
+            for s1 in 1..=5 {
+                for s2 in 1..=4 {
+                    let spec = format!("1::{s0},::{s1},::{s2}");
+                    let p = SliceSpec::parse(&spec).unwrap().resolve(&shape).unwrap();
+                    let dims: Vec<u64> = p.ranges.iter().map(|r| r.end - r.start).collect();
+                    // Each element holds its flat index in the whole array, so a wrong pick
+                    // shows as a wrong number.
+                    let mut boxed = Vec::new();
+                    for i in p.ranges[0].clone() {
+                        for j in p.ranges[1].clone() {
+                            for k in p.ranges[2].clone() {
+                                let flat = (i * 12 + j * 3 + k) as u16;
+                                boxed.extend_from_slice(&flat.to_le_bytes());
+                            }
+                        }
+                    }
+                    assert_eq!(boxed.len() as u64, dims.iter().product::<u64>() * 2);
+                    let mut expected = Vec::new();
+                    for i in (1..5).step_by(s0) {
+                        for j in (0..4).step_by(s1) {
+                            for k in (0..3).step_by(s2) {
+                                let flat = (i * 12 + j * 3 + k) as u16;
+                                expected.extend_from_slice(&flat.to_le_bytes());
+                            }
+                        }
+                    }
+                    assert_eq!(p.keep_steps(&boxed, 2).unwrap(), expected, "{spec}");
+                }
+            }
+        }
+        let p = SliceSpec::parse("::2").unwrap().resolve(&[4]).unwrap();
+        assert_eq!(p.keep_steps(&[0; 5], 1), None, "a box of the wrong length");
     }
 }

@@ -41,6 +41,17 @@ fn m_box(rows: std::ops::Range<u64>, cols: std::ops::Range<u64>) -> Vec<u8> {
     out
 }
 
+/// The expected bytes of the rows `rows` and columns `cols` of `m`, in the order given.
+fn m_picks(rows: impl Iterator<Item = u64>, cols: impl Iterator<Item = u64> + Clone) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in rows {
+        for j in cols.clone() {
+            out.extend_from_slice(&m_value(i, j).to_le_bytes());
+        }
+    }
+    out
+}
+
 /// One file of each kind holding `m` and `t`.
 fn files(dir: &Path) -> Vec<std::path::PathBuf> {
     let zt_path = dir.join("m.zt");
@@ -97,6 +108,29 @@ fn the_same_box_from_every_kind_of_file() {
             );
             assert_eq!(o.stdout, want, "{f} --slice {spec}");
         }
+        // Steps: every other row, every third column, numpy's picks.
+        let stepped: [(&str, Vec<u8>); 5] = [
+            ("::2", m_picks((0..ROWS).step_by(2), 0..COLS)),
+            (
+                "1::2,::3",
+                m_picks((1..ROWS).step_by(2), (0..COLS).step_by(3)),
+            ),
+            (":,1:4:2", m_picks(0..ROWS, (1..4).step_by(2))),
+            ("-1::4", m_picks(5..ROWS, 0..COLS)),
+            ("0:6:10,4", m_picks(0..1, 4..5)),
+        ];
+        for (spec, want) in stepped {
+            let o = zt(&["cat", f, "m", "--slice", spec]);
+            assert_eq!(o.status.code(), Some(0), "{f} {spec}");
+            assert_eq!(o.stdout, want, "{f} --slice {spec}");
+        }
+        let o = zt(&["cat", "--json", f, "t", "--slice", "::1,::2,1::2"]);
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["shape"], serde_json::json!([2, 2, 2]), "{f}");
+        assert_eq!(
+            j["values"],
+            serde_json::json!([1.0, 3.0, 9.0, 11.0, 13.0, 15.0, 21.0, 23.0])
+        );
         // A rank-3 box: t[1, 1:3, 2:4].
         let o = zt(&["cat", f, "t", "--slice", "1,1:3,2:4"]);
         let want: Vec<u8> = [18.0f32, 19.0, 22.0, 23.0]
@@ -133,7 +167,8 @@ fn slice_mistakes_are_usage_errors() {
     assert_usage_error(&zt(&["cat", f, "m", "--slice", ":,:,:"]), "3 items");
     // Syntax errors come from the argument parser, as any other bad argument: exit 2.
     for (spec, says) in [
-        ("0:4:2", "step"),
+        ("0:4:0", "step of 0"),
+        ("::-1", "negative step"),
         ("x", "not an integer"),
         ("1,,2", "empty item"),
     ] {
