@@ -186,10 +186,12 @@ impl Picked {
             n.checked_mul(usize::try_from(d).ok()?)
         })?;
         let mut out = Vec::with_capacity(out_len);
-        // Bytes per step of each dimension in the box, innermost last.
+        // Bytes per step of each dimension in the box, innermost last. Saturating: a box with
+        // a dimension of 0 passed the length check whatever its other dimensions are, and
+        // then no stride is used.
         let mut strides = vec![element_size; box_shape.len()];
         for d in (0..box_shape.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * box_shape[d + 1];
+            strides[d] = strides[d + 1].saturating_mul(box_shape[d + 1]);
         }
         keep_dimension(boxed, &box_shape, &steps, &strides, element_size, &mut out);
         (out.len() == out_len).then_some(out)
@@ -353,5 +355,12 @@ mod tests {
         }
         let p = SliceSpec::parse("::2").unwrap().resolve(&[4]).unwrap();
         assert_eq!(p.keep_steps(&[0; 5], 1), None, "a box of the wrong length");
+        // Nothing picked from a box of no elements, however large its other dimensions.
+        let huge = 1u64 << 62;
+        let p = SliceSpec::parse("::2,::3")
+            .unwrap()
+            .resolve(&[0, huge, huge])
+            .unwrap();
+        assert_eq!(p.keep_steps(&[], 8), Some(Vec::new()));
     }
 }
