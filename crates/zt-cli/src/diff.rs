@@ -56,10 +56,12 @@ struct Side<'r> {
 }
 
 impl<'r> Side<'r> {
-    fn new(o: ObjectView<'r>) -> ztensor::Result<Self> {
-        // GGUF blocks are compared as they are stored, byte for byte, whatever their type
-        // (most block types have no dequantization here).
-        let (bytes, ty) = if o.ggml_type().is_some() {
+    /// `o`'s bytes to compare: GGUF blocks as they are stored unless `dequantize`, every
+    /// other object (and blocks when `dequantize`) in its dense form.
+    fn new(o: ObjectView<'r>, dequantize: bool) -> ztensor::Result<Self> {
+        // GGUF blocks of one type are compared as they are stored, byte for byte: equal
+        // blocks are equal values, and Q8_1 has no dequantization here.
+        let (bytes, ty) = if o.ggml_type().is_some() && !dequantize {
             (o.component("data")?.bytes()?, ElementType::plain(DType::U8))
         } else {
             o.dense_form()?
@@ -390,8 +392,26 @@ fn compare_values(
         return compare_components(oa, ob, bar);
     }
     let name = Some(oa.name.as_str());
-    let sa = Side::new(oa).map_err(|e| (e, "A"))?;
-    let sb = Side::new(ob).map_err(|e| (e, "B"))?;
+    // GGUF block types: blocks of one type are compared as stored; blocks of another type,
+    // or dense values, differ in type unless a tolerance asks for values (both sides then
+    // in their dense form, the blocks dequantized to f32).
+    let blocks = |o: ObjectView<'_>| o.ggml_type().map(|t| t.id);
+    let other_blocks = blocks(oa) != blocks(ob);
+    if other_blocks && !tol.given() {
+        let shown = |o: ObjectView<'_>| match o.ggml_type() {
+            Some(t) => format!("gguf {} blocks", t.name),
+            None => o
+                .dense_element_type()
+                .map_or_else(|| o.format.to_string(), |t| t.name().to_owned()),
+        };
+        return Ok(Some(Difference::simple(
+            name,
+            "dtype",
+            format!("type {} vs {}", shown(oa), shown(ob)),
+        )));
+    }
+    let sa = Side::new(oa, other_blocks).map_err(|e| (e, "A"))?;
+    let sb = Side::new(ob, other_blocks).map_err(|e| (e, "B"))?;
     let same_type = sa.ty == sb.ty;
     let (scalar, scalar_b) = (Scalar::of(&sa.ty), Scalar::of(&sb.ty));
     let by_value = tol.given()
@@ -405,7 +425,7 @@ fn compare_values(
             format!("type {} vs {}", sa.ty.name(), sb.ty.name()),
         )));
     }
-    if !same_type {
+    if !same_type || other_blocks {
         *by_value_count += 1;
     }
     let ratio = sa.ty.ratio().max(1);

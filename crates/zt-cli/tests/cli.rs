@@ -1595,6 +1595,82 @@ fn gguf_info_ls_cat_verify_diff_and_convert_both_ways() {
     assert!(stdout(&o).contains("gguf.value_types"), "{}", stdout(&o));
 }
 
+/// `zt diff` of GGUF block tensors of two types, or of blocks against dense values: a type
+/// difference, or with a tolerance a comparison of the dequantized values. Two block types
+/// used to be compared as bytes of different lengths, an "invalid file" (exit 2).
+#[test]
+fn diff_of_two_block_types_is_a_type_difference_or_by_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let quant = fx("interop/gguf/quant.gguf");
+    // The same file with the names of its q4_0 and q8_0 tensors (both [2, 64]) swapped.
+    let mut bytes = std::fs::read(&quant).unwrap();
+    let at = |name: &[u8], bytes: &[u8]| bytes.windows(4).position(|w| w == name).unwrap();
+    let (q4, q8) = (at(b"q4_0", &bytes), at(b"q8_0", &bytes));
+    bytes[q4..q4 + 4].copy_from_slice(b"q8_0");
+    bytes[q8..q8 + 4].copy_from_slice(b"q4_0");
+    let swapped = dir.path().join("swapped.gguf");
+    std::fs::write(&swapped, &bytes).unwrap();
+    let swapped = p(&swapped);
+
+    let o = zt(&["diff", &quant, swapped]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("q4_0: type gguf q4_0 blocks vs gguf q8_0 blocks")
+            && text.contains("q8_0: type gguf q8_0 blocks vs gguf q4_0 blocks"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 2, "{text}");
+    // By value: the golden values of the two types lie at most 187.5 apart.
+    let j = json_of(&zt(&["diff", "--json", &quant, swapped, "--atol", "200"]));
+    assert_eq!(
+        (j["same"].clone(), j["compared_across_types"].clone()),
+        (true.into(), 2.into())
+    );
+    let j = json_of(&zt(&["diff", "--json", &quant, swapped, "--atol", "1"]));
+    let differences = j["differences"].as_array().unwrap();
+    assert_eq!(differences.len(), 2, "{j}");
+    let q4_diff = &differences[0];
+    assert_eq!(
+        (q4_diff["name"].as_str(), q4_diff["what"].as_str()),
+        (Some("q4_0"), Some("values"))
+    );
+    let largest = q4_diff["max_abs_diff"].as_f64().unwrap();
+    assert!(largest > 180.0 && largest < 190.0, "{largest}");
+
+    // Blocks against their dequantized values, in a .zt written from the golden f32 values.
+    let golden = std::fs::read(fixtures().join("interop/gguf/golden/q4_0.f32")).unwrap();
+    let values: Vec<f32> = golden
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let dense = dir.path().join("dense.zt");
+    let mut w = ztensor::Writer::create(&dense).unwrap();
+    w.add("q4_0", &[2, 64], &values).unwrap();
+    w.finish().unwrap();
+    let q4_entry = |extra: &[&str]| {
+        let args = [
+            &["diff", "--json", "--values-only", &quant, p(&dense)],
+            extra,
+        ]
+        .concat();
+        let j = json_of(&zt(&args));
+        j["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == "q4_0")
+            .cloned()
+    };
+    let entry = q4_entry(&[]).expect("a type difference");
+    assert_eq!(entry["detail"], "type gguf q4_0 blocks vs f32");
+    assert_eq!(
+        q4_entry(&["--atol", "1e-30"]),
+        None,
+        "equal once dequantized"
+    );
+}
+
 /// `convert --set KEY=VALUE` replaces or adds a file attribute in the output: a JSON value as
 /// its type, anything else as the text it is.
 #[test]
