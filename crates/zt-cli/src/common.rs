@@ -685,8 +685,7 @@ pub fn open_to_copy(path: &Path) -> Result<ztensor::Reader, Failure> {
 
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
 /// have with different values is an error: the files disagree on what the model is (`zt
-/// merge` takes `--set` or `--unset` for it, named in the message when `between` is its
-/// "inputs").
+/// merge` and `zt convert` take `--set` or `--unset` for it, which the message names).
 pub fn merge_attributes(
     into: &mut ztensor::Attributes,
     from: &ztensor::Attributes,
@@ -696,12 +695,7 @@ pub fn merge_attributes(
     for (k, v) in from {
         match into.get(k) {
             Some(old) if old != v => {
-                let fix = match between {
-                    "inputs" => {
-                        format!("; --set {k}=VALUE gives the output one, --unset {k} none")
-                    }
-                    _ => String::new(),
-                };
+                let fix = format!("; --set {k}=VALUE gives the output one, --unset {k} none");
                 return Err(Failure::Failed(
                     format!(
                         "file attribute {k:?} differs between {between} ({}){fix}",

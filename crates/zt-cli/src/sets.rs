@@ -122,11 +122,11 @@ pub(crate) enum Order {
 }
 
 /// The objects of a set or a file, in `order`, to hand to a writer (or to `diff`), with the
-/// file's attributes or those the set's shards share (which must agree, but for the keys
-/// `given` sets or unsets: `--set`'s and `--unset`'s).
-/// `f` also gets the set's index metadata (empty for a file), for a new index. `copying`: the
-/// objects go into a new file, so a lone split of a GGUF model is refused
-/// ([`crate::common::open_to_copy`]).
+/// file's attributes or those the set's shards share (see [`shared_attributes`]; `given` are
+/// the keys `--set` and `--unset` name). `f` also gets the set's index metadata (empty for a
+/// file), for a new index. `copying`: the objects go into a new file, so a lone split of a
+/// GGUF model is refused ([`crate::common::open_to_copy`]), and so are shards that disagree
+/// on an attribute.
 pub(crate) fn with_objects<T>(
     input: &Path,
     copying: bool,
@@ -142,8 +142,8 @@ pub(crate) fn with_objects<T>(
             objects.sort_by_cached_key(|o| (set.shard_position(o.name()), offset(o)));
         }
         // A set's index metadata (total_size and the like) describes the set, not a file:
-        // the shards' own attributes are carried, and must agree.
-        let attributes = shared_attributes(&set, given)?;
+        // the shards' own attributes are carried, and must agree where they go into a file.
+        let attributes = shared_attributes(&set, given, copying)?;
         // Every object is read (by name, jumping between shards): the set is read ahead
         // beside the work, shards at once.
         set.with_read_ahead(|| f(&objects, &attributes, &index_metadata(&set)))
@@ -174,21 +174,56 @@ fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
     metadata
 }
 
-/// The shards' file attributes, which must agree where they overlap, but for the keys
-/// `given` sets or unsets (`--set`'s and `--unset`'s, which the output takes from it).
+/// The shards' file attributes, but for the keys `given` sets or unsets (`--set`'s and
+/// `--unset`'s, which the output takes from it). Where the shards disagree on a key (a
+/// transformers TensorFlow set's `layer_names` lists each shard's own layers), a copy into one
+/// file (`copying`) is refused, naming the key and the way out; for a comparison the key's
+/// value is the list of the shards' values in shard order (`null` where a shard has none), so
+/// that a set is the same as itself and differs from a file that holds one of them. A key
+/// that some shards leave out and the others agree on is theirs.
 fn shared_attributes(
     set: &ShardedSet,
     given: &[crate::json::AttributeChange],
+    copying: bool,
 ) -> Result<ztensor::Attributes, Failure> {
     if set.is_gguf_split() {
         // The first split holds the model's; each says where it is in the split.
         return Ok(set.metadata().clone());
     }
-    let mut attributes = ztensor::Attributes::new();
+    let mut each = Vec::new();
     for (i, path) in set.shard_paths().enumerate() {
         let r = set.reader(i).map_err(|e| Failure::Failed(e.into()))?;
-        let own = crate::json::unless_changed(r.attributes(), given);
-        merge_attributes(&mut attributes, &own, "shards", path)?;
+        each.push((
+            path,
+            crate::json::unless_changed(r.attributes(), given).into_owned(),
+        ));
+    }
+    if copying {
+        let mut attributes = ztensor::Attributes::new();
+        for (path, own) in &each {
+            merge_attributes(&mut attributes, own, "shards", path)?;
+        }
+        return Ok(attributes);
+    }
+    let mut attributes = ztensor::Attributes::new();
+    let keys: std::collections::BTreeSet<&String> =
+        each.iter().flat_map(|(_, own)| own.keys()).collect();
+    for key in keys {
+        let values: Vec<Option<&ztensor::Value>> =
+            each.iter().map(|(_, own)| own.get(key)).collect();
+        // Shards that leave a key out agree with those that have it, as a copy takes it.
+        let mut given_values = values.iter().flatten();
+        let first = given_values.next();
+        let value = match first {
+            Some(first) if given_values.all(|v| v == first) => (*first).clone(),
+            _ => ztensor::Value::Array(
+                values
+                    .into_iter()
+                    .map(|v| v.cloned().unwrap_or(ztensor::Value::Null))
+                    .collect(),
+            ),
+        };
+        attributes.insert(key.clone(), value);
     }
     Ok(attributes)
 }
@@ -251,7 +286,7 @@ fn convert_quietly(
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
         let objects = set.objects().map_err(|e| Failure::Failed(e.into()))?;
-        let shared = shared_attributes(&set, edits.changes)?;
+        let shared = shared_attributes(&set, edits.changes, true)?;
         let attributes = crate::json::attributes_to_write(&shared, edits);
         // Objects come in name order; each goes to the group of the shard holding it.
         let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
