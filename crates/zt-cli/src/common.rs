@@ -695,7 +695,11 @@ pub fn merge_attributes(
     for (k, v) in from {
         match into.get(k) {
             Some(old) if old != v => {
-                let fix = format!("; --set {k}=VALUE gives the output one, --unset {k} none");
+                // `rm` and `upgrade` take neither option: the message says which commands do.
+                let fix = format!(
+                    "; --set {k}=VALUE gives the output one, --unset {k} none (zt convert, \
+                     zt merge)"
+                );
                 return Err(Failure::Failed(
                     format!(
                         "file attribute {k:?} differs between {between} ({}){fix}",

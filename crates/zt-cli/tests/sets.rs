@@ -529,7 +529,10 @@ fn shards_that_disagree_on_an_attribute_convert_with_it_set() {
     let e = support::stderr(&refused);
     assert!(
         e.contains("file attribute \"format\" differs between shards")
-            && e.contains("--set format=VALUE gives the output one, --unset format none"),
+            && e.contains(
+                "--set format=VALUE gives the output one, --unset format none (zt convert, zt \
+                 merge)"
+            ),
         "{e}"
     );
     ok(&zt(&["convert", p(&index), p(&out), "--set", "format=pt"]));
