@@ -178,8 +178,8 @@ fn index_metadata(set: &ShardedSet) -> ztensor::Attributes {
 /// `--unset`'s, which the output takes from it). Where the shards disagree on a key (a
 /// transformers TensorFlow set's `layer_names` lists each shard's own layers), a copy into one
 /// file (`copying`) is refused, naming the key and the way out; for a comparison the key's
-/// value is the list of the shards' values in shard order (`null` where a shard has none), so
-/// that a set is the same as itself and differs from a file that holds one of them. A key
+/// value is a map from each shard's file name to its value (for the shards that have one),
+/// so that a set is the same as itself and differs from a file that holds one of them. A key
 /// that some shards leave out and the others agree on is theirs.
 fn shared_attributes(
     set: &ShardedSet,
@@ -205,25 +205,38 @@ fn shared_attributes(
         }
         return Ok(attributes);
     }
+    // Linear in the attributes the shards hold, however many shards there are: a key's
+    // values are gathered only from the shards that have it.
+    let mut first: std::collections::BTreeMap<&String, (&ztensor::Value, bool)> =
+        std::collections::BTreeMap::new();
+    for (_, own) in &each {
+        for (key, value) in own.iter() {
+            let seen = first.entry(key).or_insert((value, false));
+            seen.1 |= seen.0 != value;
+        }
+    }
     let mut attributes = ztensor::Attributes::new();
-    let keys: std::collections::BTreeSet<&String> =
-        each.iter().flat_map(|(_, own)| own.keys()).collect();
-    for key in keys {
-        let values: Vec<Option<&ztensor::Value>> =
-            each.iter().map(|(_, own)| own.get(key)).collect();
-        // Shards that leave a key out agree with those that have it, as a copy takes it.
-        let mut given_values = values.iter().flatten();
-        let first = given_values.next();
-        let value = match first {
-            Some(first) if given_values.all(|v| v == first) => (*first).clone(),
-            _ => ztensor::Value::Array(
-                values
-                    .into_iter()
-                    .map(|v| v.cloned().unwrap_or(ztensor::Value::Null))
-                    .collect(),
-            ),
-        };
-        attributes.insert(key.clone(), value);
+    let mut per_shard: std::collections::BTreeMap<&String, ztensor::Attributes> =
+        std::collections::BTreeMap::new();
+    for (path, own) in &each {
+        let shard = path
+            .file_name()
+            .unwrap_or(path.as_os_str())
+            .to_string_lossy();
+        for (key, value) in own.iter() {
+            if first.get(key).is_some_and(|(_, differs)| *differs) {
+                let values = per_shard.entry(key).or_default();
+                values.insert(shard.clone().into_owned(), value.clone());
+            }
+        }
+    }
+    for (key, (value, differs)) in first {
+        if !differs {
+            attributes.insert(key.clone(), value.clone());
+        }
+    }
+    for (key, values) in per_shard {
+        attributes.insert(key.clone(), ztensor::Value::Map(values));
     }
     Ok(attributes)
 }

@@ -568,4 +568,22 @@ fn shards_that_disagree_on_an_attribute_convert_with_it_set() {
         ]);
         assert_eq!(o.status.code(), Some(0), "{file}: {}", support::stderr(&o));
     }
+    // A shard that leaves the key out agrees with the one that has it: such a set is the same
+    // as the file written with that value.
+    let mut w = ztensor::Writer::create(dir.path().join("s3.zt")).unwrap();
+    w.add("b", &[2], &[1.0f32, 2.0]).unwrap();
+    w.finish().unwrap();
+    let partial = dir.path().join("partial.zt.index.json");
+    std::fs::write(
+        &partial,
+        r#"{"metadata": {}, "weight_map": {"a": "s1.zt", "b": "s3.zt"}}"#,
+    )
+    .unwrap();
+    let o = zt(&["diff", p(&partial), p(&dir.path().join("one.safetensors"))]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }
