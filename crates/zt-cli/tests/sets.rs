@@ -511,18 +511,27 @@ fn a_split_gguf_model_is_a_set_read_from_and_one_file_written_to() {
 #[test]
 fn shards_that_disagree_on_an_attribute_convert_with_it_set() {
     let dir = tempfile::tempdir().unwrap();
-    for (file, name, format) in [("s1.zt", "a", "pt"), ("s2.zt", "b", "np")] {
+    // s3.zt holds what s2.zt holds, without the attribute.
+    for (file, name, format) in [
+        ("s1.zt", "a", Some("pt")),
+        ("s2.zt", "b", Some("np")),
+        ("s3.zt", "b", None),
+    ] {
         let mut w = ztensor::Writer::create(dir.path().join(file)).unwrap();
-        w.set_attribute("format", format);
+        if let Some(format) = format {
+            w.set_attribute("format", format);
+        }
         w.add(name, &[2], &[1.0f32, 2.0]).unwrap();
         w.finish().unwrap();
     }
-    let index = dir.path().join("m.zt.index.json");
-    std::fs::write(
-        &index,
-        r#"{"metadata": {}, "weight_map": {"a": "s1.zt", "b": "s2.zt"}}"#,
-    )
-    .unwrap();
+    let index_over = |index: &str, b_shard: &str| {
+        let index = dir.path().join(index);
+        let weights =
+            format!(r#"{{"metadata": {{}}, "weight_map": {{"a": "s1.zt", "b": "{b_shard}"}}}}"#);
+        std::fs::write(&index, weights).unwrap();
+        index
+    };
+    let index = index_over("m.zt.index.json", "s2.zt");
     let out = dir.path().join("one.safetensors");
     let refused = zt(&["convert", p(&index), p(&out)]);
     assert!(!refused.status.success());
@@ -570,15 +579,7 @@ fn shards_that_disagree_on_an_attribute_convert_with_it_set() {
     }
     // A shard that leaves the key out agrees with the one that has it: such a set is the same
     // as the file written with that value.
-    let mut w = ztensor::Writer::create(dir.path().join("s3.zt")).unwrap();
-    w.add("b", &[2], &[1.0f32, 2.0]).unwrap();
-    w.finish().unwrap();
-    let partial = dir.path().join("partial.zt.index.json");
-    std::fs::write(
-        &partial,
-        r#"{"metadata": {}, "weight_map": {"a": "s1.zt", "b": "s3.zt"}}"#,
-    )
-    .unwrap();
+    let partial = index_over("partial.zt.index.json", "s3.zt");
     let o = zt(&["diff", p(&partial), p(&dir.path().join("one.safetensors"))]);
     assert_eq!(
         o.status.code(),
