@@ -605,7 +605,7 @@ pub fn element_count(objects: &[ztensor::ObjectInfo]) -> u64 {
     objects
         .iter()
         .filter(|o| o.skipped().is_none())
-        .map(|o| o.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)))
+        .map(ztensor::ObjectInfo::element_count)
         .fold(0, u64::saturating_add)
 }
 

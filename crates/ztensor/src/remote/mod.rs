@@ -114,16 +114,13 @@ impl OpenOptions {
 /// turn. `None` for a URL that names a file; `NotFound` when the repository has none of them.
 pub fn hub_model_url(hf_url: &str) -> Result<Option<String>> {
     let hub = hub::endpoint();
-    if hub::resolve(hf_url, &hub).is_ok() {
-        return Ok(None);
-    }
+    let not_a_file = match hub::resolve(hf_url, &hub) {
+        Ok(_) => return Ok(None),
+        Err(e) => e,
+    };
     let folder = hf_url.trim_end_matches('/');
     // Not a file: a folder only if a file in it would be a URL (else the URL's own error).
-    hub::resolve(&format!("{folder}/{}", hub::MODEL_FILES[0]), &hub).map_err(|_| {
-        hub::resolve(hf_url, &hub)
-            .err()
-            .unwrap_or_else(|| Error::argument("not a hf:// URL"))
-    })?;
+    hub::resolve(&format!("{folder}/{}", hub::MODEL_FILES[0]), &hub).map_err(|_| not_a_file)?;
     for file in hub::MODEL_FILES {
         let candidate = format!("{folder}/{file}");
         if upload::exists_at(&hub::resolve(&candidate, &hub)?)? {
