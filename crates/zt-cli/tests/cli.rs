@@ -932,9 +932,29 @@ fn a_conversion_error_names_the_file_at_fault() {
         2,
         "out.zt: invalid argument: object \"q2_u8\": zTensor v2 has no layout",
     );
+    // A v1.1 CSR object with u16 indices (v2's index parts are u32 or u64): the message
+    // names both ways on, and each works.
     let o = convert("valid/v11_types.zt");
     assert_clean_error(&o, 2, "out.zt: invalid argument: object \"csr_narrow\"");
+    assert!(
+        stderr(&o).contains("not u16; write v1.2 to keep it as it is, or densify it"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!out.exists());
+    for way in ["--to=v1.2", "--densify"] {
+        let o = zt(&[
+            "convert",
+            &fx("valid/v11_types.zt"),
+            p(&out),
+            "--no-sync",
+            "--force",
+            way,
+        ]);
+        assert_eq!(code(&o), 0, "{way}: {}", stderr(&o));
+        let o = zt(&["diff", &fx("valid/v11_types.zt"), p(&out)]);
+        assert_eq!(code(&o), 0, "{way}: {}{}", stdout(&o), stderr(&o));
+    }
 }
 
 /// A file compared with itself is the same, whatever it holds: a NaN attribute, objects of

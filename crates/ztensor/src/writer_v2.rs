@@ -114,7 +114,17 @@ pub(crate) fn check_object(
     }
     check_layout_v2(&id, shape, &layout)
         .map(|_| ())
-        .map_err(|e| Error::argument(e.to_string().replacen("invalid file: ", "", 1)))
+        .map_err(|e| {
+            let e = Error::argument(e.to_string().replacen("invalid file: ", "", 1));
+            // v1.2 holds any sparse object v1.x holds (u16 indices, say), so a user converting
+            // one learns both ways on.
+            match format {
+                Format::SparseCsr | Format::SparseCoo => {
+                    e.with_advice("write v1.2 to keep it as it is, or densify it")
+                }
+                _ => e,
+            }
+        })
 }
 
 /// A v2 part's dtype and type fields: `bool` is `u8` with `type: "bool"`.
