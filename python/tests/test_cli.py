@@ -67,6 +67,7 @@ def test_convert_and_diff_from_python(tmp_path):
 
 
 def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
+    import numpy as np
     import ztio
 
     # One entry encrypted (listed, unreadable), the other intact.
@@ -79,6 +80,17 @@ def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
         ztio.convert(src, out, skip_unreadable=True, progress=False)
     with ztio.safe_open(out, "np") as f:
         assert list(f.keys()) == ["b"]
+    # merge: the same refusal and the same way past it.
+    other = tmp_path / "other.zt"
+    ztio.save_file({"c": np.ones(2, np.float32)}, other)
+    merged = tmp_path / "merged.zt"
+    with pytest.raises(ztio.Error, match=r"to write the rest without it: .* skip_unreadable=True"):
+        ztio.merge([src, other], merged, progress=False)
+    assert not merged.exists()
+    with pytest.warns(ztio.ZtWarning, match='object "a" left out, unreadable'):
+        ztio.merge([src, other], merged, skip_unreadable=True, progress=False)
+    with ztio.safe_open(merged, "np") as f:
+        assert sorted(f.keys()) == ["b", "c"]
 
 
 def test_a_conversion_that_is_mostly_padding_warns_how_to_pack_closer(tmp_path):

@@ -280,14 +280,23 @@ def upgrade(
 
 
 def merge(
-    inputs, dst, *, to=None, compact=False, force=False, verify=True, sync=True, attributes=None, progress=None
+    inputs,
+    dst,
+    *,
+    to=None,
+    compact=False,
+    force=False,
+    verify=True,
+    sync=True,
+    attributes=None,
+    skip_unreadable=False,
+    progress=None,
 ) -> None:
     """What ``zt merge`` does: the objects of every file in ``inputs`` (files, sets, folders
     or URLs) in one ``.zt`` at ``dst``; a name found in two inputs is an error and nothing is
     written, as is a file attribute the inputs give different values, unless ``attributes``
     (a dict, ``zt merge --set``) gives the output its value (``None``: none, ``--unset``).
-    Other arguments as
-    :func:`upgrade` takes them.
+    Other arguments (``skip_unreadable`` among them) as :func:`upgrade` takes them.
 
     >>> import ztio, numpy as np, tempfile, os
     >>> tmp = tempfile.TemporaryDirectory()  # removed when the example ends
@@ -304,7 +313,9 @@ def merge(
     if isinstance(inputs, (str, bytes, _os.PathLike)):
         raise ArgumentError("merge takes a list of inputs, not one path")
     args = ["zt", "merge", f"--output={_os.fsdecode(dst)}"]
-    args += _writing(force=force, verify=verify, sync=sync, to=to, compact=compact)
+    args += _writing(
+        force=force, verify=verify, sync=sync, to=to, compact=compact, skip_unreadable=skip_unreadable
+    )
     if attributes:
         args += _set_attributes(attributes)
     _run_tool(args + _paths(*inputs), "merge", progress)

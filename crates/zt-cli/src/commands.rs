@@ -909,6 +909,7 @@ pub fn merge(
     output: &Path,
     version: ztensor::Version,
     changes: &[crate::json::AttributeChange],
+    skip_unreadable: bool,
 ) -> Outcome {
     let opened: Vec<MergeInput> = inputs
         .iter()
@@ -974,8 +975,11 @@ pub fn merge(
     let bar = progress(total, "merge");
     let mut copy = |parts: &[(&Path, &Reader)]| -> Result<(), ztensor::Error> {
         for &(p, r) in parts {
-            for o in r.iter().filter(|o| !skip_with_note(p, o)) {
-                convert::copy_stored(o, &mut w).map_err(|e| e.in_file(p))?;
+            for o in r.iter() {
+                if skip_with_note(p, &o) || left_out_unreadable(p, &o, skip_unreadable) {
+                    continue;
+                }
+                convert::copy_stored(o, &mut w).map_err(|e| advised(&o, e).in_file(p))?;
                 bar.inc(stored_len(&o));
             }
         }

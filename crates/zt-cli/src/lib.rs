@@ -278,6 +278,10 @@ enum Command {
         /// of KEY need not agree.
         #[arg(long = "unset", value_name = "KEY")]
         unset: Vec<String>,
+        /// Leave out the objects an input lists but cannot read (damaged entries), each
+        /// named on stderr, and write the rest.
+        #[arg(long)]
+        skip_unreadable: bool,
         #[command(flatten)]
         writing: Writing,
     },
@@ -696,6 +700,7 @@ fn run(command: Command) -> Outcome {
             compact,
             set,
             unset,
+            skip_unreadable,
             writing,
         } => {
             let inputs: Vec<PathBuf> = inputs.into_iter().map(resolve).collect::<Result<_, _>>()?;
@@ -703,7 +708,7 @@ fn run(command: Command) -> Outcome {
             check_output(&output, writing.force)?;
             let changes =
                 json::attribute_changes(set, unset).map_err(|m| Failure::Usage(m.into()))?;
-            commands::merge(&inputs, &output, version, &changes)
+            commands::merge(&inputs, &output, version, &changes, skip_unreadable)
         }
         Rm {
             input,

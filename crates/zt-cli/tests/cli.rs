@@ -957,6 +957,49 @@ fn a_conversion_error_names_the_file_at_fault() {
     }
 }
 
+/// An object an input lists but cannot read stops `merge`, naming it and the way past it;
+/// `--skip-unreadable` leaves it out, with a note, and merges the rest.
+#[test]
+fn merge_skips_an_unreadable_object_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.zt");
+    // The HDF5 file's "/missing" is an external link to a file not there.
+    let h5 = fx("interop/hdf5/h5py_default.h5");
+    let other = fx("valid/v2_every_type.zt");
+    let o = zt(&["merge", "-o", p(&out), "--no-sync", &h5, &other]);
+    assert_clean_error(&o, 1, "h5py_default.h5: unsupported: object \"/missing\"");
+    assert!(stderr(&o).contains("--skip-unreadable"), "{}", stderr(&o));
+    assert!(!out.exists());
+    let o = zt(&[
+        "merge",
+        "-o",
+        p(&out),
+        "--no-sync",
+        "--skip-unreadable",
+        &h5,
+        &other,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("h5py_default.h5: object \"/missing\" left out, unreadable"),
+        "{}",
+        stderr(&o)
+    );
+    let names = stdout(&zt(&["ls", p(&out)]));
+    assert!(!names.lines().any(|n| n == "/missing"), "{names}");
+    assert!(names.lines().any(|n| n == "/f32"), "{names}");
+    // The other input's objects are all there, with their values.
+    let o = zt(&["ls", &other]);
+    for name in stdout(&o).lines() {
+        let (a, b) = (zt(&["cat", &other, name]), zt(&["cat", p(&out), name]));
+        assert!(
+            code(&a) == 0 && a.stdout == b.stdout,
+            "{name}: {}",
+            stderr(&b)
+        );
+    }
+}
+
 /// A file compared with itself is the same, whatever it holds: a NaN attribute, objects of
 /// formats with no dense form here (compared by their components' bytes), MX and quantized
 /// objects, a type from the future.
