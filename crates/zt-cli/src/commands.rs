@@ -453,6 +453,25 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
             (b, f32, o.shape.to_vec())
         }
         CatWhat::Dense => {
+            let has_dense_form = quantized
+                || matches!(
+                    o.format,
+                    Format::Dense | Format::SparseCsr | Format::SparseCoo
+                );
+            if !has_dense_form {
+                // A layout read structurally (`x.custom/1`, `zt.mx/1`, ...): its parts are
+                // all there is to give.
+                let roles: Vec<&str> = o.components().map(|c| c.info().role.as_ref()).collect();
+                return Err(Failure::Usage(
+                    format!(
+                        "object {name:?} is {}, which has no dense form here; --component ROLE \
+                         gives a part's bytes (its parts: {})",
+                        o.format,
+                        roles.join(", ")
+                    )
+                    .into(),
+                ));
+            }
             if !as_json && o.format != Format::Dense {
                 let hint = if quantized {
                     "use --dequantize for f32 values, --component data for its blocks, or --json"

@@ -168,6 +168,28 @@ fn cat_raw_json_and_components() {
     }
 }
 
+/// An object of a layout read structurally has no dense form: `cat` of it, raw or as JSON, is
+/// a usage error naming its parts, and `--component` gives each.
+#[test]
+fn cat_of_an_object_with_no_dense_form_names_its_parts() {
+    let file = fx("valid/v2_structural.zt");
+    for json in [false, true] {
+        let mut args = vec!["cat", &file, "custom"];
+        if json {
+            args.push("--json");
+        }
+        let o = zt(&args);
+        assert_clean_error(
+            &o,
+            2,
+            "object \"custom\" is x.custom/1, which has no dense form here; --component ROLE \
+             gives a part's bytes (its parts: payload)",
+        );
+    }
+    let o = zt(&["cat", &file, "custom", "--component", "payload"]);
+    assert_eq!((code(&o), o.stdout.len()), (0, 5), "{}", stderr(&o));
+}
+
 #[test]
 fn verify_ok_failed_and_hostile() {
     let o = zt(&[
