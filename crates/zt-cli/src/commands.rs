@@ -453,12 +453,7 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
             (b, f32, o.shape.to_vec())
         }
         CatWhat::Dense => {
-            let has_dense_form = quantized
-                || matches!(
-                    o.format,
-                    Format::Dense | Format::SparseCsr | Format::SparseCoo
-                );
-            if !has_dense_form {
+            if crate::common::has_no_dense_form(&o) {
                 // A layout read structurally (`x.custom/1`, `zt.mx/1`, ...): its parts are
                 // all there is to give.
                 let roles: Vec<&str> = o.components().map(|c| c.info().role.as_ref()).collect();

@@ -683,6 +683,13 @@ pub fn open_to_copy(path: &Path) -> Result<ztensor::Reader, Failure> {
     Ok(r)
 }
 
+/// Whether `o` has no dense form here, so its components are all there is to give or
+/// compare: a format the library carries but does not decode (MX blocks, a writer's own
+/// formats); GGUF blocks and the other formats have one (`ObjectView::dense_form`).
+pub fn has_no_dense_form(o: &ztensor::ObjectView<'_>) -> bool {
+    matches!(o.format, ztensor::Format::Unknown(_)) && o.ggml_type().is_none()
+}
+
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
 /// have with different values is an error: the files disagree on what the model is (`zt
 /// merge` and `zt convert` take `--set` or `--unset` for it, which the message names).

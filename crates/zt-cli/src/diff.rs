@@ -23,10 +23,10 @@ use std::path::Path;
 
 use serde_json::{json, Value as J};
 use ztensor::fp8::Fp8Format;
-use ztensor::{DType, ElementType, Format, LogicalType, ObjectView, Value};
+use ztensor::{DType, ElementType, LogicalType, ObjectView, Value};
 
 use crate::commands::error_json;
-use crate::common::{out, progress, Failure, Outcome};
+use crate::common::{has_no_dense_form, out, progress, Failure, Outcome};
 use crate::json;
 
 /// Bytes compared per step: a multiple of every element size (1, 2, 4, 8 and 16 bytes).
@@ -320,13 +320,6 @@ impl Difference {
     }
 }
 
-/// Whether `o` is compared by its components, not its dense form: a format the library
-/// carries but does not decode (MX blocks, a writer's own formats); GGUF blocks are compared
-/// by their bytes in [`Side`].
-fn by_components(o: ObjectView<'_>) -> bool {
-    matches!(o.format, Format::Unknown(_)) && o.ggml_type().is_none()
-}
-
 /// Compares two objects component by component: the same format, the same roles with the
 /// same element types in the same order, and the same decoded bytes. For objects that have
 /// no dense form here, whose values cannot be compared element by element.
@@ -388,7 +381,9 @@ fn compare_values(
     bar: &crate::common::Bar,
     by_value_count: &mut u64,
 ) -> Result<Option<Difference>, (ztensor::Error, &'static str)> {
-    if by_components(oa) || by_components(ob) {
+    // Objects with no dense form are compared by their components; GGUF blocks by their
+    // bytes in [`Side`].
+    if has_no_dense_form(&oa) || has_no_dense_form(&ob) {
         return compare_components(oa, ob, bar);
     }
     let name = Some(oa.name.as_str());

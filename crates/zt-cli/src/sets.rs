@@ -193,10 +193,7 @@ fn shared_attributes(
     let mut each = Vec::new();
     for (i, path) in set.shard_paths().enumerate() {
         let r = set.reader(i).map_err(|e| Failure::Failed(e.into()))?;
-        each.push((
-            path,
-            crate::json::unless_changed(r.attributes(), given).into_owned(),
-        ));
+        each.push((path, crate::json::unless_changed(r.attributes(), given)));
     }
     if copying {
         let mut attributes = ztensor::Attributes::new();
