@@ -281,7 +281,17 @@ impl OpenOptions {
         // Paddle programs, OpenVINO weights, TensorFlow shards) open them as the caller says,
         // or beside this one.
         let local = |p: &Path| self.open_shard(p);
+        // Whether a file another one names is there: on the disk, or (by URL) whether the
+        // caller's opener finds it (one request, asked only on the way to an error).
+        let by_caller = open_shard.is_some();
         let open_shard = open_shard.unwrap_or(&local);
+        let is_there = |p: &Path| {
+            if by_caller {
+                open_shard(p).is_ok()
+            } else {
+                p.is_file()
+            }
+        };
         let listing = match kind {
             Some(FileKind::Mag) => {
                 // .mag tables are read piecemeal: read-around serves them better.
@@ -348,7 +358,7 @@ impl OpenOptions {
                         // The data file of a model whose other file names and places its
                         // bytes: the user opened the wrong one of the two.
                         None if e.kind() == ErrorKind::InvalidFile => {
-                            if let Some(hint) = path.and_then(companion_hint) {
+                            if let Some(hint) = path.and_then(|p| companion_hint(p, &is_there)) {
                                 return Error::unsupported(hint);
                             }
                             let unknown = Error::invalid(format!(
@@ -386,8 +396,9 @@ impl OpenOptions {
 /// lists its tensors (a TensorFlow checkpoint's `PREFIX.data-00000-of-00001`, the `.bin` of
 /// an OpenVINO `.xml`, an ONNX model's external data `model.onnx.data`): what to open
 /// instead. TensorFlow's data files are told by name alone (the name is TensorFlow's own
-/// pattern); the others only when the model file is there beside them.
-fn companion_hint(path: &Path) -> Option<String> {
+/// pattern); the others only when the model file is there beside them (`is_there`: on the
+/// disk, or at the URL beside this one).
+fn companion_hint(path: &Path, is_there: &dyn Fn(&Path) -> bool) -> Option<String> {
     let name = path.file_name()?.to_str()?;
     if let Some(prefix) = tf_data_prefix(name) {
         return Some(format!(
@@ -397,7 +408,7 @@ fn companion_hint(path: &Path) -> Option<String> {
     }
     let beside = |other: &str| {
         let p = path.with_file_name(other);
-        p.is_file().then(|| p.display().to_string())
+        is_there(&p).then(|| p.display().to_string())
     };
     let lower = name.to_ascii_lowercase();
     if let Some(stem) = lower.strip_suffix(".bin").map(|s| &name[..s.len()]) {

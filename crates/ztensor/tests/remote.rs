@@ -794,6 +794,66 @@ fn files_named_by_a_file_over_http_are_found_at_their_path_below_it() {
     assert!(asked.iter().any(|u| u == "/paddle1/fc_0.w_0"), "{asked:?}");
 }
 
+#[test]
+fn a_side_file_over_http_names_the_model_file_beside_it() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop");
+    let dir = served_dir();
+    let folder = dir.path().join("m");
+    std::fs::create_dir(&folder).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (from, to) in [
+        ("openvino/model.bin", "model.bin"),
+        ("openvino/model.xml", "model.xml"),
+        ("onnx/external.onnx.data", "external.onnx.data"),
+        ("onnx/external.onnx", "external.onnx"),
+        // Alone: no model file beside them.
+        ("openvino/fp16.bin", "lone.bin"),
+        ("onnx/external.onnx.data", "lone.onnx.data"),
+    ] {
+        std::fs::copy(fixtures.join(from), folder.join(to)).unwrap();
+    }
+    let Some(nginx) = Nginx::start(dir.path()) else {
+        return;
+    };
+    for (file, model, says) in [
+        (
+            "m/model.bin",
+            "m/model.xml",
+            "the weights of the OpenVINO model",
+        ),
+        (
+            "m/external.onnx.data",
+            "m/external.onnx",
+            "the external data of the ONNX model",
+        ),
+    ] {
+        let e = ztensor::open_url(&nginx.url(file)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{file}: {e}");
+        let starts = format!("{says} {} ", nginx.url(model));
+        assert!(e.message().starts_with(&starts), "{file}: {e}");
+        // The same words as for the file on the disk, with the model's URL for its path.
+        let local = ztensor::open(dir.path().join(file)).unwrap_err();
+        let local_model = dir.path().join(model).display().to_string();
+        assert_eq!(
+            e.message().replace(&nginx.url(model), &local_model),
+            local.message(),
+            "{file}"
+        );
+    }
+    for file in ["m/lone.bin", "m/lone.onnx.data"] {
+        let e = ztensor::open_url(&nginx.url(file)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFile, "{file}: {e}");
+        assert!(
+            e.message().starts_with("not a kind of file ztensor reads"),
+            "{file}: {e}"
+        );
+    }
+}
+
 /// A ggjt v3 file (llama.cpp's layout) of `count` f32 tensors `w0`.. of `len` elements.
 fn ggjt_bytes(count: usize, len: u32) -> Vec<u8> {
     let mut f = b"tjgg".to_vec();
