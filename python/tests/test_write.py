@@ -161,6 +161,15 @@ def test_bad_arguments_are_argument_errors(tmp_path):
     with pytest.raises(ztio.ArgumentError, match="attribute"):
         with ztio.Writer(tmp_path / "e.zt") as w:
             w.set_attribute("bad", object())
+    # An ml_dtypes dtype that looks like a stored one: the refusal lists those it takes.
+    ml = pytest.importorskip("ml_dtypes")
+    with pytest.raises(ztio.ArgumentError) as refused:
+        ztio.save_file({"q": np.zeros(2, ml.int4)}, tmp_path / "q.zt")
+    assert str(refused.value) == (
+        "tensor 'q': cannot store numpy dtype int4 (ztio stores bool, integer, float16/32/64 and "
+        "complex64/128 dtypes, and of ml_dtypes' bfloat16, float8_e4m3fn, float8_e5m2, "
+        "float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu only)"
+    )
 
 
 def test_safetensors_output_is_the_rust_writers(tmp_path):

@@ -69,6 +69,15 @@ if _ml is not None:
             _WRITE[np.dtype(getattr(_ml, _attr))] = ("bf16", None) if _ours == "bf16" else ("u8", _ours)
 
 
+#: What the writers take, for the refusal of anything else: named, as an ml_dtypes dtype
+#: that is not here (``int4``, ``float8_e4m3``, ``float6_e2m3fn``) looks like one that is.
+_STORABLE = "ztio stores bool, integer, float16/32/64 and complex64/128 dtypes" + (
+    ", and of ml_dtypes' " + ", ".join(a for a in _ML.values() if hasattr(_ml, a)) + " only"
+    if _ml is not None
+    else "; install ml_dtypes for bfloat16 and FP8"
+)
+
+
 def element_of(dtype: np.dtype) -> Tuple[str, Optional[str]]:
     """The element type an array of ``dtype`` is written as: ``(dtype, logical type)``."""
     key = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
@@ -77,9 +86,7 @@ def element_of(dtype: np.dtype) -> Tuple[str, Optional[str]]:
     except KeyError:
         from .errors import ArgumentError
 
-        raise ArgumentError(
-            f"cannot store numpy dtype {dtype} (numeric, bool, complex, and with ml_dtypes bf16 and FP8)"
-        ) from None
+        raise ArgumentError(f"cannot store numpy dtype {dtype} ({_STORABLE})") from None
 
 
 #: Without ml_dtypes (or with one too old for a type), the types that read as their storage
