@@ -5,7 +5,10 @@ import json
 import os
 import pathlib
 
+import numpy as np
 import pytest
+
+from ztio._dtypes import PACKED_READ, packed
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -19,20 +22,31 @@ def interop(kind):
         return str(folder), json.load(f)
 
 
-# Types packed below a byte an element: they read as their storage bytes (uint8), so their
-# arrays have the bytes' shape, not the tensor's.
-PACKED_TYPES = ("i2", "u2", "i4", "u4", "nf4", "f4_e2m1", "f6_e2m3", "f6_e3m2")
+# Types packed below a byte an element that read as their storage bytes (uint8, 1-D), so
+# that their arrays have the bytes' shape, not the tensor's: NF4, and without ml_dtypes (or
+# with one that lacks them) the rest. The others read unpacked as ml_dtypes' types.
+PACKED_TYPES = tuple(
+    t for t in ("i2", "u2", "i4", "u4", "nf4", "f4_e2m1", "f6_e2m3", "f6_e3m2") if t not in PACKED_READ
+)
+
+
+def stored_hex(array, type_name):
+    """The bytes the file stores for `array`, as hex: an unpacked sub-byte array (ml_dtypes'
+    int4, float4_e2m1fn, ...) packed back as the file packs them."""
+    if type_name in PACKED_READ:
+        return packed(np.asarray(array, order="C"), PACKED_READ[type_name][1]).tobytes().hex()
+    return np.asarray(array, order="C").reshape(-1).view(np.uint8).tobytes().hex()
 
 
 def assert_as_expected(loaded, want):
     """Each array of `loaded` (name -> array) has the shape and the little-endian bytes its
-    entry in an expected.json gives (packed types: the bytes), and no array is missing or
-    extra."""
+    entry in an expected.json gives (packed types read as bytes: the bytes alone), and no
+    array is missing or extra."""
     assert sorted(loaded) == sorted(want)
     for name, w in want.items():
         if w["type"] not in PACKED_TYPES:
             assert list(loaded[name].shape) == w["shape"], name
-        assert loaded[name].tobytes().hex() == w["hex"], name
+        assert stored_hex(loaded[name], w["type"]) == w["hex"], name
 
 
 @pytest.fixture

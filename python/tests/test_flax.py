@@ -40,6 +40,25 @@ def test_round_trip_of_files(tmp_path, name):
         _same(v, tensors[k])
 
 
+def test_sub_byte_arrays_round_trip_as_jax_has_them(tmp_path):
+    # JAX's int4/uint4 (and int2/uint2 and float4_e2m1fn where it has them) are stored
+    # packed, as ONNX and OpenVINO pack them, and read back as the same JAX types.
+    names = ["int4", "uint4", "int2", "uint2", "float4_e2m1fn"]
+    tensors = {
+        n: jnp.array([[0, 1, -2], [3, 0.5, 1]] if n.startswith("float") else [[0, 1, 1], [0, 1, 0]], getattr(jnp, n))
+        for n in names
+        if hasattr(jnp, n)
+    }
+    assert {"int4", "uint4"} <= set(tensors)
+    ztio.flax.save_file(tensors, tmp_path / "q.zt")
+    back = ztio.flax.load_file(tmp_path / "q.zt")
+    for k, v in back.items():
+        _same(v, tensors[k])
+    with ztio.open(tmp_path / "q.zt") as f:
+        assert f.info("int4").dtype == "i4" and f.info("int4").shape == (2, 3)
+        np.testing.assert_array_equal(f.dequantize("int4"), np.asarray(tensors["int4"], np.float32))
+
+
 def test_round_trip_of_bytes():
     tensors = _tensors()
     back = ztio.flax.load(ztio.flax.save(tensors))

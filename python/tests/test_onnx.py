@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import ztio
-from conftest import PACKED_TYPES
+from ztio._dtypes import PACKED_READ
+from conftest import PACKED_TYPES, stored_hex
 
 HERE = os.path.dirname(__file__)
 ONNX = os.path.join(HERE, "..", "..", "fixtures", "interop", "onnx")
@@ -27,9 +28,8 @@ def test_every_tensor_reads_as_onnx_wrote_it(file):
         assert f.version.startswith("ONNX model")
         for name, w in want.items():
             a = f.get_tensor(name)
-            got = np.ascontiguousarray(a).reshape(-1).view(np.uint8).tobytes().hex()
-            assert got == w["hex"], name
-            # The packed sub-byte types read as their storage bytes.
+            assert stored_hex(a, w["type"]) == w["hex"], name
+            # Packed sub-byte types with no ml_dtypes type read as their storage bytes.
             if w["type"] not in PACKED_TYPES:
                 assert list(a.shape) == w["shape"], name
 
@@ -66,3 +66,8 @@ def test_sub_byte_types_dequantize_to_their_values():
                 got = f.dequantize(name)
                 assert got.dtype == np.float32, name
                 np.testing.assert_array_equal(got, np.array(values, np.float32), err_msg=name)
+                # Read as ml_dtypes' own types, where it has them: the same values, unpacked.
+                if f.info(name).dtype in PACKED_READ:
+                    a = f.get_tensor(name)
+                    assert a.dtype == PACKED_READ[f.info(name).dtype][0], name
+                    np.testing.assert_array_equal(a.astype(np.float32), np.array(values, np.float32), err_msg=name)

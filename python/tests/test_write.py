@@ -164,12 +164,50 @@ def test_bad_arguments_are_argument_errors(tmp_path):
     # An ml_dtypes dtype that looks like a stored one: the refusal lists those it takes.
     ml = pytest.importorskip("ml_dtypes")
     with pytest.raises(ztio.ArgumentError) as refused:
-        ztio.save_file({"q": np.zeros(2, ml.int4)}, tmp_path / "q.zt")
+        ztio.save_file({"q": np.zeros(2, ml.float8_e4m3)}, tmp_path / "q.zt")
     assert str(refused.value) == (
-        "tensor 'q': cannot store numpy dtype int4 (ztio stores bool, integer, float16/32/64 and "
-        "complex64/128 dtypes, and of ml_dtypes' bfloat16, float8_e4m3fn, float8_e5m2, "
-        "float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu only)"
+        "tensor 'q': cannot store numpy dtype float8_e4m3 (ztio stores bool, integer, float16/32/64 "
+        "and complex64/128 dtypes, and of ml_dtypes' bfloat16, float8_e4m3fn, float8_e5m2, "
+        "float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, int4, uint4, int2, uint2, float4_e2m1fn, "
+        "float6_e2m3fn, float6_e3m2fn only)"
     )
+
+
+def test_sub_byte_arrays_are_stored_packed_and_read_unpacked(tmp_path):
+    ml = pytest.importorskip("ml_dtypes")
+    # Each type's values, and the bytes onnx packs them into (fixtures/interop/onnx, dtypes_raw).
+    cases = {
+        "int4": ([[-8, -1, 0], [1, 6, 7]], "i4", "f81076"),
+        "uint4": ([0, 15, 3, 9, 1], "u4", "f09301"),
+        "int2": ([[-2, -1, 0], [1, 1, -2]], "i2", "4e09"),
+        "uint2": ([0, 3, 1, 2, 3], "u2", "9c03"),
+        "float4_e2m1fn": ([0.5, -6.0, 1.5], "f4_e2m1", "f103"),
+        "float6_e2m3fn": ([0.5, -7.5, 1.125, 0.0, 3.0], "f6_e2m3", "c49f0014"),
+    }
+    for name, (values, ours, hex_bytes) in cases.items():
+        a = np.array(values, np.float32).astype(getattr(ml, name))
+        for target, options in [("v2.zt", {}), ("v12.zt", {"version": "v1.2"}), ("z.zt", {"compression": True})]:
+            path = tmp_path / f"{name}.{target}"
+            ztio.save_file({"x": a}, path, **options)
+            with ztio.open(path) as f:
+                assert f.info("x").dtype == ours and f.info("x").shape == a.shape, (name, target)
+                assert f.component("x", "data").tobytes().hex() == hex_bytes, (name, target)
+                back = f.get_tensor("x")
+                assert back.dtype == a.dtype and back.shape == a.shape, (name, target)
+                np.testing.assert_array_equal(back.astype(np.float32), np.array(values, np.float32))
+                np.testing.assert_array_equal(f.dequantize("x"), np.array(values, np.float32))
+    # One element, and none: the storage is one byte, and no byte.
+    for shape in [(), (0, 3)]:
+        a = np.zeros(shape, ml.int4)
+        ztio.save_file({"x": a}, tmp_path / "small.zt")
+        back = ztio.numpy.load_file(tmp_path / "small.zt")["x"]
+        assert back.dtype == a.dtype and back.shape == shape
+    # safetensors stores FP4 (F4); it has no 4- or 2-bit integers.
+    fp4 = np.array([0.5, -6.0, 1.5, 1.0], np.float32).astype(ml.float4_e2m1fn)
+    back = ztio.numpy.load(ztio.numpy.save({"x": fp4}))["x"]
+    assert back.dtype == fp4.dtype and np.array_equal(back.astype(np.float32), fp4.astype(np.float32))
+    with pytest.raises(ztio.ArgumentError, match="safetensors has no i4 type"):
+        ztio.numpy.save({"x": np.zeros(2, ml.int4)})
 
 
 def test_safetensors_output_is_the_rust_writers(tmp_path):

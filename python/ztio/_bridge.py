@@ -304,6 +304,7 @@ def functions(
     to_numpy: ToNumpy = np.asarray,
     on_workers: Optional[CopyOnWorkers] = None,
     keeps_aligned: Optional[KeepsAligned] = None,
+    sub_byte: bool = False,
 ) -> Tuple[Callable[..., Dict[str, Any]], Callable[..., Dict[str, Any]], Callable[..., None], Callable[..., bytes]]:
     """``(load_file, load, save_file, save)`` for a framework, registered for ``safe_open``
     under ``names``; ``what`` names its tensors in errors ("JAX arrays").
@@ -317,12 +318,16 @@ def functions(
 
     ``keeps_aligned`` says which arrays the framework keeps as they lie when they are
     aligned (and copies when not): a whole-file load of a cold local file then reads each
-    tensor the framework would copy straight into aligned memory (:func:`_read_cold`)."""
+    tensor the framework would copy straight into aligned memory (:func:`_read_cold`).
+
+    ``sub_byte``: the framework takes ml_dtypes' sub-byte types (JAX's ``int4``,
+    ``float4_e2m1fn``), and packed 4-, 2- and 6-bit objects are handed over unpacked as those;
+    other frameworks get their storage bytes, as numpy does without ml_dtypes."""
 
     def array_of(f: Any, name: str) -> Tuple[np.ndarray, Optional[str]]:
         """The numpy array of ``name`` and the type it stands in for (see
         :data:`ToFramework`)."""
-        array = f.get_tensor(name)
+        array = f.get_tensor(name) if sub_byte else f._stored(name)
         # A dense object is the one kind that reads as a numpy array; asking for the listing
         # first would cost more than the read itself (a dict per tensor).
         if not isinstance(array, np.ndarray):

@@ -2,7 +2,8 @@
 
 bf16 and the FP8 types read as ``ml_dtypes`` dtypes when ``ml_dtypes`` is importable;
 without it they read as their storage integers (bf16 as ``uint16``, FP8 as ``uint8``), with
-the same bytes. Packed FP4/FP6 read as their storage bytes.
+the same bytes. Packed 4-, 2- and 6-bit types (int4, FP4, FP6, ...) read unpacked as
+ml_dtypes' own (``int4``, ``float4_e2m1fn``) when it has them, else as their storage bytes.
 """
 
 from __future__ import annotations
@@ -46,6 +47,75 @@ _ML = {
 }
 
 
+# Our packed sub-byte types -> (ml_dtypes' type, bits an element). The file packs the
+# elements lowest bits first (two 4-bit codes a byte, four 2-bit, four 6-bit in three bytes);
+# ml_dtypes holds one a byte, the code in its low bits. Reads unpack them (a copy: the
+# encoding demands one) and writes pack them. NF4 has no ml_dtypes type: its bytes.
+_PACKED = {
+    "i4": ("int4", 4),
+    "u4": ("uint4", 4),
+    "i2": ("int2", 2),
+    "u2": ("uint2", 2),
+    "f4_e2m1": ("float4_e2m1fn", 4),
+    "f6_e2m3": ("float6_e2m3fn", 6),
+    "f6_e3m2": ("float6_e3m2fn", 6),
+}
+
+#: The packed types this ml_dtypes has: our name -> (its dtype, bits an element).
+PACKED_READ: Dict[str, Tuple[np.dtype, int]] = {
+    ours: (np.dtype(getattr(_ml, attr)), bits)
+    for ours, (attr, bits) in _PACKED.items()
+    if _ml is not None and hasattr(_ml, attr)
+}
+_PACKED_WRITE: Dict[np.dtype, Tuple[str, int]] = {
+    dtype: (ours, bits) for ours, (dtype, bits) in PACKED_READ.items()
+}
+
+
+def unpacked(storage: np.ndarray, type_name: str, shape: Tuple[int, ...]) -> np.ndarray:
+    """A packed object's storage bytes as its ml_dtypes elements in ``shape`` (see
+    ``_PACKED``); the bytes were checked to hold them when the file was listed."""
+    dtype, bits = PACKED_READ[type_name]
+    count = 1
+    for d in shape:
+        count *= int(d)
+    packed = storage.reshape(-1).view(np.uint8)
+    if bits == 6:
+        stream = np.unpackbits(packed, bitorder="little")[: count * 6].reshape(count, 6)
+        codes = np.packbits(stream, axis=1, bitorder="little").reshape(-1)
+    else:
+        per_byte = 8 // bits
+        mask = (1 << bits) - 1
+        codes = np.empty((packed.size, per_byte), np.uint8)
+        for j in range(per_byte):
+            np.bitwise_and(packed >> (bits * j), mask, out=codes[:, j])
+        codes = codes.reshape(-1)[:count]
+    return codes.view(dtype).reshape(shape)
+
+
+def packed_element(dtype: np.dtype) -> Optional[Tuple[str, int]]:
+    """``(our type, bits)`` when arrays of ``dtype`` are stored packed (ml_dtypes' int4,
+    float4_e2m1fn, ...), else ``None``."""
+    return _PACKED_WRITE.get(dtype)
+
+
+def packed(array: np.ndarray, bits: int) -> np.ndarray:
+    """The elements of a C-contiguous ml_dtypes sub-byte array packed lowest bits first, as
+    the file stores them (the last byte's unused bits zero)."""
+    codes = array.reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
+    if bits == 6:
+        stream = np.unpackbits(codes.reshape(-1, 1), axis=1, bitorder="little")[:, :6]
+        return np.packbits(stream.reshape(-1), bitorder="little")
+    per_byte = 8 // bits
+    whole = np.zeros(-(-codes.size // per_byte) * per_byte, np.uint8)
+    whole[: codes.size] = codes
+    lanes = whole.reshape(-1, per_byte)
+    out = lanes[:, 0].copy()
+    for j in range(1, per_byte):
+        out |= lanes[:, j] << np.uint8(bits * j)
+    return out
+
+
 def read_table() -> Dict[str, np.dtype]:
     """The dtype each element type name reads as."""
     table = {name: np.dtype(code) for name, code in _PLAIN.items()}
@@ -72,7 +142,9 @@ if _ml is not None:
 #: What the writers take, for the refusal of anything else: named, as an ml_dtypes dtype
 #: that is not here (``int4``, ``float8_e4m3``, ``float6_e2m3fn``) looks like one that is.
 _STORABLE = "ztio stores bool, integer, float16/32/64 and complex64/128 dtypes" + (
-    ", and of ml_dtypes' " + ", ".join(a for a in _ML.values() if hasattr(_ml, a)) + " only"
+    ", and of ml_dtypes' "
+    + ", ".join([a for a in _ML.values() if hasattr(_ml, a)] + [a for a, _ in _PACKED.values() if hasattr(_ml, a)])
+    + " only"
     if _ml is not None
     else "; install ml_dtypes for bfloat16 and FP8"
 )
@@ -81,6 +153,9 @@ _STORABLE = "ztio stores bool, integer, float16/32/64 and complex64/128 dtypes" 
 def element_of(dtype: np.dtype) -> Tuple[str, Optional[str]]:
     """The element type an array of ``dtype`` is written as: ``(dtype, logical type)``."""
     key = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
+    sub_byte = _PACKED_WRITE.get(key)
+    if sub_byte is not None:
+        return "u8", sub_byte[0]
     try:
         return _WRITE[key]
     except KeyError:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Deque, Dict, FrozenSet, Iterator, List, Option
 import numpy as np
 
 from . import _frameworks, _native, _progress, _slice_rules
-from ._dtypes import STAND_INS, read_table
+from ._dtypes import PACKED_READ, STAND_INS, read_table, unpacked
 from .errors import ArgumentError, Error, NotFoundError
 
 _native.set_dtype_table(read_table())
@@ -417,12 +417,34 @@ class File(_ReadOnlyMapping):
 
         - dense: a numpy array (read-only and pointing into the map when stored raw,
           little-endian and aligned; owned otherwise). bf16/FP8 use ml_dtypes dtypes when
-          it is installed, else their storage integers; complex is numpy complex.
+          it is installed, else their storage integers; complex is numpy complex. Packed
+          4-, 2- and 6-bit types (int4, uint4, int2, uint2, FP4, FP6) come unpacked as
+          ml_dtypes' types in their shape (a copy) when it has them, else as their bytes.
         - ``sparse_csr``/``sparse_coo``: a ``scipy.sparse`` array when scipy is importable,
           else :class:`Components`.
         - ``quantized_group``: :class:`Quantized` (see :meth:`Quantized.dequantize`).
         - any other format: :class:`Components`.
         """
+        stored = self._stored(name, verify)
+        if (
+            PACKED_READ
+            and isinstance(stored, np.ndarray)
+            and stored.dtype == np.uint8
+            and (stored.ndim == 1 or stored.size <= 1)
+        ):
+            # Maybe packed 4-, 2- or 6-bit elements as their bytes (1-D, or in the object's
+            # shape when it holds no more elements than bytes: none or one): the listing says
+            # (asked only here: it costs more than most reads).
+            info = self.info(name)
+            if info.dtype in PACKED_READ:
+                return unpacked(stored, info.dtype, info.shape)
+        return stored
+
+    __getitem__ = get_tensor
+
+    def _stored(self, name: str, verify: bool = False) -> Any:
+        """:meth:`get_tensor`, with packed sub-byte elements as their storage bytes: what
+        frameworks without such types (torch's FP4 is two values a byte) take."""
         ahead = self._ahead  # read once: a load on another thread may end meanwhile
         if ahead is not None and not verify:
             decoded = ahead.take(name)
@@ -432,8 +454,6 @@ class File(_ReadOnlyMapping):
         if array is not None:
             return array
         return self._structured(name)
-
-    __getitem__ = get_tensor
 
     def as_read(self) -> Iterator[Tuple[str, Any]]:
         """Every tensor as ``(name, tensor)``, in the order their data lies in the file, the
@@ -667,6 +687,9 @@ class ShardedFile(_ReadOnlyMapping):
 
     def get_tensor(self, name: str, *, verify: bool = False) -> Any:
         return self._file_for(name).get_tensor(name, verify=verify)
+
+    def _stored(self, name: str, verify: bool = False) -> Any:
+        return self._file_for(name)._stored(name, verify)
 
     __getitem__ = get_tensor
 

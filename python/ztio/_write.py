@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native, _progress
-from ._dtypes import StandIn, element_of, stand_in_element
+from ._dtypes import StandIn, element_of, packed, packed_element, stand_in_element
 from .errors import ArgumentError, ZtWarning
 
 __all__ = ["Writer", "save_file"]
@@ -62,6 +62,9 @@ def _prepared(name: str, array: Any) -> Tuple[Tuple[str, Optional[str]], Tuple[i
     """An array's element type, shape, and its bytes as a flat uint8 array (a view when the
     array is already little-endian and C-contiguous)."""
     element, a = _little_endian_row_major(name, array)
+    sub_byte = packed_element(a.dtype)
+    if sub_byte is not None:
+        return element, a.shape, packed(a, sub_byte[1])
     return element, a.shape, a.reshape(-1).view(np.uint8)
 
 
@@ -199,14 +202,21 @@ def _text_metadata(metadata: Optional[Mapping[str, Any]]) -> Optional[Dict[str, 
     return meta
 
 
-def _safetensors_items(tensors: Mapping[str, Any]) -> List[Tuple[str, str, Optional[str], None, np.ndarray]]:
+def _safetensors_items(
+    tensors: Mapping[str, Any],
+) -> List[Tuple[str, str, Optional[str], Optional[Tuple[int, ...]], np.ndarray]]:
     """``(name, dtype, logical, None, array)`` for each, as the native writers take them
-    (``None``: the shape is the array's). No object per tensor beyond the tuple where the
+    (``None``: the shape is the array's; packed sub-byte elements give their shape and
+    bytes). No object per tensor beyond the tuple where the
     array is already little-endian and C-contiguous: a million tiny tensors stay small."""
     items = []
     for name in sorted(tensors):
         (dtype, logical), a = _little_endian_row_major(name, tensors[name])
-        items.append((name, dtype, logical, None, a))
+        sub_byte = packed_element(a.dtype)
+        if sub_byte is not None:
+            items.append((name, dtype, logical, a.shape, packed(a, sub_byte[1])))
+        else:
+            items.append((name, dtype, logical, None, a))
     return items
 
 

@@ -44,5 +44,5 @@ def _keeps_aligned(dtype: np.dtype, device: str) -> bool:
 
 
 load_file, load, save_file, save = functions(
-    ("flax", "jax"), "JAX arrays", _jax_array, keeps_aligned=_keeps_aligned
+    ("flax", "jax"), "JAX arrays", _jax_array, keeps_aligned=_keeps_aligned, sub_byte=True
 )

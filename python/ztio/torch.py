@@ -154,7 +154,7 @@ def _tensor(f: File, name: str, device: str = "cpu") -> Any:
     else:
         # Its bytes as the array read gives them (decoded on a worker thread during a
         # whole-file load: see ztio._file._DecodeAhead).
-        raw = f.get_tensor(name).reshape(-1).view(np.uint8)
+        raw = f._stored(name).reshape(-1).view(np.uint8)
         if not raw.flags.writeable:
             # A view of the read-only map (a file that is no local file, a shard):
             # torch tensors are writable, so this one is a copy.
