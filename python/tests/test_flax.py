@@ -57,6 +57,12 @@ def test_sub_byte_arrays_round_trip_as_jax_has_them(tmp_path):
     with ztio.open(tmp_path / "q.zt") as f:
         assert f.info("int4").dtype == "i4" and f.info("int4").shape == (2, 3)
         np.testing.assert_array_equal(f.dequantize("int4"), np.asarray(tensors["int4"], np.float32))
+    # A model's packed weights as JAX has them; FP6, which JAX cannot hold, as its bytes.
+    onnx = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "interop", "onnx", "dtypes_raw.onnx")
+    loaded = ztio.flax.load_file(onnx)
+    assert loaded["int4"].dtype == jnp.int4 and loaded["int4"].shape == (2, 3)
+    assert np.asarray(loaded["int4"]).astype(np.int8).tolist() == [[-8, -1, 0], [1, 6, 7]]
+    assert loaded["float6e2m3"].dtype == jnp.uint8 and loaded["float6e2m3"].shape == (4,)
 
 
 def test_round_trip_of_bytes():

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _frameworks, _native
 from ._dtypes import STAND_INS, read_table
-from ._file import File, ShardedFile, load_every_tensor, open_any, unmapped_for_backend
+from ._file import File, ShardedFile, load_every_tensor, open_any, unmapped_for_backend, unpacked_if_packed
 from ._write import safetensors_bytes
 from ._write import save_file_drop_in as _save
 from .errors import ArgumentError, FileError, IoError
@@ -304,7 +304,7 @@ def functions(
     to_numpy: ToNumpy = np.asarray,
     on_workers: Optional[CopyOnWorkers] = None,
     keeps_aligned: Optional[KeepsAligned] = None,
-    sub_byte: bool = False,
+    sub_byte: Optional[Callable[[np.dtype], bool]] = None,
 ) -> Tuple[Callable[..., Dict[str, Any]], Callable[..., Dict[str, Any]], Callable[..., None], Callable[..., bytes]]:
     """``(load_file, load, save_file, save)`` for a framework, registered for ``safe_open``
     under ``names``; ``what`` names its tensors in errors ("JAX arrays").
@@ -320,14 +320,17 @@ def functions(
     aligned (and copies when not): a whole-file load of a cold local file then reads each
     tensor the framework would copy straight into aligned memory (:func:`_read_cold`).
 
-    ``sub_byte``: the framework takes ml_dtypes' sub-byte types (JAX's ``int4``,
-    ``float4_e2m1fn``), and packed 4-, 2- and 6-bit objects are handed over unpacked as those;
-    other frameworks get their storage bytes, as numpy does without ml_dtypes."""
+    ``sub_byte`` says which of ml_dtypes' sub-byte types the framework takes (JAX: ``int4``,
+    ``float4_e2m1fn``, not FP6): packed 4-, 2- and 6-bit objects of those are handed over
+    unpacked; the rest, and everything for a framework without it, as their storage bytes,
+    as numpy gives them without ml_dtypes."""
 
     def array_of(f: Any, name: str) -> Tuple[np.ndarray, Optional[str]]:
         """The numpy array of ``name`` and the type it stands in for (see
         :data:`ToFramework`)."""
-        array = f.get_tensor(name) if sub_byte else f._stored(name)
+        array = f._stored(name)
+        if sub_byte is not None:
+            array = unpacked_if_packed(f, name, array, sub_byte)
         # A dense object is the one kind that reads as a numpy array; asking for the listing
         # first would cost more than the read itself (a dict per tensor).
         if not isinstance(array, np.ndarray):

@@ -425,20 +425,7 @@ class File(_ReadOnlyMapping):
         - ``quantized_group``: :class:`Quantized` (see :meth:`Quantized.dequantize`).
         - any other format: :class:`Components`.
         """
-        stored = self._stored(name, verify)
-        if (
-            PACKED_READ
-            and isinstance(stored, np.ndarray)
-            and stored.dtype == np.uint8
-            and (stored.ndim == 1 or stored.size <= 1)
-        ):
-            # Maybe packed 4-, 2- or 6-bit elements as their bytes (1-D, or in the object's
-            # shape when it holds no more elements than bytes: none or one): the listing says
-            # (asked only here: it costs more than most reads).
-            info = self.info(name)
-            if info.dtype in PACKED_READ:
-                return unpacked(stored, info.dtype, info.shape)
-        return stored
+        return unpacked_if_packed(self, name, self._stored(name, verify))
 
     __getitem__ = get_tensor
 
@@ -734,6 +721,27 @@ class ShardedFile(_ReadOnlyMapping):
 
     def __repr__(self) -> str:
         return f"<ztio.ShardedFile {self.path!r} ({len(self._paths)} shards)>"
+
+
+def unpacked_if_packed(
+    f: Union[File, "ShardedFile"], name: str, stored: Any, takes: Callable[[np.dtype], bool] = lambda _: True
+) -> Any:
+    """``stored`` (what :meth:`File._stored` gave for ``name``), or, when it is the storage
+    bytes of packed 4-, 2- or 6-bit elements whose ml_dtypes type ``takes`` accepts, those
+    elements unpacked in the object's shape."""
+    if (
+        PACKED_READ
+        and isinstance(stored, np.ndarray)
+        and stored.dtype == np.uint8
+        and (stored.ndim == 1 or stored.size <= 1)
+    ):
+        # Maybe packed elements as their bytes (1-D, or in the object's shape when it holds
+        # no more elements than bytes: none or one): the listing says (asked only here: it
+        # costs more than most reads).
+        info = f.info(name)
+        if info.dtype in PACKED_READ and takes(PACKED_READ[info.dtype][0]):
+            return unpacked(stored, info.dtype, info.shape)
+    return stored
 
 
 def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -> Dict[str, Any]:

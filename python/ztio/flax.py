@@ -5,7 +5,8 @@ to 64 bytes in the file's (copy-on-write) map becomes a JAX array over those byt
 copy (every tensor of a ``.zt`` file ztio wrote); JAX holds the map as long as the array
 lives. Others, and every array on another device, are copied, as safetensors copies every
 one. ``save_file``/``save`` take JAX arrays (or anything ``numpy.asarray`` takes). bf16 and
-the FP8 types travel as ml_dtypes' numpy types, which JAX uses itself.
+the FP8 types travel as ml_dtypes' numpy types, which JAX uses itself; so do the packed 4- and
+2-bit types JAX has (``int4``, ``uint4``, ``int2``, ``uint2``, ``float4_e2m1fn``), unpacked.
 ``safe_open(..., framework="flax")`` (or ``"jax"``) reads JAX arrays too.
 """
 
@@ -43,6 +44,15 @@ def _keeps_aligned(dtype: np.dtype, device: str) -> bool:
     return True
 
 
+def _jax_has(dtype: np.dtype) -> bool:
+    # The sub-byte types a JAX array can hold, where this JAX names them. JAX 0.10 names
+    # float6_e2m3fn too, yet its CPU client refuses to take an array of it ("Unknown NumPy
+    # dtype"): FP6 stays bytes.
+    import jax.numpy as jnp
+
+    return dtype.name in ("int4", "uint4", "int2", "uint2", "float4_e2m1fn") and hasattr(jnp, dtype.name)
+
+
 load_file, load, save_file, save = functions(
-    ("flax", "jax"), "JAX arrays", _jax_array, keeps_aligned=_keeps_aligned, sub_byte=True
+    ("flax", "jax"), "JAX arrays", _jax_array, keeps_aligned=_keeps_aligned, sub_byte=_jax_has
 )
