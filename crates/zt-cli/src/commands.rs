@@ -13,8 +13,9 @@ use ztensor::{
 };
 
 use crate::common::{
-    durability, merge_attributes, open_to_copy, out, printable, progress, spinner, stdout_written,
-    DigestArg, Failure, Kind, MagVersion, Outcome,
+    advised, durability, left_out_unreadable, merge_attributes, open_to_copy, out, printable,
+    progress, skip_with_note, spinner, stdout_written, DigestArg, Failure, Kind, MagVersion,
+    Outcome,
 };
 use crate::json;
 use crate::sets::Order;
@@ -22,35 +23,6 @@ use crate::slice_arg::SliceSpec;
 
 fn open(path: &Path) -> Result<Reader, Failure> {
     crate::common::open_input(path).map_err(|e| Failure::Failed(e.in_file(path).into()))
-}
-
-/// Whether a copying command passes over `o` (not numbers we decode); says so in a note.
-fn skip_with_note(input: &Path, o: &ObjectInfo) -> bool {
-    match o.skipped() {
-        Some(why) => {
-            crate::common::note(format!(
-                "{}: object {:?} skipped: {why}",
-                input.display(),
-                o.name
-            ));
-            true
-        }
-        None => false,
-    }
-}
-
-/// What a command that can leave unreadable objects out says when one stops it.
-const SKIP_UNREADABLE_ADVICE: &str = "to write the rest without it: --skip-unreadable \
-     (ztio: skip_unreadable=True)";
-
-/// `e`, from copying `o`, with [`SKIP_UNREADABLE_ADVICE`] when `o` is listed as unreadable:
-/// the user learns of the way past it where it stops them.
-fn advised(o: &ObjectInfo, e: ztensor::Error) -> ztensor::Error {
-    if o.defect.is_some() && e.object() == Some(o.name.as_str()) {
-        e.with_advice(SKIP_UNREADABLE_ADVICE)
-    } else {
-        e
-    }
 }
 
 /// [`advised`] for an error from a library call over many objects of `r`: the object it
@@ -72,21 +44,6 @@ fn conversion_failure(r: &Reader, input: &Path, output: &Path, e: ztensor::Error
         output
     };
     Failure::from(advised_by(r, e).in_file(file))
-}
-
-/// Whether `o` is left out as unreadable (`--skip-unreadable`), saying so in a note.
-fn left_out_unreadable(input: &Path, o: &ObjectInfo, skip_unreadable: bool) -> bool {
-    match (&o.defect, skip_unreadable) {
-        (Some(d), true) => {
-            crate::common::note(format!(
-                "{}: object {:?} left out, unreadable: {d}",
-                input.display(),
-                o.name
-            ));
-            true
-        }
-        _ => false,
-    }
 }
 
 fn human_bytes(n: u64) -> String {

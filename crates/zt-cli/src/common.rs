@@ -385,6 +385,50 @@ pub fn note(text: String) {
     }
 }
 
+/// Whether a copying command passes over `o` (not numbers we decode); says so in a note.
+pub fn skip_with_note(input: &Path, o: &ztensor::ObjectInfo) -> bool {
+    match o.skipped() {
+        Some(why) => {
+            note(format!(
+                "{}: object {:?} skipped: {why}",
+                input.display(),
+                o.name
+            ));
+            true
+        }
+        None => false,
+    }
+}
+
+/// What a command that can leave unreadable objects out says when one stops it.
+const SKIP_UNREADABLE_ADVICE: &str = "to write the rest without it: --skip-unreadable \
+     (ztio: skip_unreadable=True)";
+
+/// `e`, from copying `o`, with [`SKIP_UNREADABLE_ADVICE`] when `o` is listed as unreadable:
+/// the user learns of the way past it where it stops them.
+pub fn advised(o: &ztensor::ObjectInfo, e: ztensor::Error) -> ztensor::Error {
+    if o.defect.is_some() && e.object() == Some(o.name.as_str()) {
+        e.with_advice(SKIP_UNREADABLE_ADVICE)
+    } else {
+        e
+    }
+}
+
+/// Whether `o` is left out as unreadable (`--skip-unreadable`), saying so in a note.
+pub fn left_out_unreadable(input: &Path, o: &ztensor::ObjectInfo, skip_unreadable: bool) -> bool {
+    match (&o.defect, skip_unreadable) {
+        (Some(d), true) => {
+            note(format!(
+                "{}: object {:?} left out, unreadable: {d}",
+                input.display(),
+                o.name
+            ));
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Runs `work` with its notes collected instead of printed, and returns them beside its
 /// result.
 pub fn collecting_notes<T>(work: impl FnOnce() -> T) -> (T, Vec<String>) {

@@ -628,11 +628,6 @@ fn run(command: Command) -> Outcome {
             // The conversion into a local path; `force` already settled for it.
             let run = |output: &std::path::Path, force: bool| {
                 if sets::handles_convert(&input, output, kind, shard_size) {
-                    if skip_unreadable {
-                        return Err(Failure::Usage(
-                            "--skip-unreadable converts one input file into one output file".into(),
-                        ));
-                    }
                     return sets::convert_command(
                         &input,
                         output,
@@ -645,6 +640,7 @@ fn run(command: Command) -> Outcome {
                         edits,
                         mag_version,
                         force,
+                        skip_unreadable,
                     );
                 }
                 check_output(output, force)?;

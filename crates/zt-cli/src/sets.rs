@@ -263,16 +263,18 @@ pub enum Target {
 }
 
 /// `zt convert` with a set as input, or with an indexed set as output.
-/// `edits`: the attributes `--set` and `--attributes-as-json` change on the way out.
+/// `edits`: the attributes `--set` and `--attributes-as-json` change on the way out;
+/// `skip_unreadable`: objects listed as unreadable are left out, each named in a note.
 pub fn convert(
     input: &Path,
     output: &Path,
     target: Target,
     edits: crate::json::AttributeEdits<'_>,
+    skip_unreadable: bool,
 ) -> Outcome {
     // The library writes a set's output in one call: a spinner, with the time it has taken.
     let bar = crate::common::spinner("convert a set", 0);
-    let done = convert_quietly(input, output, target, edits);
+    let done = convert_quietly(input, output, target, edits, skip_unreadable);
     bar.finish_and_clear();
     done
 }
@@ -282,16 +284,33 @@ fn convert_quietly(
     output: &Path,
     target: Target,
     edits: crate::json::AttributeEdits<'_>,
+    skip_unreadable: bool,
 ) -> Outcome {
-    // The input's fault names the shard holding the object, for a set; anything else names
-    // the output, as for a file.
-    let at = |e: ztensor::Error| {
-        let file = if ztensor::convert::inputs_fault(&e) {
-            blamed_input(input, &e)
-        } else {
-            output.to_path_buf()
+    // The input's fault names the shard holding the object, for a set, with the way past an
+    // unreadable object; anything else names the output, as for a file.
+    let at = |objects: &[ObjectView<'_>], e: ztensor::Error| {
+        if !ztensor::convert::inputs_fault(&e) {
+            return Failure::from(e.in_file(output));
+        }
+        let file = blamed_input(input, &e);
+        let named = e
+            .object()
+            .and_then(|n| objects.iter().find(|o| o.name() == n));
+        let e = match named {
+            Some(o) => crate::common::advised(o, e),
+            None => e,
         };
         Failure::from(e.in_file(&file))
+    };
+    // Whether `o` goes out: not when it is no numbers, or unreadable and to be left out
+    // (each said in a note naming the file that holds it, found only then).
+    let kept = |holder: &dyn Fn() -> PathBuf, o: &ObjectView<'_>| {
+        if o.skipped().is_none() && (o.defect.is_none() || !skip_unreadable) {
+            return true;
+        }
+        let holder = holder();
+        !crate::common::skip_with_note(&holder, o)
+            && !crate::common::left_out_unreadable(&holder, o, skip_unreadable)
     };
     if let Target::SameShards(kind) = target {
         let set = open(input)?;
@@ -299,9 +318,19 @@ fn convert_quietly(
         let shared = shared_attributes(&set, edits.changes, true)?;
         let attributes = crate::json::attributes_to_write(&shared, edits);
         // Objects come in name order; each goes to the group of the shard holding it.
-        let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); set.shard_paths().count()];
+        let shards: Vec<PathBuf> = set.shard_paths().map(Path::to_path_buf).collect();
+        let mut groups: Vec<Vec<ObjectView<'_>>> = vec![Vec::new(); shards.len()];
         for o in objects {
             let position = set.shard_position(o.name());
+            let holder = || {
+                position
+                    .and_then(|i| shards.get(i))
+                    .map_or(input, |p| p)
+                    .into()
+            };
+            if !kept(&holder, &o) {
+                continue;
+            }
             if let Some(group) = position.and_then(|i| groups.get_mut(i)) {
                 group.push(o);
             }
@@ -324,7 +353,7 @@ fn convert_quietly(
                 )
             })
             .map(drop)
-            .map_err(at);
+            .map_err(|e| at(&groups.concat(), e));
     }
     // GGUF keeps the input's order, as llama.cpp's gguf-split keeps it (and the one-file
     // convert does); every other output takes objects in name order.
@@ -340,7 +369,17 @@ fn convert_quietly(
             if gguf {
                 attributes = crate::common::gguf_attributes(input, attributes);
             }
-            write_target(objects, &attributes, metadata, output, target, &at)
+            let holder = |o: &ObjectView<'_>| -> PathBuf {
+                blamed_input(input, &ztensor::Error::invalid("").in_object(o.name()))
+            };
+            let objects: Vec<ObjectView<'_>> = objects
+                .iter()
+                .filter(|o| kept(&|| holder(o), o))
+                .copied()
+                .collect();
+            write_target(&objects, &attributes, metadata, output, target, &|e| {
+                at(&objects, e)
+            })
         },
     )
 }
@@ -449,6 +488,7 @@ pub fn convert_command(
     edits: crate::json::AttributeEdits<'_>,
     mag_version: MagVersion,
     force: bool,
+    skip_unreadable: bool,
 ) -> Outcome {
     if !kind.is_zt() && (compress.is_some() || digest.is_some()) {
         return Err(Failure::Usage(
@@ -539,7 +579,7 @@ pub fn convert_command(
     if !matches!(target, Target::GgufSplit { .. }) {
         check_output(&index, force)?;
     }
-    convert(input, output, target, edits)
+    convert(input, output, target, edits, skip_unreadable)
 }
 
 /// The index a sharded output writes: OUT itself when it is one, else `OUT.index.json`.

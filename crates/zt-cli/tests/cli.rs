@@ -645,11 +645,11 @@ fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
     assert_clean_error(&plain, 1, why);
     assert!(stderr(&plain).contains(advice), "{}", stderr(&plain));
     assert!(!out.exists());
-    // Into shards, the input is blamed (v2's own named the shard being written); into
-    // .safetensors shards with an index, --skip-unreadable is not offered.
+    // Into shards, the input is blamed (v2's own named the shard being written), with the
+    // way past it (into .safetensors shards with an index too, since 2026-12-06).
     for (name, extra, after) in [
         ("sharded.zt", &[][..], advice),
-        ("indexed.safetensors", &["--densify"][..], "\n"),
+        ("indexed.safetensors", &["--densify"][..], advice),
     ] {
         let target = dir.path().join(name);
         let args = [damaged, target.to_str().unwrap(), "--shard-size", "1KB"];
@@ -677,10 +677,15 @@ fn a_damaged_entry_is_shown_as_declared_and_upgrade_can_leave_it_out() {
     assert!(!names.lines().any(|n| n == "csr"));
     assert_eq!(code(&zt(&["verify", out_s])), 0);
 
-    // `convert` takes the flag too (the views writers: .safetensors; the object loop: .zt).
+    // `convert` takes the flag too (the views writers: .safetensors; the object loop: .zt;
+    // the set writers: .safetensors shards with an index).
     for (name, options) in [
         ("salvaged_v2.zt", &["--densify"][..]),
         ("salvaged.safetensors", &["--densify"][..]),
+        (
+            "salvaged.safetensors.index.json",
+            &["--densify", "--shard-size", "1KB"][..],
+        ),
     ] {
         let out = dir.path().join(name);
         let out_s = out.to_str().unwrap();
@@ -1019,6 +1024,98 @@ fn merge_skips_an_unreadable_object_only_when_asked() {
             "{name}: {}",
             stderr(&b)
         );
+    }
+}
+
+/// Conversions into a set and from one take `--skip-unreadable` as one-file conversions do
+/// (they refused it), and their refusal names it.
+#[test]
+fn set_conversions_skip_unreadable_objects_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    // The HDF5 file's "/missing" is an external link to a file not there.
+    let h5 = fx("interop/hdf5/h5py_default.h5");
+    let set = dir.path().join("m.zt.index.json");
+    let last_line = |o: &Output| stderr(o).lines().last().unwrap_or_default().to_owned();
+    let args = ["convert", &h5, p(&set), "--shard-size", "4KB", "--no-sync"];
+    let o = zt(&args);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let refusal = last_line(&o);
+    assert!(
+        refusal.starts_with(&format!("zt: {h5}: unsupported: object \"/missing\""))
+            && refusal.ends_with(
+                "; to write the rest without it: --skip-unreadable (ztio: skip_unreadable=True)"
+            ),
+        "{refusal}"
+    );
+    assert!(!set.exists());
+    let o = zt(&[&args[..], &["--skip-unreadable"]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{h5}: object \"/missing\" left out, unreadable")),
+        "{}",
+        stderr(&o)
+    );
+    let names = stdout(&zt(&["ls", p(&set)]));
+    assert!(!names.lines().any(|n| n == "/missing"), "{names}");
+    assert!(names.lines().count() > 20, "{names}");
+    for name in names.lines() {
+        let (a, b) = (zt(&["cat", &h5, name]), zt(&["cat", p(&set), name]));
+        assert!(
+            code(&a) == 0 && a.stdout == b.stdout,
+            "{name}: {}",
+            stderr(&b)
+        );
+    }
+
+    // A set whose shard holds unreadable objects (an index over the HDF5 file), into a set of
+    // the same shards and into one file: refused, or each left out naming the shard.
+    let shard = dir.path().join("a.h5");
+    std::fs::copy(&h5, &shard).unwrap();
+    let listed = stdout(&zt(&["ls", p(&shard)]));
+    let map: serde_json::Map<String, serde_json::Value> = listed
+        .lines()
+        .map(|n| (n.to_owned(), "a.h5".into()))
+        .collect();
+    let index = dir.path().join("in.safetensors.index.json");
+    let index_json = serde_json::json!({ "metadata": {}, "weight_map": map });
+    std::fs::write(&index, index_json.to_string()).unwrap();
+    for out in ["same.zt.index.json", "one.zt"] {
+        let out = dir.path().join(out);
+        let args = ["convert", p(&index), p(&out), "--no-sync"];
+        let o = zt(&args);
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        assert!(
+            last_line(&o).contains("--skip-unreadable"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!out.exists());
+        let o = zt(&[&args[..], &["--skip-unreadable"]].concat());
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let left_out = format!(
+            "{}: object \"/missing\" left out, unreadable",
+            shard.display()
+        );
+        assert!(stderr(&o).contains(&left_out), "{}", stderr(&o));
+        // Every object but those left out or skipped (each in a note), with its values.
+        let notes = stderr(&o);
+        let passed_over = |n: &str| {
+            notes.contains(&format!("object {n:?} left out"))
+                || notes.contains(&format!("object {n:?} skipped"))
+        };
+        let kept: Vec<&str> = listed.lines().filter(|n| !passed_over(n)).collect();
+        assert_eq!(
+            stdout(&zt(&["ls", p(&out)])).lines().collect::<Vec<_>>(),
+            kept
+        );
+        for name in kept {
+            let (a, b) = (zt(&["cat", p(&shard), name]), zt(&["cat", p(&out), name]));
+            assert!(
+                code(&a) == 0 && a.stdout == b.stdout,
+                "{name}: {}",
+                stderr(&b)
+            );
+        }
     }
 }
 
