@@ -734,6 +734,27 @@ pub fn has_no_dense_form(o: &ztensor::ObjectView<'_>) -> bool {
     matches!(o.format, ztensor::Format::Unknown(_)) && o.ggml_type().is_none()
 }
 
+/// Whether two attribute values are the same, floats by their bits: a NaN is the same as a
+/// NaN with the same bits (a file compared with itself is the same), and -0.0 is not 0.0 (a
+/// conversion must keep the sign).
+pub fn same_value(a: &ztensor::Value, b: &ztensor::Value) -> bool {
+    use ztensor::Value;
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| kx == ky && same_value(x, y))
+        }
+        (Value::Tag(tx, x), Value::Tag(ty, y)) => tx == ty && same_value(x, y),
+        _ => a == b,
+    }
+}
+
 /// Adds the file attributes `from` (of the file at `source`) to `into`. An attribute both
 /// have with different values is an error: the files disagree on what the model is (`zt
 /// merge` and `zt convert` take `--set` or `--unset` for it, which the message names).
@@ -745,7 +766,7 @@ pub fn merge_attributes(
 ) -> Result<(), Failure> {
     for (k, v) in from {
         match into.get(k) {
-            Some(old) if old != v => {
+            Some(old) if !same_value(old, v) => {
                 // `rm` and `upgrade` take neither option: the message says which commands do.
                 let fix = format!(
                     "; --set {k}=VALUE gives the output one, --unset {k} none (zt convert, \
@@ -770,6 +791,28 @@ pub fn merge_attributes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attribute_floats_are_the_same_by_their_bits() {
+        let nan = ztensor::Value::Float(f64::NAN);
+        assert!(same_value(&nan, &nan));
+        assert!(!same_value(&nan, &ztensor::Value::Float(-f64::NAN)));
+        assert!(!same_value(
+            &ztensor::Value::Float(0.0),
+            &ztensor::Value::Float(-0.0)
+        ));
+        let nested = |x| {
+            ztensor::Value::Array(vec![ztensor::Value::Map(
+                [("k".to_owned(), ztensor::Value::Float(x))].into(),
+            )])
+        };
+        assert!(same_value(&nested(f64::NAN), &nested(f64::NAN)));
+        assert!(!same_value(&nested(1.0), &nested(2.0)));
+        assert!(!same_value(
+            &ztensor::Value::Integer(1),
+            &ztensor::Value::Float(1.0)
+        ));
+    }
 
     #[test]
     fn settings_last_one_run_and_are_put_back_after_a_panic() {

@@ -15,7 +15,7 @@
 //! itself costs a `memcmp`. Nothing is ever turned into one JSON value per element. An object
 //! of a format with no dense form here (`zt.mx/1`, a writer's own) is compared by its format
 //! and its components' roles, types and decoded bytes ([`compare_components`]). File
-//! attributes compare floats by their bits ([`same_value`]).
+//! attributes compare floats by their bits ([`same_value`](crate::common::same_value)).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -23,7 +23,7 @@ use std::path::Path;
 
 use serde_json::{json, Value as J};
 use ztensor::fp8::Fp8Format;
-use ztensor::{DType, ElementType, LogicalType, ObjectView, Value};
+use ztensor::{DType, ElementType, LogicalType, ObjectView};
 
 use crate::commands::error_json;
 use crate::common::{has_no_dense_form, out, progress, Failure, Outcome};
@@ -488,26 +488,6 @@ fn compare_values(
     }))
 }
 
-/// Whether two attribute values are the same, floats by their bits: a NaN is the same as a
-/// NaN with the same bits (a file compared with itself is the same), and -0.0 is not 0.0 (a
-/// conversion must keep the sign).
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
-        }
-        (Value::Map(x), Value::Map(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((kx, x), (ky, y))| kx == ky && same_value(x, y))
-        }
-        (Value::Tag(tx, x), Value::Tag(ty, y)) => tx == ty && same_value(x, y),
-        _ => a == b,
-    }
-}
-
 /// Decoded bytes an object's comparison reads, roughly: for the progress bar.
 fn dense_len(o: &ztensor::ObjectInfo) -> u64 {
     o.element_count()
@@ -569,7 +549,7 @@ fn diff_objects(
     let mut by_value = 0u64;
     if let Some((attributes_a, attributes_b)) = attributes {
         let differs = |k: &&String| match (attributes_a.get(*k), attributes_b.get(*k)) {
-            (Some(x), Some(y)) => !same_value(x, y),
+            (Some(x), Some(y)) => !crate::common::same_value(x, y),
             // The types a GGUF reader keeps of the other attributes: of a file made from a
             // GGUF, or made into one, not an attribute either file was given.
             _ if k.as_str() == ztensor::GGUF_VALUE_TYPES_KEY => false,
@@ -712,18 +692,6 @@ fn diff_objects(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn attribute_floats_are_the_same_by_their_bits() {
-        let nan = Value::Float(f64::NAN);
-        assert!(same_value(&nan, &nan));
-        assert!(!same_value(&nan, &Value::Float(-f64::NAN)));
-        assert!(!same_value(&Value::Float(0.0), &Value::Float(-0.0)));
-        let nested = |x| Value::Array(vec![Value::Map([("k".to_owned(), Value::Float(x))].into())]);
-        assert!(same_value(&nested(f64::NAN), &nested(f64::NAN)));
-        assert!(!same_value(&nested(1.0), &nested(2.0)));
-        assert!(!same_value(&Value::Integer(1), &Value::Float(1.0)));
-    }
 
     #[test]
     fn unravel_row_major() {

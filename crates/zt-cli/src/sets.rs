@@ -209,7 +209,7 @@ fn shared_attributes(
     for (_, own) in &each {
         for (key, value) in own.iter() {
             let seen = first.entry(key).or_insert((value, false));
-            seen.1 |= seen.0 != value;
+            seen.1 |= !crate::common::same_value(seen.0, value);
         }
     }
     let mut attributes = ztensor::Attributes::new();

@@ -1119,6 +1119,29 @@ fn set_conversions_skip_unreadable_objects_only_when_asked() {
     }
 }
 
+/// A file attribute that is NaN is the same NaN in every shard of a set made from the file: the
+/// set diffs the same as the file, and its shards merge back into one file (they were
+/// "differing" by `!=`, so a set could not be made whole again).
+#[test]
+fn a_nan_attribute_is_the_same_in_every_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = fx("valid/v2_structural.zt");
+    let set = dir.path().join("m.zt.index.json");
+    let o = zt(&["convert", &file, p(&set), "--shard-size", "1", "--no-sync"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = zt(&["diff", &file, p(&set)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    for (args, out) in [
+        (vec!["convert", p(&set)], dir.path().join("one.zt")),
+        (vec!["merge", p(&set), "-o"], dir.path().join("merged.zt")),
+    ] {
+        let o = zt(&[&args[..], &[p(&out), "--no-sync"]].concat());
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        let o = zt(&["diff", &file, p(&out)]);
+        assert_eq!(code(&o), 0, "{args:?}: {}{}", stdout(&o), stderr(&o));
+    }
+}
+
 /// A file compared with itself is the same, whatever it holds: a NaN attribute, objects of
 /// formats with no dense form here (compared by their components' bytes), MX and quantized
 /// objects, a type from the future.
