@@ -511,14 +511,10 @@ pub fn convert_command(
             densify,
             force,
         },
-        (Some(size), _) if kind.is_zt() && is_index_output(output) => {
-            if densify {
-                return Err(Failure::Usage(
-                    "--shard-size and --densify cannot be combined for .zt shards".into(),
-                ));
-            }
-            Target::Indexed(size, ShardKind::Zt(zt_options(version.unwrap_or_default())))
-        }
+        (Some(size), _) if kind.is_zt() && is_index_output(output) => Target::Indexed(
+            size,
+            zt_shards(zt_options(version.unwrap_or_default()), densify),
+        ),
         (Some(_), _) if kind.is_zt() => {
             return Err(Failure::Usage(
                 "a sharded set as input: name the output model.zt.index.json for .zt shards \
@@ -528,13 +524,8 @@ pub fn convert_command(
         }
         (None, _) if is_index_output(output) && is_set(input) => match kind {
             Kind::Safetensors => Target::SameShards(ShardKind::Safetensors { densify }),
-            _ if kind.is_zt() && !densify => {
-                Target::SameShards(ShardKind::Zt(zt_options(version.unwrap_or_default())))
-            }
             _ if kind.is_zt() => {
-                return Err(Failure::Usage(
-                    "--densify is not supported for .zt shards".into(),
-                ))
+                Target::SameShards(zt_shards(zt_options(version.unwrap_or_default()), densify))
             }
             _ => {
                 return Err(Failure::Usage(
@@ -580,6 +571,15 @@ pub fn convert_command(
         check_output(&index, force)?;
     }
     convert(input, output, target, edits, skip_unreadable)
+}
+
+/// `.zt` shards of `options`, densified when asked.
+fn zt_shards(options: ConvertOptions, densify: bool) -> ShardKind {
+    if densify {
+        ShardKind::ZtDensified(options)
+    } else {
+        ShardKind::Zt(options)
+    }
 }
 
 /// The index a sharded output writes: OUT itself when it is one, else `OUT.index.json`.

@@ -1142,6 +1142,52 @@ fn a_nan_attribute_is_the_same_in_every_shard() {
     }
 }
 
+/// `--densify` into `.zt` shards with an index, from a file and from a set (v2 holds no
+/// `quantized_group`: the refusal's "dequantize" now has a way there).
+#[test]
+fn densify_writes_zt_shards_with_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = fx("valid/quantized.zt");
+    let v12_set = dir.path().join("q.zt.index.json");
+    let o = zt(&[
+        "convert",
+        &file,
+        p(&v12_set),
+        "--to",
+        "v1.2",
+        "--shard-size",
+        "1",
+        "--no-sync",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for (input, out, sized) in [
+        (&file, "d.zt.index.json", true),
+        (&p(&v12_set).to_owned(), "e.zt.index.json", false),
+    ] {
+        let out = dir.path().join(out);
+        let mut args = vec!["convert", input.as_str(), p(&out), "--no-sync"];
+        if sized {
+            args.extend(["--shard-size", "1KB"]);
+        }
+        let o = zt(&args);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("write v1.2, or dequantize"),
+            "{}",
+            stderr(&o)
+        );
+        let o = zt(&[&args[..], &["--densify"]].concat());
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let info = stdout(&zt(&["info", p(&out)]));
+        assert!(
+            info.contains("zTensor 2") && !info.contains("quantized_group"),
+            "{info}"
+        );
+        let o = zt(&["diff", &file, p(&out), "--atol", "1e-6"]);
+        assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    }
+}
+
 /// A file compared with itself is the same, whatever it holds: a NaN attribute, objects of
 /// formats with no dense form here (compared by their components' bytes), MX and quantized
 /// objects, a type from the future.

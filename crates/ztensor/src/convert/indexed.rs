@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use zt_container::{AtomicFile, Durability, Error, Result};
 use zt_manifest::{Attributes, Value};
 
-use super::{copy_object, in_output, ConvertOptions};
+use super::{copy_object, copy_object_densified, in_output, ConvertOptions};
 use crate::sharded::ShardIndex;
 use crate::sink::Staged;
 use crate::view::ObjectView;
@@ -33,6 +33,9 @@ pub enum ShardKind {
     },
     /// `.zt` shards, each object copied as [`copy_object`] copies it.
     Zt(ConvertOptions),
+    /// `.zt` shards with sparse objects written dense and quantized ones dequantized, each
+    /// object copied as [`copy_object_densified`] copies it.
+    ZtDensified(ConvertOptions),
 }
 
 /// Options of [`write_indexed`].
@@ -298,12 +301,17 @@ fn write_shard(
                 options.durability,
             )
         }
-        ShardKind::Zt(convert) => {
+        ShardKind::Zt(convert) | ShardKind::ZtDensified(convert) => {
+            let densify = matches!(options.kind, ShardKind::ZtDensified(_));
             let file = Staged(AtomicFile::create_with(path, options.durability)?);
             let mut w = Writer::new_version(file, convert.version)?;
             w.set_attributes(attributes.clone());
             for o in group {
-                copy_object(**o, &mut w, convert)?;
+                if densify {
+                    copy_object_densified(**o, &mut w, convert)?;
+                } else {
+                    copy_object(**o, &mut w, convert)?;
+                }
             }
             w.finish()
         }
