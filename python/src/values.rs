@@ -2,8 +2,8 @@
 //!
 //! Reading: integers, floats, text, bytes, booleans, null, arrays (lists) and maps (dicts)
 //! are the plain Python types; a CBOR tag becomes `ztio.Tagged(tag, value)`. Writing takes the
-//! same types back (tuples as lists), refusing anything else and nesting deeper than
-//! [`MAX_DEPTH`].
+//! same types back (tuples as lists, numpy scalars as the numbers they hold), refusing anything
+//! else and nesting deeper than [`MAX_DEPTH`].
 
 use std::collections::BTreeMap;
 
@@ -19,6 +19,8 @@ use crate::errors::argument;
 pub const MAX_DEPTH: usize = 64;
 
 static TAGGED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static NUMPY_GENERIC: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static NUMPY_ARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// A value as a Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -134,11 +136,24 @@ fn from_py_at(ob: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         }
         return Ok(Value::Map(map));
     }
+    // A numpy scalar (`np.float32(0.1)`, `np.int64(7)`, `np.bool_(True)`: what a computed
+    // learning rate or step count usually is) as the Python number it holds.
+    let numpy_scalar = NUMPY_GENERIC.import(py, "numpy", "generic")?;
+    if ob.is_instance(numpy_scalar)? {
+        return from_py_at(&ob.call_method0("item")?, depth + 1);
+    }
+    let numpy_array = NUMPY_ARRAY.import(py, "numpy", "ndarray")?;
+    let hint = if ob.is_instance(numpy_array)? {
+        "; a numpy array as a list: array.tolist()"
+    } else {
+        ""
+    };
     Err(argument(
         py,
         format!(
-            "cannot store a {} as an attribute (use str, int, float, bool, bytes, None, list or dict)",
-            ob.get_type().name()?
+            "cannot store a {} as an attribute (use str, int, float, bool, bytes, None, list or \
+             dict, or a numpy scalar){hint}",
+            ob.get_type().fully_qualified_name()?
         ),
     ))
 }

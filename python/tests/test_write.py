@@ -107,6 +107,20 @@ def test_writer_adds_one_array_at_a_time(tmp_path):
         assert f["layer.3"].sum() == 3 * 64
 
 
+def test_numpy_scalars_are_attributes_and_arrays_are_refused_with_the_way(tmp_path):
+    # A computed learning rate or step is a numpy scalar: stored as the number it holds.
+    metadata = {"lr": np.float32(0.5), "step": np.int64(-3), "done": np.bool_(True), "xs": [np.uint8(7)]}
+    ztio.save_file({"x": np.ones(1, np.float32)}, tmp_path / "s.zt", metadata=metadata)
+    got = ztio.open(tmp_path / "s.zt").attributes
+    assert got == {"lr": 0.5, "step": -3, "done": True, "xs": [7]}
+    assert [type(got[k]) for k in ("lr", "step", "done")] == [float, int, bool]
+    with pytest.raises(ztio.ArgumentError, match=r"numpy\.ndarray .*array\.tolist\(\)$"):
+        ztio.save_file({"x": np.ones(1)}, tmp_path / "a.zt", metadata={"a": np.arange(3)})
+    # A name v2 refuses is the caller's error, not an invalid file.
+    with pytest.raises(ztio.ArgumentError, match="^invalid argument: attribute name is empty$"):
+        ztio.save_file({"x": np.ones(1)}, tmp_path / "e.zt", metadata={"": 1})
+
+
 def test_tagged_values_go_to_v1_2_and_are_refused_by_v2(tmp_path):
     with ztio.Writer(tmp_path / "t.zt", version="v1.2") as w:
         w.set_attribute("when", ztio.Tagged(1, 1700000000))

@@ -303,6 +303,19 @@ impl<W: Sink> V2Blobs<W> {
     /// Encodes the manifest (objects as the v1 model holds them, with v2 layout ids as
     /// their format), writes it and the footer, and returns the sink.
     pub(crate) fn finish(self, manifest: Manifest) -> Result<W> {
+        // A name v2's readers refuse (empty, NUL, too long) is the caller's to fix: said as
+        // such here, not as the invalid file the manifest's own check would call it.
+        let named = |key: &str| {
+            zt_manifest::check_name(key, "attribute").map_err(|e| Error::argument(e.message()))
+        };
+        for key in manifest.attributes.keys() {
+            named(key)?;
+        }
+        for (name, o) in &manifest.objects {
+            for key in o.attributes.keys() {
+                named(key).map_err(|e| e.in_object(name))?;
+            }
+        }
         let mut m = ManifestV2 {
             attributes: manifest.attributes,
             ..Default::default()

@@ -444,6 +444,33 @@ fn what_v2_cannot_hold_is_refused() {
 }
 
 #[test]
+fn an_attribute_name_v2_refuses_is_the_callers_error() {
+    // A file attribute and an object attribute named "" (v2's readers, the original's too,
+    // refuse the file): the writer says so as an argument error, naming the object.
+    let mut w = v2(Version::V2);
+    w.set_attribute("", 1);
+    w.add("x", &[1], &[1f32]).unwrap();
+    let e = w.finish().unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::InvalidArgument, "{e}");
+    assert_eq!(e.message(), "attribute name is empty");
+    let mut w = v2(Version::V2);
+    let mut attributes = Attributes::new();
+    attributes.insert("a\0b".into(), Value::Integer(1));
+    let element = ElementType::plain(DType::F32);
+    let data = ObjectData {
+        shape: vec![1],
+        format: Format::Dense,
+        attributes,
+        components: vec![raw("data", element, vec![0; 4])],
+    };
+    w.add_object("x", data).unwrap();
+    let e = w.finish().unwrap_err();
+    assert_eq!(e.kind(), ztensor::ErrorKind::InvalidArgument, "{e}");
+    assert_eq!(e.object(), Some("x"));
+    assert!(e.message().contains("contains NUL"), "{e}");
+}
+
+#[test]
 fn a_sharded_model_reads_as_its_source() {
     use ztensor::convert::{write_sharded, ShardOptions};
     let dir = tempfile::tempdir().unwrap();
