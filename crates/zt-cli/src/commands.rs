@@ -776,11 +776,6 @@ pub fn convert_sharded(
             ))
         }
     };
-    if densify {
-        return Err(Failure::Usage(
-            "--shard-size and --densify cannot be combined".into(),
-        ));
-    }
     let r = open_to_copy(input)?;
     for o in r.objects() {
         left_out_unreadable(input, o, skip_unreadable);
@@ -799,6 +794,7 @@ pub fn convert_sharded(
             skip_unreadable,
             ..Default::default()
         },
+        densify,
     };
     let bar = spinner("convert to sharded .zt", total_stored(&r));
     let attributes = json::attributes_to_write(r.attributes(), edits);

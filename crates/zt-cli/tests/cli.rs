@@ -1142,10 +1142,10 @@ fn a_nan_attribute_is_the_same_in_every_shard() {
     }
 }
 
-/// `--densify` into `.zt` shards with an index, from a file and from a set (v2 holds no
-/// `quantized_group`: the refusal's "dequantize" now has a way there).
+/// `--densify` into `.zt` shards, with an index from a file and from a set, and v2's own (v2
+/// holds no `quantized_group`: the refusal's "dequantize" now has a way there).
 #[test]
-fn densify_writes_zt_shards_with_an_index() {
+fn densify_writes_zt_shards() {
     let dir = tempfile::tempdir().unwrap();
     let file = fx("valid/quantized.zt");
     let v12_set = dir.path().join("q.zt.index.json");
@@ -1163,6 +1163,8 @@ fn densify_writes_zt_shards_with_an_index() {
     for (input, out, sized) in [
         (&file, "d.zt.index.json", true),
         (&p(&v12_set).to_owned(), "e.zt.index.json", false),
+        // v2's own shards (a root and its shards, no index).
+        (&file, "root.zt", true),
     ] {
         let out = dir.path().join(out);
         let mut args = vec!["convert", input.as_str(), p(&out), "--no-sync"];

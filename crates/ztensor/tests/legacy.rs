@@ -234,6 +234,7 @@ fn upgrade_refuses_to_drop_an_unreadable_object_unless_asked() {
     let options = ztensor::convert::ShardOptions {
         max_shard_size: 64,
         convert: ConvertOptions::default(),
+        densify: false,
     };
     let r = ztensor::open(fixtures().join("interop/v014_rust.zt")).unwrap();
     let e = ztensor::convert::write_sharded(&r, dir.path().join("s.zt"), options).unwrap_err();

@@ -649,6 +649,7 @@ fn a_v2_file_with_its_own_shards_opens_them_by_url_beside_it() {
         ztensor::convert::ShardOptions {
             max_shard_size: 20 * 65536,
             convert: ztensor::ConvertOptions::default(),
+            densify: false,
         },
     )
     .unwrap();

@@ -18,6 +18,7 @@ fn a_part_over_its_shards_own_manifest_is_refused() {
     let options = ztensor::convert::ShardOptions {
         max_shard_size: 1 << 20,
         convert: Default::default(),
+        densify: false,
     };
     let written =
         ztensor::convert::write_sharded(&ztensor::open(&src).unwrap(), &root, options).unwrap();

@@ -491,6 +491,7 @@ fn a_sharded_model_reads_as_its_source() {
             durability: ztensor::Durability::Unsynced,
             ..Default::default()
         },
+        densify: false,
     };
     let shards = write_sharded(&source, &root, options).unwrap();
     assert_eq!(shards.len(), 3, "two objects of 100 bytes a shard");

@@ -16,7 +16,7 @@ use zt_container::{AtomicFile, BlobWriterV2, ContainerV2, Error, Result, Source}
 use zt_formats::DigestAlgorithm;
 use zt_manifest::{decode_manifest_v2, encode_manifest_v2, DecodeLimits, ManifestV2, ShardV2};
 
-use super::{copy_object, in_output, ConvertOptions};
+use super::{copy_object, copy_object_densified, in_output, ConvertOptions};
 use crate::model::ObjectInfo;
 use crate::reader::Reader;
 use crate::sink::Staged;
@@ -29,6 +29,9 @@ pub struct ShardOptions {
     pub max_shard_size: u64,
     /// How objects are converted; `version` must be a v2 version.
     pub convert: ConvertOptions,
+    /// Write sparse objects dense and quantized ones dequantized, as
+    /// [`copy_object_densified`] copies them (v2 has no `quantized_group` layout).
+    pub densify: bool,
 }
 
 /// Writes every object of `reader` as a sharded v2 model: the shards beside `root`, then the
@@ -47,7 +50,7 @@ pub struct ShardOptions {
 /// # w.finish()?;
 /// use ztensor::convert::{write_sharded, ShardOptions};
 /// let root = dir.path().join("model.zt");
-/// let options = ShardOptions { max_shard_size: 8, convert: Default::default() };
+/// let options = ShardOptions { max_shard_size: 8, convert: Default::default(), densify: false };
 /// let shards = write_sharded(&ztensor::open(&src)?, &root, options)?;
 /// assert!(shards[1].ends_with("model-00002-of-00002.zt"));
 /// assert_eq!(&ztensor::open(&root)?.read::<f32>("b")?[..], &[3.0, 4.0]);
@@ -76,7 +79,7 @@ pub fn write_sharded(
 /// let mut attributes = ztensor::Attributes::new();
 /// attributes.insert("format".into(), ztensor::Value::Text("pt".into()));
 /// let root = dir.path().join("model.zt");
-/// let options = ShardOptions { max_shard_size: 8, convert: Default::default() };
+/// let options = ShardOptions { max_shard_size: 8, convert: Default::default(), densify: false };
 /// write_sharded_with_attributes(&ztensor::open(&src)?, &root, options, &attributes)?;
 /// assert_eq!(ztensor::open(&root)?.attributes(), &attributes);
 /// # Ok(())
@@ -124,8 +127,13 @@ pub fn write_sharded_with_attributes(
             Writer::new_version(file, options.convert.version).map_err(|e| e.in_file(&path))?;
         for o in group {
             // The input's faults are left for the caller to place in the input.
-            copy_object(reader.object(&o.name)?, &mut w, options.convert)
-                .map_err(|e| in_output(e, &path))?;
+            let object = reader.object(&o.name)?;
+            let copied = if options.densify {
+                copy_object_densified(object, &mut w, options.convert)
+            } else {
+                copy_object(object, &mut w, options.convert)
+            };
+            copied.map_err(|e| in_output(e, &path))?;
         }
         let file = w.finish().map_err(|e| e.in_file(&path))?;
         let written = file.temp_path().to_path_buf();
