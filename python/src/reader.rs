@@ -516,6 +516,18 @@ impl Reader {
         let o = object(py, &r, name)?;
         let element = sliced_element(py, &o, name)?;
         let cut = crate::slice_rules::cut(py, key, &o.shape, bits)?;
+        if let Some(packed) = element.logical.as_ref().and_then(|t| t.packed_bits()) {
+            // Past safetensors' rules (FP4 boxes on byte boundaries): the frameworks take
+            // no packed bytes for them here (torch's float4_e2m1fn_x2 counts bytes).
+            return Err(to_py(
+                py,
+                &ztensor::Error::unsupported(format!(
+                    "{packed}-bit packed elements cannot be sliced through safe_open; read \
+                     the whole object"
+                ))
+                .in_object(name),
+            ));
+        }
         let ranges: Vec<Range<u64>> = cut.boxed.iter().map(|&(a, b)| a..b).collect();
         if cut.steps.iter().all(|&s| s == 1) {
             // The box is the answer, less the dimensions an int selected: no index to apply.
@@ -609,6 +621,16 @@ fn box_array<'py>(
     ranges: &[Range<u64>],
     dims: &[u64],
 ) -> PyResult<Bound<'py, PyAny>> {
+    if element
+        .logical
+        .as_ref()
+        .and_then(|t| t.packed_bits())
+        .is_some()
+    {
+        // Packed sub-byte elements: the box's packed bytes, 1-D (the caller unpacks them).
+        let bytes = py.detach(|| o.slice_bytes(ranges)).py_err(py)?;
+        return storage_array(py, r, bytes, element);
+    }
     let descr = descr_for(py, element)?;
     let is_bool = element.dtype == ztensor::DType::Bool;
     let bad_bool = || ztensor::Error::invalid("bool element is neither 0 nor 1").in_object(name);

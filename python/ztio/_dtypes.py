@@ -61,6 +61,9 @@ _PACKED = {
     "f6_e3m2": ("float6_e3m2fn", 6),
 }
 
+#: Every packed sub-byte type, by our name (NF4 among them: no ml_dtypes type).
+PACKED_DTYPES = frozenset([*_PACKED, "nf4"])
+
 #: The packed types this ml_dtypes has: our name -> (its dtype, bits an element).
 PACKED_READ: Dict[str, Tuple[np.dtype, int]] = {
     ours: (np.dtype(getattr(_ml, attr)), bits)

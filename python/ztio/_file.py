@@ -24,8 +24,8 @@ from typing import Any, Callable, Deque, Dict, FrozenSet, Iterator, List, Option
 import numpy as np
 
 from . import _frameworks, _native, _progress, _slice_rules
-from ._dtypes import PACKED_READ, STAND_INS, read_table, unpacked
-from .errors import ArgumentError, Error, NotFoundError
+from ._dtypes import PACKED_DTYPES, PACKED_READ, STAND_INS, read_table, unpacked
+from .errors import ArgumentError, Error, NotFoundError, UnsupportedError
 
 _native.set_dtype_table(read_table())
 
@@ -246,7 +246,25 @@ class Slice:
 
     def __getitem__(self, key: Any) -> np.ndarray:
         box, local = _dims(key, self._shape)
+        if self._dtype in PACKED_READ:
+            # Packed sub-byte elements: the box's packed bytes, unpacked into its shape. A box
+            # off the bytes' boundaries cannot be read alone: the whole object, indexed.
+            try:
+                part = self._file._reader().slice(self._name, box)
+            except UnsupportedError:
+                return self._file.get_tensor(self._name)[key]
+            part = unpacked(part, self._dtype, tuple(b - a for a, b in box))
+            return part if local is None else part[local]
         part = self._file._reader().slice(self._name, box)
+        if self._dtype in PACKED_DTYPES:
+            # NF4, or any packed type without ml_dtypes: the box's packed bytes, as get_tensor
+            # gives the whole object's.
+            if local is None:
+                return part
+            raise ArgumentError(
+                f"object {self._name!r}: {self._dtype} elements have no numpy dtype to index; "
+                "ask for a box (slices of step 1) to get its packed bytes"
+            )
         return part if local is None else part[local]
 
 

@@ -373,6 +373,18 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
                 .map_err(|e| e.in_file(path))?
                 .element
                 .clone();
+            let packed = ty.logical.as_ref().and_then(|t| t.packed_bits());
+            if let (Some(bits), true) = (packed, picked.has_steps()) {
+                // The picks of a step would be codes inside bytes: a box of bytes is all a
+                // slice of packed elements gives.
+                return Err(Failure::Usage(
+                    format!(
+                        "object {name:?}: a --slice with steps is not taken for {bits}-bit \
+                         packed elements; slice without steps, on byte boundaries"
+                    )
+                    .into(),
+                ));
+            }
             let mut b = o.slice_bytes(&picked.ranges).map_err(|e| e.in_file(path))?;
             if picked.has_steps() {
                 // The library read the box from the first pick to the last; keep the picks.
@@ -391,8 +403,13 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
             // there are; an unreadable object says why.
             let c = o.component(role).map_err(|e| e.in_file(path))?;
             let b = c.bytes().map_err(|e| e.in_file(path))?;
-            let n = b.len() as u64 / c.element.logical_size();
-            (b, c.element.clone(), vec![n])
+            // A part of packed sub-byte elements is given as its stored bytes.
+            let element = match c.element.logical.as_ref().and_then(|t| t.packed_bits()) {
+                Some(_) => ztensor::ElementType::plain(c.element.dtype),
+                None => c.element.clone(),
+            };
+            let n = b.len() as u64 / element.logical_size();
+            (b, element, vec![n])
         }
         CatWhat::Dequantized => {
             if !quantized {
@@ -447,7 +464,7 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
             "shape": shape,
             "dtype": ty.dtype.name(),
             "type": ty.type_field(),
-            "values": json::elements(&bytes, &ty),
+            "values": json::elements(&bytes, &ty, shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))),
         });
         return out(&format!("{j}\n"));
     }

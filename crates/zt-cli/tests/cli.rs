@@ -1190,6 +1190,54 @@ fn densify_writes_zt_shards() {
     }
 }
 
+/// `zt cat --json` of packed sub-byte objects gives their values (it gave the stored bytes
+/// under the object's shape, half as many numbers as the shape counts), sliced where a box
+/// lies on byte boundaries; `--component` gives the stored bytes.
+#[test]
+fn cat_of_packed_objects_gives_their_values() {
+    let onnx = fx("interop/onnx/dtypes_raw.onnx");
+    let values = |args: &[&str]| {
+        let o = zt(args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (j["shape"].clone(), j["values"].clone())
+    };
+    for (name, want) in [
+        ("int4", serde_json::json!([-8, -1, 0, 1, 6, 7])),
+        ("uint4", serde_json::json!([0, 15, 3, 9, 1])),
+        ("int2", serde_json::json!([-2, -1, 0, 1, 1, -2])),
+        ("uint2", serde_json::json!([0, 3, 1, 2, 3])),
+        ("float4e2m1", serde_json::json!([0.5, -6.0, 1.5])),
+        ("float6e3m2", serde_json::json!([28.0, -0.0625, 1.5, -3.0])),
+    ] {
+        assert_eq!(values(&["cat", &onnx, name, "--json"]).1, want, "{name}");
+    }
+    // int4 [2, 3]: row 1 starts mid-byte (bit 12), so only the whole is a box of bytes.
+    let o = zt(&["cat", &onnx, "int4", "--slice", "1:2", "--json"]);
+    assert_clean_error(
+        &o,
+        1,
+        "4-bit packed elements are sliced on byte boundaries only",
+    );
+    // uint2 [5]: elements 4.. start the second byte.
+    let (shape, got) = values(&["cat", &onnx, "uint2", "--slice", "4:5", "--json"]);
+    assert_eq!(
+        (shape, got),
+        (serde_json::json!([1]), serde_json::json!([3]))
+    );
+    let o = zt(&["cat", &onnx, "uint2", "--slice", "::2", "--json"]);
+    assert_clean_error(
+        &o,
+        2,
+        "a --slice with steps is not taken for 2-bit packed elements",
+    );
+    let (shape, got) = values(&["cat", &onnx, "uint4", "--component", "data", "--json"]);
+    assert_eq!(
+        (shape, got),
+        (serde_json::json!([3]), serde_json::json!([240, 147, 1]))
+    );
+}
+
 /// A file compared with itself is the same, whatever it holds: a NaN attribute, objects of
 /// formats with no dense form here (compared by their components' bytes), MX and quantized
 /// objects, a type from the future.

@@ -242,7 +242,9 @@ impl<'r> ObjectView<'r> {
     /// dimension), in row-major order, reading only the bytes the box covers.
     ///
     /// Whole rows of a raw object in a map are borrowed from it; anything else is gathered
-    /// into one new buffer. Packed sub-byte types (`f4_e2m1`, `f6_*`) cannot be sliced.
+    /// into one new buffer. Packed sub-byte types (`i4`, `f4_e2m1`, `f6_*`, ...) are sliced
+    /// where the box starts and ends on byte boundaries in rows of whole bytes (as
+    /// safetensors slices FP4), giving the box's packed bytes; elsewhere they are refused.
     ///
     /// ```
     /// # fn main() -> ztensor::Result<()> {
@@ -275,13 +277,28 @@ impl<'r> ObjectView<'r> {
         if let Some(d) = &info.defect {
             return Err(d.error_in(&info.name));
         }
-        if let Some(bits) = comp.element.logical.as_ref().and_then(|t| t.packed_bits()) {
-            return Err(at(Error::unsupported(format!(
-                "{}-bit packed elements cannot be sliced; read the whole object",
-                bits
-            ))));
-        }
-        let slab = Hyperslab::new(&info.shape, ranges).map_err(&at)?;
+        // Packed sub-byte elements: a box that starts and ends on byte boundaries is a box of
+        // the packed bytes (each element's size is then its storage byte, `logical_size`).
+        let packed = comp.element.logical.as_ref().and_then(|t| t.packed_bits());
+        let bytes_box = match packed {
+            None => None,
+            Some(bits) => {
+                Hyperslab::new(&info.shape, ranges).map_err(&at)?;
+                let in_bytes = packed_box_as_bytes(&info.shape, ranges, bits).ok_or_else(|| {
+                    at(Error::unsupported(format!(
+                        "{bits}-bit packed elements are sliced on byte boundaries only: \
+                         the box must start and end on one in its last dimension, whose \
+                         rows must be whole bytes; read the whole object"
+                    )))
+                })?;
+                Some(in_bytes)
+            }
+        };
+        let (shape, ranges) = match &bytes_box {
+            Some((shape, ranges)) => (shape.as_slice(), ranges.as_slice()),
+            None => (info.shape.as_slice(), ranges),
+        };
+        let slab = Hyperslab::new(shape, ranges).map_err(&at)?;
         let element_size = comp.element.logical_size();
         let total = slab
             .element_count()
@@ -683,6 +700,45 @@ fn read_runs_into(
 fn run_offset(base: u64, off: u64) -> Result<u64> {
     base.checked_add(off)
         .ok_or_else(|| Error::invalid("slice offset overflows"))
+}
+
+/// For packed sub-byte elements of `bits` bits (lowest bits first, rows one after another),
+/// the box `ranges` of `shape` as a box of the packed bytes: its shape and ranges with the
+/// last dimension counted in bytes. Only where that is exact: the last dimension's rows are
+/// whole bytes (or there is one row), and the box starts and ends on a byte boundary in it
+/// (or ends at the row's end). `ranges` were checked against `shape`.
+fn packed_box_as_bytes(
+    shape: &[u64],
+    ranges: &[Range<u64>],
+    bits: u64,
+) -> Option<(Vec<u64>, Vec<Range<u64>>)> {
+    let (Some((&last, leading)), Some((inner, outer))) = (shape.split_last(), ranges.split_last())
+    else {
+        // Rank 0: one element, one byte, the whole of it.
+        return Some((shape.to_vec(), ranges.to_vec()));
+    };
+    let row_bits = last.checked_mul(bits)?;
+    if ranges.iter().any(|r| r.is_empty()) {
+        // Nothing selected, wherever it starts.
+        let mut byte_shape = leading.to_vec();
+        byte_shape.push(row_bits.div_ceil(8));
+        let mut byte_ranges = outer.to_vec();
+        byte_ranges.push(0..0);
+        return Some((byte_shape, byte_ranges));
+    }
+    if row_bits % 8 != 0 && leading.iter().any(|&d| d != 1) {
+        return None;
+    }
+    let start_bits = inner.start.checked_mul(bits)?;
+    let end_bits = inner.end.checked_mul(bits)?;
+    if start_bits % 8 != 0 || (end_bits % 8 != 0 && inner.end != last) {
+        return None;
+    }
+    let mut byte_shape = leading.to_vec();
+    byte_shape.push(row_bits.div_ceil(8));
+    let mut byte_ranges = outer.to_vec();
+    byte_ranges.push(start_bits / 8..end_bits.div_ceil(8));
+    Some((byte_shape, byte_ranges))
 }
 
 #[cfg(test)]

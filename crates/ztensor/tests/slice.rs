@@ -227,6 +227,79 @@ proptest! {
     }
 }
 
+/// The `bits`-bit codes packed lowest bits first, as the file stores them.
+fn pack(codes: &[u8], bits: u64) -> Vec<u8> {
+    let mut out = vec![0u8; (codes.len() as u64 * bits).div_ceil(8) as usize];
+    for (i, &c) in codes.iter().enumerate() {
+        for b in 0..bits {
+            let at = i as u64 * bits + b;
+            if c >> b & 1 == 1 {
+                out[(at / 8) as usize] |= 1 << (at % 8);
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A box of packed sub-byte elements is sliced exactly when it starts and ends on byte
+    /// boundaries in rows of whole bytes (or one row), and is then the box's codes, packed.
+    #[test]
+    fn packed_boxes_on_byte_boundaries_are_their_packed_codes(
+        shape in prop::collection::vec(1u64..9, 0..3),
+        picks in prop::collection::vec((0u64..9, 0u64..9), 2),
+        bits in prop::sample::select(vec![2u64, 4, 6]),
+        zstd in any::<bool>(),
+    ) {
+        use ztensor::{ComponentData, DType, ElementType, Format, LogicalType, ObjectData};
+        let n: u64 = shape.iter().product();
+        let codes: Vec<u8> = (0..n).map(|i| ((i * 7 + 3) % (1 << bits)) as u8).collect();
+        let logical = match bits { 2 => LogicalType::U2, 4 => LogicalType::U4, _ => LogicalType::F6E2M3 };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.zt");
+        let mut w = ztensor::Writer::create(&path).unwrap();
+        w.set_options(WriteOptions { compression: zstd.then_some(1), digest: None });
+        let data = ObjectData {
+            shape: shape.clone(),
+            format: Format::Dense,
+            attributes: Default::default(),
+            components: vec![ComponentData {
+                role: "data".into(),
+                element: ElementType { dtype: DType::U8, logical: Some(logical) },
+                bytes: Cow::Owned(pack(&codes, bits)),
+            }],
+        };
+        w.add_object("t", data).unwrap();
+        w.finish().unwrap();
+        let ranges: Vec<Range<u64>> = shape
+            .iter()
+            .zip(&picks)
+            .map(|(&d, &(a, b))| {
+                let (a, b) = (a.min(d), b.min(d));
+                a.min(b)..a.max(b)
+            })
+            .collect();
+        let r = ztensor::open(&path).unwrap();
+        let got = r.object("t").unwrap().slice_bytes(&ranges);
+        let empty = ranges.iter().any(|r| r.is_empty());
+        let aligned = match (shape.split_last(), ranges.last()) {
+            (Some((&last, leading)), Some(inner)) => {
+                (last * bits % 8 == 0 || leading.iter().all(|&d| d == 1))
+                    && inner.start * bits % 8 == 0
+                    && (inner.end * bits % 8 == 0 || inner.end == last)
+            }
+            _ => true,
+        };
+        prop_assert_eq!(got.is_ok(), empty || aligned, "{:?}", got.as_ref().err());
+        if let Ok(bytes) = got {
+            let boxed = gather(&codes, &shape, &ranges, 1);
+            prop_assert_eq!(&bytes[..], &pack(&boxed, bits)[..]);
+        }
+    }
+}
+
 /// A slice of a seekable zstd part decodes only the frames that hold it: with a frame it does
 /// not touch damaged, the slice still reads, while the whole read and a slice that reaches the
 /// damaged frame fail, naming it. Boxes within a frame, across frames and of columns give the
