@@ -898,6 +898,18 @@ fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
+/// Each of `names` reads the same bytes through `zt cat` from `a` as from `b`.
+fn assert_same_objects<'a>(a: &str, b: &str, names: impl IntoIterator<Item = &'a str>) {
+    for name in names {
+        let (x, y) = (zt(&["cat", a, name]), zt(&["cat", b, name]));
+        assert!(
+            code(&x) == 0 && x.stdout == y.stdout,
+            "{name}: {}",
+            stderr(&y)
+        );
+    }
+}
+
 /// Writes a .zt of f32 tensors.
 fn write_f32(path: &Path, tensors: &[(&str, &[u64], &[f32])]) {
     let mut w = ztensor::Writer::create(path).unwrap();
@@ -1016,15 +1028,8 @@ fn merge_skips_an_unreadable_object_only_when_asked() {
     assert!(!names.lines().any(|n| n == "/missing"), "{names}");
     assert!(names.lines().any(|n| n == "/f32"), "{names}");
     // The other input's objects are all there, with their values.
-    let o = zt(&["ls", &other]);
-    for name in stdout(&o).lines() {
-        let (a, b) = (zt(&["cat", &other, name]), zt(&["cat", p(&out), name]));
-        assert!(
-            code(&a) == 0 && a.stdout == b.stdout,
-            "{name}: {}",
-            stderr(&b)
-        );
-    }
+    let names = stdout(&zt(&["ls", &other]));
+    assert_same_objects(&other, p(&out), names.lines());
 }
 
 /// Conversions into a set and from one take `--skip-unreadable` as one-file conversions do
@@ -1058,14 +1063,7 @@ fn set_conversions_skip_unreadable_objects_only_when_asked() {
     let names = stdout(&zt(&["ls", p(&set)]));
     assert!(!names.lines().any(|n| n == "/missing"), "{names}");
     assert!(names.lines().count() > 20, "{names}");
-    for name in names.lines() {
-        let (a, b) = (zt(&["cat", &h5, name]), zt(&["cat", p(&set), name]));
-        assert!(
-            code(&a) == 0 && a.stdout == b.stdout,
-            "{name}: {}",
-            stderr(&b)
-        );
-    }
+    assert_same_objects(&h5, p(&set), names.lines());
 
     // A set whose shard holds unreadable objects (an index over the HDF5 file), into a set of
     // the same shards and into one file: refused, or each left out naming the shard.
@@ -1108,14 +1106,7 @@ fn set_conversions_skip_unreadable_objects_only_when_asked() {
             stdout(&zt(&["ls", p(&out)])).lines().collect::<Vec<_>>(),
             kept
         );
-        for name in kept {
-            let (a, b) = (zt(&["cat", p(&shard), name]), zt(&["cat", p(&out), name]));
-            assert!(
-                code(&a) == 0 && a.stdout == b.stdout,
-                "{name}: {}",
-                stderr(&b)
-            );
-        }
+        assert_same_objects(p(&shard), p(&out), kept);
     }
 }
 

@@ -189,6 +189,18 @@ fn wrong_boxes_and_non_dense_objects_are_refused() {
     assert!(e.to_string().contains("not dense"), "{e}");
 }
 
+/// A box of `shape` from random `picks`: each pair clamped into its dimension, in order.
+fn box_of(shape: &[u64], picks: &[(u64, u64)]) -> Vec<Range<u64>> {
+    shape
+        .iter()
+        .zip(picks)
+        .map(|(&d, &(a, b))| {
+            let (a, b) = (a.min(d), b.min(d));
+            a.min(b)..a.max(b)
+        })
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -207,14 +219,7 @@ proptest! {
         let opts = WriteOptions { compression: zstd.then_some(1), digest: None };
         w.add_with("t", &shape, &values, Default::default(), opts).unwrap();
         w.finish().unwrap();
-        let ranges: Vec<Range<u64>> = shape
-            .iter()
-            .zip(&picks)
-            .map(|(&d, &(a, b))| {
-                let (a, b) = (a.min(d), b.min(d));
-                a.min(b)..a.max(b)
-            })
-            .collect();
+        let ranges = box_of(&shape, &picks);
         let r = OpenOptions::new().unmapped(unmapped).open(&path).unwrap();
         let o = r.object("t").unwrap();
         let whole = o.bytes().unwrap();
@@ -273,14 +278,7 @@ proptest! {
         };
         w.add_object("t", data).unwrap();
         w.finish().unwrap();
-        let ranges: Vec<Range<u64>> = shape
-            .iter()
-            .zip(&picks)
-            .map(|(&d, &(a, b))| {
-                let (a, b) = (a.min(d), b.min(d));
-                a.min(b)..a.max(b)
-            })
-            .collect();
+        let ranges = box_of(&shape, &picks);
         let r = ztensor::open(&path).unwrap();
         let got = r.object("t").unwrap().slice_bytes(&ranges);
         let empty = ranges.iter().any(|r| r.is_empty());
