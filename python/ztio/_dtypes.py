@@ -84,8 +84,16 @@ def unpacked(storage: np.ndarray, type_name: str, shape: Tuple[int, ...]) -> np.
         count *= int(d)
     packed = storage.reshape(-1).view(np.uint8)
     if bits == 6:
-        stream = np.unpackbits(packed, bitorder="little")[: count * 6].reshape(count, 6)
-        codes = np.packbits(stream, axis=1, bitorder="little").reshape(-1)
+        # Four codes in every three bytes: shifts and masks, no array of bits (8x the bytes).
+        whole = np.zeros(-(-packed.size // 3) * 3, np.uint8)
+        whole[: packed.size] = packed
+        b0, b1, b2 = (whole[k::3] for k in range(3))
+        codes = np.empty((b0.size, 4), np.uint8)
+        np.bitwise_and(b0, 0x3F, out=codes[:, 0])
+        codes[:, 1] = (b0 >> 6) | ((b1 & 0x0F) << 2)
+        codes[:, 2] = (b1 >> 4) | ((b2 & 0x03) << 4)
+        codes[:, 3] = b2 >> 2
+        codes = codes.reshape(-1)[:count]
     else:
         per_byte = 8 // bits
         mask = (1 << bits) - 1
@@ -107,8 +115,15 @@ def packed(array: np.ndarray, bits: int) -> np.ndarray:
     the file stores them (the last byte's unused bits zero)."""
     codes = array.reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
     if bits == 6:
-        stream = np.unpackbits(codes.reshape(-1, 1), axis=1, bitorder="little")[:, :6]
-        return np.packbits(stream.reshape(-1), bitorder="little")
+        # Four codes into three bytes; the last group's bytes past the codes are dropped.
+        whole = np.zeros(-(-codes.size // 4) * 4, np.uint8)
+        whole[: codes.size] = codes
+        c0, c1, c2, c3 = (whole[k::4] for k in range(4))
+        out = np.empty((c0.size, 3), np.uint8)
+        out[:, 0] = c0 | (c1 << 6)
+        out[:, 1] = (c1 >> 2) | (c2 << 4)
+        out[:, 2] = (c2 >> 4) | (c3 << 2)
+        return out.reshape(-1)[: -(-codes.size * 6 // 8)]
     per_byte = 8 // bits
     whole = np.zeros(-(-codes.size // per_byte) * per_byte, np.uint8)
     whole[: codes.size] = codes

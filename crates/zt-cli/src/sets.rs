@@ -369,8 +369,13 @@ fn convert_quietly(
             if gguf {
                 attributes = crate::common::gguf_attributes(input, attributes);
             }
+            // The set is opened once for the notes' shard names, and only if one is said.
+            let set = std::cell::OnceCell::new();
             let holder = |o: &ObjectView<'_>| -> PathBuf {
-                blamed_input(input, &ztensor::Error::invalid("").in_object(o.name()))
+                let set = set.get_or_init(|| is_set(input).then(|| open_set(input).ok()).flatten());
+                set.as_ref()
+                    .and_then(|s: &ShardedSet| s.shard_of(o.name()))
+                    .map_or_else(|| input.to_path_buf(), Path::to_path_buf)
             };
             let objects: Vec<ObjectView<'_>> = objects
                 .iter()
