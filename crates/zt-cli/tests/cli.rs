@@ -1203,7 +1203,10 @@ fn cat_of_packed_objects_gives_their_values() {
     ] {
         assert_eq!(values(&["cat", &onnx, name, "--json"]).1, want, "{name}");
     }
-    // int4 [2, 3]: row 1 starts mid-byte (bit 12), so only the whole is a box of bytes.
+    // int4 [2, 3]: rows 0..2, taken whole, are the first 3 bytes.
+    let (_, got) = values(&["cat", &onnx, "int4", "--slice", "0:2", "--json"]);
+    assert_eq!(got, serde_json::json!([-8, -1, 0, 1, 6, 7]));
+    // Row 1 starts mid-byte (bit 12): not a box of bytes.
     let o = zt(&["cat", &onnx, "int4", "--slice", "1:2", "--json"]);
     assert_clean_error(
         &o,

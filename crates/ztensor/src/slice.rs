@@ -704,28 +704,45 @@ fn run_offset(base: u64, off: u64) -> Result<u64> {
 
 /// For packed sub-byte elements of `bits` bits (lowest bits first, rows one after another),
 /// the box `ranges` of `shape` as a box of the packed bytes: its shape and ranges with the
-/// last dimension counted in bytes. Only where that is exact: the last dimension's rows are
-/// whole bytes (or there is one row), and the box starts and ends on a byte boundary in it
-/// (or ends at the row's end). `ranges` were checked against `shape`.
+/// last dimension counted in bytes, once the dimensions the box takes whole are joined to the
+/// one outside them. Only where that is exact: the last dimension's rows are whole bytes (or
+/// there is one row), and the box starts and ends on a byte boundary in it (or ends at the
+/// row's end). `ranges` were checked against `shape`.
 fn packed_box_as_bytes(
     shape: &[u64],
     ranges: &[Range<u64>],
     bits: u64,
 ) -> Option<(Vec<u64>, Vec<Range<u64>>)> {
+    if shape.is_empty() {
+        // Rank 0: one element, one byte, the whole of it.
+        return Some((Vec::new(), Vec::new()));
+    }
+    if ranges.iter().any(|r| r.is_empty()) {
+        // Nothing selected, wherever it starts: an empty box of bytes.
+        return Some((vec![0], std::iter::once(0..0).collect()));
+    }
+    // Dimensions the box takes whole, innermost first, join the one outside them: the rows
+    // of a [3, 5] FP4 tensor are 2.5 bytes, yet its rows 0..2 are its first 5 bytes.
+    let mut shape = shape.to_vec();
+    let mut ranges = ranges.to_vec();
+    while shape.len() >= 2 {
+        let (Some(&n), Some(r)) = (shape.last(), ranges.last()) else {
+            break;
+        };
+        if *r != (0..n) {
+            break;
+        }
+        shape.pop();
+        ranges.pop();
+        let (d, r) = (shape.last_mut()?, ranges.last_mut()?);
+        *d = d.checked_mul(n)?;
+        *r = r.start.checked_mul(n)?..r.end.checked_mul(n)?;
+    }
     let (Some((&last, leading)), Some((inner, outer))) = (shape.split_last(), ranges.split_last())
     else {
-        // Rank 0: one element, one byte, the whole of it.
-        return Some((shape.to_vec(), ranges.to_vec()));
+        return None;
     };
     let row_bits = last.checked_mul(bits)?;
-    if ranges.iter().any(|r| r.is_empty()) {
-        // Nothing selected, wherever it starts.
-        let mut byte_shape = leading.to_vec();
-        byte_shape.push(row_bits.div_ceil(8));
-        let mut byte_ranges = outer.to_vec();
-        byte_ranges.push(0..0);
-        return Some((byte_shape, byte_ranges));
-    }
     if row_bits % 8 != 0 && leading.iter().any(|&d| d != 1) {
         return None;
     }
