@@ -395,29 +395,26 @@ pub fn elements(bytes: &[u8], ty: &ElementType, count: u64) -> Vec<J> {
             .map(|c| f(c.try_into().unwrap_or([0; N])))
             .collect()
     }
-    if let Some(bits) = ty.logical.as_ref().and_then(|t| t.packed_bits()) {
-        // No more codes than the bytes hold, whatever `count` says.
-        let held = (bytes.len() as u64).saturating_mul(8) / bits;
-        let codes = (0..count.min(held)).map(|i| {
-            let at = i.saturating_mul(bits);
-            let byte = |k: u64| usize::try_from(k).ok().and_then(|k| bytes.get(k)).copied();
-            let pair =
-                u16::from_le_bytes([byte(at / 8).unwrap_or(0), byte(at / 8 + 1).unwrap_or(0)]);
-            ((pair >> (at % 8)) & ((1 << bits) - 1)) as u8
-        });
-        use ztensor::fp8::{f4_e2m1_to_f32, f6_e2m3_to_f32, f6_e3m2_to_f32, nf4_to_f32};
-        let as_float =
-            |f: fn(u8) -> f32| -> Vec<J> { codes.clone().map(|c| float(f(c).into())).collect() };
-        return match ty.logical {
-            Some(LogicalType::I4) => codes.map(|c| J::from(((c << 4) as i8) >> 4)).collect(),
-            Some(LogicalType::I2) => codes.map(|c| J::from(((c << 6) as i8) >> 6)).collect(),
-            Some(LogicalType::F4E2M1) => as_float(f4_e2m1_to_f32),
-            Some(LogicalType::F6E2M3) => as_float(f6_e2m3_to_f32),
-            Some(LogicalType::F6E3M2) => as_float(f6_e3m2_to_f32),
-            Some(LogicalType::Nf4) => as_float(nf4_to_f32),
-            // U4, U2: the codes are the values.
-            _ => codes.map(J::from).collect(),
-        };
+    if let Some((t, bits)) = ty
+        .logical
+        .as_ref()
+        .and_then(|t| Some((t, t.packed_bits()?)))
+    {
+        let integers = matches!(
+            t,
+            LogicalType::I4 | LogicalType::U4 | LogicalType::I2 | LogicalType::U2
+        );
+        return ztensor::formats::packed_codes(bytes, bits)
+            .take(usize::try_from(count).unwrap_or(usize::MAX))
+            .map(|c| {
+                let v = ztensor::fp8::packed_value(t, c).unwrap_or(f32::NAN);
+                if integers {
+                    J::from(v as i64)
+                } else {
+                    float(v.into())
+                }
+            })
+            .collect();
     }
     if let Some(f) = ty.logical.as_ref().and_then(Fp8Format::of) {
         return bytes.iter().map(|&b| float(f.decode(b).into())).collect();

@@ -395,6 +395,25 @@ pub fn byte_size(count: u64, ty: &ElementType) -> Result<u64> {
     })
 }
 
+/// The `bits`-wide codes packed in `bytes`, lowest bits first (as ONNX and OpenVINO pack the
+/// sub-byte types): every whole code the bytes hold, so a caller that knows the element
+/// count takes that many.
+///
+/// ```
+/// let codes: Vec<u8> = zt_formats::packed_codes(&[0x21, 0x03], 4).collect();
+/// assert_eq!(codes, [1, 2, 3, 0]);
+/// ```
+pub fn packed_codes(bytes: &[u8], bits: u64) -> impl Iterator<Item = u8> + '_ {
+    let bits = bits.clamp(1, 8);
+    let count = (bytes.len() as u64).saturating_mul(8) / bits;
+    (0..count).map(move |i| {
+        let bit = i * bits;
+        let byte = |k: u64| usize::try_from(k).ok().and_then(|k| bytes.get(k)).copied();
+        let pair = u16::from_le_bytes([byte(bit / 8).unwrap_or(0), byte(bit / 8 + 1).unwrap_or(0)]);
+        ((pair >> (bit % 8)) & ((1u16 << bits) - 1)) as u8
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -365,6 +365,30 @@ fn fp6_to_f32(code: u8, mantissa_bits: u32, bias: i32) -> f32 {
     }
 }
 
+/// The value of one code of the packed sub-byte type `t` ([`LogicalType::packed_bits`]): the
+/// integer types' codes sign-extended (`i4`, `i2`) or as they are (`u4`, `u2`), the float
+/// types' decoded; `None` for every other type.
+///
+/// ```
+/// use zt_formats::{fp8::packed_value, LogicalType};
+/// assert_eq!(packed_value(&LogicalType::I4, 0xF), Some(-1.0));
+/// assert_eq!(packed_value(&LogicalType::U2, 3), Some(3.0));
+/// assert_eq!(packed_value(&LogicalType::F4E2M1, 0b1010), Some(-1.0));
+/// ```
+pub fn packed_value(t: &LogicalType, code: u8) -> Option<f32> {
+    Some(match t {
+        LogicalType::I4 => f32::from(((code << 4) as i8) >> 4),
+        LogicalType::I2 => f32::from(((code << 6) as i8) >> 6),
+        LogicalType::U4 => f32::from(code & 0x0F),
+        LogicalType::U2 => f32::from(code & 0x03),
+        LogicalType::F4E2M1 => f4_e2m1_to_f32(code),
+        LogicalType::Nf4 => nf4_to_f32(code),
+        LogicalType::F6E2M3 => f6_e2m3_to_f32(code),
+        LogicalType::F6E3M2 => f6_e3m2_to_f32(code),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,7 +87,7 @@ pub use compress::{
 #[cfg(feature = "digests")]
 pub use digest::{xxh3_64, Hasher};
 pub use digest::{Digest, DigestAlgorithm};
-pub use dtype::{byte_size, element_count, DType, ElementType, LogicalType};
+pub use dtype::{byte_size, element_count, packed_codes, DType, ElementType, LogicalType};
 pub use element::{element_matches, Complex, Element};
 pub use format::Format;
 pub use layout::{check_layout, dense_len, ComponentLayout};

@@ -784,28 +784,18 @@ pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
     if let Some(f) = ty.logical.as_ref().and_then(Fp8Format::of) {
         return Ok(bytes.iter().map(|&b| f.decode(b)).collect());
     }
-    match ty.logical {
-        Some(LogicalType::F8E8M0) => {
-            return Ok(bytes.iter().map(|&b| fp8::e8m0_to_f32(b)).collect())
-        }
-        Some(LogicalType::F4E2M1) => return Ok(codes(bytes, 4).map(fp8::f4_e2m1_to_f32).collect()),
-        Some(LogicalType::F6E2M3) => return Ok(codes(bytes, 6).map(fp8::f6_e2m3_to_f32).collect()),
-        Some(LogicalType::F6E3M2) => return Ok(codes(bytes, 6).map(fp8::f6_e3m2_to_f32).collect()),
-        Some(LogicalType::U4) => return Ok(codes(bytes, 4).map(f32::from).collect()),
-        Some(LogicalType::U2) => return Ok(codes(bytes, 2).map(f32::from).collect()),
-        Some(LogicalType::Nf4) => return Ok(codes(bytes, 4).map(fp8::nf4_to_f32).collect()),
-        // Sign-extended from the code's top bit.
-        Some(LogicalType::I4) => {
-            return Ok(codes(bytes, 4)
-                .map(|c| f32::from((c << 4) as i8 >> 4))
-                .collect())
-        }
-        Some(LogicalType::I2) => {
-            return Ok(codes(bytes, 2)
-                .map(|c| f32::from((c << 6) as i8 >> 6))
-                .collect())
-        }
-        _ => {}
+    // The packed sub-byte types (FP4, FP6, NF4, 4- and 2-bit integers): code by code.
+    if let Some((t, bits)) = ty
+        .logical
+        .as_ref()
+        .and_then(|t| Some((t, t.packed_bits()?)))
+    {
+        return Ok(zt_formats::packed_codes(bytes, bits)
+            .map(|c| fp8::packed_value(t, c).unwrap_or(f32::NAN))
+            .collect());
+    }
+    if ty.logical == Some(LogicalType::F8E8M0) {
+        return Ok(bytes.iter().map(|&b| fp8::e8m0_to_f32(b)).collect());
     }
     if matches!(
         ty.logical,
@@ -817,19 +807,6 @@ pub(crate) fn to_f32(bytes: &[u8], ty: &ElementType) -> Result<Vec<f32>> {
         )));
     }
     Ok(to_f32_dtype(ty.dtype, bytes))
-}
-
-/// The `bits`-wide codes packed in `bytes`, lowest bits first (as ONNX packs its sub-byte
-/// types): every whole code the bytes hold, so a caller that knows the count drops the rest.
-fn codes(bytes: &[u8], bits: u32) -> impl Iterator<Item = u8> + '_ {
-    let count = bytes.len().saturating_mul(8) / bits as usize;
-    (0..count).map(move |i| {
-        let bit = i * bits as usize;
-        let low = bytes.get(bit / 8).copied().unwrap_or(0);
-        let high = bytes.get(bit / 8 + 1).copied().unwrap_or(0);
-        let pair = u16::from_le_bytes([low, high]) >> (bit % 8);
-        (pair & ((1 << bits) - 1)) as u8
-    })
 }
 
 fn to_f32_dtype(d: DType, b: &[u8]) -> Vec<f32> {
