@@ -133,7 +133,8 @@ enum Command {
         #[arg(long)]
         dequantize: bool,
         /// A box of a dense object, reading only its bytes: one item per dimension,
-        /// `a:b`, `a:`, `:b`, `:` or an index, e.g. `0:8,:` or `2:4,1:3` (see docs/cli.md).
+        /// `a:b`, `a:`, `:b`, `:` or an index, a range with an optional step (`a:b:s`), e.g.
+        /// `0:8,:`, `2:4,1:3` or `::-1` (see docs/cli.md).
         #[arg(long, value_name = "SPEC", value_parser = slice_arg::SliceSpec::parse, allow_hyphen_values = true)]
         slice: Option<slice_arg::SliceSpec>,
         /// Shape, dtype and values as JSON (schema zt.cat/1).
