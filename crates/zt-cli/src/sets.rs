@@ -8,7 +8,8 @@
 //!   index's names.
 //! - [`open_checked`]: a set checked as a whole (every shard opened, every name where the
 //!   index says), for `verify` and `merge`, which then take it shard by shard.
-//! - [`convert`]: a set, or a file, to one file or to a new set of shards with an index.
+//! - [`convert`]: a set, or a file, to one file, to a new set of shards with an index, or
+//!   (a set) to zTensor v2's own shards.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -244,6 +245,9 @@ pub enum Target {
     Safetensors { densify: bool },
     /// One `.zt` file (objects densified when the flag says).
     Zt(ConvertOptions, bool),
+    /// zTensor v2's own sharded model of shards of at most this many bytes: a root `.zt`
+    /// and its shards beside it (objects densified when the flag says).
+    ZtSharded(u64, ConvertOptions, bool),
     /// One `.mag` file.
     Mag(ztensor::convert::MagOptions),
     /// One GGUF file.
@@ -420,6 +424,16 @@ fn write_target(
             }
             w.finish().map_err(at)
         }
+        Target::ZtSharded(max_shard_size, options, densify) => {
+            let options = ztensor::convert::ShardOptions {
+                max_shard_size,
+                convert: options,
+                densify,
+            };
+            ztensor::convert::write_sharded_views(objects, output, options, attributes)
+                .map(drop)
+                .map_err(at)
+        }
         Target::Mag(options) => {
             ztensor::convert::write_mag_views(objects, attributes, output, options).map_err(at)
         }
@@ -520,13 +534,16 @@ pub fn convert_command(
             size,
             zt_shards(zt_options(version.unwrap_or_default()), densify),
         ),
-        (Some(_), _) if kind.is_zt() => {
-            return Err(Failure::Usage(
-                "a sharded set as input: name the output model.zt.index.json for .zt shards \
-                 with an index (zTensor v2's own shards are written from one file)"
-                    .into(),
-            ))
-        }
+        (Some(size), _) if kind.is_zt() => match version.unwrap_or_default() {
+            v if v.is_v2() => Target::ZtSharded(size, zt_options(v), densify),
+            _ => {
+                return Err(Failure::Usage(
+                    "--shard-size writes zTensor v2 only (a .zt output, not --to v1.2); name \
+                     the output model.zt.index.json for v1.2 shards with an index"
+                        .into(),
+                ))
+            }
+        },
         (None, _) if is_index_output(output) && is_set(input) => match kind {
             Kind::Safetensors => Target::SameShards(ShardKind::Safetensors { densify }),
             _ if kind.is_zt() => {

@@ -113,6 +113,42 @@ fn convert_writes_a_set_that_every_reading_command_takes() {
             back
         }),
     ]));
+    // zTensor v2's own shards (a root and its shards, no index), from the set as from a
+    // file: the same objects, dealt by name; v1.2 has no such form.
+    let root = dir.path().join("own.zt");
+    ok(&zt(&[
+        "convert",
+        p(&index),
+        p(&root),
+        "--shard-size",
+        "128",
+    ]));
+    for i in 1..=3 {
+        let shard = dir.path().join(format!("own-0000{i}-of-00003.zt"));
+        assert!(shard.is_file(), "{}", shard.display());
+    }
+    ok(&zt(&["diff", p(&src), p(&root)]));
+    assert!(ok(&zt(&["verify", p(&root)])).contains(": OK"));
+    assert_eq!(
+        zt(&["cat", p(&root), "e"]).stdout,
+        zt(&["cat", p(&src), "e"]).stdout
+    );
+    let o = zt(&["convert", p(&index), p(&dir.path().join("o12.zt"))])
+        .status
+        .code();
+    assert_eq!(o, Some(0), "a set into one file needs no size");
+    let o = zt(&[
+        "convert",
+        p(&index),
+        p(&dir.path().join("own12.zt")),
+        "--shard-size",
+        "128",
+        "--to",
+        "v1.2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(support::stderr(&o).contains("--shard-size writes zTensor v2 only"));
+    assert!(!dir.path().join("own12.zt").exists());
     // The index exists now: not replaced without --force.
     let o = zt(&["convert", p(&src), p(&out), "--shard-size", "128"]);
     assert_eq!(o.status.code(), Some(2));

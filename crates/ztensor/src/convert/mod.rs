@@ -39,7 +39,9 @@ pub use self::safetensors::{
 };
 #[cfg(feature = "safetensors")]
 pub use self::safetensors::{safetensors_metadata, write_safetensors_views};
-pub use self::shard::{write_sharded, write_sharded_with_attributes, ShardOptions};
+pub use self::shard::{
+    write_sharded, write_sharded_views, write_sharded_with_attributes, ShardOptions,
+};
 
 /// What to do with compression or digests when converting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

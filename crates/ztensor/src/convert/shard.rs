@@ -8,6 +8,9 @@
 //! would take the current one past the size asked for (an object larger than that gets a
 //! shard of its own). Each shard's table entry is its exact size and the SHA-256 of the whole
 //! file, as in the original's sample.
+//!
+//! - [`write_sharded`] / [`write_sharded_with_attributes`]: every object of one file.
+//! - [`write_sharded_views`]: objects from anywhere (a sharded set's, several files').
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -17,9 +20,9 @@ use zt_formats::DigestAlgorithm;
 use zt_manifest::{decode_manifest_v2, encode_manifest_v2, DecodeLimits, ManifestV2, ShardV2};
 
 use super::{copy_object, copy_object_densified, in_output, ConvertOptions};
-use crate::model::ObjectInfo;
 use crate::reader::Reader;
 use crate::sink::Staged;
+use crate::view::ObjectView;
 use crate::writer::{Version, Writer};
 
 /// Options of [`write_sharded`].
@@ -91,6 +94,45 @@ pub fn write_sharded_with_attributes(
     options: ShardOptions,
     attributes: &crate::Attributes,
 ) -> Result<Vec<PathBuf>> {
+    let objects = reader
+        .objects()
+        .iter()
+        .map(|o| reader.object(&o.name))
+        .collect::<Result<Vec<_>>>()?;
+    write_sharded_views(&objects, root, options, attributes)
+}
+
+/// [`write_sharded_with_attributes`] of objects from anywhere: the objects of a sharded set
+/// (`ShardedSet::objects`), or of several files, in one sharded v2 model. Objects that are no
+/// numbers are left out, as are unreadable ones when `options.convert.skip_unreadable` says.
+///
+/// ```
+/// # fn main() -> ztensor::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let (a, b) = (dir.path().join("a.zt"), dir.path().join("b.zt"));
+/// # let mut w = ztensor::Writer::create(&a)?;
+/// # w.add("x", &[2], &[1.0f32, 2.0])?;
+/// # w.finish()?;
+/// # let mut w = ztensor::Writer::create(&b)?;
+/// # w.add("y", &[2], &[3.0f32, 4.0])?;
+/// # w.finish()?;
+/// use ztensor::convert::{write_sharded_views, ShardOptions};
+/// let (ra, rb) = (ztensor::open(&a)?, ztensor::open(&b)?);
+/// let objects = [ra.object("x")?, rb.object("y")?];
+/// let root = dir.path().join("model.zt");
+/// let options = ShardOptions { max_shard_size: 8, convert: Default::default(), densify: false };
+/// let shards = write_sharded_views(&objects, &root, options, &Default::default())?;
+/// assert_eq!(shards.len(), 2);
+/// assert_eq!(&ztensor::open(&root)?.read::<f32>("y")?[..], &[3.0, 4.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn write_sharded_views(
+    objects: &[ObjectView<'_>],
+    root: impl AsRef<Path>,
+    options: ShardOptions,
+    attributes: &crate::Attributes,
+) -> Result<Vec<PathBuf>> {
     let root = root.as_ref();
     let alignment = match options.convert.version {
         Version::V2 => 65536,
@@ -108,7 +150,7 @@ pub fn write_sharded_with_attributes(
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let groups = plan(reader, options);
+    let groups = plan(objects, options);
     let n = groups.len();
     let mut manifest = ManifestV2 {
         attributes: attributes.clone(),
@@ -125,9 +167,8 @@ pub fn write_sharded_with_attributes(
         let file = Staged(AtomicFile::create_with(&path, options.convert.durability)?);
         let mut w =
             Writer::new_version(file, options.convert.version).map_err(|e| e.in_file(&path))?;
-        for o in group {
+        for &&object in group {
             // The input's faults are left for the caller to place in the input.
-            let object = reader.object(&o.name)?;
             let copied = if options.densify {
                 copy_object_densified(object, &mut w, options.convert)
             } else {
@@ -171,9 +212,11 @@ pub fn write_sharded_with_attributes(
 }
 
 /// The objects of each shard, in bytewise name order.
-fn plan(reader: &Reader, options: ShardOptions) -> Vec<Vec<&ObjectInfo>> {
-    let objects: Vec<&ObjectInfo> = reader
-        .objects()
+fn plan<'o, 'r>(
+    objects: &'o [ObjectView<'r>],
+    options: ShardOptions,
+) -> Vec<Vec<&'o ObjectView<'r>>> {
+    let objects: Vec<&ObjectView<'r>> = objects
         .iter()
         .filter(|o| o.skipped().is_none())
         .filter(|o| !(options.convert.skip_unreadable && o.defect.is_some()))
