@@ -300,6 +300,7 @@ impl<'r> ObjectView<'r> {
         };
         let slab = Hyperslab::new(shape, ranges).map_err(&at)?;
         let element_size = comp.element.logical_size();
+        check_data_fits_shape(comp, &info.shape).map_err(&at)?;
         let total = slab
             .element_count()
             .checked_mul(element_size)
@@ -506,11 +507,36 @@ impl<'r> ObjectView<'r> {
         let at = locate(info, comp);
         let slab = Hyperslab::new(&info.shape, ranges).map_err(&at)?;
         let element_size = comp.element.logical_size();
+        check_data_fits_shape(comp, &info.shape).map_err(&at)?;
         check_buffer_len(out, slab.element_count().checked_mul(element_size)).map_err(&at)?;
         let source = self.backing().file(comp).map_err(&at)?;
         self.ask_for_box(source, comp, &slab);
         read_runs_into(source, comp.offset, slab.runs(element_size), out).map_err(&at)
     }
+}
+
+/// Refuses to slice a part whose decoded bytes are not what the object's `shape` takes:
+/// runs placed by the shape would lie past the part's end, in other objects' bytes. Open
+/// checks this for every known type; an object of a type unknown here (v2 keeps them, their
+/// size never judged) can hold any number of bytes. Elements an arrangement places are
+/// checked at open to lie inside the part.
+fn check_data_fits_shape(comp: &ComponentInfo, shape: &[u64]) -> Result<()> {
+    let (None, Some(holds)) = (&comp.arrangement, comp.decoded_len) else {
+        return Ok(());
+    };
+    let takes = zt_formats::element_count(shape)
+        .and_then(|n| zt_formats::byte_size(n, &comp.element))
+        .ok();
+    if takes == Some(holds) {
+        return Ok(());
+    }
+    let takes = takes.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string());
+    Err(Error::unsupported(format!(
+        "its data holds {holds} bytes, not the {takes} its shape {shape:?} takes as {}, so \
+         a box of it has no place in them; read the whole part",
+        comp.element.name()
+    ))
+    .in_component(comp.role.as_ref()))
 }
 
 /// Refuses a buffer `out` whose length is not the box's byte count (`None`: more than 2^64).

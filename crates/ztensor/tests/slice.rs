@@ -378,3 +378,30 @@ fn slices_of_seekable_zstd_decode_only_their_frames() {
     assert_eq!(e.offset(), Some(c.offset + frames[2].offset), "{e}");
     assert_eq!(e.offset(), whole_error.offset());
 }
+
+/// An object of a type unknown here holds whatever bytes its writer gave it (v2 never judges
+/// their size): `future` in `v2_structural.zt` has shape [999] and 8 bytes. A box placed by
+/// its shape would read the bytes of the objects after it; it is refused, mapped or not, and
+/// the whole part still reads.
+#[test]
+fn a_part_its_shape_does_not_fit_is_not_sliced() {
+    let path = fixtures().join("valid/v2_structural.zt");
+    for unmapped in [false, true] {
+        let r = OpenOptions::new().unmapped(unmapped).open(&path).unwrap();
+        let o = r.object("future").unwrap();
+        assert_eq!(o.shape.to_vec(), vec![999]);
+        for ranges in [0..2, 0..999, 500..900] {
+            let e = o.slice_bytes(&[ranges.clone()]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+            let message = e.to_string();
+            assert!(
+                message.contains("holds 8 bytes, not the 999 its shape [999] takes"),
+                "{message}"
+            );
+            let mut out = vec![0u8; (ranges.end - ranges.start) as usize];
+            let e = o.slice_bytes_into(&[ranges], &mut out).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        }
+        assert_eq!(o.component("data").unwrap().bytes().unwrap().len(), 8);
+    }
+}
