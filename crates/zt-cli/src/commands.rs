@@ -452,7 +452,18 @@ fn cat_object(path: &Path, o: ObjectView<'_>, what: CatWhat<'_>, as_json: bool) 
                 ));
             }
             let (b, ty) = o.dense_form().map_err(|e| e.in_file(path))?;
-            (b, ty, o.shape.to_vec())
+            // A type unknown here holds what its writer gave it, whatever the shape says (v2
+            // never judges its size): the shape given is the elements there are, as ztio's.
+            let count = o.shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+            let size = ty.logical_size().max(1);
+            let unknown = matches!(ty.logical, Some(ztensor::LogicalType::Unknown(_)));
+            let shape =
+                if unknown && count.and_then(|n| n.checked_mul(size)) != Some(b.len() as u64) {
+                    vec![b.len() as u64 / size]
+                } else {
+                    o.shape.to_vec()
+                };
+            (b, ty, shape)
         }
     };
     if as_json {

@@ -190,6 +190,30 @@ fn cat_of_an_object_with_no_dense_form_names_its_parts() {
     assert_eq!((code(&o), o.stdout.len()), (0, 5), "{}", stderr(&o));
 }
 
+/// `future` is of a type unknown here, shape [999], and holds 8 bytes (v2 never judges the
+/// size of such a type): `cat` gives those bytes, `--json` with the shape of the elements
+/// there are (as ztio's), and a slice, which would read past its part, is refused.
+#[test]
+fn cat_of_a_type_unknown_here_gives_what_its_part_holds() {
+    let file = fx("valid/v2_structural.zt");
+    let o = zt(&["cat", &file, "future"]);
+    assert_eq!((code(&o), o.stdout.len()), (0, 8), "{}", stderr(&o));
+    let o = zt(&["cat", "--json", &file, "future"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["shape"], serde_json::json!([8]));
+    assert_eq!(j["type"], "x.future/1");
+    assert_eq!(j["values"].as_array().map(Vec::len), Some(8));
+    for spec in ["0:2", "::-1"] {
+        let o = zt(&["cat", &file, "future", "--slice", spec]);
+        assert_clean_error(
+            &o,
+            1,
+            "its data holds 8 bytes, not the 999 its shape [999] takes as x.future/1",
+        );
+        assert!(o.stdout.is_empty());
+    }
+}
+
 #[test]
 fn verify_ok_failed_and_hostile() {
     let o = zt(&[
