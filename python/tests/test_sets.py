@@ -184,6 +184,25 @@ def test_verify_of_a_set_names_the_damaged_shard(tmp_path):
     assert os.path.samefile(error.path, holder)
 
 
+def test_a_set_converts_to_zt_v2s_own_shards(tmp_path):
+    arrays = {f"t{i}": np.full(4096, i, np.float32) for i in range(4)}
+    src = tmp_path / "m.zt"
+    ztio.save_file(arrays, src)
+    index = tmp_path / "set" / "m.safetensors.index.json"
+    os.makedirs(index.parent)
+    ztio.convert(src, index, shard_size=20_000, progress=False)
+    root = tmp_path / "own.zt"
+    ztio.convert(index, root, shard_size=40_000, progress=False)
+    assert sorted(p.name for p in tmp_path.glob("own-*.zt")) == [
+        "own-00001-of-00002.zt",
+        "own-00002-of-00002.zt",
+    ]
+    assert ztio.verify(root)
+    with ztio.open(root) as f:
+        for name, want in arrays.items():
+            np.testing.assert_array_equal(f.get_tensor(name), want)
+
+
 def test_a_closed_set_opens_no_shard_again_and_answers_as_a_closed_file(model):
     folder, _ = model
     f = ztio.open(folder)

@@ -208,8 +208,9 @@ def convert(
     puts v2 blobs on 4096-byte boundaries instead of 64 KiB (for files of many small
     tensors); ``force`` replaces an existing ``dst``; ``verify=False`` skips checking the
     digests the input carries; ``sync=False`` skips the fsync; ``shard_size`` (bytes, or a
-    text such as ``"5GB"``) cuts a set's shards when ``dst`` is an index, and a ``.gguf`` in
-    llama.cpp's splits (``model-00001-of-0000N.gguf``); ``densify`` writes
+    text such as ``"5GB"``) cuts a set's shards when ``dst`` is an index, a ``.zt`` into
+    zTensor v2's own shards (a root and ``model-00001-of-0000N.zt`` beside it), and a
+    ``.gguf`` in llama.cpp's splits (``model-00001-of-0000N.gguf``); ``densify`` writes
     sparse objects dense and quantized ones as f32; ``attributes_as_json`` writes the file
     attributes the output's metadata cannot hold as their JSON text (else they are an
     error): for ``.safetensors``, whose metadata is text only, a GGUF's numbers or a
