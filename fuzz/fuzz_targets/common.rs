@@ -16,15 +16,55 @@ pub fn read_everything(data: &[u8]) {
                 let _ = o.read_f32();
             }
             let _ = o.read_bool();
-            let _ = o.dense_form();
+            let dense = o.dense_form();
             // Slices take their own paths (seek tables, HDF5 chunk boxes, gathers): a box
-            // at the start and one in the middle of every dimension.
+            // at the start and one in the middle of every dimension. What a slice gives is
+            // checked against the same box cut from the whole object's bytes, so a slice that
+            // reads bytes the object does not hold is a finding, not only a panic.
             let shape = o.shape();
             let head: Vec<_> = shape.iter().map(|&n| 0..n.min(2)).collect();
             let middle: Vec<_> = shape.iter().map(|&n| n / 3..(n / 2 + 1).min(n)).collect();
-            let _ = o.slice_bytes(&head);
-            let _ = o.slice_bytes(&middle);
+            for ranges in [head, middle] {
+                let sliced = o.slice_bytes(&ranges);
+                let (Ok(sliced), Ok((whole, ty))) = (&sliced, &dense) else { continue };
+                if o.format != Format::Dense || ty.logical.as_ref().is_some_and(|t| t.packed_bits().is_some()) {
+                    continue;
+                }
+                let size = ty.logical_size();
+                match box_of(whole, &shape, &ranges, size) {
+                    Some(want) => assert_eq!(&sliced[..], &want[..], "object {:?}, box {ranges:?}", o.name()),
+                    None => panic!(
+                        "object {:?}: a slice of {} bytes from a whole of {} bytes, which shape {shape:?} does not fit",
+                        o.name(),
+                        sliced.len(),
+                        whole.len()
+                    ),
+                }
+            }
         }
         let _ = r.verify();
     }
+}
+
+/// The box `ranges` of a row-major array of `shape` whose elements are `size` bytes, cut out of
+/// `whole` one element at a time; `None` when `whole` is not the array's length.
+fn box_of(whole: &[u8], shape: &[u64], ranges: &[std::ops::Range<u64>], size: u64) -> Option<Vec<u8>> {
+    let count = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d))?;
+    if count.checked_mul(size)? != whole.len() as u64 {
+        return None;
+    }
+    let picked: u64 = ranges.iter().map(|r| r.end - r.start).product();
+    let mut out = Vec::new();
+    for flat in 0..picked {
+        let (mut rest, mut offset, mut stride) = (flat, 0u64, 1u64);
+        for d in (0..shape.len()).rev() {
+            let extent = ranges[d].end - ranges[d].start;
+            offset += (ranges[d].start + rest % extent) * stride;
+            rest /= extent;
+            stride *= shape[d];
+        }
+        let at = (offset * size) as usize;
+        out.extend_from_slice(whole.get(at..at + size as usize)?);
+    }
+    Some(out)
 }
