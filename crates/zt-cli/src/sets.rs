@@ -584,6 +584,9 @@ pub fn convert_command(
             ))
         }
     };
+    if let (Target::ZtSharded(..), true) = (&target, is_set(input)) {
+        refuse_own_shards_over_the_input(input, output)?;
+    }
     let index = match target {
         Target::Indexed(..) | Target::SameShards(_) => indexed_output(output)?,
         _ => output.to_path_buf(),
@@ -593,6 +596,42 @@ pub fn convert_command(
         check_output(&index, force)?;
     }
     convert(input, output, target, edits, skip_unreadable)
+}
+
+/// Refuses v2's own shards of `output` (`<stem>-00001-of-0000N.zt` beside it) where the
+/// input set's shards have names of that form: they would replace the input's shards under
+/// its index, which then maps names to files that hold other objects. `--force` does not
+/// change this: the input would be lost, not an old output.
+fn refuse_own_shards_over_the_input(input: &Path, output: &Path) -> Outcome {
+    let folder = |p: &Path| match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => std::fs::canonicalize(d).ok(),
+        _ => std::fs::canonicalize(".").ok(),
+    };
+    let (Some(stem), Some(out_dir)) = (output.file_stem().and_then(|s| s.to_str()), folder(output))
+    else {
+        return Ok(());
+    };
+    let prefix = format!("{stem}-");
+    let set = open(input)?;
+    let clash = set.shard_paths().find(|shard| {
+        let name = shard
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        name.starts_with(&prefix) && name.ends_with(".zt") && folder(shard) == Some(out_dir.clone())
+    });
+    match clash {
+        Some(shard) => Err(Failure::Usage(
+            format!(
+                "{}'s shards would be named as the input set's own ({}) and replace them; \
+                 name the output otherwise",
+                output.display(),
+                shard.display()
+            )
+            .into(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `.zt` shards of `options`, densified when asked.

@@ -149,6 +149,27 @@ fn convert_writes_a_set_that_every_reading_command_takes() {
     assert_eq!(o.status.code(), Some(2));
     assert!(support::stderr(&o).contains("--shard-size writes zTensor v2 only"));
     assert!(!dir.path().join("own12.zt").exists());
+    // Own shards named as the input set's own would replace them under its index: refused,
+    // with --force too, and the input set still reads.
+    let before = std::fs::read(dir.path().join("z-00001-of-00002.zt")).unwrap();
+    for force in [false, true] {
+        let z_root = dir.path().join("z.zt");
+        let mut args = vec!["convert", p(&zt_index), p(&z_root), "--shard-size", "200"];
+        if force {
+            args.push("--force");
+        }
+        let o = zt(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
+        assert!(
+            support::stderr(&o).contains("would be named as the input set's own"),
+            "{}",
+            support::stderr(&o)
+        );
+        assert!(!z_root.exists());
+    }
+    let after = std::fs::read(dir.path().join("z-00001-of-00002.zt")).unwrap();
+    assert_eq!(before, after);
+    ok(&zt(&["verify", p(&zt_index)]));
     // The index exists now: not replaced without --force.
     let o = zt(&["convert", p(&src), p(&out), "--shard-size", "128"]);
     assert_eq!(o.status.code(), Some(2));
