@@ -804,6 +804,7 @@ pub fn convert_sharded(
             ))
         }
     };
+    crate::sets::refuse_own_shards_over([input], output)?;
     let r = open_to_copy(input)?;
     for o in r.objects() {
         left_out_unreadable(input, o, skip_unreadable);

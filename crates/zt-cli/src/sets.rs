@@ -585,7 +585,8 @@ pub fn convert_command(
         }
     };
     if let (Target::ZtSharded(..), true) = (&target, is_set(input)) {
-        refuse_own_shards_over_the_input(input, output)?;
+        let set = open(input)?;
+        refuse_own_shards_over(set.shard_paths(), output)?;
     }
     let index = match target {
         Target::Indexed(..) | Target::SameShards(_) => indexed_output(output)?,
@@ -598,11 +599,14 @@ pub fn convert_command(
     convert(input, output, target, edits, skip_unreadable)
 }
 
-/// Refuses v2's own shards of `output` (`<stem>-00001-of-0000N.zt` beside it) where the
-/// input set's shards have names of that form: they would replace the input's shards under
-/// its index, which then maps names to files that hold other objects. `--force` does not
-/// change this: the input would be lost, not an old output.
-fn refuse_own_shards_over_the_input(input: &Path, output: &Path) -> Outcome {
+/// Refuses v2's own shards of `output` (`<stem>-00001-of-0000N.zt` beside it) where an input
+/// file has a name of that form: it would be replaced by a shard holding other objects (for
+/// a set, under an index that still names it). `--force` does not change this: an input
+/// would be lost, not an old output.
+pub(crate) fn refuse_own_shards_over<'p>(
+    inputs: impl IntoIterator<Item = &'p Path>,
+    output: &Path,
+) -> Outcome {
     let folder = |p: &Path| match p.parent() {
         Some(d) if !d.as_os_str().is_empty() => std::fs::canonicalize(d).ok(),
         _ => std::fs::canonicalize(".").ok(),
@@ -611,22 +615,28 @@ fn refuse_own_shards_over_the_input(input: &Path, output: &Path) -> Outcome {
     else {
         return Ok(());
     };
-    let prefix = format!("{stem}-");
-    let set = open(input)?;
-    let clash = set.shard_paths().find(|shard| {
-        let name = shard
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        name.starts_with(&prefix) && name.ends_with(".zt") && folder(shard) == Some(out_dir.clone())
+    // `<stem>-00001-of-00003.zt`: what `write_sharded` names shard 1 of 3.
+    let a_shard_name = |name: &str| {
+        let counts = name
+            .strip_prefix(stem)
+            .and_then(|n| n.strip_prefix('-'))
+            .and_then(|n| n.strip_suffix(".zt"));
+        let number = |n: &str| n.len() >= 5 && n.bytes().all(|b| b.is_ascii_digit());
+        counts
+            .and_then(|c| c.split_once("-of-"))
+            .is_some_and(|(i, n)| number(i) && number(n))
+    };
+    let clash = inputs.into_iter().find(|input| {
+        let name = input.file_name().and_then(|n| n.to_str());
+        name.is_some_and(a_shard_name) && folder(input) == Some(out_dir.clone())
     });
     match clash {
-        Some(shard) => Err(Failure::Usage(
+        Some(input) => Err(Failure::Usage(
             format!(
-                "{}'s shards would be named as the input set's own ({}) and replace them; \
-                 name the output otherwise",
+                "{}'s shards could take the name of the input {} and replace it; name the \
+                 output otherwise",
                 output.display(),
-                shard.display()
+                input.display()
             )
             .into(),
         )),

@@ -161,13 +161,24 @@ fn convert_writes_a_set_that_every_reading_command_takes() {
         let o = zt(&args);
         assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
         assert!(
-            support::stderr(&o).contains("would be named as the input set's own"),
+            support::stderr(&o).contains("could take the name of the input"),
             "{}",
             support::stderr(&o)
         );
         assert!(!z_root.exists());
     }
-    let after = std::fs::read(dir.path().join("z-00001-of-00002.zt")).unwrap();
+    // So is one file whose name a shard could take.
+    let shard = dir.path().join("z-00001-of-00002.zt");
+    let o = zt(&[
+        "convert",
+        p(&shard),
+        p(&dir.path().join("z.zt")),
+        "--shard-size",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
+    assert!(support::stderr(&o).contains("could take the name of the input"));
+    let after = std::fs::read(&shard).unwrap();
     assert_eq!(before, after);
     ok(&zt(&["verify", p(&zt_index)]));
     // The index exists now: not replaced without --force.
