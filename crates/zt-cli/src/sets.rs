@@ -584,9 +584,33 @@ pub fn convert_command(
             ))
         }
     };
-    if let (Target::ZtSharded(..), true) = (&target, is_set(input)) {
-        let set = open(input)?;
-        refuse_own_shards_over(set.shard_paths(), output)?;
+    match (&target, is_set(input)) {
+        (Target::ZtSharded(..), true) => {
+            let set = open(input)?;
+            refuse_own_shards_over(set.shard_paths(), output)?;
+        }
+        // New shards with an index: in place of the input's (the same index, with --force) is
+        // resharding, whose files are all written before any replaces the old; any other
+        // index's shards must not take an input's name.
+        (Target::Indexed(..), set) => {
+            let name = output
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let base = name.strip_suffix(".index.json").unwrap_or(name);
+            if let Some((stem, extension)) = base.rsplit_once('.') {
+                let index = indexed_output(output)?;
+                if !set {
+                    refuse_shards_over([input], output, stem, extension)?;
+                } else {
+                    let set = open(input)?;
+                    if !same_file(set.index_path(), &index) {
+                        refuse_shards_over(set.shard_paths(), output, stem, extension)?;
+                    }
+                }
+            }
+        }
+        _ => {}
     }
     let index = match target {
         Target::Indexed(..) | Target::SameShards(_) => indexed_output(output)?,
@@ -607,20 +631,34 @@ pub(crate) fn refuse_own_shards_over<'p>(
     inputs: impl IntoIterator<Item = &'p Path>,
     output: &Path,
 ) -> Outcome {
+    match output.file_stem().and_then(|s| s.to_str()) {
+        Some(stem) => refuse_shards_over(inputs, output, stem, "zt"),
+        None => Ok(()),
+    }
+}
+
+/// Refuses shards `<stem>-00001-of-0000N.<extension>` beside `output` where an input file
+/// has a name of that form (see [`refuse_own_shards_over`]).
+fn refuse_shards_over<'p>(
+    inputs: impl IntoIterator<Item = &'p Path>,
+    output: &Path,
+    stem: &str,
+    extension: &str,
+) -> Outcome {
     let folder = |p: &Path| match p.parent() {
         Some(d) if !d.as_os_str().is_empty() => std::fs::canonicalize(d).ok(),
         _ => std::fs::canonicalize(".").ok(),
     };
-    let (Some(stem), Some(out_dir)) = (output.file_stem().and_then(|s| s.to_str()), folder(output))
-    else {
+    let Some(out_dir) = folder(output) else {
         return Ok(());
     };
-    // `<stem>-00001-of-00003.zt`: what `write_sharded` names shard 1 of 3.
+    // `<stem>-00001-of-00003.zt`: what the writers name shard 1 of 3.
     let a_shard_name = |name: &str| {
         let counts = name
             .strip_prefix(stem)
             .and_then(|n| n.strip_prefix('-'))
-            .and_then(|n| n.strip_suffix(".zt"));
+            .and_then(|n| n.strip_suffix(extension))
+            .and_then(|n| n.strip_suffix('.'));
         let number = |n: &str| n.len() >= 5 && n.bytes().all(|b| b.is_ascii_digit());
         counts
             .and_then(|c| c.split_once("-of-"))
@@ -628,7 +666,7 @@ pub(crate) fn refuse_own_shards_over<'p>(
     };
     let clash = inputs.into_iter().find(|input| {
         let name = input.file_name().and_then(|n| n.to_str());
-        name.is_some_and(a_shard_name) && folder(input) == Some(out_dir.clone())
+        name.is_some_and(a_shard_name) && input.is_file() && folder(input) == Some(out_dir.clone())
     });
     match clash {
         Some(input) => Err(Failure::Usage(
@@ -641,6 +679,14 @@ pub(crate) fn refuse_own_shards_over<'p>(
             .into(),
         )),
         None => Ok(()),
+    }
+}
+
+/// Whether `a` and `b` are one file (both exist and resolve to the same path).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
     }
 }
 

@@ -656,3 +656,52 @@ fn shards_that_disagree_on_an_attribute_convert_with_it_set() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+/// New shards must not take the name of an input: one shard given as a file, or a set under
+/// another index, would be replaced by a shard holding other objects (no index names the old
+/// one's objects any more). Resharding a set in place, under its own index with --force, is
+/// what it asks for: every new file is written before any replaces an old one.
+#[test]
+fn new_shards_never_take_an_inputs_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let out = dir.path().join("model.safetensors");
+    ok(&zt(&["convert", p(&src), p(&out), "--shard-size", "128"]));
+    let index = dir.path().join("model.safetensors.index.json");
+    let first = dir.path().join("model-00001-of-00003.safetensors");
+    let before = std::fs::read(&first).unwrap();
+    let other = dir.path().join("other.safetensors.index.json");
+    std::fs::copy(&index, &other).unwrap();
+    for input in [&first, &other] {
+        let o = zt(&[
+            "convert",
+            p(input),
+            p(&out),
+            "--shard-size",
+            "64",
+            "--force",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
+        assert!(
+            support::stderr(&o).contains("could take the name of the input"),
+            "{}",
+            support::stderr(&o)
+        );
+    }
+    assert_eq!(std::fs::read(&first).unwrap(), before);
+    // In place: five shards of 64 bytes, none of the three old ones left.
+    ok(&zt(&[
+        "convert",
+        p(&index),
+        p(&out),
+        "--shard-size",
+        "64",
+        "--force",
+    ]));
+    assert!(!first.exists(), "resharding in place leaves no old shard behind");
+    assert!(dir
+        .path()
+        .join("model-00005-of-00005.safetensors")
+        .is_file());
+    ok(&zt(&["diff", p(&src), p(&index)]));
+}
