@@ -698,7 +698,10 @@ fn new_shards_never_take_an_inputs_name() {
         "64",
         "--force",
     ]));
-    assert!(!first.exists(), "resharding in place leaves no old shard behind");
+    assert!(
+        !first.exists(),
+        "resharding in place leaves no old shard behind"
+    );
     assert!(dir
         .path()
         .join("model-00005-of-00005.safetensors")
