@@ -158,13 +158,20 @@ def test_a_whole_set_load_reads_every_shard_in_first_and_names_a_bad_one(model, 
         ztio.numpy.load_file(index)
 
 
-def test_verify_of_a_set_names_the_damaged_shard(tmp_path):
+def _four_tensor_set(tmp_path, index_name):
+    """Four tensors of 16 KiB each, written as a set of shards of at most 20 KB under
+    ``tmp_path/set/index_name``: the arrays and the index."""
     arrays = {f"t{i}": np.full(4096, i, np.float32) for i in range(4)}
     src = tmp_path / "m.zt"
     ztio.save_file(arrays, src)
-    index = tmp_path / "set" / "m.zt.index.json"
+    index = tmp_path / "set" / index_name
     os.makedirs(index.parent)
     ztio.convert(src, index, shard_size=20_000, progress=False)
+    return arrays, index
+
+
+def test_verify_of_a_set_names_the_damaged_shard(tmp_path):
+    _, index = _four_tensor_set(tmp_path, "m.zt.index.json")
     with ztio.open(index) as f:
         shards = f.shards
         assert len(shards) > 1
@@ -185,12 +192,7 @@ def test_verify_of_a_set_names_the_damaged_shard(tmp_path):
 
 
 def test_a_set_converts_to_zt_v2s_own_shards(tmp_path):
-    arrays = {f"t{i}": np.full(4096, i, np.float32) for i in range(4)}
-    src = tmp_path / "m.zt"
-    ztio.save_file(arrays, src)
-    index = tmp_path / "set" / "m.safetensors.index.json"
-    os.makedirs(index.parent)
-    ztio.convert(src, index, shard_size=20_000, progress=False)
+    arrays, index = _four_tensor_set(tmp_path, "m.safetensors.index.json")
     root = tmp_path / "own.zt"
     ztio.convert(index, root, shard_size=40_000, progress=False)
     assert sorted(p.name for p in tmp_path.glob("own-*.zt")) == [
