@@ -391,7 +391,7 @@ fn a_part_its_shape_does_not_fit_is_not_sliced() {
         let o = r.object("future").unwrap();
         assert_eq!(o.shape.to_vec(), vec![999]);
         for ranges in [0..2, 0..999, 500..900] {
-            let e = o.slice_bytes(&[ranges.clone()]).unwrap_err();
+            let e = o.slice_bytes(std::slice::from_ref(&ranges)).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
             let message = e.to_string();
             assert!(
