@@ -584,7 +584,10 @@ pub fn convert_command(
             ))
         }
     };
+    // Shards are named beside the output, on the disk: an input at a URL is never one.
+    let on_disk = !input.to_string_lossy().contains("://");
     match (&target, is_set(input)) {
+        _ if !on_disk => {}
         (Target::ZtSharded(..), true) => {
             let set = open(input)?;
             refuse_own_shards_over(set.shard_paths(), output)?;
