@@ -1,6 +1,6 @@
 //! Shared by the targets: open bytes as any file kind and read everything, as a user would.
 
-use ztensor::{Format, OpenOptions, ReadOptions};
+use ztensor::{DType, ElementType, Format, LogicalType, OpenOptions, ReadOptions};
 
 pub fn read_everything(data: &[u8]) {
     // A small decompression cap keeps runs fast; the cap logic itself is what is under test.
@@ -12,11 +12,32 @@ pub fn read_everything(data: &[u8]) {
                 let _ = c.bytes_with(ReadOptions::verified());
             }
             let dequantizable = o.ggml_type().is_some();
-            if (dequantizable || !matches!(o.format, Format::Unknown(_))) && o.element_type().is_some_and(|t| t.ratio() == 1) {
-                let _ = o.read_f32();
-            }
+            let values = if (dequantizable || !matches!(o.format, Format::Unknown(_))) && o.element_type().is_some_and(|t| t.ratio() == 1) {
+                o.read_f32().ok()
+            } else {
+                None
+            };
             let _ = o.read_bool();
             let dense = o.dense_form();
+            // The reads agree: f32 values are one per element of the shape (a type unknown here
+            // reads as its storage type, whatever the shape says), and where the dense form is
+            // f32 they are its values, bit for bit.
+            let unknown = o.element_type().is_some_and(|t| matches!(t.logical, Some(LogicalType::Unknown(_))));
+            if let Some(values) = &values {
+                let count: Option<u64> = o.shape().iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+                assert!(unknown || Some(values.len() as u64) == count, "object {:?}: {} values from read_f32, shape {:?}", o.name(), values.len(), o.shape());
+                if let Ok((whole, ty)) = &dense {
+                    if *ty == ElementType::plain(DType::F32) {
+                        let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+                        let want: Vec<u32> = whole.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                        assert!(bits == want, "object {:?}: read_f32 differs from the dense form", o.name());
+                        if let Ok(read) = o.read::<f32>() {
+                            let read: Vec<u32> = read.iter().map(|v| v.to_bits()).collect();
+                            assert!(read == want, "object {:?}: read::<f32> differs from the dense form", o.name());
+                        }
+                    }
+                }
+            }
             // Slices take their own paths (seek tables, HDF5 chunk boxes, gathers): a box
             // at the start and one in the middle of every dimension. What a slice gives is
             // checked against the same box cut from the whole object's bytes, so a slice that
@@ -26,6 +47,14 @@ pub fn read_everything(data: &[u8]) {
             let middle: Vec<_> = shape.iter().map(|&n| n / 3..(n / 2 + 1).min(n)).collect();
             for ranges in [head, middle] {
                 let sliced = o.slice_bytes(&ranges);
+                // The copy into a caller's buffer takes its own path for raw data: the same
+                // bytes, or an error.
+                if let Ok(sliced) = &sliced {
+                    let mut into = vec![0u8; sliced.len()];
+                    if o.slice_bytes_into(&ranges, &mut into).is_ok() {
+                        assert!(into[..] == sliced[..], "object {:?}, box {ranges:?}: slice_bytes_into differs", o.name());
+                    }
+                }
                 let (Ok(sliced), Ok((whole, ty))) = (&sliced, &dense) else { continue };
                 if o.format != Format::Dense || ty.logical.as_ref().is_some_and(|t| t.packed_bits().is_some()) {
                     continue;
