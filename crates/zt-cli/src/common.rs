@@ -302,9 +302,16 @@ pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
     }
 }
 
+/// Whether a command-line path names a URL (any scheme, known here or not) rather than a
+/// file: the test every command applies before touching the disk, with the `remote` feature
+/// or without it.
+pub fn names_a_url(path: &Path) -> bool {
+    path.to_str().is_some_and(|s| s.contains("://"))
+}
+
 /// Writing commands never replace an existing file unless told to.
 pub fn check_output(path: &Path, force: bool) -> Outcome {
-    if path.to_str().is_some_and(|s| s.contains("://")) {
+    if names_a_url(path) {
         return Err(Failure::Usage(
             format!(
                 "{}: not a URL zt writes to (zt convert writes s3://, gs://, az://, http(s):// \
@@ -662,7 +669,7 @@ pub fn resolve_input(path: std::path::PathBuf) -> Result<std::path::PathBuf, Fai
     let hub = path.to_str().is_some_and(ztensor::remote::hub::is_hub_url);
     #[cfg(not(feature = "remote"))]
     let hub = false;
-    if !hub && path.to_str().is_some_and(|s| s.contains("://")) {
+    if !hub && names_a_url(&path) {
         return Ok(path);
     }
     ztensor::model_file(&path).map_err(Failure::from)

@@ -19,7 +19,8 @@ use ztensor::convert::{write_indexed, GgufSplit, IndexedOptions, ShardKind};
 use ztensor::{ConvertOptions, Keep, ObjectView, ShardedSet, Writer};
 
 use crate::common::{
-    check_output, durability, merge_attributes, out, DigestArg, Failure, Kind, MagVersion, Outcome,
+    check_output, durability, merge_attributes, names_a_url, out, DigestArg, Failure, Kind,
+    MagVersion, Outcome,
 };
 use crate::json;
 
@@ -585,7 +586,7 @@ pub fn convert_command(
         }
     };
     // Shards are named beside the output, on the disk: an input at a URL is never one.
-    let on_disk = !input.to_string_lossy().contains("://");
+    let on_disk = !names_a_url(input);
     match (&target, is_set(input)) {
         _ if !on_disk => {}
         (Target::ZtSharded(..), true) => {
