@@ -258,11 +258,7 @@ impl OpenOptions {
         )]
         let (zip_entries, sniffed) = if is_zip(&head) {
             if path.is_some_and(is_dcp_data_file) {
-                return Err(Error::unsupported(
-                    "a data file of a PyTorch distributed checkpoint (torch.save archives one \
-                     after another, which only the checkpoint's .metadata names and places): \
-                     open the checkpoint's folder or its .metadata",
-                ));
+                return Err(Error::unsupported(DCP_DATA_FILE));
             }
             zip_entries(&source, &head)?
         } else {
@@ -419,6 +415,10 @@ fn companion_hint(path: &Path, is_there: &dyn Fn(&Path) -> bool) -> Option<Strin
             ));
         }
     }
+    // Where the checkpoint compressed its chunks (zstd), the data file is no zip at all.
+    if lower.ends_with(".distcp") && beside(".metadata").is_some() {
+        return Some(DCP_DATA_FILE.to_owned());
+    }
     let onnx = [".onnx.data", ".onnx_data", ".onnx.bin"]
         .iter()
         .find_map(|tail| lower.strip_suffix(tail).map(|s| &name[..s.len()]));
@@ -438,6 +438,11 @@ fn tf_data_prefix(name: &str) -> Option<&str> {
     let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
     (!prefix.is_empty() && digits(index) && digits(count)).then_some(prefix)
 }
+
+/// What a data file of a distributed checkpoint, opened by itself, is told.
+const DCP_DATA_FILE: &str = "a data file of a PyTorch distributed checkpoint (torch.save \
+     archives or compressed chunks one after another, which only the checkpoint's .metadata \
+     names and places): open the checkpoint's folder or its .metadata";
 
 /// Whether `path` names a data file of a distributed checkpoint (`__0_0.distcp`): its archives
 /// lie one after another and mean nothing without the `.metadata` beside it.
