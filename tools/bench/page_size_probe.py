@@ -11,9 +11,13 @@ a copy. For each way of filling the cache (the page cache dropped for the file f
 the warm file the kernel mapped with 2 MiB entries (`FilePmdMapped`), and the first and
 second scan of that fresh map, in a process of its own. Linux 5.14+ only (MADV_POPULATE_READ).
 
-    python tools/bench/page_size_probe.py FILE [ROUNDS] [WAYS]
+    python tools/bench/page_size_probe.py FILE [ROUNDS] [WAYS] [--contend OTHER]
 
-WAYS: a comma-separated subset of willneed, faults, huge, sendfile (all by default).
+WAYS: a comma-separated subset of willneed, faults, huge, sendfile, lanes2, lanes4 (all by
+default). `lanesN`: N threads, each with a descriptor and a map of its own (so a read-ahead
+state of its own), each faulting one Nth of the file in front to back. `--contend OTHER`: a
+second process reads the file OTHER (dropped from the page cache too) front to back in 4 MiB
+`read`s during each fill, as another loader would; it is stopped when the fill ends.
 
 Measurements for docs/benchmarks.md ("What a warm map costs", "Reading ahead into large
 folios"; those were made with one call per hint, of which Linux read 8 MiB: "Hints the kernel
@@ -53,8 +57,39 @@ def will_need(addr, size):
         libc.madvise(addr + at, min(HINT_PIECE, size - at), MADV_WILLNEED)
 
 
+def fill_in_lanes(path, lanes):
+    """Reads `path` into the page cache in `lanes` streams at once, each its own descriptor
+    and map, each one contiguous `1/lanes` of the file front to back (4 MiB faults)."""
+    import threading
+
+    size = os.path.getsize(path)
+    page = mmap.PAGESIZE
+    share = -(-size // lanes)
+    share += -share % page
+
+    def lane(i):
+        f, m, a = mapped(path)
+        at, end = i * share, min(size, (i + 1) * share)
+        while at < end:
+            step = min(4 << 20, end - at)
+            libc.madvise(a.ctypes.data + at, step, MADV_POPULATE_READ)
+            at += step
+        del a
+        m.close()
+        f.close()
+
+    threads = [threading.Thread(target=lane, args=(i,)) for i in range(lanes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def fill(path, how):
     """Reads `path` into the page cache the way `how` names."""
+    if how.startswith("lanes"):
+        fill_in_lanes(path, int(how[len("lanes"):]))
+        return
     f, m, a = mapped(path)
     addr, size = a.ctypes.data, a.size
     if how == "huge":
@@ -109,18 +144,35 @@ def main():
     if sys.argv[1] == "--scan":
         scan_fresh_map(sys.argv[2])
         return
-    path = sys.argv[1]
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    ways = sys.argv[3].split(",") if len(sys.argv) > 3 else ["willneed", "faults", "huge", "sendfile"]
+    args = sys.argv[1:]
+    contend = None
+    if "--contend" in args:
+        at = args.index("--contend")
+        contend = args[at + 1]
+        del args[at : at + 2]
+    path = args[0]
+    rounds = int(args[1]) if len(args) > 1 else 3
+    ways = args[2].split(",") if len(args) > 2 else [
+        "willneed", "faults", "huge", "sendfile", "lanes2", "lanes4"
+    ]
     rows = {w: [] for w in ways}
     for _ in range(rounds):
         random.shuffle(ways)
         for how in ways:
             drop(path)
+            other = None
+            if contend is not None:
+                drop(contend)
             time.sleep(0.3)
+            if contend is not None:
+                other = subprocess.Popen(["dd", f"if={contend}", "of=/dev/null", "bs=4M"],
+                                         stderr=subprocess.DEVNULL)
             t = time.perf_counter()
             fill(path, how)
             filled = (time.perf_counter() - t) * 1e3
+            if other is not None:
+                other.kill()
+                other.wait()
             # The first scans after a fill are slowed by the fresh memory; the third is kept.
             for _ in range(3):
                 out = subprocess.run(
@@ -129,11 +181,14 @@ def main():
                 ).stdout.split()
             first, second, pmd = float(out[0]), float(out[1]), int(out[2])
             rows[how].append((filled, first, second, pmd))
-    print(f"{path}: {os.path.getsize(path) / 2**30:.2f} GiB, medians of {rounds}")
+    beside = f", {contend} read beside each fill" if contend else ""
+    print(f"{path}: {os.path.getsize(path) / 2**30:.2f} GiB, medians of {rounds}{beside}")
     for how, runs in rows.items():
         med = lambda i: sorted(r[i] for r in runs)[len(runs) // 2]
+        fills = sorted(r[0] for r in runs)
         print(
-            f"  filled by {how:9s} fill {med(0):6.0f} ms   warm map: first scan "
+            f"  filled by {how:9s} fill {med(0):6.0f} ms ({fills[0]:.0f}-{fills[-1]:.0f})"
+            f"   warm map: first scan "
             f"{med(1):6.1f} ms, second {med(2):6.1f} ms ({med(1) / med(2):.2f}x), "
             f"{med(3) / 1024:.0f} MiB mapped in 2 MiB entries"
         )
