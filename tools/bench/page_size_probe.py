@@ -144,17 +144,18 @@ def main():
     if sys.argv[1] == "--scan":
         scan_fresh_map(sys.argv[2])
         return
-    args = sys.argv[1:]
-    contend = None
-    if "--contend" in args:
-        at = args.index("--contend")
-        contend = args[at + 1]
-        del args[at : at + 2]
-    path = args[0]
-    rounds = int(args[1]) if len(args) > 1 else 3
-    ways = args[2].split(",") if len(args) > 2 else [
-        "willneed", "faults", "huge", "sendfile", "lanes2", "lanes4"
-    ]
+    import argparse
+
+    cli = argparse.ArgumentParser(description="How the way a file was read sets its map's cost.")
+    cli.add_argument("file")
+    cli.add_argument("rounds", nargs="?", type=int, default=3)
+    cli.add_argument(
+        "ways", nargs="?", default="willneed,faults,huge,sendfile,lanes2,lanes4",
+        help="comma-separated ways of filling the page cache",
+    )
+    cli.add_argument("--contend", metavar="OTHER", help="a file another process reads meanwhile")
+    args = cli.parse_args()
+    path, rounds, ways, contend = args.file, args.rounds, args.ways.split(","), args.contend
     rows = {w: [] for w in ways}
     for _ in range(rounds):
         random.shuffle(ways)
