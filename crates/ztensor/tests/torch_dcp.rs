@@ -318,7 +318,13 @@ fn the_folder_opens_as_its_model() {
 #[test]
 fn a_data_file_opened_by_itself_names_the_checkpoint_to_open() {
     // zstd's chunks are no zip: the name and the .metadata beside it tell the file.
-    for sub in ["single", "two_ranks", "byte_tensors", "safetensors_format", "zstd"] {
+    for sub in [
+        "single",
+        "two_ranks",
+        "byte_tensors",
+        "safetensors_format",
+        "zstd",
+    ] {
         let e = ztensor::open(dir().join(sub).join("__0_0.distcp")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{sub}: {e}");
         let text = e.to_string();
