@@ -210,6 +210,12 @@ impl Reader {
         })
     }
 
+    /// Another handle on the same open file, which stays open when this one is closed (the
+    /// slices of a file that is closed keep reading, as safetensors' do).
+    fn handle(&self, py: Python<'_>) -> PyResult<Reader> {
+        Ok(Reader::of(self.get(py)?))
+    }
+
     /// Lets go of this handle; arrays already read keep the map alive.
     fn close(&self) {
         let mut slot = self.inner.write().unwrap_or_else(|p| p.into_inner());

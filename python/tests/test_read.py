@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ztio
+import ztio.numpy
 from conftest import FIXTURES
 
 VALID = FIXTURES / "valid"
@@ -224,6 +225,29 @@ def test_closed_file_refuses_reads():
     assert f.closed
     with pytest.raises(ztio.ArgumentError, match="closed"):
         f.get_tensor("dense_f32")
+
+
+def test_slices_made_before_close_keep_reading_as_safetensors_slices_do(tmp_path):
+    """safetensors' slices hold the file's storage: one made inside `with safe_open(...)`
+    reads after the block. Ours did not ("the file is closed"); the file itself still
+    refuses reads once closed, and one that gave out no slices keeps nothing open."""
+    w = np.arange(24, dtype=np.float32).reshape(4, 6)
+    path = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"w": w, "b": w[0].copy()}, path)
+    with ztio.safe_open(path, framework="np") as f:
+        rows = f.get_slice("w")
+    np.testing.assert_array_equal(rows[1:3, 2:], w[1:3, 2:])
+    with pytest.raises(ztio.ArgumentError, match="closed"):
+        f.get_tensor("w")
+    g = ztio.open(path)
+    s = g.get_slice("b")
+    g.close()
+    np.testing.assert_array_equal(s[2:4], w[0, 2:4])
+    with pytest.raises(ztio.ArgumentError, match="closed"):
+        g.get_slice("w")
+    h = ztio.open(path)
+    h.close()
+    assert "_twin" not in h.__dict__
 
 
 def test_missing_name_is_not_found_and_a_key_error():

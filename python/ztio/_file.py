@@ -221,6 +221,7 @@ class Slice:
         # Shape and type only: the whole listing (`info`) cost more than the slice itself
         # for small tensors.
         self._shape, self._dtype = file._native.shape_dtype(name)
+        file.__dict__["_sliced"] = True  # close() keeps an open twin for the slices
 
     @property
     def shape(self) -> Tuple[int, ...]:
@@ -245,6 +246,8 @@ class Slice:
         return self._shape[0]
 
     def __getitem__(self, key: Any) -> np.ndarray:
+        if self._file.closed:
+            self._file = self._file._kept_for_slices()
         box, local = _dims(key, self._shape)
         if self._dtype in PACKED_READ:
             # Packed sub-byte elements: the box's packed bytes, unpacked into its shape. A box
@@ -518,8 +521,23 @@ class File(_ReadOnlyMapping):
     # -- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Closes the file. Arrays already read stay valid: they keep the map alive."""
+        """Closes the file. Arrays already read stay valid: they keep the map alive. Slices
+        made before stay readable, as safetensors' are: a file that gave out slices keeps an
+        open twin for them, which goes with the last of them and this object."""
+        if self.__dict__.pop("_sliced", False) and not self._native.closed:
+            twin = object.__new__(type(self))
+            twin.__dict__.update(self.__dict__)
+            try:
+                twin._native = self._native.handle()
+                self.__dict__["_twin"] = twin
+            except Error:
+                pass  # closed meanwhile on another thread: its slices answer as closed
         self._native.close()
+
+    def _kept_for_slices(self) -> "File":
+        """For a slice of this closed file: the open twin :meth:`close` kept (this file
+        itself where there is none, whose reads then say it is closed)."""
+        return self.__dict__.get("_twin", self)
 
     @property
     def closed(self) -> bool:
@@ -1082,6 +1100,7 @@ class _SafeSlice(Slice):
         self._file = file
         self._name = name
         self._shape, self._dtype = file._native.shape_dtype(name)
+        file.__dict__["_sliced"] = True  # close() keeps an open twin for the slices
         self._framework = framework
         self._device = device
         # torch and Paddle over a map: the framework's own indexing (safetensors indexes the
@@ -1089,6 +1108,8 @@ class _SafeSlice(Slice):
         self._framework_rules = framework_rules
 
     def __getitem__(self, key: Any) -> Any:
+        if self._file.closed:
+            self._file = self._file._kept_for_slices()
         shape = self._shape
         if self._framework_rules and not _rows_inside(key, shape):
             # A tensor whose bytes lie in the map as they are: the framework indexes a view
