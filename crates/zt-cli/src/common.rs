@@ -696,13 +696,12 @@ pub fn gguf_attributes<'a>(
 /// Opens a file, or (built with the `remote` feature, the default) an `s3://`, `gs://`,
 /// `az://`, `http://` or `https://` URL with ranged reads.
 pub fn open_input(path: &Path) -> ztensor::Result<ztensor::Reader> {
-    let text = path.to_str().unwrap_or_default();
     #[cfg(feature = "remote")]
-    if ztensor::is_url(text) {
-        return open_options().open_url(text);
+    if let Some(url) = path.to_str().filter(|s| ztensor::is_url(s)) {
+        return open_options().open_url(url);
     }
     #[cfg(not(feature = "remote"))]
-    if text.contains("://") {
+    if names_a_url(path) {
         return Err(ztensor::Error::unsupported(
             "a URL: this zt was built without URL support (feature \"remote\")",
         ));
