@@ -124,6 +124,7 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "hdf5")]
+mod cast;
 mod chunks;
 mod codec;
 pub mod convert;

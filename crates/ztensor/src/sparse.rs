@@ -605,7 +605,22 @@ impl<'r> ObjectView<'r> {
     /// Any object's dense form as little-endian bytes and their element type: dense data as
     /// stored, sparse objects densified in their value type, quantized objects dequantized to
     /// f32. This is what formats without sparse or quantized objects (.mag, .safetensors) hold.
+    /// A view with a float cast ([`ObjectView::cast_floats`]) gives its float elements cast.
     pub fn dense_form(&self) -> Result<(Cow<'r, [u8]>, ElementType)> {
+        let (bytes, element) = self.stored_dense_form()?;
+        match self.float_cast() {
+            Some(to) if crate::cast::castable(&element) => {
+                let cap = self.backing().limits.max_decompressed_len;
+                let cast = crate::cast::cast_bytes(bytes, element.dtype, to, cap)
+                    .map_err(|e| e.in_object(self.name()))?;
+                Ok((cast, ElementType::plain(to)))
+            }
+            _ => Ok((bytes, element)),
+        }
+    }
+
+    /// [`ObjectView::dense_form`] in the element type the file gives it, before any cast.
+    fn stored_dense_form(&self) -> Result<(Cow<'r, [u8]>, ElementType)> {
         self.readable()?;
         let o = self.info();
         let name = &o.name;

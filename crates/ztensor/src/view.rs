@@ -45,6 +45,8 @@ pub struct ObjectView<'r> {
     walking: bool,
     /// What the reads without options check ([`ObjectView::with_checks`]).
     checks: Verify,
+    /// The float type conversions write its float elements as ([`ObjectView::cast_floats`]).
+    cast: Option<DType>,
 }
 
 impl<'r> Deref for ObjectView<'r> {
@@ -68,6 +70,7 @@ impl<'r> ObjectView<'r> {
             index,
             walking,
             checks: backing.verify,
+            cast: None,
         }
     }
 
@@ -93,6 +96,86 @@ impl<'r> ObjectView<'r> {
     /// What the reads without options check.
     pub fn checks(&self) -> Verify {
         self.checks
+    }
+
+    /// The same view as conversions write it: its floating-point elements (plain f64, f32,
+    /// f16 and bf16) cast to `to`, rounded to nearest, ties to even; NaN stays NaN and values
+    /// past `to`'s range become infinities, as numpy's `astype` does.
+    /// Integer, bool, FP8 and packed elements keep their types, and so do quantized blocks a
+    /// conversion copies as they are (their dense form, when densified, is cast). `zt convert
+    /// --dtype`.
+    ///
+    /// The cast is what [`ObjectView::dense_form`], [`ObjectView::dense_element_type`] and
+    /// every writer of [`crate::convert`] give; [`ObjectView::read`] and the other reads
+    /// still give the elements as stored. A cast reads the source through its checks first:
+    /// bytes that fail their digest are never cast.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// # let mut w = ztensor::Writer::create(&path)?;
+    /// # w.add("w", &[2], &[1.0f32, 0.1])?;
+    /// # w.add("steps", &[1], &[7i64])?;
+    /// # w.finish()?;
+    /// use ztensor::DType;
+    /// let r = ztensor::open(&path)?;
+    /// let w = r.object("w")?.cast_floats(DType::BF16)?;
+    /// let (bytes, element) = w.dense_form()?;
+    /// assert_eq!((element.dtype, bytes.len()), (DType::BF16, 4));
+    /// assert_eq!(&bytes[..], &[0x80, 0x3f, 0xcd, 0x3d]); // 1.0 and 0.1 rounded
+    /// // Integers keep their type.
+    /// let steps = r.object("steps")?.cast_floats(DType::BF16)?;
+    /// assert_eq!(steps.dense_element_type().unwrap().dtype, DType::I64);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cast_floats(mut self, to: DType) -> Result<Self> {
+        if !crate::cast::CAST_TYPES.contains(&to) {
+            return Err(Error::argument(format!(
+                "cannot cast to {}: floating-point tensors are cast to f64, f32, f16 or bf16",
+                to.name()
+            )));
+        }
+        self.cast = Some(to);
+        Ok(self)
+    }
+
+    /// The float type conversions write this object's float elements as, when
+    /// [`ObjectView::cast_floats`] set one.
+    pub fn float_cast(&self) -> Option<DType> {
+        self.cast
+    }
+
+    /// The cast its parts take when a conversion copies them as they are: the float cast for
+    /// dense and sparse objects (their data or values), none for the others (quantized
+    /// blocks and groups are kept as they are).
+    pub(crate) fn parts_cast(&self) -> Option<DType> {
+        match self.info.format {
+            Format::Dense | Format::SparseCsr | Format::SparseCoo => self.cast,
+            _ => None,
+        }
+    }
+
+    /// Whether the cast changes any part a conversion copies as it is (see
+    /// [`ObjectView::parts_cast`]): such an object cannot be copied as stored.
+    pub(crate) fn cast_changes_parts(&self) -> bool {
+        let Some(to) = self.parts_cast() else {
+            return false;
+        };
+        let changed = |e: &ElementType| crate::cast::castable(e) && e.dtype != to;
+        match self.info.legacy_packing {
+            Some(p) => changed(&ElementType::plain(p.values)),
+            None => self.info.components.iter().any(|c| changed(&c.element)),
+        }
+    }
+
+    /// The element type of the object's dense form ([`ObjectView::dense_form`]): as
+    /// [`ObjectInfo::dense_element_type`] gives it, cast when [`ObjectView::cast_floats`]
+    /// says so.
+    pub fn dense_element_type(&self) -> Option<ElementType> {
+        let element = self.info.dense_element_type()?;
+        Some(crate::cast::cast_element(&element, self.cast))
     }
 
     /// The view a conversion reads through: everything the file carries is checked, unless

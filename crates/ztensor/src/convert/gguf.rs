@@ -278,7 +278,8 @@ fn plan(o: ObjectView<'_>, densify: bool) -> Result<Planned<'_>> {
             densified: false,
         });
     }
-    let densified = o.format != Format::Dense;
+    // A cast dense object is written from its dense form, which casts it.
+    let densified = o.format != Format::Dense || o.cast_changes_parts();
     let element = if densified {
         dense_element_type(&o, densify, "GGUF")?
     } else {

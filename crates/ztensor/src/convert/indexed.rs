@@ -234,7 +234,7 @@ fn write_planned(
             .push(write_shard(group, attributes, &path, options).map_err(|e| in_output(e, &path))?);
         for o in group {
             index.entries.push((o.name().to_owned(), i as u32));
-            total = total.saturating_add(super::decoded_size(o.info()));
+            total = total.saturating_add(super::decoded_size(o));
         }
         index.shards.push(file);
         shards.push(path);
@@ -320,5 +320,5 @@ fn write_shard(
 
 /// The objects of each shard, in bytewise name order (the one planner).
 fn plan<'a, 'r>(objects: &'a [ObjectView<'r>], max: u64) -> Vec<Vec<&'a ObjectView<'r>>> {
-    super::plan_shards(objects.iter().collect(), max, |o| o.info())
+    super::plan_shards(objects.iter().collect(), max)
 }

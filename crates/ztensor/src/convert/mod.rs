@@ -10,7 +10,7 @@ use zt_container::{AtomicFile, Durability, Error, ErrorKind, Result};
 use zt_formats::{DType, DigestAlgorithm, ElementType, Encoding, Format};
 
 use crate::decode::Verify;
-use crate::model::{ByteOrder, DigestScope, ObjectInfo};
+use crate::model::{ByteOrder, DigestScope};
 use crate::reader::Reader;
 use crate::view::ObjectView;
 use crate::writer::{
@@ -102,7 +102,7 @@ pub(crate) fn source_view(obj: ObjectView<'_>, verify: bool) -> ObjectView<'_> {
 }
 
 /// The objects a conversion writes: all but those that are not numbers we decode
-/// ([`ObjectInfo::skipped`]), which a conversion passes over.
+/// ([`ObjectInfo::skipped`](crate::ObjectInfo::skipped)), which a conversion passes over.
 pub(crate) fn numbers_only<'r>(views: &[ObjectView<'r>]) -> Vec<ObjectView<'r>> {
     views
         .iter()
@@ -111,28 +111,29 @@ pub(crate) fn numbers_only<'r>(views: &[ObjectView<'r>]) -> Vec<ObjectView<'r>> 
         .collect()
 }
 
-/// An object's decoded bytes: what a shard's size counts.
-pub(crate) fn decoded_size(o: &ObjectInfo) -> u64 {
+/// An object's decoded bytes as a conversion writes them (cast, when its view casts): what a
+/// shard's size counts.
+pub(crate) fn decoded_size(o: &ObjectView<'_>) -> u64 {
+    let cast = o.parts_cast();
     o.components
         .iter()
-        .map(|c| c.decoded_len.unwrap_or(c.length))
+        .map(|c| crate::cast::cast_len(c.decoded_len.unwrap_or(c.length), &c.element, cast))
         .fold(0u64, u64::saturating_add)
 }
 
 /// The one shard planner: `objects` in bytewise name order dealt into shards greedily, a new
 /// shard starting when the next object would take the current one past `max` decoded bytes
 /// (an object larger than that gets a shard of its own). The same objects and size always
-/// give the same shards. `info` gives each object's listing.
-pub(crate) fn plan_shards<'a, T>(
-    mut objects: Vec<&'a T>,
+/// give the same shards.
+pub(crate) fn plan_shards<'a, 'r>(
+    mut objects: Vec<&'a ObjectView<'r>>,
     max: u64,
-    info: impl Fn(&T) -> &ObjectInfo,
-) -> Vec<Vec<&'a T>> {
-    objects.sort_unstable_by(|a, b| info(a).name.as_bytes().cmp(info(b).name.as_bytes()));
-    let mut groups: Vec<Vec<&'a T>> = Vec::new();
+) -> Vec<Vec<&'a ObjectView<'r>>> {
+    objects.sort_unstable_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
+    let mut groups: Vec<Vec<&'a ObjectView<'r>>> = Vec::new();
     let mut used = 0u64;
     for o in objects {
-        let size = decoded_size(info(o));
+        let size = decoded_size(o);
         match groups.last_mut() {
             Some(g) if used.saturating_add(size) <= max => {
                 g.push(o);
@@ -153,8 +154,8 @@ pub struct ConvertReport {
     /// Objects written.
     pub written: usize,
     /// Objects left out, with the reason: those that are not numbers we decode
-    /// ([`ObjectInfo::skipped`]), and with [`ConvertOptions::skip_unreadable`] those that
-    /// cannot be decoded.
+    /// ([`ObjectInfo::skipped`](crate::ObjectInfo::skipped)), and with
+    /// [`ConvertOptions::skip_unreadable`] those that cannot be decoded.
     pub skipped: Vec<(String, String)>,
 }
 
@@ -270,11 +271,31 @@ pub fn copy_object<W: Sink>(
             components,
         }
     };
+    let data = cast_parts(&obj, data)?;
     // What the writer refuses here is what the target cannot hold (a v2 file has no
     // quantized_group layout, no u16 index part, no CBOR tag): the caller's choice of target,
     // as safetensors' and GGUF's refusals are. A source object broken in itself fails when it
     // is read, above, as the source file's fault.
     writer.add_object_with(name, data, write)
+}
+
+/// `data`, the parts of `obj` as a conversion copies them, with their float elements cast as
+/// `obj`'s view says ([`ObjectView::cast_floats`]): the data of a dense object, the values of
+/// a sparse one.
+fn cast_parts<'a>(obj: &ObjectView<'_>, mut data: ObjectData<'a>) -> Result<ObjectData<'a>> {
+    let Some(to) = obj.parts_cast() else {
+        return Ok(data);
+    };
+    let cap = obj.backing().limits.max_decompressed_len;
+    for c in &mut data.components {
+        if crate::cast::castable(&c.element) && c.element.dtype != to {
+            let bytes = std::mem::take(&mut c.bytes);
+            c.bytes = crate::cast::cast_bytes(bytes, c.element.dtype, to, cap)
+                .map_err(|e| e.in_component(&c.role).in_object(&obj.name))?;
+            c.element = ElementType::plain(to);
+        }
+    }
+    Ok(data)
 }
 
 /// How [`copy_object`] writes `obj`'s components: compression and digest as `options` keep
@@ -371,6 +392,7 @@ pub fn copy_stored<W: Sink>(obj: ObjectView<'_>, writer: &mut Writer<W>) -> Resu
     // A v2 file's digests cover decoded bytes: its parts are always written from data.
     let as_is = !writer.version().is_v2()
         && obj.defect.is_none()
+        && !obj.cast_changes_parts()
         && obj.legacy_packing.is_none()
         && obj.components.iter().all(|c| {
             c.byte_order == ByteOrder::Little
@@ -528,7 +550,7 @@ pub fn write_mag_views(
 }
 
 /// The `.mag` tensor an object becomes.
-fn mag_spec(obj: &ObjectInfo, densify: bool) -> Result<zt_mag::TensorSpec> {
+fn mag_spec(obj: &ObjectView<'_>, densify: bool) -> Result<zt_mag::TensorSpec> {
     if let Some(d) = &obj.defect {
         return Err(d.to_error());
     }
@@ -541,9 +563,10 @@ fn mag_spec(obj: &ObjectInfo, densify: bool) -> Result<zt_mag::TensorSpec> {
 }
 
 /// The element type an object is written as in a format that holds dense tensors only
-/// (`target`): its dense form's, when it is dense or `densify` allows densifying it.
+/// (`target`): its dense form's, when it is dense or `densify` allows densifying it, cast as
+/// the view says ([`ObjectView::cast_floats`]).
 pub(crate) fn dense_element_type(
-    obj: &ObjectInfo,
+    obj: &ObjectView<'_>,
     densify: bool,
     target: &str,
 ) -> Result<ElementType> {

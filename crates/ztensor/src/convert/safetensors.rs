@@ -12,7 +12,6 @@ use zt_manifest::Value;
 
 use super::dense_element_type;
 use crate::files::safetensors::dtype_of;
-use crate::model::ObjectInfo;
 use crate::reader::Reader;
 use crate::view::ObjectView;
 
@@ -122,9 +121,8 @@ pub(crate) fn safetensors_views_staged(
     }
     let mut tensors = Vec::with_capacity(views.len());
     for (position, view) in views.iter().enumerate() {
-        let obj = view.info();
-        tensors
-            .push(safetensors_tensor(obj, densify, position).map_err(|e| e.in_object(&obj.name))?);
+        let planned = safetensors_tensor(view, densify, position);
+        tensors.push(planned.map_err(|e| e.in_object(view.name()))?);
     }
     refuse_repeated_names(&tensors, "two objects have the same name")?;
     let meta = metadata.is_some().then_some(meta);
@@ -309,12 +307,16 @@ fn write_body<'a, 'b, W: Write>(
 
 /// What an object becomes in a `.safetensors` file: the type and size of its dense form,
 /// from its listing.
-fn safetensors_tensor(obj: &ObjectInfo, densify: bool, position: usize) -> Result<Tensor<'_>> {
+fn safetensors_tensor<'r>(
+    obj: &ObjectView<'r>,
+    densify: bool,
+    position: usize,
+) -> Result<Tensor<'r>> {
     if let Some(d) = &obj.defect {
         return Err(d.to_error());
     }
     let element = dense_element_type(obj, densify, ".safetensors")?;
-    plan(&obj.name, &element, &obj.shape, position)
+    plan(obj.name(), &element, obj.shape(), position)
 }
 
 /// The safetensors type and size of a tensor of `element` and `shape`.

@@ -221,7 +221,7 @@ fn plan<'o, 'r>(
         .filter(|o| o.skipped().is_none())
         .filter(|o| !(options.convert.skip_unreadable && o.defect.is_some()))
         .collect();
-    super::plan_shards(objects, options.max_shard_size, |o| o)
+    super::plan_shards(objects, options.max_shard_size)
 }
 
 /// A shard's size and the SHA-256 of its bytes.
