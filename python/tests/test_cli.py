@@ -66,6 +66,35 @@ def test_convert_and_diff_from_python(tmp_path):
     assert not ztio.diff(src, tmp_path / "half.safetensors", atol=1e-9)
 
 
+def test_convert_casts_float_tensors_as_numpy_rounds_them(tmp_path):
+    import numpy as np
+
+    import ztio
+
+    rng = np.random.default_rng(7)
+    # Values past f16's range, ties, subnormals and NaN among ordinary ones.
+    w = (rng.standard_normal(4096) * 10.0 ** rng.integers(-9, 7, 4096)).astype(np.float64)
+    w[:4] = [np.nan, 1e6, -1e6, 2.0**-20]
+    src = tmp_path / "m.safetensors"
+    ztio.numpy.save_file({"w": w, "w32": w.astype(np.float32), "i": np.arange(3, dtype=np.int64)}, src)
+    for dtype in ["f16", np.float16, "float16", np.dtype("float16")]:
+        out = tmp_path / "half.safetensors"
+        ztio.convert(src, out, dtype=dtype, force=True, progress=False)
+        got = ztio.numpy.load_file(out)
+        # numpy's astype is the reference: rounded once, to nearest even.
+        for name in ["w", "w32"]:
+            assert got[name].dtype == np.float16
+            with np.errstate(over="ignore"):  # 1e6 becomes inf, as it must
+                want = (w if name == "w" else w.astype(np.float32)).astype(np.float16)
+            assert np.array_equal(got[name].view(np.uint16), want.view(np.uint16), equal_nan=False)
+        assert got["i"].dtype == np.int64 and got["i"].tolist() == [0, 1, 2]
+    ztio.convert(src, tmp_path / "m.zt", dtype="bfloat16", progress=False)
+    f = ztio.open(tmp_path / "m.zt")
+    assert f.get_slice("w32").get_dtype() == "BF16"
+    with pytest.raises(ztio.ArgumentError, match="bf16, f16, f32 or f64"):
+        ztio.convert(src, tmp_path / "x.zt", dtype="int8", progress=False)
+
+
 def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
     import numpy as np
     import ztio

@@ -183,6 +183,30 @@ def _set_attributes(attributes):
     return args
 
 
+# What `convert(dtype=...)` takes, by name, to what `zt convert --dtype` calls it.
+_CAST_TYPES = {
+    "f64": "f64", "float64": "f64", "double": "f64",
+    "f32": "f32", "float32": "f32", "float": "f32",
+    "f16": "f16", "float16": "f16", "half": "f16",
+    "bf16": "bf16", "bfloat16": "bf16",
+}
+
+
+def _cast_type(dtype) -> str:
+    """``dtype`` (a name, a numpy dtype or type, a torch dtype) as ``--dtype`` spells it."""
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None) or str(dtype)
+    # A numpy type such as np.float16 names itself through np.dtype; torch's is "torch.float16".
+    if not isinstance(dtype, str) and isinstance(dtype, type):
+        name = getattr(dtype, "__name__", name)
+    name = str(name).lower().removeprefix("torch.")
+    try:
+        return _CAST_TYPES[name]
+    except KeyError:
+        raise ArgumentError(
+            f"dtype {dtype!r}: floating-point tensors are cast to bf16, f16, f32 or f64"
+        ) from None
+
+
 def convert(
     src,
     dst,
@@ -196,6 +220,7 @@ def convert(
     sync=True,
     shard_size=None,
     densify=False,
+    dtype=None,
     attributes_as_json=False,
     attributes=None,
     skip_unreadable=False,
@@ -211,7 +236,11 @@ def convert(
     text such as ``"5GB"``) cuts a set's shards when ``dst`` is an index, a ``.zt`` into
     zTensor v2's own shards (a root and ``model-00001-of-0000N.zt`` beside it), and a
     ``.gguf`` in llama.cpp's splits (``model-00001-of-0000N.gguf``); ``densify`` writes
-    sparse objects dense and quantized ones as f32; ``attributes_as_json`` writes the file
+    sparse objects dense and quantized ones as f32; ``dtype`` (``"bf16"``, ``"f16"``,
+    ``"f32"``, ``"f64"``, their long names such as ``"bfloat16"``, or a numpy or torch float
+    type) casts floating-point tensors to it, rounded to nearest, ties to even, and keeps
+    integer, bool, FP8 and quantized tensors as they are (``zt convert --dtype``);
+    ``attributes_as_json`` writes the file
     attributes the output's metadata cannot hold as their JSON text (else they are an
     error): for ``.safetensors``, whose metadata is text only, a GGUF's numbers or a
     checkpoint's lists; for GGUF, null, maps and lists of mixed types; ``attributes`` (a
@@ -251,6 +280,8 @@ def convert(
         args += ["--shard-size", str(shard_size)]
     if densify:
         args.append("--densify")
+    if dtype is not None:
+        args += ["--dtype", _cast_type(dtype)]
     if attributes_as_json:
         args.append("--attributes-as-json")
     if attributes:

@@ -13,9 +13,9 @@ use ztensor::{
 };
 
 use crate::common::{
-    advised, durability, left_out_unreadable, merge_attributes, open_to_copy, out, printable,
-    progress, skip_with_note, spinner, stdout_written, DigestArg, Failure, Kind, MagVersion,
-    Outcome,
+    advised, cast_view, durability, left_out_unreadable, merge_attributes, open_to_copy, out,
+    printable, progress, skip_with_note, spinner, stdout_written, CastArg, DigestArg, Failure,
+    Kind, MagVersion, Outcome,
 };
 use crate::json;
 use crate::sets::Order;
@@ -690,6 +690,7 @@ pub fn convert(
     digest: Option<DigestArg>,
     mag_version: MagVersion,
     densify: bool,
+    cast: Option<CastArg>,
     edits: json::AttributeEdits<'_>,
     skip_unreadable: bool,
 ) -> Outcome {
@@ -706,7 +707,7 @@ pub fn convert(
     let mut views = Vec::with_capacity(r.len());
     for o in r.iter() {
         if !skip_with_note(input, &o) && !left_out_unreadable(input, &o, skip_unreadable) {
-            views.push(o);
+            views.push(cast_view(o, cast)?);
         }
     }
     let in_file = |e| conversion_failure(&r, input, output, e);
@@ -764,7 +765,7 @@ pub fn convert(
             w.set_attributes(json::attributes_to_write(r.attributes(), edits).into_owned());
             let bar = progress(total_stored(&r), "convert");
             for o in in_write_order(&r, version) {
-                let o = o.map_err(in_file)?;
+                let o = cast_view(o.map_err(in_file)?, cast)?;
                 if left_out(&o) {
                     continue;
                 }
@@ -793,6 +794,7 @@ pub fn convert_sharded(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
+    cast: Option<CastArg>,
     edits: json::AttributeEdits<'_>,
     skip_unreadable: bool,
 ) -> Outcome {
@@ -827,7 +829,11 @@ pub fn convert_sharded(
     };
     let bar = spinner("convert to sharded .zt", total_stored(&r));
     let attributes = json::attributes_to_write(r.attributes(), edits);
-    let done = ztensor::convert::write_sharded_with_attributes(&r, output, options, &attributes);
+    let mut views = Vec::with_capacity(r.len());
+    for o in r.objects() {
+        views.push(cast_view(r.object(&o.name).map_err(Failure::from)?, cast)?);
+    }
+    let done = ztensor::convert::write_sharded_views(&views, output, options, &attributes);
     bar.finish_and_clear();
     done.map(|_| ())
         .map_err(|e| conversion_failure(&r, input, output, e))

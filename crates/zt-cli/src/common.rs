@@ -98,6 +98,39 @@ pub enum DigestArg {
     Xxh3,
 }
 
+/// `--dtype`: the float type a conversion casts floating-point tensors to.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CastArg {
+    F64,
+    F32,
+    F16,
+    Bf16,
+}
+
+impl From<CastArg> for ztensor::DType {
+    fn from(t: CastArg) -> Self {
+        match t {
+            CastArg::F64 => ztensor::DType::F64,
+            CastArg::F32 => ztensor::DType::F32,
+            CastArg::F16 => ztensor::DType::F16,
+            CastArg::Bf16 => ztensor::DType::BF16,
+        }
+    }
+}
+
+/// `o` as a conversion with `--dtype` writes it (as it is without).
+pub fn cast_view(
+    o: ztensor::ObjectView<'_>,
+    cast: Option<CastArg>,
+) -> Result<ztensor::ObjectView<'_>, Failure> {
+    match cast {
+        Some(t) => o
+            .cast_floats(t.into())
+            .map_err(|e| Failure::Usage(e.message().to_owned().into())),
+        None => Ok(o),
+    }
+}
+
 /// What `--digest` asks a conversion to do with digests (`None`: keep the source's).
 pub fn digest_choice(digest: Option<DigestArg>) -> ztensor::Keep<ztensor::DigestAlgorithm> {
     use ztensor::{DigestAlgorithm, Keep};

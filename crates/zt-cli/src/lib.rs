@@ -208,6 +208,11 @@ enum Command {
         /// Write sparse objects dense and quantized objects dequantized to f32.
         #[arg(long)]
         densify: bool,
+        /// Cast floating-point tensors (f64, f32, f16, bf16) to TYPE, rounded to nearest,
+        /// ties to even; integer, bool, FP8 and quantized tensors keep their types (with
+        /// --densify, quantized ones become TYPE).
+        #[arg(long, value_enum, value_name = "TYPE")]
+        dtype: Option<common::CastArg>,
         /// Write the file attributes the output's metadata cannot hold as their JSON text:
         /// for .safetensors (text only) numbers, lists and maps, a GGUF's or a checkpoint's;
         /// for GGUF null, maps and mixed lists. Without it, such an attribute is an error.
@@ -590,6 +595,7 @@ fn run(command: Command) -> Outcome {
             digest,
             mag_version,
             densify,
+            dtype,
             attributes_as_json,
             set,
             unset,
@@ -638,6 +644,7 @@ fn run(command: Command) -> Outcome {
                         compress,
                         digest,
                         densify,
+                        dtype,
                         edits,
                         mag_version,
                         force,
@@ -654,6 +661,7 @@ fn run(command: Command) -> Outcome {
                         compress,
                         digest,
                         densify,
+                        dtype,
                         edits,
                         skip_unreadable,
                     );
@@ -667,6 +675,7 @@ fn run(command: Command) -> Outcome {
                     digest,
                     mag_version,
                     densify,
+                    dtype,
                     edits,
                     skip_unreadable,
                 )

@@ -19,8 +19,8 @@ use ztensor::convert::{write_indexed, GgufSplit, IndexedOptions, ShardKind};
 use ztensor::{ConvertOptions, Keep, ObjectView, ShardedSet, Writer};
 
 use crate::common::{
-    check_output, durability, merge_attributes, names_a_url, out, DigestArg, Failure, Kind,
-    MagVersion, Outcome,
+    cast_view, check_output, durability, merge_attributes, names_a_url, out, CastArg, DigestArg,
+    Failure, Kind, MagVersion, Outcome,
 };
 use crate::json;
 
@@ -269,17 +269,19 @@ pub enum Target {
 
 /// `zt convert` with a set as input, or with an indexed set as output.
 /// `edits`: the attributes `--set` and `--attributes-as-json` change on the way out;
-/// `skip_unreadable`: objects listed as unreadable are left out, each named in a note.
+/// `skip_unreadable`: objects listed as unreadable are left out, each named in a note;
+/// `cast`: the float type `--dtype` casts floating-point tensors to.
 pub fn convert(
     input: &Path,
     output: &Path,
     target: Target,
+    cast: Option<CastArg>,
     edits: crate::json::AttributeEdits<'_>,
     skip_unreadable: bool,
 ) -> Outcome {
     // The library writes a set's output in one call: a spinner, with the time it has taken.
     let bar = crate::common::spinner("convert a set", 0);
-    let done = convert_quietly(input, output, target, edits, skip_unreadable);
+    let done = convert_quietly(input, output, target, cast, edits, skip_unreadable);
     bar.finish_and_clear();
     done
 }
@@ -288,6 +290,7 @@ fn convert_quietly(
     input: &Path,
     output: &Path,
     target: Target,
+    cast: Option<CastArg>,
     edits: crate::json::AttributeEdits<'_>,
     skip_unreadable: bool,
 ) -> Outcome {
@@ -337,7 +340,7 @@ fn convert_quietly(
                 continue;
             }
             if let Some(group) = position.and_then(|i| groups.get_mut(i)) {
-                group.push(o);
+                group.push(cast_view(o, cast)?);
             }
         }
         groups.retain(|g| !g.is_empty());
@@ -382,11 +385,11 @@ fn convert_quietly(
                     .and_then(|s: &ShardedSet| s.shard_of(o.name()))
                     .map_or_else(|| input.to_path_buf(), Path::to_path_buf)
             };
-            let objects: Vec<ObjectView<'_>> = objects
+            let objects = objects
                 .iter()
                 .filter(|o| kept(&|| holder(o), o))
-                .copied()
-                .collect();
+                .map(|&o| cast_view(o, cast))
+                .collect::<Result<Vec<ObjectView<'_>>, Failure>>()?;
             write_target(&objects, &attributes, metadata, output, target, &|e| {
                 at(&objects, e)
             })
@@ -505,6 +508,7 @@ pub fn convert_command(
     compress: Option<i32>,
     digest: Option<DigestArg>,
     densify: bool,
+    cast: Option<CastArg>,
     edits: crate::json::AttributeEdits<'_>,
     mag_version: MagVersion,
     force: bool,
@@ -624,7 +628,7 @@ pub fn convert_command(
     if !matches!(target, Target::GgufSplit { .. }) {
         check_output(&index, force)?;
     }
-    convert(input, output, target, edits, skip_unreadable)
+    convert(input, output, target, cast, edits, skip_unreadable)
 }
 
 /// Refuses v2's own shards of `output` (`<stem>-00001-of-0000N.zt` beside it) where an input

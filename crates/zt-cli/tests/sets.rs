@@ -708,3 +708,100 @@ fn new_shards_never_take_an_inputs_name() {
         .is_file());
     ok(&zt(&["diff", p(&src), p(&index)]));
 }
+
+/// `--dtype` casts the float tensors in every way `convert` writes: one file to one file,
+/// to v2's own shards, a set to one file and a set to its own shards; shards are cut by the
+/// cast size, integers pass as they are.
+#[test]
+fn dtype_casts_float_tensors_on_every_convert_path() {
+    use half::{bf16, f16};
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.zt");
+    let mut w = ztensor::Writer::create(&src).unwrap();
+    let values =
+        |i: usize| -> Vec<f32> { (0..16).map(|x| (i * 16 + x) as f32 * 0.1 + 0.05).collect() };
+    for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        w.add(name, &[4, 4], &values(i)).unwrap();
+    }
+    w.add("steps", &[2], &[7i32, -7]).unwrap();
+    w.finish().unwrap();
+    let check = |path: &Path, want: ztensor::DType| {
+        let r = ztensor::open(path).unwrap();
+        for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            let o = r.object(name).unwrap();
+            assert_eq!(o.element_type().unwrap().dtype, want, "{name} in {path:?}");
+            let got = o.read_f32().unwrap();
+            let rounded: Vec<f32> = match want {
+                ztensor::DType::BF16 => values(i)
+                    .iter()
+                    .map(|&v| bf16::from_f32(v).to_f32())
+                    .collect(),
+                _ => values(i)
+                    .iter()
+                    .map(|&v| f16::from_f32(v).to_f32())
+                    .collect(),
+            };
+            assert_eq!(got, rounded, "{name} in {path:?}");
+        }
+        assert_eq!(&r.read::<i32>("steps").unwrap()[..], &[7, -7]);
+    };
+
+    let st = dir.path().join("one.safetensors");
+    ok(&zt(&["convert", p(&src), p(&st), "--dtype", "bf16"]));
+    check(&st, ztensor::DType::BF16);
+    let zt_out = dir.path().join("one.zt");
+    ok(&zt(&[
+        "convert",
+        p(&src),
+        p(&zt_out),
+        "--dtype",
+        "f16",
+        "--to",
+        "v1.2",
+    ]));
+    check(&zt_out, ztensor::DType::F16);
+
+    // 64 bytes of f32 each, 32 of bf16: shards of 64 bytes take two cast tensors (and the
+    // 8-byte integers ride with the last), so three shards where uncast would take five.
+    let root = dir.path().join("h.zt");
+    ok(&zt(&[
+        "convert",
+        p(&src),
+        p(&root),
+        "--shard-size",
+        "64",
+        "--dtype",
+        "bf16",
+    ]));
+    check(&root, ztensor::DType::BF16);
+    assert!(dir.path().join("h-00003-of-00003.zt").is_file());
+
+    // A set in: to one file, and to its own shards.
+    let index = dir.path().join("set.safetensors.index.json");
+    ok(&zt(&["convert", p(&src), p(&index), "--shard-size", "128"]));
+    let gguf = dir.path().join("set.gguf");
+    ok(&zt(&["convert", p(&index), p(&gguf), "--dtype", "f16"]));
+    check(&gguf, ztensor::DType::F16);
+    let resharded = dir.path().join("cast.safetensors.index.json");
+    ok(&zt(&[
+        "convert",
+        p(&index),
+        p(&resharded),
+        "--dtype",
+        "bf16",
+    ]));
+    // Read back through one file made of it, without a cast.
+    let flat = dir.path().join("flat.safetensors");
+    ok(&zt(&["convert", p(&resharded), p(&flat)]));
+    check(&flat, ztensor::DType::BF16);
+
+    let o = zt(&[
+        "convert",
+        p(&src),
+        p(&dir.path().join("x.zt")),
+        "--dtype",
+        "i8",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bf16"));
+}
