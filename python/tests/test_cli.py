@@ -72,9 +72,11 @@ def test_convert_casts_float_tensors_as_numpy_rounds_them(tmp_path):
     import ztio
 
     rng = np.random.default_rng(7)
-    # Values past f16's range, ties, subnormals and NaN among ordinary ones.
+    # Values past f16's range, subnormals and NaN among ordinary ones, and two just past a
+    # midpoint of f16 and of bf16 by less than f32 holds: rounded through f32 they would be
+    # ties, and go down to even.
     w = (rng.standard_normal(4096) * 10.0 ** rng.integers(-9, 7, 4096)).astype(np.float64)
-    w[:4] = [np.nan, 1e6, -1e6, 2.0**-20]
+    w[:6] = [np.nan, 1e6, -1e6, 2.0**-20, 1 + 2.0**-11 + 2.0**-40, 1 + 2.0**-8 + 2.0**-40]
     src = tmp_path / "m.safetensors"
     ztio.numpy.save_file({"w": w, "w32": w.astype(np.float32), "i": np.arange(3, dtype=np.int64)}, src)
     for dtype in ["f16", np.float16, "float16", np.dtype("float16")]:
@@ -86,13 +88,19 @@ def test_convert_casts_float_tensors_as_numpy_rounds_them(tmp_path):
             assert got[name].dtype == np.float16
             with np.errstate(over="ignore"):  # 1e6 becomes inf, as it must
                 want = (w if name == "w" else w.astype(np.float32)).astype(np.float16)
-            assert np.array_equal(got[name].view(np.uint16), want.view(np.uint16), equal_nan=False)
+            assert np.array_equal(got[name].view(np.uint16), want.view(np.uint16))
         assert got["i"].dtype == np.int64 and got["i"].tolist() == [0, 1, 2]
     ztio.convert(src, tmp_path / "m.zt", dtype="bfloat16", progress=False)
     f = ztio.open(tmp_path / "m.zt")
     assert f.get_slice("w32").get_dtype() == "BF16"
     with pytest.raises(ztio.ArgumentError, match="bf16, f16, f32 or f64"):
         ztio.convert(src, tmp_path / "x.zt", dtype="int8", progress=False)
+    # bf16 against ml_dtypes', which also rounds an f64 once.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    got = ztio.numpy.load_file(tmp_path / "m.zt")
+    for name, source in [("w", w), ("w32", w.astype(np.float32))]:
+        want = source.astype(ml_dtypes.bfloat16)
+        assert np.array_equal(got[name].view(np.uint16), want.view(np.uint16)), name
 
 
 def test_convert_can_leave_out_what_it_cannot_read(tmp_path):
