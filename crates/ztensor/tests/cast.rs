@@ -90,6 +90,9 @@ fn every_writer_writes_the_cast_type_and_values() {
     let mut w = Writer::create_version(&src_path, Version::V1_2, durability).unwrap();
     w.add("w", &[10, 100], &weights).unwrap();
     w.add("step", &[1], &[42i64]).unwrap();
+    w.add("blk.0.attn_norm.weight", &[2, 2], &[0.1f32, 0.2, 0.3, 0.4])
+        .unwrap();
+    w.add("bias", &[2], &[0.1f32, 0.2]).unwrap();
     w.finish().unwrap();
     let src = ztensor::open(&src_path).unwrap();
     let views = cast_views(&src, DType::BF16);
@@ -115,14 +118,30 @@ fn every_writer_writes_the_cast_type_and_values() {
     let st = dir.path().join("m.safetensors");
     convert::write_safetensors_views(&views, None, &st, false, durability).unwrap();
     check(&st);
-    // 2000 bytes of bf16 and 8 of i64 after the header: the header planned the cast sizes.
+    // 2000 + 8 + 4 bytes of bf16 and 8 of i64 after the header: the header planned the cast
+    // sizes.
     let header = u64::from_le_bytes(std::fs::read(&st).unwrap()[..8].try_into().unwrap());
-    assert_eq!(std::fs::metadata(&st).unwrap().len(), 8 + header + 2000 + 8);
+    assert_eq!(std::fs::metadata(&st).unwrap().len(), 8 + header + 2012 + 8);
 
     let gguf = dir.path().join("m.gguf");
     let attributes = ztensor::Attributes::new();
     convert::write_gguf_views(&views, &attributes, &gguf, false, durability).unwrap();
     check(&gguf);
+    // Norms and 1-D tensors stay f32 in GGUF, as llama.cpp's converter keeps them; they are
+    // cast in every other kind.
+    let r = ztensor::open(&gguf).unwrap();
+    for name in ["blk.0.attn_norm.weight", "bias"] {
+        assert_eq!(
+            r.object(name).unwrap().element_type().unwrap().dtype,
+            DType::F32
+        );
+        assert_eq!(r.read::<f32>(name).unwrap(), src.read::<f32>(name).unwrap());
+    }
+    let r = ztensor::open(&st).unwrap();
+    assert_eq!(
+        r.object("bias").unwrap().element_type().unwrap().dtype,
+        DType::BF16
+    );
 
     let mag = dir.path().join("m.mag");
     let options = ztensor::MagOptions {

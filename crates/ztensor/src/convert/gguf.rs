@@ -10,6 +10,11 @@
 //! - anything else (u8-u64, bool, FP8, complex, an unknown format, an object with a defect):
 //!   an error naming the object, as GGUF has no type for it.
 //!
+//! A view cast to f16 or bf16 ([`ObjectView::cast_floats`]) is written cast, except its
+//! tensors of one dimension and those named `*_norm.weight`, which become f32: what
+//! llama.cpp's converter and `llama-quantize` write, as its kernels for norms and biases
+//! take f32.
+//!
 //! Metadata: every file attribute but [`VALUE_TYPES_KEY`] is a key, written with the type
 //! that map records for it (so a GGUF read and written back keeps every type); an attribute
 //! it does not type is written as the `gguf` package would: integers as i32 (i64, u64 when
@@ -37,7 +42,7 @@ use std::path::Path;
 
 use zt_container::{AtomicFile, Durability, Error, Result};
 use zt_formats::ggml::GgmlType;
-use zt_formats::{dense_len, ElementType, Format};
+use zt_formats::{dense_len, DType, ElementType, Format};
 use zt_manifest::{Attributes, Value};
 
 use super::dense_element_type;
@@ -243,6 +248,7 @@ fn plan(o: ObjectView<'_>, densify: bool) -> Result<Planned<'_>> {
     if let Some(d) = &o.defect {
         return Err(d.to_error());
     }
+    let o = kept_f32(o);
     let count = o.element_count();
     if let Some(t) = o.ggml_type() {
         // The object's own geometry, where it states one, must be the table's.
@@ -299,6 +305,20 @@ fn plan(o: ObjectView<'_>, densify: bool) -> Result<Planned<'_>> {
         len,
         densified,
     })
+}
+
+/// `o` with a cast to f16 or bf16 made a cast to f32 where llama.cpp keeps f32: tensors of
+/// one dimension (norms, biases) and those named `*_norm.weight`, as its converter
+/// (`convert_hf_to_gguf.py --outtype`) and `llama-quantize` keep them, since its kernels for
+/// them take f32.
+fn kept_f32(o: ObjectView<'_>) -> ObjectView<'_> {
+    let narrowing = matches!(o.float_cast(), Some(DType::F16 | DType::BF16));
+    if narrowing && (o.shape().len() <= 1 || o.name().ends_with("_norm.weight")) {
+        // f32 is a cast target: this cannot fail.
+        o.cast_floats(DType::F32).unwrap_or(o)
+    } else {
+        o
+    }
 }
 
 /// The ggml type of a plain dense element type.
