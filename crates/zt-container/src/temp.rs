@@ -179,6 +179,55 @@ fn named(dir: &Path, target_name: &std::ffi::OsStr) -> io::Result<(File, PathBuf
     }
 }
 
+/// Bytes free to an unprivileged writer (not those kept for root) on the file system holding
+/// `file`, where the system says.
+///
+/// ```
+/// let file = tempfile::tempfile().unwrap();
+/// assert!(zt_container::temp::free_space(&file).is_some_and(|n| n > 0));
+/// ```
+pub fn free_space(file: &File) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: all-zero bytes are a valid `statvfs` (integers only), which `fstatvfs`
+        // fills in.
+        let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `fstatvfs` writes one `statvfs` into the value it is given, for a
+        // descriptor the borrowed `file` keeps open.
+        if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut stats) } != 0 {
+            return None;
+        }
+        #[allow(clippy::useless_conversion)] // the fields' widths differ between systems
+        let (blocks, size) = (u64::from(stats.f_bavail), u64::from(stats.f_frsize));
+        Some(blocks.saturating_mul(size))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+/// Whether the file system holding `file` has room for `len` more bytes ([`free_space`]):
+/// `Ok` when it has, or when the system cannot say; `ENOSPC` when it has not. For a download
+/// about to fill a temporary file: a server's word for a size then fails at once, not once
+/// the disk is full.
+///
+/// ```
+/// let file = tempfile::tempfile().unwrap();
+/// assert!(zt_container::temp::room_for(&file, 1).is_ok());
+/// let e = zt_container::temp::room_for(&file, u64::MAX).unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::StorageFull);
+/// ```
+pub fn room_for(file: &File, len: u64) -> io::Result<()> {
+    match free_space(file) {
+        #[cfg(unix)]
+        Some(free) if len > free => Err(io::Error::from_raw_os_error(libc::ENOSPC)),
+        _ => Ok(()),
+    }
+}
+
 /// An unnamed temporary in `dir`, or `None` where the file system (or the kernel) cannot
 /// make one, or `/proc` is not there to give it a name later.
 #[cfg(target_os = "linux")]

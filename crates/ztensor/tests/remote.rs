@@ -561,6 +561,24 @@ fn a_server_that_ignores_ranges_is_read_whole_once() {
     assert!(!object.is_downloaded());
 }
 
+/// A server that ignores ranges and claims more bytes than the temporary folder has room
+/// for is refused at once, naming the room there and TMPDIR, before a byte is written: not
+/// after the disk has filled.
+#[test]
+fn a_download_larger_than_the_room_for_it_is_refused_before_it_starts() {
+    let (_dir, bytes, _) = served_zt(2, 64);
+    // 16 EiB less one: more than any file system here holds.
+    let server = FaultServer::start(bytes, |_| Fault::IgnoreRangesClaiming(u64::MAX >> 1));
+    let e = ztensor::open_url(&server.url()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("127.0.0.1") && text.contains("bytes free"),
+        "{e}"
+    );
+    assert!(text.contains("TMPDIR"), "{e}");
+}
+
 /// A presigned URL's query (its signature) goes with every request for its object: the
 /// head, the tail and each tensor's range.
 #[test]

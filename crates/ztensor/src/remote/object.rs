@@ -612,6 +612,19 @@ async fn download(fetcher: &Fetcher, max_len: u64) -> Result<(u64, std::fs::File
             ),
         )
     })?;
+    // The server's word for the size, against the room there: a size no disk here holds
+    // fails now, naming it, not when the disk is full.
+    if let Err(full) = zt_container::temp::room_for(&file, size) {
+        let free = zt_container::temp::free_space(&file).unwrap_or(0);
+        return Err(Error::io(
+            full,
+            format!(
+                "{shown}: its server ignores ranges, so it is read whole into a temporary \
+                 file, and its {size} bytes do not fit in the {free} bytes free there (set \
+                 TMPDIR to a folder with room)"
+            ),
+        ));
+    }
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut received = 0u64;
     let mut stream = answer.into_stream();

@@ -203,6 +203,8 @@ pub enum Fault {
     IgnoreRanges,
     /// As `IgnoreRanges`, but closes the connection after half the object.
     IgnoreRangesDropMidBody,
+    /// As `IgnoreRanges`, but declares this many bytes (`Content-Length`) and sends none.
+    IgnoreRangesClaiming(u64),
 }
 
 /// A tiny HTTP/1.1 server over `bytes` with Range support, one connection at a time per
@@ -335,7 +337,9 @@ fn serve(
     let n = gets.fetch_add(1, Ordering::SeqCst);
     let fault = faults(n);
     let (range, start, end) = match fault {
-        Fault::IgnoreRanges | Fault::IgnoreRangesDropMidBody => (None, 0, size),
+        Fault::IgnoreRanges | Fault::IgnoreRangesDropMidBody | Fault::IgnoreRangesClaiming(_) => {
+            (None, 0, size)
+        }
         _ => (range, start, end),
     };
     let body = bytes.get(start as usize..end as usize).unwrap_or_default();
@@ -377,6 +381,15 @@ fn serve(
                 last.saturating_sub(1)
             )?;
             out.write_all(short)?;
+        }
+        Fault::IgnoreRangesClaiming(claimed) => {
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\nContent-Length: {claimed}\r\n{common}\r\n"
+            )?;
+            out.flush()?;
+            let _ = out.shutdown(std::net::Shutdown::Both);
+            return Ok(());
         }
         Fault::IgnoreRanges | Fault::IgnoreRangesDropMidBody => {
             write!(
