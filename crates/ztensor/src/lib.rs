@@ -123,8 +123,8 @@
 
 #![deny(missing_docs)]
 
-#[cfg(feature = "hdf5")]
 mod cast;
+#[cfg(feature = "hdf5")]
 mod chunks;
 mod codec;
 pub mod convert;
