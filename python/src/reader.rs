@@ -16,7 +16,7 @@ use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use ztensor::{ComponentInfo, Encoding, FileVersion, Format, ObjectInfo, ObjectView};
 
 use crate::arrays::{array_of, descr_for, f32_array, shareable_array};
-use crate::errors::{argument, to_py, IntoPy};
+use crate::errors::{argument, argument_worded, to_py, IntoPy};
 use crate::values::attributes_to_py;
 
 /// An open tensor file (`.zt` of every version, `.mag`, `.safetensors`).
@@ -33,11 +33,11 @@ impl Reader {
         }
     }
 
-    /// The open reader, or the closed-file error.
+    /// The open reader, or the closed-file error, in safetensors' words.
     fn get(&self, py: Python<'_>) -> PyResult<Arc<ztensor::Reader>> {
         let slot = self.inner.read().unwrap_or_else(|p| p.into_inner());
         slot.clone()
-            .ok_or_else(|| argument(py, "the file is closed"))
+            .ok_or_else(|| argument_worded(py, "File is closed"))
     }
 }
 

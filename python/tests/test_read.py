@@ -227,9 +227,26 @@ def test_closed_file_refuses_reads():
         f.get_tensor("dense_f32")
 
 
+def test_a_closed_file_says_so_in_safetensors_words():
+    """safetensors raises SafetensorError("File is closed"): the same words, from the file
+    and from the native reader under it."""
+    path = FIXTURES / "interop" / "v123_all.zt"
+    with ztio.safe_open(path, framework="np") as f:
+        pass
+    for read in [lambda: f.get_tensor("dense_f32"), lambda: f.keys(), lambda: f.metadata()]:
+        with pytest.raises(ztio.ArgumentError) as e:
+            read()
+        assert str(e.value) == "File is closed"
+    g = ztio.open(path)
+    g.close()
+    with pytest.raises(ztio.ArgumentError) as e:
+        g.get_tensor("dense_f32")
+    assert str(e.value) == "File is closed"
+
+
 def test_slices_made_before_close_keep_reading_as_safetensors_slices_do(tmp_path):
     """safetensors' slices hold the file's storage: one made inside `with safe_open(...)`
-    reads after the block. Ours did not ("the file is closed"); the file itself still
+    reads after the block. Ours did not (it said the file was closed); the file itself still
     refuses reads once closed, and one that gave out no slices keeps nothing open."""
     w = np.arange(24, dtype=np.float32).reshape(4, 6)
     path = tmp_path / "m.safetensors"

@@ -590,7 +590,7 @@ class ShardedFile(_ReadOnlyMapping):
         another), and gives ``(shard position, name)`` of each tensor as soon as its bytes
         are in."""
         if self._closed:
-            raise ArgumentError("the file is closed")
+            raise ArgumentError("File is closed")
         return iter(self._set.load_each())
 
     def _each_made(self, make: Callable[[str], Any]) -> Iterator[Tuple[str, Any]]:
@@ -641,7 +641,7 @@ class ShardedFile(_ReadOnlyMapping):
     def _open_set(self) -> "_native.Set":
         """The native set, or the error a closed file gives (as a :class:`File`'s)."""
         if self._closed:
-            raise ArgumentError("the file is closed")
+            raise ArgumentError("File is closed")
         return self._set
 
     def _file_for(self, name: str) -> File:
@@ -656,7 +656,7 @@ class ShardedFile(_ReadOnlyMapping):
     def _shard(self, position: int) -> File:
         """Shard ``position``, opened (and checked against the index) on first use."""
         if self._closed:
-            raise ArgumentError("the file is closed")
+            raise ArgumentError("File is closed")
         shard = self._shards.get(position)
         if shard is None:
             shard = File.__new__(File)
@@ -731,7 +731,7 @@ class ShardedFile(_ReadOnlyMapping):
         ``zt verify`` does). Each error names its shard.
         ``progress``: see :mod:`ztio._progress` (one piece of work per shard)."""
         if self._closed:
-            raise ArgumentError("the file is closed")
+            raise ArgumentError("File is closed")
         checked, errors = self._set.verify(progress=_progress.callable_or_silent(progress))
         return VerifyReport(checked, list(errors))
 
