@@ -746,62 +746,40 @@ fn dtype_casts_float_tensors_on_every_convert_path() {
         assert_eq!(&r.read::<i32>("steps").unwrap()[..], &[7, -7]);
     };
 
+    // `zt convert IN OUT` and the options, which must succeed.
+    let convert = |input: &Path, output: &Path, options: &[&str]| {
+        ok(&zt(&[&["convert", p(input), p(output)], options].concat()));
+    };
     let st = dir.path().join("one.safetensors");
-    ok(&zt(&["convert", p(&src), p(&st), "--dtype", "bf16"]));
+    convert(&src, &st, &["--dtype", "bf16"]);
     check(&st, ztensor::DType::BF16);
     let zt_out = dir.path().join("one.zt");
-    ok(&zt(&[
-        "convert",
-        p(&src),
-        p(&zt_out),
-        "--dtype",
-        "f16",
-        "--to",
-        "v1.2",
-    ]));
+    convert(&src, &zt_out, &["--dtype", "f16", "--to", "v1.2"]);
     check(&zt_out, ztensor::DType::F16);
 
     // 64 bytes of f32 each, 32 of bf16: shards of 64 bytes take two cast tensors (and the
     // 8-byte integers ride with the last), so three shards where uncast would take five.
     let root = dir.path().join("h.zt");
-    ok(&zt(&[
-        "convert",
-        p(&src),
-        p(&root),
-        "--shard-size",
-        "64",
-        "--dtype",
-        "bf16",
-    ]));
+    convert(&src, &root, &["--shard-size", "64", "--dtype", "bf16"]);
     check(&root, ztensor::DType::BF16);
     assert!(dir.path().join("h-00003-of-00003.zt").is_file());
 
     // A set in: to one file, and to its own shards.
     let index = dir.path().join("set.safetensors.index.json");
-    ok(&zt(&["convert", p(&src), p(&index), "--shard-size", "128"]));
+    convert(&src, &index, &["--shard-size", "128"]);
     let gguf = dir.path().join("set.gguf");
-    ok(&zt(&["convert", p(&index), p(&gguf), "--dtype", "f16"]));
+    convert(&index, &gguf, &["--dtype", "f16"]);
     check(&gguf, ztensor::DType::F16);
     let resharded = dir.path().join("cast.safetensors.index.json");
-    ok(&zt(&[
-        "convert",
-        p(&index),
-        p(&resharded),
-        "--dtype",
-        "bf16",
-    ]));
+    convert(&index, &resharded, &["--dtype", "bf16"]);
     // Read back through one file made of it, without a cast.
     let flat = dir.path().join("flat.safetensors");
-    ok(&zt(&["convert", p(&resharded), p(&flat)]));
+    convert(&resharded, &flat, &[]);
     check(&flat, ztensor::DType::BF16);
 
-    let o = zt(&[
-        "convert",
-        p(&src),
-        p(&dir.path().join("x.zt")),
-        "--dtype",
-        "i8",
-    ]);
+    // Integers are no cast target.
+    let refused = dir.path().join("x.zt");
+    let o = zt(&["convert", p(&src), p(&refused), "--dtype", "i8"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bf16"));
 }

@@ -130,11 +130,25 @@ fn read_bits(src: &[u8], bits: &mut [u16]) {
     }
 }
 
-/// Writes half-precision bit patterns as little-endian bytes.
-fn write_bits(bits: impl Iterator<Item = u16>, dst: &mut [u8]) {
-    for (b, v) in dst.chunks_exact_mut(2).zip(bits) {
-        b.copy_from_slice(&v.to_le_bytes());
+/// Writes each element's little-endian bytes in turn into `dst`.
+fn write_le<const N: usize>(elements: impl Iterator<Item = [u8; N]>, dst: &mut [u8]) {
+    for (b, e) in dst.chunks_exact_mut(N).zip(elements) {
+        b.copy_from_slice(&e);
     }
+}
+
+/// Writes f32 values as half-precision elements of type `H` (f16 or bf16), rounded to
+/// nearest, ties to even, through `half`'s slice conversion (F16C where the CPU has it).
+fn write_halves<H>(values: &[f32], dst: &mut [u8])
+where
+    H: bytemuck::Pod + Default,
+    [H]: HalfFloatSliceExt,
+{
+    let mut halves = [H::default(); STEP];
+    let halves = &mut halves[..values.len()];
+    halves.convert_from_f32_slice(values);
+    let bits = bytemuck::cast_slice::<H, u16>(halves);
+    write_le(bits.iter().map(|h| h.to_le_bytes()), dst);
 }
 
 /// Reads f32, f16 or bf16 elements into f32 (exactly).
@@ -162,23 +176,9 @@ fn read_f32(src: &[u8], from: DType, out: &mut [f32]) {
 /// Writes f32 values as f32, f16 or bf16 elements (rounded to nearest, ties to even).
 fn write_f32(values: &[f32], to: DType, dst: &mut [u8]) {
     match to {
-        DType::F32 => {
-            for (b, v) in dst.chunks_exact_mut(4).zip(values) {
-                b.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        DType::F16 => {
-            let mut half = [f16::ZERO; STEP];
-            let half = &mut half[..values.len()];
-            half.convert_from_f32_slice(values);
-            write_bits(half.iter().map(|h| h.to_bits()), dst);
-        }
-        DType::BF16 => {
-            let mut half = [bf16::ZERO; STEP];
-            let half = &mut half[..values.len()];
-            half.convert_from_f32_slice(values);
-            write_bits(half.iter().map(|h| h.to_bits()), dst);
-        }
+        DType::F32 => write_le(values.iter().map(|v| v.to_le_bytes()), dst),
+        DType::F16 => write_halves::<f16>(values, dst),
+        DType::BF16 => write_halves::<bf16>(values, dst),
         _ => {}
     }
 }
@@ -207,26 +207,13 @@ fn read_f64(src: &[u8], from: DType, out: &mut [f64]) {
 /// Writes f64 values as any of the four float types, with one rounding to nearest, ties to
 /// even (never through f32 on the way to f16 or bf16, which could round twice).
 fn write_f64(values: &[f64], to: DType, dst: &mut [u8]) {
+    let values = values.iter().copied();
     match to {
-        DType::F64 => {
-            for (b, v) in dst.chunks_exact_mut(8).zip(values) {
-                b.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        DType::F32 => {
-            for (b, v) in dst.chunks_exact_mut(4).zip(values) {
-                b.copy_from_slice(&(*v as f32).to_le_bytes());
-            }
-        }
+        DType::F64 => write_le(values.map(f64::to_le_bytes), dst),
+        DType::F32 => write_le(values.map(|v| (v as f32).to_le_bytes()), dst),
         // `half`'s own f64 conversions go through f32 rounded to nearest on some CPUs (F16C).
-        DType::F16 => write_bits(
-            values.iter().map(|&v| f16::from_f32(to_odd(v)).to_bits()),
-            dst,
-        ),
-        DType::BF16 => write_bits(
-            values.iter().map(|&v| bf16::from_f32(to_odd(v)).to_bits()),
-            dst,
-        ),
+        DType::F16 => write_le(values.map(|v| f16::from_f32(to_odd(v)).to_le_bytes()), dst),
+        DType::BF16 => write_le(values.map(|v| bf16::from_f32(to_odd(v)).to_le_bytes()), dst),
         _ => {}
     }
 }

@@ -190,24 +190,14 @@ fn shards_are_planned_by_the_cast_size() {
         },
         densify: false,
     };
-    let views = cast_views(&src, DType::F16);
-    let shards = convert::write_sharded_views(
-        &views,
-        dir.path().join("h.zt"),
-        options,
-        &Default::default(),
-    )
-    .unwrap();
-    assert_eq!(shards.len(), 2);
-    let uncast: Vec<ObjectView<'_>> = src.iter().collect();
-    let shards = convert::write_sharded_views(
-        &uncast,
-        dir.path().join("s.zt"),
-        options,
-        &Default::default(),
-    )
-    .unwrap();
-    assert_eq!(shards.len(), 4);
+    let shards = |views: &[ObjectView<'_>], root: &str| {
+        let root = dir.path().join(root);
+        convert::write_sharded_views(views, root, options, &Default::default())
+            .unwrap()
+            .len()
+    };
+    assert_eq!(shards(&cast_views(&src, DType::F16), "h.zt"), 2);
+    assert_eq!(shards(&src.iter().collect::<Vec<_>>(), "s.zt"), 4);
     let r = ztensor::open(dir.path().join("h.zt")).unwrap();
     assert_eq!(&r.read::<f16>("d").unwrap()[..], &[f16::from_f32(1.5); 256]);
 }
