@@ -38,6 +38,20 @@ pub fn read_everything(data: &[u8]) {
                     }
                 }
             }
+            // A cast to f64 is exact: where the dense form is f32, f16 or bf16, its f64 cast
+            // holds read_f32's values (NaN as NaN: payloads may go through other converters).
+            if let (Some(values), Ok((_, ty))) = (&values, &dense) {
+                if ty.logical.is_none() && matches!(ty.dtype, DType::F32 | DType::F16 | DType::BF16) {
+                    if let Ok((wide, wide_ty)) = o.cast_floats(DType::F64).and_then(|c| c.dense_form()) {
+                        assert!(wide_ty == ElementType::plain(DType::F64), "object {:?}: a cast to f64 gave {wide_ty:?}", o.name());
+                        let wide: Vec<f64> = wide.chunks_exact(8).map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])).collect();
+                        assert!(wide.len() == values.len(), "object {:?}: {} values cast, {} read", o.name(), wide.len(), values.len());
+                        for (w, v) in wide.iter().zip(values) {
+                            assert!((w.is_nan() && v.is_nan()) || (*w as f32).to_bits() == v.to_bits(), "object {:?}: cast {w} against read {v}", o.name());
+                        }
+                    }
+                }
+            }
             // Slices take their own paths (seek tables, HDF5 chunk boxes, gathers): a box
             // at the start and one in the middle of every dimension. What a slice gives is
             // checked against the same box cut from the whole object's bytes, so a slice that
