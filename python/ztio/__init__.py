@@ -194,10 +194,12 @@ _CAST_TYPES = {
 
 def _cast_type(dtype) -> str:
     """``dtype`` (a name, a numpy dtype or type, a torch dtype) as ``--dtype`` spells it."""
-    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None) or str(dtype)
-    # A numpy type such as np.float16 names itself through np.dtype; torch's is "torch.float16".
-    if not isinstance(dtype, str) and isinstance(dtype, type):
-        name = getattr(dtype, "__name__", name)
+    if isinstance(dtype, str):
+        name = dtype
+    elif isinstance(dtype, type):  # np.float16, ml_dtypes.bfloat16
+        name = dtype.__name__
+    else:  # np.dtype("float16") has a name; torch.float16 prints as "torch.float16"
+        name = getattr(dtype, "name", None) or str(dtype)
     name = str(name).lower().removeprefix("torch.")
     try:
         return _CAST_TYPES[name]

@@ -589,9 +589,7 @@ class ShardedFile(_ReadOnlyMapping):
         all of them: the disk serves large concurrent reads instead of one shard after
         another), and gives ``(shard position, name)`` of each tensor as soon as its bytes
         are in."""
-        if self._closed:
-            raise ArgumentError("File is closed")
-        return iter(self._set.load_each())
+        return iter(self._open_set().load_each())
 
     def _each_made(self, make: Callable[[str], Any]) -> Iterator[Tuple[str, Any]]:
         """``(name, make(name))`` of every tensor of the set, made in the order their bytes
@@ -655,8 +653,7 @@ class ShardedFile(_ReadOnlyMapping):
 
     def _shard(self, position: int) -> File:
         """Shard ``position``, opened (and checked against the index) on first use."""
-        if self._closed:
-            raise ArgumentError("File is closed")
+        self._open_set()  # a closed file opens no shard again
         shard = self._shards.get(position)
         if shard is None:
             shard = File.__new__(File)
@@ -730,9 +727,7 @@ class ShardedFile(_ReadOnlyMapping):
         shard, while the set is read ahead beside the checks, several shards at once (as
         ``zt verify`` does). Each error names its shard.
         ``progress``: see :mod:`ztio._progress` (one piece of work per shard)."""
-        if self._closed:
-            raise ArgumentError("File is closed")
-        checked, errors = self._set.verify(progress=_progress.callable_or_silent(progress))
+        checked, errors = self._open_set().verify(progress=_progress.callable_or_silent(progress))
         return VerifyReport(checked, list(errors))
 
     def close(self) -> None:
