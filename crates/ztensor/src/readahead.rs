@@ -27,6 +27,7 @@
 //!   framework's `load_file`) starts the sweep at its first read in no order we follow; so
 //!   does a read of a file that is all in the page cache (sampled once, at the first read),
 //!   where the sweep reads nothing from the disk and only maps ahead, on the second core.
+//!   Either way no stream starts beside the sweep: it serves every order.
 //! - **Reads from several threads at once** ([`crate::Reader::parallel_objects`]) do not take
 //!   the state's lock when another thread holds it: a hint is never worth a wait.
 //!
@@ -449,9 +450,13 @@ impl ReadAhead {
         };
         let order = if walking {
             Some(Order::File)
-        } else if self.whole.load(AtomicOrdering::Relaxed) {
-            // Everything is read: the sweep in file order serves every order, name order
-            // included, and a second stream beside it would hand ranges over twice.
+        } else if self.whole.load(AtomicOrdering::Relaxed) || self.warm.get().is_some_and(|&w| w) {
+            // Everything is read, or the file is all in the page cache (its sweep started at
+            // the first read): the sweep in file order serves every order, name order
+            // included, and a second stream beside it would hand ranges over twice. Module
+            // order's short runs (a layer's bias, then its weight) each started a stream that
+            // handed a window over again: warm loads in that order took 65-71 ms for 1 GiB
+            // instead of 60-62 (docs/benchmarks.md, "Warm loads in module order").
             None
         } else if stream.order.is_some_and(follows) {
             stream.order
@@ -894,6 +899,11 @@ mod tests {
         // Nor is the object read now asked for: it is in the page cache.
         assert_eq!(first.now, None);
         assert_eq!(ra.plan_read(&objects, 3, false).now, None);
+        // Nor do reads that follow each other start a stream beside the sweep: 4 follows 3
+        // in name and file order, and was handed over by the sweep already. (Module order's
+        // short runs, a layer's bias then its weight, each handed a window over again, and
+        // made warm loads in that order 8% slower.)
+        assert_eq!(ra.plan_read(&objects, 4, false).ahead, vec![]);
         // A file not all in the cache waits for its eighth, as before.
         let cold = on();
         let _ = cold.warm.set(false);
