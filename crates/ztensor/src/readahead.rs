@@ -455,8 +455,8 @@ impl ReadAhead {
             // the first read): the sweep in file order serves every order, name order
             // included, and a second stream beside it would hand ranges over twice. Module
             // order's short runs (a layer's bias, then its weight) each started a stream that
-            // handed a window over again: warm loads in that order took 65-71 ms for 1 GiB
-            // instead of 60-62 (docs/benchmarks.md, "Warm loads in module order").
+            // handed a window over again: warm loads of 1 GiB in that order took 65-67 ms in
+            // the bench, 61-62 without (docs/benchmarks.md, "Warm loads in module order").
             None
         } else if stream.order.is_some_and(follows) {
             stream.order
