@@ -25,6 +25,11 @@ pub(crate) fn castable(e: &ElementType) -> bool {
     e.logical.is_none() && CAST_TYPES.contains(&e.dtype)
 }
 
+/// Whether a cast to `to` changes elements of type `e`: castable and of another type.
+pub(crate) fn changes(e: &ElementType, to: DType) -> bool {
+    castable(e) && e.dtype != to
+}
+
 /// What elements of type `e` are written as under a cast to `to` (`None`: no cast).
 pub(crate) fn cast_element(e: &ElementType, to: Option<DType>) -> ElementType {
     match to {
@@ -36,7 +41,7 @@ pub(crate) fn cast_element(e: &ElementType, to: Option<DType>) -> ElementType {
 /// How many bytes `len` bytes of elements of type `e` take once cast to `to`.
 pub(crate) fn cast_len(len: u64, e: &ElementType, to: Option<DType>) -> u64 {
     match to {
-        Some(to) if castable(e) && e.dtype != to => {
+        Some(to) if changes(e, to) => {
             let (from, to) = (e.dtype.size() as u64, to.size() as u64);
             (len / from).saturating_mul(to)
         }

@@ -163,10 +163,13 @@ impl<'r> ObjectView<'r> {
         let Some(to) = self.parts_cast() else {
             return false;
         };
-        let changed = |e: &ElementType| crate::cast::castable(e) && e.dtype != to;
         match self.info.legacy_packing {
-            Some(p) => changed(&ElementType::plain(p.values)),
-            None => self.info.components.iter().any(|c| changed(&c.element)),
+            Some(p) => crate::cast::changes(&ElementType::plain(p.values), to),
+            None => self
+                .info
+                .components
+                .iter()
+                .any(|c| crate::cast::changes(&c.element, to)),
         }
     }
 

@@ -288,7 +288,7 @@ fn cast_parts<'a>(obj: &ObjectView<'_>, mut data: ObjectData<'a>) -> Result<Obje
     };
     let cap = obj.backing().limits.max_decompressed_len;
     for c in &mut data.components {
-        if crate::cast::castable(&c.element) && c.element.dtype != to {
+        if crate::cast::changes(&c.element, to) {
             let bytes = std::mem::take(&mut c.bytes);
             c.bytes = crate::cast::cast_bytes(bytes, c.element.dtype, to, cap)
                 .map_err(|e| e.in_component(&c.role).in_object(&obj.name))?;
