@@ -52,6 +52,9 @@ pub struct AtomicFile {
     /// Bytes whose writeback has been started ([`AtomicFile::start_writeback`]).
     writeback_started: u64,
     durability: Durability,
+    /// Whether large writes have their blocks allocated before they are copied in
+    /// ([`preallocation_pays`]).
+    preallocate: bool,
 }
 
 /// Writeback is started in whole units of this size, a multiple of every page size in use.
@@ -67,6 +70,10 @@ pub const HOLE_MIN: u64 = 8 << 10;
 /// split into pieces of this size so the disk works while the rest is still being written,
 /// and the final sync waits for at most about this much.
 const WRITEBACK_STEP: usize = 8 << 20;
+
+/// A `write_all` of at least this many bytes has its range allocated on disk before it is
+/// copied in, where that pays ([`preallocation_pays`]). Smaller writes go through the buffer.
+const PREALLOCATE_MIN: usize = 1 << 20;
 
 impl AtomicFile {
     /// Starts writing a replacement for `target`, synced on commit ([`Durability::Synced`]).
@@ -113,12 +120,14 @@ impl AtomicFile {
             };
             Error::io(e, what).in_file(target)
         })?;
+        let preallocate = preallocation_pays(temp.file());
         Ok(AtomicFile {
             target: target.to_owned(),
             temp: BufWriter::with_capacity(1 << 20, temp),
             written: 0,
             writeback_started: 0,
             durability,
+            preallocate,
         })
     }
 
@@ -250,6 +259,39 @@ impl AtomicFile {
         Ok(())
     }
 
+    /// Whether this file's large writes have their blocks allocated before they are copied
+    /// in: on ext4, where that makes writing faster (not on tmpfs or XFS, where it makes it
+    /// slower).
+    pub fn preallocates(&self) -> bool {
+        self.preallocate
+    }
+
+    /// Allocates the `len` bytes that come next in the file, without changing its length,
+    /// so that copying them in finds their blocks there. A hint: errors are ignored (the
+    /// write that follows reports a full disk), and elsewhere than Linux it does nothing.
+    fn allocate_next(&self, len: usize) {
+        if !self.preallocate {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = self.temp.get_ref().file().as_raw_fd();
+            let (Ok(start), Ok(len)) = (
+                libc::off64_t::try_from(self.written),
+                libc::off64_t::try_from(len),
+            ) else {
+                return;
+            };
+            // SAFETY: `fd` is our open file; fallocate only reads its arguments. KEEP_SIZE:
+            // the length still grows only as bytes are written, so a write that fails
+            // partway leaves the file as long as what it holds.
+            unsafe {
+                libc::fallocate64(fd, libc::FALLOC_FL_KEEP_SIZE, start, len);
+            }
+        }
+    }
+
     /// The path the file will have after the commit.
     pub fn target(&self) -> &Path {
         &self.target
@@ -279,6 +321,7 @@ impl AtomicFile {
             written,
             writeback_started,
             durability,
+            preallocate,
         } = self;
         let temp = temp.into_inner().map_err(|e| {
             Error::io(e.into_error(), "cannot flush the temporary file").in_file(&target)
@@ -289,6 +332,7 @@ impl AtomicFile {
             written,
             writeback_started,
             durability,
+            preallocate,
         })
     }
 
@@ -321,6 +365,32 @@ impl AtomicFile {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether allocating a large write's blocks before copying it in makes writing `file`
+/// faster: on ext4, whose delayed allocation otherwise reserves each 4 KiB block as it is
+/// copied in. Measured on a save of 1 GiB in 258 writes (docs/benchmarks.md, "Saves"):
+/// ext4 took 221-224 ms so against 238 without; tmpfs 10% longer (an allocated page is
+/// zeroed, then copied over); XFS 3% longer (it allocates no blocks while copying). Other
+/// file systems were not measured, and get no allocation ahead.
+fn preallocation_pays(file: &File) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: statfs is plain data, for which all zeros is a valid value; fstatfs writes
+        // one into it.
+        let mut fs: libc::statfs64 = unsafe { std::mem::zeroed() };
+        // SAFETY: the descriptor is open; fstatfs64 writes one statfs64 into `fs`.
+        if unsafe { libc::fstatfs64(file.as_raw_fd(), &mut fs) } != 0 {
+            return false;
+        }
+        fs.f_type == libc::EXT4_SUPER_MAGIC as _
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        false
     }
 }
 
@@ -374,6 +444,9 @@ impl Write for AtomicFile {
         Ok(n)
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if buf.len() >= PREALLOCATE_MIN {
+            self.allocate_next(buf.len());
+        }
         for piece in buf.chunks(WRITEBACK_STEP) {
             if crate::interrupt::requested() {
                 return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
@@ -394,6 +467,59 @@ impl Write for AtomicFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The file system a folder is on, as `statfs` names it.
+    #[cfg(target_os = "linux")]
+    fn file_system_of(dir: &Path) -> libc::c_long {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: plain data, zeroed, filled by statfs64 from a NUL-terminated path.
+        let mut fs: libc::statfs64 = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::statfs64(path.as_ptr(), &mut fs) }, 0);
+        fs.f_type as libc::c_long
+    }
+
+    /// On ext4, large writes are allocated before they are copied in: the file reads back
+    /// as written, as long as what was written, and its holes stay holes (an allocation at
+    /// the wrong offset would fill one). On tmpfs nothing is allocated ahead.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn large_writes_are_allocated_ahead_on_ext4_only_and_holes_stay_holes() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() && file_system_of(shm) == libc::TMPFS_MAGIC {
+            let f = AtomicFile::create_with(&shm.join("zt-prealloc-probe"), Durability::Unsynced);
+            assert!(!f.unwrap().preallocates(), "tmpfs zeroes what is allocated");
+        }
+        if file_system_of(dir.path()) != libc::EXT4_SUPER_MAGIC {
+            eprintln!("skipped: the temporary folder is not on ext4");
+            return;
+        }
+        let target = dir.path().join("big.bin");
+        let mut f = AtomicFile::create_with(&target, Durability::Unsynced).unwrap();
+        assert!(f.preallocates());
+        let first: Vec<u8> = (0..(2u32 << 20)).map(|i| (i % 251) as u8).collect();
+        let second: Vec<u8> = (0..(3u32 << 20)).map(|i| (i % 241) as u8).collect();
+        f.write_all(b"head").unwrap();
+        f.write_all(&first).unwrap();
+        f.write_zeros(4 << 20).unwrap();
+        f.write_all(&second).unwrap();
+        f.commit().unwrap();
+        let bytes = std::fs::read(&target).unwrap();
+        let hole = 4 + first.len()..4 + first.len() + (4 << 20);
+        assert_eq!(bytes.len(), hole.end + second.len());
+        assert_eq!(&bytes[..4], b"head");
+        assert_eq!(&bytes[4..hole.start], &first[..]);
+        assert!(bytes[hole.clone()].iter().all(|&b| b == 0));
+        assert_eq!(&bytes[hole.end..], &second[..]);
+        // 5 MiB written, 4 MiB of hole: allocated, at most the written blocks and a few more.
+        let allocated = std::fs::metadata(&target).unwrap().blocks() * 512;
+        assert!(
+            allocated < (6 << 20),
+            "{allocated} bytes allocated: the hole was filled"
+        );
+    }
 
     #[cfg(unix)]
     #[test]
