@@ -689,7 +689,7 @@ fn gather_scattered(
 
 /// Reads the runs `(offset from base, length)` one after another into `out`, which they must
 /// fill exactly: by batches of positional reads from a ranged source (one round trip per
-/// batch), by copies from any other.
+/// batch), by a copy from a map or memory, or a positional read of an unmapped file, per run.
 fn read_runs_into(
     source: &Source,
     base: u64,
@@ -707,7 +707,9 @@ fn read_runs_into(
         let (part, after) = std::mem::take(&mut rest).split_at_mut(len);
         rest = after;
         if !ranged {
-            part.copy_from_slice(&source.read_at(run_offset(base, off)?, len as u64)?);
+            // Straight into the caller's bytes: a read of a file that is not mapped fills
+            // them, where a `read_at` made a buffer per run to copy from.
+            source.read_into(run_offset(base, off)?, part)?;
             continue;
         }
         parts.push((run_offset(base, off)?, part));
