@@ -277,9 +277,11 @@ impl AtomicFile {
         {
             use std::os::fd::AsRawFd;
             let fd = self.temp.get_ref().file().as_raw_fd();
+            // `off_t`: 64 bits wherever files this large are written; where it is narrower, an
+            // offset past it is simply not allocated ahead.
             let (Ok(start), Ok(len)) = (
-                libc::off64_t::try_from(self.written),
-                libc::off64_t::try_from(len),
+                libc::off_t::try_from(self.written),
+                libc::off_t::try_from(len),
             ) else {
                 return;
             };
@@ -287,7 +289,7 @@ impl AtomicFile {
             // the length still grows only as bytes are written, so a write that fails
             // partway leaves the file as long as what it holds.
             unsafe {
-                libc::fallocate64(fd, libc::FALLOC_FL_KEEP_SIZE, start, len);
+                libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, start, len);
             }
         }
     }
@@ -371,7 +373,7 @@ impl AtomicFile {
 /// Whether allocating a large write's blocks before copying it in makes writing `file`
 /// faster: on ext4, whose delayed allocation otherwise reserves each 4 KiB block as it is
 /// copied in. Measured on a save of 1 GiB in 258 writes (docs/benchmarks.md, "Saves"):
-/// ext4 took 221-224 ms so against 238 without; tmpfs 10% longer (an allocated page is
+/// ext4 took 221-224 ms against 238 without; tmpfs 10% longer (an allocated page is
 /// zeroed, then copied over); XFS 3% longer (it allocates no blocks while copying). Other
 /// file systems were not measured, and get no allocation ahead.
 fn preallocation_pays(file: &File) -> bool {
@@ -380,9 +382,9 @@ fn preallocation_pays(file: &File) -> bool {
         use std::os::fd::AsRawFd;
         // SAFETY: statfs is plain data, for which all zeros is a valid value; fstatfs writes
         // one into it.
-        let mut fs: libc::statfs64 = unsafe { std::mem::zeroed() };
-        // SAFETY: the descriptor is open; fstatfs64 writes one statfs64 into `fs`.
-        if unsafe { libc::fstatfs64(file.as_raw_fd(), &mut fs) } != 0 {
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: the descriptor is open; fstatfs writes one statfs into `fs`.
+        if unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } != 0 {
             return false;
         }
         fs.f_type == libc::EXT4_SUPER_MAGIC as _
@@ -473,9 +475,9 @@ mod tests {
     fn file_system_of(dir: &Path) -> libc::c_long {
         use std::os::unix::ffi::OsStrExt;
         let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
-        // SAFETY: plain data, zeroed, filled by statfs64 from a NUL-terminated path.
-        let mut fs: libc::statfs64 = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::statfs64(path.as_ptr(), &mut fs) }, 0);
+        // SAFETY: plain data, zeroed, filled by statfs from a NUL-terminated path.
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::statfs(path.as_ptr(), &mut fs) }, 0);
         fs.f_type as libc::c_long
     }
 
@@ -488,9 +490,12 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let shm = Path::new("/dev/shm");
+        // A /dev/shm this process may not write to is passed over.
         if shm.is_dir() && file_system_of(shm) == libc::TMPFS_MAGIC {
-            let f = AtomicFile::create_with(&shm.join("zt-prealloc-probe"), Durability::Unsynced);
-            assert!(!f.unwrap().preallocates(), "tmpfs zeroes what is allocated");
+            let probe = shm.join("zt-prealloc-probe");
+            if let Ok(f) = AtomicFile::create_with(&probe, Durability::Unsynced) {
+                assert!(!f.preallocates(), "tmpfs zeroes what is allocated");
+            }
         }
         if file_system_of(dir.path()) != libc::EXT4_SUPER_MAGIC {
             eprintln!("skipped: the temporary folder is not on ext4");
