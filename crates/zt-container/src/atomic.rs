@@ -379,21 +379,30 @@ impl AtomicFile {
 fn preallocation_pays(file: &File) -> bool {
     #[cfg(target_os = "linux")]
     {
-        use std::os::fd::AsRawFd;
-        // SAFETY: statfs is plain data, for which all zeros is a valid value; fstatfs writes
-        // one into it.
-        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-        // SAFETY: the descriptor is open; fstatfs writes one statfs into `fs`.
-        if unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } != 0 {
-            return false;
-        }
-        fs.f_type == libc::EXT4_SUPER_MAGIC as _
+        file_system_magic(file) == Some(libc::EXT4_SUPER_MAGIC)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = file;
         false
     }
+}
+
+/// The type of the file system holding `file` (or a folder opened as one), as `statfs`
+/// gives it (`EXT4_SUPER_MAGIC`, `TMPFS_MAGIC`, ...); `None` when the system does not say.
+#[cfg(target_os = "linux")]
+fn file_system_magic(file: &File) -> Option<libc::c_long> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: statfs is plain data, for which all zeros is a valid value; fstatfs writes
+    // one into it.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open; fstatfs writes one statfs into `fs`.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } != 0 {
+        return None;
+    }
+    // The field's type differs between systems; every magic number fits a c_long.
+    #[allow(clippy::unnecessary_cast)]
+    Some(fs.f_type as libc::c_long)
 }
 
 /// Makes room for `count` more open files in this process: when the soft limit on open
@@ -473,12 +482,7 @@ mod tests {
     /// The file system a folder is on, as `statfs` names it.
     #[cfg(target_os = "linux")]
     fn file_system_of(dir: &Path) -> libc::c_long {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
-        // SAFETY: plain data, zeroed, filled by statfs from a NUL-terminated path.
-        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::statfs(path.as_ptr(), &mut fs) }, 0);
-        fs.f_type as libc::c_long
+        file_system_magic(&File::open(dir).unwrap()).unwrap()
     }
 
     /// On ext4, large writes are allocated before they are copied in: the file reads back

@@ -405,6 +405,17 @@ impl ReadAhead {
         }
     }
 
+    /// Whether the file was all in the page cache at the first read (`warm`).
+    fn judged_warm(&self) -> bool {
+        self.warm.get().is_some_and(|&w| w)
+    }
+
+    /// Whether the sweep serves every read from the first: the caller reads everything
+    /// (`whole`), or the file is warm.
+    fn sweeps_from_the_start(&self) -> bool {
+        self.whole.load(AtomicOrdering::Relaxed) || self.judged_warm()
+    }
+
     /// What to tell the kernel about a read of object `index`: the decisions of
     /// [`ReadAhead::note`], without acting on them.
     fn plan_read(&self, objects: &[ObjectInfo], index: u32, walking: bool) -> Hints {
@@ -412,7 +423,7 @@ impl ReadAhead {
         // A file that was all in the page cache at the first read has nothing for the kernel
         // to start reading: the hint for the object read now would only cost its `mincore`
         // (a system call per read, most of the time of a read of a tiny object).
-        if self.warm.get().is_some_and(|&w| w) {
+        if self.judged_warm() {
             hints.now = None;
         }
         hints
@@ -450,7 +461,7 @@ impl ReadAhead {
         };
         let order = if walking {
             Some(Order::File)
-        } else if self.whole.load(AtomicOrdering::Relaxed) || self.warm.get().is_some_and(|&w| w) {
+        } else if self.sweeps_from_the_start() {
             // Everything is read, or the file is all in the page cache (its sweep started at
             // the first read): the sweep in file order serves every order, name order
             // included, and a second stream beside it would hand ranges over twice. Module
@@ -487,8 +498,7 @@ impl ReadAhead {
             let Some(sweep) = stream.sweep.as_mut() else {
                 return hints;
             };
-            let start_now =
-                self.whole.load(AtomicOrdering::Relaxed) || self.warm.get().is_some_and(|&w| w);
+            let start_now = self.sweeps_from_the_start();
             Self::sweep_read(
                 plan,
                 sweep,
