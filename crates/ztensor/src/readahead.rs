@@ -26,7 +26,8 @@
 //!   A caller that says it reads everything ([`crate::Reader::expect_to_read_all`]: a
 //!   framework's `load_file`) starts the sweep at its first read in no order we follow; so
 //!   does a read of a file that is all in the page cache (sampled once, at the first read),
-//!   where the sweep reads nothing from the disk and only maps ahead, on the second core.
+//!   where the sweep reads nothing from the disk and only maps ahead, on the second core (from
+//!   the fourth read, up to [`WARM_WINDOW`], 1 GiB, at once).
 //!   Either way no stream starts beside the sweep: it serves every order.
 //! - **Reads from several threads at once** ([`crate::Reader::parallel_objects`]) do not take
 //!   the state's lock when another thread holds it: a hint is never worth a wait.
@@ -50,6 +51,17 @@ const FIRST_WINDOW: u64 = 8 << 20;
 /// The largest window: enough to keep a disk busy while the caller works on a large tensor,
 /// small enough that a stream abandoned early reads little in vain.
 pub(crate) const MAX_WINDOW: u64 = 64 << 20;
+
+/// The window of a sweep over a file all in the page cache, from the [`SWEEP_MIN_READS`]th
+/// read on: mapping cached pages reads nothing and holds nothing but page tables, so the
+/// rest of a file of up to 1 GiB is handed over at once. Paced by [`MAX_WINDOW`], the thread
+/// mapped in file order while a caller that jumps through the file (name, module or random
+/// order) ran ahead of it and took its own faults (docs/benchmarks.md, "Warm loads against
+/// their own pages"). The first reads keep [`MAX_WINDOW`]: a caller that reads one tensor
+/// of a cached file keeps the thread to it (handed the whole file, such a read took about
+/// 2 ms more); and a cached file of 100 GiB is mapped 1 GiB ahead, not whole (a map of small
+/// pages costs its page tables and about 27 ms a GiB on the second core).
+pub(crate) const WARM_WINDOW: u64 = 1 << 30;
 
 /// Reads that have covered this share of the file's data (1/8) start a sweep at the next read
 /// in no order we follow...
@@ -505,7 +517,7 @@ impl ReadAhead {
                 index,
                 span,
                 self.merge_neighbours,
-                start_now,
+                (start_now, self.judged_warm()),
                 &mut hints,
             );
             return hints;
@@ -565,13 +577,15 @@ impl ReadAhead {
     /// already); once such reads cover [`SWEEP_SHARE`] of the data, the rest of the file is
     /// handed over in file order, [`MAX_WINDOW`] ahead of what has been consumed. `start_now`:
     /// the caller said it reads everything, or the file is all cached: no share to wait for.
+    /// `warm`: the file is all cached, and the whole rest is handed over at once.
+    #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
     fn sweep_read(
         plan: &Plan,
         sweep: &mut Sweep,
         index: u32,
         span: Span,
         merge: bool,
-        start_now: bool,
+        (start_now, warm): (bool, bool),
         hints: &mut Hints,
     ) {
         let has_data = span.start != u64::MAX;
@@ -587,10 +601,16 @@ impl ReadAhead {
         {
             sweep.on = true;
         }
-        if !sweep.on || sweep.ahead >= MAX_WINDOW / 2 {
+        // Past a few reads only: a caller that reads one tensor keeps the thread to a window.
+        let window = if warm && sweep.reads >= SWEEP_MIN_READS {
+            WARM_WINDOW
+        } else {
+            MAX_WINDOW
+        };
+        if !sweep.on || sweep.ahead >= window / 2 {
             return;
         }
-        while sweep.ahead < MAX_WINDOW {
+        while sweep.ahead < window {
             let at = sweep.unread_by_file.first_from(sweep.frontier);
             let Some(&next) = plan.file_order.get(at as usize) else {
                 break;
@@ -900,12 +920,53 @@ mod tests {
     }
 
     #[test]
-    fn a_file_all_in_the_page_cache_sweeps_from_the_first_read() {
+    fn a_file_all_in_the_page_cache_sweeps_from_the_first_read_and_soon_hands_the_rest_over() {
+        let objects_of = objects;
         let objects = objects(&(0..32).collect::<Vec<_>>(), 2);
         let ra = on();
         let _ = ra.warm.set(true);
         let first = ra.plan_read(&objects, 16, false);
-        assert!(!first.ahead.is_empty());
+        let at = |pos: u64| 4096 + pos * (2 << 20);
+        assert_eq!(first.ahead, vec![(at(0), 32 << 20), (at(17), 30 << 20)]);
+        // A larger file: a window at first (a caller that reads one tensor keeps the thread
+        // to it), then from the fourth read the whole rest at once (up to WARM_WINDOW).
+        let bigger = objects_of(&(0..96).collect::<Vec<_>>(), 2);
+        let ra_bigger = on();
+        let _ = ra_bigger.warm.set(true);
+        assert_eq!(
+            ra_bigger.plan_read(&bigger, 50, false).ahead,
+            vec![(at(0), 64 << 20)]
+        );
+        assert_eq!(ra_bigger.plan_read(&bigger, 70, false).ahead, vec![]);
+        assert_eq!(ra_bigger.plan_read(&bigger, 80, false).ahead, vec![]);
+        assert_eq!(
+            ra_bigger.plan_read(&bigger, 90, false).ahead,
+            vec![
+                (at(32), 18 << 21),
+                (at(51), 19 << 21),
+                (at(71), 9 << 21),
+                (at(81), 9 << 21),
+                (at(91), 5 << 21)
+            ]
+        );
+        // Bounded: of a file of 1.2 GiB, 1 GiB ahead of what has been read.
+        let larger = objects_of(&(0..600).collect::<Vec<_>>(), 2);
+        let ra_larger = on();
+        let _ = ra_larger.warm.set(true);
+        for i in [300, 301, 302] {
+            ra_larger.plan_read(&larger, i, false);
+        }
+        let bounded = ra_larger.plan_read(&larger, 303, false);
+        assert_eq!(
+            bounded.ahead,
+            vec![(at(32), 268 << 21), (at(304), 212 << 21)]
+        );
+        // A caller that reads everything of a file not all cached keeps the window.
+        let told = on();
+        let _ = told.warm.set(false);
+        told.expect_whole();
+        let paced = told.plan_read(&bigger, 50, false);
+        assert_eq!(paced.ahead, vec![(at(0), 64 << 20)]);
         // Nor is the object read now asked for: it is in the page cache.
         assert_eq!(first.now, None);
         assert_eq!(ra.plan_read(&objects, 3, false).now, None);
