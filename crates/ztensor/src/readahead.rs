@@ -517,7 +517,8 @@ impl ReadAhead {
                 index,
                 span,
                 self.merge_neighbours,
-                (start_now, self.judged_warm()),
+                start_now,
+                self.judged_warm(),
                 &mut hints,
             );
             return hints;
@@ -577,7 +578,8 @@ impl ReadAhead {
     /// already); once such reads cover [`SWEEP_SHARE`] of the data, the rest of the file is
     /// handed over in file order, [`MAX_WINDOW`] ahead of what has been consumed. `start_now`:
     /// the caller said it reads everything, or the file is all cached: no share to wait for.
-    /// `warm`: the file is all cached, and the whole rest is handed over at once.
+    /// `warm`: the file is all cached, and from the [`SWEEP_MIN_READS`]th read on the rest is
+    /// handed over up to [`WARM_WINDOW`] ahead.
     #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
     fn sweep_read(
         plan: &Plan,
@@ -585,7 +587,8 @@ impl ReadAhead {
         index: u32,
         span: Span,
         merge: bool,
-        (start_now, warm): (bool, bool),
+        start_now: bool,
+        warm: bool,
         hints: &mut Hints,
     ) {
         let has_data = span.start != u64::MAX;

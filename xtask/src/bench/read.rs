@@ -424,9 +424,10 @@ impl CachedScan {
     fn scan(&self) -> Result<()> {
         let mut acc = 0;
         for &(offset, len) in &self.ranges {
+            let end = offset.checked_add(len).context("a tensor past 2^64")?;
             let bytes = usize::try_from(offset)
                 .ok()
-                .zip(usize::try_from(offset + len).ok())
+                .zip(usize::try_from(end).ok())
                 .and_then(|(a, b)| self.map.get(a..b))
                 .context("a tensor past the file's end")?;
             acc ^= touch_any(bytes);
