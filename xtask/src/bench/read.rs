@@ -44,21 +44,8 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         f.read_to_end(&mut v)?;
         v
     };
-    let ranges: Vec<(u64, u64)> = {
-        let r = ztensor::open(&zt)?;
-        r.objects()
-            .iter()
-            .map(|o| (o.components[0].offset, o.components[0].length))
-            .collect()
-    };
-    let mut scan = || {
-        let mut acc = 0;
-        for &(o, l) in &ranges {
-            acc ^= touch(&whole[o as usize..(o + l) as usize]);
-        }
-        std::hint::black_box(acc);
-        Ok(())
-    };
+    let ranges = tensor_ranges(zt)?;
+    let mut scan = || scan_tensors(&whole, &ranges);
     // Each file's own limit: a scan of its tensors in the page cache, through a map whose
     // every page was mapped before the timing (`MAP_POPULATE`). On this VM the same bytes
     // scan up to 10% apart depending on which memory holds them (a file read in first after
@@ -413,26 +400,36 @@ impl CachedScan {
         let file = File::open(path)?;
         // SAFETY: a benchmark file, not modified while mapped.
         let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
-        let ranges = ztensor::open(path)?
-            .objects()
-            .iter()
-            .map(|o| (o.components[0].offset, o.components[0].length))
-            .collect();
+        let ranges = tensor_ranges(path)?;
         Ok(CachedScan { map, ranges })
     }
 
     fn scan(&self) -> Result<()> {
-        let mut acc = 0;
-        for &(offset, len) in &self.ranges {
-            let end = offset.checked_add(len).context("a tensor past 2^64")?;
-            let bytes = usize::try_from(offset)
-                .ok()
-                .zip(usize::try_from(end).ok())
-                .and_then(|(a, b)| self.map.get(a..b))
-                .context("a tensor past the file's end")?;
-            acc ^= touch_any(bytes);
-        }
-        std::hint::black_box(acc);
-        Ok(())
+        scan_tensors(&self.map, &self.ranges)
     }
+}
+
+/// Where each tensor of the file at `path` lies: `(offset, length)` of its data.
+fn tensor_ranges(path: &Path) -> Result<Vec<(u64, u64)>> {
+    Ok(ztensor::open(path)?
+        .objects()
+        .iter()
+        .map(|o| (o.components[0].offset, o.components[0].length))
+        .collect())
+}
+
+/// Touches every byte of each of `ranges` in `bytes` (a file's bytes, in memory or mapped).
+fn scan_tensors(bytes: &[u8], ranges: &[(u64, u64)]) -> Result<()> {
+    let mut acc = 0;
+    for &(offset, len) in ranges {
+        let end = offset.checked_add(len).context("a tensor past 2^64")?;
+        let tensor = usize::try_from(offset)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(a, b)| bytes.get(a..b))
+            .context("a tensor past the file's end")?;
+        acc ^= touch_any(tensor);
+    }
+    std::hint::black_box(acc);
+    Ok(())
 }
