@@ -208,7 +208,7 @@ pub(super) fn interleaved_cold<const N: usize>(
     runs: usize,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
 ) -> Result<[Timing; N]> {
-    measure(runs, None, true, fs)
+    measure(runs, None, true, None, fs)
 }
 
 /// Writes back dirty pages and drops the clean ones from the page cache, so that the next
@@ -296,13 +296,31 @@ pub(super) fn measure_in_turns<const N: usize>(
     outputs: Option<[Option<&Path>; N]>,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
 ) -> Result<[Timing; N]> {
-    measure(runs, outputs, false, fs)
+    measure(runs, outputs, false, None, fs)
+}
+
+/// As [`interleaved`], each row preceded, untimed, by its `touch` (a scan of the pages of the
+/// file it reads), so that every row finds its file's pages as recently touched as every
+/// other row finds its own.
+///
+/// On this VM, cached pages left untouched for a while are slower to touch again: a scan of
+/// a mapped, populated 1 GiB file took 65-71 ms right after the previous scan, 87-121 ms
+/// after a 1 s pause and 140-207 ms after 4 s (docs/benchmarks.md, "Warm rows and how
+/// recently their pages were touched"). In a round of rows in turns, a row whose file the
+/// rows before it had not touched for a second paid that, whatever it was.
+pub(super) fn interleaved_touched<const N: usize>(
+    runs: usize,
+    touch: &mut [&mut dyn FnMut() -> Result<()>; N],
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[Timing; N]> {
+    measure(runs, None, false, Some(touch), fs)
 }
 
 pub(super) fn measure<const N: usize>(
     runs: usize,
     outputs: Option<[Option<&Path>; N]>,
     cold: bool,
+    mut touch: Option<&mut [&mut dyn FnMut() -> Result<()>; N]>,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
 ) -> Result<[Timing; N]> {
     for f in fs.iter_mut() {
@@ -335,6 +353,9 @@ pub(super) fn measure<const N: usize>(
                 // Let the machine hand the memory just freed back to its host (see the cold
                 // rows): every row then writes into memory in the same state.
                 std::thread::sleep(Duration::from_secs(3));
+            }
+            if let Some(touch) = touch.as_mut().and_then(|t| t.get_mut(i)) {
+                touch()?;
             }
             // Let work a previous row left to background threads (a populated map is
             // unmapped on its own thread after the reader is dropped) finish first, so it

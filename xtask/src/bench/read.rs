@@ -47,18 +47,33 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     let ranges = tensor_ranges(zt)?;
     let mut scan = || scan_tensors(&whole, &ranges);
     // Each file's own limit: a scan of its tensors in the page cache, through a map whose
-    // every page was mapped before the timing (`MAP_POPULATE`). On this VM the same bytes
-    // scan up to 10% apart depending on which memory holds them (a file read in first after
-    // the cache is dropped scans fastest), so a row over one file is compared with that
-    // file's own pages, and these rows with the buffer above.
+    // every page was mapped before the timing (`MAP_POPULATE`), in file order, and in module
+    // and random order for the rows that read in those orders. On this VM the same bytes
+    // scanned apart by up to 10% from file to file, and by order, in ways that changed from
+    // run to run (mostly how long ago each file was last touched: see `interleaved_touched`),
+    // so a row is compared with its own file's pages scanned in its own order, and these
+    // scans with the buffer above.
     let [cached_zt, cached_st, cached_v2, cached_hinted] =
-        [zt.as_path(), st.as_path(), zt2.as_path(), hinted.as_path()].map(CachedScan::new);
+        [zt.as_path(), st.as_path(), zt2.as_path(), hinted.as_path()]
+            .map(|p| CachedScan::new(p, &module, &random));
     let (cached_zt, cached_st, cached_v2, cached_hinted) =
         (cached_zt?, cached_st?, cached_v2?, cached_hinted?);
-    let mut scan_zt = || cached_zt.scan();
-    let mut scan_st = || cached_st.scan();
-    let mut scan_v2 = || cached_v2.scan();
-    let mut scan_hinted = || cached_hinted.scan();
+    let mut scan_zt = || cached_zt.scan(Order::File);
+    let mut scan_st = || cached_st.scan(Order::File);
+    let mut scan_v2 = || cached_v2.scan(Order::File);
+    let mut scan_hinted = || cached_hinted.scan(Order::Module);
+    let mut scan_zt_module = || cached_zt.scan(Order::Module);
+    let mut scan_zt_random = || cached_zt.scan(Order::Random);
+    let mut scan_st_module = || cached_st.scan(Order::Module);
+    let mut scan_v2_module = || cached_v2.scan(Order::Module);
+    let mut scan_v2_random = || cached_v2.scan(Order::Random);
+    // What touches a row's file before it (see `interleaved_touched`): shared borrows only, so
+    // each is `Copy` and one serves every row of its file.
+    let touch_buffer = || scan_tensors(&whole, &ranges);
+    let touch_zt = || cached_zt.scan(Order::File);
+    let touch_st = || cached_st.scan(Order::File);
+    let touch_v2 = || cached_v2.scan(Order::File);
+    let touch_hinted = || cached_hinted.scan(Order::File);
     let mut mapped = consumed(|| read_zt(zt, OpenOptions::new()));
     let mut populated = consumed(|| read_zt(zt, OpenOptions::new().populate(true)));
     let mut walked = consumed(|| read_zt_walk(zt, OpenOptions::new()));
@@ -89,15 +104,48 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     let mut v2_random = consumed(|| read_zt_in(zt2, OpenOptions::new(), &random));
     let mut told_module = consumed(|| read_zt_in_told(zt, OpenOptions::new(), &module, true));
     let mut after_ours = consumed(|| read_zt_in(&hinted, OpenOptions::new(), &module));
-    let [t_scan, t_scan_zt, t_scan_st, t_scan_v2, t_scan_hinted, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module, t_v2_module, t_v2_random, t_told_module, t_after_ours] =
-        interleaved(
+    let [t_scan, t_scan_zt, t_scan_st, t_scan_v2, t_scan_hinted, t_scan_zt_module, t_scan_zt_random, t_scan_st_module, t_scan_v2_module, t_scan_v2_random, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module, t_v2_module, t_v2_random, t_told_module, t_after_ours] =
+        interleaved_touched(
             runs,
+            // Each row's own file (or buffer) touched just before it, untimed.
+            &mut [
+                &mut { touch_buffer },
+                &mut { touch_zt },
+                &mut { touch_st },
+                &mut { touch_v2 },
+                &mut { touch_hinted },
+                &mut { touch_zt },
+                &mut { touch_zt },
+                &mut { touch_st },
+                &mut { touch_v2 },
+                &mut { touch_v2 },
+                &mut { touch_zt },     // mapped
+                &mut { touch_zt },     // walked
+                &mut { touch_zt },     // populated
+                &mut { touch_st },     // safetensors' reader
+                &mut { touch_zt },     // kernel copy
+                &mut { touch_zt },     // fresh
+                &mut { touch_zt },     // into
+                &mut { touch_zt },     // chunked
+                &mut { touch_zt },     // module
+                &mut { touch_zt },     // random
+                &mut { touch_st },     // .safetensors module
+                &mut { touch_v2 },     // v2 module
+                &mut { touch_v2 },     // v2 random
+                &mut { touch_zt },     // told
+                &mut { touch_hinted }, // after ours
+            ],
             &mut [
                 &mut scan,
                 &mut scan_zt,
                 &mut scan_st,
                 &mut scan_v2,
                 &mut scan_hinted,
+                &mut scan_zt_module,
+                &mut scan_zt_random,
+                &mut scan_st_module,
+                &mut scan_v2_module,
+                &mut scan_v2_random,
                 &mut mapped,
                 &mut walked,
                 &mut populated,
@@ -123,6 +171,7 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         Some((t_scan_st, "its pages")),
         Some((t_scan_v2, "its pages")),
     );
+    let same_order = |t| Some((t, "its pages, same order"));
     for (row, time, baseline) in [
         ("in-memory scan of the same bytes (limit)", t_scan, None),
         (
@@ -141,9 +190,34 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
             Some((t_scan, "scan")),
         ),
         (
-            "v1.2 read in by our cold load: scan of its cached pages",
+            "v1.2 read in by our cold load: scan of its cached pages, module order",
             t_scan_hinted,
             Some((t_scan, "scan")),
+        ),
+        (
+            "v1.2: scan of its cached pages, module order",
+            t_scan_zt_module,
+            own_zt,
+        ),
+        (
+            "v1.2: scan of its cached pages, random order",
+            t_scan_zt_random,
+            own_zt,
+        ),
+        (
+            ".safetensors: scan of its cached pages, module order",
+            t_scan_st_module,
+            own_st,
+        ),
+        (
+            "v2: scan of its cached pages, module order",
+            t_scan_v2_module,
+            own_v2,
+        ),
+        (
+            "v2: scan of its cached pages, random order",
+            t_scan_v2_random,
+            own_v2,
         ),
         ("ztensor default: open, read each by name", t_mapped, own_zt),
         (
@@ -154,32 +228,32 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         (
             "ztensor default: open, read in module order",
             t_module,
-            own_zt,
+            same_order(t_scan_zt_module),
         ),
         (
             "ztensor default: open, read in a random order",
             t_random,
-            own_zt,
+            same_order(t_scan_zt_random),
         ),
         (
             "module order, told expect_to_read_all",
             t_told_module,
-            own_zt,
+            same_order(t_scan_zt_module),
         ),
         (
             "ztensor default on .safetensors, module order",
             t_st_module,
-            own_st,
+            same_order(t_scan_st_module),
         ),
         (
             "ztensor default on .zt v2, module order",
             t_v2_module,
-            own_v2,
+            same_order(t_scan_v2_module),
         ),
         (
             "ztensor default on .zt v2, random order",
             t_v2_random,
-            own_v2,
+            same_order(t_scan_v2_random),
         ),
         (
             if dropped {
@@ -188,7 +262,7 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
                 "module order, a copy of the file, cached as it was"
             },
             t_after_ours,
-            Some((t_scan_hinted, "its pages")),
+            same_order(t_scan_hinted),
         ),
         (
             "ztensor mapped, populate(true): faults on core 2",
@@ -388,24 +462,44 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
     Ok(())
 }
 
+/// The order a [`CachedScan`] touches a file's tensors in.
+#[derive(Clone, Copy)]
+enum Order {
+    File,
+    Module,
+    Random,
+}
+
 /// A file's tensors as the page cache holds them, every page mapped before any timing: the
-/// limit of a mapped read of that file, with no fault and no reader in the way.
+/// limit of a mapped read of that file in each order, with no fault and no reader in the way.
 struct CachedScan {
     map: memmap2::Mmap,
-    ranges: Vec<(u64, u64)>,
+    by_file: Vec<(u64, u64)>,
+    by_module: Vec<(u64, u64)>,
+    by_random: Vec<(u64, u64)>,
 }
 
 impl CachedScan {
-    fn new(path: &Path) -> Result<Self> {
+    /// `module` and `random`: the names in those orders.
+    fn new(path: &Path, module: &[String], random: &[String]) -> Result<Self> {
         let file = File::open(path)?;
         // SAFETY: a benchmark file, not modified while mapped.
         let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
-        let ranges = tensor_ranges(path)?;
-        Ok(CachedScan { map, ranges })
+        Ok(CachedScan {
+            map,
+            by_file: tensor_ranges(path)?,
+            by_module: tensor_ranges_in(path, module)?,
+            by_random: tensor_ranges_in(path, random)?,
+        })
     }
 
-    fn scan(&self) -> Result<()> {
-        scan_tensors(&self.map, &self.ranges)
+    fn scan(&self, order: Order) -> Result<()> {
+        let ranges = match order {
+            Order::File => &self.by_file,
+            Order::Module => &self.by_module,
+            Order::Random => &self.by_random,
+        };
+        scan_tensors(&self.map, ranges)
     }
 }
 
@@ -416,6 +510,19 @@ fn tensor_ranges(path: &Path) -> Result<Vec<(u64, u64)>> {
         .iter()
         .map(|o| (o.components[0].offset, o.components[0].length))
         .collect())
+}
+
+/// [`tensor_ranges`], the tensors named in `order`, in that order.
+fn tensor_ranges_in(path: &Path, order: &[String]) -> Result<Vec<(u64, u64)>> {
+    let reader = ztensor::open(path)?;
+    order
+        .iter()
+        .map(|name| {
+            let c = reader.object(name)?.info().components.first().cloned();
+            let c = c.with_context(|| format!("{name} has no data"))?;
+            Ok((c.offset, c.length))
+        })
+        .collect()
 }
 
 /// Touches every byte of each of `ranges` in `bytes` (a file's bytes, in memory or mapped).
