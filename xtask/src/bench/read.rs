@@ -47,7 +47,7 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     let ranges = tensor_ranges(zt)?;
     let mut scan = || scan_tensors(&whole, &ranges);
     // Each file's own limit: a scan of its tensors in the page cache, through a map whose
-    // every page was mapped before the timing (`MAP_POPULATE`), in file order, and in module
+    // every page was mapped before the timing (`MAP_POPULATE`), in name order, and in module
     // and random order for the rows that read in those orders. On this VM the same bytes
     // scanned apart by up to 10% from file to file, and by order, in ways that changed from
     // run to run (mostly how long ago each file was last touched: see `interleaved_touched`),
@@ -58,9 +58,9 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
             .map(|p| CachedScan::new(p, &module, &random));
     let (cached_zt, cached_st, cached_v2, cached_hinted) =
         (cached_zt?, cached_st?, cached_v2?, cached_hinted?);
-    let mut scan_zt = || cached_zt.scan(Order::File);
-    let mut scan_st = || cached_st.scan(Order::File);
-    let mut scan_v2 = || cached_v2.scan(Order::File);
+    let mut scan_zt = || cached_zt.scan(Order::Name);
+    let mut scan_st = || cached_st.scan(Order::Name);
+    let mut scan_v2 = || cached_v2.scan(Order::Name);
     let mut scan_hinted = || cached_hinted.scan(Order::Module);
     let mut scan_zt_module = || cached_zt.scan(Order::Module);
     let mut scan_zt_random = || cached_zt.scan(Order::Random);
@@ -70,10 +70,10 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     // What touches a row's file before it (see `interleaved_touched`): shared borrows only, so
     // each is `Copy` and one serves every row of its file.
     let touch_buffer = || scan_tensors(&whole, &ranges);
-    let touch_zt = || cached_zt.scan(Order::File);
-    let touch_st = || cached_st.scan(Order::File);
-    let touch_v2 = || cached_v2.scan(Order::File);
-    let touch_hinted = || cached_hinted.scan(Order::File);
+    let touch_zt = || cached_zt.scan(Order::Name);
+    let touch_st = || cached_st.scan(Order::Name);
+    let touch_v2 = || cached_v2.scan(Order::Name);
+    let touch_hinted = || cached_hinted.scan(Order::Name);
     let mut mapped = consumed(|| read_zt(zt, OpenOptions::new()));
     let mut populated = consumed(|| read_zt(zt, OpenOptions::new().populate(true)));
     let mut walked = consumed(|| read_zt_walk(zt, OpenOptions::new()));
@@ -465,7 +465,8 @@ pub(super) fn cold(b: &mut Bench) -> Result<()> {
 /// The order a [`CachedScan`] touches a file's tensors in.
 #[derive(Clone, Copy)]
 enum Order {
-    File,
+    /// As [`ztensor::Reader::objects`] lists them.
+    Name,
     Module,
     Random,
 }
@@ -474,7 +475,7 @@ enum Order {
 /// limit of a mapped read of that file in each order, with no fault and no reader in the way.
 struct CachedScan {
     map: memmap2::Mmap,
-    by_file: Vec<(u64, u64)>,
+    by_name: Vec<(u64, u64)>,
     by_module: Vec<(u64, u64)>,
     by_random: Vec<(u64, u64)>,
 }
@@ -487,7 +488,7 @@ impl CachedScan {
         let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
         Ok(CachedScan {
             map,
-            by_file: tensor_ranges(path)?,
+            by_name: tensor_ranges(path)?,
             by_module: tensor_ranges_in(path, module)?,
             by_random: tensor_ranges_in(path, random)?,
         })
@@ -495,7 +496,7 @@ impl CachedScan {
 
     fn scan(&self, order: Order) -> Result<()> {
         let ranges = match order {
-            Order::File => &self.by_file,
+            Order::Name => &self.by_name,
             Order::Module => &self.by_module,
             Order::Random => &self.by_random,
         };
