@@ -104,68 +104,76 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
     let mut v2_random = consumed(|| read_zt_in(zt2, OpenOptions::new(), &random));
     let mut told_module = consumed(|| read_zt_in_told(zt, OpenOptions::new(), &module, true));
     let mut after_ours = consumed(|| read_zt_in(&hinted, OpenOptions::new(), &module));
-    let [t_scan, t_scan_zt, t_scan_st, t_scan_v2, t_scan_hinted, t_scan_zt_module, t_scan_zt_random, t_scan_st_module, t_scan_v2_module, t_scan_v2_random, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module, t_v2_module, t_v2_random, t_told_module, t_after_ours] =
-        interleaved_touched(
-            runs,
-            // Each row's own file (or buffer) touched just before it, untimed.
-            &mut [
-                &mut { touch_buffer },
-                &mut { touch_zt },
-                &mut { touch_st },
-                &mut { touch_v2 },
-                &mut { touch_hinted },
-                &mut { touch_zt },
-                &mut { touch_zt },
-                &mut { touch_st },
-                &mut { touch_v2 },
-                &mut { touch_v2 },
-                &mut { touch_zt },     // mapped
-                &mut { touch_zt },     // walked
-                &mut { touch_zt },     // populated
-                &mut { touch_st },     // safetensors' reader
-                &mut { touch_zt },     // kernel copy
-                &mut { touch_zt },     // fresh
-                &mut { touch_zt },     // into
-                &mut { touch_zt },     // chunked
-                &mut { touch_zt },     // module
-                &mut { touch_zt },     // random
-                &mut { touch_st },     // .safetensors module
-                &mut { touch_v2 },     // v2 module
-                &mut { touch_v2 },     // v2 random
-                &mut { touch_zt },     // told
-                &mut { touch_hinted }, // after ours
-            ],
-            &mut [
-                &mut scan,
-                &mut scan_zt,
-                &mut scan_st,
-                &mut scan_v2,
-                &mut scan_hinted,
-                &mut scan_zt_module,
-                &mut scan_zt_random,
-                &mut scan_st_module,
-                &mut scan_v2_module,
-                &mut scan_v2_random,
-                &mut mapped,
-                &mut walked,
-                &mut populated,
-                &mut st_mapped,
-                &mut kernel,
-                &mut fresh,
-                &mut into,
-                &mut chunked,
-                &mut in_module,
-                &mut in_random,
-                &mut st_module,
-                &mut v2_module,
-                &mut v2_random,
-                &mut told_module,
-                &mut after_ours,
-            ],
-        )?;
+    let times = interleaved_touched(
+        runs,
+        // Each row's own file (or buffer) touched just before it, untimed.
+        &mut [
+            &mut { touch_buffer },
+            &mut { touch_zt },
+            &mut { touch_st },
+            &mut { touch_v2 },
+            &mut { touch_hinted },
+            &mut { touch_zt },
+            &mut { touch_zt },
+            &mut { touch_st },
+            &mut { touch_v2 },
+            &mut { touch_v2 },
+            &mut { touch_zt },     // mapped
+            &mut { touch_zt },     // walked
+            &mut { touch_zt },     // populated
+            &mut { touch_st },     // safetensors' reader
+            &mut { touch_zt },     // kernel copy
+            &mut { touch_zt },     // fresh
+            &mut { touch_zt },     // into
+            &mut { touch_zt },     // chunked
+            &mut { touch_zt },     // module
+            &mut { touch_zt },     // random
+            &mut { touch_st },     // .safetensors module
+            &mut { touch_v2 },     // v2 module
+            &mut { touch_v2 },     // v2 random
+            &mut { touch_zt },     // told
+            &mut { touch_hinted }, // after ours
+        ],
+        &mut [
+            &mut scan,
+            &mut scan_zt,
+            &mut scan_st,
+            &mut scan_v2,
+            &mut scan_hinted,
+            &mut scan_zt_module,
+            &mut scan_zt_random,
+            &mut scan_st_module,
+            &mut scan_v2_module,
+            &mut scan_v2_random,
+            &mut mapped,
+            &mut walked,
+            &mut populated,
+            &mut st_mapped,
+            &mut kernel,
+            &mut fresh,
+            &mut into,
+            &mut chunked,
+            &mut in_module,
+            &mut in_random,
+            &mut st_module,
+            &mut v2_module,
+            &mut v2_random,
+            &mut told_module,
+            &mut after_ours,
+        ],
+    )?;
     drop(whole);
     // Unmapped before the cold section, which waits for no bench file to be mapped.
     drop((cached_zt, cached_st, cached_v2, cached_hinted));
+    report_warm(table, total, dropped, times);
+    Ok(())
+}
+
+/// Prints the warm rows of [`read`], each against its limit: `times` in the order they were
+/// measured in.
+fn report_warm(table: &mut Table, total: u64, dropped: bool, times: [Timing; 25]) {
+    let [t_scan, t_scan_zt, t_scan_st, t_scan_v2, t_scan_hinted, t_scan_zt_module, t_scan_zt_random, t_scan_st_module, t_scan_v2_module, t_scan_v2_random, t_mapped, t_walked, t_populated, t_st_read, t_kernel, t_unmapped, t_into, t_chunked, t_module, t_random, t_st_module, t_v2_module, t_v2_random, t_told_module, t_after_ours] =
+        times;
     let (own_zt, own_st, own_v2) = (
         Some((t_scan_zt, "its pages")),
         Some((t_scan_st, "its pages")),
@@ -298,7 +306,6 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         gib_per_s(total, t_scan.median),
         gib_per_s(total, t_mapped.median)
     );
-    Ok(())
 }
 
 /// Reading every tensor from the disk (page cache dropped before each run); `zt cat` of one tensor.
