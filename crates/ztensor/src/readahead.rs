@@ -924,16 +924,15 @@ mod tests {
 
     #[test]
     fn a_file_all_in_the_page_cache_sweeps_from_the_first_read_and_soon_hands_the_rest_over() {
-        let objects_of = objects;
-        let objects = objects(&(0..32).collect::<Vec<_>>(), 2);
+        let small = objects(&(0..32).collect::<Vec<_>>(), 2);
         let ra = on();
         let _ = ra.warm.set(true);
-        let first = ra.plan_read(&objects, 16, false);
+        let first = ra.plan_read(&small, 16, false);
         let at = |pos: u64| 4096 + pos * (2 << 20);
         assert_eq!(first.ahead, vec![(at(0), 32 << 20), (at(17), 30 << 20)]);
         // A larger file: a window at first (a caller that reads one tensor keeps the thread
         // to it), then from the fourth read the whole rest at once (up to WARM_WINDOW).
-        let bigger = objects_of(&(0..96).collect::<Vec<_>>(), 2);
+        let bigger = objects(&(0..96).collect::<Vec<_>>(), 2);
         let ra_bigger = on();
         let _ = ra_bigger.warm.set(true);
         assert_eq!(
@@ -953,7 +952,7 @@ mod tests {
             ]
         );
         // Bounded: of a file of 1.2 GiB, 1 GiB ahead of what has been read.
-        let larger = objects_of(&(0..600).collect::<Vec<_>>(), 2);
+        let larger = objects(&(0..600).collect::<Vec<_>>(), 2);
         let ra_larger = on();
         let _ = ra_larger.warm.set(true);
         for i in [300, 301, 302] {
@@ -972,16 +971,16 @@ mod tests {
         assert_eq!(paced.ahead, vec![(at(0), 64 << 20)]);
         // Nor is the object read now asked for: it is in the page cache.
         assert_eq!(first.now, None);
-        assert_eq!(ra.plan_read(&objects, 3, false).now, None);
+        assert_eq!(ra.plan_read(&small, 3, false).now, None);
         // Nor do reads that follow each other start a stream beside the sweep: 4 follows 3
         // in name and file order, and was handed over by the sweep already. (Module order's
         // short runs, a layer's bias then its weight, each handed a window over again, and
         // made warm loads in that order 8% slower.)
-        assert_eq!(ra.plan_read(&objects, 4, false).ahead, vec![]);
+        assert_eq!(ra.plan_read(&small, 4, false).ahead, vec![]);
         // A file not all in the cache waits for its eighth, as before.
         let cold = on();
         let _ = cold.warm.set(false);
-        let lone = cold.plan_read(&objects, 16, false);
+        let lone = cold.plan_read(&small, 16, false);
         assert!(lone.ahead.is_empty());
         assert_eq!(lone.now, Some((4096 + (32 << 20), 2 << 20)));
     }

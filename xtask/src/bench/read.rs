@@ -45,7 +45,7 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
         v
     };
     let ranges = tensor_ranges(zt)?;
-    let mut scan = || scan_tensors(&whole, &ranges);
+    let scan = || scan_tensors(&whole, &ranges);
     // Each file's own limit: a scan of its tensors in the page cache, through a map whose
     // every page was mapped before the timing (`MAP_POPULATE`), in name order, and in module
     // and random order for the rows that read in those orders. On this VM the same bytes
@@ -58,21 +58,18 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
             .map(|p| CachedScan::new(p, &module, &random));
     let (cached_zt, cached_st, cached_v2, cached_hinted) =
         (cached_zt?, cached_st?, cached_v2?, cached_hinted?);
-    let mut scan_zt = || cached_zt.scan(Order::Name);
-    let mut scan_st = || cached_st.scan(Order::Name);
-    let mut scan_v2 = || cached_v2.scan(Order::Name);
+    let scan_zt = || cached_zt.scan(Order::Name);
+    let scan_st = || cached_st.scan(Order::Name);
+    let scan_v2 = || cached_v2.scan(Order::Name);
     let mut scan_hinted = || cached_hinted.scan(Order::Module);
     let mut scan_zt_module = || cached_zt.scan(Order::Module);
     let mut scan_zt_random = || cached_zt.scan(Order::Random);
     let mut scan_st_module = || cached_st.scan(Order::Module);
     let mut scan_v2_module = || cached_v2.scan(Order::Module);
     let mut scan_v2_random = || cached_v2.scan(Order::Random);
-    // What touches a row's file before it (see `interleaved_touched`): shared borrows only, so
-    // each is `Copy` and one serves every row of its file.
-    let touch_buffer = || scan_tensors(&whole, &ranges);
-    let touch_zt = || cached_zt.scan(Order::Name);
-    let touch_st = || cached_st.scan(Order::Name);
-    let touch_v2 = || cached_v2.scan(Order::Name);
+    // What touches a row's file before it (see `interleaved_touched`): the scans above,
+    // which borrow only, so each is `Copy` and one serves every row of its file.
+    let (touch_buffer, touch_zt, touch_st, touch_v2) = (scan, scan_zt, scan_st, scan_v2);
     let touch_hinted = || cached_hinted.scan(Order::Name);
     let mut mapped = consumed(|| read_zt(zt, OpenOptions::new()));
     let mut populated = consumed(|| read_zt(zt, OpenOptions::new().populate(true)));
@@ -135,10 +132,10 @@ pub(super) fn read(b: &mut Bench) -> Result<()> {
             &mut { touch_hinted }, // after ours
         ],
         &mut [
-            &mut scan,
-            &mut scan_zt,
-            &mut scan_st,
-            &mut scan_v2,
+            &mut { scan },
+            &mut { scan_zt },
+            &mut { scan_st },
+            &mut { scan_v2 },
             &mut scan_hinted,
             &mut scan_zt_module,
             &mut scan_zt_random,
