@@ -1,7 +1,9 @@
 //! Read-ahead for mapped files: what makes the plain `open` + `read` loop as fast as a
 //! populated map, without reading what nobody asks for.
 //!
-//! Every read of an object's data tells [`ReadAhead::note`] which object it is. Three cases:
+//! Every read of an object's data tells [`ReadAhead::note`] which object it is, and so does a
+//! slice whose pages are most of the object's (`crate::slice`: half the columns of a matrix
+//! whose rows are a page or less touch every page). Three cases:
 //! - **A lone read** (the first, or one that does not follow the previous read): the kernel is
 //!   told to read the object's own range now, in large requests ([`Source::will_need`]), and
 //!   nothing else. A tool that looks at one tensor of a large file reads that tensor only (and
@@ -415,6 +417,12 @@ impl ReadAhead {
         if !hints.ahead.is_empty() {
             source.prefetch(&hints.ahead);
         }
+    }
+
+    /// The name position of the last object noted as read, for tests of who notes reads.
+    #[cfg(test)]
+    pub(crate) fn last_noted(&self) -> Option<u32> {
+        self.stream.lock().map_or(None, |s| s.last)
     }
 
     /// Whether the file was all in the page cache at the first read (`warm`).

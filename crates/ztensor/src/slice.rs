@@ -176,8 +176,9 @@ impl<'r> ObjectView<'r> {
     /// or the box's pages are at least half of a span of 1 MiB or more (half the columns of a
     /// matrix: the view's faults then read as a whole tensor's do, and their read-around
     /// reads on into what comes next, where hints for the box alone left the disk idle
-    /// between tensors: 1.17x safetensors' time cold); an invalid box is an error, as for a
-    /// read of it.
+    /// between tensors: 1.17x safetensors' time cold). Such a box over most of the object's
+    /// pages is told to the read-ahead as a read of the object, as [`ObjectView::slice_bytes`]
+    /// tells it. An invalid box is an error, as for a read of it.
     ///
     /// ```
     /// # fn main() -> ztensor::Result<()> {
@@ -223,10 +224,27 @@ impl<'r> ObjectView<'r> {
     /// read a whole tensor), and not in a file that was all in the page cache at its first
     /// read (each hint would cost its `mincore`, most of the time of a slice of a small
     /// tensor).
+    ///
+    /// A dense box whose pages are most of the object's ([`MOST_OF_OBJECT`]) tells the
+    /// read-ahead that the object is read, as a read of all of it does: a loader that takes
+    /// half the columns of every tensor (a tensor-parallel shard) reads the whole file, and
+    /// the read-ahead's streams and sweep then read it from the disk ahead of the slices,
+    /// in large requests, instead of one fault's read-around at a time.
     fn ask_for_box(&self, source: &Source, comp: &ComponentInfo, slab: &Hyperslab) {
         let element_size = comp.element.logical_size();
-        if !dense_and_large(slab, element_size, comp.offset) && self.may_be_cold(comp) {
-            ask_for_exactly(source, comp.offset, slab, element_size);
+        match dense_and_large(slab, element_size, comp.offset) {
+            Some(covered)
+                if covered.saturating_mul(MOST_OF_OBJECT.1)
+                    >= comp.length.saturating_mul(MOST_OF_OBJECT.0) =>
+            {
+                self.will_read();
+            }
+            // Most of a large span but not of the object: the faults' read-around reads it.
+            Some(_) => {}
+            None if self.may_be_cold(comp) => {
+                ask_for_exactly(source, comp.offset, slab, element_size);
+            }
+            None => {}
         }
     }
 
@@ -625,15 +643,20 @@ fn ask_for_exactly(source: &zt_container::Source, base: u64, slab: &Hyperslab, e
 /// (docs/benchmarks.md, "A quiet disk, and what our hints cost on it").
 const DENSE_BOX_SPAN: u64 = 1 << 20;
 
-/// Whether the runs of `slab` (of a component at file offset `base`) span at least
-/// [`DENSE_BOX_SPAN`] bytes and the file's pages they touch cover at least half of that span.
-fn dense_and_large(slab: &Hyperslab, element_size: u64, base: u64) -> bool {
+/// The share of an object's bytes (3/4, as numerator and denominator) that the pages of a
+/// dense box must cover for the box's read to count as a read of the object: half the
+/// columns of a matrix whose rows are a few pages or less touch every page; half its rows
+/// touch half, and read only those.
+const MOST_OF_OBJECT: (u64, u64) = (3, 4);
+
+/// The bytes of the file's pages that the runs of `slab` (of a component at file offset
+/// `base`) touch, when the runs span at least [`DENSE_BOX_SPAN`] bytes and those pages cover
+/// at least half of that span; `None` otherwise.
+fn dense_and_large(slab: &Hyperslab, element_size: u64, base: u64) -> Option<u64> {
     let mut runs = slab
         .runs(element_size)
         .map(|(off, len)| (base.saturating_add(off), len));
-    let Some((first, first_len)) = runs.next() else {
-        return false;
-    };
+    let (first, first_len) = runs.next()?;
     let (mut covered, mut end) = (0u64, first.saturating_add(first_len));
     let all = std::iter::once((first, first_len)).chain(runs);
     merged_by_page(all, |off, len| {
@@ -643,7 +666,7 @@ fn dense_and_large(slab: &Hyperslab, element_size: u64, base: u64) -> bool {
         end = off.saturating_add(len);
     });
     let span = end - first;
-    span >= DENSE_BOX_SPAN && covered.saturating_mul(2) >= span
+    (span >= DENSE_BOX_SPAN && covered.saturating_mul(2) >= span).then_some(covered)
 }
 
 /// Calls `ask(offset, len)` for `runs` (in increasing order, not overlapping) merged where
@@ -801,36 +824,56 @@ mod tests {
         let slab = |shape: &[u64], ranges: &[Range<u64>]| Hyperslab::new(shape, ranges).unwrap();
         // Half the columns of 1,024 rows of 4 KiB (2 MiB): dense.
         let half = slab(&[1024, 2048], &[0..1024, 0..1024]);
-        assert!(dense_and_large(&half, 2, 0));
+        // Every 4 KiB page is touched: all of the object (4 MiB), so it counts as read whole.
+        assert_eq!(dense_and_large(&half, 2, 0), Some(4 << 20));
         // The same half of 16 rows (64 KiB): too short to be worth the read-around.
-        assert!(!dense_and_large(
-            &slab(&[16, 2048], &[0..16, 0..1024]),
-            2,
-            0
-        ));
+        assert!(dense_and_large(&slab(&[16, 2048], &[0..16, 0..1024]), 2, 0).is_none());
         // 16 bytes of each 32 KiB row: sparse.
-        assert!(!dense_and_large(
-            &slab(&[1024, 8192], &[0..1024, 0..4]),
-            4,
-            0
-        ));
-        // Whole rows: one run.
-        assert!(dense_and_large(
-            &slab(&[1024, 2048], &[0..512, 0..2048]),
-            2,
-            0
-        ));
-        assert!(!dense_and_large(
-            &slab(&[1024, 2048], &[0..0, 0..2048]),
-            2,
-            0
-        ));
+        assert!(dense_and_large(&slab(&[1024, 8192], &[0..1024, 0..4]), 4, 0).is_none());
+        // Whole rows, one run: half the object's pages, which is not most of it.
+        assert_eq!(
+            dense_and_large(&slab(&[1024, 2048], &[0..512, 0..2048]), 2, 0),
+            Some(2 << 20)
+        );
+        assert!(dense_and_large(&slab(&[1024, 2048], &[0..0, 0..2048]), 2, 0).is_none());
         // The 4 bytes that end the first page of each 12 KiB row: one page a row at file
         // offset 0, two where the component starts 2 bytes into a page (each run then
         // crosses a page boundary): the pages counted are the file's.
         let column = slab(&[128, 3072], &[0..128, 1023..1024]);
-        assert!(!dense_and_large(&column, 4, 0));
-        assert!(dense_and_large(&column, 4, 2));
+        assert!(dense_and_large(&column, 4, 0).is_none());
+        assert!(dense_and_large(&column, 4, 2).is_some());
+    }
+
+    #[test]
+    fn a_box_over_most_of_a_tensors_pages_is_noted_as_a_read_of_it() {
+        // Two 16 MiB tensors: rows of one page ("paged") and rows of eight ("wide"), so
+        // that the read-ahead takes part (the file is over its 16 MiB floor).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.zt");
+        let mut w = crate::Writer::create(&path).unwrap();
+        w.add("paged", &[4096, 4096], &vec![1u8; 16 << 20]).unwrap();
+        w.add("wide", &[512, 32768], &vec![2u8; 16 << 20]).unwrap();
+        w.finish().unwrap();
+        let r = crate::open(&path).unwrap();
+        let (paged, wide) = (r.object("paged").unwrap(), r.object("wide").unwrap());
+        let noted = || paged.backing().readahead.last_noted();
+        // 16 bytes of each 32 KiB row, half of its rows, half its columns (half its pages):
+        // reads of part of it, not noted.
+        wide.slice_bytes(&[0..512, 0..16]).unwrap();
+        wide.slice_bytes(&[0..256, 0..32768]).unwrap();
+        wide.slice_bytes(&[0..512, 0..16384]).unwrap();
+        assert_eq!(noted(), None);
+        // Half the columns of one-page rows touch every page: noted as a read of "paged",
+        // gathered or through a view alike.
+        assert_eq!(
+            paged.slice_bytes(&[0..4096, 0..2048]).unwrap().len(),
+            8 << 20
+        );
+        assert_eq!(noted(), Some(0));
+        wide.read::<u8>().unwrap();
+        assert_eq!(noted(), Some(1));
+        paged.will_need_slice(&[0..4096, 2048..4096]).unwrap();
+        assert_eq!(noted(), Some(0));
     }
 
     #[test]

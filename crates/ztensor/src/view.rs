@@ -196,7 +196,7 @@ impl<'r> ObjectView<'r> {
     }
 
     /// Every read of the object's bytes starts here: it tells the read-ahead what is read.
-    fn will_read(&self) {
+    pub(crate) fn will_read(&self) {
         self.backing.note_read(self.index, self.walking);
     }
 
