@@ -209,6 +209,25 @@ pub fn free_space(file: &File) -> Option<u64> {
     }
 }
 
+/// Whether the file system holding `file` has room for `len` more bytes ([`free_space`]):
+/// `Ok` when it has, or when the system cannot say; `ENOSPC` when it has not. For a download
+/// about to fill a temporary file: a server's word for a size then fails at once, not once
+/// the disk is full.
+///
+/// ```
+/// let file = tempfile::tempfile().unwrap();
+/// assert!(zt_container::temp::room_for(&file, 1).is_ok());
+/// let e = zt_container::temp::room_for(&file, u64::MAX).unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::StorageFull);
+/// ```
+pub fn room_for(file: &File, len: u64) -> io::Result<()> {
+    match free_space(file) {
+        #[cfg(unix)]
+        Some(free) if len > free => Err(io::Error::from_raw_os_error(libc::ENOSPC)),
+        _ => Ok(()),
+    }
+}
+
 /// An unnamed temporary in `dir`, or `None` where the file system (or the kernel) cannot
 /// make one, or `/proc` is not there to give it a name later.
 #[cfg(target_os = "linux")]

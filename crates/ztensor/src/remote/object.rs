@@ -614,10 +614,10 @@ async fn download(fetcher: &Fetcher, max_len: u64) -> Result<(u64, std::fs::File
     })?;
     // The server's word for the size, against the room there: a size no disk here holds
     // fails now, naming it, not when the disk is full.
-    // Asked once: the free count in the message is the one the decision was made on.
-    if let Some(free) = zt_container::temp::free_space(&file).filter(|&free| size > free) {
+    if let Err(full) = zt_container::temp::room_for(&file, size) {
+        let free = zt_container::temp::free_space(&file).unwrap_or(0);
         return Err(Error::io(
-            std::io::Error::from(std::io::ErrorKind::StorageFull),
+            full,
             format!(
                 "{shown}: its server ignores ranges, so it is read whole into a temporary \
                  file, and its {size} bytes do not fit in the {free} bytes free there (set \
