@@ -341,7 +341,12 @@ impl Reader {
     /// framework that maps the file itself (torch) needs per tensor, without building the
     /// object's whole listing (`info` costs about 20 us an object in attributes and component
     /// dicts; this about 1).
-    fn raw_span(&self, py: Python<'_>, name: &str) -> PyResult<Option<RawSpan>> {
+    ///
+    /// `told`: the caller is about to read the tensor through its own map, which our
+    /// read-ahead cannot see (`ObjectView::will_read_through_own_map`); a whole-file load
+    /// that fills the page cache itself (`read_whole_in_background`) leaves it off.
+    #[pyo3(signature = (name, told = false))]
+    fn raw_span(&self, py: Python<'_>, name: &str, told: bool) -> PyResult<Option<RawSpan>> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
         let [c] = &o.components[..] else {
@@ -354,6 +359,10 @@ impl Reader {
             && stored_as_it_lies(c)
             && c.file == 0
             && !r.bytes_shared(c.offset..c.offset.saturating_add(c.length));
+        if told && as_it_lies {
+            // Read through the caller's map; any other path reads through ours, which tells.
+            o.will_read_through_own_map();
+        }
         Ok(as_it_lies.then(|| {
             (
                 c.element.name().to_owned(),

@@ -105,14 +105,16 @@ def _torch_shape(element: str, shape: Sequence[int]) -> Tuple[int, ...]:
     return tuple(shape)
 
 
-def _mapped(f: File, name: str, torch: Any) -> Optional[Any]:
+def _mapped(f: File, name: str, torch: Any, told: bool = False) -> Optional[Any]:
     """The tensor over the private map of the file, or `None` when its bytes are not the
     tensor as they lie (see the module's doc) and the general path must look closer. Made
     from the object's place in the file alone (`Reader.raw_span`), not its listing: a file
-    of many small tensors spent more time building listings than loading."""
+    of many small tensors spent more time building listings than loading. ``told``: tell our
+    read-ahead of the read, which torch makes through its own map (``safe_open``'s tensors
+    and slices, one at a time; a whole-file load fills the page cache itself)."""
     if getattr(f, "_verify", False) or getattr(f, "_unmapped", False):
         return None
-    span = f._native.raw_span(name)
+    span = f._native.raw_span(name, told)
     if span is None:
         return None
     element, shape, offset, length = span
@@ -133,10 +135,10 @@ def _mapped(f: File, name: str, torch: Any) -> Optional[Any]:
     return empty.new_empty(0).set_(storage, offset // itemsize, shape, tuple(reversed(strides)))
 
 
-def _tensor(f: File, name: str, device: str = "cpu") -> Any:
+def _tensor(f: File, name: str, device: str = "cpu", told: bool = False) -> Any:
     torch = _torch()
     f = f._file_for(name)  # a set's shard
-    t = _mapped(f, name, torch)
+    t = _mapped(f, name, torch, told)
     if t is not None:
         return t if device == "cpu" else t.to(device)
     info = f.info(name)
@@ -318,7 +320,13 @@ def _from_numpy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = No
     return t if device == "cpu" else t.to(device)
 
 
-_frameworks.register(("pt", "torch", "pytorch"), _tensor, _from_numpy, lambda f, name: _mapped(f, name, _torch()))
+# `safe_open`'s reads, one tensor or slice at a time: each is told to our read-ahead.
+_frameworks.register(
+    ("pt", "torch", "pytorch"),
+    lambda f, name, device: _tensor(f, name, device, told=True),
+    _from_numpy,
+    lambda f, name: _mapped(f, name, _torch(), told=True),
+)
 
 
 # -- shared tensors and whole models, as safetensors.torch has them ------------------------

@@ -876,6 +876,42 @@ mod tests {
         assert_eq!(noted(), Some(0));
     }
 
+    /// A read through the caller's own map is told to the read-ahead in a file out of the page
+    /// cache, and not in one all in it (the read-ahead would only map pages nobody touches).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_read_through_another_map_is_told_only_while_the_file_is_cold() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.zt");
+        let mut w = crate::Writer::create(&path).unwrap();
+        w.add("a", &[16 << 20], &vec![1u8; 16 << 20]).unwrap();
+        w.add("b", &[16 << 20], &vec![2u8; 16 << 20]).unwrap();
+        w.finish().unwrap();
+        // Just written: in the page cache.
+        {
+            let r = crate::open(&path).unwrap();
+            let a = r.object("a").unwrap();
+            a.will_read_through_own_map();
+            assert_eq!(a.backing().readahead.last_noted(), None);
+        }
+        // Written back and dropped from the page cache, then told.
+        let file = std::fs::File::open(&path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: a hint about a descriptor `file` keeps open; it touches no memory.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+        if zt_container::Source::map(&path).unwrap().seems_cached(256) {
+            // A file system that keeps its pages in memory (tmpfs) drops nothing.
+            eprintln!("skipped: the page cache kept {}", path.display());
+            return;
+        }
+        let r = crate::open(&path).unwrap();
+        let b = r.object("b").unwrap();
+        b.will_read_through_own_map();
+        assert_eq!(b.backing().readahead.last_noted(), Some(1));
+    }
+
     #[test]
     fn runs_are_asked_for_merged_where_their_pages_touch() {
         // Half of each 5,632-byte row: every page is the box's, so one range.

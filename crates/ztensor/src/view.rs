@@ -200,6 +200,33 @@ impl<'r> ObjectView<'r> {
         self.backing.note_read(self.index, self.walking);
     }
 
+    /// Tells the read-ahead that the object's bytes are about to be read through a map of
+    /// the caller's own (torch maps a file itself and views its tensors there), as a read
+    /// through this reader tells it: a caller that goes on to read most of the file gets it
+    /// read from the disk ahead, in large requests, into the page cache its own map shares,
+    /// and a caller that reads a few objects gets only theirs asked for. Nothing is told for
+    /// a file that was all in the page cache at its first read: the read-ahead would only
+    /// map pages into this reader's map, which such a caller never touches.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add("m", &[2, 2], &[1u8, 2, 3, 4])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// r.object("m")?.will_read_through_own_map(); // then read `m` through another map
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn will_read_through_own_map(&self) {
+        let backing = self.backing;
+        if !backing.readahead.file_seems_cached(&backing.source) {
+            self.will_read();
+        }
+    }
+
     pub(crate) fn backing(&self) -> &'r Backing {
         self.backing
     }
