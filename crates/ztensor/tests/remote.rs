@@ -571,10 +571,13 @@ fn a_download_larger_than_the_room_for_it_is_refused_before_it_starts() {
     let server = FaultServer::start(bytes, |_| Fault::IgnoreRangesClaiming(u64::MAX >> 1));
     let e = ztensor::open_url(&server.url()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
-    // The system's own code under it (ENOSPC, 28 on Linux), which Python callers get as
-    // `OSError.errno`.
+    // The system's own code under it, which Python callers get as `OSError.errno`.
     let io = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<std::io::Error>());
-    assert_eq!(io.and_then(std::io::Error::raw_os_error), Some(28), "{e}");
+    assert_eq!(
+        io.and_then(std::io::Error::raw_os_error),
+        Some(libc::ENOSPC),
+        "{e}"
+    );
     let text = e.to_string();
     assert!(
         text.contains("127.0.0.1") && text.contains("bytes free"),
