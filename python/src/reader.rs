@@ -509,12 +509,24 @@ impl Reader {
     }
 
     /// Starts the kernel reading the pages of the box `ranges` of `name`, about to be read
-    /// through a view of the whole tensor (`ObjectView::will_need_slice`).
-    fn will_need_slice(&self, py: Python<'_>, name: &str, ranges: Vec<(u64, u64)>) -> PyResult<()> {
+    /// through a view of the whole tensor (`ObjectView::will_need_slice`); `own_map`: a view
+    /// of a map the caller made itself, as torch's (`will_need_slice_through_own_map`).
+    #[pyo3(signature = (name, ranges, own_map = false))]
+    fn will_need_slice(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        ranges: Vec<(u64, u64)>,
+        own_map: bool,
+    ) -> PyResult<()> {
         let r = self.get(py)?;
         let o = object(py, &r, name)?;
         let ranges: Vec<Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
-        o.will_need_slice(&ranges).py_err(py)
+        if own_map {
+            o.will_need_slice_through_own_map(&ranges).py_err(py)
+        } else {
+            o.will_need_slice(&ranges).py_err(py)
+        }
     }
 
     /// `get_slice(name)[key]` by safetensors 0.8's rules (`slice_rules`), for elements of

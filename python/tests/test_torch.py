@@ -192,3 +192,44 @@ def test_a_box_of_columns_is_a_view_of_the_map_as_safetensors_gives(tmp_path, ba
         got = f.get_slice("w")[:, 2:5]
         got[0, 0] = 100  # a write stays in the process (the map is private)
     assert torch.equal(ztio.torch.load_file(tmp_path / "m.safetensors")["w"], want)
+
+
+class _HintRecorder:
+    """A native reader that records the read-ahead hints asked of it, and passes them on."""
+
+    def __init__(self, native):
+        self._native = native
+        self.told = []
+
+    def __getattr__(self, name):
+        return getattr(self._native, name)
+
+    def raw_span(self, name, told=False):
+        self.told.append(("raw_span", name, told))
+        return self._native.raw_span(name, told)
+
+    def will_need_slice(self, name, ranges, own_map=False):
+        self.told.append(("will_need_slice", name, [tuple(r) for r in ranges], own_map))
+        return self._native.will_need_slice(name, ranges, own_map)
+
+
+def test_a_box_of_columns_tells_the_read_ahead_of_the_box_alone(tmp_path):
+    """A box of columns is a view of the whole tensor in torch's own map: the read-ahead is
+    told of the box, as read through that map (nothing in a file all in the page cache),
+    never of the whole tensor. Told of the whole tensor, a cold 16x100 box of a 64 MiB f32
+    tensor read 8 MiB from the disk, and a warm one set the read-ahead mapping pages into a
+    map torch never touches (until 2026-12-07; 0.1 MiB read since)."""
+    want = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    ztio.torch.save_file({"w": want}, tmp_path / "m.safetensors")
+    with ztio.safe_open(tmp_path / "m.safetensors", framework="pt") as f:
+        recorder = _HintRecorder(f._file._native)
+        f._file._native = recorder
+        assert torch.equal(f.get_slice("w")[:2, 1:4], want[:2, 1:4])
+        assert recorder.told == [
+            ("raw_span", "w", False),
+            ("will_need_slice", "w", [(0, 2), (1, 4)], True),
+        ]
+        # A whole tensor read through torch's map is told as a read of it.
+        recorder.told.clear()
+        assert torch.equal(f.get_tensor("w"), want)
+        assert recorder.told == [("raw_span", "w", True)]

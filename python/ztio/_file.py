@@ -1119,7 +1119,7 @@ class _SafeSlice(Slice):
                 if _slice_rules.plain_index(key, shape):
                     try:
                         box, _ = _dims(key, shape)
-                        self._file._reader().will_need_slice(self._name, box)
+                        self._file._reader().will_need_slice(self._name, box, own_map=True)
                     except Error:
                         pass  # a hint only: the answer, or the error, is torch's below
                 return whole[key]

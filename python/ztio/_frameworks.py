@@ -11,8 +11,10 @@ from typing import Any, Callable, Dict, Iterable, Optional, Union
 _CONVERTERS: Dict[str, Callable[[Any, str, str], Any]] = {}
 #: framework name -> ``from_numpy(array, device, kind)``, for values read as numpy (slices).
 _FROM_NUMPY: Dict[str, Callable[[Any, str, Optional[str]], Any]] = {}
-#: framework name -> ``mapped(file, name)``: the whole tensor over the file's map without a
-#: copy, or ``None`` where its bytes cannot be viewed as they lie.
+#: framework name -> ``mapped(file, name)``: the whole tensor over a map of the file that the
+#: framework makes itself (torch's private map), without a copy, or ``None`` where its bytes
+#: cannot be viewed as they lie. It tells our read-ahead nothing: the caller tells it of the
+#: part it reads (``will_need_slice(..., own_map=True)``).
 _MAPPED: Dict[str, Callable[[Any, str], Any]] = {}
 
 
@@ -24,8 +26,8 @@ def register(
 ) -> None:
     """Makes ``to_tensor(file, name, device)`` the reader of objects for every framework name
     in ``names`` (``("pt", "torch")``), ``from_numpy(array, device, kind)`` its conversion
-    of arrays read as numpy, and ``mapped(file, name)`` its view of a whole tensor in the map
-    (for a framework whose tensors can be strided views of it)."""
+    of arrays read as numpy, and ``mapped(file, name)`` its view of a whole tensor in its own
+    map of the file (for a framework whose tensors can be strided views of it)."""
     for n in names:
         _CONVERTERS[n] = to_tensor
         if from_numpy is not None:

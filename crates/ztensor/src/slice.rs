@@ -195,6 +195,35 @@ impl<'r> ObjectView<'r> {
     /// # }
     /// ```
     pub fn will_need_slice(&self, ranges: &[Range<u64>]) -> Result<()> {
+        self.will_need_box(ranges, false)
+    }
+
+    /// [`ObjectView::will_need_slice`] for a caller that touches the box through a map of its
+    /// own (torch maps a file itself and views its tensors there): a box over most of the
+    /// object's pages is told as [`ObjectView::will_read_through_own_map`] tells a read, so
+    /// nothing is told in a file that was all in the page cache at its first read. (Through
+    /// a view of this reader's map, the read-ahead maps the pages ahead of the caller; through
+    /// another map, it would map pages nobody touches.)
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("m.zt");
+    /// let mut w = ztensor::Writer::create(&path)?;
+    /// w.add("m", &[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
+    /// w.finish()?;
+    /// let r = ztensor::open(&path)?;
+    /// // Column 1, about to be read through a map the caller made of the same file.
+    /// r.object("m")?.will_need_slice_through_own_map(&[0..3, 1..2])?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn will_need_slice_through_own_map(&self, ranges: &[Range<u64>]) -> Result<()> {
+        self.will_need_box(ranges, true)
+    }
+
+    /// [`ObjectView::will_need_slice`]; `own_map`: the caller reads through a map of its own.
+    fn will_need_box(&self, ranges: &[Range<u64>], own_map: bool) -> Result<()> {
         let info = self.info();
         let slab = Hyperslab::new(&info.shape, ranges).map_err(|e| e.in_object(self.name()))?;
         let Some(comp) = info.components.0.iter().find(|c| c.role == "data") else {
@@ -212,7 +241,7 @@ impl<'r> ObjectView<'r> {
                 .is_none();
         if in_place {
             if let Ok(source) = self.backing().file(comp) {
-                self.ask_for_box(source, comp, &slab);
+                self.ask_for_box(source, comp, &slab, own_map);
             }
         }
         Ok(())
@@ -229,15 +258,20 @@ impl<'r> ObjectView<'r> {
     /// read-ahead that the object is read, as a read of all of it does: a loader that takes
     /// half the columns of every tensor (a tensor-parallel shard) reads the whole file, and
     /// the read-ahead's streams and sweep then read it from the disk ahead of the slices,
-    /// in large requests, instead of one fault's read-around at a time.
-    fn ask_for_box(&self, source: &Source, comp: &ComponentInfo, slab: &Hyperslab) {
+    /// in large requests, instead of one fault's read-around at a time. `own_map`: the box is
+    /// read through the caller's own map ([`ObjectView::will_need_slice_through_own_map`]).
+    fn ask_for_box(&self, source: &Source, comp: &ComponentInfo, slab: &Hyperslab, own_map: bool) {
         let element_size = comp.element.logical_size();
         match dense_and_large(slab, element_size, comp.offset) {
             Some(covered)
                 if covered.saturating_mul(MOST_OF_OBJECT.1)
                     >= comp.length.saturating_mul(MOST_OF_OBJECT.0) =>
             {
-                self.will_read();
+                if own_map {
+                    self.will_read_through_own_map();
+                } else {
+                    self.will_read();
+                }
             }
             // Most of a large span but not of the object: the faults' read-around reads it.
             Some(_) => {}
@@ -331,7 +365,7 @@ impl<'r> ObjectView<'r> {
             // they take the decode path below, which lays them out first.
             Encoding::Raw if comp.arrangement.is_none() => {
                 let source = backing.file(comp).map_err(&at)?;
-                self.ask_for_box(source, comp, &slab);
+                self.ask_for_box(source, comp, &slab, false);
                 // One run needing no swap: borrowed from a map, or one positional read.
                 let single = runs.peek().copied().filter(|_| slab.is_single_run());
                 if let (Some((off, len)), ByteOrder::Little) = (single, comp.byte_order) {
@@ -528,7 +562,7 @@ impl<'r> ObjectView<'r> {
         check_data_fits_shape(comp, &info.shape).map_err(&at)?;
         check_buffer_len(out, slab.element_count().checked_mul(element_size)).map_err(&at)?;
         let source = self.backing().file(comp).map_err(&at)?;
-        self.ask_for_box(source, comp, &slab);
+        self.ask_for_box(source, comp, &slab, false);
         read_runs_into(source, comp.offset, slab.runs(element_size), out).map_err(&at)
     }
 }
@@ -876,8 +910,9 @@ mod tests {
         assert_eq!(noted(), Some(0));
     }
 
-    /// A read through the caller's own map is told to the read-ahead in a file out of the page
-    /// cache, and not in one all in it (the read-ahead would only map pages nobody touches).
+    /// A read through the caller's own map, of a whole object or of a box over most of it, is
+    /// told to the read-ahead in a file out of the page cache, and not in one all in it (the
+    /// read-ahead would only map pages nobody touches).
     #[cfg(target_os = "linux")]
     #[test]
     fn a_read_through_another_map_is_told_only_while_the_file_is_cold() {
@@ -893,6 +928,8 @@ mod tests {
             let r = crate::open(&path).unwrap();
             let a = r.object("a").unwrap();
             a.will_read_through_own_map();
+            a.will_need_slice_through_own_map(std::slice::from_ref(&(0..16 << 20)))
+                .unwrap();
             assert_eq!(a.backing().readahead.last_noted(), None);
         }
         // Written back and dropped from the page cache, then told.
@@ -910,6 +947,12 @@ mod tests {
         let b = r.object("b").unwrap();
         b.will_read_through_own_map();
         assert_eq!(b.backing().readahead.last_noted(), Some(1));
+        // A box over all of "a", read through the caller's map: told as a read of "a".
+        r.object("a")
+            .unwrap()
+            .will_need_slice_through_own_map(std::slice::from_ref(&(0..16 << 20)))
+            .unwrap();
+        assert_eq!(b.backing().readahead.last_noted(), Some(0));
     }
 
     #[test]
