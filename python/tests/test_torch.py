@@ -229,7 +229,9 @@ def test_a_box_of_columns_tells_the_read_ahead_of_the_box_alone(tmp_path):
             ("raw_span", "w", False),
             ("will_need_slice", "w", [(0, 2), (1, 4)], True),
         ]
-        # A whole tensor read through torch's map is told as a read of it.
+        # A whole tensor read through torch's map is told as a read of it, and so is a key
+        # that may touch any part of it (a list of columns).
         recorder.told.clear()
         assert torch.equal(f.get_tensor("w"), want)
-        assert recorder.told == [("raw_span", "w", True)]
+        assert torch.equal(f.get_slice("w")[:, [0, 2]], want[:, [0, 2]])
+        assert recorder.told == [("raw_span", "w", True), ("raw_span", "w", True)]

@@ -1113,17 +1113,20 @@ class _SafeSlice(Slice):
             # framework's indexing). The box's pages are asked for first, so that touching
             # the view in a cold file reads them and not the disk's read-around.
             whole = None
+            plain = _slice_rules.plain_index(key, shape)
             if self._device == "cpu" and self._dtype != "f4_e2m1":
-                whole = _frameworks.mapped(self._framework, self._file, self._name)
+                # A key other than a plain box (lists, None, bools) may touch any part of the
+                # tensor: told as a read of all of it.
+                whole = _frameworks.mapped(self._framework, self._file, self._name, told=not plain)
             if whole is not None:
-                if _slice_rules.plain_index(key, shape):
+                if plain:
                     try:
                         box, _ = _dims(key, shape)
                         self._file._reader().will_need_slice(self._name, box, own_map=True)
                     except Error:
                         pass  # a hint only: the answer, or the error, is torch's below
                 return whole[key]
-            if not _slice_rules.plain_index(key, shape):
+            if not plain:
                 # None, lists, bools, indexes past the end: what the framework makes of them.
                 to_tensor = _frameworks.converter(self._framework)
                 return to_tensor(self._file, self._name, self._device)[key]

@@ -11,23 +11,24 @@ from typing import Any, Callable, Dict, Iterable, Optional, Union
 _CONVERTERS: Dict[str, Callable[[Any, str, str], Any]] = {}
 #: framework name -> ``from_numpy(array, device, kind)``, for values read as numpy (slices).
 _FROM_NUMPY: Dict[str, Callable[[Any, str, Optional[str]], Any]] = {}
-#: framework name -> ``mapped(file, name)``: the whole tensor over a map of the file that the
-#: framework makes itself (torch's private map), without a copy, or ``None`` where its bytes
-#: cannot be viewed as they lie. It tells our read-ahead nothing: the caller tells it of the
-#: part it reads (``will_need_slice(..., own_map=True)``).
-_MAPPED: Dict[str, Callable[[Any, str], Any]] = {}
+#: framework name -> ``mapped(file, name, told)``: the whole tensor over a map of the file
+#: that the framework makes itself (torch's private map), without a copy, or ``None`` where its
+#: bytes cannot be viewed as they lie. ``told``: our read-ahead is told of a read of the whole
+#: tensor; else the caller tells it of the part it reads (``will_need_slice(...,
+#: own_map=True)``).
+_MAPPED: Dict[str, Callable[[Any, str, bool], Any]] = {}
 
 
 def register(
     names: Iterable[str],
     to_tensor: Callable[[Any, str, str], Any],
     from_numpy: Optional[Callable[[Any, str, Optional[str]], Any]] = None,
-    mapped: Optional[Callable[[Any, str], Any]] = None,
+    mapped: Optional[Callable[[Any, str, bool], Any]] = None,
 ) -> None:
     """Makes ``to_tensor(file, name, device)`` the reader of objects for every framework name
     in ``names`` (``("pt", "torch")``), ``from_numpy(array, device, kind)`` its conversion
-    of arrays read as numpy, and ``mapped(file, name)`` its view of a whole tensor in its own
-    map of the file (for a framework whose tensors can be strided views of it)."""
+    of arrays read as numpy, and ``mapped(file, name, told)`` its view of a whole tensor in
+    its own map of the file (for a framework whose tensors can be strided views of it)."""
     for n in names:
         _CONVERTERS[n] = to_tensor
         if from_numpy is not None:
@@ -36,11 +37,12 @@ def register(
             _MAPPED[n] = mapped
 
 
-def mapped(framework: str, file: Any, name: str) -> Any:
-    """The framework's tensor over the whole of ``name`` in ``file``'s map, no copy made, or
-    ``None`` (no such view for this framework or this tensor)."""
+def mapped(framework: str, file: Any, name: str, told: bool = False) -> Any:
+    """The framework's tensor over the whole of ``name`` in its own map of ``file``, no copy
+    made, or ``None`` (no such view for this framework or this tensor); ``told``: tell our
+    read-ahead that the whole tensor is read through it."""
     view = _MAPPED.get(framework)
-    return None if view is None else view(file, name)
+    return None if view is None else view(file, name, told)
 
 
 def from_numpy(framework: str, array: Any, device: str, kind: Optional[str] = None) -> Any:

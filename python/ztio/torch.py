@@ -111,8 +111,8 @@ def _mapped(f: File, name: str, torch: Any, told: bool = False) -> Optional[Any]
     from the object's place in the file alone (`Reader.raw_span`), not its listing: a file
     of many small tensors spent more time building listings than loading. ``told``: tell our
     read-ahead of the read, which torch makes through its own map (``safe_open``'s tensors,
-    one at a time; a whole-file load fills the page cache itself, and a slice tells it of
-    its box alone)."""
+    one at a time, and slices by keys other than plain boxes; a whole-file load fills the
+    page cache itself, and a plain box tells it of the box alone)."""
     if getattr(f, "_verify", False) or getattr(f, "_unmapped", False):
         return None
     span = f._native.raw_span(name, told)
@@ -326,8 +326,8 @@ _frameworks.register(
     ("pt", "torch", "pytorch"),
     lambda f, name, device: _tensor(f, name, device, told=True),
     _from_numpy,
-    # A slice's view of the whole tensor: the slice tells the read-ahead of its box alone.
-    lambda f, name: _mapped(f, name, _torch()),
+    # A slice's view of the whole tensor: a plain box tells the read-ahead of the box alone.
+    lambda f, name, told: _mapped(f, name, _torch(), told),
 )
 
 
