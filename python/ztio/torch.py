@@ -321,7 +321,7 @@ def _from_numpy(array: np.ndarray, device: str = "cpu", kind: Optional[str] = No
     return t if device == "cpu" else t.to(device)
 
 
-# `safe_open`'s reads, one tensor or slice at a time: each is told to our read-ahead.
+# `safe_open`'s reads of whole tensors, one at a time: each is told to our read-ahead.
 _frameworks.register(
     ("pt", "torch", "pytorch"),
     lambda f, name, device: _tensor(f, name, device, told=True),
