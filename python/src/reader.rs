@@ -391,17 +391,23 @@ impl Reader {
 
     /// A dense object as an array: pointing into the map when raw, little-endian and aligned;
     /// `None` for objects of other formats. `verify`: check its digests even when zero-copy.
-    #[pyo3(signature = (name, verify = false))]
+    /// `told=False`: the bytes are read from the disk by other means (a whole set's load), so
+    /// a cold file's read-ahead is told nothing (`ObjectView::read_ahead_elsewhere`).
+    #[pyo3(signature = (name, verify = false, told = true))]
     fn array<'py>(
         &self,
         py: Python<'py>,
         name: &str,
         verify: bool,
+        told: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let r = self.get(py)?;
         let mut o = object(py, &r, name)?;
         if verify {
             o = o.with_checks(ztensor::Verify::Always);
+        }
+        if !told {
+            o = o.read_ahead_elsewhere();
         }
         // An unreadable object says why, whatever its format.
         o.readable().py_err(py)?;

@@ -83,6 +83,14 @@ impl Set {
         py.detach(|| set.load_all(|_| {})).py_err(py)
     }
 
+    /// Starts reading the set in on a thread of its own, one shard after another, each front
+    /// to back, and returns at once (`ShardedSet::load_all_in_background`): for a load that
+    /// makes every tensor at once as a view, and whose work on them then follows the one
+    /// stream. Returns whether it was started.
+    fn load_all_in_background(&self) -> bool {
+        self.inner.load_all_in_background()
+    }
+
     /// Starts a load of the whole set (`ShardedSet::load_each`, on a thread of its own) and
     /// returns at once: iterating the result gives `(shard position, name)` for each tensor
     /// as soon as its bytes are in, several shards coming in at once, each front to back. A

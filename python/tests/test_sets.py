@@ -131,31 +131,43 @@ def test_a_missing_shard_is_refused_at_open(model):
 
 
 def test_a_whole_set_load_reads_every_shard_in_first_and_names_a_bad_one(model, monkeypatch):
+    """numpy's arrays are views: the set's are made at once while one stream reads the shards
+    in behind them (the caller's work follows it, as a single file's load). Without maps each
+    array is a copy, made as its bytes come in (:meth:`ShardedFile._arrivals`)."""
     folder, expected = model
     index = folder / "model.safetensors.index.json"
     calls = []
-    real = ztio.ShardedFile._arrivals
+    for way in ("_arrivals", "_views_read_behind"):
+        real = getattr(ztio.ShardedFile, way)
 
-    def counted(self):
-        calls.append(self.path)
-        return real(self)
+        def counted(self, *args, _real=real, _way=way):
+            calls.append(_way)
+            return _real(self, *args)
 
-    monkeypatch.setattr(ztio.ShardedFile, "_arrivals", counted)
+        monkeypatch.setattr(ztio.ShardedFile, way, counted)
     loaded = ztio.numpy.load_file(index)
-    assert calls == [str(index)]
+    assert calls == ["_views_read_behind"]
     # Shard by shard, each in file order (safetensors' order for a file), whatever order
     # the shards came in.
     with ztio.open(index) as f:
         assert list(loaded) == f.offset_keys() == ["embed.weight", "layer.0.bias", "layer.0.weight"]
     for name, want in expected.items():
         assert np.array_equal(loaded[name], want)
+        assert not loaded[name].flags.owndata, name  # a view of its shard's map
+    calls.clear()
+    copied = ztio.numpy.load_file(index, backend="pread")
+    assert calls == ["_views_read_behind", "_arrivals"]
+    for name, want in expected.items():
+        assert np.array_equal(copied[name], want)
     # A single file is not a set: nothing to read ahead of the loop.
+    calls.clear()
     ztio.numpy.load_file(folder / "model-00001-of-00002.safetensors")
-    assert len(calls) == 1
-    # A shard that is no tensor file fails the whole load, naming it.
+    assert calls == []
+    # A shard that is no tensor file fails the whole load, naming it, either way.
     (folder / "model-00002-of-00002.safetensors").write_bytes(b"not a tensor file at all")
-    with pytest.raises(ztio.Error, match="model-00002-of-00002"):
-        ztio.numpy.load_file(index)
+    for backend in ("mmap", "pread"):
+        with pytest.raises(ztio.Error, match="model-00002-of-00002"):
+            ztio.numpy.load_file(index, backend=backend)
 
 
 def _four_tensor_set(tmp_path, index_name):

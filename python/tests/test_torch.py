@@ -1,5 +1,7 @@
 """ztio.torch: the safetensors.torch functions, when torch is installed (skipped otherwise)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,60 @@ def test_packed_tensors_share_one_private_map_of_the_file(tmp_path):
     back["a"] += 1
     assert back["a"][0, 0] == 1
     assert path.read_bytes() == before
+
+
+class _SetRecorder:
+    """A native set that records which whole-set loads are asked of it, and runs them."""
+
+    def __init__(self, native):
+        self._native = native
+        self.asked = []
+
+    def __getattr__(self, name):
+        if name in ("load_all_in_background", "load_each"):
+            self.asked.append(name)
+        return getattr(self._native, name)
+
+
+@pytest.mark.parametrize("backend", ["mmap", "pread"])
+def test_a_set_loads_as_views_of_each_shard_while_it_is_read_in(tmp_path, monkeypatch, backend):
+    """A set's tensors are views of torch's private map of each shard, made at once while
+    the library reads the shards in, one after another (the caller's copies follow the
+    reads), not each after its bytes came in (until 2026-12-08: the copies started after
+    every byte was in). Without a map (``backend="pread"``) each tensor is a copy made as
+    its bytes come in, as before."""
+    shards = {
+        "model-00001-of-00002.safetensors": {"embed": torch.arange(6, dtype=torch.float32).reshape(2, 3)},
+        "model-00002-of-00002.safetensors": {"w": torch.ones(3, 3, dtype=torch.bfloat16), "b": torch.zeros(3)},
+    }
+    weight_map = {}
+    for file, tensors in shards.items():
+        ztio.torch.save_file(tensors, tmp_path / file)
+        weight_map.update({name: file for name in tensors})
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": weight_map}))
+    recorders = []
+    real_open_set = ztio.ShardedFile._open_set
+
+    def recorded(self):
+        if not recorders or recorders[-1][0] is not self:
+            recorders.append((self, _SetRecorder(real_open_set(self))))
+        return recorders[-1][1]
+
+    monkeypatch.setattr(ztio.ShardedFile, "_open_set", recorded)
+    back = ztio.torch.load_file(index, backend=backend)
+    mapped = backend == "mmap"
+    assert recorders[0][1].asked == (["load_all_in_background"] if mapped else ["load_each"])
+    # Shard by shard, each in file order, as before.
+    assert list(back) == ["embed", "b", "w"]
+    for tensors in shards.values():
+        for name, want in tensors.items():
+            assert back[name].dtype == want.dtype and torch.equal(back[name], want), name
+    # In place: the second shard's tensors view one storage, that whole shard's file.
+    second = (tmp_path / "model-00002-of-00002.safetensors").stat().st_size
+    storage = back["w"].untyped_storage()
+    assert (storage.nbytes() == second) == mapped
+    assert (storage.data_ptr() == back["b"].untyped_storage().data_ptr()) == mapped
 
 
 def test_tensors_as_they_lie_load_without_a_listing(tmp_path, monkeypatch):

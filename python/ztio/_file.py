@@ -342,6 +342,10 @@ class File(_ReadOnlyMapping):
     #: (:func:`load_every_tensor`); ``None`` otherwise.
     _ahead: Optional["_DecodeAhead"] = None
 
+    #: Whether reads tell this file's read-ahead what they read; ``False`` while a whole set's
+    #: load reads the set in on a stream of its own (:meth:`ShardedFile._views_read_behind`).
+    _told: bool = True
+
     def __init__(
         self,
         path: Union[str, "os.PathLike[str]"],
@@ -458,7 +462,7 @@ class File(_ReadOnlyMapping):
             decoded = ahead.take(name)
             if decoded is not None:
                 return decoded.result()
-        array = self._native.array(name, verify)
+        array = self._native.array(name, verify, self._told)
         if array is not None:
             return array
         return self._structured(name)
@@ -628,6 +632,31 @@ class ShardedFile(_ReadOnlyMapping):
             if ahead is not None:
                 ahead.stop(*(shard for shard, _ in worth.values()))
 
+    def _views_read_behind(self, make: Callable[[str], Any]) -> Optional[Dict[str, Any]]:
+        """Every tensor of a set of local mapped shards, made at once by ``make``, which
+        makes views and reads none of their bytes (numpy arrays over the shards' maps,
+        torch's over its own), while one stream reads the shards in, in order, each front to
+        back (``load_all_in_background``): the caller's work on the views follows that
+        stream as it comes in, as it follows a single file's read-ahead, instead of waiting
+        for every byte first (:meth:`_arrivals`). Shard by shard, each in file order; the
+        shards' own read-ahead is told nothing meanwhile. ``None`` for a set read another
+        way: remote, without maps, or with large objects to decode (those are decoded on
+        worker threads as their bytes come in, across the set: :meth:`_each_made`)."""
+        if self._unmapped or "://" in self.path:
+            return None
+        shards = [self._shard(position) for position in range(len(self._paths))]
+        if any(_DecodeAhead.worth_decoding(shard._native) for shard in shards):
+            return None
+        self._open_set().load_all_in_background()
+        tensors: Dict[str, Any] = {}
+        for shard in shards:
+            shard._told = False
+            try:
+                tensors.update(load_every_tensor(shard, make))
+            finally:
+                del shard._told
+        return tensors
+
     def as_read(self) -> Iterator[Tuple[str, Any]]:
         """Every tensor of the set as ``(name, tensor)``, in the order their bytes come in:
         the shards are read several at once, each front to back, on threads of their own, and
@@ -775,17 +804,25 @@ def unpacked_if_packed(
     return stored
 
 
-def load_every_tensor(f: Union[File, ShardedFile], make: Callable[[str], Any]) -> Dict[str, Any]:
+def load_every_tensor(
+    f: Union[File, ShardedFile], make: Callable[[str], Any], *, views: bool = False
+) -> Dict[str, Any]:
     """Every tensor of ``f``, made by ``make(name)``, as a ``load_file`` returns them: in the
     order their data lies in the file (safetensors' order; a set's shard by shard, in the
     index's order). A single file is read front to back ahead of the reads; a set's shards
     are read several at once, and each tensor is made as soon as its bytes are in, so a
     framework that copies works on the first tensors while the rest come in. Either way the
-    large objects that must be decoded are decoded on worker threads (:class:`_DecodeAhead`)."""
+    large objects that must be decoded are decoded on worker threads (:class:`_DecodeAhead`).
+    ``views``: ``make`` makes views and reads nothing; a local set's tensors are then all
+    made at once while one stream reads the set in behind them
+    (:meth:`ShardedFile._views_read_behind`)."""
     # Objects that hold no numbers (strings, compounds, object arrays, TensorFlow's object
     # graph) are not tensors: passed over, as `verify` and conversions pass over them; a
     # set's, shard by shard.
     if isinstance(f, ShardedFile):
+        behind = f._views_read_behind(make) if views else None
+        if behind is not None:
+            return behind
         by_shard: Dict[int, FrozenSet[str]] = {}
 
         def skip(name: str) -> bool:

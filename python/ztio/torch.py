@@ -188,7 +188,9 @@ def _all_tensors(f: Any, device: Union[str, int]) -> Dict[str, Any]:
         # read-ahead never sees its reads: the file is read into the page cache front to back
         # on a thread of the library's instead, and torch's page faults find it there.
         f._native.read_whole_in_background()
-    return load_every_tensor(f, lambda name: _tensor(f, name, device))
+    # A set's tensors are views of torch's own maps, made at once while the set is read in
+    # behind them (decoded or copied where they cannot be).
+    return load_every_tensor(f, lambda name: _tensor(f, name, device), views=True)
 
 
 def save_file(

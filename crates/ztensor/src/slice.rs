@@ -955,6 +955,45 @@ mod tests {
         assert_eq!(b.backing().readahead.last_noted(), Some(0));
     }
 
+    /// A view read ahead elsewhere tells the read-ahead of a cold file nothing, and that of
+    /// a file all in the page cache what it reads, as the plain view does.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_view_read_ahead_elsewhere_tells_only_a_cached_file() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.zt");
+        let mut w = crate::Writer::create(&path).unwrap();
+        // Large enough for a read-ahead of its own (`readahead::MIN_FILE`).
+        w.add("a", &[16 << 20], &vec![1u8; 16 << 20]).unwrap();
+        w.add("b", &[16 << 20], &vec![2u8; 16 << 20]).unwrap();
+        w.finish().unwrap();
+        // Just written: in the page cache, and told.
+        {
+            let r = crate::open(&path).unwrap();
+            let b = r.object("b").unwrap().read_ahead_elsewhere();
+            assert_eq!(b.bytes().unwrap().first(), Some(&2));
+            assert_eq!(b.backing().readahead.last_noted(), Some(1));
+        }
+        // Written back and dropped from the page cache: not told.
+        let file = std::fs::File::open(&path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: a hint about a descriptor `file` keeps open; it touches no memory.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+        if zt_container::Source::map(&path).unwrap().seems_cached(256) {
+            // A file system that keeps its pages in memory (tmpfs) drops nothing.
+            eprintln!("skipped: the page cache kept {}", path.display());
+            return;
+        }
+        let r = crate::open(&path).unwrap();
+        let quiet = r.object("b").unwrap().read_ahead_elsewhere();
+        assert_eq!(quiet.bytes().unwrap().first(), Some(&2));
+        assert_eq!(quiet.backing().readahead.last_noted(), None);
+        r.object("b").unwrap().bytes().unwrap();
+        assert_eq!(quiet.backing().readahead.last_noted(), Some(1));
+    }
+
     #[test]
     fn runs_are_asked_for_merged_where_their_pages_touch() {
         // Half of each 5,632-byte row: every page is the box's, so one range.

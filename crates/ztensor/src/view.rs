@@ -74,6 +74,30 @@ impl<'r> ObjectView<'r> {
         }
     }
 
+    /// The same view, whose reads tell the reader's read-ahead nothing while the file is not
+    /// all in the page cache: for a caller whose reads are read from the disk by other means,
+    /// such as a whole set's load ([`crate::ShardedSet::load_all_in_background`]), beside
+    /// which each shard's own read-ahead would only read more streams. A file all in the page
+    /// cache at its first read is told as ever: there the read-ahead reads nothing and maps
+    /// the pages ahead of the reads on another core, which spares the reads their faults.
+    ///
+    /// ```
+    /// # fn main() -> ztensor::Result<()> {
+    /// # let r = ztensor::open(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/interop/v123_all.zt"))?;
+    /// # let name = r.names().next().unwrap().to_owned();
+    /// let bytes = r.object(&name)?.read_ahead_elsewhere().bytes()?;
+    /// # let _ = bytes;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_ahead_elsewhere(mut self) -> Self {
+        let backing = self.backing;
+        if !backing.readahead.file_seems_cached(&backing.source) {
+            self.index = crate::readahead::NO_HINTS;
+        }
+        self
+    }
+
     /// The same view, whose reads without options ([`ObjectView::read`],
     /// [`ObjectView::bytes`], the sparse and quantized reads, ...) check as `checks` says
     /// instead of as the reader was opened ([`crate::OpenOptions::verify`]).
