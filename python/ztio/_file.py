@@ -638,8 +638,8 @@ class ShardedFile(_ReadOnlyMapping):
         torch's over its own), while one stream reads the shards in, in order, each front to
         back (``load_all_in_background``): the caller's work on the views follows that
         stream as it comes in, as it follows a single file's read-ahead, instead of waiting
-        for every byte first (:meth:`_arrivals`). Shard by shard, each in file order; the
-        shards' own read-ahead is told nothing meanwhile. ``None`` for a set read another
+        for every byte first (:meth:`_arrivals`). Shard by shard, each in file order; a cold
+        shard's own read-ahead is told nothing meanwhile. ``None`` for a set read another
         way: remote, without maps, or with large objects to decode (those are decoded on
         worker threads as their bytes come in, across the set: :meth:`_each_made`)."""
         if self._unmapped or "://" in self.path:
