@@ -910,19 +910,43 @@ mod tests {
         assert_eq!(noted(), Some(0));
     }
 
+    /// `m.zt` in `dir`, with objects "a" (16 MiB of 1s) and "b" (16 MiB of 2s): large enough
+    /// for a read-ahead of its own (`readahead::MIN_FILE`); just written, so in the page cache.
+    #[cfg(target_os = "linux")]
+    fn two_large_objects(dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("m.zt");
+        let mut w = crate::Writer::create(&path).unwrap();
+        w.add("a", &[16 << 20], &vec![1u8; 16 << 20]).unwrap();
+        w.add("b", &[16 << 20], &vec![2u8; 16 << 20]).unwrap();
+        w.finish().unwrap();
+        path
+    }
+
+    /// Writes `path` back and drops it from the page cache; false (the test then stops, and
+    /// says so) on a file system that keeps its pages in memory (tmpfs), which drops nothing.
+    #[cfg(target_os = "linux")]
+    fn dropped_from_the_page_cache(path: &std::path::Path) -> bool {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: a hint about a descriptor `file` keeps open; it touches no memory.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+        let kept = zt_container::Source::map(path).unwrap().seems_cached(256);
+        if kept {
+            eprintln!("skipped: the page cache kept {}", path.display());
+        }
+        !kept
+    }
+
     /// A read through the caller's own map, of a whole object or of a box over most of it, is
     /// told to the read-ahead in a file out of the page cache, and not in one all in it (the
     /// read-ahead would only map pages nobody touches).
     #[cfg(target_os = "linux")]
     #[test]
     fn a_read_through_another_map_is_told_only_while_the_file_is_cold() {
-        use std::os::fd::AsRawFd;
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.zt");
-        let mut w = crate::Writer::create(&path).unwrap();
-        w.add("a", &[16 << 20], &vec![1u8; 16 << 20]).unwrap();
-        w.add("b", &[16 << 20], &vec![2u8; 16 << 20]).unwrap();
-        w.finish().unwrap();
+        let path = two_large_objects(dir.path());
         // Just written: in the page cache.
         {
             let r = crate::open(&path).unwrap();
@@ -933,14 +957,7 @@ mod tests {
             assert_eq!(a.backing().readahead.last_noted(), None);
         }
         // Written back and dropped from the page cache, then told.
-        let file = std::fs::File::open(&path).unwrap();
-        file.sync_all().unwrap();
-        // SAFETY: a hint about a descriptor `file` keeps open; it touches no memory.
-        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert_eq!(rc, 0);
-        if zt_container::Source::map(&path).unwrap().seems_cached(256) {
-            // A file system that keeps its pages in memory (tmpfs) drops nothing.
-            eprintln!("skipped: the page cache kept {}", path.display());
+        if !dropped_from_the_page_cache(&path) {
             return;
         }
         let r = crate::open(&path).unwrap();
@@ -960,14 +977,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_view_read_ahead_elsewhere_tells_only_a_cached_file() {
-        use std::os::fd::AsRawFd;
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.zt");
-        let mut w = crate::Writer::create(&path).unwrap();
-        // Large enough for a read-ahead of its own (`readahead::MIN_FILE`).
-        w.add("a", &[16 << 20], &vec![1u8; 16 << 20]).unwrap();
-        w.add("b", &[16 << 20], &vec![2u8; 16 << 20]).unwrap();
-        w.finish().unwrap();
+        let path = two_large_objects(dir.path());
         // Just written: in the page cache, and told.
         {
             let r = crate::open(&path).unwrap();
@@ -976,14 +987,7 @@ mod tests {
             assert_eq!(b.backing().readahead.last_noted(), Some(1));
         }
         // Written back and dropped from the page cache: not told.
-        let file = std::fs::File::open(&path).unwrap();
-        file.sync_all().unwrap();
-        // SAFETY: a hint about a descriptor `file` keeps open; it touches no memory.
-        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert_eq!(rc, 0);
-        if zt_container::Source::map(&path).unwrap().seems_cached(256) {
-            // A file system that keeps its pages in memory (tmpfs) drops nothing.
-            eprintln!("skipped: the page cache kept {}", path.display());
+        if !dropped_from_the_page_cache(&path) {
             return;
         }
         let r = crate::open(&path).unwrap();
